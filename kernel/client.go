@@ -1,0 +1,623 @@
+package kernel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+	"github.com/rs/zerolog"
+)
+
+// Config tunes a Client. The zero value of each field selects its default.
+type Config struct {
+	// HeartbeatInterval is the time between heartbeat pings (default 1 s).
+	HeartbeatInterval time.Duration
+	// HeartbeatTimeout declares the kernel dead when no heartbeat reply has
+	// arrived for this long (default 3 s, so death is reported within 5 s).
+	HeartbeatTimeout time.Duration
+	// ConnectTimeout bounds Dial, including the wait for iopub to carry
+	// messages (default 20 s).
+	ConnectTimeout time.Duration
+	// MaxMessageBytes drops, with a log line, any kernel message larger than
+	// this (default 32 MiB; the transport's hard ceiling is MaxMessageBytes).
+	MaxMessageBytes int
+	// MessageRate is the sustained number of messages per second read from
+	// the kernel; a kernel that sends faster is slowed by backpressure
+	// (default 5000, burst of the same size).
+	MessageRate int
+	// EventBuffer is the per-request queue of undelivered events (default 256).
+	EventBuffer int
+}
+
+func (c Config) withDefaults() Config {
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = time.Second
+	}
+	if c.HeartbeatTimeout == 0 {
+		c.HeartbeatTimeout = 3 * time.Second
+	}
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = 20 * time.Second
+	}
+	if c.MaxMessageBytes == 0 {
+		c.MaxMessageBytes = 32 << 20
+	}
+	if c.MessageRate == 0 {
+		c.MessageRate = 5000
+	}
+	if c.EventBuffer == 0 {
+		c.EventBuffer = 256
+	}
+	return c
+}
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case c.HeartbeatInterval < 0 || c.HeartbeatTimeout <= c.HeartbeatInterval:
+		return fmt.Errorf("kernel: config: heartbeat timeout %v must exceed interval %v", c.HeartbeatTimeout, c.HeartbeatInterval)
+	case c.MaxMessageBytes < 0 || c.MaxMessageBytes > MaxMessageBytes:
+		return fmt.Errorf("kernel: config: max message bytes %d outside 1..%d", c.MaxMessageBytes, MaxMessageBytes)
+	case c.MessageRate < 0 || c.EventBuffer < 0 || c.ConnectTimeout < 0:
+		return errors.New("kernel: config: negative limit")
+	}
+	return nil
+}
+
+// Errors reported by Client calls.
+var (
+	// ErrDead is wrapped by every error returned after the kernel died or
+	// the client was closed.
+	ErrDead = errors.New("kernel: dead")
+	// ErrClosed is the cause when Close ended the client.
+	ErrClosed = errors.New("kernel: client closed")
+	// ErrHeartbeat is the cause when the heartbeat stopped answering.
+	ErrHeartbeat = errors.New("kernel: heartbeat lost")
+)
+
+// DeadError is returned by calls on a dead kernel. Cause says why it died.
+type DeadError struct{ Cause error }
+
+func (e *DeadError) Error() string { return "kernel: dead: " + e.Cause.Error() }
+
+// Is makes errors.Is(err, ErrDead) true.
+func (e *DeadError) Is(target error) bool { return target == ErrDead }
+
+// Unwrap returns the cause.
+func (e *DeadError) Unwrap() error { return e.Cause }
+
+// Client is a connection to one running kernel.
+//
+// All methods are safe for concurrent use. The kernel itself runs one
+// execute at a time; concurrent Execute calls are queued by the kernel in
+// the order they were sent. Each zmq socket has one reading goroutine;
+// sends are serialised per socket. Close must be called to release the
+// sockets and goroutines.
+type Client struct {
+	cfg     Config
+	log     zerolog.Logger
+	codec   *Codec
+	session string
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	shell, control, stdin, iopub, hb zmq4.Socket
+	sendMu                           [3]sync.Mutex // shell, control, stdin
+
+	mu       sync.Mutex
+	pending  map[string]*call
+	inputReq *Message // the outstanding input_request, if any
+
+	deadOnce sync.Once
+	dead     chan struct{}
+	deadErr  error
+
+	lastPong atomic.Int64 // unix nanos
+	limiter  *tokenBucket
+}
+
+type call struct {
+	events chan Event
+	reply  chan *Message
+	done   chan struct{}
+}
+
+// Dial connects to the kernel described by info and waits until iopub
+// carries messages, so no output of the first request is lost.
+func Dial(ctx context.Context, info ConnectionInfo, cfg Config, log zerolog.Logger) (*Client, error) {
+	if err := info.Validate(); err != nil {
+		return nil, fmt.Errorf("kernel: dial: %w", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	codec, err := NewCodec([]byte(info.Key))
+	if err != nil {
+		return nil, err
+	}
+	if info.Transport == "ipc" {
+		for _, ch := range Channels {
+			if err := CheckSocket(info.SocketPath(ch)); err != nil {
+				return nil, fmt.Errorf("kernel: dial: %w", err)
+			}
+		}
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	c := &Client{
+		cfg: cfg, log: log, codec: codec, session: newID(),
+		ctx: cctx, cancel: cancel,
+		pending: make(map[string]*call),
+		dead:    make(chan struct{}),
+		limiter: newTokenBucket(cfg.MessageRate),
+	}
+	opts := []zmq4.Option{zmq4.WithDialerMaxRetries(2), zmq4.WithDialerRetry(100 * time.Millisecond)}
+	id := zmq4.WithID(zmq4.SocketIdentity(c.session))
+	c.shell = zmq4.NewDealer(cctx, append(opts, id)...)
+	c.control = zmq4.NewDealer(cctx, append(opts, id)...)
+	c.stdin = zmq4.NewDealer(cctx, append(opts, id)...)
+	c.iopub = zmq4.NewSub(cctx, opts...)
+	c.hb = zmq4.NewReq(cctx, opts...)
+	socks := map[Channel]zmq4.Socket{Shell: c.shell, Control: c.control, Stdin: c.stdin, IOPub: c.iopub, Heartbeat: c.hb}
+	for _, ch := range Channels {
+		if err := socks[ch].Dial(info.endpoint(ch)); err != nil {
+			c.closeSockets()
+			cancel()
+			return nil, fmt.Errorf("kernel: dial %s: %w", ch, err)
+		}
+	}
+	if err := c.iopub.SetOption(zmq4.OptionSubscribe, ""); err != nil {
+		c.closeSockets()
+		cancel()
+		return nil, fmt.Errorf("kernel: subscribe iopub: %w", err)
+	}
+	c.lastPong.Store(time.Now().UnixNano())
+	for _, r := range []struct {
+		ch   Channel
+		sock zmq4.Socket
+	}{{Shell, c.shell}, {Control, c.control}, {Stdin, c.stdin}, {IOPub, c.iopub}} {
+		c.wg.Add(1)
+		go c.readLoop(r.ch, r.sock)
+	}
+	c.wg.Add(2)
+	go c.heartbeatLoop()
+	go c.watchdog()
+
+	if err := c.waitIOPub(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// waitIOPub sends kernel_info requests until one of them produces an iopub
+// message, proving the subscription is live.
+func (c *Client) waitIOPub(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.ConnectTimeout)
+	defer cancel()
+	for {
+		msg, cl, err := c.send(Shell, "kernel_info_request", struct{}{})
+		if err != nil {
+			return err
+		}
+		t := time.NewTimer(250 * time.Millisecond)
+		select {
+		case <-cl.events:
+			t.Stop()
+			c.unregister(msg.Header.MsgID)
+			return nil
+		case <-t.C:
+			c.unregister(msg.Header.MsgID)
+		case <-c.dead:
+			t.Stop()
+			c.unregister(msg.Header.MsgID)
+			return c.deadError()
+		case <-ctx.Done():
+			t.Stop()
+			c.unregister(msg.Header.MsgID)
+			return fmt.Errorf("kernel: wait for iopub: %w", ctx.Err())
+		}
+	}
+}
+
+// Done is closed when the kernel is dead or the client closed.
+func (c *Client) Done() <-chan struct{} { return c.dead }
+
+// Err returns the DeadError after Done is closed, and nil before.
+func (c *Client) Err() error {
+	select {
+	case <-c.dead:
+		return c.deadError()
+	default:
+		return nil
+	}
+}
+
+func (c *Client) deadError() error { return &DeadError{Cause: c.deadErr} }
+
+// Abort declares the kernel dead with cause, for example when its runtime
+// saw the process exit. Every pending and future call returns a DeadError.
+func (c *Client) Abort(cause error) {
+	c.deadOnce.Do(func() {
+		c.deadErr = cause
+		c.log.Debug().Err(cause).Msg("kernel declared dead")
+		close(c.dead)
+		c.cancel()
+		c.closeSockets()
+	})
+}
+
+// Close disconnects from the kernel (it does not stop the kernel process)
+// and waits for every goroutine of the client to exit.
+func (c *Client) Close() error {
+	c.Abort(ErrClosed)
+	c.wg.Wait()
+	return nil
+}
+
+func (c *Client) closeSockets() {
+	for _, s := range []zmq4.Socket{c.shell, c.control, c.stdin, c.iopub, c.hb} {
+		if s != nil {
+			s.Close()
+		}
+	}
+}
+
+// send registers a call for a new message and sends it on ch.
+func (c *Client) send(ch Channel, msgType string, content any) (*Message, *call, error) {
+	body, err := json.Marshal(content)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kernel: %s: encode content: %w", msgType, err)
+	}
+	msg := &Message{Header: newHeader(c.session, msgType), Content: body}
+	cl := &call{events: make(chan Event, c.cfg.EventBuffer), reply: make(chan *Message, 1), done: make(chan struct{})}
+	c.mu.Lock()
+	c.pending[msg.Header.MsgID] = cl
+	c.mu.Unlock()
+	if err := c.sendMsg(ch, msg); err != nil {
+		c.unregister(msg.Header.MsgID)
+		return nil, nil, err
+	}
+	return msg, cl, nil
+}
+
+func (c *Client) sendMsg(ch Channel, msg *Message) error {
+	frames, err := c.codec.Encode(msg)
+	if err != nil {
+		return err
+	}
+	var sock zmq4.Socket
+	var mu *sync.Mutex
+	switch ch {
+	case Shell:
+		sock, mu = c.shell, &c.sendMu[0]
+	case Control:
+		sock, mu = c.control, &c.sendMu[1]
+	case Stdin:
+		sock, mu = c.stdin, &c.sendMu[2]
+	default:
+		return fmt.Errorf("kernel: cannot send on %s", ch)
+	}
+	select {
+	case <-c.dead:
+		return c.deadError()
+	default:
+	}
+	mu.Lock()
+	err = sock.SendMulti(zmq4.NewMsgFrom(frames...))
+	mu.Unlock()
+	if err != nil {
+		if c.Err() != nil {
+			return c.deadError()
+		}
+		return fmt.Errorf("kernel: send %s on %s: %w", msg.Header.MsgType, ch, err)
+	}
+	return nil
+}
+
+func (c *Client) unregister(msgID string) {
+	c.mu.Lock()
+	if cl, ok := c.pending[msgID]; ok {
+		delete(c.pending, msgID)
+		close(cl.done)
+	}
+	c.mu.Unlock()
+}
+
+func (c *Client) lookup(msgID string) *call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pending[msgID]
+}
+
+// readLoop owns sock's receiving side: it verifies each message and routes
+// it to the call named by its parent header.
+func (c *Client) readLoop(ch Channel, sock zmq4.Socket) {
+	defer c.wg.Done()
+	for {
+		zmsg, err := sock.Recv()
+		if err != nil {
+			if c.ctx.Err() == nil {
+				c.log.Debug().Err(err).Str("channel", string(ch)).Msg("kernel recv failed")
+				c.Abort(fmt.Errorf("kernel: recv on %s: %w", ch, err))
+			}
+			return
+		}
+		if !c.limiter.wait(c.ctx) {
+			return
+		}
+		size := 0
+		for _, f := range zmsg.Frames {
+			size += len(f)
+		}
+		if size > c.cfg.MaxMessageBytes {
+			c.log.Warn().Str("channel", string(ch)).Int("bytes", size).Msg("dropped oversized kernel message")
+			continue
+		}
+		msg, err := c.codec.Decode(zmsg.Frames)
+		if err != nil {
+			c.log.Warn().Err(err).Str("channel", string(ch)).Msg("dropped kernel message")
+			continue
+		}
+		c.route(ch, msg)
+	}
+}
+
+func (c *Client) route(ch Channel, msg *Message) {
+	cl := c.lookup(msg.Parent.MsgID)
+	if cl == nil {
+		c.log.Trace().Str("channel", string(ch)).Str("type", msg.Header.MsgType).Msg("unrouted kernel message")
+		return
+	}
+	switch ch {
+	case Shell, Control:
+		select {
+		case cl.reply <- msg:
+		default: // a second reply to one request is ignored
+		}
+		return
+	case Stdin:
+		if msg.Header.MsgType != string(EventInputRequest) {
+			return
+		}
+		c.mu.Lock()
+		c.inputReq = msg
+		c.mu.Unlock()
+	}
+	ev, ok, err := decodeEvent(msg)
+	if err != nil {
+		c.log.Warn().Err(err).Msg("dropped kernel event")
+		return
+	}
+	if !ok {
+		return
+	}
+	select {
+	case cl.events <- ev:
+	case <-cl.done:
+	case <-c.ctx.Done():
+	}
+}
+
+// heartbeatLoop owns the heartbeat REQ socket.
+func (c *Client) heartbeatLoop() {
+	defer c.wg.Done()
+	ping := zmq4.NewMsg([]byte("ping"))
+	for {
+		if err := c.hb.Send(ping); err != nil {
+			return
+		}
+		if _, err := c.hb.Recv(); err != nil {
+			return
+		}
+		c.lastPong.Store(time.Now().UnixNano())
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-time.After(c.cfg.HeartbeatInterval):
+		}
+	}
+}
+
+// watchdog declares the kernel dead when heartbeats stop.
+func (c *Client) watchdog() {
+	defer c.wg.Done()
+	t := time.NewTicker(c.cfg.HeartbeatInterval / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case now := <-t.C:
+			if now.Sub(time.Unix(0, c.lastPong.Load())) > c.cfg.HeartbeatTimeout {
+				c.Abort(ErrHeartbeat)
+				return
+			}
+		}
+	}
+}
+
+// ExecuteOptions modify an execute_request.
+type ExecuteOptions struct {
+	Silent         bool
+	NoHistory      bool
+	AllowStdin     bool
+	KeepOnError    bool // do not abort queued executions after an error
+	UserExpression map[string]string
+}
+
+// Execute runs code and calls onEvent, on the calling goroutine, for each
+// output in kernel order. It returns after the execute_reply has arrived
+// and iopub has gone idle for this request, so every output has been
+// delivered. input_request events are answered with Input.
+//
+// If ctx ends first, Execute returns its error and stops delivering
+// events; the code keeps running in the kernel (use Interrupt).
+// If the kernel dies, Execute returns a DeadError.
+func (c *Client) Execute(ctx context.Context, code string, opts ExecuteOptions, onEvent func(Event)) (*ExecuteReply, error) {
+	ue := opts.UserExpression
+	if ue == nil {
+		ue = map[string]string{}
+	}
+	msg, cl, err := c.send(Shell, "execute_request", map[string]any{
+		"code": code, "silent": opts.Silent, "store_history": !opts.NoHistory,
+		"user_expressions": ue, "allow_stdin": opts.AllowStdin, "stop_on_error": !opts.KeepOnError,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer c.unregister(msg.Header.MsgID)
+	var reply *Message
+	replies := cl.reply
+	idle := false
+	for reply == nil || !idle {
+		select {
+		case ev := <-cl.events:
+			if ev.Kind == EventStatus {
+				idle = idle || ev.State == "idle"
+				continue
+			}
+			if onEvent != nil {
+				onEvent(ev)
+			}
+		case reply = <-replies:
+			replies = nil // received; never select it again
+		case <-c.dead:
+			return nil, c.deadError()
+		case <-ctx.Done():
+			return nil, fmt.Errorf("kernel: execute: %w", ctx.Err())
+		}
+	}
+	var r struct {
+		Status         string   `json:"status"`
+		ExecutionCount int      `json:"execution_count"`
+		EName          string   `json:"ename"`
+		EValue         string   `json:"evalue"`
+		Traceback      []string `json:"traceback"`
+	}
+	if err := json.Unmarshal(reply.Content, &r); err != nil {
+		return nil, fmt.Errorf("%w: execute_reply: %v", ErrMalformed, err)
+	}
+	return &ExecuteReply{Status: r.Status, ExecutionCount: r.ExecutionCount, EName: r.EName, EValue: r.EValue, Traceback: r.Traceback}, nil
+}
+
+// ErrNoInputRequest is returned by Input when the kernel is not waiting for input.
+var ErrNoInputRequest = errors.New("kernel: no input request is pending")
+
+// Input answers the kernel's outstanding input_request with value.
+func (c *Client) Input(value string) error {
+	c.mu.Lock()
+	req := c.inputReq
+	c.inputReq = nil
+	c.mu.Unlock()
+	if req == nil {
+		return ErrNoInputRequest
+	}
+	body, err := json.Marshal(map[string]string{"value": value})
+	if err != nil {
+		return fmt.Errorf("kernel: input reply: %w", err)
+	}
+	return c.sendMsg(Stdin, &Message{Header: newHeader(c.session, "input_reply"), Parent: req.Header, Content: body})
+}
+
+// Request sends msgType on ch (Shell or Control) and returns the reply
+// message. Use it for kernel_info, complete, inspect, is_complete and
+// history; the typed helpers below cover the common ones.
+func (c *Client) Request(ctx context.Context, ch Channel, msgType string, content any) (*Message, error) {
+	msg, cl, err := c.send(ch, msgType, content)
+	if err != nil {
+		return nil, err
+	}
+	defer c.unregister(msg.Header.MsgID)
+	select {
+	case reply := <-cl.reply:
+		return reply, nil
+	case <-c.dead:
+		return nil, c.deadError()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("kernel: %s: %w", msgType, ctx.Err())
+	}
+}
+
+// KernelInfo returns the kernel_info_reply content.
+func (c *Client) KernelInfo(ctx context.Context) (json.RawMessage, error) {
+	r, err := c.Request(ctx, Shell, "kernel_info_request", struct{}{})
+	if err != nil {
+		return nil, err
+	}
+	return r.Content, nil
+}
+
+// Complete returns the complete_reply content for code at cursorPos.
+func (c *Client) Complete(ctx context.Context, code string, cursorPos int) (json.RawMessage, error) {
+	r, err := c.Request(ctx, Shell, "complete_request", map[string]any{"code": code, "cursor_pos": cursorPos})
+	if err != nil {
+		return nil, err
+	}
+	return r.Content, nil
+}
+
+// Inspect returns the inspect_reply content for code at cursorPos.
+func (c *Client) Inspect(ctx context.Context, code string, cursorPos, detail int) (json.RawMessage, error) {
+	r, err := c.Request(ctx, Shell, "inspect_request", map[string]any{"code": code, "cursor_pos": cursorPos, "detail_level": detail})
+	if err != nil {
+		return nil, err
+	}
+	return r.Content, nil
+}
+
+// Interrupt sends interrupt_request on the control channel and waits for
+// the reply. The running execution then ends with KeyboardInterrupt.
+func (c *Client) Interrupt(ctx context.Context) error {
+	_, err := c.Request(ctx, Control, "interrupt_request", struct{}{})
+	return err
+}
+
+// Shutdown asks the kernel to exit (restart tells it a new kernel will
+// follow) and waits for the reply. The runtime must still reap the process.
+func (c *Client) Shutdown(ctx context.Context, restart bool) error {
+	_, err := c.Request(ctx, Control, "shutdown_request", map[string]bool{"restart": restart})
+	return err
+}
+
+// tokenBucket is a minimal rate limiter shared by a client's read loops.
+type tokenBucket struct {
+	mu     sync.Mutex
+	rate   float64
+	tokens float64
+	last   time.Time
+}
+
+func newTokenBucket(rate int) *tokenBucket {
+	return &tokenBucket{rate: float64(rate), tokens: float64(rate), last: time.Now()}
+}
+
+// wait takes one token, sleeping if none is left. It returns false if ctx ended.
+func (b *tokenBucket) wait(ctx context.Context) bool {
+	b.mu.Lock()
+	now := time.Now()
+	b.tokens = min(b.rate, b.tokens+now.Sub(b.last).Seconds()*b.rate)
+	b.last = now
+	b.tokens--
+	deficit := -b.tokens
+	b.mu.Unlock()
+	if deficit <= 0 {
+		return true
+	}
+	t := time.NewTimer(time.Duration(deficit / b.rate * float64(time.Second)))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,313 @@
+package kernel_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/glassroom/glassroom/kernel"
+	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const python = "/usr/bin/python3"
+
+// bareKernel starts an unsandboxed ipykernel on ipc sockets in a temp dir.
+// The sandboxed runtimes are tested in their own packages.
+type bareKernel struct {
+	info kernel.ConnectionInfo
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func startBareKernel(t testing.TB) *bareKernel {
+	t.Helper()
+	if _, err := os.Stat(python); err != nil {
+		t.Fatalf("%s missing: run `make deps` (installs python3-ipykernel)", python)
+	}
+	dir, err := os.MkdirTemp("", "gk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	info := kernel.NewIPCConnection(filepath.Join(dir, "k"))
+	cf := filepath.Join(dir, "kernel.json")
+	if err := info.WriteFile(cf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(python, "-m", "ipykernel_launcher", "-f", cf)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "MPLBACKEND=module://matplotlib_inline.backend_inline", "MPLCONFIGDIR=" + dir}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	k := &bareKernel{info: info, cmd: cmd, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(k.done) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-k.done })
+	deadline := time.Now().Add(20 * time.Second)
+	for _, ch := range kernel.Channels {
+		for kernel.CheckSocket(info.SocketPath(ch)) != nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("kernel did not bind %s: %s", ch, stderr.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return k
+}
+
+func dial(t testing.TB, info kernel.ConnectionInfo) *kernel.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := kernel.Dial(ctx, info, kernel.Config{}, zerolog.Nop())
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+type collected struct {
+	events []kernel.Event
+	reply  *kernel.ExecuteReply
+	err    error
+}
+
+func run(t testing.TB, c *kernel.Client, code string, opts kernel.ExecuteOptions) collected {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out collected
+	out.reply, out.err = c.Execute(ctx, code, opts, func(ev kernel.Event) { out.events = append(out.events, ev) })
+	return out
+}
+
+func (c collected) text(name string) string {
+	var b strings.Builder
+	for _, ev := range c.events {
+		if ev.Kind == kernel.EventStream && ev.Name == name {
+			b.WriteString(ev.Text)
+		}
+	}
+	return b.String()
+}
+
+func (c collected) first(kind kernel.EventKind) *kernel.Event {
+	for i := range c.events {
+		if c.events[i].Kind == kind {
+			return &c.events[i]
+		}
+	}
+	return nil
+}
+
+func TestExecuteKeepsState(t *testing.T) {
+	k := startBareKernel(t)
+	c := dial(t, k.info)
+	if r := run(t, c, "x = 41", kernel.ExecuteOptions{}); r.err != nil || r.reply.Status != "ok" {
+		t.Fatalf("x = 41: %+v", r)
+	}
+	r := run(t, c, "x + 1", kernel.ExecuteOptions{})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	res := r.first(kernel.EventResult)
+	if res == nil || string(res.Data["text/plain"]) != `"42"` {
+		t.Fatalf("want execute_result 42, got %+v", r.events)
+	}
+	if r.reply.ExecutionCount != 2 || res.ExecutionCount != 2 {
+		t.Fatalf("execution count: reply %d result %d", r.reply.ExecutionCount, res.ExecutionCount)
+	}
+}
+
+func TestStreamsInOrder(t *testing.T) {
+	k := startBareKernel(t)
+	c := dial(t, k.info)
+	r := run(t, c, "import sys\nfor i in range(5):\n    print('out', i, flush=True)\n    print('err', i, file=sys.stderr, flush=True)", kernel.ExecuteOptions{})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	var seq []string
+	for _, ev := range r.events {
+		if ev.Kind == kernel.EventStream {
+			seq = append(seq, ev.Name+":"+strings.TrimSpace(ev.Text))
+		}
+	}
+	want := []string{}
+	for i := 0; i < 5; i++ {
+		want = append(want, "stdout:out "+string(rune('0'+i)), "stderr:err "+string(rune('0'+i)))
+	}
+	if strings.Join(seq, "|") != strings.Join(want, "|") {
+		t.Fatalf("stream order:\n got %v\nwant %v", seq, want)
+	}
+}
+
+func TestMatplotlibPNG(t *testing.T) {
+	k := startBareKernel(t)
+	c := dial(t, k.info)
+	r := run(t, c, "%matplotlib inline\nimport matplotlib.pyplot as plt\nplt.plot([1,2,3],[1,4,9])\nplt.show()", kernel.ExecuteOptions{})
+	if r.err != nil || r.reply.Status != "ok" {
+		t.Fatalf("plot: %+v %v", r.reply, r.err)
+	}
+	d := r.first(kernel.EventDisplay)
+	if d == nil {
+		t.Fatalf("no display_data in %+v", r.events)
+	}
+	var b64 string
+	if err := json.Unmarshal(d.Data["image/png"], &b64); err != nil {
+		t.Fatalf("image/png: %v", err)
+	}
+	png, err := base64.StdEncoding.DecodeString(strings.TrimSpace(b64))
+	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG\r\n\x1a\n")) {
+		t.Fatalf("not a PNG (%v): %q", err, png[:min(len(png), 16)])
+	}
+}
+
+func TestError(t *testing.T) {
+	k := startBareKernel(t)
+	c := dial(t, k.info)
+	r := run(t, c, "1/0", kernel.ExecuteOptions{})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	e := r.first(kernel.EventError)
+	if r.reply.Status != "error" || e == nil || e.EName != "ZeroDivisionError" || e.EValue == "" || len(e.Traceback) == 0 {
+		t.Fatalf("want ZeroDivisionError with traceback, got reply %+v events %+v", r.reply, r.events)
+	}
+	if r.reply.EName != "ZeroDivisionError" {
+		t.Fatalf("reply ename %q", r.reply.EName)
+	}
+}
+
+func TestInputRoundTrip(t *testing.T) {
+	k := startBareKernel(t)
+	c := dial(t, k.info)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out strings.Builder
+	var prompt string
+	reply, err := c.Execute(ctx, "name = input('name?')\nprint('hello', name)", kernel.ExecuteOptions{AllowStdin: true}, func(ev kernel.Event) {
+		switch ev.Kind {
+		case kernel.EventInputRequest:
+			prompt = ev.Prompt
+			if err := c.Input("ada"); err != nil {
+				t.Errorf("input: %v", err)
+			}
+		case kernel.EventStream:
+			out.WriteString(ev.Text)
+		}
+	})
+	if err != nil || reply.Status != "ok" {
+		t.Fatalf("execute: %v %+v", err, reply)
+	}
+	if prompt != "name?" || !strings.Contains(out.String(), "hello ada") {
+		t.Fatalf("prompt %q output %q", prompt, out.String())
+	}
+	if err := c.Input("again"); !errors.Is(err, kernel.ErrNoInputRequest) {
+		t.Fatalf("input without request: %v", err)
+	}
+}
+
+func TestInterrupt(t *testing.T) {
+	k := startBareKernel(t)
+	c := dial(t, k.info)
+	done := make(chan collected, 1)
+	go func() { done <- run(t, c, "while True: pass", kernel.ExecuteOptions{}) }()
+	time.Sleep(300 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := c.Interrupt(ctx); err != nil {
+		t.Fatalf("interrupt: %v", err)
+	}
+	select {
+	case r := <-done:
+		e := r.first(kernel.EventError)
+		if r.err != nil || e == nil || e.EName != "KeyboardInterrupt" {
+			t.Fatalf("want KeyboardInterrupt, got %+v", r)
+		}
+	case <-ctx.Done():
+		t.Fatal("execution not interrupted within 2 s")
+	}
+	if r := run(t, c, "1 + 1", kernel.ExecuteOptions{}); r.err != nil || string(r.first(kernel.EventResult).Data["text/plain"]) != `"2"` {
+		t.Fatalf("kernel unusable after interrupt: %+v", r)
+	}
+}
+
+func TestDeathIsReported(t *testing.T) {
+	// SIGSTOP freezes the kernel with its sockets open: only the heartbeat
+	// can tell.
+	for _, how := range []string{"os._exit", "SIGKILL", "SIGSTOP"} {
+		t.Run(how, func(t *testing.T) {
+			k := startBareKernel(t)
+			c := dial(t, k.info)
+			start := time.Now()
+			errc := make(chan error, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				code := "import time; time.sleep(60)"
+				if how == "os._exit" {
+					code = "import os; os._exit(1)"
+				}
+				_, err := c.Execute(ctx, code, kernel.ExecuteOptions{}, nil)
+				errc <- err
+			}()
+			switch how {
+			case "SIGKILL":
+				time.Sleep(200 * time.Millisecond)
+				k.cmd.Process.Signal(syscall.SIGKILL)
+			case "SIGSTOP":
+				time.Sleep(200 * time.Millisecond)
+				k.cmd.Process.Signal(syscall.SIGSTOP)
+			}
+			select {
+			case err := <-errc:
+				if !errors.Is(err, kernel.ErrDead) {
+					t.Fatalf("want ErrDead, got %v", err)
+				}
+				if how == "SIGSTOP" && !errors.Is(err, kernel.ErrHeartbeat) {
+					t.Fatalf("a frozen kernel must be caught by the heartbeat, got %v", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("death not reported within 5 s")
+			}
+			t.Logf("%s reported dead after %v", how, time.Since(start).Round(time.Millisecond))
+			if _, err := c.KernelInfo(context.Background()); !errors.Is(err, kernel.ErrDead) {
+				t.Fatalf("call after death: %v", err)
+			}
+		})
+	}
+}
+
+func TestCompleteInspectKernelInfo(t *testing.T) {
+	k := startBareKernel(t)
+	c := dial(t, k.info)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := c.KernelInfo(ctx)
+	if err != nil || !bytes.Contains(info, []byte(`"protocol_version"`)) {
+		t.Fatalf("kernel_info: %v %s", err, info)
+	}
+	comp, err := c.Complete(ctx, "import o", 8)
+	if err != nil || !bytes.Contains(comp, []byte(`"os"`)) {
+		t.Fatalf("complete: %v %s", err, comp)
+	}
+	insp, err := c.Inspect(ctx, "len", 3, 0)
+	if err != nil || !bytes.Contains(insp, []byte(`"found": true`)) && !bytes.Contains(insp, []byte(`"found":true`)) {
+		t.Fatalf("inspect: %v %s", err, insp)
+	}
+}

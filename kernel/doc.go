@@ -1,0 +1,24 @@
+// Package kernel speaks the Jupyter messaging protocol (v5.3) to one running
+// kernel over ZeroMQ.
+//
+// It has three layers:
+//
+//   - the wire codec (Codec, Message): multipart framing, the <IDS|MSG>
+//     delimiter, and HMAC-SHA256 signing and constant-time verification;
+//   - guarded transports: every ZeroMQ connection the gateway opens goes
+//     through a dialer that refuses symlinks in ipc socket directories and
+//     bounds the size of every frame and message the kernel sends, before
+//     zmq4 allocates memory for it;
+//   - Client: the shell, control, stdin, iopub and heartbeat sockets of one
+//     kernel, with replies and iopub output routed to the request that
+//     caused them.
+//
+// The kernel is assumed hostile: the code running in it controls every byte
+// it sends. Nothing received is acted on before its signature is verified,
+// and no message can make the gateway allocate more than the configured
+// bounds.
+//
+// The package also defines Spec and Sandbox, the contract between runtimes
+// (kernel/local, kernel/docker) that start sandboxed kernels and the session
+// layer that consumes them.
+package kernel
