@@ -372,6 +372,7 @@ func (c *Client) readLoop(ch Channel, sock zmq4.Socket) {
 }
 
 func (c *Client) route(ch Channel, msg *Message) {
+	c.log.Trace().Str("channel", string(ch)).Str("type", msg.Header.MsgType).Str("parent", msg.Parent.MsgID).RawJSON("content", msg.Content).Msg("kernel message")
 	cl := c.lookup(msg.Parent.MsgID)
 	if cl == nil {
 		c.log.Trace().Str("channel", string(ch)).Str("type", msg.Header.MsgType).Msg("unrouted kernel message")
@@ -450,7 +451,10 @@ type ExecuteOptions struct {
 	Silent         bool
 	NoHistory      bool
 	AllowStdin     bool
-	KeepOnError    bool // do not abort queued executions after an error
+	// StopOnError asks the kernel to abort requests queued behind this one
+	// if it fails. Off by default: ipykernel also aborts requests that merely
+	// arrive shortly after the error, and callers queue executions themselves.
+	StopOnError bool
 	UserExpression map[string]string
 }
 
@@ -469,7 +473,7 @@ func (c *Client) Execute(ctx context.Context, code string, opts ExecuteOptions, 
 	}
 	msg, cl, err := c.send(Shell, "execute_request", map[string]any{
 		"code": code, "silent": opts.Silent, "store_history": !opts.NoHistory,
-		"user_expressions": ue, "allow_stdin": opts.AllowStdin, "stop_on_error": !opts.KeepOnError,
+		"user_expressions": ue, "allow_stdin": opts.AllowStdin, "stop_on_error": opts.StopOnError,
 	})
 	if err != nil {
 		return nil, err

@@ -1,0 +1,373 @@
+package local_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/kernel/local"
+	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func newRuntime(t *testing.T, cfg local.Config) *local.Runtime {
+	t.Helper()
+	if cfg.StateDir == "" {
+		cfg.StateDir = stateDir(t)
+	}
+	r, err := local.New(cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// stateDir returns a temp dir whose parents sandbox uids can traverse.
+func stateDir(t *testing.T) string {
+	d := t.TempDir()
+	for p := d; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
+		os.Chmod(p, 0o711)
+	}
+	return d
+}
+
+type kern struct {
+	sb kernel.Sandbox
+	c  *kernel.Client
+}
+
+var seq int
+
+func start(t *testing.T, r *local.Runtime) kern {
+	t.Helper()
+	seq++
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sb, err := r.Start(ctx, kernel.Spec{ID: "test-session-" + strings.Repeat("0", 3) + string(rune('a'+seq))})
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(func() { sb.Close(context.Background()) })
+	c, err := kernel.Dial(ctx, sb.Connection(), kernel.Config{}, zerolog.New(zerolog.NewTestWriter(t)))
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return kern{sb, c}
+}
+
+// py runs code and returns stdout+stderr plus the error name, if any.
+func (k kern) py(t *testing.T, code string) (string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out strings.Builder
+	ename := ""
+	_, err := k.c.Execute(ctx, code, kernel.ExecuteOptions{}, func(ev kernel.Event) {
+		switch ev.Kind {
+		case kernel.EventStream:
+			out.WriteString(ev.Text)
+		case kernel.EventResult:
+			out.Write(ev.Data["text/plain"])
+		case kernel.EventError:
+			ename = ev.EName
+			out.WriteString(ev.EName + ": " + ev.EValue)
+		}
+	})
+	if err != nil {
+		t.Fatalf("execute %q: %v", code, err)
+	}
+	return out.String(), ename
+}
+
+func TestSandboxedKernelRuns(t *testing.T) {
+	k := start(t, newRuntime(t, local.Config{}))
+	k.py(t, "x = 41")
+	if out, _ := k.py(t, "x + 1"); out != `"42"` {
+		t.Fatalf("x + 1 = %s", out)
+	}
+	out, _ := k.py(t, "import os, numpy, pandas, matplotlib; print(os.getcwd(), os.getuid())")
+	if strings.TrimSpace(out) != "/workspace 1000" {
+		t.Fatalf("cwd/uid: %q", out)
+	}
+}
+
+func TestNoNetwork(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		if c, err := l.Accept(); err == nil {
+			c.Close()
+			accepted <- struct{}{}
+		}
+	}()
+	port := l.Addr().(*net.TCPAddr).Port
+	k := start(t, newRuntime(t, local.Config{}))
+	out, _ := k.py(t, `import socket
+try:
+    socket.create_connection(("127.0.0.1", `+itoa(port)+`), timeout=2); print("CONNECTED")
+except OSError as e:
+    print("refused", e)
+print([n for _, n in socket.if_nameindex()])
+print(open("/proc/net/route").read().strip().count("\n"))`)
+	if strings.Contains(out, "CONNECTED") || !strings.Contains(out, "refused") {
+		t.Fatalf("sandbox reached the host listener: %s", out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if lines[1] != "['lo']" || lines[2] != "0" {
+		t.Fatalf("want only lo and no routes, got %q", lines[1:])
+	}
+	select {
+	case <-accepted:
+		t.Fatal("host listener accepted a connection from the sandbox")
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+func itoa(n int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + fmtInt(n)) }
+func fmtInt(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	s := ""
+	for n > 0 {
+		s = string(rune('0'+n%10)) + s
+		n /= 10
+	}
+	return s
+}
+
+func TestReadOnlySystem(t *testing.T) {
+	home, _ := os.UserHomeDir()
+	k := start(t, newRuntime(t, local.Config{}))
+	for _, p := range []string{"/usr/glassroom-probe", "/etc/glassroom-probe", filepath.Join(home, "glassroom-probe"), "/glassroom-probe"} {
+		out, ename := k.py(t, "open("+quote(p)+", 'w').write('x')")
+		if ename == "" {
+			t.Errorf("write to %s succeeded: %s", p, out)
+		}
+		if _, err := os.Lstat(p); err == nil {
+			os.Remove(p)
+			t.Errorf("%s appeared on the host", p)
+		}
+	}
+	out, _ := k.py(t, "import os; print(sorted(os.listdir('/etc')))")
+	if strings.Contains(out, "shadow") || strings.Contains(out, "ssh") {
+		t.Fatalf("host /etc exposed: %s", out)
+	}
+	out, _ = k.py(t, "print(open('/proc/self/status').read().split('CapEff:')[1].split()[0])")
+	if strings.TrimSpace(out) != "0000000000000000" {
+		t.Fatalf("CapEff = %s", out)
+	}
+	// The workspace and /tmp are writable.
+	if out, ename := k.py(t, "open('/tmp/a','w').write('x'); open('w.txt','w').write('y')"); ename != "" {
+		t.Fatalf("workspace not writable: %s", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(k.sb.Workspace(), "w.txt")); err != nil || string(b) != "y" {
+		t.Fatalf("workspace file not on host side: %v %q", err, b)
+	}
+}
+
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }
+
+func TestSessionsAreIsolated(t *testing.T) {
+	r := newRuntime(t, local.Config{})
+	a, b := start(t, r), start(t, r)
+	a.py(t, "open('secret.txt','w').write('a-only')")
+	out, _ := b.py(t, `import os
+print(os.listdir('.'))
+hits = []
+for root in ['/run', '/tmp', '/workspace', '/proc']:
+    for dp, dn, fn in os.walk(root):
+        if 'secret.txt' in fn: hits.append(dp)
+        if dp.count('/') > 4: dn[:] = []
+print(hits)`)
+	if strings.Contains(out, "secret.txt") || strings.Contains(out, "a-only") || !strings.HasSuffix(out, "\n[]\n") {
+		t.Fatalf("session b sees a's workspace: %s", out)
+	}
+	// Variables are not shared either.
+	a.py(t, "shared = 1")
+	if _, ename := b.py(t, "shared"); ename != "NameError" {
+		t.Fatalf("variable leaked across sessions")
+	}
+}
+
+func TestLimits(t *testing.T) {
+	k := start(t, newRuntime(t, local.Config{Defaults: kernel.Limits{MemoryMB: 1024, Pids: 64, WorkspaceMB: 16}}))
+	out, _ := k.py(t, "import resource as r; print(r.getrlimit(r.RLIMIT_AS)[0]>>20, r.getrlimit(r.RLIMIT_NPROC)[0], r.getrlimit(r.RLIMIT_NOFILE)[0], r.getrlimit(r.RLIMIT_FSIZE)[0]>>20)")
+	if strings.TrimSpace(out) != "1024 64 1024 1024" {
+		t.Fatalf("rlimits: %q", out)
+	}
+	if _, ename := k.py(t, "b = bytearray(2 << 30)"); ename != "MemoryError" {
+		t.Fatalf("allocating past the address-space limit gave %q", ename)
+	}
+	if os.Geteuid() == 0 {
+		out, ename := k.py(t, "open('big','wb').write(b'x' * (32 << 20))")
+		if ename != "OSError" || !strings.Contains(out, "No space left") {
+			t.Fatalf("workspace quota not enforced: %s %s", ename, out)
+		}
+	}
+	// A fork bomb is stopped by the process limit and the kernel survives.
+	out, _ = k.py(t, `import os
+n = 0
+try:
+    for i in range(500):
+        if os.fork() == 0:
+            import time; time.sleep(5); os._exit(0)
+        n += 1
+except OSError as e:
+    print("stopped", n, e.errno)`)
+	if !strings.Contains(out, "stopped") {
+		t.Fatalf("fork bomb not stopped: %s", out)
+	}
+	if out, _ := k.py(t, "1+1"); out != `"2"` {
+		t.Fatalf("kernel unusable after fork bomb: %s", out)
+	}
+}
+
+func TestSymlinkInSocketDirIsRefused(t *testing.T) {
+	k := start(t, newRuntime(t, local.Config{}))
+	// The code replaces its shell socket with a symlink to a socket of the
+	// host (here: a listener the test owns).
+	dir := t.TempDir()
+	hostSock := filepath.Join(dir, "host.sock")
+	l, err := net.Listen("unix", hostSock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		if c, err := l.Accept(); err == nil {
+			c.Close()
+			accepted <- struct{}{}
+		}
+	}()
+	k.py(t, "import os; os.unlink('/run/glassroom/ipc/k-1'); os.symlink("+quote(hostSock)+", '/run/glassroom/ipc/k-1')")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = kernel.Dial(ctx, k.sb.Connection(), kernel.Config{}, zerolog.Nop())
+	if !errors.Is(err, kernel.ErrSymlink) {
+		t.Fatalf("dial through planted symlink: want ErrSymlink, got %v", err)
+	}
+	select {
+	case <-accepted:
+		t.Fatal("gateway followed the symlink to a host socket")
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+func TestDeathAndRestart(t *testing.T) {
+	k := start(t, newRuntime(t, local.Config{}))
+	k.py(t, "v = 1")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := k.c.Execute(ctx, "import os; os._exit(3)", kernel.ExecuteOptions{}, nil)
+	if !errors.Is(err, kernel.ErrDead) {
+		t.Fatalf("want dead, got %v", err)
+	}
+	select {
+	case <-k.sb.Exited():
+	case <-time.After(5 * time.Second):
+		t.Fatal("sandbox did not report exit")
+	}
+	if !strings.Contains(k.sb.ExitReason(), "exit status 3") {
+		t.Fatalf("exit reason %q", k.sb.ExitReason())
+	}
+	os.WriteFile(filepath.Join(k.sb.Workspace(), "kept.txt"), []byte("k"), 0o644)
+	if err := k.sb.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, err := kernel.Dial(ctx, k.sb.Connection(), kernel.Config{}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	k2 := kern{k.sb, c}
+	if _, ename := k2.py(t, "v"); ename != "NameError" {
+		t.Fatal("variables survived restart")
+	}
+	if out, _ := k2.py(t, "print(open('kept.txt').read())"); strings.TrimSpace(out) != "k" {
+		out2, _ := k2.py(t, "print(open('kept.txt').read())")
+		t.Fatalf("workspace lost on restart: %q (again: %q)", out, out2)
+	}
+}
+
+func TestCloseRemovesEverything(t *testing.T) {
+	state := stateDir(t)
+	r := newRuntime(t, local.Config{StateDir: state})
+	k := start(t, r)
+	k.c.Close()
+	uid := sandboxUID(t, k)
+	if len(livePids(uid)) == 0 {
+		t.Fatal("no kernel process found before close")
+	}
+	if err := k.sb.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(state)
+	if len(entries) != 0 {
+		t.Fatalf("state dir not empty after close: %v", entries)
+	}
+	if pids := livePids(uid); len(pids) > 0 {
+		t.Fatalf("sandbox processes %v still alive after Close", pids)
+	}
+}
+
+// sandboxUID returns the host uid of a sandbox: as root every sandbox runs
+// as its own uid, the owner of its workspace.
+func sandboxUID(t *testing.T, k kern) uint32 {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("per-sandbox uids need root")
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(k.sb.Workspace(), &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Uid
+}
+
+// livePids lists processes of uid that are not zombies (a zombie has no
+// memory or code left; reaping it is up to the host's init).
+func livePids(uid uint32) []string {
+	var pids []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		var st syscall.Stat_t
+		if syscall.Stat("/proc/"+e.Name(), &st) != nil || st.Uid != uid {
+			continue
+		}
+		stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if i := strings.LastIndexByte(string(stat), ')'); i > 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
+			continue
+		}
+		pids = append(pids, e.Name())
+	}
+	return pids
+}
+
+func TestMissingBwrap(t *testing.T) {
+	r := newRuntime(t, local.Config{Bwrap: "/nonexistent/bwrap"})
+	_, err := r.Start(context.Background(), kernel.Spec{ID: "nobwrap-session"})
+	if !errors.Is(err, local.ErrNoBwrap) || !errors.Is(err, kernel.ErrUnavailable) {
+		t.Fatalf("want ErrNoBwrap, got %v", err)
+	}
+}
+
+
