@@ -448,13 +448,13 @@ func (c *Client) watchdog() {
 
 // ExecuteOptions modify an execute_request.
 type ExecuteOptions struct {
-	Silent         bool
-	NoHistory      bool
-	AllowStdin     bool
+	Silent     bool
+	NoHistory  bool
+	AllowStdin bool
 	// StopOnError asks the kernel to abort requests queued behind this one
 	// if it fails. Off by default: ipykernel also aborts requests that merely
 	// arrive shortly after the error, and callers queue executions themselves.
-	StopOnError bool
+	StopOnError    bool
 	UserExpression map[string]string
 }
 

@@ -369,5 +369,3 @@ func TestMissingBwrap(t *testing.T) {
 		t.Fatalf("want ErrNoBwrap, got %v", err)
 	}
 }
-
-
