@@ -522,7 +522,7 @@ func (p *process) wait() {
 		unix.Close(p.pidfd)
 	}
 	if err != nil {
-		p.reason = err.Error() + ": " + p.stderr.String()
+		p.reason = err.Error()
 	} else {
 		p.reason = "exited"
 	}

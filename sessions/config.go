@@ -1,0 +1,93 @@
+package sessions
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/glassroom/glassroom/kernel"
+)
+
+// Runtime starts sandboxed kernels. kernel/local and kernel/docker
+// implement it; Start must be safe for concurrent use.
+type Runtime interface {
+	Name() string
+	Start(ctx context.Context, spec kernel.Spec) (kernel.Sandbox, error)
+}
+
+// Config holds the limits of the session manager. Zero fields take the
+// defaults named in their comments.
+type Config struct {
+	ExecTimeout    time.Duration // default execution timeout (60 s)
+	MaxExecTimeout time.Duration // largest timeout a request may ask for (10 min)
+	InterruptGrace time.Duration // after a timeout's interrupt, wait this long before restarting (3 s)
+
+	MaxStreamBytes int // stdout+stderr kept per execution (1 MiB)
+	MaxRichBytes   int // rich output (displays, results, errors) kept per execution (10 MiB)
+	MaxCodeBytes   int // largest code of one execution (1 MiB)
+
+	IdleTimeout    time.Duration // a session with no activity for this long is deleted (20 min)
+	MaxIdleTimeout time.Duration // largest idle timeout a session may ask for (24 h)
+	MaxLifetime    time.Duration // a session is deleted this long after creation (12 h)
+
+	MaxSessions          int // in total (64)
+	MaxSessionsPerTenant int // per tenant (16)
+	QueueDepth           int // queued executions per session (32)
+
+	BacklogEvents    int // events kept per session for replay (2000)
+	BacklogBytes     int // bytes of events kept per session for replay (16 MiB)
+	SubscriberBuffer int // events buffered per subscriber before it is dropped (1024)
+
+	StartTimeout time.Duration // kernel start, including the first connection (60 s)
+	ReapInterval time.Duration // how often expiry is checked (5 s)
+
+	Kernel kernel.Config // kernel client settings
+}
+
+func (c Config) withDefaults() Config {
+	d := func(v *time.Duration, def time.Duration) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	i := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	d(&c.ExecTimeout, 60*time.Second)
+	d(&c.MaxExecTimeout, 10*time.Minute)
+	d(&c.InterruptGrace, 3*time.Second)
+	i(&c.MaxStreamBytes, 1<<20)
+	i(&c.MaxRichBytes, 10<<20)
+	i(&c.MaxCodeBytes, 1<<20)
+	d(&c.IdleTimeout, 20*time.Minute)
+	d(&c.MaxIdleTimeout, 24*time.Hour)
+	d(&c.MaxLifetime, 12*time.Hour)
+	i(&c.MaxSessions, 64)
+	i(&c.MaxSessionsPerTenant, 16)
+	i(&c.QueueDepth, 32)
+	i(&c.BacklogEvents, 2000)
+	i(&c.BacklogBytes, 16<<20)
+	i(&c.SubscriberBuffer, 1024)
+	d(&c.StartTimeout, 60*time.Second)
+	d(&c.ReapInterval, 5*time.Second)
+	return c
+}
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case c.ExecTimeout < 0 || c.ExecTimeout > c.MaxExecTimeout:
+		return fmt.Errorf("sessions: config: exec timeout %v must be within 0..%v", c.ExecTimeout, c.MaxExecTimeout)
+	case c.IdleTimeout < 0 || c.IdleTimeout > c.MaxIdleTimeout:
+		return fmt.Errorf("sessions: config: idle timeout %v must be within 0..%v", c.IdleTimeout, c.MaxIdleTimeout)
+	case c.MaxSessionsPerTenant > c.MaxSessions:
+		return fmt.Errorf("sessions: config: per-tenant limit %d exceeds total %d", c.MaxSessionsPerTenant, c.MaxSessions)
+	case c.MaxStreamBytes < 0 || c.MaxRichBytes < 0 || c.MaxCodeBytes < 0 || c.MaxSessions < 0 || c.QueueDepth < 0 ||
+		c.BacklogEvents < 0 || c.BacklogBytes < 0 || c.SubscriberBuffer < 0 || c.InterruptGrace < 0 || c.MaxLifetime < 0:
+		return fmt.Errorf("sessions: config: negative limit")
+	}
+	return c.Kernel.Validate()
+}

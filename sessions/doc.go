@@ -1,0 +1,15 @@
+// Package sessions owns the lifecycle of sessions: one sandboxed kernel per
+// session, a per-session execution queue, timeouts, output caps, idle
+// expiry, lifetime and count limits, and the event log that WebSocket
+// clients replay after a reconnect.
+//
+// A Manager holds the sessions of every tenant. Each Session runs one
+// worker goroutine that owns its kernel: it runs queued executions one at
+// a time and performs every restart, so kernel lifecycle transitions never
+// race. Events of every execution are published to the session's hub,
+// which keeps a bounded, sequence-numbered backlog for late subscribers.
+//
+// The package consumes a small Runtime interface (kernel/local and
+// kernel/docker implement it) and maps nothing to HTTP: callers test
+// errors against the sentinels below.
+package sessions

@@ -1,0 +1,247 @@
+package sessions
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/glassroom/glassroom/kernel"
+	"github.com/rs/zerolog"
+)
+
+// Manager owns every session. It is safe for concurrent use. Run drives
+// expiry; Close deletes every session and must be called once.
+type Manager struct {
+	cfg Config
+	rt  Runtime
+	log zerolog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*Session
+	starting map[string]int // tenant → sessions being created
+	closed   bool
+	closing  sync.WaitGroup // sessions being deleted
+}
+
+// New returns a manager that starts kernels with rt.
+func New(cfg Config, rt Runtime, log zerolog.Logger) (*Manager, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if rt == nil {
+		return nil, fmt.Errorf("sessions: nil runtime")
+	}
+	return &Manager{cfg: cfg.withDefaults(), rt: rt, log: log, sessions: make(map[string]*Session), starting: make(map[string]int)}, nil
+}
+
+// Config returns the effective configuration (defaults filled in).
+func (m *Manager) Config() Config { return m.cfg }
+
+// RuntimeName names the runtime sessions run on.
+func (m *Manager) RuntimeName() string { return m.rt.Name() }
+
+// CreateOptions are the per-session choices of POST /v1/sessions.
+type CreateOptions struct {
+	Env         map[string]string
+	IdleTimeout time.Duration // 0 = default
+	Limits      kernel.Limits // capped by the runtime's maxima
+}
+
+// Create starts a kernel for tenant and returns its session once the kernel
+// answers. It blocks for the kernel start (about a second).
+func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions) (*Session, error) {
+	idle := opts.IdleTimeout
+	if idle == 0 {
+		idle = m.cfg.IdleTimeout
+	}
+	if idle < time.Second || idle > m.cfg.MaxIdleTimeout {
+		return nil, fmt.Errorf("%w: idle timeout must be within 1s..%v", ErrInvalid, m.cfg.MaxIdleTimeout)
+	}
+	id := newSessionID()
+	spec := kernel.Spec{ID: id, Env: opts.Env, Limits: opts.Limits}
+	if err := spec.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if err := m.reserve(tenant); err != nil {
+		return nil, err
+	}
+	defer m.unreserve(tenant)
+
+	sctx, cancel := context.WithTimeout(ctx, m.cfg.StartTimeout)
+	defer cancel()
+	start := time.Now()
+	sb, err := m.rt.Start(sctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("sessions: create: %w", err)
+	}
+	c, err := kernel.Dial(sctx, sb.Connection(), m.cfg.Kernel, m.log.With().Str("session", id).Logger())
+	if err != nil {
+		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer ccancel()
+		_ = sb.Close(cctx)
+		return nil, fmt.Errorf("sessions: create: %w: %w", kernel.ErrUnavailable, err)
+	}
+	s := newSession(id, tenant, m.rt.Name(), m.cfg, m.log, idle, opts.Limits, sb, c)
+	m.mu.Lock()
+	closed := m.closed
+	if !closed {
+		m.sessions[id] = s
+	}
+	m.mu.Unlock()
+	if closed {
+		s.close(context.Background(), "gateway shutting down")
+		return nil, ErrClosed
+	}
+	m.log.Info().Str("session", id).Str("tenant", tenant).Dur("start", time.Since(start)).Msg("session created")
+	return s, nil
+}
+
+func (m *Manager) reserve(tenant string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	total, mine := len(m.sessions), m.starting[tenant]
+	for _, n := range m.starting {
+		total += n
+	}
+	for _, s := range m.sessions {
+		if s.tenant == tenant {
+			mine++
+		}
+	}
+	if total >= m.cfg.MaxSessions {
+		return fmt.Errorf("%w: %d sessions in total", ErrTooManySessions, m.cfg.MaxSessions)
+	}
+	if mine >= m.cfg.MaxSessionsPerTenant {
+		return fmt.Errorf("%w: %d sessions per key", ErrTooManySessions, m.cfg.MaxSessionsPerTenant)
+	}
+	m.starting[tenant]++
+	return nil
+}
+
+func (m *Manager) unreserve(tenant string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.starting[tenant]--; m.starting[tenant] <= 0 {
+		delete(m.starting, tenant)
+	}
+}
+
+// Get returns tenant's session id. Another tenant's session is ErrNotFound.
+func (m *Manager) Get(tenant, id string) (*Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.sessions[id]
+	if !ok || s.tenant != tenant {
+		return nil, ErrNotFound
+	}
+	return s, nil
+}
+
+// List returns tenant's sessions, oldest first.
+func (m *Manager) List(tenant string) []Info {
+	m.mu.Lock()
+	var mine []*Session
+	for _, s := range m.sessions {
+		if s.tenant == tenant {
+			mine = append(mine, s)
+		}
+	}
+	m.mu.Unlock()
+	infos := make([]Info, 0, len(mine))
+	for _, s := range mine {
+		infos = append(infos, s.Info())
+	}
+	sort.Slice(infos, func(i, j int) bool { return infos[i].CreatedAt.Before(infos[j].CreatedAt) })
+	return infos
+}
+
+// Delete kills tenant's session id and waits until its sandbox is gone.
+func (m *Manager) Delete(ctx context.Context, tenant, id string) error {
+	s, err := m.take(tenant, id)
+	if err != nil {
+		return err
+	}
+	defer m.closing.Done()
+	s.close(ctx, "session deleted")
+	m.log.Info().Str("session", id).Msg("session deleted")
+	return nil
+}
+
+// take removes a session from the map so no new call finds it.
+func (m *Manager) take(tenant, id string) (*Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.sessions[id]
+	if !ok || (tenant != "" && s.tenant != tenant) {
+		return nil, ErrNotFound
+	}
+	delete(m.sessions, id)
+	m.closing.Add(1)
+	return s, nil
+}
+
+// Run deletes expired sessions until ctx ends.
+func (m *Manager) Run(ctx context.Context) error {
+	t := time.NewTicker(m.cfg.ReapInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-t.C:
+			m.reap(ctx, now)
+		}
+	}
+}
+
+func (m *Manager) reap(ctx context.Context, now time.Time) {
+	m.mu.Lock()
+	all := make([]*Session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		all = append(all, s)
+	}
+	m.mu.Unlock()
+	for _, s := range all {
+		reason := s.expired(now)
+		if reason == "" {
+			continue
+		}
+		if _, err := m.take("", s.id); err != nil {
+			continue
+		}
+		m.log.Info().Str("session", s.id).Str("reason", reason).Msg("session expired")
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		s.close(cctx, reason)
+		cancel()
+		m.closing.Done()
+	}
+}
+
+// Close deletes every session, in parallel, and refuses new ones. It
+// returns when every sandbox is gone or ctx ends.
+func (m *Manager) Close(ctx context.Context) error {
+	m.mu.Lock()
+	m.closed = true
+	all := make([]*Session, 0, len(m.sessions))
+	for id, s := range m.sessions {
+		all = append(all, s)
+		delete(m.sessions, id)
+	}
+	m.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.close(ctx, "gateway shutting down")
+		}()
+	}
+	wg.Wait()
+	m.closing.Wait()
+	return ctx.Err()
+}

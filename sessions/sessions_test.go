@@ -1,0 +1,326 @@
+package sessions_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/kernel/local"
+	"github.com/glassroom/glassroom/sessions"
+	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func localRuntime(t *testing.T) *local.Runtime {
+	t.Helper()
+	dir := t.TempDir()
+	for p := dir; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
+		os.Chmod(p, 0o711)
+	}
+	rt, err := local.New(local.Config{StateDir: dir}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
+func newManager(t *testing.T, cfg sessions.Config) *sessions.Manager {
+	t.Helper()
+	m, err := sessions.New(cfg, localRuntime(t), zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		m.Close(context.Background())
+	})
+	return m
+}
+
+func create(t *testing.T, m *sessions.Manager, tenant string) *sessions.Session {
+	t.Helper()
+	s, err := m.Create(context.Background(), tenant, sessions.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	return s
+}
+
+func exec(t *testing.T, s *sessions.Session, code string, timeout time.Duration) *sessions.Execution {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	e, err := s.Execute(ctx, sessions.ExecRequest{Code: code, Timeout: timeout})
+	if err != nil {
+		t.Fatalf("execute %q: %v", code, err)
+	}
+	return e
+}
+
+func TestStatePersistsAndSessionsAreSeparate(t *testing.T) {
+	m := newManager(t, sessions.Config{})
+	a, b := create(t, m, "t1"), create(t, m, "t1")
+	exec(t, a, "x = 41", 0)
+	e := exec(t, a, "x + 1", 0)
+	if e.Status != "ok" || string(e.Result) != `{"text/plain":"42"}` || e.ExecutionCount != 2 {
+		t.Fatalf("x + 1: %+v result %s", e, e.Result)
+	}
+	if e := exec(t, b, "x", 0); e.Status != "error" || e.Error == nil || e.Error.Name != "NameError" {
+		t.Fatalf("session b saw x: %+v", e)
+	}
+}
+
+func TestTimeoutInterruptsAndKeepsState(t *testing.T) {
+	m := newManager(t, sessions.Config{})
+	s := create(t, m, "t")
+	exec(t, s, "kept = 1", 0)
+	e := exec(t, s, "import time\nwhile True: time.sleep(0.05)", 500*time.Millisecond)
+	if e.Status != "timeout" || e.StateLost {
+		t.Fatalf("want timeout with state kept, got %+v", e)
+	}
+	if e := exec(t, s, "kept", 0); e.Status != "ok" {
+		t.Fatalf("state lost after interruptible timeout: %+v", e)
+	}
+}
+
+func TestTimeoutRestartsStubbornKernel(t *testing.T) {
+	m := newManager(t, sessions.Config{InterruptGrace: 500 * time.Millisecond})
+	s := create(t, m, "t")
+	exec(t, s, "kept = 1", 0)
+	code := "import time\nwhile True:\n    try:\n        time.sleep(0.05)\n    except KeyboardInterrupt:\n        pass"
+	e := exec(t, s, code, 500*time.Millisecond)
+	if e.Status != "timeout" || !e.StateLost {
+		t.Fatalf("want timeout with state lost, got %+v", e)
+	}
+	if e := exec(t, s, "kept", 0); e.Status != "error" || e.Error.Name != "NameError" {
+		t.Fatalf("kernel not restarted: %+v", e)
+	}
+	if e := exec(t, s, "1 + 1", 0); e.Status != "ok" {
+		t.Fatalf("session unusable after restart: %+v", e)
+	}
+}
+
+func TestOutputFloodIsTruncated(t *testing.T) {
+	m := newManager(t, sessions.Config{MaxStreamBytes: 64 << 10})
+	s := create(t, m, "t")
+	e := exec(t, s, "for i in range(2000): print('x' * 1000)", 0)
+	if !e.Truncated || len(e.Stdout) > 64<<10 || len(e.Stdout) < 60<<10 {
+		t.Fatalf("truncated=%v stdout=%d bytes", e.Truncated, len(e.Stdout))
+	}
+}
+
+func TestQueueRunsInOrder(t *testing.T) {
+	m := newManager(t, sessions.Config{})
+	s := create(t, m, "t")
+	sub := s.Subscribe(s.LastSeq())
+	defer sub.Close()
+	for _, id := range []string{"a", "b", "c"} {
+		if _, err := s.Submit(sessions.ExecRequest{ID: id, Code: "import time; time.sleep(0.1); print('" + id + "')"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var order []string
+	timeout := time.After(30 * time.Second)
+	for len(order) < 3 {
+		select {
+		case ev := <-sub.C:
+			if ev.Type == "stream" {
+				order = append(order, ev.ID+"="+strings.TrimSpace(ev.Text))
+			}
+		case <-timeout:
+			t.Fatalf("events so far: %v", order)
+		}
+	}
+	if strings.Join(order, ",") != "a=a,b=b,c=c" {
+		t.Fatalf("order %v", order)
+	}
+}
+
+func TestInterruptAndInput(t *testing.T) {
+	m := newManager(t, sessions.Config{})
+	s := create(t, m, "t")
+	sub := s.Subscribe(s.LastSeq())
+	defer sub.Close()
+	s.Submit(sessions.ExecRequest{ID: "in", Code: "print('hi', input('who?'))", AllowStdin: true})
+	s.Submit(sessions.ExecRequest{ID: "loop", Code: "while True: pass"})
+	deadline := time.After(30 * time.Second)
+	var statuses []string
+	for len(statuses) < 2 {
+		select {
+		case ev := <-sub.C:
+			switch {
+			case ev.Type == "input_request":
+				if err := s.Input("wrong-id", "x"); !errors.Is(err, sessions.ErrNoInputPending) {
+					t.Errorf("input for wrong id: %v", err)
+				}
+				if err := s.Input("in", "ada"); err != nil {
+					t.Error(err)
+				}
+			case ev.Type == "stream" && ev.ID == "in" && !strings.Contains(ev.Text, "hi ada"):
+				t.Errorf("echo %q", ev.Text)
+			case ev.Type == "kernel" && ev.State == "busy" && len(statuses) == 1:
+				time.Sleep(200 * time.Millisecond)
+				if err := s.Interrupt(context.Background()); err != nil {
+					t.Error(err)
+				}
+			case ev.Type == "done":
+				statuses = append(statuses, ev.ID+"="+ev.Status)
+			}
+		case <-deadline:
+			t.Fatalf("statuses %v", statuses)
+		}
+	}
+	if strings.Join(statuses, ",") != "in=ok,loop=interrupted" {
+		t.Fatalf("statuses %v", statuses)
+	}
+}
+
+func TestKernelDeathIsReportedAndRecovered(t *testing.T) {
+	m := newManager(t, sessions.Config{})
+	s := create(t, m, "t")
+	e := exec(t, s, "import os; os._exit(1)", 0)
+	if e.Status != "died" || !e.StateLost || !strings.Contains(e.Reason, "exit status 1") {
+		t.Fatalf("want died, got %+v", e)
+	}
+	if e := exec(t, s, "1 + 1", 0); e.Status != "ok" {
+		t.Fatalf("not recovered: %+v", e)
+	}
+}
+
+func TestRestartKeepsIDLosesVariables(t *testing.T) {
+	m := newManager(t, sessions.Config{})
+	s := create(t, m, "t")
+	exec(t, s, "v = 1", 0)
+	if err := s.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if e := exec(t, s, "v", 0); e.Status != "error" {
+		t.Fatalf("variables survived restart: %+v", e)
+	}
+	if _, err := m.Get("t", s.ID()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIdleExpiry(t *testing.T) {
+	m := newManager(t, sessions.Config{ReapInterval: 100 * time.Millisecond})
+	s, err := m.Create(context.Background(), "t", sessions.CreateOptions{IdleTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := s.Subscribe(0)
+	defer sub.Close()
+	var last sessions.Event
+	timeout := time.After(10 * time.Second)
+	for open := true; open; {
+		select {
+		case ev, ok := <-sub.C:
+			if ok {
+				last = ev
+			}
+			open = ok
+		case <-timeout:
+			t.Fatal("session did not expire")
+		}
+	}
+	if last.Type != "kernel" || last.State != "dead" || last.Reason != "idle timeout" {
+		t.Fatalf("last event %+v", last)
+	}
+	if _, err := m.Get("t", s.ID()); !errors.Is(err, sessions.ErrNotFound) {
+		t.Fatalf("expired session still found: %v", err)
+	}
+}
+
+func TestLimitsAndTenants(t *testing.T) {
+	m := newManager(t, sessions.Config{MaxSessions: 3, MaxSessionsPerTenant: 2})
+	a := create(t, m, "a")
+	create(t, m, "a")
+	if _, err := m.Create(context.Background(), "a", sessions.CreateOptions{}); !errors.Is(err, sessions.ErrTooManySessions) {
+		t.Fatalf("per-tenant limit: %v", err)
+	}
+	create(t, m, "b")
+	if _, err := m.Create(context.Background(), "c", sessions.CreateOptions{}); !errors.Is(err, sessions.ErrTooManySessions) {
+		t.Fatalf("total limit: %v", err)
+	}
+	if _, err := m.Get("b", a.ID()); !errors.Is(err, sessions.ErrNotFound) {
+		t.Fatalf("tenant b sees a's session: %v", err)
+	}
+	if got := m.List("a"); len(got) != 2 {
+		t.Fatalf("list: %v", got)
+	}
+	if err := m.Delete(context.Background(), "b", a.ID()); !errors.Is(err, sessions.ErrNotFound) {
+		t.Fatalf("tenant b deleted a's session: %v", err)
+	}
+	if _, err := m.Create(context.Background(), "a", sessions.CreateOptions{Env: map[string]string{"BAD NAME": "x"}}); !errors.Is(err, sessions.ErrInvalid) {
+		t.Fatalf("bad env: %v", err)
+	}
+	if _, err := a.Execute(context.Background(), sessions.ExecRequest{Code: "1", Timeout: time.Hour}); !errors.Is(err, sessions.ErrInvalid) {
+		t.Fatalf("timeout over max: %v", err)
+	}
+}
+
+func TestReplayAfterReconnect(t *testing.T) {
+	m := newManager(t, sessions.Config{})
+	s := create(t, m, "t")
+	first := s.Subscribe(s.LastSeq())
+	s.Submit(sessions.ExecRequest{ID: "long", Code: "import time\nfor i in range(5):\n    print(i, flush=True); time.sleep(0.1)"})
+	var seen int64
+	for ev := range first.C {
+		if ev.Type == "stream" {
+			seen = ev.Seq
+			break
+		}
+	}
+	first.Close() // the client disconnects after the first output
+	time.Sleep(700 * time.Millisecond)
+	again := s.Subscribe(seen)
+	defer again.Close()
+	var got []string
+	for ev := range again.C {
+		if ev.Seq <= seen {
+			t.Fatalf("replayed an event the client had: %d <= %d", ev.Seq, seen)
+		}
+		if ev.Type == "stream" {
+			got = append(got, strings.TrimSpace(ev.Text))
+		}
+		if ev.Type == "done" {
+			break
+		}
+	}
+	if strings.Join(got, "") != "1234" {
+		t.Fatalf("replayed %v", got)
+	}
+}
+
+// A fake runtime that cannot start kernels.
+type brokenRuntime struct{}
+
+func (brokenRuntime) Name() string { return "broken" }
+func (brokenRuntime) Start(context.Context, kernel.Spec) (kernel.Sandbox, error) {
+	return nil, kernel.ErrUnavailable
+}
+
+func TestRuntimeFailureIsUnavailable(t *testing.T) {
+	m, err := sessions.New(sessions.Config{}, brokenRuntime{}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	if _, err := m.Create(context.Background(), "t", sessions.CreateOptions{}); !errors.Is(err, kernel.ErrUnavailable) {
+		t.Fatalf("want ErrUnavailable, got %v", err)
+	}
+	if _, err := m.Create(context.Background(), "t", sessions.CreateOptions{}); !errors.Is(err, kernel.ErrUnavailable) {
+		t.Fatalf("failed creates leaked reservations: %v", err)
+	}
+}
