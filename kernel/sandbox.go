@@ -20,10 +20,10 @@ type Spec struct {
 
 // Limits are the resources of one sandbox. Runtimes cap them at their maxima.
 type Limits struct {
-	MemoryMB    int     // address space (local) or cgroup memory (docker)
-	CPUs        float64 // CPU quota in cores (docker)
-	Pids        int     // processes and threads
-	WorkspaceMB int     // size of the writable workspace
+	MemoryMB    int     `json:"memory_mb"`    // address space (local) or cgroup memory (docker)
+	CPUs        float64 `json:"cpus"`         // CPU quota in cores (docker)
+	Pids        int     `json:"pids"`         // processes and threads
+	WorkspaceMB int     `json:"workspace_mb"` // size of the writable workspace
 }
 
 // IDPattern is the shape of a session id accepted by runtimes.
@@ -73,6 +73,8 @@ type Sandbox interface {
 	// Connection returns how the gateway reaches the current kernel process.
 	// It changes after Restart.
 	Connection() ConnectionInfo
+	// Limits returns the effective limits (defaults filled in, maxima applied).
+	Limits() Limits
 	// Workspace returns the host path of the session's workspace directory:
 	// the kernel's working directory. It survives Restart.
 	Workspace() string

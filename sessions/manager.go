@@ -83,7 +83,7 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 		_ = sb.Close(cctx)
 		return nil, fmt.Errorf("sessions: create: %w: %w", kernel.ErrUnavailable, err)
 	}
-	s := newSession(id, tenant, m.rt.Name(), m.cfg, m.log, idle, opts.Limits, sb, c)
+	s := newSession(id, tenant, m.rt.Name(), m.cfg, m.log, idle, sb, c)
 	m.mu.Lock()
 	closed := m.closed
 	if !closed {

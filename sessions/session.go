@@ -47,7 +47,6 @@ type Session struct {
 	log     zerolog.Logger
 	created time.Time
 	idle    time.Duration
-	limits  kernel.Limits
 
 	sandbox kernel.Sandbox
 	hub     *hub
@@ -79,12 +78,12 @@ func newSessionID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func newSession(id, tenant, runtime string, cfg Config, log zerolog.Logger, idle time.Duration, limits kernel.Limits, sb kernel.Sandbox, c *kernel.Client) *Session {
+func newSession(id, tenant, runtime string, cfg Config, log zerolog.Logger, idle time.Duration, sb kernel.Sandbox, c *kernel.Client) *Session {
 	ctx, cancel := context.WithCancel(context.Background())
 	now := time.Now()
 	s := &Session{
 		id: id, tenant: tenant, runtime: runtime, cfg: cfg, log: log.With().Str("session", id).Logger(),
-		created: now, idle: idle, limits: limits, sandbox: sb,
+		created: now, idle: idle, sandbox: sb,
 		hub:     newHub(cfg.BacklogEvents, cfg.BacklogBytes),
 		queue:   make(chan *job, cfg.QueueDepth),
 		restart: make(chan chan error),
@@ -110,7 +109,7 @@ func (s *Session) Info() Info {
 	return Info{
 		ID: s.id, State: s.state, Runtime: s.runtime, CreatedAt: s.created,
 		ExpiresAt: s.expiresAtLocked(), IdleTimeoutS: int(s.idle / time.Second),
-		Queued: int(s.queued.Load()), Limits: s.limits,
+		Queued: int(s.queued.Load()), Limits: s.sandbox.Limits(),
 	}
 }
 

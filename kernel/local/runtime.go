@@ -546,6 +546,9 @@ func (s *sandbox) current() *process {
 // Connection implements kernel.Sandbox.
 func (s *sandbox) Connection() kernel.ConnectionInfo { return s.current().info }
 
+// Limits implements kernel.Sandbox.
+func (s *sandbox) Limits() kernel.Limits { return s.limits }
+
 // Workspace implements kernel.Sandbox.
 func (s *sandbox) Workspace() string { return s.workDir() }
 

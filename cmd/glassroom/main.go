@@ -1,0 +1,20 @@
+// Command glassroom runs the glassroom gateway: a persistent, sandboxed
+// Python (Jupyter kernel) per session, over HTTP and WebSocket.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Environ(), os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "glassroom:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/glassroom/glassroom/gateway"
+	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/kernel/local"
+	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/web"
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+)
+
+const usage = `usage: glassroom serve [flags]
+
+Runs the gateway. Every flag has an environment twin (GLASSROOM_<NAME>,
+upper case, dashes as underscores; GLASSROOM_API_KEYS is comma-separated).
+Flags win over the environment.
+`
+
+// options is everything the command line and environment configure.
+type options struct {
+	listen            string
+	runtime           string
+	apiKeys           []string
+	logLevel          string
+	stateDir          string
+	insecureNoSandbox bool
+	dockerImage       string
+	dockerRuntime     string
+
+	sess sessions.Config
+	gw   gateway.Config
+	lim  kernel.Limits
+	max  kernel.Limits
+}
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error {
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*l = append(*l, p)
+		}
+	}
+	return nil
+}
+
+func parse(args, env []string, stderr io.Writer) (*options, error) {
+	if len(args) == 0 || args[0] != "serve" {
+		fmt.Fprint(stderr, usage)
+		return nil, errors.New("expected the subcommand serve")
+	}
+	o := &options{}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var keys stringList
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:8888", "address to serve on (loopback by default)")
+	fs.StringVar(&o.runtime, "runtime", "local", "kernel runtime: local (bubblewrap) or docker")
+	fs.Var(&keys, "api-key", "API key (repeatable); each key is a tenant. Env: GLASSROOM_API_KEYS, comma-separated")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&o.stateDir, "state-dir", "", "directory for per-session sandbox state (default /run/glassroom/<runtime> as root)")
+	fs.BoolVar(&o.insecureNoSandbox, "insecure-no-sandbox", false, "INSECURE: run local kernels without bubblewrap")
+	fs.StringVar(&o.dockerImage, "docker-image", "glassroom/python-kernel:latest", "kernel image for the docker runtime")
+	fs.StringVar(&o.dockerRuntime, "docker-runtime", "runc", "OCI runtime for kernel containers (runc, runsc, kata)")
+	fs.DurationVar(&o.sess.ExecTimeout, "exec-timeout", 60*time.Second, "default execution timeout")
+	fs.DurationVar(&o.sess.MaxExecTimeout, "max-exec-timeout", 10*time.Minute, "largest execution timeout a request may ask for")
+	fs.DurationVar(&o.sess.IdleTimeout, "idle-timeout", 20*time.Minute, "delete sessions idle for this long")
+	fs.DurationVar(&o.sess.MaxLifetime, "max-lifetime", 12*time.Hour, "delete sessions this long after creation")
+	fs.IntVar(&o.sess.MaxSessions, "max-sessions", 64, "sessions in total")
+	fs.IntVar(&o.sess.MaxSessionsPerTenant, "max-sessions-per-key", 16, "sessions per API key")
+	fs.IntVar(&o.sess.MaxStreamBytes, "max-stream-bytes", 1<<20, "stdout+stderr kept per execution")
+	fs.IntVar(&o.sess.MaxRichBytes, "max-rich-bytes", 10<<20, "rich output kept per execution")
+	fs.Int64Var(&o.gw.MaxBodyBytes, "max-body-bytes", 2<<20, "largest JSON request body")
+	fs.IntVar(&o.lim.MemoryMB, "memory-mb", 2048, "default kernel memory (MB)")
+	fs.IntVar(&o.max.MemoryMB, "max-memory-mb", 8192, "largest kernel memory a session may ask for (MB)")
+	fs.IntVar(&o.lim.Pids, "pids", 128, "default process/thread limit")
+	fs.IntVar(&o.max.Pids, "max-pids", 1024, "largest process limit a session may ask for")
+	fs.Float64Var(&o.lim.CPUs, "cpus", 1, "default CPU quota in cores (docker)")
+	fs.Float64Var(&o.max.CPUs, "max-cpus", 2, "largest CPU quota a session may ask for")
+	fs.IntVar(&o.lim.WorkspaceMB, "workspace-mb", 512, "default workspace size (MB)")
+	fs.IntVar(&o.max.WorkspaceMB, "max-workspace-mb", 4096, "largest workspace a session may ask for (MB)")
+
+	// Environment first, so explicit flags override it.
+	envMap := map[string]string{}
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			envMap[k] = v
+		}
+	}
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := "GLASSROOM_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if f.Name == "api-key" {
+			name = "GLASSROOM_API_KEYS"
+		}
+		if v, ok := envMap[name]; ok && envErr == nil {
+			if err := f.Value.Set(v); err != nil {
+				envErr = fmt.Errorf("%s: %w", name, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return nil, envErr
+	}
+	envKeys := keys
+	keys = nil
+	if err := fs.Parse(args[1:]); err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 {
+		keys = envKeys
+	}
+	o.apiKeys = keys
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return o, nil
+}
+
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func newKey() string {
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// run is the whole program: parse, build, serve until ctx ends, shut down.
+func run(ctx context.Context, args, env []string, stdout io.Writer) error {
+	o, err := parse(args, env, stdout)
+	if err != nil {
+		return err
+	}
+	level, err := zerolog.ParseLevel(o.logLevel)
+	if err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := zerolog.New(os.Stderr).Level(level).With().Timestamp().Logger()
+
+	if len(o.apiKeys) == 0 {
+		if !isLoopback(o.listen) {
+			return errors.New("refusing to serve on a non-loopback address without --api-key (or GLASSROOM_API_KEYS)")
+		}
+		o.apiKeys = []string{newKey()}
+		fmt.Fprintf(stdout, "glassroom: no API key configured; generated one for this run:\n    %s\n", o.apiKeys[0])
+	}
+
+	rt, closeRuntime, err := newRuntime(ctx, o, log)
+	if err != nil {
+		return err
+	}
+	defer closeRuntime()
+	mgr, err := sessions.New(o.sess, rt, log)
+	if err != nil {
+		return err
+	}
+	assets, err := web.Assets()
+	if err != nil {
+		return err
+	}
+	o.gw.APIKeys = o.apiKeys
+	srv, err := gateway.New(o.gw, mgr, assets, log)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	url := "http://" + ln.Addr().String()
+	fmt.Fprintf(stdout, "glassroom: serving on %s (runtime %s)\n    open %s/?token=%s\n", url, rt.Name(), url, o.apiKeys[0])
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return srv.Serve(gctx, ln) })
+	g.Go(func() error { return mgr.Run(gctx) })
+	err = g.Wait()
+	log.Info().Msg("stopping every kernel")
+	cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if cerr := mgr.Close(cctx); cerr != nil && err == nil {
+		err = cerr
+	}
+	fmt.Fprintln(stdout, "glassroom: stopped")
+	return err
+}
+
+// newRuntime builds the runtime o selects and a function that releases it.
+func newRuntime(ctx context.Context, o *options, log zerolog.Logger) (sessions.Runtime, func(), error) {
+	switch o.runtime {
+	case "local":
+		rt, err := local.New(local.Config{
+			StateDir: o.stateDir, InsecureNoSandbox: o.insecureNoSandbox,
+			Defaults: o.lim, Max: o.max,
+		}, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		if o.insecureNoSandbox {
+			log.Warn().Msg("INSECURE: --insecure-no-sandbox is set; kernels run without a sandbox")
+		}
+		return rt, func() {}, nil
+	}
+	return nil, nil, fmt.Errorf("--runtime %s: unknown runtime (want local or docker)", strconv.Quote(o.runtime))
+}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// syncBuffer is a goroutine-safe stdout for run.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func stateDir(t *testing.T) string {
+	d := t.TempDir()
+	for p := d; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
+		os.Chmod(p, 0o711)
+	}
+	return d
+}
+
+var urlRe = regexp.MustCompile(`open (http://[^/]+)/\?token=(\w+)`)
+
+func TestServeShutdownKillsKernels(t *testing.T) {
+	state := stateDir(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &syncBuffer{}
+	errc := make(chan error, 1)
+	go func() {
+		errc <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--state-dir", state, "--log-level", "warn"}, nil, out)
+	}()
+	var base, key string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := urlRe.FindStringSubmatch(out.String()); m != nil {
+			base, key = m[1], m[2]
+			break
+		}
+	}
+	if base == "" {
+		t.Fatalf("no URL printed: %q", out.String())
+	}
+	if !strings.Contains(out.String(), "generated one") {
+		t.Fatalf("generated key not announced: %q", out.String())
+	}
+	var ids []string
+	for i := 0; i < 2; i++ {
+		req, _ := http.NewRequest("POST", base+"/v1/sessions", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s struct{ ID string }
+		json.NewDecoder(resp.Body).Decode(&s)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("create: %d", resp.StatusCode)
+		}
+		ids = append(ids, s.ID)
+	}
+	uids := map[uint32]bool{}
+	for _, id := range ids {
+		var st syscall.Stat_t
+		if err := syscall.Stat(filepath.Join(state, id, "work"), &st); err != nil {
+			t.Fatalf("sandbox dir of %s: %v", id, err)
+		}
+		uids[st.Uid] = true
+	}
+	if os.Geteuid() == 0 && countProcs(uids) == 0 {
+		t.Fatal("no kernel processes found before shutdown")
+	}
+	cancel()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("run did not return after shutdown")
+	}
+	if ents, _ := os.ReadDir(state); len(ents) != 0 {
+		t.Fatalf("sandbox dirs left: %v", ents)
+	}
+	if os.Geteuid() == 0 {
+		if n := countProcs(uids); n != 0 {
+			t.Fatalf("%d kernel processes outlived the gateway", n)
+		}
+	}
+}
+
+// countProcs counts live (non-zombie) processes owned by uids.
+func countProcs(uids map[uint32]bool) int {
+	n := 0
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		var st syscall.Stat_t
+		if e.Name()[0] < '0' || e.Name()[0] > '9' || syscall.Stat("/proc/"+e.Name(), &st) != nil || !uids[st.Uid] {
+			continue
+		}
+		stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 && len(stat) > i+2 && stat[i+2] == 'Z' {
+			continue
+		}
+		n++
+	}
+	return n
+}
+
+func TestFlagsAndEnvironment(t *testing.T) {
+	var sink bytes.Buffer
+	o, err := parse([]string{"serve", "--api-key", "flag-key-0123456789"}, []string{"GLASSROOM_API_KEYS=env-a-0123456789,env-b-0123456789", "GLASSROOM_LISTEN=127.0.0.2:9999", "GLASSROOM_MAX_SESSIONS=7"}, &sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(o.apiKeys, ",") != "flag-key-0123456789" || o.listen != "127.0.0.2:9999" || o.sess.MaxSessions != 7 {
+		t.Fatalf("flags over env: %+v", o)
+	}
+	o, _ = parse([]string{"serve"}, []string{"GLASSROOM_API_KEYS=env-a-0123456789,env-b-0123456789"}, &sink)
+	if len(o.apiKeys) != 2 {
+		t.Fatalf("env keys: %v", o.apiKeys)
+	}
+	if _, err := parse([]string{"serve"}, []string{"GLASSROOM_MAX_SESSIONS=many"}, &sink); err == nil {
+		t.Fatal("bad env value accepted")
+	}
+	if _, err := parse([]string{"bogus"}, nil, &sink); err == nil {
+		t.Fatal("unknown subcommand accepted")
+	}
+	err = run(context.Background(), []string{"serve", "--listen", "0.0.0.0:0"}, nil, &sink)
+	if err == nil || !strings.Contains(err.Error(), "non-loopback") {
+		t.Fatalf("serving on all interfaces without a key: %v", err)
+	}
+}

@@ -1,0 +1,161 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/sessions"
+	"github.com/labstack/echo/v4"
+)
+
+// decodeJSON reads one JSON object from the body into v: at most
+// MaxBodyBytes (413 past it), no unknown fields, nothing after it. An empty
+// body leaves v untouched.
+func (s *Server) decodeJSON(c echo.Context, v any) error {
+	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return newError(http.StatusRequestEntityTooLarge, "too_large", "request body exceeds %d bytes", s.cfg.MaxBodyBytes)
+		}
+		return newError(http.StatusBadRequest, "bad_request", "could not read body")
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return newError(http.StatusBadRequest, "bad_request", "invalid JSON body: %s", err.Error())
+	}
+	if dec.More() {
+		return newError(http.StatusBadRequest, "bad_request", "invalid JSON body: trailing data")
+	}
+	return nil
+}
+
+// seconds converts a JSON number of seconds to a duration, rejecting
+// negative, NaN and absurd values.
+func seconds(field string, v *float64) (time.Duration, error) {
+	if v == nil {
+		return 0, nil
+	}
+	if math.IsNaN(*v) || *v <= 0 || *v > 7*24*3600 {
+		return 0, newError(http.StatusBadRequest, "bad_request", "%s must be a positive number of seconds", field)
+	}
+	return time.Duration(*v * float64(time.Second)), nil
+}
+
+type createRequest struct {
+	Env         map[string]string `json:"env"`
+	IdleTimeout *float64          `json:"idle_timeout_s"`
+	Limits      *struct {
+		MemoryMB    int     `json:"memory_mb"`
+		CPUs        float64 `json:"cpus"`
+		Pids        int     `json:"pids"`
+		WorkspaceMB int     `json:"workspace_mb"`
+	} `json:"limits"`
+}
+
+func (s *Server) createSession(c echo.Context) error {
+	var req createRequest
+	if err := s.decodeJSON(c, &req); err != nil {
+		return err
+	}
+	idle, err := seconds("idle_timeout_s", req.IdleTimeout)
+	if err != nil {
+		return err
+	}
+	opts := sessions.CreateOptions{Env: req.Env, IdleTimeout: idle}
+	if l := req.Limits; l != nil {
+		if l.MemoryMB < 0 || l.CPUs < 0 || math.IsNaN(l.CPUs) || l.Pids < 0 || l.WorkspaceMB < 0 {
+			return newError(http.StatusBadRequest, "bad_request", "limits must not be negative")
+		}
+		opts.Limits = kernel.Limits{MemoryMB: l.MemoryMB, CPUs: l.CPUs, Pids: l.Pids, WorkspaceMB: l.WorkspaceMB}
+	}
+	sess, err := s.mgr.Create(c.Request().Context(), tenant(c), opts)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, sess.Info())
+}
+
+func (s *Server) listSessions(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string][]sessions.Info{"sessions": s.mgr.List(tenant(c))})
+}
+
+func (s *Server) session(c echo.Context) (*sessions.Session, error) {
+	return s.mgr.Get(tenant(c), c.Param("id"))
+}
+
+func (s *Server) getSession(c echo.Context) error {
+	sess, err := s.session(c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, sess.Info())
+}
+
+func (s *Server) deleteSession(c echo.Context) error {
+	if err := s.mgr.Delete(c.Request().Context(), tenant(c), c.Param("id")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+type executeRequest struct {
+	Code    *string  `json:"code"`
+	Timeout *float64 `json:"timeout_s"`
+	ID      string   `json:"id"`
+}
+
+func (s *Server) execute(c echo.Context) error {
+	sess, err := s.session(c)
+	if err != nil {
+		return err
+	}
+	var req executeRequest
+	if err := s.decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.Code == nil {
+		return newError(http.StatusBadRequest, "bad_request", "field code is required")
+	}
+	timeout, err := seconds("timeout_s", req.Timeout)
+	if err != nil {
+		return err
+	}
+	exec, err := sess.Execute(c.Request().Context(), sessions.ExecRequest{ID: req.ID, Code: *req.Code, Timeout: timeout})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, exec)
+}
+
+func (s *Server) interrupt(c echo.Context) error {
+	sess, err := s.session(c)
+	if err != nil {
+		return err
+	}
+	if err := sess.Interrupt(c.Request().Context()); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (s *Server) restart(c echo.Context) error {
+	sess, err := s.session(c)
+	if err != nil {
+		return err
+	}
+	if err := sess.Restart(c.Request().Context()); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}

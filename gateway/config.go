@@ -1,0 +1,50 @@
+package gateway
+
+import (
+	"errors"
+	"time"
+)
+
+// Config configures the HTTP server. Zero fields take defaults.
+type Config struct {
+	// APIKeys are the accepted keys; each is a tenant. Required.
+	APIKeys []string
+	// MaxBodyBytes bounds JSON request bodies (default 2 MiB).
+	MaxBodyBytes int64
+	// AllowedOrigins lists extra browser origins allowed to open WebSockets
+	// (same-origin is always allowed; non-browser clients send no Origin).
+	AllowedOrigins []string
+	// WSPingInterval is how often idle WebSockets are pinged (default 30 s).
+	WSPingInterval time.Duration
+	// ShutdownTimeout bounds graceful shutdown of HTTP connections (default 10 s).
+	ShutdownTimeout time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = 2 << 20
+	}
+	if c.WSPingInterval == 0 {
+		c.WSPingInterval = 30 * time.Second
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = 10 * time.Second
+	}
+	return c
+}
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	if len(c.APIKeys) == 0 {
+		return errors.New("gateway: config: at least one API key is required")
+	}
+	for _, k := range c.APIKeys {
+		if len(k) < 16 {
+			return errors.New("gateway: config: API keys must be at least 16 characters")
+		}
+	}
+	if c.MaxBodyBytes < 0 || c.WSPingInterval < 0 || c.ShutdownTimeout < 0 {
+		return errors.New("gateway: config: negative limit")
+	}
+	return nil
+}

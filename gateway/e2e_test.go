@@ -1,0 +1,407 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glassroom/glassroom/gateway"
+	"github.com/glassroom/glassroom/kernel/local"
+	"github.com/glassroom/glassroom/sessions"
+	"github.com/gorilla/websocket"
+	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const (
+	keyA = "tenant-a-key-0123456789"
+	keyB = "tenant-b-key-0123456789"
+)
+
+// env is a gateway on a real loopback listener over a real runtime.
+type env struct {
+	t   *testing.T
+	url string
+	mgr *sessions.Manager
+}
+
+type runtimeFactory func(t *testing.T) sessions.Runtime
+
+func localRuntime(t *testing.T) sessions.Runtime {
+	dir := t.TempDir()
+	for p := dir; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
+		os.Chmod(p, 0o711)
+	}
+	rt, err := local.New(local.Config{StateDir: dir}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
+// runtimes lists the runtimes the behaviour suite runs against.
+func runtimes() map[string]runtimeFactory {
+	return map[string]runtimeFactory{"local": localRuntime}
+}
+
+func newEnv(t *testing.T, rt sessions.Runtime, cfg sessions.Config) *env {
+	t.Helper()
+	mgr, err := sessions.New(cfg, rt, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := gateway.New(gateway.Config{APIKeys: []string{keyA, keyB}, MaxBodyBytes: 1 << 20}, mgr, nil, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { mgr.Run(ctx); close(done) }()
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		hs.Close()
+		cancel()
+		<-done
+		mgr.Close(context.Background())
+	})
+	return &env{t: t, url: hs.URL, mgr: mgr}
+}
+
+// call does one request and decodes the JSON response into out (if non-nil).
+func (e *env) call(key, method, path string, body any, out any) int {
+	e.t.Helper()
+	var r io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		r = strings.NewReader(b)
+	default:
+		j, _ := json.Marshal(b)
+		r = bytes.NewReader(j)
+	}
+	req, _ := http.NewRequest(method, e.url+path, r)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if out != nil && len(data) > 0 {
+		if err := json.Unmarshal(data, out); err != nil {
+			e.t.Fatalf("%s %s: decode %q: %v", method, path, data, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+type session struct {
+	ID        string    `json:"id"`
+	State     string    `json:"state"`
+	Runtime   string    `json:"runtime"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+type apiErr struct {
+	Error struct{ Code, Message string } `json:"error"`
+}
+
+func (e *env) create(key string, body any) session {
+	e.t.Helper()
+	var s session
+	if code := e.call(key, "POST", "/v1/sessions", body, &s); code != http.StatusCreated {
+		e.t.Fatalf("create: %d", code)
+	}
+	return s
+}
+
+func (e *env) exec(key, id, code string, timeout float64) sessions.Execution {
+	e.t.Helper()
+	body := map[string]any{"code": code}
+	if timeout > 0 {
+		body["timeout_s"] = timeout
+	}
+	var x sessions.Execution
+	if st := e.call(key, "POST", "/v1/sessions/"+id+"/execute", body, &x); st != http.StatusOK {
+		e.t.Fatalf("execute %q: status %d", code, st)
+	}
+	return x
+}
+
+// wsClient is a test WebSocket client.
+type wsClient struct {
+	t    *testing.T
+	conn *websocket.Conn
+}
+
+func (e *env) ws(key, id, query string) *wsClient {
+	e.t.Helper()
+	u := "ws" + strings.TrimPrefix(e.url, "http") + "/v1/sessions/" + id + "/ws?token=" + key + query
+	conn, resp, err := websocket.DefaultDialer.Dial(u, nil)
+	if err != nil {
+		e.t.Fatalf("ws dial: %v (%v)", err, resp)
+	}
+	e.t.Cleanup(func() { conn.Close() })
+	return &wsClient{t: e.t, conn: conn}
+}
+
+func (w *wsClient) send(v any) {
+	w.t.Helper()
+	if err := w.conn.WriteJSON(v); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// frame is any server frame: an event, or a rejection (Code, Message).
+type frame struct {
+	sessions.Event
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// until reads frames until pred matches one; it returns every frame read.
+func (w *wsClient) until(pred func(frame) bool) []frame {
+	w.t.Helper()
+	var got []frame
+	w.conn.SetReadDeadline(time.Now().Add(60 * time.Second))
+	for {
+		var ev frame
+		if err := w.conn.ReadJSON(&ev); err != nil {
+			w.t.Fatalf("ws read after %d events (%+v): %v", len(got), got, err)
+		}
+		got = append(got, ev)
+		if pred(ev) {
+			return got
+		}
+	}
+}
+
+func doneFor(id string) func(frame) bool {
+	return func(ev frame) bool { return ev.Type == "done" && ev.ID == id }
+}
+
+func TestBehaviour(t *testing.T) {
+	for name, rt := range runtimes() {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, rt(t), sessions.Config{MaxStreamBytes: 256 << 10, InterruptGrace: time.Second})
+			s := e.create(keyA, nil)
+			if s.State != "idle" || s.Runtime != name || len(s.ID) < 32 || !s.ExpiresAt.After(s.CreatedAt) {
+				t.Fatalf("created %+v", s)
+			}
+			t.Run("rest state persists", func(t *testing.T) {
+				e.exec(keyA, s.ID, "x = 41", 0)
+				x := e.exec(keyA, s.ID, "x + 1", 0)
+				if x.Status != "ok" || string(x.Result) != `{"text/plain":"42"}` || len(x.Outputs) != 1 || x.Outputs[0].Type != "result" {
+					t.Fatalf("x + 1: %+v", x)
+				}
+			})
+			t.Run("matplotlib png", func(t *testing.T) {
+				x := e.exec(keyA, s.ID, "import matplotlib.pyplot as plt\nplt.plot([1,2,3])\nplt.show()", 0)
+				var png string
+				for _, o := range x.Outputs {
+					if o.Type == "display" {
+						var bundle map[string]string
+						json.Unmarshal(o.Data, &bundle)
+						png = bundle["image/png"]
+					}
+				}
+				raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(png))
+				if err != nil || !bytes.HasPrefix(raw, []byte("\x89PNG")) {
+					t.Fatalf("no PNG display: %+v", x)
+				}
+			})
+			t.Run("error with traceback", func(t *testing.T) {
+				x := e.exec(keyA, s.ID, "1/0", 0)
+				if x.Status != "error" || x.Error == nil || x.Error.Name != "ZeroDivisionError" || len(x.Error.Traceback) == 0 {
+					t.Fatalf("1/0: %+v", x)
+				}
+			})
+			t.Run("timeout then usable", func(t *testing.T) {
+				x := e.exec(keyA, s.ID, "import time\nwhile True: time.sleep(0.1)", 0.5)
+				if x.Status != "timeout" || x.StateLost {
+					t.Fatalf("timeout: %+v", x)
+				}
+				if x := e.exec(keyA, s.ID, "x", 0); x.Status != "ok" {
+					t.Fatalf("after timeout: %+v", x)
+				}
+			})
+			t.Run("output flood is truncated", func(t *testing.T) {
+				x := e.exec(keyA, s.ID, "for i in range(3000): print('x' * 1000)", 0)
+				if !x.Truncated || len(x.Stdout) > 256<<10 {
+					t.Fatalf("flood: truncated=%v stdout=%d", x.Truncated, len(x.Stdout))
+				}
+			})
+			t.Run("websocket execute, input and state", func(t *testing.T) {
+				w := e.ws(keyA, s.ID, "")
+				w.send(map[string]any{"type": "execute", "id": "w1", "code": "y = x * 2\ny"})
+				evs := w.until(doneFor("w1"))
+				var result string
+				for _, ev := range evs {
+					if ev.Type == "result" {
+						result = string(ev.Data)
+					}
+				}
+				if result != `{"text/plain":"82"}` {
+					t.Fatalf("ws result %q in %+v", result, evs)
+				}
+				w.send(map[string]any{"type": "execute", "id": "w2", "code": "print('hello', input('who?'))"})
+				w.until(func(ev frame) bool { return ev.Type == "input_request" && ev.ID == "w2" && *ev.Prompt == "who?" })
+				w.send(map[string]any{"type": "input_reply", "id": "w2", "value": "ada"})
+				evs = w.until(doneFor("w2"))
+				if !strings.Contains(streams(evs), "hello ada") {
+					t.Fatalf("input echo missing: %+v", evs)
+				}
+				w.send(map[string]any{"type": "bogus"})
+				evs = w.until(func(ev frame) bool { return ev.Type == "rejected" })
+				if r := evs[len(evs)-1]; r.Code != "unknown_type" || !strings.Contains(r.Message, "bogus") {
+					t.Fatalf("unknown frame answer: %+v", r)
+				}
+				w.conn.WriteMessage(websocket.TextMessage, []byte("{not json"))
+				if r := w.until(func(ev frame) bool { return ev.Type == "rejected" }); r[len(r)-1].Code != "bad_frame" {
+					t.Fatalf("bad JSON frame answer: %+v", r[len(r)-1])
+				}
+				// The connection and session still work.
+				w.send(map[string]any{"type": "execute", "id": "w3", "code": "print(y)"})
+				if !strings.Contains(streams(w.until(doneFor("w3"))), "82") {
+					t.Fatal("session unusable after bad frames")
+				}
+			})
+			t.Run("several clients see every execution", func(t *testing.T) {
+				w1, w2 := e.ws(keyA, s.ID, ""), e.ws(keyA, s.ID, "")
+				w1.send(map[string]any{"type": "execute", "id": "m1", "code": "print('shared')"})
+				for _, w := range []*wsClient{w1, w2} {
+					if !strings.Contains(streams(w.until(doneFor("m1"))), "shared") {
+						t.Fatal("a client missed the execution")
+					}
+				}
+			})
+			t.Run("reconnect receives the rest", func(t *testing.T) {
+				w := e.ws(keyA, s.ID, "")
+				w.send(map[string]any{"type": "execute", "id": "long", "code": "import time\nfor i in range(6):\n    print(i, flush=True)\n    time.sleep(0.15)"})
+				evs := w.until(func(ev frame) bool { return ev.Type == "stream" && ev.ID == "long" })
+				last := evs[len(evs)-1].Seq
+				w.conn.Close() // network drop mid-execution
+				time.Sleep(time.Second)
+				w2 := e.ws(keyA, s.ID, "")
+				w2.send(map[string]any{"type": "resume", "since": last})
+				evs = w2.until(doneFor("long"))
+				out := streams(evs)
+				if out != "1\n2\n3\n4\n5\n" && !strings.HasSuffix(strings.ReplaceAll(out, "\n", ""), "12345") {
+					t.Fatalf("after reconnect got %q", out)
+				}
+			})
+			t.Run("sessions do not share variables", func(t *testing.T) {
+				other := e.create(keyA, map[string]any{})
+				if x := e.exec(keyA, other.ID, "x", 0); x.Status != "error" || x.Error.Name != "NameError" {
+					t.Fatalf("x leaked: %+v", x)
+				}
+			})
+			t.Run("restart keeps id, drops variables", func(t *testing.T) {
+				if st := e.call(keyA, "POST", "/v1/sessions/"+s.ID+"/restart", nil, nil); st != http.StatusNoContent {
+					t.Fatalf("restart: %d", st)
+				}
+				if x := e.exec(keyA, s.ID, "x", 0); x.Status != "error" {
+					t.Fatalf("x survived restart: %+v", x)
+				}
+			})
+			t.Run("delete", func(t *testing.T) {
+				if st := e.call(keyA, "DELETE", "/v1/sessions/"+s.ID, nil, nil); st != http.StatusNoContent {
+					t.Fatalf("delete: %d", st)
+				}
+				if st := e.call(keyA, "GET", "/v1/sessions/"+s.ID, nil, nil); st != http.StatusNotFound {
+					t.Fatalf("get after delete: %d", st)
+				}
+			})
+		})
+	}
+}
+
+func streams(evs []frame) string {
+	var b strings.Builder
+	for _, ev := range evs {
+		if ev.Type == "stream" {
+			b.WriteString(ev.Text)
+		}
+	}
+	return b.String()
+}
+
+func TestErrorResponses(t *testing.T) {
+	e := newEnv(t, localRuntime(t), sessions.Config{MaxSessionsPerTenant: 1, MaxSessions: 2, QueueDepth: 1})
+	var ae apiErr
+	if st := e.call("", "GET", "/v1/sessions", nil, &ae); st != http.StatusUnauthorized || ae.Error.Code != "unauthorized" {
+		t.Fatalf("no key: %d %+v", st, ae)
+	}
+	if st := e.call("wrong-key-0123456789", "GET", "/v1/sessions", nil, nil); st != http.StatusUnauthorized {
+		t.Fatalf("wrong key: %d", st)
+	}
+	s := e.create(keyA, nil)
+	if st := e.call(keyB, "GET", "/v1/sessions/"+s.ID, nil, &ae); st != http.StatusNotFound || ae.Error.Code != "not_found" {
+		t.Fatalf("other tenant: %d %+v", st, ae)
+	}
+	var list struct{ Sessions []session }
+	e.call(keyB, "GET", "/v1/sessions", nil, &list)
+	if len(list.Sessions) != 0 {
+		t.Fatalf("tenant b lists a's sessions: %+v", list)
+	}
+	if st := e.call(keyB, "POST", "/v1/sessions/"+s.ID+"/execute", map[string]any{"code": "1"}, nil); st != http.StatusNotFound {
+		t.Fatalf("other tenant execute: %d", st)
+	}
+	for name, body := range map[string]string{
+		"bad json":      `{"code":`,
+		"unknown field": `{"code":"1","evil":true}`,
+		"missing code":  `{}`,
+		"bad timeout":   `{"code":"1","timeout_s":-1}`,
+		"trailing":      `{"code":"1"} {}`,
+	} {
+		if st := e.call(keyA, "POST", "/v1/sessions/"+s.ID+"/execute", body, &ae); st != http.StatusBadRequest || ae.Error.Message == "" {
+			t.Errorf("%s: %d %+v", name, st, ae)
+		}
+	}
+	if st := e.call(keyA, "POST", "/v1/sessions", `{"env":{"BAD NAME":"x"}}`, nil); st != http.StatusBadRequest {
+		t.Errorf("bad env: %d", st)
+	}
+	big := `{"code":"` + strings.Repeat("x", 2<<20) + `"}`
+	if st := e.call(keyA, "POST", "/v1/sessions/"+s.ID+"/execute", big, &ae); st != http.StatusRequestEntityTooLarge {
+		t.Errorf("huge body: %d %+v", st, ae)
+	}
+	if st := e.call(keyA, "POST", "/v1/sessions", nil, &ae); st != http.StatusTooManyRequests || ae.Error.Code != "too_many_sessions" {
+		t.Errorf("per-key limit: %d %+v", st, ae)
+	}
+	if st := e.call(keyA, "GET", "/healthz", nil, nil); st != http.StatusOK {
+		t.Errorf("healthz: %d", st)
+	}
+	// The session still works after all that.
+	if x := e.exec(keyA, s.ID, "1 + 1", 0); x.Status != "ok" {
+		t.Fatalf("session broken by bad requests: %+v", x)
+	}
+}
+
+func TestIdleExpiryOverWebSocket(t *testing.T) {
+	e := newEnv(t, localRuntime(t), sessions.Config{ReapInterval: 100 * time.Millisecond})
+	s := e.create(keyA, map[string]any{"idle_timeout_s": 1})
+	w := e.ws(keyA, s.ID, "")
+	evs := w.until(func(ev frame) bool { return ev.Type == "kernel" && ev.State == "dead" })
+	if last := evs[len(evs)-1]; last.Reason != "idle timeout" {
+		t.Fatalf("dead event %+v", last)
+	}
+	if st := e.call(keyA, "GET", "/v1/sessions/"+s.ID, nil, nil); st != http.StatusNotFound {
+		t.Fatalf("expired session: %d", st)
+	}
+}

@@ -1,0 +1,65 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/sessions"
+	"github.com/labstack/echo/v4"
+)
+
+// apiError is the body of every error response:
+// {"error":{"code":"...","message":"..."}}.
+type apiError struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+
+func newError(status int, code, format string, args ...any) *apiError {
+	return &apiError{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// toAPIError maps any error to its HTTP status and public code. It is the
+// only place that knows how package errors become status codes.
+func toAPIError(err error) *apiError {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		code := map[int]string{
+			http.StatusNotFound: "not_found", http.StatusMethodNotAllowed: "method_not_allowed",
+			http.StatusRequestEntityTooLarge: "too_large", http.StatusUnauthorized: "unauthorized",
+			http.StatusBadRequest: "bad_request",
+		}[he.Code]
+		if code == "" {
+			code = "error"
+		}
+		return &apiError{Status: he.Code, Code: code, Message: fmt.Sprint(he.Message)}
+	}
+	switch {
+	case errors.Is(err, sessions.ErrNotFound):
+		return newError(http.StatusNotFound, "not_found", "session not found")
+	case errors.Is(err, sessions.ErrInvalid), errors.Is(err, kernel.ErrBadSpec):
+		return newError(http.StatusBadRequest, "bad_request", "%s", err.Error())
+	case errors.Is(err, sessions.ErrTooManySessions):
+		return newError(http.StatusTooManyRequests, "too_many_sessions", "%s", err.Error())
+	case errors.Is(err, sessions.ErrQueueFull):
+		return newError(http.StatusTooManyRequests, "queue_full", "%s", err.Error())
+	case errors.Is(err, sessions.ErrNoInputPending):
+		return newError(http.StatusConflict, "no_input_pending", "%s", err.Error())
+	case errors.Is(err, sessions.ErrKernelDead), errors.Is(err, kernel.ErrDead):
+		return newError(http.StatusConflict, "kernel_dead", "the kernel is dead; restart the session")
+	case errors.Is(err, sessions.ErrClosed):
+		return newError(http.StatusServiceUnavailable, "shutting_down", "the session or gateway is shutting down")
+	case errors.Is(err, kernel.ErrUnavailable):
+		return newError(http.StatusServiceUnavailable, "runtime_unavailable", "could not start a kernel now; the gateway log has the cause")
+	}
+	return newError(http.StatusInternalServerError, "internal", "internal error")
+}

@@ -1,0 +1,207 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/glassroom/glassroom/sessions"
+	"github.com/labstack/echo/v4"
+	"github.com/rs/zerolog"
+)
+
+// Server serves the API, the WebSocket relay and the UI. Create it with
+// New, serve with Serve; it is safe for concurrent use.
+type Server struct {
+	cfg  Config
+	mgr  *sessions.Manager
+	log  zerolog.Logger
+	echo *echo.Echo
+	keys [][32]byte // sha256 of each API key
+
+	// base is cancelled when shutdown starts; WebSocket handlers watch it.
+	base     context.Context
+	stop     context.CancelFunc
+	wsConns  sync.WaitGroup
+	upgrader wsUpgrader
+}
+
+// New builds the server. assets is the UI's static files (may be nil).
+func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	base, stop := context.WithCancel(context.Background())
+	s := &Server{cfg: cfg, mgr: mgr, log: log, base: base, stop: stop}
+	for _, k := range cfg.APIKeys {
+		s.keys = append(s.keys, sha256.Sum256([]byte(k)))
+	}
+	s.upgrader = newUpgrader(cfg.AllowedOrigins)
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	e.Use(s.recoverPanics, s.logRequests, s.securityHeaders)
+
+	e.GET("/healthz", s.healthz)
+	v1 := e.Group("/v1", s.authenticate)
+	v1.POST("/sessions", s.createSession)
+	v1.GET("/sessions", s.listSessions)
+	v1.GET("/sessions/:id", s.getSession)
+	v1.DELETE("/sessions/:id", s.deleteSession)
+	v1.POST("/sessions/:id/execute", s.execute)
+	v1.POST("/sessions/:id/interrupt", s.interrupt)
+	v1.POST("/sessions/:id/restart", s.restart)
+	v1.GET("/sessions/:id/ws", s.websocket)
+	s.routeFiles(v1)
+	if assets != nil {
+		s.routeUI(e, assets)
+	}
+	s.echo = e
+	return s, nil
+}
+
+// Handler returns the HTTP handler (for tests and embedding).
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// Serve serves on ln until ctx ends, then shuts down gracefully: it stops
+// accepting, tells WebSocket clients the gateway is going away, and waits
+// for handlers (bounded by ShutdownTimeout). It does not close the
+// session manager; the caller does that after Serve returns.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.echo,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          nil,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		s.stop()
+		s.wsConns.Wait()
+		return fmt.Errorf("gateway: serve: %w", err)
+	case <-ctx.Done():
+	}
+	s.log.Info().Msg("shutting down HTTP server")
+	s.stop()
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	s.wsConns.Wait()
+	<-errc
+	if err != nil {
+		return fmt.Errorf("gateway: shutdown: %w", err)
+	}
+	return nil
+}
+
+// handleError writes every error as {"error":{"code","message"}}.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	ae := toAPIError(err)
+	if ae.Status >= 500 {
+		s.log.Error().Err(err).Str("path", c.Path()).Msg("request failed")
+	}
+	_ = c.JSON(ae.Status, map[string]*apiError{"error": ae})
+}
+
+// recoverPanics turns a handler panic into a 500; the gateway keeps running.
+func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				s.log.Error().Interface("panic", r).Str("path", c.Path()).Msg("handler panicked")
+				err = newError(http.StatusInternalServerError, "internal", "internal error")
+			}
+		}()
+		return next(c)
+	}
+}
+
+// logRequests logs method, route, status and latency. The query string is
+// never logged: it may carry a token.
+func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		status := c.Response().Status
+		if err != nil {
+			status = toAPIError(err).Status
+		}
+		s.log.Info().Str("method", c.Request().Method).Str("route", c.Path()).Str("session", c.Param("id")).
+			Int("status", status).Dur("latency", time.Since(start)).Msg("request")
+		return err
+	}
+}
+
+func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Frame-Options", "DENY")
+		return next(c)
+	}
+}
+
+const tenantKey = "glassroom.tenant"
+
+// authenticate accepts "Authorization: Bearer <key>", or ?token=<key> on
+// WebSocket upgrades and GET file downloads, and stores the tenant.
+func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		key := ""
+		if h := c.Request().Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
+			key = strings.TrimPrefix(h, "Bearer ")
+		} else if c.Request().Method == http.MethodGet && (strings.HasSuffix(c.Path(), "/ws") || strings.Contains(c.Path(), "/files/")) {
+			key = c.QueryParam("token")
+		}
+		tenant, ok := s.tenantOf(key)
+		if !ok {
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="glassroom"`)
+			return newError(http.StatusUnauthorized, "unauthorized", "missing or invalid API key")
+		}
+		c.Set(tenantKey, tenant)
+		return next(c)
+	}
+}
+
+// tenantOf checks key against every configured key in constant time and
+// returns a stable tenant id derived from it (never the key itself).
+func (s *Server) tenantOf(key string) (string, bool) {
+	if key == "" {
+		return "", false
+	}
+	sum := sha256.Sum256([]byte(key))
+	found := 0
+	for _, k := range s.keys {
+		found |= subtle.ConstantTimeCompare(sum[:], k[:])
+	}
+	if found != 1 {
+		return "", false
+	}
+	return hex.EncodeToString(sum[:8]), true
+}
+
+func tenant(c echo.Context) string { return c.Get(tenantKey).(string) }
+
+func (s *Server) healthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok", "runtime": s.mgr.RuntimeName()})
+}
+
+// errBodyTooLarge is returned when a request body exceeds its limit.
+var errBodyTooLarge = errors.New("request body too large")

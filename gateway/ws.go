@@ -1,0 +1,257 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/glassroom/glassroom/sessions"
+	"github.com/gorilla/websocket"
+	"github.com/labstack/echo/v4"
+	"golang.org/x/sync/errgroup"
+)
+
+type wsUpgrader struct{ websocket.Upgrader }
+
+// newUpgrader allows same-origin browsers, listed origins, and clients
+// that send no Origin (scripts, agents).
+func newUpgrader(allowed []string) wsUpgrader {
+	set := map[string]bool{}
+	for _, o := range allowed {
+		set[strings.ToLower(strings.TrimRight(o, "/"))] = true
+	}
+	return wsUpgrader{websocket.Upgrader{
+		ReadBufferSize: 16 << 10, WriteBufferSize: 16 << 10,
+		CheckOrigin: func(r *http.Request) bool {
+			origin := r.Header.Get("Origin")
+			if origin == "" {
+				return true
+			}
+			u, err := url.Parse(origin)
+			if err != nil {
+				return false
+			}
+			return strings.EqualFold(u.Host, r.Host) || set[strings.ToLower(origin)]
+		},
+	}}
+}
+
+// clientFrame is any frame a WebSocket client may send.
+type clientFrame struct {
+	Type    string   `json:"type"`
+	ID      string   `json:"id"`
+	Code    *string  `json:"code"`
+	Timeout *float64 `json:"timeout_s"`
+	Value   *string  `json:"value"`
+	Since   *int64   `json:"since"`
+}
+
+// rejected is sent for a frame the server cannot act on.
+type rejected struct {
+	Type    string `json:"type"`
+	ID      string `json:"id,omitempty"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+const (
+	wsWriteTimeout = 10 * time.Second
+	wsMaxFrames    = 50 // frames per second a client may send, sustained
+)
+
+// websocket relays a session's events to one client and the client's
+// execute, interrupt, input_reply and resume frames to the session. The
+// handler owns two goroutines, a reader and a writer, and returns when
+// both have exited. A client that disconnects does not stop its executions.
+func (s *Server) websocket(c echo.Context) error {
+	sess, err := s.session(c)
+	if err != nil {
+		return err
+	}
+	since := sess.LastSeq()
+	if v := c.QueryParam("since"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return newError(http.StatusBadRequest, "bad_request", "since must be a non-negative integer")
+		}
+		since = n
+	}
+	conn, err := s.upgrader.Upgrade(c.Response(), c.Request(), nil)
+	if err != nil {
+		return nil // the upgrader has written the error response
+	}
+	s.wsConns.Add(1)
+	defer s.wsConns.Done()
+	defer conn.Close()
+	conn.SetReadLimit(int64(s.mgr.Config().MaxCodeBytes) + 64<<10)
+	sess.Touch()
+
+	ctx, cancel := context.WithCancel(s.base)
+	defer cancel()
+	out := make(chan any, 64)     // frames for the writer besides events
+	resume := make(chan int64, 1) // resubscribe requests for the writer
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return s.wsRead(gctx, conn, sess, out, resume) })
+	g.Go(func() error {
+		defer conn.Close() // unblocks the reader
+		return s.wsWrite(gctx, conn, sess, since, out, resume)
+	})
+	_ = g.Wait()
+	return nil
+}
+
+// wsRead owns the connection's reading side.
+func (s *Server) wsRead(ctx context.Context, conn *websocket.Conn, sess *sessions.Session, out chan<- any, resume chan int64) error {
+	defer send(ctx, out, nil) // tells the writer the client is gone
+	bucket := float64(wsMaxFrames)
+	last := time.Now()
+	for {
+		_, data, err := conn.ReadMessage()
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		bucket = math.Min(wsMaxFrames, bucket+now.Sub(last).Seconds()*wsMaxFrames)
+		last = now
+		if bucket < 1 {
+			send(ctx, out, rejected{Type: "rejected", Code: "rate_limited", Message: "too many frames; slow down"})
+			continue
+		}
+		bucket--
+		var f clientFrame
+		if err := json.Unmarshal(data, &f); err != nil {
+			send(ctx, out, rejected{Type: "rejected", Code: "bad_frame", Message: "frame is not a JSON object: " + err.Error()})
+			continue
+		}
+		if r := s.handleFrame(ctx, sess, f, resume); r != nil {
+			send(ctx, out, *r)
+		}
+	}
+}
+
+func (s *Server) handleFrame(ctx context.Context, sess *sessions.Session, f clientFrame, resume chan int64) *rejected {
+	reject := func(err error) *rejected {
+		ae := toAPIError(err)
+		return &rejected{Type: "rejected", ID: f.ID, Code: ae.Code, Message: ae.Message}
+	}
+	switch f.Type {
+	case "execute":
+		if f.Code == nil {
+			return &rejected{Type: "rejected", ID: f.ID, Code: "bad_frame", Message: "execute needs code"}
+		}
+		if f.ID == "" {
+			return &rejected{Type: "rejected", Code: "bad_frame", Message: "execute needs an id"}
+		}
+		timeout, err := seconds("timeout_s", f.Timeout)
+		if err != nil {
+			return reject(err)
+		}
+		if _, err := sess.Submit(sessions.ExecRequest{ID: f.ID, Code: *f.Code, Timeout: timeout, AllowStdin: true}); err != nil {
+			return reject(err)
+		}
+	case "interrupt":
+		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if err := sess.Interrupt(ictx); err != nil {
+			return reject(err)
+		}
+	case "input_reply":
+		if f.Value == nil {
+			return &rejected{Type: "rejected", ID: f.ID, Code: "bad_frame", Message: "input_reply needs value"}
+		}
+		if err := sess.Input(f.ID, *f.Value); err != nil {
+			return reject(err)
+		}
+	case "resume":
+		if f.Since == nil || *f.Since < 0 {
+			return &rejected{Type: "rejected", Code: "bad_frame", Message: "resume needs since >= 0"}
+		}
+		select {
+		case <-resume:
+		default:
+		}
+		resume <- *f.Since
+	default:
+		return &rejected{Type: "rejected", ID: f.ID, Code: "unknown_type",
+			Message: "unknown frame type " + strconv.Quote(f.Type) + "; expected execute, interrupt, input_reply or resume"}
+	}
+	return nil
+}
+
+func send(ctx context.Context, out chan<- any, v any) {
+	select {
+	case out <- v:
+	case <-ctx.Done():
+	}
+}
+
+// wsWrite owns the connection's writing side: events, rejections and pings.
+func (s *Server) wsWrite(ctx context.Context, conn *websocket.Conn, sess *sessions.Session, since int64, out <-chan any, resume <-chan int64) error {
+	sub := sess.Subscribe(since)
+	defer func() { sub.Close() }()
+	ping := time.NewTicker(s.cfg.WSPingInterval)
+	defer ping.Stop()
+	write := func(v any) error {
+		_ = conn.SetWriteDeadline(time.Now().Add(wsWriteTimeout))
+		return conn.WriteJSON(v)
+	}
+	info := sess.Info()
+	if err := write(sessions.Event{Seq: sess.LastSeq(), Type: sessions.EventKernel, State: string(info.State)}); err != nil {
+		return err
+	}
+	lastSent := since
+	for {
+		select {
+		case <-ctx.Done():
+			_ = conn.WriteControl(websocket.CloseMessage,
+				websocket.FormatCloseMessage(websocket.CloseGoingAway, "gateway shutting down"), time.Now().Add(time.Second))
+			return ctx.Err()
+		case v := <-out:
+			if v == nil {
+				return errClientGone
+			}
+			if err := write(v); err != nil {
+				return err
+			}
+		case n := <-resume:
+			sub.Close()
+			sub = sess.Subscribe(n)
+			lastSent = n
+		case ev, ok := <-sub.C:
+			if !ok {
+				if sub.Lagged() { // fell behind: replay from the backlog
+					sub = sess.Subscribe(lastSent)
+					continue
+				}
+				_ = conn.WriteControl(websocket.CloseMessage,
+					websocket.FormatCloseMessage(websocket.CloseNormalClosure, "session ended"), time.Now().Add(time.Second))
+				return errSessionEnded
+			}
+			if ev.Seq <= lastSent {
+				continue
+			}
+			if err := write(ev); err != nil {
+				return err
+			}
+			lastSent = ev.Seq
+		case <-ping.C:
+			if err := conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsWriteTimeout)); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+type wsError string
+
+func (e wsError) Error() string { return string(e) }
+
+const (
+	errClientGone   = wsError("client disconnected")
+	errSessionEnded = wsError("session ended")
+)
