@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# install-deps.sh [runtime|test]: install the Debian packages glassroom needs.
+#   runtime: bubblewrap and Debian's Python with ipykernel, numpy, pandas, matplotlib
+#   test:    runtime + docker.io, mmdebstrap (kernel image), chromium (UI tests),
+#            python3-websocket (README client)
+# Installs only what is missing; needs root for that (prints what to install otherwise).
+set -euo pipefail
+want=(bubblewrap python3-ipykernel python3-jupyter-client python3-matplotlib python3-numpy python3-pandas util-linux)
+if [ "${1:-runtime}" = test ]; then
+  want+=(docker.io mmdebstrap chromium python3-websocket ca-certificates)
+fi
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" != 0 ]; then
+  echo "install-deps: missing Debian packages: ${missing[*]}" >&2
+  echo "install-deps: run as root, or: sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${missing[@]}"
