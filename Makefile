@@ -1,0 +1,53 @@
+# glassroom: `make run` serves, `make test` runs every check. See README.md.
+GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
+ARGS ?=
+LISTEN ?= 127.0.0.1:8888
+
+.PHONY: all build run deps test-deps docker image vet fmt-check test test-go bench fuzz compose clean
+
+all: build
+
+deps:
+	scripts/install-deps.sh runtime
+
+test-deps:
+	scripts/install-deps.sh test
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/glassroom ./cmd/glassroom
+
+# Serves on loopback with the local (bubblewrap) runtime; prints a ready-to-click URL.
+run: deps build
+	./bin/glassroom serve --listen $(LISTEN) $(ARGS)
+
+# Starts dockerd if needed and builds the kernel image (skipped when unchanged).
+docker:
+	scripts/start-dockerd.sh
+
+image: docker
+	images/python/build.sh
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+test-go:
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+# Every check: installs what the tests need, starts Docker, builds the image.
+test: test-deps image vet fmt-check test-go
+
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchtime 200x ./kernel/ ./sessions/
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./kernel/
+
+compose: build image
+	docker compose up --build
+
+clean:
+	rm -rf bin artifacts
