@@ -24,7 +24,7 @@ func localRuntime(t *testing.T) *local.Runtime {
 	for p := dir; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
 		os.Chmod(p, 0o711)
 	}
-	rt, err := local.New(local.Config{StateDir: dir}, zerolog.Nop())
+	rt, err := local.New(local.Config{StateDir: dir, UIDBase: 330000}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

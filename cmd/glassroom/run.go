@@ -38,6 +38,7 @@ type options struct {
 	logLevel          string
 	stateDir          string
 	insecureNoSandbox bool
+	uidBase           int
 	dockerImage       string
 	dockerRuntime     string
 
@@ -74,6 +75,7 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.Var(&keys, "api-key", "API key (repeatable); each key is a tenant. Env: GLASSROOM_API_KEYS, comma-separated")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&o.stateDir, "state-dir", "", "directory for per-session sandbox state (default /run/glassroom/<runtime> as root)")
+	fs.IntVar(&o.uidBase, "uid-base", 200000, "first host uid for local sandboxes when running as root (one uid per session)")
 	fs.BoolVar(&o.insecureNoSandbox, "insecure-no-sandbox", false, "INSECURE: run local kernels without bubblewrap")
 	fs.StringVar(&o.dockerImage, "docker-image", "glassroom/python-kernel:latest", "kernel image for the docker runtime")
 	fs.StringVar(&o.dockerRuntime, "docker-runtime", "runc", "OCI runtime for kernel containers (runc, runsc, kata)")
@@ -216,7 +218,7 @@ func newRuntime(ctx context.Context, o *options, log zerolog.Logger) (sessions.R
 	switch o.runtime {
 	case "local":
 		rt, err := local.New(local.Config{
-			StateDir: o.stateDir, InsecureNoSandbox: o.insecureNoSandbox,
+			StateDir: o.stateDir, InsecureNoSandbox: o.insecureNoSandbox, UIDBase: o.uidBase,
 			Defaults: o.lim, Max: o.max,
 		}, log)
 		if err != nil {

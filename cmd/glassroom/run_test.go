@@ -54,7 +54,7 @@ func TestServeShutdownKillsKernels(t *testing.T) {
 	out := &syncBuffer{}
 	errc := make(chan error, 1)
 	go func() {
-		errc <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--state-dir", state, "--log-level", "warn"}, nil, out)
+		errc <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--state-dir", state, "--log-level", "warn", "--uid-base", "310000"}, nil, out)
 	}()
 	var base, key string
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {

@@ -21,6 +21,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func newRuntime(t *testing.T, cfg local.Config) *local.Runtime {
 	t.Helper()
+	if cfg.UIDBase == 0 {
+		cfg.UIDBase = 320000 // distinct from other packages' tests running in parallel
+	}
 	if cfg.StateDir == "" {
 		cfg.StateDir = stateDir(t)
 	}
