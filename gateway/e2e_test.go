@@ -10,11 +10,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/glassroom/glassroom/gateway"
+	"github.com/glassroom/glassroom/kernel/docker"
 	"github.com/glassroom/glassroom/kernel/local"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/gorilla/websocket"
@@ -50,9 +52,28 @@ func localRuntime(t *testing.T) sessions.Runtime {
 	return rt
 }
 
+// dockerRuntime connects to Docker; outside CI a missing engine or image
+// skips loudly, in CI it fails.
+func dockerRuntime(t *testing.T) sessions.Runtime {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o711)
+	rt, err := docker.New(context.Background(), docker.Config{
+		Instance: "gw-test-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36), StateDir: dir,
+		OCIRuntime: os.Getenv("GLASSROOM_TEST_OCI_RUNTIME"),
+	}, zerolog.Nop())
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("Docker runtime unavailable in CI: %v", err)
+		}
+		t.Skipf("\n\n*** SKIPPING DOCKER SUITE: %v ***\n*** run `make image` first ***\n\n", err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
 // runtimes lists the runtimes the behaviour suite runs against.
 func runtimes() map[string]runtimeFactory {
-	return map[string]runtimeFactory{"local": localRuntime}
+	return map[string]runtimeFactory{"local": localRuntime, "docker": dockerRuntime}
 }
 
 func newEnv(t *testing.T, rt sessions.Runtime, cfg sessions.Config) *env {
@@ -320,6 +341,21 @@ func TestBehaviour(t *testing.T) {
 					t.Fatalf("x survived restart: %+v", x)
 				}
 			})
+			if name == "docker" {
+				t.Run("memory past the limit reports died with OOM, then recovers", func(t *testing.T) {
+					small := e.create(keyA, map[string]any{"limits": map[string]any{"memory_mb": 256}})
+					x := e.exec(keyA, small.ID, "b = []\nwhile True: b.append(bytearray(16 << 20))", 0)
+					if x.Status != "died" || !strings.Contains(x.Reason, "OOMKilled") || !x.StateLost {
+						t.Fatalf("want died/OOMKilled, got %+v", x)
+					}
+					if x := e.exec(keyA, small.ID, "1 + 1", 0); x.Status != "ok" {
+						t.Fatalf("not recovered after OOM: %+v", x)
+					}
+					if x := e.exec(keyA, s.ID, "1 + 1", 0); x.Status != "ok" {
+						t.Fatalf("other session hurt by OOM: %+v", x)
+					}
+				})
+			}
 			t.Run("delete", func(t *testing.T) {
 				if st := e.call(keyA, "DELETE", "/v1/sessions/"+s.ID, nil, nil); st != http.StatusNoContent {
 					t.Fatalf("delete: %d", st)

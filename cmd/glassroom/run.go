@@ -16,6 +16,7 @@ import (
 
 	"github.com/glassroom/glassroom/gateway"
 	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/kernel/docker"
 	"github.com/glassroom/glassroom/kernel/local"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/glassroom/glassroom/web"
@@ -41,6 +42,8 @@ type options struct {
 	uidBase           int
 	dockerImage       string
 	dockerRuntime     string
+	instance          string
+	seccompProfile    string
 
 	sess sessions.Config
 	gw   gateway.Config
@@ -79,6 +82,8 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.insecureNoSandbox, "insecure-no-sandbox", false, "INSECURE: run local kernels without bubblewrap")
 	fs.StringVar(&o.dockerImage, "docker-image", "glassroom/python-kernel:latest", "kernel image for the docker runtime")
 	fs.StringVar(&o.dockerRuntime, "docker-runtime", "runc", "OCI runtime for kernel containers (runc, runsc, kata)")
+	fs.StringVar(&o.instance, "instance", "default", "name of this gateway in container names and labels (docker)")
+	fs.StringVar(&o.seccompProfile, "seccomp-profile", "", "seccomp JSON profile for kernel containers (default: Docker's; images/python/seccomp.json is stricter)")
 	fs.DurationVar(&o.sess.ExecTimeout, "exec-timeout", 60*time.Second, "default execution timeout")
 	fs.DurationVar(&o.sess.MaxExecTimeout, "max-exec-timeout", 10*time.Minute, "largest execution timeout a request may ask for")
 	fs.DurationVar(&o.sess.IdleTimeout, "idle-timeout", 20*time.Minute, "delete sessions idle for this long")
@@ -174,7 +179,7 @@ func run(ctx context.Context, args, env []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "glassroom: no API key configured; generated one for this run:\n    %s\n", o.apiKeys[0])
 	}
 
-	rt, closeRuntime, err := newRuntime(ctx, o, log)
+	rt, runRuntime, closeRuntime, err := newRuntime(ctx, o, log)
 	if err != nil {
 		return err
 	}
@@ -202,6 +207,7 @@ func run(ctx context.Context, args, env []string, stdout io.Writer) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return srv.Serve(gctx, ln) })
 	g.Go(func() error { return mgr.Run(gctx) })
+	g.Go(func() error { return runRuntime(gctx) })
 	err = g.Wait()
 	log.Info().Msg("stopping every kernel")
 	cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -213,8 +219,10 @@ func run(ctx context.Context, args, env []string, stdout io.Writer) error {
 	return err
 }
 
-// newRuntime builds the runtime o selects and a function that releases it.
-func newRuntime(ctx context.Context, o *options, log zerolog.Logger) (sessions.Runtime, func(), error) {
+// newRuntime builds the runtime o selects, the loop it needs run (periodic
+// reconciliation) and a function that releases it.
+func newRuntime(ctx context.Context, o *options, log zerolog.Logger) (sessions.Runtime, func(context.Context) error, func(), error) {
+	noLoop := func(context.Context) error { return nil }
 	switch o.runtime {
 	case "local":
 		rt, err := local.New(local.Config{
@@ -222,12 +230,21 @@ func newRuntime(ctx context.Context, o *options, log zerolog.Logger) (sessions.R
 			Defaults: o.lim, Max: o.max,
 		}, log)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if o.insecureNoSandbox {
 			log.Warn().Msg("INSECURE: --insecure-no-sandbox is set; kernels run without a sandbox")
 		}
-		return rt, func() {}, nil
+		return rt, noLoop, func() {}, nil
+	case "docker":
+		rt, err := docker.New(ctx, docker.Config{
+			Image: o.dockerImage, OCIRuntime: o.dockerRuntime, Instance: o.instance, StateDir: o.stateDir,
+			SeccompProfile: o.seccompProfile, Defaults: o.lim, Max: o.max,
+		}, log)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return rt, rt.Run, func() { rt.Close() }, nil
 	}
-	return nil, nil, fmt.Errorf("--runtime %s: unknown runtime (want local or docker)", strconv.Quote(o.runtime))
+	return nil, nil, nil, fmt.Errorf("--runtime %s: unknown runtime (want local or docker)", strconv.Quote(o.runtime))
 }

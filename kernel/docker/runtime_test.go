@@ -1,0 +1,308 @@
+package docker_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/client"
+	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/kernel/docker"
+	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// newRuntime connects to Docker. Outside CI a missing engine or image skips
+// loudly; in CI (CI=true) it fails, because these tests must run there.
+func newRuntime(t *testing.T, cfg docker.Config) *docker.Runtime {
+	t.Helper()
+	if cfg.Instance == "" {
+		cfg.Instance = "test-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+	}
+	if cfg.StateDir == "" {
+		cfg.StateDir = t.TempDir()
+		os.Chmod(cfg.StateDir, 0o711)
+	}
+	if os.Getenv("GLASSROOM_TEST_OCI_RUNTIME") != "" {
+		cfg.OCIRuntime = os.Getenv("GLASSROOM_TEST_OCI_RUNTIME")
+	}
+	r, err := docker.New(context.Background(), cfg, zerolog.Nop())
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("Docker runtime unavailable in CI: %v", err)
+		}
+		t.Skipf("\n\n*** SKIPPING DOCKER TESTS: %v ***\n*** run `make image` (starts dockerd, builds the kernel image) ***\n\n", err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+type kern struct {
+	sb kernel.Sandbox
+	c  *kernel.Client
+}
+
+var n int
+
+func start(t *testing.T, r *docker.Runtime, limits kernel.Limits) kern {
+	t.Helper()
+	n++
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	sb, err := r.Start(ctx, kernel.Spec{ID: "docker-test-" + strconv.Itoa(n) + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), Limits: limits})
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(func() { sb.Close(context.Background()) })
+	c, err := kernel.Dial(ctx, sb.Connection(), kernel.Config{}, zerolog.Nop())
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return kern{sb, c}
+}
+
+func (k kern) py(t *testing.T, code string) (string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var out strings.Builder
+	ename := ""
+	_, err := k.c.Execute(ctx, code, kernel.ExecuteOptions{}, func(ev kernel.Event) {
+		switch ev.Kind {
+		case kernel.EventStream:
+			out.WriteString(ev.Text)
+		case kernel.EventResult:
+			out.Write(ev.Data["text/plain"])
+		case kernel.EventError:
+			ename = ev.EName
+			out.WriteString(ev.EName + ": " + ev.EValue)
+		}
+	})
+	if err != nil {
+		t.Fatalf("execute %q: %v", code, err)
+	}
+	return out.String(), ename
+}
+
+func inspect(t *testing.T, format, name string) string {
+	t.Helper()
+	out, err := exec.Command("docker", "inspect", "--format", format, name).CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker inspect %s: %v %s", name, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func TestContainerIsLockedDown(t *testing.T) {
+	r := newRuntime(t, docker.Config{})
+	k := start(t, r, kernel.Limits{MemoryMB: 512, Pids: 64})
+	k.py(t, "x = 41")
+	if out, _ := k.py(t, "x + 1"); out != `"42"` {
+		t.Fatalf("x + 1 = %s", out)
+	}
+	id := containerOf(t, r, k)
+	checks := map[string]string{
+		"{{.HostConfig.NetworkMode}}":    "none",
+		"{{.HostConfig.ReadonlyRootfs}}": "true",
+		"{{.HostConfig.CapDrop}}":        "[ALL]",
+		"{{.HostConfig.SecurityOpt}}":    "[no-new-privileges]",
+		"{{.HostConfig.PidsLimit}}":      "64",
+		"{{.HostConfig.Memory}}":         strconv.Itoa(512 << 20),
+		"{{.HostConfig.MemorySwap}}":     strconv.Itoa(512 << 20),
+		"{{.Config.User}}":               "1000:1000",
+		"{{.HostConfig.Runtime}}":        "runc",
+	}
+	if rt := os.Getenv("GLASSROOM_TEST_OCI_RUNTIME"); rt != "" {
+		checks["{{.HostConfig.Runtime}}"] = rt
+	}
+	for f, want := range checks {
+		if got := inspect(t, f, id); got != want {
+			t.Errorf("inspect %s = %q, want %q", f, got, want)
+		}
+	}
+	if got := inspect(t, "{{range .Mounts}}{{.Source}} {{end}}", id); len(strings.Fields(got)) != 2 || !strings.Contains(got, k.sb.Workspace()) {
+		t.Errorf("host paths in the container: %q", got)
+	}
+	if out, _ := k.py(t, "print(open('/proc/self/status').read().split('CapEff:')[1].split()[0])"); strings.TrimSpace(out) != "0000000000000000" {
+		t.Errorf("CapEff = %q", out)
+	}
+	if out, _ := k.py(t, "import os; print(os.getuid(), os.getcwd())"); strings.TrimSpace(out) != "1000 /workspace" {
+		t.Errorf("uid/cwd = %q", out)
+	}
+}
+
+func containerOf(t *testing.T, r *docker.Runtime, k kern) string {
+	t.Helper()
+	out, err := exec.Command("docker", "ps", "-q", "--no-trunc", "--filter", "label=io.glassroom.managed=true").CombinedOutput()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range strings.Fields(string(out)) {
+		if strings.Contains(inspect(t, "{{range .Mounts}}{{.Source}} {{end}}", id), k.sb.Workspace()) {
+			return id
+		}
+	}
+	t.Fatal("container not found")
+	return ""
+}
+
+func TestNoNetwork(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		if c, err := l.Accept(); err == nil {
+			c.Close()
+			accepted <- struct{}{}
+		}
+	}()
+	r := newRuntime(t, docker.Config{})
+	k := start(t, r, kernel.Limits{})
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	out, _ := k.py(t, `import socket
+for host in ["127.0.0.1", "172.17.0.1"]:
+    try:
+        socket.create_connection((host, `+port+`), timeout=2); print("CONNECTED", host)
+    except OSError as e:
+        print("refused", host)
+print([n for _, n in socket.if_nameindex()])
+print(open("/proc/net/route").read().strip().count("\n"))`)
+	if strings.Contains(out, "CONNECTED") {
+		t.Fatalf("container reached the network: %s", out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if lines[len(lines)-2] != "['lo']" || lines[len(lines)-1] != "0" {
+		t.Fatalf("want only lo and no routes, got %q", lines)
+	}
+	select {
+	case <-accepted:
+		t.Fatal("host listener accepted a connection from the container")
+	default:
+	}
+}
+
+func TestContainment(t *testing.T) {
+	r := newRuntime(t, docker.Config{})
+	bystander := start(t, r, kernel.Limits{})
+	bystander.py(t, "alive = 1")
+	k := start(t, r, kernel.Limits{MemoryMB: 256, Pids: 48, WorkspaceMB: 16})
+
+	t.Run("writes outside workspace and tmp fail", func(t *testing.T) {
+		for _, p := range []string{"/etc/x", "/usr/x", "/x", "/run/glassroom/x", "/home/x"} {
+			if out, ename := k.py(t, "open('"+p+"', 'w').write('x')"); ename == "" {
+				t.Errorf("write to %s succeeded: %s", p, out)
+			}
+		}
+		if _, ename := k.py(t, "open('/tmp/ok','w').write('x'); open('ok','w').write('y')"); ename != "" {
+			t.Errorf("workspace or /tmp not writable")
+		}
+	})
+	t.Run("fork bomb hits the pids limit", func(t *testing.T) {
+		out, _ := k.py(t, `import os, time
+kids = 0
+try:
+    for i in range(500):
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(3); os._exit(0)
+        kids += 1
+except OSError as e:
+    print("stopped", kids, e.errno)`)
+		if !strings.Contains(out, "stopped") {
+			t.Fatalf("fork bomb not stopped: %s", out)
+		}
+		time.Sleep(3500 * time.Millisecond)
+		k.py(t, "import os\ntry:\n    while os.waitpid(-1, 0): pass\nexcept ChildProcessError: pass")
+	})
+	t.Run("filling the workspace stops at its size", func(t *testing.T) {
+		out, ename := k.py(t, "f = open('fill', 'wb')\ntry:\n    for i in range(64): f.write(b'x' * (1 << 20)); f.flush()\nfinally:\n    import os; print(os.path.getsize('fill') >> 20)")
+		if ename != "OSError" || !strings.Contains(out, "No space left") {
+			t.Fatalf("workspace not limited: %s %s", ename, out)
+		}
+		k.py(t, "import os; os.remove('fill')")
+	})
+	t.Run("memory past the limit dies with OOM", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		_, err := k.c.Execute(ctx, "b = []\nwhile True: b.append(bytearray(16 << 20))", kernel.ExecuteOptions{}, nil)
+		if !errors.Is(err, kernel.ErrDead) {
+			t.Fatalf("want the kernel dead, got %v", err)
+		}
+		select {
+		case <-k.sb.Exited():
+		case <-time.After(10 * time.Second):
+			t.Fatal("no exit reported")
+		}
+		if !strings.Contains(k.sb.ExitReason(), "OOMKilled") {
+			t.Fatalf("exit reason %q", k.sb.ExitReason())
+		}
+	})
+	if out, _ := bystander.py(t, "alive + 1"); out != `"2"` {
+		t.Fatalf("bystander session hurt: %s", out)
+	}
+}
+
+func TestRestartKeepsWorkspaceAndCloseRemovesContainer(t *testing.T) {
+	r := newRuntime(t, docker.Config{})
+	k := start(t, r, kernel.Limits{})
+	id := containerOf(t, r, k)
+	k.py(t, "v = 1; open('kept.txt','w').write('k')")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	k.c.Close()
+	if err := k.sb.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, err := kernel.Dial(ctx, k.sb.Connection(), kernel.Config{}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	k2 := kern{k.sb, c}
+	if _, ename := k2.py(t, "v"); ename != "NameError" {
+		t.Fatal("variables survived restart")
+	}
+	if out, _ := k2.py(t, "print(open('kept.txt').read())"); strings.TrimSpace(out) != "k" {
+		t.Fatalf("workspace lost: %q", out)
+	}
+	if err := k.sb.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cli, _ := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	defer cli.Close()
+	if _, err := cli.ContainerInspect(ctx, id); !client.IsErrNotFound(err) {
+		t.Fatalf("container still exists after Close: %v", err)
+	}
+	if _, err := os.Stat(k.sb.Workspace()); !os.IsNotExist(err) {
+		t.Fatalf("workspace dir left behind: %v", err)
+	}
+}
+
+func TestOrphansAreReconciled(t *testing.T) {
+	state := t.TempDir()
+	os.Chmod(state, 0o711)
+	cfg := docker.Config{Instance: "orphan-test-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), StateDir: state}
+	first := newRuntime(t, cfg)
+	k := start(t, first, kernel.Limits{})
+	id := containerOf(t, first, k)
+	// A second runtime with the same instance is a restarted gateway: the
+	// first one's container has no owner any more.
+	newRuntime(t, cfg)
+	cli, _ := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	defer cli.Close()
+	if _, err := cli.ContainerInspect(context.Background(), id); !client.IsErrNotFound(err) {
+		t.Fatalf("orphan not removed: %v", err)
+	}
+}
