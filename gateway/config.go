@@ -11,6 +11,8 @@ type Config struct {
 	APIKeys []string
 	// MaxBodyBytes bounds JSON request bodies (default 2 MiB).
 	MaxBodyBytes int64
+	// MaxUploadBytes bounds one file upload (default 100 MiB).
+	MaxUploadBytes int64
 	// AllowedOrigins lists extra browser origins allowed to open WebSockets
 	// (same-origin is always allowed; non-browser clients send no Origin).
 	AllowedOrigins []string
@@ -23,6 +25,9 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = 2 << 20
+	}
+	if c.MaxUploadBytes == 0 {
+		c.MaxUploadBytes = 100 << 20
 	}
 	if c.WSPingInterval == 0 {
 		c.WSPingInterval = 30 * time.Second
@@ -43,7 +48,7 @@ func (c Config) Validate() error {
 			return errors.New("gateway: config: API keys must be at least 16 characters")
 		}
 	}
-	if c.MaxBodyBytes < 0 || c.WSPingInterval < 0 || c.ShutdownTimeout < 0 {
+	if c.MaxBodyBytes < 0 || c.MaxUploadBytes < 0 || c.WSPingInterval < 0 || c.ShutdownTimeout < 0 {
 		return errors.New("gateway: config: negative limit")
 	}
 	return nil

@@ -58,7 +58,7 @@ func dockerRuntime(t *testing.T) sessions.Runtime {
 	dir := t.TempDir()
 	os.Chmod(dir, 0o711)
 	rt, err := docker.New(context.Background(), docker.Config{
-		Instance: "gw-test-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36), StateDir: dir,
+		Instance: "gw-test-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36), StateDir: dir, UIDBase: 360000,
 		OCIRuntime: os.Getenv("GLASSROOM_TEST_OCI_RUNTIME"),
 	}, zerolog.Nop())
 	if err != nil {
@@ -341,6 +341,8 @@ func TestBehaviour(t *testing.T) {
 					t.Fatalf("x survived restart: %+v", x)
 				}
 			})
+			t.Run("code interpreter flow with files", func(t *testing.T) { fileFlow(t, e, s.ID) })
+			t.Run("file attacks fail and change nothing", func(t *testing.T) { fileAttacks(t, e, s.ID) })
 			if name == "docker" {
 				t.Run("memory past the limit reports died with OOM, then recovers", func(t *testing.T) {
 					small := e.create(keyA, map[string]any{"limits": map[string]any{"memory_mb": 256}})

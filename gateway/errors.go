@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/workspace"
 	"github.com/labstack/echo/v4"
 )
 
@@ -44,6 +46,14 @@ func toAPIError(err error) *apiError {
 		return &apiError{Status: he.Code, Code: code, Message: fmt.Sprint(he.Message)}
 	}
 	switch {
+	case errors.Is(err, workspace.ErrBadPath), errors.Is(err, workspace.ErrSymlink):
+		return newError(http.StatusBadRequest, "bad_path", "%s", publicMessage(err))
+	case errors.Is(err, workspace.ErrNotFound):
+		return newError(http.StatusNotFound, "file_not_found", "%s", publicMessage(err))
+	case errors.Is(err, workspace.ErrIsDir), errors.Is(err, workspace.ErrNotDir), errors.Is(err, workspace.ErrExists):
+		return newError(http.StatusConflict, "file_conflict", "%s", publicMessage(err))
+	case errors.Is(err, workspace.ErrFull):
+		return newError(http.StatusInsufficientStorage, "workspace_full", "the workspace is full (its size is limited); delete files and retry")
 	case errors.Is(err, sessions.ErrNotFound):
 		return newError(http.StatusNotFound, "not_found", "session not found")
 	case errors.Is(err, sessions.ErrInvalid), errors.Is(err, kernel.ErrBadSpec):
@@ -62,4 +72,13 @@ func toAPIError(err error) *apiError {
 		return newError(http.StatusServiceUnavailable, "runtime_unavailable", "could not start a kernel now; the gateway log has the cause")
 	}
 	return newError(http.StatusInternalServerError, "internal", "internal error")
+}
+
+// publicMessage strips wrapped OS details (host paths) from workspace errors.
+func publicMessage(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, "workspace: "); i >= 0 {
+		msg = msg[i+len("workspace: "):]
+	}
+	return msg
 }

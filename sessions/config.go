@@ -38,6 +38,9 @@ type Config struct {
 	BacklogBytes     int // bytes of events kept per session for replay (16 MiB)
 	SubscriberBuffer int // events buffered per subscriber before it is dropped (1024)
 
+	WatchDirs  int // directories watched for file events per session (256)
+	WatchPaths int // changed paths reported per execution (1000)
+
 	StartTimeout time.Duration // kernel start, including the first connection (60 s)
 	ReapInterval time.Duration // how often expiry is checked (5 s)
 
@@ -70,6 +73,8 @@ func (c Config) withDefaults() Config {
 	i(&c.BacklogEvents, 2000)
 	i(&c.BacklogBytes, 16<<20)
 	i(&c.SubscriberBuffer, 1024)
+	i(&c.WatchDirs, 256)
+	i(&c.WatchPaths, 1000)
 	d(&c.StartTimeout, 60*time.Second)
 	d(&c.ReapInterval, 5*time.Second)
 	return c

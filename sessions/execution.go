@@ -58,6 +58,7 @@ type job struct {
 	result      chan *Execution
 	exec        *Execution
 	interrupted atomic.Bool // a user interrupt was sent during this job
+	ran         bool        // the job reached the kernel (worker only)
 
 	streamBytes, richBytes int
 	stdout, stderr         strings.Builder
@@ -94,6 +95,10 @@ func (s *Session) run(j *job) {
 		s.mu.Unlock()
 	}()
 
+	if s.watch != nil {
+		s.watch.Reset()
+	}
+	j.ran = true
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
 	done := make(chan execResult, 1)
@@ -196,6 +201,18 @@ func (s *Session) finish(j *job, start time.Time, status string, reply *kernel.E
 		e.ExecutionCount = reply.ExecutionCount
 	}
 	e.Stdout, e.Stderr = j.stdout.String(), j.stderr.String()
+	if s.watch != nil && j.ran {
+		changes, truncated := s.watch.Changes()
+		e.Truncated = e.Truncated || truncated
+		for _, c := range changes {
+			fc := FileChange{Path: c.Path, Size: c.Size, Change: c.Change}
+			e.Files = append(e.Files, fc)
+			out := s.hub.publish(Event{Type: EventFile, ID: j.req.ID, Path: fc.Path, Size: ptr(fc.Size), Change: fc.Change})
+			if j.collect {
+				e.Outputs = append(e.Outputs, out)
+			}
+		}
+	}
 	done := Event{Type: EventDone, ID: j.req.ID, Status: status, ExecutionCount: ptr(e.ExecutionCount),
 		DurationMS: ptr(e.DurationMS), Truncated: ptr(e.Truncated), StateLost: ptr(e.StateLost), Reason: reason}
 	s.hub.publish(done)

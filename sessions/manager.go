@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/workspace"
 	"github.com/rs/zerolog"
 )
 
@@ -83,7 +84,15 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 		_ = sb.Close(cctx)
 		return nil, fmt.Errorf("sessions: create: %w: %w", kernel.ErrUnavailable, err)
 	}
-	s := newSession(id, tenant, m.rt.Name(), m.cfg, m.log, idle, sb, c)
+	files, err := workspace.Open(sb.Workspace())
+	if err != nil {
+		c.Close()
+		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer ccancel()
+		_ = sb.Close(cctx)
+		return nil, fmt.Errorf("sessions: create: %w", err)
+	}
+	s := newSession(id, tenant, m.rt.Name(), m.cfg, m.log, idle, sb, c, files)
 	m.mu.Lock()
 	closed := m.closed
 	if !closed {

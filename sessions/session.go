@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/workspace"
 	"github.com/rs/zerolog"
 )
 
@@ -49,6 +50,8 @@ type Session struct {
 	idle    time.Duration
 
 	sandbox kernel.Sandbox
+	files   *workspace.Root
+	watch   *workspace.Watcher // used by the worker only; nil if inotify is unavailable
 	hub     *hub
 	queue   chan *job
 	restart chan chan error
@@ -78,22 +81,35 @@ func newSessionID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func newSession(id, tenant, runtime string, cfg Config, log zerolog.Logger, idle time.Duration, sb kernel.Sandbox, c *kernel.Client) *Session {
+func newSession(id, tenant, runtime string, cfg Config, log zerolog.Logger, idle time.Duration, sb kernel.Sandbox, c *kernel.Client, files *workspace.Root) *Session {
 	ctx, cancel := context.WithCancel(context.Background())
 	now := time.Now()
 	s := &Session{
 		id: id, tenant: tenant, runtime: runtime, cfg: cfg, log: log.With().Str("session", id).Logger(),
-		created: now, idle: idle, sandbox: sb,
+		created: now, idle: idle, sandbox: sb, files: files,
 		hub:     newHub(cfg.BacklogEvents, cfg.BacklogBytes),
 		queue:   make(chan *job, cfg.QueueDepth),
 		restart: make(chan chan error),
 		ctx:     ctx, cancel: cancel,
 		state: StateIdle, client: c, lastActive: now,
 	}
-	s.watch(c)
+	w, err := workspace.NewWatcher(files, cfg.WatchDirs, cfg.WatchPaths)
+	if err != nil {
+		s.log.Warn().Err(err).Msg("workspace changes will not be reported")
+	} else {
+		s.watch = w
+	}
+	s.watchKernel(c)
 	s.wg.Add(1)
 	go s.worker()
 	return s
+}
+
+// Files returns the session's workspace. File calls do not go through the
+// execution queue: they work while code runs.
+func (s *Session) Files() *workspace.Root {
+	s.Touch()
+	return s.files
 }
 
 // ID returns the session id.
@@ -308,9 +324,9 @@ func (s *Session) Restart(ctx context.Context) error {
 	}
 }
 
-// watch starts the goroutine that declares c dead when the sandbox's
-// kernel process exits. It is stopped by the next watch or by close.
-func (s *Session) watch(c *kernel.Client) {
+// watchKernel starts the goroutine that declares c dead when the sandbox's
+// kernel process exits. It is stopped by the next watchKernel or by close.
+func (s *Session) watchKernel(c *kernel.Client) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	s.stopWatch = cancel
 	exited := s.sandbox.Exited()
@@ -421,14 +437,14 @@ func (s *Session) restartKernel(reason string) error {
 		s.mu.Lock()
 		s.client = old // dead; calls fail with ErrDead
 		s.mu.Unlock()
-		s.watch(old)
+		s.watchKernel(old)
 		s.setState(StateDead, "restart failed: "+err.Error())
 		return fmt.Errorf("%w: restart: %v", ErrKernelDead, err)
 	}
 	s.mu.Lock()
 	s.client = c
 	s.mu.Unlock()
-	s.watch(c)
+	s.watchKernel(c)
 	s.setState(StateIdle, "")
 	return nil
 }
@@ -443,6 +459,10 @@ func (s *Session) close(ctx context.Context, reason string) {
 	s.cancel()
 	s.wg.Wait()
 	s.kernelClient().Close()
+	if s.watch != nil {
+		s.watch.Close()
+	}
+	s.files.Close()
 	if err := s.sandbox.Close(ctx); err != nil {
 		s.log.Warn().Err(err).Msg("sandbox close failed")
 	}

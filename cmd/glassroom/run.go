@@ -93,6 +93,7 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.sess.MaxStreamBytes, "max-stream-bytes", 1<<20, "stdout+stderr kept per execution")
 	fs.IntVar(&o.sess.MaxRichBytes, "max-rich-bytes", 10<<20, "rich output kept per execution")
 	fs.Int64Var(&o.gw.MaxBodyBytes, "max-body-bytes", 2<<20, "largest JSON request body")
+	fs.Int64Var(&o.gw.MaxUploadBytes, "max-upload-bytes", 100<<20, "largest file upload")
 	fs.IntVar(&o.lim.MemoryMB, "memory-mb", 2048, "default kernel memory (MB)")
 	fs.IntVar(&o.max.MemoryMB, "max-memory-mb", 8192, "largest kernel memory a session may ask for (MB)")
 	fs.IntVar(&o.lim.Pids, "pids", 128, "default process/thread limit")

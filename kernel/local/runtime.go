@@ -442,6 +442,7 @@ func (s *sandbox) command(connFile string) *exec.Cmd {
 		"LANG":                           "C.UTF-8",
 		"MPLBACKEND":                     "module://matplotlib_inline.backend_inline",
 		"MPLCONFIGDIR":                   "/tmp/matplotlib",
+		"IPYTHONDIR":                     "/tmp/ipython", // history stays out of the workspace
 		"PYTHONDONTWRITEBYTECODE":        "1",
 		"OPENBLAS_NUM_THREADS":           "1",
 		"PYDEVD_DISABLE_FILE_VALIDATION": "1",

@@ -1,0 +1,14 @@
+// Package workspace gives the gateway safe access to a session's workspace
+// directory, which hostile sandboxed code can change at any moment.
+//
+// Every path is validated (relative, no "..", no NUL, no backslash,
+// bounded length) and then resolved with openat2(RESOLVE_BENEATH |
+// RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV) relative to
+// a descriptor of the workspace root: a symlink planted by the code, even
+// one swapped in between a check and a use, makes the call fail instead of
+// reaching outside the workspace. Writes go to a temporary file in the
+// same directory and are renamed into place.
+//
+// Watcher reports what an execution changed, with inotify: its cost grows
+// with the number of changes, not with the size of the workspace.
+package workspace

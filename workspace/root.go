@@ -1,0 +1,341 @@
+package workspace
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"sort"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Root is an open workspace directory. Its methods are safe for concurrent
+// use; Close releases the directory descriptor.
+type Root struct {
+	dir      string
+	fd       int
+	uid, gid int // owner of the workspace; created files are given to it
+}
+
+// Open opens the workspace at dir, which the caller trusts (it created it).
+func Open(dir string) (*Root, error) {
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: open %s: %w", dir, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("workspace: stat %s: %w", dir, err)
+	}
+	return &Root{dir: dir, fd: fd, uid: int(st.Uid), gid: int(st.Gid)}, nil
+}
+
+// Close releases the root.
+func (r *Root) Close() error { return unix.Close(r.fd) }
+
+// resolve opens p beneath the root without following any symlink.
+func (r *Root) resolve(p string, flags uint64, mode uint64) (int, error) {
+	if p == "" {
+		p = "."
+	}
+	how := &unix.OpenHow{
+		Flags:   flags | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+		Mode:    mode,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
+	}
+	for {
+		fd, err := unix.Openat2(r.fd, p, how)
+		if err == unix.EINTR || err == unix.EAGAIN {
+			continue
+		}
+		if err != nil {
+			return -1, mapErr(p, err)
+		}
+		return fd, nil
+	}
+}
+
+func mapErr(p string, err error) error {
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return fmt.Errorf("%w: %s", ErrNotFound, p)
+	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.EXDEV):
+		return fmt.Errorf("%w: %s", ErrSymlink, p)
+	case errors.Is(err, unix.ENOTDIR):
+		return fmt.Errorf("%w: %s", ErrNotDir, p)
+	case errors.Is(err, unix.EISDIR):
+		return fmt.Errorf("%w: %s", ErrIsDir, p)
+	case errors.Is(err, unix.ENOSPC), errors.Is(err, unix.EDQUOT), errors.Is(err, unix.EFBIG):
+		return fmt.Errorf("%w: %s", ErrFull, p)
+	case errors.Is(err, unix.EEXIST):
+		return fmt.Errorf("%w: %s", ErrExists, p)
+	}
+	return fmt.Errorf("workspace: %s: %w", p, err)
+}
+
+// OpenFile opens the regular file at p for reading. The caller closes it.
+func (r *Root) OpenFile(p string) (*os.File, os.FileInfo, error) {
+	p, err := Clean(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	fd, err := r.resolve(p, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	f := os.NewFile(uintptr(fd), path.Base("/"+p))
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("workspace: stat %s: %w", p, err)
+	}
+	if info.IsDir() {
+		f.Close()
+		return nil, nil, fmt.Errorf("%w: %s", ErrIsDir, p)
+	}
+	if !info.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, fmt.Errorf("%w: %s is not a regular file", ErrBadPath, p)
+	}
+	return f, info, nil
+}
+
+// mkdirs opens directory dir (creating missing parents, owned by the
+// workspace owner) and returns its descriptor.
+func (r *Root) mkdirs(dir string) (int, error) {
+	fd, err := unix.Dup(r.fd)
+	if err != nil {
+		return -1, err
+	}
+	if dir == "" {
+		return fd, nil
+	}
+	cur := ""
+	for _, seg := range splitPath(dir) {
+		cur = path.Join(cur, seg)
+		err := unix.Mkdirat(fd, seg, 0o755)
+		if err == nil {
+			_ = unix.Fchownat(fd, seg, r.uid, r.gid, unix.AT_SYMLINK_NOFOLLOW)
+		} else if !errors.Is(err, unix.EEXIST) {
+			unix.Close(fd)
+			return -1, mapErr(cur, err)
+		}
+		next, err := r.resolve(cur, unix.O_PATH|unix.O_DIRECTORY, 0)
+		unix.Close(fd)
+		if err != nil {
+			return -1, err
+		}
+		fd = next
+	}
+	return fd, nil
+}
+
+func splitPath(p string) []string {
+	var out []string
+	for p != "" {
+		dir, file := path.Split(p)
+		out = append([]string{file}, out...)
+		p = path.Clean(dir)
+		if p == "." || p == "/" {
+			break
+		}
+	}
+	return out
+}
+
+// Write stores src at p: parents are created, the data goes to a temporary
+// file that is renamed into place, so a failed or oversized upload leaves
+// the previous content untouched. It returns the bytes written.
+func (r *Root) Write(p string, src io.Reader) (int64, error) {
+	p, err := Clean(p)
+	if err != nil {
+		return 0, err
+	}
+	if p == "" {
+		return 0, fmt.Errorf("%w: empty file name", ErrBadPath)
+	}
+	dir, base := path.Split(p)
+	dirfd, err := r.mkdirs(path.Clean("/" + dir)[1:])
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(dirfd)
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := ".glassroom-upload-" + hex.EncodeToString(rnd[:])
+	fd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return 0, mapErr(p, err)
+	}
+	f := os.NewFile(uintptr(fd), tmp)
+	n, err := io.Copy(f, src)
+	if err == nil {
+		err = unix.Fchown(fd, r.uid, r.gid)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Renameat(dirfd, tmp, dirfd, base)
+	}
+	if err != nil {
+		_ = unix.Unlinkat(dirfd, tmp, 0)
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EFBIG) || errors.Is(err, unix.EDQUOT) || errors.Is(err, unix.EISDIR) {
+			return n, mapErr(p, err)
+		}
+		return n, fmt.Errorf("workspace: write %s: %w", p, err)
+	}
+	return n, nil
+}
+
+// Entry describes one directory entry.
+type Entry struct {
+	Name  string    `json:"name"`
+	Path  string    `json:"path"`
+	Size  int64     `json:"size"`
+	MTime time.Time `json:"mtime"`
+	Type  string    `json:"type"` // file, dir, symlink or other
+}
+
+// MaxListEntries bounds one listing.
+const MaxListEntries = 10000
+
+// List returns the entries of directory dir, sorted by name, at most
+// MaxListEntries (truncated reports more). Symlinks are listed, not followed.
+func (r *Root) List(dir string) (entries []Entry, truncated bool, err error) {
+	dir, err = Clean(dir)
+	if err != nil {
+		return nil, false, err
+	}
+	fd, err := r.resolve(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, false, err
+	}
+	f := os.NewFile(uintptr(fd), dir)
+	defer f.Close()
+	names, err := f.Readdirnames(MaxListEntries + 1)
+	if err != nil && err != io.EOF {
+		return nil, false, fmt.Errorf("workspace: list %s: %w", dir, err)
+	}
+	if len(names) > MaxListEntries {
+		names, truncated = names[:MaxListEntries], true
+	}
+	sort.Strings(names)
+	entries = make([]Entry, 0, len(names))
+	for _, name := range names {
+		if len(name) > len(".glassroom-upload-") && name[:len(".glassroom-upload-")] == ".glassroom-upload-" {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+			continue // removed meanwhile
+		}
+		entries = append(entries, Entry{Name: name, Path: path.Join(dir, name), Size: st.Size,
+			MTime: time.Unix(st.Mtim.Unix()).UTC(), Type: fileType(st.Mode)})
+	}
+	return entries, truncated, nil
+}
+
+func fileType(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return "file"
+	case unix.S_IFDIR:
+		return "dir"
+	case unix.S_IFLNK:
+		return "symlink"
+	}
+	return "other"
+}
+
+// Stat describes p without following a final symlink.
+func (r *Root) Stat(p string) (Entry, error) {
+	p, err := Clean(p)
+	if err != nil {
+		return Entry{}, err
+	}
+	dir, base := path.Split(p)
+	fd, err := r.resolve(path.Clean("/" + dir)[1:], unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return Entry{}, err
+	}
+	defer unix.Close(fd)
+	if base == "" {
+		base = "."
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(fd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return Entry{}, mapErr(p, err)
+	}
+	return Entry{Name: base, Path: p, Size: st.Size, MTime: time.Unix(st.Mtim.Unix()).UTC(), Type: fileType(st.Mode)}, nil
+}
+
+// Remove deletes the file, symlink (not its target) or directory tree at p.
+func (r *Root) Remove(p string) error {
+	p, err := Clean(p)
+	if err != nil {
+		return err
+	}
+	if p == "" {
+		return fmt.Errorf("%w: refusing to remove the workspace root", ErrBadPath)
+	}
+	dir, base := path.Split(p)
+	dirfd, err := r.resolve(path.Clean("/" + dir)[1:], unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dirfd)
+	return removeAt(dirfd, base, p, 0)
+}
+
+// removeAt removes name in dirfd, descending into directories through
+// descriptors opened with O_NOFOLLOW, so a symlink is unlinked, never
+// followed.
+func removeAt(dirfd int, name, shown string, depth int) error {
+	err := unix.Unlinkat(dirfd, name, 0)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, unix.EISDIR) && !errors.Is(err, unix.EPERM) {
+		return mapErr(shown, err)
+	}
+	if depth > 64 {
+		return fmt.Errorf("%w: directory tree too deep", ErrBadPath)
+	}
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return mapErr(shown, err)
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	for {
+		// Read a batch, remove it, and read again from the start: removing
+		// entries while reading on can make a directory stream skip some.
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return fmt.Errorf("workspace: remove %s: %w", shown, err)
+		}
+		names, _ := f.Readdirnames(256)
+		if len(names) == 0 {
+			break
+		}
+		for _, n := range names {
+			if err := removeAt(fd, n, path.Join(shown, n), depth+1); err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
+	}
+	if err := unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR); err != nil {
+		return mapErr(shown, err)
+	}
+	return nil
+}

@@ -1,0 +1,233 @@
+package workspace_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/glassroom/glassroom/workspace"
+	"golang.org/x/sys/unix"
+)
+
+func TestCleanRejectsHostilePaths(t *testing.T) {
+	bad := []string{"../x", "a/../../x", "a/..", "/etc/passwd", "a\x00b", `a\..\b`, "a//b", "./a", "a/./b",
+		strings.Repeat("a/", 600), strings.Repeat("x", 256), "a\nb"}
+	for _, p := range bad {
+		if _, err := workspace.Clean(p); !errors.Is(err, workspace.ErrBadPath) {
+			t.Errorf("Clean(%q) = %v, want ErrBadPath", p, err)
+		}
+	}
+	good := map[string]string{"a": "a", "a/b.csv": "a/b.csv", "dir/": "dir", "": "", ".": "", "%2e%2e": "%2e%2e", "..a": "..a", "ü.txt": "ü.txt"}
+	for in, want := range good {
+		if got, err := workspace.Clean(in); err != nil || got != want {
+			t.Errorf("Clean(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
+
+func setup(t *testing.T) (*workspace.Root, string, string) {
+	base := t.TempDir()
+	ws := filepath.Join(base, "ws")
+	other := filepath.Join(base, "other")
+	os.Mkdir(ws, 0o755)
+	os.Mkdir(other, 0o755)
+	os.WriteFile(filepath.Join(other, "secret"), []byte("other session"), 0o644)
+	os.WriteFile(filepath.Join(base, "outside"), []byte("host file"), 0o644)
+	r, err := workspace.Open(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r, ws, base
+}
+
+func TestSymlinksNeverLeaveTheWorkspace(t *testing.T) {
+	r, ws, base := setup(t)
+	os.Symlink("/etc/shadow", filepath.Join(ws, "shadow"))
+	os.Symlink(filepath.Join(base, "other"), filepath.Join(ws, "otherws"))
+	os.Symlink(filepath.Join(base, "outside"), filepath.Join(ws, "out"))
+	os.Symlink(".", filepath.Join(ws, "self"))
+	for _, p := range []string{"shadow", "otherws/secret", "out", "self/out"} {
+		if f, _, err := r.OpenFile(p); err == nil {
+			f.Close()
+			t.Errorf("read through symlink %s succeeded", p)
+		}
+	}
+	// Writing through a symlinked directory must fail and leave the target alone.
+	if _, err := r.Write("otherws/secret", strings.NewReader("pwned")); err == nil {
+		t.Error("write through a symlinked dir succeeded")
+	}
+	if b, _ := os.ReadFile(filepath.Join(base, "other", "secret")); string(b) != "other session" {
+		t.Fatalf("other workspace changed: %q", b)
+	}
+	// Writing to a symlink's name replaces the link, never the target.
+	if _, err := r.Write("out", strings.NewReader("new")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(base, "outside")); string(b) != "host file" {
+		t.Fatalf("symlink target overwritten: %q", b)
+	}
+	if fi, _ := os.Lstat(filepath.Join(ws, "out")); fi.Mode()&os.ModeSymlink != 0 {
+		t.Fatal("symlink not replaced by a regular file")
+	}
+	// Listing a symlinked dir fails; removing a symlink removes only the link.
+	if _, _, err := r.List("otherws"); err == nil {
+		t.Error("listed through a symlink")
+	}
+	if err := r.Remove("otherws"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(base, "other", "secret")); err != nil {
+		t.Fatal("removing a symlink removed its target")
+	}
+	// Absolute and traversal paths never reach the filesystem.
+	for _, p := range []string{"../outside", "/etc/passwd"} {
+		if _, _, err := r.OpenFile(p); !errors.Is(err, workspace.ErrBadPath) {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+}
+
+// TestSymlinkSwapRace swaps a directory for a symlink to the outside in a
+// loop while the gateway reads and writes through that directory: no
+// operation may ever reach the outside.
+func TestSymlinkSwapRace(t *testing.T) {
+	r, ws, base := setup(t)
+	d := filepath.Join(ws, "d")
+	os.Mkdir(d, 0o755)
+	os.WriteFile(filepath.Join(d, "outside"), []byte("inside"), 0o644)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			os.Rename(d, d+".real")
+			os.Symlink(base, d)
+			os.Remove(d)
+			os.Rename(d+".real", d)
+		}
+	}()
+	for i := 0; i < 3000; i++ {
+		if f, _, err := r.OpenFile("d/outside"); err == nil {
+			b, _ := io.ReadAll(f)
+			f.Close()
+			if string(b) != "inside" {
+				t.Fatalf("read outside the workspace: %q", b)
+			}
+		}
+		r.Write("d/outside", strings.NewReader("inside"))
+	}
+	close(stop)
+	<-done
+	if b, _ := os.ReadFile(filepath.Join(base, "outside")); string(b) != "host file" {
+		t.Fatalf("host file changed through a swapped symlink: %q", b)
+	}
+}
+
+func TestWriteListRemove(t *testing.T) {
+	r, ws, _ := setup(t)
+	n, err := r.Write("data/sub/a.csv", strings.NewReader("x,y\n1,2\n"))
+	if err != nil || n != 8 {
+		t.Fatalf("write: %d %v", n, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "data/sub/a.csv")); string(b) != "x,y\n1,2\n" {
+		t.Fatalf("content %q", b)
+	}
+	ents, _, err := r.List("data")
+	if err != nil || len(ents) != 1 || ents[0].Type != "dir" || ents[0].Path != "data/sub" {
+		t.Fatalf("list: %+v %v", ents, err)
+	}
+	f, info, err := r.OpenFile("data/sub/a.csv")
+	if err != nil || info.Size() != 8 {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, _, err := r.OpenFile("data"); !errors.Is(err, workspace.ErrIsDir) {
+		t.Fatalf("open dir: %v", err)
+	}
+	if err := r.Remove("data"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "data")); !os.IsNotExist(err) {
+		t.Fatal("tree not removed")
+	}
+	if err := r.Remove(""); !errors.Is(err, workspace.ErrBadPath) {
+		t.Fatalf("removing the root: %v", err)
+	}
+	if _, _, err := r.OpenFile("nope"); !errors.Is(err, workspace.ErrNotFound) {
+		t.Fatalf("missing file: %v", err)
+	}
+}
+
+func TestQuotaFailsCleanly(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Unmount(dir, unix.MNT_DETACH)
+	r, err := workspace.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	r.Write("keep.txt", strings.NewReader("old"))
+	_, err = r.Write("keep.txt", bytes.NewReader(make([]byte, 2<<20)))
+	if !errors.Is(err, workspace.ErrFull) {
+		t.Fatalf("want ErrFull, got %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "keep.txt")); string(b) != "old" {
+		t.Fatalf("failed upload changed the file: %q", b)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("temporary file left: %v", ents)
+	}
+}
+
+func TestWatcher(t *testing.T) {
+	r, ws, _ := setup(t)
+	os.WriteFile(filepath.Join(ws, "old.txt"), []byte("1"), 0o644)
+	os.WriteFile(filepath.Join(ws, "gone.txt"), []byte("1"), 0o644)
+	w, err := workspace.NewWatcher(r, 64, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	w.Reset()
+	os.WriteFile(filepath.Join(ws, "new.txt"), []byte("hello"), 0o644)
+	os.WriteFile(filepath.Join(ws, "old.txt"), []byte("22"), 0o644)
+	os.Remove(filepath.Join(ws, "gone.txt"))
+	os.WriteFile(filepath.Join(ws, "tmp.txt"), []byte("x"), 0o644)
+	os.Remove(filepath.Join(ws, "tmp.txt"))
+	os.MkdirAll(filepath.Join(ws, "out/deep"), 0o755)
+	os.WriteFile(filepath.Join(ws, "out/deep/chart.png"), []byte("png"), 0o644)
+	got, truncated := w.Changes()
+	want := "gone.txt:deleted:0 new.txt:created:5 old.txt:modified:2 out/deep/chart.png:created:3"
+	var parts []string
+	for _, c := range got {
+		parts = append(parts, c.Path+":"+c.Change+":"+itoa(c.Size))
+	}
+	if strings.Join(parts, " ") != want || truncated {
+		t.Fatalf("changes:\n got %s\nwant %s (truncated %v)", strings.Join(parts, " "), want, truncated)
+	}
+	// A second round sees only its own changes, including in the new dir.
+	os.WriteFile(filepath.Join(ws, "out/deep/chart.png"), []byte("png2"), 0o644)
+	got, _ = w.Changes()
+	if len(got) != 1 || got[0].Change != "modified" {
+		t.Fatalf("second round: %+v", got)
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
