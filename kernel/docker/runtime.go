@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,6 +58,12 @@ type Config struct {
 	StartTimeout time.Duration
 	// ReconcileInterval is how often orphaned containers are removed (1 min).
 	ReconcileInterval time.Duration
+	// UIDBase is the first host uid of kernel containers (300000): session
+	// n runs as UIDBase+n, so the nproc ulimit (counted per host uid) and
+	// file ownership are per session, even across containers.
+	UIDBase int
+	// MaxSandboxes bounds concurrent containers (1024).
+	MaxSandboxes int
 }
 
 func (c Config) withDefaults() Config {
@@ -89,6 +96,12 @@ func (c Config) withDefaults() Config {
 	if c.ReconcileInterval == 0 {
 		c.ReconcileInterval = time.Minute
 	}
+	if c.UIDBase == 0 {
+		c.UIDBase = 300000
+	}
+	if c.MaxSandboxes == 0 {
+		c.MaxSandboxes = 1024
+	}
 	return c
 }
 
@@ -108,14 +121,17 @@ func fill(l, def kernel.Limits) kernel.Limits {
 	return l
 }
 
+// instancePattern is the shape of an instance name (it goes into container names).
+var instancePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+
 // Validate reports a configuration that cannot work.
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	if !filepath.IsAbs(c.StateDir) {
 		return errors.New("docker: config: state dir must be absolute")
 	}
-	if !kernel.IDPattern.MatchString(c.Instance) {
-		return fmt.Errorf("docker: config: instance %q must match %s", c.Instance, kernel.IDPattern)
+	if !instancePattern.MatchString(c.Instance) {
+		return fmt.Errorf("docker: config: instance %q must match %s", c.Instance, instancePattern)
 	}
 	if c.Defaults.MemoryMB > c.Max.MemoryMB || c.Defaults.Pids > c.Max.Pids || c.Defaults.CPUs > c.Max.CPUs || c.Defaults.WorkspaceMB > c.Max.WorkspaceMB {
 		return errors.New("docker: config: default limits exceed maxima")
@@ -133,8 +149,9 @@ type Runtime struct {
 	cli  *client.Client
 	root bool
 
-	mu   sync.Mutex
-	live map[string]*sandbox // session id → sandbox, including ones starting
+	mu    sync.Mutex
+	live  map[string]*sandbox // session id → sandbox, including ones starting
+	slots []bool              // uid slots in use
 }
 
 // New connects to the Docker engine (DOCKER_HOST or the default socket),
@@ -149,7 +166,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*Runtime, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%w: docker: client: %v", kernel.ErrUnavailable, err)
 	}
-	r := &Runtime{cfg: cfg, log: log.With().Str("runtime", "docker").Logger(), cli: cli, root: os.Geteuid() == 0, live: make(map[string]*sandbox)}
+	r := &Runtime{cfg: cfg, log: log.With().Str("runtime", "docker").Logger(), cli: cli, root: os.Geteuid() == 0, live: make(map[string]*sandbox), slots: make([]bool, cfg.MaxSandboxes)}
 	cctx, cancel := context.WithTimeout(ctx, cfg.CallTimeout)
 	defer cancel()
 	if _, err := cli.Ping(cctx); err != nil {
@@ -261,9 +278,6 @@ func (r *Runtime) limits(req kernel.Limits) kernel.Limits {
 	return l
 }
 
-// The container runs as this uid; the ipc dir and workspace belong to it.
-const sandboxUID = 1000
-
 const (
 	sandboxIPC  = "/run/glassroom/ipc"
 	sandboxConn = sandboxIPC + "/kernel.json"
@@ -283,6 +297,18 @@ func (r *Runtime) Start(ctx context.Context, spec kernel.Spec) (kernel.Sandbox, 
 		r.mu.Unlock()
 		return nil, fmt.Errorf("%w: session %s already has a sandbox", kernel.ErrBadSpec, spec.ID)
 	}
+	s.slot = -1
+	for i, used := range r.slots {
+		if !used {
+			r.slots[i], s.slot = true, i
+			break
+		}
+	}
+	if s.slot < 0 {
+		r.mu.Unlock()
+		return nil, fmt.Errorf("%w: all %d container slots in use", kernel.ErrUnavailable, len(r.slots))
+	}
+	s.uid = r.cfg.UIDBase + s.slot
 	r.live[spec.ID] = s
 	r.mu.Unlock()
 	ok := false
@@ -312,6 +338,8 @@ type sandbox struct {
 	name   string
 	limits kernel.Limits
 	dir    string
+	slot   int
+	uid    int // host uid and gid of the container's processes
 
 	mu          sync.Mutex
 	containerID string
@@ -338,12 +366,12 @@ func (s *sandbox) prepare() error {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return fmt.Errorf("docker: sandbox dir: %w", err)
 		}
-		if err := os.Chown(d, sandboxUID, sandboxUID); err != nil {
+		if err := os.Chown(d, s.uid, s.uid); err != nil {
 			return fmt.Errorf("docker: chown sandbox dir: %w", err)
 		}
 	}
 	if s.r.root {
-		opts := fmt.Sprintf("size=%dm,mode=0700,uid=%d,gid=%d,nr_inodes=%d", s.limits.WorkspaceMB, sandboxUID, sandboxUID, 64*1024)
+		opts := fmt.Sprintf("size=%dm,mode=0700,uid=%d,gid=%d,nr_inodes=%d", s.limits.WorkspaceMB, s.uid, s.uid, 64*1024)
 		if err := unix.Mount("tmpfs", s.workDir(), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 			return fmt.Errorf("docker: mount workspace tmpfs: %w", err)
 		}
@@ -354,8 +382,9 @@ func (s *sandbox) prepare() error {
 func (s *sandbox) create(ctx context.Context, env map[string]string) error {
 	cfg := s.r.cfg
 	envList := []string{
-		"HOME=" + sandboxWork, "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1",
+		"HOME=" + sandboxWork, "USER=sandbox", "LOGNAME=sandbox", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1",
 		"MPLBACKEND=module://matplotlib_inline.backend_inline", "MPLCONFIGDIR=/tmp/matplotlib",
+		"IPYTHONDIR=/tmp/ipython", // history stays out of the workspace
 		"OPENBLAS_NUM_THREADS=" + strconv.Itoa(max(1, int(s.limits.CPUs))), "PYDEVD_DISABLE_FILE_VALIDATION=1",
 	}
 	for k, v := range env {
@@ -374,7 +403,7 @@ func (s *sandbox) create(ctx context.Context, env map[string]string) error {
 	cc := &container.Config{
 		Image:           cfg.Image,
 		Cmd:             []string{"python3", "-m", "ipykernel_launcher", "-f", sandboxConn},
-		User:            fmt.Sprintf("%d:%d", sandboxUID, sandboxUID),
+		User:            fmt.Sprintf("%d:%d", s.uid, s.uid),
 		WorkingDir:      sandboxWork,
 		Env:             envList,
 		Hostname:        "glassroom",
@@ -436,7 +465,7 @@ func (s *sandbox) launch(ctx context.Context) error {
 	if err := inside.WriteFile(connFile, 0o600); err != nil {
 		return err
 	}
-	if err := os.Chown(connFile, sandboxUID, sandboxUID); err != nil {
+	if err := os.Chown(connFile, s.uid, s.uid); err != nil {
 		return fmt.Errorf("docker: chown connection file: %w", err)
 	}
 	inc := &incarnation{info: host, exited: make(chan struct{})}
@@ -601,6 +630,7 @@ func (s *sandbox) Close(ctx context.Context) error {
 	removeDir(s.dir)
 	s.r.mu.Lock()
 	delete(s.r.live, s.id)
+	s.r.slots[s.slot] = false
 	s.r.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("docker: remove container %s: %w", s.name, err)

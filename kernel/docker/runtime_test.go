@@ -31,6 +31,9 @@ func newRuntime(t *testing.T, cfg docker.Config) *docker.Runtime {
 		cfg.StateDir = t.TempDir()
 		os.Chmod(cfg.StateDir, 0o711)
 	}
+	if cfg.UIDBase == 0 {
+		cfg.UIDBase = 350000 // distinct from other packages' tests running in parallel
+	}
 	if os.Getenv("GLASSROOM_TEST_OCI_RUNTIME") != "" {
 		cfg.OCIRuntime = os.Getenv("GLASSROOM_TEST_OCI_RUNTIME")
 	}
@@ -118,7 +121,6 @@ func TestContainerIsLockedDown(t *testing.T) {
 		"{{.HostConfig.PidsLimit}}":      "64",
 		"{{.HostConfig.Memory}}":         strconv.Itoa(512 << 20),
 		"{{.HostConfig.MemorySwap}}":     strconv.Itoa(512 << 20),
-		"{{.Config.User}}":               "1000:1000",
 		"{{.HostConfig.Runtime}}":        "runc",
 	}
 	if rt := os.Getenv("GLASSROOM_TEST_OCI_RUNTIME"); rt != "" {
@@ -135,7 +137,12 @@ func TestContainerIsLockedDown(t *testing.T) {
 	if out, _ := k.py(t, "print(open('/proc/self/status').read().split('CapEff:')[1].split()[0])"); strings.TrimSpace(out) != "0000000000000000" {
 		t.Errorf("CapEff = %q", out)
 	}
-	if out, _ := k.py(t, "import os; print(os.getuid(), os.getcwd())"); strings.TrimSpace(out) != "1000 /workspace" {
+	user := inspect(t, "{{.Config.User}}", id)
+	uid, _ := strconv.Atoi(strings.Split(user, ":")[0])
+	if uid < 350000 || user != strconv.Itoa(uid)+":"+strconv.Itoa(uid) {
+		t.Errorf("container user %q: want a per-session unprivileged uid", user)
+	}
+	if out, _ := k.py(t, "import os; print(os.getuid(), os.getcwd())"); strings.TrimSpace(out) != strconv.Itoa(uid)+" /workspace" {
 		t.Errorf("uid/cwd = %q", out)
 	}
 }
