@@ -46,8 +46,11 @@ bench: deps
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./kernel/
 
+COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 compose: build image
-	docker compose up --build
+	@test -f .env || { echo 'create .env with GLASSROOM_API_KEYS=<key> (see README: Docker Compose)'; exit 1; }
+	d=/run/glassroom/compose; mkdir -p $$d; findmnt -no PROPAGATION -T $$d | grep -q shared || { mount --bind $$d $$d && mount --make-rshared $$d; }
+	$(COMPOSE) up --build
 
 clean:
 	rm -rf bin artifacts
