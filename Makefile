@@ -40,8 +40,12 @@ test-go:
 # Every check: installs what the tests need, starts Docker, builds the image.
 test: test-deps image vet fmt-check test-go
 
+# Kernel round trip, change tracking in a 10k-file workspace, cold session
+# start and idle memory (local, and docker when an engine and the image exist).
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchtime 200x ./kernel/ ./sessions/
+	$(GO) test -run '^$$' -bench . -benchtime 300x ./kernel/
+	$(GO) test -run '^$$' -bench . -benchtime 2000x ./workspace/
+	$(GO) test -run '^$$' -bench . -benchtime 5x ./sessions/
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./kernel/

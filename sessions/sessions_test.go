@@ -18,6 +18,10 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+func newLocal(dir string, uidBase int) (*local.Runtime, error) {
+	return local.New(local.Config{StateDir: dir, UIDBase: uidBase}, zerolog.Nop())
+}
+
 func localRuntime(t *testing.T) *local.Runtime {
 	t.Helper()
 	dir := t.TempDir()

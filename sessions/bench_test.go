@@ -1,0 +1,123 @@
+package sessions_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/glassroom/glassroom/kernel/docker"
+	"github.com/glassroom/glassroom/sessions"
+	"github.com/rs/zerolog"
+)
+
+func benchRuntimes(b *testing.B) map[string]sessions.Runtime {
+	dir := b.TempDir()
+	for p := dir; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
+		os.Chmod(p, 0o711)
+	}
+	out := map[string]sessions.Runtime{}
+	lrt, err := newLocal(dir, 380000)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out["local"] = lrt
+	ddir := filepath.Join(dir, "docker")
+	os.Mkdir(ddir, 0o711)
+	drt, err := docker.New(context.Background(), docker.Config{Instance: "bench", StateDir: ddir, UIDBase: 390000}, zerolog.Nop())
+	if err == nil {
+		b.Cleanup(func() { drt.Close() })
+		out["docker"] = drt
+	} else {
+		b.Logf("docker runtime unavailable, benchmarking local only: %v", err)
+	}
+	return out
+}
+
+// BenchmarkColdSession measures POST-equivalent session creation (sandbox
+// start, kernel boot, connection) up to the first `x + 1` result.
+func BenchmarkColdSession(b *testing.B) {
+	for name, rt := range benchRuntimes(b) {
+		b.Run(name, func(b *testing.B) {
+			m, err := sessions.New(sessions.Config{}, rt, zerolog.Nop())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close(context.Background())
+			for i := 0; i < b.N; i++ {
+				s, err := m.Create(context.Background(), "bench", sessions.CreateOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				e, err := s.Execute(context.Background(), sessions.ExecRequest{Code: "x = 41\nx + 1"})
+				if err != nil || string(e.Result) != `{"text/plain":"42"}` {
+					b.Fatalf("x + 1: %v %+v", err, e)
+				}
+				b.StopTimer()
+				m.Delete(context.Background(), "bench", s.ID())
+				b.StartTimer()
+			}
+		})
+	}
+}
+
+// BenchmarkIdleMemory reports the resident memory of one idle session's
+// sandbox (every process of its host uid), after `x + 1` and after
+// importing numpy, pandas and matplotlib.
+func BenchmarkIdleMemory(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs per-sandbox uids (root)")
+	}
+	for name, rt := range benchRuntimes(b) {
+		b.Run(name, func(b *testing.B) {
+			m, err := sessions.New(sessions.Config{}, rt, zerolog.Nop())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close(context.Background())
+			var bare, loaded float64
+			for i := 0; i < b.N; i++ {
+				s, err := m.Create(context.Background(), "bench", sessions.CreateOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				s.Execute(context.Background(), sessions.ExecRequest{Code: "x = 41\nx + 1"})
+				time.Sleep(300 * time.Millisecond)
+				bare = rssMiB(b, s.Workspace())
+				s.Execute(context.Background(), sessions.ExecRequest{Code: "import numpy, pandas, matplotlib.pyplot"})
+				time.Sleep(300 * time.Millisecond)
+				loaded = rssMiB(b, s.Workspace())
+				m.Delete(context.Background(), "bench", s.ID())
+			}
+			b.ReportMetric(bare, "idle-MiB")
+			b.ReportMetric(loaded, "with-numpy-pandas-mpl-MiB")
+		})
+	}
+}
+
+func rssMiB(b *testing.B, workspace string) float64 {
+	var st syscall.Stat_t
+	if err := syscall.Stat(workspace, &st); err != nil {
+		b.Fatal(err)
+	}
+	var kb int64
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		var pst syscall.Stat_t
+		if e.Name()[0] < '0' || e.Name()[0] > '9' || syscall.Stat("/proc/"+e.Name(), &pst) != nil || pst.Uid != st.Uid {
+			continue
+		}
+		status, _ := os.ReadFile("/proc/" + e.Name() + "/status")
+		for _, line := range strings.Split(string(status), "\n") {
+			if strings.HasPrefix(line, "VmRSS:") {
+				n, _ := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
+				kb += n
+			}
+		}
+	}
+	return float64(kb) / 1024
+}
