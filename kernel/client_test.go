@@ -311,3 +311,38 @@ func TestCompleteInspectKernelInfo(t *testing.T) {
 		t.Fatalf("inspect: %v %s", err, insp)
 	}
 }
+
+// TestForgedMessagesFromKernelAreDropped has the code inside the kernel
+// publish messages on the real iopub socket, for its own execution: one
+// with a bad signature and one signed with a wrong key. The client must
+// drop both and deliver only the genuine output.
+func TestForgedMessagesFromKernelAreDropped(t *testing.T) {
+	k := startBareKernel(t)
+	c := dial(t, k.info)
+	code := `import json, hmac, hashlib, uuid, datetime
+kern = get_ipython().kernel
+parent = kern.get_parent("shell")
+def frames(text, key):
+    header = json.dumps({"msg_id": uuid.uuid4().hex, "session": "x", "username": "x", "date": datetime.datetime.now().isoformat(), "msg_type": "stream", "version": "5.3"}).encode()
+    ph = json.dumps(parent["header"], default=str).encode()
+    content = json.dumps({"name": "stdout", "text": text}).encode()
+    sig = hmac.new(key, header + ph + b"{}" + content, hashlib.sha256).hexdigest().encode() if key else b"0" * 64
+    return [b"stream", b"<IDS|MSG>", sig, header, ph, b"{}", content]
+kern.iopub_socket.send_multipart(frames("FORGED-UNSIGNED\n", None))
+kern.iopub_socket.send_multipart(frames("FORGED-WRONG-KEY\n", b"guessed"))
+kern.iopub_socket.send_multipart(frames("SIGNED-BY-KERNEL\n", kern.session.key))
+print("genuine")`
+	r := run(t, c, code, kernel.ExecuteOptions{})
+	if r.err != nil || r.reply.Status != "ok" {
+		t.Fatalf("execute: %v %+v %+v", r.err, r.reply, r.events)
+	}
+	out := r.text("stdout")
+	if strings.Contains(out, "FORGED") {
+		t.Fatalf("forged message delivered: %q", out)
+	}
+	// The control: the same frames signed with the kernel's key do arrive,
+	// so the forgeries were dropped for their signatures, not their shape.
+	if !strings.Contains(out, "SIGNED-BY-KERNEL") || !strings.Contains(out, "genuine") {
+		t.Fatalf("genuine output missing: %q", out)
+	}
+}
