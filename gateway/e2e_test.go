@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/glassroom/glassroom/gateway"
+	"github.com/docker/docker/client"
 	"github.com/glassroom/glassroom/kernel/docker"
 	"github.com/glassroom/glassroom/kernel/local"
 	"github.com/glassroom/glassroom/sessions"
@@ -54,13 +55,39 @@ func localRuntime(t *testing.T) sessions.Runtime {
 
 // dockerRuntime connects to Docker; outside CI a missing engine or image
 // skips loudly, in CI it fails.
-func dockerRuntime(t *testing.T) sessions.Runtime {
+func dockerRuntime(t *testing.T) sessions.Runtime { return dockerWith(t, "runc", 360000) }
+
+// gvisorRuntime runs kernels under runsc. gVisor's ptrace platform counts
+// its own threads against the pids limit, so it gets more pids.
+func gvisorRuntime(t *testing.T) sessions.Runtime { return dockerWith(t, "runsc", 365000) }
+
+// runscRegistered reports whether the Docker engine has a runsc runtime.
+func runscRegistered() bool {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return false
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	info, err := cli.Info(ctx)
+	if err != nil {
+		return false
+	}
+	_, ok := info.Runtimes["runsc"]
+	return ok
+}
+
+func dockerWith(t *testing.T, oci string, uidBase int) sessions.Runtime {
 	dir := t.TempDir()
 	os.Chmod(dir, 0o711)
-	rt, err := docker.New(context.Background(), docker.Config{
-		Instance: "gw-test-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36), StateDir: dir, UIDBase: 360000,
-		OCIRuntime: os.Getenv("GLASSROOM_TEST_OCI_RUNTIME"),
-	}, zerolog.Nop())
+	cfg := docker.Config{
+		Instance: "gw-test-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36), StateDir: dir, UIDBase: uidBase, OCIRuntime: oci,
+	}
+	if oci == "runsc" {
+		cfg.Defaults.Pids, cfg.Max.Pids = 512, 1024
+	}
+	rt, err := docker.New(context.Background(), cfg, zerolog.Nop())
 	if err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("Docker runtime unavailable in CI: %v", err)
@@ -71,9 +98,14 @@ func dockerRuntime(t *testing.T) sessions.Runtime {
 	return rt
 }
 
-// runtimes lists the runtimes the behaviour suite runs against.
+// runtimes lists the runtimes the behaviour suite runs against: local,
+// docker (runc) and, when the engine has it, docker with gVisor (runsc).
 func runtimes() map[string]runtimeFactory {
-	return map[string]runtimeFactory{"local": localRuntime, "docker": dockerRuntime}
+	rts := map[string]runtimeFactory{"local": localRuntime, "docker": dockerRuntime}
+	if runscRegistered() {
+		rts["docker-runsc"] = gvisorRuntime
+	}
+	return rts
 }
 
 func newEnv(t *testing.T, rt sessions.Runtime, cfg sessions.Config) *env {
@@ -222,7 +254,7 @@ func TestBehaviour(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, rt(t), sessions.Config{MaxStreamBytes: 256 << 10, InterruptGrace: time.Second})
 			s := e.create(keyA, nil)
-			if s.State != "idle" || s.Runtime != name || len(s.ID) < 32 || !s.ExpiresAt.After(s.CreatedAt) {
+			if s.State != "idle" || s.Runtime != strings.TrimSuffix(name, "-runsc") || len(s.ID) < 32 || !s.ExpiresAt.After(s.CreatedAt) {
 				t.Fatalf("created %+v", s)
 			}
 			t.Run("rest state persists", func(t *testing.T) {
@@ -343,7 +375,7 @@ func TestBehaviour(t *testing.T) {
 			})
 			t.Run("code interpreter flow with files", func(t *testing.T) { fileFlow(t, e, s.ID) })
 			t.Run("file attacks fail and change nothing", func(t *testing.T) { fileAttacks(t, e, s.ID) })
-			if name == "docker" {
+			if strings.HasPrefix(name, "docker") {
 				t.Run("memory past the limit reports died with OOM, then recovers", func(t *testing.T) {
 					small := e.create(keyA, map[string]any{"limits": map[string]any{"memory_mb": 256}})
 					x := e.exec(keyA, small.ID, "b = []\nwhile True: b.append(bytearray(16 << 20))", 0)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"go.uber.org/goleak"
 )
 
@@ -96,7 +97,29 @@ func TestServeShutdownKillsKernels(t *testing.T) {
 	if os.Geteuid() == 0 && countProcs(uids) == 0 {
 		t.Fatal("no kernel processes found before shutdown")
 	}
+	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(base, "http")+"/v1/sessions/"+ids[0]+"/ws?token="+key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	closed := make(chan error, 1)
+	go func() {
+		for {
+			if _, _, err := ws.ReadMessage(); err != nil {
+				closed <- err
+				return
+			}
+		}
+	}()
 	cancel()
+	select {
+	case err := <-closed:
+		if !websocket.IsCloseError(err, websocket.CloseGoingAway) {
+			t.Fatalf("WebSocket client was not told the gateway is going away: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("WebSocket not closed on shutdown")
+	}
 	select {
 	case err := <-errc:
 		if err != nil {
