@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/glassroom/glassroom/gateway"
 	"github.com/docker/docker/client"
+	"github.com/glassroom/glassroom/gateway"
 	"github.com/glassroom/glassroom/kernel/docker"
 	"github.com/glassroom/glassroom/kernel/local"
 	"github.com/glassroom/glassroom/sessions"
