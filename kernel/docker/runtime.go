@@ -79,8 +79,8 @@ func (c Config) withDefaults() Config {
 	if c.StateDir == "" {
 		c.StateDir = "/run/glassroom/docker"
 	}
-	c.Defaults = fill(c.Defaults, kernel.Limits{MemoryMB: 2048, CPUs: 1, Pids: 128, WorkspaceMB: 512})
-	c.Max = fill(c.Max, kernel.Limits{MemoryMB: 8192, CPUs: 2, Pids: 1024, WorkspaceMB: 4096})
+	c.Defaults = c.Defaults.Or(kernel.Limits{MemoryMB: 2048, CPUs: 1, Pids: 128, WorkspaceMB: 512})
+	c.Max = c.Max.Or(kernel.Limits{MemoryMB: 8192, CPUs: 2, Pids: 1024, WorkspaceMB: 4096})
 	if c.NoFile == 0 {
 		c.NoFile = 1024
 	}
@@ -105,22 +105,6 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-func fill(l, def kernel.Limits) kernel.Limits {
-	if l.MemoryMB == 0 {
-		l.MemoryMB = def.MemoryMB
-	}
-	if l.CPUs == 0 {
-		l.CPUs = def.CPUs
-	}
-	if l.Pids == 0 {
-		l.Pids = def.Pids
-	}
-	if l.WorkspaceMB == 0 {
-		l.WorkspaceMB = def.WorkspaceMB
-	}
-	return l
-}
-
 // instancePattern is the shape of an instance name (it goes into container names).
 var instancePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
 
@@ -133,7 +117,7 @@ func (c Config) Validate() error {
 	if !instancePattern.MatchString(c.Instance) {
 		return fmt.Errorf("docker: config: instance %q must match %s", c.Instance, instancePattern)
 	}
-	if c.Defaults.MemoryMB > c.Max.MemoryMB || c.Defaults.Pids > c.Max.Pids || c.Defaults.CPUs > c.Max.CPUs || c.Defaults.WorkspaceMB > c.Max.WorkspaceMB {
+	if c.Defaults.Exceeds(c.Max) {
 		return errors.New("docker: config: default limits exceed maxima")
 	}
 	if c.Defaults.MemoryMB < 64 || c.Defaults.Pids < 16 {
@@ -270,12 +254,7 @@ func removeDir(dir string) {
 }
 
 func (r *Runtime) limits(req kernel.Limits) kernel.Limits {
-	l := fill(req, r.cfg.Defaults)
-	l.MemoryMB = min(l.MemoryMB, r.cfg.Max.MemoryMB)
-	l.CPUs = min(l.CPUs, r.cfg.Max.CPUs)
-	l.Pids = min(l.Pids, r.cfg.Max.Pids)
-	l.WorkspaceMB = min(l.WorkspaceMB, r.cfg.Max.WorkspaceMB)
-	return l
+	return req.Or(r.cfg.Defaults).Cap(r.cfg.Max)
 }
 
 const (
@@ -343,16 +322,9 @@ type sandbox struct {
 
 	mu          sync.Mutex
 	containerID string
-	proc        *incarnation
+	proc        *kernel.Incarnation
 	closed      bool
 	wg          sync.WaitGroup // waiter goroutines
-}
-
-// incarnation is one run of the container's kernel process.
-type incarnation struct {
-	info   kernel.ConnectionInfo
-	exited chan struct{}
-	reason string
 }
 
 func (s *sandbox) workDir() string { return filepath.Join(s.dir, "work") }
@@ -454,27 +426,17 @@ func (s *sandbox) create(ctx context.Context, env map[string]string) error {
 // for the kernel's sockets.
 func (s *sandbox) launch(ctx context.Context) error {
 	cfg := s.r.cfg
-	for _, ch := range kernel.Channels {
-		_ = os.Remove(filepath.Join(s.ipcDir(), "k-"+strconv.Itoa(kernel.NewIPCConnection("").Port(ch))))
-	}
-	inside := kernel.NewIPCConnection(sandboxIPC + "/k")
-	host := inside
-	host.IP = filepath.Join(s.ipcDir(), "k")
-	connFile := filepath.Join(s.ipcDir(), "kernel.json")
-	_ = os.Remove(connFile)
-	if err := inside.WriteFile(connFile, 0o600); err != nil {
+	host, err := kernel.PrepareIPC(s.ipcDir(), sandboxIPC, s.uid, s.uid)
+	if err != nil {
 		return err
 	}
-	if err := os.Chown(connFile, s.uid, s.uid); err != nil {
-		return fmt.Errorf("docker: chown connection file: %w", err)
-	}
-	inc := &incarnation{info: host, exited: make(chan struct{})}
+	inc := kernel.NewIncarnation(host)
 	// Wait is registered before the start so no exit is missed. It is the
 	// one Docker call without a deadline: it lasts as long as the kernel.
 	wctx, wcancel := context.WithCancel(context.Background())
 	waitC, errC := s.r.cli.ContainerWait(wctx, s.containerID, container.WaitConditionNextExit)
 	sctx, cancel := context.WithTimeout(ctx, cfg.CallTimeout)
-	err := s.r.cli.ContainerStart(sctx, s.containerID, container.StartOptions{})
+	err = s.r.cli.ContainerStart(sctx, s.containerID, container.StartOptions{})
 	cancel()
 	if err != nil {
 		wcancel()
@@ -489,36 +451,17 @@ func (s *sandbox) launch(ctx context.Context) error {
 		defer wcancel()
 		select {
 		case res := <-waitC:
-			inc.reason = s.exitReason(res.StatusCode)
+			inc.Exit(s.exitReason(res.StatusCode))
 		case err := <-errC:
-			inc.reason = "wait failed: " + err.Error()
+			inc.Exit("wait failed: " + err.Error())
 		}
-		close(inc.exited)
 	}()
-
 	ctx, cancelStart := context.WithTimeout(ctx, cfg.StartTimeout)
 	defer cancelStart()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ready := true
-		for _, ch := range kernel.Channels {
-			if kernel.CheckSocket(host.SocketPath(ch)) != nil {
-				ready = false
-				break
-			}
-		}
-		if ready {
-			return nil
-		}
-		select {
-		case <-inc.exited:
-			return fmt.Errorf("%w: docker: kernel exited during start: %s%s", kernel.ErrUnavailable, inc.reason, s.logsTail())
-		case <-ctx.Done():
-			return fmt.Errorf("%w: docker: kernel did not start: %v%s", kernel.ErrUnavailable, ctx.Err(), s.logsTail())
-		case <-tick.C:
-		}
+	if err := kernel.WaitForSockets(ctx, host, inc.Exited()); err != nil {
+		return fmt.Errorf("docker: %w (%s)%s", err, inc.ExitReason(), s.logsTail())
 	}
+	return nil
 }
 
 // exitReason inspects the exited container: OOMKilled when the OOM killer
@@ -547,14 +490,14 @@ func (s *sandbox) logsTail() string {
 	return ": " + strings.ToValidUTF8(string(buf[:n]), "?")
 }
 
-func (s *sandbox) current() *incarnation {
+func (s *sandbox) current() *kernel.Incarnation {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.proc
 }
 
 // Connection implements kernel.Sandbox.
-func (s *sandbox) Connection() kernel.ConnectionInfo { return s.current().info }
+func (s *sandbox) Connection() kernel.ConnectionInfo { return s.current().Connection() }
 
 // Limits implements kernel.Sandbox.
 func (s *sandbox) Limits() kernel.Limits { return s.limits }
@@ -563,18 +506,10 @@ func (s *sandbox) Limits() kernel.Limits { return s.limits }
 func (s *sandbox) Workspace() string { return s.workDir() }
 
 // Exited implements kernel.Sandbox.
-func (s *sandbox) Exited() <-chan struct{} { return s.current().exited }
+func (s *sandbox) Exited() <-chan struct{} { return s.current().Exited() }
 
 // ExitReason implements kernel.Sandbox.
-func (s *sandbox) ExitReason() string {
-	inc := s.current()
-	select {
-	case <-inc.exited:
-		return inc.reason
-	default:
-		return ""
-	}
-}
+func (s *sandbox) ExitReason() string { return s.current().ExitReason() }
 
 // ErrClosed is returned by Restart after Close.
 var ErrClosed = errors.New("docker: sandbox closed")
@@ -596,7 +531,7 @@ func (s *sandbox) Restart(ctx context.Context) error {
 		return fmt.Errorf("docker: restart: kill: %w", err)
 	}
 	select {
-	case <-inc.exited:
+	case <-inc.Exited():
 	case <-ctx.Done():
 		return fmt.Errorf("docker: restart: %w", ctx.Err())
 	}

@@ -66,8 +66,8 @@ func (c Config) withDefaults() Config {
 	if c.MaxSandboxes == 0 {
 		c.MaxSandboxes = 1024
 	}
-	c.Defaults = fillLimits(c.Defaults, kernel.Limits{MemoryMB: 2048, Pids: 128, WorkspaceMB: 512})
-	c.Max = fillLimits(c.Max, kernel.Limits{MemoryMB: 8192, Pids: 1024, WorkspaceMB: 4096})
+	c.Defaults = c.Defaults.Or(kernel.Limits{MemoryMB: 2048, Pids: 128, WorkspaceMB: 512})
+	c.Max = c.Max.Or(kernel.Limits{MemoryMB: 8192, Pids: 1024, WorkspaceMB: 4096})
 	if c.NoFile == 0 {
 		c.NoFile = 1024
 	}
@@ -80,22 +80,6 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-func fillLimits(l, def kernel.Limits) kernel.Limits {
-	if l.MemoryMB == 0 {
-		l.MemoryMB = def.MemoryMB
-	}
-	if l.Pids == 0 {
-		l.Pids = def.Pids
-	}
-	if l.WorkspaceMB == 0 {
-		l.WorkspaceMB = def.WorkspaceMB
-	}
-	if l.CPUs == 0 {
-		l.CPUs = def.CPUs
-	}
-	return l
-}
-
 // Validate reports a configuration that cannot work.
 func (c Config) Validate() error {
 	c = c.withDefaults()
@@ -105,7 +89,7 @@ func (c Config) Validate() error {
 	if c.UIDBase < 1000 || c.UIDBase+c.MaxSandboxes > 1<<31-2 {
 		return fmt.Errorf("local: config: uid range %d+%d invalid", c.UIDBase, c.MaxSandboxes)
 	}
-	if c.Defaults.MemoryMB > c.Max.MemoryMB || c.Defaults.Pids > c.Max.Pids || c.Defaults.WorkspaceMB > c.Max.WorkspaceMB {
+	if c.Defaults.Exceeds(c.Max) {
 		return errors.New("local: config: default limits exceed maxima")
 	}
 	return nil
@@ -200,11 +184,7 @@ func removeSessionDir(dir string) {
 }
 
 func (r *Runtime) limits(req kernel.Limits) kernel.Limits {
-	l := fillLimits(req, r.cfg.Defaults)
-	l.MemoryMB = min(l.MemoryMB, r.cfg.Max.MemoryMB)
-	l.Pids = min(l.Pids, r.cfg.Max.Pids)
-	l.WorkspaceMB = min(l.WorkspaceMB, r.cfg.Max.WorkspaceMB)
-	return l
+	return req.Or(r.cfg.Defaults).Cap(r.cfg.Max)
 }
 
 func (r *Runtime) takeSlot() (int, error) {
@@ -270,13 +250,11 @@ type sandbox struct {
 	closed bool
 }
 
-// process is one kernel incarnation. exited is closed by its waiter
-// goroutine once the process has been reaped.
+// process is one kernel incarnation. Its waiter goroutine calls Exit once
+// the process has been reaped.
 type process struct {
+	*kernel.Incarnation
 	cmd    *exec.Cmd
-	info   kernel.ConnectionInfo
-	exited chan struct{}
-	reason string
 	stderr *tailBuffer
 	// pidfd refers to the sandbox's pid-namespace init (bwrap's child), or -1.
 	// Once it has exited, every process of the sandbox is gone.
@@ -347,25 +325,16 @@ func (s *sandbox) remove() {
 
 // launch starts a kernel process and waits for its sockets.
 func (s *sandbox) launch(ctx context.Context) error {
-	for _, ch := range kernel.Channels {
-		_ = os.Remove(filepath.Join(s.ipcDir(), "k-"+strconv.Itoa(kernel.NewIPCConnection("").Port(ch))))
-	}
-	inside := kernel.NewIPCConnection(sandboxIPC + "/k")
-	host := inside
-	host.IP = filepath.Join(s.ipcDir(), "k")
-	connFile := filepath.Join(s.ipcDir(), "kernel.json")
-	_ = os.Remove(connFile)
+	sandboxDir := sandboxIPC
 	if s.r.bwrap == "" {
-		inside = host // insecure mode: the kernel sees host paths
+		sandboxDir = "" // insecure mode: the kernel sees host paths
 	}
-	if err := inside.WriteFile(connFile, 0o600); err != nil {
+	host, err := kernel.PrepareIPC(s.ipcDir(), sandboxDir, s.uid, s.gid)
+	if err != nil {
 		return err
 	}
-	if err := os.Chown(connFile, s.uid, s.gid); err != nil {
-		return fmt.Errorf("local: chown connection file: %w", err)
-	}
-	cmd := s.command(connFile)
-	p := &process{cmd: cmd, info: host, exited: make(chan struct{}), stderr: &tailBuffer{max: 16 << 10}, pidfd: -1}
+	cmd := s.command(filepath.Join(s.ipcDir(), kernel.ConnectionFileName))
+	p := &process{Incarnation: kernel.NewIncarnation(host), cmd: cmd, stderr: &tailBuffer{max: 16 << 10}, pidfd: -1}
 	cmd.Stdout = p.stderr
 	cmd.Stderr = p.stderr
 	var infoR *os.File
@@ -386,12 +355,12 @@ func (s *sandbox) launch(ctx context.Context) error {
 		cmd.ExtraFiles[0].Close()
 		p.pidfd = readChildPidfd(infoR)
 	}
-	go p.wait() // owned by the sandbox: Close and Restart wait for exited
+	go p.wait() // owned by the sandbox: Close and Restart wait for Exited
 	s.mu.Lock()
 	if s.closed { // Close ran during a Restart
 		s.mu.Unlock()
 		p.kill()
-		<-p.exited
+		<-p.Exited()
 		return ErrClosed
 	}
 	s.proc = p
@@ -399,29 +368,12 @@ func (s *sandbox) launch(ctx context.Context) error {
 
 	ctx, cancel := context.WithTimeout(ctx, s.r.cfg.StartTimeout)
 	defer cancel()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ready := true
-		for _, ch := range kernel.Channels {
-			if kernel.CheckSocket(host.SocketPath(ch)) != nil {
-				ready = false
-				break
-			}
-		}
-		if ready {
-			return nil
-		}
-		select {
-		case <-p.exited:
-			return fmt.Errorf("%w: local: kernel exited during start (%s): %s", kernel.ErrUnavailable, p.reason, p.stderr.String())
-		case <-ctx.Done():
-			p.kill()
-			<-p.exited
-			return fmt.Errorf("%w: local: kernel did not start: %v: %s", kernel.ErrUnavailable, ctx.Err(), p.stderr.String())
-		case <-tick.C:
-		}
+	if err := kernel.WaitForSockets(ctx, host, p.Exited()); err != nil {
+		p.kill()
+		<-p.Exited()
+		return fmt.Errorf("local: %w (%s): %s", err, p.ExitReason(), p.stderr.String())
 	}
+	return nil
 }
 
 // command builds prlimit -- bwrap ... -- python -m ipykernel_launcher.
@@ -523,11 +475,10 @@ func (p *process) wait() {
 		unix.Close(p.pidfd)
 	}
 	if err != nil {
-		p.reason = err.Error()
+		p.Exit(err.Error())
 	} else {
-		p.reason = "exited"
+		p.Exit("exited")
 	}
-	close(p.exited)
 }
 
 // kill ends the whole process group (bwrap and, through its pid namespace
@@ -545,7 +496,7 @@ func (s *sandbox) current() *process {
 }
 
 // Connection implements kernel.Sandbox.
-func (s *sandbox) Connection() kernel.ConnectionInfo { return s.current().info }
+func (s *sandbox) Connection() kernel.ConnectionInfo { return s.current().Connection() }
 
 // Limits implements kernel.Sandbox.
 func (s *sandbox) Limits() kernel.Limits { return s.limits }
@@ -554,18 +505,10 @@ func (s *sandbox) Limits() kernel.Limits { return s.limits }
 func (s *sandbox) Workspace() string { return s.workDir() }
 
 // Exited implements kernel.Sandbox.
-func (s *sandbox) Exited() <-chan struct{} { return s.current().exited }
+func (s *sandbox) Exited() <-chan struct{} { return s.current().Exited() }
 
 // ExitReason implements kernel.Sandbox.
-func (s *sandbox) ExitReason() string {
-	p := s.current()
-	select {
-	case <-p.exited:
-		return p.reason
-	default:
-		return ""
-	}
-}
+func (s *sandbox) ExitReason() string { return s.current().ExitReason() }
 
 // ErrClosed is returned by Restart after Close.
 var ErrClosed = errors.New("local: sandbox closed")
@@ -580,7 +523,7 @@ func (s *sandbox) Restart(ctx context.Context) error {
 	p := s.proc
 	s.mu.Unlock()
 	p.kill()
-	<-p.exited
+	<-p.Exited()
 	if err := s.launch(ctx); err != nil {
 		return fmt.Errorf("local: restart: %w", err)
 	}
@@ -599,7 +542,7 @@ func (s *sandbox) Close(context.Context) error {
 	s.mu.Unlock()
 	if p != nil {
 		p.kill()
-		<-p.exited
+		<-p.Exited()
 	}
 	s.remove()
 	return nil
