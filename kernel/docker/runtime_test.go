@@ -14,6 +14,7 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/kernel/docker"
+	"github.com/glassroom/glassroom/kernel/kerneltest"
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 )
@@ -48,52 +49,14 @@ func newRuntime(t *testing.T, cfg docker.Config) *docker.Runtime {
 	return r
 }
 
-type kern struct {
-	sb kernel.Sandbox
-	c  *kernel.Client
-}
+type kern = kerneltest.Kernel
 
 var n int
 
 func start(t *testing.T, r *docker.Runtime, limits kernel.Limits) kern {
 	t.Helper()
 	n++
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	sb, err := r.Start(ctx, kernel.Spec{ID: "docker-test-" + strconv.Itoa(n) + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), Limits: limits})
-	if err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	t.Cleanup(func() { sb.Close(context.Background()) })
-	c, err := kernel.Dial(ctx, sb.Connection(), kernel.Config{}, zerolog.Nop())
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return kern{sb, c}
-}
-
-func (k kern) py(t *testing.T, code string) (string, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	var out strings.Builder
-	ename := ""
-	_, err := k.c.Execute(ctx, code, kernel.ExecuteOptions{}, func(ev kernel.Event) {
-		switch ev.Kind {
-		case kernel.EventStream:
-			out.WriteString(ev.Text)
-		case kernel.EventResult:
-			out.Write(ev.Data["text/plain"])
-		case kernel.EventError:
-			ename = ev.EName
-			out.WriteString(ev.EName + ": " + ev.EValue)
-		}
-	})
-	if err != nil {
-		t.Fatalf("execute %q: %v", code, err)
-	}
-	return out.String(), ename
+	return kerneltest.Start(t, r, kernel.Spec{ID: "docker-test-" + strconv.Itoa(n) + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), Limits: limits})
 }
 
 func inspect(t *testing.T, format, name string) string {
@@ -108,8 +71,8 @@ func inspect(t *testing.T, format, name string) string {
 func TestContainerIsLockedDown(t *testing.T) {
 	r := newRuntime(t, docker.Config{})
 	k := start(t, r, kernel.Limits{MemoryMB: 512, Pids: 64})
-	k.py(t, "x = 41")
-	if out, _ := k.py(t, "x + 1"); out != `"42"` {
+	k.Run(t, "x = 41")
+	if out, _ := k.Run(t, "x + 1"); out != `"42"` {
 		t.Fatalf("x + 1 = %s", out)
 	}
 	id := containerOf(t, r, k)
@@ -131,10 +94,10 @@ func TestContainerIsLockedDown(t *testing.T) {
 			t.Errorf("inspect %s = %q, want %q", f, got, want)
 		}
 	}
-	if got := inspect(t, "{{range .Mounts}}{{.Source}} {{end}}", id); len(strings.Fields(got)) != 2 || !strings.Contains(got, k.sb.Workspace()) {
+	if got := inspect(t, "{{range .Mounts}}{{.Source}} {{end}}", id); len(strings.Fields(got)) != 2 || !strings.Contains(got, k.Sandbox.Workspace()) {
 		t.Errorf("host paths in the container: %q", got)
 	}
-	if out, _ := k.py(t, "print(open('/proc/self/status').read().split('CapEff:')[1].split()[0])"); strings.TrimSpace(out) != "0000000000000000" {
+	if out, _ := k.Run(t, "print(open('/proc/self/status').read().split('CapEff:')[1].split()[0])"); strings.TrimSpace(out) != "0000000000000000" {
 		t.Errorf("CapEff = %q", out)
 	}
 	user := inspect(t, "{{.Config.User}}", id)
@@ -142,7 +105,7 @@ func TestContainerIsLockedDown(t *testing.T) {
 	if uid < 350000 || user != strconv.Itoa(uid)+":"+strconv.Itoa(uid) {
 		t.Errorf("container user %q: want a per-session unprivileged uid", user)
 	}
-	if out, _ := k.py(t, "import os; print(os.getuid(), os.getcwd())"); strings.TrimSpace(out) != strconv.Itoa(uid)+" /workspace" {
+	if out, _ := k.Run(t, "import os; print(os.getuid(), os.getcwd())"); strings.TrimSpace(out) != strconv.Itoa(uid)+" /workspace" {
 		t.Errorf("uid/cwd = %q", out)
 	}
 }
@@ -154,7 +117,7 @@ func containerOf(t *testing.T, r *docker.Runtime, k kern) string {
 		t.Fatal(err)
 	}
 	for _, id := range strings.Fields(string(out)) {
-		if strings.Contains(inspect(t, "{{range .Mounts}}{{.Source}} {{end}}", id), k.sb.Workspace()) {
+		if strings.Contains(inspect(t, "{{range .Mounts}}{{.Source}} {{end}}", id), k.Sandbox.Workspace()) {
 			return id
 		}
 	}
@@ -178,7 +141,7 @@ func TestNoNetwork(t *testing.T) {
 	r := newRuntime(t, docker.Config{})
 	k := start(t, r, kernel.Limits{})
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	out, _ := k.py(t, `import socket
+	out, _ := k.Run(t, `import socket
 for host in ["127.0.0.1", "172.17.0.1"]:
     try:
         socket.create_connection((host, `+port+`), timeout=2); print("CONNECTED", host)
@@ -203,21 +166,21 @@ print(open("/proc/net/route").read().strip().count("\n"))`)
 func TestContainment(t *testing.T) {
 	r := newRuntime(t, docker.Config{})
 	bystander := start(t, r, kernel.Limits{})
-	bystander.py(t, "alive = 1")
+	bystander.Run(t, "alive = 1")
 	k := start(t, r, kernel.Limits{MemoryMB: 256, Pids: 48, WorkspaceMB: 16})
 
 	t.Run("writes outside workspace and tmp fail", func(t *testing.T) {
 		for _, p := range []string{"/etc/x", "/usr/x", "/x", "/run/glassroom/x", "/home/x"} {
-			if out, ename := k.py(t, "open('"+p+"', 'w').write('x')"); ename == "" {
+			if out, ename := k.Run(t, "open('"+p+"', 'w').write('x')"); ename == "" {
 				t.Errorf("write to %s succeeded: %s", p, out)
 			}
 		}
-		if _, ename := k.py(t, "open('/tmp/ok','w').write('x'); open('ok','w').write('y')"); ename != "" {
+		if _, ename := k.Run(t, "open('/tmp/ok','w').write('x'); open('ok','w').write('y')"); ename != "" {
 			t.Errorf("workspace or /tmp not writable")
 		}
 	})
 	t.Run("fork bomb hits the pids limit", func(t *testing.T) {
-		out, _ := k.py(t, `import os, time
+		out, _ := k.Run(t, `import os, time
 kids = 0
 try:
     for i in range(500):
@@ -231,32 +194,32 @@ except OSError as e:
 			t.Fatalf("fork bomb not stopped: %s", out)
 		}
 		time.Sleep(3500 * time.Millisecond)
-		k.py(t, "import os\ntry:\n    while os.waitpid(-1, 0): pass\nexcept ChildProcessError: pass")
+		k.Run(t, "import os\ntry:\n    while os.waitpid(-1, 0): pass\nexcept ChildProcessError: pass")
 	})
 	t.Run("filling the workspace stops at its size", func(t *testing.T) {
-		out, ename := k.py(t, "f = open('fill', 'wb')\ntry:\n    for i in range(64): f.write(b'x' * (1 << 20)); f.flush()\nfinally:\n    import os; print(os.path.getsize('fill') >> 20)")
+		out, ename := k.Run(t, "f = open('fill', 'wb')\ntry:\n    for i in range(64): f.write(b'x' * (1 << 20)); f.flush()\nfinally:\n    import os; print(os.path.getsize('fill') >> 20)")
 		if ename != "OSError" || !strings.Contains(out, "No space left") {
 			t.Fatalf("workspace not limited: %s %s", ename, out)
 		}
-		k.py(t, "import os; os.remove('fill')")
+		k.Run(t, "import os; os.remove('fill')")
 	})
 	t.Run("memory past the limit dies with OOM", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		_, err := k.c.Execute(ctx, "b = []\nwhile True: b.append(bytearray(16 << 20))", kernel.ExecuteOptions{}, nil)
+		_, err := k.Client.Execute(ctx, "b = []\nwhile True: b.append(bytearray(16 << 20))", kernel.ExecuteOptions{}, nil)
 		if !errors.Is(err, kernel.ErrDead) {
 			t.Fatalf("want the kernel dead, got %v", err)
 		}
 		select {
-		case <-k.sb.Exited():
+		case <-k.Sandbox.Exited():
 		case <-time.After(10 * time.Second):
 			t.Fatal("no exit reported")
 		}
-		if !strings.Contains(k.sb.ExitReason(), "OOMKilled") {
-			t.Fatalf("exit reason %q", k.sb.ExitReason())
+		if !strings.Contains(k.Sandbox.ExitReason(), "OOMKilled") {
+			t.Fatalf("exit reason %q", k.Sandbox.ExitReason())
 		}
 	})
-	if out, _ := bystander.py(t, "alive + 1"); out != `"2"` {
+	if out, _ := bystander.Run(t, "alive + 1"); out != `"2"` {
 		t.Fatalf("bystander session hurt: %s", out)
 	}
 }
@@ -265,26 +228,22 @@ func TestRestartKeepsWorkspaceAndCloseRemovesContainer(t *testing.T) {
 	r := newRuntime(t, docker.Config{})
 	k := start(t, r, kernel.Limits{})
 	id := containerOf(t, r, k)
-	k.py(t, "v = 1; open('kept.txt','w').write('k')")
+	k.Run(t, "v = 1; open('kept.txt','w').write('k')")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	k.c.Close()
-	if err := k.sb.Restart(ctx); err != nil {
+	k.Client.Close()
+	if err := k.Sandbox.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c, err := kernel.Dial(ctx, k.sb.Connection(), kernel.Config{}, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	k2 := kern{k.sb, c}
-	if _, ename := k2.py(t, "v"); ename != "NameError" {
+	k2 := k
+	k2.Reconnect(t)
+	if _, ename := k2.Run(t, "v"); ename != "NameError" {
 		t.Fatal("variables survived restart")
 	}
-	if out, _ := k2.py(t, "print(open('kept.txt').read())"); strings.TrimSpace(out) != "k" {
+	if out, _ := k2.Run(t, "print(open('kept.txt').read())"); strings.TrimSpace(out) != "k" {
 		t.Fatalf("workspace lost: %q", out)
 	}
-	if err := k.sb.Close(ctx); err != nil {
+	if err := k.Sandbox.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
 	cli, _ := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
@@ -292,7 +251,7 @@ func TestRestartKeepsWorkspaceAndCloseRemovesContainer(t *testing.T) {
 	if _, err := cli.ContainerInspect(ctx, id); !client.IsErrNotFound(err) {
 		t.Fatalf("container still exists after Close: %v", err)
 	}
-	if _, err := os.Stat(k.sb.Workspace()); !os.IsNotExist(err) {
+	if _, err := os.Stat(k.Sandbox.Workspace()); !os.IsNotExist(err) {
 		t.Fatalf("workspace dir left behind: %v", err)
 	}
 }

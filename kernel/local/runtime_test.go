@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/kernel/kerneltest"
 	"github.com/glassroom/glassroom/kernel/local"
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
@@ -43,62 +44,23 @@ func stateDir(t *testing.T) string {
 	return d
 }
 
-type kern struct {
-	sb kernel.Sandbox
-	c  *kernel.Client
-}
+type kern = kerneltest.Kernel
 
 var seq int
 
 func start(t *testing.T, r *local.Runtime) kern {
 	t.Helper()
 	seq++
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	sb, err := r.Start(ctx, kernel.Spec{ID: "test-session-" + strings.Repeat("0", 3) + string(rune('a'+seq))})
-	if err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	t.Cleanup(func() { sb.Close(context.Background()) })
-	c, err := kernel.Dial(ctx, sb.Connection(), kernel.Config{}, zerolog.New(zerolog.NewTestWriter(t)))
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return kern{sb, c}
-}
-
-// py runs code and returns stdout+stderr plus the error name, if any.
-func (k kern) py(t *testing.T, code string) (string, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var out strings.Builder
-	ename := ""
-	_, err := k.c.Execute(ctx, code, kernel.ExecuteOptions{}, func(ev kernel.Event) {
-		switch ev.Kind {
-		case kernel.EventStream:
-			out.WriteString(ev.Text)
-		case kernel.EventResult:
-			out.Write(ev.Data["text/plain"])
-		case kernel.EventError:
-			ename = ev.EName
-			out.WriteString(ev.EName + ": " + ev.EValue)
-		}
-	})
-	if err != nil {
-		t.Fatalf("execute %q: %v", code, err)
-	}
-	return out.String(), ename
+	return kerneltest.Start(t, r, kernel.Spec{ID: "test-session-" + strings.Repeat("0", 3) + string(rune('a'+seq))})
 }
 
 func TestSandboxedKernelRuns(t *testing.T) {
 	k := start(t, newRuntime(t, local.Config{}))
-	k.py(t, "x = 41")
-	if out, _ := k.py(t, "x + 1"); out != `"42"` {
+	k.Run(t, "x = 41")
+	if out, _ := k.Run(t, "x + 1"); out != `"42"` {
 		t.Fatalf("x + 1 = %s", out)
 	}
-	out, _ := k.py(t, "import os, numpy, pandas, matplotlib; print(os.getcwd(), os.getuid())")
+	out, _ := k.Run(t, "import os, numpy, pandas, matplotlib; print(os.getcwd(), os.getuid())")
 	if strings.TrimSpace(out) != "/workspace 1000" {
 		t.Fatalf("cwd/uid: %q", out)
 	}
@@ -119,7 +81,7 @@ func TestNoNetwork(t *testing.T) {
 	}()
 	port := l.Addr().(*net.TCPAddr).Port
 	k := start(t, newRuntime(t, local.Config{}))
-	out, _ := k.py(t, `import socket
+	out, _ := k.Run(t, `import socket
 try:
     socket.create_connection(("127.0.0.1", `+itoa(port)+`), timeout=2); print("CONNECTED")
 except OSError as e:
@@ -157,7 +119,7 @@ func TestReadOnlySystem(t *testing.T) {
 	home, _ := os.UserHomeDir()
 	k := start(t, newRuntime(t, local.Config{}))
 	for _, p := range []string{"/usr/glassroom-probe", "/etc/glassroom-probe", filepath.Join(home, "glassroom-probe"), "/glassroom-probe"} {
-		out, ename := k.py(t, "open("+quote(p)+", 'w').write('x')")
+		out, ename := k.Run(t, "open("+quote(p)+", 'w').write('x')")
 		if ename == "" {
 			t.Errorf("write to %s succeeded: %s", p, out)
 		}
@@ -166,19 +128,19 @@ func TestReadOnlySystem(t *testing.T) {
 			t.Errorf("%s appeared on the host", p)
 		}
 	}
-	out, _ := k.py(t, "import os; print(sorted(os.listdir('/etc')))")
+	out, _ := k.Run(t, "import os; print(sorted(os.listdir('/etc')))")
 	if strings.Contains(out, "shadow") || strings.Contains(out, "ssh") {
 		t.Fatalf("host /etc exposed: %s", out)
 	}
-	out, _ = k.py(t, "print(open('/proc/self/status').read().split('CapEff:')[1].split()[0])")
+	out, _ = k.Run(t, "print(open('/proc/self/status').read().split('CapEff:')[1].split()[0])")
 	if strings.TrimSpace(out) != "0000000000000000" {
 		t.Fatalf("CapEff = %s", out)
 	}
 	// The workspace and /tmp are writable.
-	if out, ename := k.py(t, "open('/tmp/a','w').write('x'); open('w.txt','w').write('y')"); ename != "" {
+	if out, ename := k.Run(t, "open('/tmp/a','w').write('x'); open('w.txt','w').write('y')"); ename != "" {
 		t.Fatalf("workspace not writable: %s", out)
 	}
-	if b, err := os.ReadFile(filepath.Join(k.sb.Workspace(), "w.txt")); err != nil || string(b) != "y" {
+	if b, err := os.ReadFile(filepath.Join(k.Sandbox.Workspace(), "w.txt")); err != nil || string(b) != "y" {
 		t.Fatalf("workspace file not on host side: %v %q", err, b)
 	}
 }
@@ -188,8 +150,8 @@ func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'
 func TestSessionsAreIsolated(t *testing.T) {
 	r := newRuntime(t, local.Config{})
 	a, b := start(t, r), start(t, r)
-	a.py(t, "open('secret.txt','w').write('a-only')")
-	out, _ := b.py(t, `import os
+	a.Run(t, "open('secret.txt','w').write('a-only')")
+	out, _ := b.Run(t, `import os
 print(os.listdir('.'))
 hits = []
 for root in ['/run', '/tmp', '/workspace', '/proc']:
@@ -201,29 +163,29 @@ print(hits)`)
 		t.Fatalf("session b sees a's workspace: %s", out)
 	}
 	// Variables are not shared either.
-	a.py(t, "shared = 1")
-	if _, ename := b.py(t, "shared"); ename != "NameError" {
+	a.Run(t, "shared = 1")
+	if _, ename := b.Run(t, "shared"); ename != "NameError" {
 		t.Fatalf("variable leaked across sessions")
 	}
 }
 
 func TestLimits(t *testing.T) {
 	k := start(t, newRuntime(t, local.Config{Defaults: kernel.Limits{MemoryMB: 1024, Pids: 64, WorkspaceMB: 16}}))
-	out, _ := k.py(t, "import resource as r; print(r.getrlimit(r.RLIMIT_AS)[0]>>20, r.getrlimit(r.RLIMIT_NPROC)[0], r.getrlimit(r.RLIMIT_NOFILE)[0], r.getrlimit(r.RLIMIT_FSIZE)[0]>>20)")
+	out, _ := k.Run(t, "import resource as r; print(r.getrlimit(r.RLIMIT_AS)[0]>>20, r.getrlimit(r.RLIMIT_NPROC)[0], r.getrlimit(r.RLIMIT_NOFILE)[0], r.getrlimit(r.RLIMIT_FSIZE)[0]>>20)")
 	if strings.TrimSpace(out) != "1024 64 1024 1024" {
 		t.Fatalf("rlimits: %q", out)
 	}
-	if _, ename := k.py(t, "b = bytearray(2 << 30)"); ename != "MemoryError" {
+	if _, ename := k.Run(t, "b = bytearray(2 << 30)"); ename != "MemoryError" {
 		t.Fatalf("allocating past the address-space limit gave %q", ename)
 	}
 	if os.Geteuid() == 0 {
-		out, ename := k.py(t, "open('big','wb').write(b'x' * (32 << 20))")
+		out, ename := k.Run(t, "open('big','wb').write(b'x' * (32 << 20))")
 		if ename != "OSError" || !strings.Contains(out, "No space left") {
 			t.Fatalf("workspace quota not enforced: %s %s", ename, out)
 		}
 	}
 	// A fork bomb is stopped by the process limit and the kernel survives.
-	out, _ = k.py(t, `import os
+	out, _ = k.Run(t, `import os
 n = 0
 try:
     for i in range(500):
@@ -235,7 +197,7 @@ except OSError as e:
 	if !strings.Contains(out, "stopped") {
 		t.Fatalf("fork bomb not stopped: %s", out)
 	}
-	if out, _ := k.py(t, "1+1"); out != `"2"` {
+	if out, _ := k.Run(t, "1+1"); out != `"2"` {
 		t.Fatalf("kernel unusable after fork bomb: %s", out)
 	}
 }
@@ -258,10 +220,10 @@ func TestSymlinkInSocketDirIsRefused(t *testing.T) {
 			accepted <- struct{}{}
 		}
 	}()
-	k.py(t, "import os; os.unlink('/run/glassroom/ipc/k-1'); os.symlink("+quote(hostSock)+", '/run/glassroom/ipc/k-1')")
+	k.Run(t, "import os; os.unlink('/run/glassroom/ipc/k-1'); os.symlink("+quote(hostSock)+", '/run/glassroom/ipc/k-1')")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err = kernel.Dial(ctx, k.sb.Connection(), kernel.Config{}, zerolog.Nop())
+	_, err = kernel.Dial(ctx, k.Sandbox.Connection(), kernel.Config{}, zerolog.Nop())
 	if !errors.Is(err, kernel.ErrSymlink) {
 		t.Fatalf("dial through planted symlink: want ErrSymlink, got %v", err)
 	}
@@ -274,37 +236,32 @@ func TestSymlinkInSocketDirIsRefused(t *testing.T) {
 
 func TestDeathAndRestart(t *testing.T) {
 	k := start(t, newRuntime(t, local.Config{}))
-	k.py(t, "v = 1")
+	k.Run(t, "v = 1")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := k.c.Execute(ctx, "import os; os._exit(3)", kernel.ExecuteOptions{}, nil)
+	_, err := k.Client.Execute(ctx, "import os; os._exit(3)", kernel.ExecuteOptions{}, nil)
 	if !errors.Is(err, kernel.ErrDead) {
 		t.Fatalf("want dead, got %v", err)
 	}
 	select {
-	case <-k.sb.Exited():
+	case <-k.Sandbox.Exited():
 	case <-time.After(5 * time.Second):
 		t.Fatal("sandbox did not report exit")
 	}
-	if !strings.Contains(k.sb.ExitReason(), "exit status 3") {
-		t.Fatalf("exit reason %q", k.sb.ExitReason())
+	if !strings.Contains(k.Sandbox.ExitReason(), "exit status 3") {
+		t.Fatalf("exit reason %q", k.Sandbox.ExitReason())
 	}
-	os.WriteFile(filepath.Join(k.sb.Workspace(), "kept.txt"), []byte("k"), 0o644)
-	if err := k.sb.Restart(ctx); err != nil {
+	os.WriteFile(filepath.Join(k.Sandbox.Workspace(), "kept.txt"), []byte("k"), 0o644)
+	if err := k.Sandbox.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c, err := kernel.Dial(ctx, k.sb.Connection(), kernel.Config{}, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	k2 := kern{k.sb, c}
-	if _, ename := k2.py(t, "v"); ename != "NameError" {
+	k2 := k
+	k2.Reconnect(t)
+	if _, ename := k2.Run(t, "v"); ename != "NameError" {
 		t.Fatal("variables survived restart")
 	}
-	if out, _ := k2.py(t, "print(open('kept.txt').read())"); strings.TrimSpace(out) != "k" {
-		out2, _ := k2.py(t, "print(open('kept.txt').read())")
-		t.Fatalf("workspace lost on restart: %q (again: %q)", out, out2)
+	if out, _ := k2.Run(t, "print(open('kept.txt').read())"); strings.TrimSpace(out) != "k" {
+		t.Fatalf("workspace lost on restart: %q", out)
 	}
 }
 
@@ -312,12 +269,12 @@ func TestCloseRemovesEverything(t *testing.T) {
 	state := stateDir(t)
 	r := newRuntime(t, local.Config{StateDir: state})
 	k := start(t, r)
-	k.c.Close()
+	k.Client.Close()
 	uid := sandboxUID(t, k)
 	if len(livePids(uid)) == 0 {
 		t.Fatal("no kernel process found before close")
 	}
-	if err := k.sb.Close(context.Background()); err != nil {
+	if err := k.Sandbox.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	entries, _ := os.ReadDir(state)
@@ -337,7 +294,7 @@ func sandboxUID(t *testing.T, k kern) uint32 {
 		t.Skip("per-sandbox uids need root")
 	}
 	var st syscall.Stat_t
-	if err := syscall.Stat(k.sb.Workspace(), &st); err != nil {
+	if err := syscall.Stat(k.Sandbox.Workspace(), &st); err != nil {
 		t.Fatal(err)
 	}
 	return st.Uid
