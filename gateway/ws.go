@@ -96,13 +96,26 @@ func (s *Server) websocket(c echo.Context) error {
 	out := make(chan any, 64)     // frames for the writer besides events
 	resume := make(chan int64, 1) // resubscribe requests for the writer
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return s.wsRead(gctx, conn, sess, out, resume) })
-	g.Go(func() error {
+	g.Go(func() (err error) {
+		defer s.recoverWS(&err)
+		return s.wsRead(gctx, conn, sess, out, resume)
+	})
+	g.Go(func() (err error) {
+		defer s.recoverWS(&err)
 		defer conn.Close() // unblocks the reader
 		return s.wsWrite(gctx, conn, sess, since, out, resume)
 	})
 	_ = g.Wait()
 	return nil
+}
+
+// recoverWS turns a panic in a WebSocket goroutine into an error that ends
+// this connection only.
+func (s *Server) recoverWS(err *error) {
+	if r := recover(); r != nil {
+		s.log.Error().Interface("panic", r).Msg("websocket handler panicked")
+		*err = wsError("internal error")
+	}
 }
 
 // wsRead owns the connection's reading side.

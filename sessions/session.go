@@ -349,6 +349,14 @@ func (e *ExitError) Error() string { return "kernel process exited: " + e.Reason
 // worker owns the kernel: it runs executions and restarts.
 func (s *Session) worker() {
 	defer s.wg.Done()
+	defer func() {
+		// A bug must cost this session, never the gateway.
+		if r := recover(); r != nil {
+			s.log.Error().Interface("panic", r).Msg("session worker panicked; session is dead")
+			s.setState(StateDead, "internal error")
+			s.drain()
+		}
+	}()
 	for {
 		c := s.kernelClient()
 		select {
