@@ -49,6 +49,7 @@ bench: deps
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./kernel/
+	$(GO) test -run '^$$' -fuzz FuzzGuard -fuzztime 60s ./kernel/
 
 COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 compose: build image

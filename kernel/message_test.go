@@ -188,3 +188,22 @@ func TestGuardedDialRefusesSymlink(t *testing.T) {
 		t.Fatalf("real socket refused: %v", err)
 	}
 }
+
+// FuzzGuard feeds arbitrary byte streams, in arbitrary chunks, to the frame
+// guard: it must never panic, and must reject any declared frame over the limit.
+func FuzzGuard(f *testing.F) {
+	f.Add(append(make([]byte, 64), frameHeader(0, 3)...), uint8(7))
+	f.Add(append(make([]byte, 64), frameHeader(flagLong, 1<<40)...), uint8(1))
+	f.Fuzz(func(t *testing.T, stream []byte, chunk uint8) {
+		g := newGuardConn(nil)
+		step := int(chunk%16) + 1
+		for i := 0; i < len(stream); i += step {
+			if err := g.scan(stream[i:min(i+step, len(stream))]); err != nil {
+				return
+			}
+		}
+		if g.state == stBody && g.bodyLeft > MaxFrameBytes {
+			t.Fatalf("accepted a frame of %d bytes", g.bodyLeft)
+		}
+	})
+}
