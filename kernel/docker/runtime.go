@@ -356,7 +356,7 @@ func (s *sandbox) create(ctx context.Context, env map[string]string) error {
 	envList := []string{
 		"HOME=" + sandboxWork, "USER=sandbox", "LOGNAME=sandbox", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1",
 		"MPLBACKEND=module://matplotlib_inline.backend_inline", "MPLCONFIGDIR=/tmp/matplotlib",
-		"IPYTHONDIR=/tmp/ipython", // history stays out of the workspace
+		"IPYTHONDIR=/tmp/ipython", "XDG_CACHE_HOME=/tmp/cache", // history and caches stay out of the workspace
 		"OPENBLAS_NUM_THREADS=" + strconv.Itoa(max(1, int(s.limits.CPUs))), "PYDEVD_DISABLE_FILE_VALIDATION=1",
 	}
 	for k, v := range env {

@@ -395,6 +395,7 @@ func (s *sandbox) command(connFile string) *exec.Cmd {
 		"MPLBACKEND":                     "module://matplotlib_inline.backend_inline",
 		"MPLCONFIGDIR":                   "/tmp/matplotlib",
 		"IPYTHONDIR":                     "/tmp/ipython", // history stays out of the workspace
+		"XDG_CACHE_HOME":                 "/tmp/cache",   // so do font and other caches
 		"PYTHONDONTWRITEBYTECODE":        "1",
 		"OPENBLAS_NUM_THREADS":           "1",
 		"PYDEVD_DISABLE_FILE_VALIDATION": "1",

@@ -64,6 +64,11 @@ func TestSandboxedKernelRuns(t *testing.T) {
 	if strings.TrimSpace(out) != "/workspace 1000" {
 		t.Fatalf("cwd/uid: %q", out)
 	}
+	// Caches and history go to /tmp: the workspace holds only user files.
+	k.Run(t, "import matplotlib.pyplot as plt; plt.plot([1, 2]); plt.show(); get_ipython().system('true')")
+	if ents, _ := os.ReadDir(k.Sandbox.Workspace()); len(ents) != 0 {
+		t.Fatalf("workspace not empty after a plot: %v", ents)
+	}
 }
 
 func TestNoNetwork(t *testing.T) {
