@@ -39,7 +39,8 @@
     ws: null,
     wsOpen: false,
     wsGen: 0,
-    lastSeq: 0,
+    lastSeq: 0, // seq of the last stream event handled
+    streamFloor: null, // where this page's stream began; null before the first connection
     backoff: BACKOFF_MIN_MS,
     reconnectTimer: 0,
     pollTimer: 0,
@@ -379,6 +380,7 @@
     state.session = s;
     state.kernelState = s.state || 'starting';
     state.lastSeq = 0;
+    state.streamFloor = null;
     state.backoff = BACKOFF_MIN_MS;
     state.filesDir = '';
     lsSet(LS_LAST_SESSION, s.id);
@@ -580,7 +582,13 @@
     clearTimeout(state.reconnectTimer);
     var gen = ++state.wsGen;
     var proto = window.location.protocol === 'https:' ? 'wss:' : 'ws:';
+    // The first connection starts at the live end of the stream: older
+    // events belong to executions this page does not know. After a drop, ask
+    // for every event after the last one handled, so that output produced
+    // while disconnected is not lost.
     var url = proto + '//' + window.location.host + sessPath('/ws') + '?token=' + encodeURIComponent(state.token);
+    if (state.streamFloor !== null) url += '&since=' + Math.max(state.lastSeq, state.streamFloor);
+    var first = true;
     var ws;
     try {
       ws = new WebSocket(url);
@@ -593,7 +601,6 @@
       if (gen !== state.wsGen) return;
       state.wsOpen = true;
       state.backoff = BACKOFF_MIN_MS;
-      ws.send(JSON.stringify({ type: 'resume', since: state.lastSeq }));
       var pending = state.outbox;
       state.outbox = [];
       pending.forEach(function (f) {
@@ -610,6 +617,18 @@
         ev = JSON.parse(m.data);
       } catch (_) {
         return;
+      }
+      if (first) {
+        first = false;
+        // The server opens with a snapshot of the kernel state. Its seq is
+        // the stream's position when it was taken, not an event of the
+        // stream: events up to it may still follow (replayed after a drop),
+        // so it must not advance lastSeq or they would be dropped.
+        if (ev && !Array.isArray(ev) && ev.type === 'kernel') {
+          if (state.streamFloor === null) state.streamFloor = typeof ev.seq === 'number' ? ev.seq : 0;
+          setKernelState(ev.state, null);
+          return;
+        }
       }
       if (Array.isArray(ev)) ev.forEach(safeHandleEvent);
       else safeHandleEvent(ev);
@@ -683,6 +702,7 @@
     switch (ev.type) {
       case 'kernel':
         setKernelState(ev.state, ev.reason);
+        if (ev.state === 'busy') onExecutionStarted();
         return;
       case 'file':
         scheduleFilesRefresh();
@@ -701,7 +721,31 @@
     onExecEvent(cell, ev);
   }
 
+  // The kernel goes busy once per execution it starts, in the order they
+  // were queued; the server sends no per-execution "started" event, and a
+  // cell that prints nothing (a long loop) would otherwise look queued until
+  // it ends. The first of our waiting cells that has no execution ahead of
+  // it is the one that started; the others move up one place.
+  function onExecutionStarted() {
+    var started = false;
+    state.execs.forEach(function (cell, id) {
+      if (cell.execId !== id || cell.status !== 'queued') return;
+      if (cell.queuePos != null && cell.queuePos > 1) {
+        cell.queuePos--;
+      } else if (!started) {
+        started = true;
+        cell.status = 'running';
+        cell.queuePos = null;
+      } else {
+        return;
+      }
+      renderCellStatus(cell);
+    });
+  }
+
   function onExecEvent(cell, ev) {
+    if (ev.type === 'queued' && cell.status === 'running') return; // raced with its start
+    if (cell.clearPending && OUTPUT_EVENTS[ev.type]) clearOutputs(cell);
     if (ev.type !== 'queued') {
       cell.gotEvents = true;
       if (cell.status === 'queued') {
@@ -746,12 +790,19 @@
       case 'input_request':
         showInputRequest(cell, ev);
         break;
+      case 'clear_output':
+        // wait: clear when the next output arrives (no flicker).
+        if (ev.wait) cell.clearPending = true;
+        else clearOutputs(cell);
+        break;
       case 'done':
         finishCell(cell, ev);
         break;
     }
     scheduleSave();
   }
+
+  var OUTPUT_EVENTS = { stream: true, display: true, result: true, error: true, input_request: true };
 
   function onRejected(ev) {
     var msg = 'Rejected' + (ev.code ? ' (' + ev.code + ')' : '') + ': ' + (ev.message || 'bad request');
@@ -781,6 +832,7 @@
       startedAt: 0,
       queuePos: null,
       gotEvents: false,
+      clearPending: false,
       lastDuration: null,
       lastStatus: null,
       el: null
@@ -1043,6 +1095,7 @@
     cell.execId = null;
     cell.status = 'idle';
     cell.queuePos = null;
+    cell.clearPending = false;
     if (typeof ev.execution_count === 'number') cell.executionCount = ev.execution_count;
     cell.lastDuration = typeof ev.duration_ms === 'number' ? ev.duration_ms : performance.now() - cell.startedAt;
     cell.lastStatus = ev.status ? String(ev.status) : 'ok';
@@ -1068,6 +1121,7 @@
     cell.execId = null;
     cell.status = 'idle';
     cell.queuePos = null;
+    cell.clearPending = false;
     cancelPendingInputs(cell);
     if (note) addOutput(cell, { output_type: 'notice', cls: 'output-notice status-died', text: note });
     renderCellStatus(cell);
@@ -1260,6 +1314,7 @@
   }
 
   function clearOutputs(cell) {
+    cell.clearPending = false;
     dropDisplays(cell);
     cell.outputs = [];
     clear(cell.el.outputs);
