@@ -213,8 +213,10 @@ func (s *Server) wsWrite(ctx context.Context, conn *websocket.Conn, sess *sessio
 		_ = conn.SetWriteDeadline(time.Now().Add(wsWriteTimeout))
 		return conn.WriteJSON(v)
 	}
+	// A snapshot of the kernel state; its seq is where this stream resumes
+	// from (every later event has a larger one).
 	info := sess.Info()
-	if err := write(sessions.Event{Seq: sess.LastSeq(), Type: sessions.EventKernel, State: string(info.State)}); err != nil {
+	if err := write(sessions.Event{Seq: since, Type: sessions.EventKernel, State: string(info.State)}); err != nil {
 		return err
 	}
 	lastSent := since

@@ -41,6 +41,7 @@ type Event struct {
 // Event types.
 const (
 	EventQueued        = "queued"
+	EventStarted       = "started"
 	EventStream        = "stream"
 	EventDisplay       = "display"
 	EventUpdateDisplay = "update_display"

@@ -85,6 +85,7 @@ func (s *Session) run(j *job) {
 	s.mu.Lock()
 	s.current = j
 	s.lastActive = start
+	s.hub.publish(Event{Type: EventStarted, ID: j.req.ID})
 	s.mu.Unlock()
 	s.setState(StateBusy, "")
 	defer func() {

@@ -250,6 +250,10 @@ func (s *Session) enqueue(req ExecRequest, collect bool) (*job, error) {
 	if s.ctx.Err() != nil {
 		return nil, ErrClosed
 	}
+	// s.mu is held across the hand-off so the worker cannot publish this
+	// job's "started" before its "queued".
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	pos := int(s.queued.Add(1))
 	select {
 	case s.queue <- j:
@@ -257,11 +261,8 @@ func (s *Session) enqueue(req ExecRequest, collect bool) (*job, error) {
 		s.queued.Add(-1)
 		return nil, fmt.Errorf("%w: %d executions waiting", ErrQueueFull, cap(s.queue))
 	}
-	s.Touch()
-	s.mu.Lock()
-	busy := s.current != nil
-	s.mu.Unlock()
-	if busy || pos > 1 {
+	s.lastActive = time.Now()
+	if s.current != nil || pos > 1 {
 		s.hub.publish(Event{Type: EventQueued, ID: req.ID, Position: ptr(pos)})
 	}
 	return j, nil
