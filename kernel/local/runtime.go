@@ -136,6 +136,8 @@ func New(cfg Config, log zerolog.Logger) (*Runtime, error) {
 		if err := checkTraversable(cfg.StateDir); err != nil {
 			return nil, err
 		}
+	} else {
+		r.log.Warn().Msg("not running as root: sandboxes share the gateway's uid (RLIMIT_NPROC is shared) and workspaces have no size limit")
 	}
 	r.reconcile()
 	return r, nil
