@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -37,6 +38,7 @@ type env struct {
 	t   *testing.T
 	url string
 	mgr *sessions.Manager
+	rt  sessions.Runtime
 }
 
 type runtimeFactory func(t *testing.T) sessions.Runtime
@@ -85,7 +87,7 @@ func dockerWith(t *testing.T, oci string, uidBase int) sessions.Runtime {
 		Instance: "gw-test-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36), StateDir: dir, UIDBase: uidBase, OCIRuntime: oci,
 	}
 	if oci == "runsc" {
-		cfg.Defaults.Pids, cfg.Max.Pids = 512, 1024
+		cfg.Defaults.Pids, cfg.Max.Pids = 1024, 2048
 	}
 	rt, err := docker.New(context.Background(), cfg, zerolog.Nop())
 	if err != nil {
@@ -129,7 +131,7 @@ func newEnv(t *testing.T, rt sessions.Runtime, cfg sessions.Config) *env {
 		<-done
 		mgr.Close(context.Background())
 	})
-	return &env{t: t, url: hs.URL, mgr: mgr}
+	return &env{t: t, url: hs.URL, mgr: mgr, rt: rt}
 }
 
 // call does one request and decodes the JSON response into out (if non-nil).
@@ -376,6 +378,26 @@ func TestBehaviour(t *testing.T) {
 			t.Run("code interpreter flow with files", func(t *testing.T) { fileFlow(t, e, s.ID) })
 			t.Run("file attacks fail and change nothing", func(t *testing.T) { fileAttacks(t, e, s.ID) })
 			if strings.HasPrefix(name, "docker") {
+				t.Run("container killed from outside reports died, then recovers", func(t *testing.T) {
+					victim := e.create(keyA, nil)
+					w := e.ws(keyA, victim.ID, "")
+					w.send(map[string]any{"type": "execute", "id": "k1", "code": "import time; time.sleep(60)"})
+					w.until(func(ev frame) bool { return ev.Type == "started" && ev.ID == "k1" })
+					name := e.rt.(*docker.Runtime).ContainerName(victim.ID)
+					if out, err := exec.Command("docker", "kill", name).CombinedOutput(); err != nil {
+						t.Fatalf("docker kill: %v %s", err, out)
+					}
+					evs := w.until(doneFor("k1"))
+					if d := evs[len(evs)-1]; d.Status != "died" || !strings.Contains(d.Reason, "exit code 137") {
+						t.Fatalf("want died with exit code 137, got %+v", d)
+					}
+					if x := e.exec(keyA, victim.ID, "1 + 1", 0); x.Status != "ok" {
+						t.Fatalf("not recovered after kill: %+v", x)
+					}
+					if x := e.exec(keyA, s.ID, "1 + 1", 0); x.Status != "ok" {
+						t.Fatalf("other session hurt: %+v", x)
+					}
+				})
 				t.Run("memory past the limit reports died with OOM, then recovers", func(t *testing.T) {
 					small := e.create(keyA, map[string]any{"limits": map[string]any{"memory_mb": 256}})
 					x := e.exec(keyA, small.ID, "b = []\nwhile True: b.append(bytearray(16 << 20))", 0)

@@ -96,7 +96,7 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.Int64Var(&o.gw.MaxUploadBytes, "max-upload-bytes", 100<<20, "largest file upload")
 	fs.IntVar(&o.lim.MemoryMB, "memory-mb", 2048, "default kernel memory (MB)")
 	fs.IntVar(&o.max.MemoryMB, "max-memory-mb", 8192, "largest kernel memory a session may ask for (MB)")
-	fs.IntVar(&o.lim.Pids, "pids", 128, "default process/thread limit")
+	fs.IntVar(&o.lim.Pids, "pids", 128, "default process/thread limit (use 1024 or more with --docker-runtime runsc)")
 	fs.IntVar(&o.max.Pids, "max-pids", 1024, "largest process limit a session may ask for")
 	fs.Float64Var(&o.lim.CPUs, "cpus", 1, "default CPU quota in cores (docker)")
 	fs.Float64Var(&o.max.CPUs, "max-cpus", 2, "largest CPU quota a session may ask for")
