@@ -401,7 +401,13 @@ func TestBehaviour(t *testing.T) {
 				t.Run("memory past the limit reports died with OOM, then recovers", func(t *testing.T) {
 					small := e.create(keyA, map[string]any{"limits": map[string]any{"memory_mb": 256}})
 					x := e.exec(keyA, small.ID, "b = []\nwhile True: b.append(bytearray(16 << 20))", 0)
-					if x.Status != "died" || !strings.Contains(x.Reason, "OOMKilled") || !x.StateLost {
+					oom := strings.Contains(x.Reason, "OOMKilled")
+					if name == "docker-runsc" {
+						// gVisor: the OOM kills the whole sandbox and Docker
+						// does not always see the OOM event (documented).
+						oom = oom || strings.Contains(x.Reason, "exit code 137")
+					}
+					if x.Status != "died" || !oom || !x.StateLost {
 						t.Fatalf("want died/OOMKilled, got %+v", x)
 					}
 					if x := e.exec(keyA, small.ID, "1 + 1", 0); x.Status != "ok" {
