@@ -52,6 +52,10 @@ func toAPIError(err error) *apiError {
 		return newError(http.StatusNotFound, "file_not_found", "%s", publicMessage(err))
 	case errors.Is(err, workspace.ErrIsDir), errors.Is(err, workspace.ErrNotDir), errors.Is(err, workspace.ErrExists):
 		return newError(http.StatusConflict, "file_conflict", "%s", publicMessage(err))
+	case errors.Is(err, workspace.ErrClosed):
+		return newError(http.StatusNotFound, "not_found", "session not found")
+	case errors.Is(err, workspace.ErrBusy):
+		return newError(http.StatusConflict, "file_busy", "%s", publicMessage(err))
 	case errors.Is(err, workspace.ErrFull):
 		return newError(http.StatusInsufficientStorage, "workspace_full", "the workspace is full (its size is limited); delete files and retry")
 	case errors.Is(err, sessions.ErrNotFound):

@@ -21,6 +21,8 @@ var (
 	ErrSymlink  = errors.New("workspace: path crosses a symlink")
 	ErrFull     = errors.New("workspace: no space left in the workspace")
 	ErrExists   = errors.New("workspace: a directory is in the way")
+	ErrBusy     = errors.New("workspace: the file is locked by the session's code")
+	ErrClosed   = errors.New("workspace: closed (the session ended)")
 )
 
 // Clean validates a client-supplied relative path and returns it in

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"sort"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -18,8 +19,15 @@ import (
 // use; Close releases the directory descriptor.
 type Root struct {
 	dir      string
-	fd       int
 	uid, gid int // owner of the workspace; created files are given to it
+
+	// mu guards fd against Close: every use of fd holds it for reading for
+	// one syscall and works on descriptors of its own afterwards, so a
+	// closed fd number (soon reused, perhaps for another session's
+	// workspace) is never used, and Close never waits for slow I/O.
+	mu     sync.RWMutex
+	fd     int
+	closed bool
 }
 
 // Open opens the workspace at dir, which the caller trusts (it created it).
@@ -37,7 +45,25 @@ func Open(dir string) (*Root, error) {
 }
 
 // Close releases the root.
-func (r *Root) Close() error { return unix.Close(r.fd) }
+func (r *Root) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	return unix.Close(r.fd)
+}
+
+// openat2 resolves p against the root descriptor, if the root is open.
+func (r *Root) openat2(p string, how *unix.OpenHow) (int, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed {
+		return -1, ErrClosed
+	}
+	return unix.Openat2(r.fd, p, how)
+}
 
 // resolve opens p beneath the root without following any symlink.
 func (r *Root) resolve(p string, flags uint64, mode uint64) (int, error) {
@@ -50,9 +76,12 @@ func (r *Root) resolve(p string, flags uint64, mode uint64) (int, error) {
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
 	}
 	for {
-		fd, err := unix.Openat2(r.fd, p, how)
-		if err == unix.EINTR || err == unix.EAGAIN {
-			continue
+		fd, err := r.openat2(p, how)
+		if err == unix.EINTR || (err == unix.EAGAIN && flags&unix.O_PATH != 0) {
+			continue // EAGAIN without O_PATH is a lease held by the code: fail, never spin
+		}
+		if errors.Is(err, ErrClosed) {
+			return -1, err
 		}
 		if err != nil {
 			return -1, mapErr(p, err)
@@ -75,6 +104,8 @@ func mapErr(p string, err error) error {
 		return fmt.Errorf("%w: %s", ErrFull, p)
 	case errors.Is(err, unix.EEXIST):
 		return fmt.Errorf("%w: %s", ErrExists, p)
+	case errors.Is(err, unix.EAGAIN):
+		return fmt.Errorf("%w: %s", ErrBusy, p)
 	}
 	return fmt.Errorf("workspace: %s: %w", p, err)
 }
@@ -109,7 +140,7 @@ func (r *Root) OpenFile(p string) (*os.File, os.FileInfo, error) {
 // mkdirs opens directory dir (creating missing parents, owned by the
 // workspace owner) and returns its descriptor.
 func (r *Root) mkdirs(dir string) (int, error) {
-	fd, err := unix.Dup(r.fd)
+	fd, err := r.resolve("", unix.O_PATH|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return -1, err
 	}

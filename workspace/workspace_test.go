@@ -231,3 +231,29 @@ func TestWatcher(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestClosedRootNeverTouchesAReusedDescriptor: after Close, the descriptor
+// number is free and the next Open (another session's workspace) usually
+// gets it. Calls on the closed root must fail, not write there.
+func TestClosedRootNeverTouchesAReusedDescriptor(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	ra, err := workspace.Open(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra.Close()
+	rb, err := workspace.Open(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rb.Close()
+	if _, err := ra.Write("pwned.txt", strings.NewReader("x")); !errors.Is(err, workspace.ErrClosed) {
+		t.Fatalf("write on a closed root: %v", err)
+	}
+	if _, _, err := ra.List(""); !errors.Is(err, workspace.ErrClosed) {
+		t.Fatalf("list on a closed root: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(b, "pwned.txt")); err == nil {
+		t.Fatal("closed root wrote into another workspace")
+	}
+}
