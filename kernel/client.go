@@ -24,7 +24,7 @@ type Config struct {
 	// messages (default 20 s).
 	ConnectTimeout time.Duration
 	// MaxMessageBytes drops, with a log line, any kernel message larger than
-	// this (default 32 MiB; the transport's hard ceiling is MaxMessageBytes).
+	// this (default 16 MiB; the transport's hard ceiling is MaxMessageBytes).
 	MaxMessageBytes int
 	// MessageRate is the sustained number of messages per second read from
 	// the kernel; a kernel that sends faster is slowed by backpressure
@@ -45,7 +45,7 @@ func (c Config) withDefaults() Config {
 		c.ConnectTimeout = 20 * time.Second
 	}
 	if c.MaxMessageBytes == 0 {
-		c.MaxMessageBytes = 32 << 20
+		c.MaxMessageBytes = 16 << 20
 	}
 	if c.MessageRate == 0 {
 		c.MessageRate = 5000

@@ -149,6 +149,24 @@ func TestGuardRejectsHugeFrames(t *testing.T) {
 			}
 		})
 	}
+	// Endless empty frames of one message hit the frame-count limit.
+	g0 := newGuardConn(nil)
+	g0.scan(make([]byte, 64))
+	var ferr error
+	for i := 0; i <= MaxFramesPerMessage && ferr == nil; i++ {
+		ferr = g0.scan(frameHeader(flagMore, 0))
+	}
+	if !errors.Is(ferr, ErrFrameTooLarge) {
+		t.Fatalf("empty-frame flood not stopped: %v", ferr)
+	}
+	// A message that ends resets the count.
+	g1 := newGuardConn(nil)
+	g1.scan(make([]byte, 64))
+	for i := 0; i < 3*MaxFramesPerMessage; i++ {
+		if err := g1.scan(frameHeader(0, 0)); err != nil {
+			t.Fatalf("single-frame messages rejected: %v", err)
+		}
+	}
 	// Many frames of one message, each under the frame limit, still hit the message limit.
 	g := newGuardConn(nil)
 	if err := g.scan(make([]byte, 64)); err != nil {

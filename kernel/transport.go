@@ -25,9 +25,16 @@ const (
 // declares (up to 2^63 bytes). Client.Config bounds messages further.
 const (
 	// MaxFrameBytes bounds one ZMTP frame from a kernel.
-	MaxFrameBytes = 64 << 20
-	// MaxMessageBytes bounds one multipart message from a kernel.
-	MaxMessageBytes = 96 << 20
+	MaxFrameBytes = 16 << 20
+	// MaxMessageBytes bounds one multipart message from a kernel, counting
+	// frameOverhead per frame for what zmq4 keeps for each.
+	MaxMessageBytes = 24 << 20
+	// MaxFramesPerMessage bounds the frames of one message: Jupyter
+	// messages have a few identities, six frames and their buffers. Without
+	// it, endless empty frames (2 bytes each on the wire) grow zmq4's frame
+	// slice without bound.
+	MaxFramesPerMessage = 1024
+	frameOverhead       = 64
 )
 
 // ErrSymlink is returned when a kernel socket path is not a plain socket,
@@ -124,6 +131,7 @@ type guardConn struct {
 	sizeNeed  int    // 1 or 8
 	bodyLeft  uint64 // body bytes of the current frame still to pass
 	msgBytes  uint64 // bytes of the current multipart message so far
+	msgFrames int    // frames of the current multipart message so far
 }
 
 const (
@@ -184,10 +192,11 @@ func (g *guardConn) scan(b []byte) error {
 			} else {
 				sz = binary.BigEndian.Uint64(g.size)
 			}
-			if sz > g.maxFrame || g.msgBytes+sz > g.maxMsg {
-				return fmt.Errorf("%w: frame of %d bytes", ErrFrameTooLarge, sz)
+			g.msgFrames++
+			if sz > g.maxFrame || g.msgBytes+sz+frameOverhead > g.maxMsg || g.msgFrames > MaxFramesPerMessage {
+				return fmt.Errorf("%w: frame %d of %d bytes", ErrFrameTooLarge, g.msgFrames, sz)
 			}
-			g.msgBytes += sz
+			g.msgBytes += sz + frameOverhead
 			g.bodyLeft = sz
 			g.state = stBody
 			if sz == 0 {
@@ -211,6 +220,6 @@ func (g *guardConn) scan(b []byte) error {
 func (g *guardConn) endFrame() {
 	g.state = stFlags
 	if g.flags&flagMore == 0 {
-		g.msgBytes = 0
+		g.msgBytes, g.msgFrames = 0, 0
 	}
 }
