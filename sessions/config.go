@@ -25,6 +25,7 @@ type Config struct {
 	MaxStreamBytes int // stdout+stderr kept per execution (1 MiB)
 	MaxRichBytes   int // rich output (displays, results, errors) kept per execution (10 MiB)
 	MaxCodeBytes   int // largest code of one execution (1 MiB)
+	MaxEvents      int // output events kept per execution (10000); many tiny outputs cost more than their bytes
 
 	IdleTimeout    time.Duration // a session with no activity for this long is deleted (20 min)
 	MaxIdleTimeout time.Duration // largest idle timeout a session may ask for (24 h)
@@ -64,6 +65,7 @@ func (c Config) withDefaults() Config {
 	i(&c.MaxStreamBytes, 1<<20)
 	i(&c.MaxRichBytes, 10<<20)
 	i(&c.MaxCodeBytes, 1<<20)
+	i(&c.MaxEvents, 10000)
 	d(&c.IdleTimeout, 20*time.Minute)
 	d(&c.MaxIdleTimeout, 24*time.Hour)
 	d(&c.MaxLifetime, 12*time.Hour)
@@ -90,7 +92,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("sessions: config: idle timeout %v must be within 0..%v", c.IdleTimeout, c.MaxIdleTimeout)
 	case c.MaxSessionsPerTenant > c.MaxSessions:
 		return fmt.Errorf("sessions: config: per-tenant limit %d exceeds total %d", c.MaxSessionsPerTenant, c.MaxSessions)
-	case c.MaxStreamBytes < 0 || c.MaxRichBytes < 0 || c.MaxCodeBytes < 0 || c.MaxSessions < 0 || c.QueueDepth < 0 ||
+	case c.MaxStreamBytes < 0 || c.MaxRichBytes < 0 || c.MaxCodeBytes < 0 || c.MaxEvents < 0 || c.MaxSessions < 0 || c.QueueDepth < 0 ||
 		c.BacklogEvents < 0 || c.BacklogBytes < 0 || c.SubscriberBuffer < 0 || c.InterruptGrace < 0 || c.MaxLifetime < 0:
 		return fmt.Errorf("sessions: config: negative limit")
 	}

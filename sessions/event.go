@@ -56,7 +56,11 @@ const (
 
 // size approximates the memory an event holds, for the backlog's budget.
 func (e *Event) size() int {
-	n := 128 + len(e.ID) + len(e.Text) + len(e.Data) + len(e.Metadata) + len(e.Value) + len(e.Reason) + len(e.Path)
+	n := 192 + len(e.ID) + len(e.Name) + len(e.Text) + len(e.Data) + len(e.Metadata) + len(e.DisplayID) +
+		len(e.Value) + len(e.Status) + len(e.State) + len(e.Reason) + len(e.Path) + len(e.Change)
+	if e.Prompt != nil {
+		n += len(*e.Prompt)
+	}
 	for _, t := range e.Traceback {
 		n += len(t) + 16
 	}

@@ -59,6 +59,7 @@ type job struct {
 	exec        *Execution
 	interrupted atomic.Bool // a user interrupt was sent during this job
 	ran         bool        // the job reached the kernel (worker only)
+	events      int         // kernel events seen (execute goroutine only)
 
 	streamBytes, richBytes int
 	stdout, stderr         strings.Builder
@@ -225,6 +226,12 @@ func (s *Session) finish(j *job, start time.Time, status string, reply *kernel.E
 // goroutine.
 func (s *Session) onEvent(j *job, ev kernel.Event) {
 	out := Event{ID: j.req.ID}
+	if ev.Kind != kernel.EventInputRequest { // the kernel blocks on each input request
+		if j.events++; j.events > s.cfg.MaxEvents {
+			j.exec.Truncated = true
+			return
+		}
+	}
 	switch ev.Kind {
 	case kernel.EventStream:
 		room := s.cfg.MaxStreamBytes - j.streamBytes
@@ -246,8 +253,12 @@ func (s *Session) onEvent(j *job, ev kernel.Event) {
 			}
 		}
 	case kernel.EventDisplay, kernel.EventUpdateDisplay, kernel.EventResult:
+		if len(ev.DisplayID) > maxDisplayID {
+			j.exec.Truncated = true
+			return
+		}
 		data, _ := json.Marshal(ev.Data)
-		if !s.takeRich(j, len(data)+len(ev.Metadata)) {
+		if !s.takeRich(j, len(data)+len(ev.Metadata)+len(ev.DisplayID)) {
 			return
 		}
 		out.Data, out.Metadata, out.DisplayID = data, nonNullJSON(ev.Metadata), ev.DisplayID
@@ -281,7 +292,7 @@ func (s *Session) onEvent(j *job, ev kernel.Event) {
 	case kernel.EventClearOutput:
 		out.Type, out.Wait = EventClearOutput, ev.Wait
 	case kernel.EventInputRequest:
-		out.Type, out.Prompt, out.Password = EventInputRequest, ptr(ev.Prompt), ptr(ev.Password)
+		out.Type, out.Prompt, out.Password = EventInputRequest, ptr(truncateUTF8(ev.Prompt, maxPrompt)), ptr(ev.Password)
 		s.mu.Lock()
 		s.inputPending = j.req.ID
 		s.mu.Unlock()
@@ -293,6 +304,12 @@ func (s *Session) onEvent(j *job, ev kernel.Event) {
 		j.exec.Outputs = append(j.exec.Outputs, out)
 	}
 }
+
+// Bounds on strings the kernel chooses that are not output text.
+const (
+	maxDisplayID = 256
+	maxPrompt    = 4096
+)
 
 func (s *Session) takeRich(j *job, n int) bool {
 	if j.richBytes+n > s.cfg.MaxRichBytes {

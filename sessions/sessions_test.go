@@ -328,3 +328,25 @@ func TestRuntimeFailureIsUnavailable(t *testing.T) {
 		t.Fatalf("failed creates leaked reservations: %v", err)
 	}
 }
+
+func TestHostileOutputShapesAreBounded(t *testing.T) {
+	m := newManager(t, sessions.Config{MaxEvents: 500, MaxRichBytes: 1 << 20})
+	s := create(t, m, "t")
+	// Huge display ids, many tiny outputs, a huge prompt: all bounded.
+	e := exec(t, s, `from IPython.display import display
+for i in range(5):
+    display({"text/plain": "x"}, raw=True, display_id="d" * (1 << 20))
+for i in range(3000):
+    print(i, flush=True)`, 0)
+	if !e.Truncated || len(e.Outputs) > 500 {
+		t.Fatalf("truncated=%v outputs=%d", e.Truncated, len(e.Outputs))
+	}
+	for _, o := range e.Outputs {
+		if len(o.DisplayID) > 256 {
+			t.Fatalf("display id of %d bytes kept", len(o.DisplayID))
+		}
+	}
+	if e := exec(t, s, "1 + 1", 0); e.Status != "ok" || e.Truncated {
+		t.Fatalf("next execution: %+v", e)
+	}
+}
