@@ -32,6 +32,11 @@ type Config struct {
 	MessageRate int
 	// EventBuffer is the per-request queue of undelivered events (default 256).
 	EventBuffer int
+	// IdleGrace bounds the wait for iopub's idle status once the reply has
+	// arrived: iopub is PUB/SUB, which drops messages when the subscriber
+	// falls behind, so the idle of a flooding request can be lost
+	// (default 2 s without any output of the request).
+	IdleGrace time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -53,6 +58,9 @@ func (c Config) withDefaults() Config {
 	if c.EventBuffer == 0 {
 		c.EventBuffer = 256
 	}
+	if c.IdleGrace == 0 {
+		c.IdleGrace = 2 * time.Second
+	}
 	return c
 }
 
@@ -64,7 +72,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("kernel: config: heartbeat timeout %v must exceed interval %v", c.HeartbeatTimeout, c.HeartbeatInterval)
 	case c.MaxMessageBytes < 0 || c.MaxMessageBytes > MaxMessageBytes:
 		return fmt.Errorf("kernel: config: max message bytes %d outside 1..%d", c.MaxMessageBytes, MaxMessageBytes)
-	case c.MessageRate < 0 || c.EventBuffer < 0 || c.ConnectTimeout < 0:
+	case c.MessageRate < 0 || c.EventBuffer < 0 || c.ConnectTimeout < 0 || c.IdleGrace < 0:
 		return errors.New("kernel: config: negative limit")
 	}
 	return nil
@@ -482,9 +490,19 @@ func (c *Client) Execute(ctx context.Context, code string, opts ExecuteOptions, 
 	var reply *Message
 	replies := cl.reply
 	idle := false
+	var grace <-chan time.Time // runs once the reply is in; reset by output
+	var graceTimer *time.Timer
+	defer func() {
+		if graceTimer != nil {
+			graceTimer.Stop()
+		}
+	}()
 	for reply == nil || !idle {
 		select {
 		case ev := <-cl.events:
+			if graceTimer != nil {
+				graceTimer.Reset(c.cfg.IdleGrace)
+			}
 			if ev.Kind == EventStatus {
 				idle = idle || ev.State == "idle"
 				continue
@@ -492,8 +510,13 @@ func (c *Client) Execute(ctx context.Context, code string, opts ExecuteOptions, 
 			if onEvent != nil {
 				onEvent(ev)
 			}
+		case <-grace:
+			c.log.Debug().Msg("iopub idle not seen after the reply; assuming it was dropped")
+			idle = true
 		case reply = <-replies:
 			replies = nil // received; never select it again
+			graceTimer = time.NewTimer(c.cfg.IdleGrace)
+			grace = graceTimer.C
 		case <-c.dead:
 			return nil, c.deadError()
 		case <-ctx.Done():

@@ -346,3 +346,27 @@ print("genuine")`
 		t.Fatalf("genuine output missing: %q", out)
 	}
 }
+
+// TestExecuteEndsWhenIopubDropsIdle: a slow subscriber makes the kernel's
+// PUB socket drop messages past its high-water mark, the idle status
+// included. Execute must still end, shortly after the reply.
+func TestExecuteEndsWhenIopubDropsIdle(t *testing.T) {
+	k := startBareKernel(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := kernel.Dial(ctx, k.info, kernel.Config{MessageRate: 1000}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	n := 0
+	reply, err := c.Execute(ctx, "for i in range(20000): print(i, flush=True)", kernel.ExecuteOptions{}, func(kernel.Event) { n++ })
+	if err != nil || reply.Status != "ok" {
+		t.Fatalf("execute: %v %+v after %v", err, reply, time.Since(start))
+	}
+	t.Logf("%d of 20000 outputs delivered, ended after %v", n, time.Since(start).Round(time.Millisecond))
+	if r := run(t, c, "1 + 1", kernel.ExecuteOptions{}); r.err != nil || r.first(kernel.EventResult) == nil {
+		t.Fatalf("next execute: %+v", r)
+	}
+}

@@ -224,10 +224,12 @@ func (m *Manager) reap(ctx context.Context, now time.Time) {
 			continue
 		}
 		m.log.Info().Str("session", s.id).Str("reason", reason).Msg("session expired")
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		s.close(cctx, reason)
-		cancel()
-		m.closing.Done()
+		go func() { // one slow sandbox must not hold up the others' expiry
+			defer m.closing.Done()
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			s.close(cctx, reason)
+		}()
 	}
 }
 
@@ -250,7 +252,16 @@ func (m *Manager) Close(ctx context.Context) error {
 			s.close(ctx, "gateway shutting down")
 		}()
 	}
-	wg.Wait()
-	m.closing.Wait()
-	return ctx.Err()
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		m.closing.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("sessions: close: %w (some sandboxes may still be stopping)", ctx.Err())
+	}
 }

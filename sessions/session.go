@@ -466,15 +466,17 @@ func (s *Session) close(ctx context.Context, reason string) {
 	}
 	s.mu.Unlock()
 	s.cancel()
+	// Kill the kernel first: nothing the code does can then keep the
+	// worker busy while we wait for it.
+	if err := s.sandbox.Close(ctx); err != nil {
+		s.log.Warn().Err(err).Msg("sandbox close failed")
+	}
 	s.wg.Wait()
 	s.kernelClient().Close()
 	if s.watch != nil {
 		s.watch.Close()
 	}
 	s.files.Close()
-	if err := s.sandbox.Close(ctx); err != nil {
-		s.log.Warn().Err(err).Msg("sandbox close failed")
-	}
 	s.mu.Lock()
 	s.state = StateDead
 	s.mu.Unlock()

@@ -77,7 +77,14 @@ func (w *Watcher) walk(dir string, record bool, depth int) {
 	if err != nil {
 		return
 	}
+	_, known := w.dirs[int32(wd)]
 	w.dirs[int32(wd)] = dir
+	if known {
+		// The same directory moved: it is watched already, and listing it
+		// again on every move would let the code make the gateway re-read
+		// a large tree in a loop.
+		return
+	}
 	entries, _, err := w.root.List(dir)
 	if err != nil {
 		return
@@ -100,9 +107,19 @@ func (w *Watcher) note(p string, what uint8) {
 	w.pending[p] |= what
 }
 
-// drain reads every queued event.
+// maxDrainEvents bounds the events read per drain, so code that changes
+// files in a loop cannot keep the session's worker reading forever; the
+// rest is reported as truncated.
+const maxDrainEvents = 16384
+
+// drain reads the queued events, at most maxDrainEvents.
 func (w *Watcher) drain() {
+	seen := 0
 	for {
+		if seen >= maxDrainEvents {
+			w.overflow = true
+			return
+		}
 		n, err := unix.Read(w.fd, w.buf)
 		if err != nil || n <= 0 {
 			if err != nil && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EINTR) {
@@ -117,6 +134,7 @@ func (w *Watcher) drain() {
 			ev := (*unix.InotifyEvent)(unsafe.Pointer(&w.buf[off]))
 			nameBytes := w.buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
 			off += unix.SizeofInotifyEvent + int(ev.Len)
+			seen++
 			name := string(nameBytes)
 			for i := 0; i < len(name); i++ {
 				if name[i] == 0 {
