@@ -323,6 +323,7 @@ type sandbox struct {
 	mu          sync.Mutex
 	containerID string
 	proc        *kernel.Incarnation
+	stopWait    context.CancelFunc // ends the current waiter's ContainerWait
 	closed      bool
 	wg          sync.WaitGroup // waiter goroutines
 }
@@ -434,6 +435,9 @@ func (s *sandbox) launch(ctx context.Context) error {
 	// Wait is registered before the start so no exit is missed. It is the
 	// one Docker call without a deadline: it lasts as long as the kernel.
 	wctx, wcancel := context.WithCancel(context.Background())
+	s.mu.Lock()
+	s.stopWait = wcancel // Close ends the wait even if the container could not be removed
+	s.mu.Unlock()
 	waitC, errC := s.r.cli.ContainerWait(wctx, s.containerID, container.WaitConditionNextExit)
 	sctx, cancel := context.WithTimeout(ctx, cfg.CallTimeout)
 	err = s.r.cli.ContainerStart(sctx, s.containerID, container.StartOptions{})
@@ -453,7 +457,11 @@ func (s *sandbox) launch(ctx context.Context) error {
 		case res := <-waitC:
 			inc.Exit(s.exitReason(res.StatusCode))
 		case err := <-errC:
-			inc.Exit("wait failed: " + err.Error())
+			if wctx.Err() != nil {
+				inc.Exit("sandbox closed")
+			} else {
+				inc.Exit("wait failed: " + err.Error())
+			}
 		}
 	}()
 	ctx, cancelStart := context.WithTimeout(ctx, cfg.StartTimeout)
@@ -554,13 +562,23 @@ func (s *sandbox) Close(ctx context.Context) error {
 	s.mu.Unlock()
 	var err error
 	if id != "" {
-		cctx, cancel := context.WithTimeout(ctx, s.r.cfg.CallTimeout)
-		err = s.r.cli.ContainerRemove(cctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-		cancel()
-		if client.IsErrNotFound(err) {
-			err = nil
+		// Removal must happen even if the caller's context is already
+		// cancelled (a DELETE whose client went away); one retry.
+		for try := 0; try < 2; try++ {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.r.cfg.CallTimeout)
+			err = s.r.cli.ContainerRemove(cctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+			cancel()
+			if err == nil || client.IsErrNotFound(err) {
+				err = nil
+				break
+			}
 		}
 	}
+	s.mu.Lock()
+	if s.stopWait != nil {
+		s.stopWait() // if removal failed, reconcile removes the container later
+	}
+	s.mu.Unlock()
 	s.wg.Wait()
 	removeDir(s.dir)
 	s.r.mu.Lock()

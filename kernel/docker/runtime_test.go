@@ -272,3 +272,26 @@ func TestOrphansAreReconciled(t *testing.T) {
 		t.Fatalf("orphan not removed: %v", err)
 	}
 }
+
+func TestCloseWithCancelledContextStillRemoves(t *testing.T) {
+	r := newRuntime(t, docker.Config{})
+	k := start(t, r, kernel.Limits{})
+	id := containerOf(t, r, k)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the DELETE's client went away
+	done := make(chan error, 1)
+	go func() { done <- k.Sandbox.Close(ctx) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("close: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close hung")
+	}
+	cli, _ := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	defer cli.Close()
+	if _, err := cli.ContainerInspect(context.Background(), id); !client.IsErrNotFound(err) {
+		t.Fatalf("container left behind: %v", err)
+	}
+}
