@@ -335,7 +335,11 @@ func (s *sandbox) launch(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cmd := s.command(filepath.Join(s.ipcDir(), kernel.ConnectionFileName))
+	filter, err := seccompFilter()
+	if err != nil {
+		return err
+	}
+	cmd := s.command(filepath.Join(s.ipcDir(), kernel.ConnectionFileName), filter != nil)
 	p := &process{Incarnation: kernel.NewIncarnation(host), cmd: cmd, stderr: &tailBuffer{max: 16 << 10}, pidfd: -1}
 	cmd.Stdout = p.stderr
 	cmd.Stderr = p.stderr
@@ -349,6 +353,19 @@ func (s *sandbox) launch(ctx context.Context) error {
 		infoR = r
 		defer r.Close()
 		defer w.Close()
+		if filter != nil {
+			sr, sw, err := os.Pipe()
+			if err != nil {
+				return fmt.Errorf("local: start kernel: %w", err)
+			}
+			defer sr.Close()
+			_, err = sw.Write(filter) // a few hundred bytes: fits the pipe buffer
+			sw.Close()
+			if err != nil {
+				return fmt.Errorf("local: seccomp filter: %w", err)
+			}
+			cmd.ExtraFiles = append(cmd.ExtraFiles, sr) // fd 4: bwrap --seccomp
+		}
 	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("local: start kernel: %w", err)
@@ -379,7 +396,7 @@ func (s *sandbox) launch(ctx context.Context) error {
 }
 
 // command builds prlimit -- bwrap ... -- python -m ipykernel_launcher.
-func (s *sandbox) command(connFile string) *exec.Cmd {
+func (s *sandbox) command(connFile string, seccomp bool) *exec.Cmd {
 	cfg := s.r.cfg
 	mb := func(n int) string { return strconv.FormatInt(int64(n)<<20, 10) }
 	args := []string{
@@ -435,6 +452,7 @@ func (s *sandbox) command(connFile string) *exec.Cmd {
 			"--ro-bind", filepath.Join(s.dir, "passwd"), "/etc/passwd",
 			"--ro-bind", filepath.Join(s.dir, "group"), "/etc/group",
 			"--proc", "/proc", "--dev", "/dev",
+			"--size", strconv.Itoa(64<<20), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
 			"--size", strconv.Itoa(256<<20), "--tmpfs", "/tmp",
 			"--bind", s.workDir(), sandboxWork,
 			"--bind", s.ipcDir(), sandboxIPC,
@@ -443,7 +461,11 @@ func (s *sandbox) command(connFile string) *exec.Cmd {
 			"--clearenv",
 			"--cap-drop", "ALL",
 			"--info-fd", "3",
+			"--disable-userns",
 		)
+		if seccomp {
+			b = append(b, "--seccomp", "4")
+		}
 		for k, v := range env {
 			b = append(b, "--setenv", k, v)
 		}

@@ -334,3 +334,33 @@ func TestMissingBwrap(t *testing.T) {
 		t.Fatalf("want ErrNoBwrap, got %v", err)
 	}
 }
+
+func TestKernelAttackSurfaceIsClosed(t *testing.T) {
+	k := start(t, newRuntime(t, local.Config{}))
+	out, _ := k.Run(t, `import ctypes, os, subprocess
+libc = ctypes.CDLL(None, use_errno=True)
+def errno_of(nr, *args):
+    r = libc.syscall(nr, *args)
+    return 0 if r >= 0 else ctypes.get_errno()
+# bpf, io_uring_setup, perf_event_open, keyctl, unshare(CLONE_NEWNS), ptrace(PTRACE_TRACEME)
+print("bpf", errno_of(321, 0, 0, 0), "io_uring", errno_of(425, 1, 0), "perf", errno_of(298, 0, 0, -1, -1, 0),
+      "keyctl", errno_of(250, 0), "unshare", errno_of(272, 0x00020000), "ptrace", errno_of(101, 0, 0, 0, 0))
+r = subprocess.run(["unshare", "-Ur", "true"], capture_output=True)
+print("nested userns", r.returncode)
+for p in ["/dev/x", "/dev/shm/ok"]:
+    try:
+        open(p, "w").write("x"); print("write", p, "ok")
+    except OSError as e:
+        print("write", p, "errno", e.errno)
+try:
+    open("/dev/shm/big", "wb").write(b"x" * (100 << 20)); print("shm unbounded")
+except OSError as e:
+    print("shm bounded", e.errno)
+os.remove("/dev/shm/big")
+import multiprocessing; multiprocessing.Lock(); print("multiprocessing ok")`)
+	for _, want := range []string{"bpf 1 ", "io_uring 1 ", "perf 1 ", "keyctl 1 ", "unshare 1 ", "ptrace 1", "nested userns 1", "write /dev/x errno 30", "write /dev/shm/ok ok", "shm bounded 28", "multiprocessing ok"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("want %q in:\n%s", want, out)
+		}
+	}
+}
