@@ -176,6 +176,9 @@ func (r *Runtime) reconcile() {
 		dir := filepath.Join(r.cfg.StateDir, e.Name())
 		r.log.Info().Str("dir", dir).Msg("removing orphaned sandbox directory")
 		removeSessionDir(dir)
+		if r.root {
+			(&cgroup{dirs: cgroupDirs(e.Name())}).remove()
+		}
 	}
 }
 
@@ -247,6 +250,8 @@ type sandbox struct {
 	dir      string
 	uid, gid int
 
+	cg *cgroup // nil when cgroups are unavailable (not root)
+
 	mu     sync.Mutex
 	proc   *process
 	closed bool
@@ -261,6 +266,9 @@ type process struct {
 	// pidfd refers to the sandbox's pid-namespace init (bwrap's child), or -1.
 	// Once it has exited, every process of the sandbox is gone.
 	pidfd int
+	// cg and oomBefore tell an OOM kill from other deaths.
+	cg        *cgroup
+	oomBefore int
 }
 
 // readChildPidfd reads bwrap's info JSON and opens a pidfd for the
@@ -305,6 +313,12 @@ func (s *sandbox) prepare() error {
 		}
 	}
 	if s.r.root {
+		cg, err := newCgroup(s.id, s.limits.MemoryMB, s.limits.Pids)
+		if err != nil {
+			s.r.log.Warn().Err(err).Str("session", s.id).Msg("no cgroup for the sandbox: only per-process rlimits bound its memory")
+		} else {
+			s.cg = cg
+		}
 		opts := fmt.Sprintf("size=%dm,mode=0700,uid=%d,gid=%d,nr_inodes=%d", s.limits.WorkspaceMB, s.uid, s.gid, 64*1024)
 		if err := unix.Mount("tmpfs", s.workDir(), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 			return fmt.Errorf("local: mount workspace tmpfs: %w", err)
@@ -321,6 +335,9 @@ func (s *sandbox) prepare() error {
 }
 
 func (s *sandbox) remove() {
+	if s.cg != nil {
+		s.cg.remove()
+	}
 	removeSessionDir(s.dir)
 	s.r.releaseSlot(s.slot)
 }
@@ -340,7 +357,10 @@ func (s *sandbox) launch(ctx context.Context) error {
 		return err
 	}
 	cmd := s.command(filepath.Join(s.ipcDir(), kernel.ConnectionFileName), filter != nil)
-	p := &process{Incarnation: kernel.NewIncarnation(host), cmd: cmd, stderr: &tailBuffer{max: 16 << 10}, pidfd: -1}
+	p := &process{Incarnation: kernel.NewIncarnation(host), cmd: cmd, stderr: &tailBuffer{max: 16 << 10}, pidfd: -1, cg: s.cg}
+	if s.cg != nil {
+		p.oomBefore = s.cg.oomKills()
+	}
 	cmd.Stdout = p.stderr
 	cmd.Stderr = p.stderr
 	var infoR *os.File
@@ -391,6 +411,11 @@ func (s *sandbox) launch(ctx context.Context) error {
 		p.kill()
 		<-p.Exited()
 		return fmt.Errorf("local: %w (%s): %s", err, p.ExitReason(), p.stderr.String())
+	}
+	if s.cg != nil {
+		if err := s.cg.adopt(s.uid); err != nil {
+			s.r.log.Warn().Err(err).Str("session", s.id).Msg("moving the sandbox into its cgroup failed")
+		}
 	}
 	return nil
 }
@@ -499,9 +524,12 @@ func (p *process) wait() {
 		}
 		unix.Close(p.pidfd)
 	}
-	if err != nil {
+	switch {
+	case p.cg != nil && p.cg.oomKills() > p.oomBefore:
+		p.Exit("OOMKilled: the sandbox exceeded its memory limit")
+	case err != nil:
 		p.Exit(err.Error())
-	} else {
+	default:
 		p.Exit("exited")
 	}
 }

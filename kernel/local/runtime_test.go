@@ -364,3 +364,28 @@ import multiprocessing; multiprocessing.Lock(); print("multiprocessing ok")`)
 		}
 	}
 }
+
+// TestSandboxMemoryIsLimitedAsAWhole: several processes, each under the
+// per-process address-space limit, together exceed the sandbox's memory:
+// the cgroup's OOM killer stops them, and the kernel lives on.
+func TestSandboxMemoryIsLimitedAsAWhole(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("cgroups need root")
+	}
+	k := start(t, newRuntime(t, local.Config{Defaults: kernel.Limits{MemoryMB: 1536, Pids: 64, WorkspaceMB: 16}}))
+	out, _ := k.Run(t, `import multiprocessing as mp
+def hog():
+    b = bytearray(450 << 20)
+    for i in range(0, len(b), 4096): b[i] = 1
+    import time; time.sleep(5)
+ps = [mp.Process(target=hog) for _ in range(4)]
+for p in ps: p.start()
+for p in ps: p.join()
+print(sorted(p.exitcode for p in ps))`)
+	if !strings.Contains(out, "-9") {
+		t.Fatalf("no process was OOM-killed, so the sandbox used more than its memory:\n%s", out)
+	}
+	if out, _ := k.Run(t, "1 + 1"); out != `"2"` {
+		t.Fatalf("kernel unusable: %s", out)
+	}
+}
