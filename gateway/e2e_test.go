@@ -475,6 +475,9 @@ func TestErrorResponses(t *testing.T) {
 	if st := e.call(keyA, "POST", "/v1/sessions", `{"env":{"BAD NAME":"x"}}`, nil); st != http.StatusBadRequest {
 		t.Errorf("bad env: %d", st)
 	}
+	if st := e.call(keyA, "POST", "/v1/sessions", `{"limits":{"cpus":1e-9}}`, nil); st != http.StatusBadRequest {
+		t.Errorf("absurd limits: %d", st)
+	}
 	big := `{"code":"` + strings.Repeat("x", 2<<20) + `"}`
 	if st := e.call(keyA, "POST", "/v1/sessions/"+s.ID+"/execute", big, &ae); st != http.StatusRequestEntityTooLarge {
 		t.Errorf("huge body: %d %+v", st, ae)

@@ -64,6 +64,8 @@ func toAPIError(err error) *apiError {
 		return newError(http.StatusBadRequest, "bad_request", "%s", err.Error())
 	case errors.Is(err, sessions.ErrTooManySessions):
 		return newError(http.StatusTooManyRequests, "too_many_sessions", "%s", err.Error())
+	case errors.Is(err, sessions.ErrTooManyClients):
+		return newError(http.StatusTooManyRequests, "too_many_clients", "%s", err.Error())
 	case errors.Is(err, sessions.ErrQueueFull):
 		return newError(http.StatusTooManyRequests, "queue_full", "%s", err.Error())
 	case errors.Is(err, sessions.ErrNoInputPending):

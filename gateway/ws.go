@@ -81,6 +81,11 @@ func (s *Server) websocket(c echo.Context) error {
 		}
 		since = n
 	}
+	release, err := sess.Attach()
+	if err != nil {
+		return err
+	}
+	defer release()
 	conn, err := s.upgrader.Upgrade(c.Response(), c.Request(), nil)
 	if err != nil {
 		return nil // the upgrader has written the error response

@@ -130,6 +130,9 @@ type Client struct {
 
 	lastPong atomic.Int64 // unix nanos
 	limiter  *tokenBucket
+
+	lastDropLog  atomic.Int64 // unix nanos of the last "dropped" log line
+	droppedSince atomic.Int64 // drops not logged since then
 }
 
 type call struct {
@@ -367,12 +370,12 @@ func (c *Client) readLoop(ch Channel, sock zmq4.Socket) {
 			size += len(f)
 		}
 		if size > c.cfg.MaxMessageBytes {
-			c.log.Warn().Str("channel", string(ch)).Int("bytes", size).Msg("dropped oversized kernel message")
+			c.dropped(ch, fmt.Errorf("message of %d bytes over the limit", size))
 			continue
 		}
 		msg, err := c.codec.Decode(zmsg.Frames)
 		if err != nil {
-			c.log.Warn().Err(err).Str("channel", string(ch)).Msg("dropped kernel message")
+			c.dropped(ch, err)
 			continue
 		}
 		c.route(ch, msg)
@@ -403,7 +406,7 @@ func (c *Client) route(ch Channel, msg *Message) {
 	}
 	ev, ok, err := decodeEvent(msg)
 	if err != nil {
-		c.log.Warn().Err(err).Msg("dropped kernel event")
+		c.dropped(ch, err)
 		return
 	}
 	if !ok {
@@ -414,6 +417,18 @@ func (c *Client) route(ch Channel, msg *Message) {
 	case <-cl.done:
 	case <-c.ctx.Done():
 	}
+}
+
+// dropped logs a dropped kernel message: the kernel controls how many it
+// sends, so at most one line a second is written, with a count of the rest.
+func (c *Client) dropped(ch Channel, err error) {
+	now := time.Now().UnixNano()
+	last := c.lastDropLog.Load()
+	if now-last < int64(time.Second) || !c.lastDropLog.CompareAndSwap(last, now) {
+		c.droppedSince.Add(1)
+		return
+	}
+	c.log.Warn().Err(err).Str("channel", string(ch)).Int64("suppressed", c.droppedSince.Swap(0)).Msg("dropped kernel message")
 }
 
 // heartbeatLoop owns the heartbeat REQ socket.

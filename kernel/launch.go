@@ -2,10 +2,12 @@ package kernel
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -65,11 +67,25 @@ func PrepareIPC(hostDir, sandboxDir string, uid, gid int) (ConnectionInfo, error
 	}
 	file := filepath.Join(hostDir, ConnectionFileName)
 	_ = os.Remove(file)
-	if err := inside.WriteFile(file, 0o600); err != nil {
-		return ConnectionInfo{}, err
+	body, err := json.MarshalIndent(inside, "", "  ")
+	if err != nil {
+		return ConnectionInfo{}, fmt.Errorf("kernel: connection file: %w", err)
 	}
-	if err := os.Chown(file, uid, gid); err != nil {
-		return ConnectionInfo{}, fmt.Errorf("kernel: chown connection file: %w", err)
+	// O_EXCL|O_NOFOLLOW and fchown: the directory is the sandbox's, so
+	// nothing planted there may redirect the write or the chown.
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return ConnectionInfo{}, fmt.Errorf("kernel: connection file: %w", err)
+	}
+	_, err = f.Write(body)
+	if err == nil {
+		err = f.Chown(uid, gid)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return ConnectionInfo{}, fmt.Errorf("kernel: connection file: %w", err)
 	}
 	return host, nil
 }

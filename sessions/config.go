@@ -37,7 +37,8 @@ type Config struct {
 
 	BacklogEvents    int // events kept per session for replay (2000)
 	BacklogBytes     int // bytes of events kept per session for replay (16 MiB)
-	SubscriberBuffer int // events buffered per subscriber before it is dropped (1024)
+	SubscriberBuffer int // events buffered per subscriber before it is dropped and resubscribed (256)
+	MaxClients       int // WebSocket clients attached to one session at once (16)
 
 	WatchDirs  int // directories watched for file events per session (256)
 	WatchPaths int // changed paths reported per execution (1000)
@@ -74,7 +75,8 @@ func (c Config) withDefaults() Config {
 	i(&c.QueueDepth, 32)
 	i(&c.BacklogEvents, 2000)
 	i(&c.BacklogBytes, 16<<20)
-	i(&c.SubscriberBuffer, 1024)
+	i(&c.SubscriberBuffer, 256)
+	i(&c.MaxClients, 16)
 	i(&c.WatchDirs, 256)
 	i(&c.WatchPaths, 1000)
 	d(&c.StartTimeout, 60*time.Second)
@@ -93,7 +95,7 @@ func (c Config) Validate() error {
 	case c.MaxSessionsPerTenant > c.MaxSessions:
 		return fmt.Errorf("sessions: config: per-tenant limit %d exceeds total %d", c.MaxSessionsPerTenant, c.MaxSessions)
 	case c.MaxStreamBytes < 0 || c.MaxRichBytes < 0 || c.MaxCodeBytes < 0 || c.MaxEvents < 0 || c.MaxSessions < 0 || c.QueueDepth < 0 ||
-		c.BacklogEvents < 0 || c.BacklogBytes < 0 || c.SubscriberBuffer < 0 || c.InterruptGrace < 0 || c.MaxLifetime < 0:
+		c.BacklogEvents < 0 || c.BacklogBytes < 0 || c.SubscriberBuffer < 0 || c.MaxClients < 0 || c.InterruptGrace < 0 || c.MaxLifetime < 0:
 		return fmt.Errorf("sessions: config: negative limit")
 	}
 	return c.Kernel.Validate()

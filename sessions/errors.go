@@ -16,6 +16,8 @@ var (
 	ErrNoInputPending = errors.New("sessions: no input request pending for that execution")
 	// ErrClosed: the session or manager is shutting down.
 	ErrClosed = errors.New("sessions: closed")
+	// ErrTooManyClients: the session has as many WebSocket clients as allowed.
+	ErrTooManyClients = errors.New("sessions: too many clients attached")
 	// ErrKernelDead: the kernel is dead and could not be restarted.
 	ErrKernelDead = errors.New("sessions: kernel is dead")
 )

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"encoding/json"
+	"fmt"
 	"sync"
 )
 
@@ -52,6 +53,7 @@ const (
 	EventFile          = "file"
 	EventDone          = "done"
 	EventKernel        = "kernel"
+	EventGap           = "gap"
 )
 
 // size approximates the memory an event holds, for the backlog's budget.
@@ -149,7 +151,15 @@ func (h *hub) publish(e Event) Event {
 func (h *hub) subscribe(since int64, buffer int) *Subscription {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if since > h.seq { // a position from the future would silently skip events
+		since = h.seq
+	}
 	var replay []Event
+	if len(h.backlog) > 0 && h.backlog[0].Seq > since+1 {
+		// The client missed events that have left the bounded backlog.
+		replay = append(replay, Event{Seq: h.backlog[0].Seq - 1, Type: EventGap,
+			Reason: fmt.Sprintf("events %d to %d are no longer in the backlog", since+1, h.backlog[0].Seq-1)})
+	}
 	for _, e := range h.backlog {
 		if e.Seq > since {
 			replay = append(replay, e)

@@ -65,6 +65,7 @@ type Session struct {
 	client       *kernel.Client
 	current      *job   // running execution
 	inputPending string // execution id waiting for input
+	clients      int    // attached WebSocket clients
 	lastActive   time.Time
 	closeReason  string
 
@@ -180,6 +181,26 @@ func (s *Session) Subscribe(since int64) *Subscription {
 	return sub
 }
 
+// Attach registers a client (a WebSocket) of the session, at most
+// Config.MaxClients at once. The caller must call release when it leaves.
+func (s *Session) Attach() (release func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.clients >= s.cfg.MaxClients {
+		return nil, fmt.Errorf("%w: %d clients attached to this session", ErrTooManyClients, s.clients)
+	}
+	s.clients++
+	s.lastActive = time.Now()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			s.clients--
+			s.mu.Unlock()
+		})
+	}, nil
+}
+
 // LastSeq returns the sequence number of the newest event.
 func (s *Session) LastSeq() int64 {
 	s.hub.mu.Lock()
@@ -251,9 +272,12 @@ func (s *Session) enqueue(req ExecRequest, collect bool) (*job, error) {
 		return nil, ErrClosed
 	}
 	// s.mu is held across the hand-off so the worker cannot publish this
-	// job's "started" before its "queued".
+	// job's "started" before its "queued", and close cannot miss the job.
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.ctx.Err() != nil {
+		return nil, ErrClosed
+	}
 	pos := int(s.queued.Add(1))
 	select {
 	case s.queue <- j:
@@ -385,15 +409,24 @@ func (s *Session) worker() {
 	}
 }
 
-// drain fails every queued execution when the session closes.
+// drain fails every queued execution when the session closes. Taking
+// s.mu orders it with enqueue, which checks the context under it.
 func (s *Session) drain() {
-	for {
+	reason := s.reason()
+	s.mu.Lock()
+	var jobs []*job
+	for done := false; !done; {
 		select {
 		case j := <-s.queue:
-			s.fail(j, "died", s.reason())
+			jobs = append(jobs, j)
 		default:
-			return
+			done = true
 		}
+	}
+	s.mu.Unlock()
+	for _, j := range jobs {
+		s.queued.Add(-1)
+		s.fail(j, StatusDied, reason)
 	}
 }
 
@@ -472,6 +505,7 @@ func (s *Session) close(ctx context.Context, reason string) {
 		s.log.Warn().Err(err).Msg("sandbox close failed")
 	}
 	s.wg.Wait()
+	s.drain() // jobs queued while the worker was stopping
 	s.kernelClient().Close()
 	if s.watch != nil {
 		s.watch.Close()

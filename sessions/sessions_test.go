@@ -350,3 +350,24 @@ for i in range(3000):
 		t.Fatalf("next execution: %+v", e)
 	}
 }
+
+func TestClientsPerSessionAreCapped(t *testing.T) {
+	m := newManager(t, sessions.Config{MaxClients: 2})
+	s := create(t, m, "t")
+	r1, err := s.Attach()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, _ := s.Attach()
+	if _, err := s.Attach(); !errors.Is(err, sessions.ErrTooManyClients) {
+		t.Fatalf("third client: %v", err)
+	}
+	r1()
+	r1() // idempotent
+	r3, err := s.Attach()
+	if err != nil {
+		t.Fatalf("after a release: %v", err)
+	}
+	r2()
+	r3()
+}
