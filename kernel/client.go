@@ -271,7 +271,25 @@ func (c *Client) Abort(cause error) {
 func (c *Client) Close() error {
 	c.Abort(ErrClosed)
 	c.wg.Wait()
+	c.drainQueues()
 	return nil
+}
+
+// drainQueues empties zmq4's per-socket receive queues after Close. zmq4's
+// connection reader blocks, without watching its context, on a send into
+// a full queue (10 messages); one free slot lets it see the closed
+// connection and exit, instead of staying blocked with up to 11 messages.
+// After Close, Recv returns queued messages or an error at once.
+func (c *Client) drainQueues() {
+	for _, s := range []zmq4.Socket{c.shell, c.control, c.stdin, c.iopub} {
+		for i, misses := 0, 0; i < 64 && misses < 16; i++ {
+			if _, err := s.Recv(); err != nil {
+				misses++
+			} else {
+				misses = 0
+			}
+		}
+	}
 }
 
 func (c *Client) closeSockets() {
