@@ -7,7 +7,7 @@
 set -euo pipefail
 want=(bubblewrap python3-ipykernel python3-jupyter-client python3-matplotlib python3-numpy python3-pandas util-linux)
 if [ "${1:-runtime}" = test ]; then
-  want+=(docker.io mmdebstrap chromium python3-websocket ca-certificates runsc)
+  want+=(docker.io cgroupfs-mount mmdebstrap chromium python3-websocket ca-certificates runsc)
 fi
 missing=()
 for p in "${want[@]}"; do
@@ -24,4 +24,6 @@ fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
-apt-get install -y -q --no-install-recommends "${missing[@]}"
+# With recommends: that is the combination tested here (docker.io recommends
+# cgroupfs-mount, matplotlib its fonts and image libraries).
+apt-get install -y -q "${missing[@]}"

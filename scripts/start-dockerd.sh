@@ -87,6 +87,15 @@ EOF
   fi
 fi
 
+# ---- cgroups ---------------------------------------------------------------------
+# Without systemd nothing may have mounted the cgroup hierarchies dockerd needs.
+if [ ! -e /sys/fs/cgroup/cgroup.controllers ] && ! mountpoint -q /sys/fs/cgroup/memory 2>/dev/null; then
+  if command -v cgroupfs-mount >/dev/null 2>&1; then
+    say "mounting cgroup hierarchies (cgroupfs-mount)"
+    cgroupfs-mount || say "WARNING: cgroupfs-mount failed"
+  fi
+fi
+
 # ---- start dockerd -------------------------------------------------------------
 ARGS=(--pidfile "$PIDFILE")
 [ -f "$DAEMON_JSON" ] && ARGS+=(--config-file "$DAEMON_JSON")
