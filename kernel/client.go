@@ -34,10 +34,12 @@ type Config struct {
 	// (default 5000, burst of the same size).
 	MessageRate int
 	// ByteRate is the sustained number of bytes per second read from the
-	// kernel (default 64 MiB), also enforced by backpressure.
+	// kernel's sockets, all together (default 64 MiB), enforced on the
+	// byte stream below zmq4: a kernel that sends faster waits in its
+	// socket's buffer, and nothing of it is allocated meanwhile.
 	ByteRate int
 	// EventBuffer and EventBufferBytes bound one request's queue of
-	// undelivered events (default 256 events, 16 MiB); a full queue stops
+	// undelivered events (default 256 events, 8 MiB); a full queue stops
 	// the reading of the kernel's socket until the caller catches up.
 	EventBuffer      int
 	EventBufferBytes int
@@ -46,6 +48,10 @@ type Config struct {
 	// falls behind, so the idle of a flooding request can be lost
 	// (default 2 s without any output of the request).
 	IdleGrace time.Duration
+	// MaxDrain bounds how long output is still read after the reply
+	// (default 10 s): a kernel that keeps sending output for a finished
+	// request cannot hold its caller; the rest is reported truncated.
+	MaxDrain time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -71,10 +77,13 @@ func (c Config) withDefaults() Config {
 		c.EventBuffer = 256
 	}
 	if c.EventBufferBytes == 0 {
-		c.EventBufferBytes = 16 << 20
+		c.EventBufferBytes = 8 << 20
 	}
 	if c.IdleGrace == 0 {
 		c.IdleGrace = 2 * time.Second
+	}
+	if c.MaxDrain == 0 {
+		c.MaxDrain = 10 * time.Second
 	}
 	return c
 }
@@ -87,7 +96,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("kernel: config: heartbeat timeout %v must exceed interval %v", c.HeartbeatTimeout, c.HeartbeatInterval)
 	case c.MaxMessageBytes < 0 || c.MaxMessageBytes > MaxMessageBytes:
 		return fmt.Errorf("kernel: config: max message bytes %d outside 1..%d", c.MaxMessageBytes, MaxMessageBytes)
-	case c.MessageRate < 0 || c.ByteRate < 0 || c.EventBuffer < 0 || c.EventBufferBytes < 0 || c.ConnectTimeout < 0 || c.IdleGrace < 0:
+	case c.MessageRate < 0 || c.ByteRate < 0 || c.EventBuffer < 0 || c.EventBufferBytes < 0 || c.ConnectTimeout < 0 || c.IdleGrace < 0 || c.MaxDrain < 0:
 		return errors.New("kernel: config: negative limit")
 	}
 	return nil
@@ -145,7 +154,7 @@ type Client struct {
 
 	lastPong atomic.Int64 // unix nanos
 	msgRate  *rate.Limiter
-	byteRate *rate.Limiter
+	dials    *dialState
 	cuts     atomic.Int64 // messages cut by the transport guard
 
 	lastDropLog  atomic.Int64 // unix nanos of the last "dropped" log line
@@ -188,14 +197,14 @@ func Dial(ctx context.Context, info ConnectionInfo, cfg Config, log zerolog.Logg
 			}
 		}
 	}
-	cctx, cancel := context.WithCancel(context.Background())
+	dials := &dialState{bytes: rate.NewLimiter(rate.Limit(cfg.ByteRate), max(cfg.ByteRate, readChunk))}
+	cctx, cancel := context.WithCancel(context.WithValue(context.Background(), dialStateKey{}, dials))
 	c = &Client{
-		cfg: cfg, log: log, codec: codec, session: newID(),
+		cfg: cfg, log: log, codec: codec, session: newID(), dials: dials,
 		ctx: cctx, cancel: cancel,
-		pending:  make(map[string]*call),
-		dead:     make(chan struct{}),
-		msgRate:  rate.NewLimiter(rate.Limit(cfg.MessageRate), cfg.MessageRate),
-		byteRate: rate.NewLimiter(rate.Limit(cfg.ByteRate), max(cfg.ByteRate, MaxMessageBytes+MaxFramesPerMessage*frameOverhead)),
+		pending: make(map[string]*call),
+		dead:    make(chan struct{}),
+		msgRate: rate.NewLimiter(rate.Limit(cfg.MessageRate), cfg.MessageRate),
 	}
 	defer func() {
 		// zmq4's handshake indexes into what the peer sent and panics on a
@@ -340,6 +349,7 @@ func (c *Client) closeSockets() {
 			s.Close()
 		}
 	}
+	c.dials.closeAll() // including any zmq4 never took over
 }
 
 // send registers a call for a new message and sends it on ch.
@@ -411,8 +421,8 @@ func (c *Client) lookup(msgID string) *call {
 
 // readLoop owns sock's receiving side: it verifies each message and routes
 // it to the call named by its parent header. Reading is rate-limited in
-// messages and bytes; a kernel that sends faster waits (zmq4's queue
-// fills and the kernel's PUB socket drops).
+// messages here and in bytes below zmq4 (see guardConn); a kernel that
+// sends faster waits, and its PUB socket drops what it cannot queue.
 func (c *Client) readLoop(ch Channel, sock zmq4.Socket) {
 	defer c.wg.Done()
 	for {
@@ -429,7 +439,7 @@ func (c *Client) readLoop(ch Channel, sock zmq4.Socket) {
 			size += len(f) + frameOverhead
 			cut = cut || string(f) == CutMarker
 		}
-		if c.msgRate.Wait(c.ctx) != nil || c.byteRate.WaitN(c.ctx, min(size, c.byteRate.Burst())) != nil {
+		if c.msgRate.Wait(c.ctx) != nil {
 			return
 		}
 		if cut {
@@ -580,6 +590,9 @@ type ExecuteOptions struct {
 	// arrive shortly after the error, and callers queue executions themselves.
 	StopOnError    bool
 	UserExpression map[string]string
+	// OnReply, if set, is called on Execute's goroutine when the
+	// execute_reply arrives (output may still follow until idle).
+	OnReply func()
 }
 
 // Execute runs code and calls onEvent, on the calling goroutine, for each
@@ -608,9 +621,12 @@ func (c *Client) Execute(ctx context.Context, code string, opts ExecuteOptions, 
 	idle, truncated := false, false
 	var grace <-chan time.Time // runs once the reply is in; reset by output
 	var graceTimer *time.Timer
+	var drain <-chan time.Time // runs once the reply is in; never reset
+	var drainTimer *time.Timer
 	defer func() {
 		if graceTimer != nil {
 			graceTimer.Stop()
+			drainTimer.Stop()
 		}
 	}()
 	var batch []Event
@@ -635,13 +651,23 @@ func (c *Client) Execute(ctx context.Context, code string, opts ExecuteOptions, 
 				}
 			}
 		case <-grace:
+			// The idle status was dropped (iopub is PUB/SUB) or is stuck
+			// behind a backlog: output may be missing, so say so.
 			c.log.Debug().Msg("iopub idle not seen after the reply; assuming it was dropped")
-			idle = true
+			idle, truncated = true, true
+		case <-drain:
+			c.log.Debug().Msg("output still arriving long after the reply; stopped reading it")
+			idle, truncated = true, true
 		case r := <-replies:
 			rep = &r
 			replies = nil // received; never select it again
 			graceTimer = time.NewTimer(c.cfg.IdleGrace)
 			grace = graceTimer.C
+			drainTimer = time.NewTimer(c.cfg.MaxDrain)
+			drain = drainTimer.C
+			if opts.OnReply != nil {
+				opts.OnReply()
+			}
 		case <-c.dead:
 			return nil, c.deadError()
 		case <-ctx.Done():

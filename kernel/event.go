@@ -38,7 +38,11 @@ type Event struct {
 	Text string
 
 	// display_data, update_display_data, execute_result
-	Data      MimeBundle
+	Data MimeBundle
+	// DataJSON is the data object as the kernel sent it, when it was kept
+	// whole; Data's values share its bytes. It is nil when the bundle was
+	// cut (then marshal Data).
+	DataJSON  json.RawMessage
 	Metadata  json.RawMessage
 	DisplayID string
 
@@ -81,34 +85,26 @@ const (
 func (e *Event) Size() int {
 	n := 128 + len(e.Name) + len(e.Text) + len(e.Metadata) + len(e.DisplayID) + len(e.EName) + len(e.EValue) + len(e.Prompt) + len(e.State)
 	for k, v := range e.Data {
-		n += len(k) + len(v) + EntryOverhead
+		n += len(k) + EntryOverhead
+		if e.DataJSON == nil {
+			n += len(v)
+		}
 	}
+	n += len(e.DataJSON)
 	for _, t := range e.Traceback {
 		n += len(t) + EntryOverhead
 	}
 	return n
 }
 
-type eventContent struct {
-	Name      string          `json:"name"`
-	Text      string          `json:"text"`
-	Data      json.RawMessage `json:"data"`
-	Metadata  json.RawMessage `json:"metadata"`
-	Transient struct {
-		DisplayID string `json:"display_id"`
-	} `json:"transient"`
-	ExecutionCount *int            `json:"execution_count"`
-	EName          string          `json:"ename"`
-	EValue         string          `json:"evalue"`
-	Traceback      json.RawMessage `json:"traceback"`
-	Wait           bool            `json:"wait"`
-	Prompt         string          `json:"prompt"`
-	Password       bool            `json:"password"`
-	ExecutionState string          `json:"execution_state"`
-}
+// maxContentMembers bounds the top-level members of a message's content
+// the decoder looks at.
+const maxContentMembers = 64
 
 // decodeEvent turns an iopub or stdin message into an Event. ok is false for
 // message types that are not output (execute_input, comm messages, ...).
+// Large values are copied once, small ones decoded; nothing of the
+// message's frames is retained, so an event's Size is what it holds.
 func decodeEvent(msg *Message) (ev Event, ok bool, err error) {
 	kind := EventKind(msg.Header.MsgType)
 	switch kind {
@@ -117,28 +113,45 @@ func decodeEvent(msg *Message) (ev Event, ok bool, err error) {
 	default:
 		return Event{}, false, nil
 	}
-	var c eventContent
-	if err := json.Unmarshal(msg.Content, &c); err != nil {
-		return Event{}, false, fmt.Errorf("%w: %s content: %v", ErrMalformed, kind, err)
+	fs, _, isObject := members(msg.Content, maxContentMembers)
+	if !isObject {
+		return Event{}, false, fmt.Errorf("%w: %s content is not an object", ErrMalformed, kind)
 	}
-	ev = Event{
-		Kind: kind, Name: c.Name, Text: c.Text,
-		Metadata: c.Metadata, DisplayID: c.Transient.DisplayID,
-		EName: c.EName, EValue: c.EValue,
-		Wait: c.Wait, Prompt: c.Prompt, Password: c.Password, State: c.ExecutionState,
+	ev = Event{Kind: kind}
+	var count *int
+	var transient struct {
+		DisplayID string `json:"display_id"`
 	}
-	if c.ExecutionCount != nil {
-		ev.ExecutionCount = *c.ExecutionCount
+	for _, d := range []struct {
+		key string
+		dst any
+	}{
+		{"name", &ev.Name}, {"text", &ev.Text}, {"ename", &ev.EName}, {"evalue", &ev.EValue},
+		{"prompt", &ev.Prompt}, {"password", &ev.Password}, {"wait", &ev.Wait},
+		{"execution_state", &ev.State}, {"execution_count", &count}, {"transient", &transient},
+	} {
+		if v := get(fs, d.key); v != nil && !isNull(v) {
+			if err := json.Unmarshal(v, d.dst); err != nil {
+				return Event{}, false, fmt.Errorf("%w: %s %s: %v", ErrMalformed, kind, d.key, err)
+			}
+		}
 	}
-	if kind == EventStream && c.Name != "stdout" && c.Name != "stderr" {
-		return Event{}, false, fmt.Errorf("%w: stream name %q", ErrMalformed, c.Name)
+	ev.DisplayID = transient.DisplayID
+	if count != nil {
+		ev.ExecutionCount = *count
+	}
+	if kind == EventStream && ev.Name != "stdout" && ev.Name != "stderr" {
+		return Event{}, false, fmt.Errorf("%w: stream name %q", ErrMalformed, ev.Name)
+	}
+	if v := get(fs, "metadata"); v != nil && !isNull(v) {
+		ev.Metadata = bytes.Clone(v)
 	}
 	var cut bool
-	if ev.Data, cut, err = decodeBundle(c.Data); err != nil {
+	if ev.Data, ev.DataJSON, cut, err = decodeBundle(get(fs, "data")); err != nil {
 		return Event{}, false, fmt.Errorf("%w: %s data: %v", ErrMalformed, kind, err)
 	}
 	ev.Truncated = cut
-	if ev.Traceback, cut, err = decodeStrings(c.Traceback, MaxTracebackEntries, MaxTracebackBytes); err != nil {
+	if ev.Traceback, cut, err = decodeStrings(get(fs, "traceback"), MaxTracebackEntries, MaxTracebackBytes); err != nil {
 		return Event{}, false, fmt.Errorf("%w: %s traceback: %v", ErrMalformed, kind, err)
 	}
 	ev.Truncated = ev.Truncated || cut
@@ -178,36 +191,43 @@ func decodeStrings(raw json.RawMessage, maxItems, maxBytes int) (out []string, c
 	return out, false, nil
 }
 
-// decodeBundle decodes a MIME bundle, keeping at most MaxBundleEntries
-// entries with keys of at most 255 bytes.
-func decodeBundle(raw json.RawMessage) (MimeBundle, bool, error) {
-	if isNull(raw) {
-		return nil, false, nil
+// decodeBundle decodes a MIME bundle: at most MaxBundleEntries entries
+// with plain keys of at most 255 bytes. When the bundle is kept whole it
+// is copied once, into raw, and the entries' values share those bytes;
+// when entries were cut, raw is nil.
+func decodeBundle(data json.RawMessage) (bundle MimeBundle, raw json.RawMessage, cut bool, err error) {
+	if isNull(data) {
+		return nil, nil, false, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, false, fmt.Errorf("not an object")
+	fs, cut, ok := members(data, MaxBundleEntries)
+	if !ok {
+		return nil, nil, false, fmt.Errorf("not an object")
 	}
-	out := MimeBundle{}
-	for dec.More() {
-		if len(out) == MaxBundleEntries {
-			return out, true, nil
-		}
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, false, err
-		}
-		key, _ := tok.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, false, err
-		}
-		if len(key) > maxBundleKey {
-			return out, true, nil
-		}
-		out[key] = v
+	for _, f := range fs {
+		cut = cut || f.key == "" || len(f.key) > maxBundleKey
 	}
-	return out, false, nil
+	if !cut {
+		// One copy, compacted: clients get the kernel's bundle as it was,
+		// without its whitespace.
+		var b bytes.Buffer
+		b.Grow(len(data))
+		if err := json.Compact(&b, data); err != nil {
+			return nil, nil, false, err
+		}
+		raw = b.Bytes()
+		fs, _, _ = members(raw, MaxBundleEntries)
+	}
+	bundle = make(MimeBundle, len(fs))
+	for _, f := range fs {
+		if f.key == "" || len(f.key) > maxBundleKey {
+			continue
+		}
+		if raw == nil {
+			f.value = bytes.Clone(f.value)
+		}
+		bundle[f.key] = f.value
+	}
+	return bundle, raw, cut, nil
 }
 
 // ExecuteReply is the shell reply to an execute_request.

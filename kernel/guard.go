@@ -1,10 +1,13 @@
 package kernel
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
+
+	"golang.org/x/time/rate"
 )
 
 // The guard sits between the kernel's socket and zmq4. zmq4 allocates
@@ -89,10 +92,14 @@ const (
 )
 
 // guardConn is a net.Conn whose reads are the peer's bytes with oversized
-// frames cut. Like any net.Conn it is used by one reader at a time.
+// frames cut, at most as fast as its byte-rate limiter allows: a kernel
+// that sends faster waits in its socket's buffer, before zmq4 reads or
+// allocates anything. Like any net.Conn it is used by one reader at a time.
 type guardConn struct {
 	net.Conn
-	lim frameLimits
+	lim   frameLimits
+	ctx   context.Context // ends the rate wait (the zmq4 socket's)
+	bytes *rate.Limiter   // shared by a client's sockets; nil: unlimited
 
 	raw  []byte // read buffer
 	out  []byte // transformed bytes not yet returned
@@ -114,7 +121,7 @@ type guardConn struct {
 }
 
 func newGuardConn(c net.Conn, lim frameLimits) *guardConn {
-	return &guardConn{Conn: c, lim: lim, greetLeft: greetingLen, raw: make([]byte, readChunk)}
+	return &guardConn{Conn: c, lim: lim, ctx: context.Background(), greetLeft: greetingLen, raw: make([]byte, readChunk)}
 }
 
 // Read returns the next transformed bytes. It never returns (0, nil).
@@ -125,6 +132,12 @@ func (g *guardConn) Read(p []byte) (int, error) {
 		}
 		n, err := g.Conn.Read(g.raw)
 		g.obuf = g.obuf[:0]
+		if n > 0 && g.bytes != nil {
+			if werr := g.bytes.WaitN(g.ctx, n); werr != nil {
+				g.err = werr
+				return 0, werr
+			}
+		}
 		if n > 0 {
 			if verr := g.scan(g.raw[:n]); verr != nil {
 				g.Conn.Close()

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync"
 
 	"github.com/go-zeromq/zmq4"
 	"github.com/go-zeromq/zmq4/transport"
 	"golang.org/x/sys/unix"
+	"golang.org/x/time/rate"
 )
 
 // Every socket the Client opens uses a guarded transport, one per channel
@@ -57,7 +59,7 @@ func (t guardedTransport) Dial(ctx context.Context, d transport.Dialer, addr str
 		if err != nil {
 			return nil, err
 		}
-		return newGuardConn(c, t.lim), nil
+		return t.guard(ctx, c), nil
 	}
 	fd, err := OpenSocketNoFollow(addr)
 	if err != nil {
@@ -68,7 +70,47 @@ func (t guardedTransport) Dial(ctx context.Context, d transport.Dialer, addr str
 	if err != nil {
 		return nil, fmt.Errorf("kernel: dial %s: %w", addr, err)
 	}
-	return newGuardConn(c, t.lim), nil
+	return t.guard(ctx, c), nil
+}
+
+// dialState is what a Client shares with the transports that dial for it,
+// through the context zmq4 hands them (the sockets' own context, see
+// Dial): the byte-rate limiter, and every connection opened, so that the
+// Client can close them even when zmq4 fails (or panics) before it owns
+// them.
+type dialState struct {
+	bytes *rate.Limiter
+
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+type dialStateKey struct{}
+
+func (d *dialState) add(c net.Conn) {
+	d.mu.Lock()
+	d.conns = append(d.conns, c)
+	d.mu.Unlock()
+}
+
+// closeAll closes every connection dialed (closing twice is harmless).
+func (d *dialState) closeAll() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range d.conns {
+		c.Close()
+	}
+	d.conns = nil
+}
+
+func (t guardedTransport) guard(ctx context.Context, c net.Conn) *guardConn {
+	g := newGuardConn(c, t.lim)
+	g.ctx = ctx
+	if st, ok := ctx.Value(dialStateKey{}).(*dialState); ok {
+		g.bytes = st.bytes
+		st.add(g)
+	}
+	return g
 }
 
 // OpenSocketNoFollow opens path with O_PATH|O_NOFOLLOW and returns the

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"encoding/json"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/glassroom/glassroom/kernel"
@@ -65,9 +66,12 @@ func (s *Session) convert(j *job, ev kernel.Event) (Event, bool) {
 			j.exec.Truncated = true
 			return out, false
 		}
-		data, _ := json.Marshal(ev.Data)
-		if !s.takeRich(j, len(data)+len(ev.Metadata)+len(ev.DisplayID)+len(ev.Data)*entryOverhead) {
+		if !s.takeRich(j, ev.Size()) {
 			return out, false
+		}
+		data := ev.DataJSON
+		if data == nil {
+			data, _ = json.Marshal(ev.Data)
 		}
 		out.Data, out.Metadata, out.DisplayID = data, nonNullJSON(ev.Metadata), ev.DisplayID
 		switch ev.Kind {
@@ -151,7 +155,9 @@ func nonNullJSON(b json.RawMessage) json.RawMessage {
 	return b
 }
 
-// truncateUTF8 cuts s to at most n bytes without splitting a rune.
+// truncateUTF8 cuts s to at most n bytes without splitting a rune. A cut
+// string is copied, so it does not keep the whole original alive (its
+// size is what the caps count).
 func truncateUTF8(s string, n int) string {
 	if n <= 0 {
 		return ""
@@ -162,5 +168,5 @@ func truncateUTF8(s string, n int) string {
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
-	return s[:n]
+	return strings.Clone(s[:n])
 }

@@ -74,7 +74,8 @@ func (s *Session) end() {
 // execute runs j's code on c and waits for one of: the reply, the
 // timeout's interrupt being ignored, a restart request, the session's
 // close. A timeout first interrupts; the job then ends normally if the
-// kernel obeys.
+// kernel obeys, which its reply proves even while a backlog of output is
+// still being read.
 func (s *Session) execute(c KernelConn, j *job) outcome {
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
@@ -83,8 +84,10 @@ func (s *Session) execute(c KernelConn, j *job) outcome {
 		err   error
 	}
 	done := make(chan result, 1)
+	replied := make(chan struct{})
+	opts := kernel.ExecuteOptions{AllowStdin: j.req.AllowStdin, OnReply: func() { close(replied) }}
 	go func() { // owned by execute, which always waits for done
-		reply, err := c.Execute(ctx, j.req.Code, kernel.ExecuteOptions{AllowStdin: j.req.AllowStdin}, func(ev kernel.Event) { s.onEvent(j, ev) })
+		reply, err := c.Execute(ctx, j.req.Code, opts, func(ev kernel.Event) { s.onEvent(j, ev) })
 		done <- result{reply, err}
 	}()
 	abandon := func(o outcome) outcome {
@@ -105,6 +108,14 @@ func (s *Session) execute(c KernelConn, j *job) outcome {
 			s.interruptForTimeout(c)
 			grace = time.After(s.cfg.InterruptGrace)
 		case <-grace:
+			select {
+			case <-replied:
+				// The kernel obeyed; its output is still draining (the
+				// kernel's client bounds that).
+				grace = nil
+				continue
+			default:
+			}
 			return abandon(outcome{ending: endedStubborn})
 		case rdone := <-s.restart:
 			return abandon(outcome{ending: endedRestart, restart: rdone})

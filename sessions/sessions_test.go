@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/kernel/local"
 	"github.com/glassroom/glassroom/kernel/sandbox"
 	"github.com/glassroom/glassroom/sessions"
@@ -370,4 +371,21 @@ func TestClientsPerSessionAreCapped(t *testing.T) {
 	}
 	r2()
 	r3()
+}
+
+type (
+	kernelInfo   = kernel.ConnectionInfo
+	kernelConfig = kernel.Config
+)
+
+func newLocalWith(dir string, uidBase, slots int) (*local.Runtime, error) {
+	return local.New(local.Config{Common: sandbox.Common{StateDir: dir, UIDBase: uidBase, MaxSandboxes: slots}}, zerolog.Nop())
+}
+
+func realDial(ctx context.Context, info kernel.ConnectionInfo, cfg kernel.Config, log zerolog.Logger) (sessions.KernelConn, error) {
+	c, err := kernel.Dial(ctx, info, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }

@@ -1,15 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,47 +31,17 @@ func TestSIGKILLedGatewayOrphansAreRemoved(t *testing.T) {
 		t.Skipf("\n\n*** SKIPPING: Docker unavailable: %v ***\n\n", err)
 	}
 	defer cli.Close()
-	bin := filepath.Join(t.TempDir(), "glassroom")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	state := t.TempDir()
 	os.Chmod(state, 0o711)
 	instance := "orphan-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
 	const key = "orphan-test-key-0123456789"
 	serve := func() (*exec.Cmd, string) {
-		cmd := exec.Command(bin, "serve", "--runtime", "docker", "--listen", "127.0.0.1:0", "--instance", instance,
-			"--state-dir", state, "--api-key", key, "--log-level", "warn")
-		stdout, _ := cmd.StdoutPipe()
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := urlRe.FindStringSubmatch(sc.Text()); m != nil {
-				go io.Copy(io.Discard, stdout)
-				return cmd, m[1]
-			}
-		}
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatal("gateway printed no URL")
-		return nil, ""
+		return startBinary(t, "--runtime", "docker", "--instance", instance, "--state-dir", state, "--api-key", key, "--log-level", "warn")
 	}
 	first, base := serve()
-	req, _ := http.NewRequest("POST", base+"/v1/sessions", nil)
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var s struct{ ID string }
-	json.NewDecoder(resp.Body).Decode(&s)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("create: %d", resp.StatusCode)
+	if st := api(t, base, key, "POST", "/v1/sessions", nil, &s); st != http.StatusCreated {
+		t.Fatalf("create: %d", st)
 	}
 	name := "glassroom-" + instance + "-" + s.ID
 	first.Process.Signal(syscall.SIGKILL)

@@ -176,6 +176,7 @@ func run(ctx context.Context, args, env []string, stdout io.Writer) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	log := zerolog.New(os.Stderr).Level(level).With().Timestamp().Logger()
+	protectFromOOMKiller(log)
 
 	if len(o.apiKeys) == 0 {
 		if !isLoopback(o.listen) {
@@ -250,4 +251,17 @@ func newRuntime(ctx context.Context, o *options, log zerolog.Logger) (sessions.R
 		return rt, rt.Run, func() { rt.Close() }, nil
 	}
 	return nil, nil, nil, fmt.Errorf("--runtime %s: unknown runtime (want local or docker)", strconv.Quote(o.runtime))
+}
+
+// protectFromOOMKiller makes the gateway the OOM killer's last choice
+// (kernels ask to be its first): one runaway sandbox must never cost every
+// tenant their gateway. Lowering the score needs root; without it the
+// gateway keeps the default.
+func protectFromOOMKiller(log zerolog.Logger) {
+	if os.Geteuid() != 0 {
+		return
+	}
+	if err := os.WriteFile("/proc/self/oom_score_adj", []byte("-900"), 0); err != nil {
+		log.Warn().Err(err).Msg("could not lower the gateway's OOM score")
+	}
 }

@@ -18,7 +18,14 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		if binDir != "" {
+			os.RemoveAll(binDir) // the binary the tests built
+		}
+		os.Exit(code)
+	}))
+}
 
 // syncBuffer is a goroutine-safe stdout for run.
 type syncBuffer struct {

@@ -1,6 +1,9 @@
 package sandbox
 
-import _ "embed"
+import (
+	_ "embed"
+	"strings"
+)
 
 // launcher is the Python program that starts ipykernel in every runtime.
 //
@@ -25,5 +28,21 @@ const (
 // sys.path only once the kernel is up, so no file in the workspace can
 // steer the kernel's start.
 func KernelArgv(python string) []string {
-	return []string{python, "-I", "-B", "-c", launcher, "-f", ConnFile}
+	return []string{python, "-I", "-B", "-c", launcherCode(), "-f", ConnFile}
+}
+
+// launcherCode is the launcher without its comment lines and blank lines
+// (the command line shows in process listings and container inspection).
+// The launcher has no multi-line strings, so this is safe.
+func launcherCode() string {
+	var b strings.Builder
+	b.WriteString("# glassroom kernel launcher\n")
+	for _, line := range strings.Split(launcher, "\n") {
+		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }

@@ -1,0 +1,242 @@
+package sessions_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/sessions"
+	"github.com/rs/zerolog"
+)
+
+// A fake runtime, sandbox and kernel, to test the session's state machine
+// fast and in parallel. The fake kernel's behaviour is chosen by the code
+// it runs:
+//
+//	"print:TEXT"  prints TEXT and replies ok
+//	"sleep:DUR"   takes DUR, replies ok
+//	"loop"        runs until interrupted, then replies KeyboardInterrupt
+//	"stubborn"    ignores interrupts; ends only when the connection ends
+//	"die"         the kernel process exits with "exit status 1"
+//	"drain:DUR"   replies at once, then keeps sending output for DUR
+//	anything else replies ok with the code as its result
+type fakeRuntime struct {
+	mu          sync.Mutex
+	started     int
+	live        int
+	incs        map[string]*sandbox.Incarnation // by ConnectionInfo.IP
+	failRestart atomic.Bool                     // the sandbox's next restarts fail
+	panicDial   atomic.Bool                     // the next dials panic
+	dir         string
+}
+
+func newFakeRuntime(dir string) *fakeRuntime {
+	return &fakeRuntime{dir: dir, incs: map[string]*sandbox.Incarnation{}}
+}
+
+// incarnation starts a fake kernel process.
+func (r *fakeRuntime) incarnation() *sandbox.Incarnation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.started++
+	inc := sandbox.NewIncarnation(kernel.ConnectionInfo{IP: "fake-" + strconv.Itoa(r.started)})
+	r.incs[inc.Connection().IP] = inc
+	return inc
+}
+
+// dial is the sessions.Config.Dial of the fake: it connects to the
+// incarnation the info names.
+func (r *fakeRuntime) dial(_ context.Context, info kernel.ConnectionInfo, _ kernel.Config, _ zerolog.Logger) (sessions.KernelConn, error) {
+	if r.panicDial.Load() {
+		panic("fake: truncated READY")
+	}
+	r.mu.Lock()
+	inc := r.incs[info.IP]
+	r.mu.Unlock()
+	if inc == nil {
+		return nil, errors.New("fake: no such kernel")
+	}
+	return newFakeKernel(inc), nil
+}
+
+func (r *fakeRuntime) Name() string { return "fake" }
+
+func (r *fakeRuntime) Start(_ context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
+	sb := &fakeSandbox{rt: r, ws: r.dir, inc: r.incarnation()}
+	r.mu.Lock()
+	r.live++
+	r.mu.Unlock()
+	return sb, nil
+}
+
+func (r *fakeRuntime) liveSandboxes() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.live
+}
+
+type fakeSandbox struct {
+	rt     *fakeRuntime
+	ws     string
+	mu     sync.Mutex
+	inc    *sandbox.Incarnation
+	closed bool
+}
+
+func (s *fakeSandbox) current() *sandbox.Incarnation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inc
+}
+func (s *fakeSandbox) Connection() kernel.ConnectionInfo { return s.current().Connection() }
+func (s *fakeSandbox) Limits() sandbox.Limits            { return sandbox.Limits{MemoryMB: 1} }
+func (s *fakeSandbox) Workspace() string                 { return s.ws }
+func (s *fakeSandbox) Exited() <-chan struct{}           { return s.current().Exited() }
+func (s *fakeSandbox) ExitReason() string                { return s.current().ExitReason() }
+func (s *fakeSandbox) Restart(context.Context) error {
+	s.current().Exit("killed for restart")
+	if s.rt.failRestart.Load() {
+		return errors.New("fake: restart failed")
+	}
+	inc := s.rt.incarnation()
+	s.mu.Lock()
+	s.inc = inc
+	s.mu.Unlock()
+	return nil
+}
+func (s *fakeSandbox) Close(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		s.inc.Exit("closed")
+		s.rt.mu.Lock()
+		s.rt.live--
+		s.rt.mu.Unlock()
+	}
+	return nil
+}
+
+type fakeKernel struct {
+	inc       *sandbox.Incarnation
+	interrupt chan struct{}
+	done      chan struct{}
+	once      sync.Once
+	mu        sync.Mutex
+	err       error
+	input     chan string
+}
+
+func newFakeKernel(inc *sandbox.Incarnation) *fakeKernel {
+	k := &fakeKernel{inc: inc, interrupt: make(chan struct{}, 1), done: make(chan struct{}), input: make(chan string, 1)}
+	go func() { // dies with its process
+		select {
+		case <-inc.Exited():
+			k.Abort(errors.New("process exited: " + inc.ExitReason()))
+		case <-k.done:
+		}
+	}()
+	return k
+}
+
+func (k *fakeKernel) Execute(ctx context.Context, code string, opts kernel.ExecuteOptions, onEvent func(kernel.Event)) (*kernel.ExecuteReply, error) {
+	reply := func(r *kernel.ExecuteReply) (*kernel.ExecuteReply, error) {
+		if opts.OnReply != nil {
+			opts.OnReply()
+		}
+		return r, nil
+	}
+	dead := func() (*kernel.ExecuteReply, error) { return nil, &kernel.DeadError{Cause: k.Err()} }
+	op, arg, _ := strings.Cut(code, ":")
+	switch op {
+	case "print":
+		onEvent(kernel.Event{Kind: kernel.EventStream, Name: "stdout", Text: arg})
+		return reply(&kernel.ExecuteReply{Status: "ok", ExecutionCount: 1})
+	case "sleep":
+		d, _ := time.ParseDuration(arg)
+		select {
+		case <-time.After(d):
+			return reply(&kernel.ExecuteReply{Status: "ok"})
+		case <-k.done:
+			return dead()
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	case "loop":
+		select {
+		case <-k.interrupt:
+			return reply(&kernel.ExecuteReply{Status: "error", EName: "KeyboardInterrupt"})
+		case <-k.done:
+			return dead()
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	case "stubborn":
+		select {
+		case <-k.done:
+			return dead()
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	case "die":
+		k.inc.Exit("exit status 1")
+		<-k.done
+		return dead()
+	case "drain":
+		d, _ := time.ParseDuration(arg)
+		if opts.OnReply != nil {
+			opts.OnReply()
+		}
+		end := time.After(d)
+		for {
+			select {
+			case <-end:
+				return &kernel.ExecuteReply{Status: "ok"}, nil
+			case <-time.After(10 * time.Millisecond):
+				onEvent(kernel.Event{Kind: kernel.EventStream, Name: "stdout", Text: "."})
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	}
+	data, _ := json.Marshal(code)
+	onEvent(kernel.Event{Kind: kernel.EventResult, Data: kernel.MimeBundle{"text/plain": data}, ExecutionCount: 1})
+	return reply(&kernel.ExecuteReply{Status: "ok", ExecutionCount: 1})
+}
+
+func (k *fakeKernel) Input(v string) error { return kernel.ErrNoInputRequest }
+func (k *fakeKernel) Interrupt(context.Context) error {
+	select {
+	case k.interrupt <- struct{}{}:
+	default:
+	}
+	return k.Err()
+}
+func (k *fakeKernel) Complete(context.Context, string, int) (json.RawMessage, error) {
+	return json.RawMessage(`{"matches":["fake"],"cursor_start":0,"cursor_end":0}`), nil
+}
+func (k *fakeKernel) Inspect(context.Context, string, int, int) (json.RawMessage, error) {
+	return json.RawMessage(`{"found":false}`), nil
+}
+func (k *fakeKernel) Done() <-chan struct{} { return k.done }
+func (k *fakeKernel) Err() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.err
+}
+func (k *fakeKernel) Abort(cause error) {
+	k.once.Do(func() {
+		k.mu.Lock()
+		k.err = cause
+		k.mu.Unlock()
+		close(k.done)
+	})
+}
+func (k *fakeKernel) Close() error { k.Abort(kernel.ErrClosed); return nil }

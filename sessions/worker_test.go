@@ -1,0 +1,276 @@
+package sessions_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glassroom/glassroom/sessions"
+	"github.com/rs/zerolog"
+)
+
+// fakeManager is a manager over the fake runtime; it runs in parallel with
+// the other fast tests.
+func fakeManager(t *testing.T, cfg sessions.Config) (*sessions.Manager, *fakeRuntime) {
+	t.Helper()
+	t.Parallel()
+	rt := newFakeRuntime(t.TempDir())
+	cfg.Dial = rt.dial
+	if cfg.InterruptGrace == 0 {
+		cfg.InterruptGrace = 200 * time.Millisecond
+	}
+	m, err := sessions.New(cfg, rt, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+	return m, rt
+}
+
+func fakeSession(t *testing.T, m *sessions.Manager) *sessions.Session {
+	t.Helper()
+	s, err := m.Create(context.Background(), "t", sessions.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func run(t *testing.T, s *sessions.Session, code string, timeout time.Duration) *sessions.Execution {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	e, err := s.Execute(ctx, sessions.ExecRequest{Code: code, Timeout: timeout})
+	if err != nil {
+		t.Fatalf("execute %q: %v", code, err)
+	}
+	return e
+}
+
+func waitState(t *testing.T, s *sessions.Session, want sessions.State) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if s.Info().State == want {
+			return
+		}
+	}
+	t.Fatalf("state %s, want %s", s.Info().State, want)
+}
+
+func TestWorkerRestartDuringARun(t *testing.T) {
+	m, _ := fakeManager(t, sessions.Config{})
+	s := fakeSession(t, m)
+	j := make(chan *sessions.Execution, 1)
+	go func() {
+		e, _ := s.Execute(context.Background(), sessions.ExecRequest{Code: "stubborn"})
+		j <- e
+	}()
+	waitState(t, s, sessions.StateBusy)
+	if err := s.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e := <-j
+	if e.Status != sessions.StatusInterrupted || !e.StateLost || e.Reason != "kernel restarted" {
+		t.Fatalf("running job: %+v", e)
+	}
+	if e := run(t, s, "print:after", 0); e.Status != sessions.StatusOK || e.Stdout != "after" {
+		t.Fatalf("after restart: %+v", e)
+	}
+}
+
+func TestWorkerDeathDuringARestart(t *testing.T) {
+	m, rt := fakeManager(t, sessions.Config{})
+	s := fakeSession(t, m)
+	rt.failRestart.Store(true)
+	e := run(t, s, "die", 0)
+	if e.Status != sessions.StatusDied || !e.StateLost || !strings.Contains(e.Reason, "exit status 1") {
+		t.Fatalf("dying job: %+v", e)
+	}
+	waitState(t, s, sessions.StateDead)
+	if e := run(t, s, "print:x", 0); e.Status != sessions.StatusDied || e.Reason != "kernel is dead" {
+		t.Fatalf("job on a dead kernel: %+v", e)
+	}
+	if err := s.Restart(context.Background()); !errors.Is(err, sessions.ErrKernelDead) {
+		t.Fatalf("restart while restarts fail: %v", err)
+	}
+	rt.failRestart.Store(false)
+	if err := s.Restart(context.Background()); err != nil {
+		t.Fatalf("restart once they work again: %v", err)
+	}
+	if e := run(t, s, "print:back", 0); e.Status != sessions.StatusOK {
+		t.Fatalf("after recovery: %+v", e)
+	}
+}
+
+func TestWorkerDrainsTheQueueOnClose(t *testing.T) {
+	m, rt := fakeManager(t, sessions.Config{})
+	s := fakeSession(t, m)
+	results := make(chan *sessions.Execution, 4)
+	for i := 0; i < 4; i++ {
+		go func() {
+			e, err := s.Execute(context.Background(), sessions.ExecRequest{Code: "stubborn"})
+			if err == nil {
+				results <- e
+			}
+		}()
+	}
+	for s.Info().Queued < 3 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := m.Delete(context.Background(), "t", s.ID()); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 4; i++ {
+		if e := <-results; e.Status != sessions.StatusDied || e.Reason != "session deleted" {
+			t.Fatalf("job %d after close: %+v", i, e)
+		}
+	}
+	if rt.liveSandboxes() != 0 {
+		t.Fatal("sandbox not closed")
+	}
+}
+
+func TestWorkerTimeouts(t *testing.T) {
+	m, _ := fakeManager(t, sessions.Config{})
+	s := fakeSession(t, m)
+	if e := run(t, s, "loop", 50*time.Millisecond); e.Status != sessions.StatusTimeout || e.StateLost {
+		t.Fatalf("interruptible timeout: %+v", e)
+	}
+	if e := run(t, s, "stubborn", 50*time.Millisecond); e.Status != sessions.StatusTimeout || !e.StateLost {
+		t.Fatalf("stubborn timeout: %+v", e)
+	}
+	// A kernel that obeyed the interrupt but whose output is still
+	// draining past the grace is not restarted.
+	if e := run(t, s, "drain:400ms", 10*time.Millisecond); e.StateLost {
+		t.Fatalf("draining kernel restarted: %+v", e)
+	}
+	if e := run(t, s, "print:ok", 0); e.Status != sessions.StatusOK {
+		t.Fatalf("session unusable: %+v", e)
+	}
+}
+
+func TestWorkerRecoversADeadKernel(t *testing.T) {
+	m, _ := fakeManager(t, sessions.Config{})
+	s := fakeSession(t, m)
+	sub := s.Subscribe(s.LastSeq())
+	defer sub.Close()
+	if e := run(t, s, "die", 0); e.Status != sessions.StatusDied {
+		t.Fatalf("%+v", e)
+	}
+	var states []string
+	for ev := range sub.C {
+		if ev.Type == sessions.EventKernel {
+			states = append(states, ev.State)
+			if ev.State == "idle" {
+				break
+			}
+		}
+	}
+	if strings.Join(states, ",") != "busy,dead,restarting,idle" {
+		t.Fatalf("kernel states %v", states)
+	}
+}
+
+func TestCreateUndoesEverythingOnAPanic(t *testing.T) {
+	m, rt := fakeManager(t, sessions.Config{})
+	rt.panicDial.Store(true)
+	_, err := m.Create(context.Background(), "t", sessions.CreateOptions{})
+	if err == nil || !strings.Contains(err.Error(), "truncated READY") {
+		t.Fatalf("create with a panicking dial: %v", err)
+	}
+	if rt.liveSandboxes() != 0 {
+		t.Fatal("sandbox of the failed create left running")
+	}
+	rt.panicDial.Store(false)
+	s := fakeSession(t, m)
+	// A panic when re-dialling after a restart leaves the session dead,
+	// not the gateway.
+	rt.panicDial.Store(true)
+	if err := s.Restart(context.Background()); !errors.Is(err, sessions.ErrKernelDead) || !strings.Contains(err.Error(), "panicked") {
+		t.Fatalf("restart with a panicking dial: %v", err)
+	}
+	rt.panicDial.Store(false)
+	if err := s.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSubmitWaitsForRoom(t *testing.T) {
+	m, _ := fakeManager(t, sessions.Config{QueueDepth: 2})
+	s := fakeSession(t, m)
+	if _, err := s.Submit(sessions.ExecRequest{Code: "sleep:100ms"}); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, s, sessions.StateBusy)
+	for i := 0; i < 2; i++ { // one running, two queued
+		if _, err := s.Submit(sessions.ExecRequest{Code: "sleep:50ms"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Submit(sessions.ExecRequest{Code: "print:x"}); !errors.Is(err, sessions.ErrQueueFull) {
+		t.Fatalf("full queue: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := s.SubmitWait(ctx, sessions.ExecRequest{Code: "print:x"}); err != nil {
+		t.Fatalf("SubmitWait: %v", err)
+	}
+}
+
+// TestRealDialPanicFreesTheSandbox: with the real local runtime, a create
+// whose dial panics closes the sandbox and frees its slot, uid, directory
+// and cgroup: the runtime's single slot serves the next create.
+func TestRealDialPanicFreesTheSandbox(t *testing.T) {
+	dir := t.TempDir()
+	for p := dir; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
+		os.Chmod(p, 0o711)
+	}
+	rt, err := newLocalWith(dir, 331000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var panics bool
+	dial := func(ctx context.Context, info kernelInfo, cfg kernelConfig, log zerolog.Logger) (sessions.KernelConn, error) {
+		if !panics {
+			panics = true
+			panic("hostile handshake")
+		}
+		return realDial(ctx, info, cfg, log)
+	}
+	m, err := sessions.New(sessions.Config{Dial: dial}, rt, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	cgroups := func() map[string]bool {
+		set := map[string]bool{}
+		ents, _ := os.ReadDir("/sys/fs/cgroup/memory/glassroom")
+		for _, e := range ents {
+			set[e.Name()] = true
+		}
+		return set
+	}
+	before := cgroups()
+	if _, err := m.Create(context.Background(), "t", sessions.CreateOptions{}); err == nil {
+		t.Fatal("create succeeded with a panicking dial")
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("state dir not empty after the failed create: %v", ents)
+	}
+	for name := range cgroups() {
+		if !before[name] {
+			t.Errorf("cgroup %s left behind", name)
+		}
+	}
+	s, err := m.Create(context.Background(), "t", sessions.CreateOptions{})
+	if err != nil {
+		t.Fatalf("the only slot was not freed: %v", err)
+	}
+	if e := exec(t, s, "1 + 1", 0); string(e.Result) != `{"text/plain":"2"}` {
+		t.Fatalf("%+v", e)
+	}
+}
