@@ -1,7 +1,9 @@
 package web
 
 import (
+	"encoding/json"
 	"io/fs"
+	"os"
 	"path"
 	"regexp"
 	"slices"
@@ -40,7 +42,7 @@ var (
 	handler   = regexp.MustCompile(`(?i)<[^>]*\son[a-z]+\s*=`)
 	styleAttr = regexp.MustCompile(`(?i)<[^>]*\sstyle\s*=`)
 	styleTag  = regexp.MustCompile(`(?i)<style\b`)
-	remoteURL = regexp.MustCompile(`(?i)https?://`)
+	remoteURL = regexp.MustCompile(`(?i)https?://[a-z0-9\[]`) // a URL with a host
 	// XML namespace names look like URLs but are never fetched.
 	xmlNamespace = regexp.MustCompile(`http://www\.w3\.org/(2000/svg|1999/xhtml|1999/xlink|1998/Math/MathML|XML/1998/namespace|2000/xmlns/)`)
 	jsURL        = regexp.MustCompile(`(?i)javascript:`)
@@ -93,6 +95,9 @@ func TestNoRemoteResources(t *testing.T) {
 		t.Fatalf("Assets: %v", err)
 	}
 	for _, name := range assetNames(t, fsys, "") {
+		if strings.HasSuffix(name, ".txt") {
+			continue // licences: text, never loaded by the page
+		}
 		body := xmlNamespace.ReplaceAllString(readAsset(t, fsys, name), "xmlns")
 		if loc := remoteURL.FindStringIndex(body); loc != nil {
 			t.Errorf("%s references a remote URL: %q", name, body[loc[0]:min(loc[1]+40, len(body))])
@@ -135,10 +140,14 @@ func modules(t *testing.T) map[string]string {
 	return mods
 }
 
+// vendorBundle is the one third-party file the modules may import.
+const vendorBundle = "vendor/vendor.js"
+
 var importFrom = regexp.MustCompile(`(?m)^\s*(?:import|export)\b[^;'"]*?\bfrom\s*['"]([^'"]+)['"]|\bimport\s*\(`)
 
 // Every module is reached from js/main.js through relative static imports
-// of files that exist; nothing is imported from elsewhere or at run time.
+// of files that exist (or of the vendor bundle); nothing is imported from
+// elsewhere or at run time.
 func TestModuleGraph(t *testing.T) {
 	mods := modules(t)
 	seen := map[string]bool{}
@@ -165,7 +174,9 @@ func TestModuleGraph(t *testing.T) {
 				t.Errorf("%s imports %q: only relative imports of the app's own files", name, spec)
 				continue
 			}
-			queue = append(queue, path.Join(path.Dir(name), spec))
+			if target := path.Join(path.Dir(name), spec); target != vendorBundle {
+				queue = append(queue, target)
+			}
 		}
 	}
 	for name := range mods {
@@ -204,5 +215,43 @@ func TestModulesAvoidHTMLSinks(t *testing.T) {
 	}
 	if strings.Contains(js, "allow-scripts") || strings.Contains(js, "allow-same-origin") {
 		t.Errorf("the modules must not relax the iframe sandbox")
+	}
+}
+
+// The vendor bundle is the committed output of `make web-vendor`: built
+// from the versions web/vendor/package.json pins, one self-contained ES
+// module that needs no eval (the CSP forbids it) and loads nothing.
+func TestVendorBundle(t *testing.T) {
+	fsys, err := Assets()
+	if err != nil {
+		t.Fatalf("Assets: %v", err)
+	}
+	js := readAsset(t, fsys, vendorBundle)
+	readAsset(t, fsys, "vendor/LICENSES.txt")
+	raw, err := os.ReadFile("vendor/package.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pkg struct{ Dependencies map[string]string }
+	if err := json.Unmarshal(raw, &pkg); err != nil {
+		t.Fatalf("vendor/package.json: %v", err)
+	}
+	lines := strings.SplitN(js, "\n", 3)
+	if len(lines) < 3 || !strings.Contains(lines[0], "make web-vendor") {
+		t.Fatalf("%s has no build banner: %q", vendorBundle, lines[0])
+	}
+	built := strings.Fields(strings.TrimPrefix(lines[1], "//"))
+	for name, version := range pkg.Dependencies {
+		if !slices.Contains(built, name+"@"+version) {
+			t.Errorf("package.json pins %s@%s, the bundle has %v: run `make web-vendor`", name, version, built)
+		}
+	}
+	for _, bad := range []string{"eval(", "new Function", "import(", "importScripts", "document.write"} {
+		if strings.Contains(js, bad) {
+			t.Errorf("%s contains %q", vendorBundle, bad)
+		}
+	}
+	if regexp.MustCompile(`(?m)^\s*import\b`).MatchString(js) {
+		t.Errorf("%s imports other files: it must be self-contained", vendorBundle)
 	}
 }

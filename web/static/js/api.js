@@ -13,7 +13,8 @@ export class ApiError extends Error {
 // createApi returns request(method, path, opts), which sends the store's API
 // key and resolves to the decoded JSON answer (null for 204 or a non-JSON
 // body), or the Response itself with opts.raw. opts.json is sent as a JSON
-// body, opts.form as multipart. It rejects with an ApiError.
+// body, opts.form as multipart; opts.signal aborts it. It rejects with an
+// ApiError.
 export function createApi(store) {
   return function request(method, path, opts) {
     opts = opts || {};
@@ -32,7 +33,8 @@ export function createApi(store) {
       body,
       cache: 'no-store',
       credentials: 'same-origin',
-      redirect: 'error'
+      redirect: 'error',
+      signal: opts.signal
     }).then(
       (resp) => {
         if (!resp.ok) {

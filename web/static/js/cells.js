@@ -4,13 +4,20 @@
 // A cell is {id, type: 'code'|'markdown'|'raw', source, executionCount,
 // outputs (see nbformat.js), status: 'idle'|'queued'|'running', execId (the
 // execute id it waits for, or null), queuePos, startedAt, gotEvents,
-// clearPending, lastDuration, lastStatus, editor (editor.js), el: {root,
-// count, elapsed, outputs}}.
+// clearPending, lastDuration, lastStatus, rendered (a Markdown cell shows
+// its rendering, not its source), editor (editor.js), el: {root, count,
+// elapsed, typeSelect, runBtn, view, outputs}}.
+//
+// Focus tells the mode, as in Jupyter: in the editor is edit mode; on the
+// cell itself (its root element) is command mode (see commands.js).
 
-import { $, el, toolButton } from './dom.js';
+import { $, clear, el, toolButton } from './dom.js';
 import { createEditor } from './editor.js';
+import { renderMarkdown } from './markdown.js';
 import { normData } from './nbformat.js';
 import { fmtElapsed, joinText, randomId } from './text.js';
+
+const CELL_TYPES = ['code', 'markdown', 'raw'];
 
 // Events that put output into a cell (and so apply a pending clear_output).
 const OUTPUT_EVENTS = { stream: true, display: true, result: true, error: true, input_request: true };
@@ -23,8 +30,10 @@ const STATUS_NOTES = {
 
 // createCells manages store.cells. deps: store, outputs (outputs.js),
 // send(frame) on the WebSocket, msg (status messages), onChange() after
-// any change worth saving, onRunDone() after an execution ended.
-export function createCells({ store, outputs, send, msg, onChange, onRunDone }) {
+// any change worth saving, onRunDone() after an execution ended, assist
+// (the editor's kernel help, see editor.js), fileUrl(path) for Markdown
+// images and links (null without a session).
+export function createCells({ store, outputs, send, msg, onChange, onRunDone, assist, fileUrl }) {
   const execs = new Map(); // execute id -> cell
   let activeCell = null;
   let execCounter = 0;
@@ -36,7 +45,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone }) 
     opts = opts || {};
     const cell = {
       id: opts.id && /^[A-Za-z0-9_-]{1,64}$/.test(opts.id) ? opts.id : randomId(),
-      type: opts.type || 'code',
+      type: CELL_TYPES.includes(opts.type) ? opts.type : 'code',
       source: opts.source || '',
       executionCount: typeof opts.executionCount === 'number' ? opts.executionCount : null,
       outputs: [],
@@ -48,6 +57,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone }) 
       clearPending: false,
       lastDuration: null,
       lastStatus: null,
+      rendered: opts.rendered !== undefined ? !!opts.rendered : true,
       editor: null,
       el: null
     };
@@ -57,8 +67,9 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone }) 
   }
 
   function build(cell) {
-    const root = el('div', 'cell cell-' + cell.type);
+    const root = el('div', 'cell');
     root.dataset.cellId = cell.id;
+    root.tabIndex = -1; // focusable: command mode
 
     const gutter = el('div', 'cell-gutter');
     const count = el('span', 'exec-count');
@@ -68,36 +79,48 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone }) 
 
     const main = el('div', 'cell-main');
     const bar = el('div', 'cell-toolbar');
-    if (cell.type !== 'code') bar.appendChild(el('span', 'cell-type', cell.type));
+    const typeSelect = el('select', 'cell-type-select');
+    typeSelect.title = 'Cell type (command mode: y code, m Markdown, r raw)';
+    typeSelect.setAttribute('aria-label', 'Cell type');
+    for (const t of CELL_TYPES) {
+      const o = el('option', null, t === 'markdown' ? 'Markdown' : t);
+      o.value = t;
+      typeSelect.appendChild(o);
+    }
     const runBtn = toolButton('run-cell', '\u25B6 Run', 'Run (Ctrl+Enter)');
     const upBtn = toolButton('move-up', '\u2191', 'Move up');
     const downBtn = toolButton('move-down', '\u2193', 'Move down');
     const addBtn = toolButton('add-below', '+', 'Add a cell below');
     const clearBtn = toolButton('clear-output', 'Clear', 'Clear output');
     const delBtn = toolButton('delete-cell', '\u2715', 'Delete cell');
-    if (cell.type !== 'code') runBtn.disabled = true;
-    for (const b of [runBtn, upBtn, downBtn, addBtn, clearBtn, delBtn]) bar.appendChild(b);
+    for (const b of [typeSelect, runBtn, upBtn, downBtn, addBtn, clearBtn, delBtn]) bar.appendChild(b);
 
     cell.editor = createEditor({
       source: cell.source,
       python: cell.type === 'code',
-      label: cell.type === 'code' ? 'Code cell' : cell.type + ' cell',
+      label: 'Cell editor',
       onChange: (text) => {
         cell.source = text;
         onChange();
       },
       onFocus: () => setActive(cell),
-      run: (advance) => (advance ? runAndAdvance(cell) : run(cell))
+      run: (advance) => (advance ? runAndAdvance(cell) : run(cell)),
+      escape: () => select(cell),
+      assist
     });
 
+    const view = el('div', 'md-view');
+    view.title = 'Double-click (or Enter) to edit';
     const outs = el('div', 'outputs');
     main.appendChild(bar);
     main.appendChild(cell.editor.dom);
+    main.appendChild(view);
     main.appendChild(outs);
     root.appendChild(gutter);
     root.appendChild(main);
-    cell.el = { root, count, elapsed, outputs: outs };
+    cell.el = { root, count, elapsed, typeSelect, runBtn, view, outputs: outs };
 
+    typeSelect.addEventListener('change', () => setType(cell, typeSelect.value));
     runBtn.addEventListener('click', () => run(cell));
     upBtn.addEventListener('click', () => move(cell, -1));
     downBtn.addEventListener('click', () => move(cell, 1));
@@ -107,7 +130,63 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone }) 
       onChange();
     });
     delBtn.addEventListener('click', () => remove(cell));
+    view.addEventListener('dblclick', () => edit(cell));
+    // A click on the cell outside its editor and controls selects it
+    // (command mode).
+    root.addEventListener('mousedown', (e) => {
+      if (e.target.closest('.editor, button, select, input, a, iframe')) return;
+      setActive(cell);
+      setTimeout(() => {
+        if (!root.contains(document.activeElement) || document.activeElement === root) root.focus({ preventScroll: true });
+      }, 0);
+    });
+    renderType(cell);
+  }
+
+  // renderType shows what depends on the cell's type.
+  function renderType(cell) {
+    const root = cell.el.root;
+    for (const t of CELL_TYPES) root.classList.toggle('cell-' + t, cell.type === t);
+    cell.el.typeSelect.value = cell.type;
+    cell.el.runBtn.disabled = cell.type === 'raw';
+    cell.el.runBtn.title = cell.type === 'markdown' ? 'Render (Ctrl+Enter)' : 'Run (Ctrl+Enter)';
+    renderMarkdownView(cell);
     renderStatus(cell);
+  }
+
+  function renderMarkdownView(cell) {
+    const show = cell.type === 'markdown' && cell.rendered;
+    cell.el.root.classList.toggle('rendered', show);
+    const view = cell.el.view;
+    clear(view);
+    if (!show) return;
+    const src = cell.editor.value();
+    if (!src.trim()) {
+      view.appendChild(el('p', 'md-empty', 'Empty Markdown cell: double-click or press Enter to edit.'));
+      return;
+    }
+    view.appendChild(renderMarkdown(src, fileUrl));
+  }
+
+  // setType changes the cell's type (outputs go when it stops being code).
+  function setType(cell, type) {
+    if (!CELL_TYPES.includes(type) || type === cell.type) return;
+    if (cell.execId) {
+      msg('The cell is running: wait for it, or interrupt it, before changing its type', 'error');
+      cell.el.typeSelect.value = cell.type;
+      return;
+    }
+    const wasCode = cell.type === 'code';
+    cell.type = type;
+    if (wasCode) {
+      outputs.clear(cell);
+      cell.executionCount = null;
+      cell.lastDuration = null;
+    }
+    cell.rendered = false;
+    cell.editor.setPython(type === 'code');
+    renderType(cell);
+    onChange();
   }
 
   // ---- the list
@@ -141,12 +220,15 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone }) 
     if (cell.execId) execs.delete(cell.execId);
     cell.execId = null;
     outputs.dropDisplays(cell);
+    const wasSelected = document.activeElement === cell.el.root;
     store.cells.splice(i, 1);
     cell.el.root.remove();
+    cell.editor.destroy();
     if (activeCell === cell) activeCell = null;
     renderOrder();
     const next = store.cells[i] || store.cells[i - 1];
-    if (next) next.editor.focus();
+    if (next && wasSelected) select(next);
+    else if (next) next.editor.focus();
     onChange();
   }
 
@@ -155,10 +237,12 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone }) 
     const j = i + delta;
     if (i < 0 || j < 0 || j >= store.cells.length) return;
     const hadFocus = cell.editor.hasFocus();
+    const wasSelected = document.activeElement === cell.el.root;
     store.cells.splice(i, 1);
     store.cells.splice(j, 0, cell);
     renderOrder();
     if (hadFocus) cell.editor.focus();
+    else if (wasSelected) select(cell);
     onChange();
   }
 
@@ -168,6 +252,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone }) 
     for (const c of store.cells) {
       if (c.execId) execs.delete(c.execId);
       outputs.dropDisplays(c);
+      c.editor.destroy();
     }
     store.cells = [];
     activeCell = null;
@@ -191,6 +276,29 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone }) 
     if (activeCell && activeCell !== cell && activeCell.el) activeCell.el.root.classList.remove('active');
     activeCell = cell;
     cell.el.root.classList.add('active');
+  }
+
+  // select puts the cell in command mode: it has the focus, its editor not.
+  function select(cell) {
+    setActive(cell);
+    cell.el.root.focus({ preventScroll: true });
+    cell.el.root.scrollIntoView({ block: 'nearest' });
+  }
+
+  // edit puts the cell in edit mode (a rendered Markdown cell shows its
+  // source again).
+  function edit(cell) {
+    if (cell.type === 'markdown' && cell.rendered) {
+      cell.rendered = false;
+      renderMarkdownView(cell);
+    }
+    cell.editor.focus();
+  }
+
+  // selected is the cell in command mode, or null.
+  function selected() {
+    const c = activeCell;
+    return c && document.activeElement === c.el.root ? c : null;
   }
 
   // ---- status
@@ -242,15 +350,22 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone }) 
 
   // ---- running
 
-  // run submits a code cell; it returns false when there is no session.
+  // run submits a code cell, or renders a Markdown one; it returns false
+  // when there is no session for code.
   function run(cell) {
+    if (cell.type === 'markdown') {
+      cell.source = cell.editor.value();
+      cell.rendered = true;
+      renderMarkdownView(cell);
+      onChange();
+      return true;
+    }
     if (cell.type !== 'code') return true;
     if (!store.session) {
       msg('Create or reopen a session first', 'error');
       return false;
     }
     cell.source = cell.editor.value();
-    cell.editor.refresh(); // in case the value was set without an input event
     if (cell.execId) execs.delete(cell.execId);
     outputs.clear(cell);
     const id = cell.id + '-' + Date.now().toString(36) + '-' + ++execCounter;
@@ -269,15 +384,24 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone }) 
     return true;
   }
 
-  function runAndAdvance(cell) {
+  // runAndAdvance runs the cell and moves on to the next one, in edit
+  // mode, or in command mode when asked from there (a new cell at the end
+  // is always edited).
+  function runAndAdvance(cell, commandMode) {
     if (!run(cell)) return;
     const i = indexOf(cell);
-    const next = store.cells[i + 1] || insert(i + 1);
-    next.editor.focus();
+    let next = store.cells[i + 1];
+    if (!next) {
+      next = insert(i + 1);
+      commandMode = false;
+    }
+    if (commandMode) select(next);
+    else edit(next);
     next.el.root.scrollIntoView({ block: 'nearest' });
   }
 
   function runAll() {
+    for (const c of store.cells) if (c.type === 'markdown') run(c);
     if (!store.session) {
       msg('Create or reopen a session first', 'error');
       return;
@@ -432,11 +556,26 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone }) 
     if (!cell.gotEvents) finishLocally(cell, null);
   }
 
+  // refreshMarkdown renders the Markdown cells again (workspace images
+  // resolve only with a session).
+  function refreshMarkdown() {
+    for (const c of store.cells) if (c.type === 'markdown' && c.rendered) renderMarkdownView(c);
+  }
+
   return {
     insert,
+    remove,
+    refreshMarkdown,
+    move,
     replaceAll,
     snapshot,
+    select,
+    selected,
+    edit,
+    setType,
+    indexOf,
     run,
+    runAndAdvance,
     runAll,
     abandonRuns,
     onKernelBusy,

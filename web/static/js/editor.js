@@ -1,149 +1,326 @@
-// The cell editor: a textarea over a highlighted <pre> of the same text,
-// with Tab/Shift+Tab indentation and run keys.
+// The cell editor: CodeMirror 6 with Python mode, bracket matching, undo
+// history, multiple cursors (Ctrl+click, Alt+drag, Ctrl+D) and search
+// (Ctrl+F), plus the notebook's keys and the kernel's help:
+//   Tab        completion list from the kernel after a name (indent
+//              otherwise, or accept the selected completion)
+//   Shift+Tab  the kernel's help for the name at the cursor in a popup
+//              (again: with more detail); dedent at the start of a line
+//   Shift+Enter / Ctrl+Enter  run (and advance)
+//   Esc        leave the editor (command mode)
+// While the kernel has not answered (it answers only between cells), a
+// small popup says so; typing goes on.
 
-import { clear, el } from './dom.js';
-import { highlightPython } from './highlight.js';
+import {
+  Compartment,
+  EditorState,
+  EditorView,
+  Prec,
+  StateEffect,
+  StateField,
+  acceptCompletion,
+  autocompletion,
+  bracketMatching,
+  classHighlighter,
+  closeCompletion,
+  completionStatus,
+  crosshairCursor,
+  defaultKeymap,
+  drawSelection,
+  dropCursor,
+  highlightSelectionMatches,
+  highlightSpecialChars,
+  history,
+  historyKeymap,
+  indentLess,
+  indentMore,
+  indentOnInput,
+  indentUnit,
+  keymap,
+  python,
+  rectangularSelection,
+  search,
+  searchKeymap,
+  showTooltip,
+  startCompletion,
+  syntaxHighlighting
+} from '../vendor/vendor.js';
+import { el } from './dom.js';
+import { renderAnsi } from './ansi.js';
+import { Superseded, cpIndex, utf16Index } from './assist.js';
+import { joinText } from './text.js';
 
-// createEditor returns an editor for one cell. opts:
-//   source         the initial text
-//   python         highlight as Python (otherwise plain text)
-//   label          accessible name
-//   onChange(text) after every edit
-//   onFocus()      when it gets the focus
-//   run(advance)   Shift+Enter (advance true) and Ctrl+Enter (false)
-// The editor is {dom, value(), focus(opts), hasFocus(), refresh()}.
-export function createEditor({ source, python, label, onChange, onFocus, run }) {
-  const dom = el('div', 'editor');
-  const pre = el('pre', 'highlight');
-  pre.setAttribute('aria-hidden', 'true');
-  const ta = el('textarea', 'code');
-  ta.spellcheck = false;
-  ta.rows = 1;
-  ta.wrap = 'soft';
-  ta.setAttribute('autocomplete', 'off');
-  ta.setAttribute('autocorrect', 'off');
-  ta.setAttribute('autocapitalize', 'off');
-  ta.setAttribute('aria-label', label);
-  ta.value = source || '';
-  dom.appendChild(pre);
-  dom.appendChild(ta);
+const WAIT_TIP_MS = 150; // show "waiting" only for answers that take a while
 
-  function refresh() {
-    clear(pre);
-    const src = ta.value;
-    if (python) pre.appendChild(highlightPython(src));
-    else pre.appendChild(document.createTextNode(src));
-    // A <pre> ignores one trailing newline; the textarea does not.
-    pre.appendChild(document.createTextNode('\n'));
-  }
+// ---- dark theme: follows the system setting, live
 
-  ta.addEventListener('input', () => {
-    refresh();
-    onChange(ta.value);
+const darkQuery = globalThis.matchMedia ? matchMedia('(prefers-color-scheme: dark)') : null;
+const views = new Map(); // live editor -> its theme compartment
+const themeOf = () => (darkQuery && darkQuery.matches ? EditorView.theme({}, { dark: true }) : []);
+if (darkQuery) {
+  darkQuery.addEventListener('change', () => {
+    for (const [v, theme] of views) v.dispatch({ effects: theme.reconfigure(themeOf()) });
   });
-  ta.addEventListener('focus', onFocus);
-  ta.addEventListener('keydown', (e) => {
-    if (e.isComposing) return;
-    if (e.key === 'Enter' && e.shiftKey && !e.ctrlKey && !e.metaKey && !e.altKey) {
-      e.preventDefault();
-      run(true);
-      return;
-    }
-    if (e.key === 'Enter' && (e.ctrlKey || e.metaKey) && !e.altKey) {
-      e.preventDefault();
-      run(false);
-      return;
-    }
-    if (e.key === 'Tab' && !e.ctrlKey && !e.metaKey && !e.altKey) {
-      e.preventDefault();
-      if (e.shiftKey) dedent(ta);
-      else indent(ta);
-    }
-  });
-  refresh();
+}
 
-  return {
-    dom,
-    value: () => ta.value,
-    focus: (opts) => ta.focus(opts),
-    hasFocus: () => document.activeElement === ta,
-    // refresh redraws the highlighting (after the text changed without an
-    // input event).
-    refresh
+// ---- the popup under the cursor: "waiting for the kernel" or help text
+
+const setTip = StateEffect.define();
+const tipField = StateField.define({
+  create: () => null,
+  update(tip, tr) {
+    for (const e of tr.effects) if (e.is(setTip)) return e.value;
+    if (!tip) return tip;
+    if (tip.kind === 'help' && (tr.docChanged || tr.selection)) return null;
+    if (tr.docChanged) return Object.assign({}, tip, { pos: tr.changes.mapPos(tip.pos) });
+    return tip;
+  },
+  provide: (f) =>
+    showTooltip.from(f, (tip) =>
+      tip ? { pos: tip.pos, above: false, arrow: false, create: () => ({ dom: tip.dom }) } : null
+    )
+});
+
+function showTip(view, kind, dom, pos) {
+  view.dispatch({ effects: setTip.of({ kind, dom, pos: pos == null ? view.state.selection.main.head : pos }) });
+}
+
+function hideTip(view, kind) {
+  const tip = view.state.field(tipField, false);
+  if (tip && (!kind || tip.kind === kind)) view.dispatch({ effects: setTip.of(null) });
+}
+
+function waitingDom(what, busy) {
+  const d = el('div', 'assist-tip assist-waiting');
+  d.textContent = (what === 'complete' ? 'Completing' : 'Looking up help') + ': waiting for the kernel' + (busy ? ' (a cell is running)' : '') + '\u2026';
+  return d;
+}
+
+// waitFor shows the waiting popup if promise takes a while, and hides it
+// when it settles.
+function waitFor(view, what, promise, busy) {
+  const timer = setTimeout(() => showTip(view, 'waiting', waitingDom(what, busy())), WAIT_TIP_MS);
+  const done = () => {
+    clearTimeout(timer);
+    hideTip(view, 'waiting');
+  };
+  promise.then(done, done);
+  return promise;
+}
+
+// ---- completion
+
+const TYPE_ICONS = {
+  function: 'function',
+  builtin_function_or_method: 'function',
+  method: 'method',
+  class: 'class',
+  type: 'class',
+  module: 'namespace',
+  keyword: 'keyword',
+  instance: 'variable',
+  statement: 'variable',
+  param: 'variable',
+  property: 'property',
+  path: 'text',
+  magic: 'keyword'
+};
+
+function kernelCompletions(assist) {
+  return async (context) => {
+    if (!context.explicit) return null;
+    const code = context.state.doc.toString();
+    const view = context.view;
+    let reply;
+    try {
+      const p = assist.complete(code, cpIndex(code, context.pos));
+      context.addEventListener('abort', () => assist.cancel('complete'));
+      reply = await (view ? waitFor(view, 'complete', p, assist.busy) : p);
+    } catch (e) {
+      if (!(e instanceof Superseded) && view) assist.failed(e);
+      return null;
+    }
+    const matches = Array.isArray(reply.matches) ? reply.matches.filter((m) => typeof m === 'string') : [];
+    if (!matches.length) return null;
+    const info = new Map();
+    for (const t of Array.isArray(reply.types) ? reply.types : []) if (t && typeof t.text === 'string') info.set(t.text, t);
+    const from = utf16Index(code, reply.cursor_start);
+    const to = Math.max(from, utf16Index(code, reply.cursor_end));
+    return {
+      from,
+      to: to >= context.pos ? to : context.pos,
+      options: matches.map((m) => {
+        const t = info.get(m);
+        const o = { label: m };
+        if (t && TYPE_ICONS[t.type]) o.type = TYPE_ICONS[t.type];
+        if (t && t.type) o.detail = t.signature ? t.signature : t.type;
+        return o;
+      }),
+      validFor: /^[\w$]*$/
+    };
   };
 }
 
-// replaceRange replaces ta.value[a:b] with text, keeping the browser's undo
-// stack when execCommand is available.
-function replaceRange(ta, a, b, text) {
-  if (a === b && text === '') return;
-  ta.focus();
-  ta.setSelectionRange(a, b);
-  const expected = ta.value.slice(0, a) + text + ta.value.slice(b);
-  let ok = false;
-  try {
-    ok = text === '' ? document.execCommand('delete', false) : document.execCommand('insertText', false, text);
-  } catch (_) {
-    ok = false;
+// ---- inspection
+
+function helpDom(reply, detail) {
+  const d = el('div', 'assist-tip inspect-tip' + (detail ? ' detail' : ''));
+  const data = reply && reply.data && typeof reply.data === 'object' ? reply.data : {};
+  const text = joinText(data['text/plain']);
+  if (!reply.found || !text) {
+    d.classList.add('not-found');
+    d.textContent = 'No help found here.';
+    return d;
   }
-  if (!ok || ta.value !== expected) {
-    ta.value = expected;
-    ta.setSelectionRange(a + text.length, a + text.length);
-    ta.dispatchEvent(new Event('input', { bubbles: true }));
-  }
+  const pre = el('pre', 'inspect-text');
+  renderAnsi(pre, text);
+  d.appendChild(pre);
+  d.appendChild(el('div', 'inspect-hint', detail ? 'Esc closes' : 'Shift+Tab again: more \u00b7 Esc closes'));
+  return d;
 }
 
-// lineRange returns [start, end) of the whole lines the selection s..e touches.
-export function lineRange(v, s, e) {
-  const start = v.lastIndexOf('\n', s - 1) + 1;
-  let endPos = e;
-  if (endPos > s && v.charAt(endPos - 1) === '\n') endPos--;
-  const nl = v.indexOf('\n', endPos);
-  return [start, nl === -1 ? v.length : nl];
+function inspect(view, assist) {
+  const state = view.state;
+  const tip = state.field(tipField, false);
+  const detail = !!(tip && tip.kind === 'help' && !tip.detail);
+  const code = state.doc.toString();
+  const pos = state.selection.main.head;
+  waitFor(view, 'inspect', assist.inspect(code, cpIndex(code, pos), detail), assist.busy).then(
+    (reply) => {
+      if (view.state.doc.toString() !== code || view.state.selection.main.head !== pos) return; // moved on
+      view.dispatch({ effects: setTip.of({ kind: 'help', detail, dom: helpDom(reply, detail), pos }) });
+    },
+    (e) => {
+      if (!(e instanceof Superseded)) assist.failed(e);
+    }
+  );
+  return true;
 }
 
-function indent(ta) {
-  const v = ta.value;
-  const s = ta.selectionStart;
-  const e = ta.selectionEnd;
-  if (s === e || v.slice(s, e).indexOf('\n') === -1) {
-    replaceRange(ta, s, e, '    ');
-    return;
-  }
-  const r = lineRange(v, s, e);
-  const out = v
-    .slice(r[0], r[1])
-    .split('\n')
-    .map((l) => '    ' + l)
-    .join('\n');
-  replaceRange(ta, r[0], r[1], out);
-  ta.setSelectionRange(r[0], r[0] + out.length);
+// ---- keys
+
+// afterText reports whether the main cursor follows something other
+// than indentation on its line (Tab then completes instead of indenting).
+function afterText(state) {
+  const sel = state.selection.main;
+  if (!sel.empty) return false;
+  const line = state.doc.lineAt(sel.head);
+  return /\S/.test(line.text.slice(0, sel.head - line.from));
 }
 
-function dedent(ta) {
-  const v = ta.value;
-  const s = ta.selectionStart;
-  const e = ta.selectionEnd;
-  const r = lineRange(v, s, e);
-  let removedFirst = 0;
-  let removedTotal = 0;
-  const out = v
-    .slice(r[0], r[1])
-    .split('\n')
-    .map((l, i) => {
-      const m = /^( {1,4}|\t)/.exec(l);
-      const n = m ? m[0].length : 0;
-      if (i === 0) removedFirst = n;
-      removedTotal += n;
-      return l.slice(n);
+function multiLine(state) {
+  return state.selection.ranges.some((r) => state.doc.lineAt(r.from).number !== state.doc.lineAt(r.to).number);
+}
+
+function insertIndent(view) {
+  view.dispatch(view.state.replaceSelection('    '), { scrollIntoView: true, userEvent: 'input' });
+  return true;
+}
+
+function notebookKeys({ run, escape, assist, isCode }) {
+  return Prec.highest(
+    keymap.of([
+      { key: 'Shift-Enter', run: () => (run(true), true) },
+      { key: 'Mod-Enter', run: () => (run(false), true) },
+      {
+        key: 'Escape',
+        run: (view) => {
+          if (completionStatus(view.state)) return false; // the completion list closes first
+          if (view.state.field(tipField, false)) {
+            hideTip(view);
+            assist && assist.cancel('inspect');
+            return true;
+          }
+          escape();
+          return true;
+        }
+      },
+      {
+        key: 'Tab',
+        run: (view) => {
+          if (completionStatus(view.state) === 'active') return acceptCompletion(view);
+          if (multiLine(view.state)) return indentMore(view);
+          if (isCode() && assist && afterText(view.state)) return startCompletion(view);
+          return insertIndent(view);
+        },
+        shift: (view) => {
+          if (isCode() && assist && !multiLine(view.state) && afterText(view.state)) {
+            closeCompletion(view);
+            return inspect(view, assist);
+          }
+          return indentLess(view);
+        }
+      }
+    ])
+  );
+}
+
+// createEditor returns the editor of one cell. opts:
+//   source          the initial text
+//   python          Python mode (code cells); plain text otherwise
+//   label           accessible name
+//   onChange(text)  after every edit
+//   onFocus()       when it gets the focus
+//   run(advance)    Shift+Enter (advance) and Ctrl+Enter
+//   escape()        Esc with nothing to close
+//   assist          {complete, inspect, cancel, busy(), failed(err)} or null
+// It returns {dom, value(), setPython(on), focus(), hasFocus(), destroy()}:
+// dom goes into the page, destroy() when the cell goes.
+export function createEditor({ source, python: isPython, label, onChange, onFocus, run, escape, assist }) {
+  const language = new Compartment();
+  const theme = new Compartment();
+  let code = !!isPython;
+  const view = new EditorView({
+    state: EditorState.create({
+      doc: source || '',
+      extensions: [
+        notebookKeys({ run, escape, assist, isCode: () => code }),
+        history(),
+        drawSelection(),
+        dropCursor(),
+        highlightSpecialChars(),
+        EditorState.allowMultipleSelections.of(true),
+        rectangularSelection(),
+        crosshairCursor(),
+        indentOnInput(),
+        indentUnit.of('    '),
+        EditorState.tabSize.of(4),
+        bracketMatching(),
+        syntaxHighlighting(classHighlighter),
+        highlightSelectionMatches(),
+        search({ top: true }),
+        autocompletion({ override: assist ? [kernelCompletions(assist)] : [], activateOnTyping: false, icons: true, closeOnBlur: true }),
+        tipField,
+        keymap.of([...searchKeymap, ...historyKeymap, ...defaultKeymap]),
+        EditorView.lineWrapping,
+        EditorView.contentAttributes.of({ 'aria-label': label, autocorrect: 'off', autocapitalize: 'off', spellcheck: 'false' }),
+        language.of(code ? python() : []),
+        theme.of(themeOf()),
+        EditorView.updateListener.of((u) => {
+          if (u.docChanged) onChange(u.state.doc.toString());
+          if (u.focusChanged && u.view.hasFocus) onFocus();
+        })
+      ]
     })
-    .join('\n');
-  if (removedTotal === 0) return;
-  replaceRange(ta, r[0], r[1], out);
-  if (s === e) {
-    const caret = Math.max(r[0], s - removedFirst);
-    ta.setSelectionRange(caret, caret);
-  } else {
-    ta.setSelectionRange(r[0], r[0] + out.length);
-  }
+  });
+  views.set(view, theme);
+  const dom = el('div', 'editor');
+  dom.appendChild(view.dom);
+
+  return {
+    dom,
+    value: () => view.state.doc.toString(),
+    // setPython switches between Python mode (code cells) and plain text.
+    setPython(on) {
+      code = !!on;
+      view.dispatch({ effects: language.reconfigure(code ? python() : []) });
+    },
+    focus() {
+      view.focus();
+    },
+    hasFocus: () => view.hasFocus,
+    destroy() {
+      views.delete(view);
+      view.destroy();
+    }
+  };
 }

@@ -4,14 +4,17 @@
 // window.glassroomReady (the browser test waits for it).
 
 import { $, createMessages } from './dom.js';
-import { createApi } from './api.js';
+import { createApi, sessionPath } from './api.js';
+import { createAssist } from './assist.js';
 import { createCells } from './cells.js';
+import { bindCommandMode } from './commands.js';
 import { createFiles } from './files.js';
 import { createNotebook } from './notebook.js';
 import { createOutputs } from './outputs.js';
 import { createSessions } from './session.js';
 import { LS_LAST_SESSION, lsGet } from './storage.js';
 import { createStore } from './store.js';
+import { encPath } from './text.js';
 import { createConnection } from './ws.js';
 
 function start() {
@@ -25,8 +28,30 @@ function start() {
   const send = (frame) => conn.send(frame);
   const changed = () => notebook.scheduleSave();
 
-  const outputs = createOutputs({ send, onChange: changed, focusCell: (cell) => cell.editor.focus({ preventScroll: true }) });
-  cells = createCells({ store, outputs, send, msg, onChange: changed, onRunDone: () => sessions.refreshSoon() });
+  // Markdown images and links reach workspace files with the key in the
+  // URL, as downloads may.
+  const fileUrl = (path) =>
+    store.session ? sessionPath(store.session.id, '/files/' + encPath(path)) + '?token=' + encodeURIComponent(store.token) : null;
+
+  const assist = createAssist({ store, conn: { isOpen: () => conn.isOpen(), send }, request });
+  const editorAssist = {
+    complete: assist.complete,
+    inspect: assist.inspect,
+    cancel: assist.cancel,
+    busy: () => !!store.session && store.session.state === 'busy',
+    failed: (e) => msg(store.session ? 'The kernel could not help: ' + e.message : 'Completion and help need a session: create or reopen one', 'error')
+  };
+  const outputs = createOutputs({ send, onChange: changed, focusCell: (cell) => cell.editor.focus(), fileUrl });
+  cells = createCells({
+    store,
+    outputs,
+    send,
+    msg,
+    onChange: changed,
+    onRunDone: () => sessions.refreshSoon(),
+    assist: editorAssist,
+    fileUrl
+  });
   notebook = createNotebook({ store, cells, msg });
   files = createFiles({ store, request, msg });
   conn = createConnection({
@@ -38,7 +63,10 @@ function start() {
       sessions.refresh(true);
       files.refreshSoon();
     },
-    onClose: () => sessions.renderKernelStatus(),
+    onClose: () => {
+      assist.dropAll();
+      sessions.renderKernelStatus();
+    },
     checkAlive: () => sessions.refresh(false)
   });
   sessions = createSessions({
@@ -49,9 +77,12 @@ function start() {
     onOpened: () => {
       files.reset();
       files.refresh();
+      cells.refreshMarkdown();
     },
     onClosed: () => {
+      assist.dropAll();
       cells.abandonRuns(null);
+      cells.refreshMarkdown();
       files.refresh();
     },
     onKernelDead: (note) => cells.abandonRuns(note)
@@ -68,7 +99,11 @@ function start() {
         files.refreshSoon();
         return;
       case 'rejected':
-        cells.onRejected(ev);
+        if (!assist.onRejected(ev)) cells.onRejected(ev);
+        return;
+      case 'complete_reply':
+      case 'inspect_reply':
+        assist.onReply(ev);
         return;
       case 'update_display':
         outputs.updateDisplay(ev);
@@ -104,6 +139,7 @@ function start() {
       e.target.value = '';
     });
     files.bind();
+    bindCommandMode($('cells'), { store, cells });
     window.addEventListener('beforeunload', () => notebook.saveNow());
     document.addEventListener('visibilitychange', () => {
       if (document.visibilityState === 'hidden') notebook.saveNow();

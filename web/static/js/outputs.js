@@ -3,11 +3,13 @@
 //
 // Kernel output never becomes markup in this page: text goes through
 // textContent, images through data: URLs in <img> (SVG too, never inline),
-// and HTML only into <iframe sandbox=""> via srcdoc (no scripts, opaque
-// origin), so nothing the kernel prints can run script here.
+// HTML only into <iframe sandbox=""> via srcdoc (no scripts, opaque
+// origin), and Markdown through markdown.js's sanitiser, so nothing the
+// kernel prints can run script here.
 
 import { clear, el } from './dom.js';
 import { renderAnsi } from './ansi.js';
+import { renderMarkdown } from './markdown.js';
 import { normData } from './nbformat.js';
 import { applyCR, joinText, utf8ToBase64 } from './text.js';
 
@@ -35,8 +37,9 @@ export function estimateHtmlHeight(html) {
 
 // createOutputs renders the outputs of cells (cell.outputs, cell.el.outputs).
 // deps: send(frame) for input replies, onChange() after any change worth
-// saving, focusCell(cell) once an input() is answered.
-export function createOutputs({ send, onChange, focusCell }) {
+// saving, focusCell(cell) once an input() is answered, fileUrl(path) for
+// images in Markdown output (see markdown.js).
+export function createOutputs({ send, onChange, focusCell, fileUrl }) {
   const displays = new Map(); // display_id -> Set of output records
   const renderQueued = new Set();
   let renderFrame = 0;
@@ -176,10 +179,13 @@ export function createOutputs({ send, onChange, focusCell }) {
         w.classList.add('output-html');
         w.appendChild(makeHtmlFrame(joinText(data[mime])));
         break;
-      case 'text/markdown':
+      case 'text/markdown': {
         w.classList.add('output-markdown');
-        w.appendChild(el('pre', 'output-text', joinText(data[mime])));
+        const box = el('div', 'md-view');
+        box.appendChild(renderMarkdown(joinText(data[mime]), fileUrl));
+        w.appendChild(box);
         break;
+      }
       case 'text/plain': {
         w.classList.add('output-plain');
         const pre = el('pre', 'output-text');
