@@ -756,6 +756,7 @@ func TestBrowserNotebook(t *testing.T) {
 		nb.waitFor("the sleep to run", cellJS(busy, `return c.dataset.status === 'running';`), 30*time.Second)
 		i := nb.next
 		nb.typeInto(i, "import collections; collections.Ord", "import collections; collections.Ord")
+		nb.waitFor("Python highlighting", cellJS(i, `return [...c.querySelectorAll('.cm-content .tok-keyword')].some((e) => e.textContent === 'import');`), 5*time.Second)
 		nb.do("Tab", pressTab(0))
 		nb.waitFor("the waiting popup", cellJS(i, `const w = c.querySelector('.assist-waiting');
 			return !!w && w.textContent.includes('waiting for the kernel');`), 5*time.Second)
@@ -769,12 +770,17 @@ func TestBrowserNotebook(t *testing.T) {
 			t.Errorf("the waiting popup stayed after the completion list came")
 		}
 		// Pick it with the mouse, where it is on the screen once placed (the
-		// editor positions popups in its next measure cycle).
-		time.Sleep(200 * time.Millisecond)
+		// editor positions popups in a later animation frame): the same box
+		// twice in a row.
+		pick := `[...c.querySelectorAll('.cm-tooltip-autocomplete li')].find((li) =>
+			li.querySelector('.cm-completionLabel').textContent === 'OrderedDict')`
+		nb.waitFor("the list to settle", cellJS(i, `const li = `+pick+`;
+			const r = li && JSON.stringify(li.getBoundingClientRect());
+			const same = !!r && c.dataset.testBox === r;
+			c.dataset.testBox = r || '';
+			return same;`), 10*time.Second)
 		var at struct{ X, Y float64 }
-		nb.eval(cellJS(i, `const li = [...c.querySelectorAll('.cm-tooltip-autocomplete li')].find((li) =>
-			li.querySelector('.cm-completionLabel').textContent === 'OrderedDict');
-			const r = li.getBoundingClientRect();
+		nb.eval(cellJS(i, `const r = (`+pick+`).getBoundingClientRect();
 			return {x: r.left + r.width / 2, y: r.top + r.height / 2};`), &at)
 		nb.do("click OrderedDict", chromedp.MouseClickXY(at.X, at.Y))
 		nb.waitText(i, "import collections; collections.OrderedDict", "clicking OrderedDict")
@@ -829,6 +835,7 @@ func TestBrowserNotebook(t *testing.T) {
 			t.Errorf("Esc that closed the help also left the editor")
 		}
 		nb.typeInto(i, "'abc')", "len('abc')")
+		nb.waitFor("the brackets matched", cellJS(i, `return [...c.querySelectorAll('.cm-matchingBracket')].map((e) => e.textContent).join('') === '()';`), 5*time.Second)
 		nb.do("Shift+Enter", pressEnter(true))
 		nb.next = i + 1
 		nb.waitDone(i, "3", `[...out.querySelectorAll('.output-result')].some((r) => r.innerText.trim() === '3')`, 30*time.Second)
@@ -907,7 +914,13 @@ func TestBrowserNotebook(t *testing.T) {
 		i := nb.next
 		nb.typeInto(i, "undo_me = 1", "undo_me = 1")
 		time.Sleep(700 * time.Millisecond) // a pause starts a new undo step
-		nb.typeInto(i, "234", "undo_me = 1234")
+		// One input event (as a paste or an IME would give), so that a slow
+		// machine cannot split it into several undo steps.
+		nb.do("insert 234", chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := cdp.Call(ctx, t, input.InsertText, input.InsertTextParams{Text: "234"})
+			return err
+		}))
+		nb.waitText(i, "undo_me = 1234", "inserting 234")
 		nb.do("Ctrl+Z", pressLetter('z', ctrl))
 		nb.waitText(i, "undo_me = 1", "Ctrl+Z")
 		nb.do("Ctrl+Shift+Z", pressLetter('z', ctrl|shift))
