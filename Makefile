@@ -3,7 +3,7 @@ GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 ARGS ?=
 LISTEN ?= 127.0.0.1:8888
 
-.PHONY: all build run deps test-deps docker image vet fmt-check test test-go bench fuzz compose clean
+.PHONY: all build run deps test-deps docker image vet fmt-check test test-go bench fuzz compose clean web-vendor
 
 all: build
 
@@ -50,6 +50,12 @@ bench: deps
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./kernel/
 	$(GO) test -run '^$$' -fuzz FuzzGuard -fuzztime 60s ./kernel/
+
+# Rebuilds the notebook's committed third-party bundle (CodeMirror, markdown-it,
+# DOMPurify) from web/vendor's lockfile: web/static/vendor/vendor.js and
+# LICENSES.txt. Only this target needs npm; the same lockfile gives the same bytes.
+web-vendor:
+	cd web/vendor && npm ci --ignore-scripts --no-audit --no-fund && node build.mjs
 
 COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 compose: build image

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # install-deps.sh [runtime|test]: install the Debian packages glassroom needs.
 #   runtime: bubblewrap and Debian's Python with ipykernel, numpy, pandas, matplotlib
-#   test:    runtime + docker.io, mmdebstrap (kernel image), chromium (UI tests), runsc (gVisor suite),
+#   test:    runtime + docker.io, mmdebstrap (kernel image), chromium and nodejs (UI tests), runsc (gVisor suite),
 #            python3-websocket (README client)
 # Installs only what is missing; needs root for that (prints what to install otherwise).
 set -euo pipefail
 want=(bubblewrap python3-ipykernel python3-jupyter-client python3-matplotlib python3-numpy python3-pandas util-linux)
 if [ "${1:-runtime}" = test ]; then
-  want+=(docker.io cgroupfs-mount mmdebstrap chromium python3-websocket ca-certificates runsc)
+  want+=(docker.io cgroupfs-mount mmdebstrap chromium python3-websocket ca-certificates runsc nodejs)
 fi
 missing=()
 for p in "${want[@]}"; do

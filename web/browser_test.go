@@ -23,9 +23,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/glassroom/glassroom/gateway"
@@ -142,6 +145,9 @@ type pageErrors struct {
 	mu         sync.Mutex
 	exceptions []string
 	errors     []string
+	// expected are substrings of network errors the journey causes on
+	// purpose (an image the workspace does not have).
+	expected []string
 
 	probes []string      // substrings of the probes' reports not seen yet
 	probed chan struct{} // closed when every probe was seen
@@ -182,7 +188,12 @@ func (p *pageErrors) listen(ev any) {
 			msg += " " + d.Exception.Description
 		}
 		p.add(&p.exceptions, fmt.Sprintf("%s (%s:%d:%d)", msg, d.URL, d.LineNumber+1, d.ColumnNumber+1))
+	case *page.EventJavascriptDialogOpening:
+		p.add(&p.exceptions, fmt.Sprintf("a %s dialog opened: %q", ev.Type, ev.Message))
 	case *log.EventEntryAdded:
+		if ev.Entry.Source == log.EntrySourceNetwork && slices.ContainsFunc(p.expected, func(e string) bool { return strings.Contains(ev.Entry.URL, e) }) {
+			return
+		}
 		if ev.Entry.Level == log.EntryLevelError {
 			p.add(&p.errors, fmt.Sprintf("[%s] %s (%s)", ev.Entry.Source, ev.Entry.Text, ev.Entry.URL))
 		}
@@ -259,7 +270,7 @@ func (nb *notebook) diagnose() string {
 			'  files: ' + q('#file-list').innerText.replace(/\s+/g, ' ')];
 		document.querySelectorAll('#cells > .cell').forEach((c) => {
 			lines.push('  cell ' + c.dataset.index + ' [' + c.dataset.status + '] ' +
-				JSON.stringify(c.querySelector('textarea').value) + ' -> ' +
+				JSON.stringify([...c.querySelectorAll('.cm-line')].map((l) => l.textContent).join('\n')) + ' -> ' +
 				JSON.stringify(c.querySelector('.outputs').innerText));
 		});
 		return lines.join('\n');
@@ -320,19 +331,15 @@ func cellJS(i int, body string) string {
 	})()`, cellSel(i), body)
 }
 
-// pressEnter sends the Enter key (with Shift when shift is set) as a
-// keyboard does, but without the char event: the page handles Enter on
-// keydown and cancels it, so a real browser inserts no newline either.
-func pressEnter(shift bool) chromedp.Action[chromedp.Void] {
+// press sends one key to the focused element as a keyboard does (keydown,
+// keyup), with modifiers, but without a char event: the page handles these
+// keys on keydown and cancels them, so a real browser types nothing either.
+func press(key, code string, vk int64, mods int64) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		var mods int64
-		if shift {
-			mods = int64(chromedp.ModifierShift)
-		}
 		for _, typ := range []input.DispatchKeyEventType{input.DispatchKeyEventTypeRawKeyDown, input.DispatchKeyEventTypeKeyUp} {
 			if _, err := cdp.Call(ctx, t, input.DispatchKeyEvent, input.DispatchKeyEventParams{
-				Type: typ, Key: "Enter", Code: "Enter", Modifiers: mods,
-				WindowsVirtualKeyCode: 13, NativeVirtualKeyCode: 13,
+				Type: typ, Key: key, Code: code, Modifiers: mods,
+				WindowsVirtualKeyCode: vk, NativeVirtualKeyCode: vk,
 			}); err != nil {
 				return err
 			}
@@ -341,18 +348,76 @@ func pressEnter(shift bool) chromedp.Action[chromedp.Void] {
 	})
 }
 
+const (
+	shift = int64(chromedp.ModifierShift)
+	ctrl  = int64(chromedp.ModifierCtrl)
+)
+
+// pressEnter sends Enter, or Shift+Enter when shift is set.
+func pressEnter(withShift bool) chromedp.Action[chromedp.Void] {
+	var mods int64
+	if withShift {
+		mods = shift
+	}
+	return press("Enter", "Enter", 13, mods)
+}
+
+func pressTab(mods int64) chromedp.Action[chromedp.Void] { return press("Tab", "Tab", 9, mods) }
+func pressEscape() chromedp.Action[chromedp.Void]        { return press("Escape", "Escape", 27, 0) }
+
+// pressLetter sends a lower-case letter key (command mode, shortcuts).
+func pressLetter(r rune, mods int64) chromedp.Action[chromedp.Void] {
+	key, upper := string(r), strings.ToUpper(string(r))
+	if mods&shift != 0 {
+		key = upper // as a keyboard reports it
+	}
+	return press(key, "Key"+upper, int64(r-'a'+'A'), mods)
+}
+
+// editorSel is the CSS selector of cell i's editable content (CodeMirror).
+func editorSel(i int) string { return cellSel(i) + " .cm-content" }
+
+// cellText returns the text in cell i's editor.
+func (nb *notebook) cellText(i int) string {
+	nb.t.Helper()
+	var s string
+	nb.eval(cellJS(i, "return [...c.querySelectorAll('.cm-line')].map((l) => l.textContent).join('\\n');"), &s)
+	return s
+}
+
+// waitText waits until cell i's editor holds want (the page handles input
+// events after the browser acknowledged them).
+func (nb *notebook) waitText(i int, want, after string) {
+	nb.t.Helper()
+	nb.waitFor(fmt.Sprintf("cell %d to hold %q after %s", i, want, after), cellJS(i, fmt.Sprintf(
+		"return [...c.querySelectorAll('.cm-line')].map((l) => l.textContent).join('\\n') === %q;", want)), 5*time.Second)
+}
+
+// typeInto types text into cell i's editor, key by key, and checks that the
+// editor holds want afterwards.
+func (nb *notebook) typeInto(i int, text, want string) {
+	nb.t.Helper()
+	// A newline is the Enter key alone: SendKeys would add a char event,
+	// which types a second newline after the editor handled the key.
+	for n, line := range strings.Split(text, "\n") {
+		if n > 0 {
+			nb.do("Enter in cell "+fmt.Sprint(i), pressEnter(false))
+		}
+		if line != "" {
+			nb.do("type into cell "+fmt.Sprint(i), chromedp.SendKeys(chromedp.CSS(editorSel(i)), line))
+		}
+	}
+	if got := nb.cellText(i); got != want {
+		nb.t.Fatalf("cell %d holds %q after typing %q, want %q\n%s", i, got, text, want, nb.diagnose())
+	}
+}
+
 // run types code into the focused (next) cell, presses Shift+Enter, and
 // returns the cell's index. The UI then focuses a new cell below it.
 func (nb *notebook) run(code string) int {
 	nb.t.Helper()
 	i := nb.next
-	ta := chromedp.CSS(cellSel(i) + " textarea.code")
-	nb.do("type into cell "+fmt.Sprint(i), chromedp.SendKeys(ta, code))
-	var typed string
-	nb.eval(fmt.Sprintf(`document.querySelector(%q).value`, string(ta)), &typed)
-	if typed != code {
-		nb.t.Fatalf("cell %d holds %q after typing %q", i, typed, code)
-	}
+	nb.typeInto(i, code, code)
 	nb.do("Shift+Enter in cell "+fmt.Sprint(i), pressEnter(true))
 	// Shift+Enter submits the cell and adds a new one below it, which gets
 	// the focus (an input() box of the cell may take it later).
@@ -510,7 +575,7 @@ func TestBrowserNotebook(t *testing.T) {
 	})
 
 	step("4 matplotlib image", func() {
-		i := nb.run("import matplotlib.pyplot as plt; plt.plot([1,2,3]); plt.show()")
+		i := nb.run("import matplotlib.pyplot as plt; plt.plot([1,2,3]); plt.savefig('plot.png'); plt.show()")
 		nb.waitDone(i, "a decoded plot image",
 			`[...out.querySelectorAll('.output-display img')].some((img) => img.complete && img.naturalWidth > 0 && img.src.startsWith('data:image/png;base64,'))`,
 			90*time.Second)
@@ -684,6 +749,363 @@ func TestBrowserNotebook(t *testing.T) {
 		nb.waitFor("an idle kernel", `document.querySelector('#kernel-status').dataset.state === 'idle'`, 30*time.Second)
 	})
 
+	step("12 Tab completion, busy kernel", func() {
+		// A running cell keeps the kernel busy: the completion waits for it,
+		// the editor says so, and typing goes on meanwhile.
+		busy := nb.run("import time; time.sleep(3)")
+		nb.waitFor("the sleep to run", cellJS(busy, `return c.dataset.status === 'running';`), 30*time.Second)
+		i := nb.next
+		nb.typeInto(i, "import collections; collections.Ord", "import collections; collections.Ord")
+		nb.waitFor("Python highlighting", cellJS(i, `return [...c.querySelectorAll('.cm-content .tok-keyword')].some((e) => e.textContent === 'import');`), 5*time.Second)
+		nb.do("Tab", pressTab(0))
+		nb.waitFor("the waiting popup", cellJS(i, `const w = c.querySelector('.assist-waiting');
+			return !!w && w.textContent.includes('waiting for the kernel');`), 5*time.Second)
+		nb.typeInto(i, "e", "import collections; collections.Orde")
+		nb.waitFor("OrderedDict in the completion list", cellJS(i, `
+			const l = c.querySelector('.cm-tooltip-autocomplete');
+			return !!l && [...l.querySelectorAll('.cm-completionLabel')].some((e) => e.textContent === 'OrderedDict');`), 30*time.Second)
+		var waiting bool
+		nb.eval(cellJS(i, `return !!c.querySelector('.assist-waiting');`), &waiting)
+		if waiting {
+			t.Errorf("the waiting popup stayed after the completion list came")
+		}
+		// Pick it with the mouse, where it is on the screen once placed (the
+		// editor positions popups in a later animation frame): the same box
+		// twice in a row.
+		pick := `[...c.querySelectorAll('.cm-tooltip-autocomplete li')].find((li) =>
+			li.querySelector('.cm-completionLabel').textContent === 'OrderedDict')`
+		nb.waitFor("the list to settle", cellJS(i, `const li = `+pick+`;
+			const r = li && JSON.stringify(li.getBoundingClientRect());
+			const same = !!r && c.dataset.testBox === r;
+			c.dataset.testBox = r || '';
+			return same;`), 10*time.Second)
+		var at struct{ X, Y float64 }
+		nb.eval(cellJS(i, `const r = (`+pick+`).getBoundingClientRect();
+			return {x: r.left + r.width / 2, y: r.top + r.height / 2};`), &at)
+		nb.do("click OrderedDict", chromedp.MouseClickXY(at.X, at.Y))
+		nb.waitText(i, "import collections; collections.OrderedDict", "clicking OrderedDict")
+		nb.do("Shift+Enter", pressEnter(true))
+		nb.next = i + 1
+		nb.waitDone(i, "the class", `out.innerText.includes('collections.OrderedDict')`, 30*time.Second)
+	})
+
+	step("13 Tab completion, keyboard", func() {
+		i := nb.next
+		nb.typeInto(i, "import os; os.path.joi", "import os; os.path.joi")
+		nb.do("Tab", pressTab(0))
+		nb.waitFor("join in the completion list", cellJS(i, `
+			const s = c.querySelector('.cm-tooltip-autocomplete li[aria-selected] .cm-completionLabel');
+			return !!s && s.textContent === 'join';`), 30*time.Second)
+		// CodeMirror ignores an Enter within 75 ms of the list opening (it
+		// was meant for the line); a person takes longer to read it.
+		time.Sleep(150 * time.Millisecond)
+		nb.do("Enter picks it", pressEnter(false))
+		nb.waitText(i, "import os; os.path.join", "Enter in the completion list")
+		// At the start of a line Tab indents instead.
+		nb.do("Shift+Enter", pressEnter(true))
+		nb.next = i + 1
+		nb.waitDone(i, "the function", `out.innerText.includes('function') && out.innerText.includes('join')`, 30*time.Second)
+		nb.do("Tab at the start of a line", pressTab(0))
+		nb.waitText(nb.next, "    ", "Tab in an empty cell")
+		nb.do("Shift+Tab dedents", pressTab(shift))
+		nb.waitText(nb.next, "", "Shift+Tab after an indent")
+	})
+
+	step("14 Shift+Tab help", func() {
+		i := nb.next
+		nb.typeInto(i, "len(", "len(")
+		nb.do("Shift+Tab", pressTab(shift))
+		nb.waitFor("len's docstring", cellJS(i, `const h = c.querySelector('.inspect-tip .inspect-text');
+			return !!h && h.textContent.includes('Return the number of items in a container');`), 30*time.Second)
+		var help string
+		nb.eval(cellJS(i, `return c.querySelector('.inspect-tip .inspect-text').textContent;`), &help)
+		if strings.Contains(help, "\x1b") || strings.Contains(help, "[0;") {
+			t.Errorf("help shows raw escape codes: %q", help)
+		}
+		var coloured int
+		nb.eval(cellJS(i, `return c.querySelectorAll('.inspect-tip .inspect-text span[class^="ansi-"]').length;`), &coloured)
+		if coloured == 0 {
+			t.Errorf("help has no ANSI colours: %q", help)
+		}
+		nb.do("Esc closes the help", pressEscape())
+		nb.waitFor("the help to close", cellJS(i, `return !c.querySelector('.inspect-tip');`), 5*time.Second)
+		var inEditor bool
+		nb.eval(cellJS(i, `return c.querySelector('.cm-content').contains(document.activeElement);`), &inEditor)
+		if !inEditor {
+			t.Errorf("Esc that closed the help also left the editor")
+		}
+		nb.typeInto(i, "'abc')", "len('abc')")
+		nb.waitFor("the brackets matched", cellJS(i, `return [...c.querySelectorAll('.cm-matchingBracket')].map((e) => e.textContent).join('') === '()';`), 5*time.Second)
+		nb.do("Shift+Enter", pressEnter(true))
+		nb.next = i + 1
+		nb.waitDone(i, "3", `[...out.querySelectorAll('.output-result')].some((r) => r.innerText.trim() === '3')`, 30*time.Second)
+	})
+
+	step("15 Markdown cell", func() {
+		i := nb.next
+		perr.mu.Lock()
+		perr.expected = append(perr.expected, "/files/x?") // the <img src=x> below: no such file
+		perr.mu.Unlock()
+		nb.do("Esc: command mode", pressEscape())
+		nb.waitFor("the cell selected", cellJS(i, `return document.activeElement === c && c.classList.contains('active');`), 5*time.Second)
+		nb.do("m: Markdown", pressLetter('m', 0))
+		nb.waitFor("a Markdown cell", cellJS(i, `return c.classList.contains('cell-markdown') && c.querySelector('.cell-type-select').value === 'markdown';`), 5*time.Second)
+		nb.do("Enter: edit", pressEnter(false))
+		nb.waitFor("the editor focused", cellJS(i, `return c.querySelector('.cm-content').contains(document.activeElement);`), 5*time.Second)
+		src := "# Notes\n\n- first item\n- second item\n\n![plot](plot.png) <img src=x onerror=alert(1)>\n\nMath stays: $x_1 + y_2$"
+		nb.typeInto(i, src, src)
+		nb.do("Shift+Enter renders", pressEnter(true))
+		nb.next = i + 1
+		nb.waitFor("the rendered Markdown", cellJS(i, `const v = c.querySelector('.md-view');
+			return c.classList.contains('rendered') && !!v.querySelector('h1') && [...v.querySelectorAll('img')].some((img) => img.complete && img.naturalWidth > 0);`), 10*time.Second)
+		var md struct {
+			H1, Math         string
+			Items            []string
+			Images           []string
+			Handlers, Script int
+			Editor           bool
+		}
+		nb.eval(cellJS(i, `const v = c.querySelector('.md-view');
+			return {
+				h1: v.querySelector('h1').textContent,
+				items: [...v.querySelectorAll('ul > li')].map((li) => li.textContent),
+				images: [...v.querySelectorAll('img')].map((img) => img.getAttribute('src') || ''),
+				handlers: [...document.querySelectorAll('*')].filter((e) => [...e.attributes].some((a) => a.name.startsWith('on'))).length,
+				script: v.querySelectorAll('script, iframe, style').length,
+				math: (v.querySelector('.math') || {}).textContent || '',
+				editor: getComputedStyle(c.querySelector('.editor')).display !== 'none',
+			};`), &md)
+		if md.H1 != "Notes" || !slices.Equal(md.Items, []string{"first item", "second item"}) {
+			t.Errorf("rendered heading %q, items %q", md.H1, md.Items)
+		}
+		if md.Handlers != 0 || md.Script != 0 {
+			t.Errorf("the page has %d elements with event handlers, %d script/iframe/style in the Markdown", md.Handlers, md.Script)
+		}
+		if len(md.Images) != 2 || !strings.Contains(md.Images[0], "/files/plot.png?token=") || !strings.Contains(md.Images[1], "/files/x?token=") {
+			t.Errorf("Markdown images: %q, want workspace URLs", md.Images)
+		}
+		if md.Math != "$x_1 + y_2$" {
+			t.Errorf("math: %q, want it as text", md.Math)
+		}
+		if md.Editor {
+			t.Errorf("the editor of a rendered Markdown cell is visible")
+		}
+		// Markdown output from the kernel goes the same way.
+		j := nb.run(`from IPython.display import Markdown; Markdown('**bold** <img src=x onerror=alert(1)> <script>window.pwned=1</script>')`)
+		nb.waitDone(j, "rendered Markdown output", `!!out.querySelector('.output-markdown strong')`, 30*time.Second)
+		var out struct {
+			Strong   string
+			Handlers int
+			Scripts  int
+		}
+		nb.eval(cellJS(j, `return {strong: out.querySelector('.output-markdown strong').textContent,
+			handlers: out.querySelectorAll('[onerror]').length, scripts: out.querySelectorAll('script').length};`), &out)
+		if out.Strong != "bold" || out.Handlers != 0 || out.Scripts != 0 {
+			t.Errorf("Markdown output: %+v", out)
+		}
+		var pwned string
+		nb.eval(`typeof window.pwned`, &pwned)
+		if pwned != "undefined" {
+			t.Errorf("script from Markdown ran")
+		}
+	})
+
+	step("16 editor: undo, cursors, search", func() {
+		i := nb.next
+		nb.typeInto(i, "undo_me = 1", "undo_me = 1")
+		time.Sleep(700 * time.Millisecond) // a pause starts a new undo step
+		// One input event (as a paste or an IME would give), so that a slow
+		// machine cannot split it into several undo steps.
+		nb.do("insert 234", chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := cdp.Call(ctx, t, input.InsertText, input.InsertTextParams{Text: "234"})
+			return err
+		}))
+		nb.waitText(i, "undo_me = 1234", "inserting 234")
+		nb.do("Ctrl+Z", pressLetter('z', ctrl))
+		nb.waitText(i, "undo_me = 1", "Ctrl+Z")
+		nb.do("Ctrl+Shift+Z", pressLetter('z', ctrl|shift))
+		nb.waitText(i, "undo_me = 1234", "Ctrl+Shift+Z")
+		// Multiple cursors: Ctrl+D adds the next occurrence of the word.
+		nb.typeInto(i, "; undo_me", "undo_me = 1234; undo_me")
+		nb.do("Ctrl+Home", press("Home", "Home", 36, ctrl))
+		nb.do("Ctrl+D twice", pressLetter('d', ctrl), pressLetter('d', ctrl))
+		nb.waitFor("two selections", cellJS(i, `return c.querySelectorAll('.cm-selectionBackground').length === 2;`), 5*time.Second)
+		nb.typeInto(i, "v", "v = 1234; v")
+		// Search: Ctrl+F opens the panel in the cell, Esc closes it.
+		nb.do("Ctrl+F", pressLetter('f', ctrl))
+		nb.waitFor("the search panel", cellJS(i, `return !!c.querySelector('.cm-panel.cm-search input[name=search]');`), 5*time.Second)
+		nb.do("Esc", pressEscape())
+		nb.waitFor("the search panel to close", cellJS(i, `return !c.querySelector('.cm-search');`), 5*time.Second)
+		nb.do("focus the editor", chromedp.Focus(chromedp.CSS(editorSel(i))))
+		nb.do("Shift+Enter", pressEnter(true))
+		nb.next = i + 1
+		nb.waitDone(i, "1234", `[...out.querySelectorAll('.output-result')].some((r) => r.innerText.trim() === '1234')`, 30*time.Second)
+	})
+
+	step("17 command mode", func() {
+		i := nb.next
+		count := func() (n int) {
+			nb.eval(`document.querySelectorAll('#cells > .cell').length`, &n)
+			return n
+		}
+		selected := func() (n int) {
+			nb.eval(`(() => { const c = document.activeElement.closest('.cell'); return document.activeElement === c ? +c.dataset.index : -1; })()`, &n)
+			return n
+		}
+		n := count()
+		nb.do("Esc", pressEscape())
+		if got := selected(); got != i {
+			t.Fatalf("after Esc cell %d is selected, want %d", got, i)
+		}
+		check := func(what string, wantSel, wantCount int) {
+			t.Helper()
+			if s, c := selected(), count(); s != wantSel || c != wantCount {
+				t.Errorf("after %s: cell %d selected of %d, want %d of %d", what, s, c, wantSel, wantCount)
+			}
+		}
+		nb.do("b", pressLetter('b', 0))
+		check("b", i+1, n+1)
+		nb.do("a", pressLetter('a', 0))
+		check("a", i+1, n+2)
+		nb.do("k", pressLetter('k', 0))
+		check("k", i, n+2)
+		nb.do("j", pressLetter('j', 0))
+		check("j", i+1, n+2)
+		nb.do("ArrowDown", press("ArrowDown", "ArrowDown", 40, 0))
+		check("ArrowDown", i+2, n+2)
+		nb.do("ArrowUp", press("ArrowUp", "ArrowUp", 38, 0))
+		check("ArrowUp", i+1, n+2)
+		nb.do("y", pressLetter('m', 0), pressLetter('y', 0))
+		var typ string
+		nb.eval(cellJS(i+1, `return c.querySelector('.cell-type-select').value;`), &typ)
+		if typ != "code" {
+			t.Errorf("after m then y the cell is %q", typ)
+		}
+		nb.do("d d", pressLetter('d', 0), pressLetter('d', 0))
+		check("dd", i+1, n+1)
+		nb.do("d d", pressLetter('d', 0), pressLetter('d', 0))
+		check("dd", i, n)
+		nb.do("Enter", pressEnter(false))
+		var editing bool
+		nb.eval(cellJS(i, `return c.querySelector('.cm-content').contains(document.activeElement);`), &editing)
+		if !editing {
+			t.Errorf("Enter in command mode did not edit cell %d", i)
+		}
+	})
+
+	step("18 save .ipynb, reload", func() {
+		dir := t.TempDir()
+		nb.do("allow downloads", chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			_, err := chromedp.Call(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
+				Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: dir,
+			})
+			return err
+		}))
+		nb.do("click Save .ipynb", chromedp.Click(chromedp.CSS("#save-ipynb")))
+		var file string
+		deadline := time.Now().Add(15 * time.Second)
+		for file == "" && time.Now().Before(deadline) {
+			m, _ := filepath.Glob(filepath.Join(dir, "*.ipynb"))
+			if len(m) > 0 {
+				file = m[0]
+			} else {
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		if file == "" {
+			t.Fatalf("no .ipynb downloaded")
+		}
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var saved struct {
+			NBFormat int `json:"nbformat"`
+			Cells    []struct {
+				CellType string   `json:"cell_type"`
+				Source   []string `json:"source"`
+			} `json:"cells"`
+		}
+		if err := json.Unmarshal(raw, &saved); err != nil {
+			t.Fatalf("the saved notebook is not JSON: %v", err)
+		}
+		types := func(cells []string) string { return strings.Join(cells, ",") }
+		var savedTypes []string
+		mdSource := ""
+		for _, c := range saved.Cells {
+			savedTypes = append(savedTypes, c.CellType)
+			if c.CellType == "markdown" {
+				mdSource = strings.Join(c.Source, "")
+			}
+		}
+		if saved.NBFormat != 4 || !strings.HasPrefix(mdSource, "# Notes\n") {
+			t.Fatalf("saved notebook: nbformat %d, Markdown source %q, types %v", saved.NBFormat, mdSource, savedTypes)
+		}
+		// Reload: the notebook comes back from local storage; then open the
+		// saved file over it.
+		nb.do("reload", chromedp.Reload())
+		nb.waitFor("the app to start", `window.glassroomReady === true`, 10*time.Second)
+		cellTypes := func() []string {
+			var got []string
+			nb.eval(`[...document.querySelectorAll('#cells > .cell .cell-type-select')].map((s) => s.value)`, &got)
+			return got
+		}
+		if got := cellTypes(); types(got) != types(savedTypes) {
+			t.Errorf("after a reload the cell types are %v, want %v", got, savedTypes)
+		}
+		nb.do("open the saved notebook", chromedp.SetUploadFiles(chromedp.CSS("#open-ipynb"), []string{file}))
+		nb.waitFor("the opened notebook", `(() => { const m = document.querySelector('#message'); return !m.hidden && m.textContent.startsWith('Opened '); })()`, 10*time.Second)
+		if got := cellTypes(); types(got) != types(savedTypes) {
+			t.Errorf("the opened notebook's cell types are %v, want %v", got, savedTypes)
+		}
+		nb.waitFor("the Markdown cell rendered", `[...document.querySelectorAll('#cells > .cell.cell-markdown.rendered h1')].some((h) => h.textContent === 'Notes')`, 10*time.Second)
+		// Back to the session the page had.
+		nb.do("reopen the last session", chromedp.Click(chromedp.CSS("#reopen-last")))
+		nb.waitFor("an idle kernel", `document.querySelector('#kernel-status').dataset.state === 'idle'`, 30*time.Second)
+		nb.waitFor("the workspace image in the Markdown again", `[...document.querySelectorAll('#cells > .cell-markdown.rendered img')].some((img) => img.complete && img.naturalWidth > 0)`, 10*time.Second)
+	})
+
+	var darkShot func()
+	step("19 dark theme", func() {
+		var bg [2]string
+		read := func() string {
+			var s string
+			nb.eval(`getComputedStyle(document.body).backgroundColor + ' ' + getComputedStyle(document.querySelector('.cell .editor')).backgroundColor`, &s)
+			return s
+		}
+		bg[0] = read()
+		setScheme := func(v string) chromedp.Action[chromedp.Void] {
+			return chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+				_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+					Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: v}},
+				})
+				return err
+			})
+		}
+		nb.do("dark system setting", setScheme("dark"))
+		bg[1] = read()
+		if bg[0] != "rgb(244, 245, 247) rgb(250, 251, 252)" || bg[1] != "rgb(22, 24, 29) rgb(26, 29, 35)" {
+			t.Errorf("page and editor backgrounds: light %q, dark %q", bg[0], bg[1])
+		}
+		nb.do("light system setting", setScheme("light"))
+		darkShot = func() {
+			nb.do("dark system setting", setScheme("dark"))
+			shot("notebook-dark.png")
+		}
+	})
+
+	// CodeMirror's styles reach the page as a constructed stylesheet: no
+	// <style> element (the CSP would block it) and the editor is styled.
+	var styled struct {
+		StyleElements, Adopted int
+		Display                string
+	}
+	nb.eval(`({styleElements: document.querySelectorAll('style').length, adopted: document.adoptedStyleSheets.length,
+		display: getComputedStyle(document.querySelector('.cm-editor')).display})`, &styled)
+	if styled.StyleElements != 0 || styled.Adopted == 0 || styled.Display != "flex" {
+		t.Errorf("editor styles: %+v, want no <style>, an adopted sheet, a flex .cm-editor", styled)
+	}
+
 	t.Logf("%-28s %6.2fs", "journey", time.Since(start).Seconds())
 
 	exceptions, errs := perr.snapshot()
@@ -701,6 +1123,7 @@ func TestBrowserNotebook(t *testing.T) {
 	nb.do("resize for the screenshot", chromedp.EmulateViewport(1280, max(height, 1000)),
 		chromedp.Evaluate[chromedp.Void](`document.activeElement && document.activeElement.blur()`))
 	shot("notebook.png")
+	darkShot()
 }
 
 // checkCSP asserts that the policy forbids inline script.

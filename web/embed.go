@@ -11,7 +11,7 @@ import (
 var static embed.FS
 
 // Assets returns the UI files rooted at the static directory, so that
-// "index.html", "app.js" and "style.css" are at the top level.
+// "index.html", "style.css" and the js/ folder are at the top level.
 func Assets() (fs.FS, error) {
 	return fs.Sub(static, "static")
 }

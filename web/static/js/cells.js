@@ -1,0 +1,585 @@
+// Cells: the notebook's list (store.cells), each cell's DOM, running cells
+// and following their executions' events.
+//
+// A cell is {id, type: 'code'|'markdown'|'raw', source, executionCount,
+// outputs (see nbformat.js), status: 'idle'|'queued'|'running', execId (the
+// execute id it waits for, or null), queuePos, startedAt, gotEvents,
+// clearPending, lastDuration, lastStatus, rendered (a Markdown cell shows
+// its rendering, not its source), editor (editor.js), el: {root, count,
+// elapsed, typeSelect, runBtn, view, outputs}}.
+//
+// Focus tells the mode, as in Jupyter: in the editor is edit mode; on the
+// cell itself (its root element) is command mode (see commands.js).
+
+import { $, clear, el, toolButton } from './dom.js';
+import { createEditor } from './editor.js';
+import { renderMarkdown } from './markdown.js';
+import { normData } from './nbformat.js';
+import { fmtElapsed, joinText, randomId } from './text.js';
+
+const CELL_TYPES = ['code', 'markdown', 'raw'];
+
+// Events that put output into a cell (and so apply a pending clear_output).
+const OUTPUT_EVENTS = { stream: true, display: true, result: true, error: true, input_request: true };
+
+const STATUS_NOTES = {
+  timeout: 'Execution timed out',
+  interrupted: 'Execution interrupted',
+  died: 'The kernel died during execution'
+};
+
+// createCells manages store.cells. deps: store, outputs (outputs.js),
+// send(frame) on the WebSocket, msg (status messages), onChange() after
+// any change worth saving, onRunDone() after an execution ended, assist
+// (the editor's kernel help, see editor.js), fileUrl(path) for Markdown
+// images and links (null without a session).
+export function createCells({ store, outputs, send, msg, onChange, onRunDone, assist, fileUrl }) {
+  const execs = new Map(); // execute id -> cell
+  let activeCell = null;
+  let execCounter = 0;
+  let ticker = 0;
+
+  // ---- building
+
+  function newCell(opts) {
+    opts = opts || {};
+    const cell = {
+      id: opts.id && /^[A-Za-z0-9_-]{1,64}$/.test(opts.id) ? opts.id : randomId(),
+      type: CELL_TYPES.includes(opts.type) ? opts.type : 'code',
+      source: opts.source || '',
+      executionCount: typeof opts.executionCount === 'number' ? opts.executionCount : null,
+      outputs: [],
+      execId: null,
+      status: 'idle',
+      startedAt: 0,
+      queuePos: null,
+      gotEvents: false,
+      clearPending: false,
+      lastDuration: null,
+      lastStatus: null,
+      rendered: opts.rendered !== undefined ? !!opts.rendered : true,
+      editor: null,
+      el: null
+    };
+    build(cell);
+    for (const o of opts.outputs || []) outputs.add(cell, o, true);
+    return cell;
+  }
+
+  function build(cell) {
+    const root = el('div', 'cell');
+    root.dataset.cellId = cell.id;
+    root.tabIndex = -1; // focusable: command mode
+
+    const gutter = el('div', 'cell-gutter');
+    const count = el('span', 'exec-count');
+    const elapsed = el('span', 'elapsed');
+    gutter.appendChild(count);
+    gutter.appendChild(elapsed);
+
+    const main = el('div', 'cell-main');
+    const bar = el('div', 'cell-toolbar');
+    const typeSelect = el('select', 'cell-type-select');
+    typeSelect.title = 'Cell type (command mode: y code, m Markdown, r raw)';
+    typeSelect.setAttribute('aria-label', 'Cell type');
+    for (const t of CELL_TYPES) {
+      const o = el('option', null, t === 'markdown' ? 'Markdown' : t);
+      o.value = t;
+      typeSelect.appendChild(o);
+    }
+    const runBtn = toolButton('run-cell', '\u25B6 Run', 'Run (Ctrl+Enter)');
+    const upBtn = toolButton('move-up', '\u2191', 'Move up');
+    const downBtn = toolButton('move-down', '\u2193', 'Move down');
+    const addBtn = toolButton('add-below', '+', 'Add a cell below');
+    const clearBtn = toolButton('clear-output', 'Clear', 'Clear output');
+    const delBtn = toolButton('delete-cell', '\u2715', 'Delete cell');
+    for (const b of [typeSelect, runBtn, upBtn, downBtn, addBtn, clearBtn, delBtn]) bar.appendChild(b);
+
+    cell.editor = createEditor({
+      source: cell.source,
+      python: cell.type === 'code',
+      label: 'Cell editor',
+      onChange: (text) => {
+        cell.source = text;
+        onChange();
+      },
+      onFocus: () => setActive(cell),
+      run: (advance) => (advance ? runAndAdvance(cell) : run(cell)),
+      escape: () => select(cell),
+      assist
+    });
+
+    const view = el('div', 'md-view');
+    view.title = 'Double-click (or Enter) to edit';
+    const outs = el('div', 'outputs');
+    main.appendChild(bar);
+    main.appendChild(cell.editor.dom);
+    main.appendChild(view);
+    main.appendChild(outs);
+    root.appendChild(gutter);
+    root.appendChild(main);
+    cell.el = { root, count, elapsed, typeSelect, runBtn, view, outputs: outs };
+
+    typeSelect.addEventListener('change', () => setType(cell, typeSelect.value));
+    runBtn.addEventListener('click', () => run(cell));
+    upBtn.addEventListener('click', () => move(cell, -1));
+    downBtn.addEventListener('click', () => move(cell, 1));
+    addBtn.addEventListener('click', () => insert(indexOf(cell) + 1).editor.focus());
+    clearBtn.addEventListener('click', () => {
+      outputs.clear(cell);
+      onChange();
+    });
+    delBtn.addEventListener('click', () => remove(cell));
+    view.addEventListener('dblclick', () => edit(cell));
+    // A click on the cell outside its editor and controls selects it
+    // (command mode).
+    root.addEventListener('mousedown', (e) => {
+      if (e.target.closest('.editor, button, select, input, a, iframe')) return;
+      setActive(cell);
+      setTimeout(() => {
+        if (!root.contains(document.activeElement) || document.activeElement === root) root.focus({ preventScroll: true });
+      }, 0);
+    });
+    renderType(cell);
+  }
+
+  // renderType shows what depends on the cell's type.
+  function renderType(cell) {
+    const root = cell.el.root;
+    for (const t of CELL_TYPES) root.classList.toggle('cell-' + t, cell.type === t);
+    cell.el.typeSelect.value = cell.type;
+    cell.el.runBtn.disabled = cell.type === 'raw';
+    cell.el.runBtn.title = cell.type === 'markdown' ? 'Render (Ctrl+Enter)' : 'Run (Ctrl+Enter)';
+    renderMarkdownView(cell);
+    renderStatus(cell);
+  }
+
+  function renderMarkdownView(cell) {
+    const show = cell.type === 'markdown' && cell.rendered;
+    cell.el.root.classList.toggle('rendered', show);
+    const view = cell.el.view;
+    clear(view);
+    if (!show) return;
+    const src = cell.editor.value();
+    if (!src.trim()) {
+      view.appendChild(el('p', 'md-empty', 'Empty Markdown cell: double-click or press Enter to edit.'));
+      return;
+    }
+    view.appendChild(renderMarkdown(src, fileUrl));
+  }
+
+  // setType changes the cell's type (outputs go when it stops being code).
+  function setType(cell, type) {
+    if (!CELL_TYPES.includes(type) || type === cell.type) return;
+    if (cell.execId) {
+      msg('The cell is running: wait for it, or interrupt it, before changing its type', 'error');
+      cell.el.typeSelect.value = cell.type;
+      return;
+    }
+    const wasCode = cell.type === 'code';
+    cell.type = type;
+    if (wasCode) {
+      outputs.clear(cell);
+      cell.executionCount = null;
+      cell.lastDuration = null;
+    }
+    cell.rendered = false;
+    cell.editor.setPython(type === 'code');
+    renderType(cell);
+    onChange();
+  }
+
+  // ---- the list
+
+  function indexOf(cell) {
+    return store.cells.indexOf(cell);
+  }
+
+  function renderOrder() {
+    const container = $('cells');
+    store.cells.forEach((c, i) => {
+      c.el.root.dataset.index = String(i);
+      if (container.children[i] !== c.el.root) container.insertBefore(c.el.root, container.children[i] || null);
+    });
+    while (container.children.length > store.cells.length) container.removeChild(container.lastChild);
+  }
+
+  // insert adds a new cell at index (the end if out of range) and returns it.
+  function insert(index, opts) {
+    const cell = newCell(opts);
+    if (index < 0 || index > store.cells.length) index = store.cells.length;
+    store.cells.splice(index, 0, cell);
+    renderOrder();
+    onChange();
+    return cell;
+  }
+
+  function remove(cell) {
+    const i = indexOf(cell);
+    if (i < 0) return;
+    if (cell.execId) execs.delete(cell.execId);
+    cell.execId = null;
+    outputs.dropDisplays(cell);
+    const wasSelected = document.activeElement === cell.el.root;
+    store.cells.splice(i, 1);
+    cell.el.root.remove();
+    cell.editor.destroy();
+    if (activeCell === cell) activeCell = null;
+    renderOrder();
+    const next = store.cells[i] || store.cells[i - 1];
+    if (next && wasSelected) select(next);
+    else if (next) next.editor.focus();
+    onChange();
+  }
+
+  function move(cell, delta) {
+    const i = indexOf(cell);
+    const j = i + delta;
+    if (i < 0 || j < 0 || j >= store.cells.length) return;
+    const hadFocus = cell.editor.hasFocus();
+    const wasSelected = document.activeElement === cell.el.root;
+    store.cells.splice(i, 1);
+    store.cells.splice(j, 0, cell);
+    renderOrder();
+    if (hadFocus) cell.editor.focus();
+    else if (wasSelected) select(cell);
+    onChange();
+  }
+
+  // replaceAll replaces every cell with new ones made from specs
+  // ({id, type, source, executionCount, outputs}, as nbformat.js reads them).
+  function replaceAll(specs) {
+    for (const c of store.cells) {
+      if (c.execId) execs.delete(c.execId);
+      outputs.dropDisplays(c);
+      c.editor.destroy();
+    }
+    store.cells = [];
+    activeCell = null;
+    $('cells').replaceChildren();
+    for (const s of specs) store.cells.push(newCell(s));
+    renderOrder();
+  }
+
+  // snapshot returns the cells as plain data for nbformat.toNotebook.
+  function snapshot() {
+    return store.cells.map((c) => ({
+      id: c.id,
+      type: c.type,
+      source: c.editor.value(),
+      executionCount: c.executionCount,
+      outputs: c.outputs
+    }));
+  }
+
+  function setActive(cell) {
+    if (activeCell && activeCell !== cell && activeCell.el) activeCell.el.root.classList.remove('active');
+    activeCell = cell;
+    cell.el.root.classList.add('active');
+  }
+
+  // select puts the cell in command mode: it has the focus, its editor not.
+  function select(cell) {
+    setActive(cell);
+    cell.el.root.focus({ preventScroll: true });
+    cell.el.root.scrollIntoView({ block: 'nearest' });
+  }
+
+  // edit puts the cell in edit mode (a rendered Markdown cell shows its
+  // source again).
+  function edit(cell) {
+    if (cell.type === 'markdown' && cell.rendered) {
+      cell.rendered = false;
+      renderMarkdownView(cell);
+    }
+    cell.editor.focus();
+  }
+
+  // selected is the cell in command mode, or null.
+  function selected() {
+    const c = activeCell;
+    return c && document.activeElement === c.el.root ? c : null;
+  }
+
+  // ---- status
+
+  function renderStatus(cell) {
+    const busy = cell.status === 'queued' || cell.status === 'running';
+    cell.el.count.textContent =
+      cell.type !== 'code' ? '' : busy ? '[*]' : '[' + (cell.executionCount != null ? cell.executionCount : ' ') + ']';
+    cell.el.root.classList.toggle('running', cell.status === 'running');
+    cell.el.root.classList.toggle('queued', cell.status === 'queued');
+    cell.el.root.dataset.status = cell.status;
+    const e = cell.el.elapsed;
+    e.className = 'elapsed';
+    if (busy) {
+      const t = fmtElapsed(performance.now() - cell.startedAt);
+      if (cell.status === 'queued') e.textContent = 'queued' + (cell.queuePos != null ? ' #' + cell.queuePos : '') + ' ' + t;
+      else e.textContent = t;
+      e.classList.add('busy');
+    } else if (cell.lastDuration != null) {
+      e.textContent = fmtElapsed(cell.lastDuration);
+      if (cell.lastStatus && cell.lastStatus !== 'ok') {
+        e.classList.add('status-' + cell.lastStatus.replace(/[^a-z]+/g, '-'));
+        e.title = cell.lastStatus;
+      } else {
+        e.title = 'ok';
+      }
+    } else {
+      e.textContent = '';
+    }
+  }
+
+  // The ticker redraws the elapsed time of busy cells until none is left.
+  function startTicker() {
+    if (ticker) return;
+    ticker = setInterval(() => {
+      let any = false;
+      for (const c of store.cells) {
+        if (c.status === 'queued' || c.status === 'running') {
+          any = true;
+          renderStatus(c);
+        }
+      }
+      if (!any) {
+        clearInterval(ticker);
+        ticker = 0;
+      }
+    }, 100);
+  }
+
+  // ---- running
+
+  // run submits a code cell, or renders a Markdown one; it returns false
+  // when there is no session for code.
+  function run(cell) {
+    if (cell.type === 'markdown') {
+      cell.source = cell.editor.value();
+      cell.rendered = true;
+      renderMarkdownView(cell);
+      onChange();
+      return true;
+    }
+    if (cell.type !== 'code') return true;
+    if (!store.session) {
+      msg('Create or reopen a session first', 'error');
+      return false;
+    }
+    cell.source = cell.editor.value();
+    if (cell.execId) execs.delete(cell.execId);
+    outputs.clear(cell);
+    const id = cell.id + '-' + Date.now().toString(36) + '-' + ++execCounter;
+    cell.execId = id;
+    execs.set(id, cell);
+    cell.status = 'queued';
+    cell.queuePos = null;
+    cell.gotEvents = false;
+    cell.startedAt = performance.now();
+    cell.lastDuration = null;
+    cell.lastStatus = null;
+    renderStatus(cell);
+    startTicker();
+    send({ type: 'execute', id, code: cell.source });
+    onChange();
+    return true;
+  }
+
+  // runAndAdvance runs the cell and moves on to the next one, in edit
+  // mode, or in command mode when asked from there (a new cell at the end
+  // is always edited).
+  function runAndAdvance(cell, commandMode) {
+    if (!run(cell)) return;
+    const i = indexOf(cell);
+    let next = store.cells[i + 1];
+    if (!next) {
+      next = insert(i + 1);
+      commandMode = false;
+    }
+    if (commandMode) select(next);
+    else edit(next);
+    next.el.root.scrollIntoView({ block: 'nearest' });
+  }
+
+  function runAll() {
+    for (const c of store.cells) if (c.type === 'markdown') run(c);
+    if (!store.session) {
+      msg('Create or reopen a session first', 'error');
+      return;
+    }
+    for (const c of store.cells) if (c.type === 'code') run(c);
+  }
+
+  function finish(cell, ev) {
+    execs.delete(String(ev.id));
+    cell.execId = null;
+    cell.status = 'idle';
+    cell.queuePos = null;
+    cell.clearPending = false;
+    if (typeof ev.execution_count === 'number') cell.executionCount = ev.execution_count;
+    cell.lastDuration = typeof ev.duration_ms === 'number' ? ev.duration_ms : performance.now() - cell.startedAt;
+    cell.lastStatus = ev.status ? String(ev.status) : 'ok';
+    outputs.cancelPendingInputs(cell);
+    if (STATUS_NOTES[cell.lastStatus]) {
+      outputs.add(cell, { output_type: 'notice', cls: 'output-notice status-' + cell.lastStatus, text: STATUS_NOTES[cell.lastStatus] });
+    }
+    if (ev.truncated) {
+      outputs.add(cell, { output_type: 'notice', cls: 'truncated-marker', text: 'Output truncated: the kernel produced more output than the gateway keeps.' });
+    }
+    renderStatus(cell);
+    onRunDone();
+  }
+
+  // finishLocally ends a run without a server "done" (session closed,
+  // kernel died), with an optional note.
+  function finishLocally(cell, note) {
+    if (cell.execId) execs.delete(cell.execId);
+    cell.execId = null;
+    cell.status = 'idle';
+    cell.queuePos = null;
+    cell.clearPending = false;
+    outputs.cancelPendingInputs(cell);
+    if (note) outputs.add(cell, { output_type: 'notice', cls: 'output-notice status-died', text: note });
+    renderStatus(cell);
+  }
+
+  // abandonRuns ends every run in flight locally.
+  function abandonRuns(note) {
+    for (const c of store.cells) if (c.execId) finishLocally(c, note);
+    execs.clear();
+  }
+
+  // ---- execution events
+
+  // The kernel goes busy once per execution it starts, in the order they
+  // were queued; a cell that prints nothing (a long loop) would otherwise
+  // look queued until it ends. The first of our waiting cells that has no
+  // execution ahead of it is the one that started; the others move up one
+  // place.
+  function onKernelBusy() {
+    let started = false;
+    execs.forEach((cell, id) => {
+      if (cell.execId !== id || cell.status !== 'queued') return;
+      if (cell.queuePos != null && cell.queuePos > 1) {
+        cell.queuePos--;
+      } else if (!started) {
+        started = true;
+        cell.status = 'running';
+        cell.queuePos = null;
+      } else {
+        return;
+      }
+      renderStatus(cell);
+    });
+  }
+
+  // cellOf returns the cell waiting for execute id, or null (not ours, or
+  // superseded by a newer run).
+  function cellOf(id) {
+    if (id === undefined || id === null) return null;
+    id = String(id);
+    const cell = execs.get(id);
+    return cell && cell.execId === id ? cell : null;
+  }
+
+  // onExecEvent applies an event that carries an execute id.
+  function onExecEvent(ev) {
+    const cell = cellOf(ev.id);
+    if (!cell) return;
+    if (ev.type === 'queued' && cell.status === 'running') return; // raced with its start
+    if (cell.clearPending && OUTPUT_EVENTS[ev.type]) outputs.clear(cell);
+    if (ev.type !== 'queued') {
+      cell.gotEvents = true;
+      if (cell.status === 'queued') {
+        cell.status = 'running';
+        renderStatus(cell);
+      }
+    }
+    switch (ev.type) {
+      case 'queued':
+        cell.queuePos = typeof ev.position === 'number' ? ev.position : null;
+        cell.status = 'queued';
+        renderStatus(cell);
+        break;
+      case 'stream':
+        outputs.appendStream(cell, ev.name === 'stderr' ? 'stderr' : 'stdout', joinText(ev.text));
+        break;
+      case 'display':
+        outputs.add(cell, {
+          output_type: 'display_data',
+          data: normData(ev.data),
+          metadata: ev.metadata || {},
+          display_id: ev.display_id || (ev.transient && ev.transient.display_id) || null
+        });
+        break;
+      case 'result':
+        if (typeof ev.execution_count === 'number') cell.executionCount = ev.execution_count;
+        outputs.add(cell, {
+          output_type: 'execute_result',
+          data: normData(ev.data),
+          metadata: ev.metadata || {},
+          execution_count: typeof ev.execution_count === 'number' ? ev.execution_count : null
+        });
+        break;
+      case 'error':
+        outputs.add(cell, {
+          output_type: 'error',
+          ename: ev.name != null ? String(ev.name) : 'Error',
+          evalue: ev.value != null ? String(ev.value) : '',
+          traceback: Array.isArray(ev.traceback) ? ev.traceback.map(String) : []
+        });
+        break;
+      case 'input_request':
+        outputs.showInputRequest(cell, ev);
+        break;
+      case 'clear_output':
+        // wait: clear when the next output arrives (no flicker).
+        if (ev.wait) cell.clearPending = true;
+        else outputs.clear(cell);
+        break;
+      case 'done':
+        finish(cell, ev);
+        break;
+    }
+    onChange();
+  }
+
+  // onRejected shows a rejected frame in the cell it was about, or as a
+  // message.
+  function onRejected(ev) {
+    const text = 'Rejected' + (ev.code ? ' (' + ev.code + ')' : '') + ': ' + (ev.message || 'bad request');
+    const cell = cellOf(ev.id);
+    if (!cell) {
+      msg(text, 'error');
+      return;
+    }
+    outputs.add(cell, { output_type: 'notice', cls: 'output-notice output-rejected', text });
+    if (!cell.gotEvents) finishLocally(cell, null);
+  }
+
+  // refreshMarkdown renders the Markdown cells again (workspace images
+  // resolve only with a session).
+  function refreshMarkdown() {
+    for (const c of store.cells) if (c.type === 'markdown' && c.rendered) renderMarkdownView(c);
+  }
+
+  return {
+    insert,
+    remove,
+    refreshMarkdown,
+    move,
+    replaceAll,
+    snapshot,
+    select,
+    selected,
+    edit,
+    setType,
+    indexOf,
+    run,
+    runAndAdvance,
+    runAll,
+    abandonRuns,
+    onKernelBusy,
+    onExecEvent,
+    onRejected
+  };
+}

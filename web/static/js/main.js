@@ -1,0 +1,162 @@
+// glassroom notebook UI: the entry point. It builds the modules, hands each
+// the state and the other modules it needs, routes WebSocket events and
+// binds the page's controls. When the page is ready it sets
+// window.glassroomReady (the browser test waits for it).
+
+import { $, createMessages } from './dom.js';
+import { createApi, sessionPath } from './api.js';
+import { createAssist } from './assist.js';
+import { createCells } from './cells.js';
+import { bindCommandMode } from './commands.js';
+import { createFiles } from './files.js';
+import { createNotebook } from './notebook.js';
+import { createOutputs } from './outputs.js';
+import { createSessions } from './session.js';
+import { LS_LAST_SESSION, lsGet } from './storage.js';
+import { createStore } from './store.js';
+import { encPath } from './text.js';
+import { createConnection } from './ws.js';
+
+function start() {
+  const store = createStore();
+  const msg = createMessages($('message'));
+  const request = createApi(store);
+
+  // The modules refer to each other through these late-bound calls, so the
+  // order they are built in does not matter.
+  let conn, sessions, files, cells, notebook;
+  const send = (frame) => conn.send(frame);
+  const changed = () => notebook.scheduleSave();
+
+  // Markdown images and links reach workspace files with the key in the
+  // URL, as downloads may.
+  const fileUrl = (path) =>
+    store.session ? sessionPath(store.session.id, '/files/' + encPath(path)) + '?token=' + encodeURIComponent(store.token) : null;
+
+  const assist = createAssist({ store, conn: { isOpen: () => conn.isOpen(), send }, request });
+  const editorAssist = {
+    complete: assist.complete,
+    inspect: assist.inspect,
+    cancel: assist.cancel,
+    busy: () => !!store.session && store.session.state === 'busy',
+    failed: (e) => msg(store.session ? 'The kernel could not help: ' + e.message : 'Completion and help need a session: create or reopen one', 'error')
+  };
+  const outputs = createOutputs({ send, onChange: changed, focusCell: (cell) => cell.editor.focus(), fileUrl });
+  cells = createCells({
+    store,
+    outputs,
+    send,
+    msg,
+    onChange: changed,
+    onRunDone: () => sessions.refreshSoon(),
+    assist: editorAssist,
+    fileUrl
+  });
+  notebook = createNotebook({ store, cells, msg });
+  files = createFiles({ store, request, msg });
+  conn = createConnection({
+    store,
+    onSnapshot: (ev) => sessions.setKernelState(ev.state, null),
+    onEvent: dispatch,
+    onOpen: () => {
+      sessions.renderKernelStatus();
+      sessions.refresh(true);
+      files.refreshSoon();
+    },
+    onClose: () => {
+      assist.dropAll();
+      sessions.renderKernelStatus();
+    },
+    checkAlive: () => sessions.refresh(false)
+  });
+  sessions = createSessions({
+    store,
+    request,
+    conn,
+    msg,
+    onOpened: () => {
+      files.reset();
+      files.refresh();
+      cells.refreshMarkdown();
+    },
+    onClosed: () => {
+      assist.dropAll();
+      cells.abandonRuns(null);
+      cells.refreshMarkdown();
+      files.refresh();
+    },
+    onKernelDead: (note) => cells.abandonRuns(note)
+  });
+
+  // dispatch routes one WebSocket event (after the snapshot, deduplicated).
+  function dispatch(ev) {
+    switch (ev.type) {
+      case 'kernel':
+        sessions.setKernelState(ev.state, ev.reason);
+        if (ev.state === 'busy') cells.onKernelBusy();
+        return;
+      case 'file':
+        files.refreshSoon();
+        return;
+      case 'rejected':
+        if (!assist.onRejected(ev)) cells.onRejected(ev);
+        return;
+      case 'complete_reply':
+      case 'inspect_reply':
+        assist.onReply(ev);
+        return;
+      case 'update_display':
+        outputs.updateDisplay(ev);
+        return;
+      default:
+        cells.onExecEvent(ev);
+    }
+  }
+
+  function bindUI() {
+    $('token-form').addEventListener('submit', (e) => {
+      e.preventDefault();
+      sessions.saveToken();
+    });
+    $('new-session').addEventListener('click', () => sessions.create());
+    $('reopen-form').addEventListener('submit', (e) => {
+      e.preventDefault();
+      sessions.reopen($('reopen-id').value);
+    });
+    $('reopen-last').addEventListener('click', () => {
+      sessions.reopen($('reopen-last').dataset.sessionId || lsGet(LS_LAST_SESSION));
+    });
+    $('end-session').addEventListener('click', () => sessions.end());
+    $('interrupt-btn').addEventListener('click', () => sessions.interrupt());
+    $('restart-btn').addEventListener('click', () => sessions.restart());
+    const addAtEnd = () => cells.insert(store.cells.length).editor.focus();
+    $('add-cell').addEventListener('click', addAtEnd);
+    $('add-cell-bottom').addEventListener('click', addAtEnd);
+    $('run-all').addEventListener('click', () => cells.runAll());
+    $('save-ipynb').addEventListener('click', () => notebook.saveIpynb());
+    $('open-ipynb').addEventListener('change', (e) => {
+      notebook.openIpynb(e.target.files && e.target.files[0]);
+      e.target.value = '';
+    });
+    files.bind();
+    bindCommandMode($('cells'), { store, cells });
+    window.addEventListener('beforeunload', () => notebook.saveNow());
+    document.addEventListener('visibilitychange', () => {
+      if (document.visibilityState === 'hidden') notebook.saveNow();
+      else if (store.session) sessions.refresh(false);
+    });
+  }
+
+  sessions.initToken();
+  bindUI();
+  if (!notebook.restore()) cells.insert(0);
+  sessions.render();
+  files.refresh();
+  setInterval(() => sessions.renderCountdown(), 1000);
+  const last = lsGet(LS_LAST_SESSION);
+  if (last) $('reopen-id').value = last;
+  window.glassroomReady = true;
+}
+
+// Module scripts run after the document is parsed.
+start();

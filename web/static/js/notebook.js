@@ -1,0 +1,59 @@
+// The notebook as a document: kept in local storage across reloads, saved
+// and opened as .ipynb.
+
+import { saveBlob } from './dom.js';
+import { fromNotebook, toNotebook } from './nbformat.js';
+import { LS_NOTEBOOK, lsGet, lsSet } from './storage.js';
+
+// createNotebook returns the document operations. deps: store, cells
+// (cells.js), msg.
+export function createNotebook({ store, cells, msg }) {
+  let saveTimer = 0;
+
+  // scheduleSave stores the notebook locally once edits settle.
+  function scheduleSave() {
+    clearTimeout(saveTimer);
+    saveTimer = setTimeout(saveNow, 800);
+  }
+
+  function saveNow() {
+    clearTimeout(saveTimer);
+    if (!lsSet(LS_NOTEBOOK, JSON.stringify(toNotebook(cells.snapshot(), true)))) {
+      // Probably over quota: keep at least the code.
+      lsSet(LS_NOTEBOOK, JSON.stringify(toNotebook(cells.snapshot(), false)));
+    }
+  }
+
+  // restore loads the locally stored notebook; false when there is none.
+  function restore() {
+    const raw = lsGet(LS_NOTEBOOK);
+    if (!raw) return false;
+    try {
+      cells.replaceAll(fromNotebook(JSON.parse(raw)));
+      return store.cells.length > 0;
+    } catch (_) {
+      return false;
+    }
+  }
+
+  function saveIpynb() {
+    const nb = toNotebook(cells.snapshot(), true);
+    const blob = new Blob([JSON.stringify(nb, null, 1) + '\n'], { type: 'application/x-ipynb+json' });
+    saveBlob(blob, (store.session ? 'glassroom-' + store.session.id.slice(0, 12) : 'notebook') + '.ipynb');
+  }
+
+  function openIpynb(file) {
+    if (!file) return;
+    file
+      .text()
+      .then((text) => {
+        cells.replaceAll(fromNotebook(JSON.parse(text)));
+        if (!store.cells.length) cells.insert(0);
+        saveNow();
+        msg('Opened ' + file.name + ' (' + store.cells.length + ' cells)');
+      })
+      .catch((e) => msg('Could not open ' + file.name + ': ' + e.message, 'error'));
+  }
+
+  return { scheduleSave, saveNow, restore, saveIpynb, openIpynb };
+}

@@ -1,0 +1,153 @@
+// The session's WebSocket: connects, reconnects with backoff, resumes the
+// event stream where it left off (no event lost, none handled twice) and
+// queues frames sent while it is down.
+
+import { sessionPath } from './api.js';
+
+const BACKOFF_MIN_MS = 500;
+const BACKOFF_MAX_MS = 5000;
+
+// createConnection returns the connection of store.session. Callbacks:
+//   onSnapshot(ev)  the kernel-state snapshot the server sends first
+//   onEvent(ev)     every later event, once, in order (errors are caught)
+//   onOpen()        after each (re)connect, once queued frames are sent
+//   onClose()       when the socket drops (a reconnect is scheduled)
+//   checkAlive()    a Promise of whether the session still exists; asked
+//                   before each reconnect
+export function createConnection({ store, onSnapshot, onEvent, onOpen, onClose, checkAlive }) {
+  let ws = null;
+  let open = false;
+  let gen = 0; // bumped on every connect and disconnect; stale sockets compare it
+  let lastSeq = 0; // seq of the last stream event handled
+  let streamFloor = null; // where this page's stream began; null before the first connection
+  let backoff = BACKOFF_MIN_MS;
+  let reconnectTimer = 0;
+  let outbox = [];
+
+  function connect() {
+    if (!store.session) return;
+    clearTimeout(reconnectTimer);
+    const myGen = ++gen;
+    const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+    // The first connection starts at the live end of the stream: older
+    // events belong to executions this page does not know. After a drop, ask
+    // for every event after the last one handled, so that output produced
+    // while disconnected is not lost.
+    let url = proto + '//' + location.host + sessionPath(store.session.id, '/ws') + '?token=' + encodeURIComponent(store.token);
+    if (streamFloor !== null) url += '&since=' + Math.max(lastSeq, streamFloor);
+    let first = true;
+    let sock;
+    try {
+      sock = new WebSocket(url);
+    } catch (_) {
+      scheduleReconnect(myGen);
+      return;
+    }
+    ws = sock;
+    sock.onopen = () => {
+      if (myGen !== gen) return;
+      open = true;
+      backoff = BACKOFF_MIN_MS;
+      const pending = outbox;
+      outbox = [];
+      for (const f of pending) sock.send(JSON.stringify(f));
+      onOpen();
+    };
+    sock.onmessage = (m) => {
+      if (myGen !== gen || typeof m.data !== 'string') return;
+      let ev;
+      try {
+        ev = JSON.parse(m.data);
+      } catch (_) {
+        return;
+      }
+      if (first) {
+        first = false;
+        // The server opens with a snapshot of the kernel state. Its seq is
+        // the stream's position when it was taken, not an event of the
+        // stream: events up to it may still follow (replayed after a drop),
+        // so it must not advance lastSeq or they would be dropped.
+        if (ev && !Array.isArray(ev) && ev.type === 'kernel') {
+          if (streamFloor === null) streamFloor = typeof ev.seq === 'number' ? ev.seq : 0;
+          onSnapshot(ev);
+          return;
+        }
+      }
+      if (Array.isArray(ev)) ev.forEach(handle);
+      else handle(ev);
+    };
+    sock.onclose = () => {
+      if (myGen !== gen) return;
+      open = false;
+      ws = null;
+      onClose();
+      scheduleReconnect(myGen);
+    };
+    sock.onerror = () => {
+      /* onclose follows */
+    };
+  }
+
+  function handle(ev) {
+    if (!ev || typeof ev !== 'object') return;
+    if (typeof ev.seq === 'number') {
+      if (ev.seq <= lastSeq) return; // duplicate from a replay
+      lastSeq = ev.seq;
+    }
+    try {
+      onEvent(ev);
+    } catch (e) {
+      // A malformed event must not break the stream of later ones.
+      console.warn('glassroom: bad event', ev, e);
+    }
+  }
+
+  function scheduleReconnect(myGen) {
+    if (!store.session || myGen !== gen) return;
+    const delay = backoff;
+    backoff = Math.min(backoff * 2, BACKOFF_MAX_MS);
+    clearTimeout(reconnectTimer);
+    reconnectTimer = setTimeout(() => {
+      if (myGen !== gen || !store.session) return;
+      // Make sure the session still exists before hammering the socket.
+      checkAlive().then((alive) => {
+        if (alive && myGen === gen && store.session) connect();
+      });
+    }, delay);
+  }
+
+  function disconnect() {
+    gen++;
+    clearTimeout(reconnectTimer);
+    const sock = ws;
+    ws = null;
+    open = false;
+    if (sock) {
+      sock.onopen = sock.onmessage = sock.onclose = sock.onerror = null;
+      try {
+        sock.close();
+      } catch (_) {
+        /* ignore */
+      }
+    }
+  }
+
+  return {
+    connect,
+    disconnect,
+    // reset forgets the stream position and queued frames (a new session).
+    reset() {
+      disconnect();
+      lastSeq = 0;
+      streamFloor = null;
+      backoff = BACKOFF_MIN_MS;
+      outbox = [];
+    },
+    // send sends a frame now, or after the next (re)connect.
+    send(frame) {
+      if (ws && open && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(frame));
+      else outbox.push(frame);
+    },
+    isOpen: () => open
+  };
+}
