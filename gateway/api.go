@@ -163,3 +163,81 @@ func (s *Server) restart(c echo.Context) error {
 	}
 	return c.NoContent(http.StatusNoContent)
 }
+
+type updateRequest struct {
+	IdleTimeout *float64 `json:"idle_timeout_s"`
+}
+
+func (s *Server) updateSession(c echo.Context) error {
+	sess, err := s.session(c)
+	if err != nil {
+		return err
+	}
+	var req updateRequest
+	if err := s.decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.IdleTimeout != nil {
+		idle, err := seconds("idle_timeout_s", req.IdleTimeout)
+		if err != nil {
+			return err
+		}
+		if err := sess.SetIdleTimeout(idle); err != nil {
+			return err
+		}
+	}
+	return c.JSON(http.StatusOK, sess.Info())
+}
+
+// introspectRequest is the body of complete and inspect calls; cursor_pos
+// counts Unicode code points.
+type introspectRequest struct {
+	Code        *string `json:"code"`
+	CursorPos   *int    `json:"cursor_pos"`
+	DetailLevel int     `json:"detail_level"`
+}
+
+func (r introspectRequest) check() error {
+	if r.Code == nil || r.CursorPos == nil {
+		return newError(http.StatusBadRequest, "bad_request", "fields code and cursor_pos are required")
+	}
+	return nil
+}
+
+func (s *Server) complete(c echo.Context) error {
+	sess, err := s.session(c)
+	if err != nil {
+		return err
+	}
+	var req introspectRequest
+	if err := s.decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if err := req.check(); err != nil {
+		return err
+	}
+	out, err := sess.Complete(c.Request().Context(), *req.Code, *req.CursorPos)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) inspect(c echo.Context) error {
+	sess, err := s.session(c)
+	if err != nil {
+		return err
+	}
+	var req introspectRequest
+	if err := s.decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if err := req.check(); err != nil {
+		return err
+	}
+	out, err := sess.Inspect(c.Request().Context(), *req.Code, *req.CursorPos, req.DetailLevel)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}

@@ -361,6 +361,21 @@ func TestBehaviour(t *testing.T) {
 					t.Fatalf("after reconnect got %q", out)
 				}
 			})
+			t.Run("idle timeout can be changed", func(t *testing.T) {
+				var got struct {
+					IdleTimeoutS int       `json:"idle_timeout_s"`
+					ExpiresAt    time.Time `json:"expires_at"`
+				}
+				if st := e.call(keyA, "PATCH", "/v1/sessions/"+s.ID, map[string]any{"idle_timeout_s": 90}, &got); st != http.StatusOK || got.IdleTimeoutS != 90 || time.Until(got.ExpiresAt) > 91*time.Second {
+					t.Fatalf("patch: %d %+v", st, got)
+				}
+				if st := e.call(keyA, "PATCH", "/v1/sessions/"+s.ID, map[string]any{"idle_timeout_s": 1e9}, nil); st != http.StatusBadRequest {
+					t.Fatalf("absurd idle timeout: %d", st)
+				}
+				if st := e.call(keyB, "PATCH", "/v1/sessions/"+s.ID, map[string]any{"idle_timeout_s": 90}, nil); st != http.StatusNotFound {
+					t.Fatalf("other tenant: %d", st)
+				}
+			})
 			t.Run("sessions do not share variables", func(t *testing.T) {
 				other := e.create(keyA, map[string]any{})
 				if x := e.exec(keyA, other.ID, "x", 0); x.Status != "error" || x.Error.Name != "NameError" {
@@ -375,6 +390,7 @@ func TestBehaviour(t *testing.T) {
 					t.Fatalf("x survived restart: %+v", x)
 				}
 			})
+			t.Run("complete and inspect", func(t *testing.T) { introspection(t, e, s.ID) })
 			t.Run("code interpreter flow with files", func(t *testing.T) { fileFlow(t, e, s.ID) })
 			t.Run("file attacks fail and change nothing", func(t *testing.T) { fileAttacks(t, e, s.ID) })
 			if strings.HasPrefix(name, "docker") {

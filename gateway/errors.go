@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -74,6 +75,8 @@ func toAPIError(err error) *apiError {
 		return newError(http.StatusConflict, "kernel_dead", "the kernel is dead; restart the session")
 	case errors.Is(err, sessions.ErrClosed):
 		return newError(http.StatusServiceUnavailable, "shutting_down", "the session or gateway is shutting down")
+	case errors.Is(err, context.DeadlineExceeded):
+		return newError(http.StatusGatewayTimeout, "kernel_timeout", "the kernel did not answer in time")
 	case errors.Is(err, kernel.ErrUnavailable):
 		return newError(http.StatusServiceUnavailable, "runtime_unavailable", "could not start a kernel now; the gateway log has the cause")
 	}

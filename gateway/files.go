@@ -19,6 +19,7 @@ func (s *Server) routeFiles(g *echo.Group) {
 	g.GET("/sessions/:id/files", s.listFiles)
 	g.POST("/sessions/:id/files", s.uploadMultipart)
 	g.GET("/sessions/:id/files/*", s.downloadFile)
+	g.HEAD("/sessions/:id/files/*", s.downloadFile)
 	g.PUT("/sessions/:id/files/*", s.uploadFile)
 	g.DELETE("/sessions/:id/files/*", s.deleteFile)
 }
@@ -100,6 +101,17 @@ func (s *Server) uploadFile(c echo.Context) error {
 	p, err := filePath(c)
 	if err != nil {
 		return err
+	}
+	switch c.QueryParam("type") {
+	case "dir":
+		if err := sess.Files().MakeDir(p); err != nil {
+			return err
+		}
+		clean, _ := workspace.Clean(p)
+		return c.JSON(http.StatusCreated, map[string]any{"path": clean, "type": "dir"})
+	case "", "file":
+	default:
+		return newError(http.StatusBadRequest, "bad_request", "type must be file or dir")
 	}
 	if c.Request().ContentLength > s.cfg.MaxUploadBytes {
 		return s.tooLarge()

@@ -45,6 +45,19 @@ func fileFlow(t *testing.T, e *env, id string) {
 	if st, _, b := e.raw("POST", base+"/files", &body, mw.FormDataContentType()); st != http.StatusCreated {
 		t.Fatalf("upload: %d %s", st, b)
 	}
+	// HEAD tells whether a file exists; PUT ?type=dir makes directories.
+	if st, _, _ := e.raw("HEAD", base+"/files/sales.csv", nil, ""); st != http.StatusOK {
+		t.Fatalf("HEAD existing file: %d", st)
+	}
+	if st, _, _ := e.raw("HEAD", base+"/files/nope.csv", nil, ""); st != http.StatusNotFound {
+		t.Fatalf("HEAD missing file: %d", st)
+	}
+	if st, _, b := e.raw("PUT", base+"/files/made/deep?type=dir", nil, ""); st != http.StatusCreated || !strings.Contains(string(b), `"type":"dir"`) {
+		t.Fatalf("mkdir: %d %s", st, b)
+	}
+	if x := e.exec(keyA, id, "import os; print(os.path.isdir('made/deep'))", 0); strings.TrimSpace(x.Stdout) != "True" {
+		t.Fatalf("mkdir not visible to the kernel: %+v", x)
+	}
 	// 2. pandas reads it
 	x := e.exec(keyA, id, "import pandas as pd\ndf = pd.read_csv('sales.csv')\nprint(df.describe())", 0)
 	if x.Status != "ok" || !strings.Contains(x.Stdout, "units") || !strings.Contains(x.Stdout, "mean") {

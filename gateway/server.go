@@ -57,10 +57,13 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 	v1.POST("/sessions", s.createSession)
 	v1.GET("/sessions", s.listSessions)
 	v1.GET("/sessions/:id", s.getSession)
+	v1.PATCH("/sessions/:id", s.updateSession)
 	v1.DELETE("/sessions/:id", s.deleteSession)
 	v1.POST("/sessions/:id/execute", s.execute)
 	v1.POST("/sessions/:id/interrupt", s.interrupt)
 	v1.POST("/sessions/:id/restart", s.restart)
+	v1.POST("/sessions/:id/complete", s.complete)
+	v1.POST("/sessions/:id/inspect", s.inspect)
 	v1.GET("/sessions/:id/ws", s.websocket)
 	s.routeFiles(v1)
 	s.routeMCP(e)
@@ -163,13 +166,13 @@ func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 const tenantKey = "glassroom.tenant"
 
 // authenticate accepts "Authorization: Bearer <key>", or ?token=<key> on
-// WebSocket upgrades and GET file downloads, and stores the tenant.
+// WebSocket upgrades and GET/HEAD file downloads, and stores the tenant.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		key := ""
 		if h := c.Request().Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
 			key = strings.TrimPrefix(h, "Bearer ")
-		} else if c.Request().Method == http.MethodGet && (strings.HasSuffix(c.Path(), "/ws") || strings.Contains(c.Path(), "/files/")) {
+		} else if (c.Request().Method == http.MethodGet || c.Request().Method == http.MethodHead) && (strings.HasSuffix(c.Path(), "/ws") || strings.Contains(c.Path(), "/files/")) {
 			key = c.QueryParam("token")
 		}
 		tenant, ok := s.tenantOf(key)

@@ -43,12 +43,14 @@ func newUpgrader(allowed []string) wsUpgrader {
 
 // clientFrame is any frame a WebSocket client may send.
 type clientFrame struct {
-	Type    string   `json:"type"`
-	ID      string   `json:"id"`
-	Code    *string  `json:"code"`
-	Timeout *float64 `json:"timeout_s"`
-	Value   *string  `json:"value"`
-	Since   *int64   `json:"since"`
+	Type        string   `json:"type"`
+	ID          string   `json:"id"`
+	Code        *string  `json:"code"`
+	Timeout     *float64 `json:"timeout_s"`
+	Value       *string  `json:"value"`
+	Since       *int64   `json:"since"`
+	CursorPos   *int     `json:"cursor_pos"`
+	DetailLevel int      `json:"detail_level"`
 }
 
 // rejected is sent for a frame the server cannot act on.
@@ -103,7 +105,9 @@ func (s *Server) websocket(c echo.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
 		defer s.recoverWS(&err)
-		return s.wsRead(gctx, conn, sess, out, resume)
+		in := newIntrospector(gctx, sess, out, s.recoverWS)
+		defer in.close()
+		return s.wsRead(gctx, conn, sess, out, resume, in)
 	})
 	g.Go(func() (err error) {
 		defer s.recoverWS(&err)
@@ -124,7 +128,7 @@ func (s *Server) recoverWS(err *error) {
 }
 
 // wsRead owns the connection's reading side.
-func (s *Server) wsRead(ctx context.Context, conn *websocket.Conn, sess *sessions.Session, out chan<- any, resume chan int64) error {
+func (s *Server) wsRead(ctx context.Context, conn *websocket.Conn, sess *sessions.Session, out chan<- any, resume chan int64, in *introspector) error {
 	defer send(ctx, out, nil) // tells the writer the client is gone
 	bucket := float64(wsMaxFrames)
 	last := time.Now()
@@ -146,13 +150,13 @@ func (s *Server) wsRead(ctx context.Context, conn *websocket.Conn, sess *session
 			send(ctx, out, rejected{Type: "rejected", Code: "bad_frame", Message: "frame is not a JSON object: " + err.Error()})
 			continue
 		}
-		if r := s.handleFrame(ctx, sess, f, resume); r != nil {
+		if r := s.handleFrame(ctx, sess, f, resume, in); r != nil {
 			send(ctx, out, *r)
 		}
 	}
 }
 
-func (s *Server) handleFrame(ctx context.Context, sess *sessions.Session, f clientFrame, resume chan int64) *rejected {
+func (s *Server) handleFrame(ctx context.Context, sess *sessions.Session, f clientFrame, resume chan int64, in *introspector) *rejected {
 	reject := func(err error) *rejected {
 		ae := toAPIError(err)
 		return &rejected{Type: "rejected", ID: f.ID, Code: ae.Code, Message: ae.Message}
@@ -194,9 +198,14 @@ func (s *Server) handleFrame(ctx context.Context, sess *sessions.Session, f clie
 		default:
 		}
 		resume <- *f.Since
+	case "complete", "inspect":
+		if f.Code == nil || f.CursorPos == nil || f.ID == "" {
+			return &rejected{Type: "rejected", ID: f.ID, Code: "bad_frame", Message: f.Type + " needs id, code and cursor_pos"}
+		}
+		in.start(f)
 	default:
 		return &rejected{Type: "rejected", ID: f.ID, Code: "unknown_type",
-			Message: "unknown frame type " + strconv.Quote(f.Type) + "; expected execute, interrupt, input_reply or resume"}
+			Message: "unknown frame type " + strconv.Quote(f.Type) + "; expected execute, interrupt, input_reply, resume, complete or inspect"}
 	}
 	return nil
 }

@@ -370,3 +370,21 @@ func removeAt(dirfd int, name, shown string, depth int) error {
 	}
 	return nil
 }
+
+// MakeDir creates directory p and its missing parents, owned by the
+// workspace owner. An existing directory is not an error; a file in the
+// way is ErrNotDir.
+func (r *Root) MakeDir(p string) error {
+	p, err := Clean(p)
+	if err != nil {
+		return err
+	}
+	if p == "" {
+		return nil
+	}
+	fd, err := r.mkdirs(p)
+	if err != nil {
+		return err
+	}
+	return unix.Close(fd)
+}

@@ -167,6 +167,19 @@ func TestWriteListRemove(t *testing.T) {
 	if _, _, err := r.OpenFile("nope"); !errors.Is(err, workspace.ErrNotFound) {
 		t.Fatalf("missing file: %v", err)
 	}
+	if err := r.MakeDir("made/deep/dir"); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(filepath.Join(ws, "made/deep/dir")); err != nil || !st.IsDir() {
+		t.Fatalf("make dir: %v", err)
+	}
+	if err := r.MakeDir("made/deep/dir"); err != nil {
+		t.Fatalf("existing dir: %v", err)
+	}
+	r.Write("made/file", strings.NewReader("x"))
+	if err := r.MakeDir("made/file/sub"); !errors.Is(err, workspace.ErrNotDir) {
+		t.Fatalf("file in the way: %v", err)
+	}
 }
 
 func TestQuotaFailsCleanly(t *testing.T) {

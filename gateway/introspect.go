@@ -1,0 +1,91 @@
+package gateway
+
+import (
+	"context"
+	"sync"
+
+	"github.com/glassroom/glassroom/sessions"
+)
+
+// completeReply and inspectReply answer one WebSocket client's complete
+// and inspect frames. They go to that client only, not to the session's
+// event log.
+type completeReply struct {
+	Type string `json:"type"`
+	ID   string `json:"id"`
+	*sessions.Completion
+}
+
+type inspectReply struct {
+	Type string `json:"type"`
+	ID   string `json:"id"`
+	*sessions.Inspection
+}
+
+// introspector runs a connection's complete and inspect requests beside
+// its reader, so a busy kernel (which answers them only between cells)
+// never stalls the connection. A newer request of a kind cancels the older
+// one (a typing user only wants the latest). It owns its goroutines:
+// close cancels them and waits.
+type introspector struct {
+	ctx     context.Context
+	sess    *sessions.Session
+	out     chan<- any
+	recover func(*error)
+
+	mu      sync.Mutex
+	cancels map[string]context.CancelFunc // frame type → running request
+	wg      sync.WaitGroup
+}
+
+func newIntrospector(ctx context.Context, sess *sessions.Session, out chan<- any, recover func(*error)) *introspector {
+	return &introspector{ctx: ctx, sess: sess, out: out, recover: recover, cancels: map[string]context.CancelFunc{}}
+}
+
+// start runs f (a complete or inspect frame with id, code and cursor_pos).
+func (in *introspector) start(f clientFrame) {
+	ctx, cancel := context.WithCancel(in.ctx)
+	in.mu.Lock()
+	if prev := in.cancels[f.Type]; prev != nil {
+		prev()
+	}
+	in.cancels[f.Type] = cancel
+	in.mu.Unlock()
+	in.wg.Add(1)
+	go func() {
+		defer in.wg.Done()
+		defer cancel()
+		var err error
+		defer in.recover(&err)
+		var reply any
+		if f.Type == "complete" {
+			var c *sessions.Completion
+			if c, err = in.sess.Complete(ctx, *f.Code, *f.CursorPos); err == nil {
+				reply = completeReply{Type: "complete_reply", ID: f.ID, Completion: c}
+			}
+		} else {
+			var r *sessions.Inspection
+			if r, err = in.sess.Inspect(ctx, *f.Code, *f.CursorPos, f.DetailLevel); err == nil {
+				reply = inspectReply{Type: "inspect_reply", ID: f.ID, Inspection: r}
+			}
+		}
+		if ctx.Err() != nil {
+			return // superseded or the connection ended
+		}
+		if err != nil {
+			ae := toAPIError(err)
+			reply = rejected{Type: "rejected", ID: f.ID, Code: ae.Code, Message: ae.Message}
+		}
+		send(ctx, in.out, reply)
+	}()
+}
+
+// close cancels every running request and waits for them.
+func (in *introspector) close() {
+	in.mu.Lock()
+	for _, cancel := range in.cancels {
+		cancel()
+	}
+	in.mu.Unlock()
+	in.wg.Wait()
+}
