@@ -327,3 +327,73 @@ func fileFlow(t *testing.T, ctx context.Context, c *client.Client, id string) {
 type zeros struct{}
 
 func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// TestSessionExtras covers PATCH (idle timeout), mkdir, HEAD (exists),
+// complete and inspect, over REST and the WebSocket.
+func TestSessionExtras(t *testing.T) {
+	g := clienttest.Start(t, clienttest.Local(t, uidBase+1000), clienttest.Options{})
+	c := g.Client(t, clienttest.KeyA)
+	ctx := ctxT(t, 2*time.Minute)
+	s, err := c.CreateSession(ctx, client.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := c.SetIdleTimeout(ctx, s.ID, 45*time.Second)
+	if err != nil || up.IdleTimeoutS != 45 || up.ID != s.ID {
+		t.Fatalf("set idle timeout: %+v %v", up, err)
+	}
+	if _, err := c.SetIdleTimeout(ctx, "nope-nope-nope", time.Minute); !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("missing session: %v", err)
+	}
+	fi, err := c.MakeDir(ctx, s.ID, "a/b/c")
+	if err != nil || fi.Path != "a/b/c" || fi.Type != "dir" {
+		t.Fatalf("mkdir: %+v %v", fi, err)
+	}
+	if _, err := c.MakeDir(ctx, s.ID, "a/b/c"); err != nil {
+		t.Fatalf("mkdir again: %v", err)
+	}
+	for p, want := range map[string]bool{"a/b/c": true, "a/b": true, "a/x": false} {
+		if ok, err := c.FileExists(ctx, s.ID, p); err != nil || ok != want {
+			t.Fatalf("exists %s: %v %v", p, ok, err)
+		}
+	}
+	if _, err := c.FileExists(ctx, "nope-nope-nope", "a"); !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("exists in a missing session: %v", err)
+	}
+	if _, err := c.Execute(ctx, s.ID, "import json\nvalue_one = 1", client.ExecuteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	comp, err := c.Complete(ctx, s.ID, "value_", 6)
+	if err != nil || len(comp.Matches) != 1 || comp.Matches[0] != "value_one" || comp.CursorStart != 0 || comp.CursorEnd != 6 {
+		t.Fatalf("complete: %+v %v", comp, err)
+	}
+	insp, err := c.Inspect(ctx, s.ID, "json.dumps", 10, 0)
+	if err != nil || !insp.Found || !strings.Contains(insp.Data.Text("text/plain"), "Serialize") {
+		t.Fatalf("inspect: %+v %v", insp, err)
+	}
+	k, err := c.Connect(ctx, s.ID, client.ConnectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	comp, err = k.Complete(ctx, "json.dum", 8)
+	if err != nil || strings.Join(comp.Matches, ",") != "dump,dumps" || comp.CursorStart != 5 || len(comp.Types) != 2 || comp.Types[1].Type != "function" {
+		t.Fatalf("ws complete: %+v %v", comp, err)
+	}
+	insp, err = k.Inspect(ctx, "len", 3, 1)
+	if err != nil || !insp.Found {
+		t.Fatalf("ws inspect: %+v %v", insp, err)
+	}
+	if _, err := k.Complete(ctx, "x", 99); err == nil {
+		t.Fatal("cursor past the end accepted")
+	}
+	// Replies go to the asker, not into the event stream.
+	if err := k.Execute(ctx, client.ExecuteRequest{ID: "after", Code: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range until(t, ctx, k, func(ev client.Event) bool { return ev.Type == client.EventDone }) {
+		if ev.Type == client.EventCompleteReply || ev.Type == client.EventInspectReply {
+			t.Fatalf("reply leaked into events: %+v", ev)
+		}
+	}
+}

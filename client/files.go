@@ -71,7 +71,9 @@ func (c *Client) FileExists(ctx context.Context, sessionID, path string) (bool, 
 	if path == "" {
 		return false, errors.New("client: FileExists: empty path")
 	}
-	resp, err := c.send(ctx, request{method: http.MethodHead, path: sessionPath(sessionID, "files", filePath(path))}, http.StatusOK)
+	// 200 is a file; 409 is a directory (it cannot be downloaded) or a
+	// file busy being written: either way the path exists.
+	resp, err := c.send(ctx, request{method: http.MethodHead, path: sessionPath(sessionID, "files", filePath(path))}, http.StatusOK, http.StatusConflict)
 	if err == nil {
 		resp.Body.Close()
 		return true, nil

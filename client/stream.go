@@ -67,6 +67,8 @@ type Conn struct {
 	err     error         // why the reader exited; read after done
 
 	wmu       sync.Mutex // serializes writes
+	complMu   sync.Mutex // one complete at a time: the gateway drops a superseded one unanswered
+	inspMu    sync.Mutex // likewise for inspect
 	pmu       sync.Mutex
 	pending   map[string]chan json.RawMessage // complete/inspect replies by request id
 	closeOnce sync.Once
@@ -295,7 +297,11 @@ func (k *Conn) request(ctx context.Context, frame map[string]any, out any) error
 }
 
 // Complete asks for completions of code at cursor over this connection.
+// Calls are serialized (the gateway would drop an older request of a kind
+// unanswered); while a cell runs, the kernel answers when it ends.
 func (k *Conn) Complete(ctx context.Context, code string, cursor int) (*Completion, error) {
+	k.complMu.Lock()
+	defer k.complMu.Unlock()
 	var out Completion
 	if err := k.request(ctx, map[string]any{"type": "complete", "code": code, "cursor_pos": cursor}, &out); err != nil {
 		return nil, err
@@ -303,8 +309,11 @@ func (k *Conn) Complete(ctx context.Context, code string, cursor int) (*Completi
 	return &out, nil
 }
 
-// Inspect asks for help on the name at cursor over this connection.
+// Inspect asks for help on the name at cursor over this connection
+// (serialized like Complete).
 func (k *Conn) Inspect(ctx context.Context, code string, cursor, detail int) (*Inspection, error) {
+	k.inspMu.Lock()
+	defer k.inspMu.Unlock()
 	var out Inspection
 	if err := k.request(ctx, map[string]any{"type": "inspect", "code": code, "cursor_pos": cursor, "detail_level": detail}, &out); err != nil {
 		return nil, err

@@ -253,14 +253,24 @@ type Listing struct {
 // Completion is the kernel's answer to a completion request: the matches
 // replace code[CursorStart:CursorEnd] (positions in Unicode code points).
 type Completion struct {
-	Matches     []string        `json:"matches"`
-	CursorStart int             `json:"cursor_start"`
-	CursorEnd   int             `json:"cursor_end"`
-	Types       json.RawMessage `json:"types,omitempty"` // optional per-match types, as the kernel sent them
+	Matches     []string         `json:"matches"`
+	CursorStart int              `json:"cursor_start"`
+	CursorEnd   int              `json:"cursor_end"`
+	Types       []CompletionType `json:"types,omitempty"` // when the kernel tells the kinds of its matches
+}
+
+// CompletionType describes one match: its text, kind (function, module,
+// ...), the span it replaces and, for callables, its signature.
+type CompletionType struct {
+	Text      string `json:"text"`
+	Type      string `json:"type"`
+	Start     int    `json:"start"`
+	End       int    `json:"end"`
+	Signature string `json:"signature,omitempty"`
 }
 
 // Inspection is the kernel's answer to an inspection request (the help
-// for the name at the cursor).
+// for the name at the cursor); Data's text/plain carries ANSI colours.
 type Inspection struct {
 	Found    bool            `json:"found"`
 	Data     Bundle          `json:"data"`
