@@ -381,7 +381,8 @@ func (k *Conn) Run(ctx context.Context, code string, opts RunOptions) (*Executio
 			x.Outputs = append(x.Outputs, ev)
 		case EventDisplay, EventUpdateDisplay, EventClearOutput:
 			x.Outputs = append(x.Outputs, ev)
-		case EventFile:
+		case EventFile: // as in a REST answer: in Outputs and in Files
+			x.Outputs = append(x.Outputs, ev)
 			x.Files = append(x.Files, FileChange{Path: ev.Path, Size: ev.Size, Change: ev.Change})
 		case EventInputRequest:
 			value := ""

@@ -48,7 +48,7 @@ type Execution struct {
 	Stdout         string `json:"stdout"`
 	Stderr         string `json:"stderr"`
 	// Outputs are the execution's output events in order: stream,
-	// display, update_display, clear_output, result and error.
+	// display, update_display, clear_output, result, error and file.
 	Outputs []Event `json:"outputs"`
 	// Result is the value of the last expression (nil when there is none).
 	Result Bundle `json:"result"`

@@ -19,3 +19,17 @@ func (s *Server) routeOpenAPI(e *echo.Echo) {
 		return c.Blob(http.StatusOK, "application/json", openAPI)
 	})
 }
+
+// Route is one registered method and path, in echo's syntax (":id" for a
+// parameter, "*" for the rest of the path).
+type Route struct{ Method, Path string }
+
+// Routes lists every registered route, for checks that keep openapi.json
+// true.
+func (s *Server) Routes() []Route {
+	var out []Route
+	for _, r := range s.echo.Routes() {
+		out = append(out, Route{Method: r.Method, Path: r.Path})
+	}
+	return out
+}

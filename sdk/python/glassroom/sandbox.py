@@ -250,6 +250,9 @@ class Sandbox:
                 if kind == "input_request":
                     ws.send(json.dumps({"type": "input_reply", "id": eid, "value": ""}))
                     continue
+                if kind == "file":  # REST answers list them in "files"; the WebSocket only as events
+                    x.files.append(FileChange(str(ev.get("path", "")), int(ev.get("size") or 0), str(ev.get("change", ""))))
+                    continue
                 if kind == "done":
                     x.execution_count = ev.get("execution_count")
                     _finish(x, ev)
@@ -280,8 +283,6 @@ def _apply(x: Execution, ev: Dict[str, Any]) -> Any:
         tb = ev.get("traceback") or []
         x.error = ExecutionError(str(ev.get("name", "")), str(ev.get("value", "")), "\n".join(str(t) for t in tb))
         return x.error
-    elif kind == "file":
-        x.files.append(FileChange(str(ev.get("path", "")), int(ev.get("size") or 0), str(ev.get("change", ""))))
     return None
 
 

@@ -95,6 +95,8 @@ class SandboxTest(unittest.TestCase):
         self.assertEqual(x.text, "42")
         self.assertEqual(x.logs.stdout, ["waiting\n"])
         self.assertEqual([f.path for f in x.files], ["go"])
+        rest = self.sbx.run_code("open('rest.txt', 'w').write('abc')")
+        self.assertEqual([(f.path, f.size, f.change) for f in rest.files], [("rest.txt", 3, "created")])
         x = self.sbx.run_code("raise ValueError('bad')", on_error=errors.append)
         self.assertEqual(errors[0].name, "ValueError")
         self.assertIs(errors[0], x.error)
