@@ -58,4 +58,4 @@ compose: build image
 	$(COMPOSE) up --build
 
 clean:
-	rm -rf bin artifacts
+	rm -rf bin artifacts mcp/testdata/node/node_modules

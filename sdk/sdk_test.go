@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +43,7 @@ func TestPythonSDK(t *testing.T) {
 // environment (offline: Debian's setuptools, no build isolation, no index)
 // and runs the guide's example with it, from outside the source tree.
 func TestPipInstall(t *testing.T) {
-	py := clienttest.Python(t, "websocket", "venv", "setuptools", "wheel", "pip")
+	py := clienttest.Python(t, "websocket", "venv", "ensurepip", "setuptools", "wheel")
 	tmp := t.TempDir()
 	// Build from a copy: pip writes build/ and *.egg-info next to the sources.
 	src := filepath.Join(tmp, "src")
@@ -93,4 +94,31 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestReadmeSnippet runs the README's Python SDK example against a real
+// gateway, so the README stays true.
+func TestReadmeSnippet(t *testing.T) {
+	py := clienttest.Python(t, "websocket", "pandas", "matplotlib")
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```python\n(from glassroom import Sandbox.*?)```").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("README has no Python SDK example")
+	}
+	g := clienttest.Start(t, clienttest.Local(t, uidBase+2000), clienttest.Options{})
+	dir := t.TempDir()
+	cmd := exec.Command(py, "-c", string(m[1]))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+mustAbs(t, "python"), "GLASSROOM_URL="+g.URL, "GLASSROOM_API_KEY="+clienttest.KeyA)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "30\n") {
+		t.Fatalf("README example: %v\n%s", err, out)
+	}
+	png, err := os.ReadFile(filepath.Join(dir, "chart.png"))
+	if err != nil || !strings.HasPrefix(string(png), "\x89PNG") {
+		t.Fatalf("chart.png: %v", err)
+	}
 }
