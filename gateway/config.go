@@ -53,3 +53,7 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
+
+// DefaultConfig returns the configuration with every default filled in;
+// command-line flags start from it.
+func DefaultConfig() Config { return Config{}.withDefaults() }

@@ -20,6 +20,7 @@ import (
 	"github.com/glassroom/glassroom/gateway"
 	"github.com/glassroom/glassroom/kernel/docker"
 	"github.com/glassroom/glassroom/kernel/local"
+	"github.com/glassroom/glassroom/kernel/sandbox"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
@@ -48,7 +49,7 @@ func localRuntime(t *testing.T) sessions.Runtime {
 	for p := dir; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
 		os.Chmod(p, 0o711)
 	}
-	rt, err := local.New(local.Config{StateDir: dir, UIDBase: 340000}, zerolog.Nop())
+	rt, err := local.New(local.Config{Common: sandbox.Common{StateDir: dir, UIDBase: 340000}}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,8 @@ func dockerWith(t *testing.T, oci string, uidBase int) sessions.Runtime {
 	dir := t.TempDir()
 	os.Chmod(dir, 0o711)
 	cfg := docker.Config{
-		Instance: "gw-test-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36), StateDir: dir, UIDBase: uidBase, OCIRuntime: oci,
+		Instance: "gw-test-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36), OCIRuntime: oci,
+		Common: sandbox.Common{StateDir: dir, UIDBase: uidBase},
 	}
 	if oci == "runsc" {
 		cfg.Defaults.Pids, cfg.Max.Pids = 1024, 2048

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/kernel/sandbox"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/glassroom/glassroom/workspace"
 	"github.com/labstack/echo/v4"
@@ -61,7 +62,7 @@ func toAPIError(err error) *apiError {
 		return newError(http.StatusInsufficientStorage, "workspace_full", "the workspace is full (its size is limited); delete files and retry")
 	case errors.Is(err, sessions.ErrNotFound):
 		return newError(http.StatusNotFound, "not_found", "session not found")
-	case errors.Is(err, sessions.ErrInvalid), errors.Is(err, kernel.ErrBadSpec):
+	case errors.Is(err, sessions.ErrInvalid), errors.Is(err, sandbox.ErrBadSpec):
 		return newError(http.StatusBadRequest, "bad_request", "%s", err.Error())
 	case errors.Is(err, sessions.ErrTooManySessions):
 		return newError(http.StatusTooManyRequests, "too_many_sessions", "%s", err.Error())
@@ -77,7 +78,7 @@ func toAPIError(err error) *apiError {
 		return newError(http.StatusServiceUnavailable, "shutting_down", "the session or gateway is shutting down")
 	case errors.Is(err, context.DeadlineExceeded):
 		return newError(http.StatusGatewayTimeout, "kernel_timeout", "the kernel did not answer in time")
-	case errors.Is(err, kernel.ErrUnavailable):
+	case errors.Is(err, sandbox.ErrUnavailable):
 		return newError(http.StatusServiceUnavailable, "runtime_unavailable", "could not start a kernel now; the gateway log has the cause")
 	}
 	return newError(http.StatusInternalServerError, "internal", "internal error")

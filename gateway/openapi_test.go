@@ -16,7 +16,7 @@ import (
 
 	"github.com/glassroom/glassroom/client/clienttest"
 	"github.com/glassroom/glassroom/gateway"
-	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/kernel/sandbox"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/gorilla/websocket"
@@ -36,7 +36,7 @@ var undocumented = []struct {
 type noRuntime struct{}
 
 func (noRuntime) Name() string { return "none" }
-func (noRuntime) Start(context.Context, kernel.Spec) (kernel.Sandbox, error) {
+func (noRuntime) Start(context.Context, sandbox.Spec) (sandbox.Sandbox, error) {
 	return nil, errors.New("no runtime in this test")
 }
 
@@ -138,10 +138,10 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 		return schemas[union].(map[string]any)["discriminator"].(map[string]any)["mapping"].(map[string]any)
 	}
 	server := mapping("ServerFrame")
-	for _, typ := range []string{sessions.EventQueued, sessions.EventStarted, sessions.EventStream, sessions.EventDisplay,
+	for _, typ := range []sessions.EventType{sessions.EventQueued, sessions.EventStarted, sessions.EventStream, sessions.EventDisplay,
 		sessions.EventUpdateDisplay, sessions.EventClearOutput, sessions.EventResult, sessions.EventError, sessions.EventInputRequest,
 		sessions.EventFile, sessions.EventDone, sessions.EventKernel, sessions.EventGap, "rejected", "complete_reply", "inspect_reply"} {
-		if server[typ] == nil {
+		if server[string(typ)] == nil {
 			t.Errorf("ServerFrame does not describe %q frames", typ)
 		}
 	}

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/time/rate"
 )
 
 type wsUpgrader struct{ websocket.Upgrader }
@@ -63,7 +63,14 @@ type rejected struct {
 
 const (
 	wsWriteTimeout = 10 * time.Second
-	wsMaxFrames    = 50 // frames per second a client may send, sustained
+	// wsFrameRate is how many frames per second a client may send,
+	// sustained (the burst is the same). A faster client is not refused:
+	// the server stops reading its socket until the rate allows, so TCP
+	// slows the client down.
+	wsFrameRate = 200
+	// wsPendingExecutes is how many executes a connection may have waiting
+	// for room in the session's queue before its socket stops being read.
+	wsPendingExecutes = 8
 )
 
 // websocket relays a session's events to one client and the client's
@@ -102,12 +109,18 @@ func (s *Server) websocket(c echo.Context) error {
 	defer cancel()
 	out := make(chan any, 64)     // frames for the writer besides events
 	resume := make(chan int64, 1) // resubscribe requests for the writer
+	execs := make(chan sessions.ExecRequest, wsPendingExecutes)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
 		defer s.recoverWS(&err)
 		in := newIntrospector(gctx, sess, out, s.recoverWS)
 		defer in.close()
-		return s.wsRead(gctx, conn, sess, out, resume, in)
+		defer close(execs)
+		return s.wsRead(gctx, conn, sess, wsInputs{out: out, resume: resume, execs: execs, introspect: in})
+	})
+	g.Go(func() (err error) {
+		defer s.recoverWS(&err)
+		return s.wsSubmit(gctx, sess, execs, out)
 	})
 	g.Go(func() (err error) {
 		defer s.recoverWS(&err)
@@ -115,6 +128,31 @@ func (s *Server) websocket(c echo.Context) error {
 		return s.wsWrite(gctx, conn, sess, since, out, resume)
 	})
 	_ = g.Wait()
+	return nil
+}
+
+// wsInputs are where the reader hands a connection's frames.
+type wsInputs struct {
+	out        chan<- any                  // rejections, for the writer
+	resume     chan int64                  // resubscribe requests, for the writer
+	execs      chan<- sessions.ExecRequest // executes, for the submitter
+	introspect *introspector
+}
+
+// wsSubmit owns the hand-off of a connection's executes to the session, in
+// order: while the session's queue is full it waits (and, once execs is
+// full, the reader stops reading the socket). It ends when the reader
+// closes execs or the connection ends.
+func (s *Server) wsSubmit(ctx context.Context, sess *sessions.Session, execs <-chan sessions.ExecRequest, out chan<- any) error {
+	for req := range execs {
+		if _, err := sess.SubmitWait(ctx, req); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			ae := toAPIError(err)
+			send(ctx, out, rejected{Type: "rejected", ID: req.ID, Code: ae.Code, Message: ae.Message})
+		}
+	}
 	return nil
 }
 
@@ -127,36 +165,32 @@ func (s *Server) recoverWS(err *error) {
 	}
 }
 
-// wsRead owns the connection's reading side.
-func (s *Server) wsRead(ctx context.Context, conn *websocket.Conn, sess *sessions.Session, out chan<- any, resume chan int64, in *introspector) error {
-	defer send(ctx, out, nil) // tells the writer the client is gone
-	bucket := float64(wsMaxFrames)
-	last := time.Now()
+// wsRead owns the connection's reading side. It reads at most wsFrameRate
+// frames a second; past that it waits before reading on, so a fast client
+// is slowed by TCP backpressure, never dropped.
+func (s *Server) wsRead(ctx context.Context, conn *websocket.Conn, sess *sessions.Session, in wsInputs) error {
+	defer send(ctx, in.out, nil) // tells the writer the client is gone
+	limit := rate.NewLimiter(wsFrameRate, wsFrameRate)
 	for {
+		if err := limit.Wait(ctx); err != nil {
+			return err
+		}
 		_, data, err := conn.ReadMessage()
 		if err != nil {
 			return err
 		}
-		now := time.Now()
-		bucket = math.Min(wsMaxFrames, bucket+now.Sub(last).Seconds()*wsMaxFrames)
-		last = now
-		if bucket < 1 {
-			send(ctx, out, rejected{Type: "rejected", Code: "rate_limited", Message: "too many frames; slow down"})
-			continue
-		}
-		bucket--
 		var f clientFrame
 		if err := json.Unmarshal(data, &f); err != nil {
-			send(ctx, out, rejected{Type: "rejected", Code: "bad_frame", Message: "frame is not a JSON object: " + err.Error()})
+			send(ctx, in.out, rejected{Type: "rejected", Code: "bad_frame", Message: "frame is not a JSON object: " + err.Error()})
 			continue
 		}
-		if r := s.handleFrame(ctx, sess, f, resume, in); r != nil {
-			send(ctx, out, *r)
+		if r := s.handleFrame(ctx, sess, f, in); r != nil {
+			send(ctx, in.out, *r)
 		}
 	}
 }
 
-func (s *Server) handleFrame(ctx context.Context, sess *sessions.Session, f clientFrame, resume chan int64, in *introspector) *rejected {
+func (s *Server) handleFrame(ctx context.Context, sess *sessions.Session, f clientFrame, in wsInputs) *rejected {
 	reject := func(err error) *rejected {
 		ae := toAPIError(err)
 		return &rejected{Type: "rejected", ID: f.ID, Code: ae.Code, Message: ae.Message}
@@ -173,8 +207,9 @@ func (s *Server) handleFrame(ctx context.Context, sess *sessions.Session, f clie
 		if err != nil {
 			return reject(err)
 		}
-		if _, err := sess.Submit(sessions.ExecRequest{ID: f.ID, Code: *f.Code, Timeout: timeout, AllowStdin: true}); err != nil {
-			return reject(err)
+		select {
+		case in.execs <- sessions.ExecRequest{ID: f.ID, Code: *f.Code, Timeout: timeout, AllowStdin: true}:
+		case <-ctx.Done():
 		}
 	case "interrupt":
 		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -191,18 +226,18 @@ func (s *Server) handleFrame(ctx context.Context, sess *sessions.Session, f clie
 		}
 	case "resume":
 		if f.Since == nil || *f.Since < 0 {
-			return &rejected{Type: "rejected", Code: "bad_frame", Message: "resume needs since >= 0"}
+			return &rejected{Type: "rejected", ID: f.ID, Code: "bad_frame", Message: "resume needs since >= 0"}
 		}
 		select {
-		case <-resume:
+		case <-in.resume:
 		default:
 		}
-		resume <- *f.Since
+		in.resume <- *f.Since
 	case "complete", "inspect":
 		if f.Code == nil || f.CursorPos == nil || f.ID == "" {
 			return &rejected{Type: "rejected", ID: f.ID, Code: "bad_frame", Message: f.Type + " needs id, code and cursor_pos"}
 		}
-		in.start(f)
+		in.introspect.start(f)
 	default:
 		return &rejected{Type: "rejected", ID: f.ID, Code: "unknown_type",
 			Message: "unknown frame type " + strconv.Quote(f.Type) + "; expected execute, interrupt, input_reply, resume, complete or inspect"}

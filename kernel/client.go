@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/go-zeromq/zmq4"
 	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
 )
 
 // Config tunes a Client. The zero value of each field selects its default.
@@ -24,14 +26,21 @@ type Config struct {
 	// messages (default 20 s).
 	ConnectTimeout time.Duration
 	// MaxMessageBytes drops, with a log line, any kernel message larger than
-	// this (default 16 MiB; the transport's hard ceiling is MaxMessageBytes).
+	// this (default and ceiling MaxMessageBytes; each channel has its own,
+	// lower ceilings enforced below zmq4, see limitsFor).
 	MaxMessageBytes int
 	// MessageRate is the sustained number of messages per second read from
 	// the kernel; a kernel that sends faster is slowed by backpressure
 	// (default 5000, burst of the same size).
 	MessageRate int
-	// EventBuffer is the per-request queue of undelivered events (default 256).
-	EventBuffer int
+	// ByteRate is the sustained number of bytes per second read from the
+	// kernel (default 64 MiB), also enforced by backpressure.
+	ByteRate int
+	// EventBuffer and EventBufferBytes bound one request's queue of
+	// undelivered events (default 256 events, 16 MiB); a full queue stops
+	// the reading of the kernel's socket until the caller catches up.
+	EventBuffer      int
+	EventBufferBytes int
 	// IdleGrace bounds the wait for iopub's idle status once the reply has
 	// arrived: iopub is PUB/SUB, which drops messages when the subscriber
 	// falls behind, so the idle of a flooding request can be lost
@@ -50,13 +59,19 @@ func (c Config) withDefaults() Config {
 		c.ConnectTimeout = 20 * time.Second
 	}
 	if c.MaxMessageBytes == 0 {
-		c.MaxMessageBytes = 16 << 20
+		c.MaxMessageBytes = MaxMessageBytes
 	}
 	if c.MessageRate == 0 {
 		c.MessageRate = 5000
 	}
+	if c.ByteRate == 0 {
+		c.ByteRate = 64 << 20
+	}
 	if c.EventBuffer == 0 {
 		c.EventBuffer = 256
+	}
+	if c.EventBufferBytes == 0 {
+		c.EventBufferBytes = 16 << 20
 	}
 	if c.IdleGrace == 0 {
 		c.IdleGrace = 2 * time.Second
@@ -72,7 +87,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("kernel: config: heartbeat timeout %v must exceed interval %v", c.HeartbeatTimeout, c.HeartbeatInterval)
 	case c.MaxMessageBytes < 0 || c.MaxMessageBytes > MaxMessageBytes:
 		return fmt.Errorf("kernel: config: max message bytes %d outside 1..%d", c.MaxMessageBytes, MaxMessageBytes)
-	case c.MessageRate < 0 || c.EventBuffer < 0 || c.ConnectTimeout < 0 || c.IdleGrace < 0:
+	case c.MessageRate < 0 || c.ByteRate < 0 || c.EventBuffer < 0 || c.EventBufferBytes < 0 || c.ConnectTimeout < 0 || c.IdleGrace < 0:
 		return errors.New("kernel: config: negative limit")
 	}
 	return nil
@@ -129,21 +144,32 @@ type Client struct {
 	deadErr  error
 
 	lastPong atomic.Int64 // unix nanos
-	limiter  *tokenBucket
+	msgRate  *rate.Limiter
+	byteRate *rate.Limiter
+	cuts     atomic.Int64 // messages cut by the transport guard
 
 	lastDropLog  atomic.Int64 // unix nanos of the last "dropped" log line
 	droppedSince atomic.Int64 // drops not logged since then
 }
 
 type call struct {
-	events chan Event
-	reply  chan *Message
+	events *eventQueue
+	reply  chan reply // capacity 1: the first reply wins
 	done   chan struct{}
 }
 
+// reply is a request's shell or control reply. cut reports that the reply
+// was over the channel's ceiling and was dropped unread (msg is nil).
+type reply struct {
+	msg *Message
+	cut bool
+}
+
 // Dial connects to the kernel described by info and waits until iopub
-// carries messages, so no output of the first request is lost.
-func Dial(ctx context.Context, info ConnectionInfo, cfg Config, log zerolog.Logger) (*Client, error) {
+// carries messages, so no output of the first request is lost. The kernel
+// is hostile: a malformed handshake that makes zmq4 panic is returned as
+// an error, with every socket closed. The caller must Close the client.
+func Dial(ctx context.Context, info ConnectionInfo, cfg Config, log zerolog.Logger) (c *Client, err error) {
 	if err := info.Validate(); err != nil {
 		return nil, fmt.Errorf("kernel: dial: %w", err)
 	}
@@ -163,13 +189,22 @@ func Dial(ctx context.Context, info ConnectionInfo, cfg Config, log zerolog.Logg
 		}
 	}
 	cctx, cancel := context.WithCancel(context.Background())
-	c := &Client{
+	c = &Client{
 		cfg: cfg, log: log, codec: codec, session: newID(),
 		ctx: cctx, cancel: cancel,
-		pending: make(map[string]*call),
-		dead:    make(chan struct{}),
-		limiter: newTokenBucket(cfg.MessageRate),
+		pending:  make(map[string]*call),
+		dead:     make(chan struct{}),
+		msgRate:  rate.NewLimiter(rate.Limit(cfg.MessageRate), cfg.MessageRate),
+		byteRate: rate.NewLimiter(rate.Limit(cfg.ByteRate), max(cfg.ByteRate, MaxMessageBytes+MaxFramesPerMessage*frameOverhead)),
 	}
+	defer func() {
+		// zmq4's handshake indexes into what the peer sent and panics on a
+		// truncated READY command.
+		if r := recover(); r != nil {
+			c.Close()
+			c, err = nil, fmt.Errorf("%w: kernel: dial: handshake failed (%v)", ErrMalformed, r)
+		}
+	}()
 	opts := []zmq4.Option{zmq4.WithDialerMaxRetries(2), zmq4.WithDialerRetry(100 * time.Millisecond)}
 	id := zmq4.WithID(zmq4.SocketIdentity(c.session))
 	c.shell = zmq4.NewDealer(cctx, append(opts, id)...)
@@ -209,6 +244,10 @@ func Dial(ctx context.Context, info ConnectionInfo, cfg Config, log zerolog.Logg
 	return c, nil
 }
 
+// Cuts returns how many kernel messages the transport guard cut for being
+// over their channel's ceiling.
+func (c *Client) Cuts() int64 { return c.cuts.Load() }
+
 // waitIOPub sends kernel_info requests until one of them produces an iopub
 // message, proving the subscription is live.
 func (c *Client) waitIOPub(ctx context.Context) error {
@@ -221,7 +260,7 @@ func (c *Client) waitIOPub(ctx context.Context) error {
 		}
 		t := time.NewTimer(250 * time.Millisecond)
 		select {
-		case <-cl.events:
+		case <-cl.events.ready:
 			t.Stop()
 			c.unregister(msg.Header.MsgID)
 			return nil
@@ -282,6 +321,9 @@ func (c *Client) Close() error {
 // After Close, Recv returns queued messages or an error at once.
 func (c *Client) drainQueues() {
 	for _, s := range []zmq4.Socket{c.shell, c.control, c.stdin, c.iopub} {
+		if s == nil {
+			continue
+		}
 		for i, misses := 0, 0; i < 64 && misses < 16; i++ {
 			if _, err := s.Recv(); err != nil {
 				misses++
@@ -307,7 +349,7 @@ func (c *Client) send(ch Channel, msgType string, content any) (*Message, *call,
 		return nil, nil, fmt.Errorf("kernel: %s: encode content: %w", msgType, err)
 	}
 	msg := &Message{Header: newHeader(c.session, msgType), Content: body}
-	cl := &call{events: make(chan Event, c.cfg.EventBuffer), reply: make(chan *Message, 1), done: make(chan struct{})}
+	cl := &call{events: newEventQueue(c.cfg.EventBuffer, c.cfg.EventBufferBytes), reply: make(chan reply, 1), done: make(chan struct{})}
 	c.mu.Lock()
 	c.pending[msg.Header.MsgID] = cl
 	c.mu.Unlock()
@@ -368,7 +410,9 @@ func (c *Client) lookup(msgID string) *call {
 }
 
 // readLoop owns sock's receiving side: it verifies each message and routes
-// it to the call named by its parent header.
+// it to the call named by its parent header. Reading is rate-limited in
+// messages and bytes; a kernel that sends faster waits (zmq4's queue
+// fills and the kernel's PUB socket drops).
 func (c *Client) readLoop(ch Channel, sock zmq4.Socket) {
 	defer c.wg.Done()
 	for {
@@ -380,12 +424,17 @@ func (c *Client) readLoop(ch Channel, sock zmq4.Socket) {
 			}
 			return
 		}
-		if !c.limiter.wait(c.ctx) {
+		size, cut := 0, false
+		for _, f := range zmsg.Frames {
+			size += len(f) + frameOverhead
+			cut = cut || string(f) == CutMarker
+		}
+		if c.msgRate.Wait(c.ctx) != nil || c.byteRate.WaitN(c.ctx, min(size, c.byteRate.Burst())) != nil {
 			return
 		}
-		size := 0
-		for _, f := range zmsg.Frames {
-			size += len(f)
+		if cut {
+			c.cut(ch, zmsg.Frames)
+			continue
 		}
 		if size > c.cfg.MaxMessageBytes {
 			c.dropped(ch, fmt.Errorf("message of %d bytes over the limit", size))
@@ -400,6 +449,44 @@ func (c *Client) readLoop(ch Channel, sock zmq4.Socket) {
 	}
 }
 
+// errCut is logged for messages the transport guard cut.
+var errCut = errors.New("kernel: message over the channel's size ceiling cut unread")
+
+// cut handles a message the transport guard cut: it is dropped, counted,
+// and reported to the request named by its parent header, read without
+// verification (a forged parent can only mark a request truncated).
+func (c *Client) cut(ch Channel, frames [][]byte) {
+	c.cuts.Add(1)
+	c.dropped(ch, errCut)
+	idx := -1
+	for i, f := range frames {
+		if bytes.Equal(f, delimiter) {
+			idx = i
+			break
+		}
+	}
+	if idx < 0 || len(frames) <= idx+3 || len(frames[idx+3]) > 64<<10 {
+		return
+	}
+	var parent Header
+	if json.Unmarshal(frames[idx+3], &parent) != nil {
+		return
+	}
+	cl := c.lookup(parent.MsgID)
+	if cl == nil {
+		return
+	}
+	switch ch {
+	case Shell, Control:
+		select {
+		case cl.reply <- reply{cut: true}:
+		default:
+		}
+	case IOPub, Stdin:
+		cl.events.push(Event{Kind: EventCut}, cl.done, c.dead)
+	}
+}
+
 func (c *Client) route(ch Channel, msg *Message) {
 	c.log.Trace().Str("channel", string(ch)).Str("type", msg.Header.MsgType).Str("parent", msg.Parent.MsgID).RawJSON("content", msg.Content).Msg("kernel message")
 	cl := c.lookup(msg.Parent.MsgID)
@@ -410,7 +497,7 @@ func (c *Client) route(ch Channel, msg *Message) {
 	switch ch {
 	case Shell, Control:
 		select {
-		case cl.reply <- msg:
+		case cl.reply <- reply{msg: msg}:
 		default: // a second reply to one request is ignored
 		}
 		return
@@ -430,11 +517,7 @@ func (c *Client) route(ch Channel, msg *Message) {
 	if !ok {
 		return
 	}
-	select {
-	case cl.events <- ev:
-	case <-cl.done:
-	case <-c.ctx.Done():
-	}
+	cl.events.push(ev, cl.done, c.dead)
 }
 
 // dropped logs a dropped kernel message: the kernel controls how many it
@@ -520,9 +603,9 @@ func (c *Client) Execute(ctx context.Context, code string, opts ExecuteOptions, 
 		return nil, err
 	}
 	defer c.unregister(msg.Header.MsgID)
-	var reply *Message
+	var rep *reply
 	replies := cl.reply
-	idle := false
+	idle, truncated := false, false
 	var grace <-chan time.Time // runs once the reply is in; reset by output
 	var graceTimer *time.Timer
 	defer func() {
@@ -530,23 +613,32 @@ func (c *Client) Execute(ctx context.Context, code string, opts ExecuteOptions, 
 			graceTimer.Stop()
 		}
 	}()
-	for reply == nil || !idle {
+	var batch []Event
+	for rep == nil || !idle {
 		select {
-		case ev := <-cl.events:
-			if graceTimer != nil {
+		case <-cl.events.ready:
+			batch = cl.events.takeAll(batch[:0])
+			if graceTimer != nil && len(batch) > 0 {
 				graceTimer.Reset(c.cfg.IdleGrace)
 			}
-			if ev.Kind == EventStatus {
-				idle = idle || ev.State == "idle"
-				continue
-			}
-			if onEvent != nil {
-				onEvent(ev)
+			for _, ev := range batch {
+				truncated = truncated || ev.Truncated
+				switch ev.Kind {
+				case EventStatus:
+					idle = idle || ev.State == "idle"
+				case EventCut:
+					truncated = true
+				default:
+					if onEvent != nil {
+						onEvent(ev)
+					}
+				}
 			}
 		case <-grace:
 			c.log.Debug().Msg("iopub idle not seen after the reply; assuming it was dropped")
 			idle = true
-		case reply = <-replies:
+		case r := <-replies:
+			rep = &r
 			replies = nil // received; never select it again
 			graceTimer = time.NewTimer(c.cfg.IdleGrace)
 			grace = graceTimer.C
@@ -556,17 +648,27 @@ func (c *Client) Execute(ctx context.Context, code string, opts ExecuteOptions, 
 			return nil, fmt.Errorf("kernel: execute: %w", ctx.Err())
 		}
 	}
-	var r struct {
-		Status         string   `json:"status"`
-		ExecutionCount int      `json:"execution_count"`
-		EName          string   `json:"ename"`
-		EValue         string   `json:"evalue"`
-		Traceback      []string `json:"traceback"`
+	if rep.cut {
+		// The reply was over the shell ceiling: its status is unknown, the
+		// kernel and its state are fine.
+		return &ExecuteReply{Status: "ok", Truncated: true}, nil
 	}
-	if err := json.Unmarshal(reply.Content, &r); err != nil {
+	var r struct {
+		Status         string          `json:"status"`
+		ExecutionCount int             `json:"execution_count"`
+		EName          string          `json:"ename"`
+		EValue         string          `json:"evalue"`
+		Traceback      json.RawMessage `json:"traceback"`
+	}
+	if err := json.Unmarshal(rep.msg.Content, &r); err != nil {
 		return nil, fmt.Errorf("%w: execute_reply: %v", ErrMalformed, err)
 	}
-	return &ExecuteReply{Status: r.Status, ExecutionCount: r.ExecutionCount, EName: r.EName, EValue: r.EValue, Traceback: r.Traceback}, nil
+	tb, cut, err := decodeStrings(r.Traceback, MaxTracebackEntries, MaxTracebackBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: execute_reply traceback: %v", ErrMalformed, err)
+	}
+	return &ExecuteReply{Status: r.Status, ExecutionCount: r.ExecutionCount, EName: r.EName, EValue: r.EValue,
+		Traceback: tb, Truncated: truncated || cut}, nil
 }
 
 // ErrNoInputRequest is returned by Input when the kernel is not waiting for input.
@@ -598,8 +700,11 @@ func (c *Client) Request(ctx context.Context, ch Channel, msgType string, conten
 	}
 	defer c.unregister(msg.Header.MsgID)
 	select {
-	case reply := <-cl.reply:
-		return reply, nil
+	case r := <-cl.reply:
+		if r.cut {
+			return nil, fmt.Errorf("kernel: %s: %w", msgType, errCut)
+		}
+		return r.msg, nil
 	case <-c.dead:
 		return nil, c.deadError()
 	case <-ctx.Done():
@@ -646,38 +751,4 @@ func (c *Client) Interrupt(ctx context.Context) error {
 func (c *Client) Shutdown(ctx context.Context, restart bool) error {
 	_, err := c.Request(ctx, Control, "shutdown_request", map[string]bool{"restart": restart})
 	return err
-}
-
-// tokenBucket is a minimal rate limiter shared by a client's read loops.
-type tokenBucket struct {
-	mu     sync.Mutex
-	rate   float64
-	tokens float64
-	last   time.Time
-}
-
-func newTokenBucket(rate int) *tokenBucket {
-	return &tokenBucket{rate: float64(rate), tokens: float64(rate), last: time.Now()}
-}
-
-// wait takes one token, sleeping if none is left. It returns false if ctx ended.
-func (b *tokenBucket) wait(ctx context.Context) bool {
-	b.mu.Lock()
-	now := time.Now()
-	b.tokens = min(b.rate, b.tokens+now.Sub(b.last).Seconds()*b.rate)
-	b.last = now
-	b.tokens--
-	deficit := -b.tokens
-	b.mu.Unlock()
-	if deficit <= 0 {
-		return true
-	}
-	t := time.NewTimer(time.Duration(deficit / b.rate * float64(time.Second)))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

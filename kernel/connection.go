@@ -107,9 +107,9 @@ func (c ConnectionInfo) SocketPath(ch Channel) string {
 // endpoint returns the guarded zmq4 endpoint for ch (see transport.go).
 func (c ConnectionInfo) endpoint(ch Channel) string {
 	if c.Transport == "ipc" {
-		return guardedIPC + "://" + c.SocketPath(ch)
+		return transportName("unix", ch) + "://" + c.SocketPath(ch)
 	}
-	return guardedTCP + "://" + c.IP + ":" + strconv.Itoa(c.Port(ch))
+	return transportName("tcp", ch) + "://" + c.IP + ":" + strconv.Itoa(c.Port(ch))
 }
 
 // WriteFile writes the connection file to path with the given permissions.

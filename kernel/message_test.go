@@ -129,56 +129,79 @@ func frameHeader(flags byte, size uint64) []byte {
 	return []byte{flags, byte(size)}
 }
 
-func TestGuardRejectsHugeFrames(t *testing.T) {
+// guardOut feeds stream to a guard in chunks of step bytes and returns
+// what zmq4 would read, or the guard's error.
+func guardOut(lim frameLimits, stream []byte, step int) ([]byte, *guardConn, error) {
+	g := newGuardConn(nil, lim)
+	var out []byte
+	for i := 0; i < len(stream); i += step {
+		g.obuf = g.obuf[:0]
+		if err := g.scan(stream[i:min(i+step, len(stream))]); err != nil {
+			return out, g, err
+		}
+		out = append(out, g.obuf...)
+	}
+	return out, g, nil
+}
+
+func frame(flags byte, body []byte) []byte {
+	return append(frameHeader(flags, uint64(len(body))), body...)
+}
+
+var cutFrame = frame(0, []byte(CutMarker))
+
+func TestGuardCutsOversizedFrames(t *testing.T) {
+	lim := frameLimits{frame: 1000, message: 3000, frames: 8, command: 100}
 	greeting := make([]byte, 64)
-	small := append(frameHeader(flagMore, 3), "abc"...)
-	huge := frameHeader(0, 1<<62)
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	big := bytes.Repeat([]byte{'z'}, 5000)
 	for name, tc := range map[string]struct {
-		stream []byte
-		ok     bool
+		in, want []byte
+		err      bool
 	}{
-		"small frames":         {append(append(append([]byte{}, greeting...), small...), append(frameHeader(0, 300), make([]byte, 300)...)...), true},
-		"declared 2^62 bytes":  {append(append([]byte{}, greeting...), huge...), false},
-		"frame at the ceiling": {append(append([]byte{}, greeting...), frameHeader(flagMore, MaxFrameBytes)...), true},
+		"small frames pass unchanged": {
+			in:   cat(greeting, frame(flagMore, []byte("abc")), frame(0, make([]byte, 300))),
+			want: cat(greeting, frame(flagMore, []byte("abc")), frame(0, make([]byte, 300))),
+		},
+		"an oversized frame becomes the marker, the next message is intact": {
+			in:   cat(greeting, frame(flagMore, []byte("id")), frame(flagMore, big), frame(0, []byte("tail")), frame(0, []byte("next"))),
+			want: cat(greeting, frame(flagMore, []byte("id")), frame(flagMore, []byte(CutMarker)), frame(0, nil), frame(0, []byte("next"))),
+		},
+		"frames under the frame limit that exceed the message limit": {
+			in:   cat(greeting, frame(flagMore, make([]byte, 900)), frame(flagMore, make([]byte, 900)), frame(flagMore, make([]byte, 900)), frame(0, make([]byte, 900))),
+			want: cat(greeting, frame(flagMore, make([]byte, 900)), frame(flagMore, make([]byte, 900)), frame(flagMore, make([]byte, 900)), cutFrame),
+		},
+		"a declared 2^62-byte frame is skipped, never read": {
+			in:   cat(greeting, frameHeader(0, 1<<62), []byte("some of its body")),
+			want: cat(greeting, cutFrame),
+		},
+		"a command over the ceiling closes the connection": {
+			in:  cat(greeting, frameHeader(flagCommand, 101)),
+			err: true,
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			g := newGuardConn(nil)
-			err := g.scan(tc.stream)
-			if (err == nil) != tc.ok {
-				t.Fatalf("scan: %v, want ok=%v", err, tc.ok)
+			for _, step := range []int{1, 3, 64, 1 << 20} {
+				out, _, err := guardOut(lim, tc.in, step)
+				if tc.err {
+					if !errors.Is(err, ErrCommandTooLarge) {
+						t.Fatalf("step %d: want ErrCommandTooLarge, got %v", step, err)
+					}
+					continue
+				}
+				if err != nil || !bytes.Equal(out, tc.want) {
+					t.Fatalf("step %d: err %v\n got %q\nwant %q", step, err, out, tc.want)
+				}
 			}
 		})
 	}
-	// Endless empty frames of one message hit the frame-count limit.
-	g0 := newGuardConn(nil)
-	g0.scan(make([]byte, 64))
-	var ferr error
-	for i := 0; i <= MaxFramesPerMessage && ferr == nil; i++ {
-		ferr = g0.scan(frameHeader(flagMore, 0))
-	}
-	if !errors.Is(ferr, ErrFrameTooLarge) {
-		t.Fatalf("empty-frame flood not stopped: %v", ferr)
-	}
-	// A message that ends resets the count.
-	g1 := newGuardConn(nil)
-	g1.scan(make([]byte, 64))
-	for i := 0; i < 3*MaxFramesPerMessage; i++ {
-		if err := g1.scan(frameHeader(0, 0)); err != nil {
-			t.Fatalf("single-frame messages rejected: %v", err)
-		}
-	}
-	// Many frames of one message, each under the frame limit, still hit the message limit.
-	g := newGuardConn(nil)
-	if err := g.scan(make([]byte, 64)); err != nil {
-		t.Fatal(err)
-	}
-	var err error
-	for i := 0; i < 3 && err == nil; i++ {
-		err = g.scan(frameHeader(flagMore, MaxFrameBytes))
-		g.bodyLeft, g.state = 0, stFlags // pretend the body passed
-	}
-	if !errors.Is(err, ErrFrameTooLarge) {
-		t.Fatalf("message ceiling not enforced: %v", err)
+	// Endless empty frames of one message: the ninth ends the message as
+	// a marker; what follows starts new messages.
+	in := cat(greeting, bytes.Repeat(frameHeader(flagMore, 0), 20))
+	out, g, _ := guardOut(lim, in, 7)
+	want := cat(greeting, bytes.Repeat(frameHeader(flagMore, 0), 8), cutFrame, bytes.Repeat(frameHeader(flagMore, 0), 8), cutFrame, bytes.Repeat(frameHeader(flagMore, 0), 2))
+	if !bytes.Equal(out, want) || g.cutFrames != 2 {
+		t.Fatalf("empty-frame flood: cut %d\n got %q\nwant %q", g.cutFrames, out, want)
 	}
 }
 
@@ -208,20 +231,51 @@ func TestGuardedDialRefusesSymlink(t *testing.T) {
 }
 
 // FuzzGuard feeds arbitrary byte streams, in arbitrary chunks, to the frame
-// guard: it must never panic, and must reject any declared frame over the limit.
+// guard: it must never panic, and what it lets through must parse as ZMTP
+// frames within the limits (cut frames carry only the marker).
 func FuzzGuard(f *testing.F) {
 	f.Add(append(make([]byte, 64), frameHeader(0, 3)...), uint8(7))
 	f.Add(append(make([]byte, 64), frameHeader(flagLong, 1<<40)...), uint8(1))
+	f.Add(append(make([]byte, 64), bytes.Repeat(frameHeader(flagMore, 200), 30)...), uint8(3))
+	lim := frameLimits{frame: 1000, message: 3000, frames: 8, command: 100}
 	f.Fuzz(func(t *testing.T, stream []byte, chunk uint8) {
-		g := newGuardConn(nil)
-		step := int(chunk%16) + 1
-		for i := 0; i < len(stream); i += step {
-			if err := g.scan(stream[i:min(i+step, len(stream))]); err != nil {
-				return
-			}
+		out, _, err := guardOut(lim, stream, int(chunk%16)+1)
+		if err != nil {
+			return
 		}
-		if g.state == stBody && g.bodyLeft > MaxFrameBytes {
-			t.Fatalf("accepted a frame of %d bytes", g.bodyLeft)
+		if len(out) < 64 {
+			return
+		}
+		out = out[64:]
+		var msg uint64
+		frames := 0
+		for len(out) >= 2 {
+			flags := out[0]
+			size, hl := uint64(out[1]), 2
+			if flags&flagLong != 0 {
+				if len(out) < 9 {
+					return
+				}
+				size, hl = binary.BigEndian.Uint64(out[1:9]), 9
+			}
+			if flags&flagCommand != 0 {
+				if size > lim.command {
+					t.Fatalf("command of %d bytes let through", size)
+				}
+			} else {
+				frames++
+				msg += size + frameOverhead
+				if size > lim.frame || msg > lim.message+uint64(len(CutMarker))+frameOverhead || frames > lim.frames+1 {
+					t.Fatalf("frame %d of %d bytes (message %d) let through", frames, size, msg)
+				}
+				if flags&flagMore == 0 {
+					msg, frames = 0, 0
+				}
+			}
+			if uint64(len(out)-hl) < size {
+				return // stream ended mid-body
+			}
+			out = out[uint64(hl)+size:]
 		}
 	})
 }

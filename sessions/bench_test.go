@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/glassroom/glassroom/kernel/docker"
+	"github.com/glassroom/glassroom/kernel/sandbox"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/rs/zerolog"
 )
@@ -28,7 +29,7 @@ func benchRuntimes(b *testing.B) map[string]sessions.Runtime {
 	out["local"] = lrt
 	ddir := filepath.Join(dir, "docker")
 	os.Mkdir(ddir, 0o711)
-	drt, err := docker.New(context.Background(), docker.Config{Instance: "bench", StateDir: ddir, UIDBase: 390000}, zerolog.Nop())
+	drt, err := docker.New(context.Background(), docker.Config{Instance: "bench", Common: sandbox.Common{StateDir: ddir, UIDBase: 390000}}, zerolog.Nop())
 	if err == nil {
 		b.Cleanup(func() { drt.Close() })
 		out["docker"] = drt

@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/kernel/sandbox"
 )
 
 // Runtime starts sandboxed kernels. kernel/local and kernel/docker
 // implement it; Start must be safe for concurrent use.
 type Runtime interface {
 	Name() string
-	Start(ctx context.Context, spec kernel.Spec) (kernel.Sandbox, error)
+	Start(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error)
 }
 
 // Config holds the limits of the session manager. Zero fields take the
@@ -22,10 +23,11 @@ type Config struct {
 	MaxExecTimeout time.Duration // largest timeout a request may ask for (10 min)
 	InterruptGrace time.Duration // after a timeout's interrupt, wait this long before restarting (3 s)
 
-	MaxStreamBytes int // stdout+stderr kept per execution (1 MiB)
-	MaxRichBytes   int // rich output (displays, results, errors) kept per execution (10 MiB)
-	MaxCodeBytes   int // largest code of one execution (1 MiB)
-	MaxEvents      int // output events kept per execution (10000); many tiny outputs cost more than their bytes
+	MaxStreamBytes   int // stdout+stderr kept per execution (1 MiB)
+	MaxRichBytes     int // rich output (displays, results, errors, prompts) kept per execution (10 MiB)
+	MaxCodeBytes     int // largest code of one execution (1 MiB)
+	MaxEvents        int // output events kept per execution (10000); many tiny outputs cost more than their bytes
+	MaxInputRequests int // input requests relayed per execution (1000)
 
 	IdleTimeout    time.Duration // a session with no activity for this long is deleted (20 min)
 	MaxIdleTimeout time.Duration // largest idle timeout a session may ask for (24 h)
@@ -38,7 +40,15 @@ type Config struct {
 	BacklogEvents    int // events kept per session for replay (2000)
 	BacklogBytes     int // bytes of events kept per session for replay (16 MiB)
 	SubscriberBuffer int // events buffered per subscriber before it is dropped and resubscribed (256)
+	SubscriberBytes  int // bytes buffered per subscriber before it is dropped and resubscribed (16 MiB)
 	MaxClients       int // WebSocket clients attached to one session at once (16)
+
+	// MemoryBudget bounds, across all sessions, the bytes of output the
+	// gateway keeps for clients: event backlogs and the outputs REST
+	// executions collect (1 GiB). When it is spent, backlogs keep only
+	// their newest events (older ones are evicted first, session by
+	// session) and a REST execution stops collecting, with truncated set.
+	MemoryBudget int64
 
 	WatchDirs  int // directories watched for file events per session (256)
 	WatchPaths int // changed paths reported per execution (1000)
@@ -47,6 +57,9 @@ type Config struct {
 	ReapInterval time.Duration // how often expiry is checked (5 s)
 
 	Kernel kernel.Config // kernel client settings
+	// Dial connects to a sandbox's kernel (default: kernel.Dial). Tests
+	// replace it with a fake kernel.
+	Dial DialFunc
 }
 
 func (c Config) withDefaults() Config {
@@ -67,6 +80,7 @@ func (c Config) withDefaults() Config {
 	i(&c.MaxRichBytes, 10<<20)
 	i(&c.MaxCodeBytes, 1<<20)
 	i(&c.MaxEvents, 10000)
+	i(&c.MaxInputRequests, 1000)
 	d(&c.IdleTimeout, 20*time.Minute)
 	d(&c.MaxIdleTimeout, 24*time.Hour)
 	d(&c.MaxLifetime, 12*time.Hour)
@@ -76,11 +90,18 @@ func (c Config) withDefaults() Config {
 	i(&c.BacklogEvents, 2000)
 	i(&c.BacklogBytes, 16<<20)
 	i(&c.SubscriberBuffer, 256)
+	i(&c.SubscriberBytes, 16<<20)
 	i(&c.MaxClients, 16)
+	if c.MemoryBudget == 0 {
+		c.MemoryBudget = 1 << 30
+	}
 	i(&c.WatchDirs, 256)
 	i(&c.WatchPaths, 1000)
 	d(&c.StartTimeout, 60*time.Second)
 	d(&c.ReapInterval, 5*time.Second)
+	if c.Dial == nil {
+		c.Dial = dialKernel
+	}
 	return c
 }
 
@@ -94,9 +115,20 @@ func (c Config) Validate() error {
 		return fmt.Errorf("sessions: config: idle timeout %v must be within 0..%v", c.IdleTimeout, c.MaxIdleTimeout)
 	case c.MaxSessionsPerTenant > c.MaxSessions:
 		return fmt.Errorf("sessions: config: per-tenant limit %d exceeds total %d", c.MaxSessionsPerTenant, c.MaxSessions)
-	case c.MaxStreamBytes < 0 || c.MaxRichBytes < 0 || c.MaxCodeBytes < 0 || c.MaxEvents < 0 || c.MaxSessions < 0 || c.QueueDepth < 0 ||
-		c.BacklogEvents < 0 || c.BacklogBytes < 0 || c.SubscriberBuffer < 0 || c.MaxClients < 0 || c.InterruptGrace < 0 || c.MaxLifetime < 0:
+	case c.MaxStreamBytes < 0 || c.MaxRichBytes < 0 || c.MaxCodeBytes < 0 || c.MaxEvents < 0 || c.MaxInputRequests < 0 ||
+		c.MaxSessions < 0 || c.QueueDepth < 0 || c.BacklogEvents < 0 || c.BacklogBytes < 0 || c.SubscriberBuffer < 0 ||
+		c.SubscriberBytes < 0 || c.MaxClients < 0 || c.InterruptGrace < 0 || c.MaxLifetime < 0 || c.MemoryBudget < 0:
 		return fmt.Errorf("sessions: config: negative limit")
+	case c.MemoryBudget < int64(c.BacklogBytes):
+		return fmt.Errorf("sessions: config: memory budget %d is smaller than one session's backlog (%d)", c.MemoryBudget, c.BacklogBytes)
 	}
 	return c.Kernel.Validate()
+}
+
+// DefaultConfig returns the configuration with every default filled in
+// (what a zero Config means); command-line flags start from it.
+func DefaultConfig() Config {
+	c := Config{}.withDefaults()
+	c.Dial = nil // New fills it; a flag set has no use for it
+	return c
 }

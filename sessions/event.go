@@ -6,13 +6,33 @@ import (
 	"sync"
 )
 
+// EventType names what an Event reports.
+type EventType string
+
+// Event types.
+const (
+	EventQueued        EventType = "queued"
+	EventStarted       EventType = "started"
+	EventStream        EventType = "stream"
+	EventDisplay       EventType = "display"
+	EventUpdateDisplay EventType = "update_display"
+	EventClearOutput   EventType = "clear_output"
+	EventResult        EventType = "result"
+	EventError         EventType = "error"
+	EventInputRequest  EventType = "input_request"
+	EventFile          EventType = "file"
+	EventDone          EventType = "done"
+	EventKernel        EventType = "kernel"
+	EventGap           EventType = "gap"
+)
+
 // Event is one message of the session's event stream, in the wire shape
 // the WebSocket protocol uses. Which fields are set depends on Type.
 type Event struct {
 	// Seq increases by one for every event of a session; clients resume
 	// after a reconnect by asking for events after the last Seq they saw.
-	Seq  int64  `json:"seq"`
-	Type string `json:"type"`
+	Seq  int64     `json:"seq"`
+	Type EventType `json:"type"`
 	// ID is the client-chosen id of the execution the event belongs to.
 	ID string `json:"id,omitempty"`
 
@@ -27,7 +47,7 @@ type Event struct {
 	Wait           bool            `json:"wait,omitempty"` // clear_output
 	Prompt         *string         `json:"prompt,omitempty"`
 	Password       *bool           `json:"password,omitempty"`
-	Status         string          `json:"status,omitempty"` // done
+	Status         Status          `json:"status,omitempty"` // done
 	DurationMS     *int64          `json:"duration_ms,omitempty"`
 	Truncated      *bool           `json:"truncated,omitempty"`
 	StateLost      *bool           `json:"state_lost,omitempty"`
@@ -39,32 +59,19 @@ type Event struct {
 	Position       *int            `json:"position,omitempty"` // queued
 }
 
-// Event types.
-const (
-	EventQueued        = "queued"
-	EventStarted       = "started"
-	EventStream        = "stream"
-	EventDisplay       = "display"
-	EventUpdateDisplay = "update_display"
-	EventClearOutput   = "clear_output"
-	EventResult        = "result"
-	EventError         = "error"
-	EventInputRequest  = "input_request"
-	EventFile          = "file"
-	EventDone          = "done"
-	EventKernel        = "kernel"
-	EventGap           = "gap"
-)
+// entryOverhead is counted for each string of a list: what Go keeps
+// besides its bytes.
+const entryOverhead = 32
 
-// size approximates the memory an event holds, for the backlog's budget.
+// size approximates the memory an event holds, for the budgets.
 func (e *Event) size() int {
-	n := 192 + len(e.ID) + len(e.Name) + len(e.Text) + len(e.Data) + len(e.Metadata) + len(e.DisplayID) +
+	n := 256 + len(e.ID) + len(e.Name) + len(e.Text) + len(e.Data) + len(e.Metadata) + len(e.DisplayID) +
 		len(e.Value) + len(e.Status) + len(e.State) + len(e.Reason) + len(e.Path) + len(e.Change)
 	if e.Prompt != nil {
 		n += len(*e.Prompt)
 	}
 	for _, t := range e.Traceback {
-		n += len(t) + 16
+		n += len(t) + entryOverhead
 	}
 	return n
 }
@@ -72,20 +79,31 @@ func (e *Event) size() int {
 func ptr[T any](v T) *T { return &v }
 
 // hub fans a session's events out to subscribers and keeps a bounded
-// backlog for replay. It is safe for concurrent use.
+// backlog for replay, charged to the gateway's Budget. It is safe for
+// concurrent use.
 type hub struct {
-	mu        sync.Mutex
-	seq       int64
-	backlog   []Event
-	bytes     int
-	maxEvents int
-	maxBytes  int
-	subs      map[*Subscription]struct{}
-	closed    bool
+	budget   *Budget
+	maxItems int
+	maxBytes int
+	subItems int
+	subBytes int
+
+	mu      sync.Mutex
+	seq     int64
+	backlog []held
+	bytes   int
+	subs    map[*Subscription]struct{}
+	closed  bool
 }
 
-func newHub(maxEvents, maxBytes int) *hub {
-	return &hub{maxEvents: maxEvents, maxBytes: maxBytes, subs: make(map[*Subscription]struct{})}
+type held struct {
+	ev   Event
+	size int
+}
+
+func newHub(cfg Config, budget *Budget) *hub {
+	return &hub{budget: budget, maxItems: cfg.BacklogEvents, maxBytes: cfg.BacklogBytes,
+		subItems: cfg.SubscriberBuffer, subBytes: cfg.SubscriberBytes, subs: make(map[*Subscription]struct{})}
 }
 
 // Subscription receives a session's events. Read C until it is closed; it
@@ -96,6 +114,10 @@ type Subscription struct {
 	c      chan Event
 	h      *hub
 	lagged bool
+	// sizes of the events in c, oldest first, and their sum: consumed
+	// events are dropped from the front when the next one is sent.
+	sizes  []int
+	queued int
 }
 
 // Lagged reports whether the subscription was dropped for not keeping up.
@@ -110,15 +132,39 @@ func (s *Subscription) Lagged() bool {
 func (s *Subscription) Close() {
 	s.h.mu.Lock()
 	defer s.h.mu.Unlock()
-	if _, ok := s.h.subs[s]; ok {
-		delete(s.h.subs, s)
+	s.h.drop(s, false)
+}
+
+// drop removes s; the caller holds h.mu.
+func (h *hub) drop(s *Subscription, lagged bool) {
+	if _, ok := h.subs[s]; ok {
+		delete(h.subs, s)
+		s.lagged = lagged
+		s.sizes, s.queued = nil, 0
 		close(s.c)
 	}
 }
 
-// publish assigns the next Seq, stores the event and delivers it. A
-// subscriber whose buffer is full is dropped (lagged) rather than blocking
-// the session.
+// offer queues e (of size n) to s, or drops s as lagged when its buffer
+// is full by count or by bytes. The caller holds h.mu.
+func (h *hub) offer(s *Subscription, e Event, n int) {
+	for len(s.sizes) > len(s.c) { // consumed since the last offer
+		s.queued -= s.sizes[0]
+		s.sizes = s.sizes[1:]
+	}
+	if len(s.c) == cap(s.c) || (len(s.sizes) > 0 && s.queued+n > h.subBytes) {
+		h.drop(s, true)
+		return
+	}
+	s.c <- e
+	s.sizes = append(s.sizes, n)
+	s.queued += n
+}
+
+// publish assigns the next Seq, keeps the event in the backlog if the
+// budgets allow (evicting the oldest first; an event that cannot be kept
+// empties the backlog, so replay never skips silently) and delivers it to
+// every subscriber. It returns the event with its Seq.
 func (h *hub) publish(e Event) Event {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -127,49 +173,73 @@ func (h *hub) publish(e Event) Event {
 	}
 	h.seq++
 	e.Seq = h.seq
-	h.backlog = append(h.backlog, e)
-	h.bytes += e.size()
-	for len(h.backlog) > 1 && (len(h.backlog) > h.maxEvents || h.bytes > h.maxBytes) {
-		h.bytes -= h.backlog[0].size()
-		h.backlog[0] = Event{}
-		h.backlog = h.backlog[1:]
+	n := e.size()
+	for len(h.backlog) > 0 && (len(h.backlog) >= h.maxItems || h.bytes+n > h.maxBytes) {
+		h.evictOldest()
+	}
+	kept := false
+	for n <= h.maxBytes && !kept {
+		if kept = h.budget.TryAcquire(n); !kept && len(h.backlog) == 0 {
+			break
+		}
+		if !kept {
+			h.evictOldest() // the gateway's budget is spent: this session gives up its oldest first
+		}
+	}
+	if kept {
+		h.backlog = append(h.backlog, held{e, n})
+		h.bytes += n
+	} else {
+		// The backlog stays contiguous: a client resuming from before this
+		// event is told of a gap rather than silently missing it.
+		for len(h.backlog) > 0 {
+			h.evictOldest()
+		}
 	}
 	for s := range h.subs {
-		select {
-		case s.c <- e:
-		default:
-			s.lagged = true
-			delete(h.subs, s)
-			close(s.c)
-		}
+		h.offer(s, e, n)
 	}
 	return e
 }
 
+func (h *hub) evictOldest() {
+	h.bytes -= h.backlog[0].size
+	h.budget.Release(h.backlog[0].size)
+	h.backlog[0] = held{}
+	h.backlog = h.backlog[1:]
+}
+
 // subscribe returns a subscription that first replays the backlog after
 // since, then receives live events.
-func (h *hub) subscribe(since int64, buffer int) *Subscription {
+func (h *hub) subscribe(since int64) *Subscription {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if since > h.seq { // a position from the future would silently skip events
 		since = h.seq
 	}
-	var replay []Event
-	if len(h.backlog) > 0 && h.backlog[0].Seq > since+1 {
-		// The client missed events that have left the bounded backlog.
-		replay = append(replay, Event{Seq: h.backlog[0].Seq - 1, Type: EventGap,
-			Reason: fmt.Sprintf("events %d to %d are no longer in the backlog", since+1, h.backlog[0].Seq-1)})
+	var replay []held
+	first := h.seq + 1 // the oldest event still kept
+	if len(h.backlog) > 0 {
+		first = h.backlog[0].ev.Seq
 	}
-	for _, e := range h.backlog {
-		if e.Seq > since {
-			replay = append(replay, e)
+	if first > since+1 {
+		// The client missed events that have left the bounded backlog.
+		gap := Event{Seq: first - 1, Type: EventGap,
+			Reason: fmt.Sprintf("events %d to %d are no longer in the backlog", since+1, first-1)}
+		replay = append(replay, held{gap, gap.size()})
+	}
+	for _, it := range h.backlog {
+		if it.ev.Seq > since {
+			replay = append(replay, it)
 		}
 	}
-	c := make(chan Event, buffer+len(replay))
-	for _, e := range replay {
-		c <- e
-	}
+	c := make(chan Event, h.subItems+len(replay))
 	s := &Subscription{C: c, c: c, h: h}
+	for _, it := range replay {
+		c <- it.ev
+		s.sizes = append(s.sizes, it.size)
+		s.queued += it.size
+	}
 	if h.closed {
 		close(c)
 		return s
@@ -178,13 +248,16 @@ func (h *hub) subscribe(since int64, buffer int) *Subscription {
 	return s
 }
 
-// close ends every subscription; later publishes are dropped.
+// close ends every subscription, returns the backlog's bytes to the
+// budget; later publishes are dropped.
 func (h *hub) close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.closed = true
+	for len(h.backlog) > 0 {
+		h.evictOldest()
+	}
 	for s := range h.subs {
-		delete(h.subs, s)
-		close(s.c)
+		h.drop(s, false)
 	}
 }

@@ -7,7 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/cleanup"
+	"github.com/glassroom/glassroom/kernel/sandbox"
 	"github.com/glassroom/glassroom/workspace"
 	"github.com/rs/zerolog"
 )
@@ -15,9 +16,10 @@ import (
 // Manager owns every session. It is safe for concurrent use. Run drives
 // expiry; Close deletes every session and must be called once.
 type Manager struct {
-	cfg Config
-	rt  Runtime
-	log zerolog.Logger
+	cfg    Config
+	rt     Runtime
+	log    zerolog.Logger
+	budget *Budget
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -34,11 +36,15 @@ func New(cfg Config, rt Runtime, log zerolog.Logger) (*Manager, error) {
 	if rt == nil {
 		return nil, fmt.Errorf("sessions: nil runtime")
 	}
-	return &Manager{cfg: cfg.withDefaults(), rt: rt, log: log, sessions: make(map[string]*Session), starting: make(map[string]int)}, nil
+	cfg = cfg.withDefaults()
+	return &Manager{cfg: cfg, rt: rt, log: log, budget: NewBudget(cfg.MemoryBudget), sessions: make(map[string]*Session), starting: make(map[string]int)}, nil
 }
 
 // Config returns the effective configuration (defaults filled in).
 func (m *Manager) Config() Config { return m.cfg }
+
+// Budget returns the gateway-wide output budget (for health and metrics).
+func (m *Manager) Budget() *Budget { return m.budget }
 
 // RuntimeName names the runtime sessions run on.
 func (m *Manager) RuntimeName() string { return m.rt.Name() }
@@ -46,13 +52,15 @@ func (m *Manager) RuntimeName() string { return m.rt.Name() }
 // CreateOptions are the per-session choices of POST /v1/sessions.
 type CreateOptions struct {
 	Env         map[string]string
-	IdleTimeout time.Duration // 0 = default
-	Limits      kernel.Limits // capped by the runtime's maxima
+	IdleTimeout time.Duration  // 0 = default
+	Limits      sandbox.Limits // capped by the runtime's maxima
 }
 
 // Create starts a kernel for tenant and returns its session once the kernel
-// answers. It blocks for the kernel start (about a second).
-func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions) (*Session, error) {
+// answers. It blocks for the kernel start (about a second). A failure or a
+// panic at any step undoes every step before it: the sandbox is closed,
+// its slot, uid and cgroup freed.
+func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions) (_ *Session, err error) {
 	idle := opts.IdleTimeout
 	if idle == 0 {
 		idle = m.cfg.IdleTimeout
@@ -61,15 +69,17 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 		return nil, fmt.Errorf("%w: idle timeout must be within 1s..%v", ErrInvalid, m.cfg.MaxIdleTimeout)
 	}
 	id := newSessionID()
-	spec := kernel.Spec{ID: id, Env: opts.Env, Limits: opts.Limits}
+	spec := sandbox.Spec{ID: id, Env: opts.Env, Limits: opts.Limits}
 	if err := spec.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if err := m.reserve(tenant); err != nil {
 		return nil, err
 	}
 	defer m.unreserve(tenant)
 
+	var undo cleanup.Stack
+	defer undo.Unwind(&err)
 	sctx, cancel := context.WithTimeout(ctx, m.cfg.StartTimeout)
 	defer cancel()
 	start := time.Now()
@@ -77,22 +87,25 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 	if err != nil {
 		return nil, fmt.Errorf("sessions: create: %w", err)
 	}
-	c, err := kernel.Dial(sctx, sb.Connection(), m.cfg.Kernel, m.log.With().Str("session", id).Logger())
-	if err != nil {
-		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+	undo.Push("close sandbox", func() error {
+		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer ccancel()
-		_ = sb.Close(cctx)
-		return nil, fmt.Errorf("sessions: create: %w: %w", kernel.ErrUnavailable, err)
+		return sb.Close(cctx)
+	})
+	log := m.log.With().Str("session", id).Logger()
+	c, err := m.cfg.Dial(sctx, sb.Connection(), m.cfg.Kernel, log)
+	if err != nil {
+		return nil, fmt.Errorf("sessions: create: %w: %w", sandbox.ErrUnavailable, err)
 	}
+	undo.Push("disconnect kernel", c.Close)
 	files, err := workspace.Open(sb.Workspace())
 	if err != nil {
-		c.Close()
-		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer ccancel()
-		_ = sb.Close(cctx)
 		return nil, fmt.Errorf("sessions: create: %w", err)
 	}
-	s := newSession(id, tenant, m.rt.Name(), m.cfg, m.log, idle, sb, c, files)
+	undo.Push("close workspace", files.Close)
+	s := newSession(sessionParams{id: id, tenant: tenant, runtime: m.rt.Name(), cfg: m.cfg, log: m.log,
+		idle: idle, budget: m.budget, sandbox: sb, client: c, files: files})
+	undo.Release() // the session owns them all now
 	m.mu.Lock()
 	closed := m.closed
 	if !closed {
@@ -100,7 +113,7 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 	}
 	m.mu.Unlock()
 	if closed {
-		s.close(context.Background(), "gateway shutting down")
+		s.close(context.WithoutCancel(ctx), "gateway shutting down")
 		return nil, ErrClosed
 	}
 	m.log.Info().Str("session", id).Str("tenant", tenant).Dur("start", time.Since(start)).Msg("session created")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/kernel/sandbox"
 	"github.com/glassroom/glassroom/workspace"
 	"github.com/rs/zerolog"
 )
@@ -28,18 +29,19 @@ const (
 
 // Info is the public description of a session.
 type Info struct {
-	ID           string        `json:"id"`
-	State        State         `json:"state"`
-	Runtime      string        `json:"runtime"`
-	CreatedAt    time.Time     `json:"created_at"`
-	ExpiresAt    time.Time     `json:"expires_at"`
-	IdleTimeoutS int           `json:"idle_timeout_s"`
-	Queued       int           `json:"queued"`
-	Limits       kernel.Limits `json:"limits"`
+	ID           string         `json:"id"`
+	State        State          `json:"state"`
+	Runtime      string         `json:"runtime"`
+	CreatedAt    time.Time      `json:"created_at"`
+	ExpiresAt    time.Time      `json:"expires_at"`
+	IdleTimeoutS int            `json:"idle_timeout_s"`
+	Queued       int            `json:"queued"`
+	Limits       sandbox.Limits `json:"limits"`
 }
 
 // Session is one tenant's persistent kernel. Its methods are safe for
-// concurrent use. Executions run one at a time in submission order.
+// concurrent use. Executions run one at a time in submission order, on the
+// session's worker goroutine (worker.go), which alone changes the kernel.
 type Session struct {
 	id      string
 	tenant  string
@@ -47,9 +49,9 @@ type Session struct {
 	cfg     Config
 	log     zerolog.Logger
 	created time.Time
-	idle    time.Duration
+	budget  *Budget
 
-	sandbox kernel.Sandbox
+	sandbox sandbox.Sandbox
 	files   *workspace.Root
 	watch   *workspace.Watcher // used by the worker only; nil if inotify is unavailable
 	hub     *hub
@@ -62,15 +64,31 @@ type Session struct {
 
 	mu           sync.Mutex
 	state        State
-	client       *kernel.Client
+	client       KernelConn
 	current      *job   // running execution
 	inputPending string // execution id waiting for input
 	clients      int    // attached WebSocket clients
+	idle         time.Duration
 	lastActive   time.Time
 	closeReason  string
+	room         chan struct{} // closed (and replaced) when the worker takes a job
 
 	stopWatch context.CancelFunc // ends the current kernel watcher
 	queued    atomic.Int32
+}
+
+// sessionParams is what newSession needs: a started sandbox with a
+// connected kernel and its opened workspace, all owned by the session from
+// then on.
+type sessionParams struct {
+	id, tenant, runtime string
+	cfg                 Config
+	log                 zerolog.Logger
+	idle                time.Duration
+	budget              *Budget
+	sandbox             sandbox.Sandbox
+	client              KernelConn
+	files               *workspace.Root
 }
 
 // newSessionID returns 128 random bits in hex.
@@ -82,25 +100,25 @@ func newSessionID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func newSession(id, tenant, runtime string, cfg Config, log zerolog.Logger, idle time.Duration, sb kernel.Sandbox, c *kernel.Client, files *workspace.Root) *Session {
+func newSession(p sessionParams) *Session {
 	ctx, cancel := context.WithCancel(context.Background())
 	now := time.Now()
 	s := &Session{
-		id: id, tenant: tenant, runtime: runtime, cfg: cfg, log: log.With().Str("session", id).Logger(),
-		created: now, idle: idle, sandbox: sb, files: files,
-		hub:     newHub(cfg.BacklogEvents, cfg.BacklogBytes),
-		queue:   make(chan *job, cfg.QueueDepth),
+		id: p.id, tenant: p.tenant, runtime: p.runtime, cfg: p.cfg, log: p.log.With().Str("session", p.id).Logger(),
+		created: now, idle: p.idle, budget: p.budget, sandbox: p.sandbox, files: p.files,
+		hub:     newHub(p.cfg, p.budget),
+		queue:   make(chan *job, p.cfg.QueueDepth),
 		restart: make(chan chan error),
 		ctx:     ctx, cancel: cancel,
-		state: StateIdle, client: c, lastActive: now,
+		state: StateIdle, client: p.client, lastActive: now, room: make(chan struct{}),
 	}
-	w, err := workspace.NewWatcher(files, cfg.WatchDirs, cfg.WatchPaths)
+	w, err := workspace.NewWatcher(p.files, p.cfg.WatchDirs, p.cfg.WatchPaths)
 	if err != nil {
 		s.log.Warn().Err(err).Msg("workspace changes will not be reported")
 	} else {
 		s.watch = w
 	}
-	s.watchKernel(c)
+	s.watchKernel(p.client)
 	s.wg.Add(1)
 	go s.worker()
 	return s
@@ -168,7 +186,7 @@ func (s *Session) setState(st State, reason string) {
 	}
 }
 
-func (s *Session) kernelClient() *kernel.Client {
+func (s *Session) kernelClient() KernelConn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.client
@@ -176,10 +194,7 @@ func (s *Session) kernelClient() *kernel.Client {
 
 // Subscribe returns the session's events after seq since (0 for the whole
 // backlog), then live events. The caller must Close the subscription.
-func (s *Session) Subscribe(since int64) *Subscription {
-	sub := s.hub.subscribe(since, s.cfg.SubscriberBuffer)
-	return sub
-}
+func (s *Session) Subscribe(since int64) *Subscription { return s.hub.subscribe(since) }
 
 // Attach registers a client (a WebSocket) of the session, at most
 // Config.MaxClients at once. The caller must call release when it leaves.
@@ -208,36 +223,6 @@ func (s *Session) LastSeq() int64 {
 	return s.hub.seq
 }
 
-// ExecRequest asks for one execution.
-type ExecRequest struct {
-	// ID names the execution in events; a random one is chosen if empty.
-	ID   string
-	Code string
-	// Timeout lowers (or, up to the server maximum, raises) the default.
-	Timeout time.Duration
-	// AllowStdin lets the code call input(); answers come through Input.
-	AllowStdin bool
-}
-
-func (s *Session) validate(req *ExecRequest) error {
-	if req.ID == "" {
-		req.ID = newSessionID()
-	}
-	if len(req.ID) > 128 {
-		return fmt.Errorf("%w: execution id longer than 128 bytes", ErrInvalid)
-	}
-	if len(req.Code) > s.cfg.MaxCodeBytes {
-		return fmt.Errorf("%w: code of %d bytes exceeds %d", ErrInvalid, len(req.Code), s.cfg.MaxCodeBytes)
-	}
-	if req.Timeout < 0 || req.Timeout > s.cfg.MaxExecTimeout {
-		return fmt.Errorf("%w: timeout must be within 0..%v", ErrInvalid, s.cfg.MaxExecTimeout)
-	}
-	if req.Timeout == 0 {
-		req.Timeout = s.cfg.ExecTimeout
-	}
-	return nil
-}
-
 // Submit queues an execution without waiting for it; its events go to
 // subscribers. It fails with ErrQueueFull when the queue is full.
 func (s *Session) Submit(req ExecRequest) (string, error) {
@@ -246,6 +231,28 @@ func (s *Session) Submit(req ExecRequest) (string, error) {
 		return "", err
 	}
 	return j.req.ID, nil
+}
+
+// SubmitWait is Submit that waits, while the queue is full, for the worker
+// to take a job (or for ctx to end): the flow control of a client that
+// sends faster than the kernel runs.
+func (s *Session) SubmitWait(ctx context.Context, req ExecRequest) (string, error) {
+	for {
+		s.mu.Lock()
+		room := s.room
+		s.mu.Unlock()
+		id, err := s.Submit(req)
+		if !errors.Is(err, ErrQueueFull) {
+			return id, err
+		}
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return "", fmt.Errorf("sessions: submit: %w", ctx.Err())
+		case <-s.ctx.Done():
+			return "", ErrClosed
+		}
+	}
 }
 
 // Execute queues an execution and waits for its result. If ctx ends first
@@ -267,10 +274,7 @@ func (s *Session) enqueue(req ExecRequest, collect bool) (*job, error) {
 	if err := s.validate(&req); err != nil {
 		return nil, err
 	}
-	j := &job{req: req, collect: collect, result: make(chan *Execution, 1), exec: &Execution{ID: req.ID, Outputs: []Event{}, Files: []FileChange{}}}
-	if s.ctx.Err() != nil {
-		return nil, ErrClosed
-	}
+	j := newJob(req, collect)
 	// s.mu is held across the hand-off so the worker cannot publish this
 	// job's "started" before its "queued", and close cannot miss the job.
 	s.mu.Lock()
@@ -349,171 +353,7 @@ func (s *Session) Restart(ctx context.Context) error {
 	}
 }
 
-// watchKernel starts the goroutine that declares c dead when the sandbox's
-// kernel process exits. It is stopped by the next watchKernel or by close.
-func (s *Session) watchKernel(c *kernel.Client) {
-	ctx, cancel := context.WithCancel(s.ctx)
-	s.stopWatch = cancel
-	exited := s.sandbox.Exited()
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		select {
-		case <-exited:
-			c.Abort(&ExitError{Reason: s.sandbox.ExitReason()})
-		case <-ctx.Done():
-		}
-	}()
-}
-
 // ExitError is the cause of death when the kernel process exited.
 type ExitError struct{ Reason string }
 
 func (e *ExitError) Error() string { return "kernel process exited: " + e.Reason }
-
-// worker owns the kernel: it runs executions and restarts.
-func (s *Session) worker() {
-	defer s.wg.Done()
-	defer func() {
-		// A bug must cost this session, never the gateway.
-		if r := recover(); r != nil {
-			s.log.Error().Interface("panic", r).Msg("session worker panicked; session is dead")
-			s.setState(StateDead, "internal error")
-			s.drain()
-		}
-	}()
-	for {
-		c := s.kernelClient()
-		select {
-		case <-s.ctx.Done():
-			s.drain()
-			return
-		case j := <-s.queue:
-			s.run(j)
-		case done := <-s.restart:
-			done <- s.restartKernel("restart requested")
-		case <-c.Done():
-			if s.Info().State == StateDead {
-				// Restarting failed before; wait for a request or close.
-				select {
-				case <-s.ctx.Done():
-				case done := <-s.restart:
-					done <- s.restartKernel("restart requested")
-				case j := <-s.queue:
-					s.fail(j, "died", "kernel is dead")
-				}
-				continue
-			}
-			s.recoverKernel(c)
-		}
-	}
-}
-
-// drain fails every queued execution when the session closes. Taking
-// s.mu orders it with enqueue, which checks the context under it.
-func (s *Session) drain() {
-	reason := s.reason()
-	s.mu.Lock()
-	var jobs []*job
-	for done := false; !done; {
-		select {
-		case j := <-s.queue:
-			jobs = append(jobs, j)
-		default:
-			done = true
-		}
-	}
-	s.mu.Unlock()
-	for _, j := range jobs {
-		s.queued.Add(-1)
-		s.fail(j, StatusDied, reason)
-	}
-}
-
-func (s *Session) reason() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closeReason != "" {
-		return s.closeReason
-	}
-	return "session closed"
-}
-
-// recoverKernel restarts a kernel that died on its own.
-func (s *Session) recoverKernel(c *kernel.Client) {
-	reason := s.exitReason(c.Err())
-	s.log.Info().Str("reason", reason).Msg("kernel died; restarting")
-	s.setState(StateDead, reason)
-	_ = s.restartKernel("kernel died: " + reason)
-}
-
-func deathReason(err error) string {
-	var ee *ExitError
-	if errors.As(err, &ee) {
-		return ee.Reason
-	}
-	if err == nil {
-		return "unknown"
-	}
-	return err.Error()
-}
-
-var errRestarting = errors.New("sessions: kernel restarting")
-
-// restartKernel replaces the kernel process and its client. Worker only.
-func (s *Session) restartKernel(reason string) error {
-	s.setState(StateRestarting, reason)
-	old := s.kernelClient()
-	s.stopWatch()
-	old.Abort(errRestarting)
-	old.Close()
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.StartTimeout)
-	defer cancel()
-	err := s.sandbox.Restart(ctx)
-	var c *kernel.Client
-	if err == nil {
-		c, err = kernel.Dial(ctx, s.sandbox.Connection(), s.cfg.Kernel, s.log)
-	}
-	if err != nil {
-		s.log.Warn().Err(err).Msg("kernel restart failed")
-		s.mu.Lock()
-		s.client = old // dead; calls fail with ErrDead
-		s.mu.Unlock()
-		s.watchKernel(old)
-		s.setState(StateDead, "restart failed: "+err.Error())
-		return fmt.Errorf("%w: restart: %v", ErrKernelDead, err)
-	}
-	s.mu.Lock()
-	s.client = c
-	s.mu.Unlock()
-	s.watchKernel(c)
-	s.setState(StateIdle, "")
-	return nil
-}
-
-// close stops the worker, kills the kernel and ends all subscriptions.
-func (s *Session) close(ctx context.Context, reason string) {
-	s.mu.Lock()
-	if s.closeReason == "" {
-		s.closeReason = reason
-	}
-	s.mu.Unlock()
-	s.cancel()
-	// Kill the kernel first: nothing the code does can then keep the
-	// worker busy while we wait for it.
-	if err := s.sandbox.Close(ctx); err != nil {
-		s.log.Warn().Err(err).Msg("sandbox close failed")
-	}
-	s.wg.Wait()
-	s.drain() // jobs queued while the worker was stopping
-	s.kernelClient().Close()
-	if s.watch != nil {
-		s.watch.Close()
-	}
-	s.files.Close()
-	s.mu.Lock()
-	s.state = StateDead
-	s.mu.Unlock()
-	s.hub.publish(Event{Type: EventKernel, State: string(StateDead), Reason: reason})
-	s.hub.close()
-}

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/kernel/local"
+	"github.com/glassroom/glassroom/kernel/sandbox"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
@@ -19,7 +19,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func newLocal(dir string, uidBase int) (*local.Runtime, error) {
-	return local.New(local.Config{StateDir: dir, UIDBase: uidBase}, zerolog.Nop())
+	return local.New(local.Config{Common: sandbox.Common{StateDir: dir, UIDBase: uidBase}}, zerolog.Nop())
 }
 
 func localRuntime(t *testing.T) *local.Runtime {
@@ -28,7 +28,7 @@ func localRuntime(t *testing.T) *local.Runtime {
 	for p := dir; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
 		os.Chmod(p, 0o711)
 	}
-	rt, err := local.New(local.Config{StateDir: dir, UIDBase: 330000}, zerolog.Nop())
+	rt, err := local.New(local.Config{Common: sandbox.Common{StateDir: dir, UIDBase: 330000}}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestInterruptAndInput(t *testing.T) {
 					t.Error(err)
 				}
 			case ev.Type == "done":
-				statuses = append(statuses, ev.ID+"="+ev.Status)
+				statuses = append(statuses, ev.ID+"="+string(ev.Status))
 			}
 		case <-deadline:
 			t.Fatalf("statuses %v", statuses)
@@ -311,8 +311,8 @@ func TestReplayAfterReconnect(t *testing.T) {
 type brokenRuntime struct{}
 
 func (brokenRuntime) Name() string { return "broken" }
-func (brokenRuntime) Start(context.Context, kernel.Spec) (kernel.Sandbox, error) {
-	return nil, kernel.ErrUnavailable
+func (brokenRuntime) Start(context.Context, sandbox.Spec) (sandbox.Sandbox, error) {
+	return nil, sandbox.ErrUnavailable
 }
 
 func TestRuntimeFailureIsUnavailable(t *testing.T) {
@@ -321,10 +321,10 @@ func TestRuntimeFailureIsUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close(context.Background())
-	if _, err := m.Create(context.Background(), "t", sessions.CreateOptions{}); !errors.Is(err, kernel.ErrUnavailable) {
+	if _, err := m.Create(context.Background(), "t", sessions.CreateOptions{}); !errors.Is(err, sandbox.ErrUnavailable) {
 		t.Fatalf("want ErrUnavailable, got %v", err)
 	}
-	if _, err := m.Create(context.Background(), "t", sessions.CreateOptions{}); !errors.Is(err, kernel.ErrUnavailable) {
+	if _, err := m.Create(context.Background(), "t", sessions.CreateOptions{}); !errors.Is(err, sandbox.ErrUnavailable) {
 		t.Fatalf("failed creates leaked reservations: %v", err)
 	}
 }

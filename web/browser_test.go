@@ -30,6 +30,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/glassroom/glassroom/gateway"
 	"github.com/glassroom/glassroom/kernel/local"
+	"github.com/glassroom/glassroom/kernel/sandbox"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/glassroom/glassroom/web"
 	"github.com/rs/zerolog"
@@ -84,7 +85,7 @@ func startGateway(t *testing.T) *server {
 	for p := dir; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
 		os.Chmod(p, 0o711) // sandbox uids must traverse to their state dirs
 	}
-	rt, err := local.New(local.Config{StateDir: dir, UIDBase: 370000}, zerolog.Nop())
+	rt, err := local.New(local.Config{Common: sandbox.Common{StateDir: dir, UIDBase: 370000}}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/glassroom/glassroom/gateway"
 	"github.com/glassroom/glassroom/kernel/docker"
 	"github.com/glassroom/glassroom/kernel/local"
+	"github.com/glassroom/glassroom/kernel/sandbox"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/rs/zerolog"
 )
@@ -61,7 +62,7 @@ func Local(t testing.TB, uidBase int) sessions.Runtime {
 	for p := dir; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
 		_ = os.Chmod(p, 0o711)
 	}
-	rt, err := local.New(local.Config{StateDir: dir, UIDBase: uidBase}, zerolog.Nop())
+	rt, err := local.New(local.Config{Common: sandbox.Common{StateDir: dir, UIDBase: uidBase}}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,8 +76,8 @@ func Docker(t testing.TB, uidBase int) sessions.Runtime {
 	dir := t.TempDir()
 	_ = os.Chmod(dir, 0o711)
 	cfg := docker.Config{
-		Instance: "clienttest-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36), StateDir: dir,
-		UIDBase: uidBase + 50000, OCIRuntime: "runc",
+		Instance: "clienttest-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36), OCIRuntime: "runc",
+		Common: sandbox.Common{StateDir: dir, UIDBase: uidBase + 50000},
 	}
 	rt, err := docker.New(context.Background(), cfg, zerolog.Nop())
 	if err != nil {

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/glassroom/glassroom/gateway"
-	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/kernel/docker"
 	"github.com/glassroom/glassroom/kernel/local"
+	"github.com/glassroom/glassroom/kernel/sandbox"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/glassroom/glassroom/web"
 	"github.com/rs/zerolog"
@@ -44,11 +44,12 @@ type options struct {
 	dockerRuntime     string
 	instance          string
 	seccompProfile    string
+	memoryBudgetMB    int64
 
 	sess sessions.Config
 	gw   gateway.Config
-	lim  kernel.Limits
-	max  kernel.Limits
+	lim  sandbox.Limits
+	max  sandbox.Limits
 }
 
 // stringList is a repeatable flag.
@@ -69,7 +70,9 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 		fmt.Fprint(stderr, usage)
 		return nil, errors.New("expected the subcommand serve")
 	}
-	o := &options{}
+	// Flags start from the packages' own defaults: they live there, once.
+	o := &options{sess: sessions.DefaultConfig(), gw: gateway.DefaultConfig(), lim: sandbox.DefaultLimits(), max: sandbox.MaxLimits()}
+	o.memoryBudgetMB = o.sess.MemoryBudget >> 20
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var keys stringList
@@ -78,30 +81,31 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.Var(&keys, "api-key", "API key (repeatable); each key is a tenant. Env: GLASSROOM_API_KEYS, comma-separated")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&o.stateDir, "state-dir", "", "directory for per-session sandbox state (default /run/glassroom/<runtime> as root)")
-	fs.IntVar(&o.uidBase, "uid-base", 200000, "first host uid for local sandboxes when running as root (one uid per session)")
+	fs.IntVar(&o.uidBase, "uid-base", 0, "first host uid of sandboxes when running as root, one uid per session (default 200000 local, 300000 docker)")
 	fs.BoolVar(&o.insecureNoSandbox, "insecure-no-sandbox", false, "INSECURE: run local kernels without bubblewrap")
 	fs.StringVar(&o.dockerImage, "docker-image", "glassroom/python-kernel:latest", "kernel image for the docker runtime")
 	fs.StringVar(&o.dockerRuntime, "docker-runtime", "runc", "OCI runtime for kernel containers (runc, runsc, kata)")
 	fs.StringVar(&o.instance, "instance", "default", "name of this gateway in container names and labels (docker)")
-	fs.StringVar(&o.seccompProfile, "seccomp-profile", "", "seccomp JSON profile for kernel containers (default: Docker's; images/python/seccomp.json is stricter)")
-	fs.DurationVar(&o.sess.ExecTimeout, "exec-timeout", 60*time.Second, "default execution timeout")
-	fs.DurationVar(&o.sess.MaxExecTimeout, "max-exec-timeout", 10*time.Minute, "largest execution timeout a request may ask for")
-	fs.DurationVar(&o.sess.IdleTimeout, "idle-timeout", 20*time.Minute, "delete sessions idle for this long")
-	fs.DurationVar(&o.sess.MaxLifetime, "max-lifetime", 12*time.Hour, "delete sessions this long after creation")
-	fs.IntVar(&o.sess.MaxSessions, "max-sessions", 64, "sessions in total")
-	fs.IntVar(&o.sess.MaxSessionsPerTenant, "max-sessions-per-key", 16, "sessions per API key")
-	fs.IntVar(&o.sess.MaxStreamBytes, "max-stream-bytes", 1<<20, "stdout+stderr kept per execution")
-	fs.IntVar(&o.sess.MaxRichBytes, "max-rich-bytes", 10<<20, "rich output kept per execution")
-	fs.Int64Var(&o.gw.MaxBodyBytes, "max-body-bytes", 2<<20, "largest JSON request body")
-	fs.Int64Var(&o.gw.MaxUploadBytes, "max-upload-bytes", 100<<20, "largest file upload")
-	fs.IntVar(&o.lim.MemoryMB, "memory-mb", 2048, "default kernel memory (MB)")
-	fs.IntVar(&o.max.MemoryMB, "max-memory-mb", 8192, "largest kernel memory a session may ask for (MB)")
-	fs.IntVar(&o.lim.Pids, "pids", 128, "default process/thread limit (use 1024 or more with --docker-runtime runsc)")
-	fs.IntVar(&o.max.Pids, "max-pids", 1024, "largest process limit a session may ask for")
-	fs.Float64Var(&o.lim.CPUs, "cpus", 1, "default CPU quota in cores (docker)")
-	fs.Float64Var(&o.max.CPUs, "max-cpus", 2, "largest CPU quota a session may ask for")
-	fs.IntVar(&o.lim.WorkspaceMB, "workspace-mb", 512, "default workspace size (MB)")
-	fs.IntVar(&o.max.WorkspaceMB, "max-workspace-mb", 4096, "largest workspace a session may ask for (MB)")
+	fs.StringVar(&o.seccompProfile, "seccomp-profile", "", "seccomp JSON profile for kernel containers (default: glassroom's, stricter than Docker's; docker-default: Docker's)")
+	fs.DurationVar(&o.sess.ExecTimeout, "exec-timeout", o.sess.ExecTimeout, "default execution timeout")
+	fs.DurationVar(&o.sess.MaxExecTimeout, "max-exec-timeout", o.sess.MaxExecTimeout, "largest execution timeout a request may ask for")
+	fs.DurationVar(&o.sess.IdleTimeout, "idle-timeout", o.sess.IdleTimeout, "delete sessions idle for this long")
+	fs.DurationVar(&o.sess.MaxLifetime, "max-lifetime", o.sess.MaxLifetime, "delete sessions this long after creation")
+	fs.IntVar(&o.sess.MaxSessions, "max-sessions", o.sess.MaxSessions, "sessions in total")
+	fs.IntVar(&o.sess.MaxSessionsPerTenant, "max-sessions-per-key", o.sess.MaxSessionsPerTenant, "sessions per API key")
+	fs.IntVar(&o.sess.MaxStreamBytes, "max-stream-bytes", o.sess.MaxStreamBytes, "stdout+stderr kept per execution")
+	fs.IntVar(&o.sess.MaxRichBytes, "max-rich-bytes", o.sess.MaxRichBytes, "rich output kept per execution")
+	fs.Int64Var(&o.memoryBudgetMB, "memory-budget-mb", o.memoryBudgetMB, "output the gateway keeps for clients, all sessions together (MiB)")
+	fs.Int64Var(&o.gw.MaxBodyBytes, "max-body-bytes", o.gw.MaxBodyBytes, "largest JSON request body")
+	fs.Int64Var(&o.gw.MaxUploadBytes, "max-upload-bytes", o.gw.MaxUploadBytes, "largest file upload")
+	fs.IntVar(&o.lim.MemoryMB, "memory-mb", o.lim.MemoryMB, "default kernel memory (MB)")
+	fs.IntVar(&o.max.MemoryMB, "max-memory-mb", o.max.MemoryMB, "largest kernel memory a session may ask for (MB)")
+	fs.IntVar(&o.lim.Pids, "pids", o.lim.Pids, "default process/thread limit (use 1024 or more with --docker-runtime runsc)")
+	fs.IntVar(&o.max.Pids, "max-pids", o.max.Pids, "largest process limit a session may ask for")
+	fs.Float64Var(&o.lim.CPUs, "cpus", o.lim.CPUs, "default CPU quota in cores")
+	fs.Float64Var(&o.max.CPUs, "max-cpus", o.max.CPUs, "largest CPU quota a session may ask for")
+	fs.IntVar(&o.lim.WorkspaceMB, "workspace-mb", o.lim.WorkspaceMB, "default workspace size (MB)")
+	fs.IntVar(&o.max.WorkspaceMB, "max-workspace-mb", o.max.WorkspaceMB, "largest workspace a session may ask for (MB)")
 
 	// Environment first, so explicit flags override it.
 	envMap := map[string]string{}
@@ -134,6 +138,7 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 		keys = envKeys
 	}
 	o.apiKeys = keys
+	o.sess.MemoryBudget = o.memoryBudgetMB << 20
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
@@ -227,12 +232,10 @@ func run(ctx context.Context, args, env []string, stdout io.Writer) error {
 // reconciliation) and a function that releases it.
 func newRuntime(ctx context.Context, o *options, log zerolog.Logger) (sessions.Runtime, func(context.Context) error, func(), error) {
 	noLoop := func(context.Context) error { return nil }
+	common := sandbox.Common{StateDir: o.stateDir, UIDBase: o.uidBase, Defaults: o.lim, Max: o.max}
 	switch o.runtime {
 	case "local":
-		rt, err := local.New(local.Config{
-			StateDir: o.stateDir, InsecureNoSandbox: o.insecureNoSandbox, UIDBase: o.uidBase,
-			Defaults: o.lim, Max: o.max,
-		}, log)
+		rt, err := local.New(local.Config{Common: common, InsecureNoSandbox: o.insecureNoSandbox}, log)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -241,9 +244,8 @@ func newRuntime(ctx context.Context, o *options, log zerolog.Logger) (sessions.R
 		}
 		return rt, noLoop, func() {}, nil
 	case "docker":
-		rt, err := docker.New(ctx, docker.Config{
-			Image: o.dockerImage, OCIRuntime: o.dockerRuntime, Instance: o.instance, StateDir: o.stateDir,
-			SeccompProfile: o.seccompProfile, Defaults: o.lim, Max: o.max,
+		rt, err := docker.New(ctx, docker.Config{Common: common,
+			Image: o.dockerImage, OCIRuntime: o.dockerRuntime, Instance: o.instance, SeccompProfile: o.seccompProfile,
 		}, log)
 		if err != nil {
 			return nil, nil, nil, err

@@ -1,15 +1,21 @@
 package docker
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/glassroom/glassroom/kernel/sandbox"
+)
 
 func TestConfigValidate(t *testing.T) {
 	if err := (Config{}).Validate(); err != nil {
 		t.Fatalf("defaults invalid: %v", err)
 	}
+	d := Config{}.withDefaults()
 	for _, bad := range []Config{
 		{Instance: "Bad Name"},
-		{StateDir: "relative"},
-		{Defaults: Config{}.withDefaults().Max, Max: Config{}.withDefaults().Defaults},
+		{Common: sandbox.Common{StateDir: "relative"}},
+		{Common: sandbox.Common{Defaults: d.Max, Max: d.Defaults}},
+		{LogMaxBytes: 10},
 	} {
 		if err := bad.Validate(); err == nil {
 			t.Errorf("accepted %+v", bad)

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/kernel/docker"
 	"github.com/glassroom/glassroom/kernel/kerneltest"
+	"github.com/glassroom/glassroom/kernel/sandbox"
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 )
@@ -53,10 +55,10 @@ type kern = kerneltest.Kernel
 
 var n int
 
-func start(t *testing.T, r *docker.Runtime, limits kernel.Limits) kern {
+func start(t *testing.T, r *docker.Runtime, limits sandbox.Limits) kern {
 	t.Helper()
 	n++
-	return kerneltest.Start(t, r, kernel.Spec{ID: "docker-test-" + strconv.Itoa(n) + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), Limits: limits})
+	return kerneltest.Start(t, r, sandbox.Spec{ID: "docker-test-" + strconv.Itoa(n) + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), Limits: limits})
 }
 
 func inspect(t *testing.T, format, name string) string {
@@ -70,21 +72,25 @@ func inspect(t *testing.T, format, name string) string {
 
 func TestContainerIsLockedDown(t *testing.T) {
 	r := newRuntime(t, docker.Config{})
-	k := start(t, r, kernel.Limits{MemoryMB: 512, Pids: 64})
+	k := start(t, r, sandbox.Limits{MemoryMB: 512, Pids: 64})
 	k.Run(t, "x = 41")
 	if out, _ := k.Run(t, "x + 1"); out != `"42"` {
 		t.Fatalf("x + 1 = %s", out)
 	}
 	id := containerOf(t, r, k)
 	checks := map[string]string{
-		"{{.HostConfig.NetworkMode}}":    "none",
-		"{{.HostConfig.ReadonlyRootfs}}": "true",
-		"{{.HostConfig.CapDrop}}":        "[ALL]",
-		"{{.HostConfig.SecurityOpt}}":    "[no-new-privileges]",
-		"{{.HostConfig.PidsLimit}}":      "64",
-		"{{.HostConfig.Memory}}":         strconv.Itoa(512 << 20),
-		"{{.HostConfig.MemorySwap}}":     strconv.Itoa(512 << 20),
-		"{{.HostConfig.Runtime}}":        "runc",
+		"{{.HostConfig.NetworkMode}}":                         "none",
+		"{{.HostConfig.ReadonlyRootfs}}":                      "true",
+		"{{.HostConfig.CapDrop}}":                             "[ALL]",
+		"{{index .HostConfig.SecurityOpt 0}}":                 "no-new-privileges",
+		"{{.HostConfig.OomScoreAdj}}":                         "1000",
+		"{{.HostConfig.LogConfig.Type}}":                      "json-file",
+		"{{index .HostConfig.LogConfig.Config \"max-size\"}}": "1048576",
+		"{{.HostConfig.ShmSize}}":                             strconv.Itoa(64 << 20),
+		"{{.HostConfig.PidsLimit}}":                           "64",
+		"{{.HostConfig.Memory}}":                              strconv.Itoa(512 << 20),
+		"{{.HostConfig.MemorySwap}}":                          strconv.Itoa(512 << 20),
+		"{{.HostConfig.Runtime}}":                             "runc",
 	}
 	if rt := os.Getenv("GLASSROOM_TEST_OCI_RUNTIME"); rt != "" {
 		checks["{{.HostConfig.Runtime}}"] = rt
@@ -93,6 +99,9 @@ func TestContainerIsLockedDown(t *testing.T) {
 		if got := inspect(t, f, id); got != want {
 			t.Errorf("inspect %s = %q, want %q", f, got, want)
 		}
+	}
+	if got := inspect(t, "{{index .HostConfig.SecurityOpt 1}}", id); !strings.HasPrefix(got, "seccomp=") || !strings.Contains(got, "AF_NETLINK") {
+		t.Errorf("glassroom's seccomp profile not applied: %.80s", got)
 	}
 	if got := inspect(t, "{{range .Mounts}}{{.Source}} {{end}}", id); len(strings.Fields(got)) != 2 || !strings.Contains(got, k.Sandbox.Workspace()) {
 		t.Errorf("host paths in the container: %q", got)
@@ -139,7 +148,7 @@ func TestNoNetwork(t *testing.T) {
 		}
 	}()
 	r := newRuntime(t, docker.Config{})
-	k := start(t, r, kernel.Limits{})
+	k := start(t, r, sandbox.Limits{})
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	out, _ := k.Run(t, `import socket
 for host in ["127.0.0.1", "172.17.0.1"]:
@@ -165,9 +174,9 @@ print(open("/proc/net/route").read().strip().count("\n"))`)
 
 func TestContainment(t *testing.T) {
 	r := newRuntime(t, docker.Config{})
-	bystander := start(t, r, kernel.Limits{})
+	bystander := start(t, r, sandbox.Limits{})
 	bystander.Run(t, "alive = 1")
-	k := start(t, r, kernel.Limits{MemoryMB: 256, Pids: 48, WorkspaceMB: 16})
+	k := start(t, r, sandbox.Limits{MemoryMB: 256, Pids: 48, WorkspaceMB: 16})
 
 	t.Run("writes outside workspace and tmp fail", func(t *testing.T) {
 		for _, p := range []string{"/etc/x", "/usr/x", "/x", "/run/glassroom/x", "/home/x"} {
@@ -226,7 +235,7 @@ except OSError as e:
 
 func TestRestartKeepsWorkspaceAndCloseRemovesContainer(t *testing.T) {
 	r := newRuntime(t, docker.Config{})
-	k := start(t, r, kernel.Limits{})
+	k := start(t, r, sandbox.Limits{})
 	id := containerOf(t, r, k)
 	k.Run(t, "v = 1; open('kept.txt','w').write('k')")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -259,9 +268,9 @@ func TestRestartKeepsWorkspaceAndCloseRemovesContainer(t *testing.T) {
 func TestOrphansAreReconciled(t *testing.T) {
 	state := t.TempDir()
 	os.Chmod(state, 0o711)
-	cfg := docker.Config{Instance: "orphan-test-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), StateDir: state}
+	cfg := docker.Config{Instance: "orphan-test-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), Common: sandbox.Common{StateDir: state}}
 	first := newRuntime(t, cfg)
-	k := start(t, first, kernel.Limits{})
+	k := start(t, first, sandbox.Limits{})
 	id := containerOf(t, first, k)
 	// A second runtime with the same instance is a restarted gateway: the
 	// first one's container has no owner any more.
@@ -275,7 +284,7 @@ func TestOrphansAreReconciled(t *testing.T) {
 
 func TestCloseWithCancelledContextStillRemoves(t *testing.T) {
 	r := newRuntime(t, docker.Config{})
-	k := start(t, r, kernel.Limits{})
+	k := start(t, r, sandbox.Limits{})
 	id := containerOf(t, r, k)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // the DELETE's client went away
@@ -294,4 +303,18 @@ func TestCloseWithCancelledContextStillRemoves(t *testing.T) {
 	if _, err := cli.ContainerInspect(context.Background(), id); !client.IsErrNotFound(err) {
 		t.Fatalf("container left behind: %v", err)
 	}
+}
+
+var hardeningSeq int
+
+func TestHardening(t *testing.T) {
+	r := newRuntime(t, docker.Config{})
+	opts := kerneltest.HardeningOptions{DeniedSocketErrno: int(syscall.EPERM)}
+	if os.Getenv("GLASSROOM_TEST_OCI_RUNTIME") == "runsc" {
+		opts.SkipSocketFamilies = true
+	}
+	kerneltest.Hardening(t, r, opts, func() string {
+		hardeningSeq++
+		return "hardening-" + strconv.Itoa(hardeningSeq) + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
+	})
 }

@@ -10,23 +10,24 @@ import (
 	"time"
 
 	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/kernel/sandbox"
 	"github.com/rs/zerolog"
 )
 
 // Starter is what a runtime offers tests.
 type Starter interface {
-	Start(ctx context.Context, spec kernel.Spec) (kernel.Sandbox, error)
+	Start(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error)
 }
 
 // Kernel is a started sandbox with a connected client. Both are closed
 // when the test ends.
 type Kernel struct {
-	Sandbox kernel.Sandbox
+	Sandbox sandbox.Sandbox
 	Client  *kernel.Client
 }
 
 // Start starts a sandbox for spec and connects to it, failing the test on error.
-func Start(t testing.TB, rt Starter, spec kernel.Spec) Kernel {
+func Start(t testing.TB, rt Starter, spec sandbox.Spec) Kernel {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

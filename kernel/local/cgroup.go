@@ -1,103 +1,177 @@
 package local
 
 import (
-	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
+
+	"github.com/glassroom/glassroom/kernel/sandbox"
+	"golang.org/x/sys/unix"
 )
 
-// cgroup confines one sandbox's processes together: a memory limit for the
-// sandbox as a whole (RLIMIT_AS is per process, and tmpfs pages in /tmp
-// and /dev/shm count against no rlimit) and a pids limit. It supports
-// cgroup v2 and the v1 memory and pids hierarchies. Only root can create
-// cgroups; without them the rlimits still apply.
-type cgroup struct {
-	dirs []string // one per hierarchy (v2: one)
-	v2   bool
-}
+// A cgroup confines one sandbox's processes together: memory for the
+// sandbox as a whole (RLIMIT_AS is per process, and tmpfs pages in /tmp and
+// /dev/shm count against no rlimit), pids, and the CPU quota. The kernel
+// starts inside it (cgroup v2: cloned into it; v1: the prelude moves
+// itself in before exec), so nothing of the sandbox ever runs outside.
+// Only root can create cgroups; without them the rlimits still apply.
 
 const cgroupRoot = "/sys/fs/cgroup"
 
-// newCgroup creates glassroom/<id> cgroups with the given limits.
-func newCgroup(id string, memoryMB, pids int) (*cgroup, error) {
-	mem := strconv.FormatInt(int64(memoryMB)<<20, 10)
+// cgroupLayout is where this host's controllers are. The zero value means
+// no cgroups.
+type cgroupLayout struct {
+	v2 bool
+	// v1 hierarchies ("" when absent); cpu is optional.
+	memory, pids, cpu string
+}
+
+func detectCgroups() cgroupLayout {
 	if _, err := os.Stat(filepath.Join(cgroupRoot, "cgroup.controllers")); err == nil {
+		return cgroupLayout{v2: true}
+	}
+	l := cgroupLayout{}
+	has := func(dir, file string) string {
+		if _, err := os.Stat(filepath.Join(cgroupRoot, dir, file)); err == nil {
+			return filepath.Join(cgroupRoot, dir)
+		}
+		return ""
+	}
+	l.memory = has("memory", "memory.limit_in_bytes")
+	l.pids = has("pids", "cgroup.procs") // the root has no pids.max
+	l.cpu = has("cpu", "cpu.cfs_quota_us")
+	if l.memory == "" || l.pids == "" {
+		return cgroupLayout{}
+	}
+	return l
+}
+
+func (l cgroupLayout) usable() bool { return l.v2 || l.memory != "" }
+
+// dirs lists where id's cgroups are.
+func (l cgroupLayout) dirs(id string) []string {
+	if l.v2 {
+		return []string{filepath.Join(cgroupRoot, "glassroom", id)}
+	}
+	var out []string
+	for _, h := range []string{l.memory, l.pids, l.cpu} {
+		if h != "" {
+			out = append(out, filepath.Join(h, "glassroom", id))
+		}
+	}
+	return out
+}
+
+// remove deletes id's (empty) cgroups, if any.
+func (l cgroupLayout) remove(id string) {
+	for _, d := range l.dirs(id) {
+		_ = os.Remove(d)
+	}
+}
+
+type cgroup struct {
+	layout cgroupLayout
+	dirs   []string // memory first
+}
+
+// create makes id's cgroups with the sandbox's limits; with v1 it gives
+// their cgroup.procs files to uid, so the prelude can move itself in.
+func (l cgroupLayout) create(id string, lim sandbox.Limits, uid int) (cg *cgroup, err error) {
+	cg = &cgroup{layout: l, dirs: l.dirs(id)}
+	defer func() {
+		if err != nil {
+			cg.remove()
+		}
+	}()
+	mem := strconv.FormatInt(int64(lim.MemoryMB)<<20, 10)
+	period := 100000
+	quota := strconv.Itoa(max(1000, int(lim.CPUs*float64(period))))
+	type setting struct {
+		file, value string
+		optional    bool
+	}
+	var settings []setting
+	if l.v2 {
 		parent := filepath.Join(cgroupRoot, "glassroom")
 		if err := os.MkdirAll(parent, 0o755); err != nil {
 			return nil, err
 		}
-		_ = os.WriteFile(filepath.Join(cgroupRoot, "cgroup.subtree_control"), []byte("+memory +pids"), 0)
-		_ = os.WriteFile(filepath.Join(parent, "cgroup.subtree_control"), []byte("+memory +pids"), 0)
-		cg := &cgroup{dirs: []string{filepath.Join(parent, id)}, v2: true}
-		if err := os.Mkdir(cg.dirs[0], 0o755); err != nil {
+		_ = os.WriteFile(filepath.Join(cgroupRoot, "cgroup.subtree_control"), []byte("+memory +pids +cpu"), 0)
+		_ = os.WriteFile(filepath.Join(parent, "cgroup.subtree_control"), []byte("+memory +pids +cpu"), 0)
+		d := cg.dirs[0]
+		settings = []setting{
+			{filepath.Join(d, "memory.max"), mem, false},
+			{filepath.Join(d, "memory.swap.max"), "0", true},
+			{filepath.Join(d, "pids.max"), strconv.Itoa(lim.Pids), false},
+			{filepath.Join(d, "cpu.max"), quota + " " + strconv.Itoa(period), lim.CPUs == 0},
+		}
+	} else {
+		settings = []setting{
+			{filepath.Join(l.memory, "glassroom", id, "memory.limit_in_bytes"), mem, false},
+			{filepath.Join(l.memory, "glassroom", id, "memory.memsw.limit_in_bytes"), mem, true}, // absent without swap accounting
+			{filepath.Join(l.pids, "glassroom", id, "pids.max"), strconv.Itoa(lim.Pids), false},
+		}
+		if l.cpu != "" && lim.CPUs > 0 {
+			settings = append(settings,
+				setting{filepath.Join(l.cpu, "glassroom", id, "cpu.cfs_period_us"), strconv.Itoa(period), false},
+				setting{filepath.Join(l.cpu, "glassroom", id, "cpu.cfs_quota_us"), quota, false})
+		}
+	}
+	for _, d := range cg.dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
-		for file, v := range map[string]string{"memory.max": mem, "memory.swap.max": "0", "pids.max": strconv.Itoa(pids)} {
-			if err := os.WriteFile(filepath.Join(cg.dirs[0], file), []byte(v), 0); err != nil && file != "memory.swap.max" {
-				cg.remove()
-				return nil, fmt.Errorf("local: cgroup %s: %w", file, err)
+	}
+	for _, s := range settings {
+		if err := os.WriteFile(s.file, []byte(s.value), 0); err != nil && !s.optional {
+			return nil, fmt.Errorf("local: cgroup %s: %w", filepath.Base(s.file), err)
+		}
+	}
+	if !l.v2 {
+		for _, f := range cg.procsFiles() {
+			if err := os.Chown(f, uid, uid); err != nil {
+				return nil, fmt.Errorf("local: cgroup: %w", err)
 			}
-		}
-		return cg, nil
-	}
-	cg := &cgroup{}
-	for _, h := range []string{"memory", "pids"} {
-		dir := filepath.Join(cgroupRoot, h, "glassroom", id)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			cg.remove()
-			return nil, err
-		}
-		cg.dirs = append(cg.dirs, dir)
-	}
-	writes := []struct{ file, v string }{
-		{filepath.Join(cg.dirs[0], "memory.limit_in_bytes"), mem},
-		{filepath.Join(cg.dirs[0], "memory.memsw.limit_in_bytes"), mem}, // absent without swap accounting
-		{filepath.Join(cg.dirs[1], "pids.max"), strconv.Itoa(pids)},
-	}
-	for i, w := range writes {
-		if err := os.WriteFile(w.file, []byte(w.v), 0); err != nil && i != 1 {
-			cg.remove()
-			return nil, fmt.Errorf("local: cgroup %s: %w", filepath.Base(w.file), err)
 		}
 	}
 	return cg, nil
 }
 
-// adopt moves every process of host uid into the cgroup. It is called once
-// the kernel is up and before any user code runs, so everything the code
-// later starts is created inside.
-func (cg *cgroup) adopt(uid int) error {
-	ents, err := os.ReadDir("/proc")
+// procsFiles are the cgroup.procs files the v1 prelude writes itself into
+// (none with v2, where the kernel is cloned into its cgroup).
+func (cg *cgroup) procsFiles() []string {
+	if cg.layout.v2 {
+		return nil
+	}
+	out := make([]string, len(cg.dirs))
+	for i, d := range cg.dirs {
+		out[i] = filepath.Join(d, "cgroup.procs")
+	}
+	return out
+}
+
+// cloneInto makes cmd start inside the cgroup (v2: CLONE_INTO_CGROUP).
+// The returned function closes the descriptor once cmd has started.
+func (cg *cgroup) cloneInto(cmd *exec.Cmd) (func(), error) {
+	if !cg.layout.v2 {
+		return func() {}, nil
+	}
+	fd, err := unix.Open(cg.dirs[0], unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("local: cgroup: %w", err)
 	}
-	var errs []error
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		var st syscall.Stat_t
-		if syscall.Stat("/proc/"+e.Name(), &st) != nil || int(st.Uid) != uid {
-			continue
-		}
-		for _, dir := range cg.dirs {
-			if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil && !errors.Is(err, syscall.ESRCH) {
-				errs = append(errs, err)
-			}
-		}
-	}
-	return errors.Join(errs...)
+	cmd.SysProcAttr.UseCgroupFD = true
+	cmd.SysProcAttr.CgroupFD = fd
+	return func() { unix.Close(fd) }, nil
 }
 
 // oomKills returns how many processes of the cgroup the OOM killer killed.
 func (cg *cgroup) oomKills() int {
 	name := "memory.events"
-	if !cg.v2 {
+	if !cg.layout.v2 {
 		name = "memory.oom_control"
 	}
 	b, err := os.ReadFile(filepath.Join(cg.dirs[0], name))
@@ -113,18 +187,10 @@ func (cg *cgroup) oomKills() int {
 	return 0
 }
 
-// cgroupDirs lists where newCgroup puts id's cgroups, in both layouts.
-func cgroupDirs(id string) []string {
-	return []string{
-		filepath.Join(cgroupRoot, "glassroom", id),
-		filepath.Join(cgroupRoot, "memory", "glassroom", id),
-		filepath.Join(cgroupRoot, "pids", "glassroom", id),
-	}
-}
-
-// remove deletes the (empty) cgroups.
+// remove deletes the cgroups; they are empty once the sandbox's pid
+// namespace is gone (a leftover is removed by the next start's reconcile).
 func (cg *cgroup) remove() {
-	for _, dir := range cg.dirs {
-		_ = os.Remove(dir)
+	for _, d := range cg.dirs {
+		_ = os.Remove(d)
 	}
 }

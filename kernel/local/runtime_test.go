@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/kernel/kerneltest"
 	"github.com/glassroom/glassroom/kernel/local"
+	"github.com/glassroom/glassroom/kernel/sandbox"
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 )
@@ -51,7 +53,7 @@ var seq int
 func start(t *testing.T, r *local.Runtime) kern {
 	t.Helper()
 	seq++
-	return kerneltest.Start(t, r, kernel.Spec{ID: "test-session-" + strings.Repeat("0", 3) + string(rune('a'+seq))})
+	return kerneltest.Start(t, r, sandbox.Spec{ID: "test-session-" + strings.Repeat("0", 3) + string(rune('a'+seq))})
 }
 
 func TestSandboxedKernelRuns(t *testing.T) {
@@ -175,7 +177,7 @@ print(hits)`)
 }
 
 func TestLimits(t *testing.T) {
-	k := start(t, newRuntime(t, local.Config{Defaults: kernel.Limits{MemoryMB: 1024, Pids: 64, WorkspaceMB: 16}}))
+	k := start(t, newRuntime(t, local.Config{Common: sandbox.Common{Defaults: sandbox.Limits{MemoryMB: 1024, Pids: 64, WorkspaceMB: 16}}}))
 	out, _ := k.Run(t, "import resource as r; print(r.getrlimit(r.RLIMIT_AS)[0]>>20, r.getrlimit(r.RLIMIT_NPROC)[0], r.getrlimit(r.RLIMIT_NOFILE)[0], r.getrlimit(r.RLIMIT_FSIZE)[0]>>20)")
 	if strings.TrimSpace(out) != "1024 64 1024 1024" {
 		t.Fatalf("rlimits: %q", out)
@@ -272,7 +274,7 @@ func TestDeathAndRestart(t *testing.T) {
 
 func TestCloseRemovesEverything(t *testing.T) {
 	state := stateDir(t)
-	r := newRuntime(t, local.Config{StateDir: state})
+	r := newRuntime(t, local.Config{Common: sandbox.Common{StateDir: state}})
 	k := start(t, r)
 	k.Client.Close()
 	uid := sandboxUID(t, k)
@@ -329,8 +331,8 @@ func livePids(uid uint32) []string {
 
 func TestMissingBwrap(t *testing.T) {
 	r := newRuntime(t, local.Config{Bwrap: "/nonexistent/bwrap"})
-	_, err := r.Start(context.Background(), kernel.Spec{ID: "nobwrap-session"})
-	if !errors.Is(err, local.ErrNoBwrap) || !errors.Is(err, kernel.ErrUnavailable) {
+	_, err := r.Start(context.Background(), sandbox.Spec{ID: "nobwrap-session"})
+	if !errors.Is(err, local.ErrNoBwrap) || !errors.Is(err, sandbox.ErrUnavailable) {
 		t.Fatalf("want ErrNoBwrap, got %v", err)
 	}
 }
@@ -372,7 +374,7 @@ func TestSandboxMemoryIsLimitedAsAWhole(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("cgroups need root")
 	}
-	k := start(t, newRuntime(t, local.Config{Defaults: kernel.Limits{MemoryMB: 1536, Pids: 64, WorkspaceMB: 16}}))
+	k := start(t, newRuntime(t, local.Config{Common: sandbox.Common{Defaults: sandbox.Limits{MemoryMB: 1536, Pids: 64, WorkspaceMB: 16}}}))
 	out, _ := k.Run(t, `import multiprocessing as mp
 def hog():
     b = bytearray(450 << 20)
@@ -387,5 +389,59 @@ print(sorted(p.exitcode for p in ps))`)
 	}
 	if out, _ := k.Run(t, "1 + 1"); out != `"2"` {
 		t.Fatalf("kernel unusable: %s", out)
+	}
+}
+
+var hardeningSeq int
+
+func TestHardening(t *testing.T) {
+	r := newRuntime(t, local.Config{})
+	kerneltest.Hardening(t, r, kerneltest.HardeningOptions{DeniedSocketErrno: int(syscall.EAFNOSUPPORT)}, func() string {
+		hardeningSeq++
+		return "hardening-" + strconv.Itoa(hardeningSeq) + "-local"
+	})
+}
+
+// TestCgroupFromTheFirstInstruction: every process of the sandbox, bwrap
+// included, is in the sandbox's memory, pids and cpu cgroups (the prelude
+// moved itself in before exec, nothing was moved after start), and the
+// cpus limit is enforced.
+func TestCgroupFromTheFirstInstruction(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("cgroups need root")
+	}
+	k := start(t, newRuntime(t, local.Config{Common: sandbox.Common{Defaults: sandbox.Limits{CPUs: 0.25}}}))
+	id := filepath.Base(filepath.Dir(k.Sandbox.Workspace()))
+	pids := livePids(sandboxUID(t, k))
+	if len(pids) < 2 {
+		t.Fatalf("want bwrap and the kernel, found %v", pids)
+	}
+	for _, pid := range pids {
+		b, err := os.ReadFile("/proc/" + pid + "/cgroup")
+		if err != nil {
+			continue
+		}
+		for _, ctrl := range []string{"memory", "pids", "cpu"} {
+			re := ":" + ctrl + ":/glassroom/" + id + "\n"
+			if ctrl == "cpu" {
+				re = "cpu:/glassroom/" + id + "\n"
+			}
+			if !strings.Contains(string(b), re) {
+				comm, _ := os.ReadFile("/proc/" + pid + "/comm")
+				t.Errorf("process %s (%s) not in its %s cgroup:\n%s", pid, strings.TrimSpace(string(comm)), ctrl, b)
+			}
+		}
+	}
+	if q, _ := os.ReadFile("/sys/fs/cgroup/cpu/glassroom/" + id + "/cpu.cfs_quota_us"); strings.TrimSpace(string(q)) != "25000" {
+		t.Fatalf("cpu quota %q, want 25000 (0.25 of a 100000 µs period)", q)
+	}
+	// A busy loop for 2 s of wall time gets about 0.5 s of CPU.
+	out, _ := k.Run(t, `import time
+w, c = time.monotonic(), time.process_time()
+while time.monotonic() - w < 2: pass
+print(round(time.process_time() - c, 2))`)
+	used, err := strconv.ParseFloat(strings.TrimSpace(out), 64)
+	if err != nil || used > 1.0 {
+		t.Fatalf("CPU used in 2 s with cpus=0.25: %q", out)
 	}
 }

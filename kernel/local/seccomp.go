@@ -27,13 +27,74 @@ var deniedSyscalls = []uint32{
 	unix.SYS_CLOCK_SETTIME, unix.SYS_SETTIMEOFDAY, unix.SYS_ADJTIMEX, unix.SYS_CLOCK_ADJTIME,
 }
 
+// allowedSocketFamilies are the address families a kernel may open
+// sockets in; any other (vsock, packet, alg, and the exotic families that
+// autoload kernel modules) fails with EAFNOSUPPORT.
+var allowedSocketFamilies = []uint32{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6, unix.AF_NETLINK}
+
 const (
 	seccompRetAllow       = 0x7fff0000
 	seccompRetErrno       = 0x00050000
 	seccompRetKillProcess = 0x80000000
 	auditArchX86_64       = 0xc000003e
 	x32SyscallBit         = 0x40000000
+	seccompDataNr         = 0
+	seccompDataArch       = 4
+	seccompDataArg0       = 16 // low 32 bits on little-endian
 )
+
+// program assembles classic BPF with forward jumps to labels.
+type program struct {
+	ins    []bpf.Instruction
+	labels map[string]int
+	fixups []fixup
+}
+
+type fixup struct {
+	at    int
+	label string
+}
+
+func (p *program) emit(i bpf.Instruction) { p.ins = append(p.ins, i) }
+
+// jumpIfEqual jumps to label when A == val, else falls through.
+func (p *program) jumpIfEqual(val uint32, label string) {
+	p.fixups = append(p.fixups, fixup{len(p.ins), label})
+	p.emit(bpf.JumpIf{Cond: bpf.JumpEqual, Val: val})
+}
+
+func (p *program) jumpIfAtLeast(val uint32, label string) {
+	p.fixups = append(p.fixups, fixup{len(p.ins), label})
+	p.emit(bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: val})
+}
+
+func (p *program) jump(label string) {
+	p.fixups = append(p.fixups, fixup{len(p.ins), label})
+	p.emit(bpf.Jump{})
+}
+
+func (p *program) label(name string) { p.labels[name] = len(p.ins) }
+
+func (p *program) assemble() ([]bpf.RawInstruction, error) {
+	for _, f := range p.fixups {
+		target, ok := p.labels[f.label]
+		skip := target - f.at - 1
+		if !ok || skip < 0 {
+			return nil, fmt.Errorf("local: seccomp: bad jump to %s", f.label)
+		}
+		switch i := p.ins[f.at].(type) {
+		case bpf.JumpIf:
+			if skip > 255 {
+				return nil, fmt.Errorf("local: seccomp: jump to %s too far", f.label)
+			}
+			i.SkipTrue = uint8(skip)
+			p.ins[f.at] = i
+		case bpf.Jump:
+			p.ins[f.at] = bpf.Jump{Skip: uint32(skip)}
+		}
+	}
+	return bpf.Assemble(p.ins)
+}
 
 // seccompFilter returns the compiled BPF program bwrap --seccomp expects
 // (struct sock_filter[], native byte order), or nil on architectures it
@@ -42,26 +103,33 @@ func seccompFilter() ([]byte, error) {
 	if runtime.GOARCH != "amd64" {
 		return nil, nil
 	}
-	n := uint8(len(deniedSyscalls))
-	prog := []bpf.Instruction{
-		bpf.LoadAbsolute{Off: 4, Size: 4}, // seccomp_data.arch
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: auditArchX86_64, SkipTrue: 1},
-		bpf.RetConstant{Val: seccompRetKillProcess},
-		bpf.LoadAbsolute{Off: 0, Size: 4}, // seccomp_data.nr
-		// The x32 ABI would reach the same calls under other numbers.
-		bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: x32SyscallBit, SkipTrue: n + 1},
+	p := &program{labels: map[string]int{}}
+	p.emit(bpf.LoadAbsolute{Off: seccompDataArch, Size: 4})
+	p.jumpIfEqual(auditArchX86_64, "native")
+	p.emit(bpf.RetConstant{Val: seccompRetKillProcess})
+	p.label("native")
+	p.emit(bpf.LoadAbsolute{Off: seccompDataNr, Size: 4})
+	// The x32 ABI would reach the same calls under other numbers.
+	p.jumpIfAtLeast(x32SyscallBit, "deny")
+	p.jumpIfEqual(unix.SYS_SOCKET, "socket")
+	p.jumpIfEqual(unix.SYS_SOCKETPAIR, "socket")
+	for _, nr := range deniedSyscalls {
+		p.jumpIfEqual(nr, "deny")
 	}
-	for i, nr := range deniedSyscalls {
-		// Jump to the EPERM return after the remaining checks and the allow.
-		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: nr, SkipTrue: n - uint8(i)})
+	p.jump("allow")
+	p.label("socket")
+	p.emit(bpf.LoadAbsolute{Off: seccompDataArg0, Size: 4})
+	for _, fam := range allowedSocketFamilies {
+		p.jumpIfEqual(fam, "allow")
 	}
-	prog = append(prog,
-		bpf.RetConstant{Val: seccompRetAllow},
-		bpf.RetConstant{Val: seccompRetErrno | uint32(unix.EPERM)},
-	)
-	raw, err := bpf.Assemble(prog)
+	p.emit(bpf.RetConstant{Val: seccompRetErrno | uint32(unix.EAFNOSUPPORT)})
+	p.label("allow")
+	p.emit(bpf.RetConstant{Val: seccompRetAllow})
+	p.label("deny")
+	p.emit(bpf.RetConstant{Val: seccompRetErrno | uint32(unix.EPERM)})
+	raw, err := p.assemble()
 	if err != nil {
-		return nil, fmt.Errorf("local: seccomp filter: %w", err)
+		return nil, err
 	}
 	out := make([]byte, 0, 8*len(raw))
 	for _, ins := range raw {

@@ -1,10 +1,12 @@
-package kernel
+package sandbox
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"regexp"
+
+	"github.com/glassroom/glassroom/kernel"
 )
 
 // Spec describes the kernel a runtime must start for one session.
@@ -12,7 +14,7 @@ type Spec struct {
 	// ID is the session id. Runtimes derive deterministic names from it
 	// (directories, container names), so it must match IDPattern.
 	ID string
-	// Env is extra environment for the kernel process.
+	// Env is extra environment for the kernel process; see CheckEnv.
 	Env map[string]string
 	// Limits are the resources granted; zero fields take the runtime's defaults.
 	Limits Limits
@@ -20,50 +22,71 @@ type Spec struct {
 
 // Limits are the resources of one sandbox. Runtimes cap them at their maxima.
 type Limits struct {
-	MemoryMB    int     `json:"memory_mb"`    // address space (local) or cgroup memory (docker)
-	CPUs        float64 `json:"cpus"`         // CPU quota in cores (docker)
+	MemoryMB    int     `json:"memory_mb"`    // memory of the whole sandbox (cgroup), and address space per process (local)
+	CPUs        float64 `json:"cpus"`         // CPU quota in cores
 	Pids        int     `json:"pids"`         // processes and threads
 	WorkspaceMB int     `json:"workspace_mb"` // size of the writable workspace
+}
+
+// Or returns l with every zero field taken from def.
+func (l Limits) Or(def Limits) Limits {
+	if l.MemoryMB == 0 {
+		l.MemoryMB = def.MemoryMB
+	}
+	if l.CPUs == 0 {
+		l.CPUs = def.CPUs
+	}
+	if l.Pids == 0 {
+		l.Pids = def.Pids
+	}
+	if l.WorkspaceMB == 0 {
+		l.WorkspaceMB = def.WorkspaceMB
+	}
+	return l
+}
+
+// Cap returns l with every field lowered to at most limit's.
+func (l Limits) Cap(limit Limits) Limits {
+	l.MemoryMB = min(l.MemoryMB, limit.MemoryMB)
+	l.CPUs = min(l.CPUs, limit.CPUs)
+	l.Pids = min(l.Pids, limit.Pids)
+	l.WorkspaceMB = min(l.WorkspaceMB, limit.WorkspaceMB)
+	return l
+}
+
+// Exceeds reports whether any field of l is larger than limit's.
+func (l Limits) Exceeds(limit Limits) bool {
+	return l.MemoryMB > limit.MemoryMB || l.CPUs > limit.CPUs || l.Pids > limit.Pids || l.WorkspaceMB > limit.WorkspaceMB
 }
 
 // IDPattern is the shape of a session id accepted by runtimes.
 var IDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{7,63}$`)
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+// Errors shared by runtimes.
+var (
+	// ErrBadSpec reports an invalid Spec; its message says what is wrong
+	// and may be shown to the client.
+	ErrBadSpec = errors.New("invalid session spec")
+	// ErrUnavailable is wrapped by runtime errors that mean no kernel can
+	// be started now (sandbox tool missing, engine down, out of capacity).
+	ErrUnavailable = errors.New("runtime unavailable")
+	// ErrClosed is returned by Restart after Close.
+	ErrClosed = errors.New("sandbox closed")
+)
 
-// ErrBadSpec reports an invalid Spec.
-var ErrBadSpec = errors.New("kernel: bad spec")
-
-// Validate checks the id and the environment names and sizes.
+// Validate checks the id, the environment (CheckEnv) and the limits.
 func (s Spec) Validate() error {
 	if !IDPattern.MatchString(s.ID) {
 		return fmt.Errorf("%w: id %q", ErrBadSpec, s.ID)
 	}
-	if len(s.Env) > 128 {
-		return fmt.Errorf("%w: more than 128 environment variables", ErrBadSpec)
-	}
-	for k, v := range s.Env {
-		if !envName.MatchString(k) {
-			return fmt.Errorf("%w: environment name %q", ErrBadSpec, k)
-		}
-		if len(v) > 32<<10 {
-			return fmt.Errorf("%w: environment value of %s over 32 KiB", ErrBadSpec, k)
-		}
-		for i := 0; i < len(v); i++ {
-			if v[i] == 0 {
-				return fmt.Errorf("%w: environment value of %s has a NUL byte", ErrBadSpec, k)
-			}
-		}
+	if err := CheckEnv(s.Env); err != nil {
+		return err
 	}
 	if s.Limits.MemoryMB < 0 || s.Limits.CPUs < 0 || s.Limits.Pids < 0 || s.Limits.WorkspaceMB < 0 {
 		return fmt.Errorf("%w: negative limit", ErrBadSpec)
 	}
 	return nil
 }
-
-// ErrUnavailable is wrapped by runtime errors that mean no kernel can be
-// started now (sandbox tool missing, engine down, out of capacity).
-var ErrUnavailable = errors.New("kernel: runtime unavailable")
 
 // Sandbox is one running, isolated kernel handed out by a runtime.
 //
@@ -72,7 +95,7 @@ var ErrUnavailable = errors.New("kernel: runtime unavailable")
 type Sandbox interface {
 	// Connection returns how the gateway reaches the current kernel process.
 	// It changes after Restart.
-	Connection() ConnectionInfo
+	Connection() kernel.ConnectionInfo
 	// Limits returns the effective limits (defaults filled in, maxima applied).
 	Limits() Limits
 	// Workspace returns the host path of the session's workspace directory:
@@ -82,11 +105,13 @@ type Sandbox interface {
 	// replaced by a fresh channel after Restart.
 	Exited() <-chan struct{}
 	// ExitReason explains the exit after Exited is closed (for example
-	// "exit status 1", "killed: OOM").
+	// "exit status 1", "OOMKilled: ...").
 	ExitReason() string
 	// Restart replaces the kernel process with a fresh one, keeping the
-	// workspace. Variables are lost.
+	// workspace. Variables are lost. It blocks until the new kernel's
+	// sockets exist.
 	Restart(ctx context.Context) error
-	// Close kills the kernel and removes the sandbox. It is idempotent.
+	// Close kills the kernel and removes the sandbox. It is idempotent and
+	// does its work even if ctx is already done.
 	Close(ctx context.Context) error
 }

@@ -1,0 +1,89 @@
+package docker
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/glassroom/glassroom/kernel/sandbox"
+)
+
+// Labels put on every container.
+const (
+	LabelManaged  = "io.glassroom.managed"
+	LabelInstance = "io.glassroom.instance"
+	LabelSession  = "io.glassroom.session"
+)
+
+// SeccompDockerDefault selects Docker's own default seccomp profile
+// instead of glassroom's stricter one.
+const SeccompDockerDefault = "docker-default"
+
+// Config configures the Docker runtime. Zero fields take defaults.
+type Config struct {
+	// Common holds what every runtime shares. StateDir defaults to
+	// /run/glassroom/docker; it must be the same path on the host and,
+	// when the gateway runs in a container, inside it. UIDBase defaults to
+	// 300000.
+	sandbox.Common
+	// Image is the kernel image (default glassroom/python-kernel:latest).
+	Image string
+	// OCIRuntime is the container runtime: runc (default), runsc (gVisor), kata.
+	OCIRuntime string
+	// Instance names this gateway in labels and container names (default "default").
+	Instance string
+	// SeccompProfile is a path to a seccomp JSON profile. Empty selects
+	// glassroom's profile (Docker's default without ptrace, io_uring and
+	// modify_ldt, and sockets only in the unix, inet, inet6 and netlink
+	// families); SeccompDockerDefault selects Docker's.
+	SeccompProfile string
+	// CallTimeout bounds each Docker API call (10 s).
+	CallTimeout time.Duration
+	// ReconcileInterval is how often orphaned containers are removed (1 min).
+	ReconcileInterval time.Duration
+	// LogMaxBytes bounds what the engine keeps of a container's own output
+	// (1 MiB): the kernel writes it, so it must not fill the host's disk.
+	LogMaxBytes int
+}
+
+func (c Config) withDefaults() Config {
+	c.Common = c.Common.WithDefaults("/run/glassroom/docker", 300000)
+	if c.Image == "" {
+		c.Image = "glassroom/python-kernel:latest"
+	}
+	if c.OCIRuntime == "" {
+		c.OCIRuntime = "runc"
+	}
+	if c.Instance == "" {
+		c.Instance = "default"
+	}
+	if c.CallTimeout == 0 {
+		c.CallTimeout = 10 * time.Second
+	}
+	if c.ReconcileInterval == 0 {
+		c.ReconcileInterval = time.Minute
+	}
+	if c.LogMaxBytes == 0 {
+		c.LogMaxBytes = 1 << 20
+	}
+	return c
+}
+
+// instancePattern is the shape of an instance name (it goes into container names).
+var instancePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if err := c.Common.Validate(); err != nil {
+		return fmt.Errorf("docker: %w", err)
+	}
+	if !instancePattern.MatchString(c.Instance) {
+		return fmt.Errorf("docker: config: instance %q must match %s", c.Instance, instancePattern)
+	}
+	if c.CallTimeout < 0 || c.ReconcileInterval < 0 || c.LogMaxBytes < 4096 {
+		return errors.New("docker: config: bad timeout or log size")
+	}
+	return nil
+}

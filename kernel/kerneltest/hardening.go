@@ -1,0 +1,170 @@
+package kerneltest
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/kernel/sandbox"
+)
+
+// HardeningOptions says what differs between runtimes.
+type HardeningOptions struct {
+	// DeniedSocketErrno is the errno of a socket in a refused family
+	// (EAFNOSUPPORT from the local runtime's filter, EPERM from Docker's
+	// seccomp profiles).
+	DeniedSocketErrno int
+	// SkipSocketFamilies is set for runtimes that do not filter system
+	// calls themselves (gVisor implements no exotic family at all).
+	SkipSocketFamilies bool
+}
+
+// Hardening checks, against a real kernel of rt, the protections every
+// runtime must give: the session environment policy, socket families,
+// the OOM killer's preference, a bounded ipc directory, a kernel start
+// that no workspace file can steer, and output streams sent in bounded
+// chunks.
+func Hardening(t *testing.T, rt Starter, opts HardeningOptions, newID func() string) {
+	t.Run("environment policy", func(t *testing.T) {
+		for name, why := range map[string]string{"PYTHONPATH": "interpreter", "LD_PRELOAD": "loader", "JUPYTER_CONFIG_DIR": "start-up", "HOME": "glassroom sets it"} {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			sb, err := rt.Start(ctx, sandbox.Spec{ID: newID(), Env: map[string]string{name: "/workspace"}})
+			cancel()
+			if err == nil {
+				sb.Close(context.Background())
+			}
+			if !errors.Is(err, sandbox.ErrBadSpec) || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), why) {
+				t.Errorf("env %s: want ErrBadSpec naming it and why (%q), got %v", name, why, err)
+			}
+		}
+	})
+	k := Start(t, rt, sandbox.Spec{ID: newID(), Env: map[string]string{"MY_SETTING": "ok"}})
+	if out, _ := k.Run(t, "import os; print(os.environ['MY_SETTING'])"); strings.TrimSpace(out) != "ok" {
+		t.Fatalf("allowed variable not set: %q", out)
+	}
+	t.Run("socket families", func(t *testing.T) {
+		if opts.SkipSocketFamilies {
+			t.Skip("this runtime has no host system-call surface to filter")
+		}
+		out, _ := k.Run(t, `import socket
+res = []
+for fam, typ in [(1, socket.SOCK_STREAM), (2, socket.SOCK_STREAM), (10, socket.SOCK_DGRAM), (16, socket.SOCK_RAW), (17, socket.SOCK_RAW), (38, socket.SOCK_SEQPACKET), (40, socket.SOCK_STREAM), (5, socket.SOCK_DGRAM), (30, socket.SOCK_SEQPACKET)]:
+    try:
+        socket.socket(fam, typ).close(); res.append("%d:ok" % fam)
+    except OSError as e:
+        res.append("%d:%d" % (fam, e.errno))
+print(" ".join(res))`)
+		got := strings.Fields(strings.TrimSpace(out))
+		want := map[string]bool{"1:ok": true, "2:ok": true, "10:ok": true, "16:ok": true}
+		for _, g := range got {
+			fam, res, _ := strings.Cut(g, ":")
+			allowed := fam == "1" || fam == "2" || fam == "10" || fam == "16"
+			switch {
+			case allowed && !want[g]:
+				t.Errorf("family %s refused (%s)", fam, res)
+			case !allowed && res != strconv.Itoa(opts.DeniedSocketErrno):
+				t.Errorf("family %s: want errno %d, got %s", fam, opts.DeniedSocketErrno, res)
+			}
+		}
+		if len(got) != 9 {
+			t.Fatalf("output %q", out)
+		}
+	})
+	t.Run("the OOM killer picks the kernel first", func(t *testing.T) {
+		out, _ := k.Run(t, "print(open('/proc/self/oom_score_adj').read().strip())")
+		if strings.TrimSpace(out) != "1000" {
+			t.Fatalf("oom_score_adj %q", out)
+		}
+	})
+	t.Run("the socket directory is a small tmpfs", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("tmpfs mounts need root")
+		}
+		out, ename := k.Run(t, "open('/run/glassroom/ipc/fill', 'wb').write(b'x' * (8 << 20))")
+		if ename != "OSError" || !strings.Contains(out, "No space left") {
+			t.Fatalf("8 MiB into the socket directory: %s %s", ename, out)
+		}
+		k.Run(t, "import os; os.remove('/run/glassroom/ipc/fill')")
+	})
+	t.Run("output streams flush in bounded chunks", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		biggest, total := 0, 0
+		_, err := k.Client.Execute(ctx, "import sys\nfor _ in range(20): sys.stdout.write('z' * 1_000_000)\nprint('end')", kernel.ExecuteOptions{}, func(ev kernel.Event) {
+			if ev.Kind == kernel.EventStream {
+				biggest = max(biggest, len(ev.Text))
+				total += len(ev.Text)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if biggest > 128<<10 || biggest == 0 {
+			t.Fatalf("largest stream message %d bytes (want ≤ 128 KiB)", biggest)
+		}
+		if k.Client.Cuts() != 0 {
+			t.Fatalf("%d messages cut for size", k.Client.Cuts())
+		}
+		t.Logf("largest stream message %d bytes, %d bytes received", biggest, total)
+	})
+	t.Run("workspace files cannot steer the kernel's start", func(t *testing.T) {
+		ws := k.Sandbox.Workspace()
+		marker := "/workspace/STEERED"
+		evil := "open(" + strconv.Quote(marker) + ", 'a').write(__name__ + '\\n')\n"
+		files := map[string]string{
+			"ipykernel_launcher.py":                     evil,
+			"ipykernel/__init__.py":                     evil,
+			"sitecustomize.py":                          evil,
+			"usercustomize.py":                          evil,
+			".jupyter/ipython_kernel_config.py":         evil,
+			".jupyter/jupyter_config.py":                evil,
+			".ipython/profile_default/startup/00-x.py":  evil,
+			".local/lib/python3.11/site-packages/x.pth": "import os; " + strings.TrimSpace(evil) + "\n",
+			"mymodule.py":                               "VALUE = 42\n",
+		}
+		for p, body := range files {
+			full := filepath.Join(ws, p)
+			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(full, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if os.Geteuid() == 0 {
+				chownTree(ws, full)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		if err := k.Sandbox.Restart(ctx); err != nil {
+			t.Fatal(err)
+		}
+		k2 := k
+		k2.Reconnect(t)
+		out, _ := k2.Run(t, "import os, mymodule; print(mymodule.VALUE, os.path.exists("+strconv.Quote(marker)+"))")
+		if strings.TrimSpace(out) != "42 False" {
+			b, _ := os.ReadFile(filepath.Join(ws, "STEERED"))
+			t.Fatalf("after restart: %q (steered by: %q)", out, b)
+		}
+	})
+}
+
+// chownTree gives every directory from ws down to file, and file, to the
+// workspace's owner, as if the kernel had written them.
+func chownTree(ws, file string) {
+	var st os.FileInfo
+	st, err := os.Stat(ws)
+	if err != nil {
+		return
+	}
+	uid, gid := ownerOf(st)
+	for p := file; strings.HasPrefix(p, ws+"/"); p = filepath.Dir(p) {
+		_ = os.Lchown(p, uid, gid)
+	}
+}

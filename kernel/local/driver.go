@@ -1,0 +1,302 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/glassroom/glassroom/kernel/sandbox"
+	"golang.org/x/sys/unix"
+)
+
+// driver starts one sandbox's kernel processes (sandbox.Driver).
+type driver struct {
+	r        *Runtime
+	id       string
+	env      map[string]string
+	limits   sandbox.Limits
+	dirs     *sandbox.Dirs
+	uid, gid int
+	cg       *cgroup // nil without cgroups
+
+	wg sync.WaitGroup // waiter goroutines
+}
+
+// process is one kernel incarnation (sandbox.Process). Its waiter
+// goroutine calls Exit once the process has been reaped.
+type process struct {
+	inc    *sandbox.Incarnation
+	cmd    *exec.Cmd
+	stderr *tailBuffer
+	// pidfd refers to the sandbox's pid-namespace init (bwrap's child), or -1.
+	// Once it has exited, every process of the sandbox is gone.
+	pidfd int
+	// cg and oomBefore tell an OOM kill from other deaths.
+	cg        *cgroup
+	oomBefore int
+}
+
+// Launch implements sandbox.Driver: it starts prelude → prlimit → bwrap →
+// python, already inside the sandbox's cgroup.
+func (d *driver) Launch(_ context.Context, inc *sandbox.Incarnation) (sandbox.Process, error) {
+	filter, err := seccompFilter()
+	if err != nil {
+		return nil, err
+	}
+	cmd, err := d.command(filter != nil)
+	if err != nil {
+		return nil, err
+	}
+	p := &process{inc: inc, cmd: cmd, stderr: &tailBuffer{max: 16 << 10}, pidfd: -1, cg: d.cg}
+	if d.cg != nil {
+		p.oomBefore = d.cg.oomKills()
+	}
+	cmd.Stdout = p.stderr
+	cmd.Stderr = p.stderr
+	var infoR *os.File
+	if d.r.bwrap != "" {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("local: start kernel: %w", err)
+		}
+		cmd.ExtraFiles = []*os.File{w} // fd 3: bwrap --info-fd
+		infoR = r
+		defer r.Close()
+		defer w.Close()
+		if filter != nil {
+			sr, sw, err := os.Pipe()
+			if err != nil {
+				return nil, fmt.Errorf("local: start kernel: %w", err)
+			}
+			defer sr.Close()
+			_, err = sw.Write(filter) // a few hundred bytes: fits the pipe buffer
+			sw.Close()
+			if err != nil {
+				return nil, fmt.Errorf("local: seccomp filter: %w", err)
+			}
+			cmd.ExtraFiles = append(cmd.ExtraFiles, sr) // fd 4: bwrap --seccomp
+		}
+	}
+	if d.cg != nil {
+		closeFD, err := d.cg.cloneInto(cmd)
+		if err != nil {
+			return nil, err
+		}
+		defer closeFD()
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("local: start kernel: %w", err)
+	}
+	if infoR != nil {
+		cmd.ExtraFiles[0].Close()
+		p.pidfd = readChildPidfd(infoR)
+	}
+	d.wg.Add(1)
+	go func() { // owned by the driver: Destroy waits for it
+		defer d.wg.Done()
+		p.wait()
+	}()
+	return p, nil
+}
+
+// Destroy implements sandbox.Driver: Base has killed the process; wait for
+// the waiters to have reaped it (bounded by ctx).
+func (d *driver) Destroy(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { d.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("local: waiting for the kernel of %s to exit: %w", d.id, ctx.Err())
+	}
+}
+
+// readChildPidfd reads bwrap's info JSON and opens a pidfd for the
+// sandbox's init process. It returns -1 if that fails (the process group
+// kill still applies).
+func readChildPidfd(r *os.File) int {
+	_ = r.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var info struct {
+		ChildPid int `json:"child-pid"`
+	}
+	if err := json.NewDecoder(r).Decode(&info); err != nil || info.ChildPid <= 0 {
+		return -1
+	}
+	fd, err := unix.PidfdOpen(info.ChildPid, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
+}
+
+// prelude runs first, as the sandbox's uid, before anything the sandbox
+// runs: it makes the whole sandbox the OOM killer's first choice and (with
+// cgroup v1) moves itself into the sandbox's cgroups, then execs the rest.
+// Everything the kernel ever starts is thus confined from its first
+// instruction.
+func prelude(procs []string) string {
+	var b strings.Builder
+	b.WriteString("echo 1000 > /proc/self/oom_score_adj || exit 125\n")
+	for _, f := range procs {
+		fmt.Fprintf(&b, "echo 0 > '%s' || exit 125\n", f)
+	}
+	b.WriteString(`exec "$@"`)
+	return b.String()
+}
+
+// command builds sh (prelude) → prlimit → bwrap → python.
+func (d *driver) command(seccomp bool) (*exec.Cmd, error) {
+	cfg := d.r.cfg
+	mb := func(n int) string { return strconv.FormatInt(int64(n)<<20, 10) }
+	args := []string{"prlimit",
+		"--as=" + mb(d.limits.MemoryMB),
+		"--nofile=" + strconv.Itoa(cfg.NoFile),
+		"--fsize=" + mb(cfg.FileSizeMB),
+		"--nproc=" + strconv.Itoa(d.limits.Pids),
+		"--core=0",
+		"--",
+	}
+	py := sandbox.KernelArgv(cfg.Python)
+	env := d.env
+	var procs []string
+	if d.cg != nil {
+		procs = d.cg.procsFiles()
+	}
+	if d.r.bwrap == "" {
+		d.r.log.Warn().Str("session", d.id).Msg("INSECURE: starting kernel WITHOUT a sandbox (InsecureNoSandbox); code has the gateway user's full access")
+		py[len(py)-1] = filepath.Join(d.dirs.IPC(), sandbox.ConnectionFileName)
+		env = make(map[string]string, len(d.env))
+		for k, v := range d.env {
+			env[k] = v
+		}
+		env["HOME"] = d.dirs.Work()
+		args = append(args, py...)
+	} else {
+		args = append(append(args, d.bwrapArgs(env, seccomp)...), py...)
+	}
+	cmd := exec.Command("/bin/sh", append([]string{"-c", prelude(procs), "glassroom-kernel"}, args...)...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	if d.r.bwrap == "" {
+		cmd.Dir = d.dirs.Work()
+		for k, v := range env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if d.r.root {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(d.uid), Gid: uint32(d.gid), Groups: []uint32{}}
+	}
+	return cmd, nil
+}
+
+// bwrapArgs are bubblewrap's arguments, up to and including "--".
+func (d *driver) bwrapArgs(env map[string]string, seccomp bool) []string {
+	b := []string{d.r.bwrap,
+		"--die-with-parent", "--new-session",
+		"--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+		"--uid", "1000", "--gid", "1000", "--hostname", "glassroom",
+		"--ro-bind", "/usr", "/usr",
+	}
+	for _, l := range []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"} {
+		if t, err := os.Readlink("/" + l); err == nil {
+			b = append(b, "--symlink", t, "/"+l)
+		}
+	}
+	for _, e := range []string{"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
+		"/etc/fonts", "/etc/matplotlibrc", "/etc/python3", "/etc/python3.11", "/etc/localtime", "/etc/mime.types"} {
+		if _, err := os.Stat(e); err == nil {
+			b = append(b, "--ro-bind", e, e)
+		}
+	}
+	b = append(b,
+		"--ro-bind", filepath.Join(d.dirs.Path(), "passwd"), "/etc/passwd",
+		"--ro-bind", filepath.Join(d.dirs.Path(), "group"), "/etc/group",
+		"--proc", "/proc", "--dev", "/dev",
+		"--size", strconv.Itoa(64<<20), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
+		"--size", strconv.Itoa(256<<20), "--tmpfs", "/tmp",
+		"--bind", d.dirs.Work(), sandbox.WorkDir,
+		"--bind", d.dirs.IPC(), sandbox.IPCDir,
+		"--remount-ro", "/",
+		"--chdir", sandbox.WorkDir,
+		"--clearenv",
+		"--cap-drop", "ALL",
+		"--info-fd", "3",
+		"--disable-userns",
+	)
+	if seccomp {
+		b = append(b, "--seccomp", "4")
+	}
+	for k, v := range env {
+		b = append(b, "--setenv", k, v)
+	}
+	return append(b, "--")
+}
+
+func (p *process) wait() {
+	err := p.cmd.Wait()
+	if p.pidfd >= 0 {
+		// bwrap is gone; its child dies with it (die-with-parent). Wait
+		// until the whole pid namespace is torn down.
+		_ = unix.PidfdSendSignal(p.pidfd, unix.SIGKILL, nil, 0)
+		fds := []unix.PollFd{{Fd: int32(p.pidfd), Events: unix.POLLIN}}
+		for {
+			if _, perr := unix.Poll(fds, 5000); perr != unix.EINTR {
+				break
+			}
+		}
+		unix.Close(p.pidfd)
+	}
+	switch {
+	case p.cg != nil && p.cg.oomKills() > p.oomBefore:
+		p.inc.Exit("OOMKilled: the sandbox exceeded its memory limit")
+	case err != nil:
+		p.inc.Exit(err.Error())
+	default:
+		p.inc.Exit("exited")
+	}
+}
+
+// Kill implements sandbox.Process: it ends the whole process group (bwrap
+// and, through its pid namespace and die-with-parent, everything inside).
+func (p *process) Kill(context.Context) error {
+	if p.cmd.Process != nil {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	}
+	return nil
+}
+
+// Diagnostics implements sandbox.Process.
+func (p *process) Diagnostics() string { return p.stderr.String() }
+
+// tailBuffer keeps the last max bytes written, for start-up diagnostics.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf bytes.Buffer
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf.Write(p)
+	if over := t.buf.Len() - t.max; over > 0 {
+		t.buf.Next(over)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.buf.String()
+}

@@ -1,0 +1,256 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/glassroom/glassroom/cleanup"
+	"github.com/glassroom/glassroom/kernel"
+)
+
+// Driver is what a runtime writes for one sandbox: how to start its kernel
+// process and how to destroy what the runtime made for it. Base drives it.
+type Driver interface {
+	// Launch starts a kernel process serving the connection inc describes
+	// (its connection file is ready in the ipc directory) and returns once
+	// the process has started; Base then waits for its sockets. The driver
+	// must call inc.Exit once the process is gone, from a goroutine it
+	// owns and that Destroy waits for.
+	Launch(ctx context.Context, inc *Incarnation) (Process, error)
+	// Destroy removes what the driver made (a container). Base calls it
+	// once, from Close, after killing the current process.
+	Destroy(ctx context.Context) error
+}
+
+// Process is one started kernel process of a Driver.
+type Process interface {
+	// Kill ends the process; its incarnation's Exited closes once it is gone.
+	Kill(ctx context.Context) error
+	// Diagnostics returns the process's last output, to explain a failed start.
+	Diagnostics() string
+}
+
+// BaseConfig describes one sandbox to NewBase.
+type BaseConfig struct {
+	ID     string
+	Limits Limits
+	// SandboxIPC is where the kernel sees the ipc directory (IPCDir), or ""
+	// when it sees host paths (an unsandboxed local kernel).
+	SandboxIPC string
+	// StartTimeout bounds the wait for a new kernel's sockets.
+	StartTimeout time.Duration
+}
+
+// Base implements Sandbox around a runtime's Driver: the accessors, the
+// restart sequence (kill, wait, prepare the connection file, launch, wait
+// for the sockets) and an idempotent Close that also runs the teardown
+// steps the runtime registered with OnClose, last first. Its methods are
+// safe for concurrent use; Close preempts a Restart in progress.
+type Base struct {
+	cfg      BaseConfig
+	uid, gid int // own the connection file (the sandbox's host uid)
+	dirs     *Dirs
+	drv      Driver
+
+	teardown cleanup.Stack // guarded by closeOnce
+
+	mu      sync.Mutex
+	inc     *Incarnation
+	proc    Process
+	closed  bool
+	closing chan struct{} // closed when Close starts
+	launchs sync.WaitGroup
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// closeWait bounds how long Close waits for a killed process to be gone.
+const closeWait = 30 * time.Second
+
+// NewBase returns a sandbox that is not running yet. The runtime's Start
+// registers teardown steps with OnClose as it creates things, sets the
+// owner and the driver, then calls Launch; deferring CloseOnFailure undoes
+// it all if anything fails. These calls belong to the creating goroutine.
+func NewBase(cfg BaseConfig) *Base {
+	return &Base{cfg: cfg, closing: make(chan struct{})}
+}
+
+// OnClose registers a teardown step; Close runs them last first. Call it
+// before Launch, from the goroutine creating the sandbox.
+func (b *Base) OnClose(name string, undo func() error) { b.teardown.Push(name, undo) }
+
+// CloseOnFailure is deferred by a runtime's Start, whose named error result
+// it watches: a panic becomes an error, and on error the sandbox is closed
+// (with a fresh bounded context: the caller's may be done).
+func (b *Base) CloseOnFailure(ctx context.Context, err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("sandbox: start %s: panic: %v", b.cfg.ID, r)
+	}
+	if *err != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeWait)
+		defer cancel()
+		if cerr := b.Close(cctx); cerr != nil {
+			*err = errors.Join(*err, cerr)
+		}
+	}
+}
+
+// SetOwner sets the host uid and gid the sandbox runs as.
+func (b *Base) SetOwner(uid, gid int) { b.uid, b.gid = uid, gid }
+
+// Use sets the sandbox's directories and its driver; from then on Close
+// calls the driver's Destroy.
+func (b *Base) Use(dirs *Dirs, drv Driver) { b.dirs, b.drv = dirs, drv }
+
+// Launch starts the first kernel and waits for its sockets.
+func (b *Base) Launch(ctx context.Context) error { return b.launch(ctx) }
+
+func (b *Base) launch(ctx context.Context) error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return ErrClosed
+	}
+	b.launchs.Add(1)
+	b.mu.Unlock()
+	defer b.launchs.Done()
+
+	host, err := PrepareIPC(b.dirs.IPC(), b.cfg.SandboxIPC, b.uid, b.gid)
+	if err != nil {
+		return err
+	}
+	inc := NewIncarnation(host)
+	proc, err := b.drv.Launch(ctx, inc)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	closed := b.closed
+	if !closed {
+		b.inc, b.proc = inc, proc
+	}
+	b.mu.Unlock()
+	if closed { // Close ran meanwhile
+		b.kill(ctx, inc, proc)
+		return ErrClosed
+	}
+	wctx, cancel := context.WithTimeout(ctx, b.cfg.StartTimeout)
+	defer cancel()
+	go func() { // ends the wait when Close starts; exits with launch
+		select {
+		case <-b.closing:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	if err := WaitForSockets(wctx, host, inc.Exited()); err != nil {
+		b.kill(ctx, inc, proc)
+		return fmt.Errorf("sandbox: %w (%s): %s", err, inc.ExitReason(), proc.Diagnostics())
+	}
+	return nil
+}
+
+// kill ends proc and waits, bounded, until it is gone.
+func (b *Base) kill(ctx context.Context, inc *Incarnation, proc Process) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeWait)
+	defer cancel()
+	_ = proc.Kill(ctx)
+	select {
+	case <-inc.Exited():
+	case <-ctx.Done():
+	}
+}
+
+func (b *Base) current() *Incarnation {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.inc == nil { // never launched: behave as an exited kernel
+		inc := NewIncarnation(kernel.ConnectionInfo{})
+		inc.Exit("not started")
+		return inc
+	}
+	return b.inc
+}
+
+// ID returns the session id.
+func (b *Base) ID() string { return b.cfg.ID }
+
+// Connection implements Sandbox.
+func (b *Base) Connection() kernel.ConnectionInfo { return b.current().Connection() }
+
+// Limits implements Sandbox.
+func (b *Base) Limits() Limits { return b.cfg.Limits }
+
+// Workspace implements Sandbox.
+func (b *Base) Workspace() string { return b.dirs.Work() }
+
+// UID returns the host uid the sandbox runs as.
+func (b *Base) UID() int { return b.uid }
+
+// Exited implements Sandbox.
+func (b *Base) Exited() <-chan struct{} { return b.current().Exited() }
+
+// ExitReason implements Sandbox.
+func (b *Base) ExitReason() string { return b.current().ExitReason() }
+
+// Restart implements Sandbox: it kills the current process, waits until it
+// is gone, and launches a fresh kernel in the same directories.
+func (b *Base) Restart(ctx context.Context) error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return ErrClosed
+	}
+	inc, proc := b.inc, b.proc
+	b.mu.Unlock()
+	if proc != nil {
+		if err := proc.Kill(ctx); err != nil {
+			return fmt.Errorf("sandbox: restart: kill: %w", err)
+		}
+		select {
+		case <-inc.Exited():
+		case <-ctx.Done():
+			return fmt.Errorf("sandbox: restart: %w", ctx.Err())
+		case <-b.closing:
+			return ErrClosed
+		}
+	}
+	if err := b.launch(ctx); err != nil {
+		return fmt.Errorf("sandbox: restart: %w", err)
+	}
+	return nil
+}
+
+// Close implements Sandbox: it kills the kernel, waits for a launch in
+// progress, destroys the driver's resources and runs the teardown steps.
+// Errors are joined; later calls return the first call's result.
+func (b *Base) Close(ctx context.Context) error {
+	b.closeOnce.Do(func() {
+		b.mu.Lock()
+		b.closed = true
+		close(b.closing)
+		inc, proc := b.inc, b.proc
+		b.mu.Unlock()
+		if proc != nil {
+			b.kill(ctx, inc, proc)
+		}
+		b.launchs.Wait()
+		var errs []error
+		if b.drv != nil {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeWait)
+			if err := b.drv.Destroy(dctx); err != nil {
+				errs = append(errs, err)
+			}
+			cancel()
+		}
+		if err := b.teardown.Run(); err != nil {
+			errs = append(errs, err)
+		}
+		b.closeErr = errors.Join(errs...)
+	})
+	return b.closeErr
+}

@@ -1,0 +1,87 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+)
+
+// Common is the configuration every runtime shares. Zero fields take the
+// defaults named in their comments (see WithDefaults).
+type Common struct {
+	// StateDir holds one directory per session (see Dirs). Each runtime
+	// has its own default.
+	StateDir string
+	// Defaults are the limits of a session that asks for none
+	// (2048 MB, 1 CPU, 128 pids, 512 MB workspace).
+	Defaults Limits
+	// Max caps what a session may ask for (8192 MB, 2 CPUs, 1024 pids, 4096 MB).
+	Max Limits
+	// NoFile is the open-files limit (1024); FileSizeMB the largest file (1024).
+	NoFile     int
+	FileSizeMB int
+	// UIDBase is the first host uid of sandboxes: the sandbox in slot n runs
+	// as UIDBase+n, so processes limits and file ownership are per session.
+	UIDBase int
+	// MaxSandboxes bounds concurrent sandboxes (1024).
+	MaxSandboxes int
+	// StartTimeout bounds a kernel start (60 s).
+	StartTimeout time.Duration
+}
+
+// DefaultLimits returns the default of Common.Defaults.
+func DefaultLimits() Limits { return Limits{MemoryMB: 2048, CPUs: 1, Pids: 128, WorkspaceMB: 512} }
+
+// MaxLimits returns the default of Common.Max.
+func MaxLimits() Limits { return Limits{MemoryMB: 8192, CPUs: 2, Pids: 1024, WorkspaceMB: 4096} }
+
+// WithDefaults fills zero fields; stateDir and uidBase are the runtime's
+// own defaults.
+func (c Common) WithDefaults(stateDir string, uidBase int) Common {
+	if c.StateDir == "" {
+		c.StateDir = stateDir
+	}
+	c.Defaults = c.Defaults.Or(DefaultLimits())
+	c.Max = c.Max.Or(MaxLimits())
+	if c.NoFile == 0 {
+		c.NoFile = 1024
+	}
+	if c.FileSizeMB == 0 {
+		c.FileSizeMB = 1024
+	}
+	if c.UIDBase == 0 {
+		c.UIDBase = uidBase
+	}
+	if c.MaxSandboxes == 0 {
+		c.MaxSandboxes = 1024
+	}
+	if c.StartTimeout == 0 {
+		c.StartTimeout = 60 * time.Second
+	}
+	return c
+}
+
+// Validate reports a configuration that cannot work (call it on the
+// result of WithDefaults).
+func (c Common) Validate() error {
+	if !filepath.IsAbs(c.StateDir) {
+		return errors.New("sandbox: config: state dir must be an absolute path")
+	}
+	if c.UIDBase < 1000 || c.UIDBase+c.MaxSandboxes > 1<<31-2 {
+		return fmt.Errorf("sandbox: config: uid range %d+%d invalid", c.UIDBase, c.MaxSandboxes)
+	}
+	if c.Defaults.Exceeds(c.Max) {
+		return errors.New("sandbox: config: default limits exceed maxima")
+	}
+	if c.Defaults.MemoryMB < 64 || c.Defaults.Pids < 16 {
+		return errors.New("sandbox: config: a kernel needs at least 64 MB and 16 pids")
+	}
+	if c.NoFile < 64 || c.FileSizeMB < 1 || c.MaxSandboxes < 1 || c.StartTimeout < 0 {
+		return errors.New("sandbox: config: limits too small")
+	}
+	return nil
+}
+
+// Limits returns what a session asking for req gets.
+func (c Common) Limits(req Limits) Limits { return req.Or(c.Defaults).Cap(c.Max) }

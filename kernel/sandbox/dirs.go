@@ -1,0 +1,119 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/glassroom/glassroom/cleanup"
+	"golang.org/x/sys/unix"
+)
+
+// Dirs is a session's directory on the host, <state dir>/<session id>:
+//
+//	work/  the workspace: a tmpfs of the session's size, owned by its uid
+//	ipc/   the kernel's sockets and connection file: a 1 MiB tmpfs
+//
+// Both are bind-mounted into the sandbox. Being size-limited tmpfs, nothing
+// the kernel writes there can reach the host's disks or grow past the
+// session's quota. Without root nothing is mounted (plain directories).
+type Dirs struct {
+	path     string
+	uid, gid int
+}
+
+// Sizes of the ipc tmpfs: a connection file and five sockets.
+const (
+	ipcSize   = "1m"
+	ipcInodes = 32
+	// workInodes bounds the files of a workspace (each costs kernel memory).
+	workInodes = 64 * 1024
+)
+
+// PrepareStateDir creates the state directory (mode 0711: sandbox uids may
+// traverse it, not list it).
+func PrepareStateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return fmt.Errorf("sandbox: state dir: %w", err)
+	}
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return fmt.Errorf("sandbox: state dir: %w", err)
+	}
+	return nil
+}
+
+// CreateDirs creates and, when mount is set (root), mounts a session's
+// directories, owned by uid:gid. On failure nothing is left behind.
+func CreateDirs(stateDir, id string, uid, gid, workspaceMB int, mount bool) (d *Dirs, err error) {
+	var undo cleanup.Stack
+	defer undo.Unwind(&err)
+	d = &Dirs{path: filepath.Join(stateDir, id), uid: uid, gid: gid}
+	if err := os.Mkdir(d.path, 0o711); err != nil {
+		return nil, fmt.Errorf("sandbox: session dir: %w", err)
+	}
+	undo.Push("remove session dir", d.Remove)
+	for _, dir := range []string{d.Work(), d.IPC()} {
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("sandbox: session dir: %w", err)
+		}
+		if err := os.Chown(dir, uid, gid); err != nil {
+			return nil, fmt.Errorf("sandbox: chown session dir: %w", err)
+		}
+	}
+	if !mount {
+		return d, nil
+	}
+	mounts := []struct{ dir, opts string }{
+		{d.Work(), fmt.Sprintf("size=%dm,nr_inodes=%d", workspaceMB, workInodes)},
+		{d.IPC(), fmt.Sprintf("size=%s,nr_inodes=%d", ipcSize, ipcInodes)},
+	}
+	for _, m := range mounts {
+		opts := fmt.Sprintf("%s,mode=0700,uid=%d,gid=%d", m.opts, uid, gid)
+		if err := unix.Mount("tmpfs", m.dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+			return nil, fmt.Errorf("sandbox: mount tmpfs on %s: %w", filepath.Base(m.dir), err)
+		}
+	}
+	return d, nil
+}
+
+// Path returns the session directory.
+func (d *Dirs) Path() string { return d.path }
+
+// Work returns the host path of the workspace.
+func (d *Dirs) Work() string { return filepath.Join(d.path, "work") }
+
+// IPC returns the host path of the ipc directory.
+func (d *Dirs) IPC() string { return filepath.Join(d.path, "ipc") }
+
+// Remove unmounts and deletes the session directory.
+func (d *Dirs) Remove() error { return RemoveDir(d.path) }
+
+// RemoveDir unmounts the tmpfs of a session directory (a live one, or one a
+// crashed gateway left) and deletes it.
+func RemoveDir(path string) error {
+	for _, sub := range []string{"work", "ipc"} {
+		if err := unix.Unmount(filepath.Join(path, sub), unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EPERM) {
+			return fmt.Errorf("sandbox: unmount %s: %w", sub, err)
+		}
+	}
+	if err := os.RemoveAll(path); err != nil {
+		return fmt.Errorf("sandbox: remove %s: %w", path, err)
+	}
+	return nil
+}
+
+// SessionDirs lists the ids of the session directories under stateDir.
+func SessionDirs(stateDir string) ([]string, error) {
+	ents, err := os.ReadDir(stateDir)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: list state dir: %w", err)
+	}
+	var ids []string
+	for _, e := range ents {
+		if e.IsDir() && IDPattern.MatchString(e.Name()) {
+			ids = append(ids, e.Name())
+		}
+	}
+	return ids, nil
+}

@@ -1,0 +1,21 @@
+// Package sandbox is the layer every kernel runtime shares: the contract
+// between runtimes and the session layer (Spec, Limits, Sandbox), and what
+// is not specific to one isolation technology.
+//
+//   - Spec validation, including the environment policy: which variables a
+//     session may set (names that steer the interpreter, the loader or the
+//     kernel's start are refused with a reason).
+//   - The kernel's launch: the base environment, and the launcher that runs
+//     ipykernel isolated from the workspace (python -I, no Jupyter config
+//     from the session's files) with output streams that flush in bounded
+//     chunks.
+//   - The session directory on the host (Dirs): a size-limited tmpfs
+//     workspace and a tiny tmpfs for the kernel's sockets, owned by the
+//     sandbox's uid, so nothing the kernel writes lands on the host outside
+//     its quota.
+//   - The ipc connection file and the wait for the kernel's sockets.
+//   - Slots (the per-sandbox uid numbers) and Base, which implements the
+//     Sandbox lifecycle (restart, close, accessors) around a runtime's
+//     Driver, so a runtime writes only how to start, stop and destroy its
+//     kernel process.
+package sandbox

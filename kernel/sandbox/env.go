@@ -1,0 +1,113 @@
+package sandbox
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
+// Limits on a session's environment.
+const (
+	MaxEnvVars       = 128
+	MaxEnvValueBytes = 32 << 10
+)
+
+// reservedEnv lists the names a session may not set, by prefix (upper
+// case), with the reason given to the client. They steer the interpreter,
+// the loader or the kernel's start, or glassroom sets them itself.
+var reservedEnv = []struct{ prefix, why string }{
+	{"PYTHON", "it steers the Python interpreter at kernel start"},
+	{"LD_", "it steers the dynamic loader"},
+	{"GCONV_PATH", "it steers the C library"},
+	{"GLIBC_", "it steers the C library"},
+	{"MALLOC_", "it steers the C library"},
+	{"LOCPATH", "it steers the C library"},
+	{"NLSPATH", "it steers the C library"},
+	{"HOSTALIASES", "it steers the C library"},
+	{"RES_OPTIONS", "it steers the C library"},
+	{"LOCALDOMAIN", "it steers the C library"},
+	{"JUPYTER", "it steers the kernel's start-up"},
+	{"JPY_", "it steers the kernel's start-up"},
+	{"IPY", "it steers the kernel's start-up"},
+	{"PYDEVD", "debugger settings are fixed"},
+	{"MPLBACKEND", "glassroom sets it (inline plots)"},
+	{"MPLCONFIGDIR", "glassroom sets it"},
+	{"XDG_", "glassroom sets it (caches stay out of the workspace)"},
+	{"GLASSROOM", "it is reserved"},
+	{"BASH_ENV", "it steers shells started by the code"},
+	{"BASH_FUNC_", "it steers shells started by the code"},
+	{"ENV", "it steers shells started by the code"},
+	{"HTTP_PROXY", "network access comes from the session's network policy"},
+	{"HTTPS_PROXY", "network access comes from the session's network policy"},
+	{"ALL_PROXY", "network access comes from the session's network policy"},
+	{"NO_PROXY", "network access comes from the session's network policy"},
+}
+
+// reservedExact lists single reserved names (upper case).
+var reservedExact = map[string]string{
+	"PATH": "glassroom sets it", "HOME": "glassroom sets it", "USER": "glassroom sets it",
+	"LOGNAME": "glassroom sets it", "SHELL": "glassroom sets it", "TMPDIR": "glassroom sets it",
+}
+
+// CheckEnv applies the environment policy to a session's variables: names
+// of letters, digits and underscores, at most MaxEnvVars values of at most
+// MaxEnvValueBytes without NUL bytes, and none of the reserved names. The
+// error says which variable was refused and why.
+func CheckEnv(env map[string]string) error {
+	if len(env) > MaxEnvVars {
+		return fmt.Errorf("%w: more than %d environment variables", ErrBadSpec, MaxEnvVars)
+	}
+	for k, v := range env {
+		if !envName.MatchString(k) {
+			return fmt.Errorf("%w: environment name %q (letters, digits and _ only)", ErrBadSpec, k)
+		}
+		up := strings.ToUpper(k)
+		if why, ok := reservedExact[up]; ok {
+			return fmt.Errorf("%w: environment variable %s may not be set: %s", ErrBadSpec, k, why)
+		}
+		for _, r := range reservedEnv {
+			if strings.HasPrefix(up, r.prefix) {
+				return fmt.Errorf("%w: environment variable %s may not be set: %s", ErrBadSpec, k, r.why)
+			}
+		}
+		if len(v) > MaxEnvValueBytes {
+			return fmt.Errorf("%w: environment value of %s over %d bytes", ErrBadSpec, k, MaxEnvValueBytes)
+		}
+		if strings.IndexByte(v, 0) >= 0 {
+			return fmt.Errorf("%w: environment value of %s has a NUL byte", ErrBadSpec, k)
+		}
+	}
+	return nil
+}
+
+// KernelEnv returns the kernel's environment: the base every runtime uses,
+// with the session's variables (already checked by Spec.Validate) added.
+// Caches, history and Jupyter state live in the sandbox's private /tmp,
+// never in the workspace; Jupyter config files are not read at all.
+func KernelEnv(spec Spec, l Limits) map[string]string {
+	env := map[string]string{
+		"PATH":                           "/usr/local/bin:/usr/bin:/bin",
+		"HOME":                           WorkDir,
+		"USER":                           "sandbox",
+		"LOGNAME":                        "sandbox",
+		"LANG":                           "C.UTF-8",
+		"MPLBACKEND":                     "module://matplotlib_inline.backend_inline",
+		"MPLCONFIGDIR":                   "/tmp/matplotlib",
+		"IPYTHONDIR":                     "/tmp/ipython",
+		"XDG_CACHE_HOME":                 "/tmp/cache",
+		"XDG_CONFIG_HOME":                "/tmp/config",
+		"XDG_DATA_HOME":                  "/tmp/data",
+		"JUPYTER_NO_CONFIG":              "1",
+		"JUPYTER_DATA_DIR":               "/tmp/jupyter",
+		"JUPYTER_RUNTIME_DIR":            "/tmp/jupyter/runtime",
+		"PYDEVD_DISABLE_FILE_VALIDATION": "1",
+		"OPENBLAS_NUM_THREADS":           strconv.Itoa(max(1, int(l.CPUs))),
+	}
+	for k, v := range spec.Env {
+		env[k] = v
+	}
+	return env
+}

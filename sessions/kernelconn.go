@@ -1,0 +1,45 @@
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/glassroom/glassroom/kernel"
+	"github.com/rs/zerolog"
+)
+
+// KernelConn is what a session needs of its connection to a running
+// kernel. *kernel.Client implements it; the tests of the session's state
+// machine use a fake. Implementations must be safe for concurrent use.
+type KernelConn interface {
+	// Execute runs code, calling onEvent on the calling goroutine for each
+	// output, and returns once the kernel has replied and gone idle.
+	Execute(ctx context.Context, code string, opts kernel.ExecuteOptions, onEvent func(kernel.Event)) (*kernel.ExecuteReply, error)
+	// Input answers the outstanding input request.
+	Input(value string) error
+	// Interrupt interrupts the running execution.
+	Interrupt(ctx context.Context) error
+	// Complete and Inspect return the kernel's reply content.
+	Complete(ctx context.Context, code string, cursorPos int) (json.RawMessage, error)
+	Inspect(ctx context.Context, code string, cursorPos, detail int) (json.RawMessage, error)
+	// Done is closed when the kernel is dead or the connection closed; Err
+	// then says why.
+	Done() <-chan struct{}
+	Err() error
+	// Abort declares the kernel dead with cause.
+	Abort(cause error)
+	// Close disconnects and waits for the connection's goroutines.
+	Close() error
+}
+
+// DialFunc connects to the kernel described by info. The caller must Close
+// the connection.
+type DialFunc func(ctx context.Context, info kernel.ConnectionInfo, cfg kernel.Config, log zerolog.Logger) (KernelConn, error)
+
+func dialKernel(ctx context.Context, info kernel.ConnectionInfo, cfg kernel.Config, log zerolog.Logger) (KernelConn, error) {
+	c, err := kernel.Dial(ctx, info, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}

@@ -1,0 +1,198 @@
+package sessions
+
+import (
+	"context"
+	"time"
+
+	"github.com/glassroom/glassroom/kernel"
+)
+
+// How a running job ended, as seen by the worker.
+type ending int
+
+const (
+	endedReply    ending = iota // Execute returned: a reply, or the kernel died (err)
+	endedStubborn               // timed out and ignored the interrupt
+	endedRestart                // a restart was requested meanwhile
+	endedClosed                 // the session closed meanwhile
+)
+
+type outcome struct {
+	ending   ending
+	reply    *kernel.ExecuteReply
+	err      error
+	timedOut bool
+	restart  chan error // endedRestart: where to answer the restart request
+}
+
+// run executes j on the current kernel. Worker only.
+func (s *Session) run(j *job) {
+	c, ok := s.begin(j)
+	if !ok {
+		return
+	}
+	defer s.end()
+	start := time.Now()
+	o := s.execute(c, j)
+	s.conclude(c, j, start, o)
+}
+
+// begin makes j the running job, or fails it when the session is closing
+// or the kernel is dead.
+func (s *Session) begin(j *job) (KernelConn, bool) {
+	if s.ctx.Err() != nil {
+		s.fail(j, StatusDied, s.reason())
+		return nil, false
+	}
+	c := s.kernelClient()
+	if c.Err() != nil {
+		s.fail(j, StatusDied, "kernel is dead")
+		return nil, false
+	}
+	s.mu.Lock()
+	s.current = j
+	s.lastActive = time.Now()
+	s.hub.publish(Event{Type: EventStarted, ID: j.req.ID})
+	s.mu.Unlock()
+	s.setState(StateBusy, "")
+	if s.watch != nil {
+		s.watch.Reset()
+	}
+	j.ran = true
+	return c, true
+}
+
+// end clears the running job.
+func (s *Session) end() {
+	s.mu.Lock()
+	s.current = nil
+	s.inputPending = ""
+	s.lastActive = time.Now()
+	s.mu.Unlock()
+}
+
+// execute runs j's code on c and waits for one of: the reply, the
+// timeout's interrupt being ignored, a restart request, the session's
+// close. A timeout first interrupts; the job then ends normally if the
+// kernel obeys.
+func (s *Session) execute(c KernelConn, j *job) outcome {
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	type result struct {
+		reply *kernel.ExecuteReply
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() { // owned by execute, which always waits for done
+		reply, err := c.Execute(ctx, j.req.Code, kernel.ExecuteOptions{AllowStdin: j.req.AllowStdin}, func(ev kernel.Event) { s.onEvent(j, ev) })
+		done <- result{reply, err}
+	}()
+	abandon := func(o outcome) outcome {
+		cancel()
+		<-done
+		return o
+	}
+	timer := time.NewTimer(j.req.Timeout)
+	defer timer.Stop()
+	var grace <-chan time.Time
+	timedOut := false
+	for {
+		select {
+		case r := <-done:
+			return outcome{ending: endedReply, reply: r.reply, err: r.err, timedOut: timedOut}
+		case <-timer.C:
+			timedOut = true
+			s.interruptForTimeout(c)
+			grace = time.After(s.cfg.InterruptGrace)
+		case <-grace:
+			return abandon(outcome{ending: endedStubborn})
+		case rdone := <-s.restart:
+			return abandon(outcome{ending: endedRestart, restart: rdone})
+		case <-s.ctx.Done():
+			return abandon(outcome{ending: endedClosed})
+		}
+	}
+}
+
+func (s *Session) interruptForTimeout(c KernelConn) {
+	ctx, cancel := context.WithTimeout(s.ctx, 2*time.Second)
+	defer cancel()
+	if err := c.Interrupt(ctx); err != nil {
+		s.log.Debug().Err(err).Msg("interrupt after timeout failed")
+	}
+}
+
+// conclude reports how j ended and brings the kernel back where needed.
+func (s *Session) conclude(c KernelConn, j *job, start time.Time, o outcome) {
+	switch o.ending {
+	case endedStubborn:
+		j.lost()
+		s.finish(j, start, StatusTimeout, nil, "timeout; kernel restarted")
+		_ = s.restartKernel("execution timed out and ignored the interrupt")
+	case endedRestart:
+		j.lost()
+		s.finish(j, start, StatusInterrupted, nil, "kernel restarted")
+		o.restart <- s.restartKernel("restart requested")
+	case endedClosed:
+		j.lost()
+		s.finish(j, start, StatusDied, nil, s.reason())
+	case endedReply:
+		if o.err != nil {
+			j.lost()
+			s.finish(j, start, StatusDied, nil, s.exitReason(o.err))
+			if c.Err() != nil && s.ctx.Err() == nil {
+				s.recoverKernel(c)
+			}
+			return
+		}
+		s.finish(j, start, statusOf(o, j), o.reply, "")
+		s.setState(StateIdle, "")
+	}
+}
+
+// statusOf maps a kernel reply to the execution's status.
+func statusOf(o outcome, j *job) Status {
+	switch {
+	case o.timedOut:
+		return StatusTimeout
+	case o.reply.Status == "error" && o.reply.EName == "KeyboardInterrupt" && j.interrupted.Load():
+		return StatusInterrupted
+	case o.reply.Status != "ok":
+		return StatusError
+	}
+	return StatusOK
+}
+
+// fail ends a job that never ran.
+func (s *Session) fail(j *job, status Status, reason string) {
+	s.finish(j, time.Now(), status, nil, reason)
+}
+
+// finish publishes the job's file changes and its done event, and hands
+// the result to the caller.
+func (s *Session) finish(j *job, start time.Time, status Status, reply *kernel.ExecuteReply, reason string) {
+	e := j.exec
+	e.Status = status
+	e.Reason = reason
+	e.DurationMS = time.Since(start).Milliseconds()
+	if reply != nil {
+		e.ExecutionCount = reply.ExecutionCount
+		e.Truncated = e.Truncated || reply.Truncated
+	}
+	e.Stdout, e.Stderr = j.stdout.String(), j.stderr.String()
+	if s.watch != nil && j.ran {
+		changes, truncated := s.watch.Changes()
+		e.Truncated = e.Truncated || truncated
+		for _, c := range changes {
+			fc := FileChange{Path: c.Path, Size: c.Size, Change: c.Change}
+			e.Files = append(e.Files, fc)
+			s.record(j, s.hub.publish(Event{Type: EventFile, ID: j.req.ID, Path: fc.Path, Size: ptr(fc.Size), Change: fc.Change}))
+		}
+	}
+	s.hub.publish(Event{Type: EventDone, ID: j.req.ID, Status: status, ExecutionCount: ptr(e.ExecutionCount),
+		DurationMS: ptr(e.DurationMS), Truncated: ptr(e.Truncated), StateLost: ptr(e.StateLost), Reason: reason})
+	j.result <- e
+	// The caller owns the result now; its bytes leave the budget.
+	s.budget.Release(j.held)
+	j.held = 0
+}
