@@ -200,6 +200,22 @@ func decodeError(resp *http.Response) error {
 	return &APIError{Status: resp.StatusCode, Message: msg}
 }
 
+// Do sends a raw request to path (e.g. "/v1/sessions") with the client's
+// key and returns the response whatever its status: for routes this
+// package does not wrap, or to test the API itself. The caller closes the
+// body.
+func (c *Client) Do(ctx context.Context, method, path string, body io.Reader, contentType string) (*http.Response, error) {
+	req, err := c.newRequest(ctx, request{method: method, path: path, body: body, ctype: contentType})
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("client: %s %s: %w", method, path, err)
+	}
+	return resp, nil
+}
+
 // Health calls GET /healthz (no key needed, but it is sent).
 func (c *Client) Health(ctx context.Context) (*Health, error) {
 	var h Health

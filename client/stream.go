@@ -56,7 +56,8 @@ type ConnectOptions struct {
 // goroutine that decodes frames into Events; read them from Events (or
 // Next) promptly: a consumer that stops reading stalls the connection, and
 // the gateway drops a client it cannot write to. Replies to Complete and
-// Inspect are routed to their callers, not to Events. Send methods are
+// Inspect calls are routed to their callers, not to Events (replies to
+// frames sent with SendRaw arrive on Events). Send methods are
 // safe for concurrent use. Close ends the connection and waits for the
 // reader.
 type Conn struct {
@@ -126,9 +127,8 @@ func (k *Conn) read() {
 			k.err = fmt.Errorf("%w: bad frame: %v", ErrProtocol, err)
 			return
 		}
-		if ev.Type == EventCompleteReply || ev.Type == EventInspectReply || (ev.Type == EventRejected && k.isPending(ev.ID)) {
-			k.deliver(ev.ID, data)
-			continue
+		if (ev.Type == EventCompleteReply || ev.Type == EventInspectReply || ev.Type == EventRejected) && k.deliver(ev.ID, data) {
+			continue // the answer to a Complete or Inspect call
 		}
 		select {
 		case k.events <- ev:
@@ -139,14 +139,8 @@ func (k *Conn) read() {
 	}
 }
 
-func (k *Conn) isPending(id string) bool {
-	k.pmu.Lock()
-	defer k.pmu.Unlock()
-	_, ok := k.pending[id]
-	return id != "" && ok
-}
-
-func (k *Conn) deliver(id string, data []byte) {
+// deliver hands a reply to the call waiting for it, if any.
+func (k *Conn) deliver(id string, data []byte) bool {
 	k.pmu.Lock()
 	ch, ok := k.pending[id]
 	delete(k.pending, id)
@@ -154,6 +148,7 @@ func (k *Conn) deliver(id string, data []byte) {
 	if ok {
 		ch <- data // buffered, one reply per request
 	}
+	return ok
 }
 
 // Events delivers the server's frames in order. It is closed when the
@@ -207,6 +202,15 @@ func (k *Conn) Close() error {
 }
 
 func (k *Conn) send(ctx context.Context, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("client: encode frame: %w", err)
+	}
+	return k.write(ctx, data)
+}
+
+// write sends one text frame.
+func (k *Conn) write(ctx context.Context, data []byte) error {
 	k.wmu.Lock()
 	defer k.wmu.Unlock()
 	select {
@@ -219,10 +223,16 @@ func (k *Conn) send(ctx context.Context, v any) error {
 		deadline = d
 	}
 	_ = k.ws.SetWriteDeadline(deadline)
-	if err := k.ws.WriteJSON(v); err != nil {
+	if err := k.ws.WriteMessage(websocket.TextMessage, data); err != nil {
 		return fmt.Errorf("%w: write: %v", ErrClosed, err)
 	}
 	return nil
+}
+
+// SendRaw sends one text frame as is: for frames this package does not
+// wrap, or to test the gateway's handling of bad frames.
+func (k *Conn) SendRaw(ctx context.Context, frame []byte) error {
+	return k.write(ctx, frame)
 }
 
 // ExecuteRequest is an execute frame.

@@ -134,6 +134,14 @@ type Event struct {
 	Position       int             `json:"position,omitempty"`        // queued
 	Code           string          `json:"code,omitempty"`            // rejected
 	Message        string          `json:"message,omitempty"`         // rejected
+
+	// complete_reply and inspect_reply frames that answer frames sent with
+	// SendRaw (Conn.Complete and Conn.Inspect return theirs typed).
+	Matches     []string         `json:"matches,omitempty"`
+	CursorStart int              `json:"cursor_start,omitempty"`
+	CursorEnd   int              `json:"cursor_end,omitempty"`
+	Types       []CompletionType `json:"types,omitempty"`
+	Found       bool             `json:"found,omitempty"`
 }
 
 // Bundle is a Jupyter MIME bundle exactly as the gateway sent it (a raw
