@@ -46,6 +46,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 300x ./kernel/
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./workspace/
 	$(GO) test -run '^$$' -bench . -benchtime 5x ./sessions/
+	$(GO) test -run '^$$' -bench . -benchtime 300x ./client/ ./mcp/
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./kernel/
@@ -64,4 +65,4 @@ compose: build image
 	$(COMPOSE) up --build
 
 clean:
-	rm -rf bin artifacts
+	rm -rf bin artifacts mcp/testdata/node/node_modules

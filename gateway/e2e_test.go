@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/client"
+	glclient "github.com/glassroom/glassroom/client"
 	"github.com/glassroom/glassroom/gateway"
 	"github.com/glassroom/glassroom/kernel/docker"
 	"github.com/glassroom/glassroom/kernel/local"
@@ -136,7 +138,20 @@ func newEnv(t *testing.T, rt sessions.Runtime, cfg sessions.Config) *env {
 	return &env{t: t, url: hs.URL, mgr: mgr, rt: rt}
 }
 
+// client returns a glassroom Go client with key: the helpers below go
+// through it, so the client is exercised by every end-to-end test.
+func (e *env) client(key string) *glclient.Client {
+	e.t.Helper()
+	c, err := glclient.New(glclient.Config{BaseURL: e.url, APIKey: key})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}
+
 // call does one request and decodes the JSON response into out (if non-nil).
+// A string body is sent as is (bad JSON included); without a key the
+// request goes out without one (the client always sends its key).
 func (e *env) call(key, method, path string, body any, out any) int {
 	e.t.Helper()
 	var r io.Reader
@@ -148,12 +163,15 @@ func (e *env) call(key, method, path string, body any, out any) int {
 		j, _ := json.Marshal(b)
 		r = bytes.NewReader(j)
 	}
-	req, _ := http.NewRequest(method, e.url+path, r)
+	var resp *http.Response
+	var err error
 	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err = e.client(key).Do(context.Background(), method, path, r, "application/json")
+	} else {
+		req, _ := http.NewRequest(method, e.url+path, r)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err = http.DefaultClient.Do(req)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		e.t.Fatalf("%s %s: %v", method, path, err)
 	}
@@ -165,6 +183,21 @@ func (e *env) call(key, method, path string, body any, out any) int {
 		}
 	}
 	return resp.StatusCode
+}
+
+// reencode copies v into out through JSON (without HTML escaping), to
+// hand the client's values to tests written against the sessions types.
+func reencode(t *testing.T, v, out any) {
+	t.Helper()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b.Bytes(), out); err != nil {
+		t.Fatalf("reencode %s: %v", b.Bytes(), err)
+	}
 }
 
 type session struct {
@@ -181,41 +214,94 @@ type apiErr struct {
 
 func (e *env) create(key string, body any) session {
 	e.t.Helper()
-	var s session
-	if code := e.call(key, "POST", "/v1/sessions", body, &s); code != http.StatusCreated {
-		e.t.Fatalf("create: %d", code)
+	var req struct {
+		Env         map[string]string `json:"env"`
+		IdleTimeout float64           `json:"idle_timeout_s"`
+		Limits      glclient.Limits   `json:"limits"`
 	}
-	return s
+	reencode(e.t, body, &req)
+	cs, err := e.client(key).CreateSession(context.Background(), glclient.CreateOptions{
+		Env: req.Env, IdleTimeout: time.Duration(req.IdleTimeout * float64(time.Second)), Limits: req.Limits,
+	})
+	if err != nil {
+		e.t.Fatalf("create: %v", err)
+	}
+	return session{ID: cs.ID, State: cs.State, Runtime: cs.Runtime, CreatedAt: cs.CreatedAt, ExpiresAt: cs.ExpiresAt}
 }
 
 func (e *env) exec(key, id, code string, timeout float64) sessions.Execution {
 	e.t.Helper()
-	body := map[string]any{"code": code}
-	if timeout > 0 {
-		body["timeout_s"] = timeout
+	x, err := e.client(key).Execute(context.Background(), id, code, glclient.ExecuteOptions{Timeout: time.Duration(timeout * float64(time.Second))})
+	if err != nil {
+		e.t.Fatalf("execute %q: %v", code, err)
 	}
-	var x sessions.Execution
-	if st := e.call(key, "POST", "/v1/sessions/"+id+"/execute", body, &x); st != http.StatusOK {
-		e.t.Fatalf("execute %q: status %d", code, st)
-	}
-	return x
+	var out sessions.Execution
+	reencode(e.t, x, &out)
+	return out
 }
 
 // wsClient is a test WebSocket client.
 type wsClient struct {
 	t    *testing.T
-	conn *websocket.Conn
+	conn *wsConn
+}
+
+// wsConn gives the tests a gorilla-like connection over the glassroom
+// client's Conn: frames go out as written, and events come back through
+// the client's decoding (so a field the client drops fails the tests).
+type wsConn struct {
+	*glclient.Conn
+	deadline time.Time
+}
+
+func (c *wsConn) WriteJSON(v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return c.SendRaw(context.Background(), data)
+}
+
+func (c *wsConn) WriteMessage(_ int, data []byte) error { return c.SendRaw(context.Background(), data) }
+
+func (c *wsConn) SetReadDeadline(t time.Time) error {
+	c.deadline = t
+	return nil
+}
+
+func (c *wsConn) ReadJSON(v any) error {
+	ctx := context.Background()
+	if !c.deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, c.deadline)
+		defer cancel()
+	}
+	ev, err := c.Next(ctx)
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(ev); err != nil {
+		return err
+	}
+	return json.Unmarshal(b.Bytes(), v)
 }
 
 func (e *env) ws(key, id, query string) *wsClient {
 	e.t.Helper()
-	u := "ws" + strings.TrimPrefix(e.url, "http") + "/v1/sessions/" + id + "/ws?token=" + key + query
-	conn, resp, err := websocket.DefaultDialer.Dial(u, nil)
+	var opts glclient.ConnectOptions
+	if q, err := url.ParseQuery(strings.TrimLeft(query, "?&")); err == nil && q.Get("since") != "" {
+		n, _ := strconv.ParseInt(q.Get("since"), 10, 64)
+		opts.Since = &n
+	}
+	conn, err := e.client(key).Connect(context.Background(), id, opts)
 	if err != nil {
-		e.t.Fatalf("ws dial: %v (%v)", err, resp)
+		e.t.Fatalf("ws dial: %v", err)
 	}
 	e.t.Cleanup(func() { conn.Close() })
-	return &wsClient{t: e.t, conn: conn}
+	return &wsClient{t: e.t, conn: &wsConn{Conn: conn}}
 }
 
 func (w *wsClient) send(v any) {

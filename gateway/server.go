@@ -66,6 +66,8 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 	v1.POST("/sessions/:id/inspect", s.inspect)
 	v1.GET("/sessions/:id/ws", s.websocket)
 	s.routeFiles(v1)
+	s.routeMCP(e)
+	s.routeOpenAPI(e)
 	if assets != nil {
 		s.routeUI(e, assets)
 	}

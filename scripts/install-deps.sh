@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # install-deps.sh [runtime|test]: install the Debian packages glassroom needs.
 #   runtime: bubblewrap and Debian's Python with ipykernel, numpy, pandas, matplotlib
-#   test:    runtime + docker.io, mmdebstrap (kernel image), chromium and nodejs (UI tests), runsc (gVisor suite),
-#            python3-websocket (README client)
+#   test:    runtime + docker.io, mmdebstrap (kernel image), chromium (UI tests), runsc (gVisor suite),
+#            python3-websocket (README client, Python SDK), python3-venv/-setuptools/-wheel (SDK pip install test),
+#            nodejs + npm unless an npm is already on PATH (UI unit tests, MCP client tests)
 # Installs only what is missing; needs root for that (prints what to install otherwise).
 set -euo pipefail
 want=(bubblewrap python3-ipykernel python3-jupyter-client python3-matplotlib python3-numpy python3-pandas util-linux)
 if [ "${1:-runtime}" = test ]; then
-  want+=(docker.io cgroupfs-mount mmdebstrap chromium python3-websocket ca-certificates runsc nodejs)
+  want+=(docker.io cgroupfs-mount mmdebstrap chromium python3-websocket ca-certificates runsc)
+  want+=(python3-venv python3-setuptools python3-wheel)
+  command -v npm >/dev/null 2>&1 || want+=(nodejs npm)
 fi
 missing=()
 for p in "${want[@]}"; do

@@ -167,6 +167,9 @@ func newKey() string {
 
 // run is the whole program: parse, build, serve until ctx ends, shut down.
 func run(ctx context.Context, args, env []string, stdout io.Writer) error {
+	if len(args) > 0 && args[0] == "mcp" {
+		return runMCP(ctx, args[1:], env, os.Stdin, stdout)
+	}
 	o, err := parse(args, env, stdout)
 	if err != nil {
 		return err

@@ -1,0 +1,18 @@
+// Package client is a typed Go client for glassroom's v1 API: sessions,
+// executions over REST (Execute) or streamed over the WebSocket (Run, or a
+// Conn for full control), interrupts and restarts, completion and
+// inspection, and workspace files.
+//
+// It is a plain HTTP and WebSocket client: it imports nothing of
+// glassroom's internals, so it can be vendored by any Go program.
+//
+//	c, err := client.New(client.Config{BaseURL: "http://127.0.0.1:8888", APIKey: key})
+//	s, err := c.CreateSession(ctx, client.CreateOptions{})
+//	defer c.DeleteSession(context.Background(), s.ID)
+//	x, err := c.Execute(ctx, s.ID, "x = 41\nx + 1", client.ExecuteOptions{})
+//	fmt.Println(x.Result.Text("text/plain")) // 42
+//
+// A Client is safe for concurrent use. Errors from the gateway are
+// *APIError values that match the sentinels (ErrNotFound, ErrUnauthorized,
+// ...) with errors.Is.
+package client

@@ -1,0 +1,39 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/glassroom/glassroom/client"
+)
+
+// The README's Go example (compiled, not run: it needs a gateway).
+func ExampleClient() {
+	ctx, key, csv := context.Background(), "3f9c…", "region,units\nnorth,10\n"
+	c, err := client.New(client.Config{BaseURL: "http://127.0.0.1:8888", APIKey: key})
+	if err != nil {
+		return
+	}
+	s, err := c.CreateSession(ctx, client.CreateOptions{IdleTimeout: 10 * time.Minute})
+	if err != nil {
+		return
+	}
+	defer c.DeleteSession(context.Background(), s.ID)
+	x, err := c.Execute(ctx, s.ID, "x = 41\nx + 1", client.ExecuteOptions{})
+	if err != nil {
+		return
+	}
+	fmt.Println(x.Result.Text("text/plain")) // 42
+	x, err = c.Run(ctx, s.ID, "name = input('who? ')\nprint('hi', name)", client.RunOptions{
+		OnEvent: func(ev client.Event) {
+			if ev.Type == client.EventStream {
+				fmt.Print(ev.Text) // streamed as it is printed
+			}
+		},
+		Input: func(ctx context.Context, prompt string, password bool) (string, error) { return "ada", nil },
+	})
+	_, err = c.WriteFile(ctx, s.ID, "data/sales.csv", strings.NewReader(csv), int64(len(csv)))
+	_, _ = x, err
+}

@@ -1,0 +1,136 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+)
+
+// CreateOptions are the choices of a new session; zero fields take the
+// gateway's defaults.
+type CreateOptions struct {
+	Env         map[string]string // environment variables of the kernel
+	IdleTimeout time.Duration     // the session is deleted after this long without activity
+	Limits      Limits
+}
+
+type createBody struct {
+	Env         map[string]string `json:"env,omitempty"`
+	IdleTimeout float64           `json:"idle_timeout_s,omitempty"`
+	Limits      *Limits           `json:"limits,omitempty"`
+}
+
+// CreateSession starts a kernel and returns its session. It blocks until
+// the kernel answers (about a second; longer under gVisor).
+func (c *Client) CreateSession(ctx context.Context, opts CreateOptions) (*Session, error) {
+	body := createBody{Env: opts.Env, IdleTimeout: opts.IdleTimeout.Seconds()}
+	if opts.Limits != (Limits{}) {
+		body.Limits = &opts.Limits
+	}
+	var s Session
+	if err := c.do(ctx, request{method: http.MethodPost, path: "/v1/sessions", json: body}, &s, http.StatusCreated); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// ListSessions returns the sessions of the client's key.
+func (c *Client) ListSessions(ctx context.Context) ([]Session, error) {
+	var out struct {
+		Sessions []Session `json:"sessions"`
+	}
+	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/sessions"}, &out, http.StatusOK); err != nil {
+		return nil, err
+	}
+	return out.Sessions, nil
+}
+
+// GetSession returns one session (ErrNotFound when it does not exist for this key).
+func (c *Client) GetSession(ctx context.Context, id string) (*Session, error) {
+	var s Session
+	if err := c.do(ctx, request{method: http.MethodGet, path: sessionPath(id)}, &s, http.StatusOK); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// DeleteSession stops the kernel and removes the session and its workspace.
+func (c *Client) DeleteSession(ctx context.Context, id string) error {
+	return c.do(ctx, request{method: http.MethodDelete, path: sessionPath(id)}, nil, http.StatusNoContent)
+}
+
+// SetIdleTimeout changes how long the session may stay idle before the
+// gateway deletes it, and returns the updated session.
+func (c *Client) SetIdleTimeout(ctx context.Context, id string, d time.Duration) (*Session, error) {
+	if d <= 0 {
+		return nil, errors.New("client: SetIdleTimeout: the timeout must be positive")
+	}
+	var s Session
+	body := map[string]float64{"idle_timeout_s": d.Seconds()}
+	if err := c.do(ctx, request{method: http.MethodPatch, path: sessionPath(id), json: body}, &s, http.StatusOK); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// ExecuteOptions tune one execution.
+type ExecuteOptions struct {
+	// Timeout bounds the execution on the gateway (0: its default). A
+	// timed-out execution ends with status "timeout", not an error.
+	Timeout time.Duration
+	// ID names the execution in events other WebSocket clients see
+	// (default: chosen by the gateway).
+	ID string
+}
+
+type executeBody struct {
+	Code    string  `json:"code"`
+	Timeout float64 `json:"timeout_s,omitempty"`
+	ID      string  `json:"id,omitempty"`
+}
+
+// Execute runs code and waits for the whole Execution. Code that raises is
+// not an error: the Execution has Status "error" and Error set. input() is
+// not available over REST (use Run). Executions of a session run one at a
+// time, so Execute also waits for those queued before it.
+func (c *Client) Execute(ctx context.Context, sessionID, code string, opts ExecuteOptions) (*Execution, error) {
+	var x Execution
+	body := executeBody{Code: code, Timeout: opts.Timeout.Seconds(), ID: opts.ID}
+	if err := c.do(ctx, request{method: http.MethodPost, path: sessionPath(sessionID, "execute"), json: body}, &x, http.StatusOK); err != nil {
+		return nil, err
+	}
+	return &x, nil
+}
+
+// Interrupt sends SIGINT to the running execution (KeyboardInterrupt).
+func (c *Client) Interrupt(ctx context.Context, sessionID string) error {
+	return c.do(ctx, request{method: http.MethodPost, path: sessionPath(sessionID, "interrupt")}, nil, http.StatusNoContent)
+}
+
+// Restart restarts the kernel: same session id, variables gone, files kept.
+func (c *Client) Restart(ctx context.Context, sessionID string) error {
+	return c.do(ctx, request{method: http.MethodPost, path: sessionPath(sessionID, "restart")}, nil, http.StatusNoContent)
+}
+
+// Complete asks the kernel for completions of code at cursor (a position
+// in Unicode code points).
+func (c *Client) Complete(ctx context.Context, sessionID, code string, cursor int) (*Completion, error) {
+	var out Completion
+	body := map[string]any{"code": code, "cursor_pos": cursor}
+	if err := c.do(ctx, request{method: http.MethodPost, path: sessionPath(sessionID, "complete"), json: body}, &out, http.StatusOK); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Inspect asks the kernel for help on the name at cursor; detail 0 is the
+// signature and docstring, 1 adds the source when available.
+func (c *Client) Inspect(ctx context.Context, sessionID, code string, cursor, detail int) (*Inspection, error) {
+	var out Inspection
+	body := map[string]any{"code": code, "cursor_pos": cursor, "detail_level": detail}
+	if err := c.do(ctx, request{method: http.MethodPost, path: sessionPath(sessionID, "inspect"), json: body}, &out, http.StatusOK); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

@@ -1,0 +1,139 @@
+package gateway
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/glassroom/glassroom/client"
+	"github.com/glassroom/glassroom/mcp"
+	"github.com/labstack/echo/v4"
+)
+
+// mcpMaxUpload bounds upload_file over /mcp: MCP carries files base64 in
+// one JSON body, held in memory.
+const mcpMaxUpload = 10 << 20
+
+// routeMCP serves MCP's streamable HTTP transport at /mcp, behind the same
+// key authentication as /v1. The tools call this gateway in-process with
+// the caller's key (InProcessTransport), so they see exactly the caller's
+// sessions. The handler is stateless (nothing outlives a request); the
+// SDK's DNS-rebinding protection and cross-origin protection are on.
+func (s *Server) routeMCP(e *echo.Echo) {
+	cfg := mcp.Config{MaxUploadBytes: int(min(s.cfg.MaxUploadBytes, mcpMaxUpload))}
+	h, err := mcp.NewHTTPHandler(s.mcpBackend, cfg, s.log)
+	var handler echo.HandlerFunc
+	if err != nil { // cannot happen with a validated Config; fail loudly per request
+		s.log.Error().Err(err).Msg("mcp handler unavailable")
+		handler = func(echo.Context) error { return fmt.Errorf("mcp: %w", err) }
+	} else {
+		handler = echo.WrapHandler(h)
+	}
+	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+		e.Add(m, "/mcp", handler, s.authenticate)
+	}
+}
+
+// mcpBackend is the backend of one /mcp request: a client of this gateway
+// that carries the caller's (already authenticated) key.
+func (s *Server) mcpBackend(r *http.Request) (mcp.Backend, error) {
+	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return nil, fmt.Errorf("mcp: no bearer key")
+	}
+	return client.New(client.Config{
+		BaseURL:    "http://glassroom.in-process",
+		APIKey:     key,
+		HTTPClient: &http.Client{Transport: s.InProcessTransport()},
+	})
+}
+
+// InProcessTransport returns an http.RoundTripper that serves each request
+// with this server's own handler, in-process: no socket, same
+// authentication, limits and routes as over the network. Responses stream
+// through a pipe (the caller must close the body, as with any transport).
+// WebSocket upgrades are not supported.
+func (s *Server) InProcessTransport() http.RoundTripper { return inProcess{h: s.echo} }
+
+type inProcess struct{ h http.Handler }
+
+func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
+	r := req.Clone(req.Context())
+	r.RequestURI = req.URL.RequestURI()
+	r.RemoteAddr = "127.0.0.1:0"
+	r.Host = req.URL.Host
+	r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/1.1", 1, 1
+	if r.Body == nil {
+		r.Body = http.NoBody
+	}
+	pr, pw := io.Pipe()
+	w := &pipeResponse{header: http.Header{}, pw: pw, ready: make(chan struct{})}
+	go func() { // owned by the response body: it ends when the handler returns
+		defer r.Body.Close()
+		defer w.finish()
+		defer func() {
+			if p := recover(); p != nil { // echo recovers handler panics; this covers echo itself
+				w.WriteHeader(http.StatusInternalServerError)
+			}
+		}()
+		t.h.ServeHTTP(w, r)
+	}()
+	select {
+	case <-w.ready:
+	case <-req.Context().Done():
+		pr.CloseWithError(req.Context().Err())
+		return nil, req.Context().Err()
+	}
+	resp := &http.Response{
+		Status: fmt.Sprintf("%d %s", w.status, http.StatusText(w.status)), StatusCode: w.status,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: w.sent, Body: pr, ContentLength: -1, Request: req,
+	}
+	if n, err := strconv.ParseInt(w.sent.Get("Content-Length"), 10, 64); err == nil {
+		resp.ContentLength = n
+	}
+	if req.Method == http.MethodHead {
+		pr.Close()
+		resp.Body = http.NoBody
+	}
+	return resp, nil
+}
+
+// pipeResponse is the http.ResponseWriter of an in-process request: the
+// header is handed over at the first write, the body streams into a pipe.
+type pipeResponse struct {
+	header http.Header
+	pw     *io.PipeWriter
+	once   sync.Once
+	status int
+	sent   http.Header
+	ready  chan struct{}
+}
+
+func (w *pipeResponse) Header() http.Header { return w.header }
+
+func (w *pipeResponse) WriteHeader(code int) {
+	if code < 200 { // informational answers are not the response
+		return
+	}
+	w.once.Do(func() {
+		w.status, w.sent = code, w.header.Clone()
+		close(w.ready)
+	})
+}
+
+func (w *pipeResponse) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.pw.Write(p)
+}
+
+// Flush is a no-op: every write already reaches the reader.
+func (w *pipeResponse) Flush() {}
+
+func (w *pipeResponse) finish() {
+	w.WriteHeader(http.StatusOK)
+	w.pw.Close()
+}

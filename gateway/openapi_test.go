@@ -1,0 +1,304 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/glassroom/glassroom/client/clienttest"
+	"github.com/glassroom/glassroom/gateway"
+	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/sessions"
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/gorilla/websocket"
+	"github.com/rs/zerolog"
+)
+
+// undocumented lists the routes openapi.json leaves to other documents,
+// each with its reason. Everything else must be described.
+var undocumented = []struct {
+	pattern *regexp.Regexp
+	why     string
+}{
+	{regexp.MustCompile(`^/\*?$`), "the notebook UI's static files (/ and its catch-all /*)"},
+	{regexp.MustCompile(`^/api(/.*)?$`), "the Jupyter Server API, described by Jupyter's own documents"},
+}
+
+type noRuntime struct{}
+
+func (noRuntime) Name() string { return "none" }
+func (noRuntime) Start(context.Context, sandbox.Spec) (sandbox.Sandbox, error) {
+	return nil, errors.New("no runtime in this test")
+}
+
+func loadDoc(t *testing.T, h http.Handler) map[string]any {
+	t.Helper()
+	req, _ := http.NewRequest("GET", "/openapi.json", nil)
+	rec := &recorder{header: http.Header{}}
+	h.ServeHTTP(rec, req)
+	if rec.status != http.StatusOK || !strings.HasPrefix(rec.header.Get("Content-Type"), "application/json") {
+		t.Fatalf("GET /openapi.json without a key: %d %s", rec.status, rec.header.Get("Content-Type"))
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(rec.body.String()), &doc); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	if v, _ := doc["openapi"].(string); !strings.HasPrefix(v, "3.1.") {
+		t.Fatalf("openapi version %q", v)
+	}
+	return doc
+}
+
+// TestOpenAPIDescribesEveryRoute: every registered route is in
+// openapi.json (or in the commented exclusion list) and every described
+// operation is registered; every $ref resolves.
+func TestOpenAPIDescribesEveryRoute(t *testing.T) {
+	mgr, err := sessions.New(sessions.Config{}, noRuntime{}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := gateway.New(gateway.Config{APIKeys: []string{"openapi-test-key-0123456789"}}, mgr,
+		fstest.MapFS{"index.html": {Data: []byte("<html>")}}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := loadDoc(t, srv.Handler())
+	described := map[string]bool{}
+	for p, item := range doc["paths"].(map[string]any) {
+		for m := range item.(map[string]any) {
+			if m != "parameters" {
+				described[strings.ToUpper(m)+" "+p] = true
+			}
+		}
+	}
+	toOpenAPI := strings.NewReplacer(":id", "{id}", "/*", "/{path}")
+	registered := map[string]bool{}
+	var missing []string
+	for _, r := range srv.Routes() {
+		// echo registers a pseudo-route per group for its 404 answers.
+		skip := r.Method == "echo_route_not_found"
+		for _, u := range undocumented {
+			skip = skip || u.pattern.MatchString(r.Path)
+		}
+		if skip {
+			continue
+		}
+		key := r.Method + " " + toOpenAPI.Replace(r.Path)
+		registered[key] = true
+		if !described[key] {
+			missing = append(missing, key)
+		}
+	}
+	var stale []string
+	for op := range described {
+		if !registered[op] {
+			stale = append(stale, op)
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(stale)
+	if len(missing) > 0 {
+		t.Errorf("routes not described in gateway/openapi.json (describe them, or add them to the commented exclusion list):\n  %s", strings.Join(missing, "\n  "))
+	}
+	if len(stale) > 0 {
+		t.Errorf("gateway/openapi.json describes operations no route serves:\n  %s", strings.Join(stale, "\n  "))
+	}
+	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if r, ok := v["$ref"].(string); ok {
+				name, found := strings.CutPrefix(r, "#/components/schemas/")
+				if _, exists := schemas[name]; !found || !exists {
+					t.Errorf("dangling $ref %s", r)
+				}
+			}
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	walk(doc)
+	// The frame unions name every event type the sessions package emits.
+	mapping := func(union string) map[string]any {
+		return schemas[union].(map[string]any)["discriminator"].(map[string]any)["mapping"].(map[string]any)
+	}
+	server := mapping("ServerFrame")
+	for _, typ := range []sessions.EventType{sessions.EventQueued, sessions.EventStarted, sessions.EventStream, sessions.EventDisplay,
+		sessions.EventUpdateDisplay, sessions.EventClearOutput, sessions.EventResult, sessions.EventError, sessions.EventInputRequest,
+		sessions.EventFile, sessions.EventDone, sessions.EventKernel, sessions.EventGap, "rejected", "complete_reply", "inspect_reply"} {
+		if server[string(typ)] == nil {
+			t.Errorf("ServerFrame does not describe %q frames", typ)
+		}
+	}
+	client := mapping("ClientFrame")
+	for _, typ := range []string{"execute", "interrupt", "input_reply", "resume", "complete", "inspect"} {
+		if client[typ] == nil {
+			t.Errorf("ClientFrame does not describe %q frames", typ)
+		}
+	}
+}
+
+// validator checks JSON values against the document's component schemas.
+type validator struct {
+	t      *testing.T
+	schema map[string]*jsonschema.Resolved
+	defs   json.RawMessage
+}
+
+func newValidator(t *testing.T, doc map[string]any) *validator {
+	schemas := doc["components"].(map[string]any)["schemas"]
+	raw, _ := json.Marshal(schemas)
+	raw = []byte(strings.ReplaceAll(string(raw), "#/components/schemas/", "#/$defs/"))
+	return &validator{t: t, schema: map[string]*jsonschema.Resolved{}, defs: raw}
+}
+
+// check validates data (raw JSON) against components/schemas/name.
+func (v *validator) check(name string, data []byte) {
+	v.t.Helper()
+	rs := v.schema[name]
+	if rs == nil {
+		root := fmt.Sprintf(`{"$defs":%s,"$ref":"#/$defs/%s"}`, v.defs, name)
+		var s jsonschema.Schema
+		if err := json.Unmarshal([]byte(root), &s); err != nil {
+			v.t.Fatalf("schema %s: %v", name, err)
+		}
+		var err error
+		if rs, err = s.Resolve(nil); err != nil {
+			v.t.Fatalf("resolve %s: %v", name, err)
+		}
+		v.schema[name] = rs
+	}
+	var inst any
+	if err := json.Unmarshal(data, &inst); err != nil {
+		v.t.Fatalf("%s: not JSON: %s", name, data)
+	}
+	if err := rs.Validate(inst); err != nil {
+		v.t.Errorf("a real %s does not match openapi.json: %v\n%s", name, err, data)
+	}
+}
+
+// TestOpenAPIMatchesRealAnswers validates real answers and WebSocket
+// frames of a gateway (local runtime) against the document's schemas.
+func TestOpenAPIMatchesRealAnswers(t *testing.T) {
+	g := clienttest.Start(t, clienttest.Local(t, 350000), clienttest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	v := newValidator(t, loadDoc(t, g.Server.Handler()))
+	do := func(method, path, body string, want int) []byte {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, method, g.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+clienttest.KeyA)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != want {
+			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, data)
+		}
+		return data
+	}
+	v.check("Health", do("GET", "/healthz", "", 200))
+	sess := do("POST", "/v1/sessions", `{"idle_timeout_s":600,"env":{"A":"b"}}`, 201)
+	v.check("Session", sess)
+	var s struct{ ID string }
+	json.Unmarshal(sess, &s)
+	base := "/v1/sessions/" + s.ID
+	v.check("SessionList", do("GET", "/v1/sessions", "", 200))
+	v.check("Session", do("PATCH", base, `{"idle_timeout_s":700}`, 200))
+	v.check("Error", do("GET", "/v1/sessions/nope", "", 404))
+	v.check("Error", do("POST", base+"/execute", `{"code":1}`, 400))
+	for _, code := range []string{
+		"x = 1", "x + 1", "print('out'); import sys; print('err', file=sys.stderr)", "1/0",
+		"import matplotlib.pyplot as plt\nplt.plot([1]); plt.show()",
+		"from IPython.display import display, clear_output\nh = display('a', display_id=True)\nh.update('b')\nclear_output()",
+		"open('made.txt', 'w').write('x')", "import time; time.sleep(5)",
+	} {
+		body, _ := json.Marshal(map[string]any{"code": code, "timeout_s": 2})
+		v.check("Execution", do("POST", base+"/execute", string(body), 200))
+	}
+	v.check("Completion", do("POST", base+"/complete", `{"code":"impor","cursor_pos":5}`, 200))
+	v.check("Inspection", do("POST", base+"/inspect", `{"code":"len","cursor_pos":3,"detail_level":0}`, 200))
+	v.check("FileInfo", do("PUT", base+"/files/d/a.txt", "hello", 201))
+	v.check("DirInfo", do("PUT", base+"/files/d/e?type=dir", "", 201))
+	v.check("Listing", do("GET", base+"/files?path=d", "", 200))
+
+	u := "ws" + strings.TrimPrefix(g.URL, "http") + base + "/ws"
+	conn, _, err := websocket.DefaultDialer.DialContext(ctx, u, http.Header{"Authorization": {"Bearer " + clienttest.KeyA}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	seen := map[string]bool{}
+	read := func(until string) {
+		t.Helper()
+		conn.SetReadDeadline(time.Now().Add(time.Minute))
+		for !seen[until] {
+			_, data, err := conn.ReadMessage()
+			if err != nil {
+				t.Fatalf("ws read (seen %v): %v", seen, err)
+			}
+			v.check("ServerFrame", data)
+			var f struct{ Type, ID string }
+			json.Unmarshal(data, &f)
+			seen[f.Type] = true
+			seen[f.Type+":"+f.ID] = true
+		}
+	}
+	conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"execute","id":"w1","code":"print(input('?'))\nopen('w.txt','w').write('1')\n1/0"}`))
+	read("input_request:w1")
+	for _, f := range []string{
+		`{"type":"input_reply","id":"w1","value":"v"}`,
+		`{"type":"complete","id":"c1","code":"pri","cursor_pos":3}`,
+		`{"type":"inspect","id":"i1","code":"len","cursor_pos":3}`,
+		`{"type":"bogus"}`,
+		`{"type":"execute","id":"w2","code":"42"}`,
+		`{"type":"resume","since":0}`,
+	} {
+		if err := conn.WriteMessage(websocket.TextMessage, []byte(f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, until := range []string{"done:w2", "complete_reply:c1", "inspect_reply:i1", "rejected:"} {
+		read(until)
+	}
+	for _, typ := range []string{"kernel", "started", "input_request", "stream", "file", "error", "result", "done"} {
+		if !seen[typ] {
+			t.Errorf("no %s frame was checked (seen %v)", typ, seen)
+		}
+	}
+}
+
+// recorder is a minimal http.ResponseWriter.
+type recorder struct {
+	header http.Header
+	status int
+	body   strings.Builder
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+}
+func (r *recorder) Write(p []byte) (int, error) {
+	r.WriteHeader(200)
+	return r.body.Write(p)
+}

@@ -1,0 +1,178 @@
+package mcp_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glassroom/glassroom/client/clienttest"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type nodeResult struct {
+	Text       string         `json:"text"`
+	IsError    bool           `json:"isError"`
+	Structured map[string]any `json:"structured"`
+	Images     []struct {
+		MIMEType string `json:"mimeType"`
+		Prefix   string `json:"prefix"`
+		Length   int    `json:"length"`
+	} `json:"images"`
+	Thrown string `json:"thrown"`
+}
+
+type nodeOutput struct {
+	Server struct{ Name, Version string }
+	Tools  map[string]struct {
+		Required        []string
+		HasOutputSchema bool
+		Description     int
+	}
+	First, Second, Plot, Error, Upload, UploadPNG, Read, ReadPNG, List, Restart, AfterRestart, Close, AfterClose, Invalid nodeResult
+}
+
+// runNode runs testdata/node/client.mjs (the official TypeScript SDK's
+// client) with args and decodes what it reports.
+func runNode(t *testing.T, args ...string) nodeOutput {
+	t.Helper()
+	node := clienttest.NPMInstall(t, "testdata/node")
+	cmd := exec.Command(node, append([]string{"client.mjs"}, args...)...)
+	cmd.Dir = "testdata/node"
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	timer := time.AfterFunc(4*time.Minute, func() { cmd.Process.Kill() })
+	defer timer.Stop()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node client: %v\nstdout: %s\nstderr: %s", err, out, stderr.String())
+	}
+	var res nodeOutput
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("node output %q: %v\nstderr: %s", out, err, stderr.String())
+	}
+	return res
+}
+
+func checkNode(t *testing.T, r nodeOutput) {
+	t.Helper()
+	if r.Server.Name != "glassroom" || len(r.Tools) != 6 || !r.Tools["execute_python"].HasOutputSchema ||
+		strings.Join(r.Tools["execute_python"].Required, ",") != "code" || strings.Join(r.Tools["read_file"].Required, ",") != "session_id,path" {
+		t.Fatalf("server/tools: %+v", r)
+	}
+	sid, _ := r.First.Structured["session_id"].(string)
+	switch {
+	case sid == "" || r.First.IsError || !strings.Contains(r.First.Text, "hello from node") || !strings.Contains(r.First.Text, sid):
+		t.Fatalf("first: %+v", r.First)
+	case !strings.Contains(r.Second.Text, "42") || r.Second.Structured["session_created"] != false:
+		t.Fatalf("second: %+v", r.Second)
+	case len(r.Plot.Images) != 1 || r.Plot.Images[0].MIMEType != "image/png" || !strings.HasPrefix(r.Plot.Images[0].Prefix, "iVBOR"):
+		t.Fatalf("plot: %+v", r.Plot)
+	case !r.Error.IsError || !strings.Contains(r.Error.Text, "ZeroDivisionError") || strings.Contains(r.Error.Text, "\x1b"):
+		t.Fatalf("error: %+v", r.Error)
+	case r.Upload.IsError || r.UploadPNG.IsError || !strings.Contains(r.Read.Text, "a,b\n1,2"):
+		t.Fatalf("upload/read: %+v %+v %+v", r.Upload, r.UploadPNG, r.Read)
+	case len(r.ReadPNG.Images) != 1 || r.ReadPNG.Images[0].Prefix != tinyPNG[:8]:
+		t.Fatalf("read png: %+v", r.ReadPNG)
+	case !strings.Contains(r.List.Text, "tiny.png") || !strings.Contains(r.Restart.Text, "Restarted"):
+		t.Fatalf("list/restart: %+v %+v", r.List, r.Restart)
+	case !r.AfterRestart.IsError || !strings.Contains(r.AfterRestart.Text, "NameError"):
+		t.Fatalf("after restart: %+v", r.AfterRestart)
+	case r.Close.IsError || !r.AfterClose.IsError || !strings.Contains(r.AfterClose.Text, "does not exist"):
+		t.Fatalf("close: %+v %+v", r.Close, r.AfterClose)
+	case !r.Invalid.IsError && r.Invalid.Thrown == "":
+		t.Fatalf("a call without code was accepted: %+v", r.Invalid)
+	}
+}
+
+// TestNodeClient runs a real MCP client from npm (the official TypeScript
+// SDK) against the gateway's /mcp and against `glassroom mcp` over stdio,
+// on each runtime.
+func TestNodeClient(t *testing.T) {
+	for name, rt := range clienttest.Runtimes() {
+		t.Run(name, func(t *testing.T) {
+			g := clienttest.Start(t, rt(t, uidBase+1000), clienttest.Options{})
+			t.Run("streamable http", func(t *testing.T) {
+				checkNode(t, runNode(t, "http", g.URL+"/mcp", clienttest.KeyA))
+			})
+			t.Run("stdio", func(t *testing.T) {
+				checkNode(t, runNode(t, "stdio", binary, "mcp", "--url", g.URL, "--api-key", clienttest.KeyA, "--log-level", "warn"))
+			})
+		})
+	}
+}
+
+// TestEmbedded runs `glassroom mcp --embedded` (a gateway inside the MCP
+// process, local runtime) with the go-sdk's client over stdio.
+func TestEmbedded(t *testing.T) {
+	clienttest.Local(t, uidBase+2000) // skips or fails like the other local tests
+	dir := t.TempDir()
+	os.Chmod(dir, 0o711)
+	cmd := exec.Command(binary, "mcp", "--embedded", "--log-level", "warn", "--",
+		"--state-dir", dir, "--uid-base", strconv.Itoa(uidBase+3000))
+	cmd.Stderr = os.Stderr
+	ctx := ctxT(t, 3*time.Minute)
+	cs := connect(t, ctx, &sdk.CommandTransport{Command: cmd})
+	flow(t, ctx, cs)
+}
+
+// TestHTTPGuards checks what protects /mcp on the gateway: the API key,
+// tenant isolation, DNS-rebinding protection and cross-origin protection.
+func TestHTTPGuards(t *testing.T) {
+	g := clienttest.Start(t, clienttest.Local(t, uidBase+4000), clienttest.Options{})
+	ctx := ctxT(t, 2*time.Minute)
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+	post := func(key, host string, hdr map[string]string) (int, string) {
+		req, _ := http.NewRequestWithContext(ctx, "POST", g.URL+"/mcp", strings.NewReader(initialize))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		if host != "" {
+			req.Host = host
+		}
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		return resp.StatusCode, b.String()
+	}
+	if st, body := post(clienttest.KeyA, "", nil); st != http.StatusOK || !strings.Contains(body, `"glassroom"`) {
+		t.Fatalf("initialize: %d %s", st, body)
+	}
+	if st, _ := post("", "", nil); st != http.StatusUnauthorized {
+		t.Fatalf("no key: %d", st)
+	}
+	if st, _ := post("wrong-key-0123456789", "", nil); st != http.StatusUnauthorized {
+		t.Fatalf("wrong key: %d", st)
+	}
+	if st, body := post(clienttest.KeyA, "attacker.example:8888", nil); st != http.StatusForbidden {
+		t.Fatalf("DNS rebinding (foreign Host on a loopback listener): %d %s", st, body)
+	}
+	if st, body := post(clienttest.KeyA, "", map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://attacker.example"}); st != http.StatusForbidden {
+		t.Fatalf("cross-origin browser request: %d %s", st, body)
+	}
+	// A session started through key A's /mcp does not exist for key B.
+	a := connect(t, ctx, httpTransport(g.URL, clienttest.KeyA))
+	first := call(t, ctx, a, "execute_python", map[string]any{"code": "secret = 1"})
+	sid := first.StructuredContent.(map[string]any)["session_id"].(string)
+	b := connect(t, ctx, httpTransport(g.URL, clienttest.KeyB))
+	if r := call(t, ctx, b, "execute_python", map[string]any{"code": "secret", "session_id": sid}); !r.IsError || !strings.Contains(textOf(r), "does not exist") {
+		t.Fatalf("tenant B reached A's session: %q", textOf(r))
+	}
+	if r := call(t, ctx, a, "execute_python", map[string]any{"code": "secret", "session_id": sid}); r.IsError {
+		t.Fatalf("tenant A lost its session: %q", textOf(r))
+	}
+}

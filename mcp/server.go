@@ -1,0 +1,179 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/glassroom/glassroom/client"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+)
+
+// Backend is what the tools need from a gateway; *client.Client
+// satisfies it.
+type Backend interface {
+	CreateSession(ctx context.Context, opts client.CreateOptions) (*client.Session, error)
+	DeleteSession(ctx context.Context, id string) error
+	Execute(ctx context.Context, sessionID, code string, opts client.ExecuteOptions) (*client.Execution, error)
+	Restart(ctx context.Context, sessionID string) error
+	WriteFile(ctx context.Context, sessionID, path string, r io.Reader, size int64) (*client.FileInfo, error)
+	ReadFile(ctx context.Context, sessionID, path string) (*client.File, error)
+	ListFiles(ctx context.Context, sessionID, dir string) (*client.Listing, error)
+}
+
+var _ Backend = (*client.Client)(nil)
+
+// Config sizes the tools' output. Zero fields take defaults.
+type Config struct {
+	// MaxTextChars caps the text of one tool result, in characters
+	// (default 20000). Longer output keeps its head and tail with a note
+	// "[output truncated: N more characters]".
+	MaxTextChars int
+	// MaxImages caps the images of one result (default 8).
+	MaxImages int
+	// MaxImageBytes caps one image, decoded (default 4 MiB).
+	MaxImageBytes int
+	// MaxTotalImageBytes caps all images of one result, decoded (default 12 MiB).
+	MaxTotalImageBytes int
+	// MaxUploadBytes caps the decoded content of one upload_file (default 10 MiB).
+	MaxUploadBytes int
+	// MaxTimeout caps execute_python's timeout_s (default 10 minutes, the
+	// gateway's default maximum).
+	MaxTimeout time.Duration
+	// NewSession are the options of sessions the tools start.
+	NewSession client.CreateOptions
+	// Version is reported to clients as the server's version (default "dev").
+	Version string
+}
+
+func (c Config) withDefaults() Config {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.MaxTextChars, 20000)
+	def(&c.MaxImages, 8)
+	def(&c.MaxImageBytes, 4<<20)
+	def(&c.MaxTotalImageBytes, 12<<20)
+	def(&c.MaxUploadBytes, 10<<20)
+	if c.MaxTimeout == 0 {
+		c.MaxTimeout = 10 * time.Minute
+	}
+	if c.Version == "" {
+		c.Version = "dev"
+	}
+	return c
+}
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	if c.MaxTextChars < 0 || c.MaxImages < 0 || c.MaxImageBytes < 0 || c.MaxTotalImageBytes < 0 || c.MaxUploadBytes < 0 || c.MaxTimeout < 0 {
+		return errors.New("mcp: config: negative limit")
+	}
+	if c.MaxTextChars != 0 && c.MaxTextChars < 1000 {
+		return errors.New("mcp: config: MaxTextChars must be at least 1000")
+	}
+	return nil
+}
+
+// Server is one MCP server over one backend. Its tools are safe for
+// concurrent calls.
+type Server struct {
+	mcp *sdk.Server
+	t   *tools
+}
+
+// New builds a server whose tools call b.
+func New(b Backend, cfg Config, log zerolog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if b == nil {
+		return nil, errors.New("mcp: nil backend")
+	}
+	return newServer(b, cfg.withDefaults(), log, nil), nil
+}
+
+func newServer(b Backend, cfg Config, log zerolog.Logger, cache *sdk.SchemaCache) *Server {
+	t := &tools{b: b, cfg: cfg, log: log, created: map[string]bool{}}
+	s := sdk.NewServer(&sdk.Implementation{Name: "glassroom", Title: "glassroom: sandboxed, stateful Python", Version: cfg.Version},
+		&sdk.ServerOptions{Instructions: instructions, SchemaCache: cache})
+	t.register(s)
+	return &Server{mcp: s, t: t}
+}
+
+// MCP returns the SDK server, e.g. to connect it to another transport.
+func (s *Server) MCP() *sdk.Server { return s.mcp }
+
+// Run serves one client over transport until the client disconnects or
+// ctx ends.
+func (s *Server) Run(ctx context.Context, transport sdk.Transport) error {
+	return s.mcp.Run(ctx, transport)
+}
+
+// CreatedSessions lists the sessions the tools started and did not close.
+func (s *Server) CreatedSessions() []string {
+	s.t.mu.Lock()
+	defer s.t.mu.Unlock()
+	ids := make([]string, 0, len(s.t.created))
+	for id := range s.t.created {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// CloseCreatedSessions deletes every session the tools started (for a
+// stdio server whose client went away: nobody else knows their ids).
+func (s *Server) CloseCreatedSessions(ctx context.Context) error {
+	var errs []error
+	for _, id := range s.CreatedSessions() {
+		if err := s.t.b.DeleteSession(ctx, id); err != nil && !errors.Is(err, client.ErrNotFound) {
+			errs = append(errs, fmt.Errorf("close session %s: %w", id, err))
+		}
+		s.t.forget(id)
+	}
+	return errors.Join(errs...)
+}
+
+// NewHTTPHandler serves MCP's streamable HTTP transport, statelessly: each
+// request gets a server over the backend backendFor returns for it (the
+// caller's key decides whose sessions the tools see), so no state is kept
+// between requests and nothing outlives them. The SDK's DNS-rebinding
+// protection (a loopback listener refuses non-loopback Host headers) is on,
+// and cross-origin browser requests are refused. backendFor returning an
+// error answers 400.
+func NewHTTPHandler(backendFor func(*http.Request) (Backend, error), cfg Config, log zerolog.Logger) (http.Handler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	cache := sdk.NewSchemaCache()
+	h := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
+		b, err := backendFor(r)
+		if err != nil || b == nil {
+			log.Debug().Err(err).Msg("mcp: no backend for request")
+			return nil
+		}
+		return newServer(b, cfg, log, cache).mcp
+	}, &sdk.StreamableHTTPOptions{
+		Stateless: true,
+		// Base64 grows an upload by a third; leave room for the envelope.
+		MaxRequestBodyBytes: int64(cfg.MaxUploadBytes)/3*4 + 1<<20,
+	})
+	return http.NewCrossOriginProtection().Handler(h), nil
+}
+
+const instructions = `glassroom runs Python in persistent, sandboxed Jupyter kernels ("sessions").
+Call execute_python without session_id to start a session; its id is in the answer.
+Pass that session_id to every later call: variables, imports and files persist within a session.
+Each session has a private workspace directory (the kernel's working directory) for files:
+upload_file puts data there, read_file and list_files read it back.
+Sessions have no network access. numpy, pandas and matplotlib are installed; plt.show() returns the figure as an image.
+Idle sessions are deleted after a while; close_session ends one when you are done.`

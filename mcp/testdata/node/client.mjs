@@ -1,0 +1,73 @@
+// A scripted session of a real MCP client (the official TypeScript SDK)
+// against glassroom's MCP server. Usage:
+//   node client.mjs http  <url of /mcp> <api key>
+//   node client.mjs stdio <command> [args...]
+// Prints one JSON object describing what the server answered; the Go test
+// asserts on it.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
+const [mode, ...rest] = process.argv.slice(2);
+let transport;
+if (mode === "http") {
+  const [url, key] = rest;
+  transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { Authorization: `Bearer ${key}` } },
+  });
+} else if (mode === "stdio") {
+  const [command, ...args] = rest;
+  transport = new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" });
+} else {
+  console.error("usage: client.mjs http URL KEY | stdio COMMAND [ARGS...]");
+  process.exit(2);
+}
+
+const text = (r) => r.content.filter((c) => c.type === "text").map((c) => c.text).join("\n");
+const images = (r) => r.content.filter((c) => c.type === "image").map((c) => ({ mimeType: c.mimeType, prefix: c.data.slice(0, 8), length: c.data.length }));
+
+const client = new Client({ name: "glassroom-node-test", version: "1.0.0" });
+await client.connect(transport);
+const out = { server: client.getServerVersion(), tools: {} };
+for (const t of (await client.listTools()).tools) {
+  out.tools[t.name] = { required: t.inputSchema.required ?? [], hasOutputSchema: !!t.outputSchema, description: t.description.length };
+}
+const call = (name, args) => client.callTool({ name, arguments: args });
+
+const first = await call("execute_python", { code: "x = 41\nprint('hello from node')" });
+out.first = { text: text(first), structured: first.structuredContent, isError: !!first.isError };
+const sid = first.structuredContent.session_id;
+const second = await call("execute_python", { code: "x + 1", session_id: sid });
+out.second = { text: text(second), structured: second.structuredContent };
+const plot = await call("execute_python", { session_id: sid, code: "import matplotlib.pyplot as plt\nplt.plot([1, 4, 9])\nplt.show()" });
+out.plot = { text: text(plot), images: images(plot) };
+const err = await call("execute_python", { session_id: sid, code: "1/0" });
+out.error = { text: text(err), isError: !!err.isError };
+const up = await call("upload_file", { session_id: sid, path: "in/data.csv", content: "a,b\n1,2\n" });
+out.upload = { text: text(up), isError: !!up.isError };
+const png = await call("upload_file", { session_id: sid, path: "tiny.png", encoding: "base64",
+  content: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==" });
+out.uploadPNG = { text: text(png), isError: !!png.isError };
+const read = await call("read_file", { session_id: sid, path: "in/data.csv" });
+out.read = { text: text(read) };
+const readPNG = await call("read_file", { session_id: sid, path: "tiny.png" });
+out.readPNG = { text: text(readPNG), images: images(readPNG) };
+const list = await call("list_files", { session_id: sid });
+out.list = { text: text(list) };
+const restart = await call("restart_session", { session_id: sid });
+out.restart = { text: text(restart) };
+const gone = await call("execute_python", { session_id: sid, code: "x" });
+out.afterRestart = { text: text(gone), isError: !!gone.isError };
+const closed = await call("close_session", { session_id: sid });
+out.close = { text: text(closed), isError: !!closed.isError };
+const missing = await call("read_file", { session_id: sid, path: "in/data.csv" });
+out.afterClose = { text: text(missing), isError: !!missing.isError };
+let invalid;
+try {
+  invalid = await call("execute_python", { session_id: sid });
+  out.invalid = { text: text(invalid), isError: !!invalid.isError };
+} catch (e) {
+  out.invalid = { thrown: String(e) };
+}
+await client.close();
+console.log(JSON.stringify(out));

@@ -1,0 +1,397 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/glassroom/glassroom/client"
+	"github.com/google/jsonschema-go/jsonschema"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+)
+
+// tools implements the tool handlers over one backend.
+type tools struct {
+	b   Backend
+	cfg Config
+	log zerolog.Logger
+
+	mu      sync.Mutex
+	created map[string]bool // sessions started by these tools and not closed
+}
+
+type executeInput struct {
+	Code      string  `json:"code" jsonschema:"Python source to run. It may span many lines; the value of the last expression is returned, as in a notebook cell."`
+	SessionID string  `json:"session_id,omitempty" jsonschema:"Session to run in (from an earlier answer). Omit it to start a new session."`
+	TimeoutS  float64 `json:"timeout_s,omitempty" jsonschema:"Seconds the code may run before it is interrupted (default: the gateway's, usually 60)."`
+}
+
+// ExecuteOutput is execute_python's structured output.
+type ExecuteOutput struct {
+	SessionID      string `json:"session_id" jsonschema:"the session the code ran in; pass it to later calls"`
+	SessionCreated bool   `json:"session_created" jsonschema:"whether this call started the session"`
+	Status         string `json:"status" jsonschema:"ok, error, timeout, interrupted or died"`
+	ExecutionCount int    `json:"execution_count" jsonschema:"the kernel's execution counter"`
+}
+
+type uploadInput struct {
+	Path      string `json:"path" jsonschema:"Where to store the file, relative to the workspace (e.g. data/sales.csv); parent directories are created."`
+	Content   string `json:"content" jsonschema:"The file's content: plain text, or base64 when encoding is base64."`
+	Encoding  string `json:"encoding,omitempty" jsonschema:"text (default) or base64 (for binary files)."`
+	SessionID string `json:"session_id,omitempty" jsonschema:"Session whose workspace receives the file. Omit it to start a new session."`
+}
+
+type fileInput struct {
+	SessionID string `json:"session_id" jsonschema:"The session (from execute_python's answer)."`
+	Path      string `json:"path" jsonschema:"File path relative to the workspace, e.g. results/chart.png."`
+}
+
+type listInput struct {
+	SessionID string `json:"session_id" jsonschema:"The session (from execute_python's answer)."`
+	Path      string `json:"path,omitempty" jsonschema:"Directory relative to the workspace (default: the workspace root)."`
+}
+
+type sessionInput struct {
+	SessionID string `json:"session_id" jsonschema:"The session (from execute_python's answer)."`
+}
+
+func (t *tools) register(s *sdk.Server) {
+	execSchema := mustSchema[executeInput]()
+	execSchema.Properties["timeout_s"].ExclusiveMinimum = jsonschema.Ptr(0.0)
+	execSchema.Properties["timeout_s"].Maximum = jsonschema.Ptr(t.cfg.MaxTimeout.Seconds())
+	execSchema.Properties["code"].MinLength = jsonschema.Ptr(1)
+	sdk.AddTool(s, &sdk.Tool{
+		Name:  "execute_python",
+		Title: "Run Python",
+		Description: "Run Python code in a persistent, sandboxed Jupyter (IPython) kernel and get back its output. " +
+			"Variables, imports and files persist between calls that pass the same session_id; without session_id a new " +
+			"session is started and its id is given in the answer: pass it on every later call. The answer has print() output " +
+			"(stdout, stderr), the value of the last expression, and errors with their traceback, as text; matplotlib figures " +
+			"(plt.show()) and other image outputs come back as images. numpy, pandas and matplotlib are installed; there is no " +
+			"network access. The working directory is the session's workspace (see upload_file, read_file, list_files). " +
+			"input() is not available. Long output is cut to its beginning and end.",
+		InputSchema: execSchema,
+		Annotations: &sdk.ToolAnnotations{Title: "Run Python", DestructiveHint: jsonschema.Ptr(false), OpenWorldHint: jsonschema.Ptr(false)},
+	}, t.execute)
+
+	uploadSchema := mustSchema[uploadInput]()
+	uploadSchema.Properties["encoding"].Enum = []any{"text", "base64"}
+	uploadSchema.Properties["path"].MinLength = jsonschema.Ptr(1)
+	sdk.AddTool(s, &sdk.Tool{
+		Name:  "upload_file",
+		Title: "Upload a file",
+		Description: "Write a file into a session's workspace, where the Python code can open it by its relative path " +
+			"(e.g. pd.read_csv('data/sales.csv')). Text is written as UTF-8; send binary files base64-encoded with " +
+			"encoding=base64. An existing file is replaced. Without session_id a new session is started.",
+		InputSchema: uploadSchema,
+		Annotations: &sdk.ToolAnnotations{Title: "Upload a file", DestructiveHint: jsonschema.Ptr(true), IdempotentHint: true, OpenWorldHint: jsonschema.Ptr(false)},
+	}, t.upload)
+
+	readSchema := mustSchema[fileInput]()
+	sdk.AddTool(s, &sdk.Tool{
+		Name:  "read_file",
+		Title: "Read a file",
+		Description: "Read a file from a session's workspace: text files come back as text (long ones cut), images " +
+			"(PNG, JPEG, GIF, WebP) as images. For other binary files, inspect them with execute_python instead.",
+		InputSchema: readSchema,
+		Annotations: &sdk.ToolAnnotations{Title: "Read a file", ReadOnlyHint: true, OpenWorldHint: jsonschema.Ptr(false)},
+	}, t.read)
+
+	sdk.AddTool(s, &sdk.Tool{
+		Name:        "list_files",
+		Title:       "List files",
+		Description: "List a directory of a session's workspace: each entry's type, size, modification time and path.",
+		InputSchema: mustSchema[listInput](),
+		Annotations: &sdk.ToolAnnotations{Title: "List files", ReadOnlyHint: true, OpenWorldHint: jsonschema.Ptr(false)},
+	}, t.list)
+
+	sdk.AddTool(s, &sdk.Tool{
+		Name:  "restart_session",
+		Title: "Restart a session",
+		Description: "Restart a session's Python kernel: every variable and import is lost, files in the workspace are kept. " +
+			"Use it when the kernel is stuck or its state is broken.",
+		InputSchema: mustSchema[sessionInput](),
+		Annotations: &sdk.ToolAnnotations{Title: "Restart a session", DestructiveHint: jsonschema.Ptr(true), IdempotentHint: true, OpenWorldHint: jsonschema.Ptr(false)},
+	}, t.restart)
+
+	sdk.AddTool(s, &sdk.Tool{
+		Name:        "close_session",
+		Title:       "Close a session",
+		Description: "End a session: its kernel stops and its workspace files are deleted. Use it when you are done with a session.",
+		InputSchema: mustSchema[sessionInput](),
+		Annotations: &sdk.ToolAnnotations{Title: "Close a session", DestructiveHint: jsonschema.Ptr(true), IdempotentHint: true, OpenWorldHint: jsonschema.Ptr(false)},
+	}, t.close)
+}
+
+func mustSchema[T any]() *jsonschema.Schema {
+	s, err := jsonschema.For[T](nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcp: schema of %T: %v", *new(T), err))
+	}
+	s.AdditionalProperties = &jsonschema.Schema{Not: &jsonschema.Schema{}}
+	return s
+}
+
+// session returns id, or starts a new session when id is empty.
+func (t *tools) session(ctx context.Context, id string) (string, bool, error) {
+	if id = strings.TrimSpace(id); id != "" {
+		return id, false, nil
+	}
+	s, err := t.b.CreateSession(ctx, t.cfg.NewSession)
+	if err != nil {
+		return "", false, explain(err, "", "")
+	}
+	t.mu.Lock()
+	t.created[s.ID] = true
+	t.mu.Unlock()
+	return s.ID, true, nil
+}
+
+func (t *tools) forget(id string) {
+	t.mu.Lock()
+	delete(t.created, id)
+	t.mu.Unlock()
+}
+
+func newSessionNote(id string) string {
+	return fmt.Sprintf("Started a new Python session, session_id %q. Pass session_id=%q to later calls to keep its variables and files.", id, id)
+}
+
+func (t *tools) execute(ctx context.Context, _ *sdk.CallToolRequest, in executeInput) (*sdk.CallToolResult, ExecuteOutput, error) {
+	start := time.Now()
+	if strings.TrimSpace(in.Code) == "" {
+		return nil, ExecuteOutput{}, errors.New("code is empty: pass the Python source to run")
+	}
+	timeout := time.Duration(in.TimeoutS * float64(time.Second))
+	if timeout < 0 || timeout > t.cfg.MaxTimeout {
+		return nil, ExecuteOutput{}, fmt.Errorf("timeout_s must be between 0 and %g seconds", t.cfg.MaxTimeout.Seconds())
+	}
+	id, created, err := t.session(ctx, in.SessionID)
+	if err != nil {
+		return nil, ExecuteOutput{}, err
+	}
+	x, err := t.b.Execute(ctx, id, in.Code, client.ExecuteOptions{Timeout: timeout})
+	if err != nil {
+		return nil, ExecuteOutput{}, explain(err, id, "")
+	}
+	note := ""
+	if created {
+		note = newSessionNote(id)
+	}
+	res := formatExecution(x, note, t.cfg)
+	t.log.Debug().Str("tool", "execute_python").Str("session", id).Str("status", x.Status).
+		Int("content", len(res.Content)).Dur("took", time.Since(start)).Msg("mcp tool")
+	return res, ExecuteOutput{SessionID: id, SessionCreated: created, Status: x.Status, ExecutionCount: x.ExecutionCount}, nil
+}
+
+func (t *tools) upload(ctx context.Context, _ *sdk.CallToolRequest, in uploadInput) (*sdk.CallToolResult, any, error) {
+	var data []byte
+	switch in.Encoding {
+	case "", "text":
+		data = []byte(in.Content)
+	case "base64":
+		var err error
+		clean := strings.Map(func(r rune) rune {
+			if r == '\n' || r == '\r' || r == ' ' || r == '\t' {
+				return -1
+			}
+			return r
+		}, in.Content)
+		if data, err = base64.StdEncoding.DecodeString(clean); err != nil {
+			if data, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(clean, "=")); err != nil {
+				return nil, nil, fmt.Errorf("content is not valid base64: %v", err)
+			}
+		}
+	default:
+		return nil, nil, fmt.Errorf("encoding must be text or base64, not %q", in.Encoding)
+	}
+	if len(data) > t.cfg.MaxUploadBytes {
+		return nil, nil, fmt.Errorf("the file is %d bytes; upload_file takes at most %d", len(data), t.cfg.MaxUploadBytes)
+	}
+	id, created, err := t.session(ctx, in.SessionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := t.b.WriteFile(ctx, id, in.Path, bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return nil, nil, explain(err, id, in.Path)
+	}
+	msg := fmt.Sprintf("Wrote %s to %s in session %s; the code opens it as %q.", humanBytes(fi.Size), fi.Path, id, fi.Path)
+	if created {
+		msg = newSessionNote(id) + "\n" + msg
+	}
+	return textResult(msg), nil, nil
+}
+
+// imageTypes are returned as image content by read_file.
+var imageTypes = map[string]string{".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp"}
+
+func (t *tools) read(ctx context.Context, _ *sdk.CallToolRequest, in fileInput) (*sdk.CallToolResult, any, error) {
+	if err := needSession(in.SessionID); err != nil {
+		return nil, nil, err
+	}
+	f, err := t.b.ReadFile(ctx, in.SessionID, in.Path)
+	if err != nil {
+		return nil, nil, explain(err, in.SessionID, in.Path)
+	}
+	defer f.Close()
+	limit := int64(t.cfg.MaxImageBytes)
+	// Text is capped in characters; a UTF-8 character is at most 4 bytes.
+	if textLimit := int64(t.cfg.MaxTextChars) * 4; textLimit > limit {
+		limit = textLimit
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading %s: %v", in.Path, err)
+	}
+	size := f.Size
+	if size < 0 {
+		size = int64(len(data))
+	}
+	mime := imageTypes[strings.ToLower(path.Ext(in.Path))]
+	if sniffed := http.DetectContentType(data); strings.HasPrefix(sniffed, "image/") && sniffed != "image/svg+xml" {
+		mime = sniffed
+	}
+	if mime != "" {
+		if int64(len(data)) > int64(t.cfg.MaxImageBytes) {
+			return nil, nil, fmt.Errorf("%s is an image of %s; read_file returns images up to %s. Shrink it with execute_python (e.g. PIL or matplotlib) first",
+				in.Path, humanBytes(size), humanBytes(int64(t.cfg.MaxImageBytes)))
+		}
+		return &sdk.CallToolResult{Content: []sdk.Content{
+			&sdk.TextContent{Text: fmt.Sprintf("%s (%s, %s)", in.Path, mime, humanBytes(size))},
+			&sdk.ImageContent{Data: data, MIMEType: mime},
+		}}, nil, nil
+	}
+	cut := int64(len(data)) > limit
+	if cut {
+		data = data[:limit]
+	}
+	if !looksText(data, cut) {
+		return textResult(fmt.Sprintf("%s is a binary file (%s, %s); read_file shows text and images only. Inspect it with execute_python.",
+			in.Path, humanBytes(size), f.ContentType)), nil, nil
+	}
+	text := stripANSI(strings.ToValidUTF8(string(data), "\uFFFD"))
+	header := fmt.Sprintf("%s (%s):\n", in.Path, humanBytes(size))
+	body, more := clipHead(text, t.cfg.MaxTextChars-utf8.RuneCountInString(header)-80)
+	if cut || more > 0 {
+		body += fmt.Sprintf("\n[output truncated: the file has %s; read the rest with execute_python]", humanBytes(size))
+	}
+	return textResult(header + body), nil, nil
+}
+
+// looksText reports whether data is UTF-8 text without NUL bytes (a
+// character cut at the end of a truncated read is allowed).
+func looksText(data []byte, cut bool) bool {
+	if bytes.IndexByte(data, 0) >= 0 {
+		return false
+	}
+	if cut {
+		for i := 0; i < 3 && len(data) > 0 && !utf8.Valid(data); i++ {
+			data = data[:len(data)-1]
+		}
+	}
+	return utf8.Valid(data)
+}
+
+func (t *tools) list(ctx context.Context, _ *sdk.CallToolRequest, in listInput) (*sdk.CallToolResult, any, error) {
+	if err := needSession(in.SessionID); err != nil {
+		return nil, nil, err
+	}
+	l, err := t.b.ListFiles(ctx, in.SessionID, in.Path)
+	if err != nil {
+		return nil, nil, explain(err, in.SessionID, in.Path)
+	}
+	dir := in.Path
+	if dir == "" {
+		dir = "the workspace root"
+	}
+	if len(l.Entries) == 0 {
+		return textResult(fmt.Sprintf("%s is empty.", dir)), nil, nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d entries in %s (type, size, modified, path):\n", len(l.Entries), dir)
+	for _, e := range l.Entries {
+		p := e.Path
+		if e.Type == "dir" {
+			p += "/"
+		}
+		fmt.Fprintf(&b, "%-4s %9s  %s  %s\n", e.Type, humanBytes(e.Size), e.MTime.UTC().Format("2006-01-02 15:04:05"), p)
+	}
+	text, _ := clipHead(b.String(), t.cfg.MaxTextChars-100)
+	if l.Truncated {
+		text += "\n[listing truncated by the gateway]"
+	}
+	return textResult(text), nil, nil
+}
+
+func (t *tools) restart(ctx context.Context, _ *sdk.CallToolRequest, in sessionInput) (*sdk.CallToolResult, any, error) {
+	if err := needSession(in.SessionID); err != nil {
+		return nil, nil, err
+	}
+	if err := t.b.Restart(ctx, in.SessionID); err != nil {
+		return nil, nil, explain(err, in.SessionID, "")
+	}
+	return textResult(fmt.Sprintf("Restarted session %s: variables and imports are gone, workspace files are kept.", in.SessionID)), nil, nil
+}
+
+func (t *tools) close(ctx context.Context, _ *sdk.CallToolRequest, in sessionInput) (*sdk.CallToolResult, any, error) {
+	if err := needSession(in.SessionID); err != nil {
+		return nil, nil, err
+	}
+	if err := t.b.DeleteSession(ctx, in.SessionID); err != nil {
+		return nil, nil, explain(err, in.SessionID, "")
+	}
+	t.forget(in.SessionID)
+	return textResult(fmt.Sprintf("Closed session %s: its kernel stopped and its files are deleted.", in.SessionID)), nil, nil
+}
+
+func needSession(id string) error {
+	if strings.TrimSpace(id) == "" {
+		return errors.New("session_id is required: use the id from execute_python's answer (execute_python without session_id starts a session)")
+	}
+	return nil
+}
+
+func textResult(s string) *sdk.CallToolResult {
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
+}
+
+// explain turns a gateway error into a message a model can act on.
+func explain(err error, sessionID, path string) error {
+	var ae *client.APIError
+	if !errors.As(err, &ae) {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("the call was cancelled: %v", err)
+		}
+		return fmt.Errorf("could not reach the glassroom gateway: %v", err)
+	}
+	switch {
+	case ae.Code == "not_found":
+		return fmt.Errorf("session %q does not exist (sessions end when closed or after some idle time). Call execute_python without session_id to start a new one", sessionID)
+	case ae.Code == "file_not_found":
+		return fmt.Errorf("%q is not in the workspace of session %s (list_files shows what is there): %s", path, sessionID, ae.Message)
+	case ae.Code == "bad_path":
+		return fmt.Errorf("invalid path %q: use a relative, '/'-separated path inside the workspace, without '..' (%s)", path, ae.Message)
+	case ae.Code == "too_many_sessions":
+		return fmt.Errorf("too many open sessions: close one you no longer need with close_session, or reuse one by its session_id (%s)", ae.Message)
+	case ae.Code == "queue_full":
+		return fmt.Errorf("the session is busy with queued executions; wait for them or call restart_session (%s)", ae.Message)
+	case ae.Code == "kernel_dead":
+		return fmt.Errorf("the session's kernel is dead; call restart_session with session_id %q", sessionID)
+	case ae.Code == "workspace_full":
+		return fmt.Errorf("the session's workspace is full; delete files with execute_python and retry")
+	case ae.Status == http.StatusUnauthorized:
+		return errors.New("the glassroom gateway refused the API key; check the MCP server's --api-key / GLASSROOM_API_KEY")
+	}
+	return fmt.Errorf("the glassroom gateway answered %d %s: %s", ae.Status, ae.Code, ae.Message)
+}

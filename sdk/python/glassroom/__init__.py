@@ -1,0 +1,27 @@
+"""glassroom: persistent, sandboxed Python for agents and code interpreters.
+
+A client of a glassroom gateway, shaped like E2B's code-interpreter SDK::
+
+    from glassroom import Sandbox
+
+    with Sandbox() as sbx:          # GLASSROOM_URL, GLASSROOM_API_KEY
+        print(sbx.run_code("x = 41\\nx + 1").text)   # 42
+"""
+
+from .async_sandbox import AsyncFilesystem, AsyncSandbox
+from .exceptions import (AuthenticationException, ConflictException, InvalidArgumentException, NotEnoughSpaceException,
+                         NotFoundException, RateLimitException, SandboxException, TimeoutException)
+from .files import FileStream, Filesystem
+from .models import (EntryInfo, Execution, ExecutionError, FileChange, FileType, Logs, OutputMessage, Result,
+                     SandboxInfo, WriteInfo)
+from .sandbox import OutputHandler, Sandbox
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Sandbox", "AsyncSandbox", "Filesystem", "AsyncFilesystem", "FileStream",
+    "Execution", "ExecutionError", "Logs", "Result", "OutputMessage", "OutputHandler", "FileChange",
+    "EntryInfo", "WriteInfo", "FileType", "SandboxInfo",
+    "SandboxException", "TimeoutException", "NotFoundException", "AuthenticationException",
+    "InvalidArgumentException", "ConflictException", "RateLimitException", "NotEnoughSpaceException",
+]

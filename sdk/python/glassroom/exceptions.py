@@ -1,0 +1,71 @@
+"""Exceptions raised by the glassroom SDK (named as in E2B's SDK)."""
+
+from typing import Any, Optional
+
+
+class SandboxException(Exception):
+    """Base class of every SDK error.
+
+    ``status`` is the HTTP status (0 when the gateway did not answer),
+    ``code`` the gateway's error code (e.g. ``"queue_full"``) and
+    ``message`` its explanation.
+    """
+
+    def __init__(self, message: str, status: int = 0, code: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.code = code
+
+
+class InvalidArgumentException(SandboxException):
+    """A bad argument or request (HTTP 400, 413)."""
+
+
+class AuthenticationException(SandboxException):
+    """The API key is missing or wrong (HTTP 401)."""
+
+
+class NotFoundException(SandboxException):
+    """No such sandbox (session) for this key, or no such file (HTTP 404)."""
+
+
+class ConflictException(SandboxException):
+    """The request conflicts with the session's state (HTTP 409): e.g. the kernel is dead, or a directory is in the way."""
+
+
+class RateLimitException(SandboxException):
+    """Too many sessions, clients or queued executions (HTTP 429)."""
+
+
+class NotEnoughSpaceException(SandboxException):
+    """The session's workspace is full (HTTP 507)."""
+
+
+class TimeoutException(SandboxException):
+    """A request, or the code's execution, took longer than its timeout.
+
+    When an execution timed out on the gateway, ``execution`` holds what it
+    produced before it was interrupted.
+    """
+
+    def __init__(self, message: str, status: int = 0, code: str = "", execution: Optional[Any] = None) -> None:
+        super().__init__(message, status, code)
+        self.execution = execution
+
+
+_BY_STATUS = {
+    400: InvalidArgumentException,
+    401: AuthenticationException,
+    404: NotFoundException,
+    409: ConflictException,
+    413: InvalidArgumentException,
+    429: RateLimitException,
+    507: NotEnoughSpaceException,
+}
+
+
+def from_status(status: int, code: str, message: str) -> SandboxException:
+    """The exception for a gateway error answer."""
+    cls = _BY_STATUS.get(status, SandboxException)
+    return cls(f"{code or 'error'} (HTTP {status}): {message}", status, code)

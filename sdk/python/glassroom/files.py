@@ -1,0 +1,176 @@
+"""Workspace files of a sandbox: ``sbx.files``."""
+
+import os
+import posixpath
+from typing import IO, Any, Dict, Iterator, List, Literal, Optional, Union, overload
+
+from ._http import Connection, quote_path, session_path
+from .exceptions import InvalidArgumentException, NotFoundException
+from .models import EntryInfo, FileType, WriteInfo, file_type, iter_chunks, parse_time
+
+WORKSPACE = "/workspace"
+
+
+def clean_path(path: Union[str, "os.PathLike[str]"]) -> str:
+    """Maps a path to the gateway's workspace-relative form.
+
+    Relative paths are relative to the workspace (the kernel's working
+    directory); an absolute path must lie under /workspace.
+    """
+    p = os.fspath(path)
+    if not isinstance(p, str):
+        raise InvalidArgumentException("paths must be str")
+    if p.startswith("/"):
+        norm = posixpath.normpath(p)
+        if norm == WORKSPACE:
+            return ""
+        if not norm.startswith(WORKSPACE + "/"):
+            raise InvalidArgumentException(
+                f"{p!r}: glassroom paths are relative to the session's workspace ({WORKSPACE}, the kernel's working directory)")
+        p = norm[len(WORKSPACE) + 1:]
+    while p.startswith("./"):
+        p = p[2:]
+    return "" if p in (".", "") else p.rstrip("/")
+
+
+class FileStream:
+    """A download being read: iterate over it for bytes chunks, or call
+    ``read``. Close it (or use ``with``) when done."""
+
+    def __init__(self, resp: Any) -> None:
+        self._resp = resp
+
+    def read(self, n: int = -1) -> bytes:
+        return bytes(self._resp.read(n))
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter_chunks(self._resp)
+
+    def close(self) -> None:
+        self._resp.close()
+
+    def __enter__(self) -> "FileStream":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class Filesystem:
+    """The files of one sandbox's workspace. Paths are relative to the
+    workspace (the kernel's working directory), '/'-separated."""
+
+    def __init__(self, conn: Connection, sandbox_id: str) -> None:
+        self._conn = conn
+        self._id = sandbox_id
+
+    def _file(self, path: str) -> str:
+        if not path:
+            raise InvalidArgumentException("this needs a file path, not the workspace root")
+        return session_path(self._id, "files", quote_path(path))
+
+    @overload
+    def read(self, path: str, format: Literal["text"] = "text", request_timeout: Optional[float] = None) -> str: ...
+
+    @overload
+    def read(self, path: str, format: Literal["bytes"], request_timeout: Optional[float] = None) -> bytearray: ...
+
+    @overload
+    def read(self, path: str, format: Literal["stream"], request_timeout: Optional[float] = None) -> FileStream: ...
+
+    def read(self, path: str, format: str = "text", request_timeout: Optional[float] = None) -> Any:
+        """Reads a file: ``format="text"`` (str, UTF-8), ``"bytes"``
+        (bytearray) or ``"stream"`` (a FileStream to iterate and close)."""
+        if format not in ("text", "bytes", "stream"):
+            raise InvalidArgumentException("format must be text, bytes or stream")
+        kw: Dict[str, Any] = {} if request_timeout is None else {"timeout": request_timeout}
+        resp = self._conn.open("GET", self._file(clean_path(path)), **kw)
+        if format == "stream":
+            return FileStream(resp)
+        with resp:
+            data = resp.read()
+        return data.decode("utf-8") if format == "text" else bytearray(data)
+
+    def write(self, path: str, data: Union[str, bytes, bytearray, IO[Any]], request_timeout: Optional[float] = None) -> WriteInfo:
+        """Writes a file (parents are created, an existing file replaced).
+        ``data`` is str (UTF-8), bytes, or a file object (streamed)."""
+        p = clean_path(path)
+        body: Any
+        if isinstance(data, str):
+            body = data.encode("utf-8")
+        elif isinstance(data, (bytes, bytearray, memoryview)):
+            body = bytes(data)
+        elif hasattr(data, "read"):
+            body = _stream(data)
+        else:
+            raise InvalidArgumentException("data must be str, bytes or a file object")
+        kw: Dict[str, Any] = {} if request_timeout is None else {"timeout": request_timeout}
+        out = self._conn.call("PUT", self._file(p), body=body, content_type="application/octet-stream", ok=(201,), **kw)
+        return WriteInfo(name=posixpath.basename(out["path"]), type=FileType.FILE, path=out["path"], size=int(out.get("size", 0)))
+
+    def write_files(self, files: List[Dict[str, Any]], request_timeout: Optional[float] = None) -> List[WriteInfo]:
+        """Writes several files: each a dict with ``path`` and ``data``."""
+        return [self.write(f["path"], f["data"], request_timeout) for f in files]
+
+    def list(self, path: str = ".", depth: int = 1) -> List[EntryInfo]:
+        """Lists a directory; ``depth`` > 1 descends into subdirectories."""
+        if depth < 1:
+            raise InvalidArgumentException("depth must be at least 1")
+        p = clean_path(path)
+        out = self._conn.call("GET", session_path(self._id, "files"), query={"path": p} if p else None)
+        entries = []
+        for e in out.get("entries") or []:
+            info = EntryInfo(name=str(e.get("name", "")), type=file_type(e.get("type")), path=str(e.get("path", "")),
+                             size=int(e.get("size") or 0), modified_time=parse_time(e.get("mtime")))
+            entries.append(info)
+            if depth > 1 and info.type == FileType.DIR:
+                entries.extend(self.list(info.path, depth - 1))
+        return entries
+
+    def exists(self, path: str) -> bool:
+        """Whether a file or directory exists (a missing sandbox raises NotFoundException)."""
+        p = clean_path(path)
+        if not p:
+            return True
+        try:
+            # 200: a file; 409: a directory (not downloadable) or a file being written.
+            self._conn.open("HEAD", self._file(p), ok=(200, 409)).close()
+            return True
+        except NotFoundException:
+            self._conn.call("GET", session_path(self._id))  # raises if the sandbox is gone
+            return False
+
+    def get_info(self, path: str) -> EntryInfo:
+        """Information about one file or directory (NotFoundException if missing)."""
+        p = clean_path(path)
+        if not p:
+            raise InvalidArgumentException("the workspace root has no entry")
+        parent = posixpath.dirname(p)
+        for e in self.list(parent or "."):
+            if e.path == p:
+                return e
+        raise NotFoundException(f"{p!r} does not exist", 404, "file_not_found")
+
+    def remove(self, path: str) -> None:
+        """Deletes a file, or a directory with its contents."""
+        self._conn.call("DELETE", self._file(clean_path(path)), ok=(204,))
+
+    def make_dir(self, path: str) -> bool:
+        """Creates a directory and its parents. Returns False if it already existed."""
+        p = clean_path(path)
+        if not p:
+            return False
+        existed = self.exists(p)
+        self._conn.call("PUT", self._file(p), query={"type": "dir"}, body=b"", ok=(200, 201))
+        return not existed
+
+
+def _stream(f: IO[Any]) -> Iterator[bytes]:
+    while True:
+        chunk = f.read(64 << 10)
+        if not chunk:
+            return
+        yield chunk.encode("utf-8") if isinstance(chunk, str) else bytes(chunk)
+
+
+__all__ = ["Filesystem", "FileStream", "clean_path"]

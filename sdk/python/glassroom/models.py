@@ -1,0 +1,296 @@
+"""Results of code execution, shaped like E2B's code-interpreter models."""
+
+import base64
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any, Dict, Iterator, List, Optional, Union
+
+# MIME types that have their own Result attribute, in E2B's order.
+_FORMATS = [
+    ("text", "text/plain"),
+    ("html", "text/html"),
+    ("markdown", "text/markdown"),
+    ("svg", "image/svg+xml"),
+    ("png", "image/png"),
+    ("jpeg", "image/jpeg"),
+    ("pdf", "application/pdf"),
+    ("latex", "text/latex"),
+    ("json", "application/json"),
+    ("javascript", "application/javascript"),
+    ("data", "application/vnd.dataresource+json"),
+]
+
+
+def _text(value: Any) -> Any:
+    """Jupyter may send text as a list of lines."""
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "".join(value)
+    return value
+
+
+class Result:
+    """One rich output of an execution: the value of the last expression
+    (``is_main_result``) or a ``display()`` call (e.g. a matplotlib figure).
+
+    Each representation is an attribute (None when absent): ``text``,
+    ``html``, ``markdown``, ``svg``, ``png`` and ``jpeg`` (base64, as in
+    Jupyter and E2B), ``pdf``, ``latex``, ``json``, ``javascript``, and
+    ``data`` (pandas' table schema, application/vnd.dataresource+json).
+    Other MIME types are in ``extra``; ``raw`` is the whole MIME bundle.
+    As in E2B, ``text`` of a string value has its quotes removed.
+    """
+
+    text: Optional[str]
+    html: Optional[str]
+    markdown: Optional[str]
+    svg: Optional[str]
+    png: Optional[str]
+    jpeg: Optional[str]
+    pdf: Optional[str]
+    latex: Optional[str]
+    json: Optional[Any]
+    javascript: Optional[str]
+    data: Optional[Any]
+    chart: Optional[Any]
+    is_main_result: bool
+    extra: Optional[Dict[str, Any]]
+    raw: Dict[str, Any]
+
+    def __init__(self, bundle: Optional[Dict[str, Any]] = None, is_main_result: bool = False) -> None:
+        bundle = dict(bundle or {})
+        self.raw = dict(bundle)
+        for attr, mime in _FORMATS:
+            setattr(self, attr, _text(bundle.pop(mime, None)))
+        if isinstance(self.text, str) and len(self.text) >= 2 and self.text[0] == self.text[-1] and self.text[0] in "'\"":
+            self.text = self.text[1:-1]
+        self.chart = None  # E2B's chart extraction has no glassroom equivalent
+        self.is_main_result = is_main_result
+        self.extra = bundle or None
+
+    def __getitem__(self, item: str) -> Any:
+        return getattr(self, item)
+
+    def formats(self) -> List[str]:
+        """The representations this result has ("text", "png", ..., then extra MIME types)."""
+        out = [attr for attr, _ in _FORMATS if getattr(self, attr)]
+        if self.extra:
+            out.extend(self.extra)
+        return out
+
+    def save_png(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Writes the PNG representation to path (ValueError when there is none)."""
+        self._save(self.png, path, "png")
+
+    def save_jpeg(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Writes the JPEG representation to path (ValueError when there is none)."""
+        self._save(self.jpeg, path, "jpeg")
+
+    def _save(self, b64: Optional[str], path: Union[str, "os.PathLike[str]"], kind: str) -> None:
+        if not b64:
+            raise ValueError(f"this result has no {kind} representation; it has {self.formats()}")
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(b64))
+
+    def __repr__(self) -> str:
+        if self.text:
+            return f"Result({self.text})"
+        return "Result(Formats: " + ", ".join(self.formats()) + ")"
+
+    __str__ = __repr__
+
+    def _repr_html_(self) -> Optional[str]:
+        return self.html
+
+    def _repr_markdown_(self) -> Optional[str]:
+        return self.markdown
+
+    def _repr_svg_(self) -> Optional[str]:
+        return self.svg
+
+    def _repr_png_(self) -> Optional[str]:
+        return self.png
+
+    def _repr_jpeg_(self) -> Optional[str]:
+        return self.jpeg
+
+    def _repr_latex_(self) -> Optional[str]:
+        return self.latex
+
+    def _repr_json_(self) -> Optional[Any]:
+        return self.json
+
+
+@dataclass
+class OutputMessage:
+    """A chunk of stdout or stderr, as passed to on_stdout / on_stderr."""
+
+    line: str
+    timestamp: int
+    """When the SDK received it, in Unix nanoseconds."""
+    error: bool = False
+    """True for stderr."""
+
+    def __str__(self) -> str:
+        return self.line
+
+
+@dataclass
+class ExecutionError:
+    """The exception the code raised. ``traceback`` is one string (the
+    kernel's traceback lines joined, with ANSI colour codes)."""
+
+    name: str
+    value: str
+    traceback: str
+
+    def to_json(self) -> str:
+        return json.dumps({"name": self.name, "value": self.value, "traceback": self.traceback})
+
+
+@dataclass
+class Logs:
+    """What the code printed: lists of chunks as they arrived."""
+
+    stdout: List[str] = field(default_factory=list)
+    stderr: List[str] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        return json.dumps({"stdout": self.stdout, "stderr": self.stderr})
+
+
+@dataclass
+class FileChange:
+    """A workspace file the execution created, modified or deleted."""
+
+    path: str
+    size: int
+    change: str
+
+
+@dataclass
+class Execution:
+    """The outcome of ``run_code``.
+
+    ``results`` are the rich outputs in order (the last expression's value
+    has ``is_main_result``), ``logs`` what was printed, ``error`` the
+    exception raised (None if none). glassroom adds ``status`` (ok, error,
+    interrupted, died), ``duration_ms``, ``truncated`` (output was cut at
+    the gateway's caps), ``state_lost`` (the variables did not survive),
+    ``reason`` and ``files`` (workspace changes).
+    """
+
+    results: List[Result] = field(default_factory=list)
+    logs: Logs = field(default_factory=Logs)
+    error: Optional[ExecutionError] = None
+    execution_count: Optional[int] = None
+    status: str = "ok"
+    duration_ms: int = 0
+    truncated: bool = False
+    state_lost: bool = False
+    reason: str = ""
+    files: List[FileChange] = field(default_factory=list)
+
+    @property
+    def text(self) -> Optional[str]:
+        """The text of the main result (the last expression's value), or None."""
+        for r in self.results:
+            if r.is_main_result:
+                return r.text
+        return None
+
+    def to_json(self) -> str:
+        return json.dumps({
+            "results": [{k: r[k] for k in r.formats() if k in dict(_FORMATS)} for r in self.results],
+            "logs": {"stdout": self.logs.stdout, "stderr": self.logs.stderr},
+            "error": json.loads(self.error.to_json()) if self.error else None,
+        })
+
+    def __repr__(self) -> str:
+        return f"Execution(Results: {self.results}, Logs: {self.logs}, Error: {self.error})"
+
+
+class FileType(Enum):
+    """The type of a workspace entry."""
+
+    FILE = "file"
+    DIR = "dir"
+    SYMLINK = "symlink"
+    OTHER = "other"
+
+
+@dataclass
+class WriteInfo:
+    """A file written by ``files.write``."""
+
+    name: str
+    type: Optional[FileType]
+    path: str
+    size: int = 0
+
+
+@dataclass
+class EntryInfo:
+    """One workspace entry, from ``files.list`` or ``files.get_info``."""
+
+    name: str
+    type: Optional[FileType]
+    path: str
+    size: int
+    modified_time: datetime
+
+
+@dataclass
+class SandboxInfo:
+    """A session as the gateway reports it (``get_info``)."""
+
+    sandbox_id: str
+    state: str
+    runtime: str
+    started_at: datetime
+    end_at: datetime
+    """When the session reaches its maximum lifetime."""
+    idle_timeout_s: int
+    queued: int
+    limits: Dict[str, Any]
+
+
+_FRACTION = re.compile(r"(\.\d{6})\d+")
+
+
+def parse_time(value: Any) -> datetime:
+    """Parses the gateway's RFC 3339 times (nanoseconds allowed)."""
+    if not isinstance(value, str) or not value:
+        return datetime.fromtimestamp(0, timezone.utc)
+    s = _FRACTION.sub(r"\1", value.replace("Z", "+00:00"))
+    try:
+        return datetime.fromisoformat(s)
+    except ValueError:
+        return datetime.fromtimestamp(0, timezone.utc)
+
+
+def file_type(value: Any) -> Optional[FileType]:
+    try:
+        return FileType(value)
+    except ValueError:
+        return None
+
+
+def sandbox_info(s: Dict[str, Any]) -> SandboxInfo:
+    return SandboxInfo(
+        sandbox_id=str(s.get("id", "")), state=str(s.get("state", "")), runtime=str(s.get("runtime", "")),
+        started_at=parse_time(s.get("created_at")), end_at=parse_time(s.get("expires_at")),
+        idle_timeout_s=int(s.get("idle_timeout_s") or 0), queued=int(s.get("queued") or 0),
+        limits=dict(s.get("limits") or {}),
+    )
+
+
+def iter_chunks(resp: Any, size: int = 64 << 10) -> Iterator[bytes]:
+    while True:
+        chunk = resp.read(size)
+        if not chunk:
+            return
+        yield chunk

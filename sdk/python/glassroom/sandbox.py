@@ -1,0 +1,305 @@
+"""``Sandbox``: one glassroom session (a persistent, sandboxed Jupyter kernel)."""
+
+import functools
+import json
+import time
+import uuid
+from typing import Any, Callable, Dict, List, Mapping, Optional, Type, TypeVar
+
+from ._http import Connection, session_path
+from .exceptions import InvalidArgumentException, NotFoundException, SandboxException, TimeoutException
+from .files import Filesystem
+from .models import Execution, ExecutionError, FileChange, OutputMessage, Result, SandboxInfo, sandbox_info
+
+T = TypeVar("T")
+S = TypeVar("S", bound="Sandbox")
+OutputHandler = Callable[[T], Any]
+
+
+class _either:
+    """A method callable on an instance (``sbx.kill()``) or on the class with
+    a sandbox id first (``Sandbox.kill(sandbox_id, api_key=...)``), as in E2B."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Callable[..., Any]:
+        if obj is not None:
+            return functools.partial(self.fn, obj)
+
+        def by_id(sandbox_id: str, *args: Any, api_key: Optional[str] = None, base_url: Optional[str] = None,
+                  request_timeout: Optional[float] = None, **kw: Any) -> Any:
+            sbx = objtype._attach(sandbox_id, Connection(api_key, base_url, request_timeout))
+            return self.fn(sbx, *args, **kw)
+
+        functools.update_wrapper(by_id, self.fn)
+        return by_id
+
+
+class Sandbox:
+    """A persistent, sandboxed Python (a glassroom session), shaped like
+    E2B's code-interpreter ``Sandbox``.
+
+    ``Sandbox()`` and ``Sandbox.create()`` start a new session;
+    ``Sandbox.connect(id)`` attaches to an existing one. The API key comes
+    from ``api_key`` or ``GLASSROOM_API_KEY``, the gateway URL from
+    ``base_url`` or ``GLASSROOM_URL``. Use it as a context manager to kill
+    the session at the end. A Sandbox may be used from several threads.
+    """
+
+    def __init__(self, api_key: Optional[str] = None, base_url: Optional[str] = None, timeout: Optional[float] = None,
+                 envs: Optional[Mapping[str, str]] = None, limits: Optional[Mapping[str, Any]] = None,
+                 request_timeout: Optional[float] = None, **kwargs: Any) -> None:
+        """Starts a new session.
+
+        :param timeout: seconds the session may stay idle before the gateway
+            deletes it (E2B's sandbox timeout; default: the gateway's, 20 min)
+        :param envs: environment variables of the kernel
+        :param limits: ``memory_mb``, ``cpus``, ``pids``, ``workspace_mb``
+        :param request_timeout: seconds to wait for the gateway on each call (default 60)
+        """
+        conn = Connection(api_key, base_url, request_timeout)
+        attach = kwargs.pop("_attach", None)
+        if kwargs:
+            raise TypeError(f"unexpected arguments: {', '.join(kwargs)}")
+        if attach is None:
+            body: Dict[str, Any] = {}
+            if timeout is not None:
+                body["idle_timeout_s"] = timeout
+            if envs:
+                body["env"] = dict(envs)
+            if limits:
+                body["limits"] = dict(limits)
+            attach = conn.call("POST", "/v1/sessions", json_body=body, ok=(201,))
+        self._conn = conn
+        self._info = attach
+        self.sandbox_id: str = str(attach["id"])
+        self.files = Filesystem(conn, self.sandbox_id)
+
+    @classmethod
+    def create(cls: Type[S], api_key: Optional[str] = None, base_url: Optional[str] = None, timeout: Optional[float] = None,
+               envs: Optional[Mapping[str, str]] = None, limits: Optional[Mapping[str, Any]] = None,
+               request_timeout: Optional[float] = None) -> S:
+        """Starts a new session (the same as ``Sandbox(...)``)."""
+        return cls(api_key=api_key, base_url=base_url, timeout=timeout, envs=envs, limits=limits, request_timeout=request_timeout)
+
+    @classmethod
+    def connect(cls: Type[S], sandbox_id: str, api_key: Optional[str] = None, base_url: Optional[str] = None,
+                request_timeout: Optional[float] = None) -> S:
+        """Attaches to an existing session by id (NotFoundException if it is gone)."""
+        conn = Connection(api_key, base_url, request_timeout)
+        info = conn.call("GET", session_path(sandbox_id))
+        return cls(api_key=conn.api_key, base_url=conn.base_url, request_timeout=request_timeout, _attach=info)
+
+    @classmethod
+    def _attach(cls: Type[S], sandbox_id: str, conn: Connection) -> S:
+        return cls(api_key=conn.api_key, base_url=conn.base_url, request_timeout=conn.request_timeout, _attach={"id": sandbox_id})
+
+    @classmethod
+    def list(cls, api_key: Optional[str] = None, base_url: Optional[str] = None) -> List[SandboxInfo]:
+        """The sessions of this API key."""
+        out = Connection(api_key, base_url).call("GET", "/v1/sessions")
+        return [sandbox_info(s) for s in out.get("sessions") or []]
+
+    @property
+    def id(self) -> str:
+        """The session id (the same as ``sandbox_id``)."""
+        return self.sandbox_id
+
+    def __enter__(self: S) -> S:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.kill()
+
+    def __repr__(self) -> str:
+        return f"Sandbox({self.sandbox_id!r}, {self._conn.base_url!r})"
+
+    @_either
+    def kill(self) -> bool:
+        """Deletes the session: the kernel stops and its files are gone.
+        Returns False if it did not exist (any more)."""
+        try:
+            self._conn.call("DELETE", session_path(self.sandbox_id), ok=(204,))
+            return True
+        except NotFoundException:
+            return False
+
+    def close(self) -> bool:
+        """The same as ``kill``."""
+        return self.kill()
+
+    @_either
+    def set_timeout(self, timeout: float) -> None:
+        """Sets how many seconds the session may stay idle before the gateway deletes it (the idle clock restarts now)."""
+        if timeout <= 0:
+            raise InvalidArgumentException("timeout must be positive")
+        self._info = self._conn.call("PATCH", session_path(self.sandbox_id), json_body={"idle_timeout_s": timeout})
+
+    @_either
+    def get_info(self) -> SandboxInfo:
+        """The session's state, runtime, times and limits."""
+        self._info = self._conn.call("GET", session_path(self.sandbox_id))
+        return sandbox_info(self._info)
+
+    def is_running(self) -> bool:
+        """Whether the session exists and its kernel is not dead."""
+        try:
+            return self.get_info().state != "dead"
+        except NotFoundException:
+            return False
+
+    def interrupt(self) -> None:
+        """Interrupts the running code (it raises KeyboardInterrupt)."""
+        self._conn.call("POST", session_path(self.sandbox_id, "interrupt"), ok=(204,))
+
+    def restart(self) -> None:
+        """Restarts the kernel: same session, variables gone, files kept."""
+        self._conn.call("POST", session_path(self.sandbox_id, "restart"), ok=(204,))
+
+    def run_code(self, code: str, language: Optional[str] = None,
+                 on_stdout: Optional[OutputHandler[OutputMessage]] = None,
+                 on_stderr: Optional[OutputHandler[OutputMessage]] = None,
+                 on_result: Optional[OutputHandler[Result]] = None,
+                 on_error: Optional[OutputHandler[ExecutionError]] = None,
+                 timeout: Optional[float] = None, request_timeout: Optional[float] = None) -> Execution:
+        """Runs Python code in the session's kernel; variables persist between calls.
+
+        With callbacks, output streams over a WebSocket and each callback is
+        called as output arrives; without, one REST call returns it all.
+        Code that raises is not an exception here: ``execution.error`` is
+        set. An execution that runs past ``timeout`` seconds (default: the
+        gateway's) is interrupted and raises TimeoutException, whose
+        ``execution`` holds the output so far. ``input()`` reads an empty
+        line over the WebSocket and fails over REST.
+
+        :param language: only "python" (or None) is supported
+        :param request_timeout: seconds the SDK waits for the gateway without
+            hearing from it (default: no limit for REST, 300 s for the WebSocket)
+        """
+        if language not in (None, "python", "py", "python3"):
+            raise InvalidArgumentException(f"glassroom runs Python only, not {language!r}")
+        if timeout is not None and timeout <= 0:
+            timeout = None
+        if on_stdout or on_stderr or on_result or on_error:
+            x = self._run_ws(code, on_stdout, on_stderr, on_result, on_error, timeout, request_timeout)
+        else:
+            x = self._run_rest(code, timeout, request_timeout)
+        if x.status == "timeout":
+            raise TimeoutException(f"execution ran past its timeout and was interrupted ({x.reason or 'timeout'})",
+                                   code="timeout", execution=x)
+        if x.error is None and x.status == "died":
+            x.error = ExecutionError("DeadKernelError", x.reason or "the kernel died", "")
+        elif x.error is None and x.status == "interrupted":
+            x.error = ExecutionError("KeyboardInterrupt", x.reason or "interrupted", "")
+        return x
+
+    def _run_rest(self, code: str, timeout: Optional[float], request_timeout: Optional[float]) -> Execution:
+        body: Dict[str, Any] = {"code": code}
+        if timeout is not None:
+            body["timeout_s"] = timeout
+        out = self._conn.call("POST", session_path(self.sandbox_id, "execute"), json_body=body, timeout=request_timeout)
+        x = Execution(execution_count=out.get("execution_count"))
+        for ev in out.get("outputs") or []:
+            _apply(x, ev)
+        _finish(x, out)
+        return x
+
+    def _run_ws(self, code: str, on_stdout: Optional[OutputHandler[OutputMessage]],
+                on_stderr: Optional[OutputHandler[OutputMessage]], on_result: Optional[OutputHandler[Result]],
+                on_error: Optional[OutputHandler[ExecutionError]], timeout: Optional[float],
+                request_timeout: Optional[float]) -> Execution:
+        try:
+            import websocket  # Debian: python3-websocket; PyPI: websocket-client
+        except ImportError as e:
+            raise SandboxException("streaming callbacks need websocket-client (apt-get install python3-websocket)") from e
+        eid = "py-" + uuid.uuid4().hex
+        url = self._conn.ws_url + session_path(self.sandbox_id, "ws")
+        try:
+            ws = websocket.create_connection(url, header=["Authorization: Bearer " + self._conn.api_key],
+                                             timeout=request_timeout or 300, suppress_origin=True)
+        except websocket.WebSocketBadStatusException as e:
+            raise _ws_refused(e) from None
+        except (OSError, websocket.WebSocketException) as e:
+            raise SandboxException(f"could not open a WebSocket to {self._conn.base_url}: {e}") from e
+        x = Execution()
+        try:
+            frame: Dict[str, Any] = {"type": "execute", "id": eid, "code": code}
+            if timeout is not None:
+                frame["timeout_s"] = timeout
+            ws.send(json.dumps(frame))
+            while True:
+                try:
+                    raw = ws.recv()
+                except KeyboardInterrupt:
+                    ws.send(json.dumps({"type": "interrupt"}))
+                    raise
+                except websocket.WebSocketTimeoutException as e:
+                    raise TimeoutException(f"no word from the gateway for {request_timeout or 300} s") from e
+                except (OSError, websocket.WebSocketException) as e:
+                    raise SandboxException(f"the WebSocket to the gateway closed: {e}") from e
+                if not raw:
+                    raise SandboxException("the gateway closed the WebSocket (the session may have ended)")
+                ev = json.loads(raw)
+                if not isinstance(ev, dict) or ev.get("id") != eid:
+                    continue
+                kind = ev.get("type")
+                if kind == "rejected":
+                    raise SandboxException(f"rejected: {ev.get('code')}: {ev.get('message')}", 0, str(ev.get("code", "")))
+                if kind == "input_request":
+                    ws.send(json.dumps({"type": "input_reply", "id": eid, "value": ""}))
+                    continue
+                if kind == "file":  # REST answers list them in "files"; the WebSocket only as events
+                    x.files.append(FileChange(str(ev.get("path", "")), int(ev.get("size") or 0), str(ev.get("change", ""))))
+                    continue
+                if kind == "done":
+                    x.execution_count = ev.get("execution_count")
+                    _finish(x, ev)
+                    return x
+                item = _apply(x, ev)
+                if kind == "stream":
+                    handler = on_stderr if ev.get("name") == "stderr" else on_stdout
+                    if handler:
+                        handler(OutputMessage(str(ev.get("text", "")), time.time_ns(), ev.get("name") == "stderr"))
+                elif isinstance(item, Result) and on_result:
+                    on_result(item)
+                elif isinstance(item, ExecutionError) and on_error:
+                    on_error(item)
+        finally:
+            ws.close()
+
+
+def _apply(x: Execution, ev: Dict[str, Any]) -> Any:
+    """Adds one output event to x; returns the Result or error it made."""
+    kind = ev.get("type")
+    if kind == "stream":
+        (x.logs.stderr if ev.get("name") == "stderr" else x.logs.stdout).append(str(ev.get("text", "")))
+    elif kind in ("display", "result"):
+        r = Result(ev.get("data") or {}, is_main_result=kind == "result")
+        x.results.append(r)
+        return r
+    elif kind == "error":
+        tb = ev.get("traceback") or []
+        x.error = ExecutionError(str(ev.get("name", "")), str(ev.get("value", "")), "\n".join(str(t) for t in tb))
+        return x.error
+    return None
+
+
+def _finish(x: Execution, out: Dict[str, Any]) -> None:
+    x.status = str(out.get("status", "ok"))
+    x.duration_ms = int(out.get("duration_ms") or 0)
+    x.truncated = bool(out.get("truncated"))
+    x.state_lost = bool(out.get("state_lost"))
+    x.reason = str(out.get("reason") or "")
+    for f in out.get("files") or []:
+        x.files.append(FileChange(str(f.get("path", "")), int(f.get("size") or 0), str(f.get("change", ""))))
+
+
+def _ws_refused(e: Any) -> SandboxException:
+    from .exceptions import from_status
+    status = int(getattr(e, "status_code", 0) or 0)
+    return from_status(status, "", f"the gateway refused the WebSocket (HTTP {status})")
+
+
+__all__ = ["Sandbox", "OutputHandler"]
