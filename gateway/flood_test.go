@@ -52,7 +52,7 @@ func TestFloodsTruncateAndKeepState(t *testing.T) {
 					w.send(body)
 					d := w.until(doneFor(id))
 					done := d[len(d)-1]
-					if done.Status != fc.status || !*done.Truncated || *done.StateLost {
+					if done.Status != fc.status || !isTrue(done.Truncated) || isTrue(done.StateLost) {
 						t.Fatalf("done: %+v", done)
 					}
 					w.send(map[string]any{"type": "execute", "id": id + "-check", "code": "x + 1"})
@@ -116,3 +116,6 @@ func TestRejectionsNameTheFrame(t *testing.T) {
 		t.Fatalf("rejection %+v", got)
 	}
 }
+
+// isTrue reads an optional flag of an event (absent means false).
+func isTrue(p *bool) bool { return p != nil && *p }
