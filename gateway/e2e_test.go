@@ -478,6 +478,18 @@ func TestBehaviour(t *testing.T) {
 					t.Fatalf("x survived restart: %+v", x)
 				}
 			})
+			t.Run("no network, not even the gateway", func(t *testing.T) {
+				port := e.url[strings.LastIndex(e.url, ":")+1:]
+				x := e.exec(keyA, s.ID, `import socket
+try:
+    socket.create_connection(("127.0.0.1", `+port+`), timeout=2); print("CONNECTED")
+except OSError:
+    print("refused")
+print([n for _, n in socket.if_nameindex()], open("/proc/net/route").read().strip().count("\n"))`, 0)
+				if x.Stdout != "refused\n['lo'] 0\n" {
+					t.Fatalf("the sandbox reached the gateway's port or has a network: %q", x.Stdout)
+				}
+			})
 			t.Run("complete and inspect", func(t *testing.T) { introspection(t, e, s.ID) })
 			t.Run("code interpreter flow with files", func(t *testing.T) { fileFlow(t, e, s.ID) })
 			t.Run("file attacks fail and change nothing", func(t *testing.T) { fileAttacks(t, e, s.ID) })
@@ -578,6 +590,12 @@ func TestErrorResponses(t *testing.T) {
 	}
 	if st := e.call(keyA, "POST", "/v1/sessions", `{"env":{"BAD NAME":"x"}}`, nil); st != http.StatusBadRequest {
 		t.Errorf("bad env: %d", st)
+	}
+	// The environment policy says which variable was refused and why, in
+	// the client's terms.
+	if st := e.call(keyA, "POST", "/v1/sessions", `{"env":{"PYTHONPATH":"/workspace/evil"}}`, &ae); st != http.StatusBadRequest ||
+		ae.Error.Message != "environment variable PYTHONPATH may not be set: it steers the Python interpreter at kernel start" {
+		t.Errorf("reserved env: %d %q", st, ae.Error.Message)
 	}
 	if st := e.call(keyA, "POST", "/v1/sessions", `{"limits":{"cpus":1e-9}}`, nil); st != http.StatusBadRequest {
 		t.Errorf("absurd limits: %d", st)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/kernel/sandbox"
@@ -63,7 +62,7 @@ func toAPIError(err error) *apiError {
 	case errors.Is(err, sessions.ErrNotFound):
 		return newError(http.StatusNotFound, "not_found", "session not found")
 	case errors.Is(err, sessions.ErrInvalid), errors.Is(err, sandbox.ErrBadSpec):
-		return newError(http.StatusBadRequest, "bad_request", "%s", err.Error())
+		return newError(http.StatusBadRequest, "bad_request", "%s", publicMessage(err))
 	case errors.Is(err, sessions.ErrTooManySessions):
 		return newError(http.StatusTooManyRequests, "too_many_sessions", "%s", err.Error())
 	case errors.Is(err, sessions.ErrTooManyClients):
@@ -84,11 +83,23 @@ func toAPIError(err error) *apiError {
 	return newError(http.StatusInternalServerError, "internal", "internal error")
 }
 
-// publicMessage strips wrapped OS details (host paths) from workspace errors.
+// publicError is implemented by the packages' typed errors whose text can
+// be shown to a client as it is (workspace.PathError, sessions.InvalidError,
+// sandbox.SpecError): no host paths, no OS details, no package prefixes.
+type publicError interface {
+	error
+	Public() string
+}
+
+// publicMessage is an error's text for the client.
 func publicMessage(err error) string {
-	msg := err.Error()
-	if i := strings.Index(msg, "workspace: "); i >= 0 {
-		msg = msg[i+len("workspace: "):]
+	var pe publicError
+	if errors.As(err, &pe) {
+		return pe.Public()
 	}
-	return msg
+	var k workspace.Kind
+	if errors.As(err, &k) {
+		return string(k)
+	}
+	return "the request failed"
 }

@@ -1,6 +1,9 @@
 package sessions
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors. Callers (the gateway) map them to protocol status codes.
 var (
@@ -21,3 +24,26 @@ var (
 	// ErrKernelDead: the kernel is dead and could not be restarted.
 	ErrKernelDead = errors.New("sessions: kernel is dead")
 )
+
+// InvalidError is a request the session layer refuses. Reason says what is
+// wrong in terms the client can act on (Public); errors.Is(err,
+// ErrInvalid) holds, and Err is the cause, if any.
+type InvalidError struct {
+	Reason string
+	Err    error
+}
+
+func (e *InvalidError) Error() string  { return "sessions: invalid request: " + e.Reason }
+func (e *InvalidError) Public() string { return e.Reason }
+
+// Unwrap returns ErrInvalid and the cause, for errors.Is.
+func (e *InvalidError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrInvalid, e.Err}
+	}
+	return []error{ErrInvalid}
+}
+
+func invalid(format string, args ...any) error {
+	return &InvalidError{Reason: fmt.Sprintf(format, args...)}
+}

@@ -2,7 +2,6 @@ package sessions
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -70,13 +69,13 @@ func (s *Session) validate(req *ExecRequest) error {
 		req.ID = newSessionID()
 	}
 	if len(req.ID) > maxExecIDBytes {
-		return fmt.Errorf("%w: execution id longer than %d bytes", ErrInvalid, maxExecIDBytes)
+		return invalid("execution id longer than %d bytes", maxExecIDBytes)
 	}
 	if len(req.Code) > s.cfg.MaxCodeBytes {
-		return fmt.Errorf("%w: code of %d bytes exceeds %d", ErrInvalid, len(req.Code), s.cfg.MaxCodeBytes)
+		return invalid("code of %d bytes exceeds %d", len(req.Code), s.cfg.MaxCodeBytes)
 	}
 	if req.Timeout < 0 || req.Timeout > s.cfg.MaxExecTimeout {
-		return fmt.Errorf("%w: timeout must be within 0..%v", ErrInvalid, s.cfg.MaxExecTimeout)
+		return invalid("timeout must be within 0..%v", s.cfg.MaxExecTimeout)
 	}
 	if req.Timeout == 0 {
 		req.Timeout = s.cfg.ExecTimeout

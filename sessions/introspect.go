@@ -43,10 +43,10 @@ const (
 
 func (s *Session) checkCursor(code string, cursor int) error {
 	if len(code) > s.cfg.MaxCodeBytes {
-		return fmt.Errorf("%w: code of %d bytes exceeds %d", ErrInvalid, len(code), s.cfg.MaxCodeBytes)
+		return invalid("code of %d bytes exceeds %d", len(code), s.cfg.MaxCodeBytes)
 	}
 	if n := utf8.RuneCountInString(code); cursor < 0 || cursor > n {
-		return fmt.Errorf("%w: cursor_pos %d outside 0..%d (code points)", ErrInvalid, cursor, n)
+		return invalid("cursor_pos %d outside 0..%d (code points)", cursor, n)
 	}
 	return nil
 }
@@ -109,7 +109,7 @@ func (s *Session) Inspect(ctx context.Context, code string, cursor, detail int) 
 		return nil, err
 	}
 	if detail != 0 && detail != 1 {
-		return nil, fmt.Errorf("%w: detail_level must be 0 or 1", ErrInvalid)
+		return nil, invalid("detail_level must be 0 or 1")
 	}
 	s.Touch()
 	ctx, cancel := context.WithTimeout(ctx, introspectWait)
@@ -137,7 +137,7 @@ func (s *Session) Inspect(ctx context.Context, code string, cursor, detail int) 
 // deleted (1 s up to Config.MaxIdleTimeout), counting from now.
 func (s *Session) SetIdleTimeout(d time.Duration) error {
 	if d < time.Second || d > s.cfg.MaxIdleTimeout {
-		return fmt.Errorf("%w: idle timeout must be within 1s..%v", ErrInvalid, s.cfg.MaxIdleTimeout)
+		return invalid("idle timeout must be within 1s..%v", s.cfg.MaxIdleTimeout)
 	}
 	s.mu.Lock()
 	s.idle = d

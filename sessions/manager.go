@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -66,12 +67,16 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 		idle = m.cfg.IdleTimeout
 	}
 	if idle < time.Second || idle > m.cfg.MaxIdleTimeout {
-		return nil, fmt.Errorf("%w: idle timeout must be within 1s..%v", ErrInvalid, m.cfg.MaxIdleTimeout)
+		return nil, invalid("idle timeout must be within 1s..%v", m.cfg.MaxIdleTimeout)
 	}
 	id := newSessionID()
 	spec := sandbox.Spec{ID: id, Env: opts.Env, Limits: opts.Limits}
 	if err := spec.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		var se *sandbox.SpecError
+		if errors.As(err, &se) {
+			return nil, &InvalidError{Reason: se.Public(), Err: err}
+		}
+		return nil, &InvalidError{Reason: "invalid session spec", Err: err}
 	}
 	if err := m.reserve(tenant); err != nil {
 		return nil, err

@@ -1,7 +1,6 @@
 package workspace
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 )
@@ -12,18 +11,66 @@ const (
 	MaxSegmentBytes = 255
 )
 
-// Errors. ErrBadPath is wrapped by every path validation failure.
-var (
-	ErrBadPath  = errors.New("workspace: invalid path")
-	ErrNotFound = errors.New("workspace: no such file or directory")
-	ErrIsDir    = errors.New("workspace: is a directory")
-	ErrNotDir   = errors.New("workspace: not a directory")
-	ErrSymlink  = errors.New("workspace: path crosses a symlink")
-	ErrFull     = errors.New("workspace: no space left in the workspace")
-	ErrExists   = errors.New("workspace: a directory is in the way")
-	ErrBusy     = errors.New("workspace: the file is locked by the session's code")
-	ErrClosed   = errors.New("workspace: closed (the session ended)")
+// Kind is the class of a workspace error; the sentinels below are its
+// values, for errors.Is.
+type Kind string
+
+func (k Kind) Error() string { return "workspace: " + string(k) }
+
+// Errors. Every error of a file call is a *PathError of one of these kinds.
+const (
+	ErrBadPath  Kind = "invalid path"
+	ErrNotFound Kind = "no such file or directory"
+	ErrIsDir    Kind = "is a directory"
+	ErrNotDir   Kind = "not a directory"
+	ErrSymlink  Kind = "path crosses a symlink"
+	ErrFull     Kind = "no space left in the workspace"
+	ErrExists   Kind = "a directory is in the way"
+	ErrBusy     Kind = "the file is locked by the session's code"
+	ErrClosed   Kind = "closed (the session ended)"
+	ErrIO       Kind = "input/output error"
 )
+
+// PathError is a file call's failure. Its Public text names only the
+// client's own (relative) path and what went wrong, never a host path or
+// an OS error's wording, so it can be shown to the client as it is.
+type PathError struct {
+	Kind   Kind
+	Path   string // relative to the workspace, as the client gave it
+	Detail string // optional: what exactly was wrong
+	Err    error  // the underlying cause, for logs (may hold host paths)
+}
+
+func pathErr(kind Kind, path, detail string) *PathError {
+	return &PathError{Kind: kind, Path: path, Detail: detail}
+}
+
+// Public is the message for the client.
+func (e *PathError) Public() string {
+	msg := string(e.Kind)
+	if e.Path != "" {
+		msg += ": " + e.Path
+	}
+	if e.Detail != "" {
+		msg += " (" + e.Detail + ")"
+	}
+	return msg
+}
+
+func (e *PathError) Error() string {
+	if e.Err != nil {
+		return "workspace: " + e.Public() + ": " + e.Err.Error()
+	}
+	return "workspace: " + e.Public()
+}
+
+// Unwrap returns the kind and the cause, so errors.Is matches both.
+func (e *PathError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{e.Kind, e.Err}
+	}
+	return []error{e.Kind}
+}
 
 // Clean validates a client-supplied relative path and returns it in
 // canonical form ("a/b/c"). The empty path, "" or ".", names the root.
@@ -32,16 +79,16 @@ var (
 // never "..".
 func Clean(p string) (string, error) {
 	if len(p) > MaxPathBytes {
-		return "", fmt.Errorf("%w: longer than %d bytes", ErrBadPath, MaxPathBytes)
+		return "", pathErr(ErrBadPath, "", fmt.Sprintf("longer than %d bytes", MaxPathBytes))
 	}
 	if strings.ContainsRune(p, 0) {
-		return "", fmt.Errorf("%w: NUL byte", ErrBadPath)
+		return "", pathErr(ErrBadPath, "", "NUL byte")
 	}
 	if strings.ContainsRune(p, '\\') {
-		return "", fmt.Errorf("%w: backslash", ErrBadPath)
+		return "", pathErr(ErrBadPath, "", "backslash")
 	}
 	if strings.HasPrefix(p, "/") {
-		return "", fmt.Errorf("%w: absolute path", ErrBadPath)
+		return "", pathErr(ErrBadPath, "", "absolute path")
 	}
 	p = strings.TrimSuffix(p, "/")
 	if p == "" || p == "." {
@@ -51,15 +98,15 @@ func Clean(p string) (string, error) {
 	for _, s := range segs {
 		switch {
 		case s == "..":
-			return "", fmt.Errorf("%w: '..' segment", ErrBadPath)
+			return "", pathErr(ErrBadPath, "", "'..' segment")
 		case s == "" || s == ".":
-			return "", fmt.Errorf("%w: empty or '.' segment", ErrBadPath)
+			return "", pathErr(ErrBadPath, "", "empty or '.' segment")
 		case len(s) > MaxSegmentBytes:
-			return "", fmt.Errorf("%w: a segment is longer than %d bytes", ErrBadPath, MaxSegmentBytes)
+			return "", pathErr(ErrBadPath, "", fmt.Sprintf("a segment is longer than %d bytes", MaxSegmentBytes))
 		}
 		for i := 0; i < len(s); i++ {
 			if s[i] < 0x20 || s[i] == 0x7f {
-				return "", fmt.Errorf("%w: control character", ErrBadPath)
+				return "", pathErr(ErrBadPath, "", "control character")
 			}
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path"
@@ -34,12 +33,12 @@ type Root struct {
 func Open(dir string) (*Root, error) {
 	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("workspace: open %s: %w", dir, err)
+		return nil, &PathError{Kind: ErrIO, Detail: "open workspace", Err: err}
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("workspace: stat %s: %w", dir, err)
+		return nil, &PathError{Kind: ErrIO, Detail: "stat workspace", Err: err}
 	}
 	return &Root{dir: dir, fd: fd, uid: int(st.Uid), gid: int(st.Gid)}, nil
 }
@@ -81,7 +80,7 @@ func (r *Root) resolve(p string, flags uint64, mode uint64) (int, error) {
 			continue // EAGAIN without O_PATH is a lease held by the code: fail, never spin
 		}
 		if errors.Is(err, ErrClosed) {
-			return -1, err
+			return -1, pathErr(ErrClosed, p, "")
 		}
 		if err != nil {
 			return -1, mapErr(p, err)
@@ -91,23 +90,24 @@ func (r *Root) resolve(p string, flags uint64, mode uint64) (int, error) {
 }
 
 func mapErr(p string, err error) error {
+	kind := ErrIO
 	switch {
 	case errors.Is(err, unix.ENOENT):
-		return fmt.Errorf("%w: %s", ErrNotFound, p)
+		kind = ErrNotFound
 	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.EXDEV):
-		return fmt.Errorf("%w: %s", ErrSymlink, p)
+		kind = ErrSymlink
 	case errors.Is(err, unix.ENOTDIR):
-		return fmt.Errorf("%w: %s", ErrNotDir, p)
+		kind = ErrNotDir
 	case errors.Is(err, unix.EISDIR):
-		return fmt.Errorf("%w: %s", ErrIsDir, p)
+		kind = ErrIsDir
 	case errors.Is(err, unix.ENOSPC), errors.Is(err, unix.EDQUOT), errors.Is(err, unix.EFBIG):
-		return fmt.Errorf("%w: %s", ErrFull, p)
+		kind = ErrFull
 	case errors.Is(err, unix.EEXIST):
-		return fmt.Errorf("%w: %s", ErrExists, p)
+		kind = ErrExists
 	case errors.Is(err, unix.EAGAIN):
-		return fmt.Errorf("%w: %s", ErrBusy, p)
+		kind = ErrBusy
 	}
-	return fmt.Errorf("workspace: %s: %w", p, err)
+	return &PathError{Kind: kind, Path: p, Err: err}
 }
 
 // OpenFile opens the regular file at p for reading. The caller closes it.
@@ -124,15 +124,15 @@ func (r *Root) OpenFile(p string) (*os.File, os.FileInfo, error) {
 	info, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, nil, fmt.Errorf("workspace: stat %s: %w", p, err)
+		return nil, nil, &PathError{Kind: ErrIO, Path: p, Err: err}
 	}
 	if info.IsDir() {
 		f.Close()
-		return nil, nil, fmt.Errorf("%w: %s", ErrIsDir, p)
+		return nil, nil, pathErr(ErrIsDir, p, "")
 	}
 	if !info.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, fmt.Errorf("%w: %s is not a regular file", ErrBadPath, p)
+		return nil, nil, pathErr(ErrBadPath, p, "not a regular file")
 	}
 	return f, info, nil
 }
@@ -189,7 +189,7 @@ func (r *Root) Write(p string, src io.Reader) (int64, error) {
 		return 0, err
 	}
 	if p == "" {
-		return 0, fmt.Errorf("%w: empty file name", ErrBadPath)
+		return 0, pathErr(ErrBadPath, "", "empty file name")
 	}
 	dir, base := path.Split(p)
 	dirfd, err := r.mkdirs(path.Clean("/" + dir)[1:])
@@ -224,7 +224,7 @@ func (r *Root) Write(p string, src io.Reader) (int64, error) {
 		if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EFBIG) || errors.Is(err, unix.EDQUOT) || errors.Is(err, unix.EISDIR) {
 			return n, mapErr(p, err)
 		}
-		return n, fmt.Errorf("workspace: write %s: %w", p, err)
+		return n, &PathError{Kind: ErrIO, Path: p, Detail: "write", Err: err}
 	}
 	return n, nil
 }
@@ -256,7 +256,7 @@ func (r *Root) List(dir string) (entries []Entry, truncated bool, err error) {
 	defer f.Close()
 	names, err := f.Readdirnames(MaxListEntries + 1)
 	if err != nil && err != io.EOF {
-		return nil, false, fmt.Errorf("workspace: list %s: %w", dir, err)
+		return nil, false, &PathError{Kind: ErrIO, Path: dir, Detail: "list", Err: err}
 	}
 	if len(names) > MaxListEntries {
 		names, truncated = names[:MaxListEntries], true
@@ -318,7 +318,7 @@ func (r *Root) Remove(p string) error {
 		return err
 	}
 	if p == "" {
-		return fmt.Errorf("%w: refusing to remove the workspace root", ErrBadPath)
+		return pathErr(ErrBadPath, "", "refusing to remove the workspace root")
 	}
 	dir, base := path.Split(p)
 	dirfd, err := r.resolve(path.Clean("/" + dir)[1:], unix.O_PATH|unix.O_DIRECTORY, 0)
@@ -341,7 +341,7 @@ func removeAt(dirfd int, name, shown string, depth int) error {
 		return mapErr(shown, err)
 	}
 	if depth > 64 {
-		return fmt.Errorf("%w: directory tree too deep", ErrBadPath)
+		return pathErr(ErrBadPath, shown, "directory tree too deep")
 	}
 	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -353,7 +353,7 @@ func removeAt(dirfd int, name, shown string, depth int) error {
 		// Read a batch, remove it, and read again from the start: removing
 		// entries while reading on can make a directory stream skip some.
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return fmt.Errorf("workspace: remove %s: %w", shown, err)
+			return &PathError{Kind: ErrIO, Path: shown, Detail: "remove", Err: err}
 		}
 		names, _ := f.Readdirnames(256)
 		if len(names) == 0 {

@@ -126,7 +126,7 @@ func (r *Runtime) claim(id string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.live[id] {
-		return fmt.Errorf("%w: session %s already has a sandbox", sandbox.ErrBadSpec, id)
+		return &sandbox.SpecError{Reason: "session " + id + " already has a sandbox"}
 	}
 	r.live[id] = true
 	return nil

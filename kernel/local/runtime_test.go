@@ -3,7 +3,6 @@ package local_test
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -74,52 +73,7 @@ func TestSandboxedKernelRuns(t *testing.T) {
 }
 
 func TestNoNetwork(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	accepted := make(chan struct{}, 1)
-	go func() {
-		if c, err := l.Accept(); err == nil {
-			c.Close()
-			accepted <- struct{}{}
-		}
-	}()
-	port := l.Addr().(*net.TCPAddr).Port
-	k := start(t, newRuntime(t, local.Config{}))
-	out, _ := k.Run(t, `import socket
-try:
-    socket.create_connection(("127.0.0.1", `+itoa(port)+`), timeout=2); print("CONNECTED")
-except OSError as e:
-    print("refused", e)
-print([n for _, n in socket.if_nameindex()])
-print(open("/proc/net/route").read().strip().count("\n"))`)
-	if strings.Contains(out, "CONNECTED") || !strings.Contains(out, "refused") {
-		t.Fatalf("sandbox reached the host listener: %s", out)
-	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if lines[1] != "['lo']" || lines[2] != "0" {
-		t.Fatalf("want only lo and no routes, got %q", lines[1:])
-	}
-	select {
-	case <-accepted:
-		t.Fatal("host listener accepted a connection from the sandbox")
-	case <-time.After(100 * time.Millisecond):
-	}
-}
-
-func itoa(n int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + fmtInt(n)) }
-func fmtInt(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	s := ""
-	for n > 0 {
-		s = string(rune('0'+n%10)) + s
-		n /= 10
-	}
-	return s
+	kerneltest.NoNetwork(t, start(t, newRuntime(t, local.Config{})))
 }
 
 func TestReadOnlySystem(t *testing.T) {
@@ -215,49 +169,23 @@ func TestSymlinkInSocketDirIsRefused(t *testing.T) {
 	// host (here: a listener the test owns).
 	dir := t.TempDir()
 	hostSock := filepath.Join(dir, "host.sock")
-	l, err := net.Listen("unix", hostSock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	accepted := make(chan struct{}, 1)
-	go func() {
-		if c, err := l.Accept(); err == nil {
-			c.Close()
-			accepted <- struct{}{}
-		}
-	}()
+	_, accepted := kerneltest.HostListener(t, "unix", hostSock)
 	k.Run(t, "import os; os.unlink('/run/glassroom/ipc/k-1'); os.symlink("+quote(hostSock)+", '/run/glassroom/ipc/k-1')")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err = kernel.Dial(ctx, k.Sandbox.Connection(), kernel.Config{}, zerolog.Nop())
+	_, err := kernel.Dial(ctx, k.Sandbox.Connection(), kernel.Config{}, zerolog.Nop())
 	if !errors.Is(err, kernel.ErrSymlink) {
 		t.Fatalf("dial through planted symlink: want ErrSymlink, got %v", err)
 	}
-	select {
-	case <-accepted:
-		t.Fatal("gateway followed the symlink to a host socket")
-	case <-time.After(100 * time.Millisecond):
-	}
+	kerneltest.NeverAccepted(t, accepted)
 }
 
 func TestDeathAndRestart(t *testing.T) {
 	k := start(t, newRuntime(t, local.Config{}))
 	k.Run(t, "v = 1")
+	kerneltest.Dies(t, k, "import os; os._exit(3)", "exit status 3")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := k.Client.Execute(ctx, "import os; os._exit(3)", kernel.ExecuteOptions{}, nil)
-	if !errors.Is(err, kernel.ErrDead) {
-		t.Fatalf("want dead, got %v", err)
-	}
-	select {
-	case <-k.Sandbox.Exited():
-	case <-time.After(5 * time.Second):
-		t.Fatal("sandbox did not report exit")
-	}
-	if !strings.Contains(k.Sandbox.ExitReason(), "exit status 3") {
-		t.Fatalf("exit reason %q", k.Sandbox.ExitReason())
-	}
 	os.WriteFile(filepath.Join(k.Sandbox.Workspace(), "kept.txt"), []byte("k"), 0o644)
 	if err := k.Sandbox.Restart(ctx); err != nil {
 		t.Fatal(err)

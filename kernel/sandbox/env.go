@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -58,26 +57,26 @@ var reservedExact = map[string]string{
 // error says which variable was refused and why.
 func CheckEnv(env map[string]string) error {
 	if len(env) > MaxEnvVars {
-		return fmt.Errorf("%w: more than %d environment variables", ErrBadSpec, MaxEnvVars)
+		return badSpec("more than %d environment variables", MaxEnvVars)
 	}
 	for k, v := range env {
 		if !envName.MatchString(k) {
-			return fmt.Errorf("%w: environment name %q (letters, digits and _ only)", ErrBadSpec, k)
+			return badSpec("environment name %q (letters, digits and _ only)", k)
 		}
 		up := strings.ToUpper(k)
 		if why, ok := reservedExact[up]; ok {
-			return fmt.Errorf("%w: environment variable %s may not be set: %s", ErrBadSpec, k, why)
+			return badSpec("environment variable %s may not be set: %s", k, why)
 		}
 		for _, r := range reservedEnv {
 			if strings.HasPrefix(up, r.prefix) {
-				return fmt.Errorf("%w: environment variable %s may not be set: %s", ErrBadSpec, k, r.why)
+				return badSpec("environment variable %s may not be set: %s", k, r.why)
 			}
 		}
 		if len(v) > MaxEnvValueBytes {
-			return fmt.Errorf("%w: environment value of %s over %d bytes", ErrBadSpec, k, MaxEnvValueBytes)
+			return badSpec("environment value of %s over %d bytes", k, MaxEnvValueBytes)
 		}
 		if strings.IndexByte(v, 0) >= 0 {
-			return fmt.Errorf("%w: environment value of %s has a NUL byte", ErrBadSpec, k)
+			return badSpec("environment value of %s has a NUL byte", k)
 		}
 	}
 	return nil

@@ -74,16 +74,26 @@ var (
 	ErrClosed = errors.New("sandbox closed")
 )
 
+// SpecError is an invalid Spec. Reason says what is wrong in terms the
+// client can act on (Public); errors.Is(err, ErrBadSpec) holds.
+type SpecError struct{ Reason string }
+
+func (e *SpecError) Error() string  { return "sandbox: invalid session spec: " + e.Reason }
+func (e *SpecError) Public() string { return e.Reason }
+func (e *SpecError) Unwrap() error  { return ErrBadSpec }
+
+func badSpec(format string, args ...any) error { return &SpecError{Reason: fmt.Sprintf(format, args...)} }
+
 // Validate checks the id, the environment (CheckEnv) and the limits.
 func (s Spec) Validate() error {
 	if !IDPattern.MatchString(s.ID) {
-		return fmt.Errorf("%w: id %q", ErrBadSpec, s.ID)
+		return badSpec("id %q", s.ID)
 	}
 	if err := CheckEnv(s.Env); err != nil {
 		return err
 	}
 	if s.Limits.MemoryMB < 0 || s.Limits.CPUs < 0 || s.Limits.Pids < 0 || s.Limits.WorkspaceMB < 0 {
-		return fmt.Errorf("%w: negative limit", ErrBadSpec)
+		return badSpec("negative limit")
 	}
 	return nil
 }
