@@ -82,7 +82,9 @@ func (e *SpecError) Error() string  { return "sandbox: invalid session spec: " +
 func (e *SpecError) Public() string { return e.Reason }
 func (e *SpecError) Unwrap() error  { return ErrBadSpec }
 
-func badSpec(format string, args ...any) error { return &SpecError{Reason: fmt.Sprintf(format, args...)} }
+func badSpec(format string, args ...any) error {
+	return &SpecError{Reason: fmt.Sprintf(format, args...)}
+}
 
 // Validate checks the id, the environment (CheckEnv) and the limits.
 func (s Spec) Validate() error {
