@@ -3,7 +3,7 @@ GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 ARGS ?=
 LISTEN ?= 127.0.0.1:8888
 
-.PHONY: all build run deps test-deps docker image vet fmt-check test test-go bench fuzz compose clean web-vendor
+.PHONY: all build run deps test-deps docker image vet fmt-check lint test test-go bench fuzz compose clean web-vendor
 
 all: build
 
@@ -34,11 +34,23 @@ fmt-check:
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+# golangci-lint at a pinned version (config: .golangci.yml), built once from
+# the Go module proxy into bin/tools (about a minute) and reused after.
+GOLANGCI_VERSION := v2.15.0
+GOLANGCI := bin/tools/golangci-lint-$(GOLANGCI_VERSION)
+$(GOLANGCI):
+	mkdir -p bin/tools
+	GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
+	mv bin/tools/golangci-lint $@
+
+lint: $(GOLANGCI)
+	$(GOLANGCI) run ./...
+
 test-go:
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 # Every check: installs what the tests need, starts Docker, builds the image.
-test: test-deps image vet fmt-check test-go
+test: test-deps image vet fmt-check lint test-go
 
 # Kernel round trip, change tracking in a 10k-file workspace, cold session
 # start and idle memory (local, and docker when an engine and the image exist).
@@ -49,8 +61,9 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 300x ./client/ ./mcp/
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./kernel/
-	$(GO) test -run '^$$' -fuzz FuzzGuard -fuzztime 60s ./kernel/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 60s ./kernel/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEvent$$' -fuzztime 60s ./kernel/
+	$(GO) test -run '^$$' -fuzz '^FuzzGuard$$' -fuzztime 60s ./kernel/
 
 # Rebuilds the notebook's committed third-party bundle (CodeMirror, markdown-it,
 # DOMPurify) from web/vendor's lockfile: web/static/vendor/vendor.js and

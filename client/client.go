@@ -172,7 +172,7 @@ func (c *Client) do(ctx context.Context, r request, out any, ok ...int) error {
 		return fmt.Errorf("%w: %s %s: response over %d bytes", ErrProtocol, r.method, r.path, c.cfg.MaxResponseBytes)
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("%w: %s %s: %v", ErrProtocol, r.method, r.path, err)
+		return fmt.Errorf("%w: %s %s: %w", ErrProtocol, r.method, r.path, err)
 	}
 	return nil
 }

@@ -26,14 +26,17 @@ func ExampleClient() {
 		return
 	}
 	fmt.Println(x.Result.Text("text/plain")) // 42
-	x, err = c.Run(ctx, s.ID, "name = input('who? ')\nprint('hi', name)", client.RunOptions{
+	if _, err := c.Run(ctx, s.ID, "name = input('who? ')\nprint('hi', name)", client.RunOptions{
 		OnEvent: func(ev client.Event) {
 			if ev.Type == client.EventStream {
 				fmt.Print(ev.Text) // streamed as it is printed
 			}
 		},
 		Input: func(ctx context.Context, prompt string, password bool) (string, error) { return "ada", nil },
-	})
-	_, err = c.WriteFile(ctx, s.ID, "data/sales.csv", strings.NewReader(csv), int64(len(csv)))
-	_, _ = x, err
+	}); err != nil {
+		return
+	}
+	if _, err := c.WriteFile(ctx, s.ID, "data/sales.csv", strings.NewReader(csv), int64(len(csv))); err != nil {
+		return
+	}
 }

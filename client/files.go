@@ -54,7 +54,7 @@ func (c *Client) ReadFile(ctx context.Context, sessionID, path string) (*File, e
 	if path == "" {
 		return nil, errors.New("client: ReadFile: empty path")
 	}
-	resp, err := c.send(ctx, request{method: http.MethodGet, path: sessionPath(sessionID, "files", filePath(path))}, http.StatusOK)
+	resp, err := c.send(ctx, request{method: http.MethodGet, path: sessionPath(sessionID, "files", filePath(path))}, http.StatusOK) //nolint:bodyclose // the body becomes the File the caller closes
 	if err != nil {
 		return nil, err
 	}

@@ -118,13 +118,13 @@ func (k *Conn) read() {
 			case <-k.closing:
 				k.err = ErrClosed
 			default:
-				k.err = fmt.Errorf("%w: %v", ErrClosed, err)
+				k.err = fmt.Errorf("%w: %w", ErrClosed, err)
 			}
 			return
 		}
 		var ev Event
 		if err := json.Unmarshal(data, &ev); err != nil {
-			k.err = fmt.Errorf("%w: bad frame: %v", ErrProtocol, err)
+			k.err = fmt.Errorf("%w: bad frame: %w", ErrProtocol, err)
 			return
 		}
 		if (ev.Type == EventCompleteReply || ev.Type == EventInspectReply || ev.Type == EventRejected) && k.deliver(ev.ID, data) {
@@ -224,7 +224,7 @@ func (k *Conn) write(ctx context.Context, data []byte) error {
 	}
 	_ = k.ws.SetWriteDeadline(deadline)
 	if err := k.ws.WriteMessage(websocket.TextMessage, data); err != nil {
-		return fmt.Errorf("%w: write: %v", ErrClosed, err)
+		return fmt.Errorf("%w: write: %w", ErrClosed, err)
 	}
 	return nil
 }
@@ -296,7 +296,7 @@ func (k *Conn) request(ctx context.Context, frame map[string]any, out any) error
 			return &RejectedError{Code: rej.Code, Message: rej.Message}
 		}
 		if err := json.Unmarshal(data, out); err != nil {
-			return fmt.Errorf("%w: %v", ErrProtocol, err)
+			return fmt.Errorf("%w: %w", ErrProtocol, err)
 		}
 		return nil
 	case <-k.done:
@@ -420,7 +420,7 @@ func (c *Client) Run(ctx context.Context, sessionID, code string, opts RunOption
 	if err != nil {
 		return nil, err
 	}
-	defer k.Close()
+	defer func() { _ = k.Close() }()
 	return k.Run(ctx, code, opts)
 }
 

@@ -175,7 +175,7 @@ func (b Bundle) Decode() (map[string]json.RawMessage, error) {
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%w: MIME bundle: %v", ErrProtocol, err)
+		return nil, fmt.Errorf("%w: MIME bundle: %w", ErrProtocol, err)
 	}
 	return m, nil
 }
@@ -230,7 +230,7 @@ func (b Bundle) Binary(mime string) ([]byte, error) {
 	}, b.Text(mime))
 	data, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s is not base64: %v", ErrProtocol, mime, err)
+		return nil, fmt.Errorf("%w: %s is not base64: %w", ErrProtocol, mime, err)
 	}
 	return data, nil
 }

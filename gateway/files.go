@@ -189,7 +189,7 @@ func (s *Server) uploadMultipart(c echo.Context) error {
 			clean, _ := workspace.Clean(p)
 			files = append(files, stored{clean, n})
 		}
-		part.Close()
+		_ = part.Close()
 	}
 	if len(files) == 0 {
 		return newError(http.StatusBadRequest, "bad_request", "no file parts (field name \"file\")")

@@ -28,18 +28,18 @@ type inspectReply struct {
 // one (a typing user only wants the latest). It owns its goroutines:
 // close cancels them and waits.
 type introspector struct {
-	ctx     context.Context
-	sess    *sessions.Session
-	out     chan<- any
-	recover func(*error)
+	ctx          context.Context
+	sess         *sessions.Session
+	out          chan<- any
+	recoverPanic func(*error)
 
 	mu      sync.Mutex
 	cancels map[string]context.CancelFunc // frame type → running request
 	wg      sync.WaitGroup
 }
 
-func newIntrospector(ctx context.Context, sess *sessions.Session, out chan<- any, recover func(*error)) *introspector {
-	return &introspector{ctx: ctx, sess: sess, out: out, recover: recover, cancels: map[string]context.CancelFunc{}}
+func newIntrospector(ctx context.Context, sess *sessions.Session, out chan<- any, recoverPanic func(*error)) *introspector {
+	return &introspector{ctx: ctx, sess: sess, out: out, recoverPanic: recoverPanic, cancels: map[string]context.CancelFunc{}}
 }
 
 // start runs f (a complete or inspect frame with id, code and cursor_pos).
@@ -56,7 +56,7 @@ func (in *introspector) start(f clientFrame) {
 		defer in.wg.Done()
 		defer cancel()
 		var err error
-		defer in.recover(&err)
+		defer in.recoverPanic(&err)
 		var reply any
 		if f.Type == "complete" {
 			var c *sessions.Completion

@@ -73,7 +73,7 @@ func introspection(t *testing.T, e *env, id string) {
 	var raw []json.RawMessage
 	w.conn.SetReadDeadline(time.Now().Add(60 * time.Second))
 	gotC, gotI, done := false, false, false
-	for !(gotC && gotI && done) {
+	for !gotC || !gotI || !done {
 		var m json.RawMessage
 		if err := w.conn.ReadJSON(&m); err != nil {
 			t.Fatalf("ws read: %v after %s", err, raw)

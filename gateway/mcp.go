@@ -96,7 +96,7 @@ func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.ContentLength = n
 	}
 	if req.Method == http.MethodHead {
-		pr.Close()
+		_ = pr.Close()
 		resp.Body = http.NoBody
 	}
 	return resp, nil
@@ -135,5 +135,5 @@ func (w *pipeResponse) Flush() {}
 
 func (w *pipeResponse) finish() {
 	w.WriteHeader(http.StatusOK)
-	w.pw.Close()
+	_ = w.pw.Close()
 }

@@ -105,7 +105,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer cancel()
 	err := srv.Shutdown(sctx)
 	s.wsConns.Wait()
-	<-errc
+	if serr := <-errc; err == nil && serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = serr
+	}
 	if err != nil {
 		return fmt.Errorf("gateway: shutdown: %w", err)
 	}
@@ -207,6 +209,3 @@ func tenant(c echo.Context) string { return c.Get(tenantKey).(string) }
 func (s *Server) healthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok", "runtime": s.mgr.RuntimeName()})
 }
-
-// errBodyTooLarge is returned when a request body exceeds its limit.
-var errBodyTooLarge = errors.New("request body too large")

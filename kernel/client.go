@@ -210,7 +210,7 @@ func Dial(ctx context.Context, info ConnectionInfo, cfg Config, log zerolog.Logg
 		// zmq4's handshake indexes into what the peer sent and panics on a
 		// truncated READY command.
 		if r := recover(); r != nil {
-			c.Close()
+			_ = c.Close()
 			c, err = nil, fmt.Errorf("%w: kernel: dial: handshake failed (%v)", ErrMalformed, r)
 		}
 	}()
@@ -247,7 +247,7 @@ func Dial(ctx context.Context, info ConnectionInfo, cfg Config, log zerolog.Logg
 	go c.watchdog()
 
 	if err := c.waitIOPub(ctx); err != nil {
-		c.Close()
+		_ = c.Close()
 		return nil, err
 	}
 	return c, nil
@@ -346,7 +346,7 @@ func (c *Client) drainQueues() {
 func (c *Client) closeSockets() {
 	for _, s := range []zmq4.Socket{c.shell, c.control, c.stdin, c.iopub, c.hb} {
 		if s != nil {
-			s.Close()
+			_ = s.Close()
 		}
 	}
 	c.dials.closeAll() // including any zmq4 never took over
@@ -687,11 +687,11 @@ func (c *Client) Execute(ctx context.Context, code string, opts ExecuteOptions, 
 		Traceback      json.RawMessage `json:"traceback"`
 	}
 	if err := json.Unmarshal(rep.msg.Content, &r); err != nil {
-		return nil, fmt.Errorf("%w: execute_reply: %v", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: execute_reply: %w", ErrMalformed, err)
 	}
 	tb, cut, err := decodeStrings(r.Traceback, MaxTracebackEntries, MaxTracebackBytes)
 	if err != nil {
-		return nil, fmt.Errorf("%w: execute_reply traceback: %v", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: execute_reply traceback: %w", ErrMalformed, err)
 	}
 	return &ExecuteReply{Status: r.Status, ExecutionCount: r.ExecutionCount, EName: r.EName, EValue: r.EValue,
 		Traceback: tb, Truncated: truncated || cut}, nil

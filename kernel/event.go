@@ -132,7 +132,7 @@ func decodeEvent(msg *Message) (ev Event, ok bool, err error) {
 	} {
 		if v := get(fs, d.key); v != nil && !isNull(v) {
 			if err := json.Unmarshal(v, d.dst); err != nil {
-				return Event{}, false, fmt.Errorf("%w: %s %s: %v", ErrMalformed, kind, d.key, err)
+				return Event{}, false, fmt.Errorf("%w: %s %s: %w", ErrMalformed, kind, d.key, err)
 			}
 		}
 	}
@@ -148,11 +148,11 @@ func decodeEvent(msg *Message) (ev Event, ok bool, err error) {
 	}
 	var cut bool
 	if ev.Data, ev.DataJSON, cut, err = decodeBundle(get(fs, "data")); err != nil {
-		return Event{}, false, fmt.Errorf("%w: %s data: %v", ErrMalformed, kind, err)
+		return Event{}, false, fmt.Errorf("%w: %s data: %w", ErrMalformed, kind, err)
 	}
 	ev.Truncated = cut
 	if ev.Traceback, cut, err = decodeStrings(get(fs, "traceback"), MaxTracebackEntries, MaxTracebackBytes); err != nil {
-		return Event{}, false, fmt.Errorf("%w: %s traceback: %v", ErrMalformed, kind, err)
+		return Event{}, false, fmt.Errorf("%w: %s traceback: %w", ErrMalformed, kind, err)
 	}
 	ev.Truncated = ev.Truncated || cut
 	return ev, true, nil

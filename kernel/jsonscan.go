@@ -11,10 +11,10 @@ type field struct {
 
 // members splits a JSON object into its top-level members without
 // allocating for the values: each value is a sub-slice of raw. It reads at
-// most max members (more reports cut). raw must be valid JSON (Decode
+// most limit members (more reports cut). raw must be valid JSON (Decode
 // checks that before an event is decoded); anything but an object gives
 // ok == false.
-func members(raw []byte, max int) (out []field, cut, ok bool) {
+func members(raw []byte, limit int) (out []field, cut, ok bool) {
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return nil, false, false
@@ -45,7 +45,7 @@ func members(raw []byte, max int) (out []field, cut, ok bool) {
 		if vend <= vstart {
 			return nil, false, false
 		}
-		if len(out) == max {
+		if len(out) == limit {
 			return out, true, true
 		}
 		k := string(key)

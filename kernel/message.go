@@ -130,13 +130,13 @@ func (c *Codec) Decode(frames [][]byte) (*Message, error) {
 		msg.Buffers = frames[idx+6:]
 	}
 	if err := json.Unmarshal(header, &msg.Header); err != nil {
-		return nil, fmt.Errorf("%w: header: %v", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: header: %w", ErrMalformed, err)
 	}
 	if msg.Header.MsgID == "" || msg.Header.MsgType == "" {
 		return nil, fmt.Errorf("%w: header lacks msg_id or msg_type", ErrMalformed)
 	}
 	if err := json.Unmarshal(parent, &msg.Parent); err != nil {
-		return nil, fmt.Errorf("%w: parent_header: %v", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: parent_header: %w", ErrMalformed, err)
 	}
 	if !json.Valid(metadata) || !json.Valid(content) {
 		return nil, fmt.Errorf("%w: metadata or content is not JSON", ErrMalformed)

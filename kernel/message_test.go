@@ -207,14 +207,14 @@ func TestGuardCutsOversizedFrames(t *testing.T) {
 
 func TestGuardedDialRefusesSymlink(t *testing.T) {
 	dir := t.TempDir()
-	real := filepath.Join(dir, "real.sock")
-	l, err := net.Listen("unix", real)
+	sock := filepath.Join(dir, "real.sock")
+	l, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	link := filepath.Join(dir, "k-1")
-	if err := os.Symlink(real, link); err != nil {
+	if err := os.Symlink(sock, link); err != nil {
 		t.Fatal(err)
 	}
 	if err := CheckSocket(link); !errors.Is(err, ErrSymlink) {
@@ -225,7 +225,7 @@ func TestGuardedDialRefusesSymlink(t *testing.T) {
 	if err := CheckSocket(regular); !errors.Is(err, ErrSymlink) {
 		t.Fatalf("regular file: want ErrSymlink, got %v", err)
 	}
-	if err := CheckSocket(real); err != nil {
+	if err := CheckSocket(sock); err != nil {
 		t.Fatalf("real socket refused: %v", err)
 	}
 }

@@ -158,9 +158,9 @@ func statusLine(x *client.Execution) string {
 }
 
 // render joins sections, cutting the non-fixed bodies (head and tail kept)
-// so the whole fits about max characters.
-func render(secs []section, max int) string {
-	budget := max
+// so the whole fits about limit characters.
+func render(secs []section, limit int) string {
+	budget := limit
 	var cut []int
 	for i := range secs {
 		secs[i].body = stripANSI(secs[i].body)
@@ -195,7 +195,7 @@ func render(secs []section, max int) string {
 		}
 		b.WriteString(strings.TrimRight(s.body, "\n"))
 	}
-	out, more := clipHead(b.String(), max)
+	out, more := clipHead(b.String(), limit)
 	if more > 0 {
 		out += fmt.Sprintf("\n[output truncated: %d more characters]", more)
 	}

@@ -209,7 +209,7 @@ func (t *tools) upload(ctx context.Context, _ *sdk.CallToolRequest, in uploadInp
 		}, in.Content)
 		if data, err = base64.StdEncoding.DecodeString(clean); err != nil {
 			if data, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(clean, "=")); err != nil {
-				return nil, nil, fmt.Errorf("content is not valid base64: %v", err)
+				return nil, nil, fmt.Errorf("content is not valid base64: %w", err)
 			}
 		}
 	default:
@@ -252,7 +252,7 @@ func (t *tools) read(ctx context.Context, _ *sdk.CallToolRequest, in fileInput) 
 	}
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading %s: %v", in.Path, err)
+		return nil, nil, fmt.Errorf("reading %s: %w", in.Path, err)
 	}
 	size := f.Size
 	if size < 0 {
@@ -371,9 +371,9 @@ func explain(err error, sessionID, path string) error {
 	var ae *client.APIError
 	if !errors.As(err, &ae) {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("the call was cancelled: %v", err)
+			return fmt.Errorf("the call was cancelled: %w", err)
 		}
-		return fmt.Errorf("could not reach the glassroom gateway: %v", err)
+		return fmt.Errorf("could not reach the glassroom gateway: %w", err)
 	}
 	switch {
 	case ae.Code == "not_found":

@@ -10,8 +10,8 @@ type Budget struct {
 	used atomic.Int64
 }
 
-// NewBudget returns a budget of max bytes.
-func NewBudget(max int64) *Budget { return &Budget{max: max} }
+// NewBudget returns a budget of size bytes.
+func NewBudget(size int64) *Budget { return &Budget{max: size} }
 
 // TryAcquire takes n bytes if they are available.
 func (b *Budget) TryAcquire(n int) bool {

@@ -33,7 +33,9 @@ type InvalidError struct {
 	Err    error
 }
 
-func (e *InvalidError) Error() string  { return "sessions: invalid request: " + e.Reason }
+func (e *InvalidError) Error() string { return "sessions: invalid request: " + e.Reason }
+
+// Public is the reason, for the client.
 func (e *InvalidError) Public() string { return e.Reason }
 
 // Unwrap returns ErrInvalid and the cause, for errors.Is.

@@ -155,7 +155,7 @@ func (s *Session) restartKernel(reason string) error {
 	old := s.kernelClient()
 	s.stopWatch()
 	old.Abort(errRestarting)
-	old.Close()
+	_ = old.Close()
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.StartTimeout)
 	defer cancel()
 	c, err := s.reconnect(ctx)
@@ -205,11 +205,11 @@ func (s *Session) close(ctx context.Context, reason string) {
 	}
 	s.wg.Wait()
 	s.drain() // jobs queued while the worker was stopping
-	s.kernelClient().Close()
+	_ = s.kernelClient().Close()
 	if s.watch != nil {
-		s.watch.Close()
+		_ = s.watch.Close()
 	}
-	s.files.Close()
+	_ = s.files.Close()
 	s.mu.Lock()
 	s.state = StateDead
 	s.mu.Unlock()

@@ -76,7 +76,7 @@ func (r *Root) resolve(p string, flags uint64, mode uint64) (int, error) {
 	}
 	for {
 		fd, err := r.openat2(p, how)
-		if err == unix.EINTR || (err == unix.EAGAIN && flags&unix.O_PATH != 0) {
+		if errors.Is(err, unix.EINTR) || (errors.Is(err, unix.EAGAIN) && flags&unix.O_PATH != 0) {
 			continue // EAGAIN without O_PATH is a lease held by the code: fail, never spin
 		}
 		if errors.Is(err, ErrClosed) {
@@ -255,7 +255,7 @@ func (r *Root) List(dir string) (entries []Entry, truncated bool, err error) {
 	f := os.NewFile(uintptr(fd), dir)
 	defer f.Close()
 	names, err := f.Readdirnames(MaxListEntries + 1)
-	if err != nil && err != io.EOF {
+	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, false, &PathError{Kind: ErrIO, Path: dir, Detail: "list", Err: err}
 	}
 	if len(names) > MaxListEntries {

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,7 +34,11 @@ func gatewayBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "glassroom")
-		out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", binPath, ".").CombinedOutput()
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			goTool = "/usr/local/go/bin/go"
+		}
+		out, err := exec.Command(goTool, "build", "-o", binPath, ".").CombinedOutput()
 		if err != nil {
 			binErr = err
 			t.Logf("go build: %s", out)

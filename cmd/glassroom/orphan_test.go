@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/client"
 )
 
@@ -55,7 +56,7 @@ func TestSIGKILLedGatewayOrphansAreRemoved(t *testing.T) {
 		second.Process.Signal(syscall.SIGTERM)
 		second.Wait()
 	}()
-	if _, err := cli.ContainerInspect(ctx, name); !client.IsErrNotFound(err) {
+	if _, err := cli.ContainerInspect(ctx, name); !cerrdefs.IsNotFound(err) {
 		t.Fatalf("orphan %s not removed at startup: %v", name, err)
 	}
 	if ents, _ := os.ReadDir(state); len(ents) != 0 {

@@ -251,7 +251,7 @@ func newRuntime(ctx context.Context, o *options, log zerolog.Logger) (sessions.R
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		return rt, rt.Run, func() { rt.Close() }, nil
+		return rt, rt.Run, func() { _ = rt.Close() }, nil
 	}
 	return nil, nil, nil, fmt.Errorf("--runtime %s: unknown runtime (want local or docker)", strconv.Quote(o.runtime))
 }

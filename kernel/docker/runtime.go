@@ -47,12 +47,12 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*Runtime, error) 
 	cctx, cancel := context.WithTimeout(ctx, cfg.CallTimeout)
 	defer cancel()
 	if _, err := cli.Ping(cctx); err != nil {
-		cli.Close()
+		_ = cli.Close()
 		return nil, fmt.Errorf("%w: docker: engine not reachable: %w", sandbox.ErrUnavailable, err)
 	}
 	r, err := newRuntime(ctx, cfg, cli, log)
 	if err != nil {
-		cli.Close()
+		_ = cli.Close()
 		return nil, err
 	}
 	r.closer = cli.Close

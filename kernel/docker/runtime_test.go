@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/client"
 	"github.com/glassroom/glassroom/kernel/docker"
 	"github.com/glassroom/glassroom/kernel/kerneltest"
@@ -207,7 +208,7 @@ func TestRestartKeepsWorkspaceAndCloseRemovesContainer(t *testing.T) {
 	}
 	cli, _ := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	defer cli.Close()
-	if _, err := cli.ContainerInspect(ctx, id); !client.IsErrNotFound(err) {
+	if _, err := cli.ContainerInspect(ctx, id); !cerrdefs.IsNotFound(err) {
 		t.Fatalf("container still exists after Close: %v", err)
 	}
 	if _, err := os.Stat(k.Sandbox.Workspace()); !os.IsNotExist(err) {
@@ -227,7 +228,7 @@ func TestOrphansAreReconciled(t *testing.T) {
 	newRuntime(t, cfg)
 	cli, _ := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	defer cli.Close()
-	if _, err := cli.ContainerInspect(context.Background(), id); !client.IsErrNotFound(err) {
+	if _, err := cli.ContainerInspect(context.Background(), id); !cerrdefs.IsNotFound(err) {
 		t.Fatalf("orphan not removed: %v", err)
 	}
 }
@@ -250,7 +251,7 @@ func TestCloseWithCancelledContextStillRemoves(t *testing.T) {
 	}
 	cli, _ := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	defer cli.Close()
-	if _, err := cli.ContainerInspect(context.Background(), id); !client.IsErrNotFound(err) {
+	if _, err := cli.ContainerInspect(context.Background(), id); !cerrdefs.IsNotFound(err) {
 		t.Fatalf("container left behind: %v", err)
 	}
 }

@@ -78,9 +78,13 @@ var (
 // client can act on (Public); errors.Is(err, ErrBadSpec) holds.
 type SpecError struct{ Reason string }
 
-func (e *SpecError) Error() string  { return "sandbox: invalid session spec: " + e.Reason }
+func (e *SpecError) Error() string { return "sandbox: invalid session spec: " + e.Reason }
+
+// Public is the reason, for the client.
 func (e *SpecError) Public() string { return e.Reason }
-func (e *SpecError) Unwrap() error  { return ErrBadSpec }
+
+// Unwrap makes errors.Is(err, ErrBadSpec) true.
+func (e *SpecError) Unwrap() error { return ErrBadSpec }
 
 func badSpec(format string, args ...any) error {
 	return &SpecError{Reason: fmt.Sprintf(format, args...)}
