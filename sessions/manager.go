@@ -103,13 +103,16 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 		return nil, fmt.Errorf("sessions: create: %w: %w", sandbox.ErrUnavailable, err)
 	}
 	undo.Push("disconnect kernel", c.Close)
-	files, err := workspace.Open(sb.Workspace())
+	files, watch, err := m.openWorkspace(sctx, sb, log)
 	if err != nil {
 		return nil, fmt.Errorf("sessions: create: %w", err)
 	}
 	undo.Push("close workspace", files.Close)
+	if watch != nil {
+		undo.Push("stop tracking changes", watch.Close)
+	}
 	s := newSession(sessionParams{id: id, tenant: tenant, runtime: m.rt.Name(), cfg: m.cfg, log: m.log,
-		idle: idle, budget: m.budget, sandbox: sb, client: c, files: files})
+		idle: idle, budget: m.budget, sandbox: sb, client: c, files: files, watch: watch})
 	undo.Release() // the session owns them all now
 	m.mu.Lock()
 	closed := m.closed
@@ -123,6 +126,26 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 	}
 	m.log.Info().Str("session", id).Str("tenant", tenant).Dur("start", time.Since(start)).Msg("session created")
 	return s, nil
+}
+
+// openWorkspace opens a sandbox's workspace and its change tracker: the
+// sandbox's own when it has one (a workspace not on this host), else the
+// host directory it names. A missing tracker is logged, not fatal: the
+// session works, without file events.
+func (m *Manager) openWorkspace(ctx context.Context, sb sandbox.Sandbox, log zerolog.Logger) (workspace.FS, workspace.Tracker, error) {
+	if o, ok := sb.(sandbox.WorkspaceOpener); ok {
+		return o.OpenWorkspace(ctx)
+	}
+	root, err := workspace.Open(sb.Workspace())
+	if err != nil {
+		return nil, nil, err
+	}
+	w, err := workspace.NewWatcher(root, m.cfg.WatchDirs, m.cfg.WatchPaths)
+	if err != nil {
+		log.Warn().Err(err).Msg("workspace changes will not be reported")
+		return root, nil, nil
+	}
+	return root, w, nil
 }
 
 func (m *Manager) reserve(tenant string) error {

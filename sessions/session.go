@@ -52,8 +52,8 @@ type Session struct {
 	budget  *Budget
 
 	sandbox sandbox.Sandbox
-	files   *workspace.Root
-	watch   *workspace.Watcher // used by the worker only; nil if inotify is unavailable
+	files   workspace.FS
+	watch   workspace.Tracker // used by the worker only; nil when changes are not tracked
 	hub     *hub
 	queue   chan *job
 	restart chan chan error
@@ -88,7 +88,8 @@ type sessionParams struct {
 	budget              *Budget
 	sandbox             sandbox.Sandbox
 	client              KernelConn
-	files               *workspace.Root
+	files               workspace.FS
+	watch               workspace.Tracker // may be nil
 }
 
 // newSessionID returns 128 random bits in hex.
@@ -105,18 +106,12 @@ func newSession(p sessionParams) *Session {
 	now := time.Now()
 	s := &Session{
 		id: p.id, tenant: p.tenant, runtime: p.runtime, cfg: p.cfg, log: p.log.With().Str("session", p.id).Logger(),
-		created: now, idle: p.idle, budget: p.budget, sandbox: p.sandbox, files: p.files,
+		created: now, idle: p.idle, budget: p.budget, sandbox: p.sandbox, files: p.files, watch: p.watch,
 		hub:     newHub(p.cfg, p.budget),
 		queue:   make(chan *job, p.cfg.QueueDepth),
 		restart: make(chan chan error),
 		ctx:     ctx, cancel: cancel,
 		state: StateIdle, client: p.client, lastActive: now, room: make(chan struct{}),
-	}
-	w, err := workspace.NewWatcher(p.files, p.cfg.WatchDirs, p.cfg.WatchPaths)
-	if err != nil {
-		s.log.Warn().Err(err).Msg("workspace changes will not be reported")
-	} else {
-		s.watch = w
 	}
 	s.watchKernel(p.client)
 	s.wg.Add(1)
@@ -126,7 +121,7 @@ func newSession(p sessionParams) *Session {
 
 // Files returns the session's workspace. File calls do not go through the
 // execution queue: they work while code runs.
-func (s *Session) Files() *workspace.Root {
+func (s *Session) Files() workspace.FS {
 	s.Touch()
 	return s.files
 }

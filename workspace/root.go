@@ -111,7 +111,7 @@ func mapErr(p string, err error) error {
 }
 
 // OpenFile opens the regular file at p for reading. The caller closes it.
-func (r *Root) OpenFile(p string) (*os.File, os.FileInfo, error) {
+func (r *Root) OpenFile(p string) (io.ReadSeekCloser, os.FileInfo, error) {
 	p, err := Clean(p)
 	if err != nil {
 		return nil, nil, err

@@ -7,6 +7,7 @@ import (
 	"regexp"
 
 	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/workspace"
 )
 
 // Spec describes the kernel a runtime must start for one session.
@@ -102,6 +103,14 @@ func (s Spec) Validate() error {
 		return badSpec("negative limit")
 	}
 	return nil
+}
+
+// WorkspaceOpener is implemented by sandboxes whose workspace is not a
+// directory on the gateway's host (their Workspace returns ""): they open
+// it themselves, with the same guarantees as workspace.Root. The caller
+// closes both; the tracker may be nil when changes cannot be tracked.
+type WorkspaceOpener interface {
+	OpenWorkspace(ctx context.Context) (workspace.FS, workspace.Tracker, error)
 }
 
 // Sandbox is one running, isolated kernel handed out by a runtime.
