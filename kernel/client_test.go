@@ -370,3 +370,35 @@ func TestExecuteEndsWhenIopubDropsIdle(t *testing.T) {
 		t.Fatalf("next execute: %+v", r)
 	}
 }
+
+// TestIdleClientSendsNoHeartbeat: an idle client pings nothing (no timers,
+// no wake-ups), so a kernel frozen while idle is not noticed until the next
+// request, which then finds it within the heartbeat timeout.
+func TestIdleClientSendsNoHeartbeat(t *testing.T) {
+	k := startBareKernel(t)
+	c := dial(t, k.info)
+	k.cmd.Process.Signal(syscall.SIGSTOP)
+	defer k.cmd.Process.Signal(syscall.SIGCONT)
+	select {
+	case <-c.Done():
+		t.Fatalf("an idle client declared the kernel dead: %v", c.Err())
+	case <-time.After(4 * time.Second):
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	if _, err := c.KernelInfo(ctx); !errors.Is(err, kernel.ErrHeartbeat) {
+		t.Fatalf("request to a frozen kernel: %v", err)
+	}
+	t.Logf("frozen kernel found %v after the request", time.Since(start).Round(time.Millisecond))
+}
+
+// TestLongExecutionKeepsHeartbeat: a request longer than the heartbeat
+// timeout is not mistaken for a dead kernel (the pongs are received).
+func TestLongExecutionKeepsHeartbeat(t *testing.T) {
+	k := startBareKernel(t)
+	c := dial(t, k.info)
+	if r := run(t, c, "import time; time.sleep(4.5); print('done')", kernel.ExecuteOptions{}); r.text("stdout") != "done\n" {
+		t.Fatalf("long execution: %+v", r)
+	}
+}
