@@ -206,6 +206,13 @@ func (s *Server) tenantOf(key string) (string, bool) {
 
 func tenant(c echo.Context) string { return c.Get(tenantKey).(string) }
 
+// health is the body of GET /healthz.
+type health struct {
+	Status  string             `json:"status"`
+	Runtime string             `json:"runtime"`
+	Pool    sessions.PoolState `json:"pool"`
+}
+
 func (s *Server) healthz(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]string{"status": "ok", "runtime": s.mgr.RuntimeName()})
+	return c.JSON(http.StatusOK, health{Status: "ok", Runtime: s.mgr.RuntimeName(), Pool: s.mgr.Pool()})
 }

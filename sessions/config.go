@@ -54,6 +54,14 @@ type Config struct {
 	WatchPaths int // changed paths reported per execution (1000)
 
 	StartTimeout time.Duration // kernel start, including the first connection (60 s)
+	// MaxConcurrentStarts bounds kernels starting at once (4, warm-pool
+	// refills included): a burst of creations queues instead of starting
+	// a hundred kernels together on a few cores.
+	MaxConcurrentStarts int
+	// Pool is how many pre-started kernels with the default spec the
+	// manager keeps ready (0: none). Sessions with no env and default
+	// limits take one; refills run one at a time in the background.
+	Pool         int
 	ReapInterval time.Duration // how often expiry is checked (5 s)
 
 	Kernel kernel.Config // kernel client settings
@@ -98,6 +106,7 @@ func (c Config) withDefaults() Config {
 	i(&c.WatchDirs, 256)
 	i(&c.WatchPaths, 1000)
 	d(&c.StartTimeout, 60*time.Second)
+	i(&c.MaxConcurrentStarts, 4)
 	d(&c.ReapInterval, 5*time.Second)
 	if c.Dial == nil {
 		c.Dial = dialKernel
@@ -117,7 +126,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("sessions: config: per-tenant limit %d exceeds total %d", c.MaxSessionsPerTenant, c.MaxSessions)
 	case c.MaxStreamBytes < 0 || c.MaxRichBytes < 0 || c.MaxCodeBytes < 0 || c.MaxEvents < 0 || c.MaxInputRequests < 0 ||
 		c.MaxSessions < 0 || c.QueueDepth < 0 || c.BacklogEvents < 0 || c.BacklogBytes < 0 || c.SubscriberBuffer < 0 ||
-		c.SubscriberBytes < 0 || c.MaxClients < 0 || c.InterruptGrace < 0 || c.MaxLifetime < 0 || c.MemoryBudget < 0:
+		c.SubscriberBytes < 0 || c.MaxClients < 0 || c.InterruptGrace < 0 || c.MaxLifetime < 0 || c.MemoryBudget < 0 ||
+		c.MaxConcurrentStarts < 0 || c.Pool < 0:
 		return fmt.Errorf("sessions: config: negative limit")
 	case c.MemoryBudget < int64(c.BacklogBytes):
 		return fmt.Errorf("sessions: config: memory budget %d is smaller than one session's backlog (%d)", c.MemoryBudget, c.BacklogBytes)

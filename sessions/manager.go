@@ -21,6 +21,8 @@ type Manager struct {
 	rt     Runtime
 	log    zerolog.Logger
 	budget *Budget
+	starts chan struct{} // a token per kernel start in progress
+	pool   *pool
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -38,7 +40,10 @@ func New(cfg Config, rt Runtime, log zerolog.Logger) (*Manager, error) {
 		return nil, fmt.Errorf("sessions: nil runtime")
 	}
 	cfg = cfg.withDefaults()
-	return &Manager{cfg: cfg, rt: rt, log: log, budget: NewBudget(cfg.MemoryBudget), sessions: make(map[string]*Session), starting: make(map[string]int)}, nil
+	m := &Manager{cfg: cfg, rt: rt, log: log, budget: NewBudget(cfg.MemoryBudget), starts: make(chan struct{}, cfg.MaxConcurrentStarts),
+		sessions: make(map[string]*Session), starting: make(map[string]int)}
+	m.pool = newPool(cfg.Pool, m.startKernel, log)
+	return m, nil
 }
 
 // Config returns the effective configuration (defaults filled in).
@@ -57,11 +62,12 @@ type CreateOptions struct {
 	Limits      sandbox.Limits // capped by the runtime's maxima
 }
 
-// Create starts a kernel for tenant and returns its session once the kernel
-// answers. It blocks for the kernel start (about a second). A failure or a
-// panic at any step undoes every step before it: the sandbox is closed,
-// its slot, uid and cgroup freed.
-func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions) (_ *Session, err error) {
+// Create returns a new session of tenant once its kernel answers. A
+// session asking for nothing special (no env, default limits) takes a
+// pre-started kernel from the warm pool, in about a millisecond; any other
+// starts cold, waiting for its turn among MaxConcurrentStarts (about half a
+// second for the start itself). The session's id is its sandbox's.
+func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions) (*Session, error) {
 	idle := opts.IdleTimeout
 	if idle == 0 {
 		idle = m.cfg.IdleTimeout
@@ -69,8 +75,7 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 	if idle < time.Second || idle > m.cfg.MaxIdleTimeout {
 		return nil, invalid("idle timeout must be within 1s..%v", m.cfg.MaxIdleTimeout)
 	}
-	id := newSessionID()
-	spec := sandbox.Spec{ID: id, Env: opts.Env, Limits: opts.Limits}
+	spec := sandbox.Spec{ID: newSessionID(), Env: opts.Env, Limits: opts.Limits}
 	if err := spec.Validate(); err != nil {
 		var se *sandbox.SpecError
 		if errors.As(err, &se) {
@@ -83,37 +88,17 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 	}
 	defer m.unreserve(tenant)
 
-	var undo cleanup.Stack
-	defer undo.Unwind(&err)
-	sctx, cancel := context.WithTimeout(ctx, m.cfg.StartTimeout)
-	defer cancel()
 	start := time.Now()
-	sb, err := m.rt.Start(sctx, spec)
-	if err != nil {
-		return nil, fmt.Errorf("sessions: create: %w", err)
+	k, pooled := m.pool.take(spec)
+	if !pooled {
+		var err error
+		if k, err = m.startKernel(ctx, spec); err != nil {
+			return nil, fmt.Errorf("sessions: create: %w", err)
+		}
 	}
-	undo.Push("close sandbox", func() error {
-		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer ccancel()
-		return sb.Close(cctx)
-	})
-	log := m.log.With().Str("session", id).Logger()
-	c, err := m.cfg.Dial(sctx, sb.Connection(), m.cfg.Kernel, log)
-	if err != nil {
-		return nil, fmt.Errorf("sessions: create: %w: %w", sandbox.ErrUnavailable, err)
-	}
-	undo.Push("disconnect kernel", c.Close)
-	files, watch, err := m.openWorkspace(sctx, sb, log)
-	if err != nil {
-		return nil, fmt.Errorf("sessions: create: %w", err)
-	}
-	undo.Push("close workspace", files.Close)
-	if watch != nil {
-		undo.Push("stop tracking changes", watch.Close)
-	}
+	id := k.sb.ID()
 	s := newSession(sessionParams{id: id, tenant: tenant, runtime: m.rt.Name(), cfg: m.cfg, log: m.log,
-		idle: idle, budget: m.budget, sandbox: sb, client: c, files: files, watch: watch})
-	undo.Release() // the session owns them all now
+		idle: idle, budget: m.budget, sandbox: k.sb, client: k.conn, files: k.files, watch: k.watch})
 	m.mu.Lock()
 	closed := m.closed
 	if !closed {
@@ -124,8 +109,69 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 		s.close(context.WithoutCancel(ctx), "gateway shutting down")
 		return nil, ErrClosed
 	}
-	m.log.Info().Str("session", id).Str("tenant", tenant).Dur("start", time.Since(start)).Msg("session created")
+	m.log.Info().Str("session", id).Str("tenant", tenant).Bool("pooled", pooled).Dur("start", time.Since(start)).Msg("session created")
 	return s, nil
+}
+
+// readyKernel is a started sandbox with a connected kernel and an opened
+// workspace: what a session is made of. Whoever holds one owns it and
+// must either hand it to a session or close it.
+type readyKernel struct {
+	sb    sandbox.Sandbox
+	conn  KernelConn
+	files workspace.FS
+	watch workspace.Tracker // may be nil
+}
+
+// close releases everything, last made first.
+func (k *readyKernel) close(ctx context.Context) {
+	if k.watch != nil {
+		_ = k.watch.Close()
+	}
+	_ = k.files.Close()
+	_ = k.conn.Close()
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	_ = k.sb.Close(cctx)
+}
+
+// startKernel starts a sandbox for spec, dials its kernel and opens its
+// workspace. At most Config.MaxConcurrentStarts run at once; the others
+// wait their turn (bounded by ctx). A failure or a panic at any step
+// undoes every step before it: the sandbox is closed, its slot, uid and
+// cgroup freed.
+func (m *Manager) startKernel(ctx context.Context, spec sandbox.Spec) (_ *readyKernel, err error) {
+	select {
+	case m.starts <- struct{}{}:
+		defer func() { <-m.starts }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for a kernel start: %w", ctx.Err())
+	}
+	var undo cleanup.Stack
+	defer undo.Unwind(&err)
+	sctx, cancel := context.WithTimeout(ctx, m.cfg.StartTimeout)
+	defer cancel()
+	sb, err := m.rt.Start(sctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	undo.Push("close sandbox", func() error {
+		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer ccancel()
+		return sb.Close(cctx)
+	})
+	log := m.log.With().Str("session", sb.ID()).Logger()
+	c, err := m.cfg.Dial(sctx, sb.Connection(), m.cfg.Kernel, log)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
+	}
+	undo.Push("disconnect kernel", c.Close)
+	files, watch, err := m.openWorkspace(sctx, sb, log)
+	if err != nil {
+		return nil, err
+	}
+	undo.Release() // the ready kernel owns them all now
+	return &readyKernel{sb: sb, conn: c, files: files, watch: watch}, nil
 }
 
 // openWorkspace opens a sandbox's workspace and its change tracker: the
@@ -235,8 +281,16 @@ func (m *Manager) take(tenant, id string) (*Session, error) {
 	return s, nil
 }
 
-// Run deletes expired sessions until ctx ends.
+// Run deletes expired sessions and keeps the warm pool full until ctx
+// ends; it returns once its refill loop has stopped.
 func (m *Manager) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // the warm pool's refills, owned by Run
+		defer wg.Done()
+		m.pool.run(ctx)
+	}()
+	defer wg.Wait()
 	t := time.NewTicker(m.cfg.ReapInterval)
 	defer t.Stop()
 	for {
@@ -248,6 +302,9 @@ func (m *Manager) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// Pool describes the warm pool now.
+func (m *Manager) Pool() PoolState { return m.pool.State() }
 
 func (m *Manager) reap(ctx context.Context, now time.Time) {
 	m.mu.Lock()
@@ -277,6 +334,7 @@ func (m *Manager) reap(ctx context.Context, now time.Time) {
 // Close deletes every session, in parallel, and refuses new ones. It
 // returns when every sandbox is gone or ctx ends.
 func (m *Manager) Close(ctx context.Context) error {
+	m.pool.close(ctx)
 	m.mu.Lock()
 	m.closed = true
 	all := make([]*Session, 0, len(m.sessions))

@@ -93,6 +93,8 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.sess.MaxLifetime, "max-lifetime", o.sess.MaxLifetime, "delete sessions this long after creation")
 	fs.IntVar(&o.sess.MaxSessions, "max-sessions", o.sess.MaxSessions, "sessions in total")
 	fs.IntVar(&o.sess.MaxSessionsPerTenant, "max-sessions-per-key", o.sess.MaxSessionsPerTenant, "sessions per API key")
+	fs.IntVar(&o.sess.Pool, "pool", o.sess.Pool, "pre-started kernels kept ready for sessions with default settings (0: none)")
+	fs.IntVar(&o.sess.MaxConcurrentStarts, "max-concurrent-starts", o.sess.MaxConcurrentStarts, "kernels starting at once; more creations wait their turn")
 	fs.IntVar(&o.sess.MaxStreamBytes, "max-stream-bytes", o.sess.MaxStreamBytes, "stdout+stderr kept per execution")
 	fs.IntVar(&o.sess.MaxRichBytes, "max-rich-bytes", o.sess.MaxRichBytes, "rich output kept per execution")
 	fs.Int64Var(&o.memoryBudgetMB, "memory-budget-mb", o.memoryBudgetMB, "output the gateway keeps for clients, all sessions together (MiB)")

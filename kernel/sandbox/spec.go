@@ -118,6 +118,8 @@ type WorkspaceOpener interface {
 // Methods are safe for concurrent use. The holder must call Close, which
 // kills the kernel and removes everything the runtime created for it.
 type Sandbox interface {
+	// ID returns the session id the sandbox was started for (Spec.ID).
+	ID() string
 	// Connection returns how the gateway reaches the current kernel process.
 	// It changes after Restart.
 	Connection() kernel.ConnectionInfo
