@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/glassroom/glassroom/kernel"
@@ -58,6 +59,14 @@ type Config struct {
 	// refills included): a burst of creations queues instead of starting
 	// a hundred kernels together on a few cores.
 	MaxConcurrentStarts int
+	// ExecSlots is how many executions may run at once, gateway-wide
+	// (default: the number of CPUs; negative: no limit). Executions beyond
+	// wait their turn, first come first served, so that under load every
+	// session sees the same latency instead of a few seeing long stalls.
+	// ExecSlotLease (50 ms) is how long one execution holds its slot: a
+	// longer one keeps running and lets the next go.
+	ExecSlots     int
+	ExecSlotLease time.Duration
 	// Pool is how many pre-started kernels with the default spec the
 	// manager keeps ready (0: none). Sessions with no env and default
 	// limits take one; refills run one at a time in the background.
@@ -107,6 +116,8 @@ func (c Config) withDefaults() Config {
 	i(&c.WatchPaths, 1000)
 	d(&c.StartTimeout, 60*time.Second)
 	i(&c.MaxConcurrentStarts, 4)
+	i(&c.ExecSlots, runtime.NumCPU())
+	d(&c.ExecSlotLease, 50*time.Millisecond)
 	d(&c.ReapInterval, 5*time.Second)
 	if c.Dial == nil {
 		c.Dial = dialKernel

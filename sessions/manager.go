@@ -22,6 +22,7 @@ type Manager struct {
 	log    zerolog.Logger
 	budget *Budget
 	starts chan struct{} // a token per kernel start in progress
+	slots  *execSlots
 	pool   *pool
 
 	mu       sync.Mutex
@@ -43,6 +44,7 @@ func New(cfg Config, rt Runtime, log zerolog.Logger) (*Manager, error) {
 	m := &Manager{cfg: cfg, rt: rt, log: log, budget: NewBudget(cfg.MemoryBudget), starts: make(chan struct{}, cfg.MaxConcurrentStarts),
 		sessions: make(map[string]*Session), starting: make(map[string]int)}
 	m.pool = newPool(cfg.Pool, m.startKernel, log)
+	m.slots = newExecSlots(cfg.ExecSlots, cfg.ExecSlotLease)
 	return m, nil
 }
 
@@ -98,7 +100,7 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 	}
 	id := k.sb.ID()
 	s := newSession(sessionParams{id: id, tenant: tenant, runtime: m.rt.Name(), cfg: m.cfg, log: m.log,
-		idle: idle, budget: m.budget, sandbox: k.sb, client: k.conn, files: k.files, watch: k.watch})
+		idle: idle, budget: m.budget, slots: m.slots, sandbox: k.sb, client: k.conn, files: k.files, watch: k.watch})
 	m.mu.Lock()
 	closed := m.closed
 	if !closed {

@@ -50,6 +50,7 @@ type Session struct {
 	log     zerolog.Logger
 	created time.Time
 	budget  *Budget
+	slots   *execSlots
 
 	sandbox sandbox.Sandbox
 	files   workspace.FS
@@ -86,6 +87,7 @@ type sessionParams struct {
 	log                 zerolog.Logger
 	idle                time.Duration
 	budget              *Budget
+	slots               *execSlots
 	sandbox             sandbox.Sandbox
 	client              KernelConn
 	files               workspace.FS
@@ -106,7 +108,7 @@ func newSession(p sessionParams) *Session {
 	now := time.Now()
 	s := &Session{
 		id: p.id, tenant: p.tenant, runtime: p.runtime, cfg: p.cfg, log: p.log.With().Str("session", p.id).Logger(),
-		created: now, idle: p.idle, budget: p.budget, sandbox: p.sandbox, files: p.files, watch: p.watch,
+		created: now, idle: p.idle, budget: p.budget, slots: p.slots, sandbox: p.sandbox, files: p.files, watch: p.watch,
 		hub:     newHub(p.cfg, p.budget),
 		queue:   make(chan *job, p.cfg.QueueDepth),
 		restart: make(chan chan error),

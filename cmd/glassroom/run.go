@@ -25,6 +25,8 @@ import (
 )
 
 const usage = `usage: glassroom serve [flags]
+       glassroom mcp [flags]      (MCP server over stdio; glassroom mcp -h)
+       glassroom bench [flags]    (load harness; glassroom bench -h)
 
 Runs the gateway. Every flag has an environment twin (GLASSROOM_<NAME>,
 upper case, dashes as underscores; GLASSROOM_API_KEYS is comma-separated).
@@ -93,6 +95,7 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.sess.MaxLifetime, "max-lifetime", o.sess.MaxLifetime, "delete sessions this long after creation")
 	fs.IntVar(&o.sess.MaxSessions, "max-sessions", o.sess.MaxSessions, "sessions in total")
 	fs.IntVar(&o.sess.MaxSessionsPerTenant, "max-sessions-per-key", o.sess.MaxSessionsPerTenant, "sessions per API key")
+	fs.IntVar(&o.sess.ExecSlots, "exec-slots", o.sess.ExecSlots, "executions running at once, gateway-wide; the rest wait their turn, first come first served (negative: no limit)")
 	fs.IntVar(&o.sess.Pool, "pool", o.sess.Pool, "pre-started kernels kept ready for sessions with default settings (0: none)")
 	fs.IntVar(&o.sess.MaxConcurrentStarts, "max-concurrent-starts", o.sess.MaxConcurrentStarts, "kernels starting at once; more creations wait their turn")
 	fs.IntVar(&o.sess.MaxStreamBytes, "max-stream-bytes", o.sess.MaxStreamBytes, "stdout+stderr kept per execution")
@@ -171,6 +174,9 @@ func newKey() string {
 func run(ctx context.Context, args, env []string, stdout io.Writer) error {
 	if len(args) > 0 && args[0] == "mcp" {
 		return runMCP(ctx, args[1:], env, os.Stdin, stdout)
+	}
+	if len(args) > 0 && args[0] == "bench" {
+		return runBench(ctx, args[1:], env, stdout)
 	}
 	o, err := parse(args, env, stdout)
 	if err != nil {
