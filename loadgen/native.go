@@ -70,7 +70,7 @@ func (c *nativeConn) Execute(ctx context.Context, code string) (time.Duration, e
 	for {
 		var f struct {
 			Type, ID, Status, Message string
-			DurationMS              float64 `json:"duration_ms"`
+			DurationMS                float64 `json:"duration_ms"`
 		}
 		if err := c.ws.ReadJSON(&f); err != nil {
 			return 0, err
