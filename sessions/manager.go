@@ -23,6 +23,7 @@ type Manager struct {
 	budget *Budget
 	starts chan struct{} // a token per kernel start in progress
 	slots  *execSlots
+	notify *workspace.Inotify // shared by every session's change tracking
 	pool   *pool
 
 	mu       sync.Mutex
@@ -45,6 +46,8 @@ func New(cfg Config, rt Runtime, log zerolog.Logger) (*Manager, error) {
 		sessions: make(map[string]*Session), starting: make(map[string]int)}
 	m.pool = newPool(cfg.Pool, m.startKernel, log)
 	m.slots = newExecSlots(cfg.ExecSlots, cfg.ExecSlotLease)
+	m.notify = workspace.NewInotify(0)
+	checkHostLimits(cfg, log)
 	return m, nil
 }
 
@@ -178,8 +181,9 @@ func (m *Manager) startKernel(ctx context.Context, spec sandbox.Spec) (_ *readyK
 
 // openWorkspace opens a sandbox's workspace and its change tracker: the
 // sandbox's own when it has one (a workspace not on this host), else the
-// host directory it names. A missing tracker is logged, not fatal: the
-// session works, without file events.
+// host directory it names, tracked on the manager's shared inotify
+// instances. Without a tracker the session is not created: file events
+// are never silently off.
 func (m *Manager) openWorkspace(ctx context.Context, sb sandbox.Sandbox, log zerolog.Logger) (workspace.FS, workspace.Tracker, error) {
 	if o, ok := sb.(sandbox.WorkspaceOpener); ok {
 		return o.OpenWorkspace(ctx)
@@ -188,10 +192,10 @@ func (m *Manager) openWorkspace(ctx context.Context, sb sandbox.Sandbox, log zer
 	if err != nil {
 		return nil, nil, err
 	}
-	w, err := workspace.NewWatcher(root, m.cfg.WatchDirs, m.cfg.WatchPaths)
+	w, err := m.notify.Watch(root, m.cfg.WatchDirs, m.cfg.WatchPaths)
 	if err != nil {
-		log.Warn().Err(err).Msg("workspace changes will not be reported")
-		return root, nil, nil
+		_ = root.Close()
+		return nil, nil, fmt.Errorf("%w: tracking workspace changes: %w", sandbox.ErrUnavailable, err)
 	}
 	return root, w, nil
 }
@@ -361,7 +365,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
-		return nil
+		return m.notify.Close()
 	case <-ctx.Done():
 		return fmt.Errorf("sessions: close: %w (some sandboxes may still be stopping)", ctx.Err())
 	}
