@@ -73,6 +73,14 @@ type Config struct {
 	Pool         int
 	ReapInterval time.Duration // how often expiry is checked (5 s)
 
+	// Store keeps sessions across gateway restarts (none by default);
+	// FlushInterval is how often their changing parts (activity, event
+	// numbers, the running execution) are written (1 s).
+	Store         Store
+	FlushInterval time.Duration
+	// Observer is told what happens, for metrics (none by default).
+	Observer Observer
+
 	Kernel kernel.Config // kernel client settings
 	// Dial connects to a sandbox's kernel (default: kernel.Dial). Tests
 	// replace it with a fake kernel.
@@ -122,6 +130,13 @@ func (c Config) withDefaults() Config {
 	if c.Dial == nil {
 		c.Dial = dialKernel
 	}
+	if c.Store == nil {
+		c.Store = noStore{}
+	}
+	d(&c.FlushInterval, time.Second)
+	if c.Observer == nil {
+		c.Observer = noObserver{}
+	}
 	return c
 }
 
@@ -150,6 +165,6 @@ func (c Config) Validate() error {
 // (what a zero Config means); command-line flags start from it.
 func DefaultConfig() Config {
 	c := Config{}.withDefaults()
-	c.Dial = nil // New fills it; a flag set has no use for it
+	c.Dial, c.Store, c.Observer = nil, nil, nil // New fills them; a flag set has no use for them
 	return c
 }

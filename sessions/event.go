@@ -83,6 +83,7 @@ func ptr[T any](v T) *T { return &v }
 // concurrent use.
 type hub struct {
 	budget   *Budget
+	observer Observer
 	maxItems int
 	maxBytes int
 	subItems int
@@ -101,8 +102,13 @@ type held struct {
 	size int
 }
 
-func newHub(cfg Config, budget *Budget) *hub {
-	return &hub{budget: budget, maxItems: cfg.BacklogEvents, maxBytes: cfg.BacklogBytes,
+// newHub returns a hub whose first event is numbered seq+1.
+func newHub(cfg Config, budget *Budget, seq int64) *hub {
+	obs := cfg.Observer
+	if obs == nil {
+		obs = noObserver{}
+	}
+	return &hub{budget: budget, observer: obs, maxItems: cfg.BacklogEvents, maxBytes: cfg.BacklogBytes, seq: seq,
 		subItems: cfg.SubscriberBuffer, subBytes: cfg.SubscriberBytes, subs: make(map[*Subscription]struct{})}
 }
 
@@ -174,6 +180,7 @@ func (h *hub) publish(e Event) Event {
 	h.seq++
 	e.Seq = h.seq
 	n := e.size()
+	h.observer.Published(n)
 	for len(h.backlog) > 0 && (len(h.backlog) >= h.maxItems || h.bytes+n > h.maxBytes) {
 		h.evictOldest()
 	}

@@ -24,6 +24,7 @@ type Manager struct {
 	starts chan struct{} // a token per kernel start in progress
 	slots  *execSlots
 	notify *workspace.Inotify // shared by every session's change tracking
+	store  Store
 	pool   *pool
 
 	mu       sync.Mutex
@@ -47,6 +48,7 @@ func New(cfg Config, rt Runtime, log zerolog.Logger) (*Manager, error) {
 	m.pool = newPool(cfg.Pool, m.startKernel, log)
 	m.slots = newExecSlots(cfg.ExecSlots, cfg.ExecSlotLease)
 	m.notify = workspace.NewInotify(0)
+	m.store = cfg.Store
 	checkHostLimits(cfg, log)
 	return m, nil
 }
@@ -104,6 +106,7 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 	id := k.sb.ID()
 	s := newSession(sessionParams{id: id, tenant: tenant, runtime: m.rt.Name(), cfg: m.cfg, log: m.log,
 		idle: idle, budget: m.budget, slots: m.slots, sandbox: k.sb, client: k.conn, files: k.files, watch: k.watch})
+	s.persist = func() { m.persist(s) }
 	m.mu.Lock()
 	closed := m.closed
 	if !closed {
@@ -114,6 +117,8 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 		s.close(context.WithoutCancel(ctx), "gateway shutting down")
 		return nil, ErrClosed
 	}
+	m.persist(s)
+	m.cfg.Observer.SessionCreated(pooled)
 	m.log.Info().Str("session", id).Str("tenant", tenant).Bool("pooled", pooled).Dur("start", time.Since(start)).Msg("session created")
 	return s, nil
 }
@@ -270,6 +275,7 @@ func (m *Manager) Delete(ctx context.Context, tenant, id string) error {
 	}
 	defer m.closing.Done()
 	s.close(ctx, "session deleted")
+	m.forget(id)
 	m.log.Info().Str("session", id).Msg("session deleted")
 	return nil
 }
@@ -299,13 +305,24 @@ func (m *Manager) Run(ctx context.Context) error {
 	defer wg.Wait()
 	t := time.NewTicker(m.cfg.ReapInterval)
 	defer t.Stop()
+	flush := time.NewTicker(m.cfg.FlushInterval)
+	defer flush.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case now := <-t.C:
 			m.reap(ctx, now)
+		case <-flush.C:
+			m.flush()
 		}
+	}
+}
+
+// forget removes a deleted or expired session from the store.
+func (m *Manager) forget(id string) {
+	if err := m.store.Delete(id); err != nil {
+		m.log.Warn().Err(err).Str("session", id).Msg("session store write failed")
 	}
 }
 
@@ -333,6 +350,7 @@ func (m *Manager) reap(ctx context.Context, now time.Time) {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			defer cancel()
 			s.close(cctx, reason)
+			m.forget(s.id)
 		}()
 	}
 }
@@ -355,6 +373,7 @@ func (m *Manager) Close(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			s.close(ctx, "gateway shutting down")
+			m.forget(s.id)
 		}()
 	}
 	done := make(chan struct{})
@@ -369,4 +388,32 @@ func (m *Manager) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("sessions: close: %w (some sandboxes may still be stopping)", ctx.Err())
 	}
+}
+
+// Stats is a snapshot of the manager for metrics.
+type Stats struct {
+	Runtime      string
+	ByState      map[State]int
+	Queued       int
+	Pool         PoolState
+	BudgetUsed   int64
+	BudgetMax    int64
+	StartsActive int
+}
+
+// Stats returns the manager's state now.
+func (m *Manager) Stats() Stats {
+	m.mu.Lock()
+	all := make([]*Session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		all = append(all, s)
+	}
+	m.mu.Unlock()
+	st := Stats{Runtime: m.rt.Name(), ByState: map[State]int{}, Pool: m.pool.State(),
+		BudgetUsed: m.budget.Used(), BudgetMax: m.budget.Max(), StartsActive: len(m.starts)}
+	for _, s := range all {
+		st.ByState[s.Info().State]++
+		st.Queued += int(s.queued.Load())
+	}
+	return st
 }

@@ -212,6 +212,7 @@ func (s *Session) finish(j *job, start time.Time, status Status, reply *kernel.E
 	}
 	s.hub.publish(Event{Type: EventDone, ID: j.req.ID, Status: status, ExecutionCount: ptr(e.ExecutionCount),
 		DurationMS: ptr(e.DurationMS), Truncated: ptr(e.Truncated), StateLost: ptr(e.StateLost), Reason: reason})
+	s.cfg.Observer.ExecutionDone(status, time.Since(start))
 	j.result <- e
 	// The caller owns the result now; its bytes leave the budget.
 	s.budget.Release(j.held)

@@ -76,6 +76,7 @@ type Session struct {
 
 	stopWatch context.CancelFunc // ends the current kernel watcher
 	queued    atomic.Int32
+	persist   func() // writes the session's record to the store (set by the manager)
 }
 
 // sessionParams is what newSession needs: a started sandbox with a
@@ -86,6 +87,8 @@ type sessionParams struct {
 	cfg                 Config
 	log                 zerolog.Logger
 	idle                time.Duration
+	created, lastActive time.Time // zero: now (a restored session has its own)
+	firstSeq            int64     // the first event's number - 1 (a restored session's is past its old ones)
 	budget              *Budget
 	slots               *execSlots
 	sandbox             sandbox.Sandbox
@@ -106,14 +109,18 @@ func newSessionID() string {
 func newSession(p sessionParams) *Session {
 	ctx, cancel := context.WithCancel(context.Background())
 	now := time.Now()
+	created, active := p.created, p.lastActive
+	if created.IsZero() {
+		created, active = now, now
+	}
 	s := &Session{
 		id: p.id, tenant: p.tenant, runtime: p.runtime, cfg: p.cfg, log: p.log.With().Str("session", p.id).Logger(),
-		created: now, idle: p.idle, budget: p.budget, slots: p.slots, sandbox: p.sandbox, files: p.files, watch: p.watch,
-		hub:     newHub(p.cfg, p.budget),
+		created: created, idle: p.idle, persist: func() {}, budget: p.budget, slots: p.slots, sandbox: p.sandbox, files: p.files, watch: p.watch,
+		hub:     newHub(p.cfg, p.budget, p.firstSeq),
 		queue:   make(chan *job, p.cfg.QueueDepth),
 		restart: make(chan chan error),
 		ctx:     ctx, cancel: cancel,
-		state: StateIdle, client: p.client, lastActive: now, room: make(chan struct{}),
+		state: StateIdle, client: p.client, lastActive: active, room: make(chan struct{}),
 	}
 	s.watchKernel(p.client)
 	s.wg.Add(1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/glassroom/glassroom/kernel"
@@ -118,6 +119,7 @@ func (s *Session) watchKernel(c KernelConn) {
 // recoverKernel restarts a kernel that died on its own.
 func (s *Session) recoverKernel(c KernelConn) {
 	reason := s.exitReason(c.Err())
+	s.cfg.Observer.KernelDied(strings.Contains(reason, "OOMKilled"))
 	s.log.Info().Str("reason", reason).Msg("kernel died; restarting")
 	s.setState(StateDead, reason)
 	_ = s.restartKernel("kernel died: " + reason)
@@ -173,6 +175,8 @@ func (s *Session) restartKernel(reason string) error {
 	s.mu.Unlock()
 	s.watchKernel(c)
 	s.setState(StateIdle, "")
+	s.cfg.Observer.KernelRestarted()
+	s.persist() // a new kernel, a new key: the store must know it
 	return nil
 }
 

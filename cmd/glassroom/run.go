@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -18,7 +19,9 @@ import (
 	"github.com/glassroom/glassroom/kernel/docker"
 	"github.com/glassroom/glassroom/kernel/local"
 	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/metrics"
 	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/sessionstore"
 	"github.com/glassroom/glassroom/web"
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
@@ -47,6 +50,10 @@ type options struct {
 	instance          string
 	seccompProfile    string
 	memoryBudgetMB    int64
+	durable           bool
+	onShutdown        string
+	metricsListen     string
+	metricsToken      string
 
 	sess sessions.Config
 	gw   gateway.Config
@@ -88,6 +95,10 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.dockerImage, "docker-image", "glassroom/python-kernel:latest", "kernel image for the docker runtime")
 	fs.StringVar(&o.dockerRuntime, "docker-runtime", "runc", "OCI runtime for kernel containers (runc, runsc, kata)")
 	fs.StringVar(&o.instance, "instance", "default", "name of this gateway in container names and labels (docker)")
+	fs.BoolVar(&o.durable, "durable", true, "keep sessions in a store under the state dir, and adopt them (docker: kernels, variables and files) when the gateway starts again")
+	fs.StringVar(&o.onShutdown, "on-shutdown", "keep", "on SIGTERM: keep (kernels that can outlive the gateway keep running, for the next one to adopt) or stop (every kernel)")
+	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve Prometheus /metrics on this separate address, without auth (e.g. 127.0.0.1:9464)")
+	fs.StringVar(&o.metricsToken, "metrics-token", "", "serve Prometheus /metrics on the main listener to requests bearing this token")
 	fs.StringVar(&o.seccompProfile, "seccomp-profile", "", "seccomp JSON profile for kernel containers (default: glassroom's, stricter than Docker's; docker-default: Docker's)")
 	fs.DurationVar(&o.sess.ExecTimeout, "exec-timeout", o.sess.ExecTimeout, "default execution timeout")
 	fs.DurationVar(&o.sess.MaxExecTimeout, "max-exec-timeout", o.sess.MaxExecTimeout, "largest execution timeout a request may ask for")
@@ -144,6 +155,12 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	}
 	o.apiKeys = keys
 	o.sess.MemoryBudget = o.memoryBudgetMB << 20
+	if o.onShutdown != "keep" && o.onShutdown != "stop" {
+		return nil, fmt.Errorf("--on-shutdown %q: want keep or stop", o.onShutdown)
+	}
+	if o.metricsToken != "" && len(o.metricsToken) < 16 {
+		return nil, errors.New("--metrics-token must be at least 16 characters")
+	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
@@ -202,15 +219,36 @@ func run(ctx context.Context, args, env []string, stdout io.Writer) error {
 		return err
 	}
 	defer closeRuntime()
+	if o.durable {
+		st, err := sessionstore.Open(rt.(interface{ StateDir() string }).StateDir())
+		if err != nil {
+			return err
+		}
+		defer func() { _ = st.Close() }()
+		o.sess.Store = st
+	}
+	met := metrics.New()
+	o.sess.Observer = met
 	mgr, err := sessions.New(o.sess, rt, log)
 	if err != nil {
 		return err
+	}
+	met.Watch(mgr)
+	res, err := mgr.Restore(ctx)
+	if err != nil {
+		return err
+	}
+	if res.Adopted+res.Restarted+res.Lost > 0 {
+		log.Info().Int("adopted", res.Adopted).Int("restarted", res.Restarted).Int("lost", res.Lost).Msg("sessions of the previous gateway")
 	}
 	assets, err := web.Assets()
 	if err != nil {
 		return err
 	}
 	o.gw.APIKeys = o.apiKeys
+	if o.metricsToken != "" {
+		o.gw.Metrics, o.gw.MetricsToken = met.Handler(), o.metricsToken
+	}
 	srv, err := gateway.New(o.gw, mgr, assets, log)
 	if err != nil {
 		return err
@@ -226,11 +264,21 @@ func run(ctx context.Context, args, env []string, stdout io.Writer) error {
 	g.Go(func() error { return srv.Serve(gctx, ln) })
 	g.Go(func() error { return mgr.Run(gctx) })
 	g.Go(func() error { return runRuntime(gctx) })
+	if o.metricsListen != "" {
+		g.Go(func() error { return serveMetrics(gctx, o.metricsListen, met.Handler()) })
+	}
 	err = g.Wait()
-	log.Info().Msg("stopping every kernel")
 	cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if cerr := mgr.Close(cctx); cerr != nil && err == nil {
+	var cerr error
+	if o.onShutdown == "keep" {
+		log.Info().Msg("letting kernels that outlive the gateway run on, for the next gateway; stopping the others")
+		cerr = mgr.Detach(cctx)
+	} else {
+		log.Info().Msg("stopping every kernel")
+		cerr = mgr.Close(cctx)
+	}
+	if cerr != nil && err == nil {
 		err = cerr
 	}
 	fmt.Fprintln(stdout, "glassroom: stopped")
@@ -255,6 +303,7 @@ func newRuntime(ctx context.Context, o *options, log zerolog.Logger) (sessions.R
 	case "docker":
 		rt, err := docker.New(ctx, docker.Config{Common: common,
 			Image: o.dockerImage, OCIRuntime: o.dockerRuntime, Instance: o.instance, SeccompProfile: o.seccompProfile,
+			Adopting: o.durable,
 		}, log)
 		if err != nil {
 			return nil, nil, nil, err
@@ -275,4 +324,32 @@ func protectFromOOMKiller(log zerolog.Logger) {
 	if err := os.WriteFile("/proc/self/oom_score_adj", []byte("-900"), 0); err != nil {
 		log.Warn().Err(err).Msg("could not lower the gateway's OOM score")
 	}
+}
+
+// serveMetrics serves the metrics handler on addr until ctx ends.
+func serveMetrics(ctx context.Context, addr string, h http.Handler) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--metrics-listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("metrics: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	if serr := <-errc; err == nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = serr
+	}
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	return nil
 }

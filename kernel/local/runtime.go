@@ -116,6 +116,10 @@ func checkTraversable(dir string) error {
 	}
 }
 
+// StateDir returns the directory of the sandboxes' state (where the
+// gateway keeps its session store too).
+func (r *Runtime) StateDir() string { return r.cfg.StateDir }
+
 // Name returns "local".
 func (r *Runtime) Name() string { return "local" }
 

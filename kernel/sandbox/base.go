@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -108,6 +109,56 @@ func (b *Base) Use(dirs *Dirs, drv Driver) { b.dirs, b.drv = dirs, drv }
 
 // Launch starts the first kernel and waits for its sockets.
 func (b *Base) Launch(ctx context.Context) error { return b.launch(ctx) }
+
+// Attach makes a kernel that is already running (a previous gateway
+// started it) the sandbox's current one, instead of Launch. The driver
+// must call inc.Exit when proc ends, as for a launched one.
+func (b *Base) Attach(inc *Incarnation, proc Process) {
+	b.mu.Lock()
+	b.inc, b.proc = inc, proc
+	b.mu.Unlock()
+}
+
+// DriverStater is implemented by drivers of persistent sandboxes: the
+// driver's part of State, and the incarnation token of its current kernel.
+type DriverStater interface {
+	State() (driver json.RawMessage, incarnation string)
+}
+
+// State implements Persistent for sandboxes whose driver is a
+// DriverStater.
+func (b *Base) State() State {
+	st := State{ID: b.cfg.ID, UID: b.uid, GID: b.gid, Limits: b.cfg.Limits, Conn: b.current().Connection()}
+	if ds, ok := b.drv.(DriverStater); ok {
+		st.Driver, st.Incarnation = ds.State()
+	}
+	return st
+}
+
+// DriverDetacher is implemented by drivers whose sandboxes outlive the
+// gateway: Detach stops watching the kernel and leaves it running.
+type DriverDetacher interface {
+	Detach(ctx context.Context) error
+}
+
+// Detach implements Persistent: the sandbox is let go, not closed; its
+// teardown steps are not run (they belong to the gateway that adopts it).
+func (b *Base) Detach(ctx context.Context) error {
+	var err error
+	b.closeOnce.Do(func() {
+		b.mu.Lock()
+		b.closed = true
+		close(b.closing)
+		b.mu.Unlock()
+		b.launchs.Wait()
+		if dd, ok := b.drv.(DriverDetacher); ok {
+			err = dd.Detach(ctx)
+		}
+		b.teardown.Release()
+		b.closeErr = ErrClosed
+	})
+	return err
+}
 
 func (b *Base) launch(ctx context.Context) error {
 	b.mu.Lock()

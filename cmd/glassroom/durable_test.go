@@ -1,0 +1,163 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// durableGateway runs the real binary on the docker runtime with a state
+// dir and instance of the test's own, and restarts it on demand.
+type durableGateway struct {
+	t        *testing.T
+	args     []string
+	cmd      *exec.Cmd
+	base     string
+	key      string
+	instance string
+}
+
+func newDurableGateway(t *testing.T, extra ...string) *durableGateway {
+	requireDocker(t)
+	g := &durableGateway{t: t, key: "durable-test-key-0123456789", instance: "durable-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)}
+	g.args = append([]string{"--runtime", "docker", "--state-dir", stateDir(t), "--instance", g.instance,
+		"--api-key", g.key, "--log-level", "warn", "--uid-base", "317000"}, extra...)
+	g.start()
+	t.Cleanup(func() { // whatever the test left: stop every kernel
+		g.stop(syscall.SIGTERM)
+		cmd, _ := startBinary(t, append(g.args, "--on-shutdown", "stop")...)
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	return g
+}
+
+func (g *durableGateway) start() { g.cmd, g.base = startBinary(g.t, g.args...) }
+
+func (g *durableGateway) stop(sig syscall.Signal) {
+	if g.cmd.ProcessState == nil {
+		g.cmd.Process.Signal(sig)
+		g.cmd.Wait()
+	}
+}
+
+func (g *durableGateway) exec(id, code string) execution {
+	g.t.Helper()
+	var x execution
+	if st := api(g.t, g.base, g.key, "POST", "/v1/sessions/"+id+"/execute", map[string]any{"code": code}, &x); st != http.StatusOK {
+		g.t.Fatalf("execute in %s: %d", id, st)
+	}
+	return x
+}
+
+// TestGatewaySIGKILLKeepsEverySession: ten docker sessions hold variables
+// and files; the gateway is SIGKILLed and started again; all ten answer
+// x + 1 with their own values and keep their files, and an execution that
+// was running when the gateway died is reported with status unknown.
+func TestGatewaySIGKILLKeepsEverySession(t *testing.T) {
+	g := newDurableGateway(t)
+	var ids []string
+	for i := 0; i < 10; i++ {
+		var s struct{ ID string }
+		if st := api(t, g.base, g.key, "POST", "/v1/sessions", nil, &s); st != http.StatusCreated {
+			t.Fatalf("create: %d", st)
+		}
+		ids = append(ids, s.ID)
+		g.exec(s.ID, fmt.Sprintf("x = %d\nopen('own.txt', 'w').write('session %d')", 100*i+1, i))
+	}
+	// A long execution, running when the gateway dies.
+	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(g.base, "http")+"/v1/sessions/"+ids[0]+"/ws?token="+g.key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws.WriteJSON(map[string]any{"type": "execute", "id": "long-one", "code": "import time; time.sleep(2); z = 5"})
+	for {
+		var ev struct{ Type, ID string }
+		if err := ws.ReadJSON(&ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == "started" && ev.ID == "long-one" {
+			break
+		}
+	}
+	time.Sleep(1500 * time.Millisecond) // the store has flushed the running execution
+	g.stop(syscall.SIGKILL)
+	ws.Close()
+	g.start()
+	for i, id := range ids {
+		x := g.exec(id, "x + 1")
+		if want := strconv.Itoa(100*i + 2); x.Result.Text != want {
+			t.Errorf("session %d after the crash: x + 1 = %q (%+v), want %s", i, x.Result.Text, x, want)
+		}
+		status, body := getFile(t, g, id, "own.txt")
+		if status != http.StatusOK || body != fmt.Sprintf("session %d", i) {
+			t.Errorf("session %d's file after the crash: %d %q", i, status, body)
+		}
+	}
+	// The interrupted execution finished in the kernel (z exists) and is
+	// reported as unknown to a client that resumes from the start.
+	if x := g.exec(ids[0], "z"); x.Result.Text != "5" {
+		t.Errorf("the running execution did not finish in the kernel: %+v", x)
+	}
+	ws, _, err = websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(g.base, "http")+"/v1/sessions/"+ids[0]+"/ws?since=0&token="+g.key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		var ev struct{ Type, ID, Status, Reason string }
+		if err := ws.ReadJSON(&ev); err != nil {
+			t.Fatalf("no done for the running execution: %v", err)
+		}
+		if ev.Type == "done" && ev.ID == "long-one" {
+			if ev.Status != "unknown" || !strings.Contains(ev.Reason, "gateway restarted") {
+				t.Fatalf("done of the execution the crash interrupted: %+v", ev)
+			}
+			break
+		}
+	}
+}
+
+// TestGatewayUpgradeKeepsKernels: SIGTERM (the default --on-shutdown keep)
+// lets kernels run on; --on-shutdown stop ends them.
+func TestGatewayUpgradeKeepsKernels(t *testing.T) {
+	g := newDurableGateway(t)
+	var s struct{ ID string }
+	api(t, g.base, g.key, "POST", "/v1/sessions", nil, &s)
+	g.exec(s.ID, "kept = 'yes'")
+	g.stop(syscall.SIGTERM)
+	g.start()
+	if x := g.exec(s.ID, "kept"); x.Result.Text != "'yes'" {
+		t.Fatalf("after a SIGTERM upgrade: %+v", x)
+	}
+	g.args = append(g.args, "--on-shutdown", "stop")
+	g.stop(syscall.SIGTERM) // still the default: keep
+	g.start()               // now with stop
+	g.stop(syscall.SIGTERM)
+	out, _ := exec.Command("docker", "ps", "-aq", "--filter", "label=io.glassroom.instance="+g.instance).CombinedOutput()
+	if strings.TrimSpace(string(out)) != "" {
+		t.Fatalf("--on-shutdown stop left containers: %s", out)
+	}
+}
+
+func getFile(t *testing.T, g *durableGateway, id, path string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", g.base+"/v1/sessions/"+id+"/files/"+path, nil)
+	req.Header.Set("Authorization", "Bearer "+g.key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
