@@ -25,6 +25,20 @@ type Driver interface {
 	Destroy(ctx context.Context) error
 }
 
+// Connector is implemented by a Driver whose kernels are not reached
+// through unix sockets in a host ipc directory (a pod on the cluster
+// network): Base asks it for each incarnation's connection instead of
+// PrepareIPC, and to wait for that kernel instead of WaitForSockets. A
+// sandbox whose driver is a Connector needs no Dirs (Use with nil dirs);
+// its Workspace is then "".
+type Connector interface {
+	// Prepare returns how the gateway will reach the next kernel process.
+	Prepare(ctx context.Context) (kernel.ConnectionInfo, error)
+	// WaitReady blocks until the kernel of inc accepts connections. It
+	// fails when inc exits first or ctx ends.
+	WaitReady(ctx context.Context, inc *Incarnation) error
+}
+
 // Process is one started kernel process of a Driver.
 type Process interface {
 	// Kill ends the process; its incarnation's Exited closes once it is gone.
@@ -106,6 +120,15 @@ func (b *Base) SetOwner(uid, gid int) { b.uid, b.gid = uid, gid }
 // calls the driver's Destroy.
 func (b *Base) Use(dirs *Dirs, drv Driver) { b.dirs, b.drv = dirs, drv }
 
+// Attach makes inc, served by proc, the current kernel without launching
+// one: a runtime adopting a kernel another gateway started calls it
+// instead of Launch. Restart and Close then treat it as their own.
+func (b *Base) Attach(inc *Incarnation, proc Process) {
+	b.mu.Lock()
+	b.inc, b.proc = inc, proc
+	b.mu.Unlock()
+}
+
 // Launch starts the first kernel and waits for its sockets.
 func (b *Base) Launch(ctx context.Context) error { return b.launch(ctx) }
 
@@ -119,7 +142,14 @@ func (b *Base) launch(ctx context.Context) error {
 	b.mu.Unlock()
 	defer b.launchs.Done()
 
-	host, err := PrepareIPC(b.dirs.IPC(), b.cfg.SandboxIPC, b.uid, b.gid)
+	conn, isConnector := b.drv.(Connector)
+	var host kernel.ConnectionInfo
+	var err error
+	if isConnector {
+		host, err = conn.Prepare(ctx)
+	} else {
+		host, err = PrepareIPC(b.dirs.IPC(), b.cfg.SandboxIPC, b.uid, b.gid)
+	}
 	if err != nil {
 		return err
 	}
@@ -147,7 +177,12 @@ func (b *Base) launch(ctx context.Context) error {
 		case <-wctx.Done():
 		}
 	}()
-	if err := WaitForSockets(wctx, host, inc.Exited()); err != nil {
+	if isConnector {
+		err = conn.WaitReady(wctx, inc)
+	} else {
+		err = WaitForSockets(wctx, host, inc.Exited())
+	}
+	if err != nil {
 		b.kill(ctx, inc, proc)
 		return fmt.Errorf("sandbox: %w (%s): %s", err, inc.ExitReason(), proc.Diagnostics())
 	}
@@ -186,7 +221,12 @@ func (b *Base) Connection() kernel.ConnectionInfo { return b.current().Connectio
 func (b *Base) Limits() Limits { return b.cfg.Limits }
 
 // Workspace implements Sandbox.
-func (b *Base) Workspace() string { return b.dirs.Work() }
+func (b *Base) Workspace() string {
+	if b.dirs == nil {
+		return ""
+	}
+	return b.dirs.Work()
+}
 
 // UID returns the host uid the sandbox runs as.
 func (b *Base) UID() int { return b.uid }
