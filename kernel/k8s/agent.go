@@ -62,13 +62,13 @@ func ServeAgent(ctx context.Context, cfg AgentConfig, ln net.Listener, log zerol
 	if err != nil {
 		return fmt.Errorf("k8s: agent: %w", err)
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }()
 	watch, err := workspace.NewWatcher(root, cfg.WatchDirs, cfg.WatchPaths)
 	if err != nil {
 		log.Warn().Err(err).Msg("workspace changes will not be tracked")
 		watch = nil
 	} else {
-		defer watch.Close()
+		defer func() { _ = watch.Close() }()
 	}
 	srv, err := remote.NewServer(root, watch, remote.ServerConfig{Token: cfg.Token, QuotaBytes: cfg.QuotaBytes})
 	if err != nil {
@@ -88,7 +88,9 @@ func ServeAgent(ctx context.Context, cfg AgentConfig, ln net.Listener, log zerol
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = hs.Shutdown(sctx)
-	<-done
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("k8s: agent: %w", err)
+	}
 	return nil
 }
 

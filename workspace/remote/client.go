@@ -425,7 +425,7 @@ func (f *remoteFile) Read(p []byte) (int, error) {
 			f.body.Close()
 			f.body = nil
 		}
-		resp, err := f.open(f.off)
+		resp, err := f.open(f.off) //nolint:bodyclose // kept in f.body, closed by Seek's reopen or Close
 		if err != nil {
 			return 0, err
 		}
