@@ -83,6 +83,9 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 		return nil, invalid("idle timeout must be within 1s..%v", m.cfg.MaxIdleTimeout)
 	}
 	spec := sandbox.Spec{ID: newSessionID(), Env: opts.Env, Limits: opts.Limits}
+	if sandbox.TenantPattern.MatchString(tenant) {
+		spec.Tenant = tenant // recorded by runtimes whose sandboxes outlive the gateway
+	}
 	if err := spec.Validate(); err != nil {
 		var se *sandbox.SpecError
 		if errors.As(err, &se) {

@@ -54,6 +54,7 @@ type options struct {
 	onShutdown        string
 	metricsListen     string
 	metricsToken      string
+	k8s               k8sOptions
 
 	sess sessions.Config
 	gw   gateway.Config
@@ -86,7 +87,7 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.SetOutput(stderr)
 	var keys stringList
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8888", "address to serve on (loopback by default)")
-	fs.StringVar(&o.runtime, "runtime", "local", "kernel runtime: local (bubblewrap) or docker")
+	fs.StringVar(&o.runtime, "runtime", "local", "kernel runtime: local (bubblewrap), docker, or k8s (a pod per session)")
 	fs.Var(&keys, "api-key", "API key (repeatable); each key is a tenant. Env: GLASSROOM_API_KEYS, comma-separated")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&o.stateDir, "state-dir", "", "directory for per-session sandbox state (default /run/glassroom/<runtime> as root)")
@@ -100,6 +101,7 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve Prometheus /metrics on this separate address, without auth (e.g. 127.0.0.1:9464)")
 	fs.StringVar(&o.metricsToken, "metrics-token", "", "serve Prometheus /metrics on the main listener to requests bearing this token")
 	fs.StringVar(&o.seccompProfile, "seccomp-profile", "", "seccomp JSON profile for kernel containers (default: glassroom's, stricter than Docker's; docker-default: Docker's)")
+	o.k8s.flags(fs)
 	fs.DurationVar(&o.sess.ExecTimeout, "exec-timeout", o.sess.ExecTimeout, "default execution timeout")
 	fs.DurationVar(&o.sess.MaxExecTimeout, "max-exec-timeout", o.sess.MaxExecTimeout, "largest execution timeout a request may ask for")
 	fs.DurationVar(&o.sess.IdleTimeout, "idle-timeout", o.sess.IdleTimeout, "delete sessions idle for this long")
@@ -194,6 +196,9 @@ func run(ctx context.Context, args, env []string, stdout io.Writer) error {
 	}
 	if len(args) > 0 && args[0] == "bench" {
 		return runBench(ctx, args[1:], env, stdout)
+	}
+	if len(args) > 0 && args[0] == "pod-agent" {
+		return runPodAgent(ctx, args[1:], stdout)
 	}
 	o, err := parse(args, env, stdout)
 	if err != nil {
@@ -309,8 +314,14 @@ func newRuntime(ctx context.Context, o *options, log zerolog.Logger) (sessions.R
 			return nil, nil, nil, err
 		}
 		return rt, rt.Run, func() { _ = rt.Close() }, nil
+	case "k8s":
+		rt, err := newK8sRuntime(ctx, o, common, log)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return rt, rt.Run, func() { _ = rt.Close() }, nil
 	}
-	return nil, nil, nil, fmt.Errorf("--runtime %s: unknown runtime (want local or docker)", strconv.Quote(o.runtime))
+	return nil, nil, nil, fmt.Errorf("--runtime %s: unknown runtime (want local, docker or k8s)", strconv.Quote(o.runtime))
 }
 
 // protectFromOOMKiller makes the gateway the OOM killer's last choice

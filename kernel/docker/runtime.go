@@ -179,7 +179,7 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	if err := b.Launch(ctx); err != nil {
 		return nil, err
 	}
-	return b, nil
+	return sandbox.Durable{Base: b}, nil
 }
 
 // Adopt implements sandbox.Adopter: it takes over the container a previous
@@ -235,11 +235,11 @@ func (r *Runtime) Adopt(ctx context.Context, st sandbox.State) (_ sandbox.Sandbo
 		if err := b.Restart(ctx); err != nil {
 			return nil, err
 		}
-		return b, nil
+		return sandbox.Durable{Base: b}, nil
 	}
 	b.Attach(inc, d.watch(ds.Container, inc))
 	d.mu.Lock()
 	d.started = info.State.StartedAt
 	d.mu.Unlock()
-	return b, nil
+	return sandbox.Durable{Base: b}, nil
 }

@@ -26,6 +26,20 @@ type Driver interface {
 	Destroy(ctx context.Context) error
 }
 
+// Connector is implemented by a Driver whose kernels are not reached
+// through unix sockets in a host ipc directory (a pod on the cluster
+// network): Base asks it for each incarnation's connection instead of
+// PrepareIPC, and to wait for that kernel instead of WaitForSockets. A
+// sandbox whose driver is a Connector needs no Dirs (Use with nil dirs);
+// its Workspace is then "".
+type Connector interface {
+	// Prepare returns how the gateway will reach the next kernel process.
+	Prepare(ctx context.Context) (kernel.ConnectionInfo, error)
+	// WaitReady blocks until the kernel of inc accepts connections. It
+	// fails when inc exits first or ctx ends.
+	WaitReady(ctx context.Context, inc *Incarnation) error
+}
+
 // Process is one started kernel process of a Driver.
 type Process interface {
 	// Kill ends the process; its incarnation's Exited closes once it is gone.
@@ -107,17 +121,17 @@ func (b *Base) SetOwner(uid, gid int) { b.uid, b.gid = uid, gid }
 // calls the driver's Destroy.
 func (b *Base) Use(dirs *Dirs, drv Driver) { b.dirs, b.drv = dirs, drv }
 
-// Launch starts the first kernel and waits for its sockets.
-func (b *Base) Launch(ctx context.Context) error { return b.launch(ctx) }
-
-// Attach makes a kernel that is already running (a previous gateway
-// started it) the sandbox's current one, instead of Launch. The driver
-// must call inc.Exit when proc ends, as for a launched one.
+// Attach makes inc, served by proc, the current kernel without launching
+// one: a runtime adopting a kernel another gateway started calls it
+// instead of Launch. Restart and Close then treat it as their own.
 func (b *Base) Attach(inc *Incarnation, proc Process) {
 	b.mu.Lock()
 	b.inc, b.proc = inc, proc
 	b.mu.Unlock()
 }
+
+// Launch starts the first kernel and waits for its sockets.
+func (b *Base) Launch(ctx context.Context) error { return b.launch(ctx) }
 
 // DriverStater is implemented by drivers of persistent sandboxes: the
 // driver's part of State, and the incarnation token of its current kernel.
@@ -125,9 +139,25 @@ type DriverStater interface {
 	State() (driver json.RawMessage, incarnation string)
 }
 
-// State implements Persistent for sandboxes whose driver is a
-// DriverStater.
-func (b *Base) State() State {
+// Durable is a Base whose driver's sandboxes outlive the gateway (a
+// DriverStater and DriverDetacher): it implements Persistent. A runtime
+// returns Durable{b} instead of b only then, so that a sandbox that dies
+// with the gateway (a local process) is never taken for one that can be
+// detached and adopted.
+type Durable struct{ *Base }
+
+var _ Persistent = Durable{}
+
+// State implements Persistent.
+func (d Durable) State() State { return d.state() }
+
+// Detach implements Persistent: the sandbox is let go, not closed; its
+// teardown steps are not run (they belong to the gateway that adopts it).
+func (d Durable) Detach(ctx context.Context) error { return d.detach(ctx) }
+
+// state describes the sandbox, with its driver's part when the driver is
+// a DriverStater.
+func (b *Base) state() State {
 	st := State{ID: b.cfg.ID, UID: b.uid, GID: b.gid, Limits: b.cfg.Limits, Conn: b.current().Connection()}
 	if ds, ok := b.drv.(DriverStater); ok {
 		st.Driver, st.Incarnation = ds.State()
@@ -141,9 +171,9 @@ type DriverDetacher interface {
 	Detach(ctx context.Context) error
 }
 
-// Detach implements Persistent: the sandbox is let go, not closed; its
-// teardown steps are not run (they belong to the gateway that adopts it).
-func (b *Base) Detach(ctx context.Context) error {
+// detach stops watching the kernel, leaving it running, and marks the
+// sandbox closed without running its teardown steps.
+func (b *Base) detach(ctx context.Context) error {
 	var err error
 	b.closeOnce.Do(func() {
 		b.mu.Lock()
@@ -170,7 +200,14 @@ func (b *Base) launch(ctx context.Context) error {
 	b.mu.Unlock()
 	defer b.launchs.Done()
 
-	host, err := PrepareIPC(b.dirs.IPC(), b.cfg.SandboxIPC, b.uid, b.gid)
+	conn, isConnector := b.drv.(Connector)
+	var host kernel.ConnectionInfo
+	var err error
+	if isConnector {
+		host, err = conn.Prepare(ctx)
+	} else {
+		host, err = PrepareIPC(b.dirs.IPC(), b.cfg.SandboxIPC, b.uid, b.gid)
+	}
 	if err != nil {
 		return err
 	}
@@ -198,7 +235,12 @@ func (b *Base) launch(ctx context.Context) error {
 		case <-wctx.Done():
 		}
 	}()
-	if err := WaitForSockets(wctx, host, inc.Exited()); err != nil {
+	if isConnector {
+		err = conn.WaitReady(wctx, inc)
+	} else {
+		err = WaitForSockets(wctx, host, inc.Exited())
+	}
+	if err != nil {
 		b.kill(ctx, inc, proc)
 		return fmt.Errorf("sandbox: %w (%s): %s", err, inc.ExitReason(), proc.Diagnostics())
 	}
@@ -237,7 +279,12 @@ func (b *Base) Connection() kernel.ConnectionInfo { return b.current().Connectio
 func (b *Base) Limits() Limits { return b.cfg.Limits }
 
 // Workspace implements Sandbox.
-func (b *Base) Workspace() string { return b.dirs.Work() }
+func (b *Base) Workspace() string {
+	if b.dirs == nil {
+		return ""
+	}
+	return b.dirs.Work()
+}
 
 // UID returns the host uid the sandbox runs as.
 func (b *Base) UID() int { return b.uid }

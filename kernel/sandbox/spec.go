@@ -19,7 +19,16 @@ type Spec struct {
 	Env map[string]string
 	// Limits are the resources granted; zero fields take the runtime's defaults.
 	Limits Limits
+	// Tenant names the session's owner (an opaque id matching
+	// TenantPattern), or "". Runtimes whose sandboxes outlive a gateway
+	// (k8s) record it, so another gateway adopting the sandbox knows whose
+	// it is.
+	Tenant string
 }
+
+// TenantPattern is the shape of a Spec's Tenant (it must fit a Kubernetes
+// label value).
+var TenantPattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$`)
 
 // Limits are the resources of one sandbox. Runtimes cap them at their maxima.
 type Limits struct {
@@ -98,6 +107,9 @@ func (s Spec) Validate() error {
 	}
 	if err := CheckEnv(s.Env); err != nil {
 		return err
+	}
+	if s.Tenant != "" && !TenantPattern.MatchString(s.Tenant) {
+		return badSpec("tenant %q", s.Tenant)
 	}
 	if s.Limits.MemoryMB < 0 || s.Limits.CPUs < 0 || s.Limits.Pids < 0 || s.Limits.WorkspaceMB < 0 {
 		return badSpec("negative limit")
