@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 	"golang.org/x/time/rate"
 )
 
@@ -75,10 +76,18 @@ type Proxy struct {
 
 func newProxy(s *Service, id string, pol Policy, dir string, notify func(Decision)) (*Proxy, error) {
 	sock := filepath.Join(dir, SocketName)
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	// Bound through a descriptor of the directory: a socket path is
+	// limited to 107 bytes, the directory's path is not.
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("egress: listen: %w", err)
 	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: "/proc/self/fd/" + strconv.Itoa(fd) + "/" + SocketName, Net: "unix"})
+	unix.Close(fd)
+	if err != nil {
+		return nil, fmt.Errorf("egress: listen: %w", err)
+	}
+	ln.SetUnlinkOnClose(false) // Close removes the whole directory
 	// Any uid may connect: the sandbox runs as its own. The directory is
 	// the sandbox's only way in; it is bound read-only, so the socket
 	// cannot be replaced from inside.

@@ -102,8 +102,8 @@ func startProxy(t *testing.T, cfg egress.Config, allow ...string) *harness {
 		"v6local.test":  "fd00::1",
 		"mixed.test":    "10.0.0.1,127.0.0.1",
 	})}
-	if cfg.Dir == "" {
-		cfg.Dir = egressDir(t)
+	if cfg.Dir == "" { // longer than a socket path may be: the proxy binds through a descriptor
+		cfg.Dir = filepath.Join(egressDir(t), strings.Repeat("long-", 20))
 	}
 	if cfg.Allow == nil {
 		cfg.Allow = []string{"*.test:*", "127.0.0.1:*", "10.0.0.1:*"}
@@ -140,8 +140,7 @@ func (h *harness) client(roots *x509.CertPool) *http.Client {
 	tr := &http.Transport{
 		Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: "proxy.invalid:3128"}),
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", h.proxy.Socket())
+			return egresstest.Dial(ctx, h.proxy.Socket())
 		},
 		TLSClientConfig:   &tls.Config{RootCAs: roots},
 		DisableKeepAlives: true,
@@ -289,7 +288,7 @@ func TestBadRequests(t *testing.T) {
 		"GET http://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\n":                       "400 glassroom egress: malformed, oversized or slow", // never finished
 	}
 	for req, want := range cases {
-		conn, err := net.Dial("unix", h.proxy.Socket())
+		conn, err := egresstest.Dial(context.Background(), h.proxy.Socket())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -324,7 +323,7 @@ func TestConnectionLimit(t *testing.T) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	h := startProxy(t, egress.Config{AllowPrivate: loopback, MaxConns: 2}, "allowed.test:*")
 	connect := func() (net.Conn, string) {
-		c, err := net.Dial("unix", h.proxy.Socket())
+		c, err := egresstest.Dial(context.Background(), h.proxy.Socket())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -403,7 +402,7 @@ func TestCloseEndsTunnelsAndRemovesTheSocket(t *testing.T) {
 		}
 	}()
 	h := startProxy(t, egress.Config{AllowPrivate: loopback}, "allowed.test:*")
-	c, err := net.Dial("unix", h.proxy.Socket())
+	c, err := egresstest.Dial(context.Background(), h.proxy.Socket())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,7 +430,7 @@ func TestCloseEndsTunnelsAndRemovesTheSocket(t *testing.T) {
 	if _, err := os.Stat(filepath.Dir(h.proxy.Socket())); !os.IsNotExist(err) {
 		t.Errorf("the proxy's directory outlived Close: %v", err)
 	}
-	if _, err := net.Dial("unix", h.proxy.Socket()); err == nil {
+	if _, err := egresstest.Dial(context.Background(), h.proxy.Socket()); err == nil {
 		t.Error("the socket still answers")
 	}
 }

@@ -7,10 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 )
 
 // SocketName is the name of a proxy's socket in its directory.
@@ -119,6 +121,17 @@ func (s *Service) prepareDir() error {
 // removed as stale: a proxy being started right now has one for an instant.
 const staleAge = time.Minute
 
+// dialSocket connects to the socket in a proxy's directory through a
+// descriptor of the directory (a socket address is limited to 107 bytes).
+func dialSocket(dir string) (net.Conn, error) {
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	return net.DialTimeout("unix", "/proc/self/fd/"+strconv.Itoa(fd)+"/"+SocketName, time.Second)
+}
+
 // removeStale removes proxy directories whose socket nobody listens on.
 func (s *Service) removeStale() {
 	ents, err := os.ReadDir(s.cfg.Dir)
@@ -133,7 +146,7 @@ func (s *Service) removeStale() {
 		if st, err := os.Stat(dir); err != nil || time.Since(st.ModTime()) < staleAge {
 			continue
 		}
-		c, err := net.DialTimeout("unix", filepath.Join(dir, SocketName), time.Second)
+		c, err := dialSocket(dir)
 		if err == nil {
 			c.Close() // a live proxy (another gateway sharing the directory)
 			continue

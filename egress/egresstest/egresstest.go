@@ -17,6 +17,9 @@ import (
 	"math/big"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -66,6 +69,19 @@ func (r *Resolver) Lookups(name string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.lookups[name]
+}
+
+// Dial connects to the unix socket at path through a descriptor of its
+// directory, so the path may be longer than a socket address allows (a
+// proxy's directory under a test's temporary directory often is).
+func Dial(ctx context.Context, path string) (net.Conn, error) {
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	var d net.Dialer
+	return d.DialContext(ctx, "unix", "/proc/self/fd/"+strconv.Itoa(int(dir.Fd()))+"/"+filepath.Base(path))
 }
 
 // Certificate returns a certificate for names, signed by a fresh CA, and

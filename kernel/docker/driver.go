@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +25,7 @@ type driver struct {
 	limits sandbox.Limits
 	dirs   *sandbox.Dirs
 	uid    int
+	egress string // host path of the egress proxy's socket, "" for none
 
 	mu          sync.Mutex
 	containerID string
@@ -86,6 +88,9 @@ func (d *driver) create(ctx context.Context, env map[string]string) error {
 				{Name: "core", Soft: 0, Hard: 0},
 			},
 		},
+	}
+	if d.egress != "" { // read-only: the kernel can connect to the socket, not replace it
+		hc.Binds = append(hc.Binds, filepath.Dir(d.egress)+":"+sandbox.EgressDir+":ro")
 	}
 	cctx, cancel := context.WithTimeout(ctx, cfg.CallTimeout)
 	defer cancel()
