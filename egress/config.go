@@ -35,7 +35,7 @@ type Config struct {
 	// the proxy may dial all the same. Default none.
 	AllowPrivate []netip.Prefix
 	// RateBytes bounds each session's traffic in each direction, in bytes
-	// per second, all its connections together (2 MiB/s).
+	// per second, all its connections together (2,000,000: 16 Mbit/s).
 	RateBytes int64
 	// MaxConns bounds a session's open connections; one more gets a 429 (16).
 	MaxConns int
@@ -60,7 +60,7 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	if c.RateBytes == 0 {
-		c.RateBytes = 2 << 20
+		c.RateBytes = 2_000_000
 	}
 	if c.MaxConns == 0 {
 		c.MaxConns = 16
@@ -80,6 +80,15 @@ func (c Config) withDefaults() Config {
 	if c.Resolver == nil {
 		c.Resolver = net.DefaultResolver
 	}
+	return c
+}
+
+// DefaultConfig returns the configuration with every default filled in
+// but the resolver (what a zero Config means); command-line flags start
+// from it.
+func DefaultConfig() Config {
+	c := Config{}.withDefaults()
+	c.Resolver = nil
 	return c
 }
 

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -14,11 +15,13 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	glclient "github.com/glassroom/glassroom/client"
 	"github.com/glassroom/glassroom/egress"
 	"github.com/glassroom/glassroom/egress/egresstest"
 	"github.com/glassroom/glassroom/sessions"
+	"github.com/gorilla/websocket"
 )
 
 // egressUpstreams are real servers on host loopback that a sandbox reaches
@@ -307,15 +310,49 @@ func TestEgressPolicyRequests(t *testing.T) {
 		t.Errorf("%d sessions were created by refused requests", n)
 	}
 	// Within the ceiling: accepted, and reported canonical.
+	var raw json.RawMessage
+	if status := open.call(keyA, "POST", "/v1/sessions", `{"network":{"allow":["PyPI.org.","files.pythonhosted.org:443"]}}`, &raw); status != http.StatusCreated {
+		t.Fatalf("create: %d", status)
+	}
 	var s struct {
 		ID      string           `json:"id"`
 		Network sessions.Network `json:"network"`
 	}
-	if status := open.call(keyA, "POST", "/v1/sessions", `{"network":{"allow":["PyPI.org.","files.pythonhosted.org:443"]}}`, &s); status != http.StatusCreated {
-		t.Fatalf("create: %d", status)
-	}
+	json.Unmarshal(raw, &s)
 	if got := strings.Join(s.Network.Allow, " "); got != "pypi.org files.pythonhosted.org:443" {
 		t.Errorf("network %q", got)
+	}
+	// The session and its network event, as sent, match openapi.json.
+	resp, err := http.Get(open.url + "/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	json.NewDecoder(resp.Body).Decode(&doc)
+	resp.Body.Close()
+	v := newValidator(t, doc)
+	v.check("Session", raw)
+	x := open.exec(keyA, s.ID, fetchPy+`print(fetch("http://denied.example/"))`, 60)
+	if !strings.Contains(x.Stdout, "HTTP 403 glassroom egress: host denied.example is not in this session's network allowlist") {
+		t.Errorf("denied.example: %q", x.Stdout)
+	}
+	u := "ws" + strings.TrimPrefix(open.url, "http") + "/v1/sessions/" + s.ID + "/ws?since=0"
+	conn, _, err := websocket.DefaultDialer.Dial(u, http.Header{"Authorization": {"Bearer " + keyA}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetReadDeadline(time.Now().Add(time.Minute))
+	for {
+		_, data, err := conn.ReadMessage()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(data), `"type":"network"`) {
+			v.check("ServerFrame", data)
+			v.check("NetworkEvent", data)
+			break
+		}
 	}
 	// An empty list is no network.
 	var s2 struct {
