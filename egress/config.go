@@ -40,7 +40,8 @@ type Config struct {
 	// MaxConns bounds a session's open connections; one more gets a 429 (16).
 	MaxConns int
 	// ConnRate bounds how many connections a session opens per second
-	// (20, with bursts of twice that); faster ones wait to be accepted.
+	// (50, with bursts of twice that); faster ones wait to be accepted.
+	// Each is a log line, and a refused one an event: this bounds both.
 	ConnRate float64
 	// DialTimeout bounds resolving and connecting (10 s).
 	DialTimeout time.Duration
@@ -66,7 +67,7 @@ func (c Config) withDefaults() Config {
 		c.MaxConns = 16
 	}
 	if c.ConnRate == 0 {
-		c.ConnRate = 20
+		c.ConnRate = 50
 	}
 	if c.DialTimeout == 0 {
 		c.DialTimeout = 10 * time.Second

@@ -37,7 +37,7 @@ type upstream struct {
 	hits atomic.Int64
 }
 
-func newUpstream(t *testing.T, tlsNames ...string) (*upstream, *x509.CertPool) {
+func newUpstream(t testing.TB, tlsNames ...string) (*upstream, *x509.CertPool) {
 	t.Helper()
 	u := &upstream{}
 	u.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -86,7 +86,7 @@ var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 
 // egressDir is a fresh directory for proxies whose parents sandbox uids
 // can traverse (as root, Start checks that they can).
-func egressDir(t *testing.T) string {
+func egressDir(t testing.TB) string {
 	dir := t.TempDir()
 	for p := dir; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
 		os.Chmod(p, 0o711)
@@ -94,7 +94,7 @@ func egressDir(t *testing.T) string {
 	return filepath.Join(dir, "egress")
 }
 
-func startProxy(t *testing.T, cfg egress.Config, allow ...string) *harness {
+func startProxy(t testing.TB, cfg egress.Config, allow ...string) *harness {
 	t.Helper()
 	h := &harness{res: egresstest.NewResolver(map[string]string{
 		"internal.test": "10.0.0.1",
@@ -109,7 +109,11 @@ func startProxy(t *testing.T, cfg egress.Config, allow ...string) *harness {
 		cfg.Allow = []string{"*.test:*", "127.0.0.1:*", "10.0.0.1:*"}
 	}
 	cfg.Resolver = h.res
-	svc, err := egress.NewService(cfg, zerolog.New(zerolog.NewTestWriter(t)))
+	log := zerolog.New(zerolog.NewTestWriter(t))
+	if _, bench := t.(*testing.B); bench {
+		log = zerolog.Nop()
+	}
+	svc, err := egress.NewService(cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
