@@ -158,7 +158,7 @@ func canonicalName(s string) (string, error) {
 		}
 		for i := 0; i < len(l); i++ {
 			c := l[i]
-			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
 				return "", fmt.Errorf("host name %q: only letters, digits, hyphens and dots", s)
 			}
 		}
@@ -316,7 +316,7 @@ func (pol Policy) Allows(host string, port int) bool {
 // covers its ports.
 func (pol Policy) Within(ceiling Policy) error {
 	for _, q := range pol.patterns {
-		var any bool
+		var anyPort bool
 		ports := map[int]bool{}
 		for _, c := range ceiling.patterns {
 			if !c.coversHosts(q) {
@@ -324,14 +324,14 @@ func (pol Policy) Within(ceiling Policy) error {
 			}
 			switch c.port {
 			case AnyPort:
-				any = true
+				anyPort = true
 			case DefaultPorts:
 				ports[80], ports[443] = true, true
 			default:
 				ports[c.port] = true
 			}
 		}
-		ok := any
+		ok := anyPort
 		switch {
 		case ok:
 		case q.port == AnyPort:

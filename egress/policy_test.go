@@ -86,8 +86,8 @@ func TestPolicyAllows(t *testing.T) {
 		}
 	}
 	// "*" matches every name, never an IP literal.
-	any, _ := ParsePolicy([]string{"*:*"})
-	if !any.Allows("anything.example", 1234) || any.Allows("203.0.113.7", 80) {
+	every, _ := ParsePolicy([]string{"*:*"})
+	if !every.Allows("anything.example", 1234) || every.Allows("203.0.113.7", 80) {
 		t.Error(`"*:*" must match names only`)
 	}
 }

@@ -92,7 +92,7 @@ func newProxy(s *Service, id string, pol Policy, dir string, notify func(Decisio
 	// the sandbox's only way in; it is bound read-only, so the socket
 	// cannot be replaced from inside.
 	if err := os.Chmod(sock, 0o666); err != nil {
-		ln.Close()
+		_ = ln.Close()
 		return nil, fmt.Errorf("egress: listen: %w", err)
 	}
 	burst := int(min(max(s.cfg.RateBytes, 4<<10), 256<<10))
@@ -448,7 +448,8 @@ func (p *Proxy) forward(c net.Conn, req *http.Request, up net.Conn) (upN, downN 
 		return w.n, 0
 	}
 	r := &throttledReader{ctx: p.ctx, r: up, lim: p.down, total: &p.bytesDown}
-	br := bufio.NewReader(r)
+	head := &headLimit{r: r, left: maxResponseHead} // the destination may be hostile too
+	br := bufio.NewReader(head)
 	for {
 		resp, err := http.ReadResponse(br, req)
 		if err != nil {
@@ -463,6 +464,7 @@ func (p *Proxy) forward(c net.Conn, req *http.Request, up net.Conn) (upN, downN 
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 { // interim: the client gets the final one
 			continue
 		}
+		head.left = -1
 		removeHopHeaders(resp.Header)
 		resp.Close = true
 		_ = resp.Write(c)
@@ -470,6 +472,10 @@ func (p *Proxy) forward(c net.Conn, req *http.Request, up net.Conn) (upN, downN 
 		return w.n, r.n
 	}
 }
+
+// maxResponseHead bounds the heads of a destination's responses (interim
+// ones included), as http.Transport does.
+const maxResponseHead = 1 << 20
 
 // hopHeaders concern one connection, not the request: never forwarded.
 var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Upgrade"}

@@ -492,3 +492,41 @@ func TestStaleDirectoriesAreRemoved(t *testing.T) {
 		t.Errorf("a live proxy's socket was removed: %v", err)
 	}
 }
+
+func TestHostileDestinationHead(t *testing.T) {
+	// A destination that sends an endless response head: the proxy stops
+	// reading at its limit and answers 502, holding bounded memory.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		bufio.NewReader(c).ReadString('\n')
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Endless: ")
+		chunk := []byte(strings.Repeat("a", 64<<10))
+		for {
+			if _, err := c.Write(chunk); err != nil {
+				return
+			}
+		}
+	}()
+	h := startProxy(t, egress.Config{AllowPrivate: loopback, RateBytes: 1 << 30}, "allowed.test:*")
+	status, body, _ := get(t, h.client(nil), fmt.Sprintf("http://allowed.test:%d/", ln.Addr().(*net.TCPAddr).Port))
+	if status != http.StatusBadGateway || !strings.Contains(body, "response is unreadable") {
+		t.Errorf("%d %q", status, body)
+	}
+	if down := h.proxy.Stats().BytesDown; down > 2<<20 {
+		t.Errorf("read %d bytes of an endless head", down)
+	}
+	h.proxy.Close()
+	<-done
+}
