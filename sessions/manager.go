@@ -79,7 +79,7 @@ type CreateOptions struct {
 }
 
 // Create returns a new session of tenant once its kernel answers. A
-// session asking for nothing special (no env, default limits) takes a
+// session asking for nothing special (no env, default limits, no network) takes a
 // pre-started kernel from the warm pool, in about a millisecond; any other
 // starts cold, waiting for its turn among MaxConcurrentStarts (about half a
 // second for the start itself). The session's id is its sandbox's.

@@ -147,3 +147,46 @@ func TestSessionNetworkLifecycle(t *testing.T) {
 		t.Errorf("proxy directories left: %v", ents)
 	}
 }
+
+// TestNetworkedSessionsStartCold: a warm pool's kernels have no network
+// (the zero spec); a session asking for one never takes them.
+func TestNetworkedSessionsStartCold(t *testing.T) {
+	dir := t.TempDir()
+	for p := dir; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
+		os.Chmod(p, 0o711)
+	}
+	rt := &specRuntime{fakeRuntime: newFakeRuntime(t.TempDir())}
+	m, err := sessions.New(sessions.Config{Dial: rt.dial, Pool: 1, Egress: egress.Config{
+		Dir: filepath.Join(dir, "egress"), Allow: []string{"*.test"}, Resolver: egresstest.NewResolver(nil),
+	}}, rt, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done; m.Close(context.Background()) }()
+	for deadline := time.Now().Add(10 * time.Second); m.Pool().Ready < 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the pool never filled")
+		}
+	}
+	s, err := m.Create(context.Background(), "t", sessions.CreateOptions{Network: sessions.Network{Allow: []string{"a.test"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.mu.Lock()
+	var mine *sandbox.Spec
+	for i := range rt.specs {
+		if rt.specs[i].ID == s.ID() {
+			mine = &rt.specs[i]
+		}
+	}
+	rt.mu.Unlock()
+	if mine == nil || mine.EgressSocket == "" {
+		t.Fatalf("the networked session took a kernel started without its network: %+v", mine)
+	}
+	if m.Pool().Ready != 1 {
+		t.Errorf("the pooled kernel was taken: %+v", m.Pool())
+	}
+}
