@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/glassroom/glassroom/egress"
 	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/kernel/sandbox"
 )
@@ -82,6 +83,10 @@ type Config struct {
 	Observer Observer
 
 	Kernel kernel.Config // kernel client settings
+	// Egress is the operator's network policy: the ceiling of what a
+	// session may ask for (none by default: no session gets a network),
+	// and the limits of each session's egress proxy.
+	Egress egress.Config
 	// Dial connects to a sandbox's kernel (default: kernel.Dial). Tests
 	// replace it with a fake kernel.
 	Dial DialFunc
@@ -157,6 +162,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("sessions: config: negative limit")
 	case c.MemoryBudget < int64(c.BacklogBytes):
 		return fmt.Errorf("sessions: config: memory budget %d is smaller than one session's backlog (%d)", c.MemoryBudget, c.BacklogBytes)
+	}
+	if err := c.Egress.Validate(); err != nil {
+		return fmt.Errorf("sessions: config: %w", err)
 	}
 	return c.Kernel.Validate()
 }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/glassroom/glassroom/egress"
 	"github.com/glassroom/glassroom/kernel/sandbox"
 	"github.com/glassroom/glassroom/sessionstore"
 )
@@ -42,6 +44,9 @@ func (s *Session) storeRecord() sessionstore.Record {
 		r.Running = s.current.req.ID
 	}
 	s.mu.Unlock()
+	if n := s.network(); n != nil {
+		r.Network = n.Allow
+	}
 	r.LastSeq = s.LastSeq()
 	if p, ok := s.sandbox.(sandbox.Persistent); ok {
 		r.Sandbox = p.State()
@@ -127,6 +132,7 @@ func (m *Manager) Restore(ctx context.Context) (RestoreResult, error) {
 		}()
 	}
 	wg.Wait()
+	m.egress.RemoveStale() // the proxies of sessions not restored
 	if canAdopt {
 		if err := adopter.Reconcile(ctx); err != nil {
 			return res, fmt.Errorf("sessions: restore: %w", err)
@@ -173,13 +179,19 @@ func (m *Manager) restore(ctx context.Context, adopter sandbox.Adopter, canAdopt
 		_ = sb.Close(context.WithoutCancel(ctx))
 		return "lost", "its workspace could not be opened: " + err.Error()
 	}
+	var created atomic.Pointer[Session]
+	proxy, netLost := m.resumeNetwork(rec, networkNotifier(&created))
 	s := newSession(sessionParams{id: rec.ID, tenant: rec.Tenant, runtime: m.rt.Name(), cfg: m.cfg, log: m.log,
 		idle: rec.IdleTimeout, created: rec.CreatedAt, lastActive: rec.LastActive, firstSeq: rec.LastSeq + restoredSeqGap,
-		budget: m.budget, slots: m.slots, sandbox: sb, client: conn, files: files, watch: watch})
+		budget: m.budget, slots: m.slots, sandbox: sb, client: conn, files: files, watch: watch, egress: proxy})
 	s.persist = func() { m.persist(s) }
+	created.Store(s)
 	reason = "the gateway restarted; events before this one are gone"
 	if restarted {
 		reason = "the gateway restarted and the kernel had stopped: it was started again, variables lost, files kept"
+	}
+	if netLost != "" {
+		reason += "; " + netLost
 	}
 	s.hub.publish(Event{Type: EventKernel, State: string(StateIdle), Reason: reason})
 	if rec.Running != "" {
@@ -238,6 +250,29 @@ func (m *Manager) Detach(ctx context.Context) error {
 	return errors.Join(append(errs, m.notify.Close())...)
 }
 
+// resumeNetwork starts a restored session's egress proxy again, in the
+// directory its sandbox binds. When that cannot be done (the operator's
+// ceiling no longer admits the list, the directory is gone) the session
+// comes back without a network, and lost says why.
+func (m *Manager) resumeNetwork(rec sessionstore.Record, notify func(egress.Decision)) (proxy *egress.Proxy, lost string) {
+	if len(rec.Network) == 0 {
+		return nil, ""
+	}
+	pol, err := m.egress.Admit(rec.Network)
+	if err == nil {
+		proxy, err = m.egress.Resume(rec.ID, pol, notify)
+	}
+	if err != nil {
+		m.log.Warn().Err(err).Str("session", rec.ID).Msg("restored session: network not resumed")
+		var pe *egress.PatternError
+		if errors.As(err, &pe) {
+			return nil, "its network is gone (" + pe.Public() + ")"
+		}
+		return nil, "its network is gone (the egress proxy could not be resumed)"
+	}
+	return proxy, ""
+}
+
 // detach stops the session's goroutines and lets its sandbox go, running.
 func (s *Session) detach(ctx context.Context) error {
 	s.mu.Lock()
@@ -247,6 +282,11 @@ func (s *Session) detach(ctx context.Context) error {
 	s.mu.Unlock()
 	s.cancel()
 	err := s.sandbox.(sandbox.Persistent).Detach(ctx)
+	if s.egress != nil { // its directory stays, for the next gateway to resume
+		if derr := s.egress.Detach(); derr != nil {
+			s.log.Warn().Err(derr).Msg("egress proxy detach failed")
+		}
+	}
 	s.wg.Wait()
 	s.drain()
 	_ = s.kernelClient().Close()

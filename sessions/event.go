@@ -24,6 +24,7 @@ const (
 	EventDone          EventType = "done"
 	EventKernel        EventType = "kernel"
 	EventGap           EventType = "gap"
+	EventNetwork       EventType = "network" // a connection the egress proxy refused
 )
 
 // Event is one message of the session's event stream, in the wire shape
@@ -57,6 +58,9 @@ type Event struct {
 	Size           *int64          `json:"size,omitempty"`
 	Change         string          `json:"change,omitempty"`
 	Position       *int            `json:"position,omitempty"` // queued
+	Host           string          `json:"host,omitempty"`     // network
+	Port           *int            `json:"port,omitempty"`
+	Allowed        *bool           `json:"allowed,omitempty"`
 }
 
 // entryOverhead is counted for each string of a list: what Go keeps
@@ -66,7 +70,7 @@ const entryOverhead = 32
 // size approximates the memory an event holds, for the budgets.
 func (e *Event) size() int {
 	n := 256 + len(e.ID) + len(e.Name) + len(e.Text) + len(e.Data) + len(e.Metadata) + len(e.DisplayID) +
-		len(e.Value) + len(e.Status) + len(e.State) + len(e.Reason) + len(e.Path) + len(e.Change)
+		len(e.Value) + len(e.Status) + len(e.State) + len(e.Reason) + len(e.Path) + len(e.Change) + len(e.Host)
 	if e.Prompt != nil {
 		n += len(*e.Prompt)
 	}

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/glassroom/glassroom/cleanup"
+	"github.com/glassroom/glassroom/egress"
 	"github.com/glassroom/glassroom/kernel/sandbox"
 	"github.com/glassroom/glassroom/workspace"
 	"github.com/rs/zerolog"
@@ -26,6 +28,7 @@ type Manager struct {
 	notify *workspace.Inotify // shared by every session's change tracking
 	store  Store
 	pool   *pool
+	egress *egress.Service
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -43,8 +46,12 @@ func New(cfg Config, rt Runtime, log zerolog.Logger) (*Manager, error) {
 		return nil, fmt.Errorf("sessions: nil runtime")
 	}
 	cfg = cfg.withDefaults()
+	eg, err := egress.NewService(cfg.Egress, log)
+	if err != nil {
+		return nil, fmt.Errorf("sessions: %w", err)
+	}
 	m := &Manager{cfg: cfg, rt: rt, log: log, budget: NewBudget(cfg.MemoryBudget), starts: make(chan struct{}, cfg.MaxConcurrentStarts),
-		sessions: make(map[string]*Session), starting: make(map[string]int)}
+		egress: eg, sessions: make(map[string]*Session), starting: make(map[string]int)}
 	m.pool = newPool(cfg.Pool, m.startKernel, log)
 	m.slots = newExecSlots(cfg.ExecSlots, cfg.ExecSlotLease)
 	m.notify = workspace.NewInotify(0)
@@ -67,10 +74,14 @@ type CreateOptions struct {
 	Env         map[string]string
 	IdleTimeout time.Duration  // 0 = default
 	Limits      sandbox.Limits // capped by the runtime's maxima
+	// Network is what the kernel may reach through the session's egress
+	// proxy; the zero value is no network at all. It must stay within the
+	// operator's ceiling (Config.Egress.Allow).
+	Network Network
 }
 
 // Create returns a new session of tenant once its kernel answers. A
-// session asking for nothing special (no env, default limits) takes a
+// session asking for nothing special (no env, default limits, no network) takes a
 // pre-started kernel from the warm pool, in about a millisecond; any other
 // starts cold, waiting for its turn among MaxConcurrentStarts (about half a
 // second for the start itself). The session's id is its sandbox's.
@@ -93,23 +104,40 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 		}
 		return nil, &InvalidError{Reason: "invalid session spec", Err: err}
 	}
+	policy, err := m.admitNetwork(opts.Network)
+	if err != nil {
+		return nil, err
+	}
 	if err := m.reserve(tenant); err != nil {
 		return nil, err
 	}
 	defer m.unreserve(tenant)
 
 	start := time.Now()
+	// A session with a network gets its proxy first (the sandbox binds its
+	// socket), and so never a pooled kernel: those have the zero spec.
+	var proxy *egress.Proxy
+	var created atomic.Pointer[Session] // tells the proxy's refusals to the session once it exists
+	if !policy.Empty() {
+		if proxy, err = m.egress.Start(spec.ID, policy, networkNotifier(&created)); err != nil {
+			return nil, fmt.Errorf("sessions: create: %w: %w", sandbox.ErrUnavailable, err)
+		}
+		spec.EgressSocket = proxy.Socket()
+	}
 	k, pooled := m.pool.take(spec)
 	if !pooled {
-		var err error
 		if k, err = m.startKernel(ctx, spec); err != nil {
+			if proxy != nil {
+				_ = proxy.Close()
+			}
 			return nil, fmt.Errorf("sessions: create: %w", err)
 		}
 	}
 	id := k.sb.ID()
 	s := newSession(sessionParams{id: id, tenant: tenant, runtime: m.rt.Name(), cfg: m.cfg, log: m.log,
-		idle: idle, budget: m.budget, slots: m.slots, sandbox: k.sb, client: k.conn, files: k.files, watch: k.watch})
+		idle: idle, budget: m.budget, slots: m.slots, sandbox: k.sb, client: k.conn, files: k.files, watch: k.watch, egress: proxy})
 	s.persist = func() { m.persist(s) }
+	created.Store(s)
 	m.mu.Lock()
 	closed := m.closed
 	if !closed {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/glassroom/glassroom/egress"
 	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/kernel/sandbox"
 	"github.com/glassroom/glassroom/workspace"
@@ -37,6 +38,7 @@ type Info struct {
 	IdleTimeoutS int            `json:"idle_timeout_s"`
 	Queued       int            `json:"queued"`
 	Limits       sandbox.Limits `json:"limits"`
+	Network      *Network       `json:"network,omitempty"` // nil: no network
 }
 
 // Session is one tenant's persistent kernel. Its methods are safe for
@@ -76,7 +78,8 @@ type Session struct {
 
 	stopWatch context.CancelFunc // ends the current kernel watcher
 	queued    atomic.Int32
-	persist   func() // writes the session's record to the store (set by the manager)
+	persist   func()        // writes the session's record to the store (set by the manager)
+	egress    *egress.Proxy // nil without a network; closed after the sandbox
 }
 
 // sessionParams is what newSession needs: a started sandbox with a
@@ -95,6 +98,7 @@ type sessionParams struct {
 	client              KernelConn
 	files               workspace.FS
 	watch               workspace.Tracker // may be nil
+	egress              *egress.Proxy     // nil without a network
 }
 
 // newSessionID returns 128 random bits in hex.
@@ -115,7 +119,7 @@ func newSession(p sessionParams) *Session {
 	}
 	s := &Session{
 		id: p.id, tenant: p.tenant, runtime: p.runtime, cfg: p.cfg, log: p.log.With().Str("session", p.id).Logger(),
-		created: created, idle: p.idle, persist: func() {}, budget: p.budget, slots: p.slots, sandbox: p.sandbox, files: p.files, watch: p.watch,
+		created: created, idle: p.idle, persist: func() {}, budget: p.budget, slots: p.slots, sandbox: p.sandbox, files: p.files, watch: p.watch, egress: p.egress,
 		hub:     newHub(p.cfg, p.budget, p.firstSeq),
 		queue:   make(chan *job, p.cfg.QueueDepth),
 		restart: make(chan chan error),
@@ -148,7 +152,7 @@ func (s *Session) Info() Info {
 	return Info{
 		ID: s.id, State: s.state, Runtime: s.runtime, CreatedAt: s.created,
 		ExpiresAt: s.expiresAtLocked(), IdleTimeoutS: int(s.idle / time.Second),
-		Queued: int(s.queued.Load()), Limits: s.sandbox.Limits(),
+		Queued: int(s.queued.Load()), Limits: s.sandbox.Limits(), Network: s.network(),
 	}
 }
 

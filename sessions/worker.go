@@ -207,6 +207,11 @@ func (s *Session) close(ctx context.Context, reason string) {
 	if err := s.sandbox.Close(ctx); err != nil {
 		s.log.Warn().Err(err).Msg("sandbox close failed")
 	}
+	if s.egress != nil { // nothing can use it once the sandbox is gone
+		if err := s.egress.Close(); err != nil {
+			s.log.Warn().Err(err).Msg("egress proxy close failed")
+		}
+	}
 	s.wg.Wait()
 	s.drain() // jobs queued while the worker was stopping
 	_ = s.kernelClient().Close()

@@ -36,7 +36,10 @@ type Record struct {
 	LastSeq int64 `json:"last_seq"`
 	// Running is the execution that was running when the record was
 	// written ("" when none): after a crash it ended without a gateway.
-	Running string        `json:"running,omitempty"`
+	Running string `json:"running,omitempty"`
+	// Network is the session's egress allowlist (canonical patterns), nil
+	// for none: a restored session's proxy is resumed with it.
+	Network []string      `json:"network,omitempty"`
 	Sandbox sandbox.State `json:"sandbox"`
 }
 

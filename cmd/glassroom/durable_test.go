@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -146,6 +148,44 @@ func TestGatewayUpgradeKeepsKernels(t *testing.T) {
 	out, _ := exec.Command("docker", "ps", "-aq", "--filter", "label=io.glassroom.instance="+g.instance).CombinedOutput()
 	if strings.TrimSpace(string(out)) != "" {
 		t.Fatalf("--on-shutdown stop left containers: %s", out)
+	}
+}
+
+// TestGatewayRestartKeepsSessionNetwork: a docker session with an egress
+// allowlist keeps reaching its destination (an HTTP server on host
+// loopback) through its proxy after a SIGTERM upgrade and after a SIGKILL:
+// the new gateway resumes the proxy in the directory the container binds.
+func TestGatewayRestartKeepsSessionNetwork(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "reached "+r.URL.Path) }))
+	defer up.Close()
+	port := up.Listener.Addr().(*net.TCPAddr).Port
+	g := newDurableGateway(t, "--egress-allow", "127.0.0.1:*", "--egress-allow-private", "127.0.0.1/32")
+	var s struct{ ID string }
+	if st := api(t, g.base, g.key, "POST", "/v1/sessions", map[string]any{"network": map[string]any{"allow": []string{fmt.Sprintf("127.0.0.1:%d", port)}}}, &s); st != http.StatusCreated {
+		t.Fatalf("create: %d", st)
+	}
+	fetch := fmt.Sprintf(`import http.client
+c = http.client.HTTPConnection("127.0.0.1", 3128, timeout=20)
+c.request("GET", "http://127.0.0.1:%d/%%s" %% step)
+r = c.getresponse()
+print(r.status, r.read().decode())`, port)
+	check := func(step string) {
+		t.Helper()
+		x := g.exec(s.ID, "step = '"+step+"'\n"+fetch)
+		if want := "200 reached /" + step; strings.TrimSpace(x.Stdout) != want {
+			t.Fatalf("%s: %+v, want %q", step, x, want)
+		}
+	}
+	check("first")
+	g.stop(syscall.SIGTERM)
+	g.start()
+	check("after-upgrade")
+	g.stop(syscall.SIGKILL)
+	g.start()
+	check("after-crash")
+	var info struct{ Network struct{ Allow []string } }
+	if api(t, g.base, g.key, "GET", "/v1/sessions/"+s.ID, nil, &info); len(info.Network.Allow) != 1 {
+		t.Errorf("the restored session's network: %+v", info)
 	}
 }
 

@@ -49,6 +49,7 @@ type execution struct {
 	Status    string `json:"status"`
 	Truncated bool   `json:"truncated"`
 	StateLost bool   `json:"state_lost"`
+	Stdout    string `json:"stdout"`
 	Result    struct {
 		Text string `json:"text/plain"`
 	} `json:"result"`

@@ -10,11 +10,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/glassroom/glassroom/egress"
 	"github.com/glassroom/glassroom/gateway"
 	"github.com/glassroom/glassroom/kernel/docker"
 	"github.com/glassroom/glassroom/kernel/local"
@@ -55,6 +58,8 @@ type options struct {
 	metricsListen     string
 	metricsToken      string
 	k8s               k8sOptions
+	egressDir         string
+	egressRateKbps    int64
 
 	sess sessions.Config
 	gw   gateway.Config
@@ -83,6 +88,9 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	// Flags start from the packages' own defaults: they live there, once.
 	o := &options{sess: sessions.DefaultConfig(), gw: gateway.DefaultConfig(), lim: sandbox.DefaultLimits(), max: sandbox.MaxLimits()}
 	o.memoryBudgetMB = o.sess.MemoryBudget >> 20
+	egressDefaults := egress.DefaultConfig()
+	o.sess.Egress.MaxConns = egressDefaults.MaxConns
+	o.egressRateKbps = egressDefaults.RateBytes * 8 / 1000
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var keys stringList
@@ -124,6 +132,12 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.Float64Var(&o.max.CPUs, "max-cpus", o.max.CPUs, "largest CPU quota a session may ask for")
 	fs.IntVar(&o.lim.WorkspaceMB, "workspace-mb", o.lim.WorkspaceMB, "default workspace size (MB)")
 	fs.IntVar(&o.max.WorkspaceMB, "max-workspace-mb", o.max.WorkspaceMB, "largest workspace a session may ask for (MB)")
+	var egressAllow, egressPrivate stringList
+	fs.Var(&egressAllow, "egress-allow", "host pattern a session may ask to reach (repeatable, comma-separated: pypi.org, *.pythonhosted.org, api.example.com:443); none: sessions get no network")
+	fs.Var(&egressPrivate, "egress-allow-private", "non-public range the egress proxy may dial all the same (repeatable CIDRs, e.g. 10.1.2.0/24); default none")
+	fs.Int64Var(&o.egressRateKbps, "egress-rate-kbps", o.egressRateKbps, "egress bandwidth per session, each direction (kbit/s)")
+	fs.IntVar(&o.sess.Egress.MaxConns, "egress-max-conns", o.sess.Egress.MaxConns, "open egress connections per session")
+	fs.StringVar(&o.egressDir, "egress-dir", "", "directory of the sessions' egress proxy sockets (default <state-dir>/egress with --state-dir, else "+egressDefaults.Dir+")")
 
 	// Environment first, so explicit flags override it.
 	envMap := map[string]string{}
@@ -147,13 +161,22 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	if envErr != nil {
 		return nil, envErr
 	}
-	envKeys := keys
-	keys = nil
+	envKeys, envAllow, envPrivate := keys, egressAllow, egressPrivate
+	keys, egressAllow, egressPrivate = nil, nil, nil
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, err
 	}
 	if len(keys) == 0 {
 		keys = envKeys
+	}
+	if len(egressAllow) == 0 {
+		egressAllow = envAllow
+	}
+	if len(egressPrivate) == 0 {
+		egressPrivate = envPrivate
+	}
+	if err := o.setEgress(egressAllow, egressPrivate); err != nil {
+		return nil, err
 	}
 	o.apiKeys = keys
 	o.sess.MemoryBudget = o.memoryBudgetMB << 20
@@ -167,6 +190,38 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 	return o, nil
+}
+
+// setEgress checks the egress flags and fills o.sess.Egress.
+func (o *options) setEgress(allow, private []string) error {
+	if _, err := egress.ParsePolicy(allow); err != nil {
+		var pe *egress.PatternError
+		if errors.As(err, &pe) {
+			return fmt.Errorf("--egress-allow %q: %s", pe.Pattern, pe.Reason)
+		}
+		return fmt.Errorf("--egress-allow: %w", err)
+	}
+	o.sess.Egress.Allow = allow
+	for _, s := range private {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				return fmt.Errorf("--egress-allow-private %q: want a CIDR such as 10.1.2.0/24", s)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		o.sess.Egress.AllowPrivate = append(o.sess.Egress.AllowPrivate, p.Masked())
+	}
+	if o.egressRateKbps < 1 || o.egressRateKbps > 1<<40 {
+		return errors.New("--egress-rate-kbps must be positive")
+	}
+	o.sess.Egress.RateBytes = o.egressRateKbps * 1000 / 8
+	o.sess.Egress.Dir = o.egressDir
+	if o.egressDir == "" && o.stateDir != "" {
+		o.sess.Egress.Dir = filepath.Join(o.stateDir, "egress")
+	}
+	return nil
 }
 
 func isLoopback(addr string) bool {

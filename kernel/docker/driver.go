@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +28,7 @@ type driver struct {
 	dirs   *sandbox.Dirs
 	uid    int
 	env    map[string]string // to create the container again; nil for an adopted one
+	egress string            // host path of the egress proxy's socket, "" for none
 
 	mu          sync.Mutex
 	containerID string
@@ -90,6 +92,9 @@ func (d *driver) create(ctx context.Context, env map[string]string) error {
 				{Name: "core", Soft: 0, Hard: 0},
 			},
 		},
+	}
+	if d.egress != "" { // read-only: the kernel can connect to the socket, not replace it
+		hc.Binds = append(hc.Binds, filepath.Dir(d.egress)+":"+sandbox.EgressDir+":ro")
 	}
 	cctx, cancel := context.WithTimeout(ctx, cfg.CallTimeout)
 	defer cancel()

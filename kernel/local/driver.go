@@ -27,6 +27,7 @@ type driver struct {
 	dirs     *sandbox.Dirs
 	uid, gid int
 	cg       *cgroup // nil without cgroups
+	egress   string  // host path of the egress proxy's socket, "" for none
 
 	wg sync.WaitGroup // waiter goroutines
 }
@@ -180,6 +181,7 @@ func (d *driver) command(seccomp bool) (*exec.Cmd, error) {
 			env[k] = v
 		}
 		env["HOME"] = d.dirs.Work()
+		delete(env, sandbox.EgressSocketEnv) // it has the host's network: no forwarder
 		args = append(args, py...)
 	} else {
 		args = append(append(args, d.bwrapArgs(env, seccomp)...), py...)
@@ -226,6 +228,11 @@ func (d *driver) bwrapArgs(env map[string]string, seccomp bool) []string {
 		"--size", strconv.Itoa(256<<20), "--tmpfs", "/tmp",
 		"--bind", d.dirs.Work(), sandbox.WorkDir,
 		"--bind", d.dirs.IPC(), sandbox.IPCDir,
+	)
+	if d.egress != "" { // read-only: the sandbox can connect to the socket, not replace it
+		b = append(b, "--ro-bind", filepath.Dir(d.egress), sandbox.EgressDir)
+	}
+	b = append(b,
 		"--remount-ro", "/",
 		"--chdir", sandbox.WorkDir,
 		"--clearenv",
