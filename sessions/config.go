@@ -79,6 +79,10 @@ type Config struct {
 	// numbers, the running execution) are written (1 s).
 	Store         Store
 	FlushInterval time.Duration
+	// AdoptInterval is how often a runtime that finds orphaned sandboxes
+	// itself (sandbox.OrphanFinder: k8s) is asked for them, to adopt the
+	// sessions of a gateway that went away (10 s).
+	AdoptInterval time.Duration
 	// Observer is told what happens, for metrics (none by default).
 	Observer Observer
 
@@ -139,6 +143,7 @@ func (c Config) withDefaults() Config {
 		c.Store = noStore{}
 	}
 	d(&c.FlushInterval, time.Second)
+	d(&c.AdoptInterval, 10*time.Second)
 	if c.Observer == nil {
 		c.Observer = noObserver{}
 	}

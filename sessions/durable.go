@@ -132,6 +132,12 @@ func (m *Manager) Restore(ctx context.Context) (RestoreResult, error) {
 		}()
 	}
 	wg.Wait()
+	if finder, ok := m.rt.(sandbox.OrphanFinder); ok {
+		o := m.adoptOrphans(ctx, finder)
+		res.Adopted += o.Adopted
+		res.Restarted += o.Restarted
+		res.Lost += o.Lost
+	}
 	m.egress.RemoveStale() // the proxies of sessions not restored
 	if canAdopt {
 		if err := adopter.Reconcile(ctx); err != nil {
@@ -199,6 +205,13 @@ func (m *Manager) restore(ctx context.Context, adopter sandbox.Adopter, canAdopt
 			StateLost: ptr(restarted), Truncated: ptr(true)})
 	}
 	m.mu.Lock()
+	if m.closed { // shutting down while an orphan was adopted: let it go again
+		m.mu.Unlock()
+		if err := s.detach(context.WithoutCancel(ctx)); err != nil {
+			m.log.Warn().Err(err).Str("session", rec.ID).Msg("detach after adoption failed")
+		}
+		return "lost", "the gateway is shutting down"
+	}
 	m.sessions[rec.ID] = s
 	m.mu.Unlock()
 	m.persist(s)
@@ -206,6 +219,55 @@ func (m *Manager) restore(ctx context.Context, adopter sandbox.Adopter, canAdopt
 		return "restarted", ""
 	}
 	return "adopted", ""
+}
+
+// adoptOrphans adopts the sandboxes finder reports without a gateway: this
+// gateway's own after a restart without a store, and those of a gateway
+// that went away. Each becomes a session of the tenant it records, with
+// the default idle timeout (its own is not known) and its remaining
+// lifetime; one without a tenant is left (no one could be served it, and
+// the runtime removes it in time).
+func (m *Manager) adoptOrphans(ctx context.Context, finder sandbox.OrphanFinder) RestoreResult {
+	var res RestoreResult
+	orphans, err := finder.Orphans(ctx)
+	if err != nil {
+		m.log.Warn().Err(err).Msg("listing orphaned sandboxes failed")
+		return res
+	}
+	adopter, canAdopt := m.rt.(sandbox.Adopter)
+	now := time.Now()
+	for _, o := range orphans {
+		m.mu.Lock()
+		_, live := m.sessions[o.State.ID]
+		closed := m.closed
+		m.mu.Unlock()
+		switch {
+		case closed || ctx.Err() != nil:
+			return res
+		case live || o.Tenant == "" || !sandbox.IDPattern.MatchString(o.State.ID):
+			continue
+		}
+		created := o.Created
+		if created.IsZero() || created.After(now) {
+			created = now
+		}
+		rec := sessionstore.Record{ID: o.State.ID, Tenant: o.Tenant, Runtime: m.rt.Name(), CreatedAt: created,
+			LastActive: now, IdleTimeout: m.cfg.IdleTimeout, Sandbox: o.State}
+		outcome, reason := m.restore(ctx, adopter, canAdopt, rec)
+		switch outcome {
+		case "adopted":
+			res.Adopted++
+		case "restarted":
+			res.Restarted++
+		default: // not recorded as lost: it may be another gateway's by now, or adoptable next time
+			res.Lost++
+			m.log.Warn().Str("session", rec.ID).Str("reason", reason).Msg("orphaned session not adopted")
+			continue
+		}
+		m.cfg.Observer.Restored(outcome)
+		m.log.Info().Str("session", rec.ID).Str("outcome", outcome).Msg("adopted an orphaned session")
+	}
+	return res
 }
 
 // Detach stops serving every session without stopping its kernel, for an

@@ -133,6 +133,11 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 			return nil, fmt.Errorf("sessions: create: %w", err)
 		}
 	}
+	if tr, ok := k.sb.(sandbox.TenantRecorder); ok && pooled && spec.Tenant != "" {
+		if err := tr.RecordTenant(ctx, spec.Tenant); err != nil { // only another gateway's adoption needs it
+			m.log.Warn().Err(err).Str("session", k.sb.ID()).Msg("recording the tenant of a pooled sandbox failed")
+		}
+	}
 	id := k.sb.ID()
 	s := newSession(sessionParams{id: id, tenant: tenant, runtime: m.rt.Name(), cfg: m.cfg, log: m.log,
 		idle: idle, budget: m.budget, slots: m.slots, sandbox: k.sb, client: k.conn, files: k.files, watch: k.watch, egress: proxy})
@@ -324,8 +329,9 @@ func (m *Manager) take(tenant, id string) (*Session, error) {
 	return s, nil
 }
 
-// Run deletes expired sessions and keeps the warm pool full until ctx
-// ends; it returns once its refill loop has stopped.
+// Run deletes expired sessions, keeps the warm pool full and, on a runtime
+// that finds orphaned sandboxes (sandbox.OrphanFinder), adopts them, until
+// ctx ends; it returns once its loops have stopped.
 func (m *Manager) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -333,6 +339,22 @@ func (m *Manager) Run(ctx context.Context) error {
 		defer wg.Done()
 		m.pool.run(ctx)
 	}()
+	if finder, ok := m.rt.(sandbox.OrphanFinder); ok {
+		wg.Add(1)
+		go func() { // adoption of other gateways' sessions, owned by Run
+			defer wg.Done()
+			t := time.NewTicker(m.cfg.AdoptInterval)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					m.adoptOrphans(ctx, finder)
+				}
+			}
+		}()
+	}
 	defer wg.Wait()
 	t := time.NewTicker(m.cfg.ReapInterval)
 	defer t.Stop()

@@ -201,6 +201,9 @@ func (o *options) setEgress(allow, private []string) error {
 		}
 		return fmt.Errorf("--egress-allow: %w", err)
 	}
+	if len(allow) > 0 && o.runtime == "k8s" {
+		return errors.New("--egress-allow: not available with --runtime k8s (kernel pods cannot reach the gateway's per-session proxy; open destinations with a NetworkPolicy egress rule instead)")
+	}
 	o.sess.Egress.Allow = allow
 	for _, s := range private {
 		p, err := netip.ParsePrefix(s)
@@ -279,8 +282,8 @@ func run(ctx context.Context, args, env []string, stdout io.Writer) error {
 		return err
 	}
 	defer closeRuntime()
-	if o.durable {
-		st, err := sessionstore.Open(rt.(interface{ StateDir() string }).StateDir())
+	if sd, ok := rt.(interface{ StateDir() string }); o.durable && ok && sd.StateDir() != "" {
+		st, err := sessionstore.Open(sd.StateDir())
 		if err != nil {
 			return err
 		}
@@ -374,7 +377,15 @@ func newRuntime(ctx context.Context, o *options, log zerolog.Logger) (sessions.R
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		return rt, rt.Run, func() { _ = rt.Close() }, nil
+		release := func() { // sessions are closed or detached by now: others may adopt what is left at once
+			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := rt.ReleaseLease(cctx); err != nil {
+				log.Warn().Err(err).Msg("releasing the gateway's lease failed")
+			}
+			_ = rt.Close()
+		}
+		return rt, rt.Run, release, nil
 	}
 	return nil, nil, nil, fmt.Errorf("--runtime %s: unknown runtime (want local, docker or k8s)", strconv.Quote(o.runtime))
 }

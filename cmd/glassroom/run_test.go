@@ -210,6 +210,7 @@ func TestEgressFlags(t *testing.T) {
 	}
 	for _, bad := range [][]string{
 		{"--egress-allow", "a..b"}, {"--egress-allow-private", "10.0.0.0/33"}, {"--egress-allow-private", "intranet"}, {"--egress-rate-kbps", "0"},
+		{"--egress-allow", "pypi.org", "--runtime", "k8s"}, // kernel pods cannot reach the gateway's proxy
 	} {
 		if _, err := parse(append([]string{"serve"}, bad...), nil, &sink); err == nil || !strings.Contains(err.Error(), bad[0]) {
 			t.Errorf("%v: %v", bad, err)

@@ -82,8 +82,9 @@ func TestBase(t *testing.T) {
 		}
 	}
 
-	// The gateway: two replicas, locked down, its identity from the downward API.
-	if *dep.Spec.Replicas != 2 || dep.Spec.Template.Spec.ServiceAccountName != sa.Name {
+	// The gateway: one replica (sessions are not routed between gateways),
+	// locked down, its identity from the downward API.
+	if *dep.Spec.Replicas != 1 || dep.Spec.Template.Spec.ServiceAccountName != sa.Name {
 		t.Fatalf("deployment %+v", dep.Spec)
 	}
 	ps := dep.Spec.Template.Spec

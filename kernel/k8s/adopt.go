@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/glassroom/glassroom/kernel"
@@ -25,6 +27,8 @@ type Adoptable struct {
 	Limits  sandbox.Limits // the effective limits it was started with
 	// Connection reaches the kernel now (pod IP, the session's key).
 	Connection kernel.ConnectionInfo
+
+	token string // the pod agent's
 }
 
 // Errors of Adopt.
@@ -80,11 +84,11 @@ func (r *Runtime) describe(ctx context.Context, pod *corev1.Pod) (Adoptable, err
 	if err := json.Unmarshal([]byte(pod.Annotations[AnnotationLimits]), &a.Limits); err != nil {
 		return a, fmt.Errorf("k8s: pod %s: limits annotation: %w", pod.Name, err)
 	}
-	key, _, err := r.sessionSecret(ctx, pod.Name)
+	key, token, err := r.sessionSecret(ctx, pod.Name)
 	if err != nil {
 		return a, err
 	}
-	a.Connection = r.cfg.connection(pod.Status.PodIP, key)
+	a.Connection, a.token = r.cfg.connection(pod.Status.PodIP, key), token
 	return a, nil
 }
 
@@ -198,7 +202,34 @@ func (r *Runtime) AdoptSession(ctx context.Context, id string) (_ sandbox.Sandbo
 	return &podSandbox{Durable: sandbox.Durable{Base: b}, d: d}, a, nil
 }
 
-var _ sandbox.Adopter = (*Runtime)(nil)
+var (
+	_ sandbox.Adopter      = (*Runtime)(nil)
+	_ sandbox.OrphanFinder = (*Runtime)(nil)
+)
+
+// Orphans implements sandbox.OrphanFinder: the Adoptable sessions, each
+// with its kernel's current generation (asked of its pod's agent) as the
+// State's Incarnation. A session whose agent does not answer is left out
+// (Reconcile removes it once OrphanGrace passes).
+func (r *Runtime) Orphans(ctx context.Context) ([]sandbox.Orphan, error) {
+	list, err := r.Adoptable(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]sandbox.Orphan, 0, len(list))
+	for _, a := range list {
+		ac := &agentClient{base: "http://" + net.JoinHostPort(a.Connection.IP, strconv.Itoa(r.cfg.AgentPort)), token: a.token, http: r.http}
+		st, err := ac.wait(ctx, 0, "ready", 0)
+		if err != nil {
+			r.log.Warn().Err(err).Str("session", a.ID).Msg("orphaned session: its agent does not answer")
+			continue
+		}
+		uid := int(r.cfg.sessionUID(a.ID))
+		out = append(out, sandbox.Orphan{Tenant: a.Tenant, Created: a.Created, State: sandbox.State{
+			ID: a.ID, UID: uid, GID: uid, Limits: a.Limits, Conn: a.Connection, Incarnation: strconv.FormatInt(st.Gen, 10)}})
+	}
+	return out, nil
+}
 
 // Adopt implements sandbox.Adopter for a gateway restoring its own
 // sessions from its store: it adopts st's session with AdoptSession and

@@ -171,6 +171,9 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
+	if spec.EgressSocket != "" {
+		return nil, &sandbox.SpecError{Reason: "network allowlists are not available on the k8s runtime"}
+	}
 	if len(spec.ID) > 63 {
 		return nil, &sandbox.SpecError{Reason: "session id longer than 63 characters (a label value)"}
 	}
@@ -243,7 +246,42 @@ type podSandbox struct {
 	d *driver
 }
 
-var _ sandbox.WorkspaceOpener = (*podSandbox)(nil)
+var (
+	_ sandbox.WorkspaceOpener = (*podSandbox)(nil)
+	_ sandbox.TenantRecorder  = (*podSandbox)(nil)
+)
+
+// RecordTenant implements sandbox.TenantRecorder: it labels the pod with
+// the session's tenant (a pooled pod was started without one), so that a
+// gateway adopting the session knows whose it is.
+func (s *podSandbox) RecordTenant(ctx context.Context, tenant string) error {
+	if !sandbox.TenantPattern.MatchString(tenant) {
+		return &sandbox.SpecError{Reason: fmt.Sprintf("tenant %q", tenant)}
+	}
+	r := s.d.r
+	for attempt := 0; ; attempt++ {
+		cctx, cancel := r.callCtx(ctx)
+		pod, err := r.cs.CoreV1().Pods(r.cfg.Namespace).Get(cctx, s.d.name, metav1.GetOptions{})
+		if err == nil {
+			if pod.Labels == nil {
+				pod.Labels = map[string]string{}
+			}
+			pod.Labels[LabelTenant] = tenant
+			_, err = r.cs.CoreV1().Pods(r.cfg.Namespace).Update(cctx, pod, metav1.UpdateOptions{})
+		}
+		cancel()
+		if err == nil || !apierrors.IsConflict(err) || attempt == 2 {
+			if err != nil {
+				return fmt.Errorf("k8s: record tenant of %s: %w", s.d.id, err)
+			}
+			return nil
+		}
+	}
+}
+
+// StateDir returns the Common StateDir: unused by the runtime itself, it
+// is where a gateway keeps its session store, if anywhere ("").
+func (r *Runtime) StateDir() string { return r.cfg.StateDir }
 
 // OpenWorkspace implements sandbox.WorkspaceOpener: a client of the
 // pod's agent. The caller closes both (the tracker's Close does nothing).

@@ -193,6 +193,13 @@ func TestSimulatedCluster(t *testing.T) {
 	}
 	rtB := newRuntime(t, cs, testConfig("gw-b"))
 	rtC := newRuntime(t, cs, testConfig("gw-c"))
+	orphans, err := rtB.Orphans(ctx)
+	if err != nil || len(orphans) != 1 {
+		t.Fatalf("orphans: %+v %v", orphans, err)
+	}
+	if o := orphans[0]; o.State.ID != stA.ID || o.Tenant != "tenant1" || o.State.Incarnation != stA.Incarnation || o.State.Conn.Key != stA.Conn.Key || o.State.Limits != stA.Limits {
+		t.Fatalf("orphan %+v, the detached sandbox's state %+v", o, stA)
+	}
 	list, err := rtB.Adoptable(ctx)
 	if err != nil || len(list) != 1 {
 		t.Fatalf("adoptable: %+v %v", list, err)

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/glassroom/glassroom/kernel"
 )
@@ -49,4 +50,30 @@ type Adopter interface {
 	// Reconcile removes what this runtime's instance left and no live
 	// sandbox owns. A gateway calls it once it has adopted what it could.
 	Reconcile(ctx context.Context) error
+}
+
+// Orphan is a sandbox that no gateway serves, as the runtime's own system
+// of record (a cluster's API) describes it: enough to adopt it (State) and
+// to serve it to its owner.
+type Orphan struct {
+	State   State
+	Tenant  string // the Spec's Tenant; "" when it was never known
+	Created time.Time
+}
+
+// OrphanFinder is implemented by Adopters whose sandboxes can be found
+// without the store of the gateway that started them (a Kubernetes
+// runtime finds them in the cluster): a gateway adopts what Orphans lists,
+// its own sandboxes after a restart as well as those of another gateway
+// that went away. Orphans excludes the sandboxes this runtime serves, and
+// those of a gateway that is alive.
+type OrphanFinder interface {
+	Orphans(ctx context.Context) ([]Orphan, error)
+}
+
+// TenantRecorder is implemented by sandboxes that record their owner where
+// another gateway can read it (an Orphan's Tenant). A session that takes a
+// pre-started sandbox, started before its tenant was known, records it.
+type TenantRecorder interface {
+	RecordTenant(ctx context.Context, tenant string) error
 }
