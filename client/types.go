@@ -21,6 +21,7 @@ type Session struct {
 	Queued       int       `json:"queued"`
 	Limits       Limits    `json:"limits"`
 	Network      *Network  `json:"network,omitempty"` // nil: no network
+	Paused       bool      `json:"paused"`            // the idle kernel is frozen; the next request thaws it
 }
 
 // Network is what a session's kernel may reach through the gateway's

@@ -265,12 +265,14 @@ func Dial(ctx context.Context, info ConnectionInfo, cfg Config, log zerolog.Logg
 func (c *Client) Cuts() int64 { return c.cuts.Load() }
 
 // waitIOPub sends kernel_info requests until one of them produces an iopub
-// message, proving the subscription is live.
+// message, proving the subscription is live. They go on the control
+// channel, which ipykernel serves while a cell runs: a client connecting
+// to a busy kernel (after a gateway restart) does not wait for the cell.
 func (c *Client) waitIOPub(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.ConnectTimeout)
 	defer cancel()
 	for {
-		msg, cl, err := c.send(Shell, "kernel_info_request", struct{}{})
+		msg, cl, err := c.send(Control, "kernel_info_request", struct{}{})
 		if err != nil {
 			return err
 		}

@@ -402,3 +402,29 @@ func TestLongExecutionKeepsHeartbeat(t *testing.T) {
 		t.Fatalf("long execution: %+v", r)
 	}
 }
+
+// TestDialWhileBusy: a second client (a gateway that restarted while a
+// long cell ran) connects to a kernel whose shell is busy: the probe goes
+// through the control channel, which ipykernel serves while a cell runs.
+func TestDialWhileBusy(t *testing.T) {
+	k := startBareKernel(t)
+	first := dial(t, k.info)
+	done := make(chan collected, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		var out collected
+		out.reply, out.err = first.Execute(ctx, "import time; time.sleep(20); z = 5", kernel.ExecuteOptions{}, nil)
+		done <- out
+	}()
+	time.Sleep(time.Second) // the cell is running
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	second, err := kernel.Dial(ctx, k.info, kernel.Config{ConnectTimeout: 5 * time.Second}, zerolog.Nop())
+	if err != nil {
+		t.Fatalf("dial while a cell runs: %v", err)
+	}
+	defer second.Close()
+	first.Interrupt(context.Background())
+	<-done
+}

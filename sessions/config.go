@@ -72,7 +72,12 @@ type Config struct {
 	// manager keeps ready (0: none). Sessions with no env and default
 	// limits take one; refills run one at a time in the background.
 	Pool         int
-	ReapInterval time.Duration // how often expiry is checked (5 s)
+	ReapInterval time.Duration // how often expiry (and pausing) is checked (5 s)
+	// PauseAfter freezes a session's sandbox (docker pause, the cgroup
+	// freezer) once its kernel has gone unused this long, so an idle
+	// kernel costs no CPU; the next use thaws it. 0: never. Code left
+	// running in the background (threads) is frozen too.
+	PauseAfter time.Duration
 
 	// Store keeps sessions across gateway restarts (none by default);
 	// FlushInterval is how often their changing parts (activity, event
@@ -156,6 +161,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.ExecTimeout < 0 || c.ExecTimeout > c.MaxExecTimeout:
 		return fmt.Errorf("sessions: config: exec timeout %v must be within 0..%v", c.ExecTimeout, c.MaxExecTimeout)
+	case c.PauseAfter < 0:
+		return fmt.Errorf("sessions: config: negative pause delay %v", c.PauseAfter)
 	case c.IdleTimeout < 0 || c.IdleTimeout > c.MaxIdleTimeout:
 		return fmt.Errorf("sessions: config: idle timeout %v must be within 0..%v", c.IdleTimeout, c.MaxIdleTimeout)
 	case c.MaxSessionsPerTenant > c.MaxSessions:

@@ -389,9 +389,18 @@ func (m *Manager) reap(ctx context.Context, now time.Time) {
 		all = append(all, s)
 	}
 	m.mu.Unlock()
+	var pausing sync.WaitGroup
+	sem := make(chan struct{}, 8) // freezes at once (a docker pause is a few tens of ms)
+	defer pausing.Wait()
 	for _, s := range all {
 		reason := s.expired(now)
 		if reason == "" {
+			pausing.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; pausing.Done() }()
+				s.pause.maybeFreeze(ctx, now)
+			}()
 			continue
 		}
 		if _, err := m.take("", s.id); err != nil {

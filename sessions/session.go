@@ -39,6 +39,9 @@ type Info struct {
 	Queued       int            `json:"queued"`
 	Limits       sandbox.Limits `json:"limits"`
 	Network      *Network       `json:"network,omitempty"` // nil: no network
+	// Paused: the idle kernel is frozen (Config.PauseAfter); the next
+	// request thaws it in milliseconds, variables intact.
+	Paused bool `json:"paused"`
 }
 
 // Session is one tenant's persistent kernel. Its methods are safe for
@@ -80,6 +83,7 @@ type Session struct {
 	queued    atomic.Int32
 	persist   func()        // writes the session's record to the store (set by the manager)
 	egress    *egress.Proxy // nil without a network; closed after the sandbox
+	pause     *pauser       // freezes the sandbox while its kernel goes unused
 }
 
 // sessionParams is what newSession needs: a started sandbox with a
@@ -126,6 +130,7 @@ func newSession(p sessionParams) *Session {
 		ctx:     ctx, cancel: cancel,
 		state: StateIdle, client: p.client, lastActive: active, room: make(chan struct{}),
 	}
+	s.pause = newPauser(p.sandbox, p.cfg.PauseAfter, s.log)
 	s.watchKernel(p.client)
 	s.wg.Add(1)
 	go s.worker()
@@ -152,7 +157,7 @@ func (s *Session) Info() Info {
 	return Info{
 		ID: s.id, State: s.state, Runtime: s.runtime, CreatedAt: s.created,
 		ExpiresAt: s.expiresAtLocked(), IdleTimeoutS: int(s.idle / time.Second),
-		Queued: int(s.queued.Load()), Limits: s.sandbox.Limits(), Network: s.network(),
+		Queued: int(s.queued.Load()), Limits: s.sandbox.Limits(), Network: s.network(), Paused: s.pause.paused(),
 	}
 }
 
@@ -313,6 +318,11 @@ func (s *Session) Interrupt(ctx context.Context) error {
 	}
 	c := s.client
 	s.mu.Unlock()
+	release, err := s.pause.use(ctx)
+	if err != nil {
+		return fmt.Errorf("sessions: interrupt: %w", err)
+	}
+	defer release()
 	if err := c.Interrupt(ctx); err != nil {
 		return fmt.Errorf("sessions: interrupt: %w", err)
 	}

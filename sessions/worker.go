@@ -33,7 +33,7 @@ func (s *Session) worker() {
 			return
 		case j := <-s.queue:
 			s.took()
-			s.run(j)
+			s.runAwake(j)
 		case done := <-s.restart:
 			done <- s.restartKernel("restart requested")
 		case <-c.Done():
@@ -44,6 +44,17 @@ func (s *Session) worker() {
 			s.recoverKernel(c)
 		}
 	}
+}
+
+// runAwake runs j with the kernel thawed (and kept awake meanwhile).
+func (s *Session) runAwake(j *job) {
+	release, err := s.pause.use(s.ctx)
+	if err != nil {
+		s.fail(j, StatusDied, "the paused kernel could not be resumed: "+err.Error())
+		return
+	}
+	defer release()
+	s.run(j)
 }
 
 // took records that the worker took a job off the queue, waking
@@ -57,7 +68,9 @@ func (s *Session) took() {
 }
 
 // waitWhileDead handles one request while the kernel is dead and could not
-// be restarted: a restart request tries again, a job fails at once.
+// be restarted (its container engine was down, say): a restart request
+// tries again, and so does a job, which runs on the new kernel if that
+// works and fails with the reason if not.
 func (s *Session) waitWhileDead() {
 	select {
 	case <-s.ctx.Done():
@@ -65,7 +78,11 @@ func (s *Session) waitWhileDead() {
 		done <- s.restartKernel("restart requested")
 	case j := <-s.queue:
 		s.took()
-		s.fail(j, StatusDied, "kernel is dead")
+		if err := s.restartKernel("the kernel was dead: started again for a new execution, variables lost"); err != nil {
+			s.fail(j, StatusDied, "kernel is dead: "+err.Error())
+			return
+		}
+		s.runAwake(j)
 	}
 }
 
@@ -153,6 +170,9 @@ var errRestarting = errors.New("sessions: kernel restarting")
 // restartKernel replaces the kernel process and its connection. If that
 // fails the session stays dead (calls fail) until a restart succeeds.
 func (s *Session) restartKernel(reason string) error {
+	if release, err := s.pause.use(s.ctx); err == nil { // never frozen while it starts
+		defer release()
+	}
 	s.setState(StateRestarting, reason)
 	old := s.kernelClient()
 	s.stopWatch()

@@ -189,6 +189,37 @@ print(r.status, r.read().decode())`, port)
 	}
 }
 
+// TestPausedSessionsSurviveRestarts: a session whose idle kernel is
+// frozen is thawed when its gateway stops for an upgrade, and unpaused by
+// the gateway that adopts it after a SIGKILL left it frozen.
+func TestPausedSessionsSurviveRestarts(t *testing.T) {
+	g := newDurableGateway(t, "--pause-after", "300ms")
+	var s struct{ ID string }
+	api(t, g.base, g.key, "POST", "/v1/sessions", nil, &s)
+	g.exec(s.ID, "x = 1")
+	waitPaused := func() {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			var info struct{ Paused bool }
+			api(t, g.base, g.key, "GET", "/v1/sessions/"+s.ID, nil, &info)
+			if info.Paused {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the session never paused")
+			}
+		}
+	}
+	for i, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		waitPaused()
+		g.stop(sig)
+		g.start()
+		if x := g.exec(s.ID, "x = x + 1; x"); x.Result.Text != strconv.Itoa(i+2) {
+			t.Fatalf("after %v of a gateway whose session was paused: %+v", sig, x)
+		}
+	}
+}
+
 func getFile(t *testing.T, g *durableGateway, id, path string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest("GET", g.base+"/v1/sessions/"+id+"/files/"+path, nil)

@@ -113,6 +113,7 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.sess.ExecTimeout, "exec-timeout", o.sess.ExecTimeout, "default execution timeout")
 	fs.DurationVar(&o.sess.MaxExecTimeout, "max-exec-timeout", o.sess.MaxExecTimeout, "largest execution timeout a request may ask for")
 	fs.DurationVar(&o.sess.IdleTimeout, "idle-timeout", o.sess.IdleTimeout, "delete sessions idle for this long")
+	fs.DurationVar(&o.sess.PauseAfter, "pause-after", 5*time.Minute, "freeze a session's kernel (docker pause, cgroup freezer) once unused this long; the next request thaws it (0: never)")
 	fs.DurationVar(&o.sess.MaxLifetime, "max-lifetime", o.sess.MaxLifetime, "delete sessions this long after creation")
 	fs.IntVar(&o.sess.MaxSessions, "max-sessions", o.sess.MaxSessions, "sessions in total")
 	fs.IntVar(&o.sess.MaxSessionsPerTenant, "max-sessions-per-key", o.sess.MaxSessionsPerTenant, "sessions per API key")

@@ -231,6 +231,33 @@ func (d *driver) State() (json.RawMessage, string) {
 	return b, d.started
 }
 
+// Freeze implements sandbox.DriverFreezer: docker pause (the cgroup
+// freezer; gVisor stops its sandbox).
+func (d *driver) Freeze(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, d.r.cfg.CallTimeout)
+	defer cancel()
+	if err := d.r.cli.ContainerPause(ctx, d.container()); err != nil {
+		return fmt.Errorf("docker: pause %s: %w", d.name, err)
+	}
+	return nil
+}
+
+// Thaw implements sandbox.DriverFreezer: docker unpause.
+func (d *driver) Thaw(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, d.r.cfg.CallTimeout)
+	defer cancel()
+	if err := d.r.cli.ContainerUnpause(ctx, d.container()); err != nil {
+		return fmt.Errorf("docker: unpause %s: %w", d.name, err)
+	}
+	return nil
+}
+
+func (d *driver) container() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.containerID
+}
+
 // Detach implements sandbox.DriverDetacher: stop watching, leave the
 // container running.
 func (d *driver) Detach(context.Context) error {

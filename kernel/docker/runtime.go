@@ -228,6 +228,14 @@ func (r *Runtime) Adopt(ctx context.Context, st sandbox.State) (_ sandbox.Sandbo
 	case info.Config.Image != r.cfg.Image:
 		return nil, fmt.Errorf("docker: adopt %s: the container runs %s, this gateway %s", st.ID, info.Config.Image, r.cfg.Image)
 	}
+	if info.State.Paused { // frozen when its gateway died: the kernel must answer
+		uctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
+		err := r.cli.ContainerUnpause(uctx, ds.Container)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("docker: adopt %s: unpause: %w", st.ID, err)
+		}
+	}
 	inc := sandbox.NewIncarnation(st.Conn)
 	if !info.State.Running {
 		inc.Exit("stopped while no gateway watched it")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -120,6 +121,29 @@ func (d *driver) Destroy(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("local: waiting for the kernel of %s to exit: %w", d.id, ctx.Err())
 	}
+}
+
+// Freeze implements sandbox.DriverFreezer with the sandbox's cgroup
+// freezer: every process of the sandbox stops at once.
+func (d *driver) Freeze(ctx context.Context) error {
+	if d.cg == nil {
+		return sandbox.ErrNoFreeze
+	}
+	if err := d.cg.setFrozen(ctx, true); err != nil {
+		if errors.Is(err, errNoFreezer) {
+			return sandbox.ErrNoFreeze
+		}
+		return err
+	}
+	return nil
+}
+
+// Thaw implements sandbox.DriverFreezer.
+func (d *driver) Thaw(ctx context.Context) error {
+	if d.cg == nil {
+		return nil
+	}
+	return d.cg.setFrozen(ctx, false)
 }
 
 // readChildPidfd reads bwrap's info JSON and opens a pidfd for the

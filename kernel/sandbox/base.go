@@ -81,6 +81,9 @@ type Base struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	freezeMu sync.Mutex // serializes Freeze and Thaw
+	frozen   bool
 }
 
 // closeWait bounds how long Close waits for a killed process to be gone.
@@ -181,6 +184,9 @@ func (b *Base) detach(ctx context.Context) error {
 		close(b.closing)
 		b.mu.Unlock()
 		b.launchs.Wait()
+		if terr := b.Thaw(ctx); terr != nil { // the next gateway must find it running
+			err = terr
+		}
 		if dd, ok := b.drv.(DriverDetacher); ok {
 			err = dd.Detach(ctx)
 		}
@@ -305,6 +311,9 @@ func (b *Base) Restart(ctx context.Context) error {
 	}
 	inc, proc := b.inc, b.proc
 	b.mu.Unlock()
+	if err := b.Thaw(ctx); err != nil { // a frozen process cannot die
+		return fmt.Errorf("sandbox: restart: %w", err)
+	}
 	if proc != nil {
 		if err := proc.Kill(ctx); err != nil {
 			return fmt.Errorf("sandbox: restart: kill: %w", err)
@@ -333,6 +342,7 @@ func (b *Base) Close(ctx context.Context) error {
 		close(b.closing)
 		inc, proc := b.inc, b.proc
 		b.mu.Unlock()
+		_ = b.Thaw(context.WithoutCancel(ctx)) // a frozen process cannot die
 		if proc != nil {
 			b.kill(ctx, inc, proc)
 		}
@@ -351,4 +361,74 @@ func (b *Base) Close(ctx context.Context) error {
 		b.closeErr = errors.Join(errs...)
 	})
 	return b.closeErr
+}
+
+// Freezer is what a session needs to pause an idle sandbox. Base
+// implements it (Freeze returns ErrNoFreeze when its driver cannot).
+type Freezer interface {
+	Freeze(ctx context.Context) error
+	Thaw(ctx context.Context) error
+	Frozen() bool
+}
+
+var _ Freezer = (*Base)(nil)
+
+// ErrNoFreeze is returned by Freeze when the sandbox's runtime cannot
+// freeze it.
+var ErrNoFreeze = errors.New("sandbox: this runtime cannot freeze a sandbox")
+
+// DriverFreezer is implemented by drivers that can stop every process of
+// the sandbox at once and resume them (a cgroup freezer, docker pause).
+type DriverFreezer interface {
+	Freeze(ctx context.Context) error
+	Thaw(ctx context.Context) error
+}
+
+// Freeze stops every process of the sandbox until Thaw: an idle kernel
+// then costs no CPU. It returns ErrNoFreeze when the driver cannot.
+// Restart, Close and Detach thaw first. Safe for concurrent use with Thaw;
+// the caller must not expect the kernel to answer while frozen.
+func (b *Base) Freeze(ctx context.Context) error {
+	fz, ok := b.drv.(DriverFreezer)
+	if !ok {
+		return ErrNoFreeze
+	}
+	b.freezeMu.Lock()
+	defer b.freezeMu.Unlock()
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	switch {
+	case closed:
+		return ErrClosed
+	case b.frozen:
+		return nil
+	}
+	if err := fz.Freeze(ctx); err != nil {
+		_ = fz.Thaw(context.WithoutCancel(ctx)) // never leave it half frozen
+		return fmt.Errorf("sandbox: freeze: %w", err)
+	}
+	b.frozen = true
+	return nil
+}
+
+// Thaw resumes a frozen sandbox; it does nothing to one that is not.
+func (b *Base) Thaw(ctx context.Context) error {
+	b.freezeMu.Lock()
+	defer b.freezeMu.Unlock()
+	if !b.frozen {
+		return nil
+	}
+	if err := b.drv.(DriverFreezer).Thaw(ctx); err != nil {
+		return fmt.Errorf("sandbox: thaw: %w", err)
+	}
+	b.frozen = false
+	return nil
+}
+
+// Frozen reports whether the sandbox is frozen now.
+func (b *Base) Frozen() bool {
+	b.freezeMu.Lock()
+	defer b.freezeMu.Unlock()
+	return b.frozen
 }
