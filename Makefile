@@ -49,10 +49,12 @@ lint: $(GOLANGCI)
 test-go:
 	$(GO) test -race -count=1 -timeout 30m ./...
 
-# The suites that need most of the machine (hundreds of kernels) run after
-# the rest, one package at a time: files tagged "heavy".
+# The suites that need most of the machine (hundreds of kernels) or restart
+# a Docker engine run after the rest, one package at a time: files tagged
+# "heavy" (the density test, then the fault suite on the real binary).
 test-heavy:
 	$(GO) test -tags heavy -race -count=1 -p 1 -timeout 40m ./density/
+	$(GO) test -tags heavy -count=1 -run '^TestFault' -timeout 20m ./cmd/glassroom/
 
 # Every check: installs what the tests need, starts Docker, builds the image.
 test: test-deps image vet fmt-check lint test-go test-heavy

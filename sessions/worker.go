@@ -33,6 +33,10 @@ func (s *Session) worker() {
 			return
 		case j := <-s.queue:
 			s.took()
+			if s.Info().State == StateDead { // its kernel died and could not be restarted
+				s.restartThenRun(j)
+				continue
+			}
 			s.runAwake(j)
 		case done := <-s.restart:
 			done <- s.restartKernel("restart requested")
@@ -78,12 +82,18 @@ func (s *Session) waitWhileDead() {
 		done <- s.restartKernel("restart requested")
 	case j := <-s.queue:
 		s.took()
-		if err := s.restartKernel("the kernel was dead: started again for a new execution, variables lost"); err != nil {
-			s.fail(j, StatusDied, "kernel is dead: "+err.Error())
-			return
-		}
-		s.runAwake(j)
+		s.restartThenRun(j)
 	}
+}
+
+// restartThenRun tries to restart a dead kernel for job j, then runs it
+// on the new kernel, or fails it with the reason.
+func (s *Session) restartThenRun(j *job) {
+	if err := s.restartKernel("the kernel was dead: started again for a new execution, variables lost"); err != nil {
+		s.fail(j, StatusDied, "kernel is dead: "+err.Error())
+		return
+	}
+	s.runAwake(j)
 }
 
 // drain fails every queued job when the session closes. Taking s.mu

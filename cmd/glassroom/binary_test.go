@@ -55,7 +55,16 @@ func gatewayBinary(t *testing.T) string {
 // ends unless the test waited for it.
 func startBinary(t *testing.T, args ...string) (*exec.Cmd, string) {
 	t.Helper()
+	return startBinaryEnv(t, nil, args...)
+}
+
+// startBinaryEnv is startBinary with env added to the test's environment.
+func startBinaryEnv(t *testing.T, env []string, args ...string) (*exec.Cmd, string) {
+	t.Helper()
 	cmd := exec.Command(gatewayBinary(t), append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {

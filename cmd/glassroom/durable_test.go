@@ -21,6 +21,7 @@ import (
 type durableGateway struct {
 	t        *testing.T
 	args     []string
+	env      []string // added to the environment (DOCKER_HOST)
 	cmd      *exec.Cmd
 	base     string
 	key      string
@@ -28,21 +29,27 @@ type durableGateway struct {
 }
 
 func newDurableGateway(t *testing.T, extra ...string) *durableGateway {
+	return newDurableGatewayEnv(t, nil, extra...)
+}
+
+// newDurableGatewayEnv is newDurableGateway with env added to the
+// gateway's environment (DOCKER_HOST for another engine).
+func newDurableGatewayEnv(t *testing.T, env []string, extra ...string) *durableGateway {
 	requireDocker(t)
-	g := &durableGateway{t: t, key: "durable-test-key-0123456789", instance: "durable-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)}
+	g := &durableGateway{t: t, env: env, key: "durable-test-key-0123456789", instance: "durable-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)}
 	g.args = append([]string{"--runtime", "docker", "--state-dir", stateDir(t), "--instance", g.instance,
 		"--api-key", g.key, "--log-level", "warn", "--uid-base", "317000"}, extra...)
 	g.start()
 	t.Cleanup(func() { // whatever the test left: stop every kernel
 		g.stop(syscall.SIGTERM)
-		cmd, _ := startBinary(t, append(g.args, "--on-shutdown", "stop")...)
+		cmd, _ := startBinaryEnv(t, g.env, append(g.args, "--on-shutdown", "stop")...)
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
 	})
 	return g
 }
 
-func (g *durableGateway) start() { g.cmd, g.base = startBinary(g.t, g.args...) }
+func (g *durableGateway) start() { g.cmd, g.base = startBinaryEnv(g.t, g.env, g.args...) }
 
 func (g *durableGateway) stop(sig syscall.Signal) {
 	if g.cmd.ProcessState == nil {

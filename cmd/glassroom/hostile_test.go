@@ -50,6 +50,7 @@ type execution struct {
 	Truncated bool   `json:"truncated"`
 	StateLost bool   `json:"state_lost"`
 	Stdout    string `json:"stdout"`
+	Reason    string `json:"reason"`
 	Result    struct {
 		Text string `json:"text/plain"`
 	} `json:"result"`

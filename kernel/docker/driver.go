@@ -10,12 +10,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/go-units"
 	"github.com/glassroom/glassroom/kernel/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 // driver runs one session's container (sandbox.Driver). The container is
@@ -116,6 +118,7 @@ func (d *driver) create(ctx context.Context, env map[string]string) error {
 // that reports the exit. A container removed from outside is created
 // again first (the workspace is on the host, so files survive).
 func (d *driver) Launch(ctx context.Context, inc *sandbox.Incarnation) (sandbox.Process, error) {
+	recreated := false
 	for attempt := 0; ; attempt++ {
 		d.mu.Lock()
 		id, env := d.containerID, d.env
@@ -129,9 +132,40 @@ func (d *driver) Launch(ctx context.Context, inc *sandbox.Incarnation) (sandbox.
 			d.noteStart(ctx, id)
 			return proc, nil
 		}
-		proc.stop()
-		if !cerrdefs.IsNotFound(err) || attempt > 0 {
-			return nil, fmt.Errorf("%w: docker: start container: %w", sandbox.ErrUnavailable, err)
+		proc.stop() // its waiter may not end inc: that is the next container's
+		if !recreated && d.removedFromOutside(ctx, id, err) {
+			recreated = true
+		} else {
+			// An engine that just came back may still hold the previous
+			// task of the container ("already exists") or not answer yet:
+			// try again a few times, bounded by ctx.
+			if attempt == startRetries && !recreated {
+				// The engine keeps refusing this container (state left by an
+				// unclean engine stop: "failed to start shim: file exists"):
+				// replace it with a fresh one, files kept.
+				recreated = true
+				d.r.log.Warn().Err(err).Str("container", d.name).Msg("kernel container does not start; replacing it")
+				if rerr := d.removeContainer(ctx, id); rerr != nil {
+					return nil, fmt.Errorf("%w: docker: start container: %w", sandbox.ErrUnavailable, errors.Join(err, rerr))
+				}
+				if env == nil {
+					env = sandbox.KernelEnv(sandbox.Spec{ID: d.id}, d.limits)
+				}
+				if err := d.create(ctx, env); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if attempt >= startRetries {
+				return nil, fmt.Errorf("%w: docker: start container: %w", sandbox.ErrUnavailable, err)
+			}
+			d.r.log.Info().Err(err).Str("container", d.name).Msg("kernel container did not start; trying again")
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("%w: docker: start container: %w", sandbox.ErrUnavailable, err)
+			case <-time.After(time.Duration(attempt+1) * 250 * time.Millisecond):
+			}
+			continue
 		}
 		d.r.log.Warn().Str("container", d.name).Msg("kernel container removed from outside; creating it again")
 		if env == nil {
@@ -141,6 +175,46 @@ func (d *driver) Launch(ctx context.Context, inc *sandbox.Incarnation) (sandbox.
 			return nil, err
 		}
 	}
+}
+
+// removeContainer force-removes container id, bounded by CallTimeout.
+func (d *driver) removeContainer(ctx context.Context, id string) error {
+	rctx, cancel := context.WithTimeout(ctx, d.r.cfg.CallTimeout)
+	defer cancel()
+	if err := d.r.cli.ContainerRemove(rctx, id, container.RemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("docker: remove %s: %w", d.name, err)
+	}
+	return nil
+}
+
+// startRetries is how many times a container start that failed is tried
+// again (250 ms, 500 ms, ... apart).
+const startRetries = 4
+
+// removedFromOutside reports whether the container that failed to start
+// with err was removed (or is being removed: docker rm -f), waiting,
+// bounded, until it is gone so its name is free again.
+func (d *driver) removedFromOutside(ctx context.Context, id string, err error) bool {
+	if cerrdefs.IsNotFound(err) {
+		return true
+	}
+	for try := 0; try < 50; try++ {
+		ictx, cancel := context.WithTimeout(ctx, d.r.cfg.CallTimeout)
+		info, ierr := d.r.cli.ContainerInspect(ictx, id)
+		cancel()
+		switch {
+		case cerrdefs.IsNotFound(ierr):
+			return true
+		case ierr != nil || info.State == nil || (info.State.Status != "removing" && !info.State.Dead):
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return false
 }
 
 // watch starts the waiter of container id's next exit: it calls inc.Exit
@@ -154,6 +228,7 @@ func (d *driver) watch(id string, inc *sandbox.Incarnation) *process {
 	d.mu.Unlock()
 	// The one Docker call without a deadline: it lasts as long as the kernel.
 	waitC, errC := d.r.cli.ContainerWait(wctx, id, container.WaitConditionNextExit)
+	gate := &exitGate{inc: inc}
 	d.wg.Add(1)
 	go func() { // owned by the driver; ends when the container exits or the wait is cancelled
 		defer d.wg.Done()
@@ -161,15 +236,15 @@ func (d *driver) watch(id string, inc *sandbox.Incarnation) *process {
 		for {
 			select {
 			case res := <-waitC:
-				inc.Exit(d.exitReason(res.StatusCode))
+				gate.exit(d.exitReason(res.StatusCode))
 				return
 			case err := <-errC:
 				if wctx.Err() != nil {
-					inc.Exit("sandbox closed")
+					gate.exit("sandbox closed")
 					return
 				}
 				if reason, gone := d.stillRunning(wctx, id); gone {
-					inc.Exit(reason)
+					gate.exit(reason)
 					return
 				}
 				d.r.log.Info().Err(err).Str("container", d.name).Msg("engine connection lost; watching the kernel again")
@@ -177,7 +252,7 @@ func (d *driver) watch(id string, inc *sandbox.Incarnation) *process {
 			}
 		}
 	}()
-	return &process{d: d, id: id, stop: wcancel}
+	return &process{d: d, id: id, stop: func() { gate.close(); wcancel() }}
 }
 
 // stillRunning waits (up to a minute, retrying) for the engine to answer
@@ -270,16 +345,37 @@ func (d *driver) Detach(context.Context) error {
 	return nil
 }
 
-// exitReason inspects the exited container: OOMKilled when the OOM killer
-// ended it, else the exit code.
+// exitReason inspects the exited container and says why it ended: removed
+// from outside, the OOM killer, a signal (named), or the exit code.
 func (d *driver) exitReason(code int64) string {
 	ctx, cancel := context.WithTimeout(context.Background(), d.r.cfg.CallTimeout)
 	defer cancel()
-	info, err := d.r.cli.ContainerInspect(ctx, d.containerID)
-	if err == nil && info.State != nil && info.State.OOMKilled {
+	info, err := d.r.cli.ContainerInspect(ctx, d.container())
+	switch {
+	case cerrdefs.IsNotFound(err) || (err == nil && info.State != nil && info.State.Status == "removing"):
+		return "its container was removed from outside"
+	case err == nil && info.State != nil && info.State.OOMKilled:
 		return "OOMKilled: the kernel exceeded its memory limit of " + strconv.Itoa(d.limits.MemoryMB) + " MB"
 	}
-	return "exit code " + strconv.FormatInt(code, 10)
+	return exitCodeReason(code)
+}
+
+// exitCodeReason explains a container's exit code; above 128 it names the
+// signal that ended its first process.
+func exitCodeReason(code int64) string {
+	reason := "exit code " + strconv.FormatInt(code, 10)
+	if code == 0 {
+		return reason + ": the kernel exited (the code called exit(), or its container was stopped or restarted from outside)"
+	}
+	if code <= 128 || code > 128+64 {
+		return reason
+	}
+	sig := syscall.Signal(code - 128)
+	reason += ": killed by " + unix.SignalName(sig)
+	if sig == syscall.SIGTERM {
+		reason += " (its container was stopped or restarted from outside, or its engine stopped it)"
+	}
+	return reason
 }
 
 // Destroy implements sandbox.Driver: it force-removes the container, even
@@ -313,6 +409,29 @@ func (d *driver) Destroy(ctx context.Context) error {
 }
 
 // process is one start of the container (sandbox.Process).
+// exitGate lets a waiter end its incarnation only until the waiter is
+// disowned (a start that failed): a late waiter never ends the next
+// container's incarnation.
+type exitGate struct {
+	inc *sandbox.Incarnation
+	mu  sync.Mutex
+	off bool
+}
+
+func (g *exitGate) exit(reason string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.off {
+		g.inc.Exit(reason)
+	}
+}
+
+func (g *exitGate) close() {
+	g.mu.Lock()
+	g.off = true
+	g.mu.Unlock()
+}
+
 type process struct {
 	d    *driver
 	id   string
