@@ -57,6 +57,10 @@ type Event struct {
 	Size           *int64          `json:"size,omitempty"`
 	Change         string          `json:"change,omitempty"`
 	Position       *int            `json:"position,omitempty"` // queued
+
+	// Exec describes the execution on started events, for the Jupyter
+	// face; it is not part of the /v1 wire shape.
+	Exec *ExecInfo `json:"-"`
 }
 
 // entryOverhead is counted for each string of a list: what Go keeps
@@ -66,7 +70,7 @@ const entryOverhead = 32
 // size approximates the memory an event holds, for the budgets.
 func (e *Event) size() int {
 	n := 256 + len(e.ID) + len(e.Name) + len(e.Text) + len(e.Data) + len(e.Metadata) + len(e.DisplayID) +
-		len(e.Value) + len(e.Status) + len(e.State) + len(e.Reason) + len(e.Path) + len(e.Change)
+		len(e.Value) + len(e.Status) + len(e.State) + len(e.Reason) + len(e.Path) + len(e.Change) + e.Exec.size()
 	if e.Prompt != nil {
 		n += len(*e.Prompt)
 	}

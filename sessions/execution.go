@@ -59,6 +59,18 @@ type ExecRequest struct {
 	Timeout time.Duration
 	// AllowStdin lets the code call input(); answers come through Input.
 	AllowStdin bool
+
+	// The options of a Jupyter execute_request (see jupyter.go); zero for
+	// /v1 executions. Silent and NoHistory are passed to the kernel.
+	Silent    bool
+	NoHistory bool
+	// StopOnError: if this execution fails, the executions of the same
+	// Group queued behind it end "aborted" without running.
+	StopOnError bool
+	Group       string
+	// Parent is the Jupyter request header (JSON, at most MaxParentBytes),
+	// handed back on the started event's Exec.
+	Parent json.RawMessage
 }
 
 // maxExecIDBytes bounds a client-chosen execution id.
@@ -80,7 +92,7 @@ func (s *Session) validate(req *ExecRequest) error {
 	if req.Timeout == 0 {
 		req.Timeout = s.cfg.ExecTimeout
 	}
-	return nil
+	return validateJupyter(req)
 }
 
 // job is one queued execution.
@@ -91,6 +103,8 @@ type job struct {
 	exec        *Execution
 	interrupted atomic.Bool // a user interrupt was sent during this job
 	ran         bool        // the job reached the kernel (worker only)
+	seq         uint64      // enqueue order (see numberJob)
+	info        *ExecInfo   // set when it starts (worker only; read under s.mu)
 
 	// Counters of what the kernel sent, owned by the job's execute
 	// goroutine (see output.go).

@@ -132,6 +132,7 @@ type fakeKernel struct {
 	mu        sync.Mutex
 	err       error
 	input     chan string
+	requests  atomic.Int32 // Request calls
 }
 
 func newFakeKernel(inc *sandbox.Incarnation) *fakeKernel {
@@ -224,6 +225,18 @@ func (k *fakeKernel) Complete(context.Context, string, int) (json.RawMessage, er
 }
 func (k *fakeKernel) Inspect(context.Context, string, int, int) (json.RawMessage, error) {
 	return json.RawMessage(`{"found":false}`), nil
+}
+func (k *fakeKernel) Request(_ context.Context, _ kernel.Channel, msgType string, _ any) (*kernel.Message, error) {
+	if err := k.Err(); err != nil {
+		return nil, &kernel.DeadError{Cause: err}
+	}
+	k.requests.Add(1)
+	reply := strings.TrimSuffix(msgType, "request") + "reply"
+	content := `{"status":"ok"}`
+	if msgType == "kernel_info_request" {
+		content = `{"status":"ok","protocol_version":"5.3","implementation":"fake","language_info":{"name":"python"},"debugger":true}`
+	}
+	return &kernel.Message{Header: kernel.Header{MsgID: "r", MsgType: reply}, Content: json.RawMessage(content)}, nil
 }
 func (k *fakeKernel) Done() <-chan struct{} { return k.done }
 func (k *fakeKernel) Err() error {

@@ -49,10 +49,16 @@ func (s *Session) begin(j *job) (KernelConn, bool) {
 		s.fail(j, StatusDied, "kernel is dead")
 		return nil, false
 	}
+	if s.aborted(j) {
+		s.fail(j, StatusAborted, "an earlier execution failed (stop_on_error)")
+		return nil, false
+	}
+	info := s.execInfo(j, c)
 	s.mu.Lock()
 	s.current = j
+	j.info = info
 	s.lastActive = time.Now()
-	s.hub.publish(Event{Type: EventStarted, ID: j.req.ID})
+	s.hub.publish(Event{Type: EventStarted, ID: j.req.ID, Exec: info})
 	s.mu.Unlock()
 	s.setState(StateBusy, "")
 	if s.watch != nil {
@@ -85,7 +91,8 @@ func (s *Session) execute(c KernelConn, j *job) outcome {
 	}
 	done := make(chan result, 1)
 	replied := make(chan struct{})
-	opts := kernel.ExecuteOptions{AllowStdin: j.req.AllowStdin, OnReply: func() { close(replied) }}
+	opts := kernel.ExecuteOptions{AllowStdin: j.req.AllowStdin, Silent: j.req.Silent, NoHistory: j.req.NoHistory,
+		OnReply: func() { close(replied) }}
 	go func() { // owned by execute, which always waits for done
 		reply, err := c.Execute(ctx, j.req.Code, opts, func(ev kernel.Event) { s.onEvent(j, ev) })
 		done <- result{reply, err}
@@ -200,6 +207,7 @@ func (s *Session) finish(j *job, start time.Time, status Status, reply *kernel.E
 			s.record(j, s.hub.publish(Event{Type: EventFile, ID: j.req.ID, Path: fc.Path, Size: ptr(fc.Size), Change: fc.Change}))
 		}
 	}
+	s.noteFinished(j, status, reply)
 	s.hub.publish(Event{Type: EventDone, ID: j.req.ID, Status: status, ExecutionCount: ptr(e.ExecutionCount),
 		DurationMS: ptr(e.DurationMS), Truncated: ptr(e.Truncated), StateLost: ptr(e.StateLost), Reason: reason})
 	j.result <- e

@@ -75,6 +75,8 @@ type Session struct {
 
 	stopWatch context.CancelFunc // ends the current kernel watcher
 	queued    atomic.Int32
+
+	jup jupyterState // the Jupyter face's state (jupyter.go)
 }
 
 // sessionParams is what newSession needs: a started sandbox with a
@@ -277,6 +279,7 @@ func (s *Session) enqueue(req ExecRequest, collect bool) (*job, error) {
 	if s.ctx.Err() != nil {
 		return nil, ErrClosed
 	}
+	s.numberJob(j)
 	pos := int(s.queued.Add(1))
 	select {
 	case s.queue <- j:
