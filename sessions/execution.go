@@ -3,6 +3,7 @@ package sessions
 import (
 	"encoding/json"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -103,8 +104,12 @@ type job struct {
 	exec        *Execution
 	interrupted atomic.Bool // a user interrupt was sent during this job
 	ran         bool        // the job reached the kernel (worker only)
-	seq         uint64      // enqueue order (see numberJob)
-	info        *ExecInfo   // set when it starts (worker only; read under s.mu)
+
+	// See jupyter.go.
+	seq       uint64        // enqueue order (see numberJob)
+	info      *ExecInfo     // set when it starts (worker only; read under s.mu)
+	began     chan struct{} // closed when the kernel began running it (see kernelBegan)
+	beganOnce sync.Once
 
 	// Counters of what the kernel sent, owned by the job's execute
 	// goroutine (see output.go).
@@ -115,7 +120,7 @@ type job struct {
 }
 
 func newJob(req ExecRequest, collect bool) *job {
-	return &job{req: req, collect: collect, result: make(chan *Execution, 1),
+	return &job{req: req, collect: collect, result: make(chan *Execution, 1), began: make(chan struct{}),
 		exec: &Execution{ID: req.ID, Outputs: []Event{}, Files: []FileChange{}}}
 }
 

@@ -155,6 +155,9 @@ func (k *fakeKernel) Execute(ctx context.Context, code string, opts kernel.Execu
 		return r, nil
 	}
 	dead := func() (*kernel.ExecuteReply, error) { return nil, &kernel.DeadError{Cause: k.Err()} }
+	if opts.OnBusy != nil {
+		opts.OnBusy()
+	}
 	op, arg, _ := strings.Cut(code, ":")
 	switch op {
 	case "print":

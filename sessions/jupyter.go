@@ -264,3 +264,30 @@ func (s *Session) KernelRequest(ctx context.Context, ch kernel.Channel, msgType 
 	}
 	return &KernelReply{MsgType: want, Content: m.Content, Metadata: m.Metadata, Buffers: m.Buffers}, nil
 }
+
+// interruptWait bounds how long Interrupt waits for the kernel to begin the
+// running execution.
+const interruptWait = 2 * time.Second
+
+// kernelBegan records that the kernel began running j (its busy status).
+// Called on j's execute goroutine.
+func (j *job) kernelBegan() { j.beganOnce.Do(func() { close(j.began) }) }
+
+// awaitKernelStart waits, at most interruptWait, until the kernel has begun
+// the execution began belongs to (nil: none runs). A job is "started" when
+// the worker takes it; the kernel begins it a moment later, and an
+// interrupt that arrives in between finds the kernel idle and is lost. A
+// Jupyter client interrupts as soon as it sees execute_input, which the
+// started event renders, so that moment matters.
+func awaitKernelStart(ctx context.Context, began <-chan struct{}) {
+	if began == nil {
+		return
+	}
+	t := time.NewTimer(interruptWait)
+	defer t.Stop()
+	select {
+	case <-began:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}

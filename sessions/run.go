@@ -92,7 +92,7 @@ func (s *Session) execute(c KernelConn, j *job) outcome {
 	done := make(chan result, 1)
 	replied := make(chan struct{})
 	opts := kernel.ExecuteOptions{AllowStdin: j.req.AllowStdin, Silent: j.req.Silent, NoHistory: j.req.NoHistory,
-		OnReply: func() { close(replied) }}
+		OnReply: func() { close(replied) }, OnBusy: j.kernelBegan}
 	go func() { // owned by execute, which always waits for done
 		reply, err := c.Execute(ctx, j.req.Code, opts, func(ev kernel.Event) { s.onEvent(j, ev) })
 		done <- result{reply, err}

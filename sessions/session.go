@@ -298,11 +298,14 @@ func (s *Session) enqueue(req ExecRequest, collect bool) (*job, error) {
 func (s *Session) Interrupt(ctx context.Context) error {
 	s.Touch()
 	s.mu.Lock()
+	var began <-chan struct{}
 	if s.current != nil {
 		s.current.interrupted.Store(true)
+		began = s.current.began
 	}
 	c := s.client
 	s.mu.Unlock()
+	awaitKernelStart(ctx, began)
 	if err := c.Interrupt(ctx); err != nil {
 		return fmt.Errorf("sessions: interrupt: %w", err)
 	}
