@@ -361,6 +361,9 @@ func (jc *jupyterConn) kernelInfo(ctx context.Context, channel string, m *jmsg) 
 func (jc *jupyterConn) relay(ctx context.Context, m *jmsg, h jheader) {
 	jc.spawn(ctx, func(ctx context.Context) jbatch {
 		replyType := strings.TrimSuffix(h.MsgType, "request") + "reply"
+		if why := checkRelayed(h.MsgType, m.Content); why != "" {
+			return answer(m.Header, reply("shell", replyType, m.Header, errorReply("BadRequest", why)))
+		}
 		r, err := jc.sess.KernelRequest(ctx, kernel.Shell, h.MsgType, m.Content)
 		if err != nil {
 			return answer(m.Header, reply("shell", replyType, m.Header, errorReply("KernelRequestError", toAPIError(err).Message)))
@@ -369,6 +372,60 @@ func (jc *jupyterConn) relay(ctx context.Context, m *jmsg, h jheader) {
 		msg.metadata, msg.buffers = r.Metadata, r.Buffers
 		return answer(m.Header, msg)
 	})
+}
+
+// relayedFields are the members a relayed request must have, by JSON kind:
+// ipykernel drops a request that lacks one without a reply, which would
+// hold the client (and a slot of this connection) until the wait ends.
+var relayedFields = map[string]map[string]byte{
+	"complete_request":    {"code": '"', "cursor_pos": '0'},
+	"inspect_request":     {"code": '"', "cursor_pos": '0'},
+	"is_complete_request": {"code": '"'},
+	"history_request":     {"hist_access_type": '"', "raw": 'b', "output": 'b'},
+}
+
+// historyFields are what each kind of history_request needs besides.
+var historyFields = map[string]map[string]byte{
+	"tail": {"n": '0'}, "range": {"session": '0', "start": '0', "stop": '0'}, "search": {"pattern": '"'},
+}
+
+// checkRelayed says what is wrong with a relayed request's content, or "".
+func checkRelayed(msgType string, content json.RawMessage) string {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(content, &fields) != nil {
+		return msgType + " content is not a JSON object"
+	}
+	kind := func(raw json.RawMessage) byte {
+		switch {
+		case len(raw) == 0:
+			return 0
+		case raw[0] == '"':
+			return '"'
+		case raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9'):
+			return '0'
+		case string(raw) == "true" || string(raw) == "false":
+			return 'b'
+		}
+		return raw[0]
+	}
+	want := map[string]byte{}
+	for k, v := range relayedFields[msgType] {
+		want[k] = v
+	}
+	if msgType == "history_request" {
+		var access string
+		_ = json.Unmarshal(fields["hist_access_type"], &access)
+		for k, v := range historyFields[access] {
+			want[k] = v
+		}
+	}
+	names := map[byte]string{'"': "a string", '0': "a number", 'b': "a boolean"}
+	for k, v := range want {
+		if kind(fields[k]) != v {
+			return msgType + " needs " + k + " (" + names[v] + ")"
+		}
+	}
+	return ""
 }
 
 // shutdown answers shutdown_request, then restarts the kernel or deletes

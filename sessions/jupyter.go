@@ -202,8 +202,9 @@ func (s *Session) KernelSession() string {
 }
 
 // KernelInfo returns the content of the kernel's kernel_info_reply, asked
-// once per kernel incarnation and cached. While the kernel runs a cell it
-// answers when the cell ends; the wait is bounded by ctx and 30 s.
+// once per kernel incarnation and cached. A kernel running a cell answers
+// when the cell ends, so then an earlier incarnation's reply is used if
+// there is one; else the wait is bounded by ctx and 30 s.
 func (s *Session) KernelInfo(ctx context.Context) (json.RawMessage, error) {
 	s.jup.infoMu.Lock()
 	defer s.jup.infoMu.Unlock()
@@ -211,7 +212,9 @@ func (s *Session) KernelInfo(ctx context.Context) (json.RawMessage, error) {
 	s.jup.mu.Lock()
 	info, fresh := s.jup.info, s.jup.infoConn == c
 	s.jup.mu.Unlock()
-	if fresh && info != nil {
+	// While a cell runs the new kernel would answer only after it: the
+	// previous kernel's reply (the same kernel software) does until then.
+	if info != nil && (fresh || s.Info().State == StateBusy) {
 		return info, nil
 	}
 	r, err := s.KernelRequest(ctx, kernel.Shell, "kernel_info_request", json.RawMessage("{}"))
