@@ -110,6 +110,7 @@ type job struct {
 	info      *ExecInfo     // set when it starts (worker only; read under s.mu)
 	began     chan struct{} // closed when the kernel began running it (see kernelBegan)
 	beganOnce sync.Once
+	beganAt   atomic.Int64 // unix nanoseconds, set before began is closed
 
 	// Counters of what the kernel sent, owned by the job's execute
 	// goroutine (see output.go).

@@ -269,27 +269,51 @@ func (s *Session) KernelRequest(ctx context.Context, ch kernel.Channel, msgType 
 }
 
 // interruptWait bounds how long Interrupt waits for the kernel to begin the
-// running execution.
-const interruptWait = 2 * time.Second
+// running execution; interruptSettle is how long after the kernel began it
+// an interrupt is held back.
+const (
+	interruptWait   = 2 * time.Second
+	interruptSettle = 100 * time.Millisecond
+)
 
 // kernelBegan records that the kernel began running j (its busy status).
 // Called on j's execute goroutine.
-func (j *job) kernelBegan() { j.beganOnce.Do(func() { close(j.began) }) }
+func (j *job) kernelBegan() {
+	j.beganOnce.Do(func() {
+		j.beganAt.Store(time.Now().UnixNano())
+		close(j.began)
+	})
+}
 
-// awaitKernelStart waits, at most interruptWait, until the kernel has begun
-// the execution began belongs to (nil: none runs). A job is "started" when
-// the worker takes it; the kernel begins it a moment later, and an
-// interrupt that arrives in between finds the kernel idle and is lost. A
-// Jupyter client interrupts as soon as it sees execute_input, which the
-// started event renders, so that moment matters.
-func awaitKernelStart(ctx context.Context, began <-chan struct{}) {
-	if began == nil {
+// awaitKernelStart holds an interrupt of job j (nil: none runs) until the
+// kernel runs its code. A job is "started" when the worker takes it; the
+// kernel begins it a moment later (its busy status), and then runs some
+// of its own code before the cell's. An interrupt that arrives before the
+// kernel began finds it idle and is lost; one that arrives while the
+// kernel prepares the cell makes ipykernel drop the request without a
+// reply. A Jupyter client interrupts as soon as it sees execute_input,
+// which the started event renders, so those moments matter: the interrupt
+// waits (at most interruptWait) for the busy status, then until
+// interruptSettle has passed since it.
+func awaitKernelStart(ctx context.Context, j *job) {
+	if j == nil {
 		return
 	}
 	t := time.NewTimer(interruptWait)
 	defer t.Stop()
 	select {
-	case <-began:
+	case <-j.began:
+	case <-t.C:
+		return
+	case <-ctx.Done():
+		return
+	}
+	wait := time.Until(time.Unix(0, j.beganAt.Load()).Add(interruptSettle))
+	if wait <= 0 {
+		return
+	}
+	t.Reset(wait)
+	select {
 	case <-t.C:
 	case <-ctx.Done():
 	}

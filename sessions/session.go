@@ -298,14 +298,13 @@ func (s *Session) enqueue(req ExecRequest, collect bool) (*job, error) {
 func (s *Session) Interrupt(ctx context.Context) error {
 	s.Touch()
 	s.mu.Lock()
-	var began <-chan struct{}
-	if s.current != nil {
-		s.current.interrupted.Store(true)
-		began = s.current.began
+	j := s.current
+	if j != nil {
+		j.interrupted.Store(true)
 	}
 	c := s.client
 	s.mu.Unlock()
-	awaitKernelStart(ctx, began)
+	awaitKernelStart(ctx, j)
 	if err := c.Interrupt(ctx); err != nil {
 		return fmt.Errorf("sessions: interrupt: %w", err)
 	}
