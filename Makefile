@@ -59,6 +59,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./workspace/
 	$(GO) test -run '^$$' -bench . -benchtime 5x ./sessions/
 	$(GO) test -run '^$$' -bench . -benchtime 300x ./client/ ./mcp/
+	$(GO) test -run '^$$' -bench JupyterRoundTrip -benchtime 300x ./gateway/
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 60s ./kernel/
@@ -78,4 +79,4 @@ compose: build image
 	$(COMPOSE) up --build
 
 clean:
-	rm -rf bin artifacts mcp/testdata/node/node_modules
+	rm -rf bin artifacts mcp/testdata/node/node_modules gateway/testdata/jlab/node_modules

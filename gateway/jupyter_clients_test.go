@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,10 +70,35 @@ func freePort(t testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// startJupyterApp starts Debian's jupyter_server ("jupyter_server") or
-// classic Notebook ("notebook") on a loopback port with
-// --gateway-url=gateway and the gateway key as GatewayClient.auth_token,
-// exactly as the README tells a user to. It stops it when the test ends.
+// readmeCommand returns the README's command line (in "Use from
+// JupyterLab / Notebook") that starts with prefix, with the gateway's URL
+// and key put in.
+func readmeCommand(t *testing.T, prefix, gateway, key string) []string {
+	t.Helper()
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "## Use from JupyterLab / Notebook\n")
+	if !ok {
+		t.Fatal("README has no Use from JupyterLab / Notebook section")
+	}
+	for _, line := range strings.Split(section, "\n") {
+		if strings.HasPrefix(line, prefix+" ") {
+			line = strings.ReplaceAll(line, "http://127.0.0.1:8888", gateway)
+			line = strings.ReplaceAll(line, "$K", key)
+			return strings.Fields(line)
+		}
+	}
+	t.Fatalf("README has no %q command line", prefix)
+	return nil
+}
+
+// startJupyterApp starts Debian's classic Notebook ("notebook") or
+// jupyter_server ("jupyter_server") with the README's command line, with
+// --gateway-url=gateway and the gateway key as GatewayClient.auth_token;
+// the test adds a loopback port, a token and private directories. It stops
+// it when the test ends.
 func startJupyterApp(t *testing.T, module, gateway, key string) *jupyterApp {
 	t.Helper()
 	py := clienttest.Python(t, module)
@@ -85,17 +111,25 @@ func startJupyterApp(t *testing.T, module, gateway, key string) *jupyterApp {
 	app := &jupyterApp{token: randomHex(16), log: &lockedBuffer{}}
 	port := freePort(t)
 	app.url = "http://127.0.0.1:" + strconv.Itoa(port)
-	cls := "ServerApp"
-	rootFlag := "--ServerApp.root_dir="
+	var argv []string
+	cls, rootFlag := "ServerApp", "--ServerApp.root_dir="
 	if module == "notebook" {
 		cls, rootFlag = "NotebookApp", "--NotebookApp.notebook_dir="
+		argv = readmeCommand(t, "jupyter notebook", gateway, key)
+		argv[0] = "/usr/bin/jupyter" // Debian's, beside its python3
+	} else {
+		argv = readmeCommand(t, "python3 -m jupyter_server", gateway, key)
+		argv[0] = py
 	}
-	args := []string{"-m", module, "--gateway-url=" + gateway, "--GatewayClient.auth_token=" + key,
-		"--" + cls + ".token=" + app.token, "--" + cls + ".ip=127.0.0.1", "--" + cls + ".port=" + strconv.Itoa(port),
-		"--" + cls + ".port_retries=0", "--" + cls + ".open_browser=False", rootFlag + filepath.Join(dir, "root")}
+	if !slices.Contains(argv, "--gateway-url="+gateway) || !slices.Contains(argv, "--GatewayClient.auth_token="+key) {
+		t.Fatalf("README command line %q", argv)
+	}
+	args := append(argv[1:], "--"+cls+".token="+app.token, "--"+cls+".ip=127.0.0.1", "--"+cls+".port="+strconv.Itoa(port),
+		"--"+cls+".port_retries=0", "--"+cls+".open_browser=False", rootFlag+filepath.Join(dir, "root"))
 	if os.Geteuid() == 0 {
 		args = append(args, "--allow-root")
 	}
+	py = argv[0]
 	cmd := exec.Command(py, args...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + filepath.Join(dir, "home"), "LANG=C.UTF-8",
 		"JUPYTER_CONFIG_DIR=" + filepath.Join(dir, "config"), "JUPYTER_DATA_DIR=" + filepath.Join(dir, "data"),
@@ -481,5 +515,40 @@ func TestJupyterLabServices(t *testing.T) {
 				t.Fatalf("session after the client's shutdown: %v", err)
 			}
 		})
+	}
+}
+
+// TestReadmeJupyterLabSnippet runs the README's @jupyterlab/services
+// example in Node against a real gateway.
+func TestReadmeJupyterLabSnippet(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(readme), "## Use from JupyterLab / Notebook\n")
+	_, code, ok := strings.Cut(section, "```js\n")
+	if code, _, _ = strings.Cut(code, "```"); !ok || !strings.Contains(code, "@jupyterlab/services") {
+		t.Fatal("README has no @jupyterlab/services example")
+	}
+	g := clienttest.Start(t, clienttest.Local(t, jupyterUIDBase+4000), clienttest.Options{})
+	node := clienttest.NPMInstall(t, "testdata/jlab")
+	code = strings.ReplaceAll(code, "http://127.0.0.1:8888", g.URL)
+	code = strings.ReplaceAll(code, "ws://127.0.0.1:8888", "ws"+strings.TrimPrefix(g.URL, "http"))
+	file := "readme-" + randomHex(4) + ".mjs" // beside node_modules, so that the imports resolve
+	if err := os.WriteFile(filepath.Join("testdata/jlab", file), []byte(code), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(filepath.Join("testdata/jlab", file)) })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, file)
+	cmd.Dir = "testdata/jlab"
+	cmd.Env = append(os.Environ(), "K="+clienttest.KeyA)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !slices.Contains(strings.Split(string(out), "\n"), "42") {
+		t.Fatalf("README example: %v\n%s", err, out)
+	}
+	if list, err := g.Client(t, clienttest.KeyA).ListSessions(context.Background()); err != nil || len(list) != 0 {
+		t.Fatalf("sessions after the example's shutdown: %v %v", list, err)
 	}
 }
