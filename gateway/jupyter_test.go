@@ -333,9 +333,7 @@ func channelsFlow(t *testing.T, e *env, id string, v1 bool) {
 		t.Fatalf("input_request %v", ir)
 	}
 	c.sendWith("stdin", map[string]any{"msg_id": randomHex(8), "msg_type": "input_reply", "session": c.session, "username": "t", "version": "5.3"},
-		map[string]any{"value": "ada"})
-	// (the parent_header the test client sends is empty: glassroom then
-	// answers the running execution's input)
+		map[string]any{"value": "ada"}) // without a parent header: the input of the client's running execution
 	if _, all := c.await(reqID, "execute_request"); !strings.Contains(streamText(all), "hello ada") {
 		t.Fatalf("input echo: %v", all)
 	}

@@ -102,7 +102,6 @@ func (s *Server) jupyterChannels(c echo.Context) error {
 	g.Go(func() (err error) {
 		defer s.recoverWS(&err)
 		defer close(jc.execs)
-		defer jc.wg.Wait() // kernel requests end with gctx
 		return jc.read(gctx)
 	})
 	g.Go(func() (err error) {
@@ -115,6 +114,7 @@ func (s *Server) jupyterChannels(c echo.Context) error {
 		return jc.write(gctx)
 	})
 	_ = g.Wait()
+	jc.wg.Wait() // the kernel requests the reader started end with gctx
 	return nil
 }
 
@@ -538,8 +538,13 @@ func (jc *jupyterConn) inputReply(m *jmsg) {
 	id := jc.inputs[parent.MsgID]
 	delete(jc.inputs, parent.MsgID)
 	jc.mu.Unlock()
-	if id == "" {
-		id, _, _ = jc.sess.Running()
+	if id == "" { // a reply that does not name our input_request: the running execution's, if it is this client's
+		rid, x, ok := jc.sess.Running()
+		if !ok || !jc.mine(rid, jc.parentOf(rid, x)) {
+			jc.srv.log.Debug().Msg("jupyter: input_reply for no input_request of this client")
+			return
+		}
+		id = rid
 	}
 	if err := jc.sess.Input(id, c.Value); err != nil {
 		jc.srv.log.Debug().Err(err).Msg("jupyter: input_reply not delivered")
