@@ -65,6 +65,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 60s ./kernel/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEvent$$' -fuzztime 60s ./kernel/
 	$(GO) test -run '^$$' -fuzz '^FuzzGuard$$' -fuzztime 60s ./kernel/
+	$(GO) test -run '^$$' -fuzz '^FuzzJupyterFrame$$' -fuzztime 60s ./gateway/
 
 # Rebuilds the notebook's committed third-party bundle (CodeMirror, markdown-it,
 # DOMPurify) from web/vendor's lockfile: web/static/vendor/vendor.js and
