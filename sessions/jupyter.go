@@ -39,6 +39,8 @@ const (
 	// maxKernelRequestBytes bounds the content of a KernelRequest, beyond
 	// the code it may carry.
 	maxKernelRequestBytes = 64 << 10
+	// maxKernelInfoBytes bounds the kernel_info reply a session keeps.
+	maxKernelInfoBytes = 256 << 10
 )
 
 // ExecInfo describes an execution on its started event (Event.Exec) and
@@ -220,6 +222,9 @@ func (s *Session) KernelInfo(ctx context.Context) (json.RawMessage, error) {
 	r, err := s.KernelRequest(ctx, kernel.Shell, "kernel_info_request", json.RawMessage("{}"))
 	if err != nil {
 		return nil, err
+	}
+	if len(r.Content) > maxKernelInfoBytes { // ipykernel's is a few KiB; the kernel is hostile
+		return nil, fmt.Errorf("sessions: kernel_info_reply of %d bytes over %d: %w", len(r.Content), maxKernelInfoBytes, kernel.ErrMalformed)
 	}
 	s.jup.mu.Lock()
 	s.jup.infoConn, s.jup.info = c, r.Content
