@@ -454,6 +454,35 @@ func twoFaces(t *testing.T, e *env, id string) {
 	if resultText(t, iopub) != "2" || rep.Content["status"] != "ok" {
 		t.Fatalf("c: %v %v", rep, iopub)
 	}
+	// input() asks the client that ran the code, and only it answers.
+	askID := a2.send("shell", "execute_request", map[string]any{"code": "print('got', input('? '))", "allow_stdin": true})
+	got = a2.until("input_request", func(m jm) bool { return m.Header.MsgType == "input_request" })
+	c.sendWith("stdin", map[string]any{"msg_id": randomHex(8), "msg_type": "input_reply", "session": c.session, "username": "t", "version": "5.3"},
+		map[string]any{"value": "from c"})
+	hdr, _ := json.Marshal(got[len(got)-1].Header)
+	reply, _ := json.Marshal(map[string]any{"channel": "stdin", "parent_header": json.RawMessage(hdr), "metadata": map[string]any{},
+		"header":  map[string]any{"msg_id": randomHex(8), "msg_type": "input_reply", "session": a2.session, "username": "t", "version": "5.3"},
+		"content": map[string]any{"value": "from a"}})
+	time.Sleep(200 * time.Millisecond) // c's reply, had it counted, would have arrived first
+	a2.raw(websocket.TextMessage, reply)
+	if _, all := a2.await(askID, "input"); !strings.Contains(streamText(all), "got from a") {
+		t.Fatalf("input answered by %v", all)
+	}
+	// A frame over the size limit ends that connection only.
+	big := e.channels(t, keyA, id, false, "")
+	big.send("shell", "execute_request", map[string]any{"code": strings.Repeat("#", 2<<20)})
+	timeout := time.After(30 * time.Second)
+	for closed := false; !closed; {
+		select {
+		case _, ok := <-big.in:
+			closed = !ok
+		case <-timeout:
+			t.Fatal("a frame over the limit did not end its connection")
+		}
+	}
+	if rep, iopub := c.execute("'still here'"); resultText(t, iopub) != "'still here'" || rep.Content["status"] != "ok" {
+		t.Fatalf("after the big frame: %v %v", rep, iopub)
+	}
 }
 
 // queueSemantics: executions from a Jupyter client go through the
