@@ -470,7 +470,8 @@ func twoFaces(t *testing.T, e *env, id string) {
 	}
 	// A frame over the size limit ends that connection only.
 	big := e.channels(t, keyA, id, false, "")
-	big.send("shell", "execute_request", map[string]any{"code": strings.Repeat("#", 2<<20)})
+	frame, _ := json.Marshal(map[string]any{"channel": "shell", "header": big.header("execute_request"), "content": map[string]any{"code": strings.Repeat("#", 2<<20)}})
+	big.ws.WriteMessage(websocket.TextMessage, frame) // the server may close while it is written
 	timeout := time.After(30 * time.Second)
 	for closed := false; !closed; {
 		select {
