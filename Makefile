@@ -3,7 +3,7 @@ GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 ARGS ?=
 LISTEN ?= 127.0.0.1:8888
 
-.PHONY: all build run deps test-deps docker image vet fmt-check lint test test-go bench fuzz compose clean web-vendor
+.PHONY: all build run deps test-deps docker image vet fmt-check lint test test-go test-heavy bench fuzz compose clean web-vendor
 
 all: build
 
@@ -28,7 +28,7 @@ image: docker
 	images/python/build.sh
 
 vet:
-	$(GO) vet ./...
+	$(GO) vet -tags heavy ./...
 
 fmt-check:
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
@@ -44,13 +44,18 @@ $(GOLANGCI):
 	mv bin/tools/golangci-lint $@
 
 lint: $(GOLANGCI)
-	$(GOLANGCI) run ./...
+	$(GOLANGCI) run --build-tags heavy ./...
 
 test-go:
 	$(GO) test -race -count=1 -timeout 30m ./...
 
+# The suites that need most of the machine (hundreds of kernels) run after
+# the rest, one package at a time: files tagged "heavy".
+test-heavy:
+	$(GO) test -tags heavy -race -count=1 -p 1 -timeout 40m ./density/
+
 # Every check: installs what the tests need, starts Docker, builds the image.
-test: test-deps image vet fmt-check lint test-go
+test: test-deps image vet fmt-check lint test-go test-heavy
 
 # Kernel round trip, change tracking in a 10k-file workspace, cold session
 # start and idle memory (local, and docker when an engine and the image exist).
@@ -60,6 +65,9 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 5x ./sessions/
 	$(GO) test -run '^$$' -bench . -benchtime 300x ./client/ ./mcp/
 	$(GO) test -run '^$$' -bench JupyterRoundTrip -benchtime 300x ./gateway/
+	DENSITY_SESSIONS=$${DENSITY_SESSIONS:-100} $(GO) test -tags heavy -run '^$$' -bench Density -benchtime 1x -timeout 30m ./density/
+	$(MAKE) build
+	scripts/bench.sh
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 60s ./kernel/

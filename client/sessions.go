@@ -13,18 +13,20 @@ type CreateOptions struct {
 	Env         map[string]string // environment variables of the kernel
 	IdleTimeout time.Duration     // the session is deleted after this long without activity
 	Limits      Limits
+	Network     *Network // nil: no network
 }
 
 type createBody struct {
 	Env         map[string]string `json:"env,omitempty"`
 	IdleTimeout float64           `json:"idle_timeout_s,omitempty"`
 	Limits      *Limits           `json:"limits,omitempty"`
+	Network     *Network          `json:"network,omitempty"`
 }
 
 // CreateSession starts a kernel and returns its session. It blocks until
 // the kernel answers (about a second; longer under gVisor).
 func (c *Client) CreateSession(ctx context.Context, opts CreateOptions) (*Session, error) {
-	body := createBody{Env: opts.Env, IdleTimeout: opts.IdleTimeout.Seconds()}
+	body := createBody{Env: opts.Env, IdleTimeout: opts.IdleTimeout.Seconds(), Network: opts.Network}
 	if opts.Limits != (Limits{}) {
 		body.Limits = &opts.Limits
 	}

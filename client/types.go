@@ -20,6 +20,15 @@ type Session struct {
 	IdleTimeoutS int       `json:"idle_timeout_s"`
 	Queued       int       `json:"queued"`
 	Limits       Limits    `json:"limits"`
+	Network      *Network  `json:"network,omitempty"` // nil: no network
+	Paused       bool      `json:"paused"`            // the idle kernel is frozen; the next request thaws it
+}
+
+// Network is what a session's kernel may reach through the gateway's
+// egress proxy: host patterns ("pypi.org", "*.pythonhosted.org",
+// "api.example.com:443"), within what the gateway's operator allows.
+type Network struct {
+	Allow []string `json:"allow"`
 }
 
 // Limits are a session's resource limits. In CreateOptions a zero field
@@ -98,6 +107,7 @@ const (
 	EventFile          EventType = "file"
 	EventDone          EventType = "done"
 	EventGap           EventType = "gap"
+	EventNetwork       EventType = "network" // a connection the session's egress proxy refused
 	EventRejected      EventType = "rejected"
 	EventCompleteReply EventType = "complete_reply"
 	EventInspectReply  EventType = "inspect_reply"
@@ -134,6 +144,9 @@ type Event struct {
 	Position       int             `json:"position,omitempty"`        // queued
 	Code           string          `json:"code,omitempty"`            // rejected
 	Message        string          `json:"message,omitempty"`         // rejected
+	Host           string          `json:"host,omitempty"`            // network
+	Port           int             `json:"port,omitempty"`            // network
+	Allowed        bool            `json:"allowed,omitempty"`         // network (false: a refusal)
 
 	// complete_reply and inspect_reply frames that answer frames sent with
 	// SendRaw (Conn.Complete and Conn.Inspect return theirs typed).

@@ -61,6 +61,7 @@ type createRequest struct {
 		Pids        int     `json:"pids"`
 		WorkspaceMB int     `json:"workspace_mb"`
 	} `json:"limits"`
+	Network *sessions.Network `json:"network"` // {"allow": [patterns]}; checked against the operator's ceiling
 }
 
 func (s *Server) createSession(c echo.Context) error {
@@ -73,6 +74,9 @@ func (s *Server) createSession(c echo.Context) error {
 		return err
 	}
 	opts := sessions.CreateOptions{Env: req.Env, IdleTimeout: idle}
+	if req.Network != nil {
+		opts.Network = *req.Network
+	}
 	if l := req.Limits; l != nil {
 		if l.MemoryMB < 0 || l.CPUs < 0 || math.IsNaN(l.CPUs) || l.Pids < 0 || l.WorkspaceMB < 0 {
 			return newError(http.StatusBadRequest, "bad_request", "limits must not be negative")

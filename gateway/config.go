@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"net/http"
 	"time"
 )
 
@@ -20,6 +21,10 @@ type Config struct {
 	WSPingInterval time.Duration
 	// ShutdownTimeout bounds graceful shutdown of HTTP connections (default 10 s).
 	ShutdownTimeout time.Duration
+	// Metrics, when set, is served at GET /metrics to requests bearing
+	// MetricsToken (its own token, not an API key).
+	Metrics      http.Handler
+	MetricsToken string
 }
 
 func (c Config) withDefaults() Config {

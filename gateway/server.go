@@ -54,6 +54,9 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 	e.Use(s.recoverPanics, s.logRequests, s.securityHeaders)
 
 	e.GET("/healthz", s.healthz)
+	if cfg.Metrics != nil {
+		e.GET("/metrics", s.metrics)
+	}
 	v1 := e.Group("/v1", s.authenticate)
 	v1.POST("/sessions", s.createSession)
 	v1.GET("/sessions", s.listSessions)
@@ -213,6 +216,24 @@ func (s *Server) tenantOf(key string) (string, bool) {
 
 func tenant(c echo.Context) string { return c.Get(tenantKey).(string) }
 
+// health is the body of GET /healthz.
+type health struct {
+	Status  string             `json:"status"`
+	Runtime string             `json:"runtime"`
+	Pool    sessions.PoolState `json:"pool"`
+}
+
+// metrics serves cfg.Metrics to requests bearing the metrics token.
+func (s *Server) metrics(c echo.Context) error {
+	want := sha256.Sum256([]byte(s.cfg.MetricsToken))
+	got := sha256.Sum256([]byte(strings.TrimPrefix(c.Request().Header.Get("Authorization"), "Bearer ")))
+	if subtle.ConstantTimeCompare(want[:], got[:]) != 1 {
+		return newError(http.StatusUnauthorized, "unauthorized", "missing or invalid metrics token")
+	}
+	s.cfg.Metrics.ServeHTTP(c.Response(), c.Request())
+	return nil
+}
+
 func (s *Server) healthz(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]string{"status": "ok", "runtime": s.mgr.RuntimeName()})
+	return c.JSON(http.StatusOK, health{Status: "ok", Runtime: s.mgr.RuntimeName(), Pool: s.mgr.Pool()})
 }

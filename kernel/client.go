@@ -17,10 +17,12 @@ import (
 
 // Config tunes a Client. The zero value of each field selects its default.
 type Config struct {
-	// HeartbeatInterval is the time between heartbeat pings (default 1 s).
+	// HeartbeatInterval is the time between heartbeat pings while a request
+	// is pending (default 1 s); an idle client sends none.
 	HeartbeatInterval time.Duration
-	// HeartbeatTimeout declares the kernel dead when no heartbeat reply has
-	// arrived for this long (default 3 s, so death is reported within 5 s).
+	// HeartbeatTimeout declares the kernel dead when a ping has had no
+	// reply for this long (default 3 s, so a frozen kernel is reported
+	// within 4 s of a request).
 	HeartbeatTimeout time.Duration
 	// ConnectTimeout bounds Dial, including the wait for iopub to carry
 	// messages (default 20 s).
@@ -152,10 +154,14 @@ type Client struct {
 	dead     chan struct{}
 	deadErr  error
 
-	lastPong atomic.Int64 // unix nanos
-	msgRate  *rate.Limiter
-	dials    *dialState
-	cuts     atomic.Int64 // messages cut by the transport guard
+	pingOut atomic.Int64  // unix nanos of the unanswered ping, or 0
+	wake    chan struct{} // signalled when a request starts (capacity 1)
+
+	firstPing     chan struct{} // closed after the first ping was sent
+	firstPingOnce sync.Once
+	msgRate       *rate.Limiter
+	dials         *dialState
+	cuts          atomic.Int64 // messages cut by the transport guard
 
 	lastDropLog  atomic.Int64 // unix nanos of the last "dropped" log line
 	droppedSince atomic.Int64 // drops not logged since then
@@ -202,9 +208,11 @@ func Dial(ctx context.Context, info ConnectionInfo, cfg Config, log zerolog.Logg
 	c = &Client{
 		cfg: cfg, log: log, codec: codec, session: newID(), dials: dials,
 		ctx: cctx, cancel: cancel,
-		pending: make(map[string]*call),
-		dead:    make(chan struct{}),
-		msgRate: rate.NewLimiter(rate.Limit(cfg.MessageRate), cfg.MessageRate),
+		pending:   make(map[string]*call),
+		dead:      make(chan struct{}),
+		wake:      make(chan struct{}, 1),
+		firstPing: make(chan struct{}),
+		msgRate:   rate.NewLimiter(rate.Limit(cfg.MessageRate), cfg.MessageRate),
 	}
 	defer func() {
 		// zmq4's handshake indexes into what the peer sent and panics on a
@@ -234,7 +242,6 @@ func Dial(ctx context.Context, info ConnectionInfo, cfg Config, log zerolog.Logg
 		cancel()
 		return nil, fmt.Errorf("kernel: subscribe iopub: %w", err)
 	}
-	c.lastPong.Store(time.Now().UnixNano())
 	for _, r := range []struct {
 		ch   Channel
 		sock zmq4.Socket
@@ -243,8 +250,8 @@ func Dial(ctx context.Context, info ConnectionInfo, cfg Config, log zerolog.Logg
 		go c.readLoop(r.ch, r.sock)
 	}
 	c.wg.Add(2)
-	go c.heartbeatLoop()
-	go c.watchdog()
+	go c.heartbeatRecv()
+	go c.heartbeatDrive()
 
 	if err := c.waitIOPub(ctx); err != nil {
 		_ = c.Close()
@@ -258,12 +265,14 @@ func Dial(ctx context.Context, info ConnectionInfo, cfg Config, log zerolog.Logg
 func (c *Client) Cuts() int64 { return c.cuts.Load() }
 
 // waitIOPub sends kernel_info requests until one of them produces an iopub
-// message, proving the subscription is live.
+// message, proving the subscription is live. They go on the control
+// channel, which ipykernel serves while a cell runs: a client connecting
+// to a busy kernel (after a gateway restart) does not wait for the cell.
 func (c *Client) waitIOPub(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.ConnectTimeout)
 	defer cancel()
 	for {
-		msg, cl, err := c.send(Shell, "kernel_info_request", struct{}{})
+		msg, cl, err := c.send(Control, "kernel_info_request", struct{}{})
 		if err != nil {
 			return err
 		}
@@ -363,6 +372,7 @@ func (c *Client) send(ch Channel, msgType string, content any) (*Message, *call,
 	c.mu.Lock()
 	c.pending[msg.Header.MsgID] = cl
 	c.mu.Unlock()
+	signal(c.wake) // the heartbeat runs while requests are pending
 	if err := c.sendMsg(ch, msg); err != nil {
 		c.unregister(msg.Header.MsgID)
 		return nil, nil, err
@@ -542,42 +552,80 @@ func (c *Client) dropped(ch Channel, err error) {
 	c.log.Warn().Err(err).Str("channel", string(ch)).Int64("suppressed", c.droppedSince.Swap(0)).Msg("dropped kernel message")
 }
 
-// heartbeatLoop owns the heartbeat REQ socket.
-func (c *Client) heartbeatLoop() {
+// The heartbeat runs only while requests are pending: an idle session
+// costs no goroutine wake-up and no timer (a kernel that dies while idle is
+// reported by its runtime, which watches the process; one that froze is
+// found by the first request, within HeartbeatTimeout). Two goroutines own
+// the REQ socket: heartbeatRecv blocks on the pongs, heartbeatDrive sends
+// a ping each interval while busy and declares the kernel dead when a pong
+// is late.
+
+// heartbeatRecv owns the heartbeat socket's receiving side. zmq4's REQ
+// socket cannot receive before its first send, so it starts after the
+// first ping.
+func (c *Client) heartbeatRecv() {
 	defer c.wg.Done()
-	ping := zmq4.NewMsg([]byte("ping"))
+	select {
+	case <-c.firstPing:
+	case <-c.ctx.Done():
+		return
+	}
 	for {
-		if err := c.hb.Send(ping); err != nil {
-			return
-		}
 		if _, err := c.hb.Recv(); err != nil {
 			return
 		}
-		c.lastPong.Store(time.Now().UnixNano())
+		c.pingOut.Store(0)
+	}
+}
+
+// heartbeatDrive owns the heartbeat socket's sending side and the timer.
+func (c *Client) heartbeatDrive() {
+	defer c.wg.Done()
+	ping := zmq4.NewMsg([]byte("ping"))
+	t := time.NewTimer(c.cfg.HeartbeatInterval)
+	t.Stop()
+	var lastPing time.Time
+	for {
+		if !c.busy() {
+			// A ping left unanswered when the kernel went idle is forgotten:
+			// an idle kernel may be paused, and its next request starts afresh.
+			c.pingOut.Store(0)
+			select {
+			case <-c.ctx.Done():
+				return
+			case <-c.wake:
+				continue
+			}
+		}
+		now := time.Now()
+		if sent := c.pingOut.Load(); sent != 0 {
+			if now.Sub(time.Unix(0, sent)) > c.cfg.HeartbeatTimeout {
+				c.Abort(ErrHeartbeat)
+				return
+			}
+		} else if now.Sub(lastPing) >= c.cfg.HeartbeatInterval {
+			lastPing = now
+			c.pingOut.Store(now.UnixNano())
+			if err := c.hb.Send(ping); err != nil {
+				return
+			}
+			c.firstPingOnce.Do(func() { close(c.firstPing) })
+		}
+		t.Reset(c.cfg.HeartbeatInterval / 4)
 		select {
 		case <-c.ctx.Done():
+			t.Stop()
 			return
-		case <-time.After(c.cfg.HeartbeatInterval):
+		case <-t.C:
 		}
 	}
 }
 
-// watchdog declares the kernel dead when heartbeats stop.
-func (c *Client) watchdog() {
-	defer c.wg.Done()
-	t := time.NewTicker(c.cfg.HeartbeatInterval / 4)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.ctx.Done():
-			return
-		case now := <-t.C:
-			if now.Sub(time.Unix(0, c.lastPong.Load())) > c.cfg.HeartbeatTimeout {
-				c.Abort(ErrHeartbeat)
-				return
-			}
-		}
-	}
+// busy reports whether any request is pending.
+func (c *Client) busy() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending) > 0
 }
 
 // ExecuteOptions modify an execute_request.

@@ -370,3 +370,61 @@ func TestExecuteEndsWhenIopubDropsIdle(t *testing.T) {
 		t.Fatalf("next execute: %+v", r)
 	}
 }
+
+// TestIdleClientSendsNoHeartbeat: an idle client pings nothing (no timers,
+// no wake-ups), so a kernel frozen while idle is not noticed until the next
+// request, which then finds it within the heartbeat timeout.
+func TestIdleClientSendsNoHeartbeat(t *testing.T) {
+	k := startBareKernel(t)
+	c := dial(t, k.info)
+	k.cmd.Process.Signal(syscall.SIGSTOP)
+	defer k.cmd.Process.Signal(syscall.SIGCONT)
+	select {
+	case <-c.Done():
+		t.Fatalf("an idle client declared the kernel dead: %v", c.Err())
+	case <-time.After(4 * time.Second):
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	if _, err := c.KernelInfo(ctx); !errors.Is(err, kernel.ErrHeartbeat) {
+		t.Fatalf("request to a frozen kernel: %v", err)
+	}
+	t.Logf("frozen kernel found %v after the request", time.Since(start).Round(time.Millisecond))
+}
+
+// TestLongExecutionKeepsHeartbeat: a request longer than the heartbeat
+// timeout is not mistaken for a dead kernel (the pongs are received).
+func TestLongExecutionKeepsHeartbeat(t *testing.T) {
+	k := startBareKernel(t)
+	c := dial(t, k.info)
+	if r := run(t, c, "import time; time.sleep(4.5); print('done')", kernel.ExecuteOptions{}); r.text("stdout") != "done\n" {
+		t.Fatalf("long execution: %+v", r)
+	}
+}
+
+// TestDialWhileBusy: a second client (a gateway that restarted while a
+// long cell ran) connects to a kernel whose shell is busy: the probe goes
+// through the control channel, which ipykernel serves while a cell runs.
+func TestDialWhileBusy(t *testing.T) {
+	k := startBareKernel(t)
+	first := dial(t, k.info)
+	done := make(chan collected, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		var out collected
+		out.reply, out.err = first.Execute(ctx, "import time; time.sleep(20); z = 5", kernel.ExecuteOptions{}, nil)
+		done <- out
+	}()
+	time.Sleep(time.Second) // the cell is running
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	second, err := kernel.Dial(ctx, k.info, kernel.Config{ConnectTimeout: 5 * time.Second}, zerolog.Nop())
+	if err != nil {
+		t.Fatalf("dial while a cell runs: %v", err)
+	}
+	defer second.Close()
+	first.Interrupt(context.Background())
+	<-done
+}

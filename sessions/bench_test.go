@@ -122,3 +122,46 @@ func rssMiB(b *testing.B, workspace string) float64 {
 	}
 	return float64(kb) / 1024
 }
+
+// BenchmarkExecuteAfterPause measures `x + 1` on a session whose idle
+// kernel was frozen (Config.PauseAfter): the thaw and the execution
+// together, against the same execution on a kernel that was not paused.
+func BenchmarkExecuteAfterPause(b *testing.B) {
+	for name, rt := range benchRuntimes(b) {
+		for _, paused := range []bool{false, true} {
+			b.Run(name+"/paused="+strconv.FormatBool(paused), func(b *testing.B) {
+				cfg := sessions.Config{ReapInterval: 20 * time.Millisecond}
+				if paused {
+					cfg.PauseAfter = 50 * time.Millisecond
+				}
+				m, err := sessions.New(cfg, rt, zerolog.Nop())
+				if err != nil {
+					b.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan struct{})
+				go func() { m.Run(ctx); close(done) }()
+				defer func() { cancel(); <-done; m.Close(context.Background()) }()
+				s, err := m.Create(context.Background(), "bench", sessions.CreateOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.Execute(context.Background(), sessions.ExecRequest{Code: "x = 41"}); err != nil {
+					b.Fatal(err)
+				}
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					for paused && !s.Info().Paused {
+						time.Sleep(5 * time.Millisecond)
+					}
+					b.StartTimer()
+					e, err := s.Execute(context.Background(), sessions.ExecRequest{Code: "x + 1"})
+					if err != nil || string(e.Result) != `{"text/plain":"42"}` {
+						b.Fatalf("x + 1: %v %+v", err, e)
+					}
+				}
+			})
+		}
+	}
+}

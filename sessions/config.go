@@ -3,8 +3,10 @@ package sessions
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"time"
 
+	"github.com/glassroom/glassroom/egress"
 	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/kernel/sandbox"
 )
@@ -54,9 +56,46 @@ type Config struct {
 	WatchPaths int // changed paths reported per execution (1000)
 
 	StartTimeout time.Duration // kernel start, including the first connection (60 s)
-	ReapInterval time.Duration // how often expiry is checked (5 s)
+	// MaxConcurrentStarts bounds kernels starting at once (4, warm-pool
+	// refills included): a burst of creations queues instead of starting
+	// a hundred kernels together on a few cores.
+	MaxConcurrentStarts int
+	// ExecSlots is how many executions may run at once, gateway-wide
+	// (default: the number of CPUs; negative: no limit). Executions beyond
+	// wait their turn, first come first served, so that under load every
+	// session sees the same latency instead of a few seeing long stalls.
+	// ExecSlotLease (50 ms) is how long one execution holds its slot: a
+	// longer one keeps running and lets the next go.
+	ExecSlots     int
+	ExecSlotLease time.Duration
+	// Pool is how many pre-started kernels with the default spec the
+	// manager keeps ready (0: none). Sessions with no env and default
+	// limits take one; refills run one at a time in the background.
+	Pool         int
+	ReapInterval time.Duration // how often expiry (and pausing) is checked (5 s)
+	// PauseAfter freezes a session's sandbox (docker pause, the cgroup
+	// freezer) once its kernel has gone unused this long, so an idle
+	// kernel costs no CPU; the next use thaws it. 0: never. Code left
+	// running in the background (threads) is frozen too.
+	PauseAfter time.Duration
+
+	// Store keeps sessions across gateway restarts (none by default);
+	// FlushInterval is how often their changing parts (activity, event
+	// numbers, the running execution) are written (1 s).
+	Store         Store
+	FlushInterval time.Duration
+	// AdoptInterval is how often a runtime that finds orphaned sandboxes
+	// itself (sandbox.OrphanFinder: k8s) is asked for them, to adopt the
+	// sessions of a gateway that went away (10 s).
+	AdoptInterval time.Duration
+	// Observer is told what happens, for metrics (none by default).
+	Observer Observer
 
 	Kernel kernel.Config // kernel client settings
+	// Egress is the operator's network policy: the ceiling of what a
+	// session may ask for (none by default: no session gets a network),
+	// and the limits of each session's egress proxy.
+	Egress egress.Config
 	// Dial connects to a sandbox's kernel (default: kernel.Dial). Tests
 	// replace it with a fake kernel.
 	Dial DialFunc
@@ -98,9 +137,20 @@ func (c Config) withDefaults() Config {
 	i(&c.WatchDirs, 256)
 	i(&c.WatchPaths, 1000)
 	d(&c.StartTimeout, 60*time.Second)
+	i(&c.MaxConcurrentStarts, 4)
+	i(&c.ExecSlots, runtime.NumCPU())
+	d(&c.ExecSlotLease, 50*time.Millisecond)
 	d(&c.ReapInterval, 5*time.Second)
 	if c.Dial == nil {
 		c.Dial = dialKernel
+	}
+	if c.Store == nil {
+		c.Store = noStore{}
+	}
+	d(&c.FlushInterval, time.Second)
+	d(&c.AdoptInterval, 10*time.Second)
+	if c.Observer == nil {
+		c.Observer = noObserver{}
 	}
 	return c
 }
@@ -111,16 +161,22 @@ func (c Config) Validate() error {
 	switch {
 	case c.ExecTimeout < 0 || c.ExecTimeout > c.MaxExecTimeout:
 		return fmt.Errorf("sessions: config: exec timeout %v must be within 0..%v", c.ExecTimeout, c.MaxExecTimeout)
+	case c.PauseAfter < 0:
+		return fmt.Errorf("sessions: config: negative pause delay %v", c.PauseAfter)
 	case c.IdleTimeout < 0 || c.IdleTimeout > c.MaxIdleTimeout:
 		return fmt.Errorf("sessions: config: idle timeout %v must be within 0..%v", c.IdleTimeout, c.MaxIdleTimeout)
 	case c.MaxSessionsPerTenant > c.MaxSessions:
 		return fmt.Errorf("sessions: config: per-tenant limit %d exceeds total %d", c.MaxSessionsPerTenant, c.MaxSessions)
 	case c.MaxStreamBytes < 0 || c.MaxRichBytes < 0 || c.MaxCodeBytes < 0 || c.MaxEvents < 0 || c.MaxInputRequests < 0 ||
 		c.MaxSessions < 0 || c.QueueDepth < 0 || c.BacklogEvents < 0 || c.BacklogBytes < 0 || c.SubscriberBuffer < 0 ||
-		c.SubscriberBytes < 0 || c.MaxClients < 0 || c.InterruptGrace < 0 || c.MaxLifetime < 0 || c.MemoryBudget < 0:
+		c.SubscriberBytes < 0 || c.MaxClients < 0 || c.InterruptGrace < 0 || c.MaxLifetime < 0 || c.MemoryBudget < 0 ||
+		c.MaxConcurrentStarts < 0 || c.Pool < 0:
 		return fmt.Errorf("sessions: config: negative limit")
 	case c.MemoryBudget < int64(c.BacklogBytes):
 		return fmt.Errorf("sessions: config: memory budget %d is smaller than one session's backlog (%d)", c.MemoryBudget, c.BacklogBytes)
+	}
+	if err := c.Egress.Validate(); err != nil {
+		return fmt.Errorf("sessions: config: %w", err)
 	}
 	return c.Kernel.Validate()
 }
@@ -129,6 +185,6 @@ func (c Config) Validate() error {
 // (what a zero Config means); command-line flags start from it.
 func DefaultConfig() Config {
 	c := Config{}.withDefaults()
-	c.Dial = nil // New fills it; a flag set has no use for it
+	c.Dial, c.Store, c.Observer = nil, nil, nil // New fills them; a flag set has no use for them
 	return c
 }

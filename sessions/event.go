@@ -24,6 +24,7 @@ const (
 	EventDone          EventType = "done"
 	EventKernel        EventType = "kernel"
 	EventGap           EventType = "gap"
+	EventNetwork       EventType = "network" // a connection the egress proxy refused
 )
 
 // Event is one message of the session's event stream, in the wire shape
@@ -57,6 +58,9 @@ type Event struct {
 	Size           *int64          `json:"size,omitempty"`
 	Change         string          `json:"change,omitempty"`
 	Position       *int            `json:"position,omitempty"` // queued
+	Host           string          `json:"host,omitempty"`     // network
+	Port           *int            `json:"port,omitempty"`
+	Allowed        *bool           `json:"allowed,omitempty"`
 
 	// Exec describes the execution on started events, for the Jupyter
 	// face; it is not part of the /v1 wire shape.
@@ -70,7 +74,7 @@ const entryOverhead = 32
 // size approximates the memory an event holds, for the budgets.
 func (e *Event) size() int {
 	n := 256 + len(e.ID) + len(e.Name) + len(e.Text) + len(e.Data) + len(e.Metadata) + len(e.DisplayID) +
-		len(e.Value) + len(e.Status) + len(e.State) + len(e.Reason) + len(e.Path) + len(e.Change) + e.Exec.size()
+		len(e.Value) + len(e.Status) + len(e.State) + len(e.Reason) + len(e.Path) + len(e.Change) + len(e.Host) + e.Exec.size()
 	if e.Prompt != nil {
 		n += len(*e.Prompt)
 	}
@@ -87,6 +91,7 @@ func ptr[T any](v T) *T { return &v }
 // concurrent use.
 type hub struct {
 	budget   *Budget
+	observer Observer
 	maxItems int
 	maxBytes int
 	subItems int
@@ -105,8 +110,13 @@ type held struct {
 	size int
 }
 
-func newHub(cfg Config, budget *Budget) *hub {
-	return &hub{budget: budget, maxItems: cfg.BacklogEvents, maxBytes: cfg.BacklogBytes,
+// newHub returns a hub whose first event is numbered seq+1.
+func newHub(cfg Config, budget *Budget, seq int64) *hub {
+	obs := cfg.Observer
+	if obs == nil {
+		obs = noObserver{}
+	}
+	return &hub{budget: budget, observer: obs, maxItems: cfg.BacklogEvents, maxBytes: cfg.BacklogBytes, seq: seq,
 		subItems: cfg.SubscriberBuffer, subBytes: cfg.SubscriberBytes, subs: make(map[*Subscription]struct{})}
 }
 
@@ -178,6 +188,7 @@ func (h *hub) publish(e Event) Event {
 	h.seq++
 	e.Seq = h.seq
 	n := e.size()
+	h.observer.Published(n)
 	for len(h.backlog) > 0 && (len(h.backlog) >= h.maxItems || h.bytes+n > h.maxBytes) {
 		h.evictOldest()
 	}

@@ -18,6 +18,9 @@ const (
 	StatusTimeout     Status = "timeout"
 	StatusInterrupted Status = "interrupted"
 	StatusDied        Status = "died"
+	// StatusUnknown: the gateway restarted while the execution ran; it
+	// went on in the kernel, but its outcome was not seen.
+	StatusUnknown Status = "unknown"
 )
 
 // Execution is the result of one execution, as the REST API returns it.

@@ -35,6 +35,21 @@ type fakeRuntime struct {
 	failRestart atomic.Bool                     // the sandbox's next restarts fail
 	panicDial   atomic.Bool                     // the next dials panic
 	dir         string
+	startDelay  time.Duration // each Start takes this long
+	inStart     atomic.Int32  // Starts in progress
+	maxInStart  atomic.Int32  // the most at once
+	executed    atomic.Int32  // Execute calls on all fake kernels
+	ids         []string      // the ids of the sandboxes started, in order
+}
+
+func (r *fakeRuntime) startedIDs() map[string]bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	set := map[string]bool{}
+	for _, id := range r.ids {
+		set[id] = true
+	}
+	return set
 }
 
 func newFakeRuntime(dir string) *fakeRuntime {
@@ -63,15 +78,27 @@ func (r *fakeRuntime) dial(_ context.Context, info kernel.ConnectionInfo, _ kern
 	if inc == nil {
 		return nil, errors.New("fake: no such kernel")
 	}
-	return newFakeKernel(inc), nil
+	k := newFakeKernel(inc)
+	k.executed = &r.executed
+	return k, nil
 }
 
 func (r *fakeRuntime) Name() string { return "fake" }
 
 func (r *fakeRuntime) Start(_ context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
-	sb := &fakeSandbox{rt: r, ws: r.dir, inc: r.incarnation()}
+	n := r.inStart.Add(1)
+	defer r.inStart.Add(-1)
+	for {
+		m := r.maxInStart.Load()
+		if n <= m || r.maxInStart.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	time.Sleep(r.startDelay)
+	sb := &fakeSandbox{id: spec.ID, rt: r, ws: r.dir, inc: r.incarnation()}
 	r.mu.Lock()
 	r.live++
+	r.ids = append(r.ids, spec.ID)
 	r.mu.Unlock()
 	return sb, nil
 }
@@ -83,6 +110,7 @@ func (r *fakeRuntime) liveSandboxes() int {
 }
 
 type fakeSandbox struct {
+	id     string
 	rt     *fakeRuntime
 	ws     string
 	mu     sync.Mutex
@@ -95,6 +123,7 @@ func (s *fakeSandbox) current() *sandbox.Incarnation {
 	defer s.mu.Unlock()
 	return s.inc
 }
+func (s *fakeSandbox) ID() string                        { return s.id }
 func (s *fakeSandbox) Connection() kernel.ConnectionInfo { return s.current().Connection() }
 func (s *fakeSandbox) Limits() sandbox.Limits            { return sandbox.Limits{MemoryMB: 1} }
 func (s *fakeSandbox) Workspace() string                 { return s.ws }
@@ -125,6 +154,7 @@ func (s *fakeSandbox) Close(context.Context) error {
 }
 
 type fakeKernel struct {
+	executed  *atomic.Int32
 	inc       *sandbox.Incarnation
 	interrupt chan struct{}
 	done      chan struct{}
@@ -148,6 +178,9 @@ func newFakeKernel(inc *sandbox.Incarnation) *fakeKernel {
 }
 
 func (k *fakeKernel) Execute(ctx context.Context, code string, opts kernel.ExecuteOptions, onEvent func(kernel.Event)) (*kernel.ExecuteReply, error) {
+	if k.executed != nil {
+		k.executed.Add(1)
+	}
 	reply := func(r *kernel.ExecuteReply) (*kernel.ExecuteReply, error) {
 		if opts.OnReply != nil {
 			opts.OnReply()

@@ -6,7 +6,7 @@ import (
 )
 
 func hubWith(events, bytes, subEvents, subBytes int, budget *Budget) *hub {
-	return newHub(Config{BacklogEvents: events, BacklogBytes: bytes, SubscriberBuffer: subEvents, SubscriberBytes: subBytes}, budget)
+	return newHub(Config{BacklogEvents: events, BacklogBytes: bytes, SubscriberBuffer: subEvents, SubscriberBytes: subBytes}, budget, 0)
 }
 
 func TestHubReplayClampsAndReportsGaps(t *testing.T) {

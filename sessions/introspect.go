@@ -62,6 +62,11 @@ func (s *Session) Complete(ctx context.Context, code string, cursor int) (*Compl
 	s.Touch()
 	ctx, cancel := context.WithTimeout(ctx, introspectWait)
 	defer cancel()
+	release, err := s.pause.use(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sessions: complete: %w", err)
+	}
+	defer release()
 	raw, err := s.kernelClient().Complete(ctx, code, cursor)
 	if err != nil {
 		return nil, fmt.Errorf("sessions: complete: %w", err)
@@ -114,6 +119,11 @@ func (s *Session) Inspect(ctx context.Context, code string, cursor, detail int) 
 	s.Touch()
 	ctx, cancel := context.WithTimeout(ctx, introspectWait)
 	defer cancel()
+	release, err := s.pause.use(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sessions: inspect: %w", err)
+	}
+	defer release()
 	raw, err := s.kernelClient().Inspect(ctx, code, cursor, detail)
 	if err != nil {
 		return nil, fmt.Errorf("sessions: inspect: %w", err)

@@ -262,6 +262,11 @@ func (s *Session) KernelRequest(ctx context.Context, ch kernel.Channel, msgType 
 	s.Touch()
 	ctx, cancel := context.WithTimeout(ctx, introspectWait)
 	defer cancel()
+	release, err := s.pause.use(ctx) // a frozen kernel answers nothing
+	if err != nil {
+		return nil, fmt.Errorf("sessions: %s: %w", msgType, err)
+	}
+	defer release()
 	m, err := s.kernelClient().Request(ctx, ch, msgType, content)
 	if err != nil {
 		return nil, fmt.Errorf("sessions: %s: %w", msgType, err)

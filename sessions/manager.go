@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/glassroom/glassroom/cleanup"
+	"github.com/glassroom/glassroom/egress"
 	"github.com/glassroom/glassroom/kernel/sandbox"
 	"github.com/glassroom/glassroom/workspace"
 	"github.com/rs/zerolog"
@@ -21,6 +23,12 @@ type Manager struct {
 	rt     Runtime
 	log    zerolog.Logger
 	budget *Budget
+	starts chan struct{} // a token per kernel start in progress
+	slots  *execSlots
+	notify *workspace.Inotify // shared by every session's change tracking
+	store  Store
+	pool   *pool
+	egress *egress.Service
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -38,7 +46,18 @@ func New(cfg Config, rt Runtime, log zerolog.Logger) (*Manager, error) {
 		return nil, fmt.Errorf("sessions: nil runtime")
 	}
 	cfg = cfg.withDefaults()
-	return &Manager{cfg: cfg, rt: rt, log: log, budget: NewBudget(cfg.MemoryBudget), sessions: make(map[string]*Session), starting: make(map[string]int)}, nil
+	eg, err := egress.NewService(cfg.Egress, log)
+	if err != nil {
+		return nil, fmt.Errorf("sessions: %w", err)
+	}
+	m := &Manager{cfg: cfg, rt: rt, log: log, budget: NewBudget(cfg.MemoryBudget), starts: make(chan struct{}, cfg.MaxConcurrentStarts),
+		egress: eg, sessions: make(map[string]*Session), starting: make(map[string]int)}
+	m.pool = newPool(cfg.Pool, m.startKernel, log)
+	m.slots = newExecSlots(cfg.ExecSlots, cfg.ExecSlotLease)
+	m.notify = workspace.NewInotify(0)
+	m.store = cfg.Store
+	checkHostLimits(cfg, log)
+	return m, nil
 }
 
 // Config returns the effective configuration (defaults filled in).
@@ -55,13 +74,18 @@ type CreateOptions struct {
 	Env         map[string]string
 	IdleTimeout time.Duration  // 0 = default
 	Limits      sandbox.Limits // capped by the runtime's maxima
+	// Network is what the kernel may reach through the session's egress
+	// proxy; the zero value is no network at all. It must stay within the
+	// operator's ceiling (Config.Egress.Allow).
+	Network Network
 }
 
-// Create starts a kernel for tenant and returns its session once the kernel
-// answers. It blocks for the kernel start (about a second). A failure or a
-// panic at any step undoes every step before it: the sandbox is closed,
-// its slot, uid and cgroup freed.
-func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions) (_ *Session, err error) {
+// Create returns a new session of tenant once its kernel answers. A
+// session asking for nothing special (no env, default limits, no network) takes a
+// pre-started kernel from the warm pool, in about a millisecond; any other
+// starts cold, waiting for its turn among MaxConcurrentStarts (about half a
+// second for the start itself). The session's id is its sandbox's.
+func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions) (*Session, error) {
 	idle := opts.IdleTimeout
 	if idle == 0 {
 		idle = m.cfg.IdleTimeout
@@ -69,8 +93,10 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 	if idle < time.Second || idle > m.cfg.MaxIdleTimeout {
 		return nil, invalid("idle timeout must be within 1s..%v", m.cfg.MaxIdleTimeout)
 	}
-	id := newSessionID()
-	spec := sandbox.Spec{ID: id, Env: opts.Env, Limits: opts.Limits}
+	spec := sandbox.Spec{ID: newSessionID(), Env: opts.Env, Limits: opts.Limits}
+	if sandbox.TenantPattern.MatchString(tenant) {
+		spec.Tenant = tenant // recorded by runtimes whose sandboxes outlive the gateway
+	}
 	if err := spec.Validate(); err != nil {
 		var se *sandbox.SpecError
 		if errors.As(err, &se) {
@@ -78,42 +104,45 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 		}
 		return nil, &InvalidError{Reason: "invalid session spec", Err: err}
 	}
+	policy, err := m.admitNetwork(opts.Network)
+	if err != nil {
+		return nil, err
+	}
 	if err := m.reserve(tenant); err != nil {
 		return nil, err
 	}
 	defer m.unreserve(tenant)
 
-	var undo cleanup.Stack
-	defer undo.Unwind(&err)
-	sctx, cancel := context.WithTimeout(ctx, m.cfg.StartTimeout)
-	defer cancel()
 	start := time.Now()
-	sb, err := m.rt.Start(sctx, spec)
-	if err != nil {
-		return nil, fmt.Errorf("sessions: create: %w", err)
+	// A session with a network gets its proxy first (the sandbox binds its
+	// socket), and so never a pooled kernel: those have the zero spec.
+	var proxy *egress.Proxy
+	var created atomic.Pointer[Session] // tells the proxy's refusals to the session once it exists
+	if !policy.Empty() {
+		if proxy, err = m.egress.Start(spec.ID, policy, networkNotifier(&created)); err != nil {
+			return nil, fmt.Errorf("sessions: create: %w: %w", sandbox.ErrUnavailable, err)
+		}
+		spec.EgressSocket = proxy.Socket()
 	}
-	undo.Push("close sandbox", func() error {
-		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer ccancel()
-		return sb.Close(cctx)
-	})
-	log := m.log.With().Str("session", id).Logger()
-	c, err := m.cfg.Dial(sctx, sb.Connection(), m.cfg.Kernel, log)
-	if err != nil {
-		return nil, fmt.Errorf("sessions: create: %w: %w", sandbox.ErrUnavailable, err)
+	k, pooled := m.pool.take(spec)
+	if !pooled {
+		if k, err = m.startKernel(ctx, spec); err != nil {
+			if proxy != nil {
+				_ = proxy.Close()
+			}
+			return nil, fmt.Errorf("sessions: create: %w", err)
+		}
 	}
-	undo.Push("disconnect kernel", c.Close)
-	files, watch, err := m.openWorkspace(sctx, sb, log)
-	if err != nil {
-		return nil, fmt.Errorf("sessions: create: %w", err)
+	if tr, ok := k.sb.(sandbox.TenantRecorder); ok && pooled && spec.Tenant != "" {
+		if err := tr.RecordTenant(ctx, spec.Tenant); err != nil { // only another gateway's adoption needs it
+			m.log.Warn().Err(err).Str("session", k.sb.ID()).Msg("recording the tenant of a pooled sandbox failed")
+		}
 	}
-	undo.Push("close workspace", files.Close)
-	if watch != nil {
-		undo.Push("stop tracking changes", watch.Close)
-	}
+	id := k.sb.ID()
 	s := newSession(sessionParams{id: id, tenant: tenant, runtime: m.rt.Name(), cfg: m.cfg, log: m.log,
-		idle: idle, budget: m.budget, sandbox: sb, client: c, files: files, watch: watch})
-	undo.Release() // the session owns them all now
+		idle: idle, budget: m.budget, slots: m.slots, sandbox: k.sb, client: k.conn, files: k.files, watch: k.watch, egress: proxy})
+	s.persist = func() { m.persist(s) }
+	created.Store(s)
 	m.mu.Lock()
 	closed := m.closed
 	if !closed {
@@ -124,14 +153,78 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 		s.close(context.WithoutCancel(ctx), "gateway shutting down")
 		return nil, ErrClosed
 	}
-	m.log.Info().Str("session", id).Str("tenant", tenant).Dur("start", time.Since(start)).Msg("session created")
+	m.persist(s)
+	m.cfg.Observer.SessionCreated(pooled)
+	m.log.Info().Str("session", id).Str("tenant", tenant).Bool("pooled", pooled).Dur("start", time.Since(start)).Msg("session created")
 	return s, nil
+}
+
+// readyKernel is a started sandbox with a connected kernel and an opened
+// workspace: what a session is made of. Whoever holds one owns it and
+// must either hand it to a session or close it.
+type readyKernel struct {
+	sb    sandbox.Sandbox
+	conn  KernelConn
+	files workspace.FS
+	watch workspace.Tracker // may be nil
+}
+
+// close releases everything, last made first.
+func (k *readyKernel) close(ctx context.Context) {
+	if k.watch != nil {
+		_ = k.watch.Close()
+	}
+	_ = k.files.Close()
+	_ = k.conn.Close()
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	_ = k.sb.Close(cctx)
+}
+
+// startKernel starts a sandbox for spec, dials its kernel and opens its
+// workspace. At most Config.MaxConcurrentStarts run at once; the others
+// wait their turn (bounded by ctx). A failure or a panic at any step
+// undoes every step before it: the sandbox is closed, its slot, uid and
+// cgroup freed.
+func (m *Manager) startKernel(ctx context.Context, spec sandbox.Spec) (_ *readyKernel, err error) {
+	select {
+	case m.starts <- struct{}{}:
+		defer func() { <-m.starts }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for a kernel start: %w", ctx.Err())
+	}
+	var undo cleanup.Stack
+	defer undo.Unwind(&err)
+	sctx, cancel := context.WithTimeout(ctx, m.cfg.StartTimeout)
+	defer cancel()
+	sb, err := m.rt.Start(sctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	undo.Push("close sandbox", func() error {
+		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer ccancel()
+		return sb.Close(cctx)
+	})
+	log := m.log.With().Str("session", sb.ID()).Logger()
+	c, err := m.cfg.Dial(sctx, sb.Connection(), m.cfg.Kernel, log)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
+	}
+	undo.Push("disconnect kernel", c.Close)
+	files, watch, err := m.openWorkspace(sctx, sb, log)
+	if err != nil {
+		return nil, err
+	}
+	undo.Release() // the ready kernel owns them all now
+	return &readyKernel{sb: sb, conn: c, files: files, watch: watch}, nil
 }
 
 // openWorkspace opens a sandbox's workspace and its change tracker: the
 // sandbox's own when it has one (a workspace not on this host), else the
-// host directory it names. A missing tracker is logged, not fatal: the
-// session works, without file events.
+// host directory it names, tracked on the manager's shared inotify
+// instances. Without a tracker the session is not created: file events
+// are never silently off.
 func (m *Manager) openWorkspace(ctx context.Context, sb sandbox.Sandbox, log zerolog.Logger) (workspace.FS, workspace.Tracker, error) {
 	if o, ok := sb.(sandbox.WorkspaceOpener); ok {
 		return o.OpenWorkspace(ctx)
@@ -140,10 +233,10 @@ func (m *Manager) openWorkspace(ctx context.Context, sb sandbox.Sandbox, log zer
 	if err != nil {
 		return nil, nil, err
 	}
-	w, err := workspace.NewWatcher(root, m.cfg.WatchDirs, m.cfg.WatchPaths)
+	w, err := m.notify.Watch(root, m.cfg.WatchDirs, m.cfg.WatchPaths)
 	if err != nil {
-		log.Warn().Err(err).Msg("workspace changes will not be reported")
-		return root, nil, nil
+		_ = root.Close()
+		return nil, nil, fmt.Errorf("%w: tracking workspace changes: %w", sandbox.ErrUnavailable, err)
 	}
 	return root, w, nil
 }
@@ -218,6 +311,7 @@ func (m *Manager) Delete(ctx context.Context, tenant, id string) error {
 	}
 	defer m.closing.Done()
 	s.close(ctx, "session deleted")
+	m.forget(id)
 	m.log.Info().Str("session", id).Msg("session deleted")
 	return nil
 }
@@ -235,19 +329,58 @@ func (m *Manager) take(tenant, id string) (*Session, error) {
 	return s, nil
 }
 
-// Run deletes expired sessions until ctx ends.
+// Run deletes expired sessions, keeps the warm pool full and, on a runtime
+// that finds orphaned sandboxes (sandbox.OrphanFinder), adopts them, until
+// ctx ends; it returns once its loops have stopped.
 func (m *Manager) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // the warm pool's refills, owned by Run
+		defer wg.Done()
+		m.pool.run(ctx)
+	}()
+	if finder, ok := m.rt.(sandbox.OrphanFinder); ok {
+		wg.Add(1)
+		go func() { // adoption of other gateways' sessions, owned by Run
+			defer wg.Done()
+			t := time.NewTicker(m.cfg.AdoptInterval)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					m.adoptOrphans(ctx, finder)
+				}
+			}
+		}()
+	}
+	defer wg.Wait()
 	t := time.NewTicker(m.cfg.ReapInterval)
 	defer t.Stop()
+	flush := time.NewTicker(m.cfg.FlushInterval)
+	defer flush.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case now := <-t.C:
 			m.reap(ctx, now)
+		case <-flush.C:
+			m.flush()
 		}
 	}
 }
+
+// forget removes a deleted or expired session from the store.
+func (m *Manager) forget(id string) {
+	if err := m.store.Delete(id); err != nil {
+		m.log.Warn().Err(err).Str("session", id).Msg("session store write failed")
+	}
+}
+
+// Pool describes the warm pool now.
+func (m *Manager) Pool() PoolState { return m.pool.State() }
 
 func (m *Manager) reap(ctx context.Context, now time.Time) {
 	m.mu.Lock()
@@ -256,9 +389,18 @@ func (m *Manager) reap(ctx context.Context, now time.Time) {
 		all = append(all, s)
 	}
 	m.mu.Unlock()
+	var pausing sync.WaitGroup
+	sem := make(chan struct{}, 8) // freezes at once (a docker pause is a few tens of ms)
+	defer pausing.Wait()
 	for _, s := range all {
 		reason := s.expired(now)
 		if reason == "" {
+			pausing.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; pausing.Done() }()
+				s.pause.maybeFreeze(ctx, now)
+			}()
 			continue
 		}
 		if _, err := m.take("", s.id); err != nil {
@@ -270,6 +412,7 @@ func (m *Manager) reap(ctx context.Context, now time.Time) {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			defer cancel()
 			s.close(cctx, reason)
+			m.forget(s.id)
 		}()
 	}
 }
@@ -277,6 +420,7 @@ func (m *Manager) reap(ctx context.Context, now time.Time) {
 // Close deletes every session, in parallel, and refuses new ones. It
 // returns when every sandbox is gone or ctx ends.
 func (m *Manager) Close(ctx context.Context) error {
+	m.pool.close(ctx)
 	m.mu.Lock()
 	m.closed = true
 	all := make([]*Session, 0, len(m.sessions))
@@ -291,6 +435,7 @@ func (m *Manager) Close(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			s.close(ctx, "gateway shutting down")
+			m.forget(s.id)
 		}()
 	}
 	done := make(chan struct{})
@@ -301,8 +446,36 @@ func (m *Manager) Close(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
-		return nil
+		return m.notify.Close()
 	case <-ctx.Done():
 		return fmt.Errorf("sessions: close: %w (some sandboxes may still be stopping)", ctx.Err())
 	}
+}
+
+// Stats is a snapshot of the manager for metrics.
+type Stats struct {
+	Runtime      string
+	ByState      map[State]int
+	Queued       int
+	Pool         PoolState
+	BudgetUsed   int64
+	BudgetMax    int64
+	StartsActive int
+}
+
+// Stats returns the manager's state now.
+func (m *Manager) Stats() Stats {
+	m.mu.Lock()
+	all := make([]*Session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		all = append(all, s)
+	}
+	m.mu.Unlock()
+	st := Stats{Runtime: m.rt.Name(), ByState: map[State]int{}, Pool: m.pool.State(),
+		BudgetUsed: m.budget.Used(), BudgetMax: m.budget.Max(), StartsActive: len(m.starts)}
+	for _, s := range all {
+		st.ByState[s.Info().State]++
+		st.Queued += int(s.queued.Load())
+	}
+	return st
 }

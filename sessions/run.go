@@ -25,15 +25,22 @@ type outcome struct {
 	restart  chan error // endedRestart: where to answer the restart request
 }
 
-// run executes j on the current kernel. Worker only.
+// run executes j on the current kernel, once the gateway's fair scheduler
+// gives it a slot. Worker only.
 func (s *Session) run(j *job) {
+	release, err := s.slots.acquire(s.ctx)
+	if err != nil {
+		s.fail(j, StatusDied, s.reason())
+		return
+	}
+	defer release()
 	c, ok := s.begin(j)
 	if !ok {
 		return
 	}
 	defer s.end()
 	start := time.Now()
-	o := s.execute(c, j)
+	o := s.execute(c, j, release)
 	s.conclude(c, j, start, o)
 }
 
@@ -82,7 +89,7 @@ func (s *Session) end() {
 // close. A timeout first interrupts; the job then ends normally if the
 // kernel obeys, which its reply proves even while a backlog of output is
 // still being read.
-func (s *Session) execute(c KernelConn, j *job) outcome {
+func (s *Session) execute(c KernelConn, j *job, replied func()) outcome {
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
 	type result struct {
@@ -90,9 +97,12 @@ func (s *Session) execute(c KernelConn, j *job) outcome {
 		err   error
 	}
 	done := make(chan result, 1)
-	replied := make(chan struct{})
+	repliedC := make(chan struct{})
 	opts := kernel.ExecuteOptions{AllowStdin: j.req.AllowStdin, Silent: j.req.Silent, NoHistory: j.req.NoHistory,
-		OnReply: func() { close(replied) }, OnBusy: j.kernelBegan}
+		OnBusy: j.kernelBegan, OnReply: func() {
+			replied() // the kernel is done computing: its scheduler slot goes to the next session
+			close(repliedC)
+		}}
 	go func() { // owned by execute, which always waits for done
 		reply, err := c.Execute(ctx, j.req.Code, opts, func(ev kernel.Event) { s.onEvent(j, ev) })
 		done <- result{reply, err}
@@ -116,7 +126,7 @@ func (s *Session) execute(c KernelConn, j *job) outcome {
 			grace = time.After(s.cfg.InterruptGrace)
 		case <-grace:
 			select {
-			case <-replied:
+			case <-repliedC:
 				// The kernel obeyed; its output is still draining (the
 				// kernel's client bounds that).
 				grace = nil
@@ -210,6 +220,7 @@ func (s *Session) finish(j *job, start time.Time, status Status, reply *kernel.E
 	s.noteFinished(j, status, reply)
 	s.hub.publish(Event{Type: EventDone, ID: j.req.ID, Status: status, ExecutionCount: ptr(e.ExecutionCount),
 		DurationMS: ptr(e.DurationMS), Truncated: ptr(e.Truncated), StateLost: ptr(e.StateLost), Reason: reason})
+	s.cfg.Observer.ExecutionDone(status, time.Since(start))
 	j.result <- e
 	// The caller owns the result now; its bytes leave the budget.
 	s.budget.Release(j.held)

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/glassroom/glassroom/egress"
 	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/kernel/sandbox"
 	"github.com/glassroom/glassroom/workspace"
@@ -37,6 +38,10 @@ type Info struct {
 	IdleTimeoutS int            `json:"idle_timeout_s"`
 	Queued       int            `json:"queued"`
 	Limits       sandbox.Limits `json:"limits"`
+	Network      *Network       `json:"network,omitempty"` // nil: no network
+	// Paused: the idle kernel is frozen (Config.PauseAfter); the next
+	// request thaws it in milliseconds, variables intact.
+	Paused bool `json:"paused"`
 }
 
 // Session is one tenant's persistent kernel. Its methods are safe for
@@ -50,6 +55,7 @@ type Session struct {
 	log     zerolog.Logger
 	created time.Time
 	budget  *Budget
+	slots   *execSlots
 
 	sandbox sandbox.Sandbox
 	files   workspace.FS
@@ -75,6 +81,9 @@ type Session struct {
 
 	stopWatch context.CancelFunc // ends the current kernel watcher
 	queued    atomic.Int32
+	persist   func()        // writes the session's record to the store (set by the manager)
+	egress    *egress.Proxy // nil without a network; closed after the sandbox
+	pause     *pauser       // freezes the sandbox while its kernel goes unused
 
 	jup jupyterState // the Jupyter face's state (jupyter.go)
 }
@@ -87,11 +96,15 @@ type sessionParams struct {
 	cfg                 Config
 	log                 zerolog.Logger
 	idle                time.Duration
+	created, lastActive time.Time // zero: now (a restored session has its own)
+	firstSeq            int64     // the first event's number - 1 (a restored session's is past its old ones)
 	budget              *Budget
+	slots               *execSlots
 	sandbox             sandbox.Sandbox
 	client              KernelConn
 	files               workspace.FS
 	watch               workspace.Tracker // may be nil
+	egress              *egress.Proxy     // nil without a network
 }
 
 // newSessionID returns 128 random bits in hex.
@@ -106,15 +119,20 @@ func newSessionID() string {
 func newSession(p sessionParams) *Session {
 	ctx, cancel := context.WithCancel(context.Background())
 	now := time.Now()
+	created, active := p.created, p.lastActive
+	if created.IsZero() {
+		created, active = now, now
+	}
 	s := &Session{
 		id: p.id, tenant: p.tenant, runtime: p.runtime, cfg: p.cfg, log: p.log.With().Str("session", p.id).Logger(),
-		created: now, idle: p.idle, budget: p.budget, sandbox: p.sandbox, files: p.files, watch: p.watch,
-		hub:     newHub(p.cfg, p.budget),
+		created: created, idle: p.idle, persist: func() {}, budget: p.budget, slots: p.slots, sandbox: p.sandbox, files: p.files, watch: p.watch, egress: p.egress,
+		hub:     newHub(p.cfg, p.budget, p.firstSeq),
 		queue:   make(chan *job, p.cfg.QueueDepth),
 		restart: make(chan chan error),
 		ctx:     ctx, cancel: cancel,
-		state: StateIdle, client: p.client, lastActive: now, room: make(chan struct{}),
+		state: StateIdle, client: p.client, lastActive: active, room: make(chan struct{}),
 	}
+	s.pause = newPauser(p.sandbox, p.cfg.PauseAfter, s.log)
 	s.watchKernel(p.client)
 	s.wg.Add(1)
 	go s.worker()
@@ -141,7 +159,7 @@ func (s *Session) Info() Info {
 	return Info{
 		ID: s.id, State: s.state, Runtime: s.runtime, CreatedAt: s.created,
 		ExpiresAt: s.expiresAtLocked(), IdleTimeoutS: int(s.idle / time.Second),
-		Queued: int(s.queued.Load()), Limits: s.sandbox.Limits(),
+		Queued: int(s.queued.Load()), Limits: s.sandbox.Limits(), Network: s.network(), Paused: s.pause.paused(),
 	}
 }
 
@@ -304,6 +322,11 @@ func (s *Session) Interrupt(ctx context.Context) error {
 	}
 	c := s.client
 	s.mu.Unlock()
+	release, err := s.pause.use(ctx)
+	if err != nil {
+		return fmt.Errorf("sessions: interrupt: %w", err)
+	}
+	defer release()
 	awaitKernelStart(ctx, j)
 	if err := c.Interrupt(ctx); err != nil {
 		return fmt.Errorf("sessions: interrupt: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/glassroom/glassroom/kernel"
@@ -32,7 +33,7 @@ func (s *Session) worker() {
 			return
 		case j := <-s.queue:
 			s.took()
-			s.run(j)
+			s.runAwake(j)
 		case done := <-s.restart:
 			done <- s.restartKernel("restart requested")
 		case <-c.Done():
@@ -43,6 +44,17 @@ func (s *Session) worker() {
 			s.recoverKernel(c)
 		}
 	}
+}
+
+// runAwake runs j with the kernel thawed (and kept awake meanwhile).
+func (s *Session) runAwake(j *job) {
+	release, err := s.pause.use(s.ctx)
+	if err != nil {
+		s.fail(j, StatusDied, "the paused kernel could not be resumed: "+err.Error())
+		return
+	}
+	defer release()
+	s.run(j)
 }
 
 // took records that the worker took a job off the queue, waking
@@ -56,7 +68,9 @@ func (s *Session) took() {
 }
 
 // waitWhileDead handles one request while the kernel is dead and could not
-// be restarted: a restart request tries again, a job fails at once.
+// be restarted (its container engine was down, say): a restart request
+// tries again, and so does a job, which runs on the new kernel if that
+// works and fails with the reason if not.
 func (s *Session) waitWhileDead() {
 	select {
 	case <-s.ctx.Done():
@@ -64,7 +78,11 @@ func (s *Session) waitWhileDead() {
 		done <- s.restartKernel("restart requested")
 	case j := <-s.queue:
 		s.took()
-		s.fail(j, StatusDied, "kernel is dead")
+		if err := s.restartKernel("the kernel was dead: started again for a new execution, variables lost"); err != nil {
+			s.fail(j, StatusDied, "kernel is dead: "+err.Error())
+			return
+		}
+		s.runAwake(j)
 	}
 }
 
@@ -118,6 +136,7 @@ func (s *Session) watchKernel(c KernelConn) {
 // recoverKernel restarts a kernel that died on its own.
 func (s *Session) recoverKernel(c KernelConn) {
 	reason := s.exitReason(c.Err())
+	s.cfg.Observer.KernelDied(strings.Contains(reason, "OOMKilled"))
 	s.log.Info().Str("reason", reason).Msg("kernel died; restarting")
 	s.setState(StateDead, reason)
 	_ = s.restartKernel("kernel died: " + reason)
@@ -151,6 +170,9 @@ var errRestarting = errors.New("sessions: kernel restarting")
 // restartKernel replaces the kernel process and its connection. If that
 // fails the session stays dead (calls fail) until a restart succeeds.
 func (s *Session) restartKernel(reason string) error {
+	if release, err := s.pause.use(s.ctx); err == nil { // never frozen while it starts
+		defer release()
+	}
 	s.setState(StateRestarting, reason)
 	old := s.kernelClient()
 	s.stopWatch()
@@ -173,6 +195,8 @@ func (s *Session) restartKernel(reason string) error {
 	s.mu.Unlock()
 	s.watchKernel(c)
 	s.setState(StateIdle, "")
+	s.cfg.Observer.KernelRestarted()
+	s.persist() // a new kernel, a new key: the store must know it
 	return nil
 }
 
@@ -202,6 +226,11 @@ func (s *Session) close(ctx context.Context, reason string) {
 	// worker busy while we wait for it.
 	if err := s.sandbox.Close(ctx); err != nil {
 		s.log.Warn().Err(err).Msg("sandbox close failed")
+	}
+	if s.egress != nil { // nothing can use it once the sandbox is gone
+		if err := s.egress.Close(); err != nil {
+			s.log.Warn().Err(err).Msg("egress proxy close failed")
+		}
 	}
 	s.wg.Wait()
 	s.drain() // jobs queued while the worker was stopping

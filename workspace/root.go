@@ -43,6 +43,19 @@ func Open(dir string) (*Root, error) {
 	return &Root{dir: dir, fd: fd, uid: int(st.Uid), gid: int(st.Gid)}, nil
 }
 
+// OpenAs opens the workspace at dir like Open, but gives what it creates
+// to uid:gid instead of the directory's owner: for a process that runs as
+// the sandbox's own uid in a directory it does not own (a Kubernetes
+// emptyDir is root's, shared through fsGroup).
+func OpenAs(dir string, uid, gid int) (*Root, error) {
+	r, err := Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	r.uid, r.gid = uid, gid
+	return r, nil
+}
+
 // Close releases the root.
 func (r *Root) Close() error {
 	r.mu.Lock()

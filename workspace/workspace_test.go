@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/glassroom/glassroom/workspace"
@@ -269,4 +270,62 @@ func TestClosedRootNeverTouchesAReusedDescriptor(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(b, "pwned.txt")); err == nil {
 		t.Fatal("closed root wrote into another workspace")
 	}
+}
+
+// TestSharedInotify: watchers of several workspaces share instances; each
+// sees only its own workspace's changes, whichever watcher drained the
+// shared queue, and they may drain concurrently.
+func TestSharedInotify(t *testing.T) {
+	n := workspace.NewInotify(2)
+	defer n.Close()
+	type ws struct {
+		dir string
+		w   *workspace.Watcher
+	}
+	var all []ws
+	for i := 0; i < 3; i++ {
+		dir := t.TempDir()
+		r, err := workspace.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		w, err := n.Watch(r, 64, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		all = append(all, ws{dir, w})
+	}
+	if n.Instances() != 2 {
+		t.Fatalf("3 watchers at 2 per instance: %d instances", n.Instances())
+	}
+	for _, x := range all {
+		x.w.Reset()
+	}
+	for i, x := range all {
+		os.WriteFile(filepath.Join(x.dir, "f"+strconv.Itoa(i)), []byte("x"), 0o644)
+	}
+	// The second watcher drains first: it reads the first one's event too.
+	got1, _ := all[1].w.Changes()
+	got0, _ := all[0].w.Changes()
+	if len(got0) != 1 || got0[0].Path != "f0" || len(got1) != 1 || got1[0].Path != "f1" {
+		t.Fatalf("changes attributed wrongly: %+v %+v", got0, got1)
+	}
+	var wg sync.WaitGroup
+	for i, x := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < 50; k++ {
+				x.w.Reset()
+				os.WriteFile(filepath.Join(x.dir, "g"+strconv.Itoa(i)), []byte(strconv.Itoa(k)), 0o644)
+				if got, _ := x.w.Changes(); len(got) != 1 || got[0].Path != "g"+strconv.Itoa(i) {
+					t.Errorf("watcher %d round %d: %+v", i, k, got)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -49,6 +49,7 @@ type execution struct {
 	Status    string `json:"status"`
 	Truncated bool   `json:"truncated"`
 	StateLost bool   `json:"state_lost"`
+	Stdout    string `json:"stdout"`
 	Result    struct {
 		Text string `json:"text/plain"`
 	} `json:"result"`
@@ -67,7 +68,7 @@ func TestHostileKernelsKeepGatewayMemoryBounded(t *testing.T) {
 			const key = "hostile-test-key-0123456789"
 			state := stateDir(t)
 			cmd, base := startBinary(t, "--runtime", rt, "--state-dir", state, "--api-key", key, "--log-level", "error",
-				"--instance", "hostile-"+strconv.FormatInt(time.Now().UnixNano()%1e9, 36), "--uid-base", "315000")
+				"--instance", "hostile-"+strconv.FormatInt(time.Now().UnixNano()%1e9, 36), "--uid-base", "315000", "--on-shutdown", "stop")
 			pid := cmd.Process.Pid
 			// Lowering an OOM score needs CAP_SYS_RESOURCE, which some
 			// containers withhold even from root: check where it is granted.

@@ -17,7 +17,10 @@ import (
 
 // TestSIGKILLedGatewayOrphansAreRemoved runs the real binary with the
 // Docker runtime, kills it with SIGKILL while a session is live, and checks
-// that the next start removes the orphaned container.
+// that the next start removes the orphaned container. The first gateway
+// keeps no session store, so the container is an orphan nobody can adopt;
+// the second, durable by default, adopts what its store names and removes
+// the rest.
 func TestSIGKILLedGatewayOrphansAreRemoved(t *testing.T) {
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err == nil {
@@ -36,10 +39,10 @@ func TestSIGKILLedGatewayOrphansAreRemoved(t *testing.T) {
 	os.Chmod(state, 0o711)
 	instance := "orphan-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
 	const key = "orphan-test-key-0123456789"
-	serve := func() (*exec.Cmd, string) {
-		return startBinary(t, "--runtime", "docker", "--instance", instance, "--state-dir", state, "--api-key", key, "--log-level", "warn")
+	serve := func(extra ...string) (*exec.Cmd, string) {
+		return startBinary(t, append([]string{"--runtime", "docker", "--instance", instance, "--state-dir", state, "--api-key", key, "--log-level", "warn"}, extra...)...)
 	}
-	first, base := serve()
+	first, base := serve("--durable=false")
 	var s struct{ ID string }
 	if st := api(t, base, key, "POST", "/v1/sessions", nil, &s); st != http.StatusCreated {
 		t.Fatalf("create: %d", st)
@@ -59,7 +62,7 @@ func TestSIGKILLedGatewayOrphansAreRemoved(t *testing.T) {
 	if _, err := cli.ContainerInspect(ctx, name); !cerrdefs.IsNotFound(err) {
 		t.Fatalf("orphan %s not removed at startup: %v", name, err)
 	}
-	if ents, _ := os.ReadDir(state); len(ents) != 0 {
+	if ents, _ := os.ReadDir(state); len(ents) != 1 || ents[0].Name() != "sessions.db" {
 		names := []string{}
 		for _, e := range ents {
 			names = append(names, e.Name())

@@ -9,22 +9,30 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/netip"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/glassroom/glassroom/egress"
 	"github.com/glassroom/glassroom/gateway"
 	"github.com/glassroom/glassroom/kernel/docker"
 	"github.com/glassroom/glassroom/kernel/local"
 	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/metrics"
 	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/sessionstore"
 	"github.com/glassroom/glassroom/web"
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 )
 
 const usage = `usage: glassroom serve [flags]
+       glassroom mcp [flags]      (MCP server over stdio; glassroom mcp -h)
+       glassroom bench [flags]    (load harness; glassroom bench -h)
 
 Runs the gateway. Every flag has an environment twin (GLASSROOM_<NAME>,
 upper case, dashes as underscores; GLASSROOM_API_KEYS is comma-separated).
@@ -45,6 +53,13 @@ type options struct {
 	instance          string
 	seccompProfile    string
 	memoryBudgetMB    int64
+	durable           bool
+	onShutdown        string
+	metricsListen     string
+	metricsToken      string
+	k8s               k8sOptions
+	egressDir         string
+	egressRateKbps    int64
 
 	sess sessions.Config
 	gw   gateway.Config
@@ -73,11 +88,14 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	// Flags start from the packages' own defaults: they live there, once.
 	o := &options{sess: sessions.DefaultConfig(), gw: gateway.DefaultConfig(), lim: sandbox.DefaultLimits(), max: sandbox.MaxLimits()}
 	o.memoryBudgetMB = o.sess.MemoryBudget >> 20
+	egressDefaults := egress.DefaultConfig()
+	o.sess.Egress.MaxConns = egressDefaults.MaxConns
+	o.egressRateKbps = egressDefaults.RateBytes * 8 / 1000
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var keys stringList
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8888", "address to serve on (loopback by default)")
-	fs.StringVar(&o.runtime, "runtime", "local", "kernel runtime: local (bubblewrap) or docker")
+	fs.StringVar(&o.runtime, "runtime", "local", "kernel runtime: local (bubblewrap), docker, or k8s (a pod per session)")
 	fs.Var(&keys, "api-key", "API key (repeatable); each key is a tenant. Env: GLASSROOM_API_KEYS, comma-separated")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&o.stateDir, "state-dir", "", "directory for per-session sandbox state (default /run/glassroom/<runtime> as root)")
@@ -86,13 +104,22 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.dockerImage, "docker-image", "glassroom/python-kernel:latest", "kernel image for the docker runtime")
 	fs.StringVar(&o.dockerRuntime, "docker-runtime", "runc", "OCI runtime for kernel containers (runc, runsc, kata)")
 	fs.StringVar(&o.instance, "instance", "default", "name of this gateway in container names and labels (docker)")
+	fs.BoolVar(&o.durable, "durable", true, "keep sessions in a store under the state dir, and adopt them (docker: kernels, variables and files) when the gateway starts again")
+	fs.StringVar(&o.onShutdown, "on-shutdown", "keep", "on SIGTERM: keep (kernels that can outlive the gateway keep running, for the next one to adopt) or stop (every kernel)")
+	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve Prometheus /metrics on this separate address, without auth (e.g. 127.0.0.1:9464)")
+	fs.StringVar(&o.metricsToken, "metrics-token", "", "serve Prometheus /metrics on the main listener to requests bearing this token")
 	fs.StringVar(&o.seccompProfile, "seccomp-profile", "", "seccomp JSON profile for kernel containers (default: glassroom's, stricter than Docker's; docker-default: Docker's)")
+	o.k8s.flags(fs)
 	fs.DurationVar(&o.sess.ExecTimeout, "exec-timeout", o.sess.ExecTimeout, "default execution timeout")
 	fs.DurationVar(&o.sess.MaxExecTimeout, "max-exec-timeout", o.sess.MaxExecTimeout, "largest execution timeout a request may ask for")
 	fs.DurationVar(&o.sess.IdleTimeout, "idle-timeout", o.sess.IdleTimeout, "delete sessions idle for this long")
+	fs.DurationVar(&o.sess.PauseAfter, "pause-after", 5*time.Minute, "freeze a session's kernel (docker pause, cgroup freezer) once unused this long; the next request thaws it (0: never)")
 	fs.DurationVar(&o.sess.MaxLifetime, "max-lifetime", o.sess.MaxLifetime, "delete sessions this long after creation")
 	fs.IntVar(&o.sess.MaxSessions, "max-sessions", o.sess.MaxSessions, "sessions in total")
 	fs.IntVar(&o.sess.MaxSessionsPerTenant, "max-sessions-per-key", o.sess.MaxSessionsPerTenant, "sessions per API key")
+	fs.IntVar(&o.sess.ExecSlots, "exec-slots", o.sess.ExecSlots, "executions running at once, gateway-wide; the rest wait their turn, first come first served (negative: no limit)")
+	fs.IntVar(&o.sess.Pool, "pool", o.sess.Pool, "pre-started kernels kept ready for sessions with default settings (0: none)")
+	fs.IntVar(&o.sess.MaxConcurrentStarts, "max-concurrent-starts", o.sess.MaxConcurrentStarts, "kernels starting at once; more creations wait their turn")
 	fs.IntVar(&o.sess.MaxStreamBytes, "max-stream-bytes", o.sess.MaxStreamBytes, "stdout+stderr kept per execution")
 	fs.IntVar(&o.sess.MaxRichBytes, "max-rich-bytes", o.sess.MaxRichBytes, "rich output kept per execution")
 	fs.Int64Var(&o.memoryBudgetMB, "memory-budget-mb", o.memoryBudgetMB, "output the gateway keeps for clients, all sessions together (MiB)")
@@ -106,6 +133,12 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.Float64Var(&o.max.CPUs, "max-cpus", o.max.CPUs, "largest CPU quota a session may ask for")
 	fs.IntVar(&o.lim.WorkspaceMB, "workspace-mb", o.lim.WorkspaceMB, "default workspace size (MB)")
 	fs.IntVar(&o.max.WorkspaceMB, "max-workspace-mb", o.max.WorkspaceMB, "largest workspace a session may ask for (MB)")
+	var egressAllow, egressPrivate stringList
+	fs.Var(&egressAllow, "egress-allow", "host pattern a session may ask to reach (repeatable, comma-separated: pypi.org, *.pythonhosted.org, api.example.com:443); none: sessions get no network")
+	fs.Var(&egressPrivate, "egress-allow-private", "non-public range the egress proxy may dial all the same (repeatable CIDRs, e.g. 10.1.2.0/24); default none")
+	fs.Int64Var(&o.egressRateKbps, "egress-rate-kbps", o.egressRateKbps, "egress bandwidth per session, each direction (kbit/s)")
+	fs.IntVar(&o.sess.Egress.MaxConns, "egress-max-conns", o.sess.Egress.MaxConns, "open egress connections per session")
+	fs.StringVar(&o.egressDir, "egress-dir", "", "directory of the sessions' egress proxy sockets (default <state-dir>/egress with --state-dir, else "+egressDefaults.Dir+")")
 
 	// Environment first, so explicit flags override it.
 	envMap := map[string]string{}
@@ -129,20 +162,70 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	if envErr != nil {
 		return nil, envErr
 	}
-	envKeys := keys
-	keys = nil
+	envKeys, envAllow, envPrivate := keys, egressAllow, egressPrivate
+	keys, egressAllow, egressPrivate = nil, nil, nil
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, err
 	}
 	if len(keys) == 0 {
 		keys = envKeys
 	}
+	if len(egressAllow) == 0 {
+		egressAllow = envAllow
+	}
+	if len(egressPrivate) == 0 {
+		egressPrivate = envPrivate
+	}
+	if err := o.setEgress(egressAllow, egressPrivate); err != nil {
+		return nil, err
+	}
 	o.apiKeys = keys
 	o.sess.MemoryBudget = o.memoryBudgetMB << 20
+	if o.onShutdown != "keep" && o.onShutdown != "stop" {
+		return nil, fmt.Errorf("--on-shutdown %q: want keep or stop", o.onShutdown)
+	}
+	if o.metricsToken != "" && len(o.metricsToken) < 16 {
+		return nil, errors.New("--metrics-token must be at least 16 characters")
+	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 	return o, nil
+}
+
+// setEgress checks the egress flags and fills o.sess.Egress.
+func (o *options) setEgress(allow, private []string) error {
+	if _, err := egress.ParsePolicy(allow); err != nil {
+		var pe *egress.PatternError
+		if errors.As(err, &pe) {
+			return fmt.Errorf("--egress-allow %q: %s", pe.Pattern, pe.Reason)
+		}
+		return fmt.Errorf("--egress-allow: %w", err)
+	}
+	if len(allow) > 0 && o.runtime == "k8s" {
+		return errors.New("--egress-allow: not available with --runtime k8s (kernel pods cannot reach the gateway's per-session proxy; open destinations with a NetworkPolicy egress rule instead)")
+	}
+	o.sess.Egress.Allow = allow
+	for _, s := range private {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				return fmt.Errorf("--egress-allow-private %q: want a CIDR such as 10.1.2.0/24", s)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		o.sess.Egress.AllowPrivate = append(o.sess.Egress.AllowPrivate, p.Masked())
+	}
+	if o.egressRateKbps < 1 || o.egressRateKbps > 1<<40 {
+		return errors.New("--egress-rate-kbps must be positive")
+	}
+	o.sess.Egress.RateBytes = o.egressRateKbps * 1000 / 8
+	o.sess.Egress.Dir = o.egressDir
+	if o.egressDir == "" && o.stateDir != "" {
+		o.sess.Egress.Dir = filepath.Join(o.stateDir, "egress")
+	}
+	return nil
 }
 
 func isLoopback(addr string) bool {
@@ -170,6 +253,12 @@ func run(ctx context.Context, args, env []string, stdout io.Writer) error {
 	if len(args) > 0 && args[0] == "mcp" {
 		return runMCP(ctx, args[1:], env, os.Stdin, stdout)
 	}
+	if len(args) > 0 && args[0] == "bench" {
+		return runBench(ctx, args[1:], env, stdout)
+	}
+	if len(args) > 0 && args[0] == "pod-agent" {
+		return runPodAgent(ctx, args[1:], stdout)
+	}
 	o, err := parse(args, env, stdout)
 	if err != nil {
 		return err
@@ -194,15 +283,36 @@ func run(ctx context.Context, args, env []string, stdout io.Writer) error {
 		return err
 	}
 	defer closeRuntime()
+	if sd, ok := rt.(interface{ StateDir() string }); o.durable && ok && sd.StateDir() != "" {
+		st, err := sessionstore.Open(sd.StateDir())
+		if err != nil {
+			return err
+		}
+		defer func() { _ = st.Close() }()
+		o.sess.Store = st
+	}
+	met := metrics.New()
+	o.sess.Observer = met
 	mgr, err := sessions.New(o.sess, rt, log)
 	if err != nil {
 		return err
+	}
+	met.Watch(mgr)
+	res, err := mgr.Restore(ctx)
+	if err != nil {
+		return err
+	}
+	if res.Adopted+res.Restarted+res.Lost > 0 {
+		log.Info().Int("adopted", res.Adopted).Int("restarted", res.Restarted).Int("lost", res.Lost).Msg("sessions of the previous gateway")
 	}
 	assets, err := web.Assets()
 	if err != nil {
 		return err
 	}
 	o.gw.APIKeys = o.apiKeys
+	if o.metricsToken != "" {
+		o.gw.Metrics, o.gw.MetricsToken = met.Handler(), o.metricsToken
+	}
 	srv, err := gateway.New(o.gw, mgr, assets, log)
 	if err != nil {
 		return err
@@ -218,11 +328,21 @@ func run(ctx context.Context, args, env []string, stdout io.Writer) error {
 	g.Go(func() error { return srv.Serve(gctx, ln) })
 	g.Go(func() error { return mgr.Run(gctx) })
 	g.Go(func() error { return runRuntime(gctx) })
+	if o.metricsListen != "" {
+		g.Go(func() error { return serveMetrics(gctx, o.metricsListen, met.Handler()) })
+	}
 	err = g.Wait()
-	log.Info().Msg("stopping every kernel")
 	cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if cerr := mgr.Close(cctx); cerr != nil && err == nil {
+	var cerr error
+	if o.onShutdown == "keep" {
+		log.Info().Msg("letting kernels that outlive the gateway run on, for the next gateway; stopping the others")
+		cerr = mgr.Detach(cctx)
+	} else {
+		log.Info().Msg("stopping every kernel")
+		cerr = mgr.Close(cctx)
+	}
+	if cerr != nil && err == nil {
 		err = cerr
 	}
 	fmt.Fprintln(stdout, "glassroom: stopped")
@@ -247,13 +367,28 @@ func newRuntime(ctx context.Context, o *options, log zerolog.Logger) (sessions.R
 	case "docker":
 		rt, err := docker.New(ctx, docker.Config{Common: common,
 			Image: o.dockerImage, OCIRuntime: o.dockerRuntime, Instance: o.instance, SeccompProfile: o.seccompProfile,
+			Adopting: o.durable,
 		}, log)
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		return rt, rt.Run, func() { _ = rt.Close() }, nil
+	case "k8s":
+		rt, err := newK8sRuntime(ctx, o, common, log)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		release := func() { // sessions are closed or detached by now: others may adopt what is left at once
+			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := rt.ReleaseLease(cctx); err != nil {
+				log.Warn().Err(err).Msg("releasing the gateway's lease failed")
+			}
+			_ = rt.Close()
+		}
+		return rt, rt.Run, release, nil
 	}
-	return nil, nil, nil, fmt.Errorf("--runtime %s: unknown runtime (want local or docker)", strconv.Quote(o.runtime))
+	return nil, nil, nil, fmt.Errorf("--runtime %s: unknown runtime (want local, docker or k8s)", strconv.Quote(o.runtime))
 }
 
 // protectFromOOMKiller makes the gateway the OOM killer's last choice
@@ -267,4 +402,32 @@ func protectFromOOMKiller(log zerolog.Logger) {
 	if err := os.WriteFile("/proc/self/oom_score_adj", []byte("-900"), 0); err != nil {
 		log.Warn().Err(err).Msg("could not lower the gateway's OOM score")
 	}
+}
+
+// serveMetrics serves the metrics handler on addr until ctx ends.
+func serveMetrics(ctx context.Context, addr string, h http.Handler) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--metrics-listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("metrics: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	if serr := <-errc; err == nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = serr
+	}
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	return nil
 }

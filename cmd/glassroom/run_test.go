@@ -135,8 +135,11 @@ func TestServeShutdownKillsKernels(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("run did not return after shutdown")
 	}
-	if ents, _ := os.ReadDir(state); len(ents) != 0 {
-		t.Fatalf("sandbox dirs left: %v", ents)
+	ents, _ := os.ReadDir(state)
+	for _, e := range ents {
+		if e.Name() != "sessions.db" { // the (now empty) session store stays
+			t.Fatalf("sandbox dirs left: %v", ents)
+		}
 	}
 	if os.Geteuid() == 0 {
 		if n := countProcs(uids); n != 0 {
@@ -185,5 +188,98 @@ func TestFlagsAndEnvironment(t *testing.T) {
 	err = run(context.Background(), []string{"serve", "--listen", "0.0.0.0:0"}, nil, &sink)
 	if err == nil || !strings.Contains(err.Error(), "non-loopback") {
 		t.Fatalf("serving on all interfaces without a key: %v", err)
+	}
+}
+
+func TestEgressFlags(t *testing.T) {
+	var sink bytes.Buffer
+	o, err := parse([]string{"serve", "--egress-allow", "pypi.org", "--egress-allow", "*.pythonhosted.org:443", "--egress-allow-private", "10.1.2.0/24,192.168.7.9",
+		"--egress-rate-kbps", "800", "--egress-max-conns", "3", "--state-dir", "/srv/gr"},
+		[]string{"GLASSROOM_EGRESS_ALLOW=env.example", "GLASSROOM_EGRESS_ALLOW_PRIVATE=127.0.0.0/8"}, &sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := o.sess.Egress
+	if strings.Join(e.Allow, " ") != "pypi.org *.pythonhosted.org:443" || len(e.AllowPrivate) != 2 || e.AllowPrivate[1].String() != "192.168.7.9/32" ||
+		e.RateBytes != 100_000 || e.MaxConns != 3 || e.Dir != "/srv/gr/egress" {
+		t.Fatalf("flags (over env): %+v", e)
+	}
+	o, err = parse([]string{"serve"}, []string{"GLASSROOM_EGRESS_ALLOW=a.example,b.example:8443", "GLASSROOM_EGRESS_ALLOW_PRIVATE=127.0.0.0/8"}, &sink)
+	if err != nil || len(o.sess.Egress.Allow) != 2 || len(o.sess.Egress.AllowPrivate) != 1 || o.sess.Egress.RateBytes != 2_000_000 || o.sess.Egress.Dir != "" {
+		t.Fatalf("env and defaults: %+v %v", o.sess.Egress, err)
+	}
+	for _, bad := range [][]string{
+		{"--egress-allow", "a..b"}, {"--egress-allow-private", "10.0.0.0/33"}, {"--egress-allow-private", "intranet"}, {"--egress-rate-kbps", "0"},
+		{"--egress-allow", "pypi.org", "--runtime", "k8s"}, // kernel pods cannot reach the gateway's proxy
+	} {
+		if _, err := parse(append([]string{"serve"}, bad...), nil, &sink); err == nil || !strings.Contains(err.Error(), bad[0]) {
+			t.Errorf("%v: %v", bad, err)
+		}
+	}
+}
+
+// TestServeWithEgress runs the gateway with an egress ceiling: a session
+// asking within it gets a proxy (its socket in <state-dir>/egress), one
+// asking beyond it a 400 naming the pattern. No request leaves the machine:
+// no code runs.
+func TestServeWithEgress(t *testing.T) {
+	state := stateDir(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &syncBuffer{}
+	errc := make(chan error, 1)
+	go func() {
+		errc <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--state-dir", state, "--log-level", "warn", "--uid-base", "312000",
+			"--egress-allow", "pypi.org,*.pythonhosted.org"}, nil, out)
+	}()
+	var base, key string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := urlRe.FindStringSubmatch(out.String()); m != nil {
+			base, key = m[1], m[2]
+			break
+		}
+	}
+	if base == "" {
+		t.Fatalf("no URL printed: %q", out.String())
+	}
+	create := func(body string) (int, string) {
+		req, _ := http.NewRequest("POST", base+"/v1/sessions", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		return resp.StatusCode, b.String()
+	}
+	status, body := create(`{"network":{"allow":["files.pythonhosted.org:443"]}}`)
+	var s struct {
+		ID      string
+		Network struct{ Allow []string }
+	}
+	json.Unmarshal([]byte(body), &s)
+	if status != http.StatusCreated || len(s.Network.Allow) != 1 {
+		t.Fatalf("within the ceiling: %d %s", status, body)
+	}
+	if _, err := os.Stat(filepath.Join(state, "egress", s.ID, "proxy.sock")); err != nil {
+		t.Errorf("the session's proxy socket: %v", err)
+	}
+	status, body = create(`{"network":{"allow":["evil.example"]}}`)
+	if status != http.StatusBadRequest || !strings.Contains(body, `network.allow \"evil.example\": not within`) {
+		t.Errorf("beyond the ceiling: %d %s", status, body)
+	}
+	cancel()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("run did not return after shutdown")
+	}
+	if ents, _ := os.ReadDir(filepath.Join(state, "egress")); len(ents) != 0 {
+		t.Errorf("proxy directories outlived the gateway: %v", ents)
 	}
 }

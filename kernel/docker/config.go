@@ -42,6 +42,10 @@ type Config struct {
 	CallTimeout time.Duration
 	// ReconcileInterval is how often orphaned containers are removed (1 min).
 	ReconcileInterval time.Duration
+	// Adopting leaves this instance's containers alone when the runtime
+	// starts, for the session layer to adopt (sandbox.Adopter); it calls
+	// Reconcile once it has. Otherwise New removes them as orphans.
+	Adopting bool
 	// LogMaxBytes bounds what the engine keeps of a container's own output
 	// (1 MiB): the kernel writes it, so it must not fill the host's disk.
 	LogMaxBytes int

@@ -2,12 +2,15 @@ package docker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
@@ -24,9 +27,12 @@ type driver struct {
 	limits sandbox.Limits
 	dirs   *sandbox.Dirs
 	uid    int
+	env    map[string]string // to create the container again; nil for an adopted one
+	egress string            // host path of the egress proxy's socket, "" for none
 
 	mu          sync.Mutex
 	containerID string
+	started     string               // when the current kernel's container started (its incarnation)
 	waits       []context.CancelFunc // end the waiters' ContainerWait
 	wg          sync.WaitGroup       // waiter goroutines
 }
@@ -87,6 +93,9 @@ func (d *driver) create(ctx context.Context, env map[string]string) error {
 			},
 		},
 	}
+	if d.egress != "" { // read-only: the kernel can connect to the socket, not replace it
+		hc.Binds = append(hc.Binds, filepath.Dir(d.egress)+":"+sandbox.EgressDir+":ro")
+	}
 	cctx, cancel := context.WithTimeout(ctx, cfg.CallTimeout)
 	defer cancel()
 	resp, err := d.r.cli.ContainerCreate(cctx, cc, hc, nil, nil, d.name)
@@ -98,45 +107,167 @@ func (d *driver) create(ctx context.Context, env map[string]string) error {
 	}
 	d.mu.Lock()
 	d.containerID = resp.ID
+	d.env = env
 	d.mu.Unlock()
 	return nil
 }
 
 // Launch implements sandbox.Driver: it starts the container and a waiter
-// that reports the exit.
+// that reports the exit. A container removed from outside is created
+// again first (the workspace is on the host, so files survive).
 func (d *driver) Launch(ctx context.Context, inc *sandbox.Incarnation) (sandbox.Process, error) {
-	cfg := d.r.cfg
-	// Wait is registered before the start so no exit is missed. It is the
-	// one Docker call without a deadline: it lasts as long as the kernel.
+	for attempt := 0; ; attempt++ {
+		d.mu.Lock()
+		id, env := d.containerID, d.env
+		d.mu.Unlock()
+		// Wait is registered before the start so no exit is missed.
+		proc := d.watch(id, inc)
+		sctx, cancel := context.WithTimeout(ctx, d.r.cfg.CallTimeout)
+		err := d.r.cli.ContainerStart(sctx, id, container.StartOptions{})
+		cancel()
+		if err == nil {
+			d.noteStart(ctx, id)
+			return proc, nil
+		}
+		proc.stop()
+		if !cerrdefs.IsNotFound(err) || attempt > 0 {
+			return nil, fmt.Errorf("%w: docker: start container: %w", sandbox.ErrUnavailable, err)
+		}
+		d.r.log.Warn().Str("container", d.name).Msg("kernel container removed from outside; creating it again")
+		if env == nil {
+			env = sandbox.KernelEnv(sandbox.Spec{ID: d.id}, d.limits)
+		}
+		if err := d.create(ctx, env); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// watch starts the waiter of container id's next exit: it calls inc.Exit
+// with the reason. While the engine cannot be reached (dockerd restarting
+// with live-restore), it waits again instead of declaring the kernel dead,
+// as long as the container runs.
+func (d *driver) watch(id string, inc *sandbox.Incarnation) *process {
 	wctx, wcancel := context.WithCancel(context.Background())
 	d.mu.Lock()
-	id := d.containerID
 	d.waits = append(d.waits, wcancel)
 	d.mu.Unlock()
+	// The one Docker call without a deadline: it lasts as long as the kernel.
 	waitC, errC := d.r.cli.ContainerWait(wctx, id, container.WaitConditionNextExit)
-	sctx, cancel := context.WithTimeout(ctx, cfg.CallTimeout)
-	err := d.r.cli.ContainerStart(sctx, id, container.StartOptions{})
-	cancel()
-	if err != nil {
-		wcancel()
-		return nil, fmt.Errorf("%w: docker: start container: %w", sandbox.ErrUnavailable, err)
-	}
 	d.wg.Add(1)
-	go func() { // owned by the driver; ends when the container exits or Destroy cancels the wait
+	go func() { // owned by the driver; ends when the container exits or the wait is cancelled
 		defer d.wg.Done()
 		defer wcancel()
-		select {
-		case res := <-waitC:
-			inc.Exit(d.exitReason(res.StatusCode))
-		case err := <-errC:
-			if wctx.Err() != nil {
-				inc.Exit("sandbox closed")
-			} else {
-				inc.Exit("wait failed: " + err.Error())
+		for {
+			select {
+			case res := <-waitC:
+				inc.Exit(d.exitReason(res.StatusCode))
+				return
+			case err := <-errC:
+				if wctx.Err() != nil {
+					inc.Exit("sandbox closed")
+					return
+				}
+				if reason, gone := d.stillRunning(wctx, id); gone {
+					inc.Exit(reason)
+					return
+				}
+				d.r.log.Info().Err(err).Str("container", d.name).Msg("engine connection lost; watching the kernel again")
+				waitC, errC = d.r.cli.ContainerWait(wctx, id, container.WaitConditionNextExit)
 			}
 		}
 	}()
-	return &process{d: d, id: id}, nil
+	return &process{d: d, id: id, stop: wcancel}
+}
+
+// stillRunning waits (up to a minute, retrying) for the engine to answer
+// and reports whether the container is gone or stopped, with why.
+func (d *driver) stillRunning(ctx context.Context, id string) (reason string, gone bool) {
+	for try := 0; try < 30; try++ {
+		ictx, cancel := context.WithTimeout(ctx, d.r.cfg.CallTimeout)
+		info, err := d.r.cli.ContainerInspect(ictx, id)
+		cancel()
+		switch {
+		case cerrdefs.IsNotFound(err):
+			return "kernel container removed", true
+		case err == nil && info.State != nil && info.State.Running:
+			return "", false
+		case err == nil:
+			return d.exitReason(int64(info.State.ExitCode)), true
+		}
+		select {
+		case <-ctx.Done():
+			return "sandbox closed", true
+		case <-time.After(2 * time.Second):
+		}
+	}
+	return "the container engine did not answer for a minute", true
+}
+
+// noteStart records when the container's current kernel started: its
+// incarnation.
+func (d *driver) noteStart(ctx context.Context, id string) {
+	ictx, cancel := context.WithTimeout(ctx, d.r.cfg.CallTimeout)
+	defer cancel()
+	if info, err := d.r.cli.ContainerInspect(ictx, id); err == nil && info.State != nil {
+		d.mu.Lock()
+		d.started = info.State.StartedAt
+		d.mu.Unlock()
+	}
+}
+
+// driverState is the docker part of sandbox.State.
+type driverState struct {
+	Container string `json:"container"`
+	Image     string `json:"image"`
+	Started   string `json:"started"`
+}
+
+// State implements sandbox.DriverStater.
+func (d *driver) State() (json.RawMessage, string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	b, _ := json.Marshal(driverState{Container: d.containerID, Image: d.r.cfg.Image, Started: d.started})
+	return b, d.started
+}
+
+// Freeze implements sandbox.DriverFreezer: docker pause (the cgroup
+// freezer; gVisor stops its sandbox).
+func (d *driver) Freeze(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, d.r.cfg.CallTimeout)
+	defer cancel()
+	if err := d.r.cli.ContainerPause(ctx, d.container()); err != nil {
+		return fmt.Errorf("docker: pause %s: %w", d.name, err)
+	}
+	return nil
+}
+
+// Thaw implements sandbox.DriverFreezer: docker unpause.
+func (d *driver) Thaw(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, d.r.cfg.CallTimeout)
+	defer cancel()
+	if err := d.r.cli.ContainerUnpause(ctx, d.container()); err != nil {
+		return fmt.Errorf("docker: unpause %s: %w", d.name, err)
+	}
+	return nil
+}
+
+func (d *driver) container() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.containerID
+}
+
+// Detach implements sandbox.DriverDetacher: stop watching, leave the
+// container running.
+func (d *driver) Detach(context.Context) error {
+	d.mu.Lock()
+	for _, stop := range d.waits {
+		stop()
+	}
+	d.mu.Unlock()
+	d.wg.Wait()
+	return nil
 }
 
 // exitReason inspects the exited container: OOMKilled when the OOM killer
@@ -183,8 +314,9 @@ func (d *driver) Destroy(ctx context.Context) error {
 
 // process is one start of the container (sandbox.Process).
 type process struct {
-	d  *driver
-	id string
+	d    *driver
+	id   string
+	stop context.CancelFunc // ends its waiter
 }
 
 // Kill implements sandbox.Process. A container that is not running

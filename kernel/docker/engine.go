@@ -20,6 +20,8 @@ type engine interface {
 	ContainerStart(ctx context.Context, container string, options container.StartOptions) error
 	ContainerWait(ctx context.Context, container string, condition container.WaitCondition) (<-chan container.WaitResponse, <-chan error)
 	ContainerKill(ctx context.Context, container, signal string) error
+	ContainerPause(ctx context.Context, container string) error
+	ContainerUnpause(ctx context.Context, container string) error
 	ContainerRemove(ctx context.Context, container string, options container.RemoveOptions) error
 	ContainerInspect(ctx context.Context, container string) (container.InspectResponse, error)
 	ContainerLogs(ctx context.Context, container string, options container.LogsOptions) (io.ReadCloser, error)

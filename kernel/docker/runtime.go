@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"os"
 	"sync"
@@ -82,11 +83,17 @@ func newRuntime(ctx context.Context, cfg Config, cli engine, log zerolog.Logger)
 	if err := sandbox.PrepareStateDir(cfg.StateDir); err != nil {
 		return nil, fmt.Errorf("docker: %w", err)
 	}
-	if err := r.Reconcile(ctx); err != nil {
-		return nil, err
+	if !cfg.Adopting {
+		if err := r.Reconcile(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }
+
+// StateDir returns the directory of the sandboxes' state (where the
+// gateway keeps its session store too).
+func (r *Runtime) StateDir() string { return r.cfg.StateDir }
 
 // Name returns "docker".
 func (r *Runtime) Name() string { return "docker" }
@@ -164,7 +171,7 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 		return nil, err
 	}
 	b.OnClose("remove session directory", dirs.Remove)
-	d := &driver{r: r, id: spec.ID, name: r.ContainerName(spec.ID), limits: limits, dirs: dirs, uid: uid}
+	d := &driver{r: r, id: spec.ID, name: r.ContainerName(spec.ID), limits: limits, dirs: dirs, uid: uid, egress: spec.EgressSocket}
 	b.Use(dirs, d)
 	if err := d.create(ctx, sandbox.KernelEnv(spec, limits)); err != nil {
 		return nil, err
@@ -172,5 +179,75 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	if err := b.Launch(ctx); err != nil {
 		return nil, err
 	}
-	return b, nil
+	return sandbox.Durable{Base: b}, nil
+}
+
+// Adopt implements sandbox.Adopter: it takes over the container a previous
+// gateway of this instance started for st. The container must carry this
+// instance's labels and run this runtime's image; a stopped one is started
+// again (a fresh kernel: the sandbox's State then has a new Incarnation).
+// On failure everything is undone, the container removed.
+func (r *Runtime) Adopt(ctx context.Context, st sandbox.State) (_ sandbox.Sandbox, err error) {
+	if !sandbox.IDPattern.MatchString(st.ID) {
+		return nil, fmt.Errorf("docker: adopt: bad id %q", st.ID)
+	}
+	var ds driverState
+	if err := json.Unmarshal(st.Driver, &ds); err != nil || ds.Container == "" {
+		return nil, fmt.Errorf("docker: adopt %s: no container in the stored state", st.ID)
+	}
+	if err := r.claim(st.ID); err != nil {
+		return nil, err
+	}
+	b := sandbox.NewBase(sandbox.BaseConfig{ID: st.ID, Limits: st.Limits, SandboxIPC: sandbox.IPCDir, StartTimeout: r.cfg.StartTimeout})
+	defer b.CloseOnFailure(ctx, &err)
+	b.OnClose("forget session", func() error { r.forget(st.ID); return nil })
+	slot := st.UID - r.cfg.UIDBase
+	if !r.slots.Mark(slot) {
+		return nil, fmt.Errorf("docker: adopt %s: uid %d is not free", st.ID, st.UID)
+	}
+	b.OnClose("release slot", func() error { r.slots.Release(slot); return nil })
+	b.SetOwner(st.UID, st.GID)
+	dirs, err := sandbox.OpenDirs(r.cfg.StateDir, st.ID, st.UID, st.GID)
+	if err != nil {
+		return nil, err
+	}
+	b.OnClose("remove session directory", dirs.Remove)
+	d := &driver{r: r, id: st.ID, name: r.ContainerName(st.ID), limits: st.Limits, dirs: dirs, uid: st.UID, containerID: ds.Container, started: ds.Started}
+	b.Use(dirs, d)
+	ictx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
+	info, err := r.cli.ContainerInspect(ictx, ds.Container)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("docker: adopt %s: %w", st.ID, err)
+	}
+	switch {
+	case info.Config == nil || info.State == nil:
+		return nil, fmt.Errorf("docker: adopt %s: the engine describes no container", st.ID)
+	case info.Config.Labels[LabelManaged] != "true" || info.Config.Labels[LabelInstance] != r.cfg.Instance || info.Config.Labels[LabelSession] != st.ID:
+		return nil, fmt.Errorf("docker: adopt %s: the container's labels do not match", st.ID)
+	case info.Config.Image != r.cfg.Image:
+		return nil, fmt.Errorf("docker: adopt %s: the container runs %s, this gateway %s", st.ID, info.Config.Image, r.cfg.Image)
+	}
+	if info.State.Paused { // frozen when its gateway died: the kernel must answer
+		uctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
+		err := r.cli.ContainerUnpause(uctx, ds.Container)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("docker: adopt %s: unpause: %w", st.ID, err)
+		}
+	}
+	inc := sandbox.NewIncarnation(st.Conn)
+	if !info.State.Running {
+		inc.Exit("stopped while no gateway watched it")
+		b.Attach(inc, &process{d: d, id: ds.Container, stop: func() {}})
+		if err := b.Restart(ctx); err != nil {
+			return nil, err
+		}
+		return sandbox.Durable{Base: b}, nil
+	}
+	b.Attach(inc, d.watch(ds.Container, inc))
+	d.mu.Lock()
+	d.started = info.State.StartedAt
+	d.mu.Unlock()
+	return sandbox.Durable{Base: b}, nil
 }

@@ -1,12 +1,15 @@
 package local
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/glassroom/glassroom/kernel/sandbox"
 	"golang.org/x/sys/unix"
@@ -25,8 +28,8 @@ const cgroupRoot = "/sys/fs/cgroup"
 // no cgroups.
 type cgroupLayout struct {
 	v2 bool
-	// v1 hierarchies ("" when absent); cpu is optional.
-	memory, pids, cpu string
+	// v1 hierarchies ("" when absent); cpu and freezer are optional.
+	memory, pids, cpu, freezer string
 }
 
 func detectCgroups() cgroupLayout {
@@ -43,6 +46,7 @@ func detectCgroups() cgroupLayout {
 	l.memory = has("memory", "memory.limit_in_bytes")
 	l.pids = has("pids", "cgroup.procs") // the root has no pids.max
 	l.cpu = has("cpu", "cpu.cfs_quota_us")
+	l.freezer = has("freezer", "cgroup.procs")
 	if l.memory == "" || l.pids == "" {
 		return cgroupLayout{}
 	}
@@ -57,7 +61,7 @@ func (l cgroupLayout) dirs(id string) []string {
 		return []string{filepath.Join(cgroupRoot, "glassroom", id)}
 	}
 	var out []string
-	for _, h := range []string{l.memory, l.pids, l.cpu} {
+	for _, h := range []string{l.memory, l.pids, l.cpu, l.freezer} {
 		if h != "" {
 			out = append(out, filepath.Join(h, "glassroom", id))
 		}
@@ -185,6 +189,59 @@ func (cg *cgroup) oomKills() int {
 		}
 	}
 	return 0
+}
+
+// errNoFreezer: this host's cgroups have no freezer.
+var errNoFreezer = errors.New("local: no cgroup freezer")
+
+// freezePoll is how often a freeze in progress is checked.
+const freezePoll = 2 * time.Millisecond
+
+// setFrozen freezes (or thaws) every process of the cgroup and waits
+// until the kernel reports it done: v2 cgroup.freeze and the "frozen"
+// line of cgroup.events; v1 freezer.state, FREEZING until FROZEN.
+func (cg *cgroup) setFrozen(ctx context.Context, frozen bool) error {
+	var file, value, doneFile string
+	var done func(string) bool
+	switch {
+	case cg.layout.v2:
+		file, doneFile = filepath.Join(cg.dirs[0], "cgroup.freeze"), filepath.Join(cg.dirs[0], "cgroup.events")
+		value, want := "0", "frozen 0"
+		if frozen {
+			value, want = "1", "frozen 1"
+		}
+		done = func(events string) bool { return strings.Contains(events, want) }
+		if err := os.WriteFile(file, []byte(value), 0); err != nil {
+			return fmt.Errorf("local: freeze: %w", err)
+		}
+	case cg.layout.freezer != "":
+		dir := cg.dirs[len(cg.dirs)-1] // the freezer hierarchy is listed last
+		file, doneFile = filepath.Join(dir, "freezer.state"), filepath.Join(dir, "freezer.state")
+		value = "THAWED"
+		if frozen {
+			value = "FROZEN"
+		}
+		done = func(state string) bool { return strings.TrimSpace(state) == value }
+		if err := os.WriteFile(file, []byte(value), 0); err != nil {
+			return fmt.Errorf("local: freeze: %w", err)
+		}
+	default:
+		return errNoFreezer
+	}
+	for {
+		b, err := os.ReadFile(doneFile)
+		if err != nil {
+			return fmt.Errorf("local: freeze: %w", err)
+		}
+		if done(string(b)) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("local: freeze: %w", ctx.Err())
+		case <-time.After(freezePoll):
+		}
+	}
 }
 
 // remove deletes the cgroups; they are empty once the sandbox's pid

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -27,6 +28,7 @@ type driver struct {
 	dirs     *sandbox.Dirs
 	uid, gid int
 	cg       *cgroup // nil without cgroups
+	egress   string  // host path of the egress proxy's socket, "" for none
 
 	wg sync.WaitGroup // waiter goroutines
 }
@@ -121,6 +123,29 @@ func (d *driver) Destroy(ctx context.Context) error {
 	}
 }
 
+// Freeze implements sandbox.DriverFreezer with the sandbox's cgroup
+// freezer: every process of the sandbox stops at once.
+func (d *driver) Freeze(ctx context.Context) error {
+	if d.cg == nil {
+		return sandbox.ErrNoFreeze
+	}
+	if err := d.cg.setFrozen(ctx, true); err != nil {
+		if errors.Is(err, errNoFreezer) {
+			return sandbox.ErrNoFreeze
+		}
+		return err
+	}
+	return nil
+}
+
+// Thaw implements sandbox.DriverFreezer.
+func (d *driver) Thaw(ctx context.Context) error {
+	if d.cg == nil {
+		return nil
+	}
+	return d.cg.setFrozen(ctx, false)
+}
+
 // readChildPidfd reads bwrap's info JSON and opens a pidfd for the
 // sandbox's init process. It returns -1 if that fails (the process group
 // kill still applies).
@@ -180,6 +205,7 @@ func (d *driver) command(seccomp bool) (*exec.Cmd, error) {
 			env[k] = v
 		}
 		env["HOME"] = d.dirs.Work()
+		delete(env, sandbox.EgressSocketEnv) // it has the host's network: no forwarder
 		args = append(args, py...)
 	} else {
 		args = append(append(args, d.bwrapArgs(env, seccomp)...), py...)
@@ -226,6 +252,11 @@ func (d *driver) bwrapArgs(env map[string]string, seccomp bool) []string {
 		"--size", strconv.Itoa(256<<20), "--tmpfs", "/tmp",
 		"--bind", d.dirs.Work(), sandbox.WorkDir,
 		"--bind", d.dirs.IPC(), sandbox.IPCDir,
+	)
+	if d.egress != "" { // read-only: the sandbox can connect to the socket, not replace it
+		b = append(b, "--ro-bind", filepath.Dir(d.egress), sandbox.EgressDir)
+	}
+	b = append(b,
 		"--remount-ro", "/",
 		"--chdir", sandbox.WorkDir,
 		"--clearenv",

@@ -116,6 +116,10 @@ func checkTraversable(dir string) error {
 	}
 }
 
+// StateDir returns the directory of the sandboxes' state (where the
+// gateway keeps its session store too).
+func (r *Runtime) StateDir() string { return r.cfg.StateDir }
+
 // Name returns "local".
 func (r *Runtime) Name() string { return "local" }
 
@@ -172,7 +176,7 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	if err := writeIdentity(dirs.Path()); err != nil {
 		return nil, err
 	}
-	d := &driver{r: r, id: spec.ID, env: sandbox.KernelEnv(spec, limits), limits: limits, dirs: dirs, uid: uid, gid: gid}
+	d := &driver{r: r, id: spec.ID, env: sandbox.KernelEnv(spec, limits), limits: limits, dirs: dirs, uid: uid, gid: gid, egress: spec.EgressSocket}
 	if r.root && r.cgroups.usable() {
 		cg, err := r.cgroups.create(spec.ID, limits, uid)
 		if err != nil {

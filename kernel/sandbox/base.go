@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -23,6 +24,20 @@ type Driver interface {
 	// Destroy removes what the driver made (a container). Base calls it
 	// once, from Close, after killing the current process.
 	Destroy(ctx context.Context) error
+}
+
+// Connector is implemented by a Driver whose kernels are not reached
+// through unix sockets in a host ipc directory (a pod on the cluster
+// network): Base asks it for each incarnation's connection instead of
+// PrepareIPC, and to wait for that kernel instead of WaitForSockets. A
+// sandbox whose driver is a Connector needs no Dirs (Use with nil dirs);
+// its Workspace is then "".
+type Connector interface {
+	// Prepare returns how the gateway will reach the next kernel process.
+	Prepare(ctx context.Context) (kernel.ConnectionInfo, error)
+	// WaitReady blocks until the kernel of inc accepts connections. It
+	// fails when inc exits first or ctx ends.
+	WaitReady(ctx context.Context, inc *Incarnation) error
 }
 
 // Process is one started kernel process of a Driver.
@@ -66,6 +81,9 @@ type Base struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	freezeMu sync.Mutex // serializes Freeze and Thaw
+	frozen   bool
 }
 
 // closeWait bounds how long Close waits for a killed process to be gone.
@@ -106,8 +124,77 @@ func (b *Base) SetOwner(uid, gid int) { b.uid, b.gid = uid, gid }
 // calls the driver's Destroy.
 func (b *Base) Use(dirs *Dirs, drv Driver) { b.dirs, b.drv = dirs, drv }
 
+// Attach makes inc, served by proc, the current kernel without launching
+// one: a runtime adopting a kernel another gateway started calls it
+// instead of Launch. Restart and Close then treat it as their own.
+func (b *Base) Attach(inc *Incarnation, proc Process) {
+	b.mu.Lock()
+	b.inc, b.proc = inc, proc
+	b.mu.Unlock()
+}
+
 // Launch starts the first kernel and waits for its sockets.
 func (b *Base) Launch(ctx context.Context) error { return b.launch(ctx) }
+
+// DriverStater is implemented by drivers of persistent sandboxes: the
+// driver's part of State, and the incarnation token of its current kernel.
+type DriverStater interface {
+	State() (driver json.RawMessage, incarnation string)
+}
+
+// Durable is a Base whose driver's sandboxes outlive the gateway (a
+// DriverStater and DriverDetacher): it implements Persistent. A runtime
+// returns Durable{b} instead of b only then, so that a sandbox that dies
+// with the gateway (a local process) is never taken for one that can be
+// detached and adopted.
+type Durable struct{ *Base }
+
+var _ Persistent = Durable{}
+
+// State implements Persistent.
+func (d Durable) State() State { return d.state() }
+
+// Detach implements Persistent: the sandbox is let go, not closed; its
+// teardown steps are not run (they belong to the gateway that adopts it).
+func (d Durable) Detach(ctx context.Context) error { return d.detach(ctx) }
+
+// state describes the sandbox, with its driver's part when the driver is
+// a DriverStater.
+func (b *Base) state() State {
+	st := State{ID: b.cfg.ID, UID: b.uid, GID: b.gid, Limits: b.cfg.Limits, Conn: b.current().Connection()}
+	if ds, ok := b.drv.(DriverStater); ok {
+		st.Driver, st.Incarnation = ds.State()
+	}
+	return st
+}
+
+// DriverDetacher is implemented by drivers whose sandboxes outlive the
+// gateway: Detach stops watching the kernel and leaves it running.
+type DriverDetacher interface {
+	Detach(ctx context.Context) error
+}
+
+// detach stops watching the kernel, leaving it running, and marks the
+// sandbox closed without running its teardown steps.
+func (b *Base) detach(ctx context.Context) error {
+	var err error
+	b.closeOnce.Do(func() {
+		b.mu.Lock()
+		b.closed = true
+		close(b.closing)
+		b.mu.Unlock()
+		b.launchs.Wait()
+		if terr := b.Thaw(ctx); terr != nil { // the next gateway must find it running
+			err = terr
+		}
+		if dd, ok := b.drv.(DriverDetacher); ok {
+			err = dd.Detach(ctx)
+		}
+		b.teardown.Release()
+		b.closeErr = ErrClosed
+	})
+	return err
+}
 
 func (b *Base) launch(ctx context.Context) error {
 	b.mu.Lock()
@@ -119,7 +206,14 @@ func (b *Base) launch(ctx context.Context) error {
 	b.mu.Unlock()
 	defer b.launchs.Done()
 
-	host, err := PrepareIPC(b.dirs.IPC(), b.cfg.SandboxIPC, b.uid, b.gid)
+	conn, isConnector := b.drv.(Connector)
+	var host kernel.ConnectionInfo
+	var err error
+	if isConnector {
+		host, err = conn.Prepare(ctx)
+	} else {
+		host, err = PrepareIPC(b.dirs.IPC(), b.cfg.SandboxIPC, b.uid, b.gid)
+	}
 	if err != nil {
 		return err
 	}
@@ -147,7 +241,12 @@ func (b *Base) launch(ctx context.Context) error {
 		case <-wctx.Done():
 		}
 	}()
-	if err := WaitForSockets(wctx, host, inc.Exited()); err != nil {
+	if isConnector {
+		err = conn.WaitReady(wctx, inc)
+	} else {
+		err = WaitForSockets(wctx, host, inc.Exited())
+	}
+	if err != nil {
 		b.kill(ctx, inc, proc)
 		return fmt.Errorf("sandbox: %w (%s): %s", err, inc.ExitReason(), proc.Diagnostics())
 	}
@@ -186,7 +285,12 @@ func (b *Base) Connection() kernel.ConnectionInfo { return b.current().Connectio
 func (b *Base) Limits() Limits { return b.cfg.Limits }
 
 // Workspace implements Sandbox.
-func (b *Base) Workspace() string { return b.dirs.Work() }
+func (b *Base) Workspace() string {
+	if b.dirs == nil {
+		return ""
+	}
+	return b.dirs.Work()
+}
 
 // UID returns the host uid the sandbox runs as.
 func (b *Base) UID() int { return b.uid }
@@ -207,6 +311,9 @@ func (b *Base) Restart(ctx context.Context) error {
 	}
 	inc, proc := b.inc, b.proc
 	b.mu.Unlock()
+	if err := b.Thaw(ctx); err != nil { // a frozen process cannot die
+		return fmt.Errorf("sandbox: restart: %w", err)
+	}
 	if proc != nil {
 		if err := proc.Kill(ctx); err != nil {
 			return fmt.Errorf("sandbox: restart: kill: %w", err)
@@ -235,6 +342,7 @@ func (b *Base) Close(ctx context.Context) error {
 		close(b.closing)
 		inc, proc := b.inc, b.proc
 		b.mu.Unlock()
+		_ = b.Thaw(context.WithoutCancel(ctx)) // a frozen process cannot die
 		if proc != nil {
 			b.kill(ctx, inc, proc)
 		}
@@ -253,4 +361,74 @@ func (b *Base) Close(ctx context.Context) error {
 		b.closeErr = errors.Join(errs...)
 	})
 	return b.closeErr
+}
+
+// Freezer is what a session needs to pause an idle sandbox. Base
+// implements it (Freeze returns ErrNoFreeze when its driver cannot).
+type Freezer interface {
+	Freeze(ctx context.Context) error
+	Thaw(ctx context.Context) error
+	Frozen() bool
+}
+
+var _ Freezer = (*Base)(nil)
+
+// ErrNoFreeze is returned by Freeze when the sandbox's runtime cannot
+// freeze it.
+var ErrNoFreeze = errors.New("sandbox: this runtime cannot freeze a sandbox")
+
+// DriverFreezer is implemented by drivers that can stop every process of
+// the sandbox at once and resume them (a cgroup freezer, docker pause).
+type DriverFreezer interface {
+	Freeze(ctx context.Context) error
+	Thaw(ctx context.Context) error
+}
+
+// Freeze stops every process of the sandbox until Thaw: an idle kernel
+// then costs no CPU. It returns ErrNoFreeze when the driver cannot.
+// Restart, Close and Detach thaw first. Safe for concurrent use with Thaw;
+// the caller must not expect the kernel to answer while frozen.
+func (b *Base) Freeze(ctx context.Context) error {
+	fz, ok := b.drv.(DriverFreezer)
+	if !ok {
+		return ErrNoFreeze
+	}
+	b.freezeMu.Lock()
+	defer b.freezeMu.Unlock()
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	switch {
+	case closed:
+		return ErrClosed
+	case b.frozen:
+		return nil
+	}
+	if err := fz.Freeze(ctx); err != nil {
+		_ = fz.Thaw(context.WithoutCancel(ctx)) // never leave it half frozen
+		return fmt.Errorf("sandbox: freeze: %w", err)
+	}
+	b.frozen = true
+	return nil
+}
+
+// Thaw resumes a frozen sandbox; it does nothing to one that is not.
+func (b *Base) Thaw(ctx context.Context) error {
+	b.freezeMu.Lock()
+	defer b.freezeMu.Unlock()
+	if !b.frozen {
+		return nil
+	}
+	if err := b.drv.(DriverFreezer).Thaw(ctx); err != nil {
+		return fmt.Errorf("sandbox: thaw: %w", err)
+	}
+	b.frozen = false
+	return nil
+}
+
+// Frozen reports whether the sandbox is frozen now.
+func (b *Base) Frozen() bool {
+	b.freezeMu.Lock()
+	defer b.freezeMu.Unlock()
+	return b.frozen
 }

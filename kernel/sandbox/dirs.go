@@ -77,6 +77,20 @@ func CreateDirs(stateDir, id string, uid, gid, workspaceMB int, mount bool) (d *
 	return d, nil
 }
 
+// OpenDirs returns the existing directories of a session (a previous
+// gateway made them; their mounts outlived it), after checking that they
+// are there.
+func OpenDirs(stateDir, id string, uid, gid int) (*Dirs, error) {
+	d := &Dirs{path: filepath.Join(stateDir, id), uid: uid, gid: gid}
+	for _, dir := range []string{d.Work(), d.IPC()} {
+		st, err := os.Lstat(dir)
+		if err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("sandbox: session directory %s: %w", dir, errors.Join(err, os.ErrNotExist))
+		}
+	}
+	return d, nil
+}
+
 // Path returns the session directory.
 func (d *Dirs) Path() string { return d.path }
 

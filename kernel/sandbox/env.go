@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -83,7 +84,8 @@ func CheckEnv(env map[string]string) error {
 }
 
 // KernelEnv returns the kernel's environment: the base every runtime uses,
-// with the session's variables (already checked by Spec.Validate) added.
+// with the session's variables (already checked by Spec.Validate) added,
+// and EgressSocketEnv when the session has a network.
 // Caches, history and Jupyter state live in the sandbox's private /tmp,
 // never in the workspace; Jupyter config files are not read at all.
 func KernelEnv(spec Spec, l Limits) map[string]string {
@@ -107,6 +109,9 @@ func KernelEnv(spec Spec, l Limits) map[string]string {
 	}
 	for k, v := range spec.Env {
 		env[k] = v
+	}
+	if spec.EgressSocket != "" {
+		env[EgressSocketEnv] = EgressDir + "/" + filepath.Base(spec.EgressSocket)
 	}
 	return env
 }

@@ -19,6 +19,15 @@ const (
 	ConnFile = IPCDir + "/" + ConnectionFileName
 	// WorkDir is the workspace: the kernel's working directory and HOME.
 	WorkDir = "/workspace"
+	// EgressDir is where the directory of the session's egress proxy
+	// socket is bound, read-only, when the session has a network
+	// (Spec.EgressSocket).
+	EgressDir = "/run/glassroom/egress"
+	// EgressSocketEnv names the variable that gives the launcher the
+	// proxy's socket inside the sandbox; set, it starts the forwarder and
+	// points HTTP_PROXY, HTTPS_PROXY (and their lower-case twins) at it.
+	// Sessions cannot set it (GLASSROOM* is reserved).
+	EgressSocketEnv = "GLASSROOM_EGRESS_SOCKET"
 )
 
 // KernelArgv returns the command that starts the kernel with python (an

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"regexp"
 
 	"github.com/glassroom/glassroom/kernel"
@@ -19,7 +20,23 @@ type Spec struct {
 	Env map[string]string
 	// Limits are the resources granted; zero fields take the runtime's defaults.
 	Limits Limits
+	// Tenant names the session's owner (an opaque id matching
+	// TenantPattern), or "". Runtimes whose sandboxes outlive a gateway
+	// (k8s) record it, so another gateway adopting the sandbox knows whose
+	// it is.
+	Tenant string
+	// EgressSocket is the host path of the unix socket of the session's
+	// egress proxy (package egress), or "" for no network at all: the zero
+	// value, which is what a sandbox started before its session (a warm
+	// pool's) has. The runtime binds the socket's directory read-only at
+	// EgressDir, and the launcher's forwarder reaches the proxy through it
+	// (see KernelEnv). The directory must hold nothing else.
+	EgressSocket string
 }
+
+// TenantPattern is the shape of a Spec's Tenant (it must fit a Kubernetes
+// label value).
+var TenantPattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$`)
 
 // Limits are the resources of one sandbox. Runtimes cap them at their maxima.
 type Limits struct {
@@ -60,6 +77,9 @@ func (l Limits) Exceeds(limit Limits) bool {
 	return l.MemoryMB > limit.MemoryMB || l.CPUs > limit.CPUs || l.Pids > limit.Pids || l.WorkspaceMB > limit.WorkspaceMB
 }
 
+// socketName is the shape of an egress socket's file name.
+var socketName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
 // IDPattern is the shape of a session id accepted by runtimes.
 var IDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{7,63}$`)
 
@@ -99,8 +119,14 @@ func (s Spec) Validate() error {
 	if err := CheckEnv(s.Env); err != nil {
 		return err
 	}
+	if s.Tenant != "" && !TenantPattern.MatchString(s.Tenant) {
+		return badSpec("tenant %q", s.Tenant)
+	}
 	if s.Limits.MemoryMB < 0 || s.Limits.CPUs < 0 || s.Limits.Pids < 0 || s.Limits.WorkspaceMB < 0 {
 		return badSpec("negative limit")
+	}
+	if e := s.EgressSocket; e != "" && (!filepath.IsAbs(e) || filepath.Clean(e) != e || !socketName.MatchString(filepath.Base(e))) {
+		return badSpec("egress socket %q", e)
 	}
 	return nil
 }
@@ -118,6 +144,8 @@ type WorkspaceOpener interface {
 // Methods are safe for concurrent use. The holder must call Close, which
 // kills the kernel and removes everything the runtime created for it.
 type Sandbox interface {
+	// ID returns the session id the sandbox was started for (Spec.ID).
+	ID() string
 	// Connection returns how the gateway reaches the current kernel process.
 	// It changes after Restart.
 	Connection() kernel.ConnectionInfo

@@ -256,6 +256,8 @@ class SandboxInfo:
     idle_timeout_s: int
     queued: int
     limits: Dict[str, Any]
+    paused: bool = False
+    """The idle kernel is frozen; the next request thaws it."""
 
 
 _FRACTION = re.compile(r"(\.\d{6})\d+")
@@ -284,7 +286,7 @@ def sandbox_info(s: Dict[str, Any]) -> SandboxInfo:
         sandbox_id=str(s.get("id", "")), state=str(s.get("state", "")), runtime=str(s.get("runtime", "")),
         started_at=parse_time(s.get("created_at")), end_at=parse_time(s.get("expires_at")),
         idle_timeout_s=int(s.get("idle_timeout_s") or 0), queued=int(s.get("queued") or 0),
-        limits=dict(s.get("limits") or {}),
+        limits=dict(s.get("limits") or {}), paused=bool(s.get("paused")),
     )
 
 

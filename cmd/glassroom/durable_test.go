@@ -1,0 +1,234 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// durableGateway runs the real binary on the docker runtime with a state
+// dir and instance of the test's own, and restarts it on demand.
+type durableGateway struct {
+	t        *testing.T
+	args     []string
+	cmd      *exec.Cmd
+	base     string
+	key      string
+	instance string
+}
+
+func newDurableGateway(t *testing.T, extra ...string) *durableGateway {
+	requireDocker(t)
+	g := &durableGateway{t: t, key: "durable-test-key-0123456789", instance: "durable-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)}
+	g.args = append([]string{"--runtime", "docker", "--state-dir", stateDir(t), "--instance", g.instance,
+		"--api-key", g.key, "--log-level", "warn", "--uid-base", "317000"}, extra...)
+	g.start()
+	t.Cleanup(func() { // whatever the test left: stop every kernel
+		g.stop(syscall.SIGTERM)
+		cmd, _ := startBinary(t, append(g.args, "--on-shutdown", "stop")...)
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	return g
+}
+
+func (g *durableGateway) start() { g.cmd, g.base = startBinary(g.t, g.args...) }
+
+func (g *durableGateway) stop(sig syscall.Signal) {
+	if g.cmd.ProcessState == nil {
+		g.cmd.Process.Signal(sig)
+		g.cmd.Wait()
+	}
+}
+
+func (g *durableGateway) exec(id, code string) execution {
+	g.t.Helper()
+	var x execution
+	if st := api(g.t, g.base, g.key, "POST", "/v1/sessions/"+id+"/execute", map[string]any{"code": code}, &x); st != http.StatusOK {
+		g.t.Fatalf("execute in %s: %d", id, st)
+	}
+	return x
+}
+
+// TestGatewaySIGKILLKeepsEverySession: ten docker sessions hold variables
+// and files; the gateway is SIGKILLed and started again; all ten answer
+// x + 1 with their own values and keep their files, and an execution that
+// was running when the gateway died is reported with status unknown.
+func TestGatewaySIGKILLKeepsEverySession(t *testing.T) {
+	g := newDurableGateway(t)
+	var ids []string
+	for i := 0; i < 10; i++ {
+		var s struct{ ID string }
+		if st := api(t, g.base, g.key, "POST", "/v1/sessions", nil, &s); st != http.StatusCreated {
+			t.Fatalf("create: %d", st)
+		}
+		ids = append(ids, s.ID)
+		g.exec(s.ID, fmt.Sprintf("x = %d\nopen('own.txt', 'w').write('session %d')", 100*i+1, i))
+	}
+	// A long execution, running when the gateway dies.
+	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(g.base, "http")+"/v1/sessions/"+ids[0]+"/ws?token="+g.key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws.WriteJSON(map[string]any{"type": "execute", "id": "long-one", "code": "import time; time.sleep(2); z = 5"})
+	for {
+		var ev struct{ Type, ID string }
+		if err := ws.ReadJSON(&ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == "started" && ev.ID == "long-one" {
+			break
+		}
+	}
+	time.Sleep(1500 * time.Millisecond) // the store has flushed the running execution
+	g.stop(syscall.SIGKILL)
+	ws.Close()
+	g.start()
+	for i, id := range ids {
+		x := g.exec(id, "x + 1")
+		if want := strconv.Itoa(100*i + 2); x.Result.Text != want {
+			t.Errorf("session %d after the crash: x + 1 = %q (%+v), want %s", i, x.Result.Text, x, want)
+		}
+		status, body := getFile(t, g, id, "own.txt")
+		if status != http.StatusOK || body != fmt.Sprintf("session %d", i) {
+			t.Errorf("session %d's file after the crash: %d %q", i, status, body)
+		}
+	}
+	// The interrupted execution finished in the kernel (z exists) and is
+	// reported as unknown to a client that resumes from the start.
+	if x := g.exec(ids[0], "z"); x.Result.Text != "5" {
+		t.Errorf("the running execution did not finish in the kernel: %+v", x)
+	}
+	ws, _, err = websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(g.base, "http")+"/v1/sessions/"+ids[0]+"/ws?since=0&token="+g.key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		var ev struct{ Type, ID, Status, Reason string }
+		if err := ws.ReadJSON(&ev); err != nil {
+			t.Fatalf("no done for the running execution: %v", err)
+		}
+		if ev.Type == "done" && ev.ID == "long-one" {
+			if ev.Status != "unknown" || !strings.Contains(ev.Reason, "gateway restarted") {
+				t.Fatalf("done of the execution the crash interrupted: %+v", ev)
+			}
+			break
+		}
+	}
+}
+
+// TestGatewayUpgradeKeepsKernels: SIGTERM (the default --on-shutdown keep)
+// lets kernels run on; --on-shutdown stop ends them.
+func TestGatewayUpgradeKeepsKernels(t *testing.T) {
+	g := newDurableGateway(t)
+	var s struct{ ID string }
+	api(t, g.base, g.key, "POST", "/v1/sessions", nil, &s)
+	g.exec(s.ID, "kept = 'yes'")
+	g.stop(syscall.SIGTERM)
+	g.start()
+	if x := g.exec(s.ID, "kept"); x.Result.Text != "'yes'" {
+		t.Fatalf("after a SIGTERM upgrade: %+v", x)
+	}
+	g.args = append(g.args, "--on-shutdown", "stop")
+	g.stop(syscall.SIGTERM) // still the default: keep
+	g.start()               // now with stop
+	g.stop(syscall.SIGTERM)
+	out, _ := exec.Command("docker", "ps", "-aq", "--filter", "label=io.glassroom.instance="+g.instance).CombinedOutput()
+	if strings.TrimSpace(string(out)) != "" {
+		t.Fatalf("--on-shutdown stop left containers: %s", out)
+	}
+}
+
+// TestGatewayRestartKeepsSessionNetwork: a docker session with an egress
+// allowlist keeps reaching its destination (an HTTP server on host
+// loopback) through its proxy after a SIGTERM upgrade and after a SIGKILL:
+// the new gateway resumes the proxy in the directory the container binds.
+func TestGatewayRestartKeepsSessionNetwork(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "reached "+r.URL.Path) }))
+	defer up.Close()
+	port := up.Listener.Addr().(*net.TCPAddr).Port
+	g := newDurableGateway(t, "--egress-allow", "127.0.0.1:*", "--egress-allow-private", "127.0.0.1/32")
+	var s struct{ ID string }
+	if st := api(t, g.base, g.key, "POST", "/v1/sessions", map[string]any{"network": map[string]any{"allow": []string{fmt.Sprintf("127.0.0.1:%d", port)}}}, &s); st != http.StatusCreated {
+		t.Fatalf("create: %d", st)
+	}
+	fetch := fmt.Sprintf(`import http.client
+c = http.client.HTTPConnection("127.0.0.1", 3128, timeout=20)
+c.request("GET", "http://127.0.0.1:%d/%%s" %% step)
+r = c.getresponse()
+print(r.status, r.read().decode())`, port)
+	check := func(step string) {
+		t.Helper()
+		x := g.exec(s.ID, "step = '"+step+"'\n"+fetch)
+		if want := "200 reached /" + step; strings.TrimSpace(x.Stdout) != want {
+			t.Fatalf("%s: %+v, want %q", step, x, want)
+		}
+	}
+	check("first")
+	g.stop(syscall.SIGTERM)
+	g.start()
+	check("after-upgrade")
+	g.stop(syscall.SIGKILL)
+	g.start()
+	check("after-crash")
+	var info struct{ Network struct{ Allow []string } }
+	if api(t, g.base, g.key, "GET", "/v1/sessions/"+s.ID, nil, &info); len(info.Network.Allow) != 1 {
+		t.Errorf("the restored session's network: %+v", info)
+	}
+}
+
+// TestPausedSessionsSurviveRestarts: a session whose idle kernel is
+// frozen is thawed when its gateway stops for an upgrade, and unpaused by
+// the gateway that adopts it after a SIGKILL left it frozen.
+func TestPausedSessionsSurviveRestarts(t *testing.T) {
+	g := newDurableGateway(t, "--pause-after", "300ms")
+	var s struct{ ID string }
+	api(t, g.base, g.key, "POST", "/v1/sessions", nil, &s)
+	g.exec(s.ID, "x = 1")
+	waitPaused := func() {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			var info struct{ Paused bool }
+			api(t, g.base, g.key, "GET", "/v1/sessions/"+s.ID, nil, &info)
+			if info.Paused {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the session never paused")
+			}
+		}
+	}
+	for i, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		waitPaused()
+		g.stop(sig)
+		g.start()
+		if x := g.exec(s.ID, "x = x + 1; x"); x.Result.Text != strconv.Itoa(i+2) {
+			t.Fatalf("after %v of a gateway whose session was paused: %+v", sig, x)
+		}
+	}
+}
+
+func getFile(t *testing.T, g *durableGateway, id, path string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", g.base+"/v1/sessions/"+id+"/files/"+path, nil)
+	req.Header.Set("Authorization", "Bearer "+g.key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}

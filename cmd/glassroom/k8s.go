@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+
+	"github.com/glassroom/glassroom/kernel/k8s"
+	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/rs/zerolog"
+)
+
+// k8sOptions are the flags of --runtime k8s.
+type k8sOptions struct {
+	namespace      string
+	kubeconfig     string
+	kernelImage    string
+	agentImage     string
+	pullPolicy     string
+	runtimeClass   string
+	seccompProfile string
+	workspaceMedia string
+}
+
+func (k *k8sOptions) flags(fs *flag.FlagSet) {
+	fs.StringVar(&k.namespace, "k8s-namespace", "", "namespace of kernel pods (default: the gateway pod's own, else default)")
+	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "kubeconfig file for --runtime k8s (default: in-cluster, else KUBECONFIG or ~/.kube/config)")
+	fs.StringVar(&k.kernelImage, "k8s-kernel-image", "glassroom/python-kernel:latest", "kernel image of kernel pods")
+	fs.StringVar(&k.agentImage, "k8s-agent-image", "glassroom/gateway:latest", "image running `glassroom pod-agent` in kernel pods (the gateway's own)")
+	fs.StringVar(&k.pullPolicy, "k8s-image-pull-policy", "IfNotPresent", "image pull policy of kernel pods: Always, IfNotPresent, Never")
+	fs.StringVar(&k.runtimeClass, "k8s-runtime-class", "", "RuntimeClass of kernel pods (gvisor, kata); default: the node's")
+	fs.StringVar(&k.seccompProfile, "k8s-seccomp-profile", "", "Localhost seccomp profile of kernel pods (a path relative to the kubelet's seccomp dir); default RuntimeDefault")
+	fs.StringVar(&k.workspaceMedia, "k8s-workspace-medium", "", "workspace emptyDir medium: empty (node disk, sizeLimit enforced by eviction) or Memory (tmpfs)")
+}
+
+// newK8sRuntime connects to the cluster and builds the k8s runtime.
+func newK8sRuntime(ctx context.Context, o *options, common sandbox.Common, log zerolog.Logger) (*k8s.Runtime, error) {
+	cs, err := k8s.NewClientset(o.k8s.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	ns := o.k8s.namespace
+	if ns == "" {
+		ns = strings.TrimSpace(k8s.InClusterNamespace())
+	}
+	return k8s.New(ctx, k8s.Config{Common: common, Namespace: ns, Instance: o.instance,
+		Image: o.k8s.kernelImage, AgentImage: o.k8s.agentImage, ImagePullPolicy: o.k8s.pullPolicy,
+		RuntimeClassName: o.k8s.runtimeClass, SeccompLocalhostProfile: o.k8s.seccompProfile,
+		WorkspaceMedium: o.k8s.workspaceMedia, MaxLifetime: o.sess.MaxLifetime}, cs, log)
+}
+
+// runPodAgent is `glassroom pod-agent`: the agent next to the kernel in
+// its pod (kernel/k8s ServeAgent), serving until ctx ends.
+func runPodAgent(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("pod-agent", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", ":8790", "address to serve on")
+	var cfg k8s.AgentConfig
+	var tokenFile string
+	var quotaMB int64
+	fs.StringVar(&cfg.Workspace, "workspace", sandbox.WorkDir, "the workspace directory")
+	fs.StringVar(&tokenFile, "token-file", k8s.AgentTokenFile, "file holding the bearer token")
+	fs.StringVar(&cfg.Control, "control", k8s.ControlFile, "the supervisor's control file")
+	fs.StringVar(&cfg.Status, "status", k8s.StatusFile, "the supervisor's status file")
+	fs.Int64Var(&quotaMB, "quota-mb", 0, "uploads may fill the workspace up to this (MiB; 0: no quota)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("pod-agent: unexpected arguments: %v", fs.Args())
+	}
+	if quotaMB < 0 {
+		return errors.New("pod-agent: negative --quota-mb")
+	}
+	cfg.QuotaBytes = quotaMB << 20
+	tok, err := k8s.ReadAgentToken(tokenFile)
+	if err != nil {
+		return err
+	}
+	cfg.Token = tok
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("pod-agent: %w", err)
+	}
+	log := zerolog.New(os.Stderr).With().Timestamp().Str("component", "pod-agent").Logger()
+	log.Info().Str("listen", ln.Addr().String()).Msg("serving")
+	return k8s.ServeAgent(ctx, cfg, ln, log)
+}

@@ -1,0 +1,31 @@
+package egress
+
+import "errors"
+
+// ErrPolicy is matched (errors.Is) by every *PatternError.
+var ErrPolicy = errors.New("egress: invalid network policy")
+
+// ErrClosed is returned by Start after the service's proxies were closed
+// and by a closed proxy.
+var ErrClosed = errors.New("egress: closed")
+
+// PatternError is an allowlist the proxy refuses: a malformed pattern, or
+// one beyond the operator's ceiling. Pattern names it (canonical when it
+// parsed); Public is safe to show the client.
+type PatternError struct {
+	Pattern string
+	Reason  string
+}
+
+func (e *PatternError) Error() string { return "egress: " + e.Public() }
+
+// Public says which pattern was refused and why.
+func (e *PatternError) Public() string {
+	if e.Pattern == "" {
+		return "network.allow: " + e.Reason
+	}
+	return "network.allow " + quote(e.Pattern) + ": " + e.Reason
+}
+
+// Unwrap makes errors.Is(err, ErrPolicy) true.
+func (e *PatternError) Unwrap() error { return ErrPolicy }

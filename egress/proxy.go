@@ -1,0 +1,655 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+	"golang.org/x/time/rate"
+)
+
+// Decision is one connection the proxy let through or refused.
+type Decision struct {
+	Session string
+	Method  string // CONNECT, or the method of a plain HTTP request
+	Host    string // as the client asked for it (printable, bounded)
+	Port    int
+	Allowed bool
+	// Status and Reason describe a refusal as the client's response does:
+	// 403 (the policy or the address checks), 429 (too many connections).
+	Status int
+	Reason string
+	Addr   netip.Addr // the address dialed, when allowed
+}
+
+// Stats counts a proxy's work so far.
+type Stats struct {
+	Allowed, Refused   int64 // decisions
+	BytesUp, BytesDown int64 // relayed: sandbox → destination, destination → sandbox
+}
+
+// Proxy is one session's egress proxy, listening on a unix socket in its
+// own directory (Dir). It is safe for concurrent use; Close stops it.
+type Proxy struct {
+	cfg    Config
+	id     string
+	pol    Policy
+	dir    string
+	notify func(Decision)
+	log    zerolog.Logger
+	ln     *net.UnixListener
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the accept loop and every connection's goroutines
+
+	slots    chan struct{} // connections being served
+	overflow chan struct{} // connections being refused for want of a slot
+	accepts  *rate.Limiter
+	up, down *rate.Limiter
+
+	allowed, refused   atomic.Int64
+	bytesUp, bytesDown atomic.Int64
+
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{} // client and upstream connections, closed by Close
+	closed bool
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+func newProxy(s *Service, id string, pol Policy, dir string, notify func(Decision)) (*Proxy, error) {
+	sock := filepath.Join(dir, SocketName)
+	// Bound through a descriptor of the directory: a socket path is
+	// limited to 107 bytes, the directory's path is not.
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("egress: listen: %w", err)
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: "/proc/self/fd/" + strconv.Itoa(fd) + "/" + SocketName, Net: "unix"})
+	unix.Close(fd)
+	if err != nil {
+		return nil, fmt.Errorf("egress: listen: %w", err)
+	}
+	ln.SetUnlinkOnClose(false) // Close removes the whole directory
+	// Any uid may connect: the sandbox runs as its own. The directory is
+	// the sandbox's only way in; it is bound read-only, so the socket
+	// cannot be replaced from inside.
+	if err := os.Chmod(sock, 0o666); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("egress: listen: %w", err)
+	}
+	burst := int(min(max(s.cfg.RateBytes, 4<<10), 256<<10))
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Proxy{
+		cfg: s.cfg, id: id, pol: pol, dir: dir, notify: notify, ln: ln,
+		log: s.log.With().Str("session", id).Logger(),
+		ctx: ctx, cancel: cancel,
+		slots:    make(chan struct{}, s.cfg.MaxConns),
+		overflow: make(chan struct{}, s.cfg.MaxConns),
+		accepts:  rate.NewLimiter(rate.Limit(s.cfg.ConnRate), max(1, int(2*s.cfg.ConnRate))),
+		up:       rate.NewLimiter(rate.Limit(s.cfg.RateBytes), burst),
+		down:     rate.NewLimiter(rate.Limit(s.cfg.RateBytes), burst),
+		conns:    map[net.Conn]struct{}{},
+	}
+	p.wg.Add(1)
+	go p.acceptLoop()
+	p.log.Info().Strs("allow", pol.Strings()).Msg("egress proxy started")
+	return p, nil
+}
+
+// Socket returns the host path of the proxy's socket; the sandbox binds
+// its directory.
+func (p *Proxy) Socket() string { return filepath.Join(p.dir, SocketName) }
+
+// Policy returns the session's allowlist.
+func (p *Proxy) Policy() Policy { return p.pol }
+
+// Stats returns the counters so far.
+func (p *Proxy) Stats() Stats {
+	return Stats{Allowed: p.allowed.Load(), Refused: p.refused.Load(), BytesUp: p.bytesUp.Load(), BytesDown: p.bytesDown.Load()}
+}
+
+// Close stops accepting, closes every connection, waits for the proxy's
+// goroutines and removes its directory. It is idempotent, and does nothing
+// after Detach.
+func (p *Proxy) Close() error { return p.stop(true) }
+
+// Detach stops the proxy like Close but leaves its directory, which the
+// sandbox binds: the next gateway, adopting the session, resumes the proxy
+// there (Service.Resume). Meanwhile the kernel's connections are refused.
+func (p *Proxy) Detach() error { return p.stop(false) }
+
+func (p *Proxy) stop(removeDir bool) error {
+	p.closeOnce.Do(func() {
+		p.cancel()
+		lerr := p.ln.Close()
+		p.mu.Lock()
+		p.closed = true
+		for c := range p.conns {
+			c.Close()
+		}
+		p.mu.Unlock()
+		p.wg.Wait()
+		if errors.Is(lerr, net.ErrClosed) {
+			lerr = nil
+		}
+		p.closeErr = lerr
+		if removeDir {
+			p.closeErr = errors.Join(lerr, os.RemoveAll(p.dir))
+		}
+		st := p.Stats()
+		p.log.Info().Bool("detached", !removeDir).Int64("allowed", st.Allowed).Int64("refused", st.Refused).Int64("bytes_up", st.BytesUp).
+			Int64("bytes_down", st.BytesDown).Msg("egress proxy stopped")
+	})
+	return p.closeErr
+}
+
+// track registers c so Close can end it; false once the proxy is closed.
+func (p *Proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+func (p *Proxy) untrack(c net.Conn) {
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+	c.Close()
+}
+
+// acceptLoop accepts connections at most at the configured rate, each
+// served by its own goroutine; it ends when Close closes the listener.
+func (p *Proxy) acceptLoop() {
+	defer p.wg.Done()
+	for {
+		if err := p.accepts.Wait(p.ctx); err != nil {
+			return
+		}
+		c, err := p.ln.Accept()
+		if err != nil {
+			if p.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			p.log.Warn().Err(err).Msg("egress accept failed")
+			select {
+			case <-time.After(50 * time.Millisecond):
+			case <-p.ctx.Done():
+				return
+			}
+			continue
+		}
+		busy := false
+		select {
+		case p.slots <- struct{}{}:
+		default:
+			select {
+			case p.overflow <- struct{}{}:
+				busy = true
+			default: // far beyond the limit: not even a reason
+				c.Close()
+				continue
+			}
+		}
+		release := func() { <-p.slots }
+		if busy {
+			release = func() { <-p.overflow }
+		}
+		if !p.track(c) {
+			c.Close()
+			release()
+			return
+		}
+		p.wg.Add(1)
+		go p.serve(c, busy, release)
+	}
+}
+
+// serve reads one request and handles it: a CONNECT tunnel or one plain
+// HTTP request. A busy proxy answers 429 once it knows the destination.
+func (p *Proxy) serve(c net.Conn, busy bool, release func()) {
+	defer p.wg.Done()
+	defer release()
+	defer p.untrack(c)
+	defer func() {
+		if r := recover(); r != nil { // a bug costs this connection only
+			p.log.Error().Interface("panic", r).Msg("egress connection panicked")
+		}
+	}()
+	_ = c.SetReadDeadline(time.Now().Add(p.cfg.HeadTimeout))
+	head := &headLimit{r: c, left: p.cfg.MaxHeadBytes}
+	br := bufio.NewReaderSize(head, 16<<10)
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		p.log.Debug().Err(err).Msg("egress: unreadable request")
+		writeRefusal(c, http.StatusBadRequest, "malformed, oversized or slow request head")
+		return
+	}
+	head.left = -1
+	_ = c.SetReadDeadline(time.Time{})
+	host, port, err := destination(req)
+	d := Decision{Session: p.id, Method: printable(req.Method, 16), Host: printable(host, 260), Port: port}
+	if err != nil {
+		p.refuse(c, d, http.StatusBadRequest, err.Error())
+		return
+	}
+	if busy {
+		p.refuse(c, d, http.StatusTooManyRequests, "too many connections (this session may have "+strconv.Itoa(p.cfg.MaxConns)+" open)")
+		return
+	}
+	addrs, status, reason := p.check(host, port)
+	switch status {
+	case 0:
+	case http.StatusBadGateway: // allowed, but the name does not resolve
+		p.unreachable(c, d, reason, nil)
+		return
+	default:
+		p.refuse(c, d, status, reason)
+		return
+	}
+	up, addr, err := p.dial(addrs, port)
+	if err != nil {
+		p.unreachable(c, d, "cannot connect to "+d.Host+":"+strconv.Itoa(port), err)
+		return
+	}
+	defer p.untrack(up)
+	d.Allowed, d.Addr = true, addr
+	p.decided(d)
+	start := time.Now()
+	var upN, downN int64
+	if req.Method == http.MethodConnect {
+		upN, downN = p.tunnel(c, br, up)
+	} else {
+		upN, downN = p.forward(c, req, up)
+	}
+	p.log.Debug().Str("host", d.Host).Int("port", port).Int64("bytes_up", upN).Int64("bytes_down", downN).
+		Dur("duration", time.Since(start)).Msg("egress connection closed")
+}
+
+// destination reads the host and port a request asks for: the authority of
+// a CONNECT, or the URL of an absolute http:// request (port 80 by default).
+func destination(req *http.Request) (host string, port int, err error) {
+	if req.Method == http.MethodConnect {
+		h, ps, err := net.SplitHostPort(req.RequestURI)
+		if err != nil || h == "" {
+			return req.RequestURI, 0, errors.New("CONNECT needs host:port")
+		}
+		n, err := parsePort(ps)
+		if err != nil {
+			return h, 0, err
+		}
+		return h, n, nil
+	}
+	if req.URL.Scheme != "http" || req.URL.Host == "" {
+		return req.URL.Host, 0, errors.New("only absolute http:// URLs are proxied (https goes through CONNECT)")
+	}
+	port = 80
+	if ps := req.URL.Port(); ps != "" {
+		if port, err = parsePort(ps); err != nil {
+			return req.URL.Hostname(), 0, err
+		}
+	}
+	return req.URL.Hostname(), port, nil
+}
+
+// check applies the policy and the address rules to host:port. It returns
+// the addresses that may be dialed, or a status and the reason to refuse.
+func (p *Proxy) check(host string, port int) ([]netip.Addr, int, string) {
+	name, ip, err := parseHost(host)
+	if err != nil {
+		return nil, http.StatusForbidden, "not a host name or IP address: " + printable(err.Error(), 200)
+	}
+	shown := name
+	if ip.IsValid() {
+		shown = ip.String()
+	}
+	switch p.pol.check(name, ip, port) {
+	case verdictHost:
+		if ip.IsValid() {
+			return nil, http.StatusForbidden, "IP address " + shown + " is not in this session's network allowlist (ask for a host name)"
+		}
+		return nil, http.StatusForbidden, "host " + shown + " is not in this session's network allowlist"
+	case verdictPort:
+		return nil, http.StatusForbidden, "port " + strconv.Itoa(port) + " is not allowed for " + shown + " by this session's network allowlist"
+	}
+	if ip.IsValid() {
+		if why := p.forbidden(ip); why != "" {
+			return nil, http.StatusForbidden, shown + " is a forbidden address (" + why + ")"
+		}
+		return []netip.Addr{ip}, 0, ""
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.DialTimeout)
+	defer cancel()
+	found, err := p.cfg.Resolver.LookupNetIP(ctx, "ip", name)
+	if err != nil || len(found) == 0 {
+		p.log.Debug().Err(err).Str("host", name).Msg("egress: resolution failed")
+		return nil, http.StatusBadGateway, "cannot resolve " + name
+	}
+	var addrs []netip.Addr
+	var refused netip.Addr
+	var refusedWhy string
+	for _, a := range found[:min(len(found), 32)] {
+		a = a.Unmap()
+		if why := p.forbidden(a); why != "" {
+			if !refused.IsValid() {
+				refused, refusedWhy = a, why
+			}
+			continue
+		}
+		addrs = append(addrs, a)
+	}
+	if len(addrs) == 0 {
+		return nil, http.StatusForbidden, name + " resolves to a forbidden address: " + refused.String() + " (" + refusedWhy + ")"
+	}
+	return addrs, 0, ""
+}
+
+// forbidden says why the proxy must not dial a, or "" when it may: a
+// public address, or one in a range the operator allowed.
+func (p *Proxy) forbidden(a netip.Addr) string {
+	why := forbiddenReason(a)
+	if why == "" {
+		return ""
+	}
+	for _, pre := range p.cfg.AllowPrivate {
+		if pre.Contains(a) {
+			return ""
+		}
+	}
+	return why
+}
+
+var errDialForbidden = errors.New("egress: refusing to connect to an unchecked address")
+
+// dial connects to the first of addrs that answers, within DialTimeout.
+// The dialer checks each address again at the socket: only addresses
+// checked by check, never a name, are connected to.
+func (p *Proxy) dial(addrs []netip.Addr, port int) (net.Conn, netip.Addr, error) {
+	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.DialTimeout)
+	defer cancel()
+	checked := map[netip.Addr]bool{}
+	for _, a := range addrs {
+		checked[a] = true
+	}
+	d := net.Dialer{Control: func(_, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil || !checked[ap.Addr().Unmap()] || p.forbidden(ap.Addr().Unmap()) != "" {
+			return errDialForbidden
+		}
+		return nil
+	}}
+	var errs []error
+	for _, a := range addrs {
+		c, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())
+		if err == nil {
+			if !p.track(c) {
+				c.Close()
+				return nil, a, ErrClosed
+			}
+			return c, a, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, netip.Addr{}, errors.Join(errs...)
+}
+
+// tunnel answers a CONNECT and relays bytes both ways until both sides
+// are done. A side that ends half-closes the other; once the destination
+// is done, the sandbox's side gets tunnelGrace to finish.
+func (p *Proxy) tunnel(c net.Conn, fromClient *bufio.Reader, up net.Conn) (upN, downN int64) {
+	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		return 0, 0
+	}
+	done := make(chan struct{})
+	p.wg.Add(1)
+	go func() { // owned by the proxy; ends when the sandbox's side ends, or Close closes the connections
+		defer p.wg.Done()
+		defer close(done)
+		upN, _ = p.pump(up, fromClient, p.up, &p.bytesUp)
+		closeWrite(up)
+	}()
+	downN, _ = p.pump(c, up, p.down, &p.bytesDown)
+	closeWrite(c)
+	select {
+	case <-done:
+	case <-time.After(tunnelGrace):
+		_ = c.SetReadDeadline(time.Now()) // the sandbox kept its side open
+		<-done
+	}
+	return upN, downN
+}
+
+// tunnelGrace is how long a tunnel waits for the sandbox's side once the
+// destination has closed.
+const tunnelGrace = 10 * time.Second
+
+// forward sends one plain HTTP request to the destination in origin form
+// and relays the response, then closes (Connection: close both ways).
+func (p *Proxy) forward(c net.Conn, req *http.Request, up net.Conn) (upN, downN int64) {
+	removeHopHeaders(req.Header)
+	req.Close = true
+	req.RequestURI = ""
+	w := &throttledWriter{ctx: p.ctx, w: up, lim: p.up, total: &p.bytesUp}
+	if err := req.Write(w); err != nil {
+		writeRefusal(c, http.StatusBadGateway, "sending the request failed")
+		return w.n, 0
+	}
+	r := &throttledReader{ctx: p.ctx, r: up, lim: p.down, total: &p.bytesDown}
+	head := &headLimit{r: r, left: maxResponseHead} // the destination may be hostile too
+	br := bufio.NewReader(head)
+	for {
+		resp, err := http.ReadResponse(br, req)
+		if err != nil {
+			writeRefusal(c, http.StatusBadGateway, "the destination's response is unreadable")
+			return w.n, r.n
+		}
+		if resp.StatusCode == http.StatusSwitchingProtocols {
+			resp.Body.Close()
+			writeRefusal(c, http.StatusBadGateway, "protocol upgrades need CONNECT")
+			return w.n, r.n
+		}
+		if resp.StatusCode >= 100 && resp.StatusCode < 200 { // interim: the client gets the final one
+			continue
+		}
+		head.left = -1
+		removeHopHeaders(resp.Header)
+		resp.Close = true
+		_ = resp.Write(c)
+		resp.Body.Close()
+		return w.n, r.n
+	}
+}
+
+// maxResponseHead bounds the heads of a destination's responses (interim
+// ones included), as http.Transport does.
+const maxResponseHead = 1 << 20
+
+// hopHeaders concern one connection, not the request: never forwarded.
+var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Upgrade"}
+
+func removeHopHeaders(h http.Header) {
+	for _, f := range h.Values("Connection") {
+		for _, name := range strings.Split(f, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				h.Del(name)
+			}
+		}
+	}
+	for _, name := range hopHeaders {
+		h.Del(name)
+	}
+}
+
+// pump copies src to dst at the limiter's rate until src ends.
+func (p *Proxy) pump(dst io.Writer, src io.Reader, lim *rate.Limiter, total *atomic.Int64) (int64, error) {
+	r := &throttledReader{ctx: p.ctx, r: src, lim: lim, total: total}
+	buf := make([]byte, min(32<<10, lim.Burst()))
+	n, err := io.CopyBuffer(writerOnly{dst}, r, buf)
+	return n, err
+}
+
+// refuse answers a refused connection, logs it and tells the session.
+func (p *Proxy) refuse(c net.Conn, d Decision, status int, reason string) {
+	d.Allowed, d.Status, d.Reason = false, status, printable(reason, 300)
+	p.decided(d)
+	writeRefusal(c, status, d.Reason)
+}
+
+// unreachable answers 502 for a destination the policy allows but that
+// cannot be resolved or reached: logged, not a refusal.
+func (p *Proxy) unreachable(c net.Conn, d Decision, reason string, err error) {
+	p.log.Info().Str("method", d.Method).Str("host", d.Host).Int("port", d.Port).Bool("allowed", true).AnErr("cause", err).
+		Str("reason", reason).Msg("egress destination unreachable")
+	writeRefusal(c, http.StatusBadGateway, reason)
+}
+
+// decided logs a decision, counts it and tells the session.
+func (p *Proxy) decided(d Decision) {
+	ev := p.log.Info().Str("method", d.Method).Str("host", d.Host).Int("port", d.Port).Bool("allowed", d.Allowed)
+	if d.Allowed {
+		p.allowed.Add(1)
+		ev.Str("addr", d.Addr.String()).Msg("egress connection allowed")
+	} else {
+		p.refused.Add(1)
+		ev.Int("status", d.Status).Str("reason", d.Reason).Msg("egress connection refused")
+	}
+	if p.notify != nil {
+		p.notify(d)
+	}
+}
+
+// writeRefusal writes an error response that closes the connection. The
+// reason is in the status line too: for a CONNECT, that line is all most
+// client libraries show.
+func writeRefusal(c net.Conn, status int, reason string) {
+	reason = printable(reason, 300)
+	body := "glassroom egress: " + reason + "\n"
+	_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	_, _ = fmt.Fprintf(c, "HTTP/1.1 %d glassroom egress: %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		status, reason, len(body), body)
+}
+
+// printable keeps printable ASCII (others become ?) and at most n bytes:
+// hosts come from the sandbox and end up in status lines and logs.
+func printable(s string, n int) string {
+	b := []byte(s[:min(len(s), n)])
+	for i, c := range b {
+		if c < 0x20 || c > 0x7e {
+			b[i] = '?'
+		}
+	}
+	return string(b)
+}
+
+func quote(s string) string { return strconv.Quote(printable(s, 300)) }
+
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+}
+
+// headLimit fails reads past left bytes; left < 0 lifts the limit.
+type headLimit struct {
+	r    io.Reader
+	left int
+}
+
+var errHeadTooLarge = errors.New("egress: request head too large")
+
+func (h *headLimit) Read(b []byte) (int, error) {
+	if h.left < 0 {
+		return h.r.Read(b)
+	}
+	if h.left == 0 {
+		return 0, errHeadTooLarge
+	}
+	if len(b) > h.left {
+		b = b[:h.left]
+	}
+	n, err := h.r.Read(b)
+	h.left -= n
+	return n, err
+}
+
+// throttledReader reads at most the limiter's burst at a time and waits
+// for the limiter after each read.
+type throttledReader struct {
+	ctx   context.Context
+	r     io.Reader
+	lim   *rate.Limiter
+	total *atomic.Int64
+	n     int64
+}
+
+func (t *throttledReader) Read(b []byte) (int, error) {
+	if len(b) > t.lim.Burst() {
+		b = b[:t.lim.Burst()]
+	}
+	n, err := t.r.Read(b)
+	if n > 0 {
+		t.n += int64(n)
+		t.total.Add(int64(n))
+		if werr := t.lim.WaitN(t.ctx, n); werr != nil {
+			return n, werr
+		}
+	}
+	return n, err
+}
+
+// throttledWriter writes in pieces of at most the limiter's burst, waiting
+// for the limiter before each.
+type throttledWriter struct {
+	ctx   context.Context
+	w     io.Writer
+	lim   *rate.Limiter
+	total *atomic.Int64
+	n     int64
+}
+
+func (t *throttledWriter) Write(b []byte) (int, error) {
+	written := 0
+	for len(b) > 0 {
+		k := min(len(b), t.lim.Burst())
+		if err := t.lim.WaitN(t.ctx, k); err != nil {
+			return written, err
+		}
+		n, err := t.w.Write(b[:k])
+		written += n
+		t.n += int64(n)
+		t.total.Add(int64(n))
+		if err != nil {
+			return written, err
+		}
+		b = b[k:]
+	}
+	return written, nil
+}
+
+// writerOnly hides a destination's ReadFrom, so copies go through the
+// throttled reader rather than around it.
+type writerOnly struct{ io.Writer }

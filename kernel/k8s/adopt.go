@@ -1,0 +1,253 @@
+package k8s
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/kernel/sandbox"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Adoptable is a session whose pod runs without a live gateway: what a
+// gateway needs to take it over and re-dial its kernel.
+type Adoptable struct {
+	ID      string
+	Tenant  string         // Spec.Tenant when it was started
+	Owner   string         // the gateway instance that had it
+	Created time.Time      // the pod's creation
+	Expires time.Time      // its maximum lifetime (zero if unknown)
+	Limits  sandbox.Limits // the effective limits it was started with
+	// Connection reaches the kernel now (pod IP, the session's key).
+	Connection kernel.ConnectionInfo
+
+	token string // the pod agent's
+}
+
+// Errors of Adopt.
+var (
+	// ErrNotAdoptable: the session has a live gateway, or no pod.
+	ErrNotAdoptable = errors.New("k8s: session not adoptable")
+	// ErrAdoptConflict: another gateway adopted it first.
+	ErrAdoptConflict = errors.New("k8s: session adopted by another gateway")
+)
+
+// Adoptable lists the sessions no live gateway serves: pods of gateways
+// whose Lease expired, and this gateway's own pods that it does not hold
+// (a previous run of the same instance). Pods being deleted or that ended
+// are left out.
+func (r *Runtime) Adoptable(ctx context.Context) ([]Adoptable, error) {
+	alive, err := r.aliveGateways(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := r.callCtx(ctx)
+	pods, err := r.cs.CoreV1().Pods(r.cfg.Namespace).List(cctx, metav1.ListOptions{LabelSelector: selector()})
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("k8s: adoptable: list pods: %w", err)
+	}
+	var out []Adoptable
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		id := pod.Labels[LabelSession]
+		if !sandbox.IDPattern.MatchString(id) || pod.Name != PodName(id) || r.isLive(id) || !r.ownerless(pod, alive) || !adoptablePod(pod) {
+			continue
+		}
+		a, err := r.describe(ctx, pod)
+		if err != nil {
+			r.log.Warn().Err(err).Str("pod", pod.Name).Msg("cannot describe an adoptable session")
+			continue
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+func adoptablePod(pod *corev1.Pod) bool {
+	return pod.DeletionTimestamp == nil && pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != ""
+}
+
+// describe reads what a session's pod and Secret say about it.
+func (r *Runtime) describe(ctx context.Context, pod *corev1.Pod) (Adoptable, error) {
+	a := Adoptable{ID: pod.Labels[LabelSession], Tenant: pod.Labels[LabelTenant], Owner: pod.Labels[LabelInstance], Created: pod.CreationTimestamp.Time}
+	if t, err := time.Parse(time.RFC3339, pod.Annotations[AnnotationExpires]); err == nil {
+		a.Expires = t
+	}
+	if err := json.Unmarshal([]byte(pod.Annotations[AnnotationLimits]), &a.Limits); err != nil {
+		return a, fmt.Errorf("k8s: pod %s: limits annotation: %w", pod.Name, err)
+	}
+	key, token, err := r.sessionSecret(ctx, pod.Name)
+	if err != nil {
+		return a, err
+	}
+	a.Connection, a.token = r.cfg.connection(pod.Status.PodIP, key), token
+	return a, nil
+}
+
+// sessionSecret returns the kernel's key and the agent's token.
+func (r *Runtime) sessionSecret(ctx context.Context, name string) (key, token string, err error) {
+	cctx, cancel := r.callCtx(ctx)
+	defer cancel()
+	s, err := r.cs.CoreV1().Secrets(r.cfg.Namespace).Get(cctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", "", fmt.Errorf("k8s: secret %s: %w", name, err)
+	}
+	var conn kernel.ConnectionInfo
+	if err := json.Unmarshal(s.Data[SecretKernelKey], &conn); err != nil || conn.Key == "" {
+		return "", "", fmt.Errorf("k8s: secret %s: no kernel key", name)
+	}
+	token = string(s.Data[SecretAgentKey])
+	if token == "" {
+		return "", "", fmt.Errorf("k8s: secret %s: no agent token", name)
+	}
+	return conn.Key, token, nil
+}
+
+// AdoptSession takes over session id from a dead gateway (or a previous run of
+// this one): it relabels the pod with this instance (an update on the
+// pod's resourceVersion: of two gateways adopting at once, one gets
+// ErrAdoptConflict) and returns a sandbox attached to the running kernel,
+// whose variables are intact. A kernel that is not running is returned
+// as exited, for the caller to Restart. The caller must Close the sandbox
+// (or Detach it).
+func (r *Runtime) AdoptSession(ctx context.Context, id string) (_ sandbox.Sandbox, _ Adoptable, err error) {
+	if !sandbox.IDPattern.MatchString(id) {
+		return nil, Adoptable{}, &sandbox.SpecError{Reason: fmt.Sprintf("id %q", id)}
+	}
+	if err := r.claim(id); err != nil {
+		return nil, Adoptable{}, err
+	}
+	claimed := true
+	defer func() {
+		if claimed {
+			r.forget(id)
+		}
+	}()
+	alive, err := r.aliveGateways(ctx)
+	if err != nil {
+		return nil, Adoptable{}, err
+	}
+	cctx, cancel := r.callCtx(ctx)
+	pod, err := r.cs.CoreV1().Pods(r.cfg.Namespace).Get(cctx, PodName(id), metav1.GetOptions{})
+	cancel()
+	if apierrors.IsNotFound(err) {
+		return nil, Adoptable{}, fmt.Errorf("%w: no pod for %s", ErrNotAdoptable, id)
+	}
+	if err != nil {
+		return nil, Adoptable{}, fmt.Errorf("k8s: adopt %s: %w", id, err)
+	}
+	owner := pod.Labels[LabelInstance]
+	if pod.Labels[LabelSession] != id || (owner != r.cfg.Instance && alive[owner]) || !adoptablePod(pod) {
+		return nil, Adoptable{}, fmt.Errorf("%w: %s (owner %s)", ErrNotAdoptable, id, owner)
+	}
+	a, err := r.describe(ctx, pod)
+	if err != nil {
+		return nil, Adoptable{}, err
+	}
+	pod.Labels[LabelInstance] = r.cfg.Instance
+	cctx, cancel = r.callCtx(ctx)
+	pod, err = r.cs.CoreV1().Pods(r.cfg.Namespace).Update(cctx, pod, metav1.UpdateOptions{})
+	cancel()
+	if apierrors.IsConflict(err) {
+		return nil, Adoptable{}, fmt.Errorf("%w: %s", ErrAdoptConflict, id)
+	}
+	if err != nil {
+		return nil, Adoptable{}, fmt.Errorf("k8s: adopt %s: relabel: %w", id, err)
+	}
+	key, token, err := r.sessionSecret(ctx, pod.Name)
+	if err != nil {
+		return nil, Adoptable{}, err
+	}
+	b := sandbox.NewBase(sandbox.BaseConfig{ID: id, Limits: a.Limits, StartTimeout: r.cfg.StartTimeout})
+	b.OnClose("forget session", func() error { r.forget(id); return nil })
+	uid := int(r.cfg.sessionUID(id))
+	b.SetOwner(uid, uid)
+	d := r.newDriver(id, a.Limits, key, token)
+	d.ip = pod.Status.PodIP
+	b.Use(nil, d)
+	claimed = false // the sandbox owns the claim now
+	defer func() {
+		if err != nil {
+			d.stop() // leave the pod for the next try
+			r.forget(id)
+		}
+	}()
+	d.startWatch(pod)
+	st, werr := d.agent().wait(ctx, 0, "ready", 0)
+	if werr != nil {
+		return nil, Adoptable{}, fmt.Errorf("k8s: adopt %s: %w", id, werr)
+	}
+	inc := sandbox.NewIncarnation(a.Connection)
+	d.mu.Lock()
+	d.gen, d.inc, d.incGen = st.Gen, inc, st.Gen
+	if st.State == "ready" {
+		d.kernelCID = runningKernelID(pod)
+	}
+	d.mu.Unlock()
+	if st.State == "ready" && st.Gen > 0 {
+		d.waitExit(inc, st.Gen)
+	} else {
+		inc.Exit(fmt.Sprintf("the kernel was not running when adopted (generation %d: %q)", st.Gen, st.State))
+	}
+	b.Attach(inc, &process{d: d, gen: st.Gen, inc: inc})
+	r.log.Info().Str("session", id).Str("from", a.Owner).Int64("generation", st.Gen).Msg("adopted session")
+	return &podSandbox{Durable: sandbox.Durable{Base: b}, d: d}, a, nil
+}
+
+var (
+	_ sandbox.Adopter      = (*Runtime)(nil)
+	_ sandbox.OrphanFinder = (*Runtime)(nil)
+)
+
+// Orphans implements sandbox.OrphanFinder: the Adoptable sessions, each
+// with its kernel's current generation (asked of its pod's agent) as the
+// State's Incarnation. A session whose agent does not answer is left out
+// (Reconcile removes it once OrphanGrace passes).
+func (r *Runtime) Orphans(ctx context.Context) ([]sandbox.Orphan, error) {
+	list, err := r.Adoptable(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]sandbox.Orphan, 0, len(list))
+	for _, a := range list {
+		ac := &agentClient{base: "http://" + net.JoinHostPort(a.Connection.IP, strconv.Itoa(r.cfg.AgentPort)), token: a.token, http: r.http}
+		st, err := ac.wait(ctx, 0, "ready", 0)
+		if err != nil {
+			r.log.Warn().Err(err).Str("session", a.ID).Msg("orphaned session: its agent does not answer")
+			continue
+		}
+		uid := int(r.cfg.sessionUID(a.ID))
+		out = append(out, sandbox.Orphan{Tenant: a.Tenant, Created: a.Created, State: sandbox.State{
+			ID: a.ID, UID: uid, GID: uid, Limits: a.Limits, Conn: a.Connection, Incarnation: strconv.FormatInt(st.Gen, 10)}})
+	}
+	return out, nil
+}
+
+// Adopt implements sandbox.Adopter for a gateway restoring its own
+// sessions from its store: it adopts st's session with AdoptSession and
+// starts a fresh kernel when the pod's kernel is not running (the State
+// of the result then has another Incarnation, and the session knows its
+// variables are gone). The caller must Close or Detach the sandbox.
+func (r *Runtime) Adopt(ctx context.Context, st sandbox.State) (sandbox.Sandbox, error) {
+	sb, _, err := r.AdoptSession(ctx, st.ID)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-sb.Exited():
+		if err := sb.Restart(ctx); err != nil {
+			_ = sb.Close(ctx)
+			return nil, fmt.Errorf("k8s: adopt %s: restart: %w", st.ID, err)
+		}
+	default:
+	}
+	return sb, nil
+}

@@ -1,0 +1,222 @@
+package k8s
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/glassroom/glassroom/workspace"
+	"github.com/glassroom/glassroom/workspace/remote"
+	"github.com/rs/zerolog"
+)
+
+// AgentConfig configures the pod agent (`glassroom pod-agent`), which runs
+// next to the kernel in its pod, as the session's uid: it serves the
+// workspace (workspace/remote) and relays the gateway's kernel commands
+// to the supervisor.
+type AgentConfig struct {
+	Workspace  string // the workspace directory
+	Token      string // the bearer token (from the session's Secret)
+	Control    string // the supervisor's control file (the agent writes it)
+	Status     string // the supervisor's status file (the kernel writes it: hostile)
+	QuotaBytes int64  // what uploads may fill the workspace to (0: none)
+	WatchDirs  int    // directories tracked for changes (4096)
+	WatchPaths int    // changed paths reported per execution (10,000)
+}
+
+// KernelCommand is what the gateway asks of the supervisor: run
+// generation Gen, or stop it.
+type KernelCommand struct {
+	Gen int64 `json:"gen"`
+	Run bool  `json:"run"`
+}
+
+// KernelStatus is the supervisor's report on a generation.
+type KernelStatus struct {
+	Gen    int64  `json:"gen"`
+	State  string `json:"state"` // starting, ready, stopped, exited ("" before any)
+	Reason string `json:"reason,omitempty"`
+}
+
+const kernelPath = "/v1/kernel"
+
+// ServeAgent serves the agent on ln until ctx ends, then shuts down.
+func ServeAgent(ctx context.Context, cfg AgentConfig, ln net.Listener, log zerolog.Logger) error {
+	if cfg.WatchDirs == 0 {
+		cfg.WatchDirs = 4096
+	}
+	if cfg.WatchPaths == 0 {
+		cfg.WatchPaths = 10000
+	}
+	root, err := workspace.OpenAs(cfg.Workspace, os.Geteuid(), os.Getegid())
+	if err != nil {
+		return fmt.Errorf("k8s: agent: %w", err)
+	}
+	defer func() { _ = root.Close() }()
+	watch, err := workspace.NewWatcher(root, cfg.WatchDirs, cfg.WatchPaths)
+	if err != nil {
+		log.Warn().Err(err).Msg("workspace changes will not be tracked")
+		watch = nil
+	} else {
+		defer func() { _ = watch.Close() }()
+	}
+	srv, err := remote.NewServer(root, watch, remote.ServerConfig{Token: cfg.Token, QuotaBytes: cfg.QuotaBytes})
+	if err != nil {
+		return fmt.Errorf("k8s: agent: %w", err)
+	}
+	a := &agent{cfg: cfg}
+	srv.Handle("PUT "+kernelPath, a.command)
+	srv.Handle("GET "+kernelPath, a.status)
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }() // owned here; ends with Shutdown below
+	select {
+	case err := <-done:
+		return fmt.Errorf("k8s: agent: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(sctx)
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("k8s: agent: %w", err)
+	}
+	return nil
+}
+
+type agent struct{ cfg AgentConfig }
+
+// command writes the control file (tmp file, then rename: the supervisor
+// never reads half of it).
+func (a *agent) command(w http.ResponseWriter, r *http.Request) {
+	var cmd KernelCommand
+	if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&cmd); err != nil || cmd.Gen < 1 {
+		http.Error(w, "bad command", http.StatusBadRequest)
+		return
+	}
+	if err := writeFileAtomic(a.cfg.Control, cmd); err != nil {
+		http.Error(w, "cannot write the control file", http.StatusInternalServerError)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func writeFileAtomic(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	_ = os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	return err
+}
+
+// readStatus reads the status file, which the sandboxed code can write:
+// no symlink, bounded, any garbage is "no status".
+func readStatus(path string) KernelStatus {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return KernelStatus{}
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return KernelStatus{}
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 4097))
+	if err != nil || len(b) > 4096 {
+		return KernelStatus{}
+	}
+	var s KernelStatus
+	if json.Unmarshal(b, &s) != nil || s.Gen < 0 {
+		return KernelStatus{}
+	}
+	s.Reason = sanitize(s.Reason, 200)
+	return s
+}
+
+// sanitize keeps at most n printable ASCII bytes of s.
+func sanitize(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e {
+			return -1
+		}
+		return r
+	}, s)
+	if len(s) > n {
+		s = s[:n]
+	}
+	return s
+}
+
+// met reports whether st answers a wait for gen: "ready" waits for the
+// generation to be ready or over, "ended" for it to be over.
+func met(st KernelStatus, gen int64, until string) bool {
+	if st.Gen > gen {
+		return true
+	}
+	if st.Gen < gen {
+		return false
+	}
+	switch st.State {
+	case "stopped", "exited":
+		return true
+	case "ready":
+		return until == "ready"
+	}
+	return false
+}
+
+// status answers GET /v1/kernel?gen=N&until=ready|ended&wait_ms=M: the
+// status once it meets the wait, or when M (at most 25 s) has passed.
+func (a *agent) status(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	gen, _ := strconv.ParseInt(q.Get("gen"), 10, 64)
+	wait, _ := strconv.Atoi(q.Get("wait_ms"))
+	until := q.Get("until")
+	deadline := time.Now().Add(time.Duration(min(max(wait, 0), 25000)) * time.Millisecond)
+	st := readStatus(a.cfg.Status)
+	for !met(st, gen, until) && time.Now().Before(deadline) {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+		st = readStatus(a.cfg.Status)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(st)
+}
+
+// ReadAgentToken reads the token file (the Secret's item).
+func ReadAgentToken(path string) (string, error) {
+	b, err := os.ReadFile(filepath.Clean(path))
+	if err != nil {
+		return "", fmt.Errorf("k8s: agent token: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if len(tok) < remote.MinTokenBytes {
+		return "", errors.New("k8s: agent token too short")
+	}
+	return tok, nil
+}

@@ -1,0 +1,82 @@
+package k8s
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// agentClient is the gateway's side of one pod agent's kernel control.
+// The pod is hostile: answers are bounded and their reasons sanitized.
+type agentClient struct {
+	base  string // http://<pod ip>:<port>
+	token string
+	http  *http.Client
+}
+
+func newAgentTransport() *http.Transport {
+	return &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 3 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: 4,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+}
+
+func (a *agentClient) do(req *http.Request) (*http.Response, error) {
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	resp, err := a.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("k8s: agent: %w", err)
+	}
+	if resp.StatusCode/100 != 2 {
+		resp.Body.Close()
+		return nil, fmt.Errorf("k8s: agent: %s %s: HTTP %d", req.Method, req.URL.Path, resp.StatusCode)
+	}
+	return resp, nil
+}
+
+// command asks the supervisor to run or stop a generation.
+func (a *agentClient) command(ctx context.Context, cmd KernelCommand) error {
+	b, _ := json.Marshal(cmd)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, a.base+kernelPath, bytes.NewReader(b))
+	if err != nil {
+		return fmt.Errorf("k8s: agent: %w", err)
+	}
+	resp, err := a.do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// wait long-polls the supervisor's status until it meets until for gen
+// (see met) or wait passes; it returns the last status either way.
+func (a *agentClient) wait(ctx context.Context, gen int64, until string, wait time.Duration) (KernelStatus, error) {
+	q := url.Values{"gen": {strconv.FormatInt(gen, 10)}, "until": {until}, "wait_ms": {strconv.FormatInt(wait.Milliseconds(), 10)}}
+	cctx, cancel := context.WithTimeout(ctx, wait+5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(cctx, http.MethodGet, a.base+kernelPath+"?"+q.Encode(), nil)
+	if err != nil {
+		return KernelStatus{}, fmt.Errorf("k8s: agent: %w", err)
+	}
+	resp, err := a.do(req)
+	if err != nil {
+		return KernelStatus{}, err
+	}
+	defer resp.Body.Close()
+	var st KernelStatus
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&st); err != nil {
+		return KernelStatus{}, fmt.Errorf("k8s: agent: bad status: %w", err)
+	}
+	st.State, st.Reason = sanitize(st.State, 16), sanitize(st.Reason, 200)
+	return st, nil
+}

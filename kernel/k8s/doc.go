@@ -1,0 +1,37 @@
+// Package k8s is the Kubernetes runtime (--runtime k8s): each session's
+// kernel runs in its own pod, scheduled by the cluster, and any gateway
+// replica of the namespace can find, adopt and serve it.
+//
+// A session is a pod and a Secret, both named glassroom-<session id> and
+// labelled with the session, its tenant and the gateway instance that
+// owns it. The Secret holds the kernel's connection file (its HMAC key)
+// and the pod agent's token; each is mounted into one container only.
+//
+// The pod has two containers, both non-root with the session's own uid,
+// a read-only root filesystem, no capabilities, no privilege escalation
+// and the RuntimeDefault (or a localhost) seccomp profile; the pod mounts
+// no service account token and gets no service links:
+//
+//   - kernel: the kernel image, tini, and a small supervisor (Python, run
+//     like the shared launcher) that starts one kernel generation at a
+//     time on TCP and kills every process of the sandbox between them;
+//   - agent: the gateway image running `glassroom pod-agent`, which serves
+//     the workspace (workspace/remote: openat2, no symlinks, the quota,
+//     change tracking) and writes the supervisor's control file.
+//
+// The workspace is an emptyDir with a sizeLimit, /tmp and /dev/shm are
+// memory-backed emptyDirs, and the supervisor's control and status files
+// live in tiny memory-backed emptyDirs (control read-only to the kernel).
+//
+// The runtime builds on sandbox.Base through sandbox.Connector: a
+// restart is a new generation in the same pod (the workspace survives),
+// reached on the pod's IP. A pod is watched for its deletion, failure and
+// the kernel container's end (OOMKilled named); a start fails fast on
+// image pull errors and containers that cannot start, and names an
+// unschedulable pod's reason at the timeout.
+//
+// Gateways keep a Lease each. Sessions whose gateway's Lease expired are
+// listed by Adoptable and taken over by Adopt (an optimistic relabel:
+// one adopter wins); Reconcile deletes pods past their lifetime, pods that
+// ended, pods nobody adopted within OrphanGrace, and Secrets without a pod.
+package k8s

@@ -1,0 +1,267 @@
+package k8s
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/kernel/sandbox"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+//go:embed supervisor.py
+var supervisor string
+
+// Paths inside a kernel pod (besides sandbox.WorkDir and sandbox.IPCDir).
+const (
+	secretDir  = "/run/glassroom/secret"  // kernel container: its connection file (read-only)
+	controlDir = "/run/glassroom/control" // agent writes, kernel reads
+	statusDir  = "/run/glassroom/status"  // kernel writes, agent reads
+	agentDir   = "/run/glassroom/agent"   // agent container: its token (read-only)
+	// ControlFile and StatusFile are the supervisor protocol's files.
+	ControlFile = controlDir + "/kernel.json"
+	StatusFile  = statusDir + "/kernel.json"
+	// AgentTokenFile is where the agent reads its token.
+	AgentTokenFile = agentDir + "/token"
+)
+
+// Container names.
+const (
+	KernelContainer = "kernel"
+	AgentContainer  = "agent"
+)
+
+// PodName is the deterministic name of a session's pod and Secret: any
+// gateway finds them from the session id alone.
+func PodName(sessionID string) string { return "glassroom-" + sessionID }
+
+// sessionUID is the session's uid: the same in every gateway.
+func (c Config) sessionUID(id string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return int64(c.UIDBase) + int64(h.Sum64()%uint64(c.UIDRange))
+}
+
+// SupervisorSettings is the supervisor's argument (JSON). Paths are the
+// pod's; a simulation rewrites them.
+type SupervisorSettings struct {
+	Argv      []string         `json:"argv"`
+	Secret    string           `json:"secret"`
+	Conn      string           `json:"conn"`
+	Control   string           `json:"control"`
+	Status    string           `json:"status"`
+	Workdir   string           `json:"workdir"`
+	Ports     []int            `json:"ports"`
+	Rlimits   map[string]int64 `json:"rlimits"`
+	KillScope string           `json:"kill_scope"` // "all" in a pod
+}
+
+// ports returns the kernel's five ports in kernel.Channels order.
+func (c Config) ports() []int {
+	return []int{c.KernelPortBase, c.KernelPortBase + 1, c.KernelPortBase + 2, c.KernelPortBase + 3, c.KernelPortBase + 4}
+}
+
+// connection returns tcp connection info on ip with the configured ports.
+func (c Config) connection(ip, key string) kernel.ConnectionInfo {
+	p := c.ports()
+	return kernel.ConnectionInfo{Transport: "tcp", IP: ip, ShellPort: p[0], IOPubPort: p[1], StdinPort: p[2],
+		ControlPort: p[3], HBPort: p[4], Key: key, SignatureScheme: "hmac-sha256"}
+}
+
+// labels returns the labels of a session's objects.
+func (c Config) labels(id, tenant string) map[string]string {
+	l := map[string]string{LabelName: "glassroom", LabelComponent: "kernel", LabelManagedBy: "glassroom",
+		LabelSession: id, LabelInstance: c.Instance}
+	if tenant != "" {
+		l[LabelTenant] = tenant
+	}
+	return l
+}
+
+// buildSecret returns a session's Secret: the kernel's connection file
+// (listening on every address of the pod) and the agent's token.
+func (c Config) buildSecret(spec sandbox.Spec, key, token string) (*corev1.Secret, error) {
+	conn, err := json.Marshal(c.connection("0.0.0.0", key))
+	if err != nil {
+		return nil, fmt.Errorf("k8s: secret: %w", err)
+	}
+	immutable := true
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: PodName(spec.ID), Namespace: c.Namespace, Labels: c.labels(spec.ID, spec.Tenant)},
+		Type:       corev1.SecretTypeOpaque,
+		Immutable:  &immutable,
+		Data:       map[string][]byte{SecretKernelKey: conn, SecretAgentKey: []byte(token)},
+	}, nil
+}
+
+func mib(n int) resource.Quantity { return *resource.NewQuantity(int64(n)<<20, resource.BinarySI) }
+
+func cpu(cores float64) resource.Quantity {
+	return *resource.NewMilliQuantity(int64(cores*1000+0.5), resource.DecimalSI)
+}
+
+// buildPod returns a session's pod: the kernel container (tini, the
+// supervisor, ipykernel) and the agent container (files and kernel
+// control), both locked down, sharing only the workspace and the
+// supervisor's control and status directories.
+func (c Config) buildPod(spec sandbox.Spec, limits sandbox.Limits, now time.Time) (*corev1.Pod, error) {
+	uid := c.sessionUID(spec.ID)
+	settings := SupervisorSettings{
+		Argv: sandbox.KernelArgv(c.Python), Secret: secretDir + "/" + SecretKernelKey, Conn: sandbox.ConnFile,
+		Control: ControlFile, Status: StatusFile, Workdir: sandbox.WorkDir, Ports: c.ports(), KillScope: "all",
+		Rlimits: map[string]int64{"RLIMIT_NPROC": int64(limits.Pids), "RLIMIT_NOFILE": int64(c.NoFile),
+			"RLIMIT_FSIZE": int64(c.FileSizeMB) << 20, "RLIMIT_CORE": 0},
+	}
+	settingsJSON, err := json.Marshal(settings)
+	if err != nil {
+		return nil, fmt.Errorf("k8s: pod: %w", err)
+	}
+	limitsJSON, err := json.Marshal(limits)
+	if err != nil {
+		return nil, fmt.Errorf("k8s: pod: %w", err)
+	}
+	env := sandbox.KernelEnv(spec, limits)
+	names := make([]string, 0, len(env))
+	for k := range env {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	envVars := make([]corev1.EnvVar, 0, len(names))
+	for _, k := range names {
+		envVars = append(envVars, corev1.EnvVar{Name: k, Value: env[k]})
+	}
+	kernelRes := corev1.ResourceList{corev1.ResourceCPU: cpu(limits.CPUs), corev1.ResourceMemory: mib(limits.MemoryMB)}
+	agentRes := corev1.ResourceList{corev1.ResourceCPU: cpu(c.AgentCPU), corev1.ResourceMemory: mib(c.AgentMemoryMB)}
+	f, t := false, true
+	grace := int64(c.DeleteGrace / time.Second)
+	seccomp := &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+	if c.SeccompLocalhostProfile != "" {
+		p := c.SeccompLocalhostProfile
+		seccomp = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: &p}
+	}
+	// Each container gets the whole hardening, not only the pod defaults.
+	hardened := func() *corev1.SecurityContext {
+		return &corev1.SecurityContext{
+			RunAsNonRoot: &t, RunAsUser: &uid, RunAsGroup: &uid,
+			AllowPrivilegeEscalation: &f, Privileged: &f, ReadOnlyRootFilesystem: &t,
+			Capabilities:   &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			SeccompProfile: seccomp,
+		}
+	}
+	var ports []corev1.ContainerPort
+	for i, ch := range kernel.Channels {
+		ports = append(ports, corev1.ContainerPort{Name: "k-" + string(ch), ContainerPort: int32(c.ports()[i]), Protocol: corev1.ProtocolTCP})
+	}
+	memDir := func(name string, mb int) corev1.Volume {
+		q := mib(mb)
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &q}}}
+	}
+	wsSize := mib(limits.WorkspaceMB)
+	secretMode := int32(0o440)
+	secretVol := func(name, key, path string) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: PodName(spec.ID), DefaultMode: &secretMode, Items: []corev1.KeyToPath{{Key: key, Path: path}}}}}
+	}
+	var runtimeClass *string
+	if c.RuntimeClassName != "" {
+		rc := c.RuntimeClassName
+		runtimeClass = &rc
+	}
+	fsPolicy := corev1.FSGroupChangeOnRootMismatch
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: PodName(spec.ID), Namespace: c.Namespace, Labels: c.labels(spec.ID, spec.Tenant),
+			Annotations: map[string]string{
+				AnnotationLimits:  string(limitsJSON),
+				AnnotationExpires: now.Add(c.MaxLifetime).UTC().Format(time.RFC3339),
+				AnnotationUID:     strconv.FormatInt(uid, 10),
+			},
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyAlways,
+			AutomountServiceAccountToken:  &f,
+			EnableServiceLinks:            &f,
+			HostNetwork:                   false,
+			HostPID:                       false,
+			HostIPC:                       false,
+			ShareProcessNamespace:         &f,
+			Hostname:                      "glassroom",
+			RuntimeClassName:              runtimeClass,
+			TerminationGracePeriodSeconds: &grace,
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot: &t, RunAsUser: &uid, RunAsGroup: &uid, FSGroup: &uid, FSGroupChangePolicy: &fsPolicy,
+				SeccompProfile: seccomp,
+			},
+			Containers: []corev1.Container{
+				{
+					Name:            KernelContainer,
+					Image:           c.Image,
+					ImagePullPolicy: corev1.PullPolicy(c.ImagePullPolicy),
+					Command:         []string{c.Tini, "--", c.Python, "-I", "-B", "-c", supervisor, string(settingsJSON)},
+					WorkingDir:      sandbox.WorkDir,
+					Env:             envVars,
+					Ports:           ports,
+					Resources:       corev1.ResourceRequirements{Limits: kernelRes, Requests: kernelRes},
+					SecurityContext: hardened(),
+					ReadinessProbe: &corev1.Probe{
+						ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(int32(c.KernelPortBase))}},
+						PeriodSeconds: 1, FailureThreshold: 1, SuccessThreshold: 1, TimeoutSeconds: 1,
+					},
+					TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+					VolumeMounts: []corev1.VolumeMount{
+						{Name: "workspace", MountPath: sandbox.WorkDir},
+						{Name: "tmp", MountPath: "/tmp"},
+						{Name: "shm", MountPath: "/dev/shm"},
+						{Name: "ipc", MountPath: sandbox.IPCDir},
+						{Name: "control", MountPath: controlDir, ReadOnly: true},
+						{Name: "status", MountPath: statusDir},
+						{Name: "kernel-secret", MountPath: secretDir, ReadOnly: true},
+					},
+				},
+				{
+					Name:            AgentContainer,
+					Image:           c.AgentImage,
+					ImagePullPolicy: corev1.PullPolicy(c.ImagePullPolicy),
+					Command: []string{"/glassroom", "pod-agent", "--listen", ":" + strconv.Itoa(c.AgentPort),
+						"--workspace", sandbox.WorkDir, "--token-file", AgentTokenFile,
+						"--control", ControlFile, "--status", StatusFile,
+						"--quota-mb", strconv.Itoa(limits.WorkspaceMB)},
+					Ports:           []corev1.ContainerPort{{Name: "agent", ContainerPort: int32(c.AgentPort), Protocol: corev1.ProtocolTCP}},
+					Resources:       corev1.ResourceRequirements{Limits: agentRes, Requests: agentRes},
+					SecurityContext: hardened(),
+					ReadinessProbe: &corev1.Probe{
+						ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(int32(c.AgentPort))}},
+						PeriodSeconds: 1, FailureThreshold: 3, SuccessThreshold: 1, TimeoutSeconds: 1,
+					},
+					TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+					VolumeMounts: []corev1.VolumeMount{
+						{Name: "workspace", MountPath: sandbox.WorkDir},
+						{Name: "control", MountPath: controlDir},
+						{Name: "status", MountPath: statusDir, ReadOnly: true},
+						{Name: "agent-secret", MountPath: agentDir, ReadOnly: true},
+					},
+				},
+			},
+			Volumes: []corev1.Volume{
+				{Name: "workspace", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+					Medium: corev1.StorageMedium(c.WorkspaceMedium), SizeLimit: &wsSize}}},
+				memDir("tmp", c.TmpMB),
+				memDir("shm", c.ShmMB),
+				memDir("ipc", 1),
+				memDir("control", 1),
+				memDir("status", 1),
+				secretVol("kernel-secret", SecretKernelKey, SecretKernelKey),
+				secretVol("agent-secret", SecretAgentKey, "token"),
+			},
+		},
+	}
+	return pod, nil
+}

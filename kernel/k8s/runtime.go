@@ -1,0 +1,296 @@
+package k8s
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/workspace"
+	"github.com/glassroom/glassroom/workspace/remote"
+	"github.com/rs/zerolog"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Runtime starts each session's kernel in its own pod. It is safe for
+// concurrent use.
+type Runtime struct {
+	cfg       Config
+	log       zerolog.Logger
+	cs        kubernetes.Interface
+	transport *http.Transport // to the pods' agents
+	http      *http.Client
+
+	mu          sync.Mutex
+	live        map[string]bool      // sessions with a sandbox here, including ones starting
+	orphanSince map[string]time.Time // reconcile: when a pod was first seen without a live gateway
+}
+
+// NewClientset connects to the cluster: in-cluster (the pod's service
+// account) when kubeconfig is "" and the gateway runs in a pod, else the
+// kubeconfig file (KUBECONFIG's rules when kubeconfig is "").
+func NewClientset(kubeconfig string) (kubernetes.Interface, error) {
+	var cfg *rest.Config
+	var err error
+	if kubeconfig == "" && os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		cfg, err = rest.InClusterConfig()
+	} else {
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		rules.ExplicitPath = kubeconfig
+		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: k8s: cluster config: %w", sandbox.ErrUnavailable, err)
+	}
+	cfg.UserAgent = "glassroom"
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: k8s: client: %w", sandbox.ErrUnavailable, err)
+	}
+	return cs, nil
+}
+
+// InClusterNamespace returns the namespace of the pod the gateway runs
+// in, or "" outside a cluster.
+func InClusterNamespace() string {
+	b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// New returns a runtime over cs. It checks that the namespace can be
+// read, takes this gateway's Lease and removes orphans. The caller must
+// Close it, and should Run it.
+func New(ctx context.Context, cfg Config, cs kubernetes.Interface, log zerolog.Logger) (*Runtime, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	t := newAgentTransport()
+	r := &Runtime{cfg: cfg, log: log.With().Str("runtime", "k8s").Logger(), cs: cs, transport: t, http: &http.Client{Transport: t},
+		live: map[string]bool{}, orphanSince: map[string]time.Time{}}
+	cctx, cancel := context.WithTimeout(ctx, cfg.CallTimeout)
+	defer cancel()
+	if _, err := cs.CoreV1().Pods(cfg.Namespace).List(cctx, metav1.ListOptions{LabelSelector: selector(), Limit: 1}); err != nil {
+		return nil, fmt.Errorf("%w: k8s: cannot list pods in namespace %s: %w", sandbox.ErrUnavailable, cfg.Namespace, err)
+	}
+	if err := r.renewLease(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.Reconcile(ctx); err != nil {
+		r.log.Warn().Err(err).Msg("reconcile failed")
+	}
+	return r, nil
+}
+
+// Name returns "k8s".
+func (r *Runtime) Name() string { return "k8s" }
+
+// Instance returns this gateway's name in labels and its Lease.
+func (r *Runtime) Instance() string { return r.cfg.Instance }
+
+// Close drops idle connections to the agents. Sandboxes must be closed
+// (or detached) first.
+func (r *Runtime) Close() error {
+	r.transport.CloseIdleConnections()
+	return nil
+}
+
+// Run renews this gateway's Lease and reconciles every ReconcileInterval
+// until ctx ends.
+func (r *Runtime) Run(ctx context.Context) error {
+	t := time.NewTicker(r.cfg.ReconcileInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if err := r.renewLease(ctx); err != nil {
+				r.log.Warn().Err(err).Msg("lease renewal failed")
+			}
+			if err := r.Reconcile(ctx); err != nil {
+				r.log.Warn().Err(err).Msg("reconcile failed")
+			}
+		}
+	}
+}
+
+func (r *Runtime) isLive(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.live[id]
+}
+
+func (r *Runtime) claim(id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.live[id] {
+		return &sandbox.SpecError{Reason: "session " + id + " already has a sandbox"}
+	}
+	r.live[id] = true
+	return nil
+}
+
+func (r *Runtime) forget(id string) {
+	r.mu.Lock()
+	delete(r.live, id)
+	r.mu.Unlock()
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("k8s: crypto/rand failed: %v", err))
+	}
+	return hex.EncodeToString(b)
+}
+
+func (r *Runtime) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), r.cfg.CallTimeout)
+}
+
+// Start creates the session's Secret and pod, waits until the pod is
+// ready and the kernel answers on its ports. On failure, and on a panic,
+// both are deleted. The caller must Close the sandbox.
+func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbox, err error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if spec.EgressSocket != "" {
+		return nil, &sandbox.SpecError{Reason: "network allowlists are not available on the k8s runtime"}
+	}
+	if len(spec.ID) > 63 {
+		return nil, &sandbox.SpecError{Reason: "session id longer than 63 characters (a label value)"}
+	}
+	if err := r.claim(spec.ID); err != nil {
+		return nil, err
+	}
+	limits := r.cfg.Limits(spec.Limits)
+	b := sandbox.NewBase(sandbox.BaseConfig{ID: spec.ID, Limits: limits, StartTimeout: r.cfg.StartTimeout})
+	defer b.CloseOnFailure(ctx, &err)
+	b.OnClose("forget session", func() error { r.forget(spec.ID); return nil })
+	uid := int(r.cfg.sessionUID(spec.ID))
+	b.SetOwner(uid, uid)
+	key := kernel.NewIPCConnection("").Key
+	d := r.newDriver(spec.ID, limits, key, randomHex(32))
+	b.Use(nil, d)
+
+	secret, err := r.cfg.buildSecret(spec, key, d.token)
+	if err != nil {
+		return nil, err
+	}
+	pod, err := r.cfg.buildPod(spec, limits, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := r.callCtx(ctx)
+	secret, err = r.cs.CoreV1().Secrets(r.cfg.Namespace).Create(cctx, secret, metav1.CreateOptions{})
+	cancel()
+	if err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			d.keep() // another gateway's: never delete it
+			return nil, &sandbox.SpecError{Reason: "session " + spec.ID + " already has a sandbox"}
+		}
+		return nil, fmt.Errorf("%w: k8s: create secret: %w", sandbox.ErrUnavailable, err)
+	}
+	cctx, cancel = r.callCtx(ctx)
+	pod, err = r.cs.CoreV1().Pods(r.cfg.Namespace).Create(cctx, pod, metav1.CreateOptions{})
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("%w: k8s: create pod: %w", sandbox.ErrUnavailable, err)
+	}
+	r.ownSecret(ctx, secret, pod)
+	d.startWatch(pod)
+	if err := d.waitPodReady(ctx); err != nil {
+		return nil, err
+	}
+	if err := b.Launch(ctx); err != nil {
+		return nil, err
+	}
+	return &podSandbox{Durable: sandbox.Durable{Base: b}, d: d}, nil
+}
+
+// ownSecret makes the pod the Secret's owner, so the cluster's garbage
+// collector removes the Secret with the pod whatever happens to gateways.
+func (r *Runtime) ownSecret(ctx context.Context, secret *corev1.Secret, pod *corev1.Pod) {
+	t := true
+	secret.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID, BlockOwnerDeletion: &t}}
+	cctx, cancel := r.callCtx(ctx)
+	defer cancel()
+	if _, err := r.cs.CoreV1().Secrets(r.cfg.Namespace).Update(cctx, secret, metav1.UpdateOptions{}); err != nil {
+		r.log.Warn().Err(err).Str("secret", secret.Name).Msg("cannot give the secret to its pod; reconcile removes it later")
+	}
+}
+
+// podSandbox is a session's pod as a sandbox.Sandbox; its workspace is
+// reached through the pod's agent (sandbox.WorkspaceOpener). The pod
+// outlives the gateway: it is a sandbox.Persistent, whose Detach leaves the
+// pod running for the next gateway to adopt.
+type podSandbox struct {
+	sandbox.Durable
+	d *driver
+}
+
+var (
+	_ sandbox.WorkspaceOpener = (*podSandbox)(nil)
+	_ sandbox.TenantRecorder  = (*podSandbox)(nil)
+)
+
+// RecordTenant implements sandbox.TenantRecorder: it labels the pod with
+// the session's tenant (a pooled pod was started without one), so that a
+// gateway adopting the session knows whose it is.
+func (s *podSandbox) RecordTenant(ctx context.Context, tenant string) error {
+	if !sandbox.TenantPattern.MatchString(tenant) {
+		return &sandbox.SpecError{Reason: fmt.Sprintf("tenant %q", tenant)}
+	}
+	r := s.d.r
+	for attempt := 0; ; attempt++ {
+		cctx, cancel := r.callCtx(ctx)
+		pod, err := r.cs.CoreV1().Pods(r.cfg.Namespace).Get(cctx, s.d.name, metav1.GetOptions{})
+		if err == nil {
+			if pod.Labels == nil {
+				pod.Labels = map[string]string{}
+			}
+			pod.Labels[LabelTenant] = tenant
+			_, err = r.cs.CoreV1().Pods(r.cfg.Namespace).Update(cctx, pod, metav1.UpdateOptions{})
+		}
+		cancel()
+		if err == nil || !apierrors.IsConflict(err) || attempt == 2 {
+			if err != nil {
+				return fmt.Errorf("k8s: record tenant of %s: %w", s.d.id, err)
+			}
+			return nil
+		}
+	}
+}
+
+// StateDir returns the Common StateDir: unused by the runtime itself, it
+// is where a gateway keeps its session store, if anywhere ("").
+func (r *Runtime) StateDir() string { return r.cfg.StateDir }
+
+// OpenWorkspace implements sandbox.WorkspaceOpener: a client of the
+// pod's agent. The caller closes both (the tracker's Close does nothing).
+func (s *podSandbox) OpenWorkspace(context.Context) (workspace.FS, workspace.Tracker, error) {
+	c, err := remote.NewClient(remote.ClientConfig{BaseURL: s.d.agentBase(), Token: s.d.token, CallTimeout: s.d.r.cfg.CallTimeout * 3})
+	if err != nil {
+		return nil, nil, fmt.Errorf("k8s: workspace: %w", err)
+	}
+	return c, c.Tracker(), nil
+}
+
+var errAgentUnreachable = errors.New("k8s: the pod agent is unreachable")

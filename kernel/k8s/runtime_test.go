@@ -1,0 +1,289 @@
+package k8s
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/kernel/kerneltest"
+	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/workspace"
+	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"))
+}
+
+const ns = "glass"
+
+func testConfig(instance string) Config {
+	return Config{Namespace: ns, Instance: instance, CallTimeout: 5 * time.Second, ReconcileInterval: 100 * time.Millisecond,
+		LeaseDuration: time.Second, DeleteGrace: time.Second, Common: sandbox.Common{StartTimeout: 60 * time.Second}}
+}
+
+// newClientset returns a fake API server that, like a real one, refuses an
+// update whose resourceVersion is stale (409) and bumps it on success:
+// the fake's tracker does neither, and adoption relies on it.
+func newClientset() *fake.Clientset {
+	cs := fake.NewClientset()
+	var mu sync.Mutex
+	cs.PrependReactor("update", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		obj := action.(k8stesting.UpdateAction).GetObject().(*corev1.Pod)
+		cur, err := cs.Tracker().Get(corev1.SchemeGroupVersion.WithResource("pods"), obj.Namespace, obj.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		have := cur.(*corev1.Pod).ResourceVersion
+		if obj.ResourceVersion != have {
+			return true, nil, apierrors.NewConflict(corev1.Resource("pods"), obj.Name, errors.New("the object has been modified"))
+		}
+		n, _ := strconv.Atoi(have)
+		obj = obj.DeepCopy()
+		obj.ResourceVersion = strconv.Itoa(n + 1)
+		if err := cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), obj, obj.Namespace); err != nil {
+			return true, nil, err
+		}
+		return true, obj, nil
+	})
+	return cs
+}
+
+func newRuntime(t *testing.T, cs *fake.Clientset, cfg Config) *Runtime {
+	t.Helper()
+	rt, err := New(context.Background(), cfg, cs, zerolog.New(zerolog.NewTestWriter(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+func count(t *testing.T, cs *fake.Clientset) (pods, secrets int) {
+	t.Helper()
+	p, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := cs.CoreV1().Secrets(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(p.Items), len(s.Items)
+}
+
+// TestSimulatedCluster runs the runtime against the fake API server with a
+// simulated kubelet that starts each pod's kernel (supervisor, ipykernel)
+// and agent for real on this machine: start, code, files through the
+// agent, change tracking, restart (a new generation in the same pod),
+// a kernel that dies, then gateway A going away and two gateways racing
+// to adopt its session: one wins and finds the variables intact.
+func TestSimulatedCluster(t *testing.T) {
+	cs := newClientset()
+	startKubelet(t, cs, ns)
+	ctx := context.Background()
+	rtA := newRuntime(t, cs, testConfig("gw-a"))
+
+	k := kerneltest.Start(t, rtA, sandbox.Spec{ID: "sess-0001-abcdef", Tenant: "tenant1", Env: map[string]string{"MY_SETTING": "ok"}})
+	if info := k.Sandbox.Connection(); info.Transport != "tcp" || !strings.HasPrefix(info.IP, "127.0.0.") || info.ShellPort != 50001 {
+		t.Fatalf("connection %+v", info)
+	}
+	if k.Sandbox.Workspace() != "" {
+		t.Fatal("a pod's workspace is not on this host")
+	}
+	if out, _ := k.Run(t, "x = 41\nimport os\nprint(os.environ['MY_SETTING'], os.path.basename(os.getcwd()))"); strings.TrimSpace(out) != "ok workspace" {
+		t.Fatalf("first run: %q", out)
+	}
+
+	files, tracker, err := k.Sandbox.(sandbox.WorkspaceOpener).OpenWorkspace(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer files.Close()
+	defer tracker.Close()
+	tracker.Reset()
+	if _, err := files.Write("data.csv", strings.NewReader("a,b\n1,2\n")); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := k.Run(t, "print(open('data.csv').read().split()[1])\n_ = open('out.txt', 'w').write('hi')"); strings.TrimSpace(out) != "1,2" {
+		t.Fatalf("the kernel reads the upload: %q", out)
+	}
+	changes, truncated := tracker.Changes()
+	if truncated || len(changes) != 2 || changes[0].Path != "data.csv" || changes[1] != (workspace.Change{Path: "out.txt", Size: 2, Change: "created"}) {
+		t.Fatalf("changes %+v %v", changes, truncated)
+	}
+	f, _, err := files.OpenFile("out.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := io.ReadAll(f); string(b) != "hi" {
+		t.Fatalf("download %q", b)
+	}
+	f.Close()
+	_, _, err = files.OpenFile("../secret/kernel.json")
+	if !errors.Is(err, workspace.ErrBadPath) {
+		t.Fatalf("traversal through the agent: %v", err)
+	}
+
+	// Restart: a new generation in the same pod; variables go, files stay.
+	if err := k.Sandbox.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	k.Reconnect(t)
+	if out, _ := k.Run(t, "print('x' in dir(), open('out.txt').read())"); strings.TrimSpace(out) != "False hi" {
+		t.Fatalf("after restart: %q", out)
+	}
+	// What the code left running does not outlive its kernel.
+	out, _ := k.Run(t, "import subprocess; print(subprocess.Popen(['sleep', '300']).pid)")
+	sleeper, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		t.Fatalf("pid %q", out)
+	}
+
+	// The kernel dies on its own: Exited, with the reason.
+	exited := k.Sandbox.Exited()
+	go func() {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, _ = k.Client.Execute(cctx, "import os; os._exit(3)", kernelOpts(), nil)
+	}()
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the kernel's death was not noticed")
+	}
+	if r := k.Sandbox.ExitReason(); r != "exit code 3" {
+		t.Fatalf("exit reason %q", r)
+	}
+	if err := syscall.Kill(sleeper, 0); !errors.Is(err, syscall.ESRCH) {
+		if b, _ := os.ReadFile("/proc/" + strconv.Itoa(sleeper) + "/stat"); !strings.Contains(string(b), ") Z") {
+			t.Fatalf("a process the dead kernel started still runs: %s", b)
+		}
+	}
+	if err := k.Sandbox.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	k.Reconnect(t)
+	k.Run(t, "y = 7")
+
+	// Gateway A goes away without deleting anything.
+	stA := k.Sandbox.(sandbox.Persistent).State()
+	if err := k.Sandbox.(sandbox.Persistent).Detach(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rtA.ReleaseLease(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rtB := newRuntime(t, cs, testConfig("gw-b"))
+	rtC := newRuntime(t, cs, testConfig("gw-c"))
+	orphans, err := rtB.Orphans(ctx)
+	if err != nil || len(orphans) != 1 {
+		t.Fatalf("orphans: %+v %v", orphans, err)
+	}
+	if o := orphans[0]; o.State.ID != stA.ID || o.Tenant != "tenant1" || o.State.Incarnation != stA.Incarnation || o.State.Conn.Key != stA.Conn.Key || o.State.Limits != stA.Limits {
+		t.Fatalf("orphan %+v, the detached sandbox's state %+v", o, stA)
+	}
+	list, err := rtB.Adoptable(ctx)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("adoptable: %+v %v", list, err)
+	}
+	a := list[0]
+	if a.ID != "sess-0001-abcdef" || a.Tenant != "tenant1" || a.Owner != "gw-a" || a.Limits != rtB.cfg.Limits(sandbox.Limits{}) ||
+		a.Connection.IP != k.Sandbox.Connection().IP || a.Connection.Key != k.Sandbox.Connection().Key || a.Expires.Sub(a.Created) < 11*time.Hour {
+		t.Fatalf("adoptable %+v", a)
+	}
+	var wg sync.WaitGroup
+	results := make([]sandbox.Sandbox, 2)
+	errs := make([]error, 2)
+	for i, rt := range []*Runtime{rtB, rtC} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], _, errs[i] = rt.AdoptSession(ctx, a.ID)
+		}()
+	}
+	wg.Wait()
+	var won sandbox.Sandbox
+	winner := ""
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			if won != nil {
+				t.Fatal("two gateways adopted the same session")
+			}
+			won, winner = results[i], []string{"gw-b", "gw-c"}[i]
+		case !errors.Is(err, ErrAdoptConflict) && !errors.Is(err, ErrNotAdoptable):
+			t.Fatalf("adopt: %v", err)
+		}
+	}
+	if won == nil {
+		t.Fatalf("nobody adopted: %v", errs)
+	}
+	defer func() { _ = won.Close(context.Background()) }()
+	pod, err := cs.CoreV1().Pods(ns).Get(ctx, PodName(a.ID), metav1.GetOptions{})
+	if err != nil || pod.Labels[LabelInstance] != winner {
+		t.Fatalf("owner label %v %v", pod.Labels, err)
+	}
+	adopted := kerneltest.Kernel{Sandbox: won}
+	adopted.Reconnect(t)
+	if out, _ := adopted.Run(t, "print(y)"); strings.TrimSpace(out) != "7" {
+		t.Fatalf("variables after adoption: %q", out)
+	}
+	if l, _ := rtB.Adoptable(ctx); len(l) != 0 {
+		t.Fatalf("still adoptable after adoption: %+v", l)
+	}
+	// The winner is upgraded: it detaches, and its next run restores the
+	// session from its store (sandbox.Adopter, with the State it kept).
+	st := won.(sandbox.Persistent).State()
+	if st.ID != a.ID || st.Incarnation != stA.Incarnation || st.Conn.Key != a.Connection.Key {
+		t.Fatalf("state after adoption %+v, before %+v", st, stA)
+	}
+	if err := won.(sandbox.Persistent).Detach(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rtW := map[string]*Runtime{"gw-b": rtB, "gw-c": rtC}[winner]
+	if won, err = rtW.Adopt(ctx, st); err != nil {
+		t.Fatalf("restore after detach: %v", err)
+	}
+	if got := won.(sandbox.Persistent).State().Incarnation; got != st.Incarnation {
+		t.Fatalf("incarnation %q after restore, want %q (the same kernel)", got, st.Incarnation)
+	}
+	adopted = kerneltest.Kernel{Sandbox: won}
+	adopted.Reconnect(t)
+	if out, _ := adopted.Run(t, "print(y)"); strings.TrimSpace(out) != "7" {
+		t.Fatalf("variables after detach and restore: %q", out)
+	}
+	// The adopter restarts and closes it like its own.
+	if err := won.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	adopted.Reconnect(t)
+	if out, _ := adopted.Run(t, "print(open('out.txt').read())"); strings.TrimSpace(out) != "hi" {
+		t.Fatalf("files after adoption and restart: %q", out)
+	}
+	if err := won.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p, s := count(t, cs); p != 0 || s != 0 {
+		t.Fatalf("after close: %d pods, %d secrets", p, s)
+	}
+}
+
+func kernelOpts() kernel.ExecuteOptions { return kernel.ExecuteOptions{} }

@@ -1,0 +1,102 @@
+package k8s
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/glassroom/glassroom/sessions"
+	"github.com/rs/zerolog"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestSessionsMoveBetweenGateways runs the session layer on the k8s
+// runtime over the simulated cluster (an integration test, so it imports
+// the layer above): gateway A serves a session that took a pre-started
+// pod (its tenant recorded on the pod when taken) and detaches it at
+// shutdown; gateway B, with no store of A's, finds it in the cluster
+// (sandbox.OrphanFinder) and serves it to the same tenant, variables intact.
+func TestSessionsMoveBetweenGateways(t *testing.T) {
+	cs := newClientset()
+	startKubelet(t, cs, ns)
+	ctx := context.Background()
+	const tenant = "0123456789abcdef"
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
+
+	rtA := newRuntime(t, cs, testConfig("gw-a"))
+	mA, err := sessions.New(sessions.Config{Pool: 1, StartTimeout: 60 * time.Second}, rtA, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stopA := context.WithCancel(ctx)
+	runDone := make(chan error, 1)
+	go func() { runDone <- mA.Run(runCtx) }()
+	for deadline := time.Now().Add(60 * time.Second); mA.Pool().Ready < 1; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool never filled: %+v", mA.Pool())
+		}
+	}
+	s, err := mA.Create(ctx, tenant, sessions.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := execute(t, s, "x = 41"); e.Status != "ok" {
+		t.Fatalf("%+v", e)
+	}
+	pod, err := cs.CoreV1().Pods(ns).Get(ctx, PodName(s.ID()), metav1.GetOptions{})
+	if err != nil || pod.Labels[LabelTenant] != tenant {
+		t.Fatalf("the pooled pod's tenant label: %v %v", pod.Labels, err)
+	}
+	stopA()
+	<-runDone
+	if err := mA.Detach(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rtA.ReleaseLease(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	rtB := newRuntime(t, cs, testConfig("gw-b"))
+	mB, err := sessions.New(sessions.Config{StartTimeout: 60 * time.Second}, rtB, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mB.Close(ctx)
+	res, err := mB.Restore(ctx)
+	if err != nil || res.Adopted != 1 {
+		t.Fatalf("restore: %+v %v", res, err)
+	}
+	if _, err := mB.Get("another-tenant", s.ID()); err == nil {
+		t.Fatal("another tenant was served the adopted session")
+	}
+	sb, err := mB.Get(tenant, s.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := execute(t, sb, "x + 1"); string(e.Result) != `{"text/plain":"42"}` {
+		t.Fatalf("x + 1 after moving to gateway B: %+v %s", e, e.Result)
+	}
+	if err := mB.Delete(ctx, tenant, s.ID()); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if p, sec := count(t, cs); p == 0 && sec == 0 { // A's pool closed its own at Detach
+			break
+		}
+		if time.Now().After(deadline) {
+			p, sec := count(t, cs)
+			t.Fatalf("after delete: %d pods, %d secrets", p, sec)
+		}
+	}
+}
+
+func execute(t *testing.T, s *sessions.Session, code string) *sessions.Execution {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	e, err := s.Execute(ctx, sessions.ExecRequest{Code: code})
+	if err != nil {
+		t.Fatalf("execute %q: %v", code, err)
+	}
+	return e
+}

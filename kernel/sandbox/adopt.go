@@ -1,0 +1,79 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/glassroom/glassroom/kernel"
+)
+
+// State is what a runtime needs to take over a running sandbox after the
+// gateway restarted. It holds the kernel's key: keep it private (the
+// session store is a mode 0600 file).
+type State struct {
+	ID     string                `json:"id"`
+	UID    int                   `json:"uid"`
+	GID    int                   `json:"gid"`
+	Limits Limits                `json:"limits"`
+	Conn   kernel.ConnectionInfo `json:"conn"`
+	// Incarnation identifies the kernel process State describes (for
+	// docker, when its container started): after an adoption, a different
+	// one means the kernel restarted while no gateway watched it, and its
+	// variables are gone.
+	Incarnation string `json:"incarnation,omitempty"`
+	// Driver is the runtime's own part (for docker: the container and the
+	// time its current kernel started, which identifies the incarnation).
+	Driver json.RawMessage `json:"driver,omitempty"`
+}
+
+// Persistent is implemented by sandboxes that outlive the gateway's
+// process (containers): a new gateway can adopt them, with their kernels
+// and variables.
+type Persistent interface {
+	// State describes the sandbox and its current kernel; it changes
+	// after Restart.
+	State() State
+	// Detach lets the sandbox go without stopping it: the gateway is
+	// shutting down for an upgrade and the next one adopts it. It stops
+	// the goroutines that watch the kernel and returns.
+	Detach(ctx context.Context) error
+}
+
+// Adopter is implemented by runtimes whose sandboxes outlive the gateway.
+type Adopter interface {
+	// Adopt takes over the running sandbox st describes, as Start would
+	// have returned it. It fails (and changes nothing) when the sandbox is
+	// gone or is not the one st describes (another image, another
+	// instance). The caller must Close (or Detach) what it returns.
+	Adopt(ctx context.Context, st State) (Sandbox, error)
+	// Reconcile removes what this runtime's instance left and no live
+	// sandbox owns. A gateway calls it once it has adopted what it could.
+	Reconcile(ctx context.Context) error
+}
+
+// Orphan is a sandbox that no gateway serves, as the runtime's own system
+// of record (a cluster's API) describes it: enough to adopt it (State) and
+// to serve it to its owner.
+type Orphan struct {
+	State   State
+	Tenant  string // the Spec's Tenant; "" when it was never known
+	Created time.Time
+}
+
+// OrphanFinder is implemented by Adopters whose sandboxes can be found
+// without the store of the gateway that started them (a Kubernetes
+// runtime finds them in the cluster): a gateway adopts what Orphans lists,
+// its own sandboxes after a restart as well as those of another gateway
+// that went away. Orphans excludes the sandboxes this runtime serves, and
+// those of a gateway that is alive.
+type OrphanFinder interface {
+	Orphans(ctx context.Context) ([]Orphan, error)
+}
+
+// TenantRecorder is implemented by sandboxes that record their owner where
+// another gateway can read it (an Orphan's Tenant). A session that takes a
+// pre-started sandbox, started before its tenant was known, records it.
+type TenantRecorder interface {
+	RecordTenant(ctx context.Context, tenant string) error
+}

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# bench.sh: the load harness, side by side, on this machine: glassroom
+# (local runtime, and docker when an engine and the kernel image exist)
+# against Debian's jupyter_server, same client code (glassroom bench).
+# Everything listens on 127.0.0.1 only.
+#   SESSIONS=10,40 DURATION=20s scripts/bench.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SESSIONS=${SESSIONS:-10,40}
+DURATION=${DURATION:-20s}
+BIN=bin/glassroom
+KEY=bench-key-$(openssl rand -hex 12 2>/dev/null || echo 0123456789abcdef)
+TOKEN=bench-token-$(openssl rand -hex 12 2>/dev/null || echo 0123456789abcdef)
+work=$(mktemp -d /tmp/glassroom-bench.XXXXXX)
+chmod 711 "$work"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+start_glassroom() { # runtime port
+  local state="$work/state-$1"
+  mkdir -p "$state"
+  "$BIN" serve --runtime "$1" --listen "127.0.0.1:$2" --api-key "$KEY" --state-dir "$state" \
+    --max-sessions 128 --max-sessions-per-key 128 --instance bench --log-level error >/dev/null &
+  pids+=($!)
+}
+wait_http() { # url
+  for _ in $(seq 1 100); do curl -fs "$1" >/dev/null 2>&1 && return 0; sleep 0.2; done
+  echo "bench: $1 did not come up" >&2; return 1
+}
+
+targets=()
+start_glassroom local 18870
+wait_http http://127.0.0.1:18870/healthz
+targets+=("glassroom=http://127.0.0.1:18870")
+if docker image inspect glassroom/python-kernel:latest >/dev/null 2>&1; then
+  start_glassroom docker 18871
+  wait_http http://127.0.0.1:18871/healthz
+  targets+=("glassroom=http://127.0.0.1:18871")
+fi
+mkdir -p "$work/jupyter"
+PATH=/usr/bin:/bin /usr/bin/python3 -m jupyter_server --no-browser --allow-root --ServerApp.ip=127.0.0.1 \
+  --ServerApp.port=18889 --ServerApp.port_retries=0 --ServerApp.token="$TOKEN" --ServerApp.root_dir="$work/jupyter" \
+  --ServerApp.log_level=ERROR >/dev/null 2>&1 &
+pids+=($!)
+wait_http "http://127.0.0.1:18889/api?token=$TOKEN"
+targets+=("jupyter=http://127.0.0.1:18889")
+
+GLASSROOM_API_KEY=$KEY JUPYTER_TOKEN=$TOKEN "$BIN" bench --sessions "$SESSIONS" --duration "$DURATION" "${targets[@]}"

@@ -1,0 +1,362 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/glassroom/glassroom/egress"
+	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/sessionstore"
+)
+
+// Store keeps the sessions a restarted gateway brings back
+// (*sessionstore.Store implements it). Without one, nothing is kept.
+type Store interface {
+	Put(recs ...sessionstore.Record) error
+	Delete(id string) error
+	MarkLost(r sessionstore.Record, reason string) error
+	Sessions() ([]sessionstore.Record, error)
+}
+
+// noStore is the Store of a gateway that keeps nothing.
+type noStore struct{}
+
+func (noStore) Put(...sessionstore.Record) error           { return nil }
+func (noStore) Delete(string) error                        { return nil }
+func (noStore) MarkLost(sessionstore.Record, string) error { return nil }
+func (noStore) Sessions() ([]sessionstore.Record, error)   { return nil, nil }
+
+// restoredSeqGap separates a restored session's event numbers from the
+// ones it had before: events of the last seconds before a crash may have
+// been numbered past the stored one.
+const restoredSeqGap = 1 << 24
+
+// storeRecord describes s for the store.
+func (s *Session) storeRecord() sessionstore.Record {
+	s.mu.Lock()
+	r := sessionstore.Record{ID: s.id, Tenant: s.tenant, Runtime: s.runtime, CreatedAt: s.created,
+		LastActive: s.lastActive, IdleTimeout: s.idle}
+	if s.current != nil {
+		r.Running = s.current.req.ID
+	}
+	s.mu.Unlock()
+	if n := s.network(); n != nil {
+		r.Network = n.Allow
+	}
+	r.LastSeq = s.LastSeq()
+	if p, ok := s.sandbox.(sandbox.Persistent); ok {
+		r.Sandbox = p.State()
+	} else {
+		r.Sandbox = sandbox.State{ID: s.id, Limits: s.sandbox.Limits()}
+	}
+	return r
+}
+
+// persist writes s's record now (create, kernel restart).
+func (m *Manager) persist(s *Session) {
+	if err := m.store.Put(s.storeRecord()); err != nil {
+		m.log.Warn().Err(err).Str("session", s.id).Msg("session store write failed")
+	}
+}
+
+// flush writes the records of every session, in one transaction (last
+// activity, event numbers and the running execution change all the time;
+// a crash loses at most one flush interval of them).
+func (m *Manager) flush() {
+	m.mu.Lock()
+	all := make([]*Session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		all = append(all, s)
+	}
+	m.mu.Unlock()
+	if len(all) == 0 {
+		return
+	}
+	recs := make([]sessionstore.Record, 0, len(all))
+	for _, s := range all {
+		recs = append(recs, s.storeRecord())
+	}
+	if err := m.store.Put(recs...); err != nil {
+		m.log.Warn().Err(err).Msg("session store flush failed")
+	}
+}
+
+// RestoreResult counts what Restore did.
+type RestoreResult struct {
+	Adopted, Restarted, Lost int
+}
+
+// Restore brings back the sessions of the store: on a runtime whose
+// sandboxes outlive the gateway (sandbox.Adopter), each is adopted with
+// its kernel and variables (or its kernel restarted, files kept, when it
+// had stopped), its remaining lifetime and idle budget, its tenant; a
+// session that cannot be brought back is marked lost in the store with
+// the reason. Then the runtime removes whatever of its instance is left.
+// Call it once, before serving.
+func (m *Manager) Restore(ctx context.Context) (RestoreResult, error) {
+	var res RestoreResult
+	recs, err := m.store.Sessions()
+	if err != nil {
+		m.log.Warn().Err(err).Msg("session store: some records unreadable")
+	}
+	adopter, canAdopt := m.rt.(sandbox.Adopter)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4)
+	for _, rec := range recs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			outcome, reason := m.restore(ctx, adopter, canAdopt, rec)
+			mu.Lock()
+			defer mu.Unlock()
+			switch outcome {
+			case "adopted":
+				res.Adopted++
+			case "restarted":
+				res.Restarted++
+			default:
+				res.Lost++
+				m.log.Warn().Str("session", rec.ID).Str("reason", reason).Msg("session not restored")
+				if err := m.store.MarkLost(rec, reason); err != nil {
+					m.log.Warn().Err(err).Msg("session store write failed")
+				}
+			}
+			m.cfg.Observer.Restored(outcome)
+		}()
+	}
+	wg.Wait()
+	if finder, ok := m.rt.(sandbox.OrphanFinder); ok {
+		o := m.adoptOrphans(ctx, finder)
+		res.Adopted += o.Adopted
+		res.Restarted += o.Restarted
+		res.Lost += o.Lost
+	}
+	m.egress.RemoveStale() // the proxies of sessions not restored
+	if canAdopt {
+		if err := adopter.Reconcile(ctx); err != nil {
+			return res, fmt.Errorf("sessions: restore: %w", err)
+		}
+	}
+	return res, nil
+}
+
+// restore brings back one session: "adopted" (variables kept),
+// "restarted" (files kept, variables lost) or "lost" with the reason.
+func (m *Manager) restore(ctx context.Context, adopter sandbox.Adopter, canAdopt bool, rec sessionstore.Record) (outcome, reason string) {
+	now := time.Now()
+	switch {
+	case !canAdopt || rec.Runtime != m.rt.Name():
+		return "lost", "its kernel ended with the previous gateway (" + rec.Runtime + " sessions do not survive a restart)"
+	case now.After(rec.CreatedAt.Add(m.cfg.MaxLifetime)):
+		return "lost", "maximum lifetime reached while the gateway was down"
+	case now.After(rec.LastActive.Add(rec.IdleTimeout)):
+		return "lost", "idle timeout passed while the gateway was down"
+	}
+	sctx, cancel := context.WithTimeout(ctx, m.cfg.StartTimeout)
+	defer cancel()
+	sb, err := adopter.Adopt(sctx, rec.Sandbox)
+	if err != nil {
+		return "lost", "its sandbox could not be adopted: " + err.Error()
+	}
+	restarted := sb.(sandbox.Persistent).State().Incarnation != rec.Sandbox.Incarnation
+	log := m.log.With().Str("session", rec.ID).Logger()
+	conn, err := m.cfg.Dial(sctx, sb.Connection(), m.cfg.Kernel, log)
+	if err != nil && !restarted {
+		// The kernel does not answer with the stored key: start it afresh.
+		if rerr := sb.Restart(sctx); rerr == nil {
+			restarted = true
+			conn, err = m.cfg.Dial(sctx, sb.Connection(), m.cfg.Kernel, log)
+		}
+	}
+	if err != nil {
+		_ = sb.Close(context.WithoutCancel(ctx))
+		return "lost", "its kernel does not answer: " + err.Error()
+	}
+	files, watch, err := m.openWorkspace(sctx, sb, log)
+	if err != nil {
+		_ = conn.Close()
+		_ = sb.Close(context.WithoutCancel(ctx))
+		return "lost", "its workspace could not be opened: " + err.Error()
+	}
+	var created atomic.Pointer[Session]
+	proxy, netLost := m.resumeNetwork(rec, networkNotifier(&created))
+	s := newSession(sessionParams{id: rec.ID, tenant: rec.Tenant, runtime: m.rt.Name(), cfg: m.cfg, log: m.log,
+		idle: rec.IdleTimeout, created: rec.CreatedAt, lastActive: rec.LastActive, firstSeq: rec.LastSeq + restoredSeqGap,
+		budget: m.budget, slots: m.slots, sandbox: sb, client: conn, files: files, watch: watch, egress: proxy})
+	s.persist = func() { m.persist(s) }
+	created.Store(s)
+	reason = "the gateway restarted; events before this one are gone"
+	if restarted {
+		reason = "the gateway restarted and the kernel had stopped: it was started again, variables lost, files kept"
+	}
+	if netLost != "" {
+		reason += "; " + netLost
+	}
+	s.hub.publish(Event{Type: EventKernel, State: string(StateIdle), Reason: reason})
+	if rec.Running != "" {
+		s.hub.publish(Event{Type: EventDone, ID: rec.Running, Status: StatusUnknown, Reason: "the gateway restarted while this execution ran; it went on in the kernel, its status and output are lost",
+			StateLost: ptr(restarted), Truncated: ptr(true)})
+	}
+	m.mu.Lock()
+	if m.closed { // shutting down while an orphan was adopted: let it go again
+		m.mu.Unlock()
+		if err := s.detach(context.WithoutCancel(ctx)); err != nil {
+			m.log.Warn().Err(err).Str("session", rec.ID).Msg("detach after adoption failed")
+		}
+		return "lost", "the gateway is shutting down"
+	}
+	m.sessions[rec.ID] = s
+	m.mu.Unlock()
+	m.persist(s)
+	if restarted {
+		return "restarted", ""
+	}
+	return "adopted", ""
+}
+
+// adoptOrphans adopts the sandboxes finder reports without a gateway: this
+// gateway's own after a restart without a store, and those of a gateway
+// that went away. Each becomes a session of the tenant it records, with
+// the default idle timeout (its own is not known) and its remaining
+// lifetime; one without a tenant is left (no one could be served it, and
+// the runtime removes it in time).
+func (m *Manager) adoptOrphans(ctx context.Context, finder sandbox.OrphanFinder) RestoreResult {
+	var res RestoreResult
+	orphans, err := finder.Orphans(ctx)
+	if err != nil {
+		m.log.Warn().Err(err).Msg("listing orphaned sandboxes failed")
+		return res
+	}
+	adopter, canAdopt := m.rt.(sandbox.Adopter)
+	now := time.Now()
+	for _, o := range orphans {
+		m.mu.Lock()
+		_, live := m.sessions[o.State.ID]
+		closed := m.closed
+		m.mu.Unlock()
+		switch {
+		case closed || ctx.Err() != nil:
+			return res
+		case live || o.Tenant == "" || !sandbox.IDPattern.MatchString(o.State.ID):
+			continue
+		}
+		created := o.Created
+		if created.IsZero() || created.After(now) {
+			created = now
+		}
+		rec := sessionstore.Record{ID: o.State.ID, Tenant: o.Tenant, Runtime: m.rt.Name(), CreatedAt: created,
+			LastActive: now, IdleTimeout: m.cfg.IdleTimeout, Sandbox: o.State}
+		outcome, reason := m.restore(ctx, adopter, canAdopt, rec)
+		switch outcome {
+		case "adopted":
+			res.Adopted++
+		case "restarted":
+			res.Restarted++
+		default: // not recorded as lost: it may be another gateway's by now, or adoptable next time
+			res.Lost++
+			m.log.Warn().Str("session", rec.ID).Str("reason", reason).Msg("orphaned session not adopted")
+			continue
+		}
+		m.cfg.Observer.Restored(outcome)
+		m.log.Info().Str("session", rec.ID).Str("outcome", outcome).Msg("adopted an orphaned session")
+	}
+	return res
+}
+
+// Detach stops serving every session without stopping its kernel, for an
+// upgrade: sandboxes that outlive the gateway (sandbox.Persistent) are let
+// go, their records flushed, and the next gateway adopts them; the others
+// are closed (and forgotten). It refuses new sessions and returns when
+// every session is detached or closed, or ctx ends.
+func (m *Manager) Detach(ctx context.Context) error {
+	m.pool.close(ctx)
+	m.flush()
+	m.mu.Lock()
+	m.closed = true
+	all := make([]*Session, 0, len(m.sessions))
+	for id, s := range m.sessions {
+		all = append(all, s)
+		delete(m.sessions, id)
+	}
+	m.mu.Unlock()
+	var errs []error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, s := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			if _, ok := s.sandbox.(sandbox.Persistent); ok {
+				err = s.detach(ctx)
+			} else {
+				s.close(ctx, "gateway shutting down")
+				err = m.store.Delete(s.id)
+			}
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	m.closing.Wait()
+	return errors.Join(append(errs, m.notify.Close())...)
+}
+
+// resumeNetwork starts a restored session's egress proxy again, in the
+// directory its sandbox binds. When that cannot be done (the operator's
+// ceiling no longer admits the list, the directory is gone) the session
+// comes back without a network, and lost says why.
+func (m *Manager) resumeNetwork(rec sessionstore.Record, notify func(egress.Decision)) (proxy *egress.Proxy, lost string) {
+	if len(rec.Network) == 0 {
+		return nil, ""
+	}
+	pol, err := m.egress.Admit(rec.Network)
+	if err == nil {
+		proxy, err = m.egress.Resume(rec.ID, pol, notify)
+	}
+	if err != nil {
+		m.log.Warn().Err(err).Str("session", rec.ID).Msg("restored session: network not resumed")
+		var pe *egress.PatternError
+		if errors.As(err, &pe) {
+			return nil, "its network is gone (" + pe.Public() + ")"
+		}
+		return nil, "its network is gone (the egress proxy could not be resumed)"
+	}
+	return proxy, ""
+}
+
+// detach stops the session's goroutines and lets its sandbox go, running.
+func (s *Session) detach(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closeReason == "" {
+		s.closeReason = "gateway restarting"
+	}
+	s.mu.Unlock()
+	s.cancel()
+	err := s.sandbox.(sandbox.Persistent).Detach(ctx)
+	if s.egress != nil { // its directory stays, for the next gateway to resume
+		if derr := s.egress.Detach(); derr != nil {
+			s.log.Warn().Err(derr).Msg("egress proxy detach failed")
+		}
+	}
+	s.wg.Wait()
+	s.drain()
+	_ = s.kernelClient().Close()
+	if s.watch != nil {
+		_ = s.watch.Close()
+	}
+	_ = s.files.Close()
+	s.hub.publish(Event{Type: EventKernel, State: string(StateRestarting), Reason: "gateway restarting"})
+	s.hub.close()
+	return err
+}

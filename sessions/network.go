@@ -1,0 +1,55 @@
+package sessions
+
+import (
+	"errors"
+	"sync/atomic"
+
+	"github.com/glassroom/glassroom/egress"
+)
+
+// Network is a session's network access: the destinations (egress
+// patterns: "pypi.org", "*.pythonhosted.org", "api.example.com:443") its
+// kernel may reach through the session's egress proxy. The zero value is
+// no network at all.
+type Network struct {
+	Allow []string `json:"allow"`
+}
+
+// admitNetwork checks a session's list against the operator's ceiling.
+// An empty list is no network (the zero Policy).
+func (m *Manager) admitNetwork(n Network) (egress.Policy, error) {
+	if len(n.Allow) == 0 {
+		return egress.Policy{}, nil
+	}
+	pol, err := m.egress.Admit(n.Allow)
+	if err != nil {
+		var pe *egress.PatternError
+		if errors.As(err, &pe) {
+			return egress.Policy{}, &InvalidError{Reason: pe.Public(), Err: err}
+		}
+		return egress.Policy{}, &InvalidError{Reason: "invalid network policy", Err: err}
+	}
+	return pol, nil
+}
+
+// network describes the session's allowlist (canonical patterns), or nil.
+func (s *Session) network() *Network {
+	if s.egress == nil {
+		return nil
+	}
+	return &Network{Allow: s.egress.Policy().Strings()}
+}
+
+// networkNotifier returns the proxy's callback: each refused connection
+// becomes a network event of the session, once it exists (the proxy starts
+// before the sandbox, and nothing can connect before the kernel runs).
+// Allowed connections are only logged by the proxy.
+func networkNotifier(created *atomic.Pointer[Session]) func(egress.Decision) {
+	return func(d egress.Decision) {
+		s := created.Load()
+		if s == nil || d.Allowed {
+			return
+		}
+		s.hub.publish(Event{Type: EventNetwork, Host: d.Host, Port: ptr(d.Port), Allowed: ptr(false), Reason: d.Reason})
+	}
+}

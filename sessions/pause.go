@@ -1,0 +1,83 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/rs/zerolog"
+)
+
+// pauser freezes a session's sandbox once its kernel has gone unused for
+// Config.PauseAfter (docker pause, the cgroup freezer): an idle kernel
+// then costs no CPU. Whatever uses the kernel (an execution, completion,
+// inspection, an interrupt) holds it awake with use, which thaws it first.
+// Safe for concurrent use.
+type pauser struct {
+	fz    sandbox.Freezer // nil: this sandbox is never frozen
+	after time.Duration   // 0: never
+	log   zerolog.Logger
+
+	mu      sync.Mutex // held across Freeze and Thaw: a use waits for a freeze in progress
+	users   int
+	lastUse time.Time
+	off     bool // the runtime cannot freeze this sandbox
+}
+
+func newPauser(sb sandbox.Sandbox, after time.Duration, log zerolog.Logger) *pauser {
+	p := &pauser{after: after, log: log, lastUse: time.Now()}
+	if fz, ok := sb.(sandbox.Freezer); ok && after > 0 {
+		p.fz = fz
+	}
+	return p
+}
+
+// use thaws the sandbox if it is frozen and keeps it awake until the
+// returned release is called (exactly once). It blocks for the thaw (a
+// few milliseconds) or a freeze in progress.
+func (p *pauser) use(ctx context.Context) (release func(), err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fz != nil && p.fz.Frozen() {
+		start := time.Now()
+		if err := p.fz.Thaw(ctx); err != nil {
+			return nil, err
+		}
+		p.log.Debug().Dur("thaw", time.Since(start)).Msg("kernel resumed")
+	}
+	p.users++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			p.users--
+			p.lastUse = time.Now()
+			p.mu.Unlock()
+		})
+	}, nil
+}
+
+// maybeFreeze freezes the sandbox when nothing has used its kernel for
+// the pause delay; it reports whether it froze it now.
+func (p *pauser) maybeFreeze(ctx context.Context, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fz == nil || p.off || p.users > 0 || now.Sub(p.lastUse) < p.after || p.fz.Frozen() {
+		return false
+	}
+	if err := p.fz.Freeze(ctx); err != nil {
+		if errors.Is(err, sandbox.ErrNoFreeze) {
+			p.off = true
+		} else if !errors.Is(err, sandbox.ErrClosed) {
+			p.log.Warn().Err(err).Msg("pausing the idle kernel failed")
+		}
+		return false
+	}
+	p.log.Debug().Msg("kernel paused")
+	return true
+}
+
+// paused reports whether the sandbox is frozen now.
+func (p *pauser) paused() bool { return p.fz != nil && p.fz.Frozen() }
