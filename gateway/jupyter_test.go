@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"image/png"
@@ -610,5 +611,38 @@ func TestJupyterTimeout(t *testing.T) {
 	rep, iopub = c.execute("for i in range(3000): print('x' * 1000)")
 	if rep.Content["status"] != "ok" || !strings.Contains(streamText(iopub), "output was truncated") {
 		t.Fatalf("flood: %v (%d messages)", rep, len(iopub))
+	}
+}
+
+// TestJupyterPausedKernel: a kernel frozen for going unused answers a
+// Jupyter client's requests (they thaw it, as a /v1 completion does).
+func TestJupyterPausedKernel(t *testing.T) {
+	e := newEnv(t, localRuntime(t), sessions.Config{PauseAfter: 600 * time.Millisecond, ReapInterval: 50 * time.Millisecond})
+	k := e.startKernel(keyA, nil)
+	c := e.channels(t, keyA, k.ID, false, "")
+	c.request("shell", "kernel_info_request", map[string]any{})
+	c.execute("x = 41")
+	sid := strings.ReplaceAll(k.ID, "-", "")
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		s, err := e.client(keyA).GetSession(context.Background(), sid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Paused {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the kernel was never paused")
+		}
+	}
+	start := time.Now()
+	if rep, _ := c.request("shell", "complete_request", map[string]any{"code": "impo", "cursor_pos": 4}); !strings.Contains(rep.RawJSON, `"import"`) {
+		t.Fatalf("complete on a paused kernel: %v", rep)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("complete on a paused kernel took %v", d)
+	}
+	if _, iopub := c.execute("x + 1"); resultText(t, iopub) != "42" {
+		t.Fatalf("x + 1 after the pause: %v", iopub)
 	}
 }
