@@ -66,6 +66,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./workspace/
 	$(GO) test -run '^$$' -bench . -benchtime 5x ./sessions/
 	$(GO) test -run '^$$' -bench . -benchtime 300x ./client/ ./mcp/
+	$(GO) test -run '^$$' -bench JupyterRoundTrip -benchtime 300x ./gateway/
 	DENSITY_SESSIONS=$${DENSITY_SESSIONS:-100} $(GO) test -tags heavy -run '^$$' -bench Density -benchtime 1x -timeout 30m ./density/
 	$(MAKE) build
 	scripts/bench.sh
@@ -74,6 +75,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 60s ./kernel/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEvent$$' -fuzztime 60s ./kernel/
 	$(GO) test -run '^$$' -fuzz '^FuzzGuard$$' -fuzztime 60s ./kernel/
+	$(GO) test -run '^$$' -fuzz '^FuzzJupyterFrame$$' -fuzztime 60s ./gateway/
 
 # Rebuilds the notebook's committed third-party bundle (CodeMirror, markdown-it,
 # DOMPurify) from web/vendor's lockfile: web/static/vendor/vendor.js and
@@ -88,4 +90,4 @@ compose: build image
 	$(COMPOSE) up --build
 
 clean:
-	rm -rf bin artifacts mcp/testdata/node/node_modules
+	rm -rf bin artifacts mcp/testdata/node/node_modules gateway/testdata/jlab/node_modules

@@ -31,6 +31,7 @@ var undocumented = []struct {
 }{
 	{regexp.MustCompile(`^/\*?$`), "the notebook UI's static files (/ and its catch-all /*)"},
 	{regexp.MustCompile(`^/api(/.*)?$`), "the Jupyter Server API, described by Jupyter's own documents"},
+	{regexp.MustCompile(`^/kernelspecs/`), "the Jupyter Server API's kernel spec resources"},
 }
 
 type noRuntime struct{}

@@ -33,6 +33,7 @@ type Server struct {
 	stop     context.CancelFunc
 	wsConns  sync.WaitGroup
 	upgrader wsUpgrader
+	resume   *jupyterResume // where Jupyter clients' channels left off (jupyter_ws.go)
 }
 
 // New builds the server. assets is the UI's static files (may be nil).
@@ -42,7 +43,7 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 	}
 	cfg = cfg.withDefaults()
 	base, stop := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, mgr: mgr, log: log, base: base, stop: stop}
+	s := &Server{cfg: cfg, mgr: mgr, log: log, base: base, stop: stop, resume: newJupyterResume()}
 	for _, k := range cfg.APIKeys {
 		s.keys = append(s.keys, sha256.Sum256([]byte(k)))
 	}
@@ -71,6 +72,7 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 	s.routeFiles(v1)
 	s.routeMCP(e)
 	s.routeOpenAPI(e)
+	s.routeJupyter(e)
 	if assets != nil {
 		s.routeUI(e, assets)
 	}
@@ -117,7 +119,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// handleError writes every error as {"error":{"code","message"}}.
+// handleError writes every error as {"error":{"code","message"}}, or
+// {"message","reason"} on the Jupyter API.
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
@@ -125,6 +128,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 	ae := toAPIError(err)
 	if ae.Status >= 500 {
 		s.log.Error().Err(err).Str("path", c.Path()).Msg("request failed")
+	}
+	if isJupyterPath(c.Request().URL.Path) {
+		_ = c.JSON(ae.Status, newJupyterError(ae))
+		return
 	}
 	_ = c.JSON(ae.Status, map[string]*apiError{"error": ae})
 }

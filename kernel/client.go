@@ -641,6 +641,10 @@ type ExecuteOptions struct {
 	// OnReply, if set, is called on Execute's goroutine when the
 	// execute_reply arrives (output may still follow until idle).
 	OnReply func()
+	// OnBusy, if set, is called on Execute's goroutine when the kernel
+	// reports (status busy) that it began the request: an interrupt sent
+	// before then finds the kernel idle and is lost.
+	OnBusy func()
 }
 
 // Execute runs code and calls onEvent, on the calling goroutine, for each
@@ -690,6 +694,10 @@ func (c *Client) Execute(ctx context.Context, code string, opts ExecuteOptions, 
 				switch ev.Kind {
 				case EventStatus:
 					idle = idle || ev.State == "idle"
+					if ev.State == "busy" && opts.OnBusy != nil {
+						opts.OnBusy()
+						opts.OnBusy = nil
+					}
 				case EventCut:
 					truncated = true
 				default:

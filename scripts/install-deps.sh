@@ -4,13 +4,15 @@
 #   test:    runtime + docker.io, mmdebstrap (kernel image), chromium (UI tests), runsc (gVisor suite),
 #            python3-websocket (README client, Python SDK), python3-venv/-setuptools/-wheel (SDK pip install test),
 #            python3-pip (pip install through the egress proxy),
-#            nodejs + npm unless an npm is already on PATH (UI unit tests, MCP client tests)
+#            nodejs + npm unless an npm is already on PATH (UI unit tests, MCP client tests),
+#            python3-jupyter-server, python3-notebook (Jupyter gateway API tests with real clients)
 # Installs only what is missing; needs root for that (prints what to install otherwise).
 set -euo pipefail
 want=(bubblewrap python3-ipykernel python3-jupyter-client python3-matplotlib python3-numpy python3-pandas util-linux)
 if [ "${1:-runtime}" = test ]; then
   want+=(docker.io cgroupfs-mount mmdebstrap chromium python3-websocket ca-certificates runsc)
   want+=(python3-venv python3-setuptools python3-wheel python3-pip)
+  want+=(python3-jupyter-server python3-notebook)
   command -v npm >/dev/null 2>&1 || want+=(nodejs npm)
 fi
 missing=()

@@ -61,6 +61,10 @@ type Event struct {
 	Host           string          `json:"host,omitempty"`     // network
 	Port           *int            `json:"port,omitempty"`
 	Allowed        *bool           `json:"allowed,omitempty"`
+
+	// Exec describes the execution on started events, for the Jupyter
+	// face; it is not part of the /v1 wire shape.
+	Exec *ExecInfo `json:"-"`
 }
 
 // entryOverhead is counted for each string of a list: what Go keeps
@@ -70,7 +74,7 @@ const entryOverhead = 32
 // size approximates the memory an event holds, for the budgets.
 func (e *Event) size() int {
 	n := 256 + len(e.ID) + len(e.Name) + len(e.Text) + len(e.Data) + len(e.Metadata) + len(e.DisplayID) +
-		len(e.Value) + len(e.Status) + len(e.State) + len(e.Reason) + len(e.Path) + len(e.Change) + len(e.Host)
+		len(e.Value) + len(e.Status) + len(e.State) + len(e.Reason) + len(e.Path) + len(e.Change) + len(e.Host) + e.Exec.size()
 	if e.Prompt != nil {
 		n += len(*e.Prompt)
 	}

@@ -3,6 +3,7 @@ package sessions
 import (
 	"encoding/json"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -62,6 +63,18 @@ type ExecRequest struct {
 	Timeout time.Duration
 	// AllowStdin lets the code call input(); answers come through Input.
 	AllowStdin bool
+
+	// The options of a Jupyter execute_request (see jupyter.go); zero for
+	// /v1 executions. Silent and NoHistory are passed to the kernel.
+	Silent    bool
+	NoHistory bool
+	// StopOnError: if this execution fails, the executions of the same
+	// Group queued behind it end "aborted" without running.
+	StopOnError bool
+	Group       string
+	// Parent is the Jupyter request header (JSON, at most MaxParentBytes),
+	// handed back on the started event's Exec.
+	Parent json.RawMessage
 }
 
 // maxExecIDBytes bounds a client-chosen execution id.
@@ -83,7 +96,7 @@ func (s *Session) validate(req *ExecRequest) error {
 	if req.Timeout == 0 {
 		req.Timeout = s.cfg.ExecTimeout
 	}
-	return nil
+	return validateJupyter(req)
 }
 
 // job is one queued execution.
@@ -95,6 +108,13 @@ type job struct {
 	interrupted atomic.Bool // a user interrupt was sent during this job
 	ran         bool        // the job reached the kernel (worker only)
 
+	// See jupyter.go.
+	seq       uint64        // enqueue order (see numberJob)
+	info      *ExecInfo     // set when it starts (worker only; read under s.mu)
+	began     chan struct{} // closed when the kernel began running it (see kernelBegan)
+	beganOnce sync.Once
+	beganAt   atomic.Int64 // unix nanoseconds, set before began is closed
+
 	// Counters of what the kernel sent, owned by the job's execute
 	// goroutine (see output.go).
 	events, inputs         int
@@ -104,7 +124,7 @@ type job struct {
 }
 
 func newJob(req ExecRequest, collect bool) *job {
-	return &job{req: req, collect: collect, result: make(chan *Execution, 1),
+	return &job{req: req, collect: collect, result: make(chan *Execution, 1), began: make(chan struct{}),
 		exec: &Execution{ID: req.ID, Outputs: []Event{}, Files: []FileChange{}}}
 }
 

@@ -162,6 +162,7 @@ type fakeKernel struct {
 	mu        sync.Mutex
 	err       error
 	input     chan string
+	requests  atomic.Int32 // Request calls
 }
 
 func newFakeKernel(inc *sandbox.Incarnation) *fakeKernel {
@@ -187,6 +188,9 @@ func (k *fakeKernel) Execute(ctx context.Context, code string, opts kernel.Execu
 		return r, nil
 	}
 	dead := func() (*kernel.ExecuteReply, error) { return nil, &kernel.DeadError{Cause: k.Err()} }
+	if opts.OnBusy != nil {
+		opts.OnBusy()
+	}
 	op, arg, _ := strings.Cut(code, ":")
 	switch op {
 	case "print":
@@ -257,6 +261,18 @@ func (k *fakeKernel) Complete(context.Context, string, int) (json.RawMessage, er
 }
 func (k *fakeKernel) Inspect(context.Context, string, int, int) (json.RawMessage, error) {
 	return json.RawMessage(`{"found":false}`), nil
+}
+func (k *fakeKernel) Request(_ context.Context, _ kernel.Channel, msgType string, _ any) (*kernel.Message, error) {
+	if err := k.Err(); err != nil {
+		return nil, &kernel.DeadError{Cause: err}
+	}
+	k.requests.Add(1)
+	reply := strings.TrimSuffix(msgType, "request") + "reply"
+	content := `{"status":"ok"}`
+	if msgType == "kernel_info_request" {
+		content = `{"status":"ok","protocol_version":"5.3","implementation":"fake","language_info":{"name":"python"},"debugger":true}`
+	}
+	return &kernel.Message{Header: kernel.Header{MsgID: "r", MsgType: reply}, Content: json.RawMessage(content)}, nil
 }
 func (k *fakeKernel) Done() <-chan struct{} { return k.done }
 func (k *fakeKernel) Err() error {

@@ -22,6 +22,10 @@ type KernelConn interface {
 	// Complete and Inspect return the kernel's reply content.
 	Complete(ctx context.Context, code string, cursorPos int) (json.RawMessage, error)
 	Inspect(ctx context.Context, code string, cursorPos, detail int) (json.RawMessage, error)
+	// Request sends msgType with content on ch (shell or control) and
+	// returns the reply (Session.KernelRequest relays Jupyter clients'
+	// requests that read the kernel's state).
+	Request(ctx context.Context, ch kernel.Channel, msgType string, content any) (*kernel.Message, error)
 	// Done is closed when the kernel is dead or the connection closed; Err
 	// then says why.
 	Done() <-chan struct{}

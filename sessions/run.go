@@ -56,10 +56,16 @@ func (s *Session) begin(j *job) (KernelConn, bool) {
 		s.fail(j, StatusDied, "kernel is dead")
 		return nil, false
 	}
+	if s.aborted(j) {
+		s.fail(j, StatusAborted, "an earlier execution failed (stop_on_error)")
+		return nil, false
+	}
+	info := s.execInfo(j, c)
 	s.mu.Lock()
 	s.current = j
+	j.info = info
 	s.lastActive = time.Now()
-	s.hub.publish(Event{Type: EventStarted, ID: j.req.ID})
+	s.hub.publish(Event{Type: EventStarted, ID: j.req.ID, Exec: info})
 	s.mu.Unlock()
 	s.setState(StateBusy, "")
 	if s.watch != nil {
@@ -92,10 +98,11 @@ func (s *Session) execute(c KernelConn, j *job, replied func()) outcome {
 	}
 	done := make(chan result, 1)
 	repliedC := make(chan struct{})
-	opts := kernel.ExecuteOptions{AllowStdin: j.req.AllowStdin, OnReply: func() {
-		replied() // the kernel is done computing: its scheduler slot goes to the next session
-		close(repliedC)
-	}}
+	opts := kernel.ExecuteOptions{AllowStdin: j.req.AllowStdin, Silent: j.req.Silent, NoHistory: j.req.NoHistory,
+		OnBusy: j.kernelBegan, OnReply: func() {
+			replied() // the kernel is done computing: its scheduler slot goes to the next session
+			close(repliedC)
+		}}
 	go func() { // owned by execute, which always waits for done
 		reply, err := c.Execute(ctx, j.req.Code, opts, func(ev kernel.Event) { s.onEvent(j, ev) })
 		done <- result{reply, err}
@@ -210,6 +217,7 @@ func (s *Session) finish(j *job, start time.Time, status Status, reply *kernel.E
 			s.record(j, s.hub.publish(Event{Type: EventFile, ID: j.req.ID, Path: fc.Path, Size: ptr(fc.Size), Change: fc.Change}))
 		}
 	}
+	s.noteFinished(j, status, reply)
 	s.hub.publish(Event{Type: EventDone, ID: j.req.ID, Status: status, ExecutionCount: ptr(e.ExecutionCount),
 		DurationMS: ptr(e.DurationMS), Truncated: ptr(e.Truncated), StateLost: ptr(e.StateLost), Reason: reason})
 	s.cfg.Observer.ExecutionDone(status, time.Since(start))

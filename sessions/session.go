@@ -84,6 +84,8 @@ type Session struct {
 	persist   func()        // writes the session's record to the store (set by the manager)
 	egress    *egress.Proxy // nil without a network; closed after the sandbox
 	pause     *pauser       // freezes the sandbox while its kernel goes unused
+
+	jup jupyterState // the Jupyter face's state (jupyter.go)
 }
 
 // sessionParams is what newSession needs: a started sandbox with a
@@ -295,6 +297,7 @@ func (s *Session) enqueue(req ExecRequest, collect bool) (*job, error) {
 	if s.ctx.Err() != nil {
 		return nil, ErrClosed
 	}
+	s.numberJob(j)
 	pos := int(s.queued.Add(1))
 	select {
 	case s.queue <- j:
@@ -313,8 +316,9 @@ func (s *Session) enqueue(req ExecRequest, collect bool) (*job, error) {
 func (s *Session) Interrupt(ctx context.Context) error {
 	s.Touch()
 	s.mu.Lock()
-	if s.current != nil {
-		s.current.interrupted.Store(true)
+	j := s.current
+	if j != nil {
+		j.interrupted.Store(true)
 	}
 	c := s.client
 	s.mu.Unlock()
@@ -323,6 +327,7 @@ func (s *Session) Interrupt(ctx context.Context) error {
 		return fmt.Errorf("sessions: interrupt: %w", err)
 	}
 	defer release()
+	awaitKernelStart(ctx, j)
 	if err := c.Interrupt(ctx); err != nil {
 		return fmt.Errorf("sessions: interrupt: %w", err)
 	}

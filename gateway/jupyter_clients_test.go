@@ -1,0 +1,554 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/chromedp"
+	glclient "github.com/glassroom/glassroom/client"
+	"github.com/glassroom/glassroom/client/clienttest"
+)
+
+// Real Jupyter clients that glassroom did not write, against real
+// gateways on the local and docker runtimes: Debian's jupyter_server 1.23
+// and classic Notebook 6.4 started with --gateway-url (the Notebook driven
+// in Debian's Chromium), and JupyterLab's @jupyterlab/services from npm in
+// Node (the v1 subprotocol JupyterLab uses).
+
+// uidBase keeps these tests' sandbox uids apart from other packages'.
+const jupyterUIDBase = 440000
+
+// jupyterApp is a jupyter_server or notebook process using a glassroom
+// gateway for its kernels.
+type jupyterApp struct {
+	url   string // http://127.0.0.1:port
+	token string
+	log   *lockedBuffer
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// readmeCommand returns the README's command line (in "Use from
+// JupyterLab / Notebook") that starts with prefix, with the gateway's URL
+// and key put in.
+func readmeCommand(t *testing.T, prefix, gateway, key string) []string {
+	t.Helper()
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "## Use from JupyterLab / Notebook\n")
+	if !ok {
+		t.Fatal("README has no Use from JupyterLab / Notebook section")
+	}
+	for _, line := range strings.Split(section, "\n") {
+		if strings.HasPrefix(line, prefix+" ") {
+			line = strings.ReplaceAll(line, "http://127.0.0.1:8888", gateway)
+			line = strings.ReplaceAll(line, "$K", key)
+			return strings.Fields(line)
+		}
+	}
+	t.Fatalf("README has no %q command line", prefix)
+	return nil
+}
+
+// startJupyterApp starts Debian's classic Notebook ("notebook") or
+// jupyter_server ("jupyter_server") with the README's command line, with
+// --gateway-url=gateway and the gateway key as GatewayClient.auth_token;
+// the test adds a loopback port, a token and private directories. It stops
+// it when the test ends.
+func startJupyterApp(t *testing.T, module, gateway, key string) *jupyterApp {
+	t.Helper()
+	py := clienttest.Python(t, module)
+	dir := t.TempDir()
+	for _, d := range []string{"home", "config", "data", "runtime", "root"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	app := &jupyterApp{token: randomHex(16), log: &lockedBuffer{}}
+	port := freePort(t)
+	app.url = "http://127.0.0.1:" + strconv.Itoa(port)
+	var argv []string
+	cls, rootFlag := "ServerApp", "--ServerApp.root_dir="
+	if module == "notebook" {
+		cls, rootFlag = "NotebookApp", "--NotebookApp.notebook_dir="
+		argv = readmeCommand(t, "jupyter notebook", gateway, key)
+		argv[0] = "/usr/bin/jupyter" // Debian's, beside its python3
+	} else {
+		argv = readmeCommand(t, "python3 -m jupyter_server", gateway, key)
+		argv[0] = py
+	}
+	if !slices.Contains(argv, "--gateway-url="+gateway) || !slices.Contains(argv, "--GatewayClient.auth_token="+key) {
+		t.Fatalf("README command line %q", argv)
+	}
+	args := append(argv[1:], "--"+cls+".token="+app.token, "--"+cls+".ip=127.0.0.1", "--"+cls+".port="+strconv.Itoa(port),
+		"--"+cls+".port_retries=0", "--"+cls+".open_browser=False", rootFlag+filepath.Join(dir, "root"))
+	if os.Geteuid() == 0 {
+		args = append(args, "--allow-root")
+	}
+	py = argv[0]
+	cmd := exec.Command(py, args...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + filepath.Join(dir, "home"), "LANG=C.UTF-8",
+		"JUPYTER_CONFIG_DIR=" + filepath.Join(dir, "config"), "JUPYTER_DATA_DIR=" + filepath.Join(dir, "data"),
+		"JUPYTER_RUNTIME_DIR=" + filepath.Join(dir, "runtime"), "JUPYTER_PLATFORM_DIRS=1", "NO_PROXY=*"}
+	cmd.Stdout, cmd.Stderr = app.log, app.log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", module, err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		// SIGTERM: the server shuts its kernels down through the gateway.
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("%s log:\n%s", module, app.log.String())
+		}
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if st, _ := app.call(t, "GET", "/api/kernelspecs", nil, nil); st == http.StatusOK {
+			return app
+		}
+		select {
+		case <-exited:
+			t.Fatalf("%s exited at start:\n%s", module, app.log.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not start:\n%s", module, app.log.String())
+		}
+	}
+}
+
+// call does one request to the app's REST API with its token.
+func (a *jupyterApp) call(t testing.TB, method, path string, body any, out any) (int, string) {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		j, _ := json.Marshal(body)
+		r = bytes.NewReader(j)
+	}
+	req, _ := http.NewRequest(method, a.url+path, r)
+	req.Header.Set("Authorization", "token "+a.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if out != nil && len(data) > 0 {
+		if err := json.Unmarshal(data, out); err != nil {
+			t.Fatalf("%s %s: decode %q: %v", method, path, data, err)
+		}
+	}
+	return resp.StatusCode, string(data)
+}
+
+// ready sends kernel_info_request until the kernel answers, as Jupyter
+// clients do: jupyter_server 1.23 opens its WebSocket to the gateway
+// lazily and drops what a client sends before it is open.
+func (c *jclient) ready() jm {
+	c.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		id := c.send("shell", "kernel_info_request", map[string]any{})
+		wait := time.After(time.Second)
+		for {
+			select {
+			case m, ok := <-c.in:
+				if !ok {
+					c.t.Fatalf("connection ended before kernel_info_reply: %v", c.err)
+				}
+				if m.Header.MsgType == "kernel_info_reply" && m.Parent.MsgID == id {
+					return m
+				}
+				continue
+			case <-wait:
+			}
+			break
+		}
+	}
+	c.t.Fatal("no kernel_info_reply within 60 s")
+	return jm{}
+}
+
+// TestJupyterServerGateway: Debian's jupyter_server 1.23 with
+// --gateway-url=<glassroom>: a kernel made, used over its channels (x = 41,
+// then x + 1 is 42), interrupted, restarted and shut down through
+// jupyter_server, as a notebook front end would.
+func TestJupyterServerGateway(t *testing.T) {
+	for name, rt := range clienttest.Runtimes() {
+		t.Run(name, func(t *testing.T) {
+			g := clienttest.Start(t, rt(t, jupyterUIDBase), clienttest.Options{})
+			app := startJupyterApp(t, "jupyter_server", g.URL, clienttest.KeyA)
+			var k kernelModel
+			if st, body := app.call(t, "POST", "/api/kernels", map[string]string{"name": "python3"}, &k); st != http.StatusCreated {
+				t.Fatalf("start kernel through jupyter_server: %d %s", st, body)
+			}
+			// The kernel is a glassroom session of the key jupyter_server uses.
+			gc := g.Client(t, clienttest.KeyA)
+			sid := strings.ReplaceAll(k.ID, "-", "")
+			if _, err := gc.GetSession(context.Background(), sid); err != nil {
+				t.Fatalf("kernel %s is not a session: %v", k.ID, err)
+			}
+			var listed []kernelModel
+			if st, body := app.call(t, "GET", "/api/kernels", nil, &listed); st != http.StatusOK || len(listed) != 1 || listed[0].ID != k.ID {
+				t.Fatalf("jupyter_server lists %d %s", st, body)
+			}
+
+			ws := "ws" + strings.TrimPrefix(app.url, "http") + "/api/kernels/" + k.ID + "/channels?session_id=" + randomHex(16) + "&token=" + app.token
+			c := dialJupyter(t, ws, nil, false)
+			if info := c.ready(); info.Content["implementation"] != "ipython" {
+				t.Fatalf("kernel info through jupyter_server: %v", info)
+			}
+			if rep, _ := c.execute("x = 41"); rep.Content["status"] != "ok" {
+				t.Fatalf("x = 41: %v", rep)
+			}
+			rep, iopub := c.execute("x + 1")
+			if got := resultText(t, iopub); got != "42" || rep.Content["status"] != "ok" {
+				t.Fatalf("x + 1 = %q, reply %v", got, rep)
+			}
+
+			// Interrupt a busy loop through jupyter_server's REST API.
+			id := c.send("shell", "execute_request", map[string]any{"code": "while True: pass", "silent": false})
+			c.until("the loop's execute_input", func(m jm) bool { return m.Header.MsgType == "execute_input" && m.Parent.MsgID == id })
+			if st, body := app.call(t, "POST", "/api/kernels/"+k.ID+"/interrupt", map[string]any{}, nil); st != http.StatusNoContent {
+				t.Fatalf("interrupt: %d %s", st, body)
+			}
+			rep, _ = c.await(id, "execute_request")
+			if rep.Content["status"] != "error" || rep.Content["ename"] != "KeyboardInterrupt" {
+				t.Fatalf("interrupted loop: %v", rep)
+			}
+
+			// Restart: the variables are gone.
+			if st, body := app.call(t, "POST", "/api/kernels/"+k.ID+"/restart", map[string]any{}, nil); st != http.StatusOK {
+				t.Fatalf("restart: %d %s", st, body)
+			}
+			if rep, _ := c.execute("x"); rep.Content["ename"] != "NameError" {
+				t.Fatalf("x after restart: %v", rep)
+			}
+
+			// Shut down: the session is gone.
+			if st, body := app.call(t, "DELETE", "/api/kernels/"+k.ID, nil, nil); st != http.StatusNoContent {
+				t.Fatalf("shutdown: %d %s", st, body)
+			}
+			if _, err := gc.GetSession(context.Background(), sid); !errors.Is(err, glclient.ErrNotFound) {
+				t.Fatalf("session after shutdown: %v", err)
+			}
+		})
+	}
+}
+
+// TestNotebookInChromium: Debian's classic Notebook 6.4 with
+// --gateway-url=<glassroom>, driven in headless Chromium: a new notebook
+// runs a cell that plots with matplotlib, and the image shows.
+func TestNotebookInChromium(t *testing.T) {
+	bin := chromiumPath(t)
+	for name, rt := range clienttest.Runtimes() {
+		t.Run(name, func(t *testing.T) {
+			g := clienttest.Start(t, rt(t, jupyterUIDBase+1000), clienttest.Options{})
+			app := startJupyterApp(t, "notebook", g.URL, clienttest.KeyA)
+			// A new, empty notebook, as File → New → Python 3 makes.
+			var nb struct{ Path string }
+			if st, body := app.call(t, "POST", "/api/contents", map[string]string{"type": "notebook"}, &nb); st != http.StatusCreated {
+				t.Fatalf("new notebook: %d %s", st, body)
+			}
+
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			opts := append(chromedp.DefaultExecAllocatorOptions[:],
+				chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+				chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+				chromedp.Flag("disable-sync", true), chromedp.Flag("no-proxy-server", true),
+				chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"),
+				chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 1000))
+			allocCtx, allocCancel := chromedp.NewExecAllocator(ctx, opts...)
+			defer allocCancel()
+			tab, tabCancel := chromedp.NewContext(allocCtx)
+			defer tabCancel()
+			page := &classicPage{t: t, ctx: tab}
+
+			page.run("open the notebook", chromedp.Navigate(app.url+"/notebooks/"+nb.Path+"?token="+app.token))
+			page.waitFor("the kernel to be ready", `!!(window.Jupyter && Jupyter.notebook && Jupyter.notebook.kernel &&
+				Jupyter.notebook.kernel.info_reply && Jupyter.notebook.kernel.info_reply.protocol_version)`, 90*time.Second)
+			code := "import matplotlib.pyplot as plt\nplt.plot([1, 4, 9, 16])\nplt.title('glassroom')\nplt.show()"
+			page.run("type the cell", chromedp.Click(chromedp.CSS(".cell .CodeMirror")), chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+				_, err := cdp.Call(ctx, t, input.InsertText, input.InsertTextParams{Text: code}) // as a paste would
+				return err
+			}))
+			var text string
+			page.eval(`Jupyter.notebook.get_cell(0).get_text()`, &text)
+			if !strings.Contains(text, "plt.title('glassroom')") {
+				t.Fatalf("cell holds %q", text)
+			}
+			page.run("Shift+Enter", chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+				for _, typ := range []input.DispatchKeyEventType{input.DispatchKeyEventTypeRawKeyDown, input.DispatchKeyEventTypeKeyUp} {
+					if _, err := cdp.Call(ctx, t, input.DispatchKeyEvent, input.DispatchKeyEventParams{Type: typ, Key: "Enter", Code: "Enter",
+						Modifiers: int64(chromedp.ModifierShift), WindowsVirtualKeyCode: 13, NativeVirtualKeyCode: 13}); err != nil {
+						return err
+					}
+				}
+				return nil
+			}))
+			page.waitFor("the plot", `(() => {
+				const img = document.querySelector('.output_area img[src^="data:image/png;base64,"]');
+				return !!img && img.complete && img.naturalWidth > 100 && img.naturalHeight > 100;
+			})()`, 90*time.Second)
+			var prompt string
+			page.eval(`document.querySelector('.input_prompt').innerText`, &prompt)
+			if !strings.Contains(prompt, "[1]") {
+				t.Fatalf("prompt after the run: %q", prompt)
+			}
+			// The kernel the notebook uses is a glassroom session.
+			sessions, err := g.Client(t, clienttest.KeyA).ListSessions(context.Background())
+			if err != nil || len(sessions) != 1 {
+				t.Fatalf("glassroom sessions: %v %v", sessions, err)
+			}
+			var kernelID string
+			page.eval(`Jupyter.notebook.kernel.id`, &kernelID)
+			if strings.ReplaceAll(kernelID, "-", "") != sessions[0].ID {
+				t.Fatalf("notebook kernel %s, glassroom session %s", kernelID, sessions[0].ID)
+			}
+			if name == "local" {
+				page.screenshot("notebook-jupyter-gateway.png")
+			}
+		})
+	}
+}
+
+// chromiumPath returns Debian's Chromium, or skips (fails in CI).
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	const bin = "/usr/bin/chromium"
+	if _, err := os.Stat(bin); err != nil {
+		clienttest.Unavailable(t, "Chromium: %v (make test-deps)", err)
+	}
+	return bin
+}
+
+// classicPage drives one tab of the classic Notebook.
+type classicPage struct {
+	t   *testing.T
+	ctx context.Context
+}
+
+func (p *classicPage) run(what string, actions ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	if err := chromedp.Do(p.ctx, actions...); err != nil {
+		p.t.Fatalf("%s: %v\n%s", what, err, p.diagnose())
+	}
+}
+
+func (p *classicPage) eval(expr string, out any) {
+	p.t.Helper()
+	raw, err := chromedp.Run(p.ctx, chromedp.Evaluate[[]byte](expr))
+	if err != nil {
+		p.t.Fatalf("evaluate %s: %v\n%s", expr, err, p.diagnose())
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		p.t.Fatalf("evaluate %s: decode %s: %v", expr, raw, err)
+	}
+}
+
+func (p *classicPage) waitFor(what, predicate string, d time.Duration) {
+	p.t.Helper()
+	_, err := chromedp.Run(p.ctx, chromedp.Poll[chromedp.Void](predicate,
+		chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(d)))
+	if err != nil {
+		p.t.Fatalf("waiting for %s: %v\n%s", what, err, p.diagnose())
+	}
+}
+
+func (p *classicPage) diagnose() string {
+	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
+		const k = window.Jupyter && Jupyter.notebook && Jupyter.notebook.kernel;
+		return 'url: ' + location.href + '\nkernel: ' + (k ? k.id + ' ' + JSON.stringify(k.info_reply || {}).slice(0, 200) : 'none') +
+			'\nindicator: ' + ((document.querySelector('#kernel_indicator_icon') || {}).className || '') +
+			'\nnotification: ' + ((document.querySelector('#notification_kernel') || {}).innerText || '') +
+			'\ncells: ' + [...document.querySelectorAll('.cell')].map((c) => c.innerText).join('\n---\n');
+	})()`))
+	if err != nil {
+		return "(no page state: " + err.Error() + ")"
+	}
+	return s
+}
+
+func (p *classicPage) screenshot(name string) {
+	buf, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		p.t.Errorf("screenshot: %v", err)
+		return
+	}
+	root, _ := filepath.Abs("..")
+	dir := filepath.Join(root, "artifacts")
+	if err := os.MkdirAll(dir, 0o755); err == nil {
+		if err := os.WriteFile(filepath.Join(dir, name), buf, 0o644); err == nil {
+			p.t.Logf("saved %s", filepath.Join(dir, name))
+		}
+	}
+}
+
+// jlabOutput is what testdata/jlab/client.mjs reports.
+type jlabOutput struct {
+	ID, Language, Protocol, Answer string
+	Types                          []string
+	InputCount, ReplyCount         int
+	PNG                            struct {
+		Length            int
+		Prefix, Signature string
+	}
+	Error                 struct{ Status, Ename, Iopub string }
+	Prompt, InputEcho     string
+	Completes, Inspects   bool
+	IsComplete            string
+	SecondSaw             []string
+	SecondResult          string
+	Interrupted           struct{ Status, Ename string }
+	AfterRestart          string
+	Listed, AfterShutdown bool
+	Thrown                string
+}
+
+// TestJupyterLabServices: JupyterLab's own client library,
+// @jupyterlab/services from npm, in Node: KernelManager.startNew,
+// requestExecute and the iopub messages, stdin, completion, a second
+// connection, interrupt, restart, shutdown, over the v1 subprotocol.
+func TestJupyterLabServices(t *testing.T) {
+	for name, rt := range clienttest.Runtimes() {
+		t.Run(name, func(t *testing.T) {
+			g := clienttest.Start(t, rt(t, jupyterUIDBase+2000), clienttest.Options{})
+			node := clienttest.NPMInstall(t, "testdata/jlab")
+			cmd := exec.Command(node, "client.mjs", g.URL, clienttest.KeyA)
+			cmd.Dir = "testdata/jlab"
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			timer := time.AfterFunc(4*time.Minute, func() { cmd.Process.Kill() })
+			defer timer.Stop()
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("node: %v\nstdout: %s\nstderr: %s", err, out, stderr.String())
+			}
+			var r jlabOutput
+			if err := json.Unmarshal(out, &r); err != nil {
+				t.Fatalf("node output %q: %v\nstderr: %s", out, err, stderr.String())
+			}
+			fail := func(what string) { t.Fatalf("%s: %+v\nstderr: %s", what, r, stderr.String()) }
+			switch {
+			case r.Thrown != "":
+				fail("the client threw")
+			case r.Protocol != "v1.kernel.websocket.jupyter.org":
+				fail("subprotocol not negotiated")
+			case r.Language != "python" || r.Answer != "42" || r.InputCount != r.ReplyCount || r.ReplyCount < 2:
+				fail("x + 1")
+			case strings.Join(r.Types, ",") != "status,execute_input,execute_result,status":
+				fail("iopub messages of x + 1")
+			case r.PNG.Signature != "89504e470d0a1a0a" || r.PNG.Length < 1000:
+				fail("matplotlib PNG")
+			case r.Error.Status != "error" || r.Error.Ename != "ZeroDivisionError" || r.Error.Iopub != "ZeroDivisionError":
+				fail("1/0")
+			case r.Prompt != "who? " || r.InputEcho != "hi ada\n":
+				fail("input()")
+			case !r.Completes || !r.Inspects || r.IsComplete != "incomplete":
+				fail("complete, inspect, is_complete")
+			case strings.Join(r.SecondSaw, ",") != "status,execute_input,execute_result,status" || r.SecondResult != "82":
+				fail("second connection")
+			case r.Interrupted.Status != "error" || r.Interrupted.Ename != "KeyboardInterrupt":
+				fail("interrupt")
+			case r.AfterRestart != "NameError":
+				fail("restart")
+			case !r.Listed || !r.AfterShutdown:
+				fail("list, shutdown")
+			}
+			if _, err := g.Client(t, clienttest.KeyA).GetSession(context.Background(), strings.ReplaceAll(r.ID, "-", "")); !errors.Is(err, glclient.ErrNotFound) {
+				t.Fatalf("session after the client's shutdown: %v", err)
+			}
+		})
+	}
+}
+
+// TestReadmeJupyterLabSnippet runs the README's @jupyterlab/services
+// example in Node against a real gateway.
+func TestReadmeJupyterLabSnippet(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(readme), "## Use from JupyterLab / Notebook\n")
+	_, code, ok := strings.Cut(section, "```js\n")
+	if code, _, _ = strings.Cut(code, "```"); !ok || !strings.Contains(code, "@jupyterlab/services") {
+		t.Fatal("README has no @jupyterlab/services example")
+	}
+	g := clienttest.Start(t, clienttest.Local(t, jupyterUIDBase+4000), clienttest.Options{})
+	node := clienttest.NPMInstall(t, "testdata/jlab")
+	code = strings.ReplaceAll(code, "http://127.0.0.1:8888", g.URL)
+	code = strings.ReplaceAll(code, "ws://127.0.0.1:8888", "ws"+strings.TrimPrefix(g.URL, "http"))
+	file := "readme-" + randomHex(4) + ".mjs" // beside node_modules, so that the imports resolve
+	if err := os.WriteFile(filepath.Join("testdata/jlab", file), []byte(code), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(filepath.Join("testdata/jlab", file)) })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, file)
+	cmd.Dir = "testdata/jlab"
+	cmd.Env = append(os.Environ(), "K="+clienttest.KeyA)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !slices.Contains(strings.Split(string(out), "\n"), "42") {
+		t.Fatalf("README example: %v\n%s", err, out)
+	}
+	if list, err := g.Client(t, clienttest.KeyA).ListSessions(context.Background()); err != nil || len(list) != 0 {
+		t.Fatalf("sessions after the example's shutdown: %v %v", list, err)
+	}
+}
