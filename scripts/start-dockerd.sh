@@ -7,6 +7,9 @@
 # `docker info` to succeed. Fails loudly (non-zero exit, tail of the log) if
 # it doesn't.
 #
+# A new /etc/docker/daemon.json turns live-restore on (kernels survive an
+# engine restart).
+#
 # If Debian's gVisor binary `runsc` is installed, it is registered as the
 # Docker runtime "runsc" (runtimeArgs --network=none --host-uds=all) in
 # /etc/docker/daemon.json. Nothing is registered when runsc is absent.
@@ -41,6 +44,16 @@ fi
 [ "$(id -u)" = 0 ] || die "must run as root to start dockerd"
 command -v dockerd >/dev/null 2>&1 || die "dockerd not found; install it with: apt-get install -y docker.io"
 command -v docker >/dev/null 2>&1 || die "docker CLI not found; install it with: apt-get install -y docker.io"
+
+# ---- engine config -------------------------------------------------------------
+# A new config turns live-restore on: containers (kernels) keep running while
+# the engine restarts (an upgrade of docker.io), and glassroom's sessions
+# keep their variables. An existing config is left as it is.
+mkdir -p "$(dirname "$DAEMON_JSON")"
+if [ ! -s "$DAEMON_JSON" ]; then
+  say "writing $DAEMON_JSON with live-restore on"
+  printf '{\n  "live-restore": true\n}\n' >"$DAEMON_JSON"
+fi
 
 # ---- optional gVisor runtime -------------------------------------------------
 RUNSC=$(command -v runsc 2>/dev/null || true)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -281,5 +282,85 @@ func TestServeWithEgress(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Join(state, "egress")); len(ents) != 0 {
 		t.Errorf("proxy directories outlived the gateway: %v", ents)
+	}
+}
+
+// TestReadmeDocumentsEveryFlag: every flag of serve has a row in the
+// README's configuration table.
+func TestReadmeDocumentsEveryFlag(t *testing.T) {
+	var usage bytes.Buffer
+	parse([]string{"serve", "-h"}, nil, &usage)
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := regexp.MustCompile(`(?m)^\s+-([a-z0-9-]+)`).FindAllStringSubmatch(usage.String(), -1)
+	if len(flags) < 30 {
+		t.Fatalf("usage lists %d flags: %s", len(flags), usage.String())
+	}
+	for _, f := range flags {
+		if !bytes.Contains(readme, []byte("`--"+f[1]+"`")) {
+			t.Errorf("README does not document --%s", f[1])
+		}
+	}
+}
+
+// TestServeMetrics: --metrics-listen serves /metrics on its own address
+// without auth; --metrics-token serves it on the main listener to that
+// token only.
+func TestServeMetrics(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsAddr := ln.Addr().String()
+	ln.Close()
+	const token = "metrics-token-0123456789"
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncBuffer{}
+	errc := make(chan error, 1)
+	go func() {
+		errc <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--state-dir", stateDir(t), "--log-level", "warn", "--uid-base", "313000",
+			"--metrics-listen", metricsAddr, "--metrics-token", token}, nil, out)
+	}()
+	defer func() { cancel(); <-errc }()
+	var base string
+	for deadline := time.Now().Add(10 * time.Second); base == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := urlRe.FindStringSubmatch(out.String()); m != nil {
+			base = m[1]
+		}
+	}
+	if base == "" {
+		t.Fatalf("no URL printed: %q", out.String())
+	}
+	get := func(url, auth string) (int, string) {
+		req, _ := http.NewRequest("GET", url, nil)
+		if auth != "" {
+			req.Header.Set("Authorization", "Bearer "+auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		return resp.StatusCode, b.String()
+	}
+	var st int
+	var body string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if st, body = get("http://"+metricsAddr+"/metrics", ""); st == http.StatusOK {
+			break
+		}
+	}
+	if st != http.StatusOK || !strings.Contains(body, "glassroom_sessions{") {
+		t.Fatalf("the metrics listener: %d %.300s", st, body)
+	}
+	if st, body = get(base+"/metrics", token); st != http.StatusOK || !strings.Contains(body, "glassroom_sessions{") {
+		t.Fatalf("/metrics with the token: %d %.300s", st, body)
+	}
+	if st, _ = get(base+"/metrics", ""); st != http.StatusUnauthorized {
+		t.Fatalf("/metrics without the token: %d", st)
 	}
 }
