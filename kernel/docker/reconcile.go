@@ -27,7 +27,7 @@ func (r *Runtime) Reconcile(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("docker: reconcile: %w", err)
 	}
-	plan := planReconcile(list, dirs, r.cfg.Instance, r.isLive)
+	plan := planReconcile(list, dirs, r.cfg.Instance, r.live.Has)
 	for _, c := range plan.containers {
 		r.log.Info().Str("container", c.name).Msg("removing orphaned kernel container")
 		rctx, rcancel := context.WithTimeout(ctx, r.cfg.CallTimeout)

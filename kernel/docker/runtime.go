@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"sync"
-	"time"
 
 	"github.com/docker/docker/client"
 	"github.com/glassroom/glassroom/kernel/sandbox"
@@ -29,8 +27,7 @@ type Runtime struct {
 	seccomp string // the profile's JSON, or "" for Docker's default
 	slots   *sandbox.Slots
 
-	mu   sync.Mutex
-	live map[string]bool // session ids with a sandbox, including ones starting
+	live sandbox.LiveSet // session ids with a sandbox, including ones starting
 }
 
 // New connects to the Docker engine (DOCKER_HOST or the default socket),
@@ -63,7 +60,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*Runtime, error) 
 // newRuntime builds the runtime over any engine (tests pass a fake).
 func newRuntime(ctx context.Context, cfg Config, cli engine, log zerolog.Logger) (*Runtime, error) {
 	r := &Runtime{cfg: cfg, log: log.With().Str("runtime", "docker").Logger(), cli: cli, closer: func() error { return nil },
-		root: os.Geteuid() == 0, slots: sandbox.NewSlots(cfg.MaxSandboxes), live: map[string]bool{}}
+		root: os.Geteuid() == 0, slots: sandbox.NewSlots(cfg.MaxSandboxes)}
 	switch cfg.SeccompProfile {
 	case "":
 		r.seccomp = defaultSeccomp
@@ -103,46 +100,16 @@ func (r *Runtime) Close() error { return r.closer() }
 
 // Run reconciles periodically until ctx ends.
 func (r *Runtime) Run(ctx context.Context) error {
-	t := time.NewTicker(r.cfg.ReconcileInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			if err := r.Reconcile(ctx); err != nil {
-				r.log.Warn().Err(err).Msg("reconcile failed")
-			}
+	return sandbox.Every(ctx, r.cfg.ReconcileInterval, func(ctx context.Context) {
+		if err := r.Reconcile(ctx); err != nil {
+			r.log.Warn().Err(err).Msg("reconcile failed")
 		}
-	}
+	})
 }
 
 // ContainerName is the deterministic name of a session's container.
 func (r *Runtime) ContainerName(sessionID string) string {
 	return "glassroom-" + r.cfg.Instance + "-" + sessionID
-}
-
-func (r *Runtime) isLive(id string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.live[id]
-}
-
-// claim marks id live; it fails if it already is.
-func (r *Runtime) claim(id string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.live[id] {
-		return &sandbox.SpecError{Reason: "session " + id + " already has a sandbox"}
-	}
-	r.live[id] = true
-	return nil
-}
-
-func (r *Runtime) forget(id string) {
-	r.mu.Lock()
-	delete(r.live, id)
-	r.mu.Unlock()
 }
 
 // Start creates and starts the session's container and waits for the
@@ -152,13 +119,13 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	if err := r.claim(spec.ID); err != nil {
+	if err := r.live.Claim(spec.ID); err != nil {
 		return nil, err
 	}
 	limits := r.cfg.Limits(spec.Limits)
 	b := sandbox.NewBase(sandbox.BaseConfig{ID: spec.ID, Limits: limits, SandboxIPC: sandbox.IPCDir, StartTimeout: r.cfg.StartTimeout})
 	defer b.CloseOnFailure(ctx, &err)
-	b.OnClose("forget session", func() error { r.forget(spec.ID); return nil })
+	b.OnClose("forget session", func() error { r.live.Forget(spec.ID); return nil })
 	slot, err := r.slots.Take()
 	if err != nil {
 		return nil, err
@@ -195,12 +162,12 @@ func (r *Runtime) Adopt(ctx context.Context, st sandbox.State) (_ sandbox.Sandbo
 	if err := json.Unmarshal(st.Driver, &ds); err != nil || ds.Container == "" {
 		return nil, fmt.Errorf("docker: adopt %s: no container in the stored state", st.ID)
 	}
-	if err := r.claim(st.ID); err != nil {
+	if err := r.live.Claim(st.ID); err != nil {
 		return nil, err
 	}
 	b := sandbox.NewBase(sandbox.BaseConfig{ID: st.ID, Limits: st.Limits, SandboxIPC: sandbox.IPCDir, StartTimeout: r.cfg.StartTimeout})
 	defer b.CloseOnFailure(ctx, &err)
-	b.OnClose("forget session", func() error { r.forget(st.ID); return nil })
+	b.OnClose("forget session", func() error { r.live.Forget(st.ID); return nil })
 	slot := st.UID - r.cfg.UIDBase
 	if !r.slots.Mark(slot) {
 		return nil, fmt.Errorf("docker: adopt %s: uid %d is not free", st.ID, st.UID)

@@ -58,7 +58,7 @@ func (r *Runtime) Adoptable(ctx context.Context) ([]Adoptable, error) {
 	for i := range pods.Items {
 		pod := &pods.Items[i]
 		id := pod.Labels[LabelSession]
-		if !sandbox.IDPattern.MatchString(id) || pod.Name != PodName(id) || r.isLive(id) || !r.ownerless(pod, alive) || !adoptablePod(pod) {
+		if !sandbox.IDPattern.MatchString(id) || pod.Name != PodName(id) || r.live.Has(id) || !r.ownerless(pod, alive) || !adoptablePod(pod) {
 			continue
 		}
 		a, err := r.describe(ctx, pod)
@@ -122,13 +122,13 @@ func (r *Runtime) AdoptSession(ctx context.Context, id string) (_ sandbox.Sandbo
 	if !sandbox.IDPattern.MatchString(id) {
 		return nil, Adoptable{}, &sandbox.SpecError{Reason: fmt.Sprintf("id %q", id)}
 	}
-	if err := r.claim(id); err != nil {
+	if err := r.live.Claim(id); err != nil {
 		return nil, Adoptable{}, err
 	}
 	claimed := true
 	defer func() {
 		if claimed {
-			r.forget(id)
+			r.live.Forget(id)
 		}
 	}()
 	alive, err := r.aliveGateways(ctx)
@@ -167,7 +167,7 @@ func (r *Runtime) AdoptSession(ctx context.Context, id string) (_ sandbox.Sandbo
 		return nil, Adoptable{}, err
 	}
 	b := sandbox.NewBase(sandbox.BaseConfig{ID: id, Limits: a.Limits, StartTimeout: r.cfg.StartTimeout})
-	b.OnClose("forget session", func() error { r.forget(id); return nil })
+	b.OnClose("forget session", func() error { r.live.Forget(id); return nil })
 	uid := int(r.cfg.sessionUID(id))
 	b.SetOwner(uid, uid)
 	d := r.newDriver(id, a.Limits, key, token)
@@ -177,7 +177,7 @@ func (r *Runtime) AdoptSession(ctx context.Context, id string) (_ sandbox.Sandbo
 	defer func() {
 		if err != nil {
 			d.stop() // leave the pod for the next try
-			r.forget(id)
+			r.live.Forget(id)
 		}
 	}()
 	d.startWatch(pod)

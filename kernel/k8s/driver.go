@@ -402,7 +402,7 @@ func (d *driver) State() (json.RawMessage, string) {
 // later) can adopt it; the pod and its kernel run on.
 func (d *driver) Detach(context.Context) error {
 	d.stop()
-	d.r.forget(d.id)
+	d.r.live.Forget(d.id)
 	return nil
 }
 

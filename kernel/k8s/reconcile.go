@@ -84,7 +84,7 @@ func (r *Runtime) aliveGateways(ctx context.Context) (map[string]bool, error) {
 func (r *Runtime) ownerless(pod *corev1.Pod, alive map[string]bool) bool {
 	owner := pod.Labels[LabelInstance]
 	if owner == r.cfg.Instance {
-		return !r.isLive(pod.Labels[LabelSession])
+		return !r.live.Has(pod.Labels[LabelSession])
 	}
 	return !alive[owner]
 }
@@ -112,7 +112,7 @@ func (r *Runtime) Reconcile(ctx context.Context) error {
 		pod := &pods.Items[i]
 		exists[pod.Name] = true
 		id := pod.Labels[LabelSession]
-		if id == "" || pod.Name != PodName(id) || r.isLive(id) {
+		if id == "" || pod.Name != PodName(id) || r.live.Has(id) {
 			continue
 		}
 		reason := ""
@@ -157,7 +157,7 @@ func (r *Runtime) Reconcile(ctx context.Context) error {
 	}
 	for _, s := range secrets.Items {
 		id := s.Labels[LabelSession]
-		if exists[s.Name] || id == "" || s.Name != PodName(id) || r.isLive(id) || now.Sub(s.CreationTimestamp.Time) < 2*r.cfg.StartTimeout {
+		if exists[s.Name] || id == "" || s.Name != PodName(id) || r.live.Has(id) || now.Sub(s.CreationTimestamp.Time) < 2*r.cfg.StartTimeout {
 			continue
 		}
 		r.log.Info().Str("secret", s.Name).Msg("removing a session secret without its pod")

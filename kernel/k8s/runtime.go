@@ -34,7 +34,7 @@ type Runtime struct {
 	http      *http.Client
 
 	mu          sync.Mutex
-	live        map[string]bool      // sessions with a sandbox here, including ones starting
+	live        sandbox.LiveSet      // sessions with a sandbox here, including ones starting
 	orphanSince map[string]time.Time // reconcile: when a pod was first seen without a live gateway
 }
 
@@ -82,7 +82,7 @@ func New(ctx context.Context, cfg Config, cs kubernetes.Interface, log zerolog.L
 	cfg = cfg.withDefaults()
 	t := newAgentTransport()
 	r := &Runtime{cfg: cfg, log: log.With().Str("runtime", "k8s").Logger(), cs: cs, transport: t, http: &http.Client{Transport: t},
-		live: map[string]bool{}, orphanSince: map[string]time.Time{}}
+		orphanSince: map[string]time.Time{}}
 	cctx, cancel := context.WithTimeout(ctx, cfg.CallTimeout)
 	defer cancel()
 	if _, err := cs.CoreV1().Pods(cfg.Namespace).List(cctx, metav1.ListOptions{LabelSelector: selector(), Limit: 1}); err != nil {
@@ -113,43 +113,14 @@ func (r *Runtime) Close() error {
 // Run renews this gateway's Lease and reconciles every ReconcileInterval
 // until ctx ends.
 func (r *Runtime) Run(ctx context.Context) error {
-	t := time.NewTicker(r.cfg.ReconcileInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			if err := r.renewLease(ctx); err != nil {
-				r.log.Warn().Err(err).Msg("lease renewal failed")
-			}
-			if err := r.Reconcile(ctx); err != nil {
-				r.log.Warn().Err(err).Msg("reconcile failed")
-			}
+	return sandbox.Every(ctx, r.cfg.ReconcileInterval, func(ctx context.Context) {
+		if err := r.renewLease(ctx); err != nil {
+			r.log.Warn().Err(err).Msg("lease renewal failed")
 		}
-	}
-}
-
-func (r *Runtime) isLive(id string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.live[id]
-}
-
-func (r *Runtime) claim(id string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.live[id] {
-		return &sandbox.SpecError{Reason: "session " + id + " already has a sandbox"}
-	}
-	r.live[id] = true
-	return nil
-}
-
-func (r *Runtime) forget(id string) {
-	r.mu.Lock()
-	delete(r.live, id)
-	r.mu.Unlock()
+		if err := r.Reconcile(ctx); err != nil {
+			r.log.Warn().Err(err).Msg("reconcile failed")
+		}
+	})
 }
 
 func randomHex(n int) string {
@@ -177,13 +148,13 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	if len(spec.ID) > 63 {
 		return nil, &sandbox.SpecError{Reason: "session id longer than 63 characters (a label value)"}
 	}
-	if err := r.claim(spec.ID); err != nil {
+	if err := r.live.Claim(spec.ID); err != nil {
 		return nil, err
 	}
 	limits := r.cfg.Limits(spec.Limits)
 	b := sandbox.NewBase(sandbox.BaseConfig{ID: spec.ID, Limits: limits, StartTimeout: r.cfg.StartTimeout})
 	defer b.CloseOnFailure(ctx, &err)
-	b.OnClose("forget session", func() error { r.forget(spec.ID); return nil })
+	b.OnClose("forget session", func() error { r.live.Forget(spec.ID); return nil })
 	uid := int(r.cfg.sessionUID(spec.ID))
 	b.SetOwner(uid, uid)
 	key := kernel.NewIPCConnection("").Key

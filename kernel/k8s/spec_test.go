@@ -235,7 +235,7 @@ func TestStartFailures(t *testing.T) {
 			if p, s := count(t, cs); p != 0 || s != 0 {
 				t.Fatalf("left behind: %d pods, %d secrets", p, s)
 			}
-			if rt.isLive("sess-0009-abcdef") {
+			if rt.live.Has("sess-0009-abcdef") {
 				t.Fatal("session still claimed")
 			}
 		})
