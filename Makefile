@@ -59,14 +59,17 @@ test-heavy:
 # Every check: installs what the tests need, starts Docker, builds the image.
 test: test-deps image vet fmt-check lint test-go test-heavy
 
-# Kernel round trip, change tracking in a 10k-file workspace, cold session
-# start and idle memory (local, and docker when an engine and the image exist).
+# Kernel round trip, change tracking in a 10k-file workspace, cold and pooled
+# session start, idle memory, the gateway's overhead over a direct kernel
+# client (local, and docker when an engine and the image exist), density, and
+# the load harness beside jupyter_server.
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 300x ./kernel/
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./workspace/
-	$(GO) test -run '^$$' -bench . -benchtime 5x ./sessions/
+	$(GO) test -run '^$$' -bench 'ColdSession|IdleMemory|ExecuteAfterPause' -benchtime 5x ./sessions/
+	$(GO) test -run '^$$' -bench PooledSession -benchtime 40x ./sessions/
 	$(GO) test -run '^$$' -bench . -benchtime 300x ./client/ ./mcp/
-	$(GO) test -run '^$$' -bench JupyterRoundTrip -benchtime 300x ./gateway/
+	$(GO) test -run '^$$' -bench 'JupyterRoundTrip|GatewayOverhead' -benchtime 300x ./gateway/
 	DENSITY_SESSIONS=$${DENSITY_SESSIONS:-100} $(GO) test -tags heavy -run '^$$' -bench Density -benchtime 1x -timeout 30m ./density/
 	$(MAKE) build
 	scripts/bench.sh

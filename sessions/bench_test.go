@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -62,6 +63,54 @@ func BenchmarkColdSession(b *testing.B) {
 				m.Delete(context.Background(), "bench", s.ID())
 				b.StartTimer()
 			}
+		})
+	}
+}
+
+// BenchmarkPooledSession measures session creation up to the first
+// `x + 1` result when a warm pool (Config.Pool) has a kernel ready: the
+// figure a user sees from POST /v1/sessions with the default limits. The
+// pool's refill is not timed: each iteration waits, untimed, for a ready
+// kernel before creating.
+func BenchmarkPooledSession(b *testing.B) {
+	for name, rt := range benchRuntimes(b) {
+		b.Run(name, func(b *testing.B) {
+			m, err := sessions.New(sessions.Config{Pool: 2}, rt, zerolog.Nop())
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); m.Run(ctx) }()
+			defer func() { cancel(); <-done; m.Close(context.Background()) }()
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				for deadline := time.Now().Add(time.Minute); m.Pool().Ready < 1; time.Sleep(5 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						b.Fatalf("the pool never filled: %+v", m.Pool())
+					}
+				}
+				b.StartTimer()
+				start := time.Now()
+				s, err := m.Create(context.Background(), "bench", sessions.CreateOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				e, err := s.Execute(context.Background(), sessions.ExecRequest{Code: "x = 41\nx + 1"})
+				if err != nil || string(e.Result) != `{"text/plain":"42"}` {
+					b.Fatalf("x + 1: %v %+v", err, e)
+				}
+				lat = append(lat, time.Since(start))
+				b.StopTimer()
+				m.Delete(context.Background(), "bench", s.ID())
+				b.StartTimer()
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(lat[len(lat)*9/10].Microseconds())/1000, "p90-ms")
 		})
 	}
 }
