@@ -113,6 +113,19 @@ print(" ".join(res))`)
 		}
 		t.Logf("largest stream message %d bytes, %d bytes received", biggest, total)
 	})
+	t.Run("history is kept in memory, not written to a database", func(t *testing.T) {
+		// No SQLite file and no saving thread woken after every cell (under
+		// load that thread cost ~10% of the throughput), but the session's
+		// history still answers %history and Jupyter's history_request.
+		k.Run(t, "history_probe = 1")
+		out, ename := k.Run(t, "import os\n"+
+			"hm = get_ipython().history_manager\n"+
+			"print(hm.hist_file, hm.save_thread, any(c == 'history_probe = 1' for _, _, c in hm.get_tail(50)))\n"+
+			"print(os.path.exists('/tmp/ipython/profile_default/history.sqlite'))")
+		if ename != "" || out != ":memory: None True\nFalse\n" {
+			t.Fatalf("history: %q %s", out, ename)
+		}
+	})
 	t.Run("workspace files cannot steer the kernel's start", func(t *testing.T) {
 		ws := k.Sandbox.Workspace()
 		marker := "/workspace/STEERED"

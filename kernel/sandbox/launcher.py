@@ -1,11 +1,15 @@
 # glassroom's kernel launcher, run as `python3 -I -B -c <this file> -f <connection file>`.
 #
-# It starts ipykernel like ipykernel_launcher does, with two changes:
+# It starts ipykernel like ipykernel_launcher does, with three changes:
 #  - stdout/stderr are sent in messages of at most CHUNK characters: a
 #    writer that gets ahead of the kernel's I/O thread waits for it, so a
 #    print loop never builds one giant message;
 #  - the working directory (the workspace) joins sys.path only after the
-#    kernel has loaded, so files there cannot replace the kernel's modules.
+#    kernel has loaded, so files there cannot replace the kernel's modules;
+#  - IPython's history is kept in memory: no SQLite file, and no saving
+#    thread woken after every cell (40 busy sessions on 2 cores: 488
+#    instead of 440 exec/s); %history and Jupyter's history_request still
+#    answer.
 #
 # When glassroom sets GLASSROOM_EGRESS_SOCKET (the session has a network
 # allowlist), it first starts the egress forwarder: a forked process that
@@ -192,7 +196,7 @@ def main():
 
     bound_stream_messages(iostream.OutStream)
     app = kernelapp.IPKernelApp.instance()
-    app.initialize(sys.argv[1:] + ["--IPKernelApp.ignore_cwd=True"])
+    app.initialize(sys.argv[1:] + ["--IPKernelApp.ignore_cwd=True", "--HistoryManager.hist_file=:memory:"])
     at = next((i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "dist-packages"))), len(sys.path))
     sys.path.insert(at, "")
     app.start()
