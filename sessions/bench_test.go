@@ -40,6 +40,19 @@ func benchRuntimes(b *testing.B) map[string]sessions.Runtime {
 	return out
 }
 
+// createAndAnswer creates a session of m and waits for its first `x + 1`.
+func createAndAnswer(b *testing.B, m *sessions.Manager) *sessions.Session {
+	s, err := m.Create(context.Background(), "bench", sessions.CreateOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e, err := s.Execute(context.Background(), sessions.ExecRequest{Code: "x = 41\nx + 1"})
+	if err != nil || string(e.Result) != `{"text/plain":"42"}` {
+		b.Fatalf("x + 1: %v %+v", err, e)
+	}
+	return s
+}
+
 // BenchmarkColdSession measures POST-equivalent session creation (sandbox
 // start, kernel boot, connection) up to the first `x + 1` result.
 func BenchmarkColdSession(b *testing.B) {
@@ -51,14 +64,7 @@ func BenchmarkColdSession(b *testing.B) {
 			}
 			defer m.Close(context.Background())
 			for i := 0; i < b.N; i++ {
-				s, err := m.Create(context.Background(), "bench", sessions.CreateOptions{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				e, err := s.Execute(context.Background(), sessions.ExecRequest{Code: "x = 41\nx + 1"})
-				if err != nil || string(e.Result) != `{"text/plain":"42"}` {
-					b.Fatalf("x + 1: %v %+v", err, e)
-				}
+				s := createAndAnswer(b, m)
 				b.StopTimer()
 				m.Delete(context.Background(), "bench", s.ID())
 				b.StartTimer()
@@ -94,14 +100,7 @@ func BenchmarkPooledSession(b *testing.B) {
 				}
 				b.StartTimer()
 				start := time.Now()
-				s, err := m.Create(context.Background(), "bench", sessions.CreateOptions{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				e, err := s.Execute(context.Background(), sessions.ExecRequest{Code: "x = 41\nx + 1"})
-				if err != nil || string(e.Result) != `{"text/plain":"42"}` {
-					b.Fatalf("x + 1: %v %+v", err, e)
-				}
+				s := createAndAnswer(b, m)
 				lat = append(lat, time.Since(start))
 				b.StopTimer()
 				m.Delete(context.Background(), "bench", s.ID())
