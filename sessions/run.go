@@ -173,8 +173,11 @@ func (s *Session) conclude(c KernelConn, j *job, start time.Time, o outcome) {
 			}
 			return
 		}
-		s.finish(j, start, statusOf(o, j), o.reply, "")
+		// The session reads idle before the caller has its result: a
+		// client that looks right after its execute returned sees idle.
+		s.report(j, start, statusOf(o, j), o.reply, "")
 		s.setState(StateIdle, "")
+		s.deliver(j)
 	}
 }
 
@@ -196,9 +199,15 @@ func (s *Session) fail(j *job, status Status, reason string) {
 	s.finish(j, time.Now(), status, nil, reason)
 }
 
-// finish publishes the job's file changes and its done event, and hands
-// the result to the caller.
+// finish reports the job and hands its result to the caller.
 func (s *Session) finish(j *job, start time.Time, status Status, reply *kernel.ExecuteReply, reason string) {
+	s.report(j, start, status, reply, reason)
+	s.deliver(j)
+}
+
+// report completes the job's execution and publishes its file changes and
+// its done event.
+func (s *Session) report(j *job, start time.Time, status Status, reply *kernel.ExecuteReply, reason string) {
 	e := j.exec
 	e.Status = status
 	e.Reason = reason
@@ -221,7 +230,12 @@ func (s *Session) finish(j *job, start time.Time, status Status, reply *kernel.E
 	s.hub.publish(Event{Type: EventDone, ID: j.req.ID, Status: status, ExecutionCount: ptr(e.ExecutionCount),
 		DurationMS: ptr(e.DurationMS), Truncated: ptr(e.Truncated), StateLost: ptr(e.StateLost), Reason: reason})
 	s.cfg.Observer.ExecutionDone(status, time.Since(start))
-	j.result <- e
+}
+
+// deliver hands the reported result to the caller (j.result has room for
+// it), whose bytes then leave the output budget.
+func (s *Session) deliver(j *job) {
+	j.result <- j.exec
 	// The caller owns the result now; its bytes leave the budget.
 	s.budget.Release(j.held)
 	j.held = 0
