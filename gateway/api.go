@@ -146,15 +146,20 @@ func (s *Server) execute(c echo.Context) error {
 	return c.JSON(http.StatusOK, exec)
 }
 
-func (s *Server) interrupt(c echo.Context) error {
-	sess, err := s.session(c)
-	if err != nil {
-		return err
+// interruptVia returns the interrupt handler of an API whose routes name
+// the session through find (the native API and the Jupyter kernels API
+// answer an interrupt alike: 204 once it is sent).
+func (s *Server) interruptVia(find func(echo.Context) (*sessions.Session, error)) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		sess, err := find(c)
+		if err != nil {
+			return err
+		}
+		if err := sess.Interrupt(c.Request().Context()); err != nil {
+			return err
+		}
+		return c.NoContent(http.StatusNoContent)
 	}
-	if err := sess.Interrupt(c.Request().Context()); err != nil {
-		return err
-	}
-	return c.NoContent(http.StatusNoContent)
 }
 
 func (s *Server) restart(c echo.Context) error {

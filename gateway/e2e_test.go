@@ -154,15 +154,7 @@ func (e *env) client(key string) *glclient.Client {
 // request goes out without one (the client always sends its key).
 func (e *env) call(key, method, path string, body any, out any) int {
 	e.t.Helper()
-	var r io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		r = strings.NewReader(b)
-	default:
-		j, _ := json.Marshal(b)
-		r = bytes.NewReader(j)
-	}
+	r := requestBody(body)
 	var resp *http.Response
 	var err error
 	if key != "" {
@@ -172,6 +164,27 @@ func (e *env) call(key, method, path string, body any, out any) int {
 		req.Header.Set("Content-Type", "application/json")
 		resp, err = http.DefaultClient.Do(req)
 	}
+	return e.decode(method, path, resp, err, out)
+}
+
+// requestBody is body as a request body: nil, a string as is (bad JSON
+// included), or anything else encoded as JSON.
+func requestBody(body any) io.Reader {
+	switch b := body.(type) {
+	case nil:
+		return nil
+	case string:
+		return strings.NewReader(b)
+	default:
+		j, _ := json.Marshal(b)
+		return bytes.NewReader(j)
+	}
+}
+
+// decode ends a call: it fails the test if the request failed, decodes
+// a JSON answer into out (if non-nil) and returns the status code.
+func (e *env) decode(method, path string, resp *http.Response, err error, out any) int {
+	e.t.Helper()
 	if err != nil {
 		e.t.Fatalf("%s %s: %v", method, path, err)
 	}

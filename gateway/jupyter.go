@@ -43,7 +43,7 @@ func (s *Server) routeJupyter(e *echo.Echo) {
 	api.POST("/kernels", s.jupyterStartKernel)
 	api.GET("/kernels/:id", s.jupyterGetKernel)
 	api.DELETE("/kernels/:id", s.jupyterDeleteKernel)
-	api.POST("/kernels/:id/interrupt", s.jupyterInterrupt)
+	api.POST("/kernels/:id/interrupt", s.interruptVia(s.jupyterSession))
 	api.POST("/kernels/:id/restart", s.jupyterRestart)
 	api.GET("/kernels/:id/channels", s.jupyterChannels)
 	api.Any("/*", func(echo.Context) error {
@@ -271,17 +271,6 @@ func (s *Server) jupyterDeleteKernel(c echo.Context) error {
 		if errors.Is(err, sessions.ErrNotFound) {
 			return newError(http.StatusNotFound, "not_found", "kernel %s not found", c.Param("id"))
 		}
-		return err
-	}
-	return c.NoContent(http.StatusNoContent)
-}
-
-func (s *Server) jupyterInterrupt(c echo.Context) error {
-	sess, err := s.jupyterSession(c)
-	if err != nil {
-		return err
-	}
-	if err := sess.Interrupt(c.Request().Context()); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

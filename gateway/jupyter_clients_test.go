@@ -469,22 +469,9 @@ func TestJupyterLabServices(t *testing.T) {
 	for name, rt := range clienttest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
 			g := clienttest.Start(t, rt(t, jupyterUIDBase+2000), clienttest.Options{})
-			node := clienttest.NPMInstall(t, "testdata/jlab")
-			cmd := exec.Command(node, "client.mjs", g.URL, clienttest.KeyA)
-			cmd.Dir = "testdata/jlab"
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			timer := time.AfterFunc(4*time.Minute, func() { cmd.Process.Kill() })
-			defer timer.Stop()
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("node: %v\nstdout: %s\nstderr: %s", err, out, stderr.String())
-			}
 			var r jlabOutput
-			if err := json.Unmarshal(out, &r); err != nil {
-				t.Fatalf("node output %q: %v\nstderr: %s", out, err, stderr.String())
-			}
-			fail := func(what string) { t.Fatalf("%s: %+v\nstderr: %s", what, r, stderr.String()) }
+			stderr := clienttest.RunNode(t, "testdata/jlab", "client.mjs", &r, g.URL, clienttest.KeyA)
+			fail := func(what string) { t.Fatalf("%s: %+v\nstderr: %s", what, r, stderr) }
 			switch {
 			case r.Thrown != "":
 				fail("the client threw")

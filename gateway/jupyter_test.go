@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"image/png"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -32,31 +31,12 @@ var lastActivityFormat = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d
 // empty) and decodes the JSON answer into out.
 func (e *env) jupyterCall(auth, method, path string, body any, out any) int {
 	e.t.Helper()
-	var r io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		r = strings.NewReader(b)
-	default:
-		j, _ := json.Marshal(b)
-		r = bytes.NewReader(j)
-	}
-	req, _ := http.NewRequest(method, e.url+path, r)
+	req, _ := http.NewRequest(method, e.url+path, requestBody(body))
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
 	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if out != nil && len(data) > 0 {
-		if err := json.Unmarshal(data, out); err != nil {
-			e.t.Fatalf("%s %s: decode %q: %v", method, path, data, err)
-		}
-	}
-	return resp.StatusCode
+	return e.decode(method, path, resp, err, out)
 }
 
 type kernelModel struct {

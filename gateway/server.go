@@ -64,7 +64,7 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 	v1.PATCH("/sessions/:id", s.updateSession)
 	v1.DELETE("/sessions/:id", s.deleteSession)
 	v1.POST("/sessions/:id/execute", s.execute)
-	v1.POST("/sessions/:id/interrupt", s.interrupt)
+	v1.POST("/sessions/:id/interrupt", s.interruptVia(s.session))
 	v1.POST("/sessions/:id/restart", s.restart)
 	v1.POST("/sessions/:id/complete", s.complete)
 	v1.POST("/sessions/:id/inspect", s.inspect)

@@ -2,7 +2,6 @@ package mcp_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
@@ -41,21 +40,8 @@ type nodeOutput struct {
 // client) with args and decodes what it reports.
 func runNode(t *testing.T, args ...string) nodeOutput {
 	t.Helper()
-	node := clienttest.NPMInstall(t, "testdata/node")
-	cmd := exec.Command(node, append([]string{"client.mjs"}, args...)...)
-	cmd.Dir = "testdata/node"
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	timer := time.AfterFunc(4*time.Minute, func() { cmd.Process.Kill() })
-	defer timer.Stop()
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node client: %v\nstdout: %s\nstderr: %s", err, out, stderr.String())
-	}
 	var res nodeOutput
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("node output %q: %v\nstderr: %s", out, err, stderr.String())
-	}
+	clienttest.RunNode(t, "testdata/node", "client.mjs", &res, args...)
 	return res
 }
 

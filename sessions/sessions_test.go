@@ -62,9 +62,17 @@ func create(t *testing.T, m *sessions.Manager, tenant string) *sessions.Session 
 	return s
 }
 
+// exec runs code with the given execution timeout; a real kernel must
+// answer within 60 s.
 func exec(t *testing.T, s *sessions.Session, code string, timeout time.Duration) *sessions.Execution {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	return execWithin(t, s, code, timeout, 60*time.Second)
+}
+
+// execWithin runs code and fails t if no answer comes within limit.
+func execWithin(t *testing.T, s *sessions.Session, code string, timeout, limit time.Duration) *sessions.Execution {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	e, err := s.Execute(ctx, sessions.ExecRequest{Code: code, Timeout: timeout})
 	if err != nil {

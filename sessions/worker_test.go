@@ -41,15 +41,10 @@ func fakeSession(t *testing.T, m *sessions.Manager) *sessions.Session {
 	return s
 }
 
+// run is exec for a fake kernel: it must answer within 10 s.
 func run(t *testing.T, s *sessions.Session, code string, timeout time.Duration) *sessions.Execution {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	e, err := s.Execute(ctx, sessions.ExecRequest{Code: code, Timeout: timeout})
-	if err != nil {
-		t.Fatalf("execute %q: %v", code, err)
-	}
-	return e
+	return execWithin(t, s, code, timeout, 10*time.Second)
 }
 
 func waitState(t *testing.T, s *sessions.Session, want sessions.State) {

@@ -8,9 +8,11 @@
 package clienttest
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -199,4 +201,27 @@ func NPMInstall(t testing.TB, dir string) string {
 		t.Fatal(err)
 	}
 	return node
+}
+
+// RunNode runs `node script args...` in dir (a package NPMInstall has
+// installed), decodes the JSON it prints into out and returns what it
+// wrote to stderr, for the caller's failure messages. Node is killed
+// after four minutes; a failed run or undecodable output fails t.
+func RunNode(t testing.TB, dir, script string, out any, args ...string) (stderr string) {
+	t.Helper()
+	node := NPMInstall(t, dir)
+	cmd := exec.Command(node, append([]string{script}, args...)...)
+	cmd.Dir = dir
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	timer := time.AfterFunc(4*time.Minute, func() { _ = cmd.Process.Kill() })
+	defer timer.Stop()
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node %s in %s: %v\nstdout: %s\nstderr: %s", script, dir, err, stdout, errb.String())
+	}
+	if err := json.Unmarshal(stdout, out); err != nil {
+		t.Fatalf("node %s output %q: %v\nstderr: %s", script, stdout, err, errb.String())
+	}
+	return errb.String()
 }

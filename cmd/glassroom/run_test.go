@@ -60,23 +60,10 @@ func TestServeShutdownKillsKernels(t *testing.T) {
 	state := stateDir(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out := &syncBuffer{}
-	errc := make(chan error, 1)
-	go func() {
-		errc <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--state-dir", state, "--log-level", "warn", "--uid-base", "310000"}, nil, out)
-	}()
-	var base, key string
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if m := urlRe.FindStringSubmatch(out.String()); m != nil {
-			base, key = m[1], m[2]
-			break
-		}
-	}
-	if base == "" {
-		t.Fatalf("no URL printed: %q", out.String())
-	}
-	if !strings.Contains(out.String(), "generated one") {
-		t.Fatalf("generated key not announced: %q", out.String())
+	srv := serveInProcess(ctx, t, "--state-dir", state, "--uid-base", "310000")
+	base, key := srv.base, srv.key
+	if !strings.Contains(srv.out.String(), "generated one") {
+		t.Fatalf("generated key not announced: %q", srv.out.String())
 	}
 	var ids []string
 	for i := 0; i < 2; i++ {
@@ -128,14 +115,7 @@ func TestServeShutdownKillsKernels(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("WebSocket not closed on shutdown")
 	}
-	select {
-	case err := <-errc:
-		if err != nil {
-			t.Fatalf("run: %v", err)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("run did not return after shutdown")
-	}
+	srv.wait(t)
 	ents, _ := os.ReadDir(state)
 	for _, e := range ents {
 		if e.Name() != "sessions.db" { // the (now empty) session store stays
@@ -227,22 +207,8 @@ func TestServeWithEgress(t *testing.T) {
 	state := stateDir(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out := &syncBuffer{}
-	errc := make(chan error, 1)
-	go func() {
-		errc <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--state-dir", state, "--log-level", "warn", "--uid-base", "312000",
-			"--egress-allow", "pypi.org,*.pythonhosted.org"}, nil, out)
-	}()
-	var base, key string
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if m := urlRe.FindStringSubmatch(out.String()); m != nil {
-			base, key = m[1], m[2]
-			break
-		}
-	}
-	if base == "" {
-		t.Fatalf("no URL printed: %q", out.String())
-	}
+	srv := serveInProcess(ctx, t, "--state-dir", state, "--uid-base", "312000", "--egress-allow", "pypi.org,*.pythonhosted.org")
+	base, key := srv.base, srv.key
 	create := func(body string) (int, string) {
 		req, _ := http.NewRequest("POST", base+"/v1/sessions", strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+key)
@@ -272,16 +238,49 @@ func TestServeWithEgress(t *testing.T) {
 		t.Errorf("beyond the ceiling: %d %s", status, body)
 	}
 	cancel()
+	srv.wait(t)
+	if ents, _ := os.ReadDir(filepath.Join(state, "egress")); len(ents) != 0 {
+		t.Errorf("proxy directories outlived the gateway: %v", ents)
+	}
+}
+
+// served is `glassroom serve` running in this test's process.
+type served struct {
+	base, key string
+	out       *syncBuffer
+	errc      chan error // run's result, once ctx has ended
+}
+
+// serveInProcess runs `glassroom serve --listen 127.0.0.1:0 --log-level
+// warn args...` until ctx ends and waits (10 s at most) for the URL with
+// its key that serve prints.
+func serveInProcess(ctx context.Context, t *testing.T, args ...string) *served {
+	t.Helper()
+	s := &served{out: &syncBuffer{}, errc: make(chan error, 1)}
+	go func() {
+		s.errc <- run(ctx, append([]string{"serve", "--listen", "127.0.0.1:0", "--log-level", "warn"}, args...), nil, s.out)
+	}()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := urlRe.FindStringSubmatch(s.out.String()); m != nil {
+			s.base, s.key = m[1], m[2]
+			return s
+		}
+	}
+	t.Fatalf("no URL printed: %q", s.out.String())
+	return nil
+}
+
+// wait waits (60 s at most) for run to return after ctx's end and fails
+// t if it returned an error.
+func (s *served) wait(t *testing.T) {
+	t.Helper()
 	select {
-	case err := <-errc:
+	case err := <-s.errc:
 		if err != nil {
 			t.Fatalf("run: %v", err)
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatal("run did not return after shutdown")
-	}
-	if ents, _ := os.ReadDir(filepath.Join(state, "egress")); len(ents) != 0 {
-		t.Errorf("proxy directories outlived the gateway: %v", ents)
 	}
 }
 
@@ -317,22 +316,9 @@ func TestServeMetrics(t *testing.T) {
 	ln.Close()
 	const token = "metrics-token-0123456789"
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
-	errc := make(chan error, 1)
-	go func() {
-		errc <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--state-dir", stateDir(t), "--log-level", "warn", "--uid-base", "313000",
-			"--metrics-listen", metricsAddr, "--metrics-token", token}, nil, out)
-	}()
-	defer func() { cancel(); <-errc }()
-	var base string
-	for deadline := time.Now().Add(10 * time.Second); base == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if m := urlRe.FindStringSubmatch(out.String()); m != nil {
-			base = m[1]
-		}
-	}
-	if base == "" {
-		t.Fatalf("no URL printed: %q", out.String())
-	}
+	srv := serveInProcess(ctx, t, "--state-dir", stateDir(t), "--uid-base", "313000", "--metrics-listen", metricsAddr, "--metrics-token", token)
+	defer func() { cancel(); <-srv.errc }()
+	base := srv.base
 	get := func(url, auth string) (int, string) {
 		req, _ := http.NewRequest("GET", url, nil)
 		if auth != "" {
