@@ -278,14 +278,7 @@ func (m *Manager) adoptOrphans(ctx context.Context, finder sandbox.OrphanFinder)
 func (m *Manager) Detach(ctx context.Context) error {
 	m.pool.close(ctx)
 	m.flush()
-	m.mu.Lock()
-	m.closed = true
-	all := make([]*Session, 0, len(m.sessions))
-	for id, s := range m.sessions {
-		all = append(all, s)
-		delete(m.sessions, id)
-	}
-	m.mu.Unlock()
+	all := m.takeAll()
 	var errs []error
 	var mu sync.Mutex
 	var wg sync.WaitGroup

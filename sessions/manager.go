@@ -417,18 +417,25 @@ func (m *Manager) reap(ctx context.Context, now time.Time) {
 	}
 }
 
-// Close deletes every session, in parallel, and refuses new ones. It
-// returns when every sandbox is gone or ctx ends.
-func (m *Manager) Close(ctx context.Context) error {
-	m.pool.close(ctx)
+// takeAll closes the manager to new sessions and takes every session out
+// of it, for the caller to end.
+func (m *Manager) takeAll() []*Session {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.closed = true
 	all := make([]*Session, 0, len(m.sessions))
 	for id, s := range m.sessions {
 		all = append(all, s)
 		delete(m.sessions, id)
 	}
-	m.mu.Unlock()
+	return all
+}
+
+// Close deletes every session, in parallel, and refuses new ones. It
+// returns when every sandbox is gone or ctx ends.
+func (m *Manager) Close(ctx context.Context) error {
+	m.pool.close(ctx)
+	all := m.takeAll()
 	var wg sync.WaitGroup
 	for _, s := range all {
 		wg.Add(1)
