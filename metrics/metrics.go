@@ -96,10 +96,11 @@ var (
 	descPool     = prometheus.NewDesc("glassroom_pool_kernels", "Warm-pool kernels, by status (ready, starting, target).", []string{"status"}, nil)
 	descBudget   = prometheus.NewDesc("glassroom_output_budget_bytes", "The gateway's output budget, by kind (used, max).", []string{"kind"}, nil)
 	descStarts   = prometheus.NewDesc("glassroom_kernel_starts_in_progress", "Kernels starting now.", nil, nil)
+	descWaiting  = prometheus.NewDesc("glassroom_exec_slot_waiting", "Executions waiting for a slot of the fair scheduler (--exec-slots).", nil, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descSessions, descQueued, descPool, descBudget, descStarts} {
+	for _, d := range []*prometheus.Desc{descSessions, descQueued, descPool, descBudget, descStarts, descWaiting} {
 		ch <- d
 	}
 }
@@ -116,4 +117,5 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descBudget, prometheus.GaugeValue, float64(st.BudgetUsed), "used")
 	ch <- prometheus.MustNewConstMetric(descBudget, prometheus.GaugeValue, float64(st.BudgetMax), "max")
 	ch <- prometheus.MustNewConstMetric(descStarts, prometheus.GaugeValue, float64(st.StartsActive))
+	ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, float64(st.SlotWaiting))
 }

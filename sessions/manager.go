@@ -468,6 +468,7 @@ type Stats struct {
 	BudgetUsed   int64
 	BudgetMax    int64
 	StartsActive int
+	SlotWaiting  int // executions waiting for a slot of the fair scheduler
 }
 
 // Stats returns the manager's state now.
@@ -479,7 +480,8 @@ func (m *Manager) Stats() Stats {
 	}
 	m.mu.Unlock()
 	st := Stats{Runtime: m.rt.Name(), ByState: map[State]int{}, Pool: m.pool.State(),
-		BudgetUsed: m.budget.Used(), BudgetMax: m.budget.Max(), StartsActive: len(m.starts)}
+		BudgetUsed: m.budget.Used(), BudgetMax: m.budget.Max(), StartsActive: len(m.starts),
+		SlotWaiting: m.slots.Waiting()}
 	for _, s := range all {
 		st.ByState[s.Info().State]++
 		st.Queued += int(s.queued.Load())

@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,8 +17,9 @@ import (
 // goes on unthrottled, so long cells never hold short ones up by more than
 // the lease.
 type execSlots struct {
-	c     chan struct{}
-	lease time.Duration
+	c       chan struct{}
+	lease   time.Duration
+	waiting atomic.Int64 // executions in the line, not yet given a slot
 }
 
 func newExecSlots(n int, lease time.Duration) *execSlots {
@@ -34,12 +36,27 @@ func (e *execSlots) acquire(ctx context.Context) (release func(), err error) {
 		return func() {}, nil
 	}
 	select {
-	case e.c <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	case e.c <- struct{}{}: // a free slot: no wait, never counted
+	default:
+		e.waiting.Add(1)
+		select {
+		case e.c <- struct{}{}:
+			e.waiting.Add(-1)
+		case <-ctx.Done():
+			e.waiting.Add(-1)
+			return nil, ctx.Err()
+		}
 	}
 	var once sync.Once
 	free := func() { once.Do(func() { <-e.c }) }
 	t := time.AfterFunc(e.lease, free)
 	return func() { t.Stop(); free() }, nil
+}
+
+// Waiting is how many executions wait in the line for a slot now.
+func (e *execSlots) Waiting() int {
+	if e == nil {
+		return 0
+	}
+	return int(e.waiting.Load())
 }
