@@ -9,7 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/glassroom/glassroom/workspace"
 	"golang.org/x/sys/unix"
@@ -102,8 +104,14 @@ func TestSymlinkSwapRace(t *testing.T) {
 	d := filepath.Join(ws, "d")
 	os.Mkdir(d, 0o755)
 	os.WriteFile(filepath.Join(d, "outside"), []byte("inside"), 0o644)
+	link := d + ".link"
+	if err := os.Symlink(base, link); err != nil {
+		t.Fatal(err)
+	}
 	stop := make(chan struct{})
 	done := make(chan struct{})
+	var swaps atomic.Int64 // times the symlink to the outside stood at d
+	var stuck atomic.Value // why the swapper stopped early, if it did
 	go func() {
 		defer close(done)
 		for {
@@ -112,19 +120,32 @@ func TestSymlinkSwapRace(t *testing.T) {
 				return
 			default:
 			}
-			os.Rename(d, d+".real")
-			os.Symlink(base, d)
-			os.Remove(d)
-			os.Rename(d+".real", d)
+			// One atomic exchange puts the symlink where the directory was,
+			// the next one puts the directory back: d always exists.
+			if unix.Renameat2(unix.AT_FDCWD, d, unix.AT_FDCWD, link, unix.RENAME_EXCHANGE) != nil {
+				continue
+			}
+			swaps.Add(1)
+			if err := unix.Renameat2(unix.AT_FDCWD, d, unix.AT_FDCWD, link, unix.RENAME_EXCHANGE); err != nil {
+				stuck.Store(err.Error()) // the test's own files: should not happen
+				return
+			}
 		}
 	}()
-	for i := 0; i < 3000; i++ {
+	// Race until the swaps, the reads that got through and the reads that
+	// hit a swap have all happened: a race that never raced proves nothing.
+	var reads, refused int
+	deadline := time.Now().Add(30 * time.Second)
+	for (swaps.Load() < 100 || reads < 10 || refused < 10) && time.Now().Before(deadline) {
 		if f, _, err := r.OpenFile("d/outside"); err == nil {
 			b, _ := io.ReadAll(f)
 			f.Close()
 			if string(b) != "inside" {
 				t.Fatalf("read outside the workspace: %q", b)
 			}
+			reads++
+		} else {
+			refused++
 		}
 		r.Write("d/outside", strings.NewReader("inside"))
 	}
@@ -133,6 +154,13 @@ func TestSymlinkSwapRace(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(base, "outside")); string(b) != "host file" {
 		t.Fatalf("host file changed through a swapped symlink: %q", b)
 	}
+	if why := stuck.Load(); why != nil {
+		t.Fatalf("the swapper stopped: %v", why)
+	}
+	if swaps.Load() < 100 || reads < 10 || refused < 10 {
+		t.Fatalf("the race did not race: %d swaps, %d reads through, %d reads that met a swap", swaps.Load(), reads, refused)
+	}
+	t.Logf("%d swaps, %d reads through, %d reads that met a swap", swaps.Load(), reads, refused)
 }
 
 func TestWriteListRemove(t *testing.T) {

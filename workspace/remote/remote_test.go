@@ -16,6 +16,7 @@ import (
 
 	"github.com/glassroom/glassroom/workspace"
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -213,9 +214,14 @@ func TestSymlinkSwapRace(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(d, "f"), []byte("inside"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	link := d + ".link"
+	if err := os.Symlink(outside, link); err != nil {
+		t.Fatal(err)
+	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	var swaps atomic.Int64
+	var swaps atomic.Int64 // times the symlink to the outside stood at d
+	var stuck atomic.Value // why the swapper stopped early, if it did
 	wg.Add(1)
 	go func() { // the hostile kernel
 		defer wg.Done()
@@ -225,16 +231,23 @@ func TestSymlinkSwapRace(t *testing.T) {
 				return
 			default:
 			}
-			_ = os.Rename(d, d+".real")
-			_ = os.Symlink(outside, d)
-			_ = os.Remove(d)
-			_ = os.Rename(d+".real", d)
+			// One atomic exchange puts the symlink where the directory was,
+			// the next one puts the directory back: d always exists.
+			if unix.Renameat2(unix.AT_FDCWD, d, unix.AT_FDCWD, link, unix.RENAME_EXCHANGE) != nil {
+				continue
+			}
 			swaps.Add(1)
+			if err := unix.Renameat2(unix.AT_FDCWD, d, unix.AT_FDCWD, link, unix.RENAME_EXCHANGE); err != nil {
+				stuck.Store(err.Error()) // the test's own files: should not happen
+				return
+			}
 		}
 	}()
-	deadline := time.Now().Add(2 * time.Second)
-	reads := 0
-	for time.Now().Before(deadline) {
+	// Race until the swaps, the reads that got through and the reads that
+	// hit a swap have all happened: a race that never raced proves nothing.
+	var reads, refused int
+	deadline := time.Now().Add(30 * time.Second)
+	for (swaps.Load() < 100 || reads < 10 || refused < 10) && time.Now().Before(deadline) {
 		if f, _, err := c.OpenFile("d/f"); err == nil {
 			b, _ := io.ReadAll(f)
 			f.Close()
@@ -242,6 +255,8 @@ func TestSymlinkSwapRace(t *testing.T) {
 				t.Fatal("read a file outside the workspace")
 			}
 			reads++
+		} else {
+			refused++
 		}
 		_, _ = c.Write("d/new", strings.NewReader("planted"))
 		_, _, _ = c.List("d")
@@ -252,7 +267,13 @@ func TestSymlinkSwapRace(t *testing.T) {
 	if len(ents) != 1 {
 		t.Fatalf("the outside directory changed: %v", ents)
 	}
-	t.Logf("%d swaps, %d successful reads", swaps.Load(), reads)
+	if why := stuck.Load(); why != nil {
+		t.Fatalf("the swapper stopped: %v", why)
+	}
+	if swaps.Load() < 100 || reads < 10 || refused < 10 {
+		t.Fatalf("the race did not race: %d swaps, %d reads through, %d reads that met a swap", swaps.Load(), reads, refused)
+	}
+	t.Logf("%d swaps, %d reads through, %d reads that met a swap", swaps.Load(), reads, refused)
 }
 
 func TestQuota(t *testing.T) {
