@@ -5,7 +5,7 @@
 // A sandbox has no network interface but its own loopback. A session that
 // asks for a network gets a Proxy listening on a unix socket in a
 // directory of its own, which the runtime binds read-only into the
-// sandbox; a forwarder inside (kernel/sandbox's launcher) listens on the
+// sandbox; a forwarder inside (kernel/runtime/sandbox's launcher) listens on the
 // sandbox's 127.0.0.1 and splices each connection to that socket, and
 // HTTP_PROXY/HTTPS_PROXY point the kernel at it. The proxy, in the
 // gateway, decides every connection:

@@ -18,7 +18,7 @@ import (
 // SocketName is the name of a proxy's socket in its directory.
 const SocketName = "proxy.sock"
 
-// idPattern is the shape of a session id (kernel/sandbox.IDPattern): it
+// idPattern is the shape of a session id (kernel/runtime/sandbox.IDPattern): it
 // names a directory, so nothing else is accepted.
 var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{7,63}$`)
 

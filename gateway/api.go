@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/glassroom/glassroom/kernel/sandbox"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/labstack/echo/v4"
 )
@@ -85,7 +84,7 @@ func (s *Server) createSession(c echo.Context) error {
 		if (l.MemoryMB != 0 && l.MemoryMB < 128) || (l.CPUs != 0 && l.CPUs < 0.05) || (l.Pids != 0 && l.Pids < 16) {
 			return newError(http.StatusBadRequest, "bad_request", "limits too small: memory_mb >= 128, cpus >= 0.05, pids >= 16 (or 0 for the default)")
 		}
-		opts.Limits = sandbox.Limits{MemoryMB: l.MemoryMB, CPUs: l.CPUs, Pids: l.Pids, WorkspaceMB: l.WorkspaceMB}
+		opts.Limits = sessions.Limits{MemoryMB: l.MemoryMB, CPUs: l.CPUs, Pids: l.Pids, WorkspaceMB: l.WorkspaceMB}
 	}
 	sess, err := s.mgr.Create(c.Request().Context(), tenant(c), opts)
 	if err != nil {

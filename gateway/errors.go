@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/glassroom/glassroom/kernel"
-	"github.com/glassroom/glassroom/kernel/sandbox"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/glassroom/glassroom/workspace"
 	"github.com/labstack/echo/v4"
@@ -61,7 +59,7 @@ func toAPIError(err error) *apiError {
 		return newError(http.StatusInsufficientStorage, "workspace_full", "the workspace is full (its size is limited); delete files and retry")
 	case errors.Is(err, sessions.ErrNotFound):
 		return newError(http.StatusNotFound, "not_found", "session not found")
-	case errors.Is(err, sessions.ErrInvalid), errors.Is(err, sandbox.ErrBadSpec):
+	case errors.Is(err, sessions.ErrInvalid), errors.Is(err, sessions.ErrBadSpec):
 		return newError(http.StatusBadRequest, "bad_request", "%s", publicMessage(err))
 	case errors.Is(err, sessions.ErrTooManySessions):
 		return newError(http.StatusTooManyRequests, "too_many_sessions", "%s", err.Error())
@@ -71,13 +69,13 @@ func toAPIError(err error) *apiError {
 		return newError(http.StatusTooManyRequests, "queue_full", "%s", err.Error())
 	case errors.Is(err, sessions.ErrNoInputPending):
 		return newError(http.StatusConflict, "no_input_pending", "%s", err.Error())
-	case errors.Is(err, sessions.ErrKernelDead), errors.Is(err, kernel.ErrDead):
+	case errors.Is(err, sessions.ErrKernelDead), errors.Is(err, sessions.ErrKernelGone):
 		return newError(http.StatusConflict, "kernel_dead", "the kernel is dead; restart the session")
 	case errors.Is(err, sessions.ErrClosed):
 		return newError(http.StatusServiceUnavailable, "shutting_down", "the session or gateway is shutting down")
 	case errors.Is(err, context.DeadlineExceeded):
 		return newError(http.StatusGatewayTimeout, "kernel_timeout", "the kernel did not answer in time")
-	case errors.Is(err, sandbox.ErrUnavailable):
+	case errors.Is(err, sessions.ErrUnavailable):
 		return newError(http.StatusServiceUnavailable, "runtime_unavailable", "could not start a kernel now; the gateway log has the cause")
 	}
 	return newError(http.StatusInternalServerError, "internal", "internal error")

@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/glassroom/glassroom/kernel/sandbox"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
@@ -228,7 +227,7 @@ func (s *Server) jupyterStartKernel(c echo.Context) error {
 }
 
 // kernelEnv keeps the variables of a start request that the environment
-// policy allows (string values, at most sandbox.MaxEnvVars, in name
+// policy allows (string values, at most sessions.MaxEnvVars, in name
 // order). jupyter_server sends its whole KERNEL_* environment
 // (KERNEL_USERNAME, KERNEL_LAUNCH_TIMEOUT, KERNEL_WORKING_DIR, ...): what
 // the policy refuses is dropped, not an error, and nothing in it steers
@@ -245,10 +244,10 @@ func kernelEnv(in map[string]json.RawMessage) map[string]string {
 		if json.Unmarshal(in[k], &v) != nil {
 			continue
 		}
-		if len(out) == sandbox.MaxEnvVars {
+		if len(out) == sessions.MaxEnvVars {
 			break
 		}
-		if sandbox.CheckEnv(map[string]string{k: v}) == nil {
+		if sessions.CheckEnv(map[string]string{k: v}) == nil {
 			out[k] = v
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
@@ -364,7 +363,7 @@ func (jc *jupyterConn) relay(ctx context.Context, m *jmsg, h jheader) {
 		if why := checkRelayed(h.MsgType, m.Content); why != "" {
 			return answer(m.Header, reply("shell", replyType, m.Header, errorReply("BadRequest", why)))
 		}
-		r, err := jc.sess.KernelRequest(ctx, kernel.Shell, h.MsgType, m.Content)
+		r, err := jc.sess.KernelRequest(ctx, sessions.ShellChannel, h.MsgType, m.Content)
 		if err != nil {
 			return answer(m.Header, reply("shell", replyType, m.Header, errorReply("KernelRequestError", toAPIError(err).Message)))
 		}

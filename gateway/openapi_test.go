@@ -16,7 +16,7 @@ import (
 
 	"github.com/glassroom/glassroom/client/clienttest"
 	"github.com/glassroom/glassroom/gateway"
-	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/gorilla/websocket"

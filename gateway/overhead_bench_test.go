@@ -10,7 +10,7 @@ import (
 	glclient "github.com/glassroom/glassroom/client"
 	"github.com/glassroom/glassroom/client/clienttest"
 	"github.com/glassroom/glassroom/kernel"
-	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
 )

@@ -1,5 +1,5 @@
 // Package kernel speaks the Jupyter messaging protocol (v5.3) to one running
-// kernel over ZeroMQ.
+// kernel over ZeroMQ. It knows nothing of sandboxes or sessions.
 //
 // It has three layers:
 //
@@ -11,14 +11,15 @@
 //     zmq4 allocates memory for it;
 //   - Client: the shell, control, stdin, iopub and heartbeat sockets of one
 //     kernel, with replies and iopub output routed to the request that
-//     caused them.
+//     caused them, turned into typed Events.
 //
 // The kernel is assumed hostile: the code running in it controls every byte
 // it sends. Nothing received is acted on before its signature is verified,
 // and no message can make the gateway allocate more than the configured
 // bounds.
 //
-// The package also defines Spec and Sandbox, the contract between runtimes
-// (kernel/local, kernel/docker) that start sandboxed kernels and the session
-// layer that consumes them.
+// The runtimes that start sandboxed kernels live below, in kernel/runtime:
+// the shared sandbox layer (kernel/runtime/sandbox: the Sandbox contract,
+// Spec, Limits, the launcher) and the bubblewrap, Docker and Kubernetes
+// runtimes built on it. They hand back a Connection that this package dials.
 package kernel

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/glassroom/glassroom/kernel/docker"
-	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/kernel/runtime/docker"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/rs/zerolog"
 )

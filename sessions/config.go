@@ -8,10 +8,10 @@ import (
 
 	"github.com/glassroom/glassroom/egress"
 	"github.com/glassroom/glassroom/kernel"
-	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 )
 
-// Runtime starts sandboxed kernels. kernel/local and kernel/docker
+// Runtime starts sandboxed kernels. kernel/runtime/local and kernel/runtime/docker
 // implement it; Start must be safe for concurrent use.
 type Runtime interface {
 	Name() string

@@ -14,7 +14,7 @@
 // headers on the started event, stop_on_error, the kernel's identity and
 // a bounded pass-through of its read-only requests) is in jupyter.go.
 //
-// The package consumes a small Runtime interface (kernel/local and
-// kernel/docker implement it) and maps nothing to HTTP: callers test
+// The package consumes a small Runtime interface (kernel/runtime/local and
+// kernel/runtime/docker implement it) and maps nothing to HTTP: callers test
 // errors against the sentinels below.
 package sessions

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/glassroom/glassroom/egress"
-	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/sessionstore"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/glassroom/glassroom/cleanup"
 	"github.com/glassroom/glassroom/egress"
-	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/workspace"
 	"github.com/rs/zerolog"
 )

@@ -13,7 +13,7 @@ import (
 
 	"github.com/glassroom/glassroom/egress"
 	"github.com/glassroom/glassroom/egress/egresstest"
-	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/rs/zerolog"
 )

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/rs/zerolog"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/glassroom/glassroom/egress"
 	"github.com/glassroom/glassroom/kernel"
-	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/workspace"
 	"github.com/rs/zerolog"
 )

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/glassroom/glassroom/kernel"
-	"github.com/glassroom/glassroom/kernel/local"
-	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/kernel/runtime/local"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"

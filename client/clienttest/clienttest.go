@@ -26,9 +26,9 @@ import (
 
 	"github.com/glassroom/glassroom/client"
 	"github.com/glassroom/glassroom/gateway"
-	"github.com/glassroom/glassroom/kernel/docker"
-	"github.com/glassroom/glassroom/kernel/local"
-	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/kernel/runtime/docker"
+	"github.com/glassroom/glassroom/kernel/runtime/local"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/rs/zerolog"
 )

@@ -10,8 +10,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/glassroom/glassroom/kernel/k8s"
-	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/kernel/runtime/k8s"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/rs/zerolog"
 )
 
@@ -55,7 +55,7 @@ func newK8sRuntime(ctx context.Context, o *options, common sandbox.Common, log z
 }
 
 // runPodAgent is `glassroom pod-agent`: the agent next to the kernel in
-// its pod (kernel/k8s ServeAgent), serving until ctx ends.
+// its pod (kernel/runtime/k8s ServeAgent), serving until ctx ends.
 func runPodAgent(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pod-agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)

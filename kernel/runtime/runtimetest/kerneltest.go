@@ -1,7 +1,7 @@
-// Package kerneltest holds helpers shared by the runtime packages' tests:
+// Package runtimetest holds helpers shared by the runtime packages' tests:
 // start a sandbox, connect to its kernel, run code and collect its text.
 // It is imported by tests only.
-package kerneltest
+package runtimetest
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/glassroom/glassroom/kernel"
-	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/rs/zerolog"
 )
 

@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 )
 
 // Labels put on every container.

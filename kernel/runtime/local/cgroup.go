@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"golang.org/x/sys/unix"
 )
 

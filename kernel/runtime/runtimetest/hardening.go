@@ -1,4 +1,4 @@
-package kerneltest
+package runtimetest
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/glassroom/glassroom/kernel"
-	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 )
 
 // HardeningOptions says what differs between runtimes.

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"golang.org/x/sys/unix"
 )
 

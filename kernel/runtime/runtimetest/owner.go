@@ -1,4 +1,4 @@
-package kerneltest
+package runtimetest
 
 import (
 	"os"

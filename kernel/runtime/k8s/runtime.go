@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/glassroom/glassroom/kernel"
-	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/workspace"
 	"github.com/glassroom/glassroom/workspace/remote"
 	"github.com/rs/zerolog"

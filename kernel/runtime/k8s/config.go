@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 )
 
 // Labels and annotations on every pod and Secret the runtime makes. Any

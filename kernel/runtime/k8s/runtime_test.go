@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/glassroom/glassroom/kernel"
-	"github.com/glassroom/glassroom/kernel/kerneltest"
-	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/kernel/runtime/runtimetest"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/workspace"
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
@@ -101,7 +101,7 @@ func TestSimulatedCluster(t *testing.T) {
 	ctx := context.Background()
 	rtA := newRuntime(t, cs, testConfig("gw-a"))
 
-	k := kerneltest.Start(t, rtA, sandbox.Spec{ID: "sess-0001-abcdef", Tenant: "tenant1", Env: map[string]string{"MY_SETTING": "ok"}})
+	k := runtimetest.Start(t, rtA, sandbox.Spec{ID: "sess-0001-abcdef", Tenant: "tenant1", Env: map[string]string{"MY_SETTING": "ok"}})
 	if info := k.Sandbox.Connection(); info.Transport != "tcp" || !strings.HasPrefix(info.IP, "127.0.0.") || info.ShellPort != 50001 {
 		t.Fatalf("connection %+v", info)
 	}
@@ -241,7 +241,7 @@ func TestSimulatedCluster(t *testing.T) {
 	if err != nil || pod.Labels[LabelInstance] != winner {
 		t.Fatalf("owner label %v %v", pod.Labels, err)
 	}
-	adopted := kerneltest.Kernel{Sandbox: won}
+	adopted := runtimetest.Kernel{Sandbox: won}
 	adopted.Reconnect(t)
 	if out, _ := adopted.Run(t, "print(y)"); strings.TrimSpace(out) != "7" {
 		t.Fatalf("variables after adoption: %q", out)
@@ -265,7 +265,7 @@ func TestSimulatedCluster(t *testing.T) {
 	if got := won.(sandbox.Persistent).State().Incarnation; got != st.Incarnation {
 		t.Fatalf("incarnation %q after restore, want %q (the same kernel)", got, st.Incarnation)
 	}
-	adopted = kerneltest.Kernel{Sandbox: won}
+	adopted = runtimetest.Kernel{Sandbox: won}
 	adopted.Reconnect(t)
 	if out, _ := adopted.Run(t, "print(y)"); strings.TrimSpace(out) != "7" {
 		t.Fatalf("variables after detach and restore: %q", out)

@@ -12,9 +12,9 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/client"
-	"github.com/glassroom/glassroom/kernel/docker"
-	"github.com/glassroom/glassroom/kernel/kerneltest"
-	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/kernel/runtime/docker"
+	"github.com/glassroom/glassroom/kernel/runtime/runtimetest"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 )
@@ -49,14 +49,14 @@ func newRuntime(t *testing.T, cfg docker.Config) *docker.Runtime {
 	return r
 }
 
-type kern = kerneltest.Kernel
+type kern = runtimetest.Kernel
 
 var n int
 
 func start(t *testing.T, r *docker.Runtime, limits sandbox.Limits) kern {
 	t.Helper()
 	n++
-	return kerneltest.Start(t, r, sandbox.Spec{ID: "docker-test-" + strconv.Itoa(n) + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), Limits: limits})
+	return runtimetest.Start(t, r, sandbox.Spec{ID: "docker-test-" + strconv.Itoa(n) + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), Limits: limits})
 }
 
 func inspect(t *testing.T, format, name string) string {
@@ -133,7 +133,7 @@ func containerOf(t *testing.T, r *docker.Runtime, k kern) string {
 }
 
 func TestNoNetwork(t *testing.T) {
-	kerneltest.NoNetwork(t, start(t, newRuntime(t, docker.Config{}), sandbox.Limits{}))
+	runtimetest.NoNetwork(t, start(t, newRuntime(t, docker.Config{}), sandbox.Limits{}))
 }
 
 func TestContainment(t *testing.T) {
@@ -177,7 +177,7 @@ except OSError as e:
 		k.Run(t, "import os; os.remove('fill')")
 	})
 	t.Run("memory past the limit dies with OOM", func(t *testing.T) {
-		kerneltest.Dies(t, k, "b = []\nwhile True: b.append(bytearray(16 << 20))", "OOMKilled")
+		runtimetest.Dies(t, k, "b = []\nwhile True: b.append(bytearray(16 << 20))", "OOMKilled")
 	})
 	if out, _ := bystander.Run(t, "alive + 1"); out != `"2"` {
 		t.Fatalf("bystander session hurt: %s", out)
@@ -260,11 +260,11 @@ var hardeningSeq int
 
 func TestHardening(t *testing.T) {
 	r := newRuntime(t, docker.Config{})
-	opts := kerneltest.HardeningOptions{DeniedSocketErrno: int(syscall.EPERM)}
+	opts := runtimetest.HardeningOptions{DeniedSocketErrno: int(syscall.EPERM)}
 	if os.Getenv("GLASSROOM_TEST_OCI_RUNTIME") == "runsc" {
 		opts.SkipSocketFamilies = true
 	}
-	kerneltest.Hardening(t, r, opts, func() string {
+	runtimetest.Hardening(t, r, opts, func() string {
 		hardeningSeq++
 		return "hardening-" + strconv.Itoa(hardeningSeq) + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
 	})

@@ -3,7 +3,7 @@ package docker
 import (
 	"testing"
 
-	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 )
 
 func TestConfigValidate(t *testing.T) {

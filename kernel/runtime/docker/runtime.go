@@ -8,7 +8,7 @@ import (
 	"os"
 
 	"github.com/docker/docker/client"
-	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/rs/zerolog"
 )
 

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/glassroom/glassroom/kernel"
-	"github.com/glassroom/glassroom/kernel/kerneltest"
-	"github.com/glassroom/glassroom/kernel/local"
-	"github.com/glassroom/glassroom/kernel/sandbox"
+	"github.com/glassroom/glassroom/kernel/runtime/local"
+	"github.com/glassroom/glassroom/kernel/runtime/runtimetest"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 )
@@ -45,14 +45,14 @@ func stateDir(t *testing.T) string {
 	return d
 }
 
-type kern = kerneltest.Kernel
+type kern = runtimetest.Kernel
 
 var seq int
 
 func start(t *testing.T, r *local.Runtime) kern {
 	t.Helper()
 	seq++
-	return kerneltest.Start(t, r, sandbox.Spec{ID: "test-session-" + strings.Repeat("0", 3) + string(rune('a'+seq))})
+	return runtimetest.Start(t, r, sandbox.Spec{ID: "test-session-" + strings.Repeat("0", 3) + string(rune('a'+seq))})
 }
 
 func TestSandboxedKernelRuns(t *testing.T) {
@@ -73,7 +73,7 @@ func TestSandboxedKernelRuns(t *testing.T) {
 }
 
 func TestNoNetwork(t *testing.T) {
-	kerneltest.NoNetwork(t, start(t, newRuntime(t, local.Config{})))
+	runtimetest.NoNetwork(t, start(t, newRuntime(t, local.Config{})))
 }
 
 func TestReadOnlySystem(t *testing.T) {
@@ -169,7 +169,7 @@ func TestSymlinkInSocketDirIsRefused(t *testing.T) {
 	// host (here: a listener the test owns).
 	dir := t.TempDir()
 	hostSock := filepath.Join(dir, "host.sock")
-	_, accepted := kerneltest.HostListener(t, "unix", hostSock)
+	_, accepted := runtimetest.HostListener(t, "unix", hostSock)
 	k.Run(t, "import os; os.unlink('/run/glassroom/ipc/k-1'); os.symlink("+quote(hostSock)+", '/run/glassroom/ipc/k-1')")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -177,13 +177,13 @@ func TestSymlinkInSocketDirIsRefused(t *testing.T) {
 	if !errors.Is(err, kernel.ErrSymlink) {
 		t.Fatalf("dial through planted symlink: want ErrSymlink, got %v", err)
 	}
-	kerneltest.NeverAccepted(t, accepted)
+	runtimetest.NeverAccepted(t, accepted)
 }
 
 func TestDeathAndRestart(t *testing.T) {
 	k := start(t, newRuntime(t, local.Config{}))
 	k.Run(t, "v = 1")
-	kerneltest.Dies(t, k, "import os; os._exit(3)", "exit status 3")
+	runtimetest.Dies(t, k, "import os; os._exit(3)", "exit status 3")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	os.WriteFile(filepath.Join(k.Sandbox.Workspace(), "kept.txt"), []byte("k"), 0o644)
@@ -324,7 +324,7 @@ var hardeningSeq int
 
 func TestHardening(t *testing.T) {
 	r := newRuntime(t, local.Config{})
-	kerneltest.Hardening(t, r, kerneltest.HardeningOptions{DeniedSocketErrno: int(syscall.EAFNOSUPPORT)}, func() string {
+	runtimetest.Hardening(t, r, runtimetest.HardeningOptions{DeniedSocketErrno: int(syscall.EAFNOSUPPORT)}, func() string {
 		hardeningSeq++
 		return "hardening-" + strconv.Itoa(hardeningSeq) + "-local"
 	})
