@@ -629,6 +629,16 @@ func TestBrowserNotebook(t *testing.T) {
 		}
 	})
 
+	step("6c display update", func() {
+		i := nb.run(`from IPython.display import display; h = display('first', display_id=True); print('between'); h.update('second')`)
+		nb.waitDone(i, "the display updated in place", `out.innerText.includes("'second'")`, 30*time.Second)
+		var got []string
+		nb.eval(cellJS(i, `return [...out.querySelectorAll('.output')].map((o) => o.className.split(' ')[1] + ' ' + o.innerText.trim());`), &got)
+		if want := []string{"output-display 'second'", "output-stream between"}; !slices.Equal(got, want) {
+			t.Errorf("outputs after update_display: %q, want %q", got, want)
+		}
+	})
+
 	step("7 sandboxed HTML", func() {
 		i := nb.run(`from IPython.display import HTML, display; display(HTML('<script>window.parent.pwned=1; window.top.pwned=1</script><b>hi</b>'))`)
 		nb.waitDone(i, "an HTML frame", `out.querySelector('.output-display iframe')`, 30*time.Second)

@@ -9,15 +9,23 @@
 // and reconnect), session (key, session, kernel state), cells (the cells
 // and their runs), commands (command-mode keys), editor (CodeMirror with the
 // notebook's keys), assist (completion and inspection requests, code point
-// offsets), outputs, markdown (markdown-it + DOMPurify), ansi, nbformat,
-// notebook (local save, .ipynb), files (the files panel), text and dom
-// (helpers), and main, which builds them and hands each its dependencies.
-// The pure ones are unit-tested with Node's test runner (jstest/, run by
-// TestJSUnits).
+// offsets), outputs, markdown (markdown-it + DOMPurify), ansi, nbformat
+// (the WebSocket's execution events -> output records, and output records
+// <-> .ipynb), notebook (local save, .ipynb), files (the files panel), text
+// and dom (helpers), and main, which builds them and hands each its
+// dependencies. The pure ones are unit-tested with Node's test runner
+// (jstest/, run by TestJSUnits).
+//
+// Every module starts with // @ts-check and carries JSDoc types, checked by
+// the TypeScript compiler that package.json pins (tsconfig.json: strict,
+// nothing emitted; the browser loads the files as they are). TestTypeCheck
+// installs it with `npm ci` into node_modules on first use and runs it.
 //
 // Third-party code is one committed ES module, static/vendor/vendor.js,
 // bundled from vendor/ (package.json and lockfile with exact versions) by
-// `make web-vendor`; vendor/entry.js lists what the app uses from it.
+// `make web-vendor`; vendor/entry.js lists what the app uses from it, and
+// static/vendor/vendor.d.ts declares the types of that part for the type
+// check (the bundle itself is not checked).
 //
 // The files are embedded into the binary; Assets returns them as an fs.FS
 // rooted at the static directory, ready for http.FileServerFS.

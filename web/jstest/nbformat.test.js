@@ -1,6 +1,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fromNotebook, normData, outputFromNb, outputToNb, toNotebook } from '../static/js/nbformat.js';
+import {
+  displayIdOf,
+  displayUpdate,
+  fromNotebook,
+  mergeStream,
+  normData,
+  outputFromEvent,
+  outputFromNb,
+  outputToNb,
+  toNotebook
+} from '../static/js/nbformat.js';
 
 const cells = [
   {
@@ -100,4 +110,132 @@ test('MIME data and single outputs', () => {
   assert.equal(outputToNb({ output_type: 'notice', text: 'x' }), null);
   assert.equal(outputFromNb('x'), null);
   assert.equal(outputFromNb({ output_type: 'pyout', data: {}, execution_count: 'x' }).execution_count, null);
+});
+
+// outputsOf applies execution events to a cell's outputs the way cells.js
+// does: each output event becomes a record, stream chunks merge.
+function outputsOf(events) {
+  const outs = [];
+  for (const ev of events) {
+    const rec = outputFromEvent(ev);
+    if (!rec) continue;
+    if (rec.output_type === 'stream' && (!rec.text || mergeStream(outs, rec))) continue;
+    outs.push(rec);
+  }
+  return outs;
+}
+
+test('stream events merge per name, as Jupyter shows them', () => {
+  const outs = outputsOf([
+    { type: 'stream', id: 'x', name: 'stdout', text: 'a\n' },
+    { type: 'stream', id: 'x', name: 'stdout', text: ['b\n', 'c'] },
+    { type: 'stream', id: 'x', name: 'stdout', text: '' },
+    { type: 'stream', id: 'x', name: 'stderr', text: 'warn\n' },
+    { type: 'stream', id: 'x', name: 'stdout', text: 'd\n' },
+    { type: 'stream', id: 'x', name: 'evil', text: 'e\n' },
+    { type: 'stream', id: 'x', text: 5 }
+  ]);
+  assert.deepEqual(outs, [
+    { output_type: 'stream', name: 'stdout', text: 'a\nb\nc' },
+    { output_type: 'stream', name: 'stderr', text: 'warn\n' },
+    { output_type: 'stream', name: 'stdout', text: 'd\ne\n5' }
+  ]);
+
+  const list = [{ output_type: 'stream', name: 'stdout', text: 'x' }];
+  const chunk = { output_type: 'stream', name: 'stdout', text: 'y' };
+  assert.equal(mergeStream(list, chunk), list[0], 'returns the record it extended');
+  assert.equal(list[0].text, 'xy');
+  assert.equal(mergeStream(list, { output_type: 'stream', name: 'stderr', text: 'z' }), null);
+  assert.equal(mergeStream([{ output_type: 'error', ename: 'E', evalue: '', traceback: [] }], chunk), null);
+  assert.equal(mergeStream([], chunk), null);
+  assert.equal(list.length, 1);
+});
+
+test('result events become execute_result outputs', () => {
+  assert.deepEqual(
+    outputFromEvent({
+      type: 'result',
+      id: 'x',
+      execution_count: 7,
+      data: { 'text/plain': ['4', '2'], 'application/json': { a: [1] } },
+      metadata: { isolated: true }
+    }),
+    {
+      output_type: 'execute_result',
+      data: { 'text/plain': '4\n2', 'application/json': { a: [1] } },
+      metadata: { isolated: true },
+      execution_count: 7
+    }
+  );
+  assert.deepEqual(outputFromEvent({ type: 'result', execution_count: '7', data: 'x', metadata: 'y' }), {
+    output_type: 'execute_result',
+    data: {},
+    metadata: {},
+    execution_count: null
+  });
+});
+
+test('display events become display_data outputs with their display_id', () => {
+  const ev = { type: 'display', id: 'x', data: { 'image/png': 'iVBOR', 'text/plain': ['<Figure>'] }, metadata: { 'image/png': { width: 10 } }, transient: { display_id: 'd1' } };
+  assert.deepEqual(outputFromEvent(ev), {
+    output_type: 'display_data',
+    data: { 'image/png': 'iVBOR', 'text/plain': '<Figure>' },
+    metadata: { 'image/png': { width: 10 } },
+    display_id: 'd1'
+  });
+  assert.equal(outputFromEvent({ type: 'display', data: {}, display_id: 'top' }).display_id, 'top');
+  assert.equal(outputFromEvent({ type: 'display', data: {} }).display_id, null);
+  assert.equal(displayIdOf({ transient: 'd' }), null);
+  assert.equal(displayIdOf({ display_id: 12 }), '12');
+
+  assert.deepEqual(displayUpdate({ type: 'update_display', transient: { display_id: 'd1' }, data: { 'text/plain': ['x'] } }), {
+    display_id: 'd1',
+    data: { 'text/plain': 'x' },
+    metadata: {}
+  });
+  assert.equal(displayUpdate({ type: 'update_display', data: {} }), null);
+});
+
+test('error events become error outputs', () => {
+  assert.deepEqual(outputFromEvent({ type: 'error', id: 'x', name: 'ZeroDivisionError', value: 'division by zero', traceback: ['\x1b[31mTraceback\x1b[0m', 3] }), {
+    output_type: 'error',
+    ename: 'ZeroDivisionError',
+    evalue: 'division by zero',
+    traceback: ['\x1b[31mTraceback\x1b[0m', '3']
+  });
+  assert.deepEqual(outputFromEvent({ type: 'error', traceback: 'x' }), { output_type: 'error', ename: 'Error', evalue: '', traceback: [] });
+});
+
+test('events that are not outputs map to nothing', () => {
+  for (const type of ['queued', 'done', 'clear_output', 'input_request', 'update_display', 'kernel', 'rejected', 'complete_reply', undefined, 7]) {
+    assert.equal(outputFromEvent({ type, id: 'x', name: 'stdout', text: 'a', data: {} }), null, String(type));
+  }
+});
+
+test('the outputs of events survive a save and an open', () => {
+  const outs = outputsOf([
+    { type: 'stream', name: 'stdout', text: 'line 1\n' },
+    { type: 'stream', name: 'stdout', text: 'line 2\nno newline' },
+    { type: 'stream', name: 'stderr', text: 'warn\n' },
+    { type: 'display', data: { 'text/html': '<b>x</b>\n<i>y</i>', 'text/plain': 'x' }, metadata: {}, transient: { display_id: 'd' } },
+    { type: 'result', execution_count: 3, data: { 'text/plain': '42', 'application/json': [1, 2] }, metadata: {} },
+    { type: 'error', name: 'ValueError', value: 'bad', traceback: ['a', 'b'] }
+  ]);
+  const cells = [{ id: 'c1', type: 'code', source: 'print(1)\n42', executionCount: 3, outputs: outs }];
+  const nb = JSON.parse(JSON.stringify(toNotebook(cells, true)));
+  assert.deepEqual(nb.cells[0].outputs, [
+    { output_type: 'stream', name: 'stdout', text: ['line 1\n', 'line 2\n', 'no newline'] },
+    { output_type: 'stream', name: 'stderr', text: ['warn\n'] },
+    { output_type: 'display_data', data: { 'text/html': ['<b>x</b>\n', '<i>y</i>'], 'text/plain': ['x'] }, metadata: {} },
+    { output_type: 'execute_result', data: { 'text/plain': ['42'], 'application/json': [1, 2] }, metadata: {}, execution_count: 3 },
+    { output_type: 'error', ename: 'ValueError', evalue: 'bad', traceback: ['a', 'b'] }
+  ]);
+  const back = fromNotebook(nb);
+  assert.equal(back.length, 1);
+  // A display_id names a live display: it is not saved.
+  assert.deepEqual(
+    back[0].outputs,
+    outs.map((o) => (o.output_type === 'display_data' ? { ...o, display_id: null } : o))
+  );
+  assert.deepEqual(toNotebook(back, true), nb, 'saving what was opened gives the same document');
 });

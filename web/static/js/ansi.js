@@ -1,3 +1,4 @@
+// @ts-check
 // ANSI escape rendering: SGR colours and styles become classes (or inline
 // colours for 256-colour and true-colour codes); every other escape sequence
 // and control character is dropped, never shown raw.
@@ -10,6 +11,18 @@ const ANSI_RE = /\x1b\[([0-?]*)[ -\/]*([@-~])|\x1b\[[0-?]*[ -\/]*$|\x1b\][^\x07\
 // Control characters other than tab/newline (and ESC, handled above).
 const CONTROL_RE = /[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]/g;
 
+/**
+ * The SGR state: fg and bg are a palette index (a class), an rgb() string,
+ * or null (the default).
+ * @typedef {{fg: number | string | null, bg: number | string | null, bold: boolean, dim: boolean, italic: boolean, underline: boolean}} Style
+ */
+
+/**
+ * A styled run of text.
+ * @typedef {{text: string, classes: string[], color?: string, background?: string}} Segment
+ */
+
+/** @returns {Style} */
 function plainStyle() {
   return { fg: null, bg: null, bold: false, dim: false, italic: false, underline: false };
 }
@@ -17,10 +30,16 @@ function plainStyle() {
 // ansiSegments splits text into styled runs: {text, classes: [...], color?,
 // background?}. color and background are CSS rgb() strings for colours that
 // have no class. Pure: no DOM.
-export function ansiSegments(text) {
-  text = String(text);
+/**
+ * @param {unknown} input
+ * @returns {Segment[]}
+ */
+export function ansiSegments(input) {
+  const text = String(input);
+  /** @type {Segment[]} */
   const out = [];
   const st = plainStyle();
+  /** @param {string} s */
   const push = (s) => {
     s = s.replace(CONTROL_RE, '');
     if (s) out.push(segment(s, st));
@@ -42,7 +61,13 @@ export function ansiSegments(text) {
   return out;
 }
 
+/**
+ * @param {string} text
+ * @param {Style} st
+ * @returns {Segment}
+ */
 function segment(text, st) {
+  /** @type {Segment} */
   const seg = { text, classes: [] };
   if (typeof st.fg === 'number') seg.classes.push('ansi-fg-' + st.fg);
   else if (typeof st.fg === 'string') seg.color = st.fg;
@@ -56,6 +81,10 @@ function segment(text, st) {
 }
 
 // renderAnsi appends text to parent as text nodes and styled spans.
+/**
+ * @param {Node} parent
+ * @param {unknown} text
+ */
 export function renderAnsi(parent, text) {
   for (const seg of ansiSegments(text)) {
     if (!seg.classes.length && !seg.color && !seg.background) {
@@ -72,6 +101,10 @@ export function renderAnsi(parent, text) {
 }
 
 // xterm256 maps a 256-colour index to a palette index (< 16) or an rgb().
+/**
+ * @param {number} n
+ * @returns {number | string}
+ */
 export function xterm256(n) {
   if (n < 16) return n;
   if (n >= 232) {
@@ -83,6 +116,10 @@ export function xterm256(n) {
   return 'rgb(' + levels[Math.floor(i / 36)] + ',' + levels[Math.floor(i / 6) % 6] + ',' + levels[i % 6] + ')';
 }
 
+/**
+ * @param {Style} st
+ * @param {string} params
+ */
 function applySgr(st, params) {
   const p =
     params === ''

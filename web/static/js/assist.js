@@ -1,3 +1,4 @@
+// @ts-check
 // Kernel help for the editor: completion and inspection requests over the
 // WebSocket (REST while it is down). They do not wait in the execution
 // queue, but a busy kernel answers only when its cell ends, so a request
@@ -10,7 +11,31 @@
 
 import { sessionPath } from './api.js';
 
+/**
+ * @import { Request } from './api.js'
+ * @import { JsonObject } from './nbformat.js'
+ * @import { Store } from './store.js'
+ * @import { Frame, ServerEvent } from './ws.js'
+ */
+
+/** @typedef {'complete' | 'inspect'} AssistKind */
+
+/**
+ * A request waiting for its answer; abort cancels its REST call (null when
+ * it went over the WebSocket).
+ * @typedef {object} Pending
+ * @property {AssistKind} kind
+ * @property {(reply: JsonObject) => void} resolve
+ * @property {(err: Error) => void} reject
+ * @property {AbortController | null} abort
+ */
+
 // cpIndex returns how many code points str has before UTF-16 offset pos.
+/**
+ * @param {string} str
+ * @param {number} pos
+ * @returns {number}
+ */
 export function cpIndex(str, pos) {
   let n = 0;
   for (let i = 0; i < pos && i < str.length; i++) {
@@ -30,6 +55,11 @@ export function cpIndex(str, pos) {
 
 // utf16Index returns the UTF-16 offset of code point cp in str (clamped to
 // 0..str.length).
+/**
+ * @param {string} str
+ * @param {number} cp
+ * @returns {number}
+ */
 export function utf16Index(str, cp) {
   if (!(cp > 0)) return 0;
   let i = 0;
@@ -57,11 +87,40 @@ export class Superseded extends Error {
 // cursor_end, types?}; inspect(code, cursor, detail) to {found, data,
 // metadata}; cursors in code points. Both reject with Superseded or an
 // Error with the server's message.
+/**
+ * @param {object} deps
+ * @param {Store} deps.store
+ * @param {{isOpen: () => boolean, send: (frame: Frame) => void}} deps.conn
+ * @param {Request} deps.request
+ */
 export function createAssist({ store, conn, request }) {
-  const pending = new Map(); // request id -> {kind, resolve, reject, abort?}
-  const latest = {}; // kind -> request id
+  /** @type {Map<string, Pending>} request id -> the request */
+  const pending = new Map();
+  /** @type {{[kind in AssistKind]?: string}} kind -> request id */
+  const latest = {};
   let counter = 0;
 
+  /**
+   * settle answers request id with value; false when it no longer waits.
+   * @overload
+   * @param {string} id
+   * @param {'resolve'} fn
+   * @param {JsonObject} value
+   * @returns {boolean}
+   */
+  /**
+   * @overload
+   * @param {string} id
+   * @param {'reject'} fn
+   * @param {Error} value
+   * @returns {boolean}
+   */
+  /**
+   * @param {string} id
+   * @param {'resolve' | 'reject'} fn
+   * @param {any} value
+   * @returns {boolean}
+   */
   function settle(id, fn, value) {
     const p = pending.get(id);
     if (!p) return false;
@@ -72,24 +131,34 @@ export function createAssist({ store, conn, request }) {
     return true;
   }
 
+  /** @param {AssistKind} kind */
   function cancel(kind) {
-    if (latest[kind]) settle(latest[kind], 'reject', new Superseded());
+    const id = latest[kind];
+    if (id) settle(id, 'reject', new Superseded());
   }
 
+  /**
+   * @param {AssistKind} kind
+   * @param {JsonObject} body
+   * @returns {Promise<JsonObject>}
+   */
   function call(kind, body) {
     cancel(kind);
     if (!store.session) return Promise.reject(new Error('no session'));
     const id = 'assist-' + kind + '-' + ++counter;
     latest[kind] = id;
+    const session = store.session;
     return new Promise((resolve, reject) => {
+      /** @type {Pending} */
       const p = { kind, resolve, reject, abort: null };
       pending.set(id, p);
       if (conn.isOpen()) {
         conn.send(Object.assign({ type: kind, id }, body));
         return;
       }
-      p.abort = new AbortController();
-      request('POST', sessionPath(store.session.id, '/' + kind), { json: body, signal: p.abort.signal }).then(
+      const abort = new AbortController();
+      p.abort = abort;
+      request('POST', sessionPath(session.id, '/' + kind), { json: body, signal: abort.signal }).then(
         (r) => settle(id, 'resolve', r || {}),
         (e) => settle(id, 'reject', e)
       );
@@ -97,17 +166,24 @@ export function createAssist({ store, conn, request }) {
   }
 
   return {
+    /** @type {(code: string, cursor: number) => Promise<JsonObject>} */
     complete: (code, cursor) => call('complete', { code, cursor_pos: cursor }),
+    /** @type {(code: string, cursor: number, detail: boolean) => Promise<JsonObject>} */
     inspect: (code, cursor, detail) => call('inspect', { code, cursor_pos: cursor, detail_level: detail ? 1 : 0 }),
     cancel,
     // waiting says whether a request of kind waits for an answer.
-    waiting: (kind) => !!latest[kind],
+    waiting: (/** @type {AssistKind} */ kind) => !!latest[kind],
     // onReply takes a complete_reply or inspect_reply frame.
+    /** @param {ServerEvent} ev */
     onReply(ev) {
       settle(String(ev.id), 'resolve', ev);
     },
     // onRejected takes a rejected frame; it reports whether the frame was
     // about one of these requests.
+    /**
+     * @param {ServerEvent} ev
+     * @returns {boolean}
+     */
     onRejected(ev) {
       const id = ev.id != null ? String(ev.id) : '';
       if (!id.startsWith('assist-')) return false;

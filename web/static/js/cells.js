@@ -1,3 +1,4 @@
+// @ts-check
 // Cells: the notebook's list (store.cells), each cell's DOM, running cells
 // and following their executions' events.
 //
@@ -14,14 +15,78 @@
 import { $, clear, el, toolButton } from './dom.js';
 import { createEditor } from './editor.js';
 import { renderMarkdown } from './markdown.js';
-import { normData } from './nbformat.js';
-import { fmtElapsed, joinText, randomId } from './text.js';
+import { outputFromEvent } from './nbformat.js';
+import { fmtElapsed, randomId } from './text.js';
 
+/**
+ * @import { Msg } from './dom.js'
+ * @import { Editor, EditorAssist } from './editor.js'
+ * @import { CellData, OutputRecord } from './nbformat.js'
+ * @import { Outputs } from './outputs.js'
+ * @import { Store } from './store.js'
+ * @import { Frame, ServerEvent } from './ws.js'
+ */
+
+/** @typedef {'code' | 'markdown' | 'raw'} CellType */
+
+/**
+ * The elements of a cell.
+ * @typedef {object} CellElements
+ * @property {HTMLElement} root the cell (focused in command mode)
+ * @property {HTMLElement} count the execution count
+ * @property {HTMLElement} elapsed the run time, or the queue position
+ * @property {HTMLSelectElement} typeSelect
+ * @property {HTMLButtonElement} runBtn
+ * @property {HTMLElement} view a Markdown cell's rendering
+ * @property {HTMLElement} outputs
+ */
+
+/**
+ * A cell of the notebook (see the top of this file).
+ * @typedef {object} Cell
+ * @property {string} id
+ * @property {CellType} type
+ * @property {string} source
+ * @property {number | null} executionCount
+ * @property {OutputRecord[]} outputs
+ * @property {string | null} execId the execute id it waits for
+ * @property {'idle' | 'queued' | 'running'} status
+ * @property {number} startedAt performance.now() when it was submitted
+ * @property {number | null} queuePos
+ * @property {boolean} gotEvents
+ * @property {boolean} clearPending a clear_output with wait is pending
+ * @property {number | null} lastDuration ms of the last run
+ * @property {string | null} lastStatus of the last run ('ok', 'error', 'timeout'...)
+ * @property {boolean} rendered a Markdown cell shows its rendering
+ * @property {Editor} editor
+ * @property {CellElements} el
+ */
+
+/**
+ * What a new cell starts with: CellData, all fields optional, and whether
+ * a Markdown cell shows its rendering (default true).
+ * @typedef {Partial<CellData> & {rendered?: boolean}} CellSpec
+ */
+
+/** @typedef {ReturnType<typeof createCells>} Cells */
+
+/** @type {readonly CellType[]} */
 const CELL_TYPES = ['code', 'markdown', 'raw'];
 
+/**
+ * isCellType reports whether v names a cell type.
+ * @param {unknown} v
+ * @returns {v is CellType}
+ */
+function isCellType(v) {
+  return CELL_TYPES.includes(/** @type {CellType} */ (v));
+}
+
 // Events that put output into a cell (and so apply a pending clear_output).
+/** @type {{[type: string]: boolean}} */
 const OUTPUT_EVENTS = { stream: true, display: true, result: true, error: true, input_request: true };
 
+/** @type {{[status: string]: string}} */
 const STATUS_NOTES = {
   timeout: 'Execution timed out',
   interrupted: 'Execution interrupted',
@@ -33,19 +98,37 @@ const STATUS_NOTES = {
 // any change worth saving, onRunDone() after an execution ended, assist
 // (the editor's kernel help, see editor.js), fileUrl(path) for Markdown
 // images and links (null without a session).
+/**
+ * @param {object} deps
+ * @param {Store} deps.store
+ * @param {Outputs} deps.outputs
+ * @param {(frame: Frame) => void} deps.send
+ * @param {Msg} deps.msg
+ * @param {() => void} deps.onChange
+ * @param {() => void} deps.onRunDone
+ * @param {EditorAssist | null} deps.assist
+ * @param {(path: string) => string | null} deps.fileUrl
+ */
 export function createCells({ store, outputs, send, msg, onChange, onRunDone, assist, fileUrl }) {
-  const execs = new Map(); // execute id -> cell
+  /** @type {Map<string, Cell>} execute id -> cell */
+  const execs = new Map();
+  /** @type {Cell | null} */
   let activeCell = null;
   let execCounter = 0;
   let ticker = 0;
 
   // ---- building
 
+  /**
+   * @param {CellSpec} [opts]
+   * @returns {Cell}
+   */
   function newCell(opts) {
     opts = opts || {};
-    const cell = {
+    // editor and el are set by build, before anything can see the cell.
+    const cell = /** @type {Cell} */ (/** @type {unknown} */ ({
       id: opts.id && /^[A-Za-z0-9_-]{1,64}$/.test(opts.id) ? opts.id : randomId(),
-      type: CELL_TYPES.includes(opts.type) ? opts.type : 'code',
+      type: isCellType(opts.type) ? opts.type : 'code',
       source: opts.source || '',
       executionCount: typeof opts.executionCount === 'number' ? opts.executionCount : null,
       outputs: [],
@@ -60,12 +143,13 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
       rendered: opts.rendered !== undefined ? !!opts.rendered : true,
       editor: null,
       el: null
-    };
+    }));
     build(cell);
     for (const o of opts.outputs || []) outputs.add(cell, o, true);
     return cell;
   }
 
+  /** @param {Cell} cell */
   function build(cell) {
     const root = el('div', 'cell');
     root.dataset.cellId = cell.id;
@@ -120,7 +204,9 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
     root.appendChild(main);
     cell.el = { root, count, elapsed, typeSelect, runBtn, view, outputs: outs };
 
-    typeSelect.addEventListener('change', () => setType(cell, typeSelect.value));
+    typeSelect.addEventListener('change', () => {
+      if (isCellType(typeSelect.value)) setType(cell, typeSelect.value);
+    });
     runBtn.addEventListener('click', () => run(cell));
     upBtn.addEventListener('click', () => move(cell, -1));
     downBtn.addEventListener('click', () => move(cell, 1));
@@ -134,7 +220,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
     // A click on the cell outside its editor and controls selects it
     // (command mode).
     root.addEventListener('mousedown', (e) => {
-      if (e.target.closest('.editor, button, select, input, a, iframe')) return;
+      if (e.target instanceof Element && e.target.closest('.editor, button, select, input, a, iframe')) return;
       setActive(cell);
       setTimeout(() => {
         if (!root.contains(document.activeElement) || document.activeElement === root) root.focus({ preventScroll: true });
@@ -144,6 +230,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
   }
 
   // renderType shows what depends on the cell's type.
+  /** @param {Cell} cell */
   function renderType(cell) {
     const root = cell.el.root;
     for (const t of CELL_TYPES) root.classList.toggle('cell-' + t, cell.type === t);
@@ -154,6 +241,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
     renderStatus(cell);
   }
 
+  /** @param {Cell} cell */
   function renderMarkdownView(cell) {
     const show = cell.type === 'markdown' && cell.rendered;
     cell.el.root.classList.toggle('rendered', show);
@@ -169,6 +257,10 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
   }
 
   // setType changes the cell's type (outputs go when it stops being code).
+  /**
+   * @param {Cell} cell
+   * @param {CellType} type
+   */
   function setType(cell, type) {
     if (!CELL_TYPES.includes(type) || type === cell.type) return;
     if (cell.execId) {
@@ -191,6 +283,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
 
   // ---- the list
 
+  /** @param {Cell} cell */
   function indexOf(cell) {
     return store.cells.indexOf(cell);
   }
@@ -201,10 +294,15 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
       c.el.root.dataset.index = String(i);
       if (container.children[i] !== c.el.root) container.insertBefore(c.el.root, container.children[i] || null);
     });
-    while (container.children.length > store.cells.length) container.removeChild(container.lastChild);
+    while (container.lastChild && container.children.length > store.cells.length) container.removeChild(container.lastChild);
   }
 
   // insert adds a new cell at index (the end if out of range) and returns it.
+  /**
+   * @param {number} index
+   * @param {CellSpec} [opts]
+   * @returns {Cell}
+   */
   function insert(index, opts) {
     const cell = newCell(opts);
     if (index < 0 || index > store.cells.length) index = store.cells.length;
@@ -214,6 +312,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
     return cell;
   }
 
+  /** @param {Cell} cell */
   function remove(cell) {
     const i = indexOf(cell);
     if (i < 0) return;
@@ -232,6 +331,10 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
     onChange();
   }
 
+  /**
+   * @param {Cell} cell
+   * @param {number} delta
+   */
   function move(cell, delta) {
     const i = indexOf(cell);
     const j = i + delta;
@@ -248,6 +351,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
 
   // replaceAll replaces every cell with new ones made from specs
   // ({id, type, source, executionCount, outputs}, as nbformat.js reads them).
+  /** @param {CellSpec[]} specs */
   function replaceAll(specs) {
     for (const c of store.cells) {
       if (c.execId) execs.delete(c.execId);
@@ -262,6 +366,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
   }
 
   // snapshot returns the cells as plain data for nbformat.toNotebook.
+  /** @returns {CellData[]} */
   function snapshot() {
     return store.cells.map((c) => ({
       id: c.id,
@@ -272,6 +377,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
     }));
   }
 
+  /** @param {Cell} cell */
   function setActive(cell) {
     if (activeCell && activeCell !== cell && activeCell.el) activeCell.el.root.classList.remove('active');
     activeCell = cell;
@@ -279,6 +385,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
   }
 
   // select puts the cell in command mode: it has the focus, its editor not.
+  /** @param {Cell} cell */
   function select(cell) {
     setActive(cell);
     cell.el.root.focus({ preventScroll: true });
@@ -287,6 +394,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
 
   // edit puts the cell in edit mode (a rendered Markdown cell shows its
   // source again).
+  /** @param {Cell} cell */
   function edit(cell) {
     if (cell.type === 'markdown' && cell.rendered) {
       cell.rendered = false;
@@ -296,6 +404,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
   }
 
   // selected is the cell in command mode, or null.
+  /** @returns {Cell | null} */
   function selected() {
     const c = activeCell;
     return c && document.activeElement === c.el.root ? c : null;
@@ -303,6 +412,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
 
   // ---- status
 
+  /** @param {Cell} cell */
   function renderStatus(cell) {
     const busy = cell.status === 'queued' || cell.status === 'running';
     cell.el.count.textContent =
@@ -352,6 +462,10 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
 
   // run submits a code cell, or renders a Markdown one; it returns false
   // when there is no session for code.
+  /**
+   * @param {Cell} cell
+   * @returns {boolean}
+   */
   function run(cell) {
     if (cell.type === 'markdown') {
       cell.source = cell.editor.value();
@@ -387,6 +501,10 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
   // runAndAdvance runs the cell and moves on to the next one, in edit
   // mode, or in command mode when asked from there (a new cell at the end
   // is always edited).
+  /**
+   * @param {Cell} cell
+   * @param {boolean} [commandMode]
+   */
   function runAndAdvance(cell, commandMode) {
     if (!run(cell)) return;
     const i = indexOf(cell);
@@ -409,6 +527,10 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
     for (const c of store.cells) if (c.type === 'code') run(c);
   }
 
+  /**
+   * @param {Cell} cell
+   * @param {ServerEvent} ev the done event
+   */
   function finish(cell, ev) {
     execs.delete(String(ev.id));
     cell.execId = null;
@@ -417,10 +539,11 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
     cell.clearPending = false;
     if (typeof ev.execution_count === 'number') cell.executionCount = ev.execution_count;
     cell.lastDuration = typeof ev.duration_ms === 'number' ? ev.duration_ms : performance.now() - cell.startedAt;
-    cell.lastStatus = ev.status ? String(ev.status) : 'ok';
+    const status = ev.status ? String(ev.status) : 'ok';
+    cell.lastStatus = status;
     outputs.cancelPendingInputs(cell);
-    if (STATUS_NOTES[cell.lastStatus]) {
-      outputs.add(cell, { output_type: 'notice', cls: 'output-notice status-' + cell.lastStatus, text: STATUS_NOTES[cell.lastStatus] });
+    if (STATUS_NOTES[status]) {
+      outputs.add(cell, { output_type: 'notice', cls: 'output-notice status-' + status, text: STATUS_NOTES[status] });
     }
     if (ev.truncated) {
       outputs.add(cell, { output_type: 'notice', cls: 'truncated-marker', text: 'Output truncated: the kernel produced more output than the gateway keeps.' });
@@ -431,6 +554,10 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
 
   // finishLocally ends a run without a server "done" (session closed,
   // kernel died), with an optional note.
+  /**
+   * @param {Cell} cell
+   * @param {string | null} note
+   */
   function finishLocally(cell, note) {
     if (cell.execId) execs.delete(cell.execId);
     cell.execId = null;
@@ -443,6 +570,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
   }
 
   // abandonRuns ends every run in flight locally.
+  /** @param {string | null} note */
   function abandonRuns(note) {
     for (const c of store.cells) if (c.execId) finishLocally(c, note);
     execs.clear();
@@ -474,19 +602,24 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
 
   // cellOf returns the cell waiting for execute id, or null (not ours, or
   // superseded by a newer run).
+  /**
+   * @param {unknown} id
+   * @returns {Cell | null}
+   */
   function cellOf(id) {
     if (id === undefined || id === null) return null;
-    id = String(id);
-    const cell = execs.get(id);
-    return cell && cell.execId === id ? cell : null;
+    const key = String(id);
+    const cell = execs.get(key);
+    return cell && cell.execId === key ? cell : null;
   }
 
   // onExecEvent applies an event that carries an execute id.
+  /** @param {ServerEvent} ev */
   function onExecEvent(ev) {
     const cell = cellOf(ev.id);
     if (!cell) return;
     if (ev.type === 'queued' && cell.status === 'running') return; // raced with its start
-    if (cell.clearPending && OUTPUT_EVENTS[ev.type]) outputs.clear(cell);
+    if (cell.clearPending && OUTPUT_EVENTS[String(ev.type)]) outputs.clear(cell);
     if (ev.type !== 'queued') {
       cell.gotEvents = true;
       if (cell.status === 'queued') {
@@ -494,39 +627,19 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
         renderStatus(cell);
       }
     }
+    // stream, display, result and error events become outputs (nbformat.js
+    // maps them); the others change the cell's state.
+    const rec = outputFromEvent(ev);
+    if (rec) {
+      if (rec.output_type === 'execute_result' && rec.execution_count !== null) cell.executionCount = rec.execution_count;
+      if (rec.output_type === 'stream') outputs.appendStream(cell, rec);
+      else outputs.add(cell, rec);
+    }
     switch (ev.type) {
       case 'queued':
         cell.queuePos = typeof ev.position === 'number' ? ev.position : null;
         cell.status = 'queued';
         renderStatus(cell);
-        break;
-      case 'stream':
-        outputs.appendStream(cell, ev.name === 'stderr' ? 'stderr' : 'stdout', joinText(ev.text));
-        break;
-      case 'display':
-        outputs.add(cell, {
-          output_type: 'display_data',
-          data: normData(ev.data),
-          metadata: ev.metadata || {},
-          display_id: ev.display_id || (ev.transient && ev.transient.display_id) || null
-        });
-        break;
-      case 'result':
-        if (typeof ev.execution_count === 'number') cell.executionCount = ev.execution_count;
-        outputs.add(cell, {
-          output_type: 'execute_result',
-          data: normData(ev.data),
-          metadata: ev.metadata || {},
-          execution_count: typeof ev.execution_count === 'number' ? ev.execution_count : null
-        });
-        break;
-      case 'error':
-        outputs.add(cell, {
-          output_type: 'error',
-          ename: ev.name != null ? String(ev.name) : 'Error',
-          evalue: ev.value != null ? String(ev.value) : '',
-          traceback: Array.isArray(ev.traceback) ? ev.traceback.map(String) : []
-        });
         break;
       case 'input_request':
         outputs.showInputRequest(cell, ev);
@@ -545,6 +658,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
 
   // onRejected shows a rejected frame in the cell it was about, or as a
   // message.
+  /** @param {ServerEvent} ev */
   function onRejected(ev) {
     const text = 'Rejected' + (ev.code ? ' (' + ev.code + ')' : '') + ': ' + (ev.message || 'bad request');
     const cell = cellOf(ev.id);

@@ -1,3 +1,4 @@
+// @ts-check
 // Command mode, as in Jupyter: with a cell selected (the cell has the
 // focus, not its editor; Esc gets there from the editor, a click on the
 // cell too), single keys act on cells:
@@ -10,8 +11,17 @@
 
 const DOUBLE_KEY_MS = 800;
 
+/**
+ * @import { Cells } from './cells.js'
+ * @import { Store } from './store.js'
+ */
+
 // bindCommandMode listens for those keys on the cells' container. deps:
 // store, cells (cells.js).
+/**
+ * @param {HTMLElement} container
+ * @param {{store: Store, cells: Cells}} deps
+ */
 export function bindCommandMode(container, { store, cells }) {
   let lastD = 0;
   container.addEventListener('keydown', (e) => {

@@ -1,3 +1,4 @@
+// @ts-check
 // DOM helpers. Nothing here runs at import time, so the pure modules that
 // import this one load in Node for their unit tests.
 //
@@ -5,11 +6,62 @@
 // network reaches the page through createElement and textContent (or
 // attributes on elements made here), never as markup.
 
+/**
+ * Shows a status message: kind 'error' (stays longer) or 'info' (the default).
+ * @typedef {(text: string, kind?: 'info' | 'error') => void} Msg
+ */
+
+/**
+ * The elements of index.html the modules use, by id, with their types.
+ * @typedef {object} PageElements
+ * @property {HTMLFormElement} token-form
+ * @property {HTMLInputElement} token-input
+ * @property {HTMLElement} token-state
+ * @property {HTMLButtonElement} new-session
+ * @property {HTMLFormElement} reopen-form
+ * @property {HTMLInputElement} reopen-id
+ * @property {HTMLButtonElement} reopen-last
+ * @property {HTMLElement} session-id
+ * @property {HTMLElement} session-runtime
+ * @property {HTMLElement} session-expiry
+ * @property {HTMLButtonElement} end-session
+ * @property {HTMLElement} kernel-status
+ * @property {HTMLButtonElement} interrupt-btn
+ * @property {HTMLButtonElement} restart-btn
+ * @property {HTMLButtonElement} add-cell
+ * @property {HTMLButtonElement} add-cell-bottom
+ * @property {HTMLButtonElement} run-all
+ * @property {HTMLButtonElement} save-ipynb
+ * @property {HTMLInputElement} open-ipynb
+ * @property {HTMLElement} message
+ * @property {HTMLElement} cells
+ * @property {HTMLElement} files-panel
+ * @property {HTMLButtonElement} files-refresh
+ * @property {HTMLButtonElement} files-up
+ * @property {HTMLElement} files-path
+ * @property {HTMLElement} file-list
+ * @property {HTMLInputElement} file-input
+ */
+
+// $ returns the page's element with id. The page (index.html) has every
+// element the modules ask for, so the result is not checked for null.
+/**
+ * @template {keyof PageElements} K
+ * @param {K} id
+ * @returns {PageElements[K]}
+ */
 export function $(id) {
-  return document.getElementById(id);
+  return /** @type {PageElements[K]} */ (document.getElementById(id));
 }
 
 // el makes an element with an optional class and text content.
+/**
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag
+ * @param {string | null} [className]
+ * @param {unknown} [text]
+ * @returns {HTMLElementTagNameMap[K]}
+ */
 export function el(tag, className, text) {
   const e = document.createElement(tag);
   if (className) e.className = className;
@@ -17,11 +69,17 @@ export function el(tag, className, text) {
   return e;
 }
 
+/** @param {Node} node */
 export function clear(node) {
   while (node.firstChild) node.removeChild(node.firstChild);
 }
 
 // toolButton makes a small labelled button.
+/**
+ * @param {string} cls
+ * @param {string} label
+ * @param {string} title
+ */
 export function toolButton(cls, label, title) {
   const b = el('button', cls, label);
   b.type = 'button';
@@ -31,6 +89,10 @@ export function toolButton(cls, label, title) {
 }
 
 // saveBlob hands blob to the browser as a download named name.
+/**
+ * @param {Blob} blob
+ * @param {string} name
+ */
 export function saveBlob(blob, name) {
   const url = URL.createObjectURL(blob);
   const a = document.createElement('a');
@@ -45,6 +107,10 @@ export function saveBlob(blob, name) {
 
 // createMessages shows short status messages in node; each replaces the last
 // and hides itself after a while (errors stay longer).
+/**
+ * @param {HTMLElement} node
+ * @returns {Msg}
+ */
 export function createMessages(node) {
   let timer = 0;
   return function show(text, kind) {

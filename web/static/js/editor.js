@@ -1,3 +1,4 @@
+// @ts-check
 // The cell editor: CodeMirror 6 with Python mode, bracket matching, undo
 // history, multiple cursors (Ctrl+click, Alt+drag, Ctrl+D) and search
 // (Ctrl+F), plus the notebook's keys and the kernel's help:
@@ -49,12 +50,47 @@ import { renderAnsi } from './ansi.js';
 import { Superseded, cpIndex, utf16Index } from './assist.js';
 import { joinText } from './text.js';
 
+/**
+ * @import { Completion, CompletionContext, CompletionResult, Extension, StateEffectType } from '../vendor/vendor.js'
+ * @import { JsonObject } from './nbformat.js'
+ */
+
+/**
+ * The kernel's help, as the editor asks for it (see assist.js; cursors in
+ * code points). Replies are the server's JSON, unchecked.
+ * @typedef {object} EditorAssist
+ * @property {(code: string, cursor: number) => Promise<JsonObject>} complete {matches, cursor_start, cursor_end, types?}
+ * @property {(code: string, cursor: number, detail: boolean) => Promise<JsonObject>} inspect {found, data, metadata}
+ * @property {(kind: 'complete' | 'inspect') => void} cancel drops the pending request of kind
+ * @property {() => boolean} busy whether the kernel runs a cell (it answers after it)
+ * @property {(err: Error) => void} failed reports a request that failed
+ */
+
+/**
+ * The editor of one cell.
+ * @typedef {object} Editor
+ * @property {HTMLElement} dom goes into the page
+ * @property {() => string} value the text
+ * @property {(on: boolean) => void} setPython switches between Python mode and plain text
+ * @property {() => void} focus
+ * @property {() => boolean} hasFocus
+ * @property {() => void} destroy when the cell goes
+ */
+
+/**
+ * The popup under the cursor: 'waiting' for the kernel, or its 'help'
+ * (detail: the more detailed help).
+ * @typedef {{kind: 'waiting' | 'help', dom: HTMLElement, pos: number, detail?: boolean}} Tip
+ */
+
 const WAIT_TIP_MS = 150; // show "waiting" only for answers that take a while
 
 // ---- dark theme: follows the system setting, live
 
-const darkQuery = globalThis.matchMedia ? matchMedia('(prefers-color-scheme: dark)') : null;
-const views = new Map(); // live editor -> its theme compartment
+const darkQuery = typeof globalThis.matchMedia === 'function' ? matchMedia('(prefers-color-scheme: dark)') : null;
+/** @type {Map<EditorView, Compartment>} live editor -> its theme compartment */
+const views = new Map();
+/** @type {() => Extension} */
 const themeOf = () => (darkQuery && darkQuery.matches ? EditorView.theme({}, { dark: true }) : []);
 if (darkQuery) {
   darkQuery.addEventListener('change', () => {
@@ -64,9 +100,10 @@ if (darkQuery) {
 
 // ---- the popup under the cursor: "waiting for the kernel" or help text
 
+/** @type {StateEffectType<Tip | null>} */
 const setTip = StateEffect.define();
 const tipField = StateField.define({
-  create: () => null,
+  create: () => /** @type {Tip | null} */ (null),
   update(tip, tr) {
     for (const e of tr.effects) if (e.is(setTip)) return e.value;
     if (!tip) return tip;
@@ -80,15 +117,29 @@ const tipField = StateField.define({
     )
 });
 
+/**
+ * @param {EditorView} view
+ * @param {Tip['kind']} kind
+ * @param {HTMLElement} dom
+ * @param {number} [pos] the main cursor's by default
+ */
 function showTip(view, kind, dom, pos) {
   view.dispatch({ effects: setTip.of({ kind, dom, pos: pos == null ? view.state.selection.main.head : pos }) });
 }
 
+/**
+ * @param {EditorView} view
+ * @param {Tip['kind']} [kind] only a tip of this kind
+ */
 function hideTip(view, kind) {
   const tip = view.state.field(tipField, false);
   if (tip && (!kind || tip.kind === kind)) view.dispatch({ effects: setTip.of(null) });
 }
 
+/**
+ * @param {'complete' | 'inspect'} what
+ * @param {boolean} busy
+ */
 function waitingDom(what, busy) {
   const d = el('div', 'assist-tip assist-waiting');
   d.textContent = (what === 'complete' ? 'Completing' : 'Looking up help') + ': waiting for the kernel' + (busy ? ' (a cell is running)' : '') + '\u2026';
@@ -97,6 +148,14 @@ function waitingDom(what, busy) {
 
 // waitFor shows the waiting popup if promise takes a while, and hides it
 // when it settles.
+/**
+ * @template T
+ * @param {EditorView} view
+ * @param {'complete' | 'inspect'} what
+ * @param {Promise<T>} promise
+ * @param {() => boolean} busy
+ * @returns {Promise<T>}
+ */
 function waitFor(view, what, promise, busy) {
   const timer = setTimeout(() => showTip(view, 'waiting', waitingDom(what, busy())), WAIT_TIP_MS);
   const done = () => {
@@ -109,6 +168,7 @@ function waitFor(view, what, promise, busy) {
 
 // ---- completion
 
+/** @type {{[type: string]: string}} */
 const TYPE_ICONS = {
   function: 'function',
   builtin_function_or_method: 'function',
@@ -125,6 +185,10 @@ const TYPE_ICONS = {
   magic: 'keyword'
 };
 
+/**
+ * @param {EditorAssist} assist
+ * @returns {(context: CompletionContext) => Promise<CompletionResult | null>}
+ */
 function kernelCompletions(assist) {
   return async (context) => {
     if (!context.explicit) return null;
@@ -136,11 +200,13 @@ function kernelCompletions(assist) {
       context.addEventListener('abort', () => assist.cancel('complete'));
       reply = await (view ? waitFor(view, 'complete', p, assist.busy) : p);
     } catch (e) {
-      if (!(e instanceof Superseded) && view) assist.failed(e);
+      if (!(e instanceof Superseded) && view) assist.failed(/** @type {Error} */ (e)); // assist rejects with Errors
       return null;
     }
-    const matches = Array.isArray(reply.matches) ? reply.matches.filter((m) => typeof m === 'string') : [];
+    /** @type {string[]} */
+    const matches = Array.isArray(reply.matches) ? reply.matches.filter((/** @type {unknown} */ m) => typeof m === 'string') : [];
     if (!matches.length) return null;
+    /** @type {Map<string, JsonObject>} */
     const info = new Map();
     for (const t of Array.isArray(reply.types) ? reply.types : []) if (t && typeof t.text === 'string') info.set(t.text, t);
     const from = utf16Index(code, reply.cursor_start);
@@ -150,6 +216,7 @@ function kernelCompletions(assist) {
       to: to >= context.pos ? to : context.pos,
       options: matches.map((m) => {
         const t = info.get(m);
+        /** @type {Completion} */
         const o = { label: m };
         if (t && TYPE_ICONS[t.type]) o.type = TYPE_ICONS[t.type];
         if (t && t.type) o.detail = t.signature ? t.signature : t.type;
@@ -162,6 +229,10 @@ function kernelCompletions(assist) {
 
 // ---- inspection
 
+/**
+ * @param {JsonObject} reply
+ * @param {boolean} detail
+ */
 function helpDom(reply, detail) {
   const d = el('div', 'assist-tip inspect-tip' + (detail ? ' detail' : ''));
   const data = reply && reply.data && typeof reply.data === 'object' ? reply.data : {};
@@ -178,6 +249,10 @@ function helpDom(reply, detail) {
   return d;
 }
 
+/**
+ * @param {EditorView} view
+ * @param {EditorAssist} assist
+ */
 function inspect(view, assist) {
   const state = view.state;
   const tip = state.field(tipField, false);
@@ -200,6 +275,7 @@ function inspect(view, assist) {
 
 // afterText reports whether the main cursor follows something other
 // than indentation on its line (Tab then completes instead of indenting).
+/** @param {EditorState} state */
 function afterText(state) {
   const sel = state.selection.main;
   if (!sel.empty) return false;
@@ -207,15 +283,24 @@ function afterText(state) {
   return /\S/.test(line.text.slice(0, sel.head - line.from));
 }
 
+/** @param {EditorState} state */
 function multiLine(state) {
   return state.selection.ranges.some((r) => state.doc.lineAt(r.from).number !== state.doc.lineAt(r.to).number);
 }
 
+/** @param {EditorView} view */
 function insertIndent(view) {
   view.dispatch(view.state.replaceSelection('    '), { scrollIntoView: true, userEvent: 'input' });
   return true;
 }
 
+/**
+ * @param {object} opts
+ * @param {(advance: boolean) => void} opts.run
+ * @param {() => void} opts.escape
+ * @param {EditorAssist | null} opts.assist
+ * @param {() => boolean} opts.isCode
+ */
 function notebookKeys({ run, escape, assist, isCode }) {
   return Prec.highest(
     keymap.of([
@@ -265,6 +350,18 @@ function notebookKeys({ run, escape, assist, isCode }) {
 //   assist          {complete, inspect, cancel, busy(), failed(err)} or null
 // It returns {dom, value(), setPython(on), focus(), hasFocus(), destroy()}:
 // dom goes into the page, destroy() when the cell goes.
+/**
+ * @param {object} opts
+ * @param {string} opts.source
+ * @param {boolean} opts.python
+ * @param {string} opts.label
+ * @param {(text: string) => void} opts.onChange
+ * @param {() => void} opts.onFocus
+ * @param {(advance: boolean) => void} opts.run
+ * @param {() => void} opts.escape
+ * @param {EditorAssist | null} opts.assist
+ * @returns {Editor}
+ */
 export function createEditor({ source, python: isPython, label, onChange, onFocus, run, escape, assist }) {
   const language = new Compartment();
   const theme = new Compartment();

@@ -1,3 +1,4 @@
+// @ts-check
 // The files panel: list the session's workspace, open folders, upload by
 // picker or drag-and-drop, download and delete.
 
@@ -5,13 +6,32 @@ import { $, clear, el, saveBlob } from './dom.js';
 import { sessionPath } from './api.js';
 import { basename, encPath, fmtSize } from './text.js';
 
+/**
+ * @import { Request } from './api.js'
+ * @import { Msg } from './dom.js'
+ * @import { JsonObject } from './nbformat.js'
+ * @import { Store, Session } from './store.js'
+ */
+
+/** @typedef {ReturnType<typeof createFiles>} Files */
+
 // createFiles returns the panel. deps: store, request (api.js), msg.
+/**
+ * @param {object} deps
+ * @param {Store} deps.store
+ * @param {Request} deps.request
+ * @param {Msg} deps.msg
+ */
 export function createFiles({ store, request, msg }) {
   let dir = ''; // the folder shown, relative to the workspace
   let req = 0; // bumped per listing; late answers to older ones are dropped
   let timer = 0;
 
-  const fileUrl = (path) => sessionPath(store.session.id, '/files/' + encPath(path));
+  /**
+   * @param {Session} session
+   * @param {string} path
+   */
+  const fileUrl = (session, path) => sessionPath(session.id, '/files/' + encPath(path));
 
   // refreshSoon lists again shortly (file events come in bursts).
   function refreshSoon() {
@@ -33,12 +53,13 @@ export function createFiles({ store, request, msg }) {
       list.appendChild(el('div', 'file-empty', 'No session'));
       return Promise.resolve();
     }
+    const session = store.session;
     const d = dir;
-    const url = sessionPath(store.session.id, '/files') + (d ? '?path=' + encodeURIComponent(d) : '');
+    const url = sessionPath(session.id, '/files') + (d ? '?path=' + encodeURIComponent(d) : '');
     list.classList.add('loading');
     return request('GET', url)
       .then((r) => {
-        if (mine === req) renderList((r && r.entries) || []);
+        if (mine === req) renderList(session, (r && r.entries) || []);
       })
       .catch((e) => {
         if (mine !== req) return;
@@ -56,7 +77,11 @@ export function createFiles({ store, request, msg }) {
       });
   }
 
-  function renderList(entries) {
+  /**
+   * @param {Session} session
+   * @param {JsonObject[]} entries the server's listing
+   */
+  function renderList(session, entries) {
     const list = $('file-list');
     clear(list);
     entries = entries.slice().sort((a, b) => {
@@ -76,7 +101,7 @@ export function createFiles({ store, request, msg }) {
       row.dataset.path = path;
       row.dataset.type = isDir ? 'dir' : 'file';
       const link = el('a', 'file-name', (ent.name || basename(path)) + (isDir ? '/' : ''));
-      link.href = isDir ? '#' : fileUrl(path);
+      link.href = isDir ? '#' : fileUrl(session, path);
       link.title = isDir ? 'Open folder ' + path : 'Download ' + path;
       if (!isDir) link.setAttribute('download', basename(path));
       link.addEventListener('click', (e) => {
@@ -100,24 +125,29 @@ export function createFiles({ store, request, msg }) {
     }
   }
 
+  /** @param {string} path */
   function download(path) {
     if (!store.session) return;
-    request('GET', fileUrl(path), { raw: true })
-      .then((resp) => resp.blob())
+    request('GET', fileUrl(store.session, path), { raw: true })
+      .then((/** @type {Response} */ resp) => resp.blob())
       .then((blob) => saveBlob(blob, basename(path)))
       .catch((e) => msg('Download failed: ' + e.message, 'error'));
   }
 
+  /** @param {string} path */
   function remove(path) {
     if (!store.session) return;
-    request('DELETE', fileUrl(path))
+    request('DELETE', fileUrl(store.session, path))
       .then(() => msg('Deleted ' + path))
       .catch((e) => msg('Delete failed: ' + e.message, 'error'))
       .then(refresh);
   }
 
+  /**
+   * @param {File[]} files
+   * @returns {Promise<void>}
+   */
   function upload(files) {
-    files = Array.from(files || []);
     if (!files.length) return Promise.resolve();
     if (!store.session) {
       msg('Create or reopen a session first', 'error');
@@ -148,9 +178,10 @@ export function createFiles({ store, request, msg }) {
       dir = parts.join('/');
       refresh();
     });
-    $('file-input').addEventListener('change', (e) => {
-      const files = Array.from(e.target.files || []);
-      e.target.value = '';
+    const input = $('file-input');
+    input.addEventListener('change', () => {
+      const files = Array.from(input.files || []);
+      input.value = '';
       upload(files);
     });
     bindDropZone();
@@ -168,7 +199,7 @@ export function createFiles({ store, request, msg }) {
     panel.addEventListener('dragover', (e) => {
       if (!hasFiles(e)) return;
       e.preventDefault();
-      e.dataTransfer.dropEffect = store.session ? 'copy' : 'none';
+      if (e.dataTransfer) e.dataTransfer.dropEffect = store.session ? 'copy' : 'none';
     });
     panel.addEventListener('dragleave', (e) => {
       if (!hasFiles(e)) return;
@@ -181,7 +212,7 @@ export function createFiles({ store, request, msg }) {
       e.stopPropagation();
       depth = 0;
       panel.classList.remove('dragover');
-      upload(droppedFiles(e.dataTransfer));
+      if (e.dataTransfer) upload(droppedFiles(e.dataTransfer));
     });
     // A file dropped anywhere else must not navigate away from the notebook.
     window.addEventListener('dragover', (e) => {
@@ -203,6 +234,7 @@ export function createFiles({ store, request, msg }) {
   };
 }
 
+/** @param {DragEvent} e */
 function hasFiles(e) {
   const t = e.dataTransfer && e.dataTransfer.types;
   if (!t) return false;
@@ -210,7 +242,12 @@ function hasFiles(e) {
   return false;
 }
 
+/**
+ * @param {DataTransfer} dt
+ * @returns {File[]}
+ */
 function droppedFiles(dt) {
+  /** @type {File[]} */
   const out = [];
   const items = dt.items;
   if (items && items.length) {

@@ -1,3 +1,4 @@
+// @ts-check
 // glassroom notebook UI: the entry point. It builds the modules, hands each
 // the state and the other modules it needs, routes WebSocket events and
 // binds the page's controls. When the page is ready it sets
@@ -17,6 +18,15 @@ import { createStore } from './store.js';
 import { encPath } from './text.js';
 import { createConnection } from './ws.js';
 
+/**
+ * @import { Cells } from './cells.js'
+ * @import { EditorAssist } from './editor.js'
+ * @import { Files } from './files.js'
+ * @import { Notebook } from './notebook.js'
+ * @import { Sessions } from './session.js'
+ * @import { Connection, Frame, ServerEvent } from './ws.js'
+ */
+
 function start() {
   const store = createStore();
   const msg = createMessages($('message'));
@@ -24,16 +34,28 @@ function start() {
 
   // The modules refer to each other through these late-bound calls, so the
   // order they are built in does not matter.
-  let conn, sessions, files, cells, notebook;
+  /** @type {Connection} */
+  let conn;
+  /** @type {Sessions} */
+  let sessions;
+  /** @type {Files} */
+  let files;
+  /** @type {Cells} */
+  let cells;
+  /** @type {Notebook} */
+  let notebook;
+  /** @param {Frame} frame */
   const send = (frame) => conn.send(frame);
   const changed = () => notebook.scheduleSave();
 
   // Markdown images and links reach workspace files with the key in the
   // URL, as downloads may.
+  /** @param {string} path */
   const fileUrl = (path) =>
     store.session ? sessionPath(store.session.id, '/files/' + encPath(path)) + '?token=' + encodeURIComponent(store.token) : null;
 
   const assist = createAssist({ store, conn: { isOpen: () => conn.isOpen(), send }, request });
+  /** @type {EditorAssist} */
   const editorAssist = {
     complete: assist.complete,
     inspect: assist.inspect,
@@ -89,6 +111,7 @@ function start() {
   });
 
   // dispatch routes one WebSocket event (after the snapshot, deduplicated).
+  /** @param {ServerEvent} ev */
   function dispatch(ev) {
     switch (ev.type) {
       case 'kernel':
@@ -134,9 +157,10 @@ function start() {
     $('add-cell-bottom').addEventListener('click', addAtEnd);
     $('run-all').addEventListener('click', () => cells.runAll());
     $('save-ipynb').addEventListener('click', () => notebook.saveIpynb());
-    $('open-ipynb').addEventListener('change', (e) => {
-      notebook.openIpynb(e.target.files && e.target.files[0]);
-      e.target.value = '';
+    const openInput = $('open-ipynb');
+    openInput.addEventListener('change', () => {
+      notebook.openIpynb(openInput.files && openInput.files[0]);
+      openInput.value = '';
     });
     files.bind();
     bindCommandMode($('cells'), { store, cells });

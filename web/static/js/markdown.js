@@ -1,3 +1,4 @@
+// @ts-check
 // Markdown for Markdown cells and text/markdown outputs: markdown-it turns
 // it into HTML (raw HTML allowed, as in Jupyter), DOMPurify sanitises that
 // into a DOM fragment, and only then does it reach the page.
@@ -11,6 +12,13 @@
 
 import { DOMPurify, MarkdownIt } from '../vendor/vendor.js';
 
+/** @import { PurifyConfig, StateInline } from '../vendor/vendor.js' */
+
+/**
+ * The URL of a workspace file, or null without a session.
+ * @typedef {(path: string) => string | null} FileUrl
+ */
+
 const md = new MarkdownIt({ html: true, linkify: false, typographer: false });
 md.inline.ruler.before('escape', 'math_text', mathText);
 md.renderer.rules.math_text = (tokens, idx) => '<span class="math">' + md.utils.escapeHtml(tokens[idx].content) + '</span>';
@@ -18,6 +26,11 @@ md.renderer.rules.math_text = (tokens, idx) => '<span class="math">' + md.utils.
 // mathText keeps $…$ and $$…$$ as one text token, so that markdown does not
 // read _ and * inside them as emphasis. Inline $…$ follows pandoc: no
 // space after the opening or before the closing $, no digit after it.
+/**
+ * @param {StateInline} state
+ * @param {boolean} silent
+ * @returns {boolean}
+ */
 function mathText(state, silent) {
   const src = state.src;
   const start = state.pos;
@@ -38,6 +51,10 @@ function mathText(state, silent) {
 
 // markdownToHtml renders markdown to HTML that is NOT safe yet: it must go
 // through renderMarkdown's sanitiser before it reaches a page.
+/**
+ * @param {unknown} src
+ * @returns {string}
+ */
 export function markdownToHtml(src) {
   return md.render(String(src));
 }
@@ -48,6 +65,10 @@ const SCHEME = /^[a-z][a-z0-9+.-]*:/i;
 // workspacePath returns the workspace file a relative URL names, or null
 // when it is not one (absolute, with a scheme, escaping with .., control
 // characters...). The server checks again.
+/**
+ * @param {unknown} url
+ * @returns {string | null}
+ */
 export function workspacePath(url) {
   let p = String(url || '').trim().replace(/[?#].*$/, '');
   if (!p || SCHEME.test(p) || p.startsWith('/') || p.startsWith('\\')) return null;
@@ -65,6 +86,12 @@ export function workspacePath(url) {
 // resolveUrl decides what an img src (kind 'img') or link href (kind 'a')
 // becomes: the URL to use, or null to drop it. fileUrl(path) is the
 // download URL of a workspace file, or null without a session.
+/**
+ * @param {unknown} url
+ * @param {'img' | 'a'} kind
+ * @param {FileUrl} fileUrl
+ * @returns {string | null}
+ */
 export function resolveUrl(url, kind, fileUrl) {
   const u = String(url || '').trim();
   if (kind === 'img') {
@@ -88,12 +115,17 @@ const ATTRIBUTE = /(\s)([^\s"'>\/=]+)(\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'=<>`]+))?/
 // runs them nowhere, but Chromium checks such attributes against the CSP
 // as the parser meets them and reports every one as a violation. Text is
 // untouched: markdown-it escapes every '<' that does not start a tag.
+/**
+ * @param {string} html
+ * @returns {string}
+ */
 export function defuse(html) {
   return html.replace(START_TAG, (tag) =>
-    tag.replace(ATTRIBUTE, (m, space, name, value) => (/^(on|style$)/i.test(name) ? space + 'data-dropped' + (value || '') : m))
+    tag.replace(ATTRIBUTE, (/** @type {string} */ m, /** @type {string} */ space, /** @type {string} */ name, /** @type {string | undefined} */ value) => (/^(on|style$)/i.test(name) ? space + 'data-dropped' + (value || '') : m))
   );
 }
 
+/** @type {PurifyConfig & {RETURN_DOM_FRAGMENT: true}} */
 const PURIFY = {
   USE_PROFILES: { html: true },
   FORBID_TAGS: ['style', 'script', 'iframe', 'frame', 'frameset', 'object', 'embed', 'form', 'input', 'button', 'textarea', 'select', 'option', 'link', 'meta', 'base', 'video', 'audio', 'source', 'track', 'picture', 'template', 'dialog', 'map', 'area'],
@@ -103,14 +135,18 @@ const PURIFY = {
 };
 
 let hooked = false;
-let context = null; // {fileUrl} of the sanitize call running (it is synchronous)
+/** @type {{fileUrl: FileUrl} | null} the sanitize call running (it is synchronous) */
+let context = null;
 
 function addHooks() {
-  DOMPurify.addHook('afterSanitizeAttributes', (node) => {
-    if (node.nodeType !== 1) return;
+  DOMPurify.addHook('afterSanitizeAttributes', (n) => {
+    if (n.nodeType !== 1) return;
+    const node = /** @type {Element} */ (n);
     const tag = node.tagName;
+    // Outside renderMarkdown no URL resolves to a workspace file.
+    const fileUrl = context ? context.fileUrl : () => null;
     if (tag === 'IMG') {
-      const src = resolveUrl(node.getAttribute('src'), 'img', context.fileUrl);
+      const src = resolveUrl(node.getAttribute('src'), 'img', fileUrl);
       if (src) node.setAttribute('src', src);
       else {
         node.removeAttribute('src');
@@ -118,7 +154,7 @@ function addHooks() {
       }
       node.setAttribute('referrerpolicy', 'no-referrer');
     } else if (tag === 'A') {
-      const href = node.hasAttribute('href') ? resolveUrl(node.getAttribute('href'), 'a', context.fileUrl) : null;
+      const href = node.hasAttribute('href') ? resolveUrl(node.getAttribute('href'), 'a', fileUrl) : null;
       if (!href) node.removeAttribute('href');
       else {
         node.setAttribute('href', href);
@@ -136,6 +172,11 @@ function addHooks() {
 
 // renderMarkdown returns src rendered and sanitised, as a DocumentFragment.
 // fileUrl(path) gives the URL of a workspace file (null without a session).
+/**
+ * @param {unknown} src
+ * @param {FileUrl} fileUrl
+ * @returns {DocumentFragment}
+ */
 export function renderMarkdown(src, fileUrl) {
   if (!hooked) {
     addHooks();

@@ -1,3 +1,4 @@
+// @ts-check
 // The notebook as a document: kept in local storage across reloads, saved
 // and opened as .ipynb.
 
@@ -5,8 +6,22 @@ import { saveBlob } from './dom.js';
 import { fromNotebook, toNotebook } from './nbformat.js';
 import { LS_NOTEBOOK, lsGet, lsSet } from './storage.js';
 
+/**
+ * @import { Cells } from './cells.js'
+ * @import { Msg } from './dom.js'
+ * @import { Store } from './store.js'
+ */
+
+/** @typedef {ReturnType<typeof createNotebook>} Notebook */
+
 // createNotebook returns the document operations. deps: store, cells
 // (cells.js), msg.
+/**
+ * @param {object} deps
+ * @param {Store} deps.store
+ * @param {Cells} deps.cells
+ * @param {Msg} deps.msg
+ */
 export function createNotebook({ store, cells, msg }) {
   let saveTimer = 0;
 
@@ -42,6 +57,7 @@ export function createNotebook({ store, cells, msg }) {
     saveBlob(blob, (store.session ? 'glassroom-' + store.session.id.slice(0, 12) : 'notebook') + '.ipynb');
   }
 
+  /** @param {File | null | undefined} file */
   function openIpynb(file) {
     if (!file) return;
     file

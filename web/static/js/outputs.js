@@ -1,3 +1,4 @@
+// @ts-check
 // Cell outputs: streams, rich MIME bundles, errors, input() prompts and
 // notices, and display updates by display_id.
 //
@@ -10,12 +11,33 @@
 import { clear, el } from './dom.js';
 import { renderAnsi } from './ansi.js';
 import { renderMarkdown } from './markdown.js';
-import { normData } from './nbformat.js';
+import { displayUpdate, mergeStream } from './nbformat.js';
 import { applyCR, joinText, utf8ToBase64 } from './text.js';
+
+/**
+ * @import { Cell } from './cells.js'
+ * @import { Frame, ServerEvent } from './ws.js'
+ * @import { InputOutput, JsonObject, MimeBundle, OutputRecord, StreamOutput } from './nbformat.js'
+ */
+
+/**
+ * @typedef {object} Outputs
+ * @property {(cell: Cell, rec: OutputRecord, quiet?: boolean) => OutputRecord} add appends an output record to cell (quiet: without scrolling to it)
+ * @property {(cell: Cell) => void} clear removes the cell's outputs
+ * @property {(cell: Cell) => void} dropDisplays forgets the cell's outputs as targets of display updates
+ * @property {(cell: Cell, chunk: StreamOutput) => void} appendStream adds a stream chunk (to the last output when it is a stream of that name)
+ * @property {(ev: ServerEvent) => void} updateDisplay applies an update_display event
+ * @property {(cell: Cell, ev: ServerEvent) => void} showInputRequest puts an input() prompt into the cell
+ * @property {(cell: Cell) => void} cancelPendingInputs closes the cell's unanswered input() boxes
+ */
 
 const MIME_ORDER = ['image/png', 'image/jpeg', 'image/svg+xml', 'text/html', 'text/markdown', 'text/plain'];
 
 // pickMime chooses which representation of a MIME bundle to show.
+/**
+ * @param {MimeBundle} data
+ * @returns {string | null}
+ */
 export function pickMime(data) {
   for (const m of MIME_ORDER) {
     const v = data[m];
@@ -28,6 +50,10 @@ export function pickMime(data) {
 
 // estimateHtmlHeight guesses a frame height for HTML output (the sandboxed
 // frame cannot report its own).
+/**
+ * @param {string} html
+ * @returns {number}
+ */
 export function estimateHtmlHeight(html) {
   const blocks = (html.match(/<(tr|br|p|div|li|h[1-6]|pre|table)\b/gi) || []).length;
   const lines = (html.match(/\n/g) || []).length;
@@ -39,11 +65,22 @@ export function estimateHtmlHeight(html) {
 // deps: send(frame) for input replies, onChange() after any change worth
 // saving, focusCell(cell) once an input() is answered, fileUrl(path) for
 // images in Markdown output (see markdown.js).
+/**
+ * @param {object} deps
+ * @param {(frame: Frame) => void} deps.send
+ * @param {() => void} deps.onChange
+ * @param {(cell: Cell) => void} deps.focusCell
+ * @param {(path: string) => string | null} deps.fileUrl
+ * @returns {Outputs}
+ */
 export function createOutputs({ send, onChange, focusCell, fileUrl }) {
-  const displays = new Map(); // display_id -> Set of output records
+  /** @type {Map<string, Set<OutputRecord>>} display_id -> the records that show it */
+  const displays = new Map();
+  /** @type {Set<StreamOutput>} */
   const renderQueued = new Set();
   let renderFrame = 0;
 
+  /** @param {Cell} cell */
   function clearOutputs(cell) {
     cell.clearPending = false;
     dropDisplays(cell);
@@ -53,9 +90,10 @@ export function createOutputs({ send, onChange, focusCell, fileUrl }) {
   }
 
   // dropDisplays forgets the cell's outputs as targets of display updates.
+  /** @param {Cell} cell */
   function dropDisplays(cell) {
     for (const rec of cell.outputs) {
-      if (!rec.display_id) continue;
+      if (rec.output_type !== 'display_data' || !rec.display_id) continue;
       const set = displays.get(rec.display_id);
       if (set) {
         set.delete(rec);
@@ -65,14 +103,20 @@ export function createOutputs({ send, onChange, focusCell, fileUrl }) {
   }
 
   // add appends an output record to cell (quiet: without scrolling to it).
+  /**
+   * @param {Cell} cell
+   * @param {OutputRecord} rec
+   * @param {boolean} [quiet]
+   */
   function add(cell, rec, quiet) {
     cell.outputs.push(rec);
     rec.cell = cell;
-    rec.el = el('div', 'output');
+    const w = el('div', 'output');
+    rec.el = w;
     fill(rec);
-    cell.el.outputs.appendChild(rec.el);
+    cell.el.outputs.appendChild(w);
     cell.el.root.classList.add('has-output');
-    if (rec.display_id) {
+    if (rec.output_type === 'display_data' && rec.display_id) {
       let set = displays.get(rec.display_id);
       if (!set) {
         set = new Set();
@@ -87,18 +131,19 @@ export function createOutputs({ send, onChange, focusCell, fileUrl }) {
     return rec;
   }
 
-  function appendStream(cell, name, text) {
-    if (!text) return;
-    const last = cell.outputs[cell.outputs.length - 1];
-    if (last && last.output_type === 'stream' && last.name === name) {
-      last.text += text;
-      queueStreamRender(last);
-    } else {
-      add(cell, { output_type: 'stream', name, text });
-    }
+  /**
+   * @param {Cell} cell
+   * @param {StreamOutput} chunk
+   */
+  function appendStream(cell, chunk) {
+    if (!chunk.text) return;
+    const merged = mergeStream(cell.outputs, chunk);
+    if (merged && merged.output_type === 'stream') queueStreamRender(merged);
+    else if (!merged) add(cell, chunk);
   }
 
   // Stream chunks can arrive very fast; re-render at most once per frame.
+  /** @param {StreamOutput} rec */
   function queueStreamRender(rec) {
     renderQueued.add(rec);
     if (renderFrame) return;
@@ -110,8 +155,9 @@ export function createOutputs({ send, onChange, focusCell, fileUrl }) {
     });
   }
 
+  /** @param {StreamOutput} rec */
   function renderStreamText(rec) {
-    const pre = rec.el.firstChild;
+    const pre = rec.el && rec.el.firstElementChild;
     if (!pre) return;
     const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
     clear(pre);
@@ -119,8 +165,10 @@ export function createOutputs({ send, onChange, focusCell, fileUrl }) {
     if (atBottom) pre.scrollTop = pre.scrollHeight;
   }
 
+  /** @param {OutputRecord} rec */
   function fill(rec) {
     const w = rec.el;
+    if (!w) return;
     clear(w);
     switch (rec.output_type) {
       case 'stream':
@@ -158,6 +206,11 @@ export function createOutputs({ send, onChange, focusCell, fileUrl }) {
     }
   }
 
+  /**
+   * @param {HTMLElement} w
+   * @param {MimeBundle} data
+   * @param {JsonObject} metadata
+   */
   function renderBundle(w, data, metadata) {
     data = data || {};
     metadata = metadata || {};
@@ -202,20 +255,27 @@ export function createOutputs({ send, onChange, focusCell, fileUrl }) {
     }
   }
 
+  /**
+   * @param {string} src
+   * @param {unknown} meta the image's metadata (width, height)
+   * @param {unknown} alt the bundle's text/plain
+   */
   function makeImg(src, meta, alt) {
     const img = document.createElement('img');
     img.alt = alt ? joinText(alt).slice(0, 200) : 'image output';
     img.decoding = 'async';
     img.src = src;
     if (meta && typeof meta === 'object') {
-      if (typeof meta.width === 'number' && meta.width > 0) img.width = Math.round(meta.width);
-      if (typeof meta.height === 'number' && meta.height > 0) img.height = Math.round(meta.height);
+      const { width, height } = /** @type {JsonObject} */ (meta);
+      if (typeof width === 'number' && width > 0) img.width = Math.round(width);
+      if (typeof height === 'number' && height > 0) img.height = Math.round(height);
     }
     return img;
   }
 
   // HTML output lives in a sandboxed frame with no scripts and an opaque
   // origin; it can neither run code nor reach this page.
+  /** @param {string} html */
   function makeHtmlFrame(html) {
     const box = el('div', 'html-frame-box');
     const f = document.createElement('iframe');
@@ -231,14 +291,16 @@ export function createOutputs({ send, onChange, focusCell, fileUrl }) {
 
   // updateDisplay applies an update_display event to every output that
   // shows its display_id.
+  /** @param {ServerEvent} ev */
   function updateDisplay(ev) {
-    const did = ev.display_id || (ev.transient && ev.transient.display_id);
-    if (!did) return;
-    const set = displays.get(String(did));
+    const u = displayUpdate(ev);
+    if (!u) return;
+    const set = displays.get(u.display_id);
     if (!set) return;
     for (const rec of set) {
-      rec.data = normData(ev.data);
-      rec.metadata = ev.metadata || {};
+      if (rec.output_type !== 'display_data') continue;
+      rec.data = u.data;
+      rec.metadata = u.metadata;
       fill(rec);
     }
     onChange();
@@ -246,6 +308,10 @@ export function createOutputs({ send, onChange, focusCell, fileUrl }) {
 
   // showInputRequest puts an input() prompt with a text (or password) box
   // into the cell and focuses it.
+  /**
+   * @param {Cell} cell
+   * @param {ServerEvent} ev
+   */
   function showInputRequest(cell, ev) {
     const rec = add(cell, {
       output_type: 'input',
@@ -255,12 +321,14 @@ export function createOutputs({ send, onChange, focusCell, fileUrl }) {
       cancelled: false,
       execId: String(ev.id)
     });
-    const input = rec.el.querySelector('input');
+    const input = rec.el && rec.el.querySelector('input');
     if (input) input.focus();
   }
 
+  /** @param {InputOutput} rec */
   function fillInput(rec) {
     const w = rec.el;
+    if (!w) return;
     w.className = 'output input-request' + (rec.value !== null ? ' answered' : '') + (rec.cancelled ? ' cancelled' : '');
     w.appendChild(el('span', 'input-prompt', rec.prompt));
     if (rec.value !== null) {
@@ -292,6 +360,7 @@ export function createOutputs({ send, onChange, focusCell, fileUrl }) {
 
   // cancelPendingInputs closes the cell's unanswered input() boxes (its run
   // ended without them).
+  /** @param {Cell} cell */
   function cancelPendingInputs(cell) {
     for (const rec of cell.outputs) {
       if (rec.output_type === 'input' && rec.value === null && !rec.cancelled) {

@@ -1,3 +1,4 @@
+// @ts-check
 // The API key and the session: create, reopen, end, the kernel's state,
 // the idle countdown, interrupt and restart.
 
@@ -8,18 +9,42 @@ import { fmtClock } from './text.js';
 
 const SESSION_POLL_MS = 30000;
 
+/**
+ * @import { Request } from './api.js'
+ * @import { Msg } from './dom.js'
+ * @import { Session, Store } from './store.js'
+ * @import { Connection } from './ws.js'
+ */
+
+/** @typedef {ReturnType<typeof createSessions>} Sessions */
+
 // createSessions owns store.token and store.session. deps:
 //   store, request (api.js), conn (ws.js), msg (status messages)
 //   onOpened()         a session was opened (after store.session is set)
 //   onClosed()         the session was forgotten (store.session is null)
 //   onKernelDead(note) the kernel died; runs in flight will get no "done"
+/**
+ * @param {object} deps
+ * @param {Store} deps.store
+ * @param {Request} deps.request
+ * @param {Connection} deps.conn
+ * @param {Msg} deps.msg
+ * @param {() => void} deps.onOpened
+ * @param {() => void} deps.onClosed
+ * @param {(note: string) => void} deps.onKernelDead
+ */
 export function createSessions({ store, request, conn, msg, onOpened, onClosed, onKernelDead }) {
   let kernelState = 'none';
   let kernelEvents = 0; // bumped by every kernel event, to order REST answers against them
   let pollTimer = 0;
   let refreshTimer = 0;
 
-  const path = (suffix) => sessionPath(store.session.id, suffix);
+  /**
+   * path is the API path of the open session plus suffix (only called with
+   * a session).
+   * @param {string} suffix
+   */
+  const path = (suffix) => sessionPath(/** @type {Session} */ (store.session).id, suffix);
 
   // ---- API key
 
@@ -31,7 +56,7 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
       url = null;
     }
     const fromUrl = url ? url.searchParams.get('token') : null;
-    if (fromUrl) {
+    if (url && fromUrl) {
       lsSet(LS_TOKEN, fromUrl);
       url.searchParams.delete('token');
       const q = url.searchParams.toString();
@@ -95,8 +120,9 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
       });
   }
 
-  function reopen(id) {
-    id = String(id || '').trim();
+  /** @param {string | null | undefined} input */
+  function reopen(input) {
+    const id = String(input || '').trim();
     if (!id) {
       msg('Enter a session id to reopen', 'error');
       return Promise.resolve();
@@ -120,6 +146,7 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
       });
   }
 
+  /** @param {Session} s */
   function open(s) {
     close();
     store.session = s;
@@ -170,6 +197,10 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
   // refresh fetches the session object again (expires_at moves with
   // activity); with useState it also takes the kernel state from it. It
   // resolves to false when the session is gone.
+  /**
+   * @param {boolean} useState
+   * @returns {Promise<boolean>}
+   */
   function refresh(useState) {
     if (!store.session) return Promise.resolve(false);
     const id = store.session.id;
@@ -205,7 +236,7 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
     const s = store.session;
     $('session-id').textContent = s ? s.id : 'none';
     $('session-runtime').textContent = s && s.runtime ? s.runtime : '';
-    for (const id of ['end-session', 'interrupt-btn', 'restart-btn', 'files-refresh', 'file-input']) $(id).disabled = !s;
+    for (const id of /** @type {const} */ (['end-session', 'interrupt-btn', 'restart-btn', 'files-refresh', 'file-input'])) $(id).disabled = !s;
     document.body.classList.toggle('has-session', !!s);
     renderKernelStatus();
     renderCountdown();
@@ -262,6 +293,10 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
   // ---- kernel
 
   // setKernelState applies a kernel state event (or the snapshot).
+  /**
+   * @param {unknown} s the state
+   * @param {unknown} reason why (dead, restarting)
+   */
   function setKernelState(s, reason) {
     if (!s) return;
     const prev = kernelState;

@@ -1,9 +1,14 @@
+// @ts-check
 // localStorage that never throws (private mode, quota, disabled storage).
 
 export const LS_TOKEN = 'glassroom.token';
 export const LS_LAST_SESSION = 'glassroom.lastSession';
 export const LS_NOTEBOOK = 'glassroom.notebook';
 
+/**
+ * @param {string} k
+ * @returns {string | null}
+ */
 export function lsGet(k) {
   try {
     return globalThis.localStorage.getItem(k);
@@ -13,6 +18,11 @@ export function lsGet(k) {
 }
 
 // lsSet reports whether the value was stored.
+/**
+ * @param {string} k
+ * @param {string} v
+ * @returns {boolean}
+ */
 export function lsSet(k, v) {
   try {
     globalThis.localStorage.setItem(k, v);
@@ -22,6 +32,7 @@ export function lsSet(k, v) {
   }
 }
 
+/** @param {string} k */
 export function lsDel(k) {
   try {
     globalThis.localStorage.removeItem(k);

@@ -1,5 +1,7 @@
+// @ts-check
 // Pure text helpers: formatting, nbformat-style line lists, paths.
 
+/** @returns {string} */
 export function randomId() {
   const c = globalThis.crypto;
   if (c && typeof c.randomUUID === 'function') return c.randomUUID();
@@ -11,6 +13,7 @@ export function randomId() {
 }
 
 // fmtClock formats a duration as m:ss or h:mm:ss.
+/** @param {number} ms */
 export function fmtClock(ms) {
   const total = Math.max(0, Math.floor(ms / 1000));
   const h = Math.floor(total / 3600);
@@ -22,11 +25,17 @@ export function fmtClock(ms) {
 }
 
 // fmtElapsed formats a run time: tenths of seconds under a minute.
+/** @param {number} ms */
 export function fmtElapsed(ms) {
   if (ms < 60000) return (ms / 1000).toFixed(1) + 's';
   return fmtClock(ms);
 }
 
+/**
+ * fmtSize formats a byte count ('' for anything that is not a number).
+ * @param {unknown} n
+ * @returns {string}
+ */
 export function fmtSize(n) {
   if (typeof n !== 'number' || !isFinite(n)) return '';
   if (n < 1024) return n + ' B';
@@ -43,6 +52,10 @@ export function fmtSize(n) {
 // joinText joins mime/stream text that may arrive as an array of lines.
 // nbformat style arrays keep their newlines ("a\n", "b"); plain line lists
 // don't. Objects become indented JSON.
+/**
+ * @param {unknown} v
+ * @returns {string}
+ */
 export function joinText(v) {
   if (v === null || v === undefined) return '';
   if (typeof v === 'string') return v;
@@ -67,17 +80,29 @@ export function joinText(v) {
 }
 
 // splitLines splits s into nbformat lines, each keeping its newline.
+/**
+ * @param {string} s
+ * @returns {string[]}
+ */
 export function splitLines(s) {
   if (!s) return [];
   return s.match(/[^\n]*\n|[^\n]+$/g) || [];
 }
 
+/**
+ * @param {unknown} p
+ * @returns {string}
+ */
 export function basename(p) {
   const parts = String(p).split('/').filter(Boolean);
   return parts.length ? parts[parts.length - 1] : String(p);
 }
 
 // encPath percent-encodes each segment of a relative, '/'-separated path.
+/**
+ * @param {unknown} p
+ * @returns {string}
+ */
 export function encPath(p) {
   return String(p)
     .split('/')
@@ -87,6 +112,10 @@ export function encPath(p) {
 }
 
 // applyCR applies carriage returns the way a terminal would (progress bars).
+/**
+ * @param {string} text
+ * @returns {string}
+ */
 export function applyCR(text) {
   if (text.indexOf('\r') < 0) return text;
   return text
@@ -100,12 +129,16 @@ export function applyCR(text) {
     .join('\n');
 }
 
+/**
+ * @param {string} s
+ * @returns {string}
+ */
 export function utf8ToBase64(s) {
   const bytes = new TextEncoder().encode(s);
   let bin = '';
   const CHUNK = 0x8000;
   for (let i = 0; i < bytes.length; i += CHUNK) {
-    bin += String.fromCharCode.apply(null, bytes.subarray(i, i + CHUNK));
+    bin += String.fromCharCode(...bytes.subarray(i, i + CHUNK));
   }
   return globalThis.btoa(bin);
 }

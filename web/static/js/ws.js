@@ -1,8 +1,34 @@
+// @ts-check
 // The session's WebSocket: connects, reconnects with backoff, resumes the
 // event stream where it left off (no event lost, none handled twice) and
 // queues frames sent while it is down.
 
 import { sessionPath } from './api.js';
+
+/** @import { Store } from './store.js' */
+
+/**
+ * An event from the session's WebSocket: a parsed JSON object the server
+ * sent (type 'kernel', 'stream', 'display', 'result', 'error', 'done',
+ * 'queued', 'input_request', 'update_display', 'rejected', ...; seq for
+ * events of the stream, id for those about a request). Nothing in it is
+ * checked beyond being an object: read its fields defensively.
+ * @typedef {{type?: unknown, id?: unknown, seq?: unknown, [field: string]: any}} ServerEvent
+ */
+
+/**
+ * A frame the page sends (execute, input_reply, complete, inspect).
+ * @typedef {{type: string, id: string, [field: string]: unknown}} Frame
+ */
+
+/**
+ * @typedef {object} Connection
+ * @property {() => void} connect opens the socket of store.session
+ * @property {() => void} disconnect closes it without reconnecting
+ * @property {() => void} reset disconnects and forgets the stream position and queued frames (a new session)
+ * @property {(frame: Frame) => void} send sends a frame now, or after the next (re)connect
+ * @property {() => boolean} isOpen whether the socket is open
+ */
 
 const BACKOFF_MIN_MS = 500;
 const BACKOFF_MAX_MS = 5000;
@@ -14,14 +40,27 @@ const BACKOFF_MAX_MS = 5000;
 //   onClose()       when the socket drops (a reconnect is scheduled)
 //   checkAlive()    a Promise of whether the session still exists; asked
 //                   before each reconnect
+/**
+ * @param {object} deps
+ * @param {Store} deps.store
+ * @param {(ev: ServerEvent) => void} deps.onSnapshot
+ * @param {(ev: ServerEvent) => void} deps.onEvent
+ * @param {() => void} deps.onOpen
+ * @param {() => void} deps.onClose
+ * @param {() => Promise<boolean>} deps.checkAlive
+ * @returns {Connection}
+ */
 export function createConnection({ store, onSnapshot, onEvent, onOpen, onClose, checkAlive }) {
+  /** @type {WebSocket | null} */
   let ws = null;
   let open = false;
   let gen = 0; // bumped on every connect and disconnect; stale sockets compare it
   let lastSeq = 0; // seq of the last stream event handled
+  /** @type {number | null} */
   let streamFloor = null; // where this page's stream began; null before the first connection
   let backoff = BACKOFF_MIN_MS;
   let reconnectTimer = 0;
+  /** @type {Frame[]} */
   let outbox = [];
 
   function connect() {
@@ -36,6 +75,7 @@ export function createConnection({ store, onSnapshot, onEvent, onOpen, onClose, 
     let url = proto + '//' + location.host + sessionPath(store.session.id, '/ws') + '?token=' + encodeURIComponent(store.token);
     if (streamFloor !== null) url += '&since=' + Math.max(lastSeq, streamFloor);
     let first = true;
+    /** @type {WebSocket} */
     let sock;
     try {
       sock = new WebSocket(url);
@@ -88,6 +128,7 @@ export function createConnection({ store, onSnapshot, onEvent, onOpen, onClose, 
     };
   }
 
+  /** @param {any} ev a parsed JSON value (anything) */
   function handle(ev) {
     if (!ev || typeof ev !== 'object') return;
     if (typeof ev.seq === 'number') {
@@ -102,6 +143,7 @@ export function createConnection({ store, onSnapshot, onEvent, onOpen, onClose, 
     }
   }
 
+  /** @param {number} myGen */
   function scheduleReconnect(myGen) {
     if (!store.session || myGen !== gen) return;
     const delay = backoff;
