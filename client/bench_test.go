@@ -4,15 +4,15 @@ import (
 	"context"
 	"testing"
 
+	"github.com/glassroom/glassroom/app/apptest"
 	"github.com/glassroom/glassroom/client"
-	"github.com/glassroom/glassroom/client/clienttest"
 )
 
 // BenchmarkRoundTrip measures `x + 1` through the client (local runtime):
 // one REST call, a Run on a fresh WebSocket, and a Run on an open Conn.
 func BenchmarkRoundTrip(b *testing.B) {
-	g := clienttest.Start(b, clienttest.Local(b, uidBase+2000), clienttest.Options{})
-	c := g.Client(b, clienttest.KeyA)
+	g := apptest.Start(b, apptest.Local(b, uidBase+2000), apptest.Options{})
+	c := g.Client(b, apptest.KeyA)
 	ctx := context.Background()
 	s, err := c.CreateSession(ctx, client.CreateOptions{})
 	if err != nil {

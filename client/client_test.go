@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glassroom/glassroom/app/apptest"
 	"github.com/glassroom/glassroom/client"
-	"github.com/glassroom/glassroom/client/clienttest"
 	"github.com/glassroom/glassroom/sessions"
 	"go.uber.org/goleak"
 )
@@ -29,10 +29,10 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 // TestAgainstGateway drives every client call against a real gateway on
 // each runtime.
 func TestAgainstGateway(t *testing.T) {
-	for name, rt := range clienttest.Runtimes() {
+	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := clienttest.Start(t, rt(t, uidBase), clienttest.Options{Sessions: sessions.Config{InterruptGrace: time.Second}})
-			c := g.Client(t, clienttest.KeyA)
+			g := apptest.Start(t, rt(t, uidBase), apptest.Options{Sessions: sessions.Config{InterruptGrace: time.Second}})
+			c := g.Client(t, apptest.KeyA)
 			ctx := ctxT(t, 5*time.Minute)
 
 			h, err := c.Health(ctx)
@@ -145,7 +145,7 @@ func TestAgainstGateway(t *testing.T) {
 			t.Run("conn: interrupt, rejection, resume", func(t *testing.T) { connFlow(t, ctx, c, s.ID) })
 			t.Run("files", func(t *testing.T) { fileFlow(t, ctx, c, s.ID) })
 			t.Run("tenants and bad keys", func(t *testing.T) {
-				other := g.Client(t, clienttest.KeyB)
+				other := g.Client(t, apptest.KeyB)
 				if _, err := other.GetSession(ctx, s.ID); !errors.Is(err, client.ErrNotFound) {
 					t.Fatalf("other tenant: %v", err)
 				}
@@ -331,8 +331,8 @@ func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 // TestSessionExtras covers PATCH (idle timeout), mkdir, HEAD (exists),
 // complete and inspect, over REST and the WebSocket.
 func TestSessionExtras(t *testing.T) {
-	g := clienttest.Start(t, clienttest.Local(t, uidBase+1000), clienttest.Options{})
-	c := g.Client(t, clienttest.KeyA)
+	g := apptest.Start(t, apptest.Local(t, uidBase+1000), apptest.Options{})
+	c := g.Client(t, apptest.KeyA)
 	ctx := ctxT(t, 2*time.Minute)
 	s, err := c.CreateSession(ctx, client.CreateOptions{})
 	if err != nil {

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glassroom/glassroom/app/apptest"
 	"github.com/glassroom/glassroom/client"
-	"github.com/glassroom/glassroom/client/clienttest"
 )
 
 // BenchmarkDensity creates DENSITY_SESSIONS (default 100) sessions per
@@ -25,7 +25,7 @@ func BenchmarkDensity(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("DENSITY_SESSIONS")); err == nil && v > 1 {
 		n = v
 	}
-	for name, rt := range clienttest.Runtimes() {
+	for name, rt := range apptest.Runtimes() {
 		b.Run(name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				runtime.GC()

@@ -15,8 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glassroom/glassroom/app"
+	"github.com/glassroom/glassroom/app/apptest"
 	"github.com/glassroom/glassroom/client"
-	"github.com/glassroom/glassroom/client/clienttest"
 	"github.com/glassroom/glassroom/sessions"
 	"go.uber.org/goleak"
 )
@@ -25,19 +26,19 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // fleet is N sessions of one gateway.
 type fleet struct {
-	g       *clienttest.Gateway
+	g       *apptest.Gateway
 	c       *client.Client
 	ids     []string
 	created time.Duration
 }
 
 // newFleet starts a gateway and creates n sessions, the first holding x = 41.
-func newFleet(t testing.TB, rt sessions.Runtime, n int) *fleet {
+func newFleet(t testing.TB, rt app.Runtime, n int) *fleet {
 	t.Helper()
-	g := clienttest.Start(t, rt, clienttest.Options{Sessions: sessions.Config{
+	g := apptest.Start(t, rt, apptest.Options{Sessions: sessions.Config{
 		MaxSessions: n + 8, MaxSessionsPerTenant: n + 8, ReapInterval: 500 * time.Millisecond,
 	}})
-	f := &fleet{g: g, c: g.Client(t, clienttest.KeyA), ids: make([]string, n)}
+	f := &fleet{g: g, c: g.Client(t, apptest.KeyA), ids: make([]string, n)}
 	ctx := context.Background()
 	first, err := f.c.CreateSession(ctx, client.CreateOptions{})
 	if err != nil {
@@ -76,7 +77,7 @@ func newFleet(t testing.TB, rt sessions.Runtime, n int) *fleet {
 	return f
 }
 
-func check(t *testing.T, rt sessions.Runtime, n int) {
+func check(t *testing.T, rt app.Runtime, n int) {
 	ctx := context.Background()
 	f := newFleet(t, rt, n)
 	t.Logf("%d sessions created in %v (%.1f/s)", n, f.created.Round(time.Millisecond), float64(n-1)/f.created.Seconds())
@@ -143,8 +144,8 @@ func check(t *testing.T, rt sessions.Runtime, n int) {
 // TestThreeHundredSessions: 300 live sessions on the local runtime, as
 // many as CI's time allows on docker.
 func TestThreeHundredSessions(t *testing.T) {
-	t.Run("local", func(t *testing.T) { check(t, clienttest.Local(t, 400000), sessionsOf("DENSITY_LOCAL", 300)) })
-	t.Run("docker", func(t *testing.T) { check(t, clienttest.Docker(t, 400000), sessionsOf("DENSITY_DOCKER", 60)) })
+	t.Run("local", func(t *testing.T) { check(t, apptest.Local(t, 400000), sessionsOf("DENSITY_LOCAL", 300)) })
+	t.Run("docker", func(t *testing.T) { check(t, apptest.Docker(t, 400000), sessionsOf("DENSITY_DOCKER", 60)) })
 }
 
 // sessionsOf reads an override of a session count (for trying the suite

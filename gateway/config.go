@@ -25,6 +25,11 @@ type Config struct {
 	// MetricsToken (its own token, not an API key).
 	Metrics      http.Handler
 	MetricsToken string
+	// MCP, when set, builds the handler served at /mcp (behind the API
+	// keys) over the server's in-process transport: the composition root
+	// gives it, so that the gateway imports neither the MCP server nor the
+	// Go client it uses.
+	MCP func(inProcess http.RoundTripper) (http.Handler, error)
 }
 
 func (c Config) withDefaults() Config {

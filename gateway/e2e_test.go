@@ -7,25 +7,21 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/docker/docker/client"
+	"github.com/glassroom/glassroom/app"
+	"github.com/glassroom/glassroom/app/apptest"
 	glclient "github.com/glassroom/glassroom/client"
 	"github.com/glassroom/glassroom/gateway"
 	"github.com/glassroom/glassroom/kernel/runtime/docker"
-	"github.com/glassroom/glassroom/kernel/runtime/local"
-	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/gorilla/websocket"
-	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 )
 
@@ -44,27 +40,17 @@ type env struct {
 	rt  sessions.Runtime
 }
 
-type runtimeFactory func(t *testing.T) sessions.Runtime
+type runtimeFactory func(t *testing.T) app.Runtime
 
-func localRuntime(t *testing.T) sessions.Runtime {
-	dir := t.TempDir()
-	for p := dir; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
-		os.Chmod(p, 0o711)
-	}
-	rt, err := local.New(local.Config{Common: sandbox.Common{StateDir: dir, UIDBase: 340000}}, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rt
-}
+func localRuntime(t *testing.T) app.Runtime { return apptest.Local(t, 340000) }
 
-// dockerRuntime connects to Docker; outside CI a missing engine or image
-// skips loudly, in CI it fails.
-func dockerRuntime(t *testing.T) sessions.Runtime { return dockerWith(t, "runc", 360000) }
+// dockerRuntime is Docker with runc; outside CI a missing engine or image
+// skips loudly, in CI it fails (apptest.Start).
+func dockerRuntime(t *testing.T) app.Runtime { return apptest.DockerWith(t, "runc", 360000) }
 
-// gvisorRuntime runs kernels under runsc. gVisor's ptrace platform counts
-// its own threads against the pids limit, so it gets more pids.
-func gvisorRuntime(t *testing.T) sessions.Runtime { return dockerWith(t, "runsc", 365000) }
+// gvisorRuntime runs kernels under runsc, with more pids (gVisor counts
+// its own threads against the limit).
+func gvisorRuntime(t *testing.T) app.Runtime { return apptest.DockerWith(t, "runsc", 365000) }
 
 // runscRegistered reports whether the Docker engine has a runsc runtime.
 func runscRegistered() bool {
@@ -83,27 +69,6 @@ func runscRegistered() bool {
 	return ok
 }
 
-func dockerWith(t *testing.T, oci string, uidBase int) sessions.Runtime {
-	dir := t.TempDir()
-	os.Chmod(dir, 0o711)
-	cfg := docker.Config{
-		Instance: "gw-test-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36), OCIRuntime: oci,
-		Common: sandbox.Common{StateDir: dir, UIDBase: uidBase},
-	}
-	if oci == "runsc" {
-		cfg.Defaults.Pids, cfg.Max.Pids = 1024, 2048
-	}
-	rt, err := docker.New(context.Background(), cfg, zerolog.Nop())
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("Docker runtime unavailable in CI: %v", err)
-		}
-		t.Skipf("\n\n*** SKIPPING DOCKER SUITE: %v ***\n*** run `make image` first ***\n\n", err)
-	}
-	t.Cleanup(func() { rt.Close() })
-	return rt
-}
-
 // runtimes lists the runtimes the behaviour suite runs against: local,
 // docker (runc) and, when the engine has it, docker with gVisor (runsc).
 func runtimes() map[string]runtimeFactory {
@@ -114,28 +79,11 @@ func runtimes() map[string]runtimeFactory {
 	return rts
 }
 
-func newEnv(t *testing.T, rt sessions.Runtime, cfg sessions.Config) *env {
+func newEnv(t *testing.T, rt app.Runtime, cfg sessions.Config) *env {
 	t.Helper()
-	mgr, err := sessions.New(cfg, rt, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := gateway.New(gateway.Config{APIKeys: []string{keyA, keyB}, MaxBodyBytes: 1 << 20}, mgr, nil, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { mgr.Run(ctx); close(done) }()
-	t.Cleanup(func() {
-		hs.CloseClientConnections()
-		hs.Close()
-		cancel()
-		<-done
-		mgr.Close(context.Background())
-	})
-	return &env{t: t, url: hs.URL, mgr: mgr, rt: rt}
+	g := apptest.Start(t, rt, apptest.Options{Sessions: cfg,
+		Gateway: gateway.Config{APIKeys: []string{keyA, keyB}, MaxBodyBytes: 1 << 20}})
+	return &env{t: t, url: g.URL, mgr: g.Manager, rt: g.App.Runtime}
 }
 
 // client returns a glassroom Go client with key: the helpers below go

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glassroom/glassroom/app/apptest"
 	glclient "github.com/glassroom/glassroom/client"
-	"github.com/glassroom/glassroom/client/clienttest"
 	"github.com/gorilla/websocket"
 )
 
@@ -27,12 +27,12 @@ import (
 //
 //	go test -run '^$' -bench JupyterRoundTrip -benchtime 300x ./gateway/
 func BenchmarkJupyterRoundTrip(b *testing.B) {
-	g := clienttest.Start(b, clienttest.Local(b, jupyterUIDBase+3000), clienttest.Options{})
+	g := apptest.Start(b, apptest.Local(b, jupyterUIDBase+3000), apptest.Options{})
 	ws := "ws" + strings.TrimPrefix(g.URL, "http")
-	hdr := http.Header{"Authorization": {"Bearer " + clienttest.KeyA}}
+	hdr := http.Header{"Authorization": {"Bearer " + apptest.KeyA}}
 	// One session per client, so that no client reads another's events.
 	session := func() string {
-		s, err := g.Client(b, clienttest.KeyA).CreateSession(b.Context(), glclient.CreateOptions{})
+		s, err := g.Client(b, apptest.KeyA).CreateSession(b.Context(), glclient.CreateOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -22,8 +22,9 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
+	"github.com/glassroom/glassroom/app/apptest"
 	glclient "github.com/glassroom/glassroom/client"
-	"github.com/glassroom/glassroom/client/clienttest"
+	"github.com/glassroom/glassroom/testkit"
 )
 
 // Real Jupyter clients that glassroom did not write, against real
@@ -101,7 +102,7 @@ func readmeCommand(t *testing.T, prefix, gateway, key string) []string {
 // it when the test ends.
 func startJupyterApp(t *testing.T, module, gateway, key string) *jupyterApp {
 	t.Helper()
-	py := clienttest.Python(t, module)
+	py := testkit.Python(t, module)
 	dir := t.TempDir()
 	for _, d := range []string{"home", "config", "data", "runtime", "root"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
@@ -227,16 +228,16 @@ func (c *jclient) ready() jm {
 // then x + 1 is 42), interrupted, restarted and shut down through
 // jupyter_server, as a notebook front end would.
 func TestJupyterServerGateway(t *testing.T) {
-	for name, rt := range clienttest.Runtimes() {
+	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := clienttest.Start(t, rt(t, jupyterUIDBase), clienttest.Options{})
-			app := startJupyterApp(t, "jupyter_server", g.URL, clienttest.KeyA)
+			g := apptest.Start(t, rt(t, jupyterUIDBase), apptest.Options{})
+			app := startJupyterApp(t, "jupyter_server", g.URL, apptest.KeyA)
 			var k kernelModel
 			if st, body := app.call(t, "POST", "/api/kernels", map[string]string{"name": "python3"}, &k); st != http.StatusCreated {
 				t.Fatalf("start kernel through jupyter_server: %d %s", st, body)
 			}
 			// The kernel is a glassroom session of the key jupyter_server uses.
-			gc := g.Client(t, clienttest.KeyA)
+			gc := g.Client(t, apptest.KeyA)
 			sid := strings.ReplaceAll(k.ID, "-", "")
 			if _, err := gc.GetSession(context.Background(), sid); err != nil {
 				t.Fatalf("kernel %s is not a session: %v", k.ID, err)
@@ -294,10 +295,10 @@ func TestJupyterServerGateway(t *testing.T) {
 // runs a cell that plots with matplotlib, and the image shows.
 func TestNotebookInChromium(t *testing.T) {
 	bin := chromiumPath(t)
-	for name, rt := range clienttest.Runtimes() {
+	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := clienttest.Start(t, rt(t, jupyterUIDBase+1000), clienttest.Options{})
-			app := startJupyterApp(t, "notebook", g.URL, clienttest.KeyA)
+			g := apptest.Start(t, rt(t, jupyterUIDBase+1000), apptest.Options{})
+			app := startJupyterApp(t, "notebook", g.URL, apptest.KeyA)
 			// A new, empty notebook, as File → New → Python 3 makes.
 			var nb struct{ Path string }
 			if st, body := app.call(t, "POST", "/api/contents", map[string]string{"type": "notebook"}, &nb); st != http.StatusCreated {
@@ -350,7 +351,7 @@ func TestNotebookInChromium(t *testing.T) {
 				t.Fatalf("prompt after the run: %q", prompt)
 			}
 			// The kernel the notebook uses is a glassroom session.
-			sessions, err := g.Client(t, clienttest.KeyA).ListSessions(context.Background())
+			sessions, err := g.Client(t, apptest.KeyA).ListSessions(context.Background())
 			if err != nil || len(sessions) != 1 {
 				t.Fatalf("glassroom sessions: %v %v", sessions, err)
 			}
@@ -371,7 +372,7 @@ func chromiumPath(t *testing.T) string {
 	t.Helper()
 	const bin = "/usr/bin/chromium"
 	if _, err := os.Stat(bin); err != nil {
-		clienttest.Unavailable(t, "Chromium: %v (make test-deps)", err)
+		testkit.Unavailable(t, "Chromium: %v (make test-deps)", err)
 	}
 	return bin
 }
@@ -466,11 +467,11 @@ type jlabOutput struct {
 // requestExecute and the iopub messages, stdin, completion, a second
 // connection, interrupt, restart, shutdown, over the v1 subprotocol.
 func TestJupyterLabServices(t *testing.T) {
-	for name, rt := range clienttest.Runtimes() {
+	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := clienttest.Start(t, rt(t, jupyterUIDBase+2000), clienttest.Options{})
+			g := apptest.Start(t, rt(t, jupyterUIDBase+2000), apptest.Options{})
 			var r jlabOutput
-			stderr := clienttest.RunNode(t, "testdata/jlab", "client.mjs", &r, g.URL, clienttest.KeyA)
+			stderr := testkit.RunNode(t, "testdata/jlab", "client.mjs", &r, g.URL, apptest.KeyA)
 			fail := func(what string) { t.Fatalf("%s: %+v\nstderr: %s", what, r, stderr) }
 			switch {
 			case r.Thrown != "":
@@ -498,7 +499,7 @@ func TestJupyterLabServices(t *testing.T) {
 			case !r.Listed || !r.AfterShutdown:
 				fail("list, shutdown")
 			}
-			if _, err := g.Client(t, clienttest.KeyA).GetSession(context.Background(), strings.ReplaceAll(r.ID, "-", "")); !errors.Is(err, glclient.ErrNotFound) {
+			if _, err := g.Client(t, apptest.KeyA).GetSession(context.Background(), strings.ReplaceAll(r.ID, "-", "")); !errors.Is(err, glclient.ErrNotFound) {
 				t.Fatalf("session after the client's shutdown: %v", err)
 			}
 		})
@@ -517,8 +518,8 @@ func TestReadmeJupyterLabSnippet(t *testing.T) {
 	if code, _, _ = strings.Cut(code, "```"); !ok || !strings.Contains(code, "@jupyterlab/services") {
 		t.Fatal("README has no @jupyterlab/services example")
 	}
-	g := clienttest.Start(t, clienttest.Local(t, jupyterUIDBase+4000), clienttest.Options{})
-	node := clienttest.NPMInstall(t, "testdata/jlab")
+	g := apptest.Start(t, apptest.Local(t, jupyterUIDBase+4000), apptest.Options{})
+	node := testkit.NPMInstall(t, "testdata/jlab")
 	code = strings.ReplaceAll(code, "http://127.0.0.1:8888", g.URL)
 	code = strings.ReplaceAll(code, "ws://127.0.0.1:8888", "ws"+strings.TrimPrefix(g.URL, "http"))
 	file := "readme-" + randomHex(4) + ".mjs" // beside node_modules, so that the imports resolve
@@ -530,12 +531,12 @@ func TestReadmeJupyterLabSnippet(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, file)
 	cmd.Dir = "testdata/jlab"
-	cmd.Env = append(os.Environ(), "K="+clienttest.KeyA)
+	cmd.Env = append(os.Environ(), "K="+apptest.KeyA)
 	out, err := cmd.CombinedOutput()
 	if err != nil || !slices.Contains(strings.Split(string(out), "\n"), "42") {
 		t.Fatalf("README example: %v\n%s", err, out)
 	}
-	if list, err := g.Client(t, clienttest.KeyA).ListSessions(context.Background()); err != nil || len(list) != 0 {
+	if list, err := g.Client(t, apptest.KeyA).ListSessions(context.Background()); err != nil || len(list) != 0 {
 		t.Fatalf("sessions after the example's shutdown: %v %v", list, err)
 	}
 }

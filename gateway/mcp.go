@@ -5,26 +5,23 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 
-	"github.com/glassroom/glassroom/client"
-	"github.com/glassroom/glassroom/mcp"
 	"github.com/labstack/echo/v4"
 )
 
-// mcpMaxUpload bounds upload_file over /mcp: MCP carries files base64 in
+// MCPMaxUpload bounds upload_file over /mcp: MCP carries files base64 in
 // one JSON body, held in memory.
-const mcpMaxUpload = 10 << 20
+const MCPMaxUpload = 10 << 20
 
 // routeMCP serves MCP's streamable HTTP transport at /mcp, behind the same
-// key authentication as /v1. The tools call this gateway in-process with
-// the caller's key (InProcessTransport), so they see exactly the caller's
-// sessions. The handler is stateless (nothing outlives a request); the
-// SDK's DNS-rebinding protection and cross-origin protection are on.
+// key authentication as /v1, with the handler Config.MCP builds over this
+// server's InProcessTransport.
 func (s *Server) routeMCP(e *echo.Echo) {
-	cfg := mcp.Config{MaxUploadBytes: int(min(s.cfg.MaxUploadBytes, mcpMaxUpload))}
-	h, err := mcp.NewHTTPHandler(s.mcpBackend, cfg, s.log)
+	if s.cfg.MCP == nil {
+		return
+	}
+	h, err := s.cfg.MCP(s.InProcessTransport())
 	var handler echo.HandlerFunc
 	if err != nil { // cannot happen with a validated Config; fail loudly per request
 		s.log.Error().Err(err).Msg("mcp handler unavailable")
@@ -35,20 +32,6 @@ func (s *Server) routeMCP(e *echo.Echo) {
 	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
 		e.Add(m, "/mcp", handler, s.authenticate)
 	}
-}
-
-// mcpBackend is the backend of one /mcp request: a client of this gateway
-// that carries the caller's (already authenticated) key.
-func (s *Server) mcpBackend(r *http.Request) (mcp.Backend, error) {
-	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
-		return nil, fmt.Errorf("mcp: no bearer key")
-	}
-	return client.New(client.Config{
-		BaseURL:    "http://glassroom.in-process",
-		APIKey:     key,
-		HTTPClient: &http.Client{Transport: s.InProcessTransport()},
-	})
 }
 
 // InProcessTransport returns an http.RoundTripper that serves each request

@@ -3,17 +3,14 @@ package gateway_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
+	"github.com/glassroom/glassroom/app/apptest"
 	"github.com/glassroom/glassroom/gateway"
-	"github.com/glassroom/glassroom/metrics"
-	"github.com/glassroom/glassroom/sessions"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"github.com/rs/zerolog"
 )
 
 // TestMetricsScrape serves /metrics behind its token, runs sessions on a
@@ -21,20 +18,9 @@ import (
 // dies) and reads the scrape with Prometheus' own text parser.
 func TestMetricsScrape(t *testing.T) {
 	const token = "metrics-token-0123456789"
-	met := metrics.New()
-	mgr, err := sessions.New(sessions.Config{Observer: met}, localRuntime(t), zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	met.Watch(mgr)
-	srv, err := gateway.New(gateway.Config{APIKeys: []string{keyA}, Metrics: met.Handler(), MetricsToken: token}, mgr, nil, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	defer hs.Close()
-	defer mgr.Close(context.Background())
-	e := &env{t: t, url: hs.URL, mgr: mgr}
+	g := apptest.Start(t, localRuntime(t), apptest.Options{Gateway: gateway.Config{APIKeys: []string{keyA}, MetricsToken: token}})
+	hs := struct{ URL string }{g.URL}
+	e := &env{t: t, url: g.URL, mgr: g.Manager}
 
 	scrape := func(auth string) (int, map[string]*dto.MetricFamily) {
 		t.Helper()

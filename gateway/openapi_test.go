@@ -14,7 +14,7 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/glassroom/glassroom/client/clienttest"
+	"github.com/glassroom/glassroom/app/apptest"
 	"github.com/glassroom/glassroom/gateway"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/sessions"
@@ -196,14 +196,14 @@ func (v *validator) check(name string, data []byte) {
 // TestOpenAPIMatchesRealAnswers validates real answers and WebSocket
 // frames of a gateway (local runtime) against the document's schemas.
 func TestOpenAPIMatchesRealAnswers(t *testing.T) {
-	g := clienttest.Start(t, clienttest.Local(t, 350000), clienttest.Options{})
+	g := apptest.Start(t, apptest.Local(t, 350000), apptest.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	v := newValidator(t, loadDoc(t, g.Server.Handler()))
 	do := func(method, path, body string, want int) []byte {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(ctx, method, g.URL+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+clienttest.KeyA)
+		req.Header.Set("Authorization", "Bearer "+apptest.KeyA)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -241,7 +241,7 @@ func TestOpenAPIMatchesRealAnswers(t *testing.T) {
 	v.check("Listing", do("GET", base+"/files?path=d", "", 200))
 
 	u := "ws" + strings.TrimPrefix(g.URL, "http") + base + "/ws"
-	conn, _, err := websocket.DefaultDialer.DialContext(ctx, u, http.Header{"Authorization": {"Bearer " + clienttest.KeyA}})
+	conn, _, err := websocket.DefaultDialer.DialContext(ctx, u, http.Header{"Authorization": {"Bearer " + apptest.KeyA}})
 	if err != nil {
 		t.Fatal(err)
 	}

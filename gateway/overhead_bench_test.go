@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glassroom/glassroom/app/apptest"
 	glclient "github.com/glassroom/glassroom/client"
-	"github.com/glassroom/glassroom/client/clienttest"
 	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/gorilla/websocket"
@@ -24,11 +24,11 @@ import (
 //
 //	go test -run '^$' -bench GatewayOverhead -benchtime 1000x ./gateway/
 func BenchmarkGatewayOverhead(b *testing.B) {
-	rt := clienttest.Local(b, jupyterUIDBase+4000)
-	g := clienttest.Start(b, rt, clienttest.Options{})
+	rt := apptest.Local(b, jupyterUIDBase+4000)
+	g := apptest.Start(b, rt, apptest.Options{})
 	ctx := context.Background()
 
-	sb, err := rt.Start(ctx, sandbox.Spec{ID: "0bec0bec0bec0bec0bec0bec0bec0bec"})
+	sb, err := g.App.Runtime.Start(ctx, sandbox.Spec{ID: "0bec0bec0bec0bec0bec0bec0bec0bec"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -48,12 +48,12 @@ func BenchmarkGatewayOverhead(b *testing.B) {
 		}
 	}
 
-	s, err := g.Client(b, clienttest.KeyA).CreateSession(ctx, glclient.CreateOptions{})
+	s, err := g.Client(b, apptest.KeyA).CreateSession(ctx, glclient.CreateOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	c, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(g.URL, "http")+"/v1/sessions/"+s.ID+"/ws",
-		http.Header{"Authorization": {"Bearer " + clienttest.KeyA}})
+		http.Header{"Authorization": {"Bearer " + apptest.KeyA}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -49,6 +49,7 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 	}
 	s.upgrader = newUpgrader(cfg.AllowedOrigins)
 	e := echo.New()
+	s.echo = e // routes added below may take the in-process transport, which serves through it
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	e.Use(s.recoverPanics, s.logRequests, s.securityHeaders)
@@ -76,7 +77,6 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 	if assets != nil {
 		s.routeUI(e, assets)
 	}
-	s.echo = e
 	return s, nil
 }
 

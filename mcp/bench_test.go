@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/glassroom/glassroom/client/clienttest"
+	"github.com/glassroom/glassroom/app/apptest"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -13,10 +13,10 @@ import (
 // the go-sdk's client over the gateway's /mcp (stateless streamable HTTP,
 // in-process client behind it), local runtime.
 func BenchmarkExecutePython(b *testing.B) {
-	g := clienttest.Start(b, clienttest.Local(b, uidBase+7000), clienttest.Options{})
+	g := apptest.Start(b, apptest.Local(b, uidBase+7000), apptest.Options{})
 	ctx := context.Background()
 	c := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, httpTransport(g.URL, clienttest.KeyA), nil)
+	cs, err := c.Connect(ctx, httpTransport(g.URL, apptest.KeyA), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

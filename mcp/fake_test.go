@@ -14,8 +14,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/glassroom/glassroom/app/apptest"
 	"github.com/glassroom/glassroom/client"
-	"github.com/glassroom/glassroom/client/clienttest"
 	"github.com/glassroom/glassroom/mcp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
@@ -191,9 +191,9 @@ func TestFileTools(t *testing.T) {
 // TestStdioClosesItsSessions: when the client goes away, `glassroom mcp`
 // deletes the sessions it started (nobody else knows their ids).
 func TestStdioClosesItsSessions(t *testing.T) {
-	g := clienttest.Start(t, clienttest.Local(t, uidBase+5000), clienttest.Options{})
+	g := apptest.Start(t, apptest.Local(t, uidBase+5000), apptest.Options{})
 	ctx := ctxT(t, 2*time.Minute)
-	cmd := exec.Command(binary, "mcp", "--url", g.URL, "--api-key", clienttest.KeyA, "--log-level", "warn")
+	cmd := exec.Command(binary, "mcp", "--url", g.URL, "--api-key", apptest.KeyA, "--log-level", "warn")
 	cmd.Stderr = os.Stderr
 	c := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil)
 	cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
@@ -201,7 +201,7 @@ func TestStdioClosesItsSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	call(t, ctx, cs, "execute_python", map[string]any{"code": "1"})
-	gc := g.Client(t, clienttest.KeyA)
+	gc := g.Client(t, apptest.KeyA)
 	if l, _ := gc.ListSessions(ctx); len(l) != 1 {
 		t.Fatalf("sessions %+v", l)
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/glassroom/glassroom/client/clienttest"
+	"github.com/glassroom/glassroom/app/apptest"
 	"github.com/glassroom/glassroom/mcp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
@@ -210,12 +210,12 @@ func flow(t *testing.T, ctx context.Context, cs *sdk.ClientSession) {
 // client.Client), streamable HTTP at the gateway's /mcp, and stdio to the
 // glassroom binary (`glassroom mcp --url`).
 func TestGoClient(t *testing.T) {
-	for name, rt := range clienttest.Runtimes() {
+	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := clienttest.Start(t, rt(t, uidBase), clienttest.Options{})
+			g := apptest.Start(t, rt(t, uidBase), apptest.Options{})
 			ctx := ctxT(t, 5*time.Minute)
 			t.Run("in-memory", func(t *testing.T) {
-				srv, err := mcp.New(g.Client(t, clienttest.KeyA), mcp.Config{}, zerolog.Nop())
+				srv, err := mcp.New(g.Client(t, apptest.KeyA), mcp.Config{}, zerolog.Nop())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -227,10 +227,10 @@ func TestGoClient(t *testing.T) {
 				flow(t, ctx, connect(t, ctx, ct))
 			})
 			t.Run("streamable http", func(t *testing.T) {
-				flow(t, ctx, connect(t, ctx, httpTransport(g.URL, clienttest.KeyA)))
+				flow(t, ctx, connect(t, ctx, httpTransport(g.URL, apptest.KeyA)))
 			})
 			t.Run("stdio", func(t *testing.T) {
-				cmd := exec.Command(binary, "mcp", "--url", g.URL, "--api-key", clienttest.KeyA, "--log-level", "warn")
+				cmd := exec.Command(binary, "mcp", "--url", g.URL, "--api-key", apptest.KeyA, "--log-level", "warn")
 				cmd.Stderr = os.Stderr
 				flow(t, ctx, connect(t, ctx, &sdk.CommandTransport{Command: cmd}))
 			})

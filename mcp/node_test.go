@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/glassroom/glassroom/client/clienttest"
+	"github.com/glassroom/glassroom/app/apptest"
+	"github.com/glassroom/glassroom/testkit"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -41,7 +42,7 @@ type nodeOutput struct {
 func runNode(t *testing.T, args ...string) nodeOutput {
 	t.Helper()
 	var res nodeOutput
-	clienttest.RunNode(t, "testdata/node", "client.mjs", &res, args...)
+	testkit.RunNode(t, "testdata/node", "client.mjs", &res, args...)
 	return res
 }
 
@@ -80,14 +81,14 @@ func checkNode(t *testing.T, r nodeOutput) {
 // SDK) against the gateway's /mcp and against `glassroom mcp` over stdio,
 // on each runtime.
 func TestNodeClient(t *testing.T) {
-	for name, rt := range clienttest.Runtimes() {
+	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := clienttest.Start(t, rt(t, uidBase+1000), clienttest.Options{})
+			g := apptest.Start(t, rt(t, uidBase+1000), apptest.Options{})
 			t.Run("streamable http", func(t *testing.T) {
-				checkNode(t, runNode(t, "http", g.URL+"/mcp", clienttest.KeyA))
+				checkNode(t, runNode(t, "http", g.URL+"/mcp", apptest.KeyA))
 			})
 			t.Run("stdio", func(t *testing.T) {
-				checkNode(t, runNode(t, "stdio", binary, "mcp", "--url", g.URL, "--api-key", clienttest.KeyA, "--log-level", "warn"))
+				checkNode(t, runNode(t, "stdio", binary, "mcp", "--url", g.URL, "--api-key", apptest.KeyA, "--log-level", "warn"))
 			})
 		})
 	}
@@ -96,7 +97,7 @@ func TestNodeClient(t *testing.T) {
 // TestEmbedded runs `glassroom mcp --embedded` (a gateway inside the MCP
 // process, local runtime) with the go-sdk's client over stdio.
 func TestEmbedded(t *testing.T) {
-	clienttest.Local(t, uidBase+2000) // skips or fails like the other local tests
+	apptest.Local(t, uidBase+2000) // skips or fails like the other local tests
 	dir := t.TempDir()
 	os.Chmod(dir, 0o711)
 	cmd := exec.Command(binary, "mcp", "--embedded", "--log-level", "warn", "--",
@@ -110,7 +111,7 @@ func TestEmbedded(t *testing.T) {
 // TestHTTPGuards checks what protects /mcp on the gateway: the API key,
 // tenant isolation, DNS-rebinding protection and cross-origin protection.
 func TestHTTPGuards(t *testing.T) {
-	g := clienttest.Start(t, clienttest.Local(t, uidBase+4000), clienttest.Options{})
+	g := apptest.Start(t, apptest.Local(t, uidBase+4000), apptest.Options{})
 	ctx := ctxT(t, 2*time.Minute)
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
 	post := func(key, host string, hdr map[string]string) (int, string) {
@@ -135,7 +136,7 @@ func TestHTTPGuards(t *testing.T) {
 		b.ReadFrom(resp.Body)
 		return resp.StatusCode, b.String()
 	}
-	if st, body := post(clienttest.KeyA, "", nil); st != http.StatusOK || !strings.Contains(body, `"glassroom"`) {
+	if st, body := post(apptest.KeyA, "", nil); st != http.StatusOK || !strings.Contains(body, `"glassroom"`) {
 		t.Fatalf("initialize: %d %s", st, body)
 	}
 	if st, _ := post("", "", nil); st != http.StatusUnauthorized {
@@ -144,17 +145,17 @@ func TestHTTPGuards(t *testing.T) {
 	if st, _ := post("wrong-key-0123456789", "", nil); st != http.StatusUnauthorized {
 		t.Fatalf("wrong key: %d", st)
 	}
-	if st, body := post(clienttest.KeyA, "attacker.example:8888", nil); st != http.StatusForbidden {
+	if st, body := post(apptest.KeyA, "attacker.example:8888", nil); st != http.StatusForbidden {
 		t.Fatalf("DNS rebinding (foreign Host on a loopback listener): %d %s", st, body)
 	}
-	if st, body := post(clienttest.KeyA, "", map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://attacker.example"}); st != http.StatusForbidden {
+	if st, body := post(apptest.KeyA, "", map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://attacker.example"}); st != http.StatusForbidden {
 		t.Fatalf("cross-origin browser request: %d %s", st, body)
 	}
 	// A session started through key A's /mcp does not exist for key B.
-	a := connect(t, ctx, httpTransport(g.URL, clienttest.KeyA))
+	a := connect(t, ctx, httpTransport(g.URL, apptest.KeyA))
 	first := call(t, ctx, a, "execute_python", map[string]any{"code": "secret = 1"})
 	sid := first.StructuredContent.(map[string]any)["session_id"].(string)
-	b := connect(t, ctx, httpTransport(g.URL, clienttest.KeyB))
+	b := connect(t, ctx, httpTransport(g.URL, apptest.KeyB))
 	if r := call(t, ctx, b, "execute_python", map[string]any{"code": "secret", "session_id": sid}); !r.IsError || !strings.Contains(textOf(r), "does not exist") {
 		t.Fatalf("tenant B reached A's session: %q", textOf(r))
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/glassroom/glassroom/client/clienttest"
+	"github.com/glassroom/glassroom/app/apptest"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -39,7 +39,7 @@ func TestReadmeConfig(t *testing.T) {
 	if len(blocks) != 2 {
 		t.Fatalf("want 2 mcpServers blocks in the README, found %d", len(blocks))
 	}
-	g := clienttest.Start(t, clienttest.Local(t, uidBase+6000), clienttest.Options{})
+	g := apptest.Start(t, apptest.Local(t, uidBase+6000), apptest.Options{})
 	ctx := ctxT(t, 2*time.Minute)
 	const placeholder = "3f9c…"
 	for _, b := range blocks {
@@ -51,7 +51,7 @@ func TestReadmeConfig(t *testing.T) {
 			} `json:"mcpServers"`
 		}
 		text := strings.ReplaceAll(string(b[1]), "http://127.0.0.1:8888", g.URL)
-		text = strings.ReplaceAll(text, placeholder, clienttest.KeyA)
+		text = strings.ReplaceAll(text, placeholder, apptest.KeyA)
 		if err := json.Unmarshal([]byte(text), &cfg); err != nil {
 			t.Fatalf("README block %s: %v", b[1], err)
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/glassroom/glassroom/client"
@@ -177,3 +178,18 @@ Each session has a private workspace directory (the kernel's working directory) 
 upload_file puts data there, read_file and list_files read it back.
 Sessions have no network access. numpy, pandas and matplotlib are installed; plt.show() returns the figure as an image.
 Idle sessions are deleted after a while; close_session ends one when you are done.`
+
+// NewGatewayHandler is NewHTTPHandler for a gateway serving /mcp itself:
+// each request's tools call that gateway through inProcess (its in-process
+// transport) with the request's own bearer key, so they see exactly the
+// caller's sessions. The gateway authenticates the request first.
+func NewGatewayHandler(inProcess http.RoundTripper, cfg Config, log zerolog.Logger) (http.Handler, error) {
+	hc := &http.Client{Transport: inProcess}
+	return NewHTTPHandler(func(r *http.Request) (Backend, error) {
+		key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok {
+			return nil, errors.New("mcp: no bearer key")
+		}
+		return client.New(client.Config{BaseURL: "http://glassroom.in-process", APIKey: key, HTTPClient: hc})
+	}, cfg, log)
+}

@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/glassroom/glassroom/client/clienttest"
+	"github.com/glassroom/glassroom/app/apptest"
 	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/testkit"
 	"go.uber.org/goleak"
 )
 
@@ -22,14 +23,14 @@ const uidBase = 430000
 // the user guide's example among them) with Debian's python3 against a
 // real gateway on each runtime.
 func TestPythonSDK(t *testing.T) {
-	py := clienttest.Python(t, "websocket", "numpy")
-	for name, rt := range clienttest.Runtimes() {
+	py := testkit.Python(t, "websocket", "numpy")
+	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := clienttest.Start(t, rt(t, uidBase), clienttest.Options{Sessions: sessions.Config{InterruptGrace: time.Second}})
+			g := apptest.Start(t, rt(t, uidBase), apptest.Options{Sessions: sessions.Config{InterruptGrace: time.Second}})
 			cmd := exec.Command(py, "-m", "unittest", "discover", "-v", "-s", "tests", "-t", ".")
 			cmd.Dir = "python"
 			cmd.Env = append(os.Environ(), "PYTHONPATH="+mustAbs(t, "python"), "GLASSROOM_URL="+g.URL,
-				"GLASSROOM_API_KEY="+clienttest.KeyA, "PYTHONDONTWRITEBYTECODE=1")
+				"GLASSROOM_API_KEY="+apptest.KeyA, "PYTHONDONTWRITEBYTECODE=1")
 			out, err := cmd.CombinedOutput()
 			if err != nil || !strings.Contains(string(out), "\nOK") {
 				t.Fatalf("python SDK tests: %v\n%s", err, out)
@@ -43,7 +44,7 @@ func TestPythonSDK(t *testing.T) {
 // environment (offline: Debian's setuptools, no build isolation, no index)
 // and runs the guide's example with it, from outside the source tree.
 func TestPipInstall(t *testing.T) {
-	py := clienttest.Python(t, "websocket", "venv", "ensurepip", "setuptools", "wheel")
+	py := testkit.Python(t, "websocket", "venv", "ensurepip", "setuptools", "wheel")
 	tmp := t.TempDir()
 	// Build from a copy: pip writes build/ and *.egg-info next to the sources.
 	src := filepath.Join(tmp, "src")
@@ -70,10 +71,10 @@ func TestPipInstall(t *testing.T) {
 	if !strings.Contains(where, filepath.Join(venv, "lib")) {
 		t.Fatalf("glassroom imported from %s, not the venv", where)
 	}
-	g := clienttest.Start(t, clienttest.Local(t, uidBase+1000), clienttest.Options{})
+	g := apptest.Start(t, apptest.Local(t, uidBase+1000), apptest.Options{})
 	cmd := exec.Command(vpy, mustAbs(t, "python/tests/guide_example.py"))
 	cmd.Dir = tmp
-	cmd.Env = append(os.Environ(), "GLASSROOM_URL="+g.URL, "GLASSROOM_API_KEY="+clienttest.KeyA)
+	cmd.Env = append(os.Environ(), "GLASSROOM_URL="+g.URL, "GLASSROOM_API_KEY="+apptest.KeyA)
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "均值: 46.57") {
 		t.Fatalf("guide example with the installed SDK: %v\n%s", err, out)
@@ -99,7 +100,7 @@ func lastLines(s string, n int) string {
 // TestReadmeSnippet runs the README's Python SDK example against a real
 // gateway, so the README stays true.
 func TestReadmeSnippet(t *testing.T) {
-	py := clienttest.Python(t, "websocket", "pandas", "matplotlib")
+	py := testkit.Python(t, "websocket", "pandas", "matplotlib")
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -108,11 +109,11 @@ func TestReadmeSnippet(t *testing.T) {
 	if m == nil {
 		t.Fatal("README has no Python SDK example")
 	}
-	g := clienttest.Start(t, clienttest.Local(t, uidBase+2000), clienttest.Options{})
+	g := apptest.Start(t, apptest.Local(t, uidBase+2000), apptest.Options{})
 	dir := t.TempDir()
 	cmd := exec.Command(py, "-c", string(m[1]))
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PYTHONPATH="+mustAbs(t, "python"), "GLASSROOM_URL="+g.URL, "GLASSROOM_API_KEY="+clienttest.KeyA)
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+mustAbs(t, "python"), "GLASSROOM_URL="+g.URL, "GLASSROOM_API_KEY="+apptest.KeyA)
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), "30\n") {
 		t.Fatalf("README example: %v\n%s", err, out)

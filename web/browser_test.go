@@ -31,10 +31,9 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/glassroom/glassroom/app"
+	"github.com/glassroom/glassroom/app/apptest"
 	"github.com/glassroom/glassroom/gateway"
-	"github.com/glassroom/glassroom/kernel/runtime/local"
-	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
-	"github.com/glassroom/glassroom/sessions"
 	"github.com/glassroom/glassroom/web"
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
@@ -84,28 +83,17 @@ func (s *server) dropWebSockets() int {
 // on a loopback listener.
 func startGateway(t *testing.T) *server {
 	t.Helper()
-	dir := t.TempDir()
-	for p := dir; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
-		os.Chmod(p, 0o711) // sandbox uids must traverse to their state dirs
-	}
-	rt, err := local.New(local.Config{Common: sandbox.Common{StateDir: dir, UIDBase: 370000}}, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr, err := sessions.New(sessions.Config{}, rt, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
 	assets, err := web.Assets()
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := gateway.New(gateway.Config{APIKeys: []string{browserKey}}, mgr, assets, zerolog.Nop())
+	a, err := app.New(context.Background(), app.Config{Runtime: apptest.Local(t, 370000), UI: assets,
+		Gateway: gateway.Config{APIKeys: []string{browserKey}}}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := &server{hijacked: map[net.Conn]bool{}}
-	hs := httptest.NewUnstartedServer(srv.Handler()) // 127.0.0.1
+	hs := httptest.NewUnstartedServer(a.Gateway.Handler()) // 127.0.0.1
 	hs.Config.ConnState = func(c net.Conn, st http.ConnState) {
 		if st == http.StateHijacked {
 			s.mu.Lock()
@@ -117,14 +105,14 @@ func startGateway(t *testing.T) *server {
 	s.url = hs.URL
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { mgr.Run(ctx); close(done) }()
+	go func() { _ = a.Run(ctx, nil); close(done) }()
 	t.Cleanup(func() {
 		s.dropWebSockets()
 		hs.CloseClientConnections()
 		hs.Close()
 		cancel()
 		<-done
-		mgr.Close(context.Background())
+		_ = a.Close(context.Background(), false)
 	})
 	return s
 }

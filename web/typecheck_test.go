@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/glassroom/glassroom/client/clienttest"
+	"github.com/glassroom/glassroom/testkit"
 )
 
 // TestTypeCheck runs the TypeScript compiler that package.json pins over
@@ -49,7 +49,7 @@ func TestTypeCheck(t *testing.T) {
 		t.Fatalf("package.json must pin typescript to an exact version, has %q", pinned)
 	}
 
-	node := clienttest.NPMInstall(t, ".")
+	node := testkit.NPMInstall(t, ".")
 	tsc := func(args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()

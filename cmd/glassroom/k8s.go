@@ -8,8 +8,8 @@ import (
 	"io"
 	"net"
 	"os"
-	"strings"
 
+	"github.com/glassroom/glassroom/app"
 	"github.com/glassroom/glassroom/kernel/runtime/k8s"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/rs/zerolog"
@@ -38,20 +38,13 @@ func (k *k8sOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&k.workspaceMedia, "k8s-workspace-medium", "", "workspace emptyDir medium: empty (node disk, sizeLimit enforced by eviction) or Memory (tmpfs)")
 }
 
-// newK8sRuntime connects to the cluster and builds the k8s runtime.
-func newK8sRuntime(ctx context.Context, o *options, common sandbox.Common, log zerolog.Logger) (*k8s.Runtime, error) {
-	cs, err := k8s.NewClientset(o.k8s.kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	ns := o.k8s.namespace
-	if ns == "" {
-		ns = strings.TrimSpace(k8s.InClusterNamespace())
-	}
-	return k8s.New(ctx, k8s.Config{Common: common, Namespace: ns, Instance: o.instance,
-		Image: o.k8s.kernelImage, AgentImage: o.k8s.agentImage, ImagePullPolicy: o.k8s.pullPolicy,
-		RuntimeClassName: o.k8s.runtimeClass, SeccompLocalhostProfile: o.k8s.seccompProfile,
-		WorkspaceMedium: o.k8s.workspaceMedia, MaxLifetime: o.sess.MaxLifetime}, cs, log)
+// config is the k8s runtime these flags describe (app fills in the
+// shared limits and state).
+func (k *k8sOptions) config(instance string) app.K8s {
+	return app.K8s{Kubeconfig: k.kubeconfig, Config: k8s.Config{Namespace: k.namespace, Instance: instance,
+		Image: k.kernelImage, AgentImage: k.agentImage, ImagePullPolicy: k.pullPolicy,
+		RuntimeClassName: k.runtimeClass, SeccompLocalhostProfile: k.seccompProfile,
+		WorkspaceMedium: k.workspaceMedia}}
 }
 
 // runPodAgent is `glassroom pod-agent`: the agent next to the kernel in

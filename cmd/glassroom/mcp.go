@@ -6,15 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/glassroom/glassroom/app"
 	"github.com/glassroom/glassroom/client"
-	"github.com/glassroom/glassroom/gateway"
 	"github.com/glassroom/glassroom/mcp"
-	"github.com/glassroom/glassroom/sessions"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
@@ -132,44 +130,30 @@ func runEmbeddedMCP(ctx context.Context, mo *mcpOptions, env []string, cfg mcp.C
 	if len(o.apiKeys) == 0 {
 		o.apiKeys = []string{newKey()}
 	}
-	rt, runRuntime, closeRuntime, err := newRuntime(ctx, o, log)
+	a, err := app.New(ctx, o.appConfig(), log)
 	if err != nil {
 		return err
 	}
-	defer closeRuntime()
-	mgr, err := sessions.New(o.sess, rt, log)
+	c, err := a.Client(o.apiKeys[0])
 	if err != nil {
-		return err
-	}
-	o.gw.APIKeys = o.apiKeys
-	gw, err := gateway.New(o.gw, mgr, nil, log)
-	if err != nil {
-		return err
-	}
-	c, err := client.New(client.Config{
-		BaseURL: "http://glassroom.in-process", APIKey: o.apiKeys[0],
-		HTTPClient: &http.Client{Transport: gw.InProcessTransport()},
-	})
-	if err != nil {
-		return err
+		return errors.Join(err, a.Close(context.Background(), false))
 	}
 	srv, err := mcp.New(c, cfg, log)
 	if err != nil {
-		return err
+		return errors.Join(err, a.Close(context.Background(), false))
 	}
-	log.Info().Str("runtime", rt.Name()).Msg("serving MCP over stdio with an embedded gateway")
+	log.Info().Str("runtime", a.Runtime.Name()).Msg("serving MCP over stdio with an embedded gateway")
 	g, gctx := errgroup.WithContext(ctx)
 	sctx, stopServing := context.WithCancel(gctx)
 	g.Go(func() error {
 		defer stopServing()
 		return ignoreClosed(srv.Run(gctx, transport))
 	})
-	g.Go(func() error { return mgr.Run(sctx) })
-	g.Go(func() error { return runRuntime(sctx) })
+	g.Go(func() error { return a.Run(sctx, nil) })
 	err = g.Wait()
 	cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if cerr := mgr.Close(cctx); cerr != nil && err == nil {
+	if cerr := a.Close(cctx, false); cerr != nil && err == nil {
 		err = cerr
 	}
 	if errors.Is(err, context.Canceled) && ctx.Err() == nil {

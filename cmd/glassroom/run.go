@@ -9,25 +9,21 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/glassroom/glassroom/app"
 	"github.com/glassroom/glassroom/egress"
 	"github.com/glassroom/glassroom/gateway"
 	"github.com/glassroom/glassroom/kernel/runtime/docker"
 	"github.com/glassroom/glassroom/kernel/runtime/local"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
-	"github.com/glassroom/glassroom/metrics"
 	"github.com/glassroom/glassroom/sessions"
-	"github.com/glassroom/glassroom/sessionstore"
 	"github.com/glassroom/glassroom/web"
 	"github.com/rs/zerolog"
-	"golang.org/x/sync/errgroup"
 )
 
 const usage = `usage: glassroom serve [flags]
@@ -278,117 +274,62 @@ func run(ctx context.Context, args, env []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "glassroom: no API key configured; generated one for this run:\n    %s\n", o.apiKeys[0])
 	}
 
-	rt, runRuntime, closeRuntime, err := newRuntime(ctx, o, log)
-	if err != nil {
-		return err
-	}
-	defer closeRuntime()
-	if sd, ok := rt.(interface{ StateDir() string }); o.durable && ok && sd.StateDir() != "" {
-		st, err := sessionstore.Open(sd.StateDir())
-		if err != nil {
-			return err
-		}
-		defer func() { _ = st.Close() }()
-		o.sess.Store = st
-	}
-	met := metrics.New()
-	o.sess.Observer = met
-	mgr, err := sessions.New(o.sess, rt, log)
-	if err != nil {
-		return err
-	}
-	met.Watch(mgr)
-	res, err := mgr.Restore(ctx)
-	if err != nil {
-		return err
-	}
-	if res.Adopted+res.Restarted+res.Lost > 0 {
-		log.Info().Int("adopted", res.Adopted).Int("restarted", res.Restarted).Int("lost", res.Lost).Msg("sessions of the previous gateway")
-	}
 	assets, err := web.Assets()
 	if err != nil {
 		return err
 	}
-	o.gw.APIKeys = o.apiKeys
-	if o.metricsToken != "" {
-		o.gw.Metrics, o.gw.MetricsToken = met.Handler(), o.metricsToken
-	}
-	srv, err := gateway.New(o.gw, mgr, assets, log)
+	cfg := o.appConfig()
+	cfg.Durable, cfg.UI, cfg.MetricsListen = o.durable, assets, o.metricsListen
+	cfg.Gateway.MetricsToken = o.metricsToken
+	a, err := app.New(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
+	if res := a.Restored; res.Adopted+res.Restarted+res.Lost > 0 {
+		log.Info().Int("adopted", res.Adopted).Int("restarted", res.Restarted).Int("lost", res.Lost).Msg("sessions of the previous gateway")
+	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return errors.Join(fmt.Errorf("listen: %w", err), a.Close(cctx, o.onShutdown == "keep"))
 	}
 	url := "http://" + ln.Addr().String()
-	fmt.Fprintf(stdout, "glassroom: serving on %s (runtime %s)\n    open %s/?token=%s\n", url, rt.Name(), url, o.apiKeys[0])
+	fmt.Fprintf(stdout, "glassroom: serving on %s (runtime %s)\n    open %s/?token=%s\n", url, a.Runtime.Name(), url, o.apiKeys[0])
 
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return srv.Serve(gctx, ln) })
-	g.Go(func() error { return mgr.Run(gctx) })
-	g.Go(func() error { return runRuntime(gctx) })
-	if o.metricsListen != "" {
-		g.Go(func() error { return serveMetrics(gctx, o.metricsListen, met.Handler()) })
-	}
-	err = g.Wait()
+	err = a.Run(ctx, ln)
 	cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var cerr error
 	if o.onShutdown == "keep" {
 		log.Info().Msg("letting kernels that outlive the gateway run on, for the next gateway; stopping the others")
-		cerr = mgr.Detach(cctx)
 	} else {
 		log.Info().Msg("stopping every kernel")
-		cerr = mgr.Close(cctx)
 	}
-	if cerr != nil && err == nil {
+	if cerr := a.Close(cctx, o.onShutdown == "keep"); cerr != nil && err == nil {
 		err = cerr
 	}
 	fmt.Fprintln(stdout, "glassroom: stopped")
 	return err
 }
 
-// newRuntime builds the runtime o selects, the loop it needs run (periodic
-// reconciliation) and a function that releases it.
-func newRuntime(ctx context.Context, o *options, log zerolog.Logger) (sessions.Runtime, func(context.Context) error, func(), error) {
-	noLoop := func(context.Context) error { return nil }
-	common := sandbox.Common{StateDir: o.stateDir, UIDBase: o.uidBase, Defaults: o.lim, Max: o.max}
-	switch o.runtime {
-	case "local":
-		rt, err := local.New(local.Config{Common: common, InsecureNoSandbox: o.insecureNoSandbox}, log)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		if o.insecureNoSandbox {
-			log.Warn().Msg("INSECURE: --insecure-no-sandbox is set; kernels run without a sandbox")
-		}
-		return rt, noLoop, func() {}, nil
-	case "docker":
-		rt, err := docker.New(ctx, docker.Config{Common: common,
-			Image: o.dockerImage, OCIRuntime: o.dockerRuntime, Instance: o.instance, SeccompProfile: o.seccompProfile,
-			Adopting: o.durable,
-		}, log)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		return rt, rt.Run, func() { _ = rt.Close() }, nil
-	case "k8s":
-		rt, err := newK8sRuntime(ctx, o, common, log)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		release := func() { // sessions are closed or detached by now: others may adopt what is left at once
-			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := rt.ReleaseLease(cctx); err != nil {
-				log.Warn().Err(err).Msg("releasing the gateway's lease failed")
-			}
-			_ = rt.Close()
-		}
-		return rt, rt.Run, release, nil
+// appConfig is the assembly the options describe: runtime, sessions and
+// gateway (API keys included); serve and the embedded MCP gateway add
+// what is theirs.
+func (o *options) appConfig() app.Config {
+	gw := o.gw
+	gw.APIKeys = o.apiKeys
+	return app.Config{
+		Runtime: app.Runtime{
+			Kind:   o.runtime,
+			Common: sandbox.Common{StateDir: o.stateDir, UIDBase: o.uidBase, Defaults: o.lim, Max: o.max},
+			Local:  local.Config{InsecureNoSandbox: o.insecureNoSandbox},
+			Docker: docker.Config{Image: o.dockerImage, OCIRuntime: o.dockerRuntime, Instance: o.instance,
+				SeccompProfile: o.seccompProfile, Adopting: o.durable},
+			K8s: o.k8s.config(o.instance),
+		},
+		Sessions: o.sess,
+		Gateway:  gw,
 	}
-	return nil, nil, nil, fmt.Errorf("--runtime %s: unknown runtime (want local, docker or k8s)", strconv.Quote(o.runtime))
 }
 
 // protectFromOOMKiller makes the gateway the OOM killer's last choice
@@ -402,32 +343,4 @@ func protectFromOOMKiller(log zerolog.Logger) {
 	if err := os.WriteFile("/proc/self/oom_score_adj", []byte("-900"), 0); err != nil {
 		log.Warn().Err(err).Msg("could not lower the gateway's OOM score")
 	}
-}
-
-// serveMetrics serves the metrics handler on addr until ctx ends.
-func serveMetrics(ctx context.Context, addr string, h http.Handler) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("--metrics-listen: %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", h)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("metrics: %w", err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err = srv.Shutdown(sctx)
-	if serr := <-errc; err == nil && !errors.Is(serr, http.ErrServerClosed) {
-		err = serr
-	}
-	if err != nil {
-		return fmt.Errorf("metrics: %w", err)
-	}
-	return nil
 }

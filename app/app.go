@@ -1,0 +1,193 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/glassroom/glassroom/cleanup"
+	"github.com/glassroom/glassroom/client"
+	"github.com/glassroom/glassroom/gateway"
+	"github.com/glassroom/glassroom/mcp"
+	"github.com/glassroom/glassroom/metrics"
+	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/sessionstore"
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+)
+
+// Config is everything an assembled gateway needs. Zero fields take the
+// packages' own defaults.
+type Config struct {
+	// Runtime selects and configures the kernel runtime.
+	Runtime Runtime
+	// Sessions configures the session manager. Store and Observer are
+	// filled in here (from Durable and the metrics).
+	Sessions sessions.Config
+	// Gateway configures the HTTP server. MCP is filled in here; Metrics
+	// too, when Gateway.MetricsToken is set.
+	Gateway gateway.Config
+	// Durable keeps sessions in a store under the runtime's state dir and
+	// restores them (adopting kernels that outlived the last gateway) in New.
+	Durable bool
+	// UI is the web notebook's static files; nil serves no UI.
+	UI fs.FS
+	// MetricsListen, when set, serves /metrics on that separate address
+	// without auth (Run listens on it).
+	MetricsListen string
+}
+
+// App is an assembled gateway. Build it with New; Run serves until its
+// context ends; Close (after Run returns, or instead of it) releases
+// everything. Its fields are read-only after New.
+type App struct {
+	Runtime  sessions.Runtime
+	Manager  *sessions.Manager
+	Gateway  *gateway.Server
+	Metrics  *metrics.Metrics
+	Restored sessions.RestoreResult // what New found of the previous gateway's sessions
+
+	cfg     Config
+	log     zerolog.Logger
+	loop    func(context.Context) error // the runtime's periodic work
+	release cleanup.Stack               // the runtime, then the store: undone (last first) by Close
+}
+
+// New builds the runtime, the store (when durable), the metrics, the
+// manager (restoring stored sessions) and the gateway. On error, whatever
+// was built is released. ctx bounds the start (connecting to Docker or
+// the cluster, restoring sessions), not the App's life.
+func New(ctx context.Context, cfg Config, log zerolog.Logger) (_ *App, err error) {
+	a := &App{cfg: cfg, log: log}
+	defer func() { // a failed New releases what it built, sessions first
+		if err == nil {
+			return
+		}
+		if a.Manager != nil {
+			cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_ = a.Manager.Close(cctx)
+		}
+		err = errors.Join(err, a.release.Run())
+	}()
+
+	rt, err := newRuntime(ctx, cfg.Runtime, cfg.Sessions, log)
+	if err != nil {
+		return nil, err
+	}
+	a.Runtime, a.loop = rt.runtime, rt.loop
+	a.release.PushFunc("runtime", rt.release)
+
+	scfg := cfg.Sessions
+	if cfg.Durable {
+		if sd, ok := rt.runtime.(interface{ StateDir() string }); ok && sd.StateDir() != "" {
+			st, err := sessionstore.Open(sd.StateDir())
+			if err != nil {
+				return nil, fmt.Errorf("app: session store: %w", err)
+			}
+			a.release.Push("session store", st.Close)
+			scfg.Store = st
+		}
+	}
+	a.Metrics = metrics.New()
+	scfg.Observer = a.Metrics
+	mgr, err := sessions.New(scfg, rt.runtime, log)
+	if err != nil {
+		return nil, fmt.Errorf("app: sessions: %w", err)
+	}
+	a.Manager = mgr
+	a.Metrics.Watch(mgr)
+	if a.Restored, err = mgr.Restore(ctx); err != nil {
+		return nil, fmt.Errorf("app: restore: %w", err)
+	}
+
+	gcfg := cfg.Gateway
+	if gcfg.MetricsToken != "" {
+		gcfg.Metrics = a.Metrics.Handler()
+	}
+	mcfg := mcp.Config{MaxUploadBytes: int(min(gcfg.MaxUploadBytes, gateway.MCPMaxUpload))}
+	if mcfg.MaxUploadBytes == 0 {
+		mcfg.MaxUploadBytes = gateway.MCPMaxUpload
+	}
+	gcfg.MCP = func(inProcess http.RoundTripper) (http.Handler, error) {
+		return mcp.NewGatewayHandler(inProcess, mcfg, log)
+	}
+	if a.Gateway, err = gateway.New(gcfg, mgr, cfg.UI, log); err != nil {
+		return nil, fmt.Errorf("app: gateway: %w", err)
+	}
+	return a, nil
+}
+
+// Run serves the gateway on ln (nil: no listener, for in-process use),
+// the manager's expiry loop, the runtime's reconciliation and, when
+// configured, the metrics listener, until ctx ends or one of them fails.
+// It returns the first error; the sessions keep running (Close ends them).
+func (a *App) Run(ctx context.Context, ln net.Listener) error {
+	g, gctx := errgroup.WithContext(ctx)
+	if ln != nil {
+		g.Go(func() error { return a.Gateway.Serve(gctx, ln) })
+	}
+	g.Go(func() error { return a.Manager.Run(gctx) })
+	g.Go(func() error { return a.loop(gctx) })
+	if a.cfg.MetricsListen != "" {
+		g.Go(func() error { return serveMetrics(gctx, a.cfg.MetricsListen, a.Metrics.Handler()) })
+	}
+	return g.Wait()
+}
+
+// Close ends the sessions, then releases the store and the runtime. With
+// keep, kernels that can outlive the gateway (docker, k8s) keep running
+// for the next gateway to adopt (Manager.Detach); otherwise every kernel
+// stops (Manager.Close). ctx bounds the sessions' shutdown. Call it once,
+// after Run has returned.
+func (a *App) Close(ctx context.Context, keep bool) error {
+	var err error
+	if keep {
+		err = a.Manager.Detach(ctx)
+	} else {
+		err = a.Manager.Close(ctx)
+	}
+	return errors.Join(err, a.release.Run())
+}
+
+// Client returns a Go client of this gateway that calls it in-process,
+// with key (one of Gateway.APIKeys): no socket is opened. WebSockets are
+// not available through it.
+func (a *App) Client(key string) (*client.Client, error) {
+	return client.New(client.Config{
+		BaseURL: "http://glassroom.in-process", APIKey: key,
+		HTTPClient: &http.Client{Transport: a.Gateway.InProcessTransport()},
+	})
+}
+
+// serveMetrics serves the metrics handler on addr until ctx ends.
+func serveMetrics(ctx context.Context, addr string, h http.Handler) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("metrics listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("metrics: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	if serr := <-errc; err == nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = serr
+	}
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	return nil
+}

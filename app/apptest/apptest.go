@@ -1,0 +1,135 @@
+// Package apptest starts real glassroom gateways, assembled by package app
+// exactly as `glassroom serve` assembles them, on loopback listeners for
+// tests: the e2e and client tests, the MCP server's, the SDKs' and the
+// density suite. Local is the bubblewrap runtime, Docker the Docker
+// runtime (runc); a missing engine or kernel image skips loudly, or fails
+// when CI=true (testkit.Unavailable).
+//
+// It is a test harness: only _test.go files import it.
+package apptest
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/glassroom/glassroom/app"
+	"github.com/glassroom/glassroom/client"
+	"github.com/glassroom/glassroom/gateway"
+	"github.com/glassroom/glassroom/kernel/runtime/docker"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
+	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/testkit"
+	"github.com/rs/zerolog"
+)
+
+// API keys of the test gateways; each is a tenant.
+const (
+	KeyA = "clienttest-key-a-0123456789"
+	KeyB = "clienttest-key-b-0123456789"
+)
+
+// Runtime configures a runtime for one test. uidBase keeps the host uids
+// of different test packages apart (they may run in parallel).
+type Runtime func(t testing.TB, uidBase int) app.Runtime
+
+// Local is the bubblewrap runtime, with its state in a temporary directory.
+func Local(t testing.TB, uidBase int) app.Runtime {
+	t.Helper()
+	testkit.RealThing(t, "bubblewrap and ipykernel")
+	dir := t.TempDir()
+	for p := dir; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
+		_ = os.Chmod(p, 0o711)
+	}
+	return app.Runtime{Kind: app.KindLocal, Common: sandbox.Common{StateDir: dir, UIDBase: uidBase}}
+}
+
+// Docker is the Docker runtime with runc, a fresh instance name and its
+// state in a temporary directory.
+func Docker(t testing.TB, uidBase int) app.Runtime {
+	t.Helper()
+	return DockerWith(t, "runc", uidBase+50000)
+}
+
+// DockerWith is the Docker runtime under the OCI runtime oci (runc,
+// runsc). gVisor counts its own threads against the pids limit, so runsc
+// sessions get 1024 pids (2048 at most).
+func DockerWith(t testing.TB, oci string, uidBase int) app.Runtime {
+	t.Helper()
+	testkit.RealThing(t, "Docker")
+	dir := t.TempDir()
+	_ = os.Chmod(dir, 0o711)
+	rt := app.Runtime{Kind: app.KindDocker, Common: sandbox.Common{StateDir: dir, UIDBase: uidBase},
+		Docker: docker.Config{Instance: "apptest-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36), OCIRuntime: oci}}
+	if oci == "runsc" {
+		rt.Common.Defaults.Pids, rt.Common.Max.Pids = 1024, 2048
+	}
+	return rt
+}
+
+// Runtimes are the runtimes client tests run against.
+func Runtimes() map[string]Runtime {
+	return map[string]Runtime{"local": Local, "docker": Docker}
+}
+
+// Options tune a test gateway.
+type Options struct {
+	Sessions sessions.Config
+	Gateway  gateway.Config // APIKeys default to KeyA and KeyB
+}
+
+// Gateway is a real gateway, assembled by app.New, on a loopback listener.
+type Gateway struct {
+	URL     string
+	App     *app.App
+	Server  *gateway.Server
+	Manager *sessions.Manager
+}
+
+// Start assembles a gateway over rt and serves it until the test ends;
+// cleanup closes the listener, then every session and the runtime. A
+// Docker runtime that cannot start (no engine, no image) is Unavailable.
+func Start(t testing.TB, rt app.Runtime, opts Options) *Gateway {
+	t.Helper()
+	gcfg := opts.Gateway
+	if len(gcfg.APIKeys) == 0 {
+		gcfg.APIKeys = []string{KeyA, KeyB}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	a, err := app.New(ctx, app.Config{Runtime: rt, Sessions: opts.Sessions, Gateway: gcfg}, zerolog.Nop())
+	cancel()
+	if err != nil {
+		if rt.Kind == app.KindDocker {
+			testkit.Unavailable(t, "Docker runtime: %v (run `make image`)", err)
+		}
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(a.Gateway.Handler())
+	rctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = a.Run(rctx, nil); close(done) }()
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		hs.Close()
+		stop()
+		<-done
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = a.Close(cctx, false)
+	})
+	return &Gateway{URL: hs.URL, App: a, Server: a.Gateway, Manager: a.Manager}
+}
+
+// Client returns a Go client of g with key.
+func (g *Gateway) Client(t testing.TB, key string) *client.Client {
+	t.Helper()
+	c, err := client.New(client.Config{BaseURL: g.URL, APIKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
