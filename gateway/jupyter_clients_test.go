@@ -370,6 +370,7 @@ func TestNotebookInChromium(t *testing.T) {
 // chromiumPath returns Debian's Chromium, or skips (fails in CI).
 func chromiumPath(t *testing.T) string {
 	t.Helper()
+	testkit.RealThing(t, "Chromium")
 	const bin = "/usr/bin/chromium"
 	if _, err := os.Stat(bin); err != nil {
 		testkit.Unavailable(t, "Chromium: %v (make test-deps)", err)

@@ -17,6 +17,7 @@ import (
 	"github.com/glassroom/glassroom/app/apptest"
 	"github.com/glassroom/glassroom/gateway"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
+	"github.com/glassroom/glassroom/mcp"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/gorilla/websocket"
@@ -67,7 +68,10 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := gateway.New(gateway.Config{APIKeys: []string{"openapi-test-key-0123456789"}}, mgr,
+	mcpHandler := func(inProcess http.RoundTripper) (http.Handler, error) {
+		return mcp.NewGatewayHandler(inProcess, mcp.Config{}, zerolog.Nop())
+	}
+	srv, err := gateway.New(gateway.Config{APIKeys: []string{"openapi-test-key-0123456789"}, MCP: mcpHandler}, mgr,
 		fstest.MapFS{"index.html": {Data: []byte("<html>")}}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glassroom/glassroom/testkit"
+
 	"github.com/glassroom/glassroom/kernel"
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
@@ -33,6 +35,7 @@ type bareKernel struct {
 
 func startBareKernel(t testing.TB) *bareKernel {
 	t.Helper()
+	testkit.RealThing(t, "ipykernel")
 	if _, err := os.Stat(python); err != nil {
 		t.Fatalf("%s missing: run `make deps` (installs python3-ipykernel)", python)
 	}

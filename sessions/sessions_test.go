@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glassroom/glassroom/testkit"
+
 	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/kernel/runtime/local"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
@@ -25,6 +27,7 @@ func newLocal(dir string, uidBase int) (*local.Runtime, error) {
 
 func localRuntime(t *testing.T) *local.Runtime {
 	t.Helper()
+	testkit.RealThing(t, "bubblewrap and ipykernel")
 	dir := t.TempDir()
 	for p := dir; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
 		os.Chmod(p, 0o711)
@@ -38,6 +41,7 @@ func localRuntime(t *testing.T) *local.Runtime {
 
 func newManager(t *testing.T, cfg sessions.Config) *sessions.Manager {
 	t.Helper()
+	testkit.RealThing(t, "bubblewrap and ipykernel")
 	m, err := sessions.New(cfg, localRuntime(t), zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glassroom/glassroom/testkit"
+
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
@@ -49,6 +51,7 @@ const (
 // chromium returns the browser binary, or skips (fails in CI) without it.
 func chromium(t *testing.T) string {
 	t.Helper()
+	testkit.RealThing(t, "Chromium")
 	if _, err := os.Stat(chromiumBin); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("Chromium is required in CI: %v (run `make test-deps`)", err)

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/glassroom/glassroom/testkit"
 )
 
 // The real binary, built once per test run (without -race, so memory
@@ -28,6 +30,7 @@ var (
 
 func gatewayBinary(t *testing.T) string {
 	t.Helper()
+	testkit.RealThing(t, "the gateway binary and real kernels")
 	binOnce.Do(func() {
 		binDir, binErr = os.MkdirTemp("", "glassroom-bin-")
 		if binErr != nil {
@@ -146,6 +149,7 @@ func procStatus(t *testing.T, pid int, field string) int64 {
 // engine and the kernel image.
 func requireDocker(t *testing.T) {
 	t.Helper()
+	testkit.RealThing(t, "Docker")
 	out, err := exec.Command("docker", "image", "inspect", "-f", "ok", "glassroom/python-kernel:latest").CombinedOutput()
 	if err == nil {
 		return

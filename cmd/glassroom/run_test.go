@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glassroom/glassroom/testkit"
+
 	"github.com/gorilla/websocket"
 	"go.uber.org/goleak"
 )
@@ -256,6 +258,7 @@ type served struct {
 // its key that serve prints.
 func serveInProcess(ctx context.Context, t *testing.T, args ...string) *served {
 	t.Helper()
+	testkit.RealThing(t, "a real gateway and kernels")
 	s := &served{out: &syncBuffer{}, errc: make(chan error, 1)}
 	go func() {
 		s.errc <- run(ctx, append([]string{"serve", "--listen", "127.0.0.1:0", "--log-level", "warn"}, args...), nil, s.out)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glassroom/glassroom/testkit"
+
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/client"
 	"github.com/glassroom/glassroom/kernel/runtime/docker"
@@ -25,6 +27,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // loudly; in CI (CI=true) it fails, because these tests must run there.
 func newRuntime(t *testing.T, cfg docker.Config) *docker.Runtime {
 	t.Helper()
+	testkit.RealThing(t, "Docker")
 	if cfg.Instance == "" {
 		cfg.Instance = "test-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
 	}

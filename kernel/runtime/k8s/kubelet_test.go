@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glassroom/glassroom/testkit"
+
 	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/rs/zerolog"
@@ -57,6 +59,7 @@ type simPod struct {
 
 func startKubelet(t *testing.T, cs *fake.Clientset, ns string) *simKubelet {
 	t.Helper()
+	testkit.RealThing(t, "real kernels under the simulated kubelet")
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
 		t.Fatal("the simulated kubelet runs the kernel with /usr/bin/python3 and ipykernel (scripts/install-deps.sh installs them)")
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glassroom/glassroom/testkit"
+
 	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/kernel/runtime/local"
 	"github.com/glassroom/glassroom/kernel/runtime/runtimetest"
@@ -23,6 +25,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func newRuntime(t *testing.T, cfg local.Config) *local.Runtime {
 	t.Helper()
+	testkit.RealThing(t, "bubblewrap and ipykernel")
 	if cfg.UIDBase == 0 {
 		cfg.UIDBase = 320000 // distinct from other packages' tests running in parallel
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glassroom/glassroom/testkit"
+
 	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/rs/zerolog"
@@ -29,6 +31,7 @@ type Kernel struct {
 // Start starts a sandbox for spec and connects to it, failing the test on error.
 func Start(t testing.TB, rt Starter, spec sandbox.Spec) Kernel {
 	t.Helper()
+	testkit.RealThing(t, "a real sandboxed kernel")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	sb, err := rt.Start(ctx, spec)
