@@ -88,7 +88,7 @@ web-vendor:
 
 COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 compose: build image
-	@test -f .env || { echo 'create .env with GLASSROOM_API_KEYS=<key> (see README: Docker Compose)'; exit 1; }
+	@test -f .env || { echo 'create .env with GLASSROOM_API_KEYS=<key> (see docs/operations.md: Docker Compose)'; exit 1; }
 	d=/run/glassroom/compose; mkdir -p $$d; findmnt -no PROPAGATION -T $$d | grep -q shared || { mount --bind $$d $$d && mount --make-rshared $$d; }
 	$(COMPOSE) up --build
 

@@ -9,7 +9,8 @@ import (
 	"github.com/glassroom/glassroom/client"
 )
 
-// The README's Go example (compiled, not run: it needs a gateway).
+// The Go example of docs/clients.md (compiled, not run: it needs a
+// gateway); the README shows its first lines.
 func ExampleClient() {
 	ctx, key, csv := context.Background(), "3f9c…", "region,units\nnorth,10\n"
 	c, err := client.New(client.Config{BaseURL: "http://127.0.0.1:8888", APIKey: key})

@@ -43,7 +43,7 @@ func BenchmarkDensity(b *testing.B) {
 				// Sandboxes run as uid base+slot: the first ten.
 				base := uint32(410000)
 				if name == "docker" {
-					base += 50000 // clienttest's docker uid offset
+					base += 50000 // apptest.Docker's uid offset
 				}
 				var pss int64
 				for uid := base; uid < base+10; uid++ {

@@ -71,32 +71,46 @@ func freePort(t testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// readmeCommand returns the README's command line (in "Use from
-// JupyterLab / Notebook") that starts with prefix, with the gateway's URL
-// and key put in.
+// readmeCommand returns the command line of docs/clients.md (in "Use
+// from JupyterLab / Notebook") that starts with prefix, with the gateway's
+// URL and key put in. The README's line with that prefix, if any, must be
+// the same.
 func readmeCommand(t *testing.T, prefix, gateway, key string) []string {
 	t.Helper()
+	doc, err := os.ReadFile("../docs/clients.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "## Use from JupyterLab / Notebook\n")
+	if !ok {
+		t.Fatal("docs/clients.md has no Use from JupyterLab / Notebook section")
+	}
+	found := ""
+	for _, line := range strings.Split(section, "\n") {
+		if strings.HasPrefix(line, prefix+" ") {
+			found = line
+			break
+		}
+	}
+	if found == "" {
+		t.Fatalf("docs/clients.md has no %q command line", prefix)
+	}
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "## Use from JupyterLab / Notebook\n")
-	if !ok {
-		t.Fatal("README has no Use from JupyterLab / Notebook section")
-	}
-	for _, line := range strings.Split(section, "\n") {
-		if strings.HasPrefix(line, prefix+" ") {
-			line = strings.ReplaceAll(line, "http://127.0.0.1:8888", gateway)
-			line = strings.ReplaceAll(line, "$K", key)
-			return strings.Fields(line)
+	for _, line := range strings.Split(string(readme), "\n") {
+		if strings.HasPrefix(line, prefix+" ") && line != found {
+			t.Fatalf("README's %q differs from docs/clients.md's %q", line, found)
 		}
 	}
-	t.Fatalf("README has no %q command line", prefix)
-	return nil
+	found = strings.ReplaceAll(found, "http://127.0.0.1:8888", gateway)
+	found = strings.ReplaceAll(found, "$K", key)
+	return strings.Fields(found)
 }
 
 // startJupyterApp starts Debian's classic Notebook ("notebook") or
-// jupyter_server ("jupyter_server") with the README's command line, with
+// jupyter_server ("jupyter_server") with the documented command line, with
 // --gateway-url=gateway and the gateway key as GatewayClient.auth_token;
 // the test adds a loopback port, a token and private directories. It stops
 // it when the test ends.
@@ -123,7 +137,7 @@ func startJupyterApp(t *testing.T, module, gateway, key string) *jupyterApp {
 		argv[0] = py
 	}
 	if !slices.Contains(argv, "--gateway-url="+gateway) || !slices.Contains(argv, "--GatewayClient.auth_token="+key) {
-		t.Fatalf("README command line %q", argv)
+		t.Fatalf("docs/clients.md command line %q", argv)
 	}
 	args := append(argv[1:], "--"+cls+".token="+app.token, "--"+cls+".ip=127.0.0.1", "--"+cls+".port="+strconv.Itoa(port),
 		"--"+cls+".port_retries=0", "--"+cls+".open_browser=False", rootFlag+filepath.Join(dir, "root"))
@@ -507,17 +521,17 @@ func TestJupyterLabServices(t *testing.T) {
 	}
 }
 
-// TestReadmeJupyterLabSnippet runs the README's @jupyterlab/services
-// example in Node against a real gateway.
+// TestReadmeJupyterLabSnippet runs the @jupyterlab/services example of
+// docs/clients.md in Node against a real gateway.
 func TestReadmeJupyterLabSnippet(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	doc, err := os.ReadFile("../docs/clients.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, _ := strings.Cut(string(readme), "## Use from JupyterLab / Notebook\n")
+	_, section, _ := strings.Cut(string(doc), "## Use from JupyterLab / Notebook\n")
 	_, code, ok := strings.Cut(section, "```js\n")
 	if code, _, _ = strings.Cut(code, "```"); !ok || !strings.Contains(code, "@jupyterlab/services") {
-		t.Fatal("README has no @jupyterlab/services example")
+		t.Fatal("docs/clients.md has no @jupyterlab/services example")
 	}
 	g := apptest.Start(t, apptest.Local(t, jupyterUIDBase+4000), apptest.Options{})
 	node := testkit.NPMInstall(t, "testdata/jlab")
@@ -535,7 +549,7 @@ func TestReadmeJupyterLabSnippet(t *testing.T) {
 	cmd.Env = append(os.Environ(), "K="+apptest.KeyA)
 	out, err := cmd.CombinedOutput()
 	if err != nil || !slices.Contains(strings.Split(string(out), "\n"), "42") {
-		t.Fatalf("README example: %v\n%s", err, out)
+		t.Fatalf("docs/clients.md example: %v\n%s", err, out)
 	}
 	if list, err := g.Client(t, apptest.KeyA).ListSessions(context.Background()); err != nil || len(list) != 0 {
 		t.Fatalf("sessions after the example's shutdown: %v %v", list, err)

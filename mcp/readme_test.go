@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -28,16 +29,27 @@ func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
 	return h.base.RoundTrip(r)
 }
 
-// TestReadmeConfig runs the README's MCP config blocks (stdio and HTTP),
-// with the test gateway's URL and key, so the README stays true.
+// TestReadmeConfig runs the MCP config blocks of docs/clients.md (stdio
+// and HTTP), with the test gateway's URL and key, so the documentation
+// stays true. Each block of the README must be one of them.
 func TestReadmeConfig(t *testing.T) {
+	re := regexp.MustCompile("(?s)```json\n(\\{\\s*\"mcpServers\".*?)```")
+	doc, err := os.ReadFile("../docs/clients.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := re.FindAllSubmatch(doc, -1)
+	if len(blocks) != 2 {
+		t.Fatalf("want 2 mcpServers blocks in docs/clients.md, found %d", len(blocks))
+	}
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := regexp.MustCompile("(?s)```json\n(\\{\\s*\"mcpServers\".*?)```").FindAllSubmatch(readme, -1)
-	if len(blocks) != 2 {
-		t.Fatalf("want 2 mcpServers blocks in the README, found %d", len(blocks))
+	for _, r := range re.FindAllSubmatch(readme, -1) {
+		if !bytes.Equal(r[1], blocks[0][1]) && !bytes.Equal(r[1], blocks[1][1]) {
+			t.Fatalf("README's mcpServers block is not one of docs/clients.md's:\n%s", r[1])
+		}
 	}
 	g := apptest.Start(t, apptest.Local(t, uidBase+6000), apptest.Options{})
 	ctx := ctxT(t, 2*time.Minute)
@@ -53,7 +65,7 @@ func TestReadmeConfig(t *testing.T) {
 		text := strings.ReplaceAll(string(b[1]), "http://127.0.0.1:8888", g.URL)
 		text = strings.ReplaceAll(text, placeholder, apptest.KeyA)
 		if err := json.Unmarshal([]byte(text), &cfg); err != nil {
-			t.Fatalf("README block %s: %v", b[1], err)
+			t.Fatalf("docs/clients.md block %s: %v", b[1], err)
 		}
 		s, ok := cfg.MCPServers["glassroom"]
 		if !ok {
@@ -61,7 +73,7 @@ func TestReadmeConfig(t *testing.T) {
 		}
 		var transport sdk.Transport
 		if s.Command != "" {
-			cmd := exec.Command(binary, s.Args...) // the README's path is where users install it
+			cmd := exec.Command(binary, s.Args...) // the documented path is where users install it
 			cmd.Env = os.Environ()
 			for k, v := range s.Env {
 				cmd.Env = append(cmd.Env, k+"="+v)
@@ -77,7 +89,7 @@ func TestReadmeConfig(t *testing.T) {
 		cs := connect(t, ctx, transport)
 		res := call(t, ctx, cs, "execute_python", map[string]any{"code": "6 * 7"})
 		if res.IsError || !strings.Contains(textOf(res), "42") {
-			t.Fatalf("README config %s: %q", text, textOf(res))
+			t.Fatalf("docs/clients.md config %s: %q", text, textOf(res))
 		}
 		sid := res.StructuredContent.(map[string]any)["session_id"].(string)
 		call(t, ctx, cs, "close_session", map[string]any{"session_id": sid})

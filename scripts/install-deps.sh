@@ -2,7 +2,7 @@
 # install-deps.sh [runtime|test]: install the Debian packages glassroom needs.
 #   runtime: bubblewrap and Debian's Python with ipykernel, numpy, pandas, matplotlib
 #   test:    runtime + docker.io, mmdebstrap (kernel image), chromium (UI tests), runsc (gVisor suite),
-#            python3-websocket (README client, Python SDK), python3-venv/-setuptools/-wheel (SDK pip install test),
+#            python3-websocket (docs' WebSocket client, Python SDK), python3-venv/-setuptools/-wheel (SDK pip install test),
 #            python3-pip (pip install through the egress proxy),
 #            nodejs + npm unless an npm is already on PATH (UI unit tests, MCP client tests),
 #            python3-jupyter-server, python3-notebook (Jupyter gateway API tests with real clients)

@@ -1,6 +1,7 @@
 package sdk_test
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,17 +98,28 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// TestReadmeSnippet runs the README's Python SDK example against a real
-// gateway, so the README stays true.
+// TestReadmeSnippet runs the Python SDK example of docs/clients.md
+// against a real gateway, so the documentation stays true; the README's
+// copy must be the same.
 func TestReadmeSnippet(t *testing.T) {
 	py := testkit.Python(t, "websocket", "pandas", "matplotlib")
+	doc, err := os.ReadFile("../docs/clients.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile("(?s)```python\n(from glassroom import Sandbox.*?)```")
+	m := re.FindSubmatch(doc)
+	if m == nil {
+		t.Fatal("docs/clients.md has no Python SDK example")
+	}
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile("(?s)```python\n(from glassroom import Sandbox.*?)```").FindSubmatch(readme)
-	if m == nil {
-		t.Fatal("README has no Python SDK example")
+	for _, r := range re.FindAllSubmatch(readme, -1) {
+		if !bytes.Equal(r[1], m[1]) {
+			t.Fatalf("README's Python SDK example differs from docs/clients.md's:\n%s", r[1])
+		}
 	}
 	g := apptest.Start(t, apptest.Local(t, uidBase+2000), apptest.Options{})
 	dir := t.TempDir()
@@ -116,7 +128,7 @@ func TestReadmeSnippet(t *testing.T) {
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+mustAbs(t, "python"), "GLASSROOM_URL="+g.URL, "GLASSROOM_API_KEY="+apptest.KeyA)
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), "30\n") {
-		t.Fatalf("README example: %v\n%s", err, out)
+		t.Fatalf("docs/clients.md example: %v\n%s", err, out)
 	}
 	png, err := os.ReadFile(filepath.Join(dir, "chart.png"))
 	if err != nil || !strings.HasPrefix(string(png), "\x89PNG") {

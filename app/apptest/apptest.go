@@ -29,8 +29,8 @@ import (
 
 // API keys of the test gateways; each is a tenant.
 const (
-	KeyA = "clienttest-key-a-0123456789"
-	KeyB = "clienttest-key-b-0123456789"
+	KeyA = "apptest-key-a-0123456789"
+	KeyB = "apptest-key-b-0123456789"
 )
 
 // Runtime configures a runtime for one test. uidBase keeps the host uids

@@ -288,11 +288,11 @@ func (s *served) wait(t *testing.T) {
 }
 
 // TestReadmeDocumentsEveryFlag: every flag of serve has a row in the
-// README's configuration table.
+// configuration tables of docs/operations.md.
 func TestReadmeDocumentsEveryFlag(t *testing.T) {
 	var usage bytes.Buffer
 	parse([]string{"serve", "-h"}, nil, &usage)
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func TestReadmeDocumentsEveryFlag(t *testing.T) {
 	}
 	for _, f := range flags {
 		if !bytes.Contains(readme, []byte("`--"+f[1]+"`")) {
-			t.Errorf("README does not document --%s", f[1])
+			t.Errorf("docs/operations.md does not document --%s", f[1])
 		}
 	}
 }

@@ -20,7 +20,8 @@ import (
 )
 
 // TestPodSpecHardening asserts every hardening field of a kernel pod, as
-// the docker runtime's flags map to them (README: Scale out).
+// the docker runtime's flags map to them (docs/security.md: Kubernetes
+// runtime).
 func TestPodSpecHardening(t *testing.T) {
 	cfg := testConfig("gw-a")
 	cfg.RuntimeClassName = "gvisor"
