@@ -73,3 +73,43 @@ func forbiddenReason(a netip.Addr) string {
 	}
 	return ""
 }
+
+// providerAddrs are the service addresses cloud providers give every
+// virtual machine: metadata (credentials, user data), platform agents,
+// DNS and time. The proxy never dials them unless the operator names them
+// (Config.AllowAddress): allowing a private or link-local range
+// (Config.AllowPrivate) does not open them. Some are public addresses
+// (Azure's), outside every special range.
+var providerAddrs = func() map[netip.Addr]string {
+	list := []struct{ addr, why string }{
+		// AWS, GCP, Azure, Oracle, OpenStack, DigitalOcean, Hetzner, ...
+		{"169.254.169.254", "cloud metadata service"},
+		{"169.254.170.2", "cloud metadata service (AWS ECS task credentials)"},
+		{"169.254.169.253", "cloud provider DNS (AWS)"},
+		{"169.254.169.123", "cloud provider time service (AWS)"},
+		{"fd00:ec2::254", "cloud metadata service (AWS, IPv6)"},
+		{"fd00:ec2::253", "cloud provider DNS (AWS, IPv6)"},
+		{"fd00:ec2::123", "cloud provider time service (AWS, IPv6)"},
+		{"fd20:ce::254", "cloud metadata service (GCP, IPv6)"},
+		{"168.63.129.16", "cloud platform service (Azure WireServer, DNS, health probes)"},
+		{"100.100.100.200", "cloud metadata service (Alibaba)"},
+		{"192.0.0.192", "cloud metadata service (Oracle, legacy)"},
+		{"169.254.0.23", "cloud metadata service (Tencent)"},
+	}
+	out := make(map[netip.Addr]string, len(list))
+	for _, p := range list {
+		out[netip.MustParseAddr(p.addr)] = p.why
+	}
+	return out
+}()
+
+// ProviderAddrs returns the cloud providers' service addresses the proxy
+// refuses unless the operator names them (Config.AllowAddress), each with
+// what it is: the documented list.
+func ProviderAddrs() map[netip.Addr]string {
+	out := make(map[netip.Addr]string, len(providerAddrs))
+	for a, why := range providerAddrs {
+		out[a] = why
+	}
+	return out
+}

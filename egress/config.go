@@ -32,8 +32,21 @@ type Config struct {
 	// session may ask for a network.
 	Allow []string
 	// AllowPrivate lists the non-public ranges (loopback, private, ...)
-	// the proxy may dial all the same. Default none.
+	// the proxy may dial all the same. It does not open the host's own
+	// addresses (but loopback) nor the cloud providers' service addresses
+	// in those ranges: see AllowAddress. Default none.
 	AllowPrivate []netip.Prefix
+	// AllowAddress lists addresses the proxy may dial whatever they are:
+	// an address of the gateway host itself (bound on its interfaces), a
+	// cloud provider's service address (ProviderAddrs) or a non-public
+	// one. Default none.
+	AllowAddress []netip.Prefix
+	// HostAddrs lists the addresses bound on the host's interfaces, which
+	// the proxy refuses (InterfaceAddrs). Tests pass a fake.
+	HostAddrs func() ([]netip.Addr, error)
+	// HostAddrsTTL is how long a listing of the host's addresses is used
+	// before the next check reads them again (5 s).
+	HostAddrsTTL time.Duration
 	// RateBytes bounds each session's traffic in each direction, in bytes
 	// per second, all its connections together (2,000,000: 16 Mbit/s).
 	RateBytes int64
@@ -49,6 +62,12 @@ type Config struct {
 	HeadTimeout time.Duration
 	// MaxHeadBytes bounds a request's head (64 KiB).
 	MaxHeadBytes int
+	// IdleTimeout ends a connection (a tunnel, or a plain request waiting
+	// for its response) no byte crossed, either way, for this long (5 min).
+	IdleTimeout time.Duration
+	// MaxConnDuration ends a connection this long after its request was
+	// read, however busy (1 h).
+	MaxConnDuration time.Duration
 	// Resolver resolves names (net.DefaultResolver).
 	Resolver Resolver
 }
@@ -78,6 +97,18 @@ func (c Config) withDefaults() Config {
 	if c.MaxHeadBytes == 0 {
 		c.MaxHeadBytes = 64 << 10
 	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = 5 * time.Minute
+	}
+	if c.MaxConnDuration == 0 {
+		c.MaxConnDuration = time.Hour
+	}
+	if c.HostAddrsTTL == 0 {
+		c.HostAddrsTTL = 5 * time.Second
+	}
+	if c.HostAddrs == nil {
+		c.HostAddrs = InterfaceAddrs
+	}
 	if c.Resolver == nil {
 		c.Resolver = net.DefaultResolver
 	}
@@ -85,11 +116,11 @@ func (c Config) withDefaults() Config {
 }
 
 // DefaultConfig returns the configuration with every default filled in
-// but the resolver (what a zero Config means); command-line flags start
-// from it.
+// but the resolver and the host's addresses (what a zero Config means);
+// command-line flags start from it.
 func DefaultConfig() Config {
 	c := Config{}.withDefaults()
-	c.Resolver = nil
+	c.Resolver, c.HostAddrs = nil, nil
 	return c
 }
 
@@ -107,8 +138,16 @@ func (c Config) Validate() error {
 			return errors.New("egress: config: allow-private: invalid prefix")
 		}
 	}
+	for _, p := range c.AllowAddress {
+		if !p.IsValid() {
+			return errors.New("egress: config: allow-address: invalid prefix")
+		}
+	}
 	if c.RateBytes < 1 || c.MaxConns < 1 || c.ConnRate <= 0 || c.DialTimeout < 0 || c.HeadTimeout < 0 || c.MaxHeadBytes < 1024 {
 		return errors.New("egress: config: limits must be positive (and the head limit at least 1 KiB)")
+	}
+	if c.IdleTimeout < 0 || c.MaxConnDuration < 0 || c.HostAddrsTTL < 0 {
+		return errors.New("egress: config: idle timeout, connection duration and host address TTL must be positive")
 	}
 	return nil
 }

@@ -17,7 +17,11 @@ const (
 
 // Port values of a Pattern besides 1..65535.
 const (
-	// DefaultPorts stands for 80 and 443: a pattern without a port.
+	// DefaultPorts stands for a pattern without a port: plain HTTP to 80
+	// and 443, CONNECT to 443 only. A CONNECT is a raw tunnel: to port 80
+	// it would carry plain HTTP with any Host header, to whatever else the
+	// allowed name's front end (a CDN edge) serves. Plain HTTP through the
+	// proxy has its Host pinned to the URL's.
 	DefaultPorts = 0
 	// AnyPort stands for every port: a pattern ending in ":*".
 	AnyPort = -1
@@ -46,7 +50,8 @@ type Pattern struct {
 // ParsePattern parses "host", "host:port" or "host:*". host is a DNS name
 // (letters, digits and hyphens; case and one trailing dot ignored),
 // "*.name", "*", an IPv4 literal or a bracketed IPv6 literal. Without a
-// port the pattern allows 80 and 443.
+// port the pattern allows plain HTTP to 80 and 443 and CONNECT to 443
+// (DefaultPorts); a port, even 80, allows both on that port.
 func ParsePattern(s string) (Pattern, error) {
 	bad := func(why string) (Pattern, error) {
 		return Pattern{}, &PatternError{Pattern: s, Reason: why}
@@ -211,12 +216,14 @@ func (p Pattern) matchesHost(name string, ip netip.Addr) bool {
 	return false
 }
 
-func (p Pattern) matchesPort(port int) bool {
+// matchesPort reports whether the pattern allows port, for a CONNECT
+// tunnel (connect) or a plain HTTP request.
+func (p Pattern) matchesPort(port int, connect bool) bool {
 	switch p.port {
 	case AnyPort:
 		return true
 	case DefaultPorts:
-		return port == 80 || port == 443
+		return port == 443 || port == 80 && !connect
 	}
 	return port == p.port
 }
@@ -280,44 +287,51 @@ func (pol Policy) Strings() []string {
 type verdict uint8
 
 const (
-	verdictAllowed verdict = iota
-	verdictHost            // no pattern matches the host
-	verdictPort            // a pattern matches the host, none with this port
+	verdictAllowed     verdict = iota
+	verdictHost                // no pattern matches the host
+	verdictPort                // a pattern matches the host, none with this port
+	verdictConnectPort         // as verdictPort, but plain HTTP to this port would be allowed
 )
 
 // check looks up a destination: name (canonical; "" for an IP literal) or
-// ip, and port.
-func (pol Policy) check(name string, ip netip.Addr, port int) verdict {
+// ip, and port, for a CONNECT tunnel (connect) or a plain HTTP request.
+func (pol Policy) check(name string, ip netip.Addr, port int, connect bool) verdict {
 	v := verdictHost
 	for _, p := range pol.patterns {
 		if !p.matchesHost(name, ip) {
 			continue
 		}
-		if p.matchesPort(port) {
+		if p.matchesPort(port, connect) {
 			return verdictAllowed
 		}
-		v = verdictPort
+		if connect && p.matchesPort(port, false) {
+			v = verdictConnectPort
+		} else if v == verdictHost {
+			v = verdictPort
+		}
 	}
 	return v
 }
 
-// Allows reports whether the policy lets a connection to host:port
-// through (before the address checks). host is a name or an IP literal,
-// as a client would send it.
-func (pol Policy) Allows(host string, port int) bool {
+// Allows reports whether the policy lets a request with method (CONNECT,
+// or that of a plain HTTP request) to host:port through, before the
+// address checks. host is a name or an IP literal, as a client would send
+// it.
+func (pol Policy) Allows(method, host string, port int) bool {
 	name, ip, err := parseHost(host)
-	return err == nil && pol.check(name, ip, port) == verdictAllowed
+	return err == nil && pol.check(name, ip, port, method == "CONNECT") == verdictAllowed
 }
 
 // Within returns nil when every destination pol allows is allowed by
 // ceiling too, else a *PatternError naming the first pattern of pol that
 // goes beyond it. A pattern is within the ceiling when, among the ceiling
 // patterns that match every host it matches, the union of the ports
-// covers its ports.
+// covers its ports, for plain HTTP and for CONNECT: "pypi.org:80" (CONNECT
+// to 80 too) is not within "pypi.org" (CONNECT to 443 only).
 func (pol Policy) Within(ceiling Policy) error {
 	for _, q := range pol.patterns {
 		var anyPort bool
-		ports := map[int]bool{}
+		plain, tunnel := map[int]bool{}, map[int]bool{}
 		for _, c := range ceiling.patterns {
 			if !c.coversHosts(q) {
 				continue
@@ -326,9 +340,9 @@ func (pol Policy) Within(ceiling Policy) error {
 			case AnyPort:
 				anyPort = true
 			case DefaultPorts:
-				ports[80], ports[443] = true, true
+				plain[80], plain[443], tunnel[443] = true, true, true
 			default:
-				ports[c.port] = true
+				plain[c.port], tunnel[c.port] = true, true
 			}
 		}
 		ok := anyPort
@@ -336,9 +350,9 @@ func (pol Policy) Within(ceiling Policy) error {
 		case ok:
 		case q.port == AnyPort:
 		case q.port == DefaultPorts:
-			ok = ports[80] && ports[443]
+			ok = plain[80] && plain[443] && tunnel[443]
 		default:
-			ok = ports[q.port]
+			ok = plain[q.port] && tunnel[q.port]
 		}
 		if !ok {
 			why := "not within the destinations this gateway lets sessions ask for"

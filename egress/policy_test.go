@@ -62,7 +62,7 @@ func TestPolicyAllows(t *testing.T) {
 	}{
 		{"pypi.org", 443, true},
 		{"PYPI.ORG.", 80, true},
-		{"pypi.org", 8080, false}, // no port: 80 and 443 only
+		{"pypi.org", 8080, false}, // no port: 80 and 443 only (CONNECT: below)
 		{"www.pypi.org", 443, false},
 		{"files.pythonhosted.org", 443, true},
 		{"a.b.pythonhosted.org", 443, true},
@@ -81,14 +81,50 @@ func TestPolicyAllows(t *testing.T) {
 		{"", 443, false},
 	}
 	for _, c := range cases {
-		if got := pol.Allows(c.host, c.port); got != c.want {
-			t.Errorf("Allows(%q, %d) = %v, want %v", c.host, c.port, got, c.want)
+		if got := pol.Allows("GET", c.host, c.port); got != c.want {
+			t.Errorf("Allows(GET, %q, %d) = %v, want %v", c.host, c.port, got, c.want)
 		}
 	}
 	// "*" matches every name, never an IP literal.
 	every, _ := ParsePolicy([]string{"*:*"})
-	if !every.Allows("anything.example", 1234) || every.Allows("203.0.113.7", 80) {
+	if !every.Allows("GET", "anything.example", 1234) || every.Allows("GET", "203.0.113.7", 80) {
 		t.Error(`"*:*" must match names only`)
+	}
+}
+
+// TestConnectGoesTo443: a pattern without a port lets CONNECT through to
+// 443 only (a tunnel to 80 would be raw HTTP with any Host header); a
+// pattern naming a port, 80 included, allows CONNECT there.
+func TestConnectGoesTo443(t *testing.T) {
+	pol, err := ParsePolicy([]string{"pypi.org", "*.cdn.example", "plain.example:80", "any.example:*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		method, host string
+		port         int
+		want         bool
+	}{
+		{"CONNECT", "pypi.org", 443, true},
+		{"CONNECT", "pypi.org", 80, false},
+		{"GET", "pypi.org", 80, true},
+		{"GET", "pypi.org", 443, true},
+		{"CONNECT", "a.cdn.example", 80, false},
+		{"CONNECT", "a.cdn.example", 443, true},
+		{"CONNECT", "plain.example", 80, true},
+		{"CONNECT", "plain.example", 443, false},
+		{"CONNECT", "any.example", 80, true},
+	}
+	for _, c := range cases {
+		if got := pol.Allows(c.method, c.host, c.port); got != c.want {
+			t.Errorf("Allows(%s, %q, %d) = %v, want %v", c.method, c.host, c.port, got, c.want)
+		}
+	}
+	if v := pol.check("pypi.org", netip.Addr{}, 80, true); v != verdictConnectPort {
+		t.Errorf("CONNECT pypi.org:80: verdict %d, want verdictConnectPort", v)
+	}
+	if v := pol.check("pypi.org", netip.Addr{}, 8080, true); v != verdictPort {
+		t.Errorf("CONNECT pypi.org:8080: verdict %d, want verdictPort", v)
 	}
 }
 
@@ -98,7 +134,7 @@ func TestPolicyWithinCeiling(t *testing.T) {
 		t.Fatal(err)
 	}
 	within := []string{
-		"pypi.org", "pypi.org:443", "pypi.org:80", "files.pythonhosted.org", "*.pythonhosted.org", "*.a.pythonhosted.org:443",
+		"pypi.org", "pypi.org:443", "files.pythonhosted.org", "*.pythonhosted.org", "*.a.pythonhosted.org:443",
 		"x.example.com:9999", "*.example.com", "*.example.com:*", "*.b.example.com:1",
 		"api.other.com", // 80 and 443, from two ceiling patterns
 		"203.0.113.7:5432", "*.wide.org:8443", "x.wide.org:8443",
@@ -113,6 +149,8 @@ func TestPolicyWithinCeiling(t *testing.T) {
 		}
 	}
 	beyond := []string{
+		"pypi.org:80", // CONNECT to 80, which "pypi.org" does not allow
+		"*.pythonhosted.org:80",
 		"pypi.org:8080", "pypi.org:*", "www.pypi.org", "*.pypi.org", "pythonhosted.org", "*.pythonhosted.org:8080",
 		"example.com", "*", "*:443", "api.other.com:*", "api.other.com:8443", "203.0.113.7", "203.0.113.7:5433",
 		"203.0.113.8:5432", "*.wide.org", "evil.com",

@@ -47,6 +47,7 @@ type Stats struct {
 // own directory (Dir). It is safe for concurrent use; Close stops it.
 type Proxy struct {
 	cfg    Config
+	rules  *addressRules
 	id     string
 	pol    Policy
 	dir    string
@@ -98,7 +99,7 @@ func newProxy(s *Service, id string, pol Policy, dir string, notify func(Decisio
 	burst := int(min(max(s.cfg.RateBytes, 4<<10), 256<<10))
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Proxy{
-		cfg: s.cfg, id: id, pol: pol, dir: dir, notify: notify, ln: ln,
+		cfg: s.cfg, rules: s.rules, id: id, pol: pol, dir: dir, notify: notify, ln: ln,
 		log: s.log.With().Str("session", id).Logger(),
 		ctx: ctx, cancel: cancel,
 		slots:    make(chan struct{}, s.cfg.MaxConns),
@@ -159,6 +160,23 @@ func (p *Proxy) stop(removeDir bool) error {
 			Int64("bytes_down", st.BytesDown).Msg("egress proxy stopped")
 	})
 	return p.closeErr
+}
+
+// CloseConnections ends every connection open now (tunnels, and requests
+// waiting for or relaying a response) and keeps listening. The session
+// calls it once its sandbox is frozen: a frozen kernel holds no
+// connection, and its code sees them reset when it thaws. It does not
+// block on the connections' goroutines.
+func (p *Proxy) CloseConnections() {
+	p.mu.Lock()
+	n := len(p.conns)
+	for c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	if n > 0 {
+		p.log.Info().Int("sockets", n).Msg("egress connections closed: the sandbox is frozen")
+	}
 }
 
 // track registers c so Close can end it; false once the proxy is closed.
@@ -248,6 +266,9 @@ func (p *Proxy) serve(c net.Conn, busy bool, release func()) {
 	}
 	head.left = -1
 	_ = c.SetReadDeadline(time.Time{})
+	clock := newConnClock(p.cfg.IdleTimeout, p.cfg.MaxConnDuration)
+	client := &timedConn{Conn: c, clock: clock}
+	head.r = client // what the client sends next (a tunnel's bytes, a body) is timed
 	host, port, err := destination(req)
 	d := Decision{Session: p.id, Method: printable(req.Method, 16), Host: printable(host, 260), Port: port}
 	if err != nil {
@@ -258,14 +279,14 @@ func (p *Proxy) serve(c net.Conn, busy bool, release func()) {
 		p.refuse(c, d, http.StatusTooManyRequests, "too many connections (this session may have "+strconv.Itoa(p.cfg.MaxConns)+" open)")
 		return
 	}
-	addrs, status, reason := p.check(host, port)
-	switch status {
+	addrs, no := p.check(host, port, req.Method == http.MethodConnect)
+	switch no.status {
 	case 0:
 	case http.StatusBadGateway: // allowed, but the name does not resolve
-		p.unreachable(c, d, reason, nil)
+		p.unreachable(c, d, no.reason, nil)
 		return
 	default:
-		p.refuse(c, d, status, reason)
+		p.refuseAddr(c, d, no)
 		return
 	}
 	up, addr, err := p.dial(addrs, port)
@@ -275,15 +296,21 @@ func (p *Proxy) serve(c net.Conn, busy bool, release func()) {
 	}
 	defer p.untrack(up)
 	d.Allowed, d.Addr = true, addr
-	p.decided(d)
+	p.decided(d, netip.Addr{})
+	upstream := &timedConn{Conn: up, clock: clock}
 	start := time.Now()
 	var upN, downN int64
+	var ended error
 	if req.Method == http.MethodConnect {
-		upN, downN = p.tunnel(c, br, up)
+		upN, downN, ended = p.tunnel(client, br, upstream)
 	} else {
-		upN, downN = p.forward(c, req, up)
+		upN, downN, ended = p.forward(client, req, upstream)
 	}
-	p.log.Debug().Str("host", d.Host).Int("port", port).Int64("bytes_up", upN).Int64("bytes_down", downN).
+	ev := p.log.Debug()
+	if ended != nil {
+		ev = p.log.Info().Str("reason", ended.Error())
+	}
+	ev.Str("host", d.Host).Int("port", port).Int64("bytes_up", upN).Int64("bytes_down", downN).
 		Dur("duration", time.Since(start)).Msg("egress connection closed")
 }
 
@@ -313,71 +340,72 @@ func destination(req *http.Request) (host string, port int, err error) {
 	return req.URL.Hostname(), port, nil
 }
 
-// check applies the policy and the address rules to host:port. It returns
-// the addresses that may be dialed, or a status and the reason to refuse.
-func (p *Proxy) check(host string, port int) ([]netip.Addr, int, string) {
+// refusal is why check refuses a destination: the status and reason the
+// client gets, and for the operator's log only, the resolved address that
+// was refused (never shown to the session: with a wide allowlist it would
+// answer internal names for the code).
+type refusal struct {
+	status int
+	reason string
+	addr   netip.Addr
+}
+
+// check applies the policy and the address rules to host:port, for a
+// CONNECT tunnel (connect) or a plain HTTP request. It returns the
+// addresses that may be dialed, or why to refuse (status 0: allowed).
+func (p *Proxy) check(host string, port int, connect bool) ([]netip.Addr, refusal) {
 	name, ip, err := parseHost(host)
 	if err != nil {
-		return nil, http.StatusForbidden, "not a host name or IP address: " + printable(err.Error(), 200)
+		return nil, refusal{status: http.StatusForbidden, reason: "not a host name or IP address: " + printable(err.Error(), 200)}
 	}
 	shown := name
 	if ip.IsValid() {
 		shown = ip.String()
 	}
-	switch p.pol.check(name, ip, port) {
+	forbid := func(why string) ([]netip.Addr, refusal) {
+		return nil, refusal{status: http.StatusForbidden, reason: why}
+	}
+	switch p.pol.check(name, ip, port, connect) {
 	case verdictHost:
 		if ip.IsValid() {
-			return nil, http.StatusForbidden, "IP address " + shown + " is not in this session's network allowlist (ask for a host name)"
+			return forbid("IP address " + shown + " is not in this session's network allowlist (ask for a host name)")
 		}
-		return nil, http.StatusForbidden, "host " + shown + " is not in this session's network allowlist"
+		return forbid("host " + shown + " is not in this session's network allowlist")
 	case verdictPort:
-		return nil, http.StatusForbidden, "port " + strconv.Itoa(port) + " is not allowed for " + shown + " by this session's network allowlist"
+		return forbid("port " + strconv.Itoa(port) + " is not allowed for " + shown + " by this session's network allowlist")
+	case verdictConnectPort:
+		return forbid("CONNECT to port " + strconv.Itoa(port) + " of " + shown + " is not allowed: a pattern without a port tunnels to 443 only (plain http:// goes as a proxied request)")
 	}
-	if ip.IsValid() {
-		if why := p.forbidden(ip); why != "" {
-			return nil, http.StatusForbidden, shown + " is a forbidden address (" + why + ")"
+	if ip.IsValid() { // the client named this address: no secret in saying it
+		if why := p.rules.forbidden(ip); why != "" {
+			return forbid(shown + " is a forbidden address (" + why + ")")
 		}
-		return []netip.Addr{ip}, 0, ""
+		return []netip.Addr{ip}, refusal{}
 	}
 	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.DialTimeout)
 	defer cancel()
 	found, err := p.cfg.Resolver.LookupNetIP(ctx, "ip", name)
 	if err != nil || len(found) == 0 {
 		p.log.Debug().Err(err).Str("host", name).Msg("egress: resolution failed")
-		return nil, http.StatusBadGateway, "cannot resolve " + name
+		return nil, refusal{status: http.StatusBadGateway, reason: "cannot resolve " + name}
 	}
 	var addrs []netip.Addr
-	var refused netip.Addr
-	var refusedWhy string
+	var no refusal
 	for _, a := range found[:min(len(found), 32)] {
 		a = a.Unmap()
-		if why := p.forbidden(a); why != "" {
-			if !refused.IsValid() {
-				refused, refusedWhy = a, why
+		if why := p.rules.forbidden(a); why != "" {
+			if !no.addr.IsValid() {
+				// Why, never which address: the reason reaches the session.
+				no = refusal{status: http.StatusForbidden, reason: name + " resolves to a forbidden address (" + why + ")", addr: a}
 			}
 			continue
 		}
 		addrs = append(addrs, a)
 	}
 	if len(addrs) == 0 {
-		return nil, http.StatusForbidden, name + " resolves to a forbidden address: " + refused.String() + " (" + refusedWhy + ")"
+		return nil, no
 	}
-	return addrs, 0, ""
-}
-
-// forbidden says why the proxy must not dial a, or "" when it may: a
-// public address, or one in a range the operator allowed.
-func (p *Proxy) forbidden(a netip.Addr) string {
-	why := forbiddenReason(a)
-	if why == "" {
-		return ""
-	}
-	for _, pre := range p.cfg.AllowPrivate {
-		if pre.Contains(a) {
-			return ""
-		}
-	}
-	return why
+	return addrs, refusal{}
 }
 
 var errDialForbidden = errors.New("egress: refusing to connect to an unchecked address")
@@ -394,7 +422,7 @@ func (p *Proxy) dial(addrs []netip.Addr, port int) (net.Conn, netip.Addr, error)
 	}
 	d := net.Dialer{Control: func(_, address string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
-		if err != nil || !checked[ap.Addr().Unmap()] || p.forbidden(ap.Addr().Unmap()) != "" {
+		if err != nil || !checked[ap.Addr().Unmap()] || p.rules.forbidden(ap.Addr().Unmap()) != "" {
 			return errDialForbidden
 		}
 		return nil
@@ -419,28 +447,43 @@ func (p *Proxy) dial(addrs []netip.Addr, port int) (net.Conn, netip.Addr, error)
 
 // tunnel answers a CONNECT and relays bytes both ways until both sides
 // are done. A side that ends half-closes the other; once the destination
-// is done, the sandbox's side gets tunnelGrace to finish.
-func (p *Proxy) tunnel(c net.Conn, fromClient *bufio.Reader, up net.Conn) (upN, downN int64) {
+// is done, the sandbox's side gets tunnelGrace to finish. The connections'
+// clock ends both sides at once (an idle or too long tunnel); ended says
+// so.
+func (p *Proxy) tunnel(c *timedConn, fromClient *bufio.Reader, up *timedConn) (upN, downN int64, ended error) {
 	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
-		return 0, 0
+		return 0, 0, nil
 	}
+	clock := c.clock
+	var upErr error
 	done := make(chan struct{})
 	p.wg.Add(1)
 	go func() { // owned by the proxy; ends when the sandbox's side ends, or Close closes the connections
 		defer p.wg.Done()
 		defer close(done)
-		upN, _ = p.pump(up, fromClient, p.up, &p.bytesUp)
-		closeWrite(up)
+		upN, upErr = p.pump(up, fromClient, p.up, &p.bytesUp)
+		if clockEnded(upErr) {
+			clock.stop(c.Conn, up.Conn)
+		}
+		closeWrite(up.Conn)
 	}()
-	downN, _ = p.pump(c, up, p.down, &p.bytesDown)
-	closeWrite(c)
+	downN, downErr := p.pump(c, up, p.down, &p.bytesDown)
+	if clockEnded(downErr) {
+		clock.stop(c.Conn, up.Conn)
+	}
+	closeWrite(c.Conn)
 	select {
 	case <-done:
 	case <-time.After(tunnelGrace):
-		_ = c.SetReadDeadline(time.Now()) // the sandbox kept its side open
+		clock.stop(c.Conn, up.Conn) // the sandbox kept its side open
 		<-done
 	}
-	return upN, downN
+	for _, err := range []error{downErr, upErr} {
+		if clockEnded(err) {
+			return upN, downN, err
+		}
+	}
+	return upN, downN, nil
 }
 
 // tunnelGrace is how long a tunnel waits for the sandbox's side once the
@@ -448,15 +491,21 @@ func (p *Proxy) tunnel(c net.Conn, fromClient *bufio.Reader, up net.Conn) (upN, 
 const tunnelGrace = 10 * time.Second
 
 // forward sends one plain HTTP request to the destination in origin form
-// and relays the response, then closes (Connection: close both ways).
-func (p *Proxy) forward(c net.Conn, req *http.Request, up net.Conn) (upN, downN int64) {
+// and relays the response, then closes (Connection: close both ways). A
+// destination that sends no response within the idle timeout gets the
+// client a 504; ended says the clock ended the connection.
+func (p *Proxy) forward(c *timedConn, req *http.Request, up *timedConn) (upN, downN int64, ended error) {
 	removeHopHeaders(req.Header)
 	req.Close = true
 	req.RequestURI = ""
 	w := &throttledWriter{ctx: p.ctx, w: up, lim: p.up, total: &p.bytesUp}
 	if err := req.Write(w); err != nil {
-		writeRefusal(c, http.StatusBadGateway, "sending the request failed")
-		return w.n, 0
+		if clockEnded(err) {
+			writeRefusal(c.Conn, http.StatusGatewayTimeout, "the request was not sent: "+err.Error())
+			return w.n, 0, err
+		}
+		writeRefusal(c.Conn, http.StatusBadGateway, "sending the request failed")
+		return w.n, 0, nil
 	}
 	r := &throttledReader{ctx: p.ctx, r: up, lim: p.down, total: &p.bytesDown}
 	head := &headLimit{r: r, left: maxResponseHead} // the destination may be hostile too
@@ -464,13 +513,17 @@ func (p *Proxy) forward(c net.Conn, req *http.Request, up net.Conn) (upN, downN 
 	for {
 		resp, err := http.ReadResponse(br, req)
 		if err != nil {
-			writeRefusal(c, http.StatusBadGateway, "the destination's response is unreadable")
-			return w.n, r.n
+			if clockEnded(err) {
+				writeRefusal(c.Conn, http.StatusGatewayTimeout, "the destination did not answer: "+err.Error())
+				return w.n, r.n, err
+			}
+			writeRefusal(c.Conn, http.StatusBadGateway, "the destination's response is unreadable")
+			return w.n, r.n, nil
 		}
 		if resp.StatusCode == http.StatusSwitchingProtocols {
 			resp.Body.Close()
-			writeRefusal(c, http.StatusBadGateway, "protocol upgrades need CONNECT")
-			return w.n, r.n
+			writeRefusal(c.Conn, http.StatusBadGateway, "protocol upgrades need CONNECT")
+			return w.n, r.n, nil
 		}
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 { // interim: the client gets the final one
 			continue
@@ -478,9 +531,12 @@ func (p *Proxy) forward(c net.Conn, req *http.Request, up net.Conn) (upN, downN 
 		head.left = -1
 		removeHopHeaders(resp.Header)
 		resp.Close = true
-		_ = resp.Write(c)
+		err = resp.Write(c)
 		resp.Body.Close()
-		return w.n, r.n
+		if !clockEnded(err) {
+			err = nil
+		}
+		return w.n, r.n, err
 	}
 }
 
@@ -514,9 +570,15 @@ func (p *Proxy) pump(dst io.Writer, src io.Reader, lim *rate.Limiter, total *ato
 
 // refuse answers a refused connection, logs it and tells the session.
 func (p *Proxy) refuse(c net.Conn, d Decision, status int, reason string) {
-	d.Allowed, d.Status, d.Reason = false, status, printable(reason, 300)
-	p.decided(d)
-	writeRefusal(c, status, d.Reason)
+	p.refuseAddr(c, d, refusal{status: status, reason: reason})
+}
+
+// refuseAddr is refuse for check's refusals: the address refused, if
+// any, goes to the log only.
+func (p *Proxy) refuseAddr(c net.Conn, d Decision, no refusal) {
+	d.Allowed, d.Status, d.Reason = false, no.status, printable(no.reason, 300)
+	p.decided(d, no.addr)
+	writeRefusal(c, no.status, d.Reason)
 }
 
 // unreachable answers 502 for a destination the policy allows but that
@@ -527,14 +589,19 @@ func (p *Proxy) unreachable(c net.Conn, d Decision, reason string, err error) {
 	writeRefusal(c, http.StatusBadGateway, reason)
 }
 
-// decided logs a decision, counts it and tells the session.
-func (p *Proxy) decided(d Decision) {
+// decided logs a decision, counts it and tells the session. refused, if
+// valid, is the resolved address a refusal is about: logged for the
+// operator, never part of the Decision.
+func (p *Proxy) decided(d Decision, refused netip.Addr) {
 	ev := p.log.Info().Str("method", d.Method).Str("host", d.Host).Int("port", d.Port).Bool("allowed", d.Allowed)
 	if d.Allowed {
 		p.allowed.Add(1)
 		ev.Str("addr", d.Addr.String()).Msg("egress connection allowed")
 	} else {
 		p.refused.Add(1)
+		if refused.IsValid() {
+			ev = ev.Str("refused_addr", refused.String())
+		}
 		ev.Int("status", d.Status).Str("reason", d.Reason).Msg("egress connection refused")
 	}
 	if p.notify != nil {

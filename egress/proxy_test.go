@@ -98,6 +98,7 @@ func startProxy(t testing.TB, cfg egress.Config, allow ...string) *harness {
 	t.Helper()
 	h := &harness{res: egresstest.NewResolver(map[string]string{
 		"internal.test": "10.0.0.1",
+		"any.wild.test": "10.0.0.1",
 		"meta.test":     "169.254.169.254",
 		"v6local.test":  "fd00::1",
 		"mixed.test":    "10.0.0.1,127.0.0.1",
@@ -220,13 +221,20 @@ func TestRefusals(t *testing.T) {
 		{"http://2130706433:" + port + "/", "2130706433", "not a host name or IP address"},
 		{"http://allowed.test:1/", "allowed.test", "port 1 is not allowed for allowed.test"},
 		{"http://allowed.test/", "allowed.test", "port 80 is not allowed for allowed.test"},
-		{"http://internal.test:" + port + "/", "internal.test", "internal.test resolves to a forbidden address: 10.0.0.1 (private)"},
-		{"https://meta.test:" + port + "/", "meta.test", "meta.test resolves to a forbidden address: 169.254.169.254 (link-local"},
-		{"http://v6local.test:" + port + "/", "v6local.test", "v6local.test resolves to a forbidden address: fd00::1"},
+		// Why, never which address: the session must not learn what internal names resolve to.
+		{"http://internal.test:" + port + "/", "internal.test", "internal.test resolves to a forbidden address (private)"},
+		{"https://meta.test:" + port + "/", "meta.test", "meta.test resolves to a forbidden address (cloud metadata service)"},
+		{"http://v6local.test:" + port + "/", "v6local.test", "v6local.test resolves to a forbidden address (unique local (private))"},
+		{"http://any.wild.test:" + port + "/", "any.wild.test", "any.wild.test resolves to a forbidden address (private)"},
 		{"http://10.0.0.1:" + port + "/", "10.0.0.1", "10.0.0.1 is a forbidden address (private)"},
 	}
 	for i, tc := range cases {
 		status, body, err := get(t, c, tc.url)
+		for _, resolved := range []string{"10.0.0.1", "169.254.169.254", "fd00::1"} {
+			if !strings.Contains(tc.url, resolved) && (strings.Contains(body, resolved) || err != nil && strings.Contains(err.Error(), resolved)) {
+				t.Errorf("%s: the refusal names the resolved address %s: %q %v", tc.url, resolved, body, err)
+			}
+		}
 		if strings.HasPrefix(tc.url, "https") {
 			// CONNECT refused: the client reports the status line.
 			if err == nil || !strings.Contains(err.Error(), "glassroom egress: "+tc.want) {
@@ -241,6 +249,8 @@ func TestRefusals(t *testing.T) {
 		}
 		if d := ds[i]; d.Allowed || d.Status != http.StatusForbidden || d.Host != tc.host || !strings.Contains(d.Reason, tc.want) {
 			t.Errorf("%s: decision %+v", tc.url, d)
+		} else if d.Addr.IsValid() || strings.Contains(d.Reason, "10.0.0.1") && !strings.Contains(tc.url, "10.0.0.1") {
+			t.Errorf("%s: the decision carries the resolved address: %+v", tc.url, d)
 		}
 	}
 	if n := plain.hits.Load(); n != 0 {

@@ -23,10 +23,13 @@ const SocketName = "proxy.sock"
 var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{7,63}$`)
 
 // Service holds the operator's egress settings and starts one Proxy per
-// session. It is immutable and safe for concurrent use.
+// session. Its settings are immutable; the only state it keeps is the
+// host's addresses, read again as they age (Config.HostAddrsTTL). Safe
+// for concurrent use.
 type Service struct {
 	cfg     Config
 	ceiling Policy
+	rules   *addressRules // shared by every proxy
 	log     zerolog.Logger
 }
 
@@ -39,7 +42,12 @@ func NewService(cfg Config, log zerolog.Logger) (*Service, error) {
 	}
 	cfg = cfg.withDefaults()
 	ceiling, _ := ParsePolicy(cfg.Allow) // checked by Validate
-	return &Service{cfg: cfg, ceiling: ceiling, log: log.With().Str("component", "egress").Logger()}, nil
+	log = log.With().Str("component", "egress").Logger()
+	rules := &addressRules{
+		allowPrivate: cfg.AllowPrivate, allowAddress: cfg.AllowAddress,
+		host: &hostAddrs{list: cfg.HostAddrs, ttl: cfg.HostAddrsTTL, log: log},
+	}
+	return &Service{cfg: cfg, ceiling: ceiling, rules: rules, log: log}, nil
 }
 
 // Enabled reports whether sessions may ask for a network at all (the

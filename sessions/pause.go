@@ -14,11 +14,14 @@ import (
 // Config.PauseAfter (docker pause, the cgroup freezer): an idle kernel
 // then costs no CPU. Whatever uses the kernel (an execution, completion,
 // inspection, an interrupt) holds it awake with use, which thaws it first.
+// Once frozen, the sandbox's connections through the egress proxy are
+// closed (frozen, if set): a frozen kernel must not hold them open.
 // Safe for concurrent use.
 type pauser struct {
-	fz    sandbox.Freezer // nil: this sandbox is never frozen
-	after time.Duration   // 0: never
-	log   zerolog.Logger
+	fz     sandbox.Freezer // nil: this sandbox is never frozen
+	after  time.Duration   // 0: never
+	log    zerolog.Logger
+	frozen func() // called after each freeze, before any thaw; nil: nothing to do
 
 	mu      sync.Mutex // held across Freeze and Thaw: a use waits for a freeze in progress
 	users   int
@@ -26,8 +29,8 @@ type pauser struct {
 	off     bool // the runtime cannot freeze this sandbox
 }
 
-func newPauser(sb sandbox.Sandbox, after time.Duration, log zerolog.Logger) *pauser {
-	p := &pauser{after: after, log: log, lastUse: time.Now()}
+func newPauser(sb sandbox.Sandbox, after time.Duration, log zerolog.Logger, frozen func()) *pauser {
+	p := &pauser{after: after, log: log, frozen: frozen, lastUse: time.Now()}
 	if fz, ok := sb.(sandbox.Freezer); ok && after > 0 {
 		p.fz = fz
 	}
@@ -76,6 +79,9 @@ func (p *pauser) maybeFreeze(ctx context.Context, now time.Time) bool {
 		return false
 	}
 	p.log.Debug().Msg("kernel paused")
+	if p.frozen != nil {
+		p.frozen()
+	}
 	return true
 }
 

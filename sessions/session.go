@@ -132,7 +132,11 @@ func newSession(p sessionParams) *Session {
 		ctx:     ctx, cancel: cancel,
 		state: StateIdle, client: p.client, lastActive: active, room: make(chan struct{}),
 	}
-	s.pause = newPauser(p.sandbox, p.cfg.PauseAfter, s.log)
+	var frozen func()
+	if p.egress != nil {
+		frozen = p.egress.CloseConnections // a frozen kernel holds no tunnel open
+	}
+	s.pause = newPauser(p.sandbox, p.cfg.PauseAfter, s.log, frozen)
 	s.watchKernel(p.client)
 	s.wg.Add(1)
 	go s.worker()

@@ -86,6 +86,8 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	o.memoryBudgetMB = o.sess.MemoryBudget >> 20
 	egressDefaults := egress.DefaultConfig()
 	o.sess.Egress.MaxConns = egressDefaults.MaxConns
+	o.sess.Egress.IdleTimeout = egressDefaults.IdleTimeout
+	o.sess.Egress.MaxConnDuration = egressDefaults.MaxConnDuration
 	o.egressRateKbps = egressDefaults.RateBytes * 8 / 1000
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -129,9 +131,12 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.Float64Var(&o.max.CPUs, "max-cpus", o.max.CPUs, "largest CPU quota a session may ask for")
 	fs.IntVar(&o.lim.WorkspaceMB, "workspace-mb", o.lim.WorkspaceMB, "default workspace size (MB)")
 	fs.IntVar(&o.max.WorkspaceMB, "max-workspace-mb", o.max.WorkspaceMB, "largest workspace a session may ask for (MB)")
-	var egressAllow, egressPrivate stringList
+	var egressAllow, egressPrivate, egressAddress stringList
 	fs.Var(&egressAllow, "egress-allow", "host pattern a session may ask to reach (repeatable, comma-separated: pypi.org, *.pythonhosted.org, api.example.com:443); none: sessions get no network")
-	fs.Var(&egressPrivate, "egress-allow-private", "non-public range the egress proxy may dial all the same (repeatable CIDRs, e.g. 10.1.2.0/24); default none")
+	fs.Var(&egressPrivate, "egress-allow-private", "non-public range the egress proxy may dial all the same (repeatable CIDRs, e.g. 10.1.2.0/24); it does not open the gateway host's own addresses (but loopback) nor cloud metadata addresses; default none")
+	fs.Var(&egressAddress, "egress-allow-address", "address the egress proxy may dial even though it is the gateway host's own, a cloud provider's service address (metadata, Azure's 168.63.129.16, ...) or non-public (repeatable CIDRs); default none")
+	fs.DurationVar(&o.sess.Egress.IdleTimeout, "egress-idle-timeout", o.sess.Egress.IdleTimeout, "close an egress connection no byte crossed, either way, for this long")
+	fs.DurationVar(&o.sess.Egress.MaxConnDuration, "egress-max-conn-duration", o.sess.Egress.MaxConnDuration, "close an egress connection this long after it was opened, however busy")
 	fs.Int64Var(&o.egressRateKbps, "egress-rate-kbps", o.egressRateKbps, "egress bandwidth per session, each direction (kbit/s)")
 	fs.IntVar(&o.sess.Egress.MaxConns, "egress-max-conns", o.sess.Egress.MaxConns, "open egress connections per session")
 	fs.StringVar(&o.egressDir, "egress-dir", "", "directory of the sessions' egress proxy sockets (default <state-dir>/egress with --state-dir, else "+egressDefaults.Dir+")")
@@ -158,8 +163,8 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	if envErr != nil {
 		return nil, envErr
 	}
-	envKeys, envAllow, envPrivate := keys, egressAllow, egressPrivate
-	keys, egressAllow, egressPrivate = nil, nil, nil
+	envKeys, envAllow, envPrivate, envAddress := keys, egressAllow, egressPrivate, egressAddress
+	keys, egressAllow, egressPrivate, egressAddress = nil, nil, nil, nil
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, err
 	}
@@ -172,7 +177,10 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	if len(egressPrivate) == 0 {
 		egressPrivate = envPrivate
 	}
-	if err := o.setEgress(egressAllow, egressPrivate); err != nil {
+	if len(egressAddress) == 0 {
+		egressAddress = envAddress
+	}
+	if err := o.setEgress(egressAllow, egressPrivate, egressAddress); err != nil {
 		return nil, err
 	}
 	o.apiKeys = keys
@@ -190,7 +198,7 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 }
 
 // setEgress checks the egress flags and fills o.sess.Egress.
-func (o *options) setEgress(allow, private []string) error {
+func (o *options) setEgress(allow, private, addresses []string) error {
 	if _, err := egress.ParsePolicy(allow); err != nil {
 		var pe *egress.PatternError
 		if errors.As(err, &pe) {
@@ -202,16 +210,15 @@ func (o *options) setEgress(allow, private []string) error {
 		return errors.New("--egress-allow: not available with --runtime k8s (kernel pods cannot reach the gateway's per-session proxy; open destinations with a NetworkPolicy egress rule instead)")
 	}
 	o.sess.Egress.Allow = allow
-	for _, s := range private {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			a, aerr := netip.ParseAddr(s)
-			if aerr != nil {
-				return fmt.Errorf("--egress-allow-private %q: want a CIDR such as 10.1.2.0/24", s)
-			}
-			p = netip.PrefixFrom(a, a.BitLen())
-		}
-		o.sess.Egress.AllowPrivate = append(o.sess.Egress.AllowPrivate, p.Masked())
+	var err error
+	if o.sess.Egress.AllowPrivate, err = parsePrefixes("--egress-allow-private", private); err != nil {
+		return err
+	}
+	if o.sess.Egress.AllowAddress, err = parsePrefixes("--egress-allow-address", addresses); err != nil {
+		return err
+	}
+	if o.sess.Egress.IdleTimeout <= 0 || o.sess.Egress.MaxConnDuration <= 0 {
+		return errors.New("--egress-idle-timeout and --egress-max-conn-duration must be positive")
 	}
 	if o.egressRateKbps < 1 || o.egressRateKbps > 1<<40 {
 		return errors.New("--egress-rate-kbps must be positive")
@@ -222,6 +229,23 @@ func (o *options) setEgress(allow, private []string) error {
 		o.sess.Egress.Dir = filepath.Join(o.stateDir, "egress")
 	}
 	return nil
+}
+
+// parsePrefixes reads CIDRs (or single addresses) given to flag.
+func parsePrefixes(flag string, list []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range list {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil || a.Zone() != "" {
+				return nil, fmt.Errorf("%s %q: want a CIDR such as 10.1.2.0/24", flag, s)
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 func isLoopback(addr string) bool {

@@ -188,11 +188,22 @@ func TestEgressFlags(t *testing.T) {
 		t.Fatalf("flags (over env): %+v", e)
 	}
 	o, err = parse([]string{"serve"}, []string{"GLASSROOM_EGRESS_ALLOW=a.example,b.example:8443", "GLASSROOM_EGRESS_ALLOW_PRIVATE=127.0.0.0/8"}, &sink)
-	if err != nil || len(o.sess.Egress.Allow) != 2 || len(o.sess.Egress.AllowPrivate) != 1 || o.sess.Egress.RateBytes != 2_000_000 || o.sess.Egress.Dir != "" {
+	if err != nil || len(o.sess.Egress.Allow) != 2 || len(o.sess.Egress.AllowPrivate) != 1 || o.sess.Egress.RateBytes != 2_000_000 || o.sess.Egress.Dir != "" ||
+		o.sess.Egress.IdleTimeout != 5*time.Minute || o.sess.Egress.MaxConnDuration != time.Hour || len(o.sess.Egress.AllowAddress) != 0 {
 		t.Fatalf("env and defaults: %+v %v", o.sess.Egress, err)
+	}
+	o, err = parse([]string{"serve", "--egress-allow-address", "168.63.129.16,10.0.0.0/24", "--egress-idle-timeout", "30s", "--egress-max-conn-duration", "10m"},
+		[]string{"GLASSROOM_EGRESS_ALLOW_ADDRESS=169.254.169.254"}, &sink)
+	if e := o.sess.Egress; err != nil || len(e.AllowAddress) != 2 || e.AllowAddress[0].String() != "168.63.129.16/32" || e.IdleTimeout != 30*time.Second || e.MaxConnDuration != 10*time.Minute {
+		t.Fatalf("address and timeout flags: %+v %v", o.sess.Egress, err)
+	}
+	o, err = parse([]string{"serve"}, []string{"GLASSROOM_EGRESS_ALLOW_ADDRESS=169.254.169.254"}, &sink)
+	if err != nil || len(o.sess.Egress.AllowAddress) != 1 {
+		t.Fatalf("--egress-allow-address from the environment: %+v %v", o.sess.Egress, err)
 	}
 	for _, bad := range [][]string{
 		{"--egress-allow", "a..b"}, {"--egress-allow-private", "10.0.0.0/33"}, {"--egress-allow-private", "intranet"}, {"--egress-rate-kbps", "0"},
+		{"--egress-allow-address", "metadata"}, {"--egress-idle-timeout", "0s"}, {"--egress-max-conn-duration", "-1s"},
 		{"--egress-allow", "pypi.org", "--runtime", "k8s"}, // kernel pods cannot reach the gateway's proxy
 	} {
 		if _, err := parse(append([]string{"serve"}, bad...), nil, &sink); err == nil || !strings.Contains(err.Error(), bad[0]) {

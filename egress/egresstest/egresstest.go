@@ -47,6 +47,16 @@ func NewResolver(hosts map[string]string) *Resolver {
 	return r
 }
 
+// Set makes name resolve to addrs (comma-separated), from now on.
+func (r *Resolver) Set(name, addrs string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.Hosts[name] = nil
+	for _, a := range strings.Split(addrs, ",") {
+		r.Hosts[name] = append(r.Hosts[name], netip.MustParseAddr(a))
+	}
+}
+
 // LookupNetIP implements egress.Resolver.
 func (r *Resolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
 	r.mu.Lock()
