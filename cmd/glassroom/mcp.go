@@ -8,11 +8,16 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/glassroom/glassroom/client"
 	"github.com/glassroom/glassroom/gateway"
+	"github.com/glassroom/glassroom/kernel/docker"
+	"github.com/glassroom/glassroom/kernel/local"
+	"github.com/glassroom/glassroom/kernel/sandbox"
 	"github.com/glassroom/glassroom/mcp"
 	"github.com/glassroom/glassroom/sessions"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,7 +33,9 @@ list_files, restart_session, close_session) over stdio, for desktop AI
 clients. It talks to the gateway at --url (GLASSROOM_URL, default
 http://127.0.0.1:8888) with --api-key (GLASSROOM_API_KEY), or with
 --embedded runs a gateway inside this process (no port is opened),
-configured by the serve flags after "--" and their GLASSROOM_* twins.
+configured by the serve flags after "--" and their GLASSROOM_* twins;
+its state directory is its own (<the runtime's default>-mcp-<n>, the
+first no other gateway holds) unless --state-dir says otherwise.
 Stdout carries the protocol; logs go to stderr. When the client
 disconnects, the sessions this server started are closed.
 `
@@ -132,7 +139,7 @@ func runEmbeddedMCP(ctx context.Context, mo *mcpOptions, env []string, cfg mcp.C
 	if len(o.apiKeys) == 0 {
 		o.apiKeys = []string{newKey()}
 	}
-	rt, runRuntime, closeRuntime, err := newRuntime(ctx, o, log)
+	rt, runRuntime, closeRuntime, err := newEmbeddedRuntime(ctx, o, log)
 	if err != nil {
 		return err
 	}
@@ -157,7 +164,7 @@ func runEmbeddedMCP(ctx context.Context, mo *mcpOptions, env []string, cfg mcp.C
 	if err != nil {
 		return err
 	}
-	log.Info().Str("runtime", rt.Name()).Msg("serving MCP over stdio with an embedded gateway")
+	log.Info().Str("runtime", rt.Name()).Str("state_dir", o.stateDir).Msg("serving MCP over stdio with an embedded gateway")
 	g, gctx := errgroup.WithContext(ctx)
 	sctx, stopServing := context.WithCancel(gctx)
 	g.Go(func() error {
@@ -176,6 +183,51 @@ func runEmbeddedMCP(ctx context.Context, mo *mcpOptions, env []string, cfg mcp.C
 		err = nil // the client went away: a normal end
 	}
 	return err
+}
+
+// embeddedSlots is how many embedded gateways with default state
+// directories run at once, one per directory <runtime default>-mcp-<n>.
+const embeddedSlots = 32
+
+// newEmbeddedRuntime is newRuntime for an embedded gateway. Unless the
+// serve flags name a state directory, it takes the first of its own,
+// <the runtime's default>-mcp-<n>, that no live gateway holds: never the
+// directory of a `glassroom serve` (which would remove its sandboxes as
+// orphans), and the one an embedded gateway that died left, so its
+// leftovers are reconciled. Unless --uid-base is given, slot n's sandboxes
+// run as uids of their own too, (n+1)*1024 past the runtime's default
+// base. It sets o.stateDir (and o.uidBase) to what it took.
+func newEmbeddedRuntime(ctx context.Context, o *options, log zerolog.Logger) (sessions.Runtime, func(context.Context) error, func(), error) {
+	var base string
+	var uidBase int
+	switch {
+	case o.stateDir != "":
+	case o.runtime == "local":
+		base, uidBase = local.DefaultStateDir(), local.DefaultUIDBase
+	case o.runtime == "docker":
+		base, uidBase = docker.DefaultStateDir, docker.DefaultUIDBase
+	}
+	if base == "" {
+		rt, run, closeRuntime, err := newRuntime(ctx, o, log)
+		return rt, run, closeRuntime, withStateDirHint(err, `--state-dir DIR after "--" (glassroom mcp --embedded -- --state-dir DIR)`)
+	}
+	explicitUIDs := o.uidBase != 0
+	for n := range embeddedSlots {
+		o.stateDir = base + "-mcp-" + strconv.Itoa(n)
+		if o.egressDir == "" {
+			o.sess.Egress.Dir = filepath.Join(o.stateDir, "egress")
+		}
+		if !explicitUIDs { // sandbox uids of their own too, past the serve gateway's
+			o.uidBase = uidBase + (n+1)*sandbox.DefaultMaxSandboxes
+		}
+		rt, run, closeRuntime, err := newRuntime(ctx, o, log)
+		var inUse *sandbox.StateDirInUseError
+		if errors.As(err, &inUse) {
+			continue
+		}
+		return rt, run, closeRuntime, err
+	}
+	return nil, nil, nil, fmt.Errorf("mcp: the %d state directories %s-mcp-0 to %s-mcp-%d are all in use by other gateways; give this one its own with --state-dir DIR after \"--\"", embeddedSlots, base, base, embeddedSlots-1)
 }
 
 // ignoreClosed treats the client closing stdin as a normal end.

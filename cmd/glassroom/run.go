@@ -98,7 +98,7 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.runtime, "runtime", "local", "kernel runtime: local (bubblewrap), docker, or k8s (a pod per session)")
 	fs.Var(&keys, "api-key", "API key (repeatable); each key is a tenant. Env: GLASSROOM_API_KEYS, comma-separated")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	fs.StringVar(&o.stateDir, "state-dir", "", "directory for per-session sandbox state (default /run/glassroom/<runtime> as root)")
+	fs.StringVar(&o.stateDir, "state-dir", "", "directory for per-session sandbox state, one gateway per directory (default /run/glassroom/<runtime> as root)")
 	fs.IntVar(&o.uidBase, "uid-base", 0, "first host uid of sandboxes when running as root, one uid per session (default 200000 local, 300000 docker)")
 	fs.BoolVar(&o.insecureNoSandbox, "insecure-no-sandbox", false, "INSECURE: run local kernels without bubblewrap")
 	fs.StringVar(&o.dockerImage, "docker-image", "glassroom/python-kernel:latest", "kernel image for the docker runtime")
@@ -280,7 +280,7 @@ func run(ctx context.Context, args, env []string, stdout io.Writer) error {
 
 	rt, runRuntime, closeRuntime, err := newRuntime(ctx, o, log)
 	if err != nil {
-		return err
+		return withStateDirHint(err, "--state-dir DIR (or GLASSROOM_STATE_DIR)")
 	}
 	defer closeRuntime()
 	if sd, ok := rt.(interface{ StateDir() string }); o.durable && ok && sd.StateDir() != "" {
@@ -363,7 +363,7 @@ func newRuntime(ctx context.Context, o *options, log zerolog.Logger) (sessions.R
 		if o.insecureNoSandbox {
 			log.Warn().Msg("INSECURE: --insecure-no-sandbox is set; kernels run without a sandbox")
 		}
-		return rt, noLoop, func() {}, nil
+		return rt, noLoop, func() { _ = rt.Close() }, nil
 	case "docker":
 		rt, err := docker.New(ctx, docker.Config{Common: common,
 			Image: o.dockerImage, OCIRuntime: o.dockerRuntime, Instance: o.instance, SeccompProfile: o.seccompProfile,
@@ -389,6 +389,17 @@ func newRuntime(ctx context.Context, o *options, log zerolog.Logger) (sessions.R
 		return rt, rt.Run, release, nil
 	}
 	return nil, nil, nil, fmt.Errorf("--runtime %s: unknown runtime (want local, docker or k8s)", strconv.Quote(o.runtime))
+}
+
+// withStateDirHint adds to the error of a runtime whose state directory
+// another gateway holds how to give this one its own (flag names the
+// option).
+func withStateDirHint(err error, flag string) error {
+	var inUse *sandbox.StateDirInUseError
+	if errors.As(err, &inUse) {
+		return fmt.Errorf("%w; one gateway per state directory: give this one another with %s", err, flag)
+	}
+	return err
 }
 
 // protectFromOOMKiller makes the gateway the OOM killer's last choice
