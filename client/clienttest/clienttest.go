@@ -68,6 +68,7 @@ func Local(t testing.TB, uidBase int) sessions.Runtime {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { rt.Close() })
 	return rt
 }
 
