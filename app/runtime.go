@@ -65,7 +65,7 @@ func newRuntime(ctx context.Context, cfg Runtime, scfg sessions.Config, log zero
 		if lc.InsecureNoSandbox {
 			log.Warn().Msg("INSECURE: kernels run without a sandbox (--insecure-no-sandbox)")
 		}
-		return builtRuntime{rt, noLoop, func() {}}, nil
+		return builtRuntime{rt, noLoop, func() { _ = rt.Close() }}, nil
 	case KindDocker:
 		dc := cfg.Docker
 		dc.Common = cfg.Common

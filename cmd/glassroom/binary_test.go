@@ -68,6 +68,15 @@ func startBinaryEnv(t *testing.T, env []string, args ...string) (*exec.Cmd, stri
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
 	}
+	return cmd, startCommand(t, cmd)
+}
+
+// startCommand starts cmd, a gateway (or what execs one: the process must
+// be the gateway itself, for the signals), and returns its base URL once
+// it prints it. The process is stopped when the test ends unless the test
+// waited for it.
+func startCommand(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -92,11 +101,11 @@ func startBinaryEnv(t *testing.T, env []string, args ...string) (*exec.Cmd, stri
 	for sc.Scan() {
 		if m := urlRe.FindStringSubmatch(sc.Text()); m != nil {
 			go io.Copy(io.Discard, stdout)
-			return cmd, m[1]
+			return m[1]
 		}
 	}
 	t.Fatal("gateway printed no URL")
-	return nil, ""
+	return ""
 }
 
 // api does one JSON request and decodes the answer into out (if non-nil).

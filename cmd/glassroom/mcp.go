@@ -7,11 +7,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/glassroom/glassroom/app"
 	"github.com/glassroom/glassroom/client"
+	"github.com/glassroom/glassroom/kernel/runtime/docker"
+	"github.com/glassroom/glassroom/kernel/runtime/local"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/mcp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
@@ -26,7 +31,9 @@ list_files, restart_session, close_session) over stdio, for desktop AI
 clients. It talks to the gateway at --url (GLASSROOM_URL, default
 http://127.0.0.1:8888) with --api-key (GLASSROOM_API_KEY), or with
 --embedded runs a gateway inside this process (no port is opened),
-configured by the serve flags after "--" and their GLASSROOM_* twins.
+configured by the serve flags after "--" and their GLASSROOM_* twins;
+its state directory is its own (<the runtime's default>-mcp-<n>, the
+first no other gateway holds) unless --state-dir says otherwise.
 Stdout carries the protocol; logs go to stderr. When the client
 disconnects, the sessions this server started are closed.
 `
@@ -130,7 +137,7 @@ func runEmbeddedMCP(ctx context.Context, mo *mcpOptions, env []string, cfg mcp.C
 	if len(o.apiKeys) == 0 {
 		o.apiKeys = []string{newKey()}
 	}
-	a, err := app.New(ctx, o.appConfig(), log)
+	a, err := newEmbeddedApp(ctx, o, log)
 	if err != nil {
 		return err
 	}
@@ -142,7 +149,7 @@ func runEmbeddedMCP(ctx context.Context, mo *mcpOptions, env []string, cfg mcp.C
 	if err != nil {
 		return errors.Join(err, a.Close(context.Background(), false))
 	}
-	log.Info().Str("runtime", a.Runtime.Name()).Msg("serving MCP over stdio with an embedded gateway")
+	log.Info().Str("runtime", a.Runtime.Name()).Str("state_dir", o.stateDir).Msg("serving MCP over stdio with an embedded gateway")
 	g, gctx := errgroup.WithContext(ctx)
 	sctx, stopServing := context.WithCancel(gctx)
 	g.Go(func() error {
@@ -160,6 +167,52 @@ func runEmbeddedMCP(ctx context.Context, mo *mcpOptions, env []string, cfg mcp.C
 		err = nil // the client went away: a normal end
 	}
 	return err
+}
+
+// embeddedSlots is how many embedded gateways with default state
+// directories run at once, one per directory <runtime default>-mcp-<n>.
+const embeddedSlots = 32
+
+// newEmbeddedApp assembles an embedded gateway. Unless the serve flags
+// name a state directory, it takes the first of its own,
+// <the runtime's default>-mcp-<n>, that no live gateway holds: never the
+// directory of a `glassroom serve` (which would remove its sandboxes as
+// orphans), and the one an embedded gateway that died left, so its
+// leftovers are reconciled. Unless --uid-base is given, slot n's sandboxes
+// run as uids of their own too, (n+1)*1024 past the runtime's default
+// base. It sets o.stateDir (and o.uidBase) to what it took.
+func newEmbeddedApp(ctx context.Context, o *options, log zerolog.Logger) (*app.App, error) {
+	var base string
+	var uidBase int
+	switch {
+	case o.stateDir != "":
+	case o.runtime == "local":
+		base, uidBase = local.DefaultStateDir(), local.DefaultUIDBase
+	case o.runtime == "docker":
+		base, uidBase = docker.DefaultStateDir, docker.DefaultUIDBase
+	}
+	const hint = `--state-dir DIR after "--" (glassroom mcp --embedded -- --state-dir DIR)`
+	if base == "" {
+		a, err := app.New(ctx, o.appConfig(), log)
+		return a, withStateDirHint(err, hint)
+	}
+	explicitUIDs := o.uidBase != 0
+	for n := range embeddedSlots {
+		o.stateDir = base + "-mcp-" + strconv.Itoa(n)
+		if o.egressDir == "" {
+			o.sess.Egress.Dir = filepath.Join(o.stateDir, "egress")
+		}
+		if !explicitUIDs { // sandbox uids of their own too, past the serve gateway's
+			o.uidBase = uidBase + (n+1)*sandbox.DefaultMaxSandboxes
+		}
+		a, err := app.New(ctx, o.appConfig(), log)
+		var inUse *sandbox.StateDirInUseError
+		if errors.As(err, &inUse) {
+			continue
+		}
+		return a, err
+	}
+	return nil, fmt.Errorf("mcp: the %d state directories %s-mcp-0 to %s-mcp-%d are all in use by other gateways; give this one its own with %s", embeddedSlots, base, base, embeddedSlots-1, hint)
 }
 
 // ignoreClosed treats the client closing stdin as a normal end.

@@ -96,7 +96,7 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.runtime, "runtime", "local", "kernel runtime: local (bubblewrap), docker, or k8s (a pod per session)")
 	fs.Var(&keys, "api-key", "API key (repeatable); each key is a tenant. Env: GLASSROOM_API_KEYS, comma-separated")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	fs.StringVar(&o.stateDir, "state-dir", "", "directory for per-session sandbox state (default /run/glassroom/<runtime> as root)")
+	fs.StringVar(&o.stateDir, "state-dir", "", "directory for per-session sandbox state, one gateway per directory (default /run/glassroom/<runtime> as root)")
 	fs.IntVar(&o.uidBase, "uid-base", 0, "first host uid of sandboxes when running as root, one uid per session (default 200000 local, 300000 docker)")
 	fs.BoolVar(&o.insecureNoSandbox, "insecure-no-sandbox", false, "INSECURE: run local kernels without bubblewrap")
 	fs.StringVar(&o.dockerImage, "docker-image", "glassroom/python-kernel:latest", "kernel image for the docker runtime")
@@ -307,7 +307,7 @@ func run(ctx context.Context, args, env []string, stdout io.Writer) error {
 	cfg.Gateway.MetricsToken = o.metricsToken
 	a, err := app.New(ctx, cfg, log)
 	if err != nil {
-		return err
+		return withStateDirHint(err, "--state-dir DIR (or GLASSROOM_STATE_DIR)")
 	}
 	if res := a.Restored; res.Adopted+res.Restarted+res.Lost > 0 {
 		log.Info().Int("adopted", res.Adopted).Int("restarted", res.Restarted).Int("lost", res.Lost).Msg("sessions of the previous gateway")
@@ -354,6 +354,17 @@ func (o *options) appConfig() app.Config {
 		Sessions: o.sess,
 		Gateway:  gw,
 	}
+}
+
+// withStateDirHint adds to the error of a runtime whose state directory
+// another gateway holds how to give this one its own (flag names the
+// option).
+func withStateDirHint(err error, flag string) error {
+	var inUse *sandbox.StateDirInUseError
+	if errors.As(err, &inUse) {
+		return fmt.Errorf("%w; one gateway per state directory: give this one another with %s", err, flag)
+	}
+	return err
 }
 
 // protectFromOOMKiller makes the gateway the OOM killer's last choice

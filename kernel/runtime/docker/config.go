@@ -14,6 +14,18 @@ const (
 	LabelManaged  = "io.glassroom.managed"
 	LabelInstance = "io.glassroom.instance"
 	LabelSession  = "io.glassroom.session"
+	// LabelStateDir names the state directory of the runtime that created
+	// the container: with Instance, the identity of its owner. A runtime
+	// reconciles and adopts only containers of its own state directory,
+	// which it holds locked, so gateways of one instance with different
+	// state directories leave each other's containers alone.
+	LabelStateDir = "io.glassroom.state-dir"
+)
+
+// Defaults of a Config that names no state directory or UIDBase.
+const (
+	DefaultStateDir = "/run/glassroom/docker"
+	DefaultUIDBase  = 300000
 )
 
 // SeccompDockerDefault selects Docker's own default seccomp profile
@@ -31,7 +43,10 @@ type Config struct {
 	Image string
 	// OCIRuntime is the container runtime: runc (default), runsc (gVisor), kata.
 	OCIRuntime string
-	// Instance names this gateway in labels and container names (default "default").
+	// Instance names this gateway in labels and container names (default
+	// "default"). Gateways may share an instance: each reconciles and
+	// adopts only the containers of its own state directory
+	// (LabelStateDir), which it holds locked.
 	Instance string
 	// SeccompProfile is a path to a seccomp JSON profile. Empty selects
 	// glassroom's profile (Docker's default without ptrace, io_uring and
@@ -52,7 +67,7 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	c.Common = c.Common.WithDefaults("/run/glassroom/docker", 300000)
+	c.Common = c.Common.WithDefaults(DefaultStateDir, DefaultUIDBase)
 	if c.Image == "" {
 		c.Image = "glassroom/python-kernel:latest"
 	}

@@ -11,8 +11,11 @@
 // survives kernel restarts.
 //
 // Containers have deterministic names (glassroom-<instance>-<session>) and
-// labels naming the gateway instance and session. Every Docker call has a
-// bounded context except the wait for a container's exit. Containers of
-// this instance that no live sandbox owns are removed at start and
-// periodically (Run).
+// labels naming the gateway instance, its state directory and the
+// session. Every Docker call has a bounded context except the wait for a
+// container's exit. A runtime holds its state directory locked
+// (sandbox.LockStateDir) from New to Close; containers of this instance
+// and state directory that no live sandbox owns are removed at start and
+// periodically (Run). Another state directory's containers (another
+// gateway of the same instance) are never touched.
 package docker

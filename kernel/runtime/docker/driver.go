@@ -62,7 +62,7 @@ func (d *driver) create(ctx context.Context, env map[string]string) error {
 		Env:             envList,
 		Hostname:        "glassroom",
 		NetworkDisabled: true,
-		Labels:          map[string]string{LabelManaged: "true", LabelInstance: cfg.Instance, LabelSession: d.id},
+		Labels:          map[string]string{LabelManaged: "true", LabelInstance: cfg.Instance, LabelSession: d.id, LabelStateDir: cfg.StateDir},
 	}
 	hc := &container.HostConfig{
 		NetworkMode:    "none",

@@ -12,9 +12,12 @@ import (
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 )
 
-// Reconcile removes containers labelled with this instance, and session
-// directories, that no live sandbox owns (a crashed gateway's). Each
-// Docker call is bounded by CallTimeout.
+// Reconcile removes containers of this instance and state directory, and
+// session directories, that no live sandbox owns (a crashed gateway's).
+// This runtime holds the state directory locked, so no other live gateway
+// owns them; containers of another state directory (another gateway of
+// the same instance) are left alone. Each Docker call is bounded by
+// CallTimeout.
 func (r *Runtime) Reconcile(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
 	list, err := r.cli.ContainerList(cctx, container.ListOptions{All: true, Filters: filters.NewArgs(
@@ -27,7 +30,7 @@ func (r *Runtime) Reconcile(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("docker: reconcile: %w", err)
 	}
-	plan := planReconcile(list, dirs, r.cfg.Instance, r.live.Has)
+	plan := planReconcile(list, dirs, r.cfg.Instance, r.cfg.StateDir, r.live.Has)
 	for _, c := range plan.containers {
 		r.log.Info().Str("container", c.name).Msg("removing orphaned kernel container")
 		rctx, rcancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
@@ -55,12 +58,13 @@ type reconcilePlan struct {
 
 // planReconcile decides, without touching anything, which of the listed
 // containers and session directories are orphans: those of this instance
-// whose session is not live. Containers of other instances, and ones
-// without the managed label, are never touched.
-func planReconcile(list []container.Summary, dirs []string, instance string, live func(id string) bool) reconcilePlan {
+// and state directory whose session is not live. Containers of other
+// instances or state directories, and ones without the managed label, are
+// never touched.
+func planReconcile(list []container.Summary, dirs []string, instance, stateDir string, live func(id string) bool) reconcilePlan {
 	var p reconcilePlan
 	for _, c := range list {
-		if c.Labels[LabelManaged] != "true" || c.Labels[LabelInstance] != instance {
+		if c.Labels[LabelManaged] != "true" || c.Labels[LabelInstance] != instance || !ofStateDir(c, stateDir) {
 			continue
 		}
 		if id := c.Labels[LabelSession]; id != "" && live(id) {
@@ -78,4 +82,19 @@ func planReconcile(list []container.Summary, dirs []string, instance string, liv
 		}
 	}
 	return p
+}
+
+// ofStateDir reports whether the container belongs to the runtime of
+// stateDir: its LabelStateDir says so or, on a container created before
+// that label existed, it binds a directory under stateDir.
+func ofStateDir(c container.Summary, stateDir string) bool {
+	if owner, ok := c.Labels[LabelStateDir]; ok {
+		return owner == stateDir
+	}
+	for _, m := range c.Mounts {
+		if strings.HasPrefix(m.Source, stateDir+"/") {
+			return true
+		}
+	}
+	return false
 }

@@ -30,18 +30,30 @@ type Runtime struct {
 	live sandbox.LiveSet // session ids with a sandbox, including ones starting
 }
 
-// New connects to the Docker engine (DOCKER_HOST or the default socket),
-// checks that the image exists, and removes this instance's orphaned
-// containers and directories. The caller must Close the runtime.
-func New(ctx context.Context, cfg Config, log zerolog.Logger) (*Runtime, error) {
+// New locks the state directory for this runtime alone (see
+// sandbox.LockStateDir: a *sandbox.StateDirInUseError when another
+// gateway's runtime holds it), connects to the Docker engine (DOCKER_HOST
+// or the default socket), checks that the image exists, and removes this
+// instance's orphaned containers and directories (see Reconcile). The
+// caller must Close the runtime.
+func New(ctx context.Context, cfg Config, log zerolog.Logger) (_ *Runtime, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg = cfg.withDefaults()
+	lock, err := sandbox.LockStateDir(cfg.StateDir)
+	if err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			lock.Release()
+		}
+	}()
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		return nil, fmt.Errorf("%w: docker: client: %w", sandbox.ErrUnavailable, err)
 	}
-	cfg = cfg.withDefaults()
 	cctx, cancel := context.WithTimeout(ctx, cfg.CallTimeout)
 	defer cancel()
 	if _, err := cli.Ping(cctx); err != nil {
@@ -53,11 +65,16 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*Runtime, error) 
 		_ = cli.Close()
 		return nil, err
 	}
-	r.closer = cli.Close
+	r.closer = func() error {
+		err := cli.Close()
+		lock.Release()
+		return err
+	}
 	return r, nil
 }
 
-// newRuntime builds the runtime over any engine (tests pass a fake).
+// newRuntime builds the runtime over any engine (tests pass a fake). The
+// caller holds the state directory's lock.
 func newRuntime(ctx context.Context, cfg Config, cli engine, log zerolog.Logger) (*Runtime, error) {
 	r := &Runtime{cfg: cfg, log: log.With().Str("runtime", "docker").Logger(), cli: cli, closer: func() error { return nil },
 		root: os.Geteuid() == 0, slots: sandbox.NewSlots(cfg.MaxSandboxes)}
@@ -77,9 +94,6 @@ func newRuntime(ctx context.Context, cfg Config, cli engine, log zerolog.Logger)
 	if _, err := cli.ImageInspect(cctx, cfg.Image); err != nil {
 		return nil, fmt.Errorf("%w: docker: kernel image %s: %w (build it with `make image`)", sandbox.ErrUnavailable, cfg.Image, err)
 	}
-	if err := sandbox.PrepareStateDir(cfg.StateDir); err != nil {
-		return nil, fmt.Errorf("docker: %w", err)
-	}
 	if !cfg.Adopting {
 		if err := r.Reconcile(ctx); err != nil {
 			return nil, err
@@ -95,7 +109,8 @@ func (r *Runtime) StateDir() string { return r.cfg.StateDir }
 // Name returns "docker".
 func (r *Runtime) Name() string { return "docker" }
 
-// Close releases the engine connection. Sandboxes must be closed first.
+// Close releases the engine connection and the state directory (for the
+// next gateway). Sandboxes must be closed (or detached) first.
 func (r *Runtime) Close() error { return r.closer() }
 
 // Run reconciles periodically until ctx ends.
@@ -150,8 +165,9 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 }
 
 // Adopt implements sandbox.Adopter: it takes over the container a previous
-// gateway of this instance started for st. The container must carry this
-// instance's labels and run this runtime's image; a stopped one is started
+// gateway of this instance and state directory started for st. The
+// container must carry this instance's labels (and, if it has one, this
+// state directory's) and run this runtime's image; a stopped one is started
 // again (a fresh kernel: the sandbox's State then has a new Incarnation).
 // On failure everything is undone, the container removed.
 func (r *Runtime) Adopt(ctx context.Context, st sandbox.State) (_ sandbox.Sandbox, err error) {
@@ -192,6 +208,8 @@ func (r *Runtime) Adopt(ctx context.Context, st sandbox.State) (_ sandbox.Sandbo
 		return nil, fmt.Errorf("docker: adopt %s: the engine describes no container", st.ID)
 	case info.Config.Labels[LabelManaged] != "true" || info.Config.Labels[LabelInstance] != r.cfg.Instance || info.Config.Labels[LabelSession] != st.ID:
 		return nil, fmt.Errorf("docker: adopt %s: the container's labels do not match", st.ID)
+	case info.Config.Labels[LabelStateDir] != "" && info.Config.Labels[LabelStateDir] != r.cfg.StateDir:
+		return nil, fmt.Errorf("docker: adopt %s: the container belongs to the gateway of state dir %s", st.ID, info.Config.Labels[LabelStateDir])
 	case info.Config.Image != r.cfg.Image:
 		return nil, fmt.Errorf("docker: adopt %s: the container runs %s, this gateway %s", st.ID, info.Config.Image, r.cfg.Image)
 	}

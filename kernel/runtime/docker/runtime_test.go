@@ -2,6 +2,7 @@ package docker_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"strconv"
@@ -226,13 +227,53 @@ func TestOrphansAreReconciled(t *testing.T) {
 	first := newRuntime(t, cfg)
 	k := start(t, first, sandbox.Limits{})
 	id := containerOf(t, first, k)
-	// A second runtime with the same instance is a restarted gateway: the
+	// The first gateway dies (its state dir's lock goes with it); the
+	// next one, same instance and state dir, is a restarted gateway: the
 	// first one's container has no owner any more.
+	first.Close()
 	newRuntime(t, cfg)
 	cli, _ := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	defer cli.Close()
 	if _, err := cli.ContainerInspect(context.Background(), id); !cerrdefs.IsNotFound(err) {
 		t.Fatalf("orphan not removed: %v", err)
+	}
+}
+
+// TestGatewaysOfOneInstance: gateways of one instance with different state
+// directories (`glassroom serve` and `glassroom mcp --embedded`, both
+// instance "default") leave each other's containers alone; one on the
+// state directory of a live one refuses to start.
+func TestGatewaysOfOneInstance(t *testing.T) {
+	cfg := docker.Config{Instance: "shared-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)}
+	first := newRuntime(t, cfg)
+	k := start(t, first, sandbox.Limits{})
+	k.Run(t, "x = 41")
+	id := containerOf(t, first, k)
+	if got, want := inspect(t, `{{index .Config.Labels "io.glassroom.state-dir"}}`, id), first.StateDir(); got != want {
+		t.Fatalf("state-dir label %q, want %q", got, want)
+	}
+	// Same instance and state dir, while the first lives: refused.
+	same := cfg
+	same.StateDir = first.StateDir()
+	_, err := docker.New(context.Background(), same, zerolog.Nop())
+	var inUse *sandbox.StateDirInUseError
+	if !errors.As(err, &inUse) {
+		t.Fatalf("a second runtime on a held state dir: %v", err)
+	}
+	// Same instance, a state dir of its own: it reconciles at start (not
+	// adopting) and again on demand, and leaves the first one's alone.
+	second := newRuntime(t, cfg)
+	if err := second.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if state := inspect(t, "{{.State.Status}}", id); state != "running" {
+		t.Fatalf("the other gateway's container: %s", state)
+	}
+	if out, _ := k.Run(t, "x + 1"); out != `"42"` {
+		t.Fatalf("the other gateway's kernel: x + 1 = %s", out)
+	}
+	if _, err := os.Stat(k.Sandbox.Workspace()); err != nil {
+		t.Fatalf("the other gateway's session directory: %v", err)
 	}
 }
 

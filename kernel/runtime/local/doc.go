@@ -16,4 +16,10 @@
 //
 // Without bwrap the runtime refuses to start kernels, unless the
 // explicitly insecure option InsecureNoSandbox is set.
+//
+// A runtime holds its state directory locked (sandbox.LockStateDir) from
+// New to Close: a second one on the same directory fails at New and
+// touches nothing. New removes the session directories a dead gateway
+// left, except one whose kernel (recorded in the directory's kernel.pid)
+// still runs.
 package local

@@ -107,6 +107,11 @@ func (d *driver) Launch(_ context.Context, inc *sandbox.Incarnation) (sandbox.Pr
 		defer d.wg.Done()
 		p.wait()
 	}()
+	// For the reconcile of a later runtime on this state directory: it
+	// leaves a directory whose kernel still runs alone.
+	if err := writePidFile(d.dirs.Path(), cmd.Process.Pid); err != nil {
+		d.r.log.Warn().Err(err).Str("session", d.id).Msg("could not record the kernel's pid")
+	}
 	return p, nil
 }
 

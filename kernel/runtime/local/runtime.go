@@ -29,11 +29,7 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	dir := filepath.Join(os.TempDir(), "glassroom-local-"+strconv.Itoa(os.Geteuid()))
-	if os.Geteuid() == 0 {
-		dir = "/run/glassroom/local"
-	}
-	c.Common = c.Common.WithDefaults(dir, 200000)
+	c.Common = c.Common.WithDefaults(DefaultStateDir(), DefaultUIDBase)
 	if c.Python == "" {
 		c.Python = "/usr/bin/python3"
 	}
@@ -68,11 +64,27 @@ type Runtime struct {
 	bwrap   string // resolved path, "" when missing
 	slots   *sandbox.Slots
 	cgroups cgroupLayout // zero when cgroups are unavailable (not root)
+	lock    *sandbox.StateLock
 }
 
-// New returns a runtime. It removes the directories and cgroups of
-// sandboxes a previous gateway left behind (their kernels died with it).
-func New(cfg Config, log zerolog.Logger) (*Runtime, error) {
+// DefaultUIDBase is the UIDBase of a Config that names none.
+const DefaultUIDBase = 200000
+
+// DefaultStateDir is the state directory of a Config that names none:
+// /run/glassroom/local as root, else $TMPDIR/glassroom-local-<uid>.
+func DefaultStateDir() string {
+	if os.Geteuid() == 0 {
+		return "/run/glassroom/local"
+	}
+	return filepath.Join(os.TempDir(), "glassroom-local-"+strconv.Itoa(os.Geteuid()))
+}
+
+// New returns a runtime. It locks the state directory for this runtime
+// alone (see sandbox.LockStateDir: a *sandbox.StateDirInUseError when
+// another gateway's runtime holds it), then removes the directories and
+// cgroups of sandboxes a previous gateway left behind (their kernels died
+// with it). The caller must Close the runtime.
+func New(cfg Config, log zerolog.Logger) (_ *Runtime, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -81,9 +93,15 @@ func New(cfg Config, log zerolog.Logger) (*Runtime, error) {
 	if p, err := exec.LookPath(cfg.Bwrap); err == nil {
 		r.bwrap = p
 	}
-	if err := sandbox.PrepareStateDir(cfg.StateDir); err != nil {
+	r.lock, err = sandbox.LockStateDir(cfg.StateDir)
+	if err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
+	defer func() {
+		if err != nil {
+			r.lock.Release()
+		}
+	}()
 	if r.root {
 		if err := checkTraversable(cfg.StateDir); err != nil {
 			return nil, err
@@ -123,7 +141,17 @@ func (r *Runtime) StateDir() string { return r.cfg.StateDir }
 // Name returns "local".
 func (r *Runtime) Name() string { return "local" }
 
-// reconcile removes leftover session directories and cgroups.
+// Close releases the state directory for the next gateway. Sandboxes must
+// be closed first. Later calls do nothing.
+func (r *Runtime) Close() error {
+	r.lock.Release()
+	return nil
+}
+
+// reconcile removes leftover session directories and cgroups. It runs
+// while this runtime holds the state directory's lock, so no live gateway
+// owns them; as a second line of defence it leaves alone the directory
+// of a sandbox whose kernel is still running (see kernelAlive).
 func (r *Runtime) reconcile() {
 	ids, err := sandbox.SessionDirs(r.cfg.StateDir)
 	if err != nil {
@@ -132,6 +160,10 @@ func (r *Runtime) reconcile() {
 	}
 	for _, id := range ids {
 		dir := filepath.Join(r.cfg.StateDir, id)
+		if kernelAlive(dir) {
+			r.log.Warn().Str("dir", dir).Msg("leaving an unowned sandbox directory alone: its kernel is still running")
+			continue
+		}
 		r.log.Info().Str("dir", dir).Msg("removing orphaned sandbox directory")
 		if err := sandbox.RemoveDir(dir); err != nil {
 			r.log.Warn().Err(err).Msg("removing orphaned sandbox directory failed")

@@ -36,6 +36,7 @@ func newRuntime(t *testing.T, cfg local.Config) *local.Runtime {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { r.Close() })
 	return r
 }
 
@@ -374,5 +375,63 @@ print(round(time.process_time() - c, 2))`)
 	used, err := strconv.ParseFloat(strings.TrimSpace(out), 64)
 	if err != nil || used > 1.0 {
 		t.Fatalf("CPU used in 2 s with cpus=0.25: %q", out)
+	}
+}
+
+// TestStateDirIsHeldByOneRuntime: a second runtime on the state directory
+// of a live one refuses to start, naming it, and touches nothing: the live
+// sandbox's directory and kernel are whole. Once the first is closed, the
+// directory is free.
+func TestStateDirIsHeldByOneRuntime(t *testing.T) {
+	state := stateDir(t)
+	first := newRuntime(t, local.Config{Common: sandbox.Common{StateDir: state}})
+	k := start(t, first)
+	k.Run(t, "x = 41")
+	_, err := local.New(local.Config{Common: sandbox.Common{StateDir: state, UIDBase: 320000}}, zerolog.Nop())
+	var inUse *sandbox.StateDirInUseError
+	if !errors.As(err, &inUse) || inUse.Dir != state {
+		t.Fatalf("second runtime on a held state dir: %v, want a StateDirInUseError for %s", err, state)
+	}
+	if _, err := os.Stat(k.Sandbox.Workspace()); err != nil {
+		t.Fatalf("the live sandbox's directory: %v", err)
+	}
+	if out, _ := k.Run(t, "x + 1"); out != `"42"` {
+		t.Fatalf("the live kernel: x + 1 = %s", out)
+	}
+	if err := k.Sandbox.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	newRuntime(t, local.Config{Common: sandbox.Common{StateDir: state}})
+}
+
+// TestReconcileLeavesLiveKernelsAlone: should a runtime take a state
+// directory whose previous holder still has a running kernel (the lock
+// lost), its reconcile leaves that sandbox's directory alone; a directory
+// whose recorded kernel is gone (or whose pid now names another process)
+// is removed.
+func TestReconcileLeavesLiveKernelsAlone(t *testing.T) {
+	state := stateDir(t)
+	first := newRuntime(t, local.Config{Common: sandbox.Common{StateDir: state}})
+	k := start(t, first)
+	k.Run(t, "x = 41")
+	stale := filepath.Join(state, "stale-session-0001")
+	if err := os.MkdirAll(filepath.Join(stale, "work"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// pid 1 runs, but did not start at tick 1: a reused pid, not the kernel.
+	if err := os.WriteFile(filepath.Join(stale, "kernel.pid"), []byte("1 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	first.Close() // lets the next runtime in while the kernel runs
+	newRuntime(t, local.Config{Common: sandbox.Common{StateDir: state, UIDBase: 321100}})
+	if _, err := os.Stat(k.Sandbox.Workspace()); err != nil {
+		t.Fatalf("the running kernel's directory was removed: %v", err)
+	}
+	if out, _ := k.Run(t, "x + 1"); out != `"42"` {
+		t.Fatalf("the running kernel: x + 1 = %s", out)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Fatalf("the directory of a dead kernel was left: %v", err)
 	}
 }

@@ -11,7 +11,8 @@ import (
 // defaults named in their comments (see WithDefaults).
 type Common struct {
 	// StateDir holds one directory per session (see Dirs). Each runtime
-	// has its own default.
+	// has its own default. One runtime at a time holds it (see
+	// LockStateDir).
 	StateDir string
 	// Defaults are the limits of a session that asks for none
 	// (2048 MB, 1 CPU, 128 pids, 512 MB workspace).
@@ -30,6 +31,9 @@ type Common struct {
 	StartTimeout time.Duration
 }
 
+// DefaultMaxSandboxes is the default of Common.MaxSandboxes.
+const DefaultMaxSandboxes = 1024
+
 // DefaultLimits returns the default of Common.Defaults.
 func DefaultLimits() Limits { return Limits{MemoryMB: 2048, CPUs: 1, Pids: 128, WorkspaceMB: 512} }
 
@@ -42,6 +46,7 @@ func (c Common) WithDefaults(stateDir string, uidBase int) Common {
 	if c.StateDir == "" {
 		c.StateDir = stateDir
 	}
+	c.StateDir = filepath.Clean(c.StateDir)
 	c.Defaults = c.Defaults.Or(DefaultLimits())
 	c.Max = c.Max.Or(MaxLimits())
 	if c.NoFile == 0 {
@@ -54,7 +59,7 @@ func (c Common) WithDefaults(stateDir string, uidBase int) Common {
 		c.UIDBase = uidBase
 	}
 	if c.MaxSandboxes == 0 {
-		c.MaxSandboxes = 1024
+		c.MaxSandboxes = DefaultMaxSandboxes
 	}
 	if c.StartTimeout == 0 {
 		c.StartTimeout = 60 * time.Second

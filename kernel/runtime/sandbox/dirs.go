@@ -31,9 +31,9 @@ const (
 	workInodes = 64 * 1024
 )
 
-// PrepareStateDir creates the state directory (mode 0711: sandbox uids may
+// prepareStateDir creates the state directory (mode 0711: sandbox uids may
 // traverse it, not list it).
-func PrepareStateDir(dir string) error {
+func prepareStateDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o711); err != nil {
 		return fmt.Errorf("sandbox: state dir: %w", err)
 	}

@@ -13,6 +13,10 @@
 //     workspace and a tiny tmpfs for the kernel's sockets, owned by the
 //     sandbox's uid, so nothing the kernel writes lands on the host outside
 //     its quota.
+//   - The state directory's lock (LockStateDir): one runtime, so one
+//     gateway, per state directory; the kernel releases it when the
+//     gateway dies, so the next one reconciles what it left. A runtime
+//     takes it before it removes anything as an orphan.
 //   - The ipc connection file and the wait for the kernel's sockets.
 //   - Slots (the per-sandbox uid numbers) and Base, which implements the
 //     Sandbox lifecycle (restart, close, accessors) around a runtime's
