@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 
 	"github.com/glassroom/glassroom/kernel/sandbox"
@@ -26,6 +27,16 @@ type Config struct {
 	// InsecureNoSandbox runs kernels without bwrap. Never use it for
 	// untrusted code; every kernel start logs a warning.
 	InsecureNoSandbox bool
+	// InsecureNoSeccomp lets the runtime start kernels on an architecture
+	// it has no seccomp filter for (only amd64 and arm64 have one); without
+	// it New refuses such a machine with ErrNoSeccomp. It changes nothing
+	// where a filter exists. Never use it for untrusted code; every kernel
+	// start logs a warning.
+	InsecureNoSeccomp bool
+	// Arch is the GOARCH whose system call numbers the seccomp filter
+	// uses (default: runtime.GOARCH, the machine's). Tests set it; the
+	// filter of another architecture kills every kernel at its first call.
+	Arch string
 }
 
 func (c Config) withDefaults() Config {
@@ -40,6 +51,9 @@ func (c Config) withDefaults() Config {
 	if c.Bwrap == "" {
 		c.Bwrap = "bwrap"
 	}
+	if c.Arch == "" {
+		c.Arch = runtime.GOARCH
+	}
 	return c
 }
 
@@ -51,6 +65,9 @@ func (c Config) Validate() error {
 	}
 	if !filepath.IsAbs(c.Python) {
 		return errors.New("local: config: python must be an absolute path")
+	}
+	if _, ok := seccompArchOf(c.Arch); !ok && !c.InsecureNoSeccomp {
+		return fmt.Errorf("%w (GOARCH=%s)", ErrNoSeccomp, c.Arch)
 	}
 	return nil
 }
@@ -68,6 +85,7 @@ type Runtime struct {
 	bwrap   string // resolved path, "" when missing
 	slots   *sandbox.Slots
 	cgroups cgroupLayout // zero when cgroups are unavailable (not root)
+	seccomp []byte       // the filter bwrap installs; nil only with InsecureNoSeccomp
 }
 
 // New returns a runtime. It removes the directories and cgroups of
@@ -78,6 +96,14 @@ func New(cfg Config, log zerolog.Logger) (*Runtime, error) {
 	}
 	cfg = cfg.withDefaults()
 	r := &Runtime{cfg: cfg, log: log.With().Str("runtime", "local").Logger(), root: os.Geteuid() == 0, slots: sandbox.NewSlots(cfg.MaxSandboxes)}
+	filter, err := seccompFilter(cfg.Arch)
+	switch {
+	case errors.Is(err, ErrNoSeccomp): // Validate let it through: InsecureNoSeccomp
+		r.log.Warn().Str("arch", cfg.Arch).Msg("INSECURE: no seccomp filter for this architecture (InsecureNoSeccomp): kernels run without a system call filter")
+	case err != nil:
+		return nil, err
+	}
+	r.seccomp = filter
 	if p, err := exec.LookPath(cfg.Bwrap); err == nil {
 		r.bwrap = p
 	}

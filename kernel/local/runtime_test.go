@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -371,5 +372,57 @@ print(round(time.process_time() - c, 2))`)
 	used, err := strconv.ParseFloat(strings.TrimSpace(out), 64)
 	if err != nil || used > 1.0 {
 		t.Fatalf("CPU used in 2 s with cpus=0.25: %q", out)
+	}
+}
+
+// seccompMode is the Seccomp line of the kernel's /proc/self/status:
+// 2 under a filter, 0 without.
+func seccompMode(t *testing.T, k kern) string {
+	t.Helper()
+	out, _ := k.Run(t, "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('Seccomp:')][0])")
+	return strings.TrimSpace(out)
+}
+
+// TestRefusesAnArchitectureWithoutSeccomp: on an architecture glassroom
+// has no seccomp filter for, the runtime refuses to start, unless
+// InsecureNoSeccomp says to run kernels without one (and they then run
+// with none); on this machine's own architecture the kernel runs under
+// the filter.
+func TestRefusesAnArchitectureWithoutSeccomp(t *testing.T) {
+	cfg := local.Config{Common: sandbox.Common{StateDir: stateDir(t), UIDBase: 320000}, Arch: "riscv64"}
+	if err := cfg.Validate(); !errors.Is(err, local.ErrNoSeccomp) || !strings.Contains(err.Error(), "riscv64") {
+		t.Fatalf("Validate: %v, want ErrNoSeccomp naming the architecture", err)
+	}
+	if r, err := local.New(cfg, zerolog.Nop()); !errors.Is(err, local.ErrNoSeccomp) || r != nil {
+		t.Fatalf("New: %v, want ErrNoSeccomp", err)
+	}
+	if got := seccompMode(t, start(t, newRuntime(t, local.Config{}))); got != "2" {
+		t.Fatalf("the kernel runs with Seccomp: %s, want 2 (a filter)", got)
+	}
+	cfg.InsecureNoSeccomp = true
+	if got := seccompMode(t, start(t, newRuntime(t, cfg))); got != "0" {
+		t.Fatalf("InsecureNoSeccomp: Seccomp: %s, want 0", got)
+	}
+}
+
+// TestForeignSeccompFilterKillsTheKernel: the filter checks the
+// architecture first: another architecture's (arm64's on amd64) kills the
+// kernel at its first system call, in the real kernel's seccomp.
+func TestForeignSeccompFilterKillsTheKernel(t *testing.T) {
+	foreign := "arm64"
+	if runtime.GOARCH == "arm64" {
+		foreign = "amd64"
+	}
+	r := newRuntime(t, local.Config{Arch: foreign})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sb, err := r.Start(ctx, sandbox.Spec{ID: "foreign-seccomp"})
+	if err == nil {
+		sb.Close(context.Background())
+		t.Fatalf("a kernel started under the %s filter", foreign)
+	}
+	// bwrap reports its child's death by a signal as 128 + the signal.
+	if sigsys := "exit status " + strconv.Itoa(128+int(syscall.SIGSYS)); !strings.Contains(err.Error(), sigsys) {
+		t.Fatalf("want the kernel killed by seccomp (SIGSYS, %s), got %v", sigsys, err)
 	}
 }
