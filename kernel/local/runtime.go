@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"time"
 
 	"github.com/glassroom/glassroom/kernel/sandbox"
 	"github.com/rs/zerolog"
@@ -37,6 +38,11 @@ type Config struct {
 	// uses (default: runtime.GOARCH, the machine's). Tests set it; the
 	// filter of another architecture kills every kernel at its first call.
 	Arch string
+	// FreezeTimeout bounds each freeze of a sandbox's cgroup (pausing an
+	// idle kernel) and each thaw (5 s). A freeze that has not completed by
+	// then is undone (the sandbox thawed again) and fails: the kernel stays
+	// running.
+	FreezeTimeout time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -54,6 +60,9 @@ func (c Config) withDefaults() Config {
 	if c.Arch == "" {
 		c.Arch = runtime.GOARCH
 	}
+	if c.FreezeTimeout == 0 {
+		c.FreezeTimeout = 5 * time.Second
+	}
 	return c
 }
 
@@ -65,6 +74,9 @@ func (c Config) Validate() error {
 	}
 	if !filepath.IsAbs(c.Python) {
 		return errors.New("local: config: python must be an absolute path")
+	}
+	if c.FreezeTimeout < 0 {
+		return fmt.Errorf("local: config: negative freeze timeout %v", c.FreezeTimeout)
 	}
 	if _, ok := seccompArchOf(c.Arch); !ok && !c.InsecureNoSeccomp {
 		return fmt.Errorf("%w (GOARCH=%s)", ErrNoSeccomp, c.Arch)
@@ -86,6 +98,9 @@ type Runtime struct {
 	slots   *sandbox.Slots
 	cgroups cgroupLayout // zero when cgroups are unavailable (not root)
 	seccomp []byte       // the filter bwrap installs; nil only with InsecureNoSeccomp
+	// readFreezerState is each cgroup's readState (nil: os.ReadFile); set
+	// by tests before Start.
+	readFreezerState func(name string) ([]byte, error)
 }
 
 // New returns a runtime. It removes the directories and cgroups of
@@ -182,7 +197,7 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	if r.bwrap == "" {
 		ipc = "" // insecure mode: the kernel sees host paths
 	}
-	b := sandbox.NewBase(sandbox.BaseConfig{ID: spec.ID, Limits: limits, SandboxIPC: ipc, StartTimeout: r.cfg.StartTimeout})
+	b := sandbox.NewBase(sandbox.BaseConfig{ID: spec.ID, Limits: limits, SandboxIPC: ipc, StartTimeout: r.cfg.StartTimeout, FreezeTimeout: r.cfg.FreezeTimeout})
 	defer b.CloseOnFailure(ctx, &err)
 	slot, err := r.slots.Take()
 	if err != nil {
@@ -209,6 +224,7 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 			return nil, fmt.Errorf("%w: local: cgroup: %w", sandbox.ErrUnavailable, err)
 		}
 		b.OnClose("remove cgroup", func() error { cg.remove(); return nil })
+		cg.readState = r.readFreezerState
 		d.cg = cg
 	}
 	b.Use(dirs, d)

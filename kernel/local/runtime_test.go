@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -424,5 +425,73 @@ func TestForeignSeccompFilterKillsTheKernel(t *testing.T) {
 	// bwrap reports its child's death by a signal as 128 + the signal.
 	if sigsys := "exit status " + strconv.Itoa(128+int(syscall.SIGSYS)); !strings.Contains(err.Error(), sigsys) {
 		t.Fatalf("want the kernel killed by seccomp (SIGSYS, %s), got %v", sigsys, err)
+	}
+}
+
+// TestStuckFreezeIsBoundedAndUndone: a freeze the cgroup never reports
+// done (a v1 freezer left FREEZING by a task it cannot stop, simulated by
+// a poll that never sees FROZEN) fails after FreezeTimeout instead of
+// blocking its caller for ever, and is undone: the cgroup is thawed, the
+// sandbox not frozen, and the kernel answers. Once the poll sees the truth
+// again, the same sandbox freezes and thaws.
+func TestStuckFreezeIsBoundedAndUndone(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("cgroups need root")
+	}
+	r := newRuntime(t, local.Config{FreezeTimeout: 300 * time.Millisecond})
+	var stuck, frozenSeen atomic.Bool
+	stuck.Store(true)
+	local.SetFreezerStateReader(r, func(name string) ([]byte, error) {
+		b, err := os.ReadFile(name)
+		if !stuck.Load() {
+			return b, err
+		}
+		switch s := string(b); {
+		case strings.TrimSpace(s) == "FROZEN": // v1
+			frozenSeen.Store(true)
+			return []byte("FREEZING\n"), err
+		case strings.Contains(s, "frozen 1"): // v2
+			frozenSeen.Store(true)
+			return []byte(strings.ReplaceAll(s, "frozen 1", "frozen 0")), err
+		}
+		return b, err
+	})
+	k := start(t, r)
+	fz := k.Sandbox.(sandbox.Freezer)
+	done := make(chan error, 1)
+	go func() { done <- fz.Freeze(context.Background()) }() // no deadline of its own
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		stuck.Store(false) // let it end, so that Close can thaw it
+		<-done
+		t.Fatal("a freeze that never completes blocked its caller (no FreezeTimeout)")
+	}
+	if !errors.Is(err, sandbox.ErrFreezeTimeout) {
+		t.Fatalf("Freeze: %v, want ErrFreezeTimeout", err)
+	}
+	if !frozenSeen.Load() {
+		t.Fatal("the cgroup never froze: the test did not simulate a stuck freeze")
+	}
+	if fz.Frozen() {
+		t.Fatal("the sandbox is still frozen after the failed freeze")
+	}
+	id := filepath.Base(filepath.Dir(k.Sandbox.Workspace()))
+	if b, err := os.ReadFile("/sys/fs/cgroup/freezer/glassroom/" + id + "/freezer.state"); err == nil && strings.TrimSpace(string(b)) != "THAWED" {
+		t.Fatalf("the cgroup was left %s", b)
+	}
+	if out, _ := k.Run(t, "1 + 1"); out != `"2"` {
+		t.Fatalf("the kernel does not answer after the failed freeze: %s", out)
+	}
+	stuck.Store(false)
+	if err := fz.Freeze(context.Background()); err != nil || !fz.Frozen() {
+		t.Fatalf("a freeze that completes: %v (frozen %v)", err, fz.Frozen())
+	}
+	if err := fz.Thaw(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := k.Run(t, "1 + 2"); out != `"3"` {
+		t.Fatalf("the kernel does not answer after a thaw: %s", out)
 	}
 }
