@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/glassroom/glassroom/kernel/sandbox"
@@ -24,6 +25,8 @@ type pauser struct {
 	users   int
 	lastUse time.Time
 	off     bool // the runtime cannot freeze this sandbox
+
+	reaping atomic.Bool // the reaper has a maybeFreeze of this sandbox in progress
 }
 
 func newPauser(sb sandbox.Sandbox, after time.Duration, log zerolog.Logger) *pauser {
@@ -59,8 +62,17 @@ func (p *pauser) use(ctx context.Context) (release func(), err error) {
 	}, nil
 }
 
+// claim reserves the sandbox for one maybeFreeze by the reaper: it
+// returns false when the sandbox is never frozen or one is in progress
+// already. The claimer calls unclaim once done. It never blocks.
+func (p *pauser) claim() bool { return p.fz != nil && p.reaping.CompareAndSwap(false, true) }
+
+func (p *pauser) unclaim() { p.reaping.Store(false) }
+
 // maybeFreeze freezes the sandbox when nothing has used its kernel for
-// the pause delay; it reports whether it froze it now.
+// the pause delay; it reports whether it froze it now. It blocks for the
+// freeze (bounded by ctx and the runtime's own freeze timeout), and
+// meanwhile so does every use.
 func (p *pauser) maybeFreeze(ctx context.Context, now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -70,7 +82,7 @@ func (p *pauser) maybeFreeze(ctx context.Context, now time.Time) bool {
 	if err := p.fz.Freeze(ctx); err != nil {
 		if errors.Is(err, sandbox.ErrNoFreeze) {
 			p.off = true
-		} else if !errors.Is(err, sandbox.ErrClosed) {
+		} else if !errors.Is(err, sandbox.ErrClosed) && ctx.Err() == nil {
 			p.log.Warn().Err(err).Msg("pausing the idle kernel failed")
 		}
 		return false
