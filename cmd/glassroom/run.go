@@ -47,6 +47,7 @@ type options struct {
 	logLevel          string
 	stateDir          string
 	insecureNoSandbox bool
+	insecureNoSeccomp bool
 	uidBase           int
 	dockerImage       string
 	dockerRuntime     string
@@ -101,6 +102,7 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.stateDir, "state-dir", "", "directory for per-session sandbox state (default /run/glassroom/<runtime> as root)")
 	fs.IntVar(&o.uidBase, "uid-base", 0, "first host uid of sandboxes when running as root, one uid per session (default 200000 local, 300000 docker)")
 	fs.BoolVar(&o.insecureNoSandbox, "insecure-no-sandbox", false, "INSECURE: run local kernels without bubblewrap")
+	fs.BoolVar(&o.insecureNoSeccomp, "insecure-no-seccomp", false, "INSECURE: run local kernels without a seccomp filter on a CPU architecture glassroom has none for (only amd64 and arm64 have one); without it the local runtime refuses to start there")
 	fs.StringVar(&o.dockerImage, "docker-image", "glassroom/python-kernel:latest", "kernel image for the docker runtime")
 	fs.StringVar(&o.dockerRuntime, "docker-runtime", "runc", "OCI runtime for kernel containers (runc, runsc, kata)")
 	fs.StringVar(&o.instance, "instance", "default", "name of this gateway in container names and labels (docker)")
@@ -356,7 +358,10 @@ func newRuntime(ctx context.Context, o *options, log zerolog.Logger) (sessions.R
 	common := sandbox.Common{StateDir: o.stateDir, UIDBase: o.uidBase, Defaults: o.lim, Max: o.max}
 	switch o.runtime {
 	case "local":
-		rt, err := local.New(local.Config{Common: common, InsecureNoSandbox: o.insecureNoSandbox}, log)
+		rt, err := local.New(local.Config{Common: common, InsecureNoSandbox: o.insecureNoSandbox, InsecureNoSeccomp: o.insecureNoSeccomp}, log)
+		if errors.Is(err, local.ErrNoSeccomp) {
+			return nil, nil, nil, fmt.Errorf("%w; the flag is --insecure-no-seccomp", err)
+		}
 		if err != nil {
 			return nil, nil, nil, err
 		}
