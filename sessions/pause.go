@@ -25,6 +25,10 @@ type pauser struct {
 	users   int
 	lastUse time.Time
 	off     bool // the runtime cannot freeze this sandbox
+	// failed: the last freeze failed (timed out); the next is tried only
+	// after the kernel has been used again, not at every reaper tick (a
+	// freeze that hangs would keep the kernel half frozen).
+	failed bool
 
 	reaping atomic.Bool // the reaper has a maybeFreeze of this sandbox in progress
 }
@@ -51,6 +55,7 @@ func (p *pauser) use(ctx context.Context) (release func(), err error) {
 		p.log.Debug().Dur("thaw", time.Since(start)).Msg("kernel resumed")
 	}
 	p.users++
+	p.failed = false
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -76,14 +81,17 @@ func (p *pauser) unclaim() { p.reaping.Store(false) }
 func (p *pauser) maybeFreeze(ctx context.Context, now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.fz == nil || p.off || p.users > 0 || now.Sub(p.lastUse) < p.after || p.fz.Frozen() {
+	if p.fz == nil || p.off || p.failed || p.users > 0 || now.Sub(p.lastUse) < p.after || p.fz.Frozen() {
 		return false
 	}
 	if err := p.fz.Freeze(ctx); err != nil {
-		if errors.Is(err, sandbox.ErrNoFreeze) {
+		switch {
+		case errors.Is(err, sandbox.ErrNoFreeze):
 			p.off = true
-		} else if !errors.Is(err, sandbox.ErrClosed) && ctx.Err() == nil {
-			p.log.Warn().Err(err).Msg("pausing the idle kernel failed")
+		case errors.Is(err, sandbox.ErrClosed) || ctx.Err() != nil: // closing, or the gateway stopping
+		default:
+			p.failed = true
+			p.log.Warn().Err(err).Msg("pausing the idle kernel failed; it stays running, and is paused again only after its next use")
 		}
 		return false
 	}

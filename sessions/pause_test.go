@@ -108,6 +108,8 @@ func (s *freezableSandbox) Frozen() bool {
 // TestStuckFreezeHoldsUpNoOtherSession: one session's freeze never ends;
 // meanwhile the reaper goes on pausing the other idle sessions and
 // deleting the expired ones, and starts no second freeze of the stuck one.
+// Once that freeze has failed, it is tried again only after the kernel
+// has been used, not at every tick.
 func TestStuckFreezeHoldsUpNoOtherSession(t *testing.T) {
 	t.Parallel()
 	rt := &freezingRuntime{fakeRuntime: newFakeRuntime(t.TempDir()), stuckStarted: make(chan struct{}),
@@ -160,11 +162,29 @@ func TestStuckFreezeHoldsUpNoOtherSession(t *testing.T) {
 	if stuck.Info().Paused {
 		t.Error("the session whose freeze never completed says it is paused")
 	}
-	rt.mu.Lock()
-	calls := rt.stuckCalled
-	rt.mu.Unlock()
-	if calls != 1 {
-		t.Errorf("%d freezes of the stuck session at once, want 1", calls)
+	stuckCalls := func() int {
+		rt.mu.Lock()
+		defer rt.mu.Unlock()
+		return rt.stuckCalled
 	}
+	if n := stuckCalls(); n != 1 {
+		t.Errorf("%d freezes of the stuck session at once, want 1", n)
+	}
+
+	// The freeze fails. It is not tried again at the next ticks (two
+	// sessions created later get paused meanwhile), only once the kernel
+	// has been used.
 	unstick()
+	for _, id := range []string{fakeSession(t, m).ID(), fakeSession(t, m).ID()} {
+		within("a later session was not paused", rt.froze(id))
+	}
+	if n := stuckCalls(); n != 1 {
+		t.Errorf("the failed freeze was tried %d times more before the kernel was used again", n-1)
+	}
+	if x := run(t, stuck, "1", 0); x.Status != "ok" {
+		t.Fatalf("%+v", x)
+	}
+	for stuckCalls() == 1 {
+		within("the stuck session was never tried again after its use", rt.froze(fakeSession(t, m).ID()))
+	}
 }
