@@ -88,7 +88,7 @@ func (p *pauser) maybeFreeze(ctx context.Context, now time.Time) bool {
 		switch {
 		case errors.Is(err, sandbox.ErrNoFreeze):
 			p.off = true
-		case errors.Is(err, sandbox.ErrClosed) || ctx.Err() != nil: // closing, or the gateway stopping
+		case errors.Is(err, sandbox.ErrClosed) || errors.Is(ctx.Err(), context.Canceled): // closing, or the gateway stopping
 		default:
 			p.failed = true
 			p.log.Warn().Err(err).Msg("pausing the idle kernel failed; it stays running, and is paused again only after its next use")
