@@ -9,6 +9,12 @@
 // race. Events of every execution are published to the session's hub,
 // which keeps a bounded, sequence-numbered backlog for late subscribers.
 //
+// The manager's Run reaps: it deletes expired sessions and freezes idle
+// ones (Config.PauseAfter), each in a goroutine of its own that Run and
+// Close wait for, so a sandbox slow to close or to freeze holds up
+// neither the next tick nor any other session (one freeze at a time per
+// session).
+//
 // The gateway's Jupyter face renders the same sessions for Jupyter
 // clients; what it needs beyond the /v1 view (execute options and parent
 // headers on the started event, stop_on_error, the kernel's identity and

@@ -302,6 +302,7 @@ func (m *Manager) Detach(ctx context.Context) error {
 	}
 	wg.Wait()
 	m.closing.Wait()
+	m.pausing.Wait()
 	return errors.Join(append(errs, m.notify.Close())...)
 }
 

@@ -35,6 +35,7 @@ type Manager struct {
 	starting map[string]int // tenant → sessions being created
 	closed   bool
 	closing  sync.WaitGroup // sessions being deleted
+	pausing  sync.WaitGroup // the reaper's freezes in progress (pauseIdle)
 }
 
 // New returns a manager that starts kernels with rt.
@@ -329,10 +330,12 @@ func (m *Manager) take(tenant, id string) (*Session, error) {
 	return s, nil
 }
 
-// Run deletes expired sessions, keeps the warm pool full and, on a runtime
-// that finds orphaned sandboxes (sandbox.OrphanFinder), adopts them, until
-// ctx ends; it returns once its loops have stopped.
+// Run deletes expired sessions, pauses idle ones, keeps the warm pool
+// full and, on a runtime that finds orphaned sandboxes
+// (sandbox.OrphanFinder), adopts them, until ctx ends; it returns once its
+// loops and the freezes it started have stopped.
 func (m *Manager) Run(ctx context.Context) error {
+	defer m.pausing.Wait() // its freezes end with ctx
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { // the warm pool's refills, owned by Run
@@ -382,6 +385,10 @@ func (m *Manager) forget(id string) {
 // Pool describes the warm pool now.
 func (m *Manager) Pool() PoolState { return m.pool.State() }
 
+// reap deletes the expired sessions and pauses the idle ones. It never
+// waits for a session: each close and each freeze runs in a goroutine of
+// its own, so that one slow or stuck sandbox holds up neither the next
+// tick nor any other session.
 func (m *Manager) reap(ctx context.Context, now time.Time) {
 	m.mu.Lock()
 	all := make([]*Session, 0, len(m.sessions))
@@ -389,18 +396,10 @@ func (m *Manager) reap(ctx context.Context, now time.Time) {
 		all = append(all, s)
 	}
 	m.mu.Unlock()
-	var pausing sync.WaitGroup
-	sem := make(chan struct{}, 8) // freezes at once (a docker pause is a few tens of ms)
-	defer pausing.Wait()
 	for _, s := range all {
 		reason := s.expired(now)
 		if reason == "" {
-			pausing.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem; pausing.Done() }()
-				s.pause.maybeFreeze(ctx, now)
-			}()
+			m.pauseIdle(ctx, s, now)
 			continue
 		}
 		if _, err := m.take("", s.id); err != nil {
@@ -415,6 +414,40 @@ func (m *Manager) reap(ctx context.Context, now time.Time) {
 			m.forget(s.id)
 		}()
 	}
+}
+
+// pauseTimeout bounds a freeze the reaper starts, whatever the runtime's
+// own bound (the local runtime's FreezeTimeout, docker's call timeout).
+const pauseTimeout = 30 * time.Second
+
+// pauseIdle freezes s if its kernel has gone unused for PauseAfter, in a
+// goroutine owned by the manager (Run, Close and Detach wait for it). It
+// does not block: a session with a freeze still in progress is skipped,
+// so there is at most one per session. The freeze ends with ctx, with
+// the session's close, or after pauseTimeout.
+func (m *Manager) pauseIdle(ctx context.Context, s *Session, now time.Time) {
+	if !s.pause.claim() {
+		return
+	}
+	m.mu.Lock()
+	closed := m.closed
+	if !closed {
+		m.pausing.Add(1)
+	}
+	m.mu.Unlock()
+	if closed {
+		s.pause.unclaim()
+		return
+	}
+	go func() {
+		defer m.pausing.Done()
+		defer s.pause.unclaim()
+		pctx, cancel := context.WithTimeout(ctx, pauseTimeout)
+		defer cancel()
+		stop := context.AfterFunc(s.ctx, cancel) // the session closes: stop freezing it
+		defer stop()
+		s.pause.maybeFreeze(pctx, now)
+	}()
 }
 
 // takeAll closes the manager to new sessions and takes every session out
@@ -449,6 +482,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	go func() {
 		wg.Wait()
 		m.closing.Wait()
+		m.pausing.Wait()
 		close(done)
 	}()
 	select {

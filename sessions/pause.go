@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
@@ -27,6 +28,12 @@ type pauser struct {
 	users   int
 	lastUse time.Time
 	off     bool // the runtime cannot freeze this sandbox
+	// failed: the last freeze failed (timed out); the next is tried only
+	// after the kernel has been used again, not at every reaper tick (a
+	// freeze that hangs would keep the kernel half frozen).
+	failed bool
+
+	reaping atomic.Bool // the reaper has a maybeFreeze of this sandbox in progress
 }
 
 func newPauser(sb sandbox.Sandbox, after time.Duration, log zerolog.Logger, frozen func()) *pauser {
@@ -51,6 +58,7 @@ func (p *pauser) use(ctx context.Context) (release func(), err error) {
 		p.log.Debug().Dur("thaw", time.Since(start)).Msg("kernel resumed")
 	}
 	p.users++
+	p.failed = false
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -62,19 +70,31 @@ func (p *pauser) use(ctx context.Context) (release func(), err error) {
 	}, nil
 }
 
+// claim reserves the sandbox for one maybeFreeze by the reaper: it
+// returns false when the sandbox is never frozen or one is in progress
+// already. The claimer calls unclaim once done. It never blocks.
+func (p *pauser) claim() bool { return p.fz != nil && p.reaping.CompareAndSwap(false, true) }
+
+func (p *pauser) unclaim() { p.reaping.Store(false) }
+
 // maybeFreeze freezes the sandbox when nothing has used its kernel for
-// the pause delay; it reports whether it froze it now.
+// the pause delay; it reports whether it froze it now. It blocks for the
+// freeze (bounded by ctx and the runtime's own freeze timeout), and
+// meanwhile so does every use.
 func (p *pauser) maybeFreeze(ctx context.Context, now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.fz == nil || p.off || p.users > 0 || now.Sub(p.lastUse) < p.after || p.fz.Frozen() {
+	if p.fz == nil || p.off || p.failed || p.users > 0 || now.Sub(p.lastUse) < p.after || p.fz.Frozen() {
 		return false
 	}
 	if err := p.fz.Freeze(ctx); err != nil {
-		if errors.Is(err, sandbox.ErrNoFreeze) {
+		switch {
+		case errors.Is(err, sandbox.ErrNoFreeze):
 			p.off = true
-		} else if !errors.Is(err, sandbox.ErrClosed) {
-			p.log.Warn().Err(err).Msg("pausing the idle kernel failed")
+		case errors.Is(err, sandbox.ErrClosed) || errors.Is(ctx.Err(), context.Canceled): // closing, or the gateway stopping
+		default:
+			p.failed = true
+			p.log.Warn().Err(err).Msg("pausing the idle kernel failed; it stays running, and is paused again only after its next use")
 		}
 		return false
 	}

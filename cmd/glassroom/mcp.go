@@ -194,7 +194,7 @@ func newEmbeddedApp(ctx context.Context, o *options, log zerolog.Logger) (*app.A
 	const hint = `--state-dir DIR after "--" (glassroom mcp --embedded -- --state-dir DIR)`
 	if base == "" {
 		a, err := app.New(ctx, o.appConfig(), log)
-		return a, withStateDirHint(err, hint)
+		return a, withFlagHint(err, hint)
 	}
 	explicitUIDs := o.uidBase != 0
 	for n := range embeddedSlots {
@@ -210,7 +210,7 @@ func newEmbeddedApp(ctx context.Context, o *options, log zerolog.Logger) (*app.A
 		if errors.As(err, &inUse) {
 			continue
 		}
-		return a, err
+		return a, withFlagHint(err, hint)
 	}
 	return nil, fmt.Errorf("mcp: the %d state directories %s-mcp-0 to %s-mcp-%d are all in use by other gateways; give this one its own with %s", embeddedSlots, base, base, embeddedSlots-1, hint)
 }

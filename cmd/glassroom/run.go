@@ -43,6 +43,7 @@ type options struct {
 	logLevel          string
 	stateDir          string
 	insecureNoSandbox bool
+	insecureNoSeccomp bool
 	uidBase           int
 	dockerImage       string
 	dockerRuntime     string
@@ -99,6 +100,7 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.stateDir, "state-dir", "", "directory for per-session sandbox state, one gateway per directory (default /run/glassroom/<runtime> as root)")
 	fs.IntVar(&o.uidBase, "uid-base", 0, "first host uid of sandboxes when running as root, one uid per session (default 200000 local, 300000 docker)")
 	fs.BoolVar(&o.insecureNoSandbox, "insecure-no-sandbox", false, "INSECURE: run local kernels without bubblewrap")
+	fs.BoolVar(&o.insecureNoSeccomp, "insecure-no-seccomp", false, "INSECURE: run local kernels without a seccomp filter on a CPU architecture glassroom has none for (only amd64 and arm64 have one); without it the local runtime refuses to start there")
 	fs.StringVar(&o.dockerImage, "docker-image", "glassroom/python-kernel:latest", "kernel image for the docker runtime")
 	fs.StringVar(&o.dockerRuntime, "docker-runtime", "runc", "OCI runtime for kernel containers (runc, runsc, kata)")
 	fs.StringVar(&o.instance, "instance", "default", "name of this gateway in container names and labels (docker)")
@@ -307,7 +309,7 @@ func run(ctx context.Context, args, env []string, stdout io.Writer) error {
 	cfg.Gateway.MetricsToken = o.metricsToken
 	a, err := app.New(ctx, cfg, log)
 	if err != nil {
-		return withStateDirHint(err, "--state-dir DIR (or GLASSROOM_STATE_DIR)")
+		return withFlagHint(err, "--state-dir DIR (or GLASSROOM_STATE_DIR)")
 	}
 	if res := a.Restored; res.Adopted+res.Restarted+res.Lost > 0 {
 		log.Info().Int("adopted", res.Adopted).Int("restarted", res.Restarted).Int("lost", res.Lost).Msg("sessions of the previous gateway")
@@ -346,7 +348,7 @@ func (o *options) appConfig() app.Config {
 		Runtime: app.Runtime{
 			Kind:   o.runtime,
 			Common: sandbox.Common{StateDir: o.stateDir, UIDBase: o.uidBase, Defaults: o.lim, Max: o.max},
-			Local:  local.Config{InsecureNoSandbox: o.insecureNoSandbox},
+			Local:  local.Config{InsecureNoSandbox: o.insecureNoSandbox, InsecureNoSeccomp: o.insecureNoSeccomp},
 			Docker: docker.Config{Image: o.dockerImage, OCIRuntime: o.dockerRuntime, Instance: o.instance,
 				SeccompProfile: o.seccompProfile, Adopting: o.durable},
 			K8s: o.k8s.config(o.instance),
@@ -356,13 +358,17 @@ func (o *options) appConfig() app.Config {
 	}
 }
 
-// withStateDirHint adds to the error of a runtime whose state directory
-// another gateway holds how to give this one its own (flag names the
-// option).
-func withStateDirHint(err error, flag string) error {
+// withFlagHint adds to a start-up error the flag that answers it: for a
+// state directory another gateway holds, how to give this one its own
+// (stateDirFlag); for an architecture without a seccomp filter, the
+// insecure flag that runs without one.
+func withFlagHint(err error, stateDirFlag string) error {
 	var inUse *sandbox.StateDirInUseError
-	if errors.As(err, &inUse) {
-		return fmt.Errorf("%w; one gateway per state directory: give this one another with %s", err, flag)
+	switch {
+	case errors.As(err, &inUse):
+		return fmt.Errorf("%w; one gateway per state directory: give this one another with %s", err, stateDirFlag)
+	case errors.Is(err, local.ErrNoSeccomp):
+		return fmt.Errorf("%w; the flag is --insecure-no-seccomp", err)
 	}
 	return err
 }

@@ -174,6 +174,28 @@ func TestFlagsAndEnvironment(t *testing.T) {
 	}
 }
 
+// TestInsecureNoSeccompFlag: --insecure-no-seccomp (or its variable)
+// reaches the local runtime's InsecureNoSeccomp; it is off by default.
+func TestInsecureNoSeccompFlag(t *testing.T) {
+	var sink bytes.Buffer
+	for _, tc := range []struct {
+		args, env []string
+		want      bool
+	}{
+		{[]string{"serve"}, nil, false},
+		{[]string{"serve", "--insecure-no-seccomp"}, nil, true},
+		{[]string{"serve"}, []string{"GLASSROOM_INSECURE_NO_SECCOMP=true"}, true},
+	} {
+		o, err := parse(tc.args, tc.env, &sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.insecureNoSeccomp != tc.want {
+			t.Errorf("%v %v: insecureNoSeccomp %v", tc.args, tc.env, o.insecureNoSeccomp)
+		}
+	}
+}
+
 func TestEgressFlags(t *testing.T) {
 	var sink bytes.Buffer
 	o, err := parse([]string{"serve", "--egress-allow", "pypi.org", "--egress-allow", "*.pythonhosted.org:443", "--egress-allow-private", "10.1.2.0/24,192.168.7.9",

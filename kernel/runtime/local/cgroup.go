@@ -79,6 +79,9 @@ func (l cgroupLayout) remove(id string) {
 type cgroup struct {
 	layout cgroupLayout
 	dirs   []string // memory first
+	// readState reads the file a freeze in progress is polled on (nil:
+	// os.ReadFile). Tests replace it with one that never sees it done.
+	readState func(name string) ([]byte, error)
 }
 
 // create makes id's cgroups with the sandbox's limits; with v1 it gives
@@ -199,8 +202,14 @@ const freezePoll = 2 * time.Millisecond
 
 // setFrozen freezes (or thaws) every process of the cgroup and waits
 // until the kernel reports it done: v2 cgroup.freeze and the "frozen"
-// line of cgroup.events; v1 freezer.state, FREEZING until FROZEN.
+// line of cgroup.events; v1 freezer.state, FREEZING until FROZEN. The
+// wait ends with ctx (the caller bounds it: a process the kernel cannot
+// stop leaves a v1 cgroup FREEZING for good).
 func (cg *cgroup) setFrozen(ctx context.Context, frozen bool) error {
+	read := cg.readState
+	if read == nil {
+		read = os.ReadFile
+	}
 	var file, value, doneFile string
 	var done func(string) bool
 	switch {
@@ -229,7 +238,7 @@ func (cg *cgroup) setFrozen(ctx context.Context, frozen bool) error {
 		return errNoFreezer
 	}
 	for {
-		b, err := os.ReadFile(doneFile)
+		b, err := read(doneFile)
 		if err != nil {
 			return fmt.Errorf("local: freeze: %w", err)
 		}

@@ -14,6 +14,17 @@
 // through kernel's guarded transport, which refuses anything but a plain
 // socket (see kernel.OpenSocketNoFollow).
 //
+// bwrap installs a seccomp filter (seccomp.go) before the kernel starts:
+// it kills a process calling in another architecture's ABI and denies a
+// list of system calls by name (the kernel attack surface a Python kernel
+// has no use for) and sockets outside unix, inet, inet6 and netlink. The
+// filter exists for amd64 and arm64; on any other architecture New
+// refuses to start unless the explicitly insecure InsecureNoSeccomp is set.
+//
+// Pausing an idle sandbox freezes its cgroup (v2 cgroup.freeze, v1
+// freezer.state); a freeze that has not completed within FreezeTimeout is
+// undone and fails, so the kernel stays running.
+//
 // Without bwrap the runtime refuses to start kernels, unless the
 // explicitly insecure option InsecureNoSandbox is set.
 //

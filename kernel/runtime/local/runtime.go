@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"time"
 
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/rs/zerolog"
@@ -26,6 +28,21 @@ type Config struct {
 	// InsecureNoSandbox runs kernels without bwrap. Never use it for
 	// untrusted code; every kernel start logs a warning.
 	InsecureNoSandbox bool
+	// InsecureNoSeccomp lets the runtime start kernels on an architecture
+	// it has no seccomp filter for (only amd64 and arm64 have one); without
+	// it New refuses such a machine with ErrNoSeccomp. It changes nothing
+	// where a filter exists. Never use it for untrusted code; every kernel
+	// start logs a warning.
+	InsecureNoSeccomp bool
+	// Arch is the GOARCH whose system call numbers the seccomp filter
+	// uses (default: runtime.GOARCH, the machine's). Tests set it; the
+	// filter of another architecture kills every kernel at its first call.
+	Arch string
+	// FreezeTimeout bounds each freeze of a sandbox's cgroup (pausing an
+	// idle kernel) and each thaw (5 s). A freeze that has not completed by
+	// then is undone (the sandbox thawed again) and fails: the kernel stays
+	// running.
+	FreezeTimeout time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -35,6 +52,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Bwrap == "" {
 		c.Bwrap = "bwrap"
+	}
+	if c.Arch == "" {
+		c.Arch = runtime.GOARCH
+	}
+	if c.FreezeTimeout == 0 {
+		c.FreezeTimeout = 5 * time.Second
 	}
 	return c
 }
@@ -47,6 +70,12 @@ func (c Config) Validate() error {
 	}
 	if !filepath.IsAbs(c.Python) {
 		return errors.New("local: config: python must be an absolute path")
+	}
+	if c.FreezeTimeout < 0 {
+		return fmt.Errorf("local: config: negative freeze timeout %v", c.FreezeTimeout)
+	}
+	if _, ok := seccompArchOf(c.Arch); !ok && !c.InsecureNoSeccomp {
+		return fmt.Errorf("%w (GOARCH=%s)", ErrNoSeccomp, c.Arch)
 	}
 	return nil
 }
@@ -65,6 +94,10 @@ type Runtime struct {
 	slots   *sandbox.Slots
 	cgroups cgroupLayout // zero when cgroups are unavailable (not root)
 	lock    *sandbox.StateLock
+	seccomp []byte // the filter bwrap installs; nil only with InsecureNoSeccomp
+	// readFreezerState is each cgroup's readState (nil: os.ReadFile); set
+	// by tests before Start.
+	readFreezerState func(name string) ([]byte, error)
 }
 
 // DefaultUIDBase is the UIDBase of a Config that names none.
@@ -90,6 +123,14 @@ func New(cfg Config, log zerolog.Logger) (_ *Runtime, err error) {
 	}
 	cfg = cfg.withDefaults()
 	r := &Runtime{cfg: cfg, log: log.With().Str("runtime", "local").Logger(), root: os.Geteuid() == 0, slots: sandbox.NewSlots(cfg.MaxSandboxes)}
+	filter, err := seccompFilter(cfg.Arch)
+	switch {
+	case errors.Is(err, ErrNoSeccomp): // Validate let it through: InsecureNoSeccomp
+		r.log.Warn().Str("arch", cfg.Arch).Msg("INSECURE: no seccomp filter for this architecture (InsecureNoSeccomp): kernels run without a system call filter")
+	case err != nil:
+		return nil, err
+	}
+	r.seccomp = filter
 	if p, err := exec.LookPath(cfg.Bwrap); err == nil {
 		r.bwrap = p
 	}
@@ -188,7 +229,7 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	if r.bwrap == "" {
 		ipc = "" // insecure mode: the kernel sees host paths
 	}
-	b := sandbox.NewBase(sandbox.BaseConfig{ID: spec.ID, Limits: limits, SandboxIPC: ipc, StartTimeout: r.cfg.StartTimeout})
+	b := sandbox.NewBase(sandbox.BaseConfig{ID: spec.ID, Limits: limits, SandboxIPC: ipc, StartTimeout: r.cfg.StartTimeout, FreezeTimeout: r.cfg.FreezeTimeout})
 	defer b.CloseOnFailure(ctx, &err)
 	slot, err := r.slots.Take()
 	if err != nil {
@@ -215,6 +256,7 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 			return nil, fmt.Errorf("%w: local: cgroup: %w", sandbox.ErrUnavailable, err)
 		}
 		b.OnClose("remove cgroup", func() error { cg.remove(); return nil })
+		cg.readState = r.readFreezerState
 		d.cg = cg
 	}
 	b.Use(dirs, d)

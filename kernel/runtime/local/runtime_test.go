@@ -5,8 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -433,5 +435,125 @@ func TestReconcileLeavesLiveKernelsAlone(t *testing.T) {
 	}
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Fatalf("the directory of a dead kernel was left: %v", err)
+	}
+}
+
+// seccompMode is the Seccomp line of the kernel's /proc/self/status:
+// 2 under a filter, 0 without.
+func seccompMode(t *testing.T, k kern) string {
+	t.Helper()
+	out, _ := k.Run(t, "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('Seccomp:')][0])")
+	return strings.TrimSpace(out)
+}
+
+// TestRefusesAnArchitectureWithoutSeccomp: on an architecture glassroom
+// has no seccomp filter for, the runtime refuses to start, unless
+// InsecureNoSeccomp says to run kernels without one (and they then run
+// with none); on this machine's own architecture the kernel runs under
+// the filter.
+func TestRefusesAnArchitectureWithoutSeccomp(t *testing.T) {
+	cfg := local.Config{Common: sandbox.Common{StateDir: stateDir(t), UIDBase: 320000}, Arch: "riscv64"}
+	if err := cfg.Validate(); !errors.Is(err, local.ErrNoSeccomp) || !strings.Contains(err.Error(), "riscv64") {
+		t.Fatalf("Validate: %v, want ErrNoSeccomp naming the architecture", err)
+	}
+	if r, err := local.New(cfg, zerolog.Nop()); !errors.Is(err, local.ErrNoSeccomp) || r != nil {
+		t.Fatalf("New: %v, want ErrNoSeccomp", err)
+	}
+	if got := seccompMode(t, start(t, newRuntime(t, local.Config{}))); got != "2" {
+		t.Fatalf("the kernel runs with Seccomp: %s, want 2 (a filter)", got)
+	}
+	cfg.InsecureNoSeccomp = true
+	if got := seccompMode(t, start(t, newRuntime(t, cfg))); got != "0" {
+		t.Fatalf("InsecureNoSeccomp: Seccomp: %s, want 0", got)
+	}
+}
+
+// TestForeignSeccompFilterKillsTheKernel: the filter checks the
+// architecture first: another architecture's (arm64's on amd64) kills the
+// kernel at its first system call, in the real kernel's seccomp.
+func TestForeignSeccompFilterKillsTheKernel(t *testing.T) {
+	foreign := "arm64"
+	if runtime.GOARCH == "arm64" {
+		foreign = "amd64"
+	}
+	r := newRuntime(t, local.Config{Arch: foreign})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sb, err := r.Start(ctx, sandbox.Spec{ID: "foreign-seccomp"})
+	if err == nil {
+		sb.Close(context.Background())
+		t.Fatalf("a kernel started under the %s filter", foreign)
+	}
+	// bwrap reports its child's death by a signal as 128 + the signal.
+	if sigsys := "exit status " + strconv.Itoa(128+int(syscall.SIGSYS)); !strings.Contains(err.Error(), sigsys) {
+		t.Fatalf("want the kernel killed by seccomp (SIGSYS, %s), got %v", sigsys, err)
+	}
+}
+
+// TestStuckFreezeIsBoundedAndUndone: a freeze the cgroup never reports
+// done (a v1 freezer left FREEZING by a task it cannot stop, simulated by
+// a poll that never sees FROZEN) fails after FreezeTimeout instead of
+// blocking its caller for ever, and is undone: the cgroup is thawed, the
+// sandbox not frozen, and the kernel answers. Once the poll sees the truth
+// again, the same sandbox freezes and thaws.
+func TestStuckFreezeIsBoundedAndUndone(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("cgroups need root")
+	}
+	r := newRuntime(t, local.Config{FreezeTimeout: 300 * time.Millisecond})
+	var stuck, frozenSeen atomic.Bool
+	stuck.Store(true)
+	local.SetFreezerStateReader(r, func(name string) ([]byte, error) {
+		b, err := os.ReadFile(name)
+		if !stuck.Load() {
+			return b, err
+		}
+		switch s := string(b); {
+		case strings.TrimSpace(s) == "FROZEN": // v1
+			frozenSeen.Store(true)
+			return []byte("FREEZING\n"), err
+		case strings.Contains(s, "frozen 1"): // v2
+			frozenSeen.Store(true)
+			return []byte(strings.ReplaceAll(s, "frozen 1", "frozen 0")), err
+		}
+		return b, err
+	})
+	k := start(t, r)
+	fz := k.Sandbox.(sandbox.Freezer)
+	done := make(chan error, 1)
+	go func() { done <- fz.Freeze(context.Background()) }() // no deadline of its own
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		stuck.Store(false) // let it end, so that Close can thaw it
+		<-done
+		t.Fatal("a freeze that never completes blocked its caller (no FreezeTimeout)")
+	}
+	if !errors.Is(err, sandbox.ErrFreezeTimeout) {
+		t.Fatalf("Freeze: %v, want ErrFreezeTimeout", err)
+	}
+	if !frozenSeen.Load() {
+		t.Fatal("the cgroup never froze: the test did not simulate a stuck freeze")
+	}
+	if fz.Frozen() {
+		t.Fatal("the sandbox is still frozen after the failed freeze")
+	}
+	id := filepath.Base(filepath.Dir(k.Sandbox.Workspace()))
+	if b, err := os.ReadFile("/sys/fs/cgroup/freezer/glassroom/" + id + "/freezer.state"); err == nil && strings.TrimSpace(string(b)) != "THAWED" {
+		t.Fatalf("the cgroup was left %s", b)
+	}
+	if out, _ := k.Run(t, "1 + 1"); out != `"2"` {
+		t.Fatalf("the kernel does not answer after the failed freeze: %s", out)
+	}
+	stuck.Store(false)
+	if err := fz.Freeze(context.Background()); err != nil || !fz.Frozen() {
+		t.Fatalf("a freeze that completes: %v (frozen %v)", err, fz.Frozen())
+	}
+	if err := fz.Thaw(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := k.Run(t, "1 + 2"); out != `"3"` {
+		t.Fatalf("the kernel does not answer after a thaw: %s", out)
 	}
 }

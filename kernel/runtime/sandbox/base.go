@@ -57,6 +57,9 @@ type BaseConfig struct {
 	SandboxIPC string
 	// StartTimeout bounds the wait for a new kernel's sockets.
 	StartTimeout time.Duration
+	// FreezeTimeout bounds each Freeze and Thaw of the driver (and the
+	// thaw that undoes a failed freeze); 0: the driver bounds them itself.
+	FreezeTimeout time.Duration
 }
 
 // Base implements Sandbox around a runtime's Driver: the accessors, the
@@ -384,10 +387,25 @@ type DriverFreezer interface {
 	Thaw(ctx context.Context) error
 }
 
+// ErrFreezeTimeout is returned (wrapped) by Freeze when the driver did
+// not complete the freeze within BaseConfig.FreezeTimeout.
+var ErrFreezeTimeout = errors.New("sandbox: the freeze did not complete in time")
+
+// freezeContext bounds one freeze or thaw by FreezeTimeout, if set.
+func (b *Base) freezeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if b.cfg.FreezeTimeout > 0 {
+		return context.WithTimeout(ctx, b.cfg.FreezeTimeout)
+	}
+	return context.WithCancel(ctx)
+}
+
 // Freeze stops every process of the sandbox until Thaw: an idle kernel
 // then costs no CPU. It returns ErrNoFreeze when the driver cannot.
-// Restart, Close and Detach thaw first. Safe for concurrent use with Thaw;
-// the caller must not expect the kernel to answer while frozen.
+// With BaseConfig.FreezeTimeout set it blocks at most twice that (the
+// freeze, then the thaw that undoes a failed one). A freeze that fails
+// or times out (ErrFreezeTimeout) is undone: the sandbox is left running
+// and not Frozen. Restart, Close and Detach thaw first. Safe for concurrent use with Thaw; the caller must not expect
+// the kernel to answer while frozen.
 func (b *Base) Freeze(ctx context.Context) error {
 	fz, ok := b.drv.(DriverFreezer)
 	if !ok {
@@ -404,22 +422,35 @@ func (b *Base) Freeze(ctx context.Context) error {
 	case b.frozen:
 		return nil
 	}
-	if err := fz.Freeze(ctx); err != nil {
-		_ = fz.Thaw(context.WithoutCancel(ctx)) // never leave it half frozen
+	fctx, cancel := b.freezeContext(ctx)
+	defer cancel()
+	if err := fz.Freeze(fctx); err != nil {
+		if errors.Is(fctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			err = fmt.Errorf("%w (%v): %w", ErrFreezeTimeout, b.cfg.FreezeTimeout, err)
+		}
+		tctx, tcancel := b.freezeContext(context.WithoutCancel(ctx))
+		defer tcancel()
+		if terr := fz.Thaw(tctx); terr != nil { // never leave it half frozen
+			return fmt.Errorf("sandbox: freeze: %w (thawing it back: %w)", err, terr)
+		}
 		return fmt.Errorf("sandbox: freeze: %w", err)
 	}
 	b.frozen = true
 	return nil
 }
 
-// Thaw resumes a frozen sandbox; it does nothing to one that is not.
+// Thaw resumes a frozen sandbox; it does nothing to one that is not. It
+// waits for a Freeze in progress; its own call to the driver is bounded
+// by FreezeTimeout when that is set.
 func (b *Base) Thaw(ctx context.Context) error {
 	b.freezeMu.Lock()
 	defer b.freezeMu.Unlock()
 	if !b.frozen {
 		return nil
 	}
-	if err := b.drv.(DriverFreezer).Thaw(ctx); err != nil {
+	tctx, cancel := b.freezeContext(ctx)
+	defer cancel()
+	if err := b.drv.(DriverFreezer).Thaw(tctx); err != nil {
 		return fmt.Errorf("sandbox: thaw: %w", err)
 	}
 	b.frozen = false
