@@ -444,7 +444,7 @@ func twoFaces(t *testing.T, e *env, id string) {
 	reply, _ := json.Marshal(map[string]any{"channel": "stdin", "parent_header": json.RawMessage(hdr), "metadata": map[string]any{},
 		"header":  map[string]any{"msg_id": randomHex(8), "msg_type": "input_reply", "session": a2.session, "username": "t", "version": "5.3"},
 		"content": map[string]any{"value": "from a"}})
-	time.Sleep(200 * time.Millisecond) // c's reply, had it counted, would have arrived first
+	c.request("shell", "comm_info_request", map[string]any{}) // c's connection has handled its input_reply (it reads in order)
 	a2.raw(websocket.TextMessage, reply)
 	if _, all := a2.await(askID, "input"); !strings.Contains(streamText(all), "got from a") {
 		t.Fatalf("input answered by %v", all)

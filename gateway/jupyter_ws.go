@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -30,9 +31,16 @@ import (
 //     update_display_data, execute_result, error, clear_output; done →
 //     status idle. Executions from /v1 are rendered too, with a parent
 //     header glassroom makes (msg_id = the execution id).
-//   - execute_reply (shell) and input_request (stdin) go to the connections
-//     of the client that sent the request (its Jupyter session), so a client
-//     that reconnects gets them; input_reply → Session.Input.
+//   - execute_reply (shell) goes to the connections of the client that
+//     sent the request (its Jupyter session), so a client that reconnects
+//     gets it.
+//   - input_request (stdin) goes only to the connection that sent the
+//     execute_request, and only that connection's input_reply reaches the
+//     kernel (Session.InputAs with the connection's owner identity, which
+//     the session records with the execution and no client ever sees):
+//     header.session, which any connection can copy from an iopub parent,
+//     does not count. A client that reconnects while input() waits cannot
+//     answer it; interrupting the cell ends the wait.
 //   - kernel_info (cached per kernel incarnation; the debugger is reported
 //     off), complete, inspect, is_complete and history requests go to the
 //     kernel (Session.KernelRequest), answered with status busy/idle around
@@ -88,7 +96,7 @@ func (s *Server) jupyterChannels(c echo.Context) error {
 	sess.Touch()
 
 	jc := &jupyterConn{
-		srv: s, sess: sess, ws: ws, v1: ws.Subprotocol() == jupyterV1, tenant: tenant(c), client: clientSession,
+		srv: s, sess: sess, ws: ws, v1: ws.Subprotocol() == jupyterV1, tenant: tenant(c), client: clientSession, owner: rand.Text(),
 		ids: newMsgIDs(), out: make(chan jbatch, 64), execs: make(chan sessions.ExecRequest, jupyterPendingExecutes),
 		sem: make(chan struct{}, jupyterKernelRequests), sessions: map[string]bool{}, own: map[string]*jparent{}, inputs: map[string]string{},
 	}
@@ -133,6 +141,10 @@ type jparent struct {
 	msgID   string
 	session string
 	started time.Time
+	// exec: the parent came from the session's record of the execution
+	// (ExecInfo), and owner is the ExecRequest.Owner recorded there.
+	exec  bool
+	owner string
 }
 
 func parseParent(raw json.RawMessage) *jparent {
@@ -168,6 +180,10 @@ type jupyterConn struct {
 	sem    chan struct{}             // kernel requests in flight
 	wg     sync.WaitGroup            // kernel request goroutines
 
+	// owner identifies this connection to the session as the submitter of
+	// its executions (ExecRequest.Owner): random, never sent to a client.
+	owner string
+
 	mu       sync.Mutex
 	sessions map[string]bool     // Jupyter sessions (header.session) of this client
 	own      map[string]*jparent // executions this connection submitted, until done
@@ -185,6 +201,17 @@ func (jc *jupyterConn) mine(id string, p *jparent) bool {
 	}
 	o := jc.own[id]
 	return o != nil && o.msgID == p.msgID
+}
+
+// ownsInput reports whether execution id, described by p, was submitted
+// through this connection, by what the session recorded of it
+// (ExecInfo.Owner), never by anything a client wrote.
+func (jc *jupyterConn) ownsInput(id string, p *jparent) bool {
+	if p.exec {
+		return p.owner == jc.owner
+	}
+	rid, x, ok := jc.sess.Running()
+	return ok && rid == id && x != nil && x.Owner == jc.owner
 }
 
 func (jc *jupyterConn) noteSession(session string) {
@@ -486,6 +513,7 @@ func (jc *jupyterConn) execute(ctx context.Context, m *jmsg, h jheader) error {
 		ID: id, Code: *c.Code, AllowStdin: c.AllowStdin == nil || *c.AllowStdin,
 		Silent: c.Silent, NoHistory: c.Silent || (c.StoreHistory != nil && !*c.StoreHistory),
 		StopOnError: !c.Silent && (c.StopOnError == nil || *c.StopOnError), Group: group, Parent: m.Header,
+		Owner: jc.owner,
 	}
 	jc.mu.Lock()
 	if len(jc.own) < jupyterTracked {
@@ -525,7 +553,8 @@ func (jc *jupyterConn) rejection(parent json.RawMessage, why string) jbatch {
 	return answer(parent, reply("iopub", "error", parent, content), reply("shell", "execute_reply", parent, content))
 }
 
-// inputReply answers the kernel's input_request.
+// inputReply answers the kernel's input_request, if it was this
+// connection's: the session refuses the answer of any other (InputAs).
 func (jc *jupyterConn) inputReply(m *jmsg) {
 	var c struct {
 		Value string `json:"value"`
@@ -537,16 +566,16 @@ func (jc *jupyterConn) inputReply(m *jmsg) {
 	id := jc.inputs[parent.MsgID]
 	delete(jc.inputs, parent.MsgID)
 	jc.mu.Unlock()
-	if id == "" { // a reply that does not name our input_request: the running execution's, if it is this client's
-		rid, x, ok := jc.sess.Running()
-		if !ok || !jc.mine(rid, jc.parentOf(rid, x)) {
-			jc.srv.log.Debug().Msg("jupyter: input_reply for no input_request of this client")
+	if id == "" { // a reply that does not name our input_request: the running execution's, if it is this connection's
+		rid, _, ok := jc.sess.Running()
+		if !ok {
+			jc.srv.log.Debug().Msg("jupyter: input_reply while nothing runs")
 			return
 		}
 		id = rid
 	}
-	if err := jc.sess.Input(id, c.Value); err != nil {
-		jc.srv.log.Debug().Err(err).Msg("jupyter: input_reply not delivered")
+	if err := jc.sess.InputAs(jc.owner, id, c.Value); err != nil {
+		jc.srv.log.Debug().Err(err).Msg("jupyter: input_reply refused (no input() of this connection pending)")
 	}
 }
 
@@ -564,7 +593,7 @@ type jwriter struct {
 func (jc *jupyterConn) write(ctx context.Context) error {
 	since := jc.sess.LastSeq()
 	if jc.client != "" {
-		if seq, ok := jc.srv.resume.take(jc.sess.ID(), jc.client); ok {
+		if seq, ok := jc.srv.resume.take(jc.tenant, jc.sess.ID(), jc.client); ok {
 			since = seq // a client that reconnects gets what it missed
 		}
 	}
@@ -573,7 +602,7 @@ func (jc *jupyterConn) write(ctx context.Context) error {
 	w := &jwriter{parents: map[string]*jparent{}, errs: map[string]map[string]any{}, lastSent: since}
 	defer func() {
 		if jc.client != "" {
-			jc.srv.resume.put(jc.sess.ID(), jc.client, w.lastSent)
+			jc.srv.resume.put(jc.tenant, jc.sess.ID(), jc.client, w.lastSent)
 		}
 	}()
 	if err := jc.writeMsgs(jc.initialStatus(w)); err != nil {
@@ -678,6 +707,7 @@ func (jc *jupyterConn) parentOf(id string, x *sessions.ExecInfo) *jparent {
 	if x != nil && len(x.Parent) > 0 {
 		p := parseParent(x.Parent)
 		p.started = x.Started
+		p.exec, p.owner = true, x.Owner
 		return p
 	}
 	jc.mu.Lock()
@@ -750,7 +780,7 @@ func (jc *jupyterConn) render(w *jwriter, ev sessions.Event) []*outMsg {
 		return []*outMsg{iopub("clear_output", parent(), map[string]bool{"wait": ev.Wait})}
 	case sessions.EventInputRequest:
 		p := parent()
-		if !jc.mine(ev.ID, p) {
+		if !jc.ownsInput(ev.ID, p) {
 			return nil
 		}
 		// The input_reply names this message as its parent: remember its id.
@@ -908,52 +938,4 @@ func nonNull(raw json.RawMessage) json.RawMessage {
 		return json.RawMessage("{}")
 	}
 	return raw
-}
-
-// jupyterResume remembers where each Jupyter client's channels stopped
-// (by kernel and the client's session_id), so a client that reconnects
-// gets the messages it missed from the session's backlog, as
-// jupyter_server buffers them for a client that comes back. Bounded; safe
-// for concurrent use.
-type jupyterResume struct {
-	mu  sync.Mutex
-	pos map[[2]string]resumePos
-}
-
-type resumePos struct {
-	seq int64
-	at  time.Time
-}
-
-const (
-	maxResume = 1024
-	resumeFor = 10 * time.Minute
-)
-
-func newJupyterResume() *jupyterResume { return &jupyterResume{pos: map[[2]string]resumePos{}} }
-
-func (r *jupyterResume) put(session, client string, seq int64) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.pos) >= maxResume {
-		now := time.Now()
-		for k, p := range r.pos {
-			if now.Sub(p.at) > resumeFor || len(r.pos) >= maxResume {
-				delete(r.pos, k)
-			}
-		}
-	}
-	r.pos[[2]string{session, client}] = resumePos{seq: seq, at: time.Now()}
-}
-
-func (r *jupyterResume) take(session, client string) (int64, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	k := [2]string{session, client}
-	p, ok := r.pos[k]
-	delete(r.pos, k)
-	if !ok || time.Since(p.at) > resumeFor {
-		return 0, false
-	}
-	return p.seq, true
 }

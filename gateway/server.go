@@ -33,7 +33,7 @@ type Server struct {
 	stop     context.CancelFunc
 	wsConns  sync.WaitGroup
 	upgrader wsUpgrader
-	resume   *jupyterResume // where Jupyter clients' channels left off (jupyter_ws.go)
+	resume   *jupyterResume // where Jupyter clients' channels left off (jupyter_resume.go)
 }
 
 // New builds the server. assets is the UI's static files (may be nil).
@@ -43,7 +43,7 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 	}
 	cfg = cfg.withDefaults()
 	base, stop := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, mgr: mgr, log: log, base: base, stop: stop, resume: newJupyterResume()}
+	s := &Server{cfg: cfg, mgr: mgr, log: log, base: base, stop: stop, resume: newJupyterResume(defaultResumeLimits())}
 	for _, k := range cfg.APIKeys {
 		s.keys = append(s.keys, sha256.Sum256([]byte(k)))
 	}

@@ -17,8 +17,9 @@
 //
 // The gateway's Jupyter face renders the same sessions for Jupyter
 // clients; what it needs beyond the /v1 view (execute options and parent
-// headers on the started event, stop_on_error, the kernel's identity and
-// a bounded pass-through of its read-only requests) is in jupyter.go.
+// headers on the started event, the owner of an execution's input(),
+// stop_on_error, the kernel's identity and a bounded pass-through of its
+// read-only requests) is in jupyter.go.
 //
 // The package consumes a small Runtime interface (kernel/runtime/local and
 // kernel/runtime/docker implement it) and maps nothing to HTTP: callers test

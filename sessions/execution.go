@@ -75,6 +75,12 @@ type ExecRequest struct {
 	// Parent is the Jupyter request header (JSON, at most MaxParentBytes),
 	// handed back on the started event's Exec.
 	Parent json.RawMessage
+	// Owner is an opaque identity of whoever submitted the execution (the
+	// Jupyter face: one channels connection), at most MaxOwnerBytes,
+	// handed back on ExecInfo.Owner and never shown to clients. The
+	// input() of an execution with an Owner is answered only through
+	// InputAs with the same owner; Input refuses it.
+	Owner string
 }
 
 // maxExecIDBytes bounds a client-chosen execution id.

@@ -15,9 +15,11 @@ import (
 // What the gateway's Jupyter face (the Jupyter Server kernels API) needs of
 // a session beyond the /v1 view: the options of a Jupyter execute_request,
 // the request header to name as the parent of every message an execution
-// produces, Jupyter's stop_on_error queue semantics, the kernel's identity
-// per incarnation, and a bounded pass-through for the kernel's own
-// shell and control requests (kernel_info, complete, inspect, ...).
+// produces, the owner that alone may answer an execution's input() (one
+// channels connection), Jupyter's stop_on_error queue semantics, the
+// kernel's identity per incarnation, and a bounded pass-through for the
+// kernel's own shell and control requests (kernel_info, complete,
+// inspect, ...).
 // Executions from Jupyter clients go through the same queue, timeouts,
 // caps and event log as /v1 executions: the Jupyter face renders the
 // session's events as Jupyter messages.
@@ -34,6 +36,8 @@ const (
 	MaxParentBytes = 16 << 10
 	// MaxGroupBytes bounds ExecRequest.Group.
 	MaxGroupBytes = 256
+	// MaxOwnerBytes bounds ExecRequest.Owner.
+	MaxOwnerBytes = 256
 	// maxAbortGroups bounds the groups whose abort marks are kept.
 	maxAbortGroups = 256
 	// maxKernelRequestBytes bounds the content of a KernelRequest, beyond
@@ -52,6 +56,8 @@ type ExecInfo struct {
 	// sent it (compact JSON); nil for executions that came from /v1.
 	Parent json.RawMessage
 	Silent bool
+	// Owner is the request's Owner ("" for executions that came from /v1).
+	Owner string
 	// ExecutionCount is the count the kernel gives the execution: one more
 	// than the last count this kernel replied with (the same when Silent),
 	// as a Jupyter kernel announces it in execute_input before it runs.
@@ -63,7 +69,7 @@ func (x *ExecInfo) size() int {
 	if x == nil {
 		return 0
 	}
-	return 64 + len(x.Code) + len(x.Parent)
+	return 64 + len(x.Code) + len(x.Parent) + len(x.Owner)
 }
 
 // KernelReply is the kernel's reply to a KernelRequest.
@@ -103,6 +109,9 @@ func validateJupyter(req *ExecRequest) error {
 	if len(req.Group) > MaxGroupBytes {
 		return invalid("group longer than %d bytes", MaxGroupBytes)
 	}
+	if len(req.Owner) > MaxOwnerBytes {
+		return invalid("owner longer than %d bytes", MaxOwnerBytes)
+	}
 	return nil
 }
 
@@ -138,7 +147,7 @@ func (s *Session) execInfo(j *job, c KernelConn) *ExecInfo {
 	if !j.req.Silent {
 		count++
 	}
-	return &ExecInfo{Code: j.req.Code, Parent: j.req.Parent, Silent: j.req.Silent, ExecutionCount: count, Started: time.Now()}
+	return &ExecInfo{Code: j.req.Code, Parent: j.req.Parent, Silent: j.req.Silent, Owner: j.req.Owner, ExecutionCount: count, Started: time.Now()}
 }
 
 // noteFinished records how j ended: the kernel's execution count, and the

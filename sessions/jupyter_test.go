@@ -106,6 +106,47 @@ func TestJupyterStartedCarriesTheRequest(t *testing.T) {
 	if _, err := s.Submit(sessions.ExecRequest{Code: "x", Group: strings.Repeat("g", sessions.MaxGroupBytes+1)}); !errors.Is(err, sessions.ErrInvalid) {
 		t.Fatalf("long group: %v", err)
 	}
+	if _, err := s.Submit(sessions.ExecRequest{Code: "x", Owner: strings.Repeat("o", sessions.MaxOwnerBytes+1)}); !errors.Is(err, sessions.ErrInvalid) {
+		t.Fatalf("long owner: %v", err)
+	}
+}
+
+// TestJupyterInputOwner: on a real kernel, the input() of an execution
+// submitted with an Owner is answered only by InputAs with that owner;
+// Input (the /v1 face) and another owner are refused, even while an
+// execution of the other owner with the same id waits in the queue.
+func TestJupyterInputOwner(t *testing.T) {
+	m := newManager(t, sessions.Config{})
+	s := create(t, m, "t")
+	sub := s.Subscribe(s.LastSeq())
+	defer sub.Close()
+	if _, err := s.Submit(sessions.ExecRequest{ID: "in", Code: "print('hi', input('who?'))", AllowStdin: true, Owner: "conn-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(t, sub, sessions.EventStarted); ev.Exec == nil || ev.Exec.Owner != "conn-1" {
+		t.Fatalf("started: %+v", ev.Exec)
+	}
+	next(t, sub, sessions.EventInputRequest)
+	if _, err := s.Submit(sessions.ExecRequest{ID: "in", Code: "'same id'", Owner: "conn-2"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, try := range []struct{ owner, id string }{{"", "in"}, {"conn-2", "in"}, {"conn-1", "other"}} {
+		var err error
+		if try.owner == "" {
+			err = s.Input(try.id, "wrong")
+		} else {
+			err = s.InputAs(try.owner, try.id, "wrong")
+		}
+		if !errors.Is(err, sessions.ErrNoInputPending) {
+			t.Errorf("input as %q for %q: %v", try.owner, try.id, err)
+		}
+	}
+	if err := s.InputAs("conn-1", "in", "ada"); err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(t, sub, sessions.EventStream); ev.ID != "in" || !strings.Contains(ev.Text, "hi ada") {
+		t.Fatalf("echo %+v", ev)
+	}
 }
 
 func TestJupyterRunningNamesTheCurrentExecution(t *testing.T) {

@@ -338,17 +338,28 @@ func (s *Session) Interrupt(ctx context.Context) error {
 	return nil
 }
 
-// Input answers the input() call of execution id.
-func (s *Session) Input(id, value string) error {
+// Input answers the input() call of execution id, unless the execution
+// has an Owner (then only InputAs with that owner answers it).
+func (s *Session) Input(id, value string) error { return s.input("", id, value) }
+
+// InputAs answers the input() call of execution id on behalf of owner: it
+// is refused (ErrNoInputPending) unless the running execution is id, asks
+// for input and was submitted with ExecRequest.Owner == owner. The check
+// and the hand-off are one step, so a queued execution that reuses id
+// cannot take another owner's answer.
+func (s *Session) InputAs(owner, id, value string) error { return s.input(owner, id, value) }
+
+func (s *Session) input(owner, id, value string) error {
 	s.Touch()
 	s.mu.Lock()
 	pending := s.inputPending
-	if pending == id && id != "" {
+	ok := pending != "" && pending == id && s.current != nil && s.current.req.ID == id && s.current.req.Owner == owner
+	if ok {
 		s.inputPending = ""
 	}
 	c := s.client
 	s.mu.Unlock()
-	if pending == "" || pending != id {
+	if !ok {
 		return ErrNoInputPending
 	}
 	if err := c.Input(value); err != nil {

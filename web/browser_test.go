@@ -46,6 +46,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 const (
 	chromiumBin = "/usr/bin/chromium"
 	browserKey  = "browser-test-key-0123456789"
+	// otherKey is another tenant's key (token_test.go).
+	otherKey = "browser-test-other-key-0123456789"
 )
 
 // chromium returns the browser binary, or skips (fails in CI) without it.
@@ -91,7 +93,7 @@ func startGateway(t *testing.T) *server {
 		t.Fatal(err)
 	}
 	a, err := app.New(context.Background(), app.Config{Runtime: apptest.Local(t, 370000), UI: assets,
-		Gateway: gateway.Config{APIKeys: []string{browserKey}}}, zerolog.Nop())
+		Gateway: gateway.Config{APIKeys: []string{browserKey, otherKey}}}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,6 +120,34 @@ func startGateway(t *testing.T) *server {
 		_ = a.Close(context.Background(), false)
 	})
 	return s
+}
+
+// openTab starts Chromium (bin) with a fresh profile, for at most ctx's
+// life, and opens a tab whose reports go to the returned pageErrors. The
+// browser is gone when the test's cleanups have run.
+func openTab(t *testing.T, ctx context.Context, bin string) (context.Context, *pageErrors) {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-proxy-server", true),
+		// Nothing but the loopback gateway is ever reached by name.
+		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 1000),
+	)
+	allocCtx, allocCancel := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(allocCancel) // waits for the browser process to exit
+	perr := newPageErrors()
+	tabCtx, tabCancel := chromedp.NewContext(allocCtx, chromedp.WithListener(perr.listen))
+	t.Cleanup(tabCancel)
+	return tabCtx, perr
 }
 
 // Probes: an exception, a console error and an inline script that the test
@@ -441,26 +471,7 @@ func TestBrowserNotebook(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(bin),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("no-proxy-server", true),
-		// Nothing but the loopback gateway is ever reached by name.
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 1000),
-	)
-	allocCtx, allocCancel := chromedp.NewExecAllocator(ctx, opts...)
-	t.Cleanup(allocCancel) // waits for the browser process to exit
-	perr := newPageErrors()
-	tabCtx, tabCancel := chromedp.NewContext(allocCtx, chromedp.WithListener(perr.listen))
-	t.Cleanup(tabCancel)
+	tabCtx, perr := openTab(t, ctx, bin)
 	nb := &notebook{t: t, ctx: tabCtx}
 
 	root, err := filepath.Abs("..")

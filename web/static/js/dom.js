@@ -17,6 +17,9 @@
  * @property {HTMLFormElement} token-form
  * @property {HTMLInputElement} token-input
  * @property {HTMLElement} token-state
+ * @property {HTMLElement} token-offer
+ * @property {HTMLButtonElement} token-offer-keep
+ * @property {HTMLButtonElement} token-offer-use
  * @property {HTMLButtonElement} new-session
  * @property {HTMLFormElement} reopen-form
  * @property {HTMLInputElement} reopen-id

@@ -141,6 +141,11 @@ function start() {
       e.preventDefault();
       sessions.saveToken();
     });
+    $('token-offer-keep').addEventListener('click', () => sessions.answerOffer(false));
+    $('token-offer-use').addEventListener('click', () => sessions.answerOffer(true));
+    $('token-offer').addEventListener('keydown', (/** @type {KeyboardEvent} */ e) => {
+      if (e.key === 'Escape') sessions.answerOffer(false);
+    });
     $('new-session').addEventListener('click', () => sessions.create());
     $('reopen-form').addEventListener('submit', (e) => {
       e.preventDefault();

@@ -48,6 +48,14 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
 
   // ---- API key
 
+  let offered = ''; // a key a link carried, until the user takes or refuses it
+
+  // initToken reads the key: the saved one, or one a link carries
+  // (?token=, taken out of the address bar at once). A link's key is saved
+  // silently only when no key, or the same key, is saved: a key is a
+  // tenant, and a link (anyone's) must not move the user into another
+  // tenant unasked. Otherwise the saved key stays in use, and the page asks
+  // (offerToken).
   function initToken() {
     let url;
     try {
@@ -56,8 +64,7 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
       url = null;
     }
     const fromUrl = url ? url.searchParams.get('token') : null;
-    if (url && fromUrl) {
-      lsSet(LS_TOKEN, fromUrl);
+    if (url && url.searchParams.has('token')) {
       url.searchParams.delete('token');
       const q = url.searchParams.toString();
       try {
@@ -66,9 +73,46 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
         /* ignore */
       }
     }
-    store.token = fromUrl || lsGet(LS_TOKEN) || '';
+    const saved = lsGet(LS_TOKEN) || '';
+    if (fromUrl && saved && fromUrl !== saved) {
+      store.token = saved;
+      offerToken(fromUrl);
+    } else {
+      if (fromUrl) lsSet(LS_TOKEN, fromUrl);
+      store.token = fromUrl || saved;
+    }
     $('token-input').value = store.token;
     renderTokenState();
+  }
+
+  // offerToken asks whether to replace the saved key with a link's. Until
+  // the user answers "use", the saved key stays; leaving the page forgets
+  // the link's key.
+  /** @param {string} key */
+  function offerToken(key) {
+    offered = key;
+    $('token-offer').hidden = false;
+    $('token-offer-keep').focus();
+  }
+
+  // answerOffer ends the question: use tells whether the link's key
+  // replaces the saved one.
+  /** @param {boolean} use */
+  function answerOffer(use) {
+    if (!offered) return;
+    const key = offered;
+    closeOffer();
+    if (use) {
+      $('token-input').value = key;
+      saveToken();
+    } else {
+      msg('Kept the saved API key');
+    }
+  }
+
+  function closeOffer() {
+    offered = '';
+    $('token-offer').hidden = true;
   }
 
   function renderTokenState() {
@@ -78,6 +122,7 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
   }
 
   function saveToken() {
+    closeOffer(); // a key the user typed answers a link's too
     const v = $('token-input').value.trim();
     store.token = v;
     if (v) {
@@ -335,6 +380,7 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
   return {
     initToken,
     saveToken,
+    answerOffer,
     create,
     reopen,
     end,
