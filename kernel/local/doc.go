@@ -15,5 +15,7 @@
 // socket (see kernel.OpenSocketNoFollow).
 //
 // Without bwrap the runtime refuses to start kernels, unless the
-// explicitly insecure option InsecureNoSandbox is set.
+// explicitly insecure option InsecureNoSandbox is set; the kernel's /tmp
+// paths (IPYTHONDIR, the caches) are then a directory of the session that
+// each kernel start empties, like the sandbox's private /tmp.
 package local

@@ -13,7 +13,8 @@
 //     workspace and a tiny tmpfs for the kernel's sockets, owned by the
 //     sandbox's uid, so nothing the kernel writes lands on the host outside
 //     its quota.
-//   - The ipc connection file and the wait for the kernel's sockets.
+//   - The ipc connection file (each kernel start empties the ipc directory
+//     first) and the wait for the kernel's sockets.
 //   - Slots (the per-sandbox uid numbers) and Base, which implements the
 //     Sandbox lifecycle (restart, close, accessors) around a runtime's
 //     Driver, so a runtime writes only how to start, stop and destroy its
