@@ -284,7 +284,7 @@ func run(ctx context.Context, args, env []string, stdout io.Writer) error {
 	}
 	defer closeRuntime()
 	if sd, ok := rt.(interface{ StateDir() string }); o.durable && ok && sd.StateDir() != "" {
-		st, err := sessionstore.Open(sd.StateDir())
+		st, err := sessionstore.Open(sessionstore.Config{Dir: sd.StateDir()}, log)
 		if err != nil {
 			return err
 		}
