@@ -85,7 +85,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (_ *App, err error
 	scfg := cfg.Sessions
 	if cfg.Durable {
 		if sd, ok := rt.runtime.(interface{ StateDir() string }); ok && sd.StateDir() != "" {
-			st, err := sessionstore.Open(sd.StateDir())
+			st, err := sessionstore.Open(sessionstore.Config{Dir: sd.StateDir()}, log)
 			if err != nil {
 				return nil, fmt.Errorf("app: session store: %w", err)
 			}

@@ -8,9 +8,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/glassroom/glassroom/sessionstore"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == sessionstore.CheckArg { // the session store's check, in a process of its own
+		os.Exit(sessionstore.CheckMain(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Environ(), os.Stdout); err != nil {

@@ -15,13 +15,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glassroom/glassroom/sessionstore"
 	"github.com/glassroom/glassroom/testkit"
-
 	"github.com/gorilla/websocket"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == sessionstore.CheckArg { // in-process gateways check their store with this binary
+		os.Exit(sessionstore.CheckMain(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		if binDir != "" {
 			os.RemoveAll(binDir) // the binary the tests built

@@ -313,3 +313,11 @@ func TestHardening(t *testing.T) {
 		return "hardening-" + strconv.Itoa(hardeningSeq) + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
 	})
 }
+
+// TestRestartStartsClean: nothing the code planted in its start-up or
+// scratch state (IPYTHONDIR under /tmp, the caches, /dev/shm, the ipc
+// directory) survives a restart of its container.
+func TestRestartStartsClean(t *testing.T) {
+	k := start(t, newRuntime(t, docker.Config{}), sandbox.Limits{})
+	runtimetest.RestartStartsClean(t, &k, "/dev/shm")
+}

@@ -21,6 +21,15 @@ type agentClient struct {
 	http  *http.Client
 }
 
+// newAgentHTTP returns the client of every agent call over t. It never
+// follows a redirect: an agent has no reason to send one, and a pod's
+// code that took the agent's port could otherwise point the gateway's
+// requests (a PUT's body included) at any address it reaches. A redirect
+// answer is an error like any other non-2xx.
+func newAgentHTTP(t http.RoundTripper) *http.Client {
+	return &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
 func newAgentTransport() *http.Transport {
 	return &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 3 * time.Second}).DialContext,

@@ -14,7 +14,9 @@
 //
 //   - kernel: the kernel image, tini, and a small supervisor (Python, run
 //     like the shared launcher) that starts one kernel generation at a
-//     time on TCP and kills every process of the sandbox between them;
+//     time on TCP, kills every process of the sandbox between them and
+//     empties /tmp, /dev/shm and the ipc directory before each, so a
+//     generation starts clean;
 //   - agent: the gateway image running `glassroom pod-agent`, which serves
 //     the workspace (workspace/remote: openat2, no symlinks, the quota,
 //     change tracking) and writes the supervisor's control file.
@@ -22,6 +24,8 @@
 // The workspace is an emptyDir with a sizeLimit, /tmp and /dev/shm are
 // memory-backed emptyDirs, and the supervisor's control and status files
 // live in tiny memory-backed emptyDirs (control read-only to the kernel).
+//
+// The gateway's calls to an agent never follow a redirect.
 //
 // The runtime builds on sandbox.Base through sandbox.Connector: a
 // restart is a new generation in the same pod (the workspace survives),

@@ -34,7 +34,8 @@ import (
 // network); the agent runs in-process (ServeAgent) on the same address.
 // Pod status follows: Running with containerIDs, Ready once the kernel's
 // port accepts, the kernel container's exit (exit code) and its restart
-// (restartPolicy Always). There is no isolation: it tests the runtime's
+// (restartPolicy Always). The supervisor's scratch directories are the
+// pod's tmp, shm and ipc directories. There is no isolation: it tests the runtime's
 // API use, the supervisor and the agent, not the pod's hardening.
 type simKubelet struct {
 	t   *testing.T
@@ -149,7 +150,7 @@ func (k *simKubelet) run(pod *corev1.Pod) {
 
 func (k *simKubelet) runPod(ctx context.Context, p *simPod, pod *corev1.Pod) error {
 	paths := map[string]string{}
-	for _, sub := range []string{"workspace", "tmp", "ipc", "control", "status", "secret", "agent"} {
+	for _, sub := range []string{"workspace", "tmp", "shm", "ipc", "control", "status", "secret", "agent"} {
 		paths[sub] = filepath.Join(p.dir, sub)
 		if err := os.MkdirAll(paths[sub], 0o755); err != nil {
 			return err
@@ -191,6 +192,12 @@ func (k *simKubelet) runPod(ctx context.Context, p *simPod, pod *corev1.Pod) err
 	settings.Status = filepath.Join(paths["status"], "kernel.json")
 	settings.Workdir = paths["workspace"]
 	settings.KillScope = "group"
+	for i, d := range settings.Scratch {
+		settings.Scratch[i] = map[string]string{"/tmp": paths["tmp"], "/dev/shm": paths["shm"], sandbox.IPCDir: paths["ipc"]}[d]
+		if settings.Scratch[i] == "" {
+			return fmt.Errorf("scratch directory %s not simulated", d)
+		}
+	}
 	delete(settings.Rlimits, "RLIMIT_NPROC") // counts every process of this machine's user here
 	for i, a := range settings.Argv {
 		if a == sandbox.ConnFile {

@@ -62,6 +62,12 @@ type SupervisorSettings struct {
 	Ports     []int            `json:"ports"`
 	Rlimits   map[string]int64 `json:"rlimits"`
 	KillScope string           `json:"kill_scope"` // "all" in a pod
+	// Scratch lists the directories emptied before each generation
+	// starts: the kernel container's writable emptyDirs but the workspace
+	// and the status directory (/tmp, /dev/shm, the ipc directory). They
+	// outlive a generation, and /tmp holds the kernel's start-up state
+	// (IPYTHONDIR and the caches of sandbox.KernelEnv).
+	Scratch []string `json:"scratch"`
 }
 
 // ports returns the kernel's five ports in kernel.Channels order.
@@ -117,6 +123,7 @@ func (c Config) buildPod(spec sandbox.Spec, limits sandbox.Limits, now time.Time
 	settings := SupervisorSettings{
 		Argv: sandbox.KernelArgv(c.Python), Secret: secretDir + "/" + SecretKernelKey, Conn: sandbox.ConnFile,
 		Control: ControlFile, Status: StatusFile, Workdir: sandbox.WorkDir, Ports: c.ports(), KillScope: "all",
+		Scratch: []string{"/tmp", "/dev/shm", sandbox.IPCDir},
 		Rlimits: map[string]int64{"RLIMIT_NPROC": int64(limits.Pids), "RLIMIT_NOFILE": int64(c.NoFile),
 			"RLIMIT_FSIZE": int64(c.FileSizeMB) << 20, "RLIMIT_CORE": 0},
 	}

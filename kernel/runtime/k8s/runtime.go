@@ -81,7 +81,7 @@ func New(ctx context.Context, cfg Config, cs kubernetes.Interface, log zerolog.L
 	}
 	cfg = cfg.withDefaults()
 	t := newAgentTransport()
-	r := &Runtime{cfg: cfg, log: log.With().Str("runtime", "k8s").Logger(), cs: cs, transport: t, http: &http.Client{Transport: t},
+	r := &Runtime{cfg: cfg, log: log.With().Str("runtime", "k8s").Logger(), cs: cs, transport: t, http: newAgentHTTP(t),
 		orphanSince: map[string]time.Time{}}
 	cctx, cancel := context.WithTimeout(ctx, cfg.CallTimeout)
 	defer cancel()

@@ -78,6 +78,20 @@ func TestPodSpecHardening(t *testing.T) {
 	check("supervisor: the shared launcher", strings.Join(settings.Argv, " ") == strings.Join(sandbox.KernelArgv("/usr/bin/python3"), " "))
 	check("supervisor: rlimits nproc=pids, no core", settings.Rlimits["RLIMIT_NPROC"] == 256 && settings.Rlimits["RLIMIT_CORE"] == 0 && settings.Rlimits["RLIMIT_NOFILE"] == 1024)
 	check("supervisor kills everything between generations", settings.KillScope == "all")
+	scratch := map[string]bool{}
+	for _, d := range settings.Scratch {
+		scratch[d] = true
+	}
+	emptyDirs := map[string]bool{}
+	for _, v := range ps.Volumes {
+		emptyDirs[v.Name] = v.EmptyDir != nil
+	}
+	for _, m := range k.VolumeMounts {
+		kept := m.MountPath == sandbox.WorkDir || m.MountPath == statusDir
+		check("supervisor empties "+m.MountPath+" between generations",
+			scratch[m.MountPath] == (emptyDirs[m.Name] && !m.ReadOnly && !kept))
+	}
+	check("supervisor empties /tmp and /dev/shm", scratch["/tmp"] && scratch["/dev/shm"] && len(scratch) == 3)
 	env := map[string]string{}
 	for _, e := range k.Env {
 		env[e.Name] = e.Value

@@ -9,7 +9,12 @@
 # Generations only go up, and each starts once. Before the agent's first
 # command, generation 1 starts at once. Stopping a generation kills every
 # process of the sandbox but tini and this one (kill(-1)), so nothing the
-# code started survives a restart.
+# code started survives a restart; and each generation starts with the
+# scratch directories (/tmp, /dev/shm: emptyDirs that outlive it) emptied,
+# so nothing the code left there (IPython startup files and config under
+# IPYTHONDIR, matplotlib's and the XDG caches) steers the next kernel. A
+# generation whose scratch directories cannot be emptied is not started.
+import errno
 import json
 import os
 import resource
@@ -118,7 +123,71 @@ def kill_all(pid):
         pass
 
 
+def clear(path):
+    # Empties the directory path (not path itself) without following a
+    # symlink, however deep the tree: each pass deletes what it can at the
+    # top and moves the children of each directory left up to the top, so
+    # no recursion and no more than two open directories. Nothing of the
+    # sandbox runs (kill_all came first), so the tree holds still; a
+    # directory the code made unreadable is made readable again (it is
+    # the session's uid's, like this process). Returns what was left, as
+    # an error message, or "".
+    try:
+        top = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as e:
+        return "%s: %s" % (path, e.strerror)
+    moved = 0
+    try:
+        for _ in range(1 << 20):
+            names = os.listdir(top)
+            if not names:
+                return ""
+            for name in names:
+                try:
+                    os.unlink(name, dir_fd=top)
+                    continue
+                except IsADirectoryError:
+                    pass
+                except FileNotFoundError:
+                    continue
+                except PermissionError:
+                    pass  # EPERM: a directory (Linux); anything else fails below
+                try:
+                    os.rmdir(name, dir_fd=top)
+                    continue
+                except OSError:
+                    pass
+                st = os.stat(name, dir_fd=top, follow_symlinks=False)
+                if (st.st_mode & 0o170000) != 0o040000:
+                    return "%s: cannot remove %r" % (path, name)
+                os.chmod(name, 0o700, dir_fd=top)
+                sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=top)
+                try:
+                    for child in os.listdir(sub):
+                        for _ in range(1000):  # a name the code left at the top may be in the way
+                            moved += 1
+                            try:
+                                os.rename(child, ".glassroom-clear-%d" % moved, src_dir_fd=sub, dst_dir_fd=top)
+                                break
+                            except (IsADirectoryError, NotADirectoryError, FileExistsError):
+                                pass
+                            except OSError as e:
+                                if e.errno != errno.ENOTEMPTY:
+                                    raise
+                finally:
+                    os.close(sub)
+        return "%s: too many entries" % path
+    except OSError as e:
+        return "%s: %s" % (path, e)
+    finally:
+        os.close(top)
+
+
 def start():
+    for d in S["scratch"]:
+        left = clear(d)
+        if left:
+            raise RuntimeError("cannot empty the scratch directory " + left)
     with open(S["secret"], "rb") as f:
         conn = f.read(65536)
     try:
@@ -186,7 +255,12 @@ def main():
         if kernel is None and want_run and want_gen > started:
             started = want_gen
             write_status(started, "starting")
-            kernel = [started, start(), False, oom_kills()]
+            try:
+                pid = start()
+            except (OSError, RuntimeError) as e:
+                write_status(started, "exited", str(e)[:200])
+                continue
+            kernel = [started, pid, False, oom_kills()]
             CURRENT[:] = [kernel[1]]
         if kernel:
             pid, status = os.waitpid(kernel[1], os.WNOHANG)

@@ -26,7 +26,9 @@
 // undone and fails, so the kernel stays running.
 //
 // Without bwrap the runtime refuses to start kernels, unless the
-// explicitly insecure option InsecureNoSandbox is set.
+// explicitly insecure option InsecureNoSandbox is set; the kernel's /tmp
+// paths (IPYTHONDIR, the caches) are then a directory of the session that
+// each kernel start empties, like the sandbox's private /tmp.
 //
 // A runtime holds its state directory locked (sandbox.LockStateDir) from
 // New to Close: a second one on the same directory fails at New and

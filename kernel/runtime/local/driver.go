@@ -208,8 +208,15 @@ func (d *driver) command(seccomp bool) (*exec.Cmd, error) {
 	if d.r.bwrap == "" {
 		d.r.log.Warn().Str("session", d.id).Msg("INSECURE: starting kernel WITHOUT a sandbox (InsecureNoSandbox); code has the gateway user's full access")
 		py[len(py)-1] = filepath.Join(d.dirs.IPC(), sandbox.ConnectionFileName)
+		scratch, err := d.freshScratch()
+		if err != nil {
+			return nil, err
+		}
 		env = make(map[string]string, len(d.env))
 		for k, v := range d.env {
+			if strings.HasPrefix(v, "/tmp/") { // IPYTHONDIR, the caches: the session's, fresh
+				v = filepath.Join(scratch, v[len("/tmp/"):])
+			}
 			env[k] = v
 		}
 		env["HOME"] = d.dirs.Work()
@@ -231,6 +238,26 @@ func (d *driver) command(seccomp bool) (*exec.Cmd, error) {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(d.uid), Gid: uint32(d.gid), Groups: []uint32{}}
 	}
 	return cmd, nil
+}
+
+// freshScratch empties (creating) the session's scratch directory, which
+// stands for the sandbox's /tmp in the environment of a kernel without
+// bwrap (the host's /tmp is shared by every session and outlives them),
+// and returns it: like a sandbox's tmpfs, each kernel start finds it
+// empty, so nothing a kernel left there (IPython startup files under
+// IPYTHONDIR) steers the next.
+func (d *driver) freshScratch() (string, error) {
+	dir := filepath.Join(d.dirs.Path(), "tmp")
+	if err := os.RemoveAll(dir); err != nil {
+		return "", fmt.Errorf("local: empty scratch directory: %w", err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", fmt.Errorf("local: scratch directory: %w", err)
+	}
+	if err := os.Chown(dir, d.uid, d.gid); err != nil {
+		return "", fmt.Errorf("local: scratch directory: %w", err)
+	}
+	return dir, nil
 }
 
 // bwrapArgs are bubblewrap's arguments, up to and including "--".

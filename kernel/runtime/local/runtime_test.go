@@ -557,3 +557,23 @@ func TestStuckFreezeIsBoundedAndUndone(t *testing.T) {
 		t.Fatalf("the kernel does not answer after a thaw: %s", out)
 	}
 }
+
+// TestRestartStartsClean: nothing the code planted in its start-up or
+// scratch state (IPYTHONDIR under /tmp, the caches, /dev/shm, the ipc
+// directory) survives a restart, sandboxed or not: without bwrap, the
+// kernel's /tmp paths are a directory of the session that each start
+// empties (the host's /tmp is shared by every session and lasts).
+func TestRestartStartsClean(t *testing.T) {
+	t.Run("bwrap", func(t *testing.T) {
+		k := start(t, newRuntime(t, local.Config{}))
+		runtimetest.RestartStartsClean(t, &k, "/dev/shm")
+	})
+	t.Run("insecure", func(t *testing.T) {
+		k := start(t, newRuntime(t, local.Config{Bwrap: "/nonexistent/bwrap", InsecureNoSandbox: true}))
+		out, _ := k.Run(t, "import os; print(os.environ['IPYTHONDIR'])")
+		if !strings.HasPrefix(strings.TrimSpace(out), k.Sandbox.Workspace()[:len(k.Sandbox.Workspace())-len("work")]) {
+			t.Fatalf("IPYTHONDIR %q is not the session's", out)
+		}
+		runtimetest.RestartStartsClean(t, &k)
+	})
+}

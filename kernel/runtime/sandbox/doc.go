@@ -17,7 +17,8 @@
 //     gateway, per state directory; the kernel releases it when the
 //     gateway dies, so the next one reconciles what it left. A runtime
 //     takes it before it removes anything as an orphan.
-//   - The ipc connection file and the wait for the kernel's sockets.
+//   - The ipc connection file (each kernel start empties the ipc directory
+//     first) and the wait for the kernel's sockets.
 //   - Slots (the per-sandbox uid numbers) and Base, which implements the
 //     Sandbox lifecycle (restart, close, accessors) around a runtime's
 //     Driver, so a runtime writes only how to start, stop and destroy its

@@ -16,7 +16,8 @@ import (
 const ConnectionFileName = "kernel.json"
 
 // PrepareIPC readies hostDir, the host side of the sandbox's ipc directory,
-// for a new kernel: it removes stale sockets, writes a connection file with
+// for a new kernel: it empties it (stale sockets, and whatever the previous
+// kernel's code left there: a restart starts clean), writes a connection file with
 // a fresh key whose socket paths are under sandboxDir (the same directory as
 // the sandbox sees it; "" when the kernel sees host paths), and gives the
 // file to uid:gid. It returns the gateway-side connection info.
@@ -26,11 +27,10 @@ func PrepareIPC(hostDir, sandboxDir string, uid, gid int) (kernel.ConnectionInfo
 	if sandboxDir != "" {
 		inside.IP = sandboxDir + "/k"
 	}
-	for _, ch := range kernel.Channels {
-		_ = os.Remove(host.SocketPath(ch))
+	if err := emptyDir(hostDir); err != nil {
+		return kernel.ConnectionInfo{}, err
 	}
 	file := filepath.Join(hostDir, ConnectionFileName)
-	_ = os.Remove(file)
 	body, err := json.MarshalIndent(inside, "", "  ")
 	if err != nil {
 		return kernel.ConnectionInfo{}, fmt.Errorf("sandbox: connection file: %w", err)
@@ -79,4 +79,25 @@ func WaitForSockets(ctx context.Context, info kernel.ConnectionInfo, exited <-ch
 		case <-tick.C:
 		}
 	}
+}
+
+// emptyDir removes everything in dir (not dir itself). os.RemoveAll
+// removes a symlink, never what it points to, and works relative to
+// directory descriptors, so nothing the sandbox planted redirects it.
+func emptyDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sandbox: ipc directory: %w", err)
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("sandbox: ipc directory: %w", err)
+	}
+	for _, n := range names {
+		if err := os.RemoveAll(filepath.Join(dir, n)); err != nil {
+			return fmt.Errorf("sandbox: empty ipc directory: %w", err)
+		}
+	}
+	return nil
 }
