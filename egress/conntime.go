@@ -30,9 +30,9 @@ type connClock struct {
 	stopped atomic.Bool
 }
 
-func newConnClock(idle, max time.Duration) *connClock {
+func newConnClock(idle, limit time.Duration) *connClock {
 	now := time.Now()
-	k := &connClock{idle: idle, end: now.Add(max)}
+	k := &connClock{idle: idle, end: now.Add(limit)}
 	k.last.Store(now.UnixNano())
 	return k
 }

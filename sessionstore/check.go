@@ -57,7 +57,7 @@ func CheckMain(args []string, stdout, stderr io.Writer) int {
 		}
 		return 1
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }() // read-only: nothing to lose
 	err = db.View(func(tx *bolt.Tx) error {
 		var first error
 		for err := range tx.Check() { // drained: the check's goroutine ends
