@@ -4,22 +4,24 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/glassroom/glassroom/api"
 )
 
 // Sentinels matched by *APIError with errors.Is, one per class of HTTP
 // status the gateway answers with.
 var (
-	ErrBadRequest      = errors.New("bad request")                 // 400
-	ErrUnauthorized    = errors.New("missing or invalid API key")  // 401
-	ErrNotFound        = errors.New("not found")                   // 404
-	ErrConflict        = errors.New("conflict")                    // 409
-	ErrTooLarge        = errors.New("request too large")           // 413
-	ErrTooManyRequests = errors.New("too many requests")           // 429
-	ErrUnavailable     = errors.New("service unavailable")         // 503
-	ErrWorkspaceFull   = errors.New("workspace full")              // 507
-	ErrServer          = errors.New("gateway internal error")      // other 5xx
-	ErrClosed          = errors.New("client: connection closed")   // a Conn after Close or a dropped connection
-	ErrProtocol        = errors.New("client: unexpected response") // a response that is not what the API promises
+	ErrBadRequest      = errors.New("bad request")                // 400
+	ErrUnauthorized    = errors.New("missing or invalid API key") // 401
+	ErrNotFound        = errors.New("not found")                  // 404
+	ErrConflict        = errors.New("conflict")                   // 409
+	ErrTooLarge        = errors.New("request too large")          // 413
+	ErrTooManyRequests = errors.New("too many requests")          // 429
+	ErrUnavailable     = errors.New("service unavailable")        // 503
+	ErrWorkspaceFull   = errors.New("workspace full")             // 507
+	ErrServer          = errors.New("gateway internal error")     // other 5xx
+	ErrClosed          = errors.New("client: connection closed")  // a Conn after Close or a dropped connection
+	ErrProtocol        = api.ErrMalformed                         // a response that is not what the API promises
 )
 
 // APIError is an error answer of the gateway:

@@ -1,0 +1,130 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glassroom/glassroom/api"
+	"github.com/glassroom/glassroom/app/apptest"
+	"github.com/gorilla/websocket"
+)
+
+// strict decodes body into v with unknown fields refused: a field the
+// gateway writes that the wire types lack (or a changed name) fails.
+func strict(t *testing.T, what string, body []byte, v any) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("%s does not decode into %T: %v\n%s", what, v, err, body)
+	}
+}
+
+// TestGatewayAnswersAreTheWireTypes drives a real gateway over a real
+// kernel and decodes every kind of answer and WebSocket frame into the
+// types of package api, refusing unknown fields: the server and the SDK
+// speak one set of types.
+func TestGatewayAnswersAreTheWireTypes(t *testing.T) {
+	g := apptest.Start(t, apptest.Local(t, 430000), apptest.Options{})
+	call := func(method, path, body string, want int) []byte {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, method, g.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+apptest.KeyA)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != want {
+			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
+		}
+		return b
+	}
+	var h api.Health
+	strict(t, "healthz", call("GET", "/healthz", "", 200), &h)
+	var s api.Session
+	strict(t, "a new session", call("POST", "/v1/sessions", `{"limits":{"memory_mb":512}}`, 201), &s)
+	if s.ID == "" || s.Limits.MemoryMB != 512 {
+		t.Fatalf("session %+v", s)
+	}
+	sp := "/v1/sessions/" + s.ID
+	var list struct {
+		Sessions []api.Session `json:"sessions"`
+	}
+	strict(t, "the session list", call("GET", "/v1/sessions", "", 200), &list)
+	var fi api.FileInfo
+	strict(t, "an upload", call("PUT", sp+"/files/d/a.txt", "hello", 201), &fi)
+	strict(t, "a new directory", call("PUT", sp+"/files/e?type=dir", "", 201), &fi)
+	var ls api.Listing
+	strict(t, "a listing", call("GET", sp+"/files?path=d", "", 200), &ls)
+	if len(ls.Entries) != 1 || ls.Entries[0].Size != 5 {
+		t.Fatalf("listing %+v", ls)
+	}
+	var x api.Execution
+	code := `print("out"); import sys; print("err", file=sys.stderr)
+from IPython.display import display, HTML
+display(HTML("<b>x</b>"))
+open("made.txt", "w").write("m")
+41 + 1`
+	body, _ := json.Marshal(map[string]string{"code": code})
+	strict(t, "an execution", call("POST", sp+"/execute", string(body), 200), &x)
+	if x.Status != api.StatusOK || x.Result.Text("text/plain") != "42" || len(x.Files) != 1 {
+		t.Fatalf("execution %+v", x)
+	}
+	strict(t, "a failed execution", call("POST", sp+"/execute", `{"code":"1/0"}`, 200), &x)
+	if x.Error == nil || x.Error.Name != "ZeroDivisionError" {
+		t.Fatalf("execution %+v", x)
+	}
+	var comp api.Completion
+	strict(t, "a completion", call("POST", sp+"/complete", `{"code":"pri","cursor_pos":3}`, 200), &comp)
+	var insp api.Inspection
+	strict(t, "an inspection", call("POST", sp+"/inspect", `{"code":"print","cursor_pos":5}`, 200), &insp)
+	if !insp.Found {
+		t.Fatalf("inspection %+v", insp)
+	}
+
+	// The WebSocket: every frame of a run with output of each kind, an
+	// input request, a refusal, and a completion.
+	ws, _, err := websocket.DefaultDialer.Dial(strings.Replace(g.URL, "http", "ws", 1)+sp+"/ws?token="+apptest.KeyA, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	send := func(v any) {
+		t.Helper()
+		if err := ws.WriteJSON(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(map[string]any{"type": "execute", "id": "c1", "code": "name = input('who? ')\n" + code})
+	send(map[string]any{"type": "bogus"})
+	seen := map[api.EventType]bool{}
+	_ = ws.SetReadDeadline(time.Now().Add(2 * time.Minute))
+	for !seen[api.EventDone] || !seen[api.EventRejected] {
+		_, frame, err := ws.ReadMessage()
+		if err != nil {
+			t.Fatalf("reading frames (seen %v): %v", seen, err)
+		}
+		var ev api.Event
+		strict(t, "a WebSocket frame", frame, &ev)
+		seen[ev.Type] = true
+		if ev.Type == api.EventInputRequest {
+			send(map[string]any{"type": "input_reply", "id": "c1", "value": "ada"})
+		}
+	}
+	for _, want := range []api.EventType{api.EventKernel, api.EventStarted, api.EventStream, api.EventDisplay,
+		api.EventResult, api.EventFile, api.EventInputRequest, api.EventDone, api.EventRejected} {
+		if !seen[want] {
+			t.Errorf("no %s frame (seen %v)", want, seen)
+		}
+	}
+}

@@ -1,0 +1,319 @@
+package api
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// ErrMalformed: a value is not what the API promises (a MIME bundle that is
+// not a JSON object, a binary MIME value that is not base64).
+var ErrMalformed = errors.New("unexpected response")
+
+// Session is a session as the gateway reports it.
+type Session struct {
+	ID           string    `json:"id"`
+	State        string    `json:"state"` // idle, busy, restarting or dead
+	Runtime      string    `json:"runtime"`
+	CreatedAt    time.Time `json:"created_at"`
+	ExpiresAt    time.Time `json:"expires_at"`
+	IdleTimeoutS int       `json:"idle_timeout_s"`
+	Queued       int       `json:"queued"`
+	Limits       Limits    `json:"limits"`
+	Network      *Network  `json:"network,omitempty"` // nil: no network
+	Paused       bool      `json:"paused"`            // the idle kernel is frozen; the next request thaws it
+}
+
+// Network is what a session's kernel may reach through the gateway's
+// egress proxy: host patterns ("pypi.org", "*.pythonhosted.org",
+// "api.example.com:443"), within what the gateway's operator allows.
+type Network struct {
+	Allow []string `json:"allow"`
+}
+
+// Limits are a session's resource limits. In CreateOptions a zero field
+// means the gateway's default.
+type Limits struct {
+	MemoryMB    int     `json:"memory_mb,omitempty"`
+	CPUs        float64 `json:"cpus,omitempty"`
+	Pids        int     `json:"pids,omitempty"`
+	WorkspaceMB int     `json:"workspace_mb,omitempty"`
+}
+
+// Execution statuses.
+const (
+	StatusOK          = "ok"
+	StatusError       = "error"
+	StatusTimeout     = "timeout"
+	StatusInterrupted = "interrupted"
+	StatusDied        = "died"
+)
+
+// Execution is the outcome of one execution, from Execute or Run.
+type Execution struct {
+	ID             string `json:"id"`
+	Status         string `json:"status"` // ok, error, timeout, interrupted or died
+	ExecutionCount int    `json:"execution_count"`
+	Stdout         string `json:"stdout"`
+	Stderr         string `json:"stderr"`
+	// Outputs are the execution's output events in order: stream,
+	// display, update_display, clear_output, result, error and file.
+	Outputs []Event `json:"outputs"`
+	// Result is the value of the last expression (nil when there is none).
+	Result Bundle `json:"result"`
+	// Error is the exception the code raised, if any.
+	Error *ExecError `json:"error"`
+	// Truncated says output was dropped past the gateway's caps.
+	Truncated bool `json:"truncated"`
+	// StateLost says the variables did not survive (the kernel restarted or died).
+	StateLost  bool         `json:"state_lost"`
+	Reason     string       `json:"reason,omitempty"`
+	DurationMS int64        `json:"duration_ms"`
+	Files      []FileChange `json:"files"`
+}
+
+// ExecError is an exception raised by executed code. Traceback lines are
+// as the kernel sent them (with ANSI colour codes).
+type ExecError struct {
+	Name      string   `json:"name"`
+	Value     string   `json:"value"`
+	Traceback []string `json:"traceback"`
+}
+
+func (e *ExecError) Error() string { return e.Name + ": " + e.Value }
+
+// FileChange is a workspace change an execution made.
+type FileChange struct {
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	Change string `json:"change"` // created, modified or deleted
+}
+
+// EventType names a WebSocket frame from the server.
+type EventType string
+
+// Event types.
+const (
+	EventKernel        EventType = "kernel" // session state; the first frame of every connection
+	EventQueued        EventType = "queued"
+	EventStarted       EventType = "started"
+	EventStream        EventType = "stream"
+	EventDisplay       EventType = "display"
+	EventUpdateDisplay EventType = "update_display"
+	EventClearOutput   EventType = "clear_output"
+	EventResult        EventType = "result"
+	EventError         EventType = "error"
+	EventInputRequest  EventType = "input_request"
+	EventFile          EventType = "file"
+	EventDone          EventType = "done"
+	EventGap           EventType = "gap"
+	EventNetwork       EventType = "network" // a connection the session's egress proxy refused
+	EventRejected      EventType = "rejected"
+	EventCompleteReply EventType = "complete_reply"
+	EventInspectReply  EventType = "inspect_reply"
+)
+
+// Event is one frame from the server: an execution event (ID is the
+// execution's id), a session event (kernel, gap) or a rejection. Only the
+// fields of its Type are set.
+type Event struct {
+	Seq  int64     `json:"seq"`
+	Type EventType `json:"type"`
+	ID   string    `json:"id,omitempty"`
+
+	Name           string          `json:"name,omitempty"` // stream: stdout or stderr; error: exception name
+	Text           string          `json:"text,omitempty"` // stream
+	Data           Bundle          `json:"data,omitempty"` // display, update_display, result
+	Metadata       json.RawMessage `json:"metadata,omitempty"`
+	DisplayID      string          `json:"display_id,omitempty"`
+	ExecutionCount int             `json:"execution_count,omitempty"` // result, done
+	Value          string          `json:"value,omitempty"`           // error
+	Traceback      []string        `json:"traceback,omitempty"`       // error
+	Wait           bool            `json:"wait,omitempty"`            // clear_output
+	Prompt         string          `json:"prompt,omitempty"`          // input_request
+	Password       bool            `json:"password,omitempty"`        // input_request
+	Status         string          `json:"status,omitempty"`          // done
+	DurationMS     int64           `json:"duration_ms,omitempty"`     // done
+	Truncated      bool            `json:"truncated,omitempty"`       // done
+	StateLost      bool            `json:"state_lost,omitempty"`      // done
+	State          string          `json:"state,omitempty"`           // kernel
+	Reason         string          `json:"reason,omitempty"`          // done, kernel, gap
+	Path           string          `json:"path,omitempty"`            // file
+	Size           int64           `json:"size,omitempty"`            // file
+	Change         string          `json:"change,omitempty"`          // file
+	Position       int             `json:"position,omitempty"`        // queued
+	Code           string          `json:"code,omitempty"`            // rejected
+	Message        string          `json:"message,omitempty"`         // rejected
+	Host           string          `json:"host,omitempty"`            // network
+	Port           int             `json:"port,omitempty"`            // network
+	Allowed        bool            `json:"allowed,omitempty"`         // network (false: a refusal)
+
+	// complete_reply and inspect_reply frames that answer frames sent with
+	// SendRaw (Conn.Complete and Conn.Inspect return theirs typed).
+	Matches     []string         `json:"matches,omitempty"`
+	CursorStart int              `json:"cursor_start,omitempty"`
+	CursorEnd   int              `json:"cursor_end,omitempty"`
+	Types       []CompletionType `json:"types,omitempty"`
+	Found       bool             `json:"found,omitempty"`
+}
+
+// Bundle is a Jupyter MIME bundle exactly as the gateway sent it (a raw
+// JSON object; nil when absent): MIME type → value. Text types are
+// strings, binary types (image/png) base64 strings, application/json any
+// JSON value.
+type Bundle []byte
+
+// MarshalJSON writes the bundle as it was received (null when empty).
+func (b Bundle) MarshalJSON() ([]byte, error) {
+	if len(b) == 0 {
+		return []byte("null"), nil
+	}
+	return b, nil
+}
+
+// UnmarshalJSON keeps the raw JSON; null leaves the bundle nil.
+func (b *Bundle) UnmarshalJSON(data []byte) error {
+	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
+		*b = nil
+		return nil
+	}
+	*b = append((*b)[:0], data...)
+	return nil
+}
+
+// Decode splits the bundle into its MIME types.
+func (b Bundle) Decode() (map[string]json.RawMessage, error) {
+	if len(b) == 0 {
+		return map[string]json.RawMessage{}, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%w: MIME bundle: %w", ErrMalformed, err)
+	}
+	return m, nil
+}
+
+// MIMETypes lists the bundle's MIME types, sorted (none for a malformed bundle).
+func (b Bundle) MIMETypes() []string {
+	m, _ := b.Decode()
+	types := make([]string, 0, len(m))
+	for k := range m {
+		types = append(types, k)
+	}
+	sort.Strings(types)
+	return types
+}
+
+// Has reports whether the bundle holds mime.
+func (b Bundle) Has(mime string) bool {
+	m, _ := b.Decode()
+	_, ok := m[mime]
+	return ok
+}
+
+// Text returns the value of a text MIME type ("" when absent or not text).
+// Jupyter's multi-line form (an array of strings) is joined.
+func (b Bundle) Text(mime string) string {
+	m, _ := b.Decode()
+	raw, ok := m[mime]
+	if !ok {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var lines []string
+	if json.Unmarshal(raw, &lines) == nil {
+		return strings.Join(lines, "")
+	}
+	return ""
+}
+
+// Binary decodes a base64 MIME value such as image/png.
+func (b Bundle) Binary(mime string) ([]byte, error) {
+	if !b.Has(mime) {
+		return nil, fmt.Errorf("api: the bundle has no %s", mime)
+	}
+	s := strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' || r == ' ' || r == '\t' {
+			return -1
+		}
+		return r
+	}, b.Text(mime))
+	data, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s is not base64: %w", ErrMalformed, mime, err)
+	}
+	return data, nil
+}
+
+// FileInfo is the answer to a file upload or directory creation.
+type FileInfo struct {
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+	Type string `json:"type,omitempty"` // "dir" for MakeDir
+}
+
+// FileEntry is one entry of a directory listing.
+type FileEntry struct {
+	Name  string    `json:"name"`
+	Path  string    `json:"path"`
+	Size  int64     `json:"size"`
+	MTime time.Time `json:"mtime"`
+	Type  string    `json:"type"` // file, dir, symlink or other
+}
+
+// Listing is a directory listing; Truncated says it was cut at the
+// gateway's limit.
+type Listing struct {
+	Entries   []FileEntry `json:"entries"`
+	Truncated bool        `json:"truncated"`
+}
+
+// Completion is the kernel's answer to a completion request: the matches
+// replace code[CursorStart:CursorEnd] (positions in Unicode code points).
+type Completion struct {
+	Matches     []string         `json:"matches"`
+	CursorStart int              `json:"cursor_start"`
+	CursorEnd   int              `json:"cursor_end"`
+	Types       []CompletionType `json:"types,omitempty"` // when the kernel tells the kinds of its matches
+}
+
+// CompletionType describes one match: its text, kind (function, module,
+// ...), the span it replaces and, for callables, its signature.
+type CompletionType struct {
+	Text      string `json:"text"`
+	Type      string `json:"type"`
+	Start     int    `json:"start"`
+	End       int    `json:"end"`
+	Signature string `json:"signature,omitempty"`
+}
+
+// Inspection is the kernel's answer to an inspection request (the help
+// for the name at the cursor); Data's text/plain carries ANSI colours.
+type Inspection struct {
+	Found    bool            `json:"found"`
+	Data     Bundle          `json:"data"`
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+}
+
+// Health is the answer of GET /healthz.
+type Health struct {
+	Status  string `json:"status"`
+	Runtime string `json:"runtime"`
+	Pool    Pool   `json:"pool"`
+}
+
+// Pool is the gateway's warm pool of pre-started kernels: how many it
+// keeps (Target), has ready and is starting.
+type Pool struct {
+	Target   int `json:"target"`
+	Ready    int `json:"ready"`
+	Starting int `json:"starting"`
+}
