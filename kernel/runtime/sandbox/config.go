@@ -31,6 +31,15 @@ type Common struct {
 	StartTimeout time.Duration
 }
 
+// StateDirHolder is implemented by runtimes that have a state directory
+// on the gateway's host: StateDir returns it (absolute), or "" when there
+// is none. A runtime that keeps its sandboxes' directories there (local,
+// docker) holds it locked (LockStateDir) for as long as it runs; the
+// gateway keeps its session store in it.
+type StateDirHolder interface {
+	StateDir() string
+}
+
 // DefaultMaxSandboxes is the default of Common.MaxSandboxes.
 const DefaultMaxSandboxes = 1024
 
