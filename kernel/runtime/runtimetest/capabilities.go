@@ -164,9 +164,9 @@ func checkWorkspaceOpener(t *testing.T, k Kernel, wo sandbox.WorkspaceOpener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer files.Close()
+	defer func() { _ = files.Close() }()
 	if tracker != nil {
-		defer tracker.Close()
+		defer func() { _ = tracker.Close() }()
 		tracker.Reset()
 	}
 	if _, err := files.Write("data.csv", strings.NewReader("a,b\n1,2\n")); err != nil {
@@ -265,7 +265,7 @@ func checkPersistent(t *testing.T, rt Starter, k Kernel, p sandbox.Persistent, t
 	if err != nil {
 		t.Fatalf("adopt: %v", err)
 	}
-	t.Cleanup(func() { sb.Close(context.Background()) })
+	t.Cleanup(func() { _ = sb.Close(context.Background()) })
 	if got := sb.(sandbox.Persistent).State().Incarnation; got != st.Incarnation {
 		t.Fatalf("incarnation %q after adoption, want %q (the same kernel)", got, st.Incarnation)
 	}
@@ -284,7 +284,7 @@ func checkPersistent(t *testing.T, rt Starter, k Kernel, p sandbox.Persistent, t
 		t.Fatal(err)
 	}
 	if again, err := ad.Adopt(ctx, st); err == nil {
-		again.Close(context.Background())
+		_ = again.Close(context.Background())
 		t.Fatal("a closed sandbox was adopted")
 	}
 }

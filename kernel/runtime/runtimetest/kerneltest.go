@@ -38,7 +38,7 @@ func Start(t testing.TB, rt Starter, spec sandbox.Spec) Kernel {
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	t.Cleanup(func() { sb.Close(context.Background()) })
+	t.Cleanup(func() { _ = sb.Close(context.Background()) })
 	k := Kernel{Sandbox: sb}
 	k.Reconnect(t)
 	return k
@@ -53,7 +53,7 @@ func (k *Kernel) Reconnect(t testing.TB) {
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { _ = c.Close() })
 	k.Client = c
 }
 
