@@ -1,6 +1,8 @@
 // Package runtimetest holds helpers shared by the runtime packages' tests:
-// start a sandbox, connect to its kernel, run code and collect its text.
-// It is imported by tests only.
+// start a sandbox, connect to its kernel, run code and collect its text;
+// and the suites every runtime runs on real kernels: Hardening (the
+// protections every runtime must give) and Capabilities (each optional
+// capability it has). It is imported by tests only.
 package runtimetest
 
 import (
