@@ -12,6 +12,7 @@ import (
 	"github.com/glassroom/glassroom/cleanup"
 	"github.com/glassroom/glassroom/client"
 	"github.com/glassroom/glassroom/gateway"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/mcp"
 	"github.com/glassroom/glassroom/metrics"
 	"github.com/glassroom/glassroom/sessions"
@@ -84,7 +85,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (_ *App, err error
 
 	scfg := cfg.Sessions
 	if cfg.Durable {
-		if sd, ok := rt.runtime.(interface{ StateDir() string }); ok && sd.StateDir() != "" {
+		if sd, ok := rt.runtime.(sandbox.StateDirHolder); ok && sd.StateDir() != "" {
 			st, err := sessionstore.Open(sessionstore.Config{Dir: sd.StateDir()}, log)
 			if err != nil {
 				return nil, fmt.Errorf("app: session store: %w", err)

@@ -77,14 +77,12 @@ func (s *Server) createSession(c echo.Context) error {
 		opts.Network = *req.Network
 	}
 	if l := req.Limits; l != nil {
-		if l.MemoryMB < 0 || l.CPUs < 0 || math.IsNaN(l.CPUs) || l.Pids < 0 || l.WorkspaceMB < 0 {
-			return newError(http.StatusBadRequest, "bad_request", "limits must not be negative")
-		}
-		// 0 means the default; anything else must be enough to run a kernel.
-		if (l.MemoryMB != 0 && l.MemoryMB < 128) || (l.CPUs != 0 && l.CPUs < 0.05) || (l.Pids != 0 && l.Pids < 16) {
-			return newError(http.StatusBadRequest, "bad_request", "limits too small: memory_mb >= 128, cpus >= 0.05, pids >= 16 (or 0 for the default)")
-		}
 		opts.Limits = sessions.Limits{MemoryMB: l.MemoryMB, CPUs: l.CPUs, Pids: l.Pids, WorkspaceMB: l.WorkspaceMB}
+		// 0 means the default; anything else must be enough to run a
+		// kernel (a 400 with the reason, see toAPIError).
+		if err := opts.Limits.Validate(); err != nil {
+			return err
+		}
 	}
 	sess, err := s.mgr.Create(c.Request().Context(), tenant(c), opts)
 	if err != nil {

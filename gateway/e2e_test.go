@@ -558,8 +558,9 @@ func TestErrorResponses(t *testing.T) {
 		ae.Error.Message != "environment variable PYTHONPATH may not be set: it steers the Python interpreter at kernel start" {
 		t.Errorf("reserved env: %d %q", st, ae.Error.Message)
 	}
-	if st := e.call(keyA, "POST", "/v1/sessions", `{"limits":{"cpus":1e-9}}`, nil); st != http.StatusBadRequest {
-		t.Errorf("absurd limits: %d", st)
+	if st := e.call(keyA, "POST", "/v1/sessions", `{"limits":{"cpus":1e-9}}`, &ae); st != http.StatusBadRequest ||
+		ae.Error.Message != "limits too small: memory_mb >= 128, cpus >= 0.05, pids >= 16 (or 0 for the default); cpus is 1e-09" {
+		t.Errorf("absurd limits: %d %q", st, ae.Error.Message)
 	}
 	big := `{"code":"` + strings.Repeat("x", 2<<20) + `"}`
 	if st := e.call(keyA, "POST", "/v1/sessions/"+s.ID+"/execute", big, &ae); st != http.StatusRequestEntityTooLarge {

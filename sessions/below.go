@@ -9,7 +9,9 @@ import (
 // it, named here so that they import sessions only: the session layer is
 // the gateway's one door to kernels and runtimes.
 
-// Limits are a session's resource limits (the sandbox layer's).
+// Limits are a session's resource limits (the sandbox layer's). Their
+// Validate is the one check of requested limits (Create calls it too): its
+// error matches ErrBadSpec and its Public text says what is wrong.
 type Limits = sandbox.Limits
 
 // Channel is a kernel channel that KernelRequest relays to.

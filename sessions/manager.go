@@ -74,7 +74,7 @@ func (m *Manager) RuntimeName() string { return m.rt.Name() }
 type CreateOptions struct {
 	Env         map[string]string
 	IdleTimeout time.Duration  // 0 = default
-	Limits      sandbox.Limits // capped by the runtime's maxima
+	Limits      sandbox.Limits // checked by Limits.Validate; capped by the runtime's maxima
 	// Network is what the kernel may reach through the session's egress
 	// proxy; the zero value is no network at all. It must stay within the
 	// operator's ceiling (Config.Egress.Allow).

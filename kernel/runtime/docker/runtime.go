@@ -236,3 +236,15 @@ func (r *Runtime) Adopt(ctx context.Context, st sandbox.State) (_ sandbox.Sandbo
 	d.mu.Unlock()
 	return sandbox.Durable{Base: b}, nil
 }
+
+// Interface guards: the optional capabilities of the Docker runtime and its
+// sandboxes (a sandbox.Durable: a Freezer and Persistent, whose driver
+// gives its State and Detach), exercised by runtimetest.Capabilities.
+var (
+	_ sandbox.StateDirHolder = (*Runtime)(nil)
+	_ sandbox.Adopter        = (*Runtime)(nil)
+	_ sandbox.Persistent     = sandbox.Durable{}
+	_ sandbox.DriverStater   = (*driver)(nil)
+	_ sandbox.DriverDetacher = (*driver)(nil)
+	_ sandbox.DriverFreezer  = (*driver)(nil) // Freeze: docker pause
+)

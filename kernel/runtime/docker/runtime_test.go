@@ -300,6 +300,29 @@ func TestCloseWithCancelledContextStillRemoves(t *testing.T) {
 	}
 }
 
+// TestCapabilities exercises the Docker runtime's optional capabilities:
+// a state directory, sandboxes that freeze (docker pause) and outlive the
+// gateway, adopted by the next one (same instance and state directory).
+func TestCapabilities(t *testing.T) {
+	state := t.TempDir()
+	os.Chmod(state, 0o711)
+	cfg := docker.Config{Instance: "capability-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), Common: sandbox.Common{StateDir: state}}
+	first := newRuntime(t, cfg)
+	n := 0
+	runtimetest.Capabilities(t, first, runtimetest.CapabilityOptions{
+		NewID: func() string {
+			n++
+			return "capability-" + strconv.Itoa(n) + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
+		},
+		Successor: func(t *testing.T) sandbox.Adopter {
+			first.Close() // the gateway goes away (its sandbox detached) and the next one starts
+			next := cfg
+			next.Adopting = true
+			return newRuntime(t, next)
+		},
+	})
+}
+
 var hardeningSeq int
 
 func TestHardening(t *testing.T) {

@@ -202,11 +202,6 @@ func (r *Runtime) AdoptSession(ctx context.Context, id string) (_ sandbox.Sandbo
 	return &podSandbox{Durable: sandbox.Durable{Base: b}, d: d}, a, nil
 }
 
-var (
-	_ sandbox.Adopter      = (*Runtime)(nil)
-	_ sandbox.OrphanFinder = (*Runtime)(nil)
-)
-
 // Orphans implements sandbox.OrphanFinder: the Adoptable sessions, each
 // with its kernel's current generation (asked of its pod's agent) as the
 // State's Incarnation. A session whose agent does not answer is left out

@@ -217,11 +217,6 @@ type podSandbox struct {
 	d *driver
 }
 
-var (
-	_ sandbox.WorkspaceOpener = (*podSandbox)(nil)
-	_ sandbox.TenantRecorder  = (*podSandbox)(nil)
-)
-
 // RecordTenant implements sandbox.TenantRecorder: it labels the pod with
 // the session's tenant (a pooled pod was started without one), so that a
 // gateway adopting the session knows whose it is.
@@ -265,3 +260,20 @@ func (s *podSandbox) OpenWorkspace(context.Context) (workspace.FS, workspace.Tra
 }
 
 var errAgentUnreachable = errors.New("k8s: the pod agent is unreachable")
+
+// Interface guards: the optional capabilities of the Kubernetes runtime and
+// its sandboxes (a *podSandbox: Persistent, with a workspace reached
+// through the pod's agent; a Freezer whose Freeze returns
+// sandbox.ErrNoFreeze, as its driver cannot freeze a pod), exercised by
+// runtimetest.Capabilities.
+var (
+	_ sandbox.StateDirHolder  = (*Runtime)(nil)
+	_ sandbox.Adopter         = (*Runtime)(nil)
+	_ sandbox.OrphanFinder    = (*Runtime)(nil)
+	_ sandbox.Persistent      = (*podSandbox)(nil)
+	_ sandbox.WorkspaceOpener = (*podSandbox)(nil)
+	_ sandbox.TenantRecorder  = (*podSandbox)(nil)
+	_ sandbox.Connector       = (*driver)(nil) // the kernel is reached over TCP, not host sockets
+	_ sandbox.DriverStater    = (*driver)(nil)
+	_ sandbox.DriverDetacher  = (*driver)(nil)
+)

@@ -3,7 +3,6 @@ package k8s
 import (
 	"context"
 	"errors"
-	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/kernel/runtime/runtimetest"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
-	"github.com/glassroom/glassroom/workspace"
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
@@ -89,12 +87,30 @@ func count(t *testing.T, cs *fake.Clientset) (pods, secrets int) {
 	return len(p.Items), len(s.Items)
 }
 
+// TestCapabilities exercises the k8s runtime's optional capabilities on
+// the simulated cluster: the workspace through the pod's agent, the tenant
+// recorded on the pod, sandboxes that outlive the gateway, found in the
+// cluster (OrphanFinder) and adopted; pods cannot freeze.
+func TestCapabilities(t *testing.T) {
+	cs := newClientset()
+	startKubelet(t, cs, ns)
+	n := 0
+	runtimetest.Capabilities(t, newRuntime(t, cs, testConfig("gw-cap")), runtimetest.CapabilityOptions{
+		NewID:    func() string { n++; return "capability-" + strconv.Itoa(n) + "-k8s" },
+		NoFreeze: true,
+	})
+	if p, s := count(t, cs); p != 0 || s != 0 {
+		t.Fatalf("after close: %d pods, %d secrets", p, s)
+	}
+}
+
 // TestSimulatedCluster runs the runtime against the fake API server with a
 // simulated kubelet that starts each pod's kernel (supervisor, ipykernel)
-// and agent for real on this machine: start, code, files through the
-// agent, change tracking, restart (a new generation in the same pod),
-// a kernel that dies, then gateway A going away and two gateways racing
-// to adopt its session: one wins and finds the variables intact.
+// and agent for real on this machine: start, code, restart (a new
+// generation in the same pod), a kernel that dies, then gateway A going
+// away and two gateways racing to adopt its session: one wins and finds
+// the variables intact. (The workspace through the agent, orphans and
+// adoption by the same instance: TestCapabilities.)
 func TestSimulatedCluster(t *testing.T) {
 	cs := newClientset()
 	startKubelet(t, cs, ns)
@@ -108,38 +124,8 @@ func TestSimulatedCluster(t *testing.T) {
 	if k.Sandbox.Workspace() != "" {
 		t.Fatal("a pod's workspace is not on this host")
 	}
-	if out, _ := k.Run(t, "x = 41\nimport os\nprint(os.environ['MY_SETTING'], os.path.basename(os.getcwd()))"); strings.TrimSpace(out) != "ok workspace" {
+	if out, _ := k.Run(t, "x = 41\nimport os\nprint(os.environ['MY_SETTING'], os.path.basename(os.getcwd()))\n_ = open('out.txt', 'w').write('hi')"); strings.TrimSpace(out) != "ok workspace" {
 		t.Fatalf("first run: %q", out)
-	}
-
-	files, tracker, err := k.Sandbox.(sandbox.WorkspaceOpener).OpenWorkspace(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer files.Close()
-	defer tracker.Close()
-	tracker.Reset()
-	if _, err := files.Write("data.csv", strings.NewReader("a,b\n1,2\n")); err != nil {
-		t.Fatal(err)
-	}
-	if out, _ := k.Run(t, "print(open('data.csv').read().split()[1])\n_ = open('out.txt', 'w').write('hi')"); strings.TrimSpace(out) != "1,2" {
-		t.Fatalf("the kernel reads the upload: %q", out)
-	}
-	changes, truncated := tracker.Changes()
-	if truncated || len(changes) != 2 || changes[0].Path != "data.csv" || changes[1] != (workspace.Change{Path: "out.txt", Size: 2, Change: "created"}) {
-		t.Fatalf("changes %+v %v", changes, truncated)
-	}
-	f, _, err := files.OpenFile("out.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := io.ReadAll(f); string(b) != "hi" {
-		t.Fatalf("download %q", b)
-	}
-	f.Close()
-	_, _, err = files.OpenFile("../secret/kernel.json")
-	if !errors.Is(err, workspace.ErrBadPath) {
-		t.Fatalf("traversal through the agent: %v", err)
 	}
 
 	// Restart: a new generation in the same pod; variables go, files stay.
@@ -193,13 +179,6 @@ func TestSimulatedCluster(t *testing.T) {
 	}
 	rtB := newRuntime(t, cs, testConfig("gw-b"))
 	rtC := newRuntime(t, cs, testConfig("gw-c"))
-	orphans, err := rtB.Orphans(ctx)
-	if err != nil || len(orphans) != 1 {
-		t.Fatalf("orphans: %+v %v", orphans, err)
-	}
-	if o := orphans[0]; o.State.ID != stA.ID || o.Tenant != "tenant1" || o.State.Incarnation != stA.Incarnation || o.State.Conn.Key != stA.Conn.Key || o.State.Limits != stA.Limits {
-		t.Fatalf("orphan %+v, the detached sandbox's state %+v", o, stA)
-	}
 	list, err := rtB.Adoptable(ctx)
 	if err != nil || len(list) != 1 {
 		t.Fatalf("adoptable: %+v %v", list, err)
@@ -249,26 +228,8 @@ func TestSimulatedCluster(t *testing.T) {
 	if l, _ := rtB.Adoptable(ctx); len(l) != 0 {
 		t.Fatalf("still adoptable after adoption: %+v", l)
 	}
-	// The winner is upgraded: it detaches, and its next run restores the
-	// session from its store (sandbox.Adopter, with the State it kept).
-	st := won.(sandbox.Persistent).State()
-	if st.ID != a.ID || st.Incarnation != stA.Incarnation || st.Conn.Key != a.Connection.Key {
+	if st := won.(sandbox.Persistent).State(); st.ID != a.ID || st.Incarnation != stA.Incarnation || st.Conn.Key != a.Connection.Key {
 		t.Fatalf("state after adoption %+v, before %+v", st, stA)
-	}
-	if err := won.(sandbox.Persistent).Detach(ctx); err != nil {
-		t.Fatal(err)
-	}
-	rtW := map[string]*Runtime{"gw-b": rtB, "gw-c": rtC}[winner]
-	if won, err = rtW.Adopt(ctx, st); err != nil {
-		t.Fatalf("restore after detach: %v", err)
-	}
-	if got := won.(sandbox.Persistent).State().Incarnation; got != st.Incarnation {
-		t.Fatalf("incarnation %q after restore, want %q (the same kernel)", got, st.Incarnation)
-	}
-	adopted = runtimetest.Kernel{Sandbox: won}
-	adopted.Reconnect(t)
-	if out, _ := adopted.Run(t, "print(y)"); strings.TrimSpace(out) != "7" {
-		t.Fatalf("variables after detach and restore: %q", out)
 	}
 	// The adopter restarts and closes it like its own.
 	if err := won.Restart(ctx); err != nil {

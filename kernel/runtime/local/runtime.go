@@ -277,3 +277,11 @@ func writeIdentity(dir string) error {
 	}
 	return nil
 }
+
+// Interface guards: the optional capabilities of the local runtime and its
+// sandboxes (a *sandbox.Base: a Freezer, not Persistent, since a local
+// kernel dies with the gateway), exercised by runtimetest.Capabilities.
+var (
+	_ sandbox.StateDirHolder = (*Runtime)(nil)
+	_ sandbox.DriverFreezer  = (*driver)(nil) // Freeze: the cgroup freezer
+)

@@ -336,6 +336,16 @@ func TestHardening(t *testing.T) {
 	})
 }
 
+// TestCapabilities exercises the local runtime's optional capabilities (a
+// state directory; sandboxes that freeze, with cgroups, so as root).
+func TestCapabilities(t *testing.T) {
+	n := 0
+	runtimetest.Capabilities(t, newRuntime(t, local.Config{}), runtimetest.CapabilityOptions{
+		NewID:    func() string { n++; return "capability-" + strconv.Itoa(n) + "-local" },
+		NoFreeze: os.Geteuid() != 0,
+	})
+}
+
 // TestCgroupFromTheFirstInstruction: every process of the sandbox, bwrap
 // included, is in the sandbox's memory, pids and cpu cgroups (the prelude
 // moved itself in before exec, nothing was moved after start), and the

@@ -37,7 +37,7 @@ func Hardening(t *testing.T, rt Starter, opts HardeningOptions, newID func() str
 			sb, err := rt.Start(ctx, sandbox.Spec{ID: newID(), Env: map[string]string{name: "/workspace"}})
 			cancel()
 			if err == nil {
-				sb.Close(context.Background())
+				_ = sb.Close(context.Background())
 			}
 			if !errors.Is(err, sandbox.ErrBadSpec) || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), why) {
 				t.Errorf("env %s: want ErrBadSpec naming it and why (%q), got %v", name, why, err)

@@ -1,6 +1,8 @@
 // Package runtimetest holds helpers shared by the runtime packages' tests:
-// start a sandbox, connect to its kernel, run code and collect its text.
-// It is imported by tests only.
+// start a sandbox, connect to its kernel, run code and collect its text;
+// and the suites every runtime runs on real kernels: Hardening (the
+// protections every runtime must give) and Capabilities (each optional
+// capability it has). It is imported by tests only.
 package runtimetest
 
 import (
@@ -38,7 +40,7 @@ func Start(t testing.TB, rt Starter, spec sandbox.Spec) Kernel {
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	t.Cleanup(func() { sb.Close(context.Background()) })
+	t.Cleanup(func() { _ = sb.Close(context.Background()) })
 	k := Kernel{Sandbox: sb}
 	k.Reconnect(t)
 	return k
@@ -53,7 +55,7 @@ func (k *Kernel) Reconnect(t testing.TB) {
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { _ = c.Close() })
 	k.Client = c
 }
 

@@ -31,6 +31,15 @@ type Common struct {
 	StartTimeout time.Duration
 }
 
+// StateDirHolder is implemented by runtimes that have a state directory
+// on the gateway's host: StateDir returns it (absolute), or "" when there
+// is none. A runtime that keeps its sandboxes' directories there (local,
+// docker) holds it locked (LockStateDir) for as long as it runs; the
+// gateway keeps its session store in it.
+type StateDirHolder interface {
+	StateDir() string
+}
+
 // DefaultMaxSandboxes is the default of Common.MaxSandboxes.
 const DefaultMaxSandboxes = 1024
 
@@ -76,11 +85,14 @@ func (c Common) Validate() error {
 	if c.UIDBase < 1000 || c.UIDBase+c.MaxSandboxes > 1<<31-2 {
 		return fmt.Errorf("sandbox: config: uid range %d+%d invalid", c.UIDBase, c.MaxSandboxes)
 	}
+	if reason := c.Defaults.problem(); reason != "" {
+		return errors.New("sandbox: config: default " + reason)
+	}
+	if reason := c.Max.problem(); reason != "" {
+		return errors.New("sandbox: config: maximum " + reason)
+	}
 	if c.Defaults.Exceeds(c.Max) {
 		return errors.New("sandbox: config: default limits exceed maxima")
-	}
-	if c.Defaults.MemoryMB < 64 || c.Defaults.Pids < 16 {
-		return errors.New("sandbox: config: a kernel needs at least 64 MB and 16 pids")
 	}
 	if c.NoFile < 64 || c.FileSizeMB < 1 || c.MaxSandboxes < 1 || c.StartTimeout < 0 {
 		return errors.New("sandbox: config: limits too small")

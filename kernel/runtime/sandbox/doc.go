@@ -4,7 +4,14 @@
 //
 //   - Spec validation, including the environment policy: which variables a
 //     session may set (names that steer the interpreter, the loader or the
-//     kernel's start are refused with a reason).
+//     kernel's start are refused with a reason), and the one check of
+//     limits (Limits.Validate: the minima a kernel runs with), which the
+//     session layer, the gateway and the operator's configuration share.
+//   - The optional capabilities a runtime or its sandboxes may have, each a
+//     named interface (Freezer, Persistent, Adopter, OrphanFinder,
+//     WorkspaceOpener, TenantRecorder, StateDirHolder) that callers find
+//     with a type assertion; each runtime package checks the ones it has
+//     at compile time.
 //   - The kernel's launch: the base environment, and the launcher that runs
 //     ipykernel isolated from the workspace (python -I, no Jupyter config
 //     from the session's files) with output streams that flush in bounded

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"regexp"
+	"strconv"
 
 	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/workspace"
@@ -72,6 +74,60 @@ func (l Limits) Cap(limit Limits) Limits {
 	return l
 }
 
+// The smallest limits a kernel runs with. A session may ask for no less
+// (0 still means the runtime's default), and the operator's defaults and
+// maxima may be no less (Common.Validate).
+const (
+	MinMemoryMB = 128
+	MinCPUs     = 0.05
+	MinPids     = 16
+)
+
+// Validate is the one check of limits, wherever they come from: a
+// session's request (Spec.Validate, and the gateway before it), the
+// operator's defaults and maxima (Common.Validate). It refuses a negative
+// or non-finite field, and a non-zero one under MinMemoryMB, MinCPUs or
+// MinPids; a zero field means the default and passes, and so does a field
+// above the runtime's maxima (Common.Limits lowers it). The error is a
+// *SpecError (errors.Is(err, ErrBadSpec)) whose Public text names the
+// field and the thresholds.
+func (l Limits) Validate() error {
+	if reason := l.problem(); reason != "" {
+		return &SpecError{Reason: reason}
+	}
+	return nil
+}
+
+// problem says what is wrong with l, or "".
+func (l Limits) problem() string {
+	fields := []struct {
+		name     string
+		value    float64
+		smallest float64
+	}{
+		{"memory_mb", float64(l.MemoryMB), MinMemoryMB},
+		{"cpus", l.CPUs, MinCPUs},
+		{"pids", float64(l.Pids), MinPids},
+		{"workspace_mb", float64(l.WorkspaceMB), 0},
+	}
+	num := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	for _, f := range fields {
+		switch {
+		case math.IsNaN(f.value) || math.IsInf(f.value, 0):
+			return fmt.Sprintf("limits must be finite numbers (%s is %s)", f.name, num(f.value))
+		case f.value < 0:
+			return fmt.Sprintf("limits must not be negative (%s is %s)", f.name, num(f.value))
+		}
+	}
+	for _, f := range fields {
+		if f.value != 0 && f.value < f.smallest {
+			return fmt.Sprintf("limits too small: memory_mb >= %d, cpus >= %s, pids >= %d (or 0 for the default); %s is %s",
+				MinMemoryMB, num(MinCPUs), MinPids, f.name, num(f.value))
+		}
+	}
+	return ""
+}
+
 // Exceeds reports whether any field of l is larger than limit's.
 func (l Limits) Exceeds(limit Limits) bool {
 	return l.MemoryMB > limit.MemoryMB || l.CPUs > limit.CPUs || l.Pids > limit.Pids || l.WorkspaceMB > limit.WorkspaceMB
@@ -111,7 +167,8 @@ func badSpec(format string, args ...any) error {
 	return &SpecError{Reason: fmt.Sprintf(format, args...)}
 }
 
-// Validate checks the id, the environment (CheckEnv) and the limits.
+// Validate checks the id, the environment (CheckEnv), the tenant, the
+// limits (Limits.Validate) and the egress socket.
 func (s Spec) Validate() error {
 	if !IDPattern.MatchString(s.ID) {
 		return badSpec("id %q", s.ID)
@@ -122,8 +179,8 @@ func (s Spec) Validate() error {
 	if s.Tenant != "" && !TenantPattern.MatchString(s.Tenant) {
 		return badSpec("tenant %q", s.Tenant)
 	}
-	if s.Limits.MemoryMB < 0 || s.Limits.CPUs < 0 || s.Limits.Pids < 0 || s.Limits.WorkspaceMB < 0 {
-		return badSpec("negative limit")
+	if err := s.Limits.Validate(); err != nil {
+		return err
 	}
 	if e := s.EgressSocket; e != "" && (!filepath.IsAbs(e) || filepath.Clean(e) != e || !socketName.MatchString(filepath.Base(e))) {
 		return badSpec("egress socket %q", e)

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -47,5 +48,53 @@ func TestLauncherStartsTheForwarderOnlyWhenAsked(t *testing.T) {
 		if strings.HasPrefix(strings.TrimSpace(line), "#") {
 			t.Errorf("comment line left in the command line: %q", line)
 		}
+	}
+}
+
+// TestLimitsValidate is the table of the one check of limits: zero is the
+// default, the minima are the smallest a kernel runs with, anything
+// negative or not a finite number is refused with a reason naming the
+// field, as a SpecError matched by ErrBadSpec; the operator's defaults and
+// maxima go through the same check.
+func TestLimitsValidate(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		limits Limits
+		reason string // "" for valid
+	}{
+		{"zero is the default", Limits{}, ""},
+		{"the minima", Limits{MemoryMB: MinMemoryMB, CPUs: MinCPUs, Pids: MinPids, WorkspaceMB: 1}, ""},
+		{"the built-in defaults", DefaultLimits(), ""},
+		{"above the maxima (capped, not refused)", Limits{MemoryMB: 1 << 40, CPUs: 1e6, Pids: 1 << 30, WorkspaceMB: 1 << 40}, ""},
+		{"memory under the minimum", Limits{MemoryMB: 127}, "limits too small: memory_mb >= 128, cpus >= 0.05, pids >= 16 (or 0 for the default); memory_mb is 127"},
+		{"cpus under the minimum", Limits{CPUs: 1e-9}, "limits too small: memory_mb >= 128, cpus >= 0.05, pids >= 16 (or 0 for the default); cpus is 1e-09"},
+		{"pids under the minimum", Limits{MemoryMB: 512, Pids: 15}, "limits too small: memory_mb >= 128, cpus >= 0.05, pids >= 16 (or 0 for the default); pids is 15"},
+		{"negative memory", Limits{MemoryMB: -1}, "limits must not be negative (memory_mb is -1)"},
+		{"negative workspace", Limits{WorkspaceMB: -5}, "limits must not be negative (workspace_mb is -5)"},
+		{"negative before too small", Limits{MemoryMB: 1, Pids: -1}, "limits must not be negative (pids is -1)"},
+		{"NaN cpus", Limits{CPUs: math.NaN()}, "limits must be finite numbers (cpus is NaN)"},
+		{"infinite cpus", Limits{CPUs: math.Inf(1)}, "limits must be finite numbers (cpus is +Inf)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.limits.Validate()
+			if c.reason == "" {
+				if err != nil {
+					t.Fatalf("%+v: %v", c.limits, err)
+				}
+				return
+			}
+			var se *SpecError
+			if !errors.Is(err, ErrBadSpec) || !errors.As(err, &se) || se.Public() != c.reason {
+				t.Fatalf("%+v: %v, want a SpecError %q", c.limits, err, c.reason)
+			}
+			// A session's spec and an operator's defaults are refused alike.
+			if err := (Spec{ID: "0123456789abcdef", Limits: c.limits}).Validate(); !errors.Is(err, ErrBadSpec) {
+				t.Errorf("Spec.Validate: %v", err)
+			}
+			common := Common{Defaults: c.limits}.WithDefaults("/state", 10000)
+			if err := common.Validate(); err == nil || !strings.HasSuffix(err.Error(), c.reason) {
+				t.Errorf("Common.Validate with these defaults: %v", err)
+			}
+		})
 	}
 }
