@@ -177,7 +177,7 @@ func (s *Session) conclude(c KernelConn, j *job, start time.Time, o outcome) {
 		// client that looks right after its execute returned sees idle.
 		s.report(j, start, statusOf(o, j), o.reply, "")
 		s.setState(StateIdle, "")
-		s.deliver(j)
+		j.deliver()
 	}
 }
 
@@ -202,7 +202,7 @@ func (s *Session) fail(j *job, status Status, reason string) {
 // finish reports the job and hands its result to the caller.
 func (s *Session) finish(j *job, start time.Time, status Status, reply *kernel.ExecuteReply, reason string) {
 	s.report(j, start, status, reply, reason)
-	s.deliver(j)
+	j.deliver()
 }
 
 // report completes the job's execution and publishes its file changes and
@@ -216,14 +216,14 @@ func (s *Session) report(j *job, start time.Time, status Status, reply *kernel.E
 		e.ExecutionCount = reply.ExecutionCount
 		e.Truncated = e.Truncated || reply.Truncated
 	}
-	e.Stdout, e.Stderr = j.stdout.String(), j.stderr.String()
+	e.Stdout, e.Stderr = j.out.stdout.String(), j.out.stderr.String()
 	if s.watch != nil && j.ran {
 		changes, truncated := s.watch.Changes()
 		e.Truncated = e.Truncated || truncated
 		for _, c := range changes {
 			fc := FileChange{Path: c.Path, Size: c.Size, Change: c.Change}
 			e.Files = append(e.Files, fc)
-			s.record(j, s.hub.publish(Event{Type: EventFile, ID: j.req.ID, Path: fc.Path, Size: ptr(fc.Size), Change: fc.Change}))
+			j.out.record(s.hub.publish(Event{Type: EventFile, ID: j.req.ID, Path: fc.Path, Size: ptr(fc.Size), Change: fc.Change}))
 		}
 	}
 	s.noteFinished(j, status, reply)
@@ -232,11 +232,18 @@ func (s *Session) report(j *job, start time.Time, status Status, reply *kernel.E
 	s.cfg.Observer.ExecutionDone(status, time.Since(start))
 }
 
-// deliver hands the reported result to the caller (j.result has room for
-// it), whose bytes then leave the output budget.
-func (s *Session) deliver(j *job) {
-	j.result <- j.exec
-	// The caller owns the result now; its bytes leave the budget.
-	s.budget.Release(j.held)
-	j.held = 0
+// onEvent takes one kernel event of job j: output counts it against the
+// execution's caps and converts it, then it is published and recorded for
+// an Execute caller. It runs on the job's execute goroutine.
+func (s *Session) onEvent(j *job, ev kernel.Event) {
+	out, ok := j.out.take(j.req.ID, ev)
+	if !ok {
+		return
+	}
+	if out.Type == EventInputRequest {
+		s.mu.Lock()
+		s.inputPending = j.req.ID
+		s.mu.Unlock()
+	}
+	j.out.record(s.hub.publish(out))
 }

@@ -293,7 +293,7 @@ func (s *Session) enqueue(req ExecRequest, collect bool) (*job, error) {
 	if err := s.validate(&req); err != nil {
 		return nil, err
 	}
-	j := newJob(req, collect)
+	j := newJob(req, collect, capsOf(&s.cfg), s.budget)
 	// s.mu is held across the hand-off so the worker cannot publish this
 	// job's "started" before its "queued", and close cannot miss the job.
 	s.mu.Lock()
