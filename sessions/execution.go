@@ -101,7 +101,7 @@ func (s *Session) validate(req *ExecRequest) error {
 	if req.Timeout == 0 {
 		req.Timeout = s.cfg.ExecTimeout
 	}
-	return validateJupyter(req)
+	return req.validateJupyter()
 }
 
 // job is one queued execution.

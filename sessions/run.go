@@ -56,11 +56,11 @@ func (s *Session) begin(j *job) (KernelConn, bool) {
 		s.fail(j, StatusDied, "kernel is dead")
 		return nil, false
 	}
-	if s.aborted(j) {
+	if s.jup.aborted(j) {
 		s.fail(j, StatusAborted, "an earlier execution failed (stop_on_error)")
 		return nil, false
 	}
-	info := s.execInfo(j, c)
+	info := s.jup.execInfo(j, c)
 	s.mu.Lock()
 	s.current = j
 	j.info = info
@@ -226,7 +226,7 @@ func (s *Session) report(j *job, start time.Time, status Status, reply *kernel.E
 			j.out.record(s.hub.publish(Event{Type: EventFile, ID: j.req.ID, Path: fc.Path, Size: ptr(fc.Size), Change: fc.Change}))
 		}
 	}
-	s.noteFinished(j, status, reply)
+	s.jup.finished(j, s.kernelClient(), status, reply)
 	s.hub.publish(Event{Type: EventDone, ID: j.req.ID, Status: status, ExecutionCount: ptr(e.ExecutionCount),
 		DurationMS: ptr(e.DurationMS), Truncated: ptr(e.Truncated), StateLost: ptr(e.StateLost), Reason: reason})
 	s.cfg.Observer.ExecutionDone(status, time.Since(start))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -85,7 +86,8 @@ type Session struct {
 	egress    *egress.Proxy // nil without a network; closed after the sandbox
 	pause     *pauser       // freezes the sandbox while its kernel goes unused
 
-	jup jupyterState // the Jupyter face's state (jupyter.go)
+	jup   jupyterState // the Jupyter face's bookkeeping (jupyter.go)
+	relay *relay       // the requests that bypass the queue (relay.go)
 }
 
 // sessionParams is what newSession needs: a started sandbox with a
@@ -137,6 +139,8 @@ func newSession(p sessionParams) *Session {
 		frozen = p.egress.CloseConnections // a frozen kernel holds no tunnel open
 	}
 	s.pause = newPauser(p.sandbox, p.cfg.PauseAfter, s.log, frozen)
+	s.relay = &relay{maxCode: p.cfg.MaxCodeBytes, pause: s.pause, touch: s.Touch, conn: s.kernelClient,
+		busy: func() bool { return s.Info().State == StateBusy }}
 	s.watchKernel(p.client)
 	s.wg.Add(1)
 	go s.worker()
@@ -301,7 +305,7 @@ func (s *Session) enqueue(req ExecRequest, collect bool) (*job, error) {
 	if s.ctx.Err() != nil {
 		return nil, ErrClosed
 	}
-	s.numberJob(j)
+	s.jup.number(j)
 	pos := int(s.queued.Add(1))
 	select {
 	case s.queue <- j:
@@ -390,6 +394,85 @@ func (s *Session) Restart(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
+
+// SetIdleTimeout changes how long the session may stay idle before it is
+// deleted (1 s up to Config.MaxIdleTimeout), counting from now.
+func (s *Session) SetIdleTimeout(d time.Duration) error {
+	if d < time.Second || d > s.cfg.MaxIdleTimeout {
+		return invalid("idle timeout must be within 1s..%v", s.cfg.MaxIdleTimeout)
+	}
+	s.mu.Lock()
+	s.idle = d
+	s.lastActive = time.Now()
+	s.mu.Unlock()
+	return nil
+}
+
+// LastActivity returns when the session was last used (what idle expiry
+// counts from).
+func (s *Session) LastActivity() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastActive
+}
+
+// Clients returns how many clients (WebSockets of either face) are
+// attached.
+func (s *Session) Clients() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.clients
+}
+
+// Running returns the id and description of the running execution, if
+// any.
+func (s *Session) Running() (id string, info *ExecInfo, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.current == nil || s.current.info == nil {
+		return "", nil, false
+	}
+	return s.current.req.ID, s.current.info, true
+}
+
+// Complete asks the kernel for completions of code at cursor. It does not
+// wait in the execution queue: the kernel answers between executions (a
+// busy kernel answers when the running cell ends). It blocks until the
+// reply, ctx's end, or 30 s. Safe for concurrent use.
+func (s *Session) Complete(ctx context.Context, code string, cursor int) (*Completion, error) {
+	return s.relay.complete(ctx, code, cursor)
+}
+
+// Inspect asks the kernel for help on the name at cursor (detail 0: the
+// docstring, 1: the source too). Like Complete, it bypasses the execution
+// queue and blocks until the reply, ctx's end, or 30 s.
+func (s *Session) Inspect(ctx context.Context, code string, cursor, detail int) (*Inspection, error) {
+	return s.relay.inspect(ctx, code, cursor, detail)
+}
+
+// KernelRequest sends a Jupyter request to the kernel and returns its
+// reply, bypassing the execution queue (a busy kernel answers when its
+// cell ends). Only the requests that read the kernel's state are relayed
+// (kernel_info, complete, inspect, is_complete, history, comm_info); the
+// content must be a JSON object of bounded size; the reply is bounded by
+// the channel's ceiling. It blocks until the reply, ctx's end, or 30 s.
+// Safe for concurrent use.
+func (s *Session) KernelRequest(ctx context.Context, ch kernel.Channel, msgType string, content json.RawMessage) (*KernelReply, error) {
+	return s.relay.request(ctx, ch, msgType, content)
+}
+
+// KernelInfo returns the content of the kernel's kernel_info_reply, asked
+// once per kernel incarnation and cached. A kernel running a cell answers
+// when the cell ends, so then an earlier incarnation's reply is used if
+// there is one; else the wait is bounded by ctx and 30 s.
+func (s *Session) KernelInfo(ctx context.Context) (json.RawMessage, error) {
+	return s.relay.kernelInfo(ctx)
+}
+
+// KernelSession returns a random id of the current kernel incarnation: it
+// changes when the kernel is restarted. The Jupyter face puts it in the
+// session field of the headers it makes, as a kernel does with its own.
+func (s *Session) KernelSession() string { return s.jup.kernelSession(s.kernelClient()) }
 
 // ExitError is the cause of death when the kernel process exited.
 type ExitError struct{ Reason string }
