@@ -343,12 +343,7 @@ func (s *Session) detach(ctx context.Context) error {
 			s.log.Warn().Err(derr).Msg("egress proxy detach failed")
 		}
 	}
-	s.wg.Wait()
-	s.drain()
-	_ = s.kernelClient().Close()
-	if s.watch != nil {
-		_ = s.watch.Close()
-	}
+	s.work.stop()
 	_ = s.files.Close()
 	s.hub.publish(Event{Type: EventKernel, State: string(StateRestarting), Reason: "gateway restarting"})
 	s.hub.close()

@@ -48,46 +48,60 @@ type Info struct {
 // Session is one tenant's persistent kernel. Its methods are safe for
 // concurrent use. Executions run one at a time in submission order, on the
 // session's worker goroutine (worker.go), which alone changes the kernel.
+//
+// Session is the door: its methods check and queue requests and read the
+// state; the work is done by the types it holds, each with its own lock
+// (or none, when one goroutine owns it):
+//
+//   - work (worker.go, run.go): the goroutine that owns the kernel, runs
+//     the jobs and restarts;
+//   - hub (event.go): the event log, its backlog and subscribers (hub.mu);
+//   - jup (jupyter.go): the Jupyter face's bookkeeping of executions and
+//     kernel incarnations (jup.mu, innermost);
+//   - relay (relay.go): the requests that bypass the queue and the cached
+//     kernel_info (relay.infoMu, relay.mu);
+//   - pause (pause.go): the idle freeze (pause.mu);
+//   - each job's output (output.go): the caps and budget of one
+//     execution's output (owned by its execute goroutine).
+//
+// Lock order: relay.infoMu → s.mu → hub.mu, jup.mu, relay.mu. s.mu is
+// held while publishing the queued and started events (so a job's
+// started never precedes its queued), never around pause.use or a kernel
+// call.
 type Session struct {
-	id      string
-	tenant  string
-	runtime string
-	cfg     Config
-	log     zerolog.Logger
-	created time.Time
-	budget  *Budget
-	slots   *execSlots
+	// Set at creation, never changed.
+	id, tenant, runtime string
+	cfg                 Config
+	log                 zerolog.Logger
+	created             time.Time
+	budget              *Budget
+	sandbox             sandbox.Sandbox
+	files               workspace.FS
+	egress              *egress.Proxy // nil without a network; closed after the sandbox
+	persist             func()        // writes the session's record to the store (set by the manager before use)
 
-	sandbox sandbox.Sandbox
-	files   workspace.FS
-	watch   workspace.Tracker // used by the worker only; nil when changes are not tracked
-	hub     *hub
-	queue   chan *job
-	restart chan chan error
+	hub   *hub         // the event log (event.go)
+	jup   jupyterState // the Jupyter face's bookkeeping (jupyter.go)
+	relay *relay       // the requests that bypass the queue (relay.go)
+	pause *pauser      // freezes the sandbox while its kernel goes unused (pause.go)
+	work  *worker      // owns the kernel (worker.go)
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	queue   chan *job       // to the worker
+	restart chan chan error // to the worker
+	queued  atomic.Int32    // jobs in queue
+	ctx     context.Context // ends when the session closes or detaches
+	cancel  context.CancelFunc
 
 	mu           sync.Mutex
 	state        State
-	client       KernelConn
-	current      *job   // running execution
-	inputPending string // execution id waiting for input
-	clients      int    // attached WebSocket clients
+	client       KernelConn // the current kernel (replaced by the worker's restarts)
+	current      *job       // running execution
+	inputPending string     // execution id waiting for input
+	clients      int        // attached WebSocket clients
 	idle         time.Duration
 	lastActive   time.Time
 	closeReason  string
 	room         chan struct{} // closed (and replaced) when the worker takes a job
-
-	stopWatch context.CancelFunc // ends the current kernel watcher
-	queued    atomic.Int32
-	persist   func()        // writes the session's record to the store (set by the manager)
-	egress    *egress.Proxy // nil without a network; closed after the sandbox
-	pause     *pauser       // freezes the sandbox while its kernel goes unused
-
-	jup   jupyterState // the Jupyter face's bookkeeping (jupyter.go)
-	relay *relay       // the requests that bypass the queue (relay.go)
 }
 
 // sessionParams is what newSession needs: a started sandbox with a
@@ -127,7 +141,7 @@ func newSession(p sessionParams) *Session {
 	}
 	s := &Session{
 		id: p.id, tenant: p.tenant, runtime: p.runtime, cfg: p.cfg, log: p.log.With().Str("session", p.id).Logger(),
-		created: created, idle: p.idle, persist: func() {}, budget: p.budget, slots: p.slots, sandbox: p.sandbox, files: p.files, watch: p.watch, egress: p.egress,
+		created: created, idle: p.idle, persist: func() {}, budget: p.budget, sandbox: p.sandbox, files: p.files, egress: p.egress,
 		hub:     newHub(p.cfg, p.budget, p.firstSeq),
 		queue:   make(chan *job, p.cfg.QueueDepth),
 		restart: make(chan chan error),
@@ -141,9 +155,8 @@ func newSession(p sessionParams) *Session {
 	s.pause = newPauser(p.sandbox, p.cfg.PauseAfter, s.log, frozen)
 	s.relay = &relay{maxCode: p.cfg.MaxCodeBytes, pause: s.pause, touch: s.Touch, conn: s.kernelClient,
 		busy: func() bool { return s.Info().State == StateBusy }}
-	s.watchKernel(p.client)
-	s.wg.Add(1)
-	go s.worker()
+	s.work = &worker{s: s, slots: p.slots, watch: p.watch}
+	s.work.start(p.client)
 	return s
 }
 
@@ -197,16 +210,6 @@ func (s *Session) Touch() {
 	s.mu.Lock()
 	s.lastActive = time.Now()
 	s.mu.Unlock()
-}
-
-func (s *Session) setState(st State, reason string) {
-	s.mu.Lock()
-	changed := s.state != st
-	s.state = st
-	s.mu.Unlock()
-	if changed {
-		s.hub.publish(Event{Type: EventKernel, State: string(st), Reason: reason})
-	}
 }
 
 func (s *Session) kernelClient() KernelConn {
@@ -478,3 +481,30 @@ func (s *Session) KernelSession() string { return s.jup.kernelSession(s.kernelCl
 type ExitError struct{ Reason string }
 
 func (e *ExitError) Error() string { return "kernel process exited: " + e.Reason }
+
+// close stops the worker, kills the kernel and ends all subscriptions.
+func (s *Session) close(ctx context.Context, reason string) {
+	s.mu.Lock()
+	if s.closeReason == "" {
+		s.closeReason = reason
+	}
+	s.mu.Unlock()
+	s.cancel()
+	// Kill the kernel first: nothing the code does can then keep the
+	// worker busy while we wait for it.
+	if err := s.sandbox.Close(ctx); err != nil {
+		s.log.Warn().Err(err).Msg("sandbox close failed")
+	}
+	if s.egress != nil { // nothing can use it once the sandbox is gone
+		if err := s.egress.Close(); err != nil {
+			s.log.Warn().Err(err).Msg("egress proxy close failed")
+		}
+	}
+	s.work.stop()
+	_ = s.files.Close()
+	s.mu.Lock()
+	s.state = StateDead
+	s.mu.Unlock()
+	s.hub.publish(Event{Type: EventKernel, State: string(StateDead), Reason: reason})
+	s.hub.close()
+}
