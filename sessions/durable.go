@@ -44,7 +44,7 @@ func (s *Session) storeRecord() sessionstore.Record {
 		r.Running = s.current.req.ID
 	}
 	s.mu.Unlock()
-	if n := s.network(); n != nil {
+	if n := networkOf(s.egress); n != nil {
 		r.Network = n.Allow
 	}
 	r.LastSeq = s.LastSeq()

@@ -85,23 +85,25 @@ type ExecRequest struct {
 // maxExecIDBytes bounds a client-chosen execution id.
 const maxExecIDBytes = 128
 
-func (s *Session) validate(req *ExecRequest) error {
-	if req.ID == "" {
-		req.ID = newSessionID()
+// validate checks r against cfg's bounds and fills in its defaults (a
+// random ID, cfg's timeout).
+func (r *ExecRequest) validate(cfg *Config) error {
+	if r.ID == "" {
+		r.ID = newSessionID()
 	}
-	if len(req.ID) > maxExecIDBytes {
+	if len(r.ID) > maxExecIDBytes {
 		return invalid("execution id longer than %d bytes", maxExecIDBytes)
 	}
-	if len(req.Code) > s.cfg.MaxCodeBytes {
-		return invalid("code of %d bytes exceeds %d", len(req.Code), s.cfg.MaxCodeBytes)
+	if len(r.Code) > cfg.MaxCodeBytes {
+		return invalid("code of %d bytes exceeds %d", len(r.Code), cfg.MaxCodeBytes)
 	}
-	if req.Timeout < 0 || req.Timeout > s.cfg.MaxExecTimeout {
-		return invalid("timeout must be within 0..%v", s.cfg.MaxExecTimeout)
+	if r.Timeout < 0 || r.Timeout > cfg.MaxExecTimeout {
+		return invalid("timeout must be within 0..%v", cfg.MaxExecTimeout)
 	}
-	if req.Timeout == 0 {
-		req.Timeout = s.cfg.ExecTimeout
+	if r.Timeout == 0 {
+		r.Timeout = cfg.ExecTimeout
 	}
-	return req.validateJupyter()
+	return r.validateJupyter()
 }
 
 // job is one queued execution.

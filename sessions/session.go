@@ -177,19 +177,15 @@ func (s *Session) Workspace() string { return s.sandbox.Workspace() }
 func (s *Session) Info() Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Info{
-		ID: s.id, State: s.state, Runtime: s.runtime, CreatedAt: s.created,
-		ExpiresAt: s.expiresAtLocked(), IdleTimeoutS: int(s.idle / time.Second),
-		Queued: int(s.queued.Load()), Limits: s.sandbox.Limits(), Network: s.network(), Paused: s.pause.paused(),
-	}
-}
-
-func (s *Session) expiresAtLocked() time.Time {
 	exp := s.lastActive.Add(s.idle)
 	if end := s.created.Add(s.cfg.MaxLifetime); end.Before(exp) {
 		exp = end
 	}
-	return exp
+	return Info{
+		ID: s.id, State: s.state, Runtime: s.runtime, CreatedAt: s.created,
+		ExpiresAt: exp, IdleTimeoutS: int(s.idle / time.Second),
+		Queued: int(s.queued.Load()), Limits: s.sandbox.Limits(), Network: networkOf(s.egress), Paused: s.pause.paused(),
+	}
 }
 
 // expired reports why the session should be deleted now, or "".
@@ -297,7 +293,7 @@ func (s *Session) Execute(ctx context.Context, req ExecRequest) (*Execution, err
 }
 
 func (s *Session) enqueue(req ExecRequest, collect bool) (*job, error) {
-	if err := s.validate(&req); err != nil {
+	if err := req.validate(&s.cfg); err != nil {
 		return nil, err
 	}
 	j := newJob(req, collect, capsOf(&s.cfg), s.budget)
@@ -347,16 +343,14 @@ func (s *Session) Interrupt(ctx context.Context) error {
 
 // Input answers the input() call of execution id, unless the execution
 // has an Owner (then only InputAs with that owner answers it).
-func (s *Session) Input(id, value string) error { return s.input("", id, value) }
+func (s *Session) Input(id, value string) error { return s.InputAs("", id, value) }
 
 // InputAs answers the input() call of execution id on behalf of owner: it
 // is refused (ErrNoInputPending) unless the running execution is id, asks
 // for input and was submitted with ExecRequest.Owner == owner. The check
 // and the hand-off are one step, so a queued execution that reuses id
 // cannot take another owner's answer.
-func (s *Session) InputAs(owner, id, value string) error { return s.input(owner, id, value) }
-
-func (s *Session) input(owner, id, value string) error {
+func (s *Session) InputAs(owner, id, value string) error {
 	s.Touch()
 	s.mu.Lock()
 	pending := s.inputPending
