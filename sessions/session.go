@@ -239,11 +239,7 @@ func (s *Session) Attach() (release func(), err error) {
 }
 
 // LastSeq returns the sequence number of the newest event.
-func (s *Session) LastSeq() int64 {
-	s.hub.mu.Lock()
-	defer s.hub.mu.Unlock()
-	return s.hub.seq
-}
+func (s *Session) LastSeq() int64 { return s.hub.last() }
 
 // Submit queues an execution without waiting for it; its events go to
 // subscribers. It fails with ErrQueueFull when the queue is full.
