@@ -78,7 +78,7 @@ type Session struct {
 	sandbox             sandbox.Sandbox
 	files               workspace.FS
 	egress              *egress.Proxy // nil without a network; closed after the sandbox
-	persist             func()        // writes the session's record to the store (set by the manager before use)
+	persist             func()        // writes the session's record to the store (set by the manager)
 
 	hub   *hub         // the event log (event.go)
 	jup   jupyterState // the Jupyter face's bookkeeping (jupyter.go)
