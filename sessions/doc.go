@@ -1,27 +1,55 @@
 // Package sessions owns the lifecycle of sessions: one sandboxed kernel per
 // session, a per-session execution queue, timeouts, output caps, idle
-// expiry, lifetime and count limits, and the event log that WebSocket
-// clients replay after a reconnect.
+// expiry and pause, lifetime and count limits, durability across a
+// gateway restart, and the event log that WebSocket clients replay after
+// a reconnect.
 //
-// A Manager holds the sessions of every tenant. Each Session runs one
-// worker goroutine that owns its kernel: it runs queued executions one at
-// a time and performs every restart, so kernel lifecycle transitions never
-// race. Events of every execution are published to the session's hub,
-// which keeps a bounded, sequence-numbered backlog for late subscribers.
+// A Manager (manager.go) holds the sessions of every tenant: it creates
+// them (from the warm pool, pool.go, or cold, at most MaxConcurrentStarts
+// at once), finds, lists and deletes them, and shares the gateway-wide
+// output Budget (budget.go) and the fair scheduler of execution slots
+// (slots.go) among them. Its Run reaps: it deletes expired sessions and
+// freezes idle ones (Config.PauseAfter), each in a goroutine of its own
+// that Run and Close wait for, so a sandbox slow to close or to freeze
+// holds up neither the next tick nor any other session (one freeze at a
+// time per session). With a Store it writes each session's record, and
+// Restore and Detach (durable.go) bring sessions back after a restart or
+// let them go, running, for the next gateway.
 //
-// The manager's Run reaps: it deletes expired sessions and freezes idle
-// ones (Config.PauseAfter), each in a goroutine of its own that Run and
-// Close wait for, so a sandbox slow to close or to freeze holds up
-// neither the next tick nor any other session (one freeze at a time per
-// session).
+// A Session (session.go) is the door to one kernel: its methods check and
+// queue requests and report the state, under the session's mutex. The
+// work is done by the types it holds, each with its own lock or owned by
+// one goroutine:
+//
+//   - worker (worker.go, run.go) owns the kernel. Its one goroutine runs
+//     queued executions one at a time and performs every restart, so
+//     kernel lifecycle transitions never race.
+//   - output (output.go), one per execution, counts what the kernel sends
+//     against the execution's caps and keeps a REST caller's outputs,
+//     charged to the Budget; the execution's goroutine owns it.
+//   - hub (event.go) is the event log: it numbers every event, keeps a
+//     bounded backlog (charged to the Budget) for late subscribers and
+//     fans events out to Subscriptions, dropping one that lags.
+//   - pauser (pause.go) freezes the sandbox while its kernel goes unused;
+//     whatever uses the kernel holds it awake.
+//   - relay (relay.go) sends the requests that bypass the queue
+//     (completion, inspection, the Jupyter face's read-only
+//     KernelRequests) and caches the kernel_info reply per kernel.
+//   - jupyterState (jupyter.go) keeps what the Jupyter face needs beyond
+//     the /v1 view: the order of enqueued executions and stop_on_error's
+//     aborts, the execution count and the random id of each kernel
+//     incarnation.
 //
 // The gateway's Jupyter face renders the same sessions for Jupyter
 // clients; what it needs beyond the /v1 view (execute options and parent
 // headers on the started event, the owner of an execution's input(),
 // stop_on_error, the kernel's identity and a bounded pass-through of its
-// read-only requests) is in jupyter.go.
+// read-only requests) is in jupyter.go and relay.go.
 //
-// The package consumes a small Runtime interface (kernel/runtime/local and
-// kernel/runtime/docker implement it) and maps nothing to HTTP: callers test
-// errors against the sentinels below.
+// The package consumes a small Runtime interface (kernel/runtime/local,
+// kernel/runtime/docker and kernel/runtime/k8s implement it), a KernelConn
+// (kernelconn.go; *kernel.Client implements it), a Store and an Observer,
+// re-exports what its callers need of the layers below (below.go), and
+// maps nothing to HTTP: callers test errors against the sentinels in
+// errors.go.
 package sessions

@@ -44,7 +44,7 @@ func (s *Session) storeRecord() sessionstore.Record {
 		r.Running = s.current.req.ID
 	}
 	s.mu.Unlock()
-	if n := s.network(); n != nil {
+	if n := networkOf(s.egress); n != nil {
 		r.Network = n.Allow
 	}
 	r.LastSeq = s.LastSeq()
@@ -343,12 +343,7 @@ func (s *Session) detach(ctx context.Context) error {
 			s.log.Warn().Err(derr).Msg("egress proxy detach failed")
 		}
 	}
-	s.wg.Wait()
-	s.drain()
-	_ = s.kernelClient().Close()
-	if s.watch != nil {
-		_ = s.watch.Close()
-	}
+	s.work.stop()
 	_ = s.files.Close()
 	s.hub.publish(Event{Type: EventKernel, State: string(StateRestarting), Reason: "gateway restarting"})
 	s.hub.close()

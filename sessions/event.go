@@ -86,9 +86,11 @@ func (e *Event) size() int {
 
 func ptr[T any](v T) *T { return &v }
 
-// hub fans a session's events out to subscribers and keeps a bounded
-// backlog for replay, charged to the gateway's Budget. It is safe for
-// concurrent use.
+// hub is a session's event log: it numbers the session's events, fans
+// them out to subscribers and keeps a bounded backlog for replay, charged
+// to the gateway's Budget. It is safe for concurrent use; its mutex mu
+// guards everything below it (the subscriptions' bookkeeping too) and is
+// innermost: publish may be called with the session's mu held.
 type hub struct {
 	budget   *Budget
 	observer Observer
@@ -215,6 +217,13 @@ func (h *hub) publish(e Event) Event {
 		h.offer(s, e, n)
 	}
 	return e
+}
+
+// last returns the sequence number of the newest event.
+func (h *hub) last() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.seq
 }
 
 func (h *hub) evictOldest() {

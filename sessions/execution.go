@@ -2,7 +2,6 @@ package sessions
 
 import (
 	"encoding/json"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -86,53 +85,60 @@ type ExecRequest struct {
 // maxExecIDBytes bounds a client-chosen execution id.
 const maxExecIDBytes = 128
 
-func (s *Session) validate(req *ExecRequest) error {
-	if req.ID == "" {
-		req.ID = newSessionID()
+// validate checks r against cfg's bounds and fills in its defaults (a
+// random ID, cfg's timeout).
+func (r *ExecRequest) validate(cfg *Config) error {
+	if r.ID == "" {
+		r.ID = newSessionID()
 	}
-	if len(req.ID) > maxExecIDBytes {
+	if len(r.ID) > maxExecIDBytes {
 		return invalid("execution id longer than %d bytes", maxExecIDBytes)
 	}
-	if len(req.Code) > s.cfg.MaxCodeBytes {
-		return invalid("code of %d bytes exceeds %d", len(req.Code), s.cfg.MaxCodeBytes)
+	if len(r.Code) > cfg.MaxCodeBytes {
+		return invalid("code of %d bytes exceeds %d", len(r.Code), cfg.MaxCodeBytes)
 	}
-	if req.Timeout < 0 || req.Timeout > s.cfg.MaxExecTimeout {
-		return invalid("timeout must be within 0..%v", s.cfg.MaxExecTimeout)
+	if r.Timeout < 0 || r.Timeout > cfg.MaxExecTimeout {
+		return invalid("timeout must be within 0..%v", cfg.MaxExecTimeout)
 	}
-	if req.Timeout == 0 {
-		req.Timeout = s.cfg.ExecTimeout
+	if r.Timeout == 0 {
+		r.Timeout = cfg.ExecTimeout
 	}
-	return validateJupyter(req)
+	return r.validateJupyter()
 }
 
 // job is one queued execution.
 type job struct {
 	req         ExecRequest
-	collect     bool // keep outputs for an Execute caller
 	result      chan *Execution
 	exec        *Execution
 	interrupted atomic.Bool // a user interrupt was sent during this job
 	ran         bool        // the job reached the kernel (worker only)
 
 	// See jupyter.go.
-	seq       uint64        // enqueue order (see numberJob)
+	seq       uint64        // enqueue order (see jupyterState.number)
 	info      *ExecInfo     // set when it starts (worker only; read under s.mu)
 	began     chan struct{} // closed when the kernel began running it (see kernelBegan)
 	beganOnce sync.Once
 	beganAt   atomic.Int64 // unix nanoseconds, set before began is closed
 
-	// Counters of what the kernel sent, owned by the job's execute
-	// goroutine (see output.go).
-	events, inputs         int
-	streamBytes, richBytes int
-	held                   int // bytes of the gateway's budget the collected outputs hold
-	stdout, stderr         strings.Builder
+	out output // what the kernel sent, against the caps (output.go)
 }
 
-func newJob(req ExecRequest, collect bool) *job {
-	return &job{req: req, collect: collect, result: make(chan *Execution, 1), began: make(chan struct{}),
-		exec: &Execution{ID: req.ID, Outputs: []Event{}, Files: []FileChange{}}}
+// newJob returns a job for req; collect keeps its outputs for an Execute
+// caller, charged to budget.
+func newJob(req ExecRequest, collect bool, caps outputCaps, budget *Budget) *job {
+	exec := &Execution{ID: req.ID, Outputs: []Event{}, Files: []FileChange{}}
+	return &job{req: req, result: make(chan *Execution, 1), began: make(chan struct{}), exec: exec,
+		out: output{caps: caps, budget: budget, collect: collect, exec: exec}}
 }
 
 // lost records that the kernel's variables did not survive the job.
 func (j *job) lost() { j.exec.StateLost = true }
+
+// deliver hands the reported result to the caller (j.result has room for
+// it), whose bytes then leave the output budget.
+func (j *job) deliver() {
+	j.result <- j.exec
+	// The caller owns the result now; its bytes leave the budget.
+	j.out.release()
+}

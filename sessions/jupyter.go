@@ -17,9 +17,10 @@ import (
 // the request header to name as the parent of every message an execution
 // produces, the owner that alone may answer an execution's input() (one
 // channels connection), Jupyter's stop_on_error queue semantics, the
-// kernel's identity per incarnation, and a bounded pass-through for the
-// kernel's own shell and control requests (kernel_info, complete,
-// inspect, ...).
+// kernel's identity per incarnation (jupyterState, here), and a bounded
+// pass-through for the kernel's own shell and control requests
+// (kernel_info, complete, inspect, ...: relay.go). The owner check of
+// input() is InputAs, on the running job (session.go).
 // Executions from Jupyter clients go through the same queue, timeouts,
 // caps and event log as /v1 executions: the Jupyter face renders the
 // session's events as Jupyter messages.
@@ -40,11 +41,6 @@ const (
 	MaxOwnerBytes = 256
 	// maxAbortGroups bounds the groups whose abort marks are kept.
 	maxAbortGroups = 256
-	// maxKernelRequestBytes bounds the content of a KernelRequest, beyond
-	// the code it may carry.
-	maxKernelRequestBytes = 64 << 10
-	// maxKernelInfoBytes bounds the kernel_info reply a session keeps.
-	maxKernelInfoBytes = 256 << 10
 )
 
 // ExecInfo describes an execution on its started event (Event.Exec) and
@@ -72,16 +68,13 @@ func (x *ExecInfo) size() int {
 	return 64 + len(x.Code) + len(x.Parent) + len(x.Owner)
 }
 
-// KernelReply is the kernel's reply to a KernelRequest.
-type KernelReply struct {
-	MsgType  string
-	Content  json.RawMessage
-	Metadata json.RawMessage
-	Buffers  [][]byte
-}
-
-// jupyterState is the Session's state for the Jupyter face. Its mutex mu
-// is innermost: it may be taken with s.mu held, never the other way round.
+// jupyterState is what the Jupyter face needs a session to keep about
+// its executions and its kernel: the order of enqueued executions and the
+// abort marks of stop_on_error, the execution count of the current kernel
+// incarnation, and the incarnation's random id. The worker and enqueue
+// use it for every execution; the kernel's connection (KernelConn) names
+// an incarnation. Its mutex mu is innermost: it may be taken with s.mu
+// held, never the other way round. Safe for concurrent use.
 type jupyterState struct {
 	mu        sync.Mutex
 	enqueued  uint64            // executions enqueued so far
@@ -92,199 +85,91 @@ type jupyterState struct {
 
 	idConn   KernelConn // the incarnation kernelID names
 	kernelID string
-
-	infoConn KernelConn // the incarnation info came from
-	info     json.RawMessage
-	infoMu   sync.Mutex // one kernel_info request at a time
 }
 
-// validateJupyter checks the Jupyter options of req.
-func validateJupyter(req *ExecRequest) error {
-	if len(req.Parent) > MaxParentBytes {
-		return invalid("parent header of %d bytes exceeds %d", len(req.Parent), MaxParentBytes)
+// validateJupyter checks the Jupyter options of r.
+func (r *ExecRequest) validateJupyter() error {
+	if len(r.Parent) > MaxParentBytes {
+		return invalid("parent header of %d bytes exceeds %d", len(r.Parent), MaxParentBytes)
 	}
-	if req.Parent != nil && !json.Valid(req.Parent) {
+	if r.Parent != nil && !json.Valid(r.Parent) {
 		return invalid("parent header is not JSON")
 	}
-	if len(req.Group) > MaxGroupBytes {
+	if len(r.Group) > MaxGroupBytes {
 		return invalid("group longer than %d bytes", MaxGroupBytes)
 	}
-	if len(req.Owner) > MaxOwnerBytes {
+	if len(r.Owner) > MaxOwnerBytes {
 		return invalid("owner longer than %d bytes", MaxOwnerBytes)
 	}
 	return nil
 }
 
-// numberJob gives j its place in the order of enqueued executions, which
+// number gives j its place in the order of enqueued executions, which
 // stop_on_error aborts count on. Called by enqueue with s.mu held, before
 // the job enters the queue.
-func (s *Session) numberJob(j *job) {
-	s.jup.mu.Lock()
-	s.jup.enqueued++
-	j.seq = s.jup.enqueued
-	s.jup.mu.Unlock()
+func (js *jupyterState) number(j *job) {
+	js.mu.Lock()
+	js.enqueued++
+	j.seq = js.enqueued
+	js.mu.Unlock()
 }
 
 // aborted reports whether j must not run: an execution of its group that
 // was sent with StopOnError failed after j was enqueued. Worker only.
-func (s *Session) aborted(j *job) bool {
+func (js *jupyterState) aborted(j *job) bool {
 	if j.req.Group == "" {
 		return false
 	}
-	s.jup.mu.Lock()
-	defer s.jup.mu.Unlock()
-	return j.seq <= s.jup.abortUpTo[j.req.Group]
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	return j.seq <= js.abortUpTo[j.req.Group]
 }
 
 // execInfo describes j as it starts on kernel c. Worker only.
-func (s *Session) execInfo(j *job, c KernelConn) *ExecInfo {
-	s.jup.mu.Lock()
+func (js *jupyterState) execInfo(j *job, c KernelConn) *ExecInfo {
+	js.mu.Lock()
 	count := 0
-	if s.jup.countConn == c {
-		count = s.jup.count
+	if js.countConn == c {
+		count = js.count
 	}
-	s.jup.mu.Unlock()
+	js.mu.Unlock()
 	if !j.req.Silent {
 		count++
 	}
 	return &ExecInfo{Code: j.req.Code, Parent: j.req.Parent, Silent: j.req.Silent, Owner: j.req.Owner, ExecutionCount: count, Started: time.Now()}
 }
 
-// noteFinished records how j ended: the kernel's execution count, and the
-// abort of its group's queued executions when j failed with StopOnError.
-// Called by finish.
-func (s *Session) noteFinished(j *job, status Status, reply *kernel.ExecuteReply) {
-	c := s.kernelClient() // before s.jup.mu: that lock is taken inside s.mu, never around it
-	s.jup.mu.Lock()
-	defer s.jup.mu.Unlock()
+// finished records how j ended on kernel c (the session's current one):
+// the kernel's execution count, and the abort of its group's queued
+// executions when j failed with StopOnError. Called by the worker's
+// report, without s.mu.
+func (js *jupyterState) finished(j *job, c KernelConn, status Status, reply *kernel.ExecuteReply) {
+	js.mu.Lock()
+	defer js.mu.Unlock()
 	if reply != nil && reply.ExecutionCount > 0 {
-		s.jup.countConn, s.jup.count = c, reply.ExecutionCount
+		js.countConn, js.count = c, reply.ExecutionCount
 	}
 	if j.req.StopOnError && j.req.Group != "" && j.ran && status != StatusOK {
-		if s.jup.abortUpTo == nil || len(s.jup.abortUpTo) >= maxAbortGroups {
-			s.jup.abortUpTo = map[string]uint64{} // old marks only concern jobs long gone
+		if js.abortUpTo == nil || len(js.abortUpTo) >= maxAbortGroups {
+			js.abortUpTo = map[string]uint64{} // old marks only concern jobs long gone
 		}
-		s.jup.abortUpTo[j.req.Group] = s.jup.enqueued
+		js.abortUpTo[j.req.Group] = js.enqueued
 	}
 }
 
-// Running returns the id and description of the running execution, if
-// any.
-func (s *Session) Running() (id string, info *ExecInfo, ok bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.current == nil || s.current.info == nil {
-		return "", nil, false
-	}
-	return s.current.req.ID, s.current.info, true
-}
-
-// LastActivity returns when the session was last used (what idle expiry
-// counts from).
-func (s *Session) LastActivity() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lastActive
-}
-
-// Clients returns how many clients (WebSockets of either face) are
-// attached.
-func (s *Session) Clients() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.clients
-}
-
-// KernelSession returns a random id of the current kernel incarnation: it
-// changes when the kernel is restarted. The Jupyter face puts it in the
-// session field of the headers it makes, as a kernel does with its own.
-func (s *Session) KernelSession() string {
-	c := s.kernelClient()
-	s.jup.mu.Lock()
-	defer s.jup.mu.Unlock()
-	if s.jup.idConn != c || s.jup.kernelID == "" {
+// kernelSession returns the random id of kernel incarnation c (the
+// session's current one), made on first use.
+func (js *jupyterState) kernelSession(c KernelConn) string {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	if js.idConn != c || js.kernelID == "" {
 		var b [16]byte
 		if _, err := rand.Read(b[:]); err != nil {
 			panic(fmt.Sprintf("sessions: crypto/rand failed: %v", err))
 		}
-		s.jup.idConn, s.jup.kernelID = c, hex.EncodeToString(b[:])
+		js.idConn, js.kernelID = c, hex.EncodeToString(b[:])
 	}
-	return s.jup.kernelID
-}
-
-// KernelInfo returns the content of the kernel's kernel_info_reply, asked
-// once per kernel incarnation and cached. A kernel running a cell answers
-// when the cell ends, so then an earlier incarnation's reply is used if
-// there is one; else the wait is bounded by ctx and 30 s.
-func (s *Session) KernelInfo(ctx context.Context) (json.RawMessage, error) {
-	s.jup.infoMu.Lock()
-	defer s.jup.infoMu.Unlock()
-	c := s.kernelClient()
-	s.jup.mu.Lock()
-	info, fresh := s.jup.info, s.jup.infoConn == c
-	s.jup.mu.Unlock()
-	// While a cell runs the new kernel would answer only after it: the
-	// previous kernel's reply (the same kernel software) does until then.
-	if info != nil && (fresh || s.Info().State == StateBusy) {
-		return info, nil
-	}
-	r, err := s.KernelRequest(ctx, kernel.Shell, "kernel_info_request", json.RawMessage("{}"))
-	if err != nil {
-		return nil, err
-	}
-	if len(r.Content) > maxKernelInfoBytes { // ipykernel's is a few KiB; the kernel is hostile
-		return nil, fmt.Errorf("sessions: kernel_info_reply of %d bytes over %d: %w", len(r.Content), maxKernelInfoBytes, kernel.ErrMalformed)
-	}
-	s.jup.mu.Lock()
-	s.jup.infoConn, s.jup.info = c, r.Content
-	s.jup.mu.Unlock()
-	return r.Content, nil
-}
-
-// kernelRequests are the requests KernelRequest relays, by channel: they
-// only read the kernel's state. Executions go through the queue,
-// interrupts, restarts and shutdowns through the Session's own methods.
-var kernelRequests = map[kernel.Channel]map[string]bool{
-	kernel.Shell: {"kernel_info_request": true, "complete_request": true, "inspect_request": true,
-		"is_complete_request": true, "history_request": true, "comm_info_request": true},
-	kernel.Control: {"kernel_info_request": true},
-}
-
-// KernelRequest sends a Jupyter request to the kernel and returns its
-// reply, bypassing the execution queue (a busy kernel answers when its
-// cell ends). Only the requests that read the kernel's state are relayed
-// (kernel_info, complete, inspect, is_complete, history, comm_info); the
-// content must be a JSON object of bounded size; the reply is bounded by
-// the channel's ceiling. It blocks until the reply, ctx's end, or 30 s.
-// Safe for concurrent use.
-func (s *Session) KernelRequest(ctx context.Context, ch kernel.Channel, msgType string, content json.RawMessage) (*KernelReply, error) {
-	if !kernelRequests[ch][msgType] {
-		return nil, invalid("%s is not relayed on %s", msgType, ch)
-	}
-	if len(content) > s.cfg.MaxCodeBytes+maxKernelRequestBytes {
-		return nil, invalid("request content of %d bytes exceeds %d", len(content), s.cfg.MaxCodeBytes+maxKernelRequestBytes)
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(content, &obj); err != nil || obj == nil {
-		return nil, invalid("request content is not a JSON object")
-	}
-	s.Touch()
-	ctx, cancel := context.WithTimeout(ctx, introspectWait)
-	defer cancel()
-	release, err := s.pause.use(ctx) // a frozen kernel answers nothing
-	if err != nil {
-		return nil, fmt.Errorf("sessions: %s: %w", msgType, err)
-	}
-	defer release()
-	m, err := s.kernelClient().Request(ctx, ch, msgType, content)
-	if err != nil {
-		return nil, fmt.Errorf("sessions: %s: %w", msgType, err)
-	}
-	want := msgType[:len(msgType)-len("request")] + "reply"
-	if m.Header.MsgType != want {
-		return nil, fmt.Errorf("sessions: %s: kernel replied %q: %w", msgType, m.Header.MsgType, kernel.ErrMalformed)
-	}
-	return &KernelReply{MsgType: want, Content: m.Content, Metadata: m.Metadata, Buffers: m.Buffers}, nil
+	return js.kernelID
 }
 
 // interruptWait bounds how long Interrupt waits for the kernel to begin the

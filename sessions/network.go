@@ -32,12 +32,13 @@ func (m *Manager) admitNetwork(n Network) (egress.Policy, error) {
 	return pol, nil
 }
 
-// network describes the session's allowlist (canonical patterns), or nil.
-func (s *Session) network() *Network {
-	if s.egress == nil {
+// networkOf describes the allowlist of a session's proxy p (canonical
+// patterns), or nil when it has none.
+func networkOf(p *egress.Proxy) *Network {
+	if p == nil {
 		return nil
 	}
-	return &Network{Allow: s.egress.Policy().Strings()}
+	return &Network{Allow: p.Policy().Strings()}
 }
 
 // networkNotifier returns the proxy's callback: each refused connection

@@ -14,59 +14,82 @@ const (
 	maxPrompt    = 4096
 )
 
-// onEvent takes one kernel event of job j: it counts it against the
-// execution's caps, converts it to a session Event, publishes it and
-// records it for an Execute caller. Everything the kernel chooses is
-// counted before it is kept. It runs on the job's execute goroutine.
-func (s *Session) onEvent(j *job, ev kernel.Event) {
+// outputCaps are Config's caps on what one execution's kernel sends.
+type outputCaps struct {
+	events, inputs int // MaxEvents, MaxInputRequests
+	stream, rich   int // MaxStreamBytes, MaxRichBytes
+}
+
+func capsOf(cfg *Config) outputCaps {
+	return outputCaps{events: cfg.MaxEvents, inputs: cfg.MaxInputRequests, stream: cfg.MaxStreamBytes, rich: cfg.MaxRichBytes}
+}
+
+// output is the accounting of what the kernel sent for one execution: it
+// counts every kernel event against the execution's caps before anything
+// of it is kept, and for an Execute caller (collect) keeps the published
+// events in the execution's result, charged to the gateway's Budget until
+// release. It has no lock: the job's execute goroutine owns it while the
+// kernel runs the code, then the worker (after execute has returned).
+type output struct {
+	caps    outputCaps
+	budget  *Budget
+	collect bool       // keep outputs for an Execute caller
+	exec    *Execution // the result it fills (the job's)
+
+	events, inputs         int
+	streamBytes, richBytes int
+	held                   int // bytes of the budget the collected outputs hold
+	stdout, stderr         strings.Builder
+}
+
+// take counts one kernel event against the caps and converts it to the
+// session's wire event for execution id; false: nothing is published
+// (over a cap, or nothing to show).
+func (o *output) take(id string, ev kernel.Event) (Event, bool) {
 	if ev.Truncated {
-		j.exec.Truncated = true
+		o.exec.Truncated = true
 	}
-	if !s.admit(j, ev) {
-		j.exec.Truncated = true
-		return
+	if !o.admit(ev) {
+		o.exec.Truncated = true
+		return Event{}, false
 	}
-	out, ok := s.convert(j, ev)
-	if !ok {
-		return
-	}
-	s.record(j, s.hub.publish(out))
+	return o.convert(id, ev)
 }
 
 // admit counts the event against the per-execution count caps. Input
 // requests have their own allowance, so input() still works after a flood
 // of output.
-func (s *Session) admit(j *job, ev kernel.Event) bool {
+func (o *output) admit(ev kernel.Event) bool {
 	if ev.Kind == kernel.EventInputRequest {
-		j.inputs++
-		return j.inputs <= s.cfg.MaxInputRequests
+		o.inputs++
+		return o.inputs <= o.caps.inputs
 	}
-	j.events++
-	return j.events <= s.cfg.MaxEvents
+	o.events++
+	return o.events <= o.caps.events
 }
 
 // convert turns ev into the session's wire event, applying the byte caps.
-func (s *Session) convert(j *job, ev kernel.Event) (Event, bool) {
-	out := Event{ID: j.req.ID}
+func (o *output) convert(id string, ev kernel.Event) (Event, bool) {
+	out := Event{ID: id}
 	switch ev.Kind {
 	case kernel.EventStream:
-		room := s.cfg.MaxStreamBytes - j.streamBytes
+		room := o.caps.stream - o.streamBytes
 		text := ev.Text
 		if len(text) > room {
 			text = truncateUTF8(text, room)
-			j.exec.Truncated = true
+			o.exec.Truncated = true
 		}
 		if text == "" {
 			return out, false
 		}
-		j.streamBytes += len(text)
+		o.streamBytes += len(text)
 		out.Type, out.Name, out.Text = EventStream, ev.Name, text
 	case kernel.EventDisplay, kernel.EventUpdateDisplay, kernel.EventResult:
 		if len(ev.DisplayID) > maxDisplayID {
-			j.exec.Truncated = true
+			o.exec.Truncated = true
 			return out, false
 		}
-		if !s.takeRich(j, ev.Size()) {
+		if !o.takeRich(ev.Size()) {
 			return out, false
 		}
 		data := ev.DataJSON
@@ -88,7 +111,7 @@ func (s *Session) convert(j *job, ev kernel.Event) (Event, bool) {
 		for _, t := range ev.Traceback {
 			n += len(t) + entryOverhead
 		}
-		if !s.takeRich(j, n) {
+		if !o.takeRich(n) {
 			return out, false
 		}
 		out.Type, out.Name, out.Value, out.Traceback = EventError, ev.EName, ev.EValue, ev.Traceback
@@ -99,13 +122,10 @@ func (s *Session) convert(j *job, ev kernel.Event) (Event, bool) {
 		out.Type, out.Wait = EventClearOutput, ev.Wait
 	case kernel.EventInputRequest:
 		prompt := truncateUTF8(ev.Prompt, maxPrompt)
-		if !s.takeRich(j, len(prompt)) {
+		if !o.takeRich(len(prompt)) {
 			return out, false
 		}
 		out.Type, out.Prompt, out.Password = EventInputRequest, ptr(prompt), ptr(ev.Password)
-		s.mu.Lock()
-		s.inputPending = j.req.ID
-		s.mu.Unlock()
 	default:
 		return out, false
 	}
@@ -114,38 +134,45 @@ func (s *Session) convert(j *job, ev kernel.Event) (Event, bool) {
 
 // record keeps a published event for an Execute caller, charged to the
 // gateway's budget; when the budget is spent the execution is truncated.
-func (s *Session) record(j *job, out Event) {
-	if !j.collect {
+func (o *output) record(out Event) {
+	if !o.collect {
 		return
 	}
 	n := out.size() + len(out.Text) // stream text is kept twice: in the event and in stdout/stderr
-	if !s.budget.TryAcquire(n) {
-		j.exec.Truncated = true
+	if !o.budget.TryAcquire(n) {
+		o.exec.Truncated = true
 		return
 	}
-	j.held += n
-	j.exec.Outputs = append(j.exec.Outputs, out)
+	o.held += n
+	o.exec.Outputs = append(o.exec.Outputs, out)
 	switch out.Type {
 	case EventStream:
 		if out.Name == "stderr" {
-			j.stderr.WriteString(out.Text)
+			o.stderr.WriteString(out.Text)
 		} else {
-			j.stdout.WriteString(out.Text)
+			o.stdout.WriteString(out.Text)
 		}
 	case EventResult:
-		j.exec.Result = out.Data
+		o.exec.Result = out.Data
 	case EventError:
-		j.exec.Error = &ErrorInfo{Name: out.Name, Value: out.Value, Traceback: out.Traceback}
+		o.exec.Error = &ErrorInfo{Name: out.Name, Value: out.Value, Traceback: out.Traceback}
 	}
 }
 
-func (s *Session) takeRich(j *job, n int) bool {
-	if j.richBytes+n > s.cfg.MaxRichBytes {
-		j.exec.Truncated = true
+func (o *output) takeRich(n int) bool {
+	if o.richBytes+n > o.caps.rich {
+		o.exec.Truncated = true
 		return false
 	}
-	j.richBytes += n
+	o.richBytes += n
 	return true
+}
+
+// release returns the bytes the collected outputs hold to the budget,
+// once the caller owns the result.
+func (o *output) release() {
+	o.budget.Release(o.held)
+	o.held = 0
 }
 
 func nonNullJSON(b json.RawMessage) json.RawMessage {

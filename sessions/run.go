@@ -27,61 +27,61 @@ type outcome struct {
 
 // run executes j on the current kernel, once the gateway's fair scheduler
 // gives it a slot. Worker only.
-func (s *Session) run(j *job) {
-	release, err := s.slots.acquire(s.ctx)
+func (w *worker) run(j *job) {
+	release, err := w.slots.acquire(w.s.ctx)
 	if err != nil {
-		s.fail(j, StatusDied, s.reason())
+		w.fail(j, StatusDied, w.reason())
 		return
 	}
 	defer release()
-	c, ok := s.begin(j)
+	c, ok := w.begin(j)
 	if !ok {
 		return
 	}
-	defer s.end()
+	defer w.end()
 	start := time.Now()
-	o := s.execute(c, j, release)
-	s.conclude(c, j, start, o)
+	o := w.execute(c, j, release)
+	w.conclude(c, j, start, o)
 }
 
 // begin makes j the running job, or fails it when the session is closing
 // or the kernel is dead.
-func (s *Session) begin(j *job) (KernelConn, bool) {
-	if s.ctx.Err() != nil {
-		s.fail(j, StatusDied, s.reason())
+func (w *worker) begin(j *job) (KernelConn, bool) {
+	if w.s.ctx.Err() != nil {
+		w.fail(j, StatusDied, w.reason())
 		return nil, false
 	}
-	c := s.kernelClient()
+	c := w.s.kernelClient()
 	if c.Err() != nil {
-		s.fail(j, StatusDied, "kernel is dead")
+		w.fail(j, StatusDied, "kernel is dead")
 		return nil, false
 	}
-	if s.aborted(j) {
-		s.fail(j, StatusAborted, "an earlier execution failed (stop_on_error)")
+	if w.s.jup.aborted(j) {
+		w.fail(j, StatusAborted, "an earlier execution failed (stop_on_error)")
 		return nil, false
 	}
-	info := s.execInfo(j, c)
-	s.mu.Lock()
-	s.current = j
+	info := w.s.jup.execInfo(j, c)
+	w.s.mu.Lock()
+	w.s.current = j
 	j.info = info
-	s.lastActive = time.Now()
-	s.hub.publish(Event{Type: EventStarted, ID: j.req.ID, Exec: info})
-	s.mu.Unlock()
-	s.setState(StateBusy, "")
-	if s.watch != nil {
-		s.watch.Reset()
+	w.s.lastActive = time.Now()
+	w.s.hub.publish(Event{Type: EventStarted, ID: j.req.ID, Exec: info})
+	w.s.mu.Unlock()
+	w.setState(StateBusy, "")
+	if w.watch != nil {
+		w.watch.Reset()
 	}
 	j.ran = true
 	return c, true
 }
 
 // end clears the running job.
-func (s *Session) end() {
-	s.mu.Lock()
-	s.current = nil
-	s.inputPending = ""
-	s.lastActive = time.Now()
-	s.mu.Unlock()
+func (w *worker) end() {
+	w.s.mu.Lock()
+	w.s.current = nil
+	w.s.inputPending = ""
+	w.s.lastActive = time.Now()
+	w.s.mu.Unlock()
 }
 
 // execute runs j's code on c and waits for one of: the reply, the
@@ -89,8 +89,8 @@ func (s *Session) end() {
 // close. A timeout first interrupts; the job then ends normally if the
 // kernel obeys, which its reply proves even while a backlog of output is
 // still being read.
-func (s *Session) execute(c KernelConn, j *job, replied func()) outcome {
-	ctx, cancel := context.WithCancel(s.ctx)
+func (w *worker) execute(c KernelConn, j *job, replied func()) outcome {
+	ctx, cancel := context.WithCancel(w.s.ctx)
 	defer cancel()
 	type result struct {
 		reply *kernel.ExecuteReply
@@ -104,7 +104,7 @@ func (s *Session) execute(c KernelConn, j *job, replied func()) outcome {
 			close(repliedC)
 		}}
 	go func() { // owned by execute, which always waits for done
-		reply, err := c.Execute(ctx, j.req.Code, opts, func(ev kernel.Event) { s.onEvent(j, ev) })
+		reply, err := c.Execute(ctx, j.req.Code, opts, func(ev kernel.Event) { w.onEvent(j, ev) })
 		done <- result{reply, err}
 	}()
 	abandon := func(o outcome) outcome {
@@ -122,8 +122,8 @@ func (s *Session) execute(c KernelConn, j *job, replied func()) outcome {
 			return outcome{ending: endedReply, reply: r.reply, err: r.err, timedOut: timedOut}
 		case <-timer.C:
 			timedOut = true
-			s.interruptForTimeout(c)
-			grace = time.After(s.cfg.InterruptGrace)
+			w.interruptForTimeout(c)
+			grace = time.After(w.s.cfg.InterruptGrace)
 		case <-grace:
 			select {
 			case <-repliedC:
@@ -134,50 +134,50 @@ func (s *Session) execute(c KernelConn, j *job, replied func()) outcome {
 			default:
 			}
 			return abandon(outcome{ending: endedStubborn})
-		case rdone := <-s.restart:
+		case rdone := <-w.s.restart:
 			return abandon(outcome{ending: endedRestart, restart: rdone})
-		case <-s.ctx.Done():
+		case <-w.s.ctx.Done():
 			return abandon(outcome{ending: endedClosed})
 		}
 	}
 }
 
-func (s *Session) interruptForTimeout(c KernelConn) {
-	ctx, cancel := context.WithTimeout(s.ctx, 2*time.Second)
+func (w *worker) interruptForTimeout(c KernelConn) {
+	ctx, cancel := context.WithTimeout(w.s.ctx, 2*time.Second)
 	defer cancel()
 	if err := c.Interrupt(ctx); err != nil {
-		s.log.Debug().Err(err).Msg("interrupt after timeout failed")
+		w.s.log.Debug().Err(err).Msg("interrupt after timeout failed")
 	}
 }
 
 // conclude reports how j ended and brings the kernel back where needed.
-func (s *Session) conclude(c KernelConn, j *job, start time.Time, o outcome) {
+func (w *worker) conclude(c KernelConn, j *job, start time.Time, o outcome) {
 	switch o.ending {
 	case endedStubborn:
 		j.lost()
-		s.finish(j, start, StatusTimeout, nil, "timeout; kernel restarted")
-		_ = s.restartKernel("execution timed out and ignored the interrupt")
+		w.finish(j, start, StatusTimeout, nil, "timeout; kernel restarted")
+		_ = w.restartKernel("execution timed out and ignored the interrupt")
 	case endedRestart:
 		j.lost()
-		s.finish(j, start, StatusInterrupted, nil, "kernel restarted")
-		o.restart <- s.restartKernel("restart requested")
+		w.finish(j, start, StatusInterrupted, nil, "kernel restarted")
+		o.restart <- w.restartKernel("restart requested")
 	case endedClosed:
 		j.lost()
-		s.finish(j, start, StatusDied, nil, s.reason())
+		w.finish(j, start, StatusDied, nil, w.reason())
 	case endedReply:
 		if o.err != nil {
 			j.lost()
-			s.finish(j, start, StatusDied, nil, s.exitReason(o.err))
-			if c.Err() != nil && s.ctx.Err() == nil {
-				s.recoverKernel(c)
+			w.finish(j, start, StatusDied, nil, w.exitReason(o.err))
+			if c.Err() != nil && w.s.ctx.Err() == nil {
+				w.recoverKernel(c)
 			}
 			return
 		}
 		// The session reads idle before the caller has its result: a
 		// client that looks right after its execute returned sees idle.
-		s.report(j, start, statusOf(o, j), o.reply, "")
-		s.setState(StateIdle, "")
-		s.deliver(j)
+		w.report(j, start, statusOf(o, j), o.reply, "")
+		w.setState(StateIdle, "")
+		j.deliver()
 	}
 }
 
@@ -195,19 +195,19 @@ func statusOf(o outcome, j *job) Status {
 }
 
 // fail ends a job that never ran.
-func (s *Session) fail(j *job, status Status, reason string) {
-	s.finish(j, time.Now(), status, nil, reason)
+func (w *worker) fail(j *job, status Status, reason string) {
+	w.finish(j, time.Now(), status, nil, reason)
 }
 
 // finish reports the job and hands its result to the caller.
-func (s *Session) finish(j *job, start time.Time, status Status, reply *kernel.ExecuteReply, reason string) {
-	s.report(j, start, status, reply, reason)
-	s.deliver(j)
+func (w *worker) finish(j *job, start time.Time, status Status, reply *kernel.ExecuteReply, reason string) {
+	w.report(j, start, status, reply, reason)
+	j.deliver()
 }
 
 // report completes the job's execution and publishes its file changes and
 // its done event.
-func (s *Session) report(j *job, start time.Time, status Status, reply *kernel.ExecuteReply, reason string) {
+func (w *worker) report(j *job, start time.Time, status Status, reply *kernel.ExecuteReply, reason string) {
 	e := j.exec
 	e.Status = status
 	e.Reason = reason
@@ -216,27 +216,34 @@ func (s *Session) report(j *job, start time.Time, status Status, reply *kernel.E
 		e.ExecutionCount = reply.ExecutionCount
 		e.Truncated = e.Truncated || reply.Truncated
 	}
-	e.Stdout, e.Stderr = j.stdout.String(), j.stderr.String()
-	if s.watch != nil && j.ran {
-		changes, truncated := s.watch.Changes()
+	e.Stdout, e.Stderr = j.out.stdout.String(), j.out.stderr.String()
+	if w.watch != nil && j.ran {
+		changes, truncated := w.watch.Changes()
 		e.Truncated = e.Truncated || truncated
 		for _, c := range changes {
 			fc := FileChange{Path: c.Path, Size: c.Size, Change: c.Change}
 			e.Files = append(e.Files, fc)
-			s.record(j, s.hub.publish(Event{Type: EventFile, ID: j.req.ID, Path: fc.Path, Size: ptr(fc.Size), Change: fc.Change}))
+			j.out.record(w.s.hub.publish(Event{Type: EventFile, ID: j.req.ID, Path: fc.Path, Size: ptr(fc.Size), Change: fc.Change}))
 		}
 	}
-	s.noteFinished(j, status, reply)
-	s.hub.publish(Event{Type: EventDone, ID: j.req.ID, Status: status, ExecutionCount: ptr(e.ExecutionCount),
+	w.s.jup.finished(j, w.s.kernelClient(), status, reply)
+	w.s.hub.publish(Event{Type: EventDone, ID: j.req.ID, Status: status, ExecutionCount: ptr(e.ExecutionCount),
 		DurationMS: ptr(e.DurationMS), Truncated: ptr(e.Truncated), StateLost: ptr(e.StateLost), Reason: reason})
-	s.cfg.Observer.ExecutionDone(status, time.Since(start))
+	w.s.cfg.Observer.ExecutionDone(status, time.Since(start))
 }
 
-// deliver hands the reported result to the caller (j.result has room for
-// it), whose bytes then leave the output budget.
-func (s *Session) deliver(j *job) {
-	j.result <- j.exec
-	// The caller owns the result now; its bytes leave the budget.
-	s.budget.Release(j.held)
-	j.held = 0
+// onEvent takes one kernel event of job j: output counts it against the
+// execution's caps and converts it, then it is published and recorded for
+// an Execute caller. It runs on the job's execute goroutine.
+func (w *worker) onEvent(j *job, ev kernel.Event) {
+	out, ok := j.out.take(j.req.ID, ev)
+	if !ok {
+		return
+	}
+	if out.Type == EventInputRequest {
+		w.s.mu.Lock()
+		w.s.inputPending = j.req.ID
+		w.s.mu.Unlock()
+	}
+	j.out.record(w.s.hub.publish(out))
 }

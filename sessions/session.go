@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -47,45 +48,60 @@ type Info struct {
 // Session is one tenant's persistent kernel. Its methods are safe for
 // concurrent use. Executions run one at a time in submission order, on the
 // session's worker goroutine (worker.go), which alone changes the kernel.
+//
+// Session is the door: its methods check and queue requests and read the
+// state; the work is done by the types it holds, each with its own lock
+// (or none, when one goroutine owns it):
+//
+//   - work (worker.go, run.go): the goroutine that owns the kernel, runs
+//     the jobs and restarts;
+//   - hub (event.go): the event log, its backlog and subscribers (hub.mu);
+//   - jup (jupyter.go): the Jupyter face's bookkeeping of executions and
+//     kernel incarnations (jup.mu, innermost);
+//   - relay (relay.go): the requests that bypass the queue and the cached
+//     kernel_info (relay.infoMu, relay.mu);
+//   - pause (pause.go): the idle freeze (pause.mu);
+//   - each job's output (output.go): the caps and budget of one
+//     execution's output (owned by its execute goroutine).
+//
+// Lock order: relay.infoMu → s.mu → hub.mu, jup.mu, relay.mu. s.mu is
+// held while publishing the queued and started events (so a job's
+// started never precedes its queued), never around pause.use or a kernel
+// call.
 type Session struct {
-	id      string
-	tenant  string
-	runtime string
-	cfg     Config
-	log     zerolog.Logger
-	created time.Time
-	budget  *Budget
-	slots   *execSlots
+	// Set at creation, never changed.
+	id, tenant, runtime string
+	cfg                 Config
+	log                 zerolog.Logger
+	created             time.Time
+	budget              *Budget
+	sandbox             sandbox.Sandbox
+	files               workspace.FS
+	egress              *egress.Proxy // nil without a network; closed after the sandbox
+	persist             func()        // writes the session's record to the store (set by the manager)
 
-	sandbox sandbox.Sandbox
-	files   workspace.FS
-	watch   workspace.Tracker // used by the worker only; nil when changes are not tracked
-	hub     *hub
-	queue   chan *job
-	restart chan chan error
+	hub   *hub         // the event log (event.go)
+	jup   jupyterState // the Jupyter face's bookkeeping (jupyter.go)
+	relay *relay       // the requests that bypass the queue (relay.go)
+	pause *pauser      // freezes the sandbox while its kernel goes unused (pause.go)
+	work  *worker      // owns the kernel (worker.go)
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	queue   chan *job       // to the worker
+	restart chan chan error // to the worker
+	queued  atomic.Int32    // jobs in queue
+	ctx     context.Context // ends when the session closes or detaches
+	cancel  context.CancelFunc
 
 	mu           sync.Mutex
 	state        State
-	client       KernelConn
-	current      *job   // running execution
-	inputPending string // execution id waiting for input
-	clients      int    // attached WebSocket clients
+	client       KernelConn // the current kernel (replaced by the worker's restarts)
+	current      *job       // running execution
+	inputPending string     // execution id waiting for input
+	clients      int        // attached WebSocket clients
 	idle         time.Duration
 	lastActive   time.Time
 	closeReason  string
 	room         chan struct{} // closed (and replaced) when the worker takes a job
-
-	stopWatch context.CancelFunc // ends the current kernel watcher
-	queued    atomic.Int32
-	persist   func()        // writes the session's record to the store (set by the manager)
-	egress    *egress.Proxy // nil without a network; closed after the sandbox
-	pause     *pauser       // freezes the sandbox while its kernel goes unused
-
-	jup jupyterState // the Jupyter face's state (jupyter.go)
 }
 
 // sessionParams is what newSession needs: a started sandbox with a
@@ -125,7 +141,7 @@ func newSession(p sessionParams) *Session {
 	}
 	s := &Session{
 		id: p.id, tenant: p.tenant, runtime: p.runtime, cfg: p.cfg, log: p.log.With().Str("session", p.id).Logger(),
-		created: created, idle: p.idle, persist: func() {}, budget: p.budget, slots: p.slots, sandbox: p.sandbox, files: p.files, watch: p.watch, egress: p.egress,
+		created: created, idle: p.idle, persist: func() {}, budget: p.budget, sandbox: p.sandbox, files: p.files, egress: p.egress,
 		hub:     newHub(p.cfg, p.budget, p.firstSeq),
 		queue:   make(chan *job, p.cfg.QueueDepth),
 		restart: make(chan chan error),
@@ -137,9 +153,10 @@ func newSession(p sessionParams) *Session {
 		frozen = p.egress.CloseConnections // a frozen kernel holds no tunnel open
 	}
 	s.pause = newPauser(p.sandbox, p.cfg.PauseAfter, s.log, frozen)
-	s.watchKernel(p.client)
-	s.wg.Add(1)
-	go s.worker()
+	s.relay = &relay{maxCode: p.cfg.MaxCodeBytes, pause: s.pause, touch: s.Touch, conn: s.kernelClient,
+		busy: func() bool { return s.Info().State == StateBusy }}
+	s.work = &worker{s: s, slots: p.slots, watch: p.watch}
+	s.work.start(p.client)
 	return s
 }
 
@@ -160,19 +177,15 @@ func (s *Session) Workspace() string { return s.sandbox.Workspace() }
 func (s *Session) Info() Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Info{
-		ID: s.id, State: s.state, Runtime: s.runtime, CreatedAt: s.created,
-		ExpiresAt: s.expiresAtLocked(), IdleTimeoutS: int(s.idle / time.Second),
-		Queued: int(s.queued.Load()), Limits: s.sandbox.Limits(), Network: s.network(), Paused: s.pause.paused(),
-	}
-}
-
-func (s *Session) expiresAtLocked() time.Time {
 	exp := s.lastActive.Add(s.idle)
 	if end := s.created.Add(s.cfg.MaxLifetime); end.Before(exp) {
 		exp = end
 	}
-	return exp
+	return Info{
+		ID: s.id, State: s.state, Runtime: s.runtime, CreatedAt: s.created,
+		ExpiresAt: exp, IdleTimeoutS: int(s.idle / time.Second),
+		Queued: int(s.queued.Load()), Limits: s.sandbox.Limits(), Network: networkOf(s.egress), Paused: s.pause.paused(),
+	}
 }
 
 // expired reports why the session should be deleted now, or "".
@@ -193,16 +206,6 @@ func (s *Session) Touch() {
 	s.mu.Lock()
 	s.lastActive = time.Now()
 	s.mu.Unlock()
-}
-
-func (s *Session) setState(st State, reason string) {
-	s.mu.Lock()
-	changed := s.state != st
-	s.state = st
-	s.mu.Unlock()
-	if changed {
-		s.hub.publish(Event{Type: EventKernel, State: string(st), Reason: reason})
-	}
 }
 
 func (s *Session) kernelClient() KernelConn {
@@ -236,11 +239,7 @@ func (s *Session) Attach() (release func(), err error) {
 }
 
 // LastSeq returns the sequence number of the newest event.
-func (s *Session) LastSeq() int64 {
-	s.hub.mu.Lock()
-	defer s.hub.mu.Unlock()
-	return s.hub.seq
-}
+func (s *Session) LastSeq() int64 { return s.hub.last() }
 
 // Submit queues an execution without waiting for it; its events go to
 // subscribers. It fails with ErrQueueFull when the queue is full.
@@ -290,10 +289,10 @@ func (s *Session) Execute(ctx context.Context, req ExecRequest) (*Execution, err
 }
 
 func (s *Session) enqueue(req ExecRequest, collect bool) (*job, error) {
-	if err := s.validate(&req); err != nil {
+	if err := req.validate(&s.cfg); err != nil {
 		return nil, err
 	}
-	j := newJob(req, collect)
+	j := newJob(req, collect, capsOf(&s.cfg), s.budget)
 	// s.mu is held across the hand-off so the worker cannot publish this
 	// job's "started" before its "queued", and close cannot miss the job.
 	s.mu.Lock()
@@ -301,7 +300,7 @@ func (s *Session) enqueue(req ExecRequest, collect bool) (*job, error) {
 	if s.ctx.Err() != nil {
 		return nil, ErrClosed
 	}
-	s.numberJob(j)
+	s.jup.number(j)
 	pos := int(s.queued.Add(1))
 	select {
 	case s.queue <- j:
@@ -340,16 +339,14 @@ func (s *Session) Interrupt(ctx context.Context) error {
 
 // Input answers the input() call of execution id, unless the execution
 // has an Owner (then only InputAs with that owner answers it).
-func (s *Session) Input(id, value string) error { return s.input("", id, value) }
+func (s *Session) Input(id, value string) error { return s.InputAs("", id, value) }
 
 // InputAs answers the input() call of execution id on behalf of owner: it
 // is refused (ErrNoInputPending) unless the running execution is id, asks
 // for input and was submitted with ExecRequest.Owner == owner. The check
 // and the hand-off are one step, so a queued execution that reuses id
 // cannot take another owner's answer.
-func (s *Session) InputAs(owner, id, value string) error { return s.input(owner, id, value) }
-
-func (s *Session) input(owner, id, value string) error {
+func (s *Session) InputAs(owner, id, value string) error {
 	s.Touch()
 	s.mu.Lock()
 	pending := s.inputPending
@@ -391,7 +388,113 @@ func (s *Session) Restart(ctx context.Context) error {
 	}
 }
 
+// SetIdleTimeout changes how long the session may stay idle before it is
+// deleted (1 s up to Config.MaxIdleTimeout), counting from now.
+func (s *Session) SetIdleTimeout(d time.Duration) error {
+	if d < time.Second || d > s.cfg.MaxIdleTimeout {
+		return invalid("idle timeout must be within 1s..%v", s.cfg.MaxIdleTimeout)
+	}
+	s.mu.Lock()
+	s.idle = d
+	s.lastActive = time.Now()
+	s.mu.Unlock()
+	return nil
+}
+
+// LastActivity returns when the session was last used (what idle expiry
+// counts from).
+func (s *Session) LastActivity() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastActive
+}
+
+// Clients returns how many clients (WebSockets of either face) are
+// attached.
+func (s *Session) Clients() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.clients
+}
+
+// Running returns the id and description of the running execution, if
+// any.
+func (s *Session) Running() (id string, info *ExecInfo, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.current == nil || s.current.info == nil {
+		return "", nil, false
+	}
+	return s.current.req.ID, s.current.info, true
+}
+
+// Complete asks the kernel for completions of code at cursor. It does not
+// wait in the execution queue: the kernel answers between executions (a
+// busy kernel answers when the running cell ends). It blocks until the
+// reply, ctx's end, or 30 s. Safe for concurrent use.
+func (s *Session) Complete(ctx context.Context, code string, cursor int) (*Completion, error) {
+	return s.relay.complete(ctx, code, cursor)
+}
+
+// Inspect asks the kernel for help on the name at cursor (detail 0: the
+// docstring, 1: the source too). Like Complete, it bypasses the execution
+// queue and blocks until the reply, ctx's end, or 30 s.
+func (s *Session) Inspect(ctx context.Context, code string, cursor, detail int) (*Inspection, error) {
+	return s.relay.inspect(ctx, code, cursor, detail)
+}
+
+// KernelRequest sends a Jupyter request to the kernel and returns its
+// reply, bypassing the execution queue (a busy kernel answers when its
+// cell ends). Only the requests that read the kernel's state are relayed
+// (kernel_info, complete, inspect, is_complete, history, comm_info); the
+// content must be a JSON object of bounded size; the reply is bounded by
+// the channel's ceiling. It blocks until the reply, ctx's end, or 30 s.
+// Safe for concurrent use.
+func (s *Session) KernelRequest(ctx context.Context, ch kernel.Channel, msgType string, content json.RawMessage) (*KernelReply, error) {
+	return s.relay.request(ctx, ch, msgType, content)
+}
+
+// KernelInfo returns the content of the kernel's kernel_info_reply, asked
+// once per kernel incarnation and cached. A kernel running a cell answers
+// when the cell ends, so then an earlier incarnation's reply is used if
+// there is one; else the wait is bounded by ctx and 30 s.
+func (s *Session) KernelInfo(ctx context.Context) (json.RawMessage, error) {
+	return s.relay.kernelInfo(ctx)
+}
+
+// KernelSession returns a random id of the current kernel incarnation: it
+// changes when the kernel is restarted. The Jupyter face puts it in the
+// session field of the headers it makes, as a kernel does with its own.
+func (s *Session) KernelSession() string { return s.jup.kernelSession(s.kernelClient()) }
+
 // ExitError is the cause of death when the kernel process exited.
 type ExitError struct{ Reason string }
 
 func (e *ExitError) Error() string { return "kernel process exited: " + e.Reason }
+
+// close stops the worker, kills the kernel and ends all subscriptions.
+func (s *Session) close(ctx context.Context, reason string) {
+	s.mu.Lock()
+	if s.closeReason == "" {
+		s.closeReason = reason
+	}
+	s.mu.Unlock()
+	s.cancel()
+	// Kill the kernel first: nothing the code does can then keep the
+	// worker busy while we wait for it.
+	if err := s.sandbox.Close(ctx); err != nil {
+		s.log.Warn().Err(err).Msg("sandbox close failed")
+	}
+	if s.egress != nil { // nothing can use it once the sandbox is gone
+		if err := s.egress.Close(); err != nil {
+			s.log.Warn().Err(err).Msg("egress proxy close failed")
+		}
+	}
+	s.work.stop()
+	_ = s.files.Close()
+	s.mu.Lock()
+	s.state = StateDead
+	s.mu.Unlock()
+	s.hub.publish(Event{Type: EventKernel, State: string(StateDead), Reason: reason})
+	s.hub.close()
+}

@@ -5,160 +5,197 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/workspace"
 )
 
-// The worker goroutine owns the session's kernel: it runs queued jobs one
-// at a time and performs every restart, so kernel lifecycle transitions
-// never race. Every function in this file runs on it.
+// worker owns the session's kernel: its goroutine (loop) runs queued jobs
+// one at a time and performs every restart, so kernel lifecycle
+// transitions never race. The functions of this file and run.go run on
+// that goroutine (onEvent on the goroutine execute starts for each job),
+// except start, which starts it, and stop, which waits for it to end.
+//
+// What the worker shares with the Session's methods (the state, the
+// kernel's connection, the running job, the queue) is the Session's and
+// guarded by s.mu; its fields below are its own.
+type worker struct {
+	s         *Session
+	slots     *execSlots         // the gateway's fair scheduler
+	watch     workspace.Tracker  // nil when changes are not tracked
+	stopWatch context.CancelFunc // ends the current kernel watcher
+	wg        sync.WaitGroup     // loop and the kernel watcher
+}
 
-// worker loops until the session closes.
-func (s *Session) worker() {
-	defer s.wg.Done()
+// start starts the worker's goroutine on kernel c. The session's context
+// ends it; stop waits for it.
+func (w *worker) start(c KernelConn) {
+	w.watchKernel(c)
+	w.wg.Add(1)
+	go w.loop()
+}
+
+// stop waits for the worker's goroutines, once the session's context is
+// cancelled, then fails the jobs queued meanwhile and closes the kernel's
+// connection and the change tracker. Called by close and detach.
+func (w *worker) stop() {
+	w.wg.Wait()
+	w.drain() // jobs queued while the worker was stopping
+	_ = w.s.kernelClient().Close()
+	if w.watch != nil {
+		_ = w.watch.Close()
+	}
+}
+
+// loop runs until the session closes.
+func (w *worker) loop() {
+	defer w.wg.Done()
 	defer func() {
 		// A bug must cost this session, never the gateway.
 		if r := recover(); r != nil {
-			s.log.Error().Interface("panic", r).Msg("session worker panicked; session is dead")
-			s.setState(StateDead, "internal error")
-			s.drain()
+			w.s.log.Error().Interface("panic", r).Msg("session worker panicked; session is dead")
+			w.setState(StateDead, "internal error")
+			w.drain()
 		}
 	}()
 	for {
-		c := s.kernelClient()
+		c := w.s.kernelClient()
 		select {
-		case <-s.ctx.Done():
-			s.drain()
+		case <-w.s.ctx.Done():
+			w.drain()
 			return
-		case j := <-s.queue:
-			s.took()
-			if s.Info().State == StateDead { // its kernel died and could not be restarted
-				s.restartThenRun(j)
+		case j := <-w.s.queue:
+			w.took()
+			if w.s.Info().State == StateDead { // its kernel died and could not be restarted
+				w.restartThenRun(j)
 				continue
 			}
-			s.runAwake(j)
-		case done := <-s.restart:
-			done <- s.restartKernel("restart requested")
+			w.runAwake(j)
+		case done := <-w.s.restart:
+			done <- w.restartKernel("restart requested")
 		case <-c.Done():
-			if s.Info().State == StateDead {
-				s.waitWhileDead() // restarting failed before
+			if w.s.Info().State == StateDead {
+				w.waitWhileDead() // restarting failed before
 				continue
 			}
-			s.recoverKernel(c)
+			w.recoverKernel(c)
 		}
 	}
 }
 
 // runAwake runs j with the kernel thawed (and kept awake meanwhile).
-func (s *Session) runAwake(j *job) {
-	release, err := s.pause.use(s.ctx)
+func (w *worker) runAwake(j *job) {
+	release, err := w.s.pause.use(w.s.ctx)
 	if err != nil {
-		s.fail(j, StatusDied, "the paused kernel could not be resumed: "+err.Error())
+		w.fail(j, StatusDied, "the paused kernel could not be resumed: "+err.Error())
 		return
 	}
 	defer release()
-	s.run(j)
+	w.run(j)
 }
 
 // took records that the worker took a job off the queue, waking
 // SubmitWait callers.
-func (s *Session) took() {
-	s.queued.Add(-1)
-	s.mu.Lock()
-	close(s.room)
-	s.room = make(chan struct{})
-	s.mu.Unlock()
+func (w *worker) took() {
+	w.s.queued.Add(-1)
+	w.s.mu.Lock()
+	close(w.s.room)
+	w.s.room = make(chan struct{})
+	w.s.mu.Unlock()
 }
 
 // waitWhileDead handles one request while the kernel is dead and could not
 // be restarted (its container engine was down, say): a restart request
 // tries again, and so does a job, which runs on the new kernel if that
 // works and fails with the reason if not.
-func (s *Session) waitWhileDead() {
+func (w *worker) waitWhileDead() {
 	select {
-	case <-s.ctx.Done():
-	case done := <-s.restart:
-		done <- s.restartKernel("restart requested")
-	case j := <-s.queue:
-		s.took()
-		s.restartThenRun(j)
+	case <-w.s.ctx.Done():
+	case done := <-w.s.restart:
+		done <- w.restartKernel("restart requested")
+	case j := <-w.s.queue:
+		w.took()
+		w.restartThenRun(j)
 	}
 }
 
 // restartThenRun tries to restart a dead kernel for job j, then runs it
 // on the new kernel, or fails it with the reason.
-func (s *Session) restartThenRun(j *job) {
-	if err := s.restartKernel("the kernel was dead: started again for a new execution, variables lost"); err != nil {
-		s.fail(j, StatusDied, "kernel is dead: "+err.Error())
+func (w *worker) restartThenRun(j *job) {
+	if err := w.restartKernel("the kernel was dead: started again for a new execution, variables lost"); err != nil {
+		w.fail(j, StatusDied, "kernel is dead: "+err.Error())
 		return
 	}
-	s.runAwake(j)
+	w.runAwake(j)
 }
 
 // drain fails every queued job when the session closes. Taking s.mu
 // orders it with enqueue, which checks the context under it.
-func (s *Session) drain() {
-	reason := s.reason()
-	s.mu.Lock()
+func (w *worker) drain() {
+	reason := w.reason()
+	w.s.mu.Lock()
 	var jobs []*job
 	for done := false; !done; {
 		select {
-		case j := <-s.queue:
+		case j := <-w.s.queue:
 			jobs = append(jobs, j)
 		default:
 			done = true
 		}
 	}
-	s.mu.Unlock()
+	w.s.mu.Unlock()
 	for _, j := range jobs {
-		s.queued.Add(-1)
-		s.fail(j, StatusDied, reason)
+		w.s.queued.Add(-1)
+		w.fail(j, StatusDied, reason)
 	}
 }
 
-func (s *Session) reason() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closeReason != "" {
-		return s.closeReason
+// reason is why the session closed (the queued jobs fail with it).
+func (w *worker) reason() string {
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	if w.s.closeReason != "" {
+		return w.s.closeReason
 	}
 	return "session closed"
 }
 
 // watchKernel starts the goroutine that declares c dead when the sandbox's
-// kernel process exits. It is stopped by the next watchKernel or by close.
-func (s *Session) watchKernel(c KernelConn) {
-	ctx, cancel := context.WithCancel(s.ctx)
-	s.stopWatch = cancel
-	exited := s.sandbox.Exited()
-	s.wg.Add(1)
+// kernel process exits. It is stopped by the next watchKernel or by the
+// session's end.
+func (w *worker) watchKernel(c KernelConn) {
+	ctx, cancel := context.WithCancel(w.s.ctx)
+	w.stopWatch = cancel
+	exited := w.s.sandbox.Exited()
+	w.wg.Add(1)
 	go func() {
-		defer s.wg.Done()
+		defer w.wg.Done()
 		select {
 		case <-exited:
-			c.Abort(&ExitError{Reason: s.sandbox.ExitReason()})
+			c.Abort(&ExitError{Reason: w.s.sandbox.ExitReason()})
 		case <-ctx.Done():
 		}
 	}()
 }
 
 // recoverKernel restarts a kernel that died on its own.
-func (s *Session) recoverKernel(c KernelConn) {
-	reason := s.exitReason(c.Err())
-	s.cfg.Observer.KernelDied(strings.Contains(reason, "OOMKilled"))
-	s.log.Info().Str("reason", reason).Msg("kernel died; restarting")
-	s.setState(StateDead, reason)
-	_ = s.restartKernel("kernel died: " + reason)
+func (w *worker) recoverKernel(c KernelConn) {
+	reason := w.exitReason(c.Err())
+	w.s.cfg.Observer.KernelDied(strings.Contains(reason, "OOMKilled"))
+	w.s.log.Info().Str("reason", reason).Msg("kernel died; restarting")
+	w.setState(StateDead, reason)
+	_ = w.restartKernel("kernel died: " + reason)
 }
 
 // exitReason explains a dead kernel. The connection often drops a moment
 // before the runtime has reaped the process, so it waits briefly for the
 // runtime's reason (exit status, OOM kill).
-func (s *Session) exitReason(err error) string {
+func (w *worker) exitReason(err error) string {
 	select {
-	case <-s.sandbox.Exited():
-		return s.sandbox.ExitReason()
+	case <-w.s.sandbox.Exited():
+		return w.s.sandbox.ExitReason()
 	case <-time.After(time.Second):
 	}
 	var de *kernel.DeadError
@@ -179,79 +216,59 @@ var errRestarting = errors.New("sessions: kernel restarting")
 
 // restartKernel replaces the kernel process and its connection. If that
 // fails the session stays dead (calls fail) until a restart succeeds.
-func (s *Session) restartKernel(reason string) error {
-	if release, err := s.pause.use(s.ctx); err == nil { // never frozen while it starts
+func (w *worker) restartKernel(reason string) error {
+	if release, err := w.s.pause.use(w.s.ctx); err == nil { // never frozen while it starts
 		defer release()
 	}
-	s.setState(StateRestarting, reason)
-	old := s.kernelClient()
-	s.stopWatch()
+	w.setState(StateRestarting, reason)
+	old := w.s.kernelClient()
+	w.stopWatch()
 	old.Abort(errRestarting)
 	_ = old.Close()
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.StartTimeout)
+	ctx, cancel := context.WithTimeout(w.s.ctx, w.s.cfg.StartTimeout)
 	defer cancel()
-	c, err := s.reconnect(ctx)
+	c, err := w.reconnect(ctx)
 	if err != nil {
-		s.log.Warn().Err(err).Msg("kernel restart failed")
-		s.mu.Lock()
-		s.client = old // dead; calls fail with ErrDead
-		s.mu.Unlock()
-		s.watchKernel(old)
-		s.setState(StateDead, "restart failed: "+err.Error())
+		w.s.log.Warn().Err(err).Msg("kernel restart failed")
+		w.s.mu.Lock()
+		w.s.client = old // dead; calls fail with ErrDead
+		w.s.mu.Unlock()
+		w.watchKernel(old)
+		w.setState(StateDead, "restart failed: "+err.Error())
 		return fmt.Errorf("%w: restart: %w", ErrKernelDead, err)
 	}
-	s.mu.Lock()
-	s.client = c
-	s.mu.Unlock()
-	s.watchKernel(c)
-	s.setState(StateIdle, "")
-	s.cfg.Observer.KernelRestarted()
-	s.persist() // a new kernel, a new key: the store must know it
+	w.s.mu.Lock()
+	w.s.client = c
+	w.s.mu.Unlock()
+	w.watchKernel(c)
+	w.setState(StateIdle, "")
+	w.s.cfg.Observer.KernelRestarted()
+	w.s.persist() // a new kernel, a new key: the store must know it
 	return nil
 }
 
 // reconnect restarts the sandbox's kernel and dials it. A panic in the
 // dial (a hostile handshake) is an error.
-func (s *Session) reconnect(ctx context.Context) (c KernelConn, err error) {
+func (w *worker) reconnect(ctx context.Context) (c KernelConn, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("dial panicked: %v", r)
 		}
 	}()
-	if err := s.sandbox.Restart(ctx); err != nil {
+	if err := w.s.sandbox.Restart(ctx); err != nil {
 		return nil, err
 	}
-	return s.cfg.Dial(ctx, s.sandbox.Connection(), s.cfg.Kernel, s.log)
+	return w.s.cfg.Dial(ctx, w.s.sandbox.Connection(), w.s.cfg.Kernel, w.s.log)
 }
 
-// close stops the worker, kills the kernel and ends all subscriptions.
-func (s *Session) close(ctx context.Context, reason string) {
-	s.mu.Lock()
-	if s.closeReason == "" {
-		s.closeReason = reason
+// setState sets the session's state and publishes a kernel event when it
+// changed.
+func (w *worker) setState(st State, reason string) {
+	w.s.mu.Lock()
+	changed := w.s.state != st
+	w.s.state = st
+	w.s.mu.Unlock()
+	if changed {
+		w.s.hub.publish(Event{Type: EventKernel, State: string(st), Reason: reason})
 	}
-	s.mu.Unlock()
-	s.cancel()
-	// Kill the kernel first: nothing the code does can then keep the
-	// worker busy while we wait for it.
-	if err := s.sandbox.Close(ctx); err != nil {
-		s.log.Warn().Err(err).Msg("sandbox close failed")
-	}
-	if s.egress != nil { // nothing can use it once the sandbox is gone
-		if err := s.egress.Close(); err != nil {
-			s.log.Warn().Err(err).Msg("egress proxy close failed")
-		}
-	}
-	s.wg.Wait()
-	s.drain() // jobs queued while the worker was stopping
-	_ = s.kernelClient().Close()
-	if s.watch != nil {
-		_ = s.watch.Close()
-	}
-	_ = s.files.Close()
-	s.mu.Lock()
-	s.state = StateDead
-	s.mu.Unlock()
-	s.hub.publish(Event{Type: EventKernel, State: string(StateDead), Reason: reason})
-	s.hub.close()
 }
