@@ -189,8 +189,7 @@ func (m *Manager) restore(ctx context.Context, adopter sandbox.Adopter, canAdopt
 	proxy, netLost := m.resumeNetwork(rec, networkNotifier(&created))
 	s := newSession(sessionParams{id: rec.ID, tenant: rec.Tenant, runtime: m.rt.Name(), cfg: m.cfg, log: m.log,
 		idle: rec.IdleTimeout, created: rec.CreatedAt, lastActive: rec.LastActive, firstSeq: rec.LastSeq + restoredSeqGap,
-		budget: m.budget, slots: m.slots, sandbox: sb, client: conn, files: files, watch: watch, egress: proxy})
-	s.persist = func() { m.persist(s) }
+		budget: m.budget, slots: m.slots, sandbox: sb, client: conn, files: files, watch: watch, egress: proxy, persist: m.persist})
 	created.Store(s)
 	reason = "the gateway restarted; events before this one are gone"
 	if restarted {

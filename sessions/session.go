@@ -121,6 +121,7 @@ type sessionParams struct {
 	files               workspace.FS
 	watch               workspace.Tracker // may be nil
 	egress              *egress.Proxy     // nil without a network
+	persist             func(*Session)    // writes the session's record (nil: nothing to write)
 }
 
 // newSessionID returns 128 random bits in hex.
@@ -147,6 +148,9 @@ func newSession(p sessionParams) *Session {
 		restart: make(chan chan error),
 		ctx:     ctx, cancel: cancel,
 		state: StateIdle, client: p.client, lastActive: active, room: make(chan struct{}),
+	}
+	if p.persist != nil { // set before the worker starts: a kernel death persists at once
+		s.persist = func() { p.persist(s) }
 	}
 	var frozen func()
 	if p.egress != nil {
