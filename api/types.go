@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// ErrMalformed: a value is not what the API promises (a MIME bundle that is
+// ErrMalformed is the error of a value that is not what the API promises (a MIME bundle that is
 // not a JSON object, a binary MIME value that is not base64).
 var ErrMalformed = errors.New("unexpected response")
 

@@ -2,26 +2,59 @@ package client
 
 import "github.com/glassroom/glassroom/api"
 
-// The wire types, shared with the gateway (package api); see there for
-// their fields.
+// The wire types are package api's, shared with the gateway: see there
+// for their fields.
 type (
-	Session        = api.Session
-	Network        = api.Network
-	Limits         = api.Limits
-	Execution      = api.Execution
-	ExecError      = api.ExecError
-	FileChange     = api.FileChange
-	EventType      = api.EventType
-	Event          = api.Event
-	Bundle         = api.Bundle
-	FileInfo       = api.FileInfo
-	FileEntry      = api.FileEntry
-	Listing        = api.Listing
-	Completion     = api.Completion
+	// Session is the wire type api.Session.
+	Session = api.Session
+
+	// Network is the wire type api.Network.
+	Network = api.Network
+
+	// Limits is the wire type api.Limits.
+	Limits = api.Limits
+
+	// Execution is the wire type api.Execution.
+	Execution = api.Execution
+
+	// ExecError is the wire type api.ExecError.
+	ExecError = api.ExecError
+
+	// FileChange is the wire type api.FileChange.
+	FileChange = api.FileChange
+
+	// EventType is the wire type api.EventType.
+	EventType = api.EventType
+
+	// Event is the wire type api.Event.
+	Event = api.Event
+
+	// Bundle is the wire type api.Bundle.
+	Bundle = api.Bundle
+
+	// FileInfo is the wire type api.FileInfo.
+	FileInfo = api.FileInfo
+
+	// FileEntry is the wire type api.FileEntry.
+	FileEntry = api.FileEntry
+
+	// Listing is the wire type api.Listing.
+	Listing = api.Listing
+
+	// Completion is the wire type api.Completion.
+	Completion = api.Completion
+
+	// CompletionType is the wire type api.CompletionType.
 	CompletionType = api.CompletionType
-	Inspection     = api.Inspection
-	Health         = api.Health
-	Pool           = api.Pool
+
+	// Inspection is the wire type api.Inspection.
+	Inspection = api.Inspection
+
+	// Health is the wire type api.Health.
+	Health = api.Health
+
+	// Pool is the wire type api.Pool.
+	Pool = api.Pool
 )
 
 // Execution statuses and event types (package api).
