@@ -25,6 +25,7 @@ type Runtime struct {
 	closer  func() error
 	root    bool
 	seccomp string // the profile's JSON, or "" for Docker's default
+	gvisor  bool   // the OCI runtime is gVisor (runsc)
 	slots   *sandbox.Slots
 
 	live sandbox.LiveSet // session ids with a sandbox, including ones starting
@@ -61,10 +62,22 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (*Runtime, error) 
 func newRuntime(ctx context.Context, cfg Config, cli engine, log zerolog.Logger) (*Runtime, error) {
 	r := &Runtime{cfg: cfg, log: log.With().Str("runtime", "docker").Logger(), cli: cli, closer: func() error { return nil },
 		root: os.Geteuid() == 0, slots: sandbox.NewSlots(cfg.MaxSandboxes)}
+	cctx, cancel := context.WithTimeout(ctx, cfg.CallTimeout)
+	defer cancel()
+	info, err := cli.Info(cctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: docker: engine info: %w", sandbox.ErrUnavailable, err)
+	}
+	if r.gvisor, err = checkOCIRuntime(info, cfg.OCIRuntime); err != nil {
+		return nil, err
+	}
 	switch cfg.SeccompProfile {
 	case "":
 		r.seccomp = defaultSeccomp
 	case SeccompDockerDefault:
+		if r.gvisor {
+			return nil, fmt.Errorf("docker: config: seccomp profile %s cannot be used with gVisor (runtime %q): %w", SeccompDockerDefault, cfg.OCIRuntime, errGVisorErrnoRet)
+		}
 	default:
 		b, err := os.ReadFile(cfg.SeccompProfile)
 		if err != nil {
@@ -72,8 +85,11 @@ func newRuntime(ctx context.Context, cfg Config, cli engine, log zerolog.Logger)
 		}
 		r.seccomp = string(b)
 	}
-	cctx, cancel := context.WithTimeout(ctx, cfg.CallTimeout)
-	defer cancel()
+	if r.gvisor {
+		if r.seccomp, err = gvisorProfile(r.seccomp); err != nil {
+			return nil, fmt.Errorf("docker: seccomp profile %s: %w", cfg.SeccompProfile, err)
+		}
+	}
 	if _, err := cli.ImageInspect(cctx, cfg.Image); err != nil {
 		return nil, fmt.Errorf("%w: docker: kernel image %s: %w (build it with `make image`)", sandbox.ErrUnavailable, cfg.Image, err)
 	}

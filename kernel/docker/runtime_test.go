@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -49,6 +50,21 @@ func newRuntime(t *testing.T, cfg docker.Config) *docker.Runtime {
 	return r
 }
 
+// underGVisor reports whether the tests' OCI runtime is gVisor (runsc,
+// or a runtime whose binary is runsc).
+func underGVisor(t *testing.T) bool {
+	t.Helper()
+	name := os.Getenv("GLASSROOM_TEST_OCI_RUNTIME")
+	if name == "" {
+		return false
+	}
+	out, err := exec.Command("docker", "info", "--format", "{{with index .Runtimes \""+name+"\"}}{{.Path}}{{end}}").CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker info: %v %s", err, out)
+	}
+	return name == "runsc" || filepath.Base(strings.TrimSpace(string(out))) == "runsc"
+}
+
 type kern = kerneltest.Kernel
 
 var n int
@@ -92,6 +108,15 @@ func TestContainerIsLockedDown(t *testing.T) {
 	}
 	if rt := os.Getenv("GLASSROOM_TEST_OCI_RUNTIME"); rt != "" {
 		checks["{{.HostConfig.Runtime}}"] = rt
+	}
+	if underGVisor(t) { // the sentry enforces the 64; the host's limit leaves room for its threads
+		checks["{{.HostConfig.PidsLimit}}"] = strconv.Itoa(64*16 + 512)
+	}
+	checks[`{{range .HostConfig.Ulimits}}{{if eq .Name "nproc"}}{{.Soft}} {{.Hard}}{{end}}{{end}}`] = "64 64"
+	// The host's processes of the sandbox (the kernel's, or gVisor's
+	// sentry) are the OOM killer's first choice.
+	if b, err := os.ReadFile("/proc/" + inspect(t, "{{.State.Pid}}", id) + "/oom_score_adj"); err != nil || strings.TrimSpace(string(b)) != "1000" {
+		t.Errorf("host oom_score_adj of the container's process: %q %v", b, err)
 	}
 	for f, want := range checks {
 		if got := inspect(t, f, id); got != want {
@@ -260,10 +285,7 @@ var hardeningSeq int
 
 func TestHardening(t *testing.T) {
 	r := newRuntime(t, docker.Config{})
-	opts := kerneltest.HardeningOptions{DeniedSocketErrno: int(syscall.EPERM)}
-	if os.Getenv("GLASSROOM_TEST_OCI_RUNTIME") == "runsc" {
-		opts.SkipSocketFamilies = true
-	}
+	opts := kerneltest.HardeningOptions{DeniedSocketErrno: int(syscall.EPERM), OwnProc: underGVisor(t)}
 	kerneltest.Hardening(t, r, opts, func() string {
 		hardeningSeq++
 		return "hardening-" + strconv.Itoa(hardeningSeq) + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
