@@ -126,16 +126,43 @@ func gvisorProfile(profile string) (string, error) {
 	return string(b), nil
 }
 
+// gVisor's sandbox is far costlier per process than a container's: on
+// the ptrace platform (Debian's runsc; KVM needs /dev/kvm) each process
+// of the sandbox is a stub process on the host with a thread for every
+// sentry thread that has run it, kept until the sandbox ends, and the
+// sentry breaks copy-on-write in 2 MiB units, so each forked kernel
+// process copies most of the kernel's heap. Measured on a 2-core host, a
+// fork bomb in a fresh kernel: 32 tasks took 331 host tasks and 682 MB,
+// 48 took 607 and 1061 MB, 64 took over 1500 and 1.8 GB, 128 over 7000
+// and 6 GB (runc: 128 and 219 MB). The host's tasks grow with the square
+// of the sandbox's.
+const (
+	// gvisorMaxPids caps a gVisor session's pids (tasks in the sandbox).
+	gvisorMaxPids = 48
+	// gvisorMBPerTask is the memory a gVisor session's task may cost: its
+	// pids are capped at its memory over this, so that a fork bomb meets
+	// the pids limit (EAGAIN) before the memory limit (the sandbox dies).
+	gvisorMBPerTask = 40
+	// gvisorMinPids is the fewest pids a gVisor session gets (a kernel
+	// needs about 12 tasks).
+	gvisorMinPids = 16
+)
+
+// gvisorLimits lowers a gVisor session's pids to what its sandbox can
+// refuse (EAGAIN) before it runs out of memory or host tasks.
+func gvisorLimits(l sandbox.Limits) sandbox.Limits {
+	l.Pids = min(l.Pids, gvisorMaxPids, max(l.MemoryMB/gvisorMBPerTask, gvisorMinPids))
+	return l
+}
+
 // gvisorHostPids is the host's pids limit of a gVisor sandbox whose code
 // may have pids tasks (processes and threads): the sentry, not the host,
-// refuses the task past pids (EAGAIN, as Linux does), and the host's
-// limit only has to leave room for the sentry's own threads, which grow
-// with the tasks. On the ptrace platform each process of the sandbox is a
-// stub process on the host, with a thread for each of the sentry's
-// threads that ran it (kept until the sandbox ends).
-func gvisorHostPids(pids int) int64 { return int64(pids)*gvisorHostPidsPerTask + gvisorHostPidsBase }
+// refuses the task past pids (EAGAIN, as Linux does; the nproc ulimit),
+// and the host's limit only bounds the sentry's own threads and stub
+// processes, which grow with the square of the sandbox's tasks (the
+// fork bombs above took at most a third of this).
+func gvisorHostPids(pids int) int64 { return int64(pids)*int64(pids) + gvisorHostPidsBase }
 
-const (
-	gvisorHostPidsPerTask = 16
-	gvisorHostPidsBase    = 512
-)
+// gvisorHostPidsBase is the host tasks of an idle gVisor sandbox (about
+// 50: the sentry's threads, the gofer), with room.
+const gvisorHostPidsBase = 512

@@ -139,6 +139,9 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 		return nil, err
 	}
 	limits := r.cfg.Limits(spec.Limits)
+	if r.gvisor {
+		limits = gvisorLimits(limits)
+	}
 	b := sandbox.NewBase(sandbox.BaseConfig{ID: spec.ID, Limits: limits, SandboxIPC: sandbox.IPCDir, StartTimeout: r.cfg.StartTimeout})
 	defer b.CloseOnFailure(ctx, &err)
 	b.OnClose("forget session", func() error { r.live.Forget(spec.ID); return nil })

@@ -109,10 +109,14 @@ func TestContainerIsLockedDown(t *testing.T) {
 	if rt := os.Getenv("GLASSROOM_TEST_OCI_RUNTIME"); rt != "" {
 		checks["{{.HostConfig.Runtime}}"] = rt
 	}
-	if underGVisor(t) { // the sentry enforces the 64; the host's limit leaves room for its threads
-		checks["{{.HostConfig.PidsLimit}}"] = strconv.Itoa(64*16 + 512)
+	nproc := `{{range .HostConfig.Ulimits}}{{if eq .Name "nproc"}}{{.Soft}} {{.Hard}}{{end}}{{end}}`
+	checks[nproc] = "64 64"
+	if underGVisor(t) {
+		// The sentry enforces the pids, at most memory/40 MB (here 16);
+		// the host's limit leaves room for the sentry's own threads.
+		checks[nproc] = "16 16"
+		checks["{{.HostConfig.PidsLimit}}"] = strconv.Itoa(16*16 + 512)
 	}
-	checks[`{{range .HostConfig.Ulimits}}{{if eq .Name "nproc"}}{{.Soft}} {{.Hard}}{{end}}{{end}}`] = "64 64"
 	// The host's processes of the sandbox (the kernel's, or gVisor's
 	// sentry) are the OOM killer's first choice.
 	if b, err := os.ReadFile("/proc/" + inspect(t, "{{.State.Pid}}", id) + "/oom_score_adj"); err != nil || strings.TrimSpace(string(b)) != "1000" {
@@ -290,4 +294,52 @@ func TestHardening(t *testing.T) {
 		hardeningSeq++
 		return "hardening-" + strconv.Itoa(hardeningSeq) + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
 	})
+}
+
+// forkBomb is `while True: os.fork()`, whose processes, once a fork
+// fails, hold their place a moment and leave (the cell's own process
+// raises the error to the client).
+const forkBomb = `import os, time
+top = os.getpid()
+try:
+    while True:
+        os.fork()
+finally:
+    if os.getpid() != top:
+        time.sleep(1)
+        os._exit(0)`
+
+// TestForkBombStopsAtThePidsLimit: a fork bomb stops at the session's
+// pids limit with BlockingIOError (EAGAIN), and the kernel lives on with
+// its variables and can start processes again; under gVisor as under
+// runc (gVisor's sentry enforces the limit; the host's leaves room for
+// the sentry's own threads).
+func TestForkBombStopsAtThePidsLimit(t *testing.T) {
+	r := newRuntime(t, docker.Config{})
+	k := start(t, r, sandbox.Limits{}) // 128 pids and 2048 MB; 48 pids under gVisor
+	k.Run(t, "x = 41")
+	began := time.Now()
+	out, ename := k.Run(t, forkBomb)
+	t.Logf("the fork bomb stopped after %v: %s", time.Since(began).Round(time.Millisecond), out)
+	if ename != "BlockingIOError" || !strings.Contains(out, "Resource temporarily unavailable") {
+		t.Fatalf("want BlockingIOError (EAGAIN), got %s: %s", ename, out)
+	}
+	if out, _ := k.Run(t, "x + 1"); out != `"42"` {
+		t.Fatalf("x + 1 = %s after the fork bomb", out)
+	}
+	// Once the bomb's processes have left (the cell's children are waited
+	// for; their children go to init), the kernel starts processes again.
+	out, ename = k.Run(t, `import os, subprocess, time
+try:
+    while True: os.waitpid(-1, 0)
+except ChildProcessError:
+    pass
+for attempt in range(300):
+    try:
+        print(subprocess.run(["echo", "forks again"], capture_output=True, text=True).stdout.strip()); break
+    except BlockingIOError:
+        time.sleep(0.1)`)
+	if ename != "" || strings.TrimSpace(out) != "forks again" {
+		t.Fatalf("after the fork bomb: %s %s", ename, out)
+	}
 }
