@@ -363,6 +363,9 @@ func (d *driver) exitReason(code int64) string {
 	case err == nil && info.State != nil && info.State.OOMKilled:
 		return "OOMKilled: the kernel exceeded its memory limit of " + strconv.Itoa(d.limits.MemoryMB) + " MB"
 	}
+	if d.r.gvisor && code == gvisorSentryExit {
+		return gvisorSentryReason
+	}
 	return exitCodeReason(code)
 }
 

@@ -166,3 +166,13 @@ func gvisorHostPids(pids int) int64 { return int64(pids)*int64(pids) + gvisorHos
 // gvisorHostPidsBase is the host tasks of an idle gVisor sandbox (about
 // 50: the sentry's threads, the gofer), with room.
 const gvisorHostPidsBase = 512
+
+// gvisorSentryExit is the exit code of a gVisor sandbox whose sentry
+// stopped on a fatal error (a Go panic), such as a host task it could not
+// create; gvisorSentryReason says so (a kernel that calls exit(2) ends
+// with it too).
+const (
+	gvisorSentryExit   = 2
+	gvisorSentryReason = "exit code 2: the gVisor sandbox stopped (its sentry fails so when it cannot create a host thread or process, " +
+		"as when the sandbox's host pids limit is reached; or the kernel called exit(2))"
+)

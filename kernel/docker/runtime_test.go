@@ -1,6 +1,7 @@
 package docker_test
 
 import (
+	"cmp"
 	"context"
 	"os"
 	"os/exec"
@@ -342,4 +343,47 @@ for attempt in range(300):
 	if ename != "" || strings.TrimSpace(out) != "forks again" {
 		t.Fatalf("after the fork bomb: %s %s", ename, out)
 	}
+}
+
+// TestGVisorSandboxDeathIsExplained: what a client sees when a gVisor
+// sandbox dies anyway (its sentry cannot create a host task: here the
+// test lowers the host's pids limit of the running sandbox below what a
+// few forks need; a kernel whose forks outgrow the host's limit or its
+// memory ends so too): the kernel is dead, and the exit reason says that
+// the gVisor sandbox stopped, not just "exit code 2".
+func TestGVisorSandboxDeathIsExplained(t *testing.T) {
+	r := newRuntime(t, docker.Config{})
+	if !underGVisor(t) {
+		t.Skip("gVisor only: run with GLASSROOM_TEST_OCI_RUNTIME=runsc")
+	}
+	if os.Geteuid() != 0 {
+		t.Fatal("the test lowers the sandbox's host pids limit in its cgroup: run it as root")
+	}
+	k := start(t, r, sandbox.Limits{})
+	k.Run(t, "x = 1")
+	pid := inspect(t, "{{.State.Pid}}", containerOf(t, r, k))
+	cg, err := os.ReadFile("/proc/" + pid + "/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v1, v2 string // the pids hierarchy's directory (cgroup v1), the unified one (v2)
+	for _, line := range strings.Split(string(cg), "\n") {
+		switch f := strings.SplitN(line, ":", 3); {
+		case len(f) != 3:
+		case f[1] == "pids":
+			v1 = "/sys/fs/cgroup/pids" + f[2]
+		case f[0] == "0":
+			v2 = "/sys/fs/cgroup" + f[2]
+		}
+	}
+	dir := cmp.Or(v1, v2)
+	cur, err := os.ReadFile(filepath.Join(dir, "pids.current"))
+	if err != nil {
+		t.Fatalf("the sandbox's pids cgroup (%s): %v", dir, err)
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(cur)))
+	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.Itoa(n+4)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kerneltest.Dies(t, k, "import os, time\nfor i in range(40):\n    if os.fork() == 0:\n        time.sleep(30); os._exit(0)", "the gVisor sandbox stopped")
 }
