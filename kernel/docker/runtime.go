@@ -32,8 +32,10 @@ type Runtime struct {
 }
 
 // New connects to the Docker engine (DOCKER_HOST or the default socket),
-// checks that the image exists, and removes this instance's orphaned
-// containers and directories. The caller must Close the runtime.
+// checks that the engine has the OCI runtime (a gVisor one with
+// --oci-seccomp, else ErrSeccompNotEnforced) and the image, and removes
+// this instance's orphaned containers and directories. The caller must
+// Close the runtime.
 func New(ctx context.Context, cfg Config, log zerolog.Logger) (*Runtime, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
