@@ -3,7 +3,7 @@ GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 ARGS ?=
 LISTEN ?= 127.0.0.1:8888
 
-.PHONY: all build run deps test-deps docker image vet fmt-check lint test test-go test-heavy bench fuzz compose clean web-vendor
+.PHONY: all build run deps test-deps docker image vet fmt-check lint test test-go test-runsc test-heavy bench fuzz compose clean web-vendor
 
 all: build
 
@@ -49,6 +49,14 @@ lint: $(GOLANGCI)
 test-go:
 	$(GO) test -race -count=1 -timeout 30m ./...
 
+# The Docker runtime's suite again under gVisor: runsc as registered by
+# scripts/start-dockerd.sh (with --oci-seccomp: the runtime refuses a runsc
+# that would ignore the seccomp profile). It runs the hardening suite's
+# system-call and socket checks inside the sandbox, the containment and
+# fork-bomb tests, and a sandbox death's explanation.
+test-runsc:
+	GLASSROOM_TEST_OCI_RUNTIME=runsc $(GO) test -race -count=1 -timeout 20m ./kernel/runtime/docker/
+
 # The suites that need most of the machine (hundreds of kernels) or restart
 # a Docker engine run after the rest, one package at a time: files tagged
 # "heavy" (the density test, then the fault suite on the real binary).
@@ -57,7 +65,7 @@ test-heavy:
 	$(GO) test -tags heavy -count=1 -run '^TestFault' -timeout 20m ./cmd/glassroom/
 
 # Every check: installs what the tests need, starts Docker, builds the image.
-test: test-deps image vet fmt-check lint test-go test-heavy
+test: test-deps image vet fmt-check lint test-go test-runsc test-heavy
 
 # Kernel round trip, change tracking in a 10k-file workspace, cold and pooled
 # session start, idle memory, the gateway's overhead over a direct kernel

@@ -48,8 +48,9 @@ func localRuntime(t *testing.T) app.Runtime { return apptest.Local(t, 340000) }
 // skips loudly, in CI it fails (apptest.Start).
 func dockerRuntime(t *testing.T) app.Runtime { return apptest.DockerWith(t, "runc", 360000) }
 
-// gvisorRuntime runs kernels under runsc, with more pids (gVisor counts
-// its own threads against the limit).
+// gvisorRuntime runs kernels under runsc, with the sessions' usual limits
+// (the runtime caps a gVisor session's pids at 48 and leaves the sentry's
+// threads room on the host).
 func gvisorRuntime(t *testing.T) app.Runtime { return apptest.DockerWith(t, "runsc", 365000) }
 
 // runscRegistered reports whether the Docker engine has a runsc runtime.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # start-dockerd.sh: make sure a Docker engine is running on this machine.
 #
-# Idempotent: if `docker info` already works, exits 0 at once. Otherwise it
+# Idempotent: if `docker info` already works, it only makes sure the
+# engine's runsc enforces seccomp profiles (below) and exits 0. Otherwise it
 # starts dockerd in the background (there is no systemd here), logging to
 # /var/log/dockerd.log, and waits up to DOCKERD_WAIT seconds (default 60) for
 # `docker info` to succeed. Fails loudly (non-zero exit, tail of the log) if
@@ -11,8 +12,14 @@
 # engine restart).
 #
 # If Debian's gVisor binary `runsc` is installed, it is registered as the
-# Docker runtime "runsc" (runtimeArgs --network=none --host-uds=all) in
-# /etc/docker/daemon.json. Nothing is registered when runsc is absent.
+# Docker runtime "runsc" (runtimeArgs --network=none --host-uds=all
+# --oci-seccomp) in /etc/docker/daemon.json. Without --oci-seccomp runsc
+# ignores the containers' seccomp profile (glassroom refuses such a
+# runsc), so an existing "runsc" entry that lacks it is given it, even
+# when the engine already runs: the engine then reloads its config
+# (SIGHUP; running containers are not touched), and the script checks in
+# `docker info` that the flag took. Nothing is registered when runsc is
+# absent.
 #
 # Needs root and Debian's docker.io package (apt-get install -y docker.io).
 #
@@ -36,8 +43,81 @@ PIDFILE=${DOCKERD_PIDFILE:-/var/run/docker.pid}
 say() { echo "start-dockerd: $*" >&2; }
 die() { say "ERROR: $*"; exit 1; }
 
+# ---- gVisor runtime ---------------------------------------------------------------
+# register_runsc makes $DAEMON_JSON register runsc as the runtime "runsc"
+# with --oci-seccomp (adding the entry, or the flag to an existing entry;
+# other settings and flags are kept). It prints "changed" when it wrote
+# the file. Idempotent.
+register_runsc() {
+  local runsc=$1 py
+  py=$(command -v python3 2>/dev/null || true)
+  if [ -z "$py" ]; then
+    say "WARNING: python3 is missing; cannot register runsc in $DAEMON_JSON"
+    return 0
+  fi
+  mkdir -p "$(dirname "$DAEMON_JSON")"
+  "$py" - "$DAEMON_JSON" "$runsc" <<'EOF'
+import json, os, sys
+path, runsc = sys.argv[1], sys.argv[2]
+cfg = {}
+if os.path.exists(path) and os.path.getsize(path) > 0:
+    with open(path) as f:
+        cfg = json.load(f)
+runtimes = cfg.setdefault("runtimes", {})
+entry = runtimes.get("runsc")
+if entry is None:
+    entry = runtimes["runsc"] = {"path": runsc, "runtimeArgs": ["--network=none", "--host-uds=all"]}
+if "runtimeType" in entry:
+    sys.exit("runtime runsc is a containerd shim (runtimeType); put oci-seccomp in its runsc config instead")
+args = entry.get("runtimeArgs", [])
+# --oci-seccomp makes the sentry apply the container's seccomp profile;
+# any other spelling of the flag (--oci-seccomp=false) goes first.
+want = [a for a in args if a.lstrip("-").split("=", 1)[0] != "oci-seccomp"] + ["--oci-seccomp"]
+if args == want:
+    sys.exit(0)
+entry["runtimeArgs"] = want
+tmp = path + ".tmp"
+with open(tmp, "w") as f:
+    json.dump(cfg, f, indent=2)
+    f.write("\n")
+if os.path.exists(path):
+    os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+os.replace(tmp, path)
+print("changed")
+EOF
+}
+
+# runsc_enforces_seccomp: the running engine's runsc has --oci-seccomp.
+runsc_enforces_seccomp() {
+  docker info --format '{{with index .Runtimes "runsc"}}{{range .Args}}{{.}} {{end}}{{end}}' 2>/dev/null |
+    tr ' ' '\n' | grep -qx -- '--oci-seccomp'
+}
+
+RUNSC=$(command -v runsc 2>/dev/null || true)
+
 if docker info >/dev/null 2>&1; then
   say "docker engine already running"
+  if [ -n "$RUNSC" ] && ! runsc_enforces_seccomp; then
+    [ "$(id -u)" = 0 ] || die "the engine's runsc lacks --oci-seccomp (it would ignore seccomp profiles); run this script as root to fix it"
+    if [ "$(register_runsc "$RUNSC")" = changed ]; then
+      say "registered runsc with --oci-seccomp in $DAEMON_JSON"
+    fi
+    PID=$(cat "$PIDFILE" 2>/dev/null || true)
+    if [ -z "$PID" ] || ! kill -0 "$PID" 2>/dev/null; then
+      PID=$(pidof dockerd 2>/dev/null || true)
+    fi
+    case "$PID" in
+      "" | *" "*) die "cannot tell which dockerd to reload (pid file $PIDFILE; dockerd pids: ${PID:-none}); reload it with kill -HUP" ;;
+    esac
+    say "reloading dockerd (pid $PID) for the runsc runtime's flags"
+    kill -HUP "$PID"
+    for ((i = 0; i < WAIT * 10; i++)); do
+      runsc_enforces_seccomp && break
+      sleep 0.1
+    done
+    runsc_enforces_seccomp || die "dockerd (pid $PID) did not take --oci-seccomp for runsc from $DAEMON_JSON (does it read that file? see its log, $LOG)"
+    say "runsc enforces seccomp profiles (--oci-seccomp)"
+  fi
   exit 0
 fi
 
@@ -48,56 +128,15 @@ command -v docker >/dev/null 2>&1 || die "docker CLI not found; install it with:
 # ---- engine config -------------------------------------------------------------
 # A new config turns live-restore on: containers (kernels) keep running while
 # the engine restarts (an upgrade of docker.io), and glassroom's sessions
-# keep their variables. An existing config is left as it is.
+# keep their variables. An existing config is left as it is, but for the
+# runsc entry.
 mkdir -p "$(dirname "$DAEMON_JSON")"
 if [ ! -s "$DAEMON_JSON" ]; then
   say "writing $DAEMON_JSON with live-restore on"
   printf '{\n  "live-restore": true\n}\n' >"$DAEMON_JSON"
 fi
-
-# ---- optional gVisor runtime -------------------------------------------------
-RUNSC=$(command -v runsc 2>/dev/null || true)
-if [ -n "$RUNSC" ]; then
-  mkdir -p "$(dirname "$DAEMON_JSON")"
-  if [ ! -s "$DAEMON_JSON" ]; then
-    say "registering gVisor runtime runsc ($RUNSC) in $DAEMON_JSON"
-    cat >"$DAEMON_JSON" <<EOF
-{
-  "runtimes": {
-    "runsc": {
-      "path": "$RUNSC",
-      "runtimeArgs": ["--network=none", "--host-uds=all"]
-    }
-  }
-}
-EOF
-  elif ! grep -q '"runsc"' "$DAEMON_JSON"; then
-    # Merge into an existing config without clobbering other settings.
-    PY=$(command -v python3 2>/dev/null || true)
-    if [ -n "$PY" ]; then
-      say "adding gVisor runtime runsc ($RUNSC) to existing $DAEMON_JSON"
-      cp "$DAEMON_JSON" "$DAEMON_JSON.bak"
-      "$PY" - "$DAEMON_JSON" "$RUNSC" <<'EOF'
-import json, sys
-path, runsc = sys.argv[1], sys.argv[2]
-with open(path) as f:
-    cfg = json.load(f)
-cfg.setdefault("runtimes", {})["runsc"] = {
-    "path": runsc,
-    "runtimeArgs": ["--network=none", "--host-uds=all"],
-}
-with open(path + ".tmp", "w") as f:
-    json.dump(cfg, f, indent=2)
-    f.write("\n")
-import os
-os.replace(path + ".tmp", path)
-EOF
-    else
-      say "WARNING: $DAEMON_JSON exists and python3 is missing; not registering runsc"
-    fi
-  else
-    say "runsc runtime already present in $DAEMON_JSON"
-  fi
+if [ -n "$RUNSC" ] && [ "$(register_runsc "$RUNSC")" = changed ]; then
+  say "registered gVisor runtime runsc ($RUNSC, --oci-seccomp) in $DAEMON_JSON"
 fi
 
 # ---- cgroups ---------------------------------------------------------------------

@@ -56,8 +56,8 @@ func Docker(t testing.TB, uidBase int) app.Runtime {
 }
 
 // DockerWith is the Docker runtime under the OCI runtime oci (runc,
-// runsc). gVisor counts its own threads against the pids limit, so runsc
-// sessions get 1024 pids (2048 at most).
+// runsc), with the sessions' usual limits (the runtime caps a gVisor
+// session's pids itself).
 func DockerWith(t testing.TB, oci string, uidBase int) app.Runtime {
 	t.Helper()
 	testkit.RealThing(t, "Docker")
@@ -65,9 +65,6 @@ func DockerWith(t testing.TB, oci string, uidBase int) app.Runtime {
 	_ = os.Chmod(dir, 0o711)
 	rt := app.Runtime{Kind: app.KindDocker, Common: sandbox.Common{StateDir: dir, UIDBase: uidBase},
 		Docker: docker.Config{Instance: "apptest-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36), OCIRuntime: oci}}
-	if oci == "runsc" {
-		rt.Common.Defaults.Pids, rt.Common.Max.Pids = 1024, 2048
-	}
 	return rt
 }
 

@@ -127,7 +127,7 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.Int64Var(&o.gw.MaxUploadBytes, "max-upload-bytes", o.gw.MaxUploadBytes, "largest file upload")
 	fs.IntVar(&o.lim.MemoryMB, "memory-mb", o.lim.MemoryMB, "default kernel memory (MB)")
 	fs.IntVar(&o.max.MemoryMB, "max-memory-mb", o.max.MemoryMB, "largest kernel memory a session may ask for (MB)")
-	fs.IntVar(&o.lim.Pids, "pids", o.lim.Pids, "default process/thread limit (use 1024 or more with --docker-runtime runsc)")
+	fs.IntVar(&o.lim.Pids, "pids", o.lim.Pids, "default process/thread limit (under --docker-runtime runsc at most 48, and memory-mb/40)")
 	fs.IntVar(&o.max.Pids, "max-pids", o.max.Pids, "largest process limit a session may ask for")
 	fs.Float64Var(&o.lim.CPUs, "cpus", o.lim.CPUs, "default CPU quota in cores")
 	fs.Float64Var(&o.max.CPUs, "max-cpus", o.max.CPUs, "largest CPU quota a session may ask for")

@@ -18,4 +18,17 @@
 // and state directory that no live sandbox owns are removed at start and
 // periodically (Run). Another state directory's containers (another
 // gateway of the same instance) are never touched.
+//
+// Under gVisor (Config.OCIRuntime runsc, or a runtime whose binary is
+// runsc) the seccomp profile is enforced by gVisor's sentry, which does so
+// only when the engine runs runsc with --oci-seccomp: New checks that in
+// the engine's runtime config and refuses a runsc without it
+// (ErrSeccompNotEnforced). gVisor answers every refusal with EPERM, so the
+// profile's clone3 refusal (ENOSYS, for glibc's fallback to clone) is
+// rewritten to a trace action, which gives ENOSYS too. A gVisor session's
+// pids are enforced inside the sandbox (the nproc ulimit), capped at 48
+// and at its memory over 40 MB, because each of its processes costs the
+// host tens of MB and many threads; the host's pids cgroup only bounds the
+// sentry's own threads (pids² + 512). A sandbox whose sentry stopped
+// (exit code 2) is reported as such.
 package docker

@@ -47,6 +47,12 @@ func (d *driver) create(ctx context.Context, env map[string]string) error {
 		envList = append(envList, k+"="+v)
 	}
 	pids := int64(d.limits.Pids)
+	hostPids := pids // the container's pids cgroup on the host
+	if d.r.gvisor {
+		// gVisor enforces pids itself (the nproc ulimit, in the sentry);
+		// the host limit bounds the sentry's own threads, which grow with it.
+		hostPids = gvisorHostPids(d.limits.Pids)
+	}
 	mem := int64(d.limits.MemoryMB) << 20
 	secOpt := []string{"no-new-privileges"}
 	if d.r.seccomp != "" {
@@ -86,7 +92,7 @@ func (d *driver) create(ctx context.Context, env map[string]string) error {
 			Memory:     mem,
 			MemorySwap: mem,
 			NanoCPUs:   int64(d.limits.CPUs * 1e9),
-			PidsLimit:  &pids,
+			PidsLimit:  &hostPids,
 			Ulimits: []*units.Ulimit{
 				{Name: "nofile", Soft: int64(cfg.NoFile), Hard: int64(cfg.NoFile)},
 				{Name: "nproc", Soft: pids, Hard: pids},
@@ -356,6 +362,9 @@ func (d *driver) exitReason(code int64) string {
 		return "its container was removed from outside"
 	case err == nil && info.State != nil && info.State.OOMKilled:
 		return "OOMKilled: the kernel exceeded its memory limit of " + strconv.Itoa(d.limits.MemoryMB) + " MB"
+	}
+	if d.r.gvisor && code == gvisorSentryExit {
+		return gvisorSentryReason
 	}
 	return exitCodeReason(code)
 }

@@ -25,6 +25,7 @@ type Runtime struct {
 	closer  func() error
 	root    bool
 	seccomp string // the profile's JSON, or "" for Docker's default
+	gvisor  bool   // the OCI runtime is gVisor (runsc)
 	slots   *sandbox.Slots
 
 	live sandbox.LiveSet // session ids with a sandbox, including ones starting
@@ -33,9 +34,10 @@ type Runtime struct {
 // New locks the state directory for this runtime alone (see
 // sandbox.LockStateDir: a *sandbox.StateDirInUseError when another
 // gateway's runtime holds it), connects to the Docker engine (DOCKER_HOST
-// or the default socket), checks that the image exists, and removes this
-// instance's orphaned containers and directories (see Reconcile). The
-// caller must Close the runtime.
+// or the default socket), checks that the engine has the OCI runtime (a
+// gVisor one with --oci-seccomp, else ErrSeccompNotEnforced) and the
+// image, and removes this instance's orphaned containers and directories
+// (see Reconcile). The caller must Close the runtime.
 func New(ctx context.Context, cfg Config, log zerolog.Logger) (_ *Runtime, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -78,10 +80,22 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (_ *Runtime, err e
 func newRuntime(ctx context.Context, cfg Config, cli engine, log zerolog.Logger) (*Runtime, error) {
 	r := &Runtime{cfg: cfg, log: log.With().Str("runtime", "docker").Logger(), cli: cli, closer: func() error { return nil },
 		root: os.Geteuid() == 0, slots: sandbox.NewSlots(cfg.MaxSandboxes)}
+	cctx, cancel := context.WithTimeout(ctx, cfg.CallTimeout)
+	defer cancel()
+	info, err := cli.Info(cctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: docker: engine info: %w", sandbox.ErrUnavailable, err)
+	}
+	if r.gvisor, err = checkOCIRuntime(info, cfg.OCIRuntime); err != nil {
+		return nil, err
+	}
 	switch cfg.SeccompProfile {
 	case "":
 		r.seccomp = defaultSeccomp
 	case SeccompDockerDefault:
+		if r.gvisor {
+			return nil, fmt.Errorf("docker: config: seccomp profile %s cannot be used with gVisor (runtime %q): %w", SeccompDockerDefault, cfg.OCIRuntime, errGVisorErrnoRet)
+		}
 	default:
 		b, err := os.ReadFile(cfg.SeccompProfile)
 		if err != nil {
@@ -89,8 +103,11 @@ func newRuntime(ctx context.Context, cfg Config, cli engine, log zerolog.Logger)
 		}
 		r.seccomp = string(b)
 	}
-	cctx, cancel := context.WithTimeout(ctx, cfg.CallTimeout)
-	defer cancel()
+	if r.gvisor {
+		if r.seccomp, err = gvisorProfile(r.seccomp); err != nil {
+			return nil, fmt.Errorf("docker: seccomp profile %s: %w", cfg.SeccompProfile, err)
+		}
+	}
 	if _, err := cli.ImageInspect(cctx, cfg.Image); err != nil {
 		return nil, fmt.Errorf("%w: docker: kernel image %s: %w (build it with `make image`)", sandbox.ErrUnavailable, cfg.Image, err)
 	}
@@ -138,6 +155,9 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 		return nil, err
 	}
 	limits := r.cfg.Limits(spec.Limits)
+	if r.gvisor {
+		limits = gvisorLimits(limits)
+	}
 	b := sandbox.NewBase(sandbox.BaseConfig{ID: spec.ID, Limits: limits, SandboxIPC: sandbox.IPCDir, StartTimeout: r.cfg.StartTimeout})
 	defer b.CloseOnFailure(ctx, &err)
 	b.OnClose("forget session", func() error { r.live.Forget(spec.ID); return nil })

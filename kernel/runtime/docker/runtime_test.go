@@ -1,10 +1,12 @@
 package docker_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -53,6 +55,21 @@ func newRuntime(t *testing.T, cfg docker.Config) *docker.Runtime {
 	return r
 }
 
+// underGVisor reports whether the tests' OCI runtime is gVisor (runsc,
+// or a runtime whose binary is runsc).
+func underGVisor(t *testing.T) bool {
+	t.Helper()
+	name := os.Getenv("GLASSROOM_TEST_OCI_RUNTIME")
+	if name == "" {
+		return false
+	}
+	out, err := exec.Command("docker", "info", "--format", "{{with index .Runtimes \""+name+"\"}}{{.Path}}{{end}}").CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker info: %v %s", err, out)
+	}
+	return name == "runsc" || filepath.Base(strings.TrimSpace(string(out))) == "runsc"
+}
+
 type kern = runtimetest.Kernel
 
 var n int
@@ -96,6 +113,19 @@ func TestContainerIsLockedDown(t *testing.T) {
 	}
 	if rt := os.Getenv("GLASSROOM_TEST_OCI_RUNTIME"); rt != "" {
 		checks["{{.HostConfig.Runtime}}"] = rt
+	}
+	nproc := `{{range .HostConfig.Ulimits}}{{if eq .Name "nproc"}}{{.Soft}} {{.Hard}}{{end}}{{end}}`
+	checks[nproc] = "64 64"
+	if underGVisor(t) {
+		// The sentry enforces the pids, at most memory/40 MB (here 16);
+		// the host's limit leaves room for the sentry's own threads.
+		checks[nproc] = "16 16"
+		checks["{{.HostConfig.PidsLimit}}"] = strconv.Itoa(16*16 + 512)
+	}
+	// The host's processes of the sandbox (the kernel's, or gVisor's
+	// sentry) are the OOM killer's first choice.
+	if b, err := os.ReadFile("/proc/" + inspect(t, "{{.State.Pid}}", id) + "/oom_score_adj"); err != nil || strings.TrimSpace(string(b)) != "1000" {
+		t.Errorf("host oom_score_adj of the container's process: %q %v", b, err)
 	}
 	for f, want := range checks {
 		if got := inspect(t, f, id); got != want {
@@ -144,7 +174,13 @@ func TestContainment(t *testing.T) {
 	r := newRuntime(t, docker.Config{})
 	bystander := start(t, r, sandbox.Limits{})
 	bystander.Run(t, "alive = 1")
-	k := start(t, r, sandbox.Limits{MemoryMB: 256, Pids: 48, WorkspaceMB: 16})
+	mem := 256
+	if underGVisor(t) {
+		// Each forked kernel costs gVisor about 20 MB: with 256 MB the fork
+		// bomb below would meet the memory limit before its 16 pids.
+		mem = 512
+	}
+	k := start(t, r, sandbox.Limits{MemoryMB: mem, Pids: 48, WorkspaceMB: 16})
 
 	t.Run("writes outside workspace and tmp fail", func(t *testing.T) {
 		for _, p := range []string{"/etc/x", "/usr/x", "/x", "/run/glassroom/x", "/home/x"} {
@@ -327,10 +363,7 @@ var hardeningSeq int
 
 func TestHardening(t *testing.T) {
 	r := newRuntime(t, docker.Config{})
-	opts := runtimetest.HardeningOptions{DeniedSocketErrno: int(syscall.EPERM)}
-	if os.Getenv("GLASSROOM_TEST_OCI_RUNTIME") == "runsc" {
-		opts.SkipSocketFamilies = true
-	}
+	opts := runtimetest.HardeningOptions{DeniedSocketErrno: int(syscall.EPERM), OwnProc: underGVisor(t)}
 	runtimetest.Hardening(t, r, opts, func() string {
 		hardeningSeq++
 		return "hardening-" + strconv.Itoa(hardeningSeq) + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
@@ -343,4 +376,95 @@ func TestHardening(t *testing.T) {
 func TestRestartStartsClean(t *testing.T) {
 	k := start(t, newRuntime(t, docker.Config{}), sandbox.Limits{})
 	runtimetest.RestartStartsClean(t, &k, "/dev/shm")
+}
+
+// forkBomb is `while True: os.fork()`, whose processes, once a fork
+// fails, hold their place a moment and leave (the cell's own process
+// raises the error to the client).
+const forkBomb = `import os, time
+top = os.getpid()
+try:
+    while True:
+        os.fork()
+finally:
+    if os.getpid() != top:
+        time.sleep(1)
+        os._exit(0)`
+
+// TestForkBombStopsAtThePidsLimit: a fork bomb stops at the session's
+// pids limit with BlockingIOError (EAGAIN), and the kernel lives on with
+// its variables and can start processes again; under gVisor as under
+// runc (gVisor's sentry enforces the limit; the host's leaves room for
+// the sentry's own threads).
+func TestForkBombStopsAtThePidsLimit(t *testing.T) {
+	r := newRuntime(t, docker.Config{})
+	k := start(t, r, sandbox.Limits{}) // 128 pids and 2048 MB; 48 pids under gVisor
+	k.Run(t, "x = 41")
+	began := time.Now()
+	out, ename := k.Run(t, forkBomb)
+	t.Logf("the fork bomb stopped after %v: %s", time.Since(began).Round(time.Millisecond), out)
+	if ename != "BlockingIOError" || !strings.Contains(out, "Resource temporarily unavailable") {
+		t.Fatalf("want BlockingIOError (EAGAIN), got %s: %s", ename, out)
+	}
+	if out, _ := k.Run(t, "x + 1"); out != `"42"` {
+		t.Fatalf("x + 1 = %s after the fork bomb", out)
+	}
+	// Once the bomb's processes have left (the cell's children are waited
+	// for; their children go to init), the kernel starts processes again.
+	out, ename = k.Run(t, `import os, subprocess, time
+try:
+    while True: os.waitpid(-1, 0)
+except ChildProcessError:
+    pass
+for attempt in range(300):
+    try:
+        print(subprocess.run(["echo", "forks again"], capture_output=True, text=True).stdout.strip()); break
+    except BlockingIOError:
+        time.sleep(0.1)`)
+	if ename != "" || strings.TrimSpace(out) != "forks again" {
+		t.Fatalf("after the fork bomb: %s %s", ename, out)
+	}
+}
+
+// TestGVisorSandboxDeathIsExplained: what a client sees when a gVisor
+// sandbox dies anyway (its sentry cannot create a host task: here the
+// test lowers the host's pids limit of the running sandbox below what a
+// few forks need; a kernel whose forks outgrow the host's limit or its
+// memory ends so too): the kernel is dead, and the exit reason says that
+// the gVisor sandbox stopped, not just "exit code 2".
+func TestGVisorSandboxDeathIsExplained(t *testing.T) {
+	r := newRuntime(t, docker.Config{})
+	if !underGVisor(t) {
+		t.Skip("gVisor only: run with GLASSROOM_TEST_OCI_RUNTIME=runsc")
+	}
+	if os.Geteuid() != 0 {
+		t.Fatal("the test lowers the sandbox's host pids limit in its cgroup: run it as root")
+	}
+	k := start(t, r, sandbox.Limits{})
+	k.Run(t, "x = 1")
+	pid := inspect(t, "{{.State.Pid}}", containerOf(t, r, k))
+	cg, err := os.ReadFile("/proc/" + pid + "/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v1, v2 string // the pids hierarchy's directory (cgroup v1), the unified one (v2)
+	for _, line := range strings.Split(string(cg), "\n") {
+		switch f := strings.SplitN(line, ":", 3); {
+		case len(f) != 3:
+		case f[1] == "pids":
+			v1 = "/sys/fs/cgroup/pids" + f[2]
+		case f[0] == "0":
+			v2 = "/sys/fs/cgroup" + f[2]
+		}
+	}
+	dir := cmp.Or(v1, v2)
+	cur, err := os.ReadFile(filepath.Join(dir, "pids.current"))
+	if err != nil {
+		t.Fatalf("the sandbox's pids cgroup (%s): %v", dir, err)
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(cur)))
+	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.Itoa(n+4)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runtimetest.Dies(t, k, "import os, time\nfor i in range(40):\n    if os.fork() == 0:\n        time.sleep(30); os._exit(0)", "the gVisor sandbox stopped")
 }

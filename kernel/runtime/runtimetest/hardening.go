@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,17 +21,25 @@ type HardeningOptions struct {
 	// (EAFNOSUPPORT from the local runtime's filter, EPERM from Docker's
 	// seccomp profiles).
 	DeniedSocketErrno int
-	// SkipSocketFamilies is set for runtimes that do not filter system
-	// calls themselves (gVisor implements no exotic family at all).
-	SkipSocketFamilies bool
+	// DeniedSyscallErrno is the errno of a refused system call (bpf,
+	// io_uring_setup, unshare, ...): EPERM when zero.
+	DeniedSyscallErrno int
+	// OwnProc is set for runtimes whose kernel sees an emulated /proc
+	// (gVisor): its oom_score_adj is not the host's, which the runtime's
+	// own tests check.
+	OwnProc bool
 }
 
 // Hardening checks, against a real kernel of rt, the protections every
-// runtime must give: the session environment policy, socket families,
+// runtime must give: the session environment policy, the system calls and
+// socket families its seccomp filter refuses (threads and fork working),
 // the OOM killer's preference, a bounded ipc directory, a kernel start
 // that no workspace file can steer, and output streams sent in bounded
 // chunks.
 func Hardening(t *testing.T, rt Starter, opts HardeningOptions, newID func() string) {
+	if opts.DeniedSyscallErrno == 0 {
+		opts.DeniedSyscallErrno = int(syscall.EPERM)
+	}
 	t.Run("environment policy", func(t *testing.T) {
 		for name, why := range map[string]string{"PYTHONPATH": "interpreter", "LD_PRELOAD": "loader", "JUPYTER_CONFIG_DIR": "start-up", "HOME": "glassroom sets it"} {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -49,9 +58,6 @@ func Hardening(t *testing.T, rt Starter, opts HardeningOptions, newID func() str
 		t.Fatalf("allowed variable not set: %q", out)
 	}
 	t.Run("socket families", func(t *testing.T) {
-		if opts.SkipSocketFamilies {
-			t.Skip("this runtime has no host system-call surface to filter")
-		}
 		out, _ := k.Run(t, `import socket
 res = []
 for fam, typ in [(1, socket.SOCK_STREAM), (2, socket.SOCK_STREAM), (10, socket.SOCK_DGRAM), (16, socket.SOCK_RAW), (17, socket.SOCK_RAW), (38, socket.SOCK_SEQPACKET), (40, socket.SOCK_STREAM), (5, socket.SOCK_DGRAM), (30, socket.SOCK_SEQPACKET)]:
@@ -76,7 +82,52 @@ print(" ".join(res))`)
 			t.Fatalf("output %q", out)
 		}
 	})
+	t.Run("system calls into the host kernel's attack surface are refused", func(t *testing.T) {
+		// In a child interpreter, so that a call let through (a new user
+		// namespace) does not change the kernel itself.
+		out, ename := k.Run(t, `import subprocess, sys
+probe = """
+import ctypes, os, threading
+libc = ctypes.CDLL(None, use_errno=True)
+def errno_of(nr, *args):
+    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) for a in args])
+    return 0 if r >= 0 else ctypes.get_errno()
+th = threading.Thread(target=lambda: None); th.start(); th.join()
+pid = os.fork()
+if pid == 0:
+    os._exit(7)
+works = "threads and fork work: %d" % (os.waitpid(pid, 0)[1] >> 8)
+# ptrace last: a process that PTRACE_TRACEME let through stops at its next signal.
+calls = [("bpf", 321, 0, 0, 0), ("io_uring_setup", 425, 1, 0), ("perf_event_open", 298, 0, 0, -1, -1, 0),
+         ("keyctl", 250, 0), ("unshare(CLONE_NEWUSER)", 272, 0x10000000), ("unshare(CLONE_NEWNS)", 272, 0x20000),
+         ("setns", 308, -1, 0), ("ptrace(PTRACE_TRACEME)", 101, 0, 0, 0, 0)]
+print(" ".join("%s=%d" % (c[0], errno_of(*c[1:])) for c in calls))
+print(works, flush=True)
+os._exit(0)
+"""
+r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+print(r.stdout + r.stderr)`)
+		if ename != "" {
+			t.Fatalf("%s: %s", ename, out)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 2 || lines[1] != "threads and fork work: 7" {
+			t.Fatalf("threads or fork broken by the seccomp profile:\n%s", out)
+		}
+		calls := strings.Fields(lines[0])
+		for _, c := range calls {
+			if name, errno, _ := strings.Cut(c, "="); errno != strconv.Itoa(opts.DeniedSyscallErrno) {
+				t.Errorf("%s: errno %s, want %d (refused)", name, errno, opts.DeniedSyscallErrno)
+			}
+		}
+		if len(calls) != 8 {
+			t.Fatalf("output %q", out)
+		}
+	})
 	t.Run("the OOM killer picks the kernel first", func(t *testing.T) {
+		if opts.OwnProc {
+			t.Skip("the kernel's /proc is emulated; the runtime's tests check the host's oom_score_adj")
+		}
 		out, _ := k.Run(t, "print(open('/proc/self/oom_score_adj').read().strip())")
 		if strings.TrimSpace(out) != "1000" {
 			t.Fatalf("oom_score_adj %q", out)
