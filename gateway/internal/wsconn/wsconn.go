@@ -83,8 +83,8 @@ func (g *Group) Shutdown() { g.stop() }
 // Wait blocks until every connection that entered has left.
 func (g *Group) Wait() { g.wg.Wait() }
 
-// Recover, deferred by a connection's goroutine, turns a panic into an
-// error that ends this connection only.
+// Recover turns a panic into an error that ends this connection only. A
+// connection's goroutines defer it: defer g.Recover(&err).
 func (g *Group) Recover(err *error) {
 	if r := recover(); r != nil {
 		g.log.Error().Interface("panic", r).Msg("websocket handler panicked")
@@ -98,6 +98,7 @@ type Error string
 
 func (e Error) Error() string { return string(e) }
 
+// Why a connection's goroutine ended.
 const (
 	ErrClientGone   = Error("client disconnected")
 	ErrSessionEnded = Error("session ended")
