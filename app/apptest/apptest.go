@@ -5,6 +5,10 @@
 // runtime (runc); a missing engine or kernel image skips loudly, or fails
 // when CI=true (testkit.Unavailable).
 //
+// Gateway.Call, Body and Decode send a test's raw HTTP requests and read
+// the answers, for the packages whose tests talk to a gateway beside the
+// Go client (gateway, gateway/jupyter).
+//
 // It is a test harness: only _test.go files import it.
 package apptest
 
