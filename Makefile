@@ -86,7 +86,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 60s ./kernel/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEvent$$' -fuzztime 60s ./kernel/
 	$(GO) test -run '^$$' -fuzz '^FuzzGuard$$' -fuzztime 60s ./kernel/
-	$(GO) test -run '^$$' -fuzz '^FuzzJupyterFrame$$' -fuzztime 60s ./gateway/
+	$(GO) test -run '^$$' -fuzz '^FuzzJupyterFrame$$' -fuzztime 60s ./gateway/jupyter/
 
 # Rebuilds the notebook's committed third-party bundle (CodeMirror, markdown-it,
 # DOMPurify) from web/vendor's lockfile: web/static/vendor/vendor.js and
@@ -101,4 +101,4 @@ compose: build image
 	$(COMPOSE) up --build
 
 clean:
-	rm -rf bin artifacts mcp/testdata/node/node_modules gateway/testdata/jlab/node_modules
+	rm -rf bin artifacts mcp/testdata/node/node_modules gateway/jupyter/testdata/jlab/node_modules

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/glassroom/glassroom/gateway/internal/httperr"
+	"github.com/glassroom/glassroom/gateway/internal/tenant"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/labstack/echo/v4"
 )
@@ -21,9 +23,9 @@ func (s *Server) decodeJSON(c echo.Context, v any) error {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return newError(http.StatusRequestEntityTooLarge, "too_large", "request body exceeds %d bytes", s.cfg.MaxBodyBytes)
+			return httperr.New(http.StatusRequestEntityTooLarge, "too_large", "request body exceeds %d bytes", s.cfg.MaxBodyBytes)
 		}
-		return newError(http.StatusBadRequest, "bad_request", "could not read body")
+		return httperr.New(http.StatusBadRequest, "bad_request", "could not read body")
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil
@@ -31,10 +33,10 @@ func (s *Server) decodeJSON(c echo.Context, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return newError(http.StatusBadRequest, "bad_request", "invalid JSON body: %s", err.Error())
+		return httperr.New(http.StatusBadRequest, "bad_request", "invalid JSON body: %s", err.Error())
 	}
 	if dec.More() {
-		return newError(http.StatusBadRequest, "bad_request", "invalid JSON body: trailing data")
+		return httperr.New(http.StatusBadRequest, "bad_request", "invalid JSON body: trailing data")
 	}
 	return nil
 }
@@ -46,7 +48,7 @@ func seconds(field string, v *float64) (time.Duration, error) {
 		return 0, nil
 	}
 	if math.IsNaN(*v) || *v <= 0 || *v > 7*24*3600 {
-		return 0, newError(http.StatusBadRequest, "bad_request", "%s must be a positive number of seconds", field)
+		return 0, httperr.New(http.StatusBadRequest, "bad_request", "%s must be a positive number of seconds", field)
 	}
 	return time.Duration(*v * float64(time.Second)), nil
 }
@@ -79,12 +81,12 @@ func (s *Server) createSession(c echo.Context) error {
 	if l := req.Limits; l != nil {
 		opts.Limits = sessions.Limits{MemoryMB: l.MemoryMB, CPUs: l.CPUs, Pids: l.Pids, WorkspaceMB: l.WorkspaceMB}
 		// 0 means the default; anything else must be enough to run a
-		// kernel (a 400 with the reason, see toAPIError).
+		// kernel (a 400 with the reason: httperr.Of maps ErrBadSpec).
 		if err := opts.Limits.Validate(); err != nil {
 			return err
 		}
 	}
-	sess, err := s.mgr.Create(c.Request().Context(), tenant(c), opts)
+	sess, err := s.mgr.Create(c.Request().Context(), tenant.Of(c), opts)
 	if err != nil {
 		return err
 	}
@@ -92,11 +94,11 @@ func (s *Server) createSession(c echo.Context) error {
 }
 
 func (s *Server) listSessions(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string][]sessions.Info{"sessions": s.mgr.List(tenant(c))})
+	return c.JSON(http.StatusOK, map[string][]sessions.Info{"sessions": s.mgr.List(tenant.Of(c))})
 }
 
 func (s *Server) session(c echo.Context) (*sessions.Session, error) {
-	return s.mgr.Get(tenant(c), c.Param("id"))
+	return s.mgr.Get(tenant.Of(c), c.Param("id"))
 }
 
 func (s *Server) getSession(c echo.Context) error {
@@ -108,7 +110,7 @@ func (s *Server) getSession(c echo.Context) error {
 }
 
 func (s *Server) deleteSession(c echo.Context) error {
-	if err := s.mgr.Delete(c.Request().Context(), tenant(c), c.Param("id")); err != nil {
+	if err := s.mgr.Delete(c.Request().Context(), tenant.Of(c), c.Param("id")); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -130,7 +132,7 @@ func (s *Server) execute(c echo.Context) error {
 		return err
 	}
 	if req.Code == nil {
-		return newError(http.StatusBadRequest, "bad_request", "field code is required")
+		return httperr.New(http.StatusBadRequest, "bad_request", "field code is required")
 	}
 	timeout, err := seconds("timeout_s", req.Timeout)
 	if err != nil {
@@ -143,20 +145,15 @@ func (s *Server) execute(c echo.Context) error {
 	return c.JSON(http.StatusOK, exec)
 }
 
-// interruptVia returns the interrupt handler of an API whose routes name
-// the session through find (the native API and the Jupyter kernels API
-// answer an interrupt alike: 204 once it is sent).
-func (s *Server) interruptVia(find func(echo.Context) (*sessions.Session, error)) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		sess, err := find(c)
-		if err != nil {
-			return err
-		}
-		if err := sess.Interrupt(c.Request().Context()); err != nil {
-			return err
-		}
-		return c.NoContent(http.StatusNoContent)
+func (s *Server) interrupt(c echo.Context) error {
+	sess, err := s.session(c)
+	if err != nil {
+		return err
 	}
+	if err := sess.Interrupt(c.Request().Context()); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
 }
 
 func (s *Server) restart(c echo.Context) error {
@@ -205,7 +202,7 @@ type introspectRequest struct {
 
 func (r introspectRequest) check() error {
 	if r.Code == nil || r.CursorPos == nil {
-		return newError(http.StatusBadRequest, "bad_request", "fields code and cursor_pos are required")
+		return httperr.New(http.StatusBadRequest, "bad_request", "fields code and cursor_pos are required")
 	}
 	return nil
 }

@@ -1,8 +1,25 @@
-// Package gateway is glassroom's HTTP face: the native REST API (/v1), the
-// WebSocket relay, the Jupyter Server kernels API (/api, jupyter*.go: a
-// second view of the same sessions for Jupyter front ends), API-key
-// authentication, the embedded notebook UI, and the mapping from session
-// errors to HTTP status codes. It is the only package that imports echo.
+// Package gateway is glassroom's HTTP face: one echo server (Server) with
+// the native REST API (/v1), the WebSocket relay, the Jupyter Server
+// kernels API (/api, served by package gateway/jupyter: a second view of
+// the same sessions for Jupyter front ends), /mcp, API-key authentication,
+// the embedded notebook UI, and the mapping from session errors to HTTP
+// responses. It and its subpackages are the only importers of echo.
+//
+//   - server.go: Server, New (every route), Serve and its graceful
+//     shutdown, authentication, the error responses ({"error":{...}} on
+//     /v1, the Jupyter shape on /api), /healthz and /metrics.
+//   - api.go: the session and execution calls of /v1.
+//   - files.go: filesAPI, the workspace files of a session.
+//   - ws.go, introspect.go: wsRelay, the native WebSocket
+//     (/v1/sessions/{id}/ws), and its complete and inspect requests.
+//   - mcp.go: /mcp over the in-process transport; openapi.go: the
+//     embedded openapi.json and Routes; ui.go: the notebook UI.
+//
+// What its front ends share lives in gateway/internal: httperr (the error
+// type handlers return and the one mapping of package errors to HTTP
+// statuses), tenant (the API keys, each a tenant, and the tenant of a
+// request) and wsconn (the upgrader and origin check, the group of live
+// WebSockets that shutdown ends and waits for, panic recovery).
 //
 // Every request is authenticated with an API key (Authorization: Bearer, or
 // ?token= on WebSocket upgrades and file downloads; on /api also

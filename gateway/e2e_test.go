@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -35,6 +34,7 @@ const (
 // env is a gateway on a real loopback listener over a real runtime.
 type env struct {
 	t   *testing.T
+	g   *apptest.Gateway
 	url string
 	mgr *sessions.Manager
 	rt  sessions.Runtime
@@ -84,7 +84,7 @@ func newEnv(t *testing.T, rt app.Runtime, cfg sessions.Config) *env {
 	t.Helper()
 	g := apptest.Start(t, rt, apptest.Options{Sessions: cfg,
 		Gateway: gateway.Config{APIKeys: []string{keyA, keyB}, MaxBodyBytes: 1 << 20}})
-	return &env{t: t, url: g.URL, mgr: g.Manager, rt: g.App.Runtime}
+	return &env{t: t, g: g, url: g.URL, mgr: g.Manager, rt: g.App.Runtime}
 }
 
 // client returns a glassroom Go client with key: the helpers below go
@@ -103,48 +103,11 @@ func (e *env) client(key string) *glclient.Client {
 // request goes out without one (the client always sends its key).
 func (e *env) call(key, method, path string, body any, out any) int {
 	e.t.Helper()
-	r := requestBody(body)
-	var resp *http.Response
-	var err error
-	if key != "" {
-		resp, err = e.client(key).Do(context.Background(), method, path, r, "application/json")
-	} else {
-		req, _ := http.NewRequest(method, e.url+path, r)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err = http.DefaultClient.Do(req)
+	if key == "" {
+		return e.g.Call(e.t, "", method, path, body, out)
 	}
-	return e.decode(method, path, resp, err, out)
-}
-
-// requestBody is body as a request body: nil, a string as is (bad JSON
-// included), or anything else encoded as JSON.
-func requestBody(body any) io.Reader {
-	switch b := body.(type) {
-	case nil:
-		return nil
-	case string:
-		return strings.NewReader(b)
-	default:
-		j, _ := json.Marshal(b)
-		return bytes.NewReader(j)
-	}
-}
-
-// decode ends a call: it fails the test if the request failed, decodes
-// a JSON answer into out (if non-nil) and returns the status code.
-func (e *env) decode(method, path string, resp *http.Response, err error, out any) int {
-	e.t.Helper()
-	if err != nil {
-		e.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if out != nil && len(data) > 0 {
-		if err := json.Unmarshal(data, out); err != nil {
-			e.t.Fatalf("%s %s: decode %q: %v", method, path, data, err)
-		}
-	}
-	return resp.StatusCode
+	resp, err := e.client(key).Do(context.Background(), method, path, apptest.Body(body), "application/json")
+	return apptest.Decode(e.t, method+" "+path, resp, err, out)
 }
 
 // reencode copies v into out through JSON (without HTML escaping), to

@@ -9,19 +9,28 @@ import (
 	"path"
 	"strings"
 
+	"github.com/glassroom/glassroom/gateway/internal/httperr"
+	"github.com/glassroom/glassroom/sessions"
 	"github.com/glassroom/glassroom/workspace"
 	"github.com/labstack/echo/v4"
 )
 
-// routeFiles registers the workspace file API. File calls do not wait for
-// the execution queue, so they work while code runs.
-func (s *Server) routeFiles(g *echo.Group) {
-	g.GET("/sessions/:id/files", s.listFiles)
-	g.POST("/sessions/:id/files", s.uploadMultipart)
-	g.GET("/sessions/:id/files/*", s.downloadFile)
-	g.HEAD("/sessions/:id/files/*", s.downloadFile)
-	g.PUT("/sessions/:id/files/*", s.uploadFile)
-	g.DELETE("/sessions/:id/files/*", s.deleteFile)
+// filesAPI serves the workspace file API under /v1/sessions/{id}/files.
+// File calls do not wait for the execution queue, so they work while code
+// runs. Safe for concurrent use.
+type filesAPI struct {
+	session   func(echo.Context) (*sessions.Session, error) // the session a route names, of the request's tenant
+	maxUpload int64                                         // bytes of one upload (Config.MaxUploadBytes)
+}
+
+// route registers the file API's routes on the authenticated /v1 group.
+func (f *filesAPI) route(g *echo.Group) {
+	g.GET("/sessions/:id/files", f.list)
+	g.POST("/sessions/:id/files", f.uploadMultipart)
+	g.GET("/sessions/:id/files/*", f.download)
+	g.HEAD("/sessions/:id/files/*", f.download)
+	g.PUT("/sessions/:id/files/*", f.upload)
+	g.DELETE("/sessions/:id/files/*", f.remove)
 }
 
 // filePath extracts the workspace path after /files/ from the escaped URL
@@ -32,20 +41,20 @@ func filePath(c echo.Context) (string, error) {
 	raw := c.Request().URL.EscapedPath()
 	i := strings.Index(raw, "/files/")
 	if i < 0 {
-		return "", newError(http.StatusBadRequest, "bad_path", "missing file path")
+		return "", httperr.New(http.StatusBadRequest, "bad_path", "missing file path")
 	}
 	p, err := url.PathUnescape(raw[i+len("/files/"):])
 	if err != nil {
-		return "", newError(http.StatusBadRequest, "bad_path", "invalid percent-encoding in path")
+		return "", httperr.New(http.StatusBadRequest, "bad_path", "invalid percent-encoding in path")
 	}
 	if p == "" {
-		return "", newError(http.StatusBadRequest, "bad_path", "missing file path")
+		return "", httperr.New(http.StatusBadRequest, "bad_path", "missing file path")
 	}
 	return p, nil
 }
 
-func (s *Server) listFiles(c echo.Context) error {
-	sess, err := s.session(c)
+func (f *filesAPI) list(c echo.Context) error {
+	sess, err := f.session(c)
 	if err != nil {
 		return err
 	}
@@ -60,8 +69,8 @@ func (s *Server) listFiles(c echo.Context) error {
 // is an attachment, so it never runs on the gateway's origin.
 var inlineTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
 
-func (s *Server) downloadFile(c echo.Context) error {
-	sess, err := s.session(c)
+func (f *filesAPI) download(c echo.Context) error {
+	sess, err := f.session(c)
 	if err != nil {
 		return err
 	}
@@ -69,11 +78,11 @@ func (s *Server) downloadFile(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f, info, err := sess.Files().OpenFile(p)
+	file, info, err := sess.Files().OpenFile(p)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer file.Close()
 	name := path.Base(p)
 	ctype := mime.TypeByExtension(path.Ext(name))
 	if ctype == "" {
@@ -89,12 +98,12 @@ func (s *Server) downloadFile(c echo.Context) error {
 	h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "no-store")
-	http.ServeContent(c.Response(), c.Request(), "", info.ModTime(), f) // streams, supports Range
+	http.ServeContent(c.Response(), c.Request(), "", info.ModTime(), file) // streams, supports Range
 	return nil
 }
 
-func (s *Server) uploadFile(c echo.Context) error {
-	sess, err := s.session(c)
+func (f *filesAPI) upload(c echo.Context) error {
+	sess, err := f.session(c)
 	if err != nil {
 		return err
 	}
@@ -111,27 +120,27 @@ func (s *Server) uploadFile(c echo.Context) error {
 		return c.JSON(http.StatusCreated, map[string]any{"path": clean, "type": "dir"})
 	case "", "file":
 	default:
-		return newError(http.StatusBadRequest, "bad_request", "type must be file or dir")
+		return httperr.New(http.StatusBadRequest, "bad_request", "type must be file or dir")
 	}
-	if c.Request().ContentLength > s.cfg.MaxUploadBytes {
-		return s.tooLarge()
+	if c.Request().ContentLength > f.maxUpload {
+		return f.tooLarge()
 	}
-	n, err := sess.Files().Write(p, http.MaxBytesReader(c.Response(), c.Request().Body, s.cfg.MaxUploadBytes))
+	n, err := sess.Files().Write(p, http.MaxBytesReader(c.Response(), c.Request().Body, f.maxUpload))
 	if err != nil {
-		return s.uploadError(err)
+		return f.uploadError(err)
 	}
 	clean, _ := workspace.Clean(p)
 	return c.JSON(http.StatusCreated, map[string]any{"path": clean, "size": n})
 }
 
-func (s *Server) tooLarge() error {
-	return newError(http.StatusRequestEntityTooLarge, "too_large", "upload exceeds %d bytes", s.cfg.MaxUploadBytes)
+func (f *filesAPI) tooLarge() error {
+	return httperr.New(http.StatusRequestEntityTooLarge, "too_large", "upload exceeds %d bytes", f.maxUpload)
 }
 
-func (s *Server) uploadError(err error) error {
+func (f *filesAPI) uploadError(err error) error {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return s.tooLarge()
+		return f.tooLarge()
 	}
 	return err
 }
@@ -139,18 +148,18 @@ func (s *Server) uploadError(err error) error {
 // uploadMultipart streams every "file" part of a multipart/form-data body
 // into the workspace (under the optional "dir" field, which must come
 // first). Nothing is buffered in memory or temporary files.
-func (s *Server) uploadMultipart(c echo.Context) error {
-	sess, err := s.session(c)
+func (f *filesAPI) uploadMultipart(c echo.Context) error {
+	sess, err := f.session(c)
 	if err != nil {
 		return err
 	}
-	if c.Request().ContentLength > s.cfg.MaxUploadBytes {
-		return s.tooLarge()
+	if c.Request().ContentLength > f.maxUpload {
+		return f.tooLarge()
 	}
-	c.Request().Body = http.MaxBytesReader(c.Response(), c.Request().Body, s.cfg.MaxUploadBytes)
+	c.Request().Body = http.MaxBytesReader(c.Response(), c.Request().Body, f.maxUpload)
 	mr, err := c.Request().MultipartReader()
 	if err != nil {
-		return newError(http.StatusBadRequest, "bad_request", "expected a multipart/form-data body")
+		return httperr.New(http.StatusBadRequest, "bad_request", "expected a multipart/form-data body")
 	}
 	type stored struct {
 		Path string `json:"path"`
@@ -164,19 +173,19 @@ func (s *Server) uploadMultipart(c echo.Context) error {
 			break
 		}
 		if err != nil {
-			return s.uploadError(newError(http.StatusBadRequest, "bad_request", "malformed multipart body"))
+			return f.uploadError(httperr.New(http.StatusBadRequest, "bad_request", "malformed multipart body"))
 		}
 		switch part.FormName() {
 		case "dir":
 			b, err := io.ReadAll(io.LimitReader(part, workspace.MaxPathBytes+1))
 			if err != nil {
-				return s.uploadError(err)
+				return f.uploadError(err)
 			}
 			dir = string(b)
 		case "file":
 			name := part.FileName()
 			if name == "" || strings.ContainsAny(name, "/\\") {
-				return newError(http.StatusBadRequest, "bad_path", "each file part needs a plain file name")
+				return httperr.New(http.StatusBadRequest, "bad_path", "each file part needs a plain file name")
 			}
 			p := name
 			if dir != "" {
@@ -184,7 +193,7 @@ func (s *Server) uploadMultipart(c echo.Context) error {
 			}
 			n, err := sess.Files().Write(p, part)
 			if err != nil {
-				return s.uploadError(err)
+				return f.uploadError(err)
 			}
 			clean, _ := workspace.Clean(p)
 			files = append(files, stored{clean, n})
@@ -192,13 +201,13 @@ func (s *Server) uploadMultipart(c echo.Context) error {
 		_ = part.Close()
 	}
 	if len(files) == 0 {
-		return newError(http.StatusBadRequest, "bad_request", "no file parts (field name \"file\")")
+		return httperr.New(http.StatusBadRequest, "bad_request", "no file parts (field name \"file\")")
 	}
 	return c.JSON(http.StatusCreated, map[string]any{"files": files})
 }
 
-func (s *Server) deleteFile(c echo.Context) error {
-	sess, err := s.session(c)
+func (f *filesAPI) remove(c echo.Context) error {
+	sess, err := f.session(c)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/glassroom/glassroom/gateway/internal/httperr"
 	"github.com/glassroom/glassroom/sessions"
 )
 
@@ -73,7 +74,7 @@ func (in *introspector) start(f clientFrame) {
 			return // superseded or the connection ended
 		}
 		if err != nil {
-			ae := toAPIError(err)
+			ae := httperr.Of(err)
 			reply = rejected{Type: "rejected", ID: f.ID, Code: ae.Code, Message: ae.Message}
 		}
 		send(ctx, in.out, reply)

@@ -27,7 +27,7 @@ import (
 //
 //	go test -run '^$' -bench JupyterRoundTrip -benchtime 300x ./gateway/
 func BenchmarkJupyterRoundTrip(b *testing.B) {
-	g := apptest.Start(b, apptest.Local(b, jupyterUIDBase+3000), apptest.Options{})
+	g := apptest.Start(b, apptest.Local(b, 346000), apptest.Options{})
 	ws := "ws" + strings.TrimPrefix(g.URL, "http")
 	hdr := http.Header{"Authorization": {"Bearer " + apptest.KeyA}}
 	// One session per client, so that no client reads another's events.
@@ -90,6 +90,12 @@ func BenchmarkJupyterRoundTrip(b *testing.B) {
 		b.ReportMetric(ml/mn, "legacy/v1")
 		b.ReportMetric(mv/mn, "v1proto/v1")
 	})
+}
+
+// kernelIDOf is a session id in the UUID shape of the Jupyter API's
+// kernel ids.
+func kernelIDOf(s string) string {
+	return s[:8] + "-" + s[8:12] + "-" + s[12:16] + "-" + s[16:20] + "-" + s[20:]
 }
 
 type roundTripper interface {

@@ -4,16 +4,18 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/glassroom/glassroom/gateway/internal/httperr"
+	"github.com/glassroom/glassroom/gateway/internal/tenant"
+	"github.com/glassroom/glassroom/gateway/internal/wsconn"
+	"github.com/glassroom/glassroom/gateway/jupyter"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
@@ -22,18 +24,12 @@ import (
 // Server serves the API, the WebSocket relay and the UI. Create it with
 // New, serve with Serve; it is safe for concurrent use.
 type Server struct {
-	cfg  Config
-	mgr  *sessions.Manager
-	log  zerolog.Logger
-	echo *echo.Echo
-	keys [][32]byte // sha256 of each API key
-
-	// base is cancelled when shutdown starts; WebSocket handlers watch it.
-	base     context.Context
-	stop     context.CancelFunc
-	wsConns  sync.WaitGroup
-	upgrader wsUpgrader
-	resume   *jupyterResume // where Jupyter clients' channels left off (jupyter_resume.go)
+	cfg   Config
+	mgr   *sessions.Manager
+	log   zerolog.Logger
+	echo  *echo.Echo
+	keys  *tenant.Keys
+	conns *wsconn.Group // every WebSocket, native and Jupyter: Serve's shutdown ends them and waits
 }
 
 // New builds the server. assets is the UI's static files (may be nil).
@@ -42,12 +38,14 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	base, stop := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, mgr: mgr, log: log, base: base, stop: stop, resume: newJupyterResume(defaultResumeLimits())}
-	for _, k := range cfg.APIKeys {
-		s.keys = append(s.keys, sha256.Sum256([]byte(k)))
+	s := &Server{cfg: cfg, mgr: mgr, log: log, keys: tenant.NewKeys(cfg.APIKeys), conns: wsconn.NewGroup(log)}
+	upgrader := wsconn.NewUpgrader(cfg.AllowedOrigins)
+	jup, err := jupyter.New(jupyter.Config{MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.WSPingInterval}, mgr, s.keys, s.conns, upgrader, log)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	s.upgrader = newUpgrader(cfg.AllowedOrigins)
+	files := &filesAPI{session: s.session, maxUpload: cfg.MaxUploadBytes}
+	relay := &wsRelay{session: s.session, mgr: mgr, conns: s.conns, upgrader: upgrader, ping: cfg.WSPingInterval}
 	e := echo.New()
 	s.echo = e // routes added below may take the in-process transport, which serves through it
 	e.HideBanner, e.HidePort = true, true
@@ -65,15 +63,15 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 	v1.PATCH("/sessions/:id", s.updateSession)
 	v1.DELETE("/sessions/:id", s.deleteSession)
 	v1.POST("/sessions/:id/execute", s.execute)
-	v1.POST("/sessions/:id/interrupt", s.interruptVia(s.session))
+	v1.POST("/sessions/:id/interrupt", s.interrupt)
 	v1.POST("/sessions/:id/restart", s.restart)
 	v1.POST("/sessions/:id/complete", s.complete)
 	v1.POST("/sessions/:id/inspect", s.inspect)
-	v1.GET("/sessions/:id/ws", s.websocket)
-	s.routeFiles(v1)
+	v1.GET("/sessions/:id/ws", relay.serve)
+	files.route(v1)
 	s.routeMCP(e)
 	s.routeOpenAPI(e)
-	s.routeJupyter(e)
+	jup.Register(e)
 	if assets != nil {
 		s.routeUI(e, assets)
 	}
@@ -99,17 +97,17 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
-		s.stop()
-		s.wsConns.Wait()
+		s.conns.Shutdown()
+		s.conns.Wait()
 		return fmt.Errorf("gateway: serve: %w", err)
 	case <-ctx.Done():
 	}
 	s.log.Info().Msg("shutting down HTTP server")
-	s.stop()
+	s.conns.Shutdown()
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
 	err := srv.Shutdown(sctx)
-	s.wsConns.Wait()
+	s.conns.Wait()
 	if serr := <-errc; err == nil && serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		err = serr
 	}
@@ -125,15 +123,15 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
-	ae := toAPIError(err)
+	ae := httperr.Of(err)
 	if ae.Status >= 500 {
 		s.log.Error().Err(err).Str("path", c.Path()).Msg("request failed")
 	}
-	if isJupyterPath(c.Request().URL.Path) {
-		_ = c.JSON(ae.Status, newJupyterError(ae))
+	if jupyter.IsPath(c.Request().URL.Path) {
+		_ = c.JSON(ae.Status, jupyter.ErrorOf(ae))
 		return
 	}
-	_ = c.JSON(ae.Status, map[string]*apiError{"error": ae})
+	_ = c.JSON(ae.Status, map[string]*httperr.Error{"error": ae})
 }
 
 // recoverPanics turns a handler panic into a 500; the gateway keeps running.
@@ -142,7 +140,7 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 		defer func() {
 			if r := recover(); r != nil {
 				s.log.Error().Interface("panic", r).Str("path", c.Path()).Msg("handler panicked")
-				err = newError(http.StatusInternalServerError, "internal", "internal error")
+				err = httperr.New(http.StatusInternalServerError, "internal", "internal error")
 			}
 		}()
 		return next(c)
@@ -157,7 +155,7 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		err := next(c)
 		status := c.Response().Status
 		if err != nil {
-			status = toAPIError(err).Status
+			status = httperr.Of(err).Status
 		}
 		s.log.Info().Str("method", c.Request().Method).Str("route", c.Path()).Str("session", c.Param("id")).
 			Int("status", status).Dur("latency", time.Since(start)).Msg("request")
@@ -175,8 +173,6 @@ func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-const tenantKey = "glassroom.tenant"
-
 // authenticate accepts "Authorization: Bearer <key>", or ?token=<key> on
 // WebSocket upgrades and GET/HEAD file downloads, and stores the tenant.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
@@ -187,34 +183,15 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		} else if (c.Request().Method == http.MethodGet || c.Request().Method == http.MethodHead) && (strings.HasSuffix(c.Path(), "/ws") || strings.Contains(c.Path(), "/files/")) {
 			key = c.QueryParam("token")
 		}
-		tenant, ok := s.tenantOf(key)
+		t, ok := s.keys.Lookup(key)
 		if !ok {
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="glassroom"`)
-			return newError(http.StatusUnauthorized, "unauthorized", "missing or invalid API key")
+			return httperr.New(http.StatusUnauthorized, "unauthorized", "missing or invalid API key")
 		}
-		c.Set(tenantKey, tenant)
+		tenant.Set(c, t)
 		return next(c)
 	}
 }
-
-// tenantOf checks key against every configured key in constant time and
-// returns a stable tenant id derived from it (never the key itself).
-func (s *Server) tenantOf(key string) (string, bool) {
-	if key == "" {
-		return "", false
-	}
-	sum := sha256.Sum256([]byte(key))
-	found := 0
-	for _, k := range s.keys {
-		found |= subtle.ConstantTimeCompare(sum[:], k[:])
-	}
-	if found != 1 {
-		return "", false
-	}
-	return hex.EncodeToString(sum[:8]), true
-}
-
-func tenant(c echo.Context) string { return c.Get(tenantKey).(string) }
 
 // health is the body of GET /healthz.
 type health struct {
@@ -228,7 +205,7 @@ func (s *Server) metrics(c echo.Context) error {
 	want := sha256.Sum256([]byte(s.cfg.MetricsToken))
 	got := sha256.Sum256([]byte(strings.TrimPrefix(c.Request().Header.Get("Authorization"), "Bearer ")))
 	if subtle.ConstantTimeCompare(want[:], got[:]) != 1 {
-		return newError(http.StatusUnauthorized, "unauthorized", "missing or invalid metrics token")
+		return httperr.New(http.StatusUnauthorized, "unauthorized", "missing or invalid metrics token")
 	}
 	s.cfg.Metrics.ServeHTTP(c.Response(), c.Request())
 	return nil

@@ -4,42 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/glassroom/glassroom/gateway/internal/httperr"
+	"github.com/glassroom/glassroom/gateway/internal/wsconn"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/time/rate"
 )
-
-type wsUpgrader struct{ websocket.Upgrader }
-
-// newUpgrader allows same-origin browsers, listed origins, and clients
-// that send no Origin (scripts, agents).
-func newUpgrader(allowed []string) wsUpgrader {
-	set := map[string]bool{}
-	for _, o := range allowed {
-		set[strings.ToLower(strings.TrimRight(o, "/"))] = true
-	}
-	return wsUpgrader{websocket.Upgrader{
-		ReadBufferSize: 16 << 10, WriteBufferSize: 16 << 10,
-		CheckOrigin: func(r *http.Request) bool {
-			origin := r.Header.Get("Origin")
-			if origin == "" {
-				return true
-			}
-			u, err := url.Parse(origin)
-			if err != nil {
-				return false
-			}
-			return strings.EqualFold(u.Host, r.Host) || set[strings.ToLower(origin)]
-		},
-	}}
-}
 
 // clientFrame is any frame a WebSocket client may send.
 type clientFrame struct {
@@ -61,24 +36,27 @@ type rejected struct {
 	Message string `json:"message"`
 }
 
-const (
-	wsWriteTimeout = 10 * time.Second
-	// wsFrameRate is how many frames per second a client may send,
-	// sustained (the burst is the same). A faster client is not refused:
-	// the server stops reading its socket until the rate allows, so TCP
-	// slows the client down.
-	wsFrameRate = 200
-	// wsPendingExecutes is how many executes a connection may have waiting
-	// for room in the session's queue before its socket stops being read.
-	wsPendingExecutes = 8
-)
+// wsPendingExecutes is how many executes a connection may have waiting for
+// room in the session's queue before its socket stops being read.
+const wsPendingExecutes = 8
 
-// websocket relays a session's events to one client and the client's
+// wsRelay serves the native WebSocket, GET /v1/sessions/{id}/ws. Safe for
+// concurrent use; each connection's state is in its handler's goroutines.
+type wsRelay struct {
+	session  func(echo.Context) (*sessions.Session, error) // the session a route names, of the request's tenant
+	mgr      *sessions.Manager
+	conns    *wsconn.Group // the gateway's live WebSockets
+	upgrader websocket.Upgrader
+	ping     time.Duration // how often an idle connection is pinged
+}
+
+// serve relays a session's events to one client and the client's
 // execute, interrupt, input_reply and resume frames to the session. The
-// handler owns two goroutines, a reader and a writer, and returns when
-// both have exited. A client that disconnects does not stop its executions.
-func (s *Server) websocket(c echo.Context) error {
-	sess, err := s.session(c)
+// handler owns three goroutines, a reader, a submitter and a writer, and
+// returns when all have exited. A client that disconnects does not stop
+// its executions.
+func (r *wsRelay) serve(c echo.Context) error {
+	sess, err := r.session(c)
 	if err != nil {
 		return err
 	}
@@ -86,7 +64,7 @@ func (s *Server) websocket(c echo.Context) error {
 	if v := c.QueryParam("since"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			return newError(http.StatusBadRequest, "bad_request", "since must be a non-negative integer")
+			return httperr.New(http.StatusBadRequest, "bad_request", "since must be a non-negative integer")
 		}
 		since = n
 	}
@@ -95,37 +73,35 @@ func (s *Server) websocket(c echo.Context) error {
 		return err
 	}
 	defer release()
-	conn, err := s.upgrader.Upgrade(c.Response(), c.Request(), nil)
+	conn, err := r.upgrader.Upgrade(c.Response(), c.Request(), nil)
 	if err != nil {
 		return nil // the upgrader has written the error response
 	}
-	s.wsConns.Add(1)
-	defer s.wsConns.Done()
+	ctx, leave := r.conns.Enter()
+	defer leave()
 	defer conn.Close()
-	conn.SetReadLimit(int64(s.mgr.Config().MaxCodeBytes) + 64<<10)
+	conn.SetReadLimit(int64(r.mgr.Config().MaxCodeBytes) + 64<<10)
 	sess.Touch()
 
-	ctx, cancel := context.WithCancel(s.base)
-	defer cancel()
 	out := make(chan any, 64)     // frames for the writer besides events
 	resume := make(chan int64, 1) // resubscribe requests for the writer
 	execs := make(chan sessions.ExecRequest, wsPendingExecutes)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
-		defer s.recoverWS(&err)
-		in := newIntrospector(gctx, sess, out, s.recoverWS)
+		defer r.conns.Recover(&err)
+		in := newIntrospector(gctx, sess, out, r.conns.Recover)
 		defer in.close()
 		defer close(execs)
-		return s.wsRead(gctx, conn, sess, wsInputs{out: out, resume: resume, execs: execs, introspect: in})
+		return r.read(gctx, conn, sess, wsInputs{out: out, resume: resume, execs: execs, introspect: in})
 	})
 	g.Go(func() (err error) {
-		defer s.recoverWS(&err)
-		return s.wsSubmit(gctx, sess, execs, out)
+		defer r.conns.Recover(&err)
+		return submit(gctx, sess, execs, out)
 	})
 	g.Go(func() (err error) {
-		defer s.recoverWS(&err)
+		defer r.conns.Recover(&err)
 		defer conn.Close() // unblocks the reader
-		return s.wsWrite(gctx, conn, sess, since, out, resume)
+		return r.write(gctx, conn, sess, since, out, resume)
 	})
 	_ = g.Wait()
 	return nil
@@ -139,38 +115,29 @@ type wsInputs struct {
 	introspect *introspector
 }
 
-// wsSubmit owns the hand-off of a connection's executes to the session, in
+// submit owns the hand-off of a connection's executes to the session, in
 // order: while the session's queue is full it waits (and, once execs is
 // full, the reader stops reading the socket). It ends when the reader
 // closes execs or the connection ends.
-func (s *Server) wsSubmit(ctx context.Context, sess *sessions.Session, execs <-chan sessions.ExecRequest, out chan<- any) error {
+func submit(ctx context.Context, sess *sessions.Session, execs <-chan sessions.ExecRequest, out chan<- any) error {
 	for req := range execs {
 		if _, err := sess.SubmitWait(ctx, req); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			ae := toAPIError(err)
+			ae := httperr.Of(err)
 			send(ctx, out, rejected{Type: "rejected", ID: req.ID, Code: ae.Code, Message: ae.Message})
 		}
 	}
 	return nil
 }
 
-// recoverWS turns a panic in a WebSocket goroutine into an error that ends
-// this connection only.
-func (s *Server) recoverWS(err *error) {
-	if r := recover(); r != nil {
-		s.log.Error().Interface("panic", r).Msg("websocket handler panicked")
-		*err = wsError("internal error")
-	}
-}
-
-// wsRead owns the connection's reading side. It reads at most wsFrameRate
-// frames a second; past that it waits before reading on, so a fast client
-// is slowed by TCP backpressure, never dropped.
-func (s *Server) wsRead(ctx context.Context, conn *websocket.Conn, sess *sessions.Session, in wsInputs) error {
+// read owns the connection's reading side. It reads at most
+// wsconn.FrameRate frames a second; past that it waits before reading on,
+// so a fast client is slowed by TCP backpressure, never dropped.
+func (r *wsRelay) read(ctx context.Context, conn *websocket.Conn, sess *sessions.Session, in wsInputs) error {
 	defer send(ctx, in.out, nil) // tells the writer the client is gone
-	limit := rate.NewLimiter(wsFrameRate, wsFrameRate)
+	limit := rate.NewLimiter(wsconn.FrameRate, wsconn.FrameRate)
 	for {
 		if err := limit.Wait(ctx); err != nil {
 			return err
@@ -184,15 +151,15 @@ func (s *Server) wsRead(ctx context.Context, conn *websocket.Conn, sess *session
 			send(ctx, in.out, rejected{Type: "rejected", Code: "bad_frame", Message: "frame is not a JSON object: " + err.Error()})
 			continue
 		}
-		if r := s.handleFrame(ctx, sess, f, in); r != nil {
-			send(ctx, in.out, *r)
+		if rej := handleFrame(ctx, sess, f, in); rej != nil {
+			send(ctx, in.out, *rej)
 		}
 	}
 }
 
-func (s *Server) handleFrame(ctx context.Context, sess *sessions.Session, f clientFrame, in wsInputs) *rejected {
+func handleFrame(ctx context.Context, sess *sessions.Session, f clientFrame, in wsInputs) *rejected {
 	reject := func(err error) *rejected {
-		ae := toAPIError(err)
+		ae := httperr.Of(err)
 		return &rejected{Type: "rejected", ID: f.ID, Code: ae.Code, Message: ae.Message}
 	}
 	switch f.Type {
@@ -252,14 +219,14 @@ func send(ctx context.Context, out chan<- any, v any) {
 	}
 }
 
-// wsWrite owns the connection's writing side: events, rejections and pings.
-func (s *Server) wsWrite(ctx context.Context, conn *websocket.Conn, sess *sessions.Session, since int64, out <-chan any, resume <-chan int64) error {
+// write owns the connection's writing side: events, rejections and pings.
+func (r *wsRelay) write(ctx context.Context, conn *websocket.Conn, sess *sessions.Session, since int64, out <-chan any, resume <-chan int64) error {
 	sub := sess.Subscribe(since)
 	defer func() { sub.Close() }()
-	ping := time.NewTicker(s.cfg.WSPingInterval)
+	ping := time.NewTicker(r.ping)
 	defer ping.Stop()
 	write := func(v any) error {
-		_ = conn.SetWriteDeadline(time.Now().Add(wsWriteTimeout))
+		_ = conn.SetWriteDeadline(time.Now().Add(wsconn.WriteTimeout))
 		return conn.WriteJSON(v)
 	}
 	// A snapshot of the kernel state; its seq is where this stream resumes
@@ -277,7 +244,7 @@ func (s *Server) wsWrite(ctx context.Context, conn *websocket.Conn, sess *sessio
 			return ctx.Err()
 		case v := <-out:
 			if v == nil {
-				return errClientGone
+				return wsconn.ErrClientGone
 			}
 			if err := write(v); err != nil {
 				return err
@@ -294,7 +261,7 @@ func (s *Server) wsWrite(ctx context.Context, conn *websocket.Conn, sess *sessio
 				}
 				_ = conn.WriteControl(websocket.CloseMessage,
 					websocket.FormatCloseMessage(websocket.CloseNormalClosure, "session ended"), time.Now().Add(time.Second))
-				return errSessionEnded
+				return wsconn.ErrSessionEnded
 			}
 			if ev.Seq <= lastSent {
 				continue
@@ -304,18 +271,9 @@ func (s *Server) wsWrite(ctx context.Context, conn *websocket.Conn, sess *sessio
 			}
 			lastSent = ev.Seq
 		case <-ping.C:
-			if err := conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsWriteTimeout)); err != nil {
+			if err := conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsconn.WriteTimeout)); err != nil {
 				return err
 			}
 		}
 	}
 }
-
-type wsError string
-
-func (e wsError) Error() string { return string(e) }
-
-const (
-	errClientGone   = wsError("client disconnected")
-	errSessionEnded = wsError("session ended")
-)

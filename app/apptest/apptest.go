@@ -5,15 +5,24 @@
 // runtime (runc); a missing engine or kernel image skips loudly, or fails
 // when CI=true (testkit.Unavailable).
 //
+// Gateway.Call, Body and Decode send a test's raw HTTP requests and read
+// the answers, for the packages whose tests talk to a gateway beside the
+// Go client (gateway, gateway/jupyter).
+//
 // It is a test harness: only _test.go files import it.
 package apptest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,4 +138,54 @@ func (g *Gateway) Client(t testing.TB, key string) *client.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// Call sends one request to g, with the header "Authorization: auth" (none
+// when auth is empty), and decodes a JSON answer into out (when non-nil);
+// body is as Body makes it. It returns the status code; a request that
+// fails fails the test.
+func (g *Gateway) Call(t testing.TB, auth, method, path string, body, out any) int {
+	t.Helper()
+	req, err := http.NewRequest(method, g.URL+path, Body(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	return Decode(t, method+" "+path, resp, err, out)
+}
+
+// Body is body as a request body: nil, a string as it is (bad JSON
+// included), or anything else encoded as JSON.
+func Body(body any) io.Reader {
+	switch b := body.(type) {
+	case nil:
+		return nil
+	case string:
+		return strings.NewReader(b)
+	default:
+		j, _ := json.Marshal(b)
+		return bytes.NewReader(j)
+	}
+}
+
+// Decode ends a request (what names it in failures): it fails the test if
+// the request failed, decodes a JSON answer into out (if non-nil) and
+// returns the status code.
+func Decode(t testing.TB, what string, resp *http.Response, err error, out any) int {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if out != nil && len(data) > 0 {
+		if err := json.Unmarshal(data, out); err != nil {
+			t.Fatalf("%s: decode %q: %v", what, data, err)
+		}
+	}
+	return resp.StatusCode
 }

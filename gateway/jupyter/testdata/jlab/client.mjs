@@ -1,5 +1,5 @@
 // A real Jupyter client, JupyterLab's @jupyterlab/services, run by
-// gateway/jupyter_clients_test.go against glassroom's kernels API:
+// gateway/jupyter/clients_test.go against glassroom's kernels API:
 //   node client.mjs <base url> <token>
 // It uses a kernel as JupyterLab does and prints what it saw as one JSON
 // object on stdout; the Go test asserts on it.

@@ -1,4 +1,4 @@
-package gateway
+package jupyter
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 // gateway's test (TestJupyterResumeIsolation) shows the same through
 // channels connections to real kernels.
 func TestJupyterResumeBounds(t *testing.T) {
-	r := newJupyterResume(resumeLimits{perKernel: 4, perTenant: 10, ttl: time.Hour})
+	r := newResumeMap(resumeLimits{perKernel: 4, perTenant: 10, ttl: time.Hour})
 	r.put("B", "kb", "b", 7)
 	// Tenant A churns far past every bound, on one kernel and on many.
 	for i := range 1000 {
@@ -28,7 +28,7 @@ func TestJupyterResumeBounds(t *testing.T) {
 	}
 
 	// Per kernel: the oldest of that kernel goes, not another kernel's.
-	r = newJupyterResume(resumeLimits{perKernel: 2, perTenant: 10, ttl: time.Hour})
+	r = newResumeMap(resumeLimits{perKernel: 2, perTenant: 10, ttl: time.Hour})
 	r.put("A", "k1", "old", 1)
 	r.put("A", "k2", "other", 2)
 	r.put("A", "k1", "mid", 3)
@@ -51,7 +51,7 @@ func TestJupyterResumeBounds(t *testing.T) {
 		t.Error("a position was taken twice")
 	}
 	// Positions expire; the tenant's entry goes with its last position.
-	r = newJupyterResume(resumeLimits{perKernel: 2, perTenant: 10, ttl: time.Microsecond})
+	r = newResumeMap(resumeLimits{perKernel: 2, perTenant: 10, ttl: time.Microsecond})
 	r.put("A", "k1", "c", 1)
 	for t0 := time.Now(); time.Since(t0) <= 10*time.Microsecond; { // the position is older than its ttl
 	}

@@ -1,4 +1,4 @@
-package gateway_test
+package jupyter_test
 
 import (
 	"bytes"
@@ -32,9 +32,6 @@ import (
 // and classic Notebook 6.4 started with --gateway-url (the Notebook driven
 // in Debian's Chromium), and JupyterLab's @jupyterlab/services from npm in
 // Node (the v1 subprotocol JupyterLab uses).
-
-// uidBase keeps these tests' sandbox uids apart from other packages'.
-const jupyterUIDBase = 440000
 
 // jupyterApp is a jupyter_server or notebook process using a glassroom
 // gateway for its kernels.
@@ -77,7 +74,7 @@ func freePort(t testing.TB) int {
 // the same.
 func readmeCommand(t *testing.T, prefix, gateway, key string) []string {
 	t.Helper()
-	doc, err := os.ReadFile("../docs/clients.md")
+	doc, err := os.ReadFile("../../docs/clients.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +92,7 @@ func readmeCommand(t *testing.T, prefix, gateway, key string) []string {
 	if found == "" {
 		t.Fatalf("docs/clients.md has no %q command line", prefix)
 	}
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -524,7 +521,7 @@ func TestJupyterLabServices(t *testing.T) {
 // TestReadmeJupyterLabSnippet runs the @jupyterlab/services example of
 // docs/clients.md in Node against a real gateway.
 func TestReadmeJupyterLabSnippet(t *testing.T) {
-	doc, err := os.ReadFile("../docs/clients.md")
+	doc, err := os.ReadFile("../../docs/clients.md")
 	if err != nil {
 		t.Fatal(err)
 	}

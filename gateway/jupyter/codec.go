@@ -1,4 +1,4 @@
-package gateway
+package jupyter
 
 import (
 	"bytes"
@@ -30,13 +30,13 @@ import (
 // Messages are never signed on the WebSocket: glassroom signs toward the
 // kernel (package kernel), and the signature fields are absent or empty.
 
-// jupyterV1 is the subprotocol name of the v1 framing.
-const jupyterV1 = "v1.kernel.websocket.jupyter.org"
+// subprotocolV1 is the subprotocol name of the v1 framing.
+const subprotocolV1 = "v1.kernel.websocket.jupyter.org"
 
 // Bounds on a client's frame.
 const (
-	maxJupyterBuffers = 64
-	maxHeaderBytes    = 16 << 10
+	maxBuffers     = 64
+	maxHeaderBytes = 16 << 10
 )
 
 var errBadFrame = errors.New("bad Jupyter frame")
@@ -84,7 +84,7 @@ func decodeFrame(data []byte, binaryFrame, v1 bool) (*jmsg, error) {
 	switch {
 	case v1:
 		if !binaryFrame {
-			return nil, fmt.Errorf("%w: text frame on the %s subprotocol", errBadFrame, jupyterV1)
+			return nil, fmt.Errorf("%w: text frame on the %s subprotocol", errBadFrame, subprotocolV1)
 		}
 		m, err = decodeV1(data)
 	case binaryFrame:
@@ -129,7 +129,7 @@ func decodeLegacyBinary(data []byte) (*jmsg, error) {
 		return nil, fmt.Errorf("%w: binary frame of %d bytes", errBadFrame, len(data))
 	}
 	n := binary.BigEndian.Uint32(data)
-	if n < 1 || n > maxJupyterBuffers+1 || uint64(len(data)) < 4*(uint64(n)+1) {
+	if n < 1 || n > maxBuffers+1 || uint64(len(data)) < 4*(uint64(n)+1) {
 		return nil, fmt.Errorf("%w: %d parts", errBadFrame, n)
 	}
 	offsets := make([]int, n+1)
@@ -155,7 +155,7 @@ func decodeV1(data []byte) (*jmsg, error) {
 	}
 	n := binary.LittleEndian.Uint64(data)
 	// channel, header, parent_header, metadata, content, buffers, end
-	if n < 6 || n > maxJupyterBuffers+6 || uint64(len(data)) < 8*(n+1) {
+	if n < 6 || n > maxBuffers+6 || uint64(len(data)) < 8*(n+1) {
 		return nil, fmt.Errorf("%w: %d offsets", errBadFrame, n)
 	}
 	offsets := make([]int, n)
@@ -198,8 +198,8 @@ type outMsg struct {
 	msgID    string // set when the caller must know it; else a new one
 }
 
-// jupyterDate formats t as Jupyter clients parse it (microseconds, UTC, Z).
-func jupyterDate(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000Z") }
+// formatDate formats t as Jupyter clients parse it (microseconds, UTC, Z).
+func formatDate(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000Z") }
 
 // msgIDs makes unique message ids: a random prefix per connection and a
 // counter, as jupyter_client does. Safe for concurrent use.
@@ -211,7 +211,7 @@ type msgIDs struct {
 func newMsgIDs() *msgIDs {
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		panic(fmt.Sprintf("gateway: crypto/rand failed: %v", err))
+		panic(fmt.Sprintf("jupyter: crypto/rand failed: %v", err))
 	}
 	return &msgIDs{prefix: hex.EncodeToString(b[:]) + "_"}
 }
@@ -223,13 +223,13 @@ func (g *msgIDs) next() string { return g.prefix + strconv.FormatUint(g.n.Add(1)
 // It reports whether the frame is binary.
 func encode(m *outMsg, msgID, session string, now time.Time, v1 bool) ([]byte, bool, error) {
 	header, err := json.Marshal(jheader{MsgID: msgID, MsgType: m.msgType, Session: session, Username: "glassroom",
-		Date: jupyterDate(now), Version: "5.3"})
+		Date: formatDate(now), Version: "5.3"})
 	if err != nil {
 		return nil, false, err
 	}
 	content, err := json.Marshal(m.content)
 	if err != nil {
-		return nil, false, fmt.Errorf("gateway: encode %s: %w", m.msgType, err)
+		return nil, false, fmt.Errorf("jupyter: encode %s: %w", m.msgType, err)
 	}
 	parent, metadata := m.parent, m.metadata
 	if len(parent) == 0 {

@@ -1,4 +1,4 @@
-package gateway
+package jupyter
 
 import (
 	"container/list"
@@ -16,7 +16,7 @@ import (
 // tenant: a tenant that opens and closes many connections evicts only its
 // own positions (the oldest first), never another tenant's.
 
-// resumeLimits bounds a jupyterResume.
+// resumeLimits bounds a resumeMap.
 type resumeLimits struct {
 	perKernel int           // positions kept per kernel (its clients' session_ids)
 	perTenant int           // positions kept per tenant, over all its kernels
@@ -36,9 +36,9 @@ func defaultResumeLimits() resumeLimits {
 	return resumeLimits{perKernel: resumePerKernel, perTenant: resumePerTenant, ttl: resumeFor}
 }
 
-// jupyterResume holds the saved positions. Safe for concurrent use; its
+// resumeMap holds the saved positions. Safe for concurrent use; its
 // methods never block on anything but its mutex.
-type jupyterResume struct {
+type resumeMap struct {
 	lim     resumeLimits
 	mu      sync.Mutex
 	tenants map[string]*tenantResume
@@ -56,14 +56,14 @@ type resumeEntry struct {
 	at             time.Time
 }
 
-func newJupyterResume(lim resumeLimits) *jupyterResume {
-	return &jupyterResume{lim: lim, tenants: map[string]*tenantResume{}}
+func newResumeMap(lim resumeLimits) *resumeMap {
+	return &resumeMap{lim: lim, tenants: map[string]*tenantResume{}}
 }
 
 // put saves where client's channels to kernel stopped (seq: the last event
 // it was sent), evicting the oldest position of the kernel, then of the
 // tenant, when either is full.
-func (r *jupyterResume) put(tenant, kernel, client string, seq int64) {
+func (r *resumeMap) put(tenant, kernel, client string, seq int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := time.Now()
@@ -101,7 +101,7 @@ func (r *jupyterResume) put(tenant, kernel, client string, seq int64) {
 
 // take returns and forgets the position saved for client's channels to
 // kernel, if there is one that has not expired.
-func (r *jupyterResume) take(tenant, kernel, client string) (int64, bool) {
+func (r *resumeMap) take(tenant, kernel, client string) (int64, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	t := r.tenants[tenant]
@@ -122,7 +122,7 @@ func (r *jupyterResume) take(tenant, kernel, client string) (int64, bool) {
 }
 
 // count is how many positions are kept for tenant (for tests).
-func (r *jupyterResume) count(tenant string) int {
+func (r *resumeMap) count(tenant string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if t := r.tenants[tenant]; t != nil {
@@ -132,13 +132,13 @@ func (r *jupyterResume) count(tenant string) int {
 }
 
 // expire drops t's positions older than the limit (the oldest are first).
-func (r *jupyterResume) expire(t *tenantResume, now time.Time) {
+func (r *resumeMap) expire(t *tenantResume, now time.Time) {
 	for el := t.order.Front(); el != nil && now.Sub(el.Value.(*resumeEntry).at) > r.lim.ttl; el = t.order.Front() {
 		t.remove(el)
 	}
 }
 
-func (r *jupyterResume) dropIfEmpty(tenant string, t *tenantResume) {
+func (r *resumeMap) dropIfEmpty(tenant string, t *tenantResume) {
 	if t.order.Len() == 0 {
 		delete(r.tenants, tenant)
 	}

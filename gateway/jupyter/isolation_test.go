@@ -1,4 +1,4 @@
-package gateway_test
+package jupyter_test
 
 import (
 	"encoding/json"
@@ -16,7 +16,7 @@ import (
 // What one client of the Jupyter face cannot do to another: evict another
 // tenant's resume position, or answer another connection's input(). Real
 // gateways over real kernels, with the protocol client of
-// jupyter_client_test.go.
+// jclient_test.go.
 
 // waitConnections waits until kernel id (of key's tenant) has n channels
 // connections: a connection's resume position is saved before it stops
@@ -106,7 +106,7 @@ func TestJupyterInputOwnership(t *testing.T) {
 	k := e.startKernel(keyA, nil)
 	owner := e.channels(t, keyA, k.ID, false, "session_id=owner-"+randomHex(4))
 	other := e.channels(t, keyA, k.ID, false, "session_id=other-"+randomHex(4))
-	v1 := e.ws(keyA, strings.ReplaceAll(k.ID, "-", ""), "")
+	v1 := e.ws(keyA, strings.ReplaceAll(k.ID, "-", ""))
 
 	// inputRequest waits for owner's input_request for execution id.
 	inputRequest := func(id, prompt string) jm {

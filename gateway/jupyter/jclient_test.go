@@ -1,4 +1,4 @@
-package gateway_test
+package jupyter_test
 
 import (
 	"bytes"

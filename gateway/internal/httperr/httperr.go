@@ -1,0 +1,105 @@
+package httperr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/workspace"
+	"github.com/labstack/echo/v4"
+)
+
+// Error is an error with its HTTP status and public code: what every
+// handler of the gateway returns, and the body of every error response of
+// the native API ({"error":{"code":"...","message":"..."}}).
+type Error struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// New is an Error with a message made as fmt.Sprintf makes it.
+func New(status int, code, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Of maps any error to its HTTP status and public code. It is the only
+// place that knows how package errors become status codes.
+func Of(err error) *Error {
+	var ae *Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		code := map[int]string{
+			http.StatusNotFound: "not_found", http.StatusMethodNotAllowed: "method_not_allowed",
+			http.StatusRequestEntityTooLarge: "too_large", http.StatusUnauthorized: "unauthorized",
+			http.StatusBadRequest: "bad_request",
+		}[he.Code]
+		if code == "" {
+			code = "error"
+		}
+		return &Error{Status: he.Code, Code: code, Message: fmt.Sprint(he.Message)}
+	}
+	switch {
+	case errors.Is(err, workspace.ErrBadPath), errors.Is(err, workspace.ErrSymlink):
+		return New(http.StatusBadRequest, "bad_path", "%s", publicMessage(err))
+	case errors.Is(err, workspace.ErrNotFound):
+		return New(http.StatusNotFound, "file_not_found", "%s", publicMessage(err))
+	case errors.Is(err, workspace.ErrIsDir), errors.Is(err, workspace.ErrNotDir), errors.Is(err, workspace.ErrExists):
+		return New(http.StatusConflict, "file_conflict", "%s", publicMessage(err))
+	case errors.Is(err, workspace.ErrClosed):
+		return New(http.StatusNotFound, "not_found", "session not found")
+	case errors.Is(err, workspace.ErrBusy):
+		return New(http.StatusConflict, "file_busy", "%s", publicMessage(err))
+	case errors.Is(err, workspace.ErrFull):
+		return New(http.StatusInsufficientStorage, "workspace_full", "the workspace is full (its size is limited); delete files and retry")
+	case errors.Is(err, sessions.ErrNotFound):
+		return New(http.StatusNotFound, "not_found", "session not found")
+	case errors.Is(err, sessions.ErrInvalid), errors.Is(err, sessions.ErrBadSpec):
+		return New(http.StatusBadRequest, "bad_request", "%s", publicMessage(err))
+	case errors.Is(err, sessions.ErrTooManySessions):
+		return New(http.StatusTooManyRequests, "too_many_sessions", "%s", err.Error())
+	case errors.Is(err, sessions.ErrTooManyClients):
+		return New(http.StatusTooManyRequests, "too_many_clients", "%s", err.Error())
+	case errors.Is(err, sessions.ErrQueueFull):
+		return New(http.StatusTooManyRequests, "queue_full", "%s", err.Error())
+	case errors.Is(err, sessions.ErrNoInputPending):
+		return New(http.StatusConflict, "no_input_pending", "%s", err.Error())
+	case errors.Is(err, sessions.ErrKernelDead), errors.Is(err, sessions.ErrKernelGone):
+		return New(http.StatusConflict, "kernel_dead", "the kernel is dead; restart the session")
+	case errors.Is(err, sessions.ErrClosed):
+		return New(http.StatusServiceUnavailable, "shutting_down", "the session or gateway is shutting down")
+	case errors.Is(err, context.DeadlineExceeded):
+		return New(http.StatusGatewayTimeout, "kernel_timeout", "the kernel did not answer in time")
+	case errors.Is(err, sessions.ErrUnavailable):
+		return New(http.StatusServiceUnavailable, "runtime_unavailable", "could not start a kernel now; the gateway log has the cause")
+	}
+	return New(http.StatusInternalServerError, "internal", "internal error")
+}
+
+// publicError is implemented by the packages' typed errors whose text can
+// be shown to a client as it is (workspace.PathError, sessions.InvalidError,
+// sandbox.SpecError): no host paths, no OS details, no package prefixes.
+type publicError interface {
+	error
+	Public() string
+}
+
+// publicMessage is an error's text for the client.
+func publicMessage(err error) string {
+	var pe publicError
+	if errors.As(err, &pe) {
+		return pe.Public()
+	}
+	var k workspace.Kind
+	if errors.As(err, &k) {
+		return string(k)
+	}
+	return "the request failed"
+}

@@ -1,0 +1,355 @@
+package jupyter
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/glassroom/glassroom/gateway/internal/httperr"
+	"github.com/glassroom/glassroom/gateway/internal/tenant"
+	"github.com/glassroom/glassroom/gateway/internal/wsconn"
+	"github.com/glassroom/glassroom/sessions"
+	"github.com/gorilla/websocket"
+	"github.com/labstack/echo/v4"
+	"github.com/rs/zerolog"
+)
+
+// kernelName is the one kernel spec glassroom serves.
+const kernelName = "python3"
+
+// apiVersion is what GET /api reports: the version of the Jupyter
+// Server REST API the routes follow.
+const apiVersion = "1.23.0"
+
+// Config configures the Jupyter API. Zero fields take defaults.
+type Config struct {
+	// MaxBodyBytes bounds the body of POST /api/kernels (default 2 MiB).
+	MaxBodyBytes int64
+	// PingInterval is how often idle channels WebSockets are pinged
+	// (default 30 s).
+	PingInterval time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = 2 << 20
+	}
+	if c.PingInterval == 0 {
+		c.PingInterval = 30 * time.Second
+	}
+	return c
+}
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	if c.MaxBodyBytes < 0 || c.PingInterval < 0 {
+		return errors.New("jupyter: config: negative limit")
+	}
+	return nil
+}
+
+// API serves the Jupyter Server kernels API over a session manager. Create
+// it with New and Register its routes; it is safe for concurrent use.
+type API struct {
+	cfg      Config
+	mgr      *sessions.Manager
+	keys     *tenant.Keys
+	conns    *wsconn.Group
+	upgrader websocket.Upgrader // with the v1 subprotocol offered
+	resume   *resumeMap         // where clients' channels left off (resume.go)
+	log      zerolog.Logger
+}
+
+// New builds the API. keys are the gateway's API keys (a key is a tenant
+// as on /v1); conns is the gateway's group of live WebSockets, which the
+// channels connections join (the gateway's shutdown ends them and waits);
+// upgrader is the gateway's, with its origin check.
+func New(cfg Config, mgr *sessions.Manager, keys *tenant.Keys, conns *wsconn.Group, upgrader websocket.Upgrader, log zerolog.Logger) (*API, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if mgr == nil || keys == nil || conns == nil {
+		return nil, fmt.Errorf("jupyter: new: a session manager, keys and a connection group are required")
+	}
+	upgrader.Subprotocols = []string{subprotocolV1}
+	return &API{cfg: cfg.withDefaults(), mgr: mgr, keys: keys, conns: conns, upgrader: upgrader,
+		resume: newResumeMap(defaultResumeLimits()), log: log}, nil
+}
+
+// Register adds the Jupyter Server API's routes to e, beside /v1: /api
+// (its version, without a key), /api/kernelspecs, /api/kernels and
+// /kernelspecs/{name}/... (resources, of which glassroom has none). Every
+// other path under /api is a Jupyter-shaped 404.
+func (a *API) Register(e *echo.Echo) {
+	e.GET("/api", a.version)
+	e.GET("/api/", a.version)
+	api := e.Group("/api", a.authenticate)
+	api.GET("/kernelspecs", a.kernelSpecs)
+	api.GET("/kernelspecs/:name", a.getKernelSpec)
+	api.GET("/kernels", a.listKernels)
+	api.POST("/kernels", a.startKernel)
+	api.GET("/kernels/:id", a.getKernel)
+	api.DELETE("/kernels/:id", a.deleteKernel)
+	api.POST("/kernels/:id/interrupt", a.interrupt)
+	api.POST("/kernels/:id/restart", a.restart)
+	api.GET("/kernels/:id/channels", a.channels)
+	api.Any("/*", func(echo.Context) error {
+		return httperr.New(http.StatusNotFound, "not_found", "no such Jupyter API route")
+	})
+	// Kernel spec resources (logos): glassroom has none.
+	e.GET("/kernelspecs/:name/*", func(c echo.Context) error {
+		return httperr.New(http.StatusNotFound, "not_found", "kernel spec %s has no resource files", c.Param("name"))
+	}, a.authenticate)
+}
+
+// IsPath reports whether an error on path (a request's URL path) is
+// answered in the Jupyter shape, ErrorBody.
+func IsPath(path string) bool {
+	return path == "/api" || strings.HasPrefix(path, "/api/") || strings.HasPrefix(path, "/kernelspecs/")
+}
+
+// ErrorBody is the body of a Jupyter API error, as jupyter_server writes
+// it.
+type ErrorBody struct {
+	Message string `json:"message"`
+	Reason  string `json:"reason"`
+}
+
+// ErrorOf is the Jupyter-shaped body of e.
+func ErrorOf(e *httperr.Error) ErrorBody {
+	return ErrorBody{Message: e.Message, Reason: http.StatusText(e.Status)}
+}
+
+// authenticate accepts "Authorization: token <key>" (jupyter_server's
+// GatewayClient.auth_token) and "Bearer <key>", and ?token=<key> on
+// WebSocket upgrades and kernel spec resources; a key is a tenant as on /v1.
+func (a *API) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		key := ""
+		if scheme, k, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok &&
+			(strings.EqualFold(scheme, "token") || strings.EqualFold(scheme, "bearer")) {
+			key = strings.TrimSpace(k)
+		} else if r.Method == http.MethodGet && (websocket.IsWebSocketUpgrade(r) || strings.HasPrefix(r.URL.Path, "/kernelspecs/")) {
+			key = c.QueryParam("token")
+		}
+		t, ok := a.keys.Lookup(key)
+		if !ok {
+			c.Response().Header().Set("WWW-Authenticate", `token realm="glassroom"`)
+			return httperr.New(http.StatusUnauthorized, "unauthorized", "missing or invalid token (Authorization: token <key>)")
+		}
+		tenant.Set(c, t)
+		return next(c)
+	}
+}
+
+func (a *API) version(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"version": apiVersion})
+}
+
+// kernelSpec is a kernel spec model.
+type kernelSpec struct {
+	Name      string            `json:"name"`
+	Spec      kernelSpecFile    `json:"spec"`
+	Resources map[string]string `json:"resources"`
+}
+
+type kernelSpecFile struct {
+	Argv          []string          `json:"argv"`
+	DisplayName   string            `json:"display_name"`
+	Language      string            `json:"language"`
+	InterruptMode string            `json:"interrupt_mode"`
+	Env           map[string]string `json:"env"`
+	Metadata      map[string]any    `json:"metadata"`
+}
+
+func (a *API) kernelSpec() kernelSpec {
+	return kernelSpec{Name: kernelName, Resources: map[string]string{}, Spec: kernelSpecFile{
+		Argv:          []string{"python3", "-I", "-m", "ipykernel_launcher", "-f", "{connection_file}"},
+		DisplayName:   "Python 3 (glassroom)",
+		Language:      "python",
+		InterruptMode: "message",
+		Env:           map[string]string{},
+		Metadata:      map[string]any{"glassroom": map[string]string{"runtime": a.mgr.RuntimeName()}},
+	}}
+}
+
+func (a *API) kernelSpecs(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]any{"default": kernelName,
+		"kernelspecs": map[string]kernelSpec{kernelName: a.kernelSpec()}})
+}
+
+func (a *API) getKernelSpec(c echo.Context) error {
+	if c.Param("name") != kernelName {
+		return httperr.New(http.StatusNotFound, "not_found", "no kernel spec named %q (glassroom serves %q)", c.Param("name"), kernelName)
+	}
+	return c.JSON(http.StatusOK, a.kernelSpec())
+}
+
+// kernelModel is a kernel as the Jupyter Server API describes it.
+type kernelModel struct {
+	ID             string `json:"id"`
+	Name           string `json:"name"`
+	LastActivity   string `json:"last_activity"`
+	ExecutionState string `json:"execution_state"`
+	Connections    int    `json:"connections"`
+}
+
+func kernelModelOf(sess *sessions.Session) kernelModel {
+	info := sess.Info()
+	return kernelModel{ID: kernelID(info.ID), Name: kernelName, LastActivity: formatDate(sess.LastActivity()),
+		ExecutionState: string(info.State), Connections: sess.Clients()}
+}
+
+var sessionIDShape = regexp.MustCompile(`^[0-9a-f]{32}$`)
+var kernelIDShape = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// kernelID presents a session id (32 hex digits) in the UUID shape
+// (8-4-4-4-12) jupyter_server's routes match. It is the same id: /api
+// accepts both shapes.
+func kernelID(sessionID string) string {
+	if !sessionIDShape.MatchString(sessionID) {
+		return sessionID
+	}
+	return sessionID[:8] + "-" + sessionID[8:12] + "-" + sessionID[12:16] + "-" + sessionID[16:20] + "-" + sessionID[20:]
+}
+
+// sessionIDOf is the session id a kernel id (either shape) names.
+func sessionIDOf(kernel string) string {
+	if kernelIDShape.MatchString(kernel) {
+		return strings.ToLower(strings.ReplaceAll(kernel, "-", ""))
+	}
+	return kernel
+}
+
+func (a *API) session(c echo.Context) (*sessions.Session, error) {
+	sess, err := a.mgr.Get(tenant.Of(c), sessionIDOf(c.Param("id")))
+	if errors.Is(err, sessions.ErrNotFound) {
+		return nil, httperr.New(http.StatusNotFound, "not_found", "kernel %s not found (deleted, culled or never started)", c.Param("id"))
+	}
+	return sess, err
+}
+
+func (a *API) listKernels(c echo.Context) error {
+	infos := a.mgr.List(tenant.Of(c))
+	out := make([]kernelModel, 0, len(infos))
+	for _, info := range infos {
+		if sess, err := a.mgr.Get(tenant.Of(c), info.ID); err == nil {
+			out = append(out, kernelModelOf(sess))
+		}
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// startKernelRequest is the body of POST /api/kernels. Other members (path,
+// ...) are accepted and ignored.
+type startKernelRequest struct {
+	Name string                     `json:"name"`
+	Env  map[string]json.RawMessage `json:"env"`
+}
+
+func (a *API) startKernel(c echo.Context) error {
+	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, a.cfg.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return httperr.New(http.StatusRequestEntityTooLarge, "too_large", "request body exceeds %d bytes", a.cfg.MaxBodyBytes)
+		}
+		return httperr.New(http.StatusBadRequest, "bad_request", "could not read body")
+	}
+	var req startKernelRequest
+	if len(bytes.TrimSpace(body)) > 0 {
+		if err := json.Unmarshal(body, &req); err != nil {
+			return httperr.New(http.StatusBadRequest, "bad_request", "invalid JSON body: %s", err.Error())
+		}
+	}
+	if req.Name != "" && req.Name != kernelName {
+		return httperr.New(http.StatusNotFound, "not_found", "no kernel spec named %q (glassroom serves %q)", req.Name, kernelName)
+	}
+	sess, err := a.mgr.Create(c.Request().Context(), tenant.Of(c), sessions.CreateOptions{Env: kernelEnv(req.Env)})
+	if err != nil {
+		return err
+	}
+	m := kernelModelOf(sess)
+	c.Response().Header().Set("Location", "/api/kernels/"+m.ID)
+	return c.JSON(http.StatusCreated, m)
+}
+
+// kernelEnv keeps the variables of a start request that the environment
+// policy allows (string values, at most sessions.MaxEnvVars, in name
+// order). jupyter_server sends its whole KERNEL_* environment
+// (KERNEL_USERNAME, KERNEL_LAUNCH_TIMEOUT, KERNEL_WORKING_DIR, ...): what
+// the policy refuses is dropped, not an error, and nothing in it steers
+// glassroom.
+func kernelEnv(in map[string]json.RawMessage) map[string]string {
+	names := make([]string, 0, len(in))
+	for k := range in {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	out := map[string]string{}
+	for _, k := range names {
+		var v string
+		if json.Unmarshal(in[k], &v) != nil {
+			continue
+		}
+		if len(out) == sessions.MaxEnvVars {
+			break
+		}
+		if sessions.CheckEnv(map[string]string{k: v}) == nil {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func (a *API) getKernel(c echo.Context) error {
+	sess, err := a.session(c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, kernelModelOf(sess))
+}
+
+// interrupt answers as /v1 does: 204 once the interrupt is sent.
+func (a *API) interrupt(c echo.Context) error {
+	sess, err := a.session(c)
+	if err != nil {
+		return err
+	}
+	if err := sess.Interrupt(c.Request().Context()); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (a *API) deleteKernel(c echo.Context) error {
+	if _, err := a.session(c); err != nil {
+		return err
+	}
+	if err := a.mgr.Delete(c.Request().Context(), tenant.Of(c), sessionIDOf(c.Param("id"))); err != nil {
+		if errors.Is(err, sessions.ErrNotFound) {
+			return httperr.New(http.StatusNotFound, "not_found", "kernel %s not found", c.Param("id"))
+		}
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (a *API) restart(c echo.Context) error {
+	sess, err := a.session(c)
+	if err != nil {
+		return err
+	}
+	if err := sess.Restart(c.Request().Context()); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, kernelModelOf(sess))
+}

@@ -1,0 +1,340 @@
+package jupyter
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/glassroom/glassroom/gateway/internal/httperr"
+	"github.com/glassroom/glassroom/gateway/internal/wsconn"
+	"github.com/glassroom/glassroom/sessions"
+	"github.com/gorilla/websocket"
+	"golang.org/x/time/rate"
+)
+
+// read owns the socket's reading side, at most wsconn.FrameRate frames a
+// second (a faster client waits, slowed by TCP). A frame glassroom cannot
+// act on is dropped, as a kernel drops a malformed message.
+func (jc *conn) read(ctx context.Context) error {
+	limit := rate.NewLimiter(wsconn.FrameRate, wsconn.FrameRate)
+	for {
+		if err := limit.Wait(ctx); err != nil {
+			return err
+		}
+		typ, data, err := jc.ws.ReadMessage()
+		if err != nil {
+			return err
+		}
+		m, err := decodeFrame(data, typ == websocket.BinaryMessage, jc.v1)
+		if err != nil {
+			jc.api.log.Debug().Err(err).Msg("jupyter: dropped a client frame")
+			continue
+		}
+		h, err := readHeader(m.Header)
+		if err != nil {
+			jc.api.log.Debug().Err(err).Msg("jupyter: dropped a client message")
+			continue
+		}
+		jc.noteSession(h.Session)
+		if err := jc.handle(ctx, m, h); err != nil {
+			return err
+		}
+	}
+}
+
+// handle acts on one client message.
+func (jc *conn) handle(ctx context.Context, m *jmsg, h jheader) error {
+	switch m.Channel {
+	case "shell":
+		switch h.MsgType {
+		case "execute_request":
+			return jc.execute(ctx, m, h)
+		case "kernel_info_request":
+			jc.kernelInfo(ctx, "shell", m)
+		case "complete_request", "inspect_request", "is_complete_request", "history_request":
+			jc.relay(ctx, m, h)
+		case "comm_info_request":
+			jc.send(ctx, answer(m.Header, reply("shell", "comm_info_reply", m.Header, map[string]any{"status": "ok", "comms": map[string]any{}})))
+		case "comm_open":
+			var open struct {
+				CommID string `json:"comm_id"`
+			}
+			_ = json.Unmarshal(m.Content, &open)
+			jc.send(ctx, answer(m.Header, reply("iopub", "comm_close", m.Header, map[string]any{"comm_id": open.CommID, "data": map[string]any{}})))
+		case "shutdown_request", "interrupt_request": // older clients send them on shell
+			return jc.control(ctx, "shell", m, h)
+		default: // comm_msg, comm_close and unknown types: a kernel ignores them, busy then idle
+			jc.send(ctx, answer(m.Header))
+		}
+	case "control":
+		return jc.control(ctx, "control", m, h)
+	case "stdin":
+		if h.MsgType == "input_reply" {
+			jc.inputReply(m)
+		}
+	default: // iopub and hb carry nothing from a client
+	}
+	return nil
+}
+
+func (jc *conn) control(ctx context.Context, channel string, m *jmsg, h jheader) error {
+	switch h.MsgType {
+	case "interrupt_request":
+		jc.spawn(ctx, func(ctx context.Context) jbatch {
+			ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			content := map[string]any{"status": "ok"}
+			if err := jc.sess.Interrupt(ictx); err != nil {
+				content = errorReply("InterruptError", httperr.Of(err).Message)
+			}
+			return answer(m.Header, reply(channel, "interrupt_reply", m.Header, content))
+		})
+	case "shutdown_request":
+		return jc.shutdown(ctx, channel, m)
+	case "kernel_info_request":
+		jc.kernelInfo(ctx, channel, m)
+	default: // debug_request (the debugger is reported off), usage_request, unknown
+		jc.send(ctx, answer(m.Header))
+	}
+	return nil
+}
+
+// spawn runs f, a request waiting on the kernel, beside the reader (at most
+// maxKernelRequests at once) and hands its batch to the writer.
+func (jc *conn) spawn(ctx context.Context, f func(context.Context) jbatch) {
+	select {
+	case jc.sem <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	jc.wg.Add(1)
+	go func() {
+		defer jc.wg.Done()
+		defer func() { <-jc.sem }()
+		var err error
+		defer jc.api.conns.Recover(&err)
+		b := f(ctx)
+		jc.send(ctx, b)
+	}()
+}
+
+// kernelInfo answers kernel_info_request with the kernel's reply, cached
+// per kernel incarnation. glassroom does not relay debug requests, so the
+// debugger is reported off.
+func (jc *conn) kernelInfo(ctx context.Context, channel string, m *jmsg) {
+	jc.spawn(ctx, func(ctx context.Context) jbatch {
+		raw, err := jc.sess.KernelInfo(ctx)
+		var content any
+		if err != nil {
+			content = errorReply("KernelInfoError", httperr.Of(err).Message)
+		} else {
+			var fields map[string]json.RawMessage
+			if json.Unmarshal(raw, &fields) != nil || fields == nil {
+				fields = map[string]json.RawMessage{}
+			}
+			fields["debugger"] = json.RawMessage("false")
+			if _, ok := fields["status"]; !ok {
+				fields["status"] = json.RawMessage(`"ok"`)
+			}
+			content = fields
+		}
+		return answer(m.Header, reply(channel, "kernel_info_reply", m.Header, content))
+	})
+}
+
+// relay passes a request that reads the kernel's state to the kernel.
+func (jc *conn) relay(ctx context.Context, m *jmsg, h jheader) {
+	jc.spawn(ctx, func(ctx context.Context) jbatch {
+		replyType := strings.TrimSuffix(h.MsgType, "request") + "reply"
+		if why := checkRelayed(h.MsgType, m.Content); why != "" {
+			return answer(m.Header, reply("shell", replyType, m.Header, errorReply("BadRequest", why)))
+		}
+		r, err := jc.sess.KernelRequest(ctx, sessions.ShellChannel, h.MsgType, m.Content)
+		if err != nil {
+			return answer(m.Header, reply("shell", replyType, m.Header, errorReply("KernelRequestError", httperr.Of(err).Message)))
+		}
+		msg := reply("shell", r.MsgType, m.Header, r.Content)
+		msg.metadata, msg.buffers = r.Metadata, r.Buffers
+		return answer(m.Header, msg)
+	})
+}
+
+// relayedFields are the members a relayed request must have, by JSON kind:
+// ipykernel drops a request that lacks one without a reply, which would
+// hold the client (and a slot of this connection) until the wait ends.
+var relayedFields = map[string]map[string]byte{
+	"complete_request":    {"code": '"', "cursor_pos": '0'},
+	"inspect_request":     {"code": '"', "cursor_pos": '0'},
+	"is_complete_request": {"code": '"'},
+	"history_request":     {"hist_access_type": '"', "raw": 'b', "output": 'b'},
+}
+
+// historyFields are what each kind of history_request needs besides.
+var historyFields = map[string]map[string]byte{
+	"tail": {"n": '0'}, "range": {"session": '0', "start": '0', "stop": '0'}, "search": {"pattern": '"'},
+}
+
+// checkRelayed says what is wrong with a relayed request's content, or "".
+func checkRelayed(msgType string, content json.RawMessage) string {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(content, &fields) != nil {
+		return msgType + " content is not a JSON object"
+	}
+	kind := func(raw json.RawMessage) byte {
+		switch {
+		case len(raw) == 0:
+			return 0
+		case raw[0] == '"':
+			return '"'
+		case raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9'):
+			return '0'
+		case string(raw) == "true" || string(raw) == "false":
+			return 'b'
+		}
+		return raw[0]
+	}
+	want := map[string]byte{}
+	for k, v := range relayedFields[msgType] {
+		want[k] = v
+	}
+	if msgType == "history_request" {
+		var access string
+		_ = json.Unmarshal(fields["hist_access_type"], &access)
+		for k, v := range historyFields[access] {
+			want[k] = v
+		}
+	}
+	names := map[byte]string{'"': "a string", '0': "a number", 'b': "a boolean"}
+	for k, v := range want {
+		if kind(fields[k]) != v {
+			return msgType + " needs " + k + " (" + names[v] + ")"
+		}
+	}
+	return ""
+}
+
+// shutdown answers shutdown_request, then restarts the kernel or deletes
+// the session (which ends this connection).
+func (jc *conn) shutdown(ctx context.Context, channel string, m *jmsg) error {
+	var req struct {
+		Restart bool `json:"restart"`
+	}
+	_ = json.Unmarshal(m.Content, &req)
+	content := map[string]any{"status": "ok", "restart": req.Restart}
+	b := answer(m.Header, reply(channel, "shutdown_reply", m.Header, content), reply("iopub", "shutdown_reply", m.Header, content))
+	b.written = make(chan struct{})
+	jc.send(ctx, b)
+	select {
+	case <-b.written:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if req.Restart {
+		if err := jc.sess.Restart(ctx); err != nil {
+			jc.api.log.Debug().Err(err).Msg("jupyter: restart for shutdown_request failed")
+		}
+		return nil
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := jc.api.mgr.Delete(dctx, jc.tenant, jc.sess.ID()); err != nil {
+		jc.api.log.Debug().Err(err).Msg("jupyter: delete for shutdown_request failed")
+	}
+	return nil
+}
+
+// executeContent is what glassroom reads of an execute_request.
+type executeContent struct {
+	Code         *string `json:"code"`
+	Silent       bool    `json:"silent"`
+	StoreHistory *bool   `json:"store_history"`
+	AllowStdin   *bool   `json:"allow_stdin"`
+	StopOnError  *bool   `json:"stop_on_error"`
+}
+
+// execute queues an execute_request in the session, through the
+// submitter (which waits for room in the queue, in order).
+func (jc *conn) execute(ctx context.Context, m *jmsg, h jheader) error {
+	var c executeContent
+	if err := json.Unmarshal(m.Content, &c); err != nil || c.Code == nil {
+		jc.send(ctx, jc.rejection(m.Header, "execute_request needs content.code"))
+		return nil
+	}
+	id := h.MsgID
+	if id == "" || len(id) > 128 || !printable(id) {
+		id = jc.ids.next() // the parent header still names the client's msg_id
+	}
+	group := h.Session
+	if group == "" {
+		group = jc.ids.prefix
+	}
+	req := sessions.ExecRequest{
+		ID: id, Code: *c.Code, AllowStdin: c.AllowStdin == nil || *c.AllowStdin,
+		Silent: c.Silent, NoHistory: c.Silent || (c.StoreHistory != nil && !*c.StoreHistory),
+		StopOnError: !c.Silent && (c.StopOnError == nil || *c.StopOnError), Group: group, Parent: m.Header,
+		Owner: jc.owner,
+	}
+	jc.mu.Lock()
+	if len(jc.own) < maxTracked {
+		jc.own[id] = parseParent(m.Header)
+	}
+	jc.mu.Unlock()
+	select {
+	case jc.execs <- req:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+// submit owns the hand-off of the connection's executions to the session,
+// in order; a refused one is answered with an error reply.
+func (jc *conn) submit(ctx context.Context) error {
+	for req := range jc.execs {
+		if _, err := jc.sess.SubmitWait(ctx, req); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			jc.mu.Lock()
+			delete(jc.own, req.ID)
+			jc.mu.Unlock()
+			jc.send(ctx, jc.rejection(req.Parent, httperr.Of(err).Message))
+		}
+	}
+	return nil
+}
+
+// rejection answers an execute_request glassroom refused: the error shows
+// in the cell (iopub), and the reply says so.
+func (jc *conn) rejection(parent json.RawMessage, why string) jbatch {
+	content := errorReply("ExecutionRefused", why)
+	content["traceback"] = []string{"glassroom refused the execution: " + why}
+	return answer(parent, reply("iopub", "error", parent, content), reply("shell", "execute_reply", parent, content))
+}
+
+// inputReply answers the kernel's input_request, if it was this
+// connection's: the session refuses the answer of any other (InputAs).
+func (jc *conn) inputReply(m *jmsg) {
+	var c struct {
+		Value string `json:"value"`
+	}
+	_ = json.Unmarshal(m.Content, &c)
+	var parent jheader
+	_ = json.Unmarshal(m.Parent, &parent)
+	jc.mu.Lock()
+	id := jc.inputs[parent.MsgID]
+	delete(jc.inputs, parent.MsgID)
+	jc.mu.Unlock()
+	if id == "" { // a reply that does not name our input_request: the running execution's, if it is this connection's
+		rid, _, ok := jc.sess.Running()
+		if !ok {
+			jc.api.log.Debug().Msg("jupyter: input_reply while nothing runs")
+			return
+		}
+		id = rid
+	}
+	if err := jc.sess.InputAs(jc.owner, id, c.Value); err != nil {
+		jc.api.log.Debug().Err(err).Msg("jupyter: input_reply refused (no input() of this connection pending)")
+	}
+}

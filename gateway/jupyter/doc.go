@@ -1,0 +1,32 @@
+// Package jupyter is the gateway's Jupyter face: the Jupyter Server kernels
+// API ("gateway" API) that JupyterLab, Notebook, jupyter_server's
+// --gateway-url and nbclient-style tools attach to, served beside /v1 by
+// package gateway (API.Register).
+//
+// It is a view over the sessions, not a second path to the kernel: a
+// kernel is a glassroom session (listed in /v1/sessions, with its files
+// API, sandbox and limits), and a /v1 session is a kernel here. Executions
+// go through the session's queue and event log; the channels WebSocket
+// renders the session's events as Jupyter messages.
+//
+//   - api.go: API, its Config and routes, authentication (Authorization:
+//     token or Bearer; ?token= on WebSocket upgrades), /api,
+//     /api/kernelspecs and the /api/kernels REST calls, the Jupyter error
+//     shape (IsPath, ErrorOf).
+//   - conn.go: the channels WebSocket (GET /api/kernels/{id}/channels),
+//     one conn per connection with its three goroutines, and how its
+//     messages relate to the session.
+//   - dispatch.go: reading the client's frames and acting on them
+//     (executions through the session's queue, kernel requests, interrupt,
+//     shutdown, input_reply from the connection that owns the input()).
+//   - render.go: writing the session's events as Jupyter messages, with
+//     replies routed to the client that asked.
+//   - resume.go: where each client's channels stopped, per tenant and
+//     kernel, so a client that reconnects gets what it missed.
+//   - codec.go: the two framings of Jupyter messages on the WebSocket
+//     (legacy JSON/binary and v1.kernel.websocket.jupyter.org).
+//
+// Errors are returned to echo as *httperr.Error, which package gateway
+// writes in the Jupyter shape on these paths. Channels connections join the
+// gateway's wsconn.Group, so its shutdown ends them and waits for them.
+package jupyter
