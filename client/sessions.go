@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"time"
+
+	"github.com/glassroom/glassroom/api"
 )
 
 // CreateOptions are the choices of a new session; zero fields take the
@@ -16,17 +18,13 @@ type CreateOptions struct {
 	Network     *Network // nil: no network
 }
 
-type createBody struct {
-	Env         map[string]string `json:"env,omitempty"`
-	IdleTimeout float64           `json:"idle_timeout_s,omitempty"`
-	Limits      *Limits           `json:"limits,omitempty"`
-	Network     *Network          `json:"network,omitempty"`
-}
-
 // CreateSession starts a kernel and returns its session. It blocks until
 // the kernel answers (about a second; longer under gVisor).
 func (c *Client) CreateSession(ctx context.Context, opts CreateOptions) (*Session, error) {
-	body := createBody{Env: opts.Env, IdleTimeout: opts.IdleTimeout.Seconds(), Network: opts.Network}
+	body := api.CreateSessionRequest{Env: opts.Env, Network: opts.Network}
+	if opts.IdleTimeout != 0 { // a negative one is the gateway's to refuse
+		body.IdleTimeoutS = api.Ptr(opts.IdleTimeout.Seconds())
+	}
 	if opts.Limits != (Limits{}) {
 		body.Limits = &opts.Limits
 	}
@@ -69,7 +67,7 @@ func (c *Client) SetIdleTimeout(ctx context.Context, id string, d time.Duration)
 		return nil, errors.New("client: SetIdleTimeout: the timeout must be positive")
 	}
 	var s Session
-	body := map[string]float64{"idle_timeout_s": d.Seconds()}
+	body := api.UpdateSessionRequest{IdleTimeoutS: api.Ptr(d.Seconds())}
 	if err := c.do(ctx, request{method: http.MethodPatch, path: sessionPath(id), json: body}, &s, http.StatusOK); err != nil {
 		return nil, err
 	}
@@ -86,19 +84,16 @@ type ExecuteOptions struct {
 	ID string
 }
 
-type executeBody struct {
-	Code    string  `json:"code"`
-	Timeout float64 `json:"timeout_s,omitempty"`
-	ID      string  `json:"id,omitempty"`
-}
-
 // Execute runs code and waits for the whole Execution. Code that raises is
 // not an error: the Execution has Status "error" and Error set. input() is
 // not available over REST (use Run). Executions of a session run one at a
 // time, so Execute also waits for those queued before it.
 func (c *Client) Execute(ctx context.Context, sessionID, code string, opts ExecuteOptions) (*Execution, error) {
 	var x Execution
-	body := executeBody{Code: code, Timeout: opts.Timeout.Seconds(), ID: opts.ID}
+	body := api.ExecuteRequest{Code: &code, ID: opts.ID}
+	if opts.Timeout != 0 {
+		body.TimeoutS = api.Ptr(opts.Timeout.Seconds())
+	}
 	if err := c.do(ctx, request{method: http.MethodPost, path: sessionPath(sessionID, "execute"), json: body}, &x, http.StatusOK); err != nil {
 		return nil, err
 	}
@@ -119,7 +114,7 @@ func (c *Client) Restart(ctx context.Context, sessionID string) error {
 // in Unicode code points).
 func (c *Client) Complete(ctx context.Context, sessionID, code string, cursor int) (*Completion, error) {
 	var out Completion
-	body := map[string]any{"code": code, "cursor_pos": cursor}
+	body := api.IntrospectRequest{Code: &code, CursorPos: &cursor}
 	if err := c.do(ctx, request{method: http.MethodPost, path: sessionPath(sessionID, "complete"), json: body}, &out, http.StatusOK); err != nil {
 		return nil, err
 	}
@@ -130,7 +125,7 @@ func (c *Client) Complete(ctx context.Context, sessionID, code string, cursor in
 // signature and docstring, 1 adds the source when available.
 func (c *Client) Inspect(ctx context.Context, sessionID, code string, cursor, detail int) (*Inspection, error) {
 	var out Inspection
-	body := map[string]any{"code": code, "cursor_pos": cursor, "detail_level": detail}
+	body := api.IntrospectRequest{Code: &code, CursorPos: &cursor, DetailLevel: detail}
 	if err := c.do(ctx, request{method: http.MethodPost, path: sessionPath(sessionID, "inspect"), json: body}, &out, http.StatusOK); err != nil {
 		return nil, err
 	}

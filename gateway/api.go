@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/glassroom/glassroom/api"
+
 	"github.com/glassroom/glassroom/gateway/internal/httperr"
 	"github.com/glassroom/glassroom/gateway/internal/tenant"
 	"github.com/glassroom/glassroom/sessions"
@@ -53,30 +55,18 @@ func seconds(field string, v *float64) (time.Duration, error) {
 	return time.Duration(*v * float64(time.Second)), nil
 }
 
-type createRequest struct {
-	Env         map[string]string `json:"env"`
-	IdleTimeout *float64          `json:"idle_timeout_s"`
-	Limits      *struct {
-		MemoryMB    int     `json:"memory_mb"`
-		CPUs        float64 `json:"cpus"`
-		Pids        int     `json:"pids"`
-		WorkspaceMB int     `json:"workspace_mb"`
-	} `json:"limits"`
-	Network *sessions.Network `json:"network"` // {"allow": [patterns]}; checked against the operator's ceiling
-}
-
 func (s *Server) createSession(c echo.Context) error {
-	var req createRequest
+	var req api.CreateSessionRequest
 	if err := s.decodeJSON(c, &req); err != nil {
 		return err
 	}
-	idle, err := seconds("idle_timeout_s", req.IdleTimeout)
+	idle, err := seconds("idle_timeout_s", req.IdleTimeoutS)
 	if err != nil {
 		return err
 	}
 	opts := sessions.CreateOptions{Env: req.Env, IdleTimeout: idle}
 	if req.Network != nil {
-		opts.Network = *req.Network
+		opts.Network = sessions.Network{Allow: req.Network.Allow}
 	}
 	if l := req.Limits; l != nil {
 		opts.Limits = sessions.Limits{MemoryMB: l.MemoryMB, CPUs: l.CPUs, Pids: l.Pids, WorkspaceMB: l.WorkspaceMB}
@@ -116,25 +106,19 @@ func (s *Server) deleteSession(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-type executeRequest struct {
-	Code    *string  `json:"code"`
-	Timeout *float64 `json:"timeout_s"`
-	ID      string   `json:"id"`
-}
-
 func (s *Server) execute(c echo.Context) error {
 	sess, err := s.session(c)
 	if err != nil {
 		return err
 	}
-	var req executeRequest
+	var req api.ExecuteRequest
 	if err := s.decodeJSON(c, &req); err != nil {
 		return err
 	}
 	if req.Code == nil {
 		return httperr.New(http.StatusBadRequest, "bad_request", "field code is required")
 	}
-	timeout, err := seconds("timeout_s", req.Timeout)
+	timeout, err := seconds("timeout_s", req.TimeoutS)
 	if err != nil {
 		return err
 	}
@@ -167,21 +151,17 @@ func (s *Server) restart(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-type updateRequest struct {
-	IdleTimeout *float64 `json:"idle_timeout_s"`
-}
-
 func (s *Server) updateSession(c echo.Context) error {
 	sess, err := s.session(c)
 	if err != nil {
 		return err
 	}
-	var req updateRequest
+	var req api.UpdateSessionRequest
 	if err := s.decodeJSON(c, &req); err != nil {
 		return err
 	}
-	if req.IdleTimeout != nil {
-		idle, err := seconds("idle_timeout_s", req.IdleTimeout)
+	if req.IdleTimeoutS != nil {
+		idle, err := seconds("idle_timeout_s", req.IdleTimeoutS)
 		if err != nil {
 			return err
 		}
@@ -192,15 +172,9 @@ func (s *Server) updateSession(c echo.Context) error {
 	return c.JSON(http.StatusOK, sess.Info())
 }
 
-// introspectRequest is the body of complete and inspect calls; cursor_pos
-// counts Unicode code points.
-type introspectRequest struct {
-	Code        *string `json:"code"`
-	CursorPos   *int    `json:"cursor_pos"`
-	DetailLevel int     `json:"detail_level"`
-}
-
-func (r introspectRequest) check() error {
+// checkIntrospect refuses a complete or inspect body without its
+// required fields.
+func checkIntrospect(r api.IntrospectRequest) error {
 	if r.Code == nil || r.CursorPos == nil {
 		return httperr.New(http.StatusBadRequest, "bad_request", "fields code and cursor_pos are required")
 	}
@@ -212,11 +186,11 @@ func (s *Server) complete(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req introspectRequest
+	var req api.IntrospectRequest
 	if err := s.decodeJSON(c, &req); err != nil {
 		return err
 	}
-	if err := req.check(); err != nil {
+	if err := checkIntrospect(req); err != nil {
 		return err
 	}
 	out, err := sess.Complete(c.Request().Context(), *req.Code, *req.CursorPos)
@@ -231,11 +205,11 @@ func (s *Server) inspect(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req introspectRequest
+	var req api.IntrospectRequest
 	if err := s.decodeJSON(c, &req); err != nil {
 		return err
 	}
-	if err := req.check(); err != nil {
+	if err := checkIntrospect(req); err != nil {
 		return err
 	}
 	out, err := sess.Inspect(c.Request().Context(), *req.Code, *req.CursorPos, req.DetailLevel)

@@ -1,0 +1,37 @@
+package api
+
+// The REST request bodies. The gateway decodes them with unknown fields
+// refused; a nil pointer is an absent field (the gateway's default).
+
+// CreateSessionRequest is the body of POST /v1/sessions.
+type CreateSessionRequest struct {
+	Env          map[string]string `json:"env,omitempty"`
+	IdleTimeoutS *float64          `json:"idle_timeout_s,omitempty"`
+	Limits       *Limits           `json:"limits,omitempty"`  // zero fields: the gateway's defaults
+	Network      *Network          `json:"network,omitempty"` // nil: no network
+}
+
+// UpdateSessionRequest is the body of PATCH /v1/sessions/{id}.
+type UpdateSessionRequest struct {
+	IdleTimeoutS *float64 `json:"idle_timeout_s,omitempty"`
+}
+
+// ExecuteRequest is the body of POST /v1/sessions/{id}/execute. Code is
+// required.
+type ExecuteRequest struct {
+	Code     *string  `json:"code"`
+	TimeoutS *float64 `json:"timeout_s,omitempty"`
+	ID       string   `json:"id,omitempty"`
+}
+
+// IntrospectRequest is the body of POST /v1/sessions/{id}/complete and
+// /inspect: the code and a cursor position in Unicode code points (both
+// required); DetailLevel (0 or 1) is inspection's.
+type IntrospectRequest struct {
+	Code        *string `json:"code"`
+	CursorPos   *int    `json:"cursor_pos"`
+	DetailLevel int     `json:"detail_level,omitempty"`
+}
+
+// Ptr returns a pointer to v, for the optional fields of requests.
+func Ptr[T any](v T) *T { return &v }
