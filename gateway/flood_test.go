@@ -57,13 +57,15 @@ func TestFloodsTruncateAndKeepState(t *testing.T) {
 					}
 					w.send(map[string]any{"type": "execute", "id": id + "-check", "code": "x + 1"})
 					res := ""
+					var seen []string
 					for _, ev := range w.until(doneFor(id + "-check")) {
+						seen = append(seen, fmt.Sprintf("%s(%s)", ev.Type, ev.ID))
 						if ev.Type == sessions.EventResult {
 							res = string(ev.Data)
 						}
 					}
 					if res != `{"text/plain":"42"}` {
-						t.Fatalf("x + 1 after the flood: %q", res)
+						t.Fatalf("x + 1 after the flood: %q; frames: %v", res, seen)
 					}
 				})
 			}
