@@ -75,7 +75,8 @@ func (w *worker) begin(j *job) (KernelConn, bool) {
 	return c, true
 }
 
-// end clears the running job.
+// end clears the running job. Idempotent: run defers it, and the paths
+// that hand a result over call it first.
 func (w *worker) end() {
 	w.s.mu.Lock()
 	w.s.current = nil
@@ -173,9 +174,11 @@ func (w *worker) conclude(c KernelConn, j *job, start time.Time, o outcome) {
 			}
 			return
 		}
-		// The session reads idle before the caller has its result: a
-		// client that looks right after its execute returned sees idle.
+		// The session reads idle, with nothing running, before the caller
+		// has its result: a client that looks right after its execute
+		// returned sees idle.
 		w.report(j, start, statusOf(o, j), o.reply, "")
+		w.end()
 		w.setState(StateIdle, "")
 		j.deliver()
 	}
@@ -199,9 +202,11 @@ func (w *worker) fail(j *job, status Status, reason string) {
 	w.finish(j, time.Now(), status, nil, reason)
 }
 
-// finish reports the job and hands its result to the caller.
+// finish reports the job and hands its result to the caller, once the
+// session no longer names it as running.
 func (w *worker) finish(j *job, start time.Time, status Status, reply *kernel.ExecuteReply, reason string) {
 	w.report(j, start, status, reply, reason)
+	w.end()
 	j.deliver()
 }
 

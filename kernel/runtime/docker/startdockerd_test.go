@@ -116,7 +116,7 @@ func TestStartDockerdMakesRunscEnforceSeccomp(t *testing.T) {
 	}
 	pid, _ := os.ReadFile(filepath.Join(dir, "docker.pid"))
 
-	script, _ := filepath.Abs("../../scripts/start-dockerd.sh")
+	script, _ := filepath.Abs("../../../scripts/start-dockerd.sh")
 	run := func() string {
 		cmd := exec.Command("bash", script)
 		cmd.Env = append(os.Environ(), "DOCKER_HOST="+host, "DOCKERD_CONFIG="+filepath.Join(dir, "daemon.json"),
