@@ -94,8 +94,19 @@ type verdict struct {
 
 // check runs CheckCommand on path. It returns the verdict on a file the
 // check could judge, or an error when it could not (the file is then
-// left as it is).
+// left as it is). A check killed by SIGKILL (the OOM killer's choice
+// under memory pressure: the check asks to be its first) is run once
+// more before its death counts against the file.
 func (s *Store) check(path string) (verdict, error) {
+	v, killed, err := s.checkOnce(path)
+	if killed {
+		v, _, err = s.checkOnce(path)
+	}
+	return v, err
+}
+
+// checkOnce is one run of the check; killed reports a death by SIGKILL.
+func (s *Store) checkOnce(path string) (_ verdict, killed bool, _ error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CheckTimeout)
 	defer cancel()
 	argv := s.cfg.CheckCommand
@@ -106,26 +117,29 @@ func (s *Store) check(path string) (verdict, error) {
 	cmd.WaitDelay = 5 * time.Second
 	err := cmd.Run()
 	if !strings.HasPrefix(stdout.String(), checkStarted) {
-		return verdict{}, fmt.Errorf("sessionstore: the check (%s) did not run: %w %s", strings.Join(argv, " "), errors.Join(err, ctx.Err()), stderr.line())
+		return verdict{}, false, fmt.Errorf("sessionstore: the check (%s) did not run: %w %s", strings.Join(argv, " "), errors.Join(err, ctx.Err()), stderr.line())
 	}
 	var exit *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
-		return verdict{corrupt: fmt.Sprintf("its check did not end within %v", s.cfg.CheckTimeout)}, nil
+		return verdict{corrupt: fmt.Sprintf("its check did not end within %v", s.cfg.CheckTimeout)}, false, nil
 	case err == nil:
-		return verdict{}, nil
+		return verdict{}, false, nil
 	case !errors.As(err, &exit):
-		return verdict{}, fmt.Errorf("sessionstore: check: %w", err)
+		return verdict{}, false, fmt.Errorf("sessionstore: check: %w", err)
 	case exit.ExitCode() == checkExitLocked:
-		return verdict{}, fmt.Errorf("%w (%s)", ErrLocked, path)
+		return verdict{}, false, fmt.Errorf("%w (%s)", ErrLocked, path)
 	case exit.ExitCode() == checkExitIO:
-		return verdict{}, fmt.Errorf("sessionstore: check %s: %s", path, stderr.line())
+		return verdict{}, false, fmt.Errorf("sessionstore: check %s: %s", path, stderr.line())
+	}
+	if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+		killed = true
 	}
 	why := stderr.line()
 	if why == "" {
 		why = exit.String()
 	}
-	return verdict{corrupt: why}, nil
+	return verdict{corrupt: why}, killed, nil
 }
 
 // head keeps the first max bytes written to it.

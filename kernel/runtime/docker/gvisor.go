@@ -96,27 +96,42 @@ var errGVisorErrnoRet = errors.New("gVisor ignores a rule's errnoRet and answers
 // (ptrace is refused too) also answers ENOSYS, in gVisor as in Linux.
 // Other errnoRet values are refused.
 func gvisorProfile(profile string) (string, error) {
+	// Numbers stay json.Number: an argument value past 2^53 (a 64-bit
+	// mask) must be written back exactly as it was.
 	var p map[string]any
-	if err := json.Unmarshal([]byte(profile), &p); err != nil {
+	dec := json.NewDecoder(strings.NewReader(profile))
+	dec.UseNumber()
+	if err := dec.Decode(&p); err != nil {
 		return "", fmt.Errorf("parse: %w", err)
 	}
-	if v, ok := p["defaultErrnoRet"].(float64); ok && v != float64(unix.EPERM) {
-		return "", fmt.Errorf("defaultErrnoRet %v: %w", v, errGVisorErrnoRet)
+	errno := func(v any) (int64, bool) {
+		n, ok := v.(json.Number)
+		if !ok {
+			return 0, false
+		}
+		i, err := n.Int64()
+		return i, err == nil
+	}
+	if v, ok := p["defaultErrnoRet"]; ok {
+		if n, isInt := errno(v); !isInt || n != int64(unix.EPERM) {
+			return "", fmt.Errorf("defaultErrnoRet %v: %w", v, errGVisorErrnoRet)
+		}
 	}
 	rules, _ := p["syscalls"].([]any)
 	for _, r := range rules {
 		rule, _ := r.(map[string]any)
-		v, ok := rule["errnoRet"].(float64)
-		if !ok || rule["action"] != "SCMP_ACT_ERRNO" {
+		raw, has := rule["errnoRet"]
+		if !has || rule["action"] != "SCMP_ACT_ERRNO" {
 			continue
 		}
+		v, _ := errno(raw)
 		switch v {
-		case float64(unix.EPERM):
-		case float64(unix.ENOSYS):
+		case int64(unix.EPERM):
+		case int64(unix.ENOSYS):
 			rule["action"] = "SCMP_ACT_TRACE"
 			delete(rule, "errnoRet")
 		default:
-			return "", fmt.Errorf("rule for %v: errnoRet %v: %w", rule["names"], v, errGVisorErrnoRet)
+			return "", fmt.Errorf("rule for %v: errnoRet %v: %w", rule["names"], raw, errGVisorErrnoRet)
 		}
 	}
 	b, err := json.Marshal(p)

@@ -173,3 +173,23 @@ func TestGVisorLimits(t *testing.T) {
 		t.Errorf("host pids for 48: %d", got)
 	}
 }
+
+// TestGVisorProfileKeepsLargeNumbers: an operator's profile with a 64-bit
+// argument mask comes out of the rewrite with the mask exactly as it was
+// (a float64 round trip would change it).
+func TestGVisorProfileKeepsLargeNumbers(t *testing.T) {
+	const mask = "18446744073709551615" // 2^64 - 1
+	in := `{"defaultAction":"SCMP_ACT_ERRNO","defaultErrnoRet":1,"syscalls":[` +
+		`{"names":["personality"],"action":"SCMP_ACT_ALLOW","args":[{"index":0,"value":` + mask + `,"valueTwo":0,"op":"SCMP_CMP_MASKED_EQ"}]},` +
+		`{"names":["clone3"],"action":"SCMP_ACT_ERRNO","errnoRet":38}]}`
+	out, err := gvisorProfile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `"value":`+mask) || !strings.Contains(out, `"SCMP_ACT_TRACE"`) {
+		t.Fatalf("rewritten profile: %s", out)
+	}
+	if _, err := gvisorProfile(strings.Replace(in, `"errnoRet":38`, `"errnoRet":13`, 1)); !errors.Is(err, errGVisorErrnoRet) {
+		t.Fatalf("an EACCES rule: %v", err)
+	}
+}

@@ -191,7 +191,7 @@ func (b *Base) detach(ctx context.Context) error {
 			err = terr
 		}
 		if dd, ok := b.drv.(DriverDetacher); ok {
-			err = dd.Detach(ctx)
+			err = errors.Join(err, dd.Detach(ctx))
 		}
 		b.teardown.Release()
 		b.closeErr = ErrClosed
@@ -404,7 +404,8 @@ func (b *Base) freezeContext(ctx context.Context) (context.Context, context.Canc
 // With BaseConfig.FreezeTimeout set it blocks at most twice that (the
 // freeze, then the thaw that undoes a failed one). A freeze that fails
 // or times out (ErrFreezeTimeout) is undone: the sandbox is left running
-// and not Frozen. Restart, Close and Detach thaw first. Safe for concurrent use with Thaw; the caller must not expect
+// and not Frozen (should the undo fail too, it counts as Frozen, so that
+// the next Thaw, Restart, Close or Detach tries again). Restart, Close and Detach thaw first. Safe for concurrent use with Thaw; the caller must not expect
 // the kernel to answer while frozen.
 func (b *Base) Freeze(ctx context.Context) error {
 	fz, ok := b.drv.(DriverFreezer)
@@ -431,6 +432,9 @@ func (b *Base) Freeze(ctx context.Context) error {
 		tctx, tcancel := b.freezeContext(context.WithoutCancel(ctx))
 		defer tcancel()
 		if terr := fz.Thaw(tctx); terr != nil { // never leave it half frozen
+			// State unknown counts as frozen: every later use, Restart,
+			// Close and Detach then tries the thaw again.
+			b.frozen = true
 			return fmt.Errorf("sandbox: freeze: %w (thawing it back: %w)", err, terr)
 		}
 		return fmt.Errorf("sandbox: freeze: %w", err)
