@@ -59,10 +59,17 @@ type App struct {
 }
 
 // New builds the runtime, the store (when durable), the metrics, the
-// manager (restoring stored sessions) and the gateway. On error, whatever
-// was built is released. ctx bounds the start (connecting to Docker or
-// the cluster, restoring sessions), not the App's life.
+// manager and the gateway, then restores the stored sessions: the last
+// step that can fail, so that a configuration error never costs the
+// previous gateway's sessions. On error, whatever was built is released,
+// and sessions already restored are detached (kernels that can outlive
+// the gateway keep running, and their records, for the next start). ctx
+// bounds the start (connecting to Docker or the cluster, restoring
+// sessions), not the App's life.
 func New(ctx context.Context, cfg Config, log zerolog.Logger) (_ *App, err error) {
+	if err := cfg.Gateway.Validate(); err != nil { // before anything is built or restored
+		return nil, fmt.Errorf("app: %w", err)
+	}
 	a := &App{cfg: cfg, log: log}
 	defer func() { // a failed New releases what it built, sessions first
 		if err == nil {
@@ -71,7 +78,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (_ *App, err error
 		if a.Manager != nil {
 			cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			_ = a.Manager.Close(cctx)
+			_ = a.Manager.Detach(cctx)
 		}
 		err = errors.Join(err, a.release.Run())
 	}()
@@ -102,9 +109,6 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (_ *App, err error
 	}
 	a.Manager = mgr
 	a.Metrics.Watch(mgr)
-	if a.Restored, err = mgr.Restore(ctx); err != nil {
-		return nil, fmt.Errorf("app: restore: %w", err)
-	}
 
 	gcfg := cfg.Gateway
 	if gcfg.MetricsToken != "" {
@@ -119,6 +123,9 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (_ *App, err error
 	}
 	if a.Gateway, err = gateway.New(gcfg, mgr, cfg.UI, log); err != nil {
 		return nil, fmt.Errorf("app: gateway: %w", err)
+	}
+	if a.Restored, err = mgr.Restore(ctx); err != nil {
+		return nil, fmt.Errorf("app: restore: %w", err)
 	}
 	return a, nil
 }

@@ -1,9 +1,9 @@
 // Package gateway is glassroom's HTTP face: one echo server (Server) with
 // the native REST API (/v1), the WebSocket relay, the Jupyter Server
 // kernels API (/api, served by package gateway/jupyter: a second view of
-// the same sessions for Jupyter front ends), /mcp, API-key authentication,
-// the embedded notebook UI, and the mapping from session errors to HTTP
-// responses. It and its subpackages are the only importers of echo.
+// the same sessions for Jupyter front ends), /mcp (when Config.MCP is set:
+// app sets it), API-key authentication, the embedded notebook UI, and the
+// mapping from session errors to HTTP responses. It and its subpackages are the only importers of echo.
 //
 //   - server.go: Server, New (every route), Serve and its graceful
 //     shutdown, authentication, the error responses ({"error":{...}} on

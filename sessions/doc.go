@@ -10,7 +10,8 @@
 // output Budget (budget.go) and the fair scheduler of execution slots
 // (slots.go) among them. Its Run reaps: it deletes expired sessions and
 // freezes idle ones (Config.PauseAfter), each in a goroutine of its own
-// that Run and Close wait for, so a sandbox slow to close or to freeze
+// (Run waits for the freezes; Close and Detach for the closes and the
+// freezes), so a sandbox slow to close or to freeze
 // holds up neither the next tick nor any other session (one freeze at a
 // time per session). With a Store it writes each session's record, and
 // Restore and Detach (durable.go) bring sessions back after a restart or

@@ -179,6 +179,7 @@ func (s *Session) Workspace() string { return s.sandbox.Workspace() }
 
 // Info describes the session now.
 func (s *Session) Info() Info {
+	paused := s.pause.paused() // may wait for a freeze in progress: not under s.mu
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	exp := s.lastActive.Add(s.idle)
@@ -188,7 +189,7 @@ func (s *Session) Info() Info {
 	return Info{
 		ID: s.id, State: s.state, Runtime: s.runtime, CreatedAt: s.created,
 		ExpiresAt: exp, IdleTimeoutS: int(s.idle / time.Second),
-		Queued: int(s.queued.Load()), Limits: s.sandbox.Limits(), Network: networkOf(s.egress), Paused: s.pause.paused(),
+		Queued: int(s.queued.Load()), Limits: s.sandbox.Limits(), Network: networkOf(s.egress), Paused: paused,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -238,4 +239,25 @@ func getFile(t *testing.T, g *durableGateway, id, path string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// TestFailedStartKeepsSessions: a gateway that cannot start (here an API
+// key too short, which the gateway refuses) leaves the previous gateway's
+// sessions alone: the next good start adopts them, variables included.
+func TestFailedStartKeepsSessions(t *testing.T) {
+	g := newDurableGateway(t)
+	var s struct{ ID string }
+	api(t, g.base, g.key, "POST", "/v1/sessions", nil, &s)
+	g.exec(s.ID, "kept = 'yes'")
+	g.stop(syscall.SIGTERM)
+	bad := exec.Command(gatewayBinary(t), append([]string{"serve", "--listen", "127.0.0.1:0"}, append(g.args, "--api-key", "short")...)...)
+	bad.Env = append(os.Environ(), g.env...)
+	out, err := bad.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "API keys must be at least 16 characters") {
+		t.Fatalf("a start with a short key: %v\n%s", err, out)
+	}
+	g.start()
+	if x := g.exec(s.ID, "kept"); x.Result.Text != "'yes'" {
+		t.Fatalf("after a failed start: %+v", x)
+	}
 }

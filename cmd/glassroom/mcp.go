@@ -141,13 +141,18 @@ func runEmbeddedMCP(ctx context.Context, mo *mcpOptions, env []string, cfg mcp.C
 	if err != nil {
 		return err
 	}
+	closeApp := func() error {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return a.Close(cctx, false)
+	}
 	c, err := a.Client(o.apiKeys[0])
 	if err != nil {
-		return errors.Join(err, a.Close(context.Background(), false))
+		return errors.Join(err, closeApp())
 	}
 	srv, err := mcp.New(c, cfg, log)
 	if err != nil {
-		return errors.Join(err, a.Close(context.Background(), false))
+		return errors.Join(err, closeApp())
 	}
 	log.Info().Str("runtime", a.Runtime.Name()).Str("state_dir", o.stateDir).Msg("serving MCP over stdio with an embedded gateway")
 	g, gctx := errgroup.WithContext(ctx)
