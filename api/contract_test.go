@@ -2,10 +2,7 @@ package api_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -34,20 +31,7 @@ func TestGatewayAnswersAreTheWireTypes(t *testing.T) {
 	g := apptest.Start(t, apptest.Local(t, 430000), apptest.Options{})
 	call := func(method, path, body string, want int) []byte {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, method, g.URL+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+apptest.KeyA)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != want {
-			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
-		}
-		return b
+		return g.Fetch(t, "Bearer "+apptest.KeyA, method, path, body, want)
 	}
 	var h api.Health
 	strict(t, "healthz", call("GET", "/healthz", "", 200), &h)

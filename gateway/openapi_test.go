@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"sort"
@@ -206,18 +205,7 @@ func TestOpenAPIMatchesRealAnswers(t *testing.T) {
 	v := newValidator(t, loadDoc(t, g.Server.Handler()))
 	do := func(method, path, body string, want int) []byte {
 		t.Helper()
-		req, _ := http.NewRequestWithContext(ctx, method, g.URL+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+apptest.KeyA)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		data, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != want {
-			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, data)
-		}
-		return data
+		return g.Fetch(t, "Bearer "+apptest.KeyA, method, path, body, want)
 	}
 	v.check("Health", do("GET", "/healthz", "", 200))
 	sess := do("POST", "/v1/sessions", `{"idle_timeout_s":600,"env":{"A":"b"}}`, 201)

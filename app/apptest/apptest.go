@@ -158,6 +158,32 @@ func (g *Gateway) Call(t testing.TB, auth, method, path string, body, out any) i
 	return Decode(t, method+" "+path, resp, err, out)
 }
 
+// Fetch sends one request to g as Call does and returns the answer's raw
+// bytes, for tests that judge them strictly (schemas, unknown fields); an
+// answer with another status than want fails the test.
+func (g *Gateway) Fetch(t testing.TB, auth, method, path string, body any, want int) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, g.URL+path, Body(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, data)
+	}
+	return data
+}
+
 // Body is body as a request body: nil, a string as it is (bad JSON
 // included), or anything else encoded as JSON.
 func Body(body any) io.Reader {
