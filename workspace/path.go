@@ -72,8 +72,32 @@ func (e *PathError) Unwrap() []error {
 	return []error{e.Kind}
 }
 
-// Clean validates a client-supplied relative path and returns it in
-// canonical form ("a/b/c"). The empty path, "" or ".", names the root.
+// Where the kernels see the workspace: SandboxRoot is the canonical path
+// (their working directory and HOME), SandboxAlias the same directory
+// under its older name.
+const (
+	SandboxRoot  = "/home/user"
+	SandboxAlias = "/workspace"
+)
+
+// relativeToRoot turns an absolute path as the kernels see it (under
+// SandboxRoot or SandboxAlias) into one relative to the workspace.
+func relativeToRoot(p string) (string, bool) {
+	for _, root := range []string{SandboxRoot, SandboxAlias} {
+		if p == root || p == root+"/" {
+			return "", true
+		}
+		if rest, ok := strings.CutPrefix(p, root+"/"); ok {
+			return rest, true
+		}
+	}
+	return "", false
+}
+
+// Clean validates a client-supplied path and returns it in
+// canonical form ("a/b/c"), relative to the workspace; an absolute path
+// is accepted under SandboxRoot or SandboxAlias (the workspace as the
+// kernels see it), nowhere else. The empty path, "" or ".", names the root.
 // Paths arrive already percent-decoded; a path that still contains "%2e"
 // style sequences is taken literally, so "%2e%2e" is a (valid) file name,
 // never "..".
@@ -88,7 +112,11 @@ func Clean(p string) (string, error) {
 		return "", pathErr(ErrBadPath, "", "backslash")
 	}
 	if strings.HasPrefix(p, "/") {
-		return "", pathErr(ErrBadPath, "", "absolute path")
+		rel, ok := relativeToRoot(p)
+		if !ok {
+			return "", pathErr(ErrBadPath, "", "absolute path outside "+SandboxRoot)
+		}
+		p = rel
 	}
 	p = strings.TrimSuffix(p, "/")
 	if p == "" || p == "." {

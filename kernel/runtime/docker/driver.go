@@ -25,6 +25,7 @@ import (
 type driver struct {
 	r      *Runtime
 	id     string
+	kernel string // the first kernel's name (sandbox.KernelSpec); "" for the default
 	name   string
 	limits sandbox.Limits
 	dirs   *sandbox.Dirs
@@ -62,7 +63,7 @@ func (d *driver) create(ctx context.Context, env map[string]string) error {
 	cc := &container.Config{
 		Image:           cfg.Image,
 		Entrypoint:      []string{"/usr/bin/tini", "--"},
-		Cmd:             sandbox.KernelArgv("/usr/bin/python3"),
+		Cmd:             sandbox.KernelArgv("/usr/bin/python3", d.kernel, sandbox.ConnFile),
 		User:            fmt.Sprintf("%d:%d", d.uid, d.uid),
 		WorkingDir:      sandbox.WorkDir,
 		Env:             envList,
@@ -83,6 +84,7 @@ func (d *driver) create(ctx context.Context, env map[string]string) error {
 		Binds: []string{
 			d.dirs.IPC() + ":" + sandbox.IPCDir + ":rw",
 			d.dirs.Work() + ":" + sandbox.WorkDir + ":rw",
+			d.dirs.Work() + ":" + sandbox.WorkspaceAlias + ":rw",
 		},
 		// The kernel's own stdout/stderr (not Jupyter output): bounded, so
 		// the code cannot fill the host's disk through the engine's logs.

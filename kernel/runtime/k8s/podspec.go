@@ -121,7 +121,7 @@ func cpu(cores float64) resource.Quantity {
 func (c Config) buildPod(spec sandbox.Spec, limits sandbox.Limits, now time.Time) (*corev1.Pod, error) {
 	uid := c.sessionUID(spec.ID)
 	settings := SupervisorSettings{
-		Argv: sandbox.KernelArgv(c.Python), Secret: secretDir + "/" + SecretKernelKey, Conn: sandbox.ConnFile,
+		Argv: sandbox.KernelArgv(c.Python, "", sandbox.ConnFile), Secret: secretDir + "/" + SecretKernelKey, Conn: sandbox.ConnFile,
 		Control: ControlFile, Status: StatusFile, Workdir: sandbox.WorkDir, Ports: c.ports(), KillScope: "all",
 		Scratch: []string{"/tmp", "/dev/shm", sandbox.IPCDir},
 		Rlimits: map[string]int64{"RLIMIT_NPROC": int64(limits.Pids), "RLIMIT_NOFILE": int64(c.NoFile),
@@ -225,6 +225,7 @@ func (c Config) buildPod(spec sandbox.Spec, limits sandbox.Limits, now time.Time
 					TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 					VolumeMounts: []corev1.VolumeMount{
 						{Name: "workspace", MountPath: sandbox.WorkDir},
+						{Name: "workspace", MountPath: sandbox.WorkspaceAlias},
 						{Name: "tmp", MountPath: "/tmp"},
 						{Name: "shm", MountPath: "/dev/shm"},
 						{Name: "ipc", MountPath: sandbox.IPCDir},

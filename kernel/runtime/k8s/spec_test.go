@@ -75,7 +75,7 @@ func TestPodSpecHardening(t *testing.T) {
 	if err := json.Unmarshal([]byte(k.Command[len(k.Command)-1]), &settings); err != nil {
 		t.Fatal(err)
 	}
-	check("supervisor: the shared launcher", strings.Join(settings.Argv, " ") == strings.Join(sandbox.KernelArgv("/usr/bin/python3"), " "))
+	check("supervisor: the shared launcher", strings.Join(settings.Argv, " ") == strings.Join(sandbox.KernelArgv("/usr/bin/python3", "", sandbox.ConnFile), " "))
 	check("supervisor: rlimits nproc=pids, no core", settings.Rlimits["RLIMIT_NPROC"] == 256 && settings.Rlimits["RLIMIT_CORE"] == 0 && settings.Rlimits["RLIMIT_NOFILE"] == 1024)
 	check("supervisor kills everything between generations", settings.KillScope == "all")
 	scratch := map[string]bool{}

@@ -23,6 +23,7 @@ import (
 type driver struct {
 	r        *Runtime
 	id       string
+	kernel   string // the first kernel's name (sandbox.KernelSpec); "" for the default
 	env      map[string]string
 	limits   sandbox.Limits
 	dirs     *sandbox.Dirs
@@ -199,7 +200,7 @@ func (d *driver) command(seccomp bool) (*exec.Cmd, error) {
 		"--core=0",
 		"--",
 	}
-	py := sandbox.KernelArgv(cfg.Python)
+	py := sandbox.KernelArgv(cfg.Python, d.kernel, sandbox.ConnFile)
 	env := d.env
 	var procs []string
 	if d.cg != nil {
@@ -286,6 +287,7 @@ func (d *driver) bwrapArgs(env map[string]string, seccomp bool) []string {
 		"--size", strconv.Itoa(64<<20), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
 		"--size", strconv.Itoa(256<<20), "--tmpfs", "/tmp",
 		"--bind", d.dirs.Work(), sandbox.WorkDir,
+		"--bind", d.dirs.Work(), sandbox.WorkspaceAlias,
 		"--bind", d.dirs.IPC(), sandbox.IPCDir,
 	)
 	if d.egress != "" { // read-only: the sandbox can connect to the socket, not replace it

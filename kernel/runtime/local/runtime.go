@@ -249,7 +249,7 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	if err := writeIdentity(dirs.Path()); err != nil {
 		return nil, err
 	}
-	d := &driver{r: r, id: spec.ID, env: sandbox.KernelEnv(spec, limits), limits: limits, dirs: dirs, uid: uid, gid: gid, egress: spec.EgressSocket}
+	d := &driver{r: r, id: spec.ID, kernel: spec.Kernel, env: sandbox.KernelEnv(spec, limits), limits: limits, dirs: dirs, uid: uid, gid: gid, egress: spec.EgressSocket}
 	if r.root && r.cgroups.usable() {
 		cg, err := r.cgroups.create(spec.ID, limits, uid)
 		if err != nil {

@@ -68,7 +68,7 @@ func TestSandboxedKernelRuns(t *testing.T) {
 		t.Fatalf("x + 1 = %s", out)
 	}
 	out, _ := k.Run(t, "import os, numpy, pandas, matplotlib; print(os.getcwd(), os.getuid())")
-	if strings.TrimSpace(out) != "/workspace 1000" {
+	if strings.TrimSpace(out) != "/home/user 1000" {
 		t.Fatalf("cwd/uid: %q", out)
 	}
 	// Caches and history go to /tmp: the workspace holds only user files.

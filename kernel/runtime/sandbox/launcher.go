@@ -3,6 +3,8 @@ package sandbox
 import (
 	_ "embed"
 	"strings"
+
+	"github.com/glassroom/glassroom/workspace"
 )
 
 // launcher is the Python program that starts ipykernel in every runtime.
@@ -17,8 +19,12 @@ const (
 	// ConnFile is the connection file; ipykernel rewrites it at start, so
 	// it lives in the sandbox-writable IPCDir and is never read back.
 	ConnFile = IPCDir + "/" + ConnectionFileName
-	// WorkDir is the workspace: the kernel's working directory and HOME.
-	WorkDir = "/workspace"
+	// WorkDir is the workspace: the kernels' working directory and HOME
+	// (E2B's convention, which most generated code assumes).
+	WorkDir = workspace.SandboxRoot
+	// WorkspaceAlias is the workspace again, where glassroom put it before
+	// (every runtime binds the same directory there too).
+	WorkspaceAlias = workspace.SandboxAlias
 	// EgressDir is where the directory of the session's egress proxy
 	// socket is bound, read-only, when the session has a network
 	// (Spec.EgressSocket).
@@ -36,8 +42,15 @@ const (
 // on sys.path while ipykernel loads) and the launcher adds the workspace to
 // sys.path only once the kernel is up, so no file in the workspace can
 // steer the kernel's start.
-func KernelArgv(python string) []string {
-	return []string{python, "-I", "-B", "-c", launcherCode(), "-f", ConnFile}
+//
+// kernel is the canonical name of the kernel to start (KernelSpec.Name;
+// "" is DefaultKernel) and connFile the connection file's path inside the
+// sandbox (ConnFile for a sandbox's first kernel).
+func KernelArgv(python, kernel, connFile string) []string {
+	if kernel == "" {
+		kernel = DefaultKernel
+	}
+	return []string{python, "-I", "-B", "-c", launcherCode(), "--kernel", kernel, "-f", connFile}
 }
 
 // launcherCode is the launcher without its comment lines and blank lines

@@ -191,12 +191,18 @@ def start_egress():
 
 
 def main():
+    args = sys.argv[1:]
+    kernel = "python3"
+    if args[:1] == ["--kernel"]:
+        kernel, args = args[1], args[2:]
+    if kernel != "python3":
+        sys.exit("glassroom launcher: kernel %r is not installed" % kernel)
     start_egress()
     from ipykernel import iostream, kernelapp
 
     bound_stream_messages(iostream.OutStream)
     app = kernelapp.IPKernelApp.instance()
-    app.initialize(sys.argv[1:] + ["--IPKernelApp.ignore_cwd=True", "--HistoryManager.hist_file=:memory:"])
+    app.initialize(args + ["--IPKernelApp.ignore_cwd=True", "--HistoryManager.hist_file=:memory:"])
     at = next((i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "dist-packages"))), len(sys.path))
     sys.path.insert(at, "")
     app.start()

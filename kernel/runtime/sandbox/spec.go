@@ -18,6 +18,9 @@ type Spec struct {
 	// ID is the session id. Runtimes derive deterministic names from it
 	// (directories, container names), so it must match IDPattern.
 	ID string
+	// Kernel is the canonical name of the sandbox's first kernel
+	// (KernelSpec.Name); "" is DefaultKernel.
+	Kernel string
 	// Env is extra environment for the kernel process; see CheckEnv.
 	Env map[string]string
 	// Limits are the resources granted; zero fields take the runtime's defaults.
@@ -172,6 +175,9 @@ func badSpec(format string, args ...any) error {
 func (s Spec) Validate() error {
 	if !IDPattern.MatchString(s.ID) {
 		return badSpec("id %q", s.ID)
+	}
+	if k, ok := LookupKernel(s.Kernel); s.Kernel != "" && (!ok || k.Name != s.Kernel) {
+		return badSpec("unknown kernel %q", s.Kernel)
 	}
 	if err := CheckEnv(s.Env); err != nil {
 		return err
