@@ -5,6 +5,9 @@ package api
 
 // CreateSessionRequest is the body of POST /v1/sessions.
 type CreateSessionRequest struct {
+	// Language is the language of the session's first context (a kernel
+	// name such as "r", or an alias such as "js"); "" is Python.
+	Language     string            `json:"language,omitempty"`
 	Env          map[string]string `json:"env,omitempty"`
 	IdleTimeoutS *float64          `json:"idle_timeout_s,omitempty"`
 	Limits       *Limits           `json:"limits,omitempty"`  // zero fields: the gateway's defaults
@@ -18,10 +21,23 @@ type UpdateSessionRequest struct {
 
 // ExecuteRequest is the body of POST /v1/sessions/{id}/execute. Code is
 // required.
+// Context names the context to run in; Language, a language whose
+// default context to run in (started on first use); neither: the
+// session's first context. Both must agree.
 type ExecuteRequest struct {
 	Code     *string  `json:"code"`
 	TimeoutS *float64 `json:"timeout_s,omitempty"`
 	ID       string   `json:"id,omitempty"`
+	Context  string   `json:"context,omitempty"`
+	Language string   `json:"language,omitempty"`
+}
+
+// CreateContextRequest is the body of POST /v1/sessions/{id}/contexts.
+// Language is required; Cwd is the kernel's working directory (relative
+// to /home/user, or absolute under it; "" is /home/user).
+type CreateContextRequest struct {
+	Language string `json:"language"`
+	Cwd      string `json:"cwd,omitempty"`
 }
 
 // IntrospectRequest is the body of POST /v1/sessions/{id}/complete and
@@ -31,6 +47,8 @@ type IntrospectRequest struct {
 	Code        *string `json:"code"`
 	CursorPos   *int    `json:"cursor_pos"`
 	DetailLevel int     `json:"detail_level,omitempty"`
+	Context     string  `json:"context,omitempty"`  // as in ExecuteRequest
+	Language    string  `json:"language,omitempty"` // as in ExecuteRequest
 }
 
 // Ptr returns a pointer to v, for the optional fields of requests.

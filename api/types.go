@@ -27,6 +27,25 @@ type Session struct {
 	Limits       Limits    `json:"limits"`
 	Network      *Network  `json:"network,omitempty"` // nil: no network
 	Paused       bool      `json:"paused"`            // the idle kernel is frozen; the next request thaws it
+	Language     string    `json:"language"`          // the first context's kernel: python3, r, javascript, typescript or bash
+}
+
+// Context is one kernel of a session: its own language, working
+// directory and variables, sharing the session's workspace and limits.
+type Context struct {
+	ID       string `json:"id"`       // "default" for the session's first
+	Language string `json:"language"` // the kernel's name: python3, r, javascript, typescript, bash
+	Cwd      string `json:"cwd"`
+	State    string `json:"state"`   // idle, busy, restarting or dead
+	Default  bool   `json:"default"` // requests naming only its language run here
+}
+
+// Kernel is a language the gateway can run (GET /v1/kernels).
+type Kernel struct {
+	Name        string   `json:"name"`
+	Language    string   `json:"language"`
+	DisplayName string   `json:"display_name"`
+	Aliases     []string `json:"aliases,omitempty"`
 }
 
 // Network is what a session's kernel may reach through the gateway's
@@ -113,6 +132,7 @@ const (
 	EventDone          EventType = "done"
 	EventGap           EventType = "gap"
 	EventNetwork       EventType = "network" // a connection the session's egress proxy refused
+	EventContext       EventType = "context" // a context was created or deleted (State)
 	EventRejected      EventType = "rejected"
 	EventCompleteReply EventType = "complete_reply"
 	EventInspectReply  EventType = "inspect_reply"
@@ -125,6 +145,9 @@ type Event struct {
 	Seq  int64     `json:"seq"`
 	Type EventType `json:"type"`
 	ID   string    `json:"id,omitempty"`
+	// Context is the context whose kernel the event comes from ("" for
+	// the session's first, and for events of the whole session).
+	Context string `json:"context,omitempty"`
 
 	Name           string          `json:"name,omitempty"` // stream: stdout or stderr; error: exception name
 	Text           string          `json:"text,omitempty"` // stream

@@ -64,7 +64,7 @@ func (s *Server) createSession(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	opts := sessions.CreateOptions{Env: req.Env, IdleTimeout: idle}
+	opts := sessions.CreateOptions{Kernel: req.Language, Env: req.Env, IdleTimeout: idle}
 	if req.Network != nil {
 		opts.Network = sessions.Network{Allow: req.Network.Allow}
 	}
@@ -122,6 +122,9 @@ func (s *Server) execute(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if sess, err = s.target(c, sess, req.Context, req.Language); err != nil {
+		return err
+	}
 	exec, err := sess.Execute(c.Request().Context(), sessions.ExecRequest{ID: req.ID, Code: *req.Code, Timeout: timeout})
 	if err != nil {
 		return err
@@ -134,7 +137,17 @@ func (s *Server) interrupt(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := sess.Interrupt(c.Request().Context()); err != nil {
+	// ?context= interrupts that context; without it, every context
+	// running an execution is interrupted.
+	if id := c.QueryParam("context"); id != "" {
+		if sess, err = sess.Contexts().Get(id); err != nil {
+			return err
+		}
+		err = sess.Interrupt(c.Request().Context())
+	} else {
+		err = sess.Contexts().Interrupt(c.Request().Context())
+	}
+	if err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -193,6 +206,9 @@ func (s *Server) complete(c echo.Context) error {
 	if err := checkIntrospect(req); err != nil {
 		return err
 	}
+	if sess, err = s.target(c, sess, req.Context, req.Language); err != nil {
+		return err
+	}
 	out, err := sess.Complete(c.Request().Context(), *req.Code, *req.CursorPos)
 	if err != nil {
 		return err
@@ -210,6 +226,9 @@ func (s *Server) inspect(c echo.Context) error {
 		return err
 	}
 	if err := checkIntrospect(req); err != nil {
+		return err
+	}
+	if sess, err = s.target(c, sess, req.Context, req.Language); err != nil {
 		return err
 	}
 	out, err := sess.Inspect(c.Request().Context(), *req.Code, *req.CursorPos, req.DetailLevel)

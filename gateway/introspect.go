@@ -59,14 +59,17 @@ func (in *introspector) start(f clientFrame) {
 		var err error
 		defer in.recoverPanic(&err)
 		var reply any
-		if f.Type == "complete" {
+		sess, err := in.sess.Contexts().Resolve(ctx, f.Context, f.Language)
+		switch {
+		case err != nil:
+		case f.Type == "complete":
 			var c *sessions.Completion
-			if c, err = in.sess.Complete(ctx, *f.Code, *f.CursorPos); err == nil {
+			if c, err = sess.Complete(ctx, *f.Code, *f.CursorPos); err == nil {
 				reply = completeReply{Type: "complete_reply", ID: f.ID, Completion: c}
 			}
-		} else {
+		default:
 			var r *sessions.Inspection
-			if r, err = in.sess.Inspect(ctx, *f.Code, *f.CursorPos, f.DetailLevel); err == nil {
+			if r, err = sess.Inspect(ctx, *f.Code, *f.CursorPos, f.DetailLevel); err == nil {
 				reply = inspectReply{Type: "inspect_reply", ID: f.ID, Inspection: r}
 			}
 		}

@@ -26,6 +26,16 @@ type clientFrame struct {
 	Since       *int64   `json:"since"`
 	CursorPos   *int     `json:"cursor_pos"`
 	DetailLevel int      `json:"detail_level"`
+	Context     string   `json:"context"`  // execute, interrupt, complete, inspect: see api.ExecuteRequest
+	Language    string   `json:"language"` // execute, complete, inspect
+}
+
+// wsExecute is an execute frame on its way to the submitter, which finds
+// its context (starting a language's default context on first use) in
+// order.
+type wsExecute struct {
+	req               sessions.ExecRequest
+	context, language string
 }
 
 // rejected is sent for a frame the server cannot act on.
@@ -85,7 +95,7 @@ func (r *wsRelay) serve(c echo.Context) error {
 
 	out := make(chan any, 64)     // frames for the writer besides events
 	resume := make(chan int64, 1) // resubscribe requests for the writer
-	execs := make(chan sessions.ExecRequest, wsPendingExecutes)
+	execs := make(chan wsExecute, wsPendingExecutes)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
 		defer r.conns.Recover(&err)
@@ -109,9 +119,9 @@ func (r *wsRelay) serve(c echo.Context) error {
 
 // wsInputs are where the reader hands a connection's frames.
 type wsInputs struct {
-	out        chan<- any                  // rejections, for the writer
-	resume     chan int64                  // resubscribe requests, for the writer
-	execs      chan<- sessions.ExecRequest // executes, for the submitter
+	out        chan<- any       // rejections, for the writer
+	resume     chan int64       // resubscribe requests, for the writer
+	execs      chan<- wsExecute // executes, for the submitter
 	introspect *introspector
 }
 
@@ -119,14 +129,18 @@ type wsInputs struct {
 // order: while the session's queue is full it waits (and, once execs is
 // full, the reader stops reading the socket). It ends when the reader
 // closes execs or the connection ends.
-func submit(ctx context.Context, sess *sessions.Session, execs <-chan sessions.ExecRequest, out chan<- any) error {
-	for req := range execs {
-		if _, err := sess.SubmitWait(ctx, req); err != nil {
+func submit(ctx context.Context, sess *sessions.Session, execs <-chan wsExecute, out chan<- any) error {
+	for x := range execs {
+		target, err := sess.Contexts().Resolve(ctx, x.context, x.language)
+		if err == nil {
+			_, err = target.SubmitWait(ctx, x.req)
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			ae := httperr.Of(err)
-			send(ctx, out, rejected{Type: "rejected", ID: req.ID, Code: ae.Code, Message: ae.Message})
+			send(ctx, out, rejected{Type: "rejected", ID: x.req.ID, Code: ae.Code, Message: ae.Message})
 		}
 	}
 	return nil
@@ -175,20 +189,30 @@ func handleFrame(ctx context.Context, sess *sessions.Session, f clientFrame, in 
 			return reject(err)
 		}
 		select {
-		case in.execs <- sessions.ExecRequest{ID: f.ID, Code: *f.Code, Timeout: timeout, AllowStdin: true}:
+		case in.execs <- wsExecute{req: sessions.ExecRequest{ID: f.ID, Code: *f.Code, Timeout: timeout, AllowStdin: true},
+			context: f.Context, language: f.Language}:
 		case <-ctx.Done():
 		}
 	case "interrupt":
 		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		if err := sess.Interrupt(ictx); err != nil {
+		var err error
+		if f.Context != "" {
+			var target *sessions.Session
+			if target, err = sess.Contexts().Get(f.Context); err == nil {
+				err = target.Interrupt(ictx)
+			}
+		} else {
+			err = sess.Contexts().Interrupt(ictx)
+		}
+		if err != nil {
 			return reject(err)
 		}
 	case "input_reply":
 		if f.Value == nil {
 			return &rejected{Type: "rejected", ID: f.ID, Code: "bad_frame", Message: "input_reply needs value"}
 		}
-		if err := sess.Input(f.ID, *f.Value); err != nil {
+		if err := sess.Contexts().Input("", f.ID, *f.Value); err != nil {
 			return reject(err)
 		}
 	case "resume":

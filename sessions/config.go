@@ -44,6 +44,7 @@ type Config struct {
 	SubscriberBuffer int // events buffered per subscriber before it is dropped and resubscribed (256)
 	SubscriberBytes  int // bytes buffered per subscriber before it is dropped and resubscribed (16 MiB)
 	MaxClients       int // WebSocket clients attached to one session at once (16)
+	MaxContexts      int // kernels (contexts) of one session, its first included (8)
 
 	// MemoryBudget bounds, across all sessions, the bytes of output the
 	// gateway keeps for clients: event backlogs and the outputs REST
@@ -135,6 +136,7 @@ func (c Config) withDefaults() Config {
 	i(&c.SubscriberBuffer, 256)
 	i(&c.SubscriberBytes, 16<<20)
 	i(&c.MaxClients, 16)
+	i(&c.MaxContexts, 8)
 	if c.MemoryBudget == 0 {
 		c.MemoryBudget = 1 << 30
 	}
@@ -173,7 +175,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("sessions: config: per-tenant limit %d exceeds total %d", c.MaxSessionsPerTenant, c.MaxSessions)
 	case c.MaxStreamBytes < 0 || c.MaxRichBytes < 0 || c.MaxCodeBytes < 0 || c.MaxEvents < 0 || c.MaxInputRequests < 0 ||
 		c.MaxSessions < 0 || c.QueueDepth < 0 || c.BacklogEvents < 0 || c.BacklogBytes < 0 || c.SubscriberBuffer < 0 ||
-		c.SubscriberBytes < 0 || c.MaxClients < 0 || c.InterruptGrace < 0 || c.MaxLifetime < 0 || c.MemoryBudget < 0 ||
+		c.SubscriberBytes < 0 || c.MaxClients < 0 || c.MaxContexts < 0 || c.InterruptGrace < 0 || c.MaxLifetime < 0 || c.MemoryBudget < 0 ||
 		c.MaxConcurrentStarts < 0 || c.Pool < 0:
 		return fmt.Errorf("sessions: config: negative limit")
 	case c.MemoryBudget < int64(c.BacklogBytes):

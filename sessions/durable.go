@@ -40,6 +40,9 @@ func (s *Session) storeRecord() sessionstore.Record {
 	s.mu.Lock()
 	r := sessionstore.Record{ID: s.id, Tenant: s.tenant, Runtime: s.runtime, CreatedAt: s.created,
 		LastActive: s.lastActive, IdleTimeout: s.idle}
+	if s.kernel != sandbox.DefaultKernel {
+		r.Kernel = s.kernel
+	}
 	if s.current != nil {
 		r.Running = s.current.req.ID
 	}
@@ -189,7 +192,8 @@ func (m *Manager) restore(ctx context.Context, adopter sandbox.Adopter, canAdopt
 	proxy, netLost := m.resumeNetwork(rec, networkNotifier(&created))
 	s := newSession(sessionParams{id: rec.ID, tenant: rec.Tenant, runtime: m.rt.Name(), cfg: m.cfg, log: m.log,
 		idle: rec.IdleTimeout, created: rec.CreatedAt, lastActive: rec.LastActive, firstSeq: rec.LastSeq + restoredSeqGap,
-		budget: m.budget, slots: m.slots, sandbox: sb, client: conn, files: files, watch: watch, egress: proxy, persist: m.persist})
+		budget: m.budget, slots: m.slots, sandbox: sb, client: conn, files: files, watch: watch, egress: proxy, persist: m.persist,
+		kernel: rec.Kernel, installed: m.InstalledKernels()})
 	created.Store(s)
 	reason = "the gateway restarted; events before this one are gone"
 	if restarted {
@@ -198,9 +202,9 @@ func (m *Manager) restore(ctx context.Context, adopter sandbox.Adopter, canAdopt
 	if netLost != "" {
 		reason += "; " + netLost
 	}
-	s.hub.publish(Event{Type: EventKernel, State: string(StateIdle), Reason: reason})
+	s.publish(Event{Type: EventKernel, State: string(StateIdle), Reason: reason})
 	if rec.Running != "" {
-		s.hub.publish(Event{Type: EventDone, ID: rec.Running, Status: StatusUnknown, Reason: "the gateway restarted while this execution ran; it went on in the kernel, its status and output are lost",
+		s.publish(Event{Type: EventDone, ID: rec.Running, Status: StatusUnknown, Reason: "the gateway restarted while this execution ran; it went on in the kernel, its status and output are lost",
 			StateLost: ptr(restarted), Truncated: ptr(true)})
 	}
 	m.mu.Lock()
@@ -335,6 +339,9 @@ func (s *Session) detach(ctx context.Context) error {
 		s.closeReason = "gateway restarting"
 	}
 	s.mu.Unlock()
+	// The other contexts do not outlive this gateway: the next one adopts
+	// the sandbox and its first kernel only.
+	s.ctxs.closeAll(ctx, "gateway restarting")
 	s.cancel()
 	err := s.sandbox.(sandbox.Persistent).Detach(ctx)
 	if s.egress != nil { // its directory stays, for the next gateway to resume
@@ -344,7 +351,7 @@ func (s *Session) detach(ctx context.Context) error {
 	}
 	s.work.stop()
 	_ = s.files.Close()
-	s.hub.publish(Event{Type: EventKernel, State: string(StateRestarting), Reason: "gateway restarting"})
+	s.publish(Event{Type: EventKernel, State: string(StateRestarting), Reason: "gateway restarting"})
 	s.hub.close()
 	return err
 }

@@ -23,6 +23,9 @@ var (
 	ErrTooManyClients = errors.New("sessions: too many clients attached")
 	// ErrKernelDead: the kernel is dead and could not be restarted.
 	ErrKernelDead = errors.New("sessions: kernel is dead")
+	// ErrTooManyContexts: the session holds as many contexts as allowed
+	// (Config.MaxContexts).
+	ErrTooManyContexts = errors.New("sessions: context limit reached")
 )
 
 // InvalidError is a request the session layer refuses. Reason says what is

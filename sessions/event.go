@@ -25,6 +25,7 @@ const (
 	EventKernel        EventType = "kernel"
 	EventGap           EventType = "gap"
 	EventNetwork       EventType = "network" // a connection the egress proxy refused
+	EventContext       EventType = "context" // a context was created or deleted (State), or its kernel's state changed
 )
 
 // Event is one message of the session's event stream, in the wire shape
@@ -36,6 +37,9 @@ type Event struct {
 	Type EventType `json:"type"`
 	// ID is the client-chosen id of the execution the event belongs to.
 	ID string `json:"id,omitempty"`
+	// Context is the context whose kernel the event comes from; "" for the
+	// session's first (FirstContext) and for events of the whole session.
+	Context string `json:"context,omitempty"`
 
 	Name           string          `json:"name,omitempty"` // stream: stdout|stderr; error: exception name
 	Text           string          `json:"text,omitempty"`

@@ -116,6 +116,8 @@ type fakeSandbox struct {
 	mu     sync.Mutex
 	inc    *sandbox.Incarnation
 	closed bool
+	// children are its contexts' sandboxes (StartContext).
+	children []*fakeSandbox
 }
 
 func (s *fakeSandbox) current() *sandbox.Incarnation {
@@ -141,6 +143,13 @@ func (s *fakeSandbox) Restart(context.Context) error {
 	return nil
 }
 func (s *fakeSandbox) Close(context.Context) error {
+	s.mu.Lock()
+	children := s.children
+	s.children = nil
+	s.mu.Unlock()
+	for _, c := range children {
+		_ = c.Close(context.Background())
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.closed {
@@ -289,3 +298,29 @@ func (k *fakeKernel) Abort(cause error) {
 	})
 }
 func (k *fakeKernel) Close() error { k.Abort(kernel.ErrClosed); return nil }
+
+// Installed implements sandbox.KernelLister: the fake "runs" these.
+func (r *fakeRuntime) Installed() []sandbox.KernelSpec {
+	var out []sandbox.KernelSpec
+	for _, name := range []string{"python3", "r", "bash"} {
+		k, _ := sandbox.LookupKernel(name)
+		out = append(out, k)
+	}
+	return out
+}
+
+// StartContext implements sandbox.ContextStarter: another fake kernel,
+// which the sandbox's Close ends too.
+func (s *fakeSandbox) StartContext(_ context.Context, spec sandbox.ContextSpec) (sandbox.Sandbox, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, sandbox.ErrClosed
+	}
+	child := &fakeSandbox{id: s.id, rt: s.rt, ws: s.ws, inc: s.rt.incarnation()}
+	s.children = append(s.children, child)
+	s.rt.mu.Lock()
+	s.rt.live++
+	s.rt.mu.Unlock()
+	return child, nil
+}

@@ -72,6 +72,9 @@ func (m *Manager) RuntimeName() string { return m.rt.Name() }
 
 // CreateOptions are the per-session choices of POST /v1/sessions.
 type CreateOptions struct {
+	// Kernel is the language of the session's first context: a kernel
+	// name or alias (ResolveKernel); "" is sandbox.DefaultKernel.
+	Kernel      string
 	Env         map[string]string
 	IdleTimeout time.Duration  // 0 = default
 	Limits      sandbox.Limits // checked by Limits.Validate; capped by the runtime's maxima
@@ -94,7 +97,14 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 	if idle < time.Second || idle > m.cfg.MaxIdleTimeout {
 		return nil, invalid("idle timeout must be within 1s..%v", m.cfg.MaxIdleTimeout)
 	}
+	kernelName, err := m.ResolveKernel(opts.Kernel)
+	if err != nil {
+		return nil, err
+	}
 	spec := sandbox.Spec{ID: newSessionID(), Env: opts.Env, Limits: opts.Limits}
+	if kernelName != sandbox.DefaultKernel {
+		spec.Kernel = kernelName // the zero spec (the default kernel) is what the pool holds
+	}
 	if sandbox.TenantPattern.MatchString(tenant) {
 		spec.Tenant = tenant // recorded by runtimes whose sandboxes outlive the gateway
 	}
@@ -141,7 +151,8 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 	}
 	id := k.sb.ID()
 	s := newSession(sessionParams{id: id, tenant: tenant, runtime: m.rt.Name(), cfg: m.cfg, log: m.log,
-		idle: idle, budget: m.budget, slots: m.slots, sandbox: k.sb, client: k.conn, files: k.files, watch: k.watch, egress: proxy, persist: m.persist})
+		idle: idle, budget: m.budget, slots: m.slots, sandbox: k.sb, client: k.conn, files: k.files, watch: k.watch, egress: proxy, persist: m.persist,
+		kernel: kernelName, installed: m.InstalledKernels()})
 	created.Store(s)
 	m.mu.Lock()
 	closed := m.closed

@@ -51,6 +51,6 @@ func networkNotifier(created *atomic.Pointer[Session]) func(egress.Decision) {
 		if s == nil || d.Allowed {
 			return
 		}
-		s.hub.publish(Event{Type: EventNetwork, Host: d.Host, Port: ptr(d.Port), Allowed: ptr(false), Reason: d.Reason})
+		s.publish(Event{Type: EventNetwork, Host: d.Host, Port: ptr(d.Port), Allowed: ptr(false), Reason: d.Reason})
 	}
 }

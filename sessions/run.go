@@ -65,7 +65,7 @@ func (w *worker) begin(j *job) (KernelConn, bool) {
 	w.s.current = j
 	j.info = info
 	w.s.lastActive = time.Now()
-	w.s.hub.publish(Event{Type: EventStarted, ID: j.req.ID, Exec: info})
+	w.s.publish(Event{Type: EventStarted, ID: j.req.ID, Exec: info})
 	w.s.mu.Unlock()
 	w.setState(StateBusy, "")
 	if w.watch != nil {
@@ -228,11 +228,11 @@ func (w *worker) report(j *job, start time.Time, status Status, reply *kernel.Ex
 		for _, c := range changes {
 			fc := FileChange{Path: c.Path, Size: c.Size, Change: c.Change}
 			e.Files = append(e.Files, fc)
-			j.out.record(w.s.hub.publish(Event{Type: EventFile, ID: j.req.ID, Path: fc.Path, Size: ptr(fc.Size), Change: fc.Change}))
+			j.out.record(w.s.publish(Event{Type: EventFile, ID: j.req.ID, Path: fc.Path, Size: ptr(fc.Size), Change: fc.Change}))
 		}
 	}
 	w.s.jup.finished(j, w.s.kernelClient(), status, reply)
-	w.s.hub.publish(Event{Type: EventDone, ID: j.req.ID, Status: status, ExecutionCount: ptr(e.ExecutionCount),
+	w.s.publish(Event{Type: EventDone, ID: j.req.ID, Status: status, ExecutionCount: ptr(e.ExecutionCount),
 		DurationMS: ptr(e.DurationMS), Truncated: ptr(e.Truncated), StateLost: ptr(e.StateLost), Reason: reason})
 	w.s.cfg.Observer.ExecutionDone(status, time.Since(start))
 }
@@ -250,5 +250,5 @@ func (w *worker) onEvent(j *job, ev kernel.Event) {
 		w.s.inputPending = j.req.ID
 		w.s.mu.Unlock()
 	}
-	j.out.record(w.s.hub.publish(out))
+	j.out.record(w.s.publish(out))
 }

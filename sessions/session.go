@@ -43,6 +43,8 @@ type Info struct {
 	// Paused: the idle kernel is frozen (Config.PauseAfter); the next
 	// request thaws it in milliseconds, variables intact.
 	Paused bool `json:"paused"`
+	// Language is the first context's kernel (sandbox.KernelSpec.Name).
+	Language string `json:"language"`
 }
 
 // Session is one tenant's persistent kernel. Its methods are safe for
@@ -79,6 +81,15 @@ type Session struct {
 	files               workspace.FS
 	egress              *egress.Proxy // nil without a network; closed after the sandbox
 	persist             func()        // writes the session's record to the store (set by the manager)
+	kernel              string        // the kernel's canonical name (sandbox.KernelSpec.Name)
+	cwd                 string        // the kernel's working directory in the sandbox
+	// Contexts: a session's first context has ctxs (its others); each
+	// other context is a Session with parent (the first) and contextID set,
+	// which shares the first's files, event log and pauser, and owns none
+	// of them.
+	ctxs      *Contexts
+	parent    *Session
+	contextID string
 
 	hub   *hub         // the event log (event.go)
 	jup   jupyterState // the Jupyter face's bookkeeping (jupyter.go)
@@ -122,6 +133,13 @@ type sessionParams struct {
 	watch               workspace.Tracker // may be nil
 	egress              *egress.Proxy     // nil without a network
 	persist             func(*Session)    // writes the session's record (nil: nothing to write)
+	kernel, cwd         string            // "": the default kernel, in the workspace
+	installed           []sandbox.KernelSpec
+	// parent is set for a context other than a session's first
+	// (Contexts.start): the session it belongs to, whose files, event log
+	// and pauser it shares; contextID is its id.
+	parent    *Session
+	contextID string
 }
 
 // newSessionID returns 128 random bits in hex.
@@ -140,10 +158,21 @@ func newSession(p sessionParams) *Session {
 	if created.IsZero() {
 		created, active = now, now
 	}
+	kernelName, cwd := p.kernel, p.cwd
+	if kernelName == "" {
+		kernelName = sandbox.DefaultKernel
+	}
+	if cwd == "" {
+		cwd = sandbox.WorkDir
+	}
+	log := p.log
+	if p.parent == nil {
+		log = log.With().Str("session", p.id).Logger()
+	}
 	s := &Session{
-		id: p.id, tenant: p.tenant, runtime: p.runtime, cfg: p.cfg, log: p.log.With().Str("session", p.id).Logger(),
+		id: p.id, tenant: p.tenant, runtime: p.runtime, cfg: p.cfg, log: log,
 		created: created, idle: p.idle, persist: func() {}, budget: p.budget, sandbox: p.sandbox, files: p.files, egress: p.egress,
-		hub:     newHub(p.cfg, p.budget, p.firstSeq),
+		kernel: kernelName, cwd: cwd, parent: p.parent, contextID: p.contextID,
 		queue:   make(chan *job, p.cfg.QueueDepth),
 		restart: make(chan chan error),
 		ctx:     ctx, cancel: cancel,
@@ -152,11 +181,17 @@ func newSession(p sessionParams) *Session {
 	if p.persist != nil { // set before the worker starts: a kernel death persists at once
 		s.persist = func() { p.persist(s) }
 	}
-	var frozen func()
-	if p.egress != nil {
-		frozen = p.egress.CloseConnections // a frozen kernel holds no tunnel open
+	if p.parent != nil {
+		s.hub, s.pause = p.parent.hub, p.parent.pause
+	} else {
+		s.hub = newHub(p.cfg, p.budget, p.firstSeq)
+		var frozen func()
+		if p.egress != nil {
+			frozen = p.egress.CloseConnections // a frozen kernel holds no tunnel open
+		}
+		s.pause = newPauser(p.sandbox, p.cfg.PauseAfter, s.log, frozen)
+		s.ctxs = newContexts(s, p.installed)
 	}
-	s.pause = newPauser(p.sandbox, p.cfg.PauseAfter, s.log, frozen)
 	s.relay = &relay{maxCode: p.cfg.MaxCodeBytes, pause: s.pause, touch: s.Touch, conn: s.kernelClient,
 		busy: func() bool { return s.Info().State == StateBusy }}
 	s.work = &worker{s: s, slots: p.slots, watch: p.watch}
@@ -189,7 +224,7 @@ func (s *Session) Info() Info {
 	return Info{
 		ID: s.id, State: s.state, Runtime: s.runtime, CreatedAt: s.created,
 		ExpiresAt: exp, IdleTimeoutS: int(s.idle / time.Second),
-		Queued: int(s.queued.Load()), Limits: s.sandbox.Limits(), Network: networkOf(s.egress), Paused: paused,
+		Queued: int(s.queued.Load()), Limits: s.sandbox.Limits(), Network: networkOf(s.egress), Paused: paused, Language: s.kernel,
 	}
 }
 
@@ -200,17 +235,24 @@ func (s *Session) expired(now time.Time) string {
 	if now.After(s.created.Add(s.cfg.MaxLifetime)) {
 		return "maximum lifetime reached"
 	}
-	if s.state != StateBusy && s.queued.Load() == 0 && now.After(s.lastActive.Add(s.idle)) {
+	if s.state != StateBusy && s.queued.Load() == 0 && now.After(s.lastActive.Add(s.idle)) && !s.otherContextsBusy() {
 		return "idle timeout"
 	}
 	return ""
 }
+
+// otherContextsBusy reports whether a context other than the first runs
+// an execution. Called with s.mu held: the contexts' locks come after it.
+func (s *Session) otherContextsBusy() bool { return s.ctxs != nil && s.ctxs.busy() }
 
 // Touch records activity, postponing idle expiry.
 func (s *Session) Touch() {
 	s.mu.Lock()
 	s.lastActive = time.Now()
 	s.mu.Unlock()
+	if s.parent != nil { // a context's activity is its session's
+		s.parent.Touch()
+	}
 }
 
 func (s *Session) kernelClient() KernelConn {
@@ -315,7 +357,7 @@ func (s *Session) enqueue(req ExecRequest, collect bool) (*job, error) {
 	}
 	s.lastActive = time.Now()
 	if s.current != nil || pos > 1 {
-		s.hub.publish(Event{Type: EventQueued, ID: req.ID, Position: ptr(pos)})
+		s.publish(Event{Type: EventQueued, ID: req.ID, Position: ptr(pos)})
 	}
 	return j, nil
 }
@@ -484,6 +526,9 @@ func (s *Session) close(ctx context.Context, reason string) {
 		s.closeReason = reason
 	}
 	s.mu.Unlock()
+	if s.ctxs != nil { // a session's other kernels go first, then its own
+		s.ctxs.closeAll(ctx, reason)
+	}
 	s.cancel()
 	// Kill the kernel first: nothing the code does can then keep the
 	// worker busy while we wait for it.
@@ -496,10 +541,21 @@ func (s *Session) close(ctx context.Context, reason string) {
 		}
 	}
 	s.work.stop()
-	_ = s.files.Close()
 	s.mu.Lock()
 	s.state = StateDead
 	s.mu.Unlock()
-	s.hub.publish(Event{Type: EventKernel, State: string(StateDead), Reason: reason})
+	if s.parent != nil { // the files and the event log are the session's
+		s.hub.publish(Event{Type: EventContext, State: "deleted", Context: s.contextID, Name: s.kernel, Reason: reason})
+		return
+	}
+	_ = s.files.Close()
+	s.publish(Event{Type: EventKernel, State: string(StateDead), Reason: reason})
 	s.hub.close()
+}
+
+// publish adds ev to the session's event log, marked with the context it
+// comes from.
+func (s *Session) publish(ev Event) Event {
+	ev.Context = s.contextID
+	return s.hub.publish(ev)
 }

@@ -269,6 +269,6 @@ func (w *worker) setState(st State, reason string) {
 	w.s.state = st
 	w.s.mu.Unlock()
 	if changed {
-		w.s.hub.publish(Event{Type: EventKernel, State: string(st), Reason: reason})
+		w.s.publish(Event{Type: EventKernel, State: string(st), Reason: reason})
 	}
 }

@@ -41,7 +41,10 @@ type Record struct {
 	Running string `json:"running,omitempty"`
 	// Network is the session's egress allowlist (canonical patterns), nil
 	// for none: a restored session's proxy is resumed with it.
-	Network []string      `json:"network,omitempty"`
+	Network []string `json:"network,omitempty"`
+	// Kernel is the session's first kernel ("" for sandbox.DefaultKernel);
+	// its other contexts are not kept (they do not outlive a gateway).
+	Kernel  string        `json:"kernel,omitempty"`
 	Sandbox sandbox.State `json:"sandbox"`
 }
 

@@ -61,6 +61,12 @@ func Of(err error) *Error {
 		return New(http.StatusInsufficientStorage, "workspace_full", "the workspace is full (its size is limited); delete files and retry")
 	case errors.Is(err, sessions.ErrNotFound):
 		return New(http.StatusNotFound, "not_found", "session not found")
+	case errors.Is(err, sessions.ErrContextNotFound):
+		return New(http.StatusNotFound, "context_not_found", "context not found in this session")
+	case errors.Is(err, sessions.ErrNoContexts):
+		return New(http.StatusBadRequest, "no_contexts", "this gateway's runtime runs one kernel per session: create another session for another language")
+	case errors.Is(err, sessions.ErrTooManyContexts):
+		return New(http.StatusTooManyRequests, "too_many_contexts", "%s", err.Error())
 	case errors.Is(err, sessions.ErrInvalid), errors.Is(err, sessions.ErrBadSpec):
 		return New(http.StatusBadRequest, "bad_request", "%s", publicMessage(err))
 	case errors.Is(err, sessions.ErrTooManySessions):

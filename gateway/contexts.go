@@ -1,0 +1,77 @@
+package gateway
+
+import (
+	"net/http"
+
+	"github.com/glassroom/glassroom/api"
+	"github.com/glassroom/glassroom/gateway/internal/httperr"
+	"github.com/glassroom/glassroom/sessions"
+	"github.com/labstack/echo/v4"
+)
+
+// The contexts of a session: POST/GET /v1/sessions/{id}/contexts,
+// DELETE /v1/sessions/{id}/contexts/{ctx}, POST .../contexts/{ctx}/restart,
+// and the languages the gateway runs (GET /v1/kernels).
+
+func (s *Server) listKernels(c echo.Context) error {
+	out := []api.Kernel{}
+	for _, k := range s.mgr.InstalledKernels() {
+		out = append(out, api.Kernel{Name: k.Name, Language: k.Language, DisplayName: k.DisplayName, Aliases: k.Aliases})
+	}
+	return c.JSON(http.StatusOK, map[string][]api.Kernel{"kernels": out})
+}
+
+func (s *Server) createContext(c echo.Context) error {
+	sess, err := s.session(c)
+	if err != nil {
+		return err
+	}
+	var req api.CreateContextRequest
+	if err := s.decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.Language == "" {
+		return httperr.New(http.StatusBadRequest, "bad_request", "field language is required")
+	}
+	info, err := sess.Contexts().Create(c.Request().Context(), req.Language, req.Cwd)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, info)
+}
+
+func (s *Server) listContexts(c echo.Context) error {
+	sess, err := s.session(c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string][]sessions.ContextInfo{"contexts": sess.Contexts().List()})
+}
+
+func (s *Server) deleteContext(c echo.Context) error {
+	sess, err := s.session(c)
+	if err != nil {
+		return err
+	}
+	if err := sess.Contexts().Delete(c.Request().Context(), c.Param("ctx")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (s *Server) restartContext(c echo.Context) error {
+	sess, err := s.session(c)
+	if err != nil {
+		return err
+	}
+	if err := sess.Contexts().Restart(c.Request().Context(), c.Param("ctx")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// target is the session's context a request runs in (its context and
+// language fields; see api.ExecuteRequest).
+func (s *Server) target(c echo.Context, sess *sessions.Session, context, language string) (*sessions.Session, error) {
+	return sess.Contexts().Resolve(c.Request().Context(), context, language)
+}

@@ -1,0 +1,433 @@
+package sessions
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/glassroom/glassroom/cleanup"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
+)
+
+// FirstContext is the id of a session's first context: the kernel the
+// session was created with.
+const FirstContext = "default"
+
+// ContextInfo describes one context of a session: one kernel, with its own
+// language, working directory and variables.
+type ContextInfo struct {
+	ID string `json:"id"`
+	// Language is the kernel's canonical name (sandbox.KernelSpec.Name).
+	Language string `json:"language"`
+	// Cwd is the kernel's working directory inside the sandbox.
+	Cwd   string `json:"cwd"`
+	State State  `json:"state"`
+	// Default: the context a request naming only this language runs in.
+	Default bool `json:"default"`
+}
+
+// Contexts are the kernels of one session: its first (FirstContext), and
+// those started since in the same sandbox (sandbox.ContextStarter). Each
+// context other than the first is a Session of its own (its queue, worker
+// and Jupyter bookkeeping) that shares the first's sandbox, workspace,
+// event log, idle pause and activity. Its methods are safe for concurrent
+// use. Starting a context blocks for the kernel's start (about as long as
+// a new session's); the others never block on a kernel.
+//
+// Lock order: a Session's mu, then Contexts.mu, then another context's
+// Session mu (busy, from the first's expired).
+type Contexts struct {
+	first *Session
+
+	mu       sync.Mutex
+	byID     map[string]*contextEntry // the first context is not in it
+	defaults map[string]string        // kernel name → the id of its default context
+	pending  map[string]chan struct{} // kernel name → closed when its default context's start ends
+	starting int                      // contexts being started (they count toward the limit)
+	closed   bool
+	// installed are the kernels the runtime can start.
+	installed []sandbox.KernelSpec
+}
+
+type contextEntry struct {
+	s *Session
+}
+
+func newContexts(first *Session, installed []sandbox.KernelSpec) *Contexts {
+	c := &Contexts{first: first, byID: map[string]*contextEntry{}, defaults: map[string]string{},
+		pending: map[string]chan struct{}{}, installed: installed}
+	c.defaults[first.kernel] = FirstContext
+	return c
+}
+
+// Errors of contexts.
+var (
+	// ErrContextNotFound: no context of that id in the session.
+	ErrContextNotFound = errors.New("sessions: context not found")
+	// ErrNoContexts: the session's runtime holds one kernel per sandbox.
+	ErrNoContexts = errors.New("sessions: this runtime runs one kernel per session")
+)
+
+// ResolveKernel returns the canonical kernel name for a client's language
+// name (a kernelspec name or an alias such as E2B's "js" and "ts"), and
+// checks the runtime has it installed; the error is an *InvalidError that
+// says which are. "" is sandbox.DefaultKernel.
+func (m *Manager) ResolveKernel(language string) (string, error) {
+	return resolveKernel(language, m.InstalledKernels())
+}
+
+func resolveKernel(language string, installed []sandbox.KernelSpec) (string, error) {
+	if language == "" {
+		return sandbox.DefaultKernel, nil
+	}
+	k, ok := sandbox.LookupKernel(language)
+	if !ok {
+		return "", invalid("unknown language %q (one of: %s)", language, kernelNames(sandbox.Kernels()))
+	}
+	for _, in := range installed {
+		if in.Name == k.Name {
+			return k.Name, nil
+		}
+	}
+	return "", invalid("%s is not installed on this gateway (installed: %s)", k.Name, kernelNames(installed))
+}
+
+// InstalledKernels returns the kernels the runtime can start, the default
+// first (sandbox.KernelLister; a runtime without it runs only the default).
+func (m *Manager) InstalledKernels() []sandbox.KernelSpec {
+	if kl, ok := m.rt.(sandbox.KernelLister); ok {
+		return kl.Installed()
+	}
+	k, _ := sandbox.LookupKernel(sandbox.DefaultKernel)
+	return []sandbox.KernelSpec{k}
+}
+
+func kernelNames(ks []sandbox.KernelSpec) string {
+	s := ""
+	for i, k := range ks {
+		if i > 0 {
+			s += ", "
+		}
+		s += k.Name
+	}
+	return s
+}
+
+// Contexts returns the session's contexts. On a context's own Session (one
+// returned by Contexts.Get) it returns its session's.
+func (s *Session) Contexts() *Contexts {
+	if s.parent != nil {
+		return s.parent.ctxs
+	}
+	return s.ctxs
+}
+
+// Kernel returns the canonical name of the session's (or context's) kernel.
+func (s *Session) Kernel() string { return s.kernel }
+
+// List describes every context, the first first, then by id.
+func (c *Contexts) List() []ContextInfo {
+	c.mu.Lock()
+	out := []ContextInfo{c.infoLocked(FirstContext, c.first)}
+	for id, e := range c.byID {
+		out = append(out, c.infoLocked(id, e.s))
+	}
+	c.mu.Unlock()
+	sort.Slice(out[1:], func(i, j int) bool { return out[1+i].ID < out[1+j].ID })
+	for i := range out { // after c.mu: a session's lock comes before it
+		s, err := c.Get(out[i].ID)
+		if err != nil {
+			out[i].State = StateDead
+			continue
+		}
+		s.mu.Lock()
+		out[i].State = s.state
+		s.mu.Unlock()
+	}
+	return out
+}
+
+// infoLocked describes context id but its state. Called with c.mu held.
+func (c *Contexts) infoLocked(id string, s *Session) ContextInfo {
+	return ContextInfo{ID: id, Language: s.kernel, Cwd: s.cwd, Default: c.defaults[s.kernel] == id}
+}
+
+// Get returns the Session that runs context id: FirstContext is the
+// session itself.
+func (c *Contexts) Get(id string) (*Session, error) {
+	if id == FirstContext || id == "" {
+		return c.first, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.byID[id]; ok {
+		return e.s, nil
+	}
+	return nil, fmt.Errorf("%w: %q", ErrContextNotFound, id)
+}
+
+// Resolve finds where a request runs: in context id when it names one, in
+// the default context of language when it names only that (started on
+// first use, which blocks for the kernel's start), else in the first
+// context. A context and a language that disagree are an *InvalidError.
+func (c *Contexts) Resolve(ctx context.Context, id, language string) (*Session, error) {
+	if id != "" {
+		s, err := c.Get(id)
+		if err != nil {
+			return nil, err
+		}
+		if language != "" {
+			k, ok := sandbox.LookupKernel(language)
+			if !ok || k.Name != s.kernel {
+				return nil, invalid("context %s runs %s, not %s", id, s.kernel, language)
+			}
+		}
+		return s, nil
+	}
+	if language == "" {
+		return c.first, nil
+	}
+	kernel, err := resolveKernel(language, c.installed)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		c.mu.Lock()
+		if did, ok := c.defaults[kernel]; ok {
+			c.mu.Unlock()
+			return c.Get(did)
+		}
+		wait, starting := c.pending[kernel]
+		if !starting { // this call starts it; the others wait for it
+			done := make(chan struct{})
+			c.pending[kernel] = done
+			c.mu.Unlock()
+			info, err := c.start(ctx, kernel, "", true)
+			c.mu.Lock()
+			delete(c.pending, kernel)
+			close(done)
+			c.mu.Unlock()
+			if err != nil {
+				return nil, err
+			}
+			return c.Get(info.ID)
+		}
+		c.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("sessions: waiting for the %s context: %w", kernel, ctx.Err())
+		}
+	}
+}
+
+// Create starts a new context running language (a name or alias) in cwd
+// ("" is the workspace; a path relative to it, or absolute under it). It
+// blocks for the kernel's start.
+func (c *Contexts) Create(ctx context.Context, language, cwd string) (ContextInfo, error) {
+	kernel, err := resolveKernel(language, c.installed)
+	if err != nil {
+		return ContextInfo{}, err
+	}
+	return c.start(ctx, kernel, cwd, false)
+}
+
+// start starts a context; asDefault makes it its language's default
+// (Resolve lets one such start run per language at a time).
+func (c *Contexts) start(ctx context.Context, kernel, cwd string, asDefault bool) (_ ContextInfo, err error) {
+	first := c.first
+	cs, ok := first.sandbox.(sandbox.ContextStarter)
+	if !ok {
+		return ContextInfo{}, fmt.Errorf("%w (%s)", ErrNoContexts, first.runtime)
+	}
+	id := newContextID(kernel)
+	spec, err := sandbox.ContextSpec{Name: id, Kernel: kernel, Cwd: cwd}.Validate()
+	if err != nil {
+		var se *sandbox.SpecError
+		if errors.As(err, &se) {
+			return ContextInfo{}, &InvalidError{Reason: se.Public(), Err: err}
+		}
+		return ContextInfo{}, err
+	}
+	c.mu.Lock()
+	switch {
+	case c.closed:
+		c.mu.Unlock()
+		return ContextInfo{}, ErrClosed
+	case len(c.byID)+c.starting+1 >= first.cfg.MaxContexts:
+		c.mu.Unlock()
+		return ContextInfo{}, fmt.Errorf("%w: a session holds at most %d contexts", ErrTooManyContexts, first.cfg.MaxContexts)
+	}
+	c.starting++
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.starting--
+		c.mu.Unlock()
+	}()
+	first.Touch()
+	release, err := first.pause.use(ctx) // a frozen sandbox starts nothing
+	if err != nil {
+		return ContextInfo{}, fmt.Errorf("sessions: start context: %w", err)
+	}
+	defer release()
+
+	var undo cleanup.Stack
+	defer undo.Unwind(&err)
+	sctx, cancel := context.WithTimeout(ctx, first.cfg.StartTimeout)
+	defer cancel()
+	start := time.Now()
+	sb, err := cs.StartContext(sctx, spec)
+	if err != nil {
+		var se *sandbox.SpecError
+		if errors.As(err, &se) {
+			return ContextInfo{}, &InvalidError{Reason: se.Public(), Err: err}
+		}
+		return ContextInfo{}, fmt.Errorf("sessions: start context: %w", err)
+	}
+	undo.Push("close context", func() error {
+		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer ccancel()
+		return sb.Close(cctx)
+	})
+	log := first.log.With().Str("context", id).Logger()
+	conn, err := first.cfg.Dial(sctx, sb.Connection(), first.cfg.Kernel, log)
+	if err != nil {
+		return ContextInfo{}, fmt.Errorf("sessions: start context: %w: %w", sandbox.ErrUnavailable, err)
+	}
+	undo.Release()
+	child := newSession(sessionParams{id: first.id, tenant: first.tenant, runtime: first.runtime, cfg: first.cfg, log: log,
+		idle: first.idle, budget: first.budget, slots: first.work.slots, sandbox: sb, client: conn, files: first.files,
+		parent: first, contextID: id, kernel: kernel, cwd: spec.Cwd})
+
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		child.close(context.WithoutCancel(ctx), "session closed")
+		return ContextInfo{}, ErrClosed
+	}
+	c.byID[id] = &contextEntry{s: child}
+	if asDefault {
+		c.defaults[kernel] = id
+	}
+	info := c.infoLocked(id, child)
+	c.mu.Unlock()
+	info.State = StateIdle
+	first.hub.publish(Event{Type: EventContext, State: "created", Context: id, Name: kernel})
+	first.log.Info().Str("context", id).Str("kernel", kernel).Dur("start", time.Since(start)).Msg("context started")
+	return info, nil
+}
+
+// Delete stops context id and forgets it; the others keep running. The
+// first context is the session itself: delete the session instead.
+func (c *Contexts) Delete(ctx context.Context, id string) error {
+	if id == FirstContext {
+		return invalid("the first context is the session's own kernel: delete the session, or restart the context")
+	}
+	c.mu.Lock()
+	e, ok := c.byID[id]
+	if ok {
+		delete(c.byID, id)
+		if c.defaults[e.s.kernel] == id {
+			delete(c.defaults, e.s.kernel)
+		}
+	}
+	c.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrContextNotFound, id)
+	}
+	e.s.close(ctx, "context deleted")
+	return nil
+}
+
+// Restart restarts context id's kernel: its variables are lost, the other
+// contexts keep theirs.
+func (c *Contexts) Restart(ctx context.Context, id string) error {
+	s, err := c.Get(id)
+	if err != nil {
+		return err
+	}
+	return s.Restart(ctx)
+}
+
+// Interrupt interrupts the running execution of every context that runs
+// one.
+func (c *Contexts) Interrupt(ctx context.Context) error {
+	var errs []error
+	for _, s := range c.all() {
+		if _, _, running := s.Running(); running || s == c.first {
+			errs = append(errs, s.Interrupt(ctx))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Input answers the input() call of execution id in whichever context
+// runs it (Session.InputAs).
+func (c *Contexts) Input(owner, id, value string) error {
+	for _, s := range c.all() {
+		if err := s.InputAs(owner, id, value); !errors.Is(err, ErrNoInputPending) {
+			return err
+		}
+	}
+	return ErrNoInputPending
+}
+
+// all returns the first context's session and then the others'.
+func (c *Contexts) all() []*Session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := []*Session{c.first}
+	for _, e := range c.byID {
+		out = append(out, e.s)
+	}
+	return out
+}
+
+// busy reports whether a context other than the first runs or waits to
+// run an execution (the first's own state is the session's).
+func (c *Contexts) busy() bool {
+	for _, s := range c.all()[1:] {
+		s.mu.Lock()
+		b := s.state == StateBusy || s.queued.Load() > 0
+		s.mu.Unlock()
+		if b {
+			return true
+		}
+	}
+	return false
+}
+
+// closeAll closes every context but the first (the session closing or
+// detaching: a context does not outlive the gateway that started it).
+func (c *Contexts) closeAll(ctx context.Context, reason string) {
+	c.mu.Lock()
+	c.closed = true
+	entries := c.byID
+	c.byID = map[string]*contextEntry{}
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, e := range entries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.s.close(ctx, reason)
+		}()
+	}
+	wg.Wait()
+}
+
+// newContextID names a context after its kernel, with 32 random bits
+// ("r-1f2e3d4c"): never the name of one still closing.
+func newContextID(kernel string) string {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("sessions: crypto/rand failed: %v", err))
+	}
+	return kernel + "-" + hex.EncodeToString(b[:])
+}
