@@ -49,14 +49,20 @@ find "$root/var/log" -type f -exec rm -f {} +
 # numpy.testing / pandas.testing / matplotlib.testing are separate and kept.
 find "$root/usr/lib/python3/dist-packages" -depth -type d -name tests \
   -exec rm -rf {} +
-# R: the packages' HTML help, vignettes and test suites (the help database,
-# help/, which ?topic reads, is kept), and R's own manuals.
+# R: the packages' HTML help, vignettes, test suites, C/C++ headers (there
+# is no compiler in the image) and message translations (as for the rest of
+# the image, only English); the help database (help/, which ?topic reads) is
+# kept. Then R's own manuals and translations.
 for lib in "$root"/usr/lib/R/library "$root"/usr/lib/R/site-library; do
   [ -d "$lib" ] || continue
-  find "$lib" -mindepth 2 -maxdepth 2 -type d \( -name html -o -name doc -o -name tests \) \
-    -exec rm -rf {} +
+  find "$lib" -mindepth 2 -maxdepth 2 -type d \( -name html -o -name doc -o -name tests \
+    -o -name tinytest -o -name include -o -name po \) -exec rm -rf {} +
 done
-rm -rf "$root"/usr/share/R/doc/manual "$root"/usr/share/R/doc/html "$root"/usr/lib/R/doc/manual
+if [ -d "$root/usr/lib/R/library/translations" ]; then
+  find "$root/usr/lib/R/library/translations" -mindepth 1 -maxdepth 1 -type d \
+    -exec test -d {}/LC_MESSAGES \; -exec rm -rf {} +
+fi
+rm -rf "$root"/usr/share/R/doc/manual "$root"/usr/share/R/doc/html
 # Anything left in /tmp.
 find "$root/tmp" -mindepth 1 -delete
 # Compiled bytecode (__pycache__/*.pyc) is deliberately KEPT: the kernel runs
