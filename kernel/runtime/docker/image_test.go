@@ -3,7 +3,9 @@ package docker_test
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,5 +92,57 @@ func TestKernelNotInImageIsRefused(t *testing.T) {
 	k := runtimetest.Start(t, r, sandbox.Spec{ID: "docker-py-only-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), Kernel: "python3"})
 	if out, _ := k.Run(t, "40 + 2"); out != `"42"` {
 		t.Fatalf("40 + 2 = %s", out)
+	}
+}
+
+// TestKernelsScript: images/python/kernels.sh, which build.sh's
+// io.glassroom.kernels label comes from, lists a kernel only when its
+// interpreter and its kernel are both in the root filesystem, python3
+// first, in the names the runtime knows.
+func TestKernelsScript(t *testing.T) {
+	files := map[string][]string{
+		"python3": {"usr/bin/python3", "usr/lib/python3/dist-packages/ipykernel/__init__.py"},
+		"r":       {"usr/bin/R", "usr/lib/R/site-library/IRkernel/DESCRIPTION"},
+		"deno":    {"usr/local/bin/deno"},
+		"bash":    {"usr/bin/bash"},
+		"R alone": {"usr/bin/R"},
+	}
+	for _, tc := range []struct {
+		has  []string
+		want string
+	}{
+		{[]string{"python3"}, "python3"},
+		{[]string{"python3", "r", "deno", "bash"}, "python3,r,javascript,typescript,bash"},
+		{[]string{"bash", "deno", "R alone"}, "javascript,typescript"}, // bash needs python's ipykernel; R needs IRkernel
+		{[]string{"python3", "bash"}, "python3,bash"},
+		{nil, ""},
+	} {
+		root := t.TempDir()
+		if err := os.Symlink("usr/bin", filepath.Join(root, "bin")); err != nil { // merged /usr
+			t.Fatal(err)
+		}
+		for _, h := range tc.has {
+			for _, f := range files[h] {
+				p := filepath.Join(root, f)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, nil, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		out, err := exec.Command("sh", "../../../images/python/kernels.sh", root).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kernels.sh: %v %s", err, out)
+		}
+		if got := strings.TrimSpace(string(out)); got != tc.want {
+			t.Errorf("root with %v: kernels.sh says %q, want %q", tc.has, got, tc.want)
+		}
+		for _, name := range strings.Split(tc.want, ",") {
+			if k, ok := sandbox.LookupKernel(name); name != "" && (!ok || k.Name != name) {
+				t.Errorf("kernels.sh names %q, which is no kernel's name", name)
+			}
+		}
 	}
 }
