@@ -3,8 +3,7 @@
 // (execute_python), move files in and out of a session's workspace
 // (upload_file, read_file, list_files), view and edit text files there
 // as with a text editor (edit_file: view, create, str_replace, insert) and
-// manage sessions
-// (restart_session, close_session).
+// manage sessions (restart_session, close_session).
 //
 // The tools are built on a small Backend interface that *client.Client
 // satisfies, so the same server runs over stdio against any gateway
