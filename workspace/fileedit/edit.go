@@ -179,10 +179,30 @@ func (e *Editor) Do(fsys workspace.FS, p string, cmd Command) (Result, error) {
 		unlock()
 	}
 	if err != nil {
-		return Result{}, fmt.Errorf("fileedit: %s: %w", cmd.Command, err)
+		return Result{}, fmt.Errorf("fileedit: %s: %w", cmd.Command, symlinkInPath(fsys, clean, err))
 	}
 	res.Path, res.Command = clean, cmd.Command
 	return res, nil
+}
+
+// symlinkInPath makes err, a workspace.ErrNotDir on p, say so when the
+// directory in the way is a symlink (the workspace never follows one):
+// ErrSymlink naming it, instead of "not a directory".
+func symlinkInPath(fsys workspace.FS, p string, err error) error {
+	if !errors.Is(err, workspace.ErrNotDir) {
+		return err
+	}
+	dir := ""
+	for _, seg := range strings.Split(p, "/") {
+		dir = strings.TrimPrefix(dir+"/"+seg, "/")
+		if dir == p {
+			break
+		}
+		if ent, serr := fsys.Stat(dir); serr == nil && ent.Type == "symlink" {
+			return &workspace.PathError{Kind: workspace.ErrSymlink, Path: dir, Detail: "a directory in the path is a symlink; symlinks are not followed", Err: err}
+		}
+	}
+	return err
 }
 
 // check validates cmd's arguments before any I/O.

@@ -257,6 +257,8 @@ func TestHostileInputs(t *testing.T) {
 		t.Cleanup(func() { os.RemoveAll(outside) })
 		write(t, outside, "secret.txt", "secret\n")
 		os.Symlink(outside, filepath.Join(dir, "escape"))
+		os.Mkdir(filepath.Join(dir, "sub"), 0o755)
+		os.Symlink(outside, filepath.Join(dir, "sub", "escape"))
 		os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(dir, "link.txt"))
 		write(t, dir, "ok.txt", "one\ntwo\n")
 		write(t, dir, "bin.dat", "\x89PNG\x00\x01\x02")
@@ -276,10 +278,12 @@ func TestHostileInputs(t *testing.T) {
 			{"absolute outside", "/etc/passwd", fileedit.Command{Command: "view"}, workspace.ErrBadPath, "absolute path"},
 			{"traversal create", "a/../../x.txt", fileedit.Command{Command: "create", FileText: str("x")}, workspace.ErrBadPath, "'..'"},
 			{"NUL in path", "a\x00b", fileedit.Command{Command: "view"}, workspace.ErrBadPath, "NUL"},
-			{"symlinked dir", "escape/secret.txt", fileedit.Command{Command: "str_replace", OldStr: str("secret"), NewStr: str("pwned")}, workspace.ErrNotDir, "escape"},
-			{"symlinked dir create", "escape/new.txt", fileedit.Command{Command: "create", FileText: str("pwned")}, workspace.ErrNotDir, "escape"},
-			{"symlinked dir insert", "escape/secret.txt", fileedit.Command{Command: "insert", InsertLine: num(0), NewStr: str("pwned")}, workspace.ErrNotDir, "escape"},
-			{"symlinked dir view", "escape/secret.txt", fileedit.Command{Command: "view"}, workspace.ErrNotDir, "escape"},
+			{"symlinked dir", "escape/secret.txt", fileedit.Command{Command: "str_replace", OldStr: str("secret"), NewStr: str("pwned")}, workspace.ErrSymlink, "escape (a directory in the path is a symlink"},
+			{"symlinked dir create", "escape/new.txt", fileedit.Command{Command: "create", FileText: str("pwned")}, workspace.ErrSymlink, "escape (a directory in the path is a symlink"},
+			{"symlinked dir insert", "escape/secret.txt", fileedit.Command{Command: "insert", InsertLine: num(0), NewStr: str("pwned")}, workspace.ErrSymlink, "escape"},
+			{"symlinked dir view", "escape/secret.txt", fileedit.Command{Command: "view"}, workspace.ErrSymlink, "escape"},
+			{"symlinked dir deeper", "sub/escape/secret.txt", fileedit.Command{Command: "view"}, workspace.ErrSymlink, "sub/escape (a directory"},
+			{"file in the path", "ok.txt/x", fileedit.Command{Command: "view"}, workspace.ErrNotDir, "ok.txt"},
 			{"symlink file", "link.txt", fileedit.Command{Command: "str_replace", OldStr: str("secret"), NewStr: str("pwned")}, workspace.ErrSymlink, "symlink"},
 			{"symlink view", "link.txt", fileedit.Command{Command: "view"}, workspace.ErrSymlink, ""},
 			{"missing", "nope.txt", fileedit.Command{Command: "str_replace", OldStr: str("a"), NewStr: str("b")}, workspace.ErrNotFound, ""},
