@@ -392,42 +392,29 @@ func (e *Editor) replace(fsys workspace.FS, p, oldStr, newStr string) (Result, e
 	if err != nil {
 		return Result{}, err
 	}
-	at := matches(data, oldStr)
-	if len(at) == 0 && usesCRLF(data) && strings.Contains(oldStr, "\n") && !strings.Contains(oldStr+newStr, "\r") {
+	f := find(data, oldStr)
+	if f.n == 0 && usesCRLF(data) && strings.Contains(oldStr, "\n") && !strings.Contains(oldStr+newStr, "\r") {
 		// The file ends its lines with CRLF; the caller wrote LF.
 		oldStr, newStr = strings.ReplaceAll(oldStr, "\n", "\r\n"), strings.ReplaceAll(newStr, "\n", "\r\n")
-		at = matches(data, oldStr)
+		f = find(data, oldStr)
 	}
 	switch {
-	case len(at) == 0:
+	case f.n == 0:
 		detail := "it must occur exactly once, character for character (whitespace and indentation included): view the file and copy the text"
 		if t := strings.TrimSpace(oldStr); t != "" && t != oldStr && bytes.Contains(data, []byte(t)) {
 			detail = "it occurs only with other leading or trailing whitespace (spaces, tabs, newlines): copy the text exactly as the file has it"
 		}
 		return Result{}, &Error{Kind: ErrNoMatch, Path: p, Detail: "0 matches: " + detail}
-	case len(at) > 1:
-		starts := lineStarts(data)
-		lines, more := []int{}, false
-		for _, off := range at {
-			l := lineOf(starts, off)
-			if len(lines) > 0 && lines[len(lines)-1] == l {
-				continue // another match on the same line
-			}
-			if len(lines) == MaxMatchLines {
-				more = true
-				break
-			}
-			lines = append(lines, l)
+	case f.n > 1:
+		where := "at lines " + lineList(f.lines, f.more)
+		if len(f.lines) == 1 && !f.more {
+			where = fmt.Sprintf("all on line %d", f.lines[0])
 		}
-		where := "at lines " + lineList(lines, more)
-		if len(lines) == 1 {
-			where = fmt.Sprintf("all on line %d", lines[0])
-		}
-		return Result{}, &Error{Kind: ErrManyMatches, Path: p, Matches: len(at), Lines: lines,
+		return Result{}, &Error{Kind: ErrManyMatches, Path: p, Matches: f.n, Lines: f.lines,
 			Detail: fmt.Sprintf("%d matches, %s; it must occur exactly once: include more of the surrounding text in old_str to make it unique",
-				len(at), where)}
+				f.n, where)}
 	}
-	i := at[0]
+	i := f.first
 	out := make([]byte, 0, len(data)-len(oldStr)+len(newStr))
 	out = append(append(append(out, data[:i]...), newStr...), data[i+len(oldStr):]...)
 	if err := e.write(fsys, p, data, out); err != nil {
@@ -491,19 +478,41 @@ func (e *Editor) edited(data []byte, first, last int) Result {
 	return res
 }
 
-// matches returns where s occurs in data, overlapping occurrences
-// included ("aa" occurs twice in "aaa").
-func matches(data []byte, s string) []int {
-	var at []int
+// found is where a string occurs in a file.
+type found struct {
+	n     int   // occurrences, overlapping ones included ("aa" occurs twice in "aaa")
+	first int   // offset of the first
+	lines []int // the distinct lines (from 1) of the first occurrences, at most MaxMatchLines
+	more  bool  // occurrences on further lines are not in lines
+}
+
+// find counts the occurrences of s in data and notes where they are.
+func find(data []byte, s string) found {
+	f := found{first: -1}
+	line, prev := 1, 0
 	for i := 0; i <= len(data); {
 		j := bytes.Index(data[i:], []byte(s))
 		if j < 0 {
 			break
 		}
-		at = append(at, i+j)
-		i += j + 1
+		off := i + j
+		if f.n++; f.n == 1 {
+			f.first = off
+		}
+		if !f.more {
+			line += bytes.Count(data[prev:off], []byte("\n"))
+			prev = off
+			switch {
+			case len(f.lines) > 0 && f.lines[len(f.lines)-1] == line:
+			case len(f.lines) == MaxMatchLines:
+				f.more = true
+			default:
+				f.lines = append(f.lines, line)
+			}
+		}
+		i = off + 1
 	}
-	return at
+	return f
 }
 
 // usesCRLF reports whether every line ending of data is CRLF (and there

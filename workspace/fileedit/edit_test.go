@@ -239,6 +239,13 @@ func TestStrReplaceNeedsExactlyOneMatch(t *testing.T) {
 		if got := read(t, dir, "a.py"); got != content || !after.ModTime().Equal(before.ModTime()) {
 			t.Fatalf("a failed str_replace changed the file: %q (mtime %v -> %v)", got, before.ModTime(), after.ModTime())
 		}
+		// A million matches are counted, the first lines named.
+		write(t, dir, "many.txt", strings.Repeat(strings.Repeat("a", 999)+"\n", 1000))
+		_, err = e.Do(fsys, "many.txt", fileedit.Command{Command: "str_replace", OldStr: str("a"), NewStr: str("b")})
+		if !errors.Is(err, fileedit.ErrManyMatches) || !errors.As(err, &fe) || fe.Matches != 999000 || len(fe.Lines) != fileedit.MaxMatchLines ||
+			!strings.Contains(fe.Public(), "999000 matches, at lines 1, 2, 3") || !strings.Contains(fe.Public(), "19, 20 and more") {
+			t.Fatalf("many matches: %v", err)
+		}
 		// One match on the same file works.
 		if _, err := e.Do(fsys, "a.py", fileedit.Command{Command: "str_replace", OldStr: str("y = 2"), NewStr: str("y = 3")}); err != nil {
 			t.Fatal(err)
