@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -586,4 +587,31 @@ func TestRestartStartsClean(t *testing.T) {
 		}
 		runtimetest.RestartStartsClean(t, &k)
 	})
+}
+
+// TestLanguages runs the language table (runtimetest.Languages) on every
+// kernel: R, JavaScript and TypeScript (Deno) as installed on this host
+// by scripts/install-deps.sh, and Python.
+func TestLanguages(t *testing.T) {
+	n := 0
+	runtimetest.RunLanguages(t, newRuntime(t, local.Config{}), func() string { n++; return "language-" + strconv.Itoa(n) + "-local" })
+}
+
+// TestKernelsInstalled: the runtime lists the kernels this host has, the
+// default first, and refuses one it has not with a SpecError naming it.
+func TestKernelsInstalled(t *testing.T) {
+	r := newRuntime(t, local.Config{})
+	var names []string
+	for _, k := range r.Installed() {
+		names = append(names, k.Name)
+	}
+	if len(names) == 0 || names[0] != sandbox.DefaultKernel || !slices.Contains(names, "bash") || slices.Contains(names, "java") {
+		t.Fatalf("installed: %v", names)
+	}
+	t.Logf("installed: %v", names)
+	_, err := r.Start(context.Background(), sandbox.Spec{ID: "kernel-java-local", Kernel: "java"})
+	var se *sandbox.SpecError
+	if !errors.As(err, &se) || se.Public() != "kernel java is not installed" {
+		t.Fatalf("start java: %v", err)
+	}
 }

@@ -41,7 +41,8 @@ func Hardening(t *testing.T, rt Starter, opts HardeningOptions, newID func() str
 		opts.DeniedSyscallErrno = int(syscall.EPERM)
 	}
 	t.Run("environment policy", func(t *testing.T) {
-		for name, why := range map[string]string{"PYTHONPATH": "interpreter", "LD_PRELOAD": "loader", "JUPYTER_CONFIG_DIR": "start-up", "HOME": "glassroom sets it"} {
+		for name, why := range map[string]string{"PYTHONPATH": "interpreter", "LD_PRELOAD": "loader", "JUPYTER_CONFIG_DIR": "start-up", "HOME": "glassroom sets it",
+			"R_LIBS_USER": "R at kernel start", "R_PROFILE_USER": "R at kernel start", "DENO_DIR": "Deno at kernel start", "NODE_OPTIONS": "Deno at kernel start"} {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			sb, err := rt.Start(ctx, sandbox.Spec{ID: newID(), Env: map[string]string{name: "/workspace"}})
 			cancel()
