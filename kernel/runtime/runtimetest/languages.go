@@ -107,13 +107,13 @@ func Languages() []Language {
 			FloodCut: true,
 			PlantFiles: map[string]string{
 				".Rprofile":  "cat('Rprofile\\n', file = '/home/user/STEERED', append = TRUE)\nplanted_rprofile <- TRUE\n",
-				".Renviron":  "R_PROFILE_USER=/home/user/evil.R\nR_DEFAULT_PACKAGES=evilpkg\n",
+				".Renviron":  "R_LIBS=/home/user/Rlib\nR_PROFILE_USER=/home/user/evil.R\n",
 				"evil.R":     "cat('R_PROFILE_USER\\n', file = '/home/user/STEERED', append = TRUE)\n",
 				"mydata.csv": "a,b\n1,2\n",
 			},
-			// A saved workspace, and a user library (R_LIBS_USER's
-			// default, under HOME) with a package IRkernel loads at
-			// start.
+			// A saved workspace, and a package IRkernel loads at start
+			// in the user library (R_LIBS_USER's default, under HOME) and
+			// in the library .Renviron names.
 			PlantCode: `planted_rdata <- TRUE
 save.image(".RData")
 rm(planted_rdata)
@@ -123,10 +123,11 @@ writeLines(c("Package: crayon", "Version: 99.0.0", "Title: Planted", "Descriptio
   "Author: a", "Maintainer: a <a@example.invalid>"), file.path(d, "DESCRIPTION"))
 writeLines(".onLoad <- function(lib, pkg) cat('crayon\\n', file = '/home/user/STEERED', append = TRUE)", file.path(d, "R", "x.R"))
 writeLines("export()", file.path(d, "NAMESPACE"))
-lib <- path.expand(file.path("~", "R", paste0(R.version$platform, "-library"), paste0(R.version$major, ".", sub("[.].*", "", R.version$minor))))
-dir.create(lib, recursive = TRUE)
-install.packages(d, lib = lib, repos = NULL, type = "source", quiet = TRUE, INSTALL_opts = "--no-test-load")
-cat(file.exists(file.path(lib, "crayon", "DESCRIPTION")), "\n")`,
+for (lib in c(path.expand(file.path("~", "R", paste0(R.version$platform, "-library"), paste0(R.version$major, ".", sub("[.].*", "", R.version$minor)))), "/home/user/Rlib")) {
+  dir.create(lib, recursive = TRUE)
+  install.packages(d, lib = lib, repos = NULL, type = "source", quiet = TRUE, INSTALL_opts = "--no-test-load")
+  cat(file.exists(file.path(lib, "crayon", "DESCRIPTION")), "\n")
+}`,
 			Check:     "cat(exists('planted_rdata'), exists('planted_rprofile'), nrow(read.csv('mydata.csv')), packageVersion('crayon') < '99', '\\n')",
 			CheckWant: "FALSE FALSE 1 TRUE",
 		},
