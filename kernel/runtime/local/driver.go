@@ -193,7 +193,13 @@ func (d *driver) command(seccomp bool) (*exec.Cmd, error) {
 	cfg := d.r.cfg
 	mb := func(n int) string { return strconv.FormatInt(int64(n)<<20, 10) }
 	args := []string{"prlimit"}
-	if !needsAddressSpace(d.kernel) {
+	switch {
+	case d.cg != nil:
+		// The cgroup bounds the sandbox's memory: the address-space
+		// limit is a soft one, which a kernel whose runtime reserves far
+		// more than it uses (V8) may lift; the launcher does for Deno.
+		args = append(args, "--as="+mb(d.limits.MemoryMB)+":unlimited")
+	case !needsAddressSpace(d.kernel):
 		args = append(args, "--as="+mb(d.limits.MemoryMB))
 	}
 	args = append(args,

@@ -73,7 +73,10 @@ func checkKernel(name string) error {
 // needsAddressSpace reports whether the kernel's runtime reserves far
 // more virtual memory than it uses (V8's heap cages and sandbox), so that
 // no RLIMIT_AS lets it start: its memory is bounded by the sandbox's
-// cgroup only.
+// cgroup only. With a cgroup every sandbox's address-space limit is soft
+// (a Deno kernel started in a Python sandbox lifts it); without one, a
+// sandbox whose first kernel is such has none, and no other sandbox can
+// start such a kernel.
 func needsAddressSpace(kernel string) bool {
 	return kernel == "javascript" || kernel == "typescript"
 }

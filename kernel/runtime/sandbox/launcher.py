@@ -772,7 +772,16 @@ class Bridge:
         return argv, self.cwd, wait
 
     def prepare_deno(self):
+        import resource
         import socket
+        # V8 reserves far more address space than it uses: lift a soft
+        # limit (the sandbox's memory is bounded otherwise), refuse a hard
+        # one with a reason.
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard != resource.RLIM_INFINITY:
+            raise SystemExit("glassroom launcher: the %s kernel (V8) cannot run under an address-space limit (RLIMIT_AS %d)" % (self.kernel, hard))
+        if soft != hard:
+            resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
         info = {"transport": "tcp", "ip": "127.0.0.1", "key": self.info["key"],
                 "signature_scheme": self.info.get("signature_scheme", "hmac-sha256"), "kernel_name": "deno"}
         for ch in CHANNELS:
@@ -1015,7 +1024,6 @@ class Bridge:
         os._exit(status)
 
     def run(self):
-        import os
         import signal
         import socket
 
@@ -1024,10 +1032,10 @@ class Bridge:
         rfd.setblocking(False)
         wfd.setblocking(False)
         signal.set_wakeup_fd(wfd.fileno())
-        got = []
+        self.got = []
 
         def on_signal(signum, _):
-            got.append(signum)
+            self.got.append(signum)
 
         for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
             signal.signal(s, on_signal)
@@ -1040,12 +1048,22 @@ class Bridge:
                 pass
 
         self.relay.watch(rfd, drain)
+        try:
+            self.serve()
+        except BaseException:
+            import shutil
+            shutil.rmtree(self.private, ignore_errors=True)
+            raise
+
+    def serve(self):
+        import os
+        import signal
         self.spawn()
         wait = 0.02
         while True:
             self.relay.poll(wait)
-            while got:
-                s = got.pop(0)
+            while self.got:
+                s = self.got.pop(0)
                 if s == signal.SIGINT:
                     self.interrupt()
                 elif s in (signal.SIGTERM, signal.SIGHUP):
