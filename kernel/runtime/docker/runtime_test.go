@@ -468,3 +468,26 @@ func TestGVisorSandboxDeathIsExplained(t *testing.T) {
 	}
 	runtimetest.Dies(t, k, "import os, time\nfor i in range(40):\n    if os.fork() == 0:\n        time.sleep(30); os._exit(0)", "the gVisor sandbox stopped")
 }
+
+var contextSeq int
+
+// TestContexts: contexts of a docker sandbox (runtimetest.Contexts): each
+// a docker exec into the session's container, so in its cgroup; they end
+// with the container when its first kernel restarts, and say so. Under
+// gVisor too (GLASSROOM_TEST_OCI_RUNTIME=runsc).
+func TestContexts(t *testing.T) {
+	// A uid range of its own: RLIMIT_NPROC counts a uid's threads on the
+	// whole host, and other tests of this package use 350000 and up.
+	r := newRuntime(t, docker.Config{Common: sandbox.Common{UIDBase: 357000}})
+	runtimetest.Contexts(t, r, runtimetest.ContextOptions{
+		NewID: func() string {
+			contextSeq++
+			return "contexts-" + strconv.Itoa(contextSeq) + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
+		},
+		FirstRestartEndsContexts: true,
+		OOMReason:                "OOMKilled",
+		// gVisor: the host's OOM killer ends the sandbox's sentry, so
+		// every kernel (under runc it picks the largest process).
+		OOMEndsSandbox: underGVisor(t),
+	})
+}

@@ -587,3 +587,23 @@ func TestRestartStartsClean(t *testing.T) {
 		runtimetest.RestartStartsClean(t, &k)
 	})
 }
+
+var contextSeq int
+
+// TestContexts: contexts of a local sandbox (runtimetest.Contexts): each
+// another bwrap in the sandbox's cgroup, on an ipc directory of its own
+// that the first kernel's restart leaves alone.
+func TestContexts(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the shared memory limit needs cgroups, so root")
+	}
+	// A uid range of its own: RLIMIT_NPROC counts a uid's threads on the
+	// whole host, and other tests of this package use 320000 and up.
+	runtimetest.Contexts(t, newRuntime(t, local.Config{Common: sandbox.Common{UIDBase: 327000}}), runtimetest.ContextOptions{
+		NewID: func() string {
+			contextSeq++
+			return "contexts-" + strconv.Itoa(contextSeq) + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
+		},
+		OOMReason: "OOMKilled",
+	})
+}
