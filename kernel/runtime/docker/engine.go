@@ -15,7 +15,9 @@ import (
 
 // engine is the part of the Docker API the runtime uses; *client.Client
 // implements it, and tests can fake it. Every call but ContainerWait gets
-// a context bounded by Config.CallTimeout.
+// a context bounded by Config.CallTimeout (ContainerExecAttach's bounds
+// the attach; the stream it returns lasts as long as the exec, like a
+// wait).
 type engine interface {
 	ContainerList(ctx context.Context, options container.ListOptions) ([]container.Summary, error)
 	ContainerCreate(ctx context.Context, config *container.Config, hostConfig *container.HostConfig, networkingConfig *network.NetworkingConfig, platform *ocispec.Platform, containerName string) (container.CreateResponse, error)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -135,8 +136,14 @@ func TestContainerIsLockedDown(t *testing.T) {
 	if got := inspect(t, "{{index .HostConfig.SecurityOpt 1}}", id); !strings.HasPrefix(got, "seccomp=") || !strings.Contains(got, "AF_NETLINK") {
 		t.Errorf("glassroom's seccomp profile not applied: %.80s", got)
 	}
-	if got := inspect(t, "{{range .Mounts}}{{.Source}} {{end}}", id); len(strings.Fields(got)) != 2 || !strings.Contains(got, k.Sandbox.Workspace()) {
-		t.Errorf("host paths in the container: %q", got)
+	// The session directory's ipc, workspace (twice: WorkDir and its
+	// alias) and contexts' ipc directories, nothing else of the host.
+	session := filepath.Dir(k.Sandbox.Workspace())
+	mounts := strings.Fields(inspect(t, "{{range .Mounts}}{{.Source}}:{{.Destination}} {{end}}", id))
+	slices.Sort(mounts)
+	want := []string{session + "/ctx:/run/glassroom/ctx", session + "/ipc:/run/glassroom/ipc", session + "/work:/home/user", session + "/work:/workspace"}
+	if !slices.Equal(mounts, want) {
+		t.Errorf("host paths in the container: %q, want %q", mounts, want)
 	}
 	if out, _ := k.Run(t, "print(open('/proc/self/status').read().split('CapEff:')[1].split()[0])"); strings.TrimSpace(out) != "0000000000000000" {
 		t.Errorf("CapEff = %q", out)
@@ -146,7 +153,7 @@ func TestContainerIsLockedDown(t *testing.T) {
 	if uid < 350000 || user != strconv.Itoa(uid)+":"+strconv.Itoa(uid) {
 		t.Errorf("container user %q: want a per-session unprivileged uid", user)
 	}
-	if out, _ := k.Run(t, "import os; print(os.getuid(), os.getcwd())"); strings.TrimSpace(out) != strconv.Itoa(uid)+" /workspace" {
+	if out, _ := k.Run(t, "import os; print(os.getuid(), os.getcwd())"); strings.TrimSpace(out) != strconv.Itoa(uid)+" /home/user" {
 		t.Errorf("uid/cwd = %q", out)
 	}
 }

@@ -87,6 +87,23 @@ func Contexts(t *testing.T, rt Starter, opts ContextOptions) {
 		k.reconnect(t, top)
 		return k
 	}
+	// freeze freezes the sandbox, if it can, for what must thaw it first.
+	freeze := func(t *testing.T) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if fz, ok := first.Sandbox.(sandbox.Freezer); ok {
+			if err := fz.Freeze(ctx); err != nil && !errors.Is(err, sandbox.ErrNoFreeze) {
+				t.Fatalf("freeze: %v", err)
+			}
+		}
+	}
+	thawed := func(t *testing.T, what string) {
+		t.Helper()
+		if fz, ok := first.Sandbox.(sandbox.Freezer); ok && fz.Frozen() {
+			t.Fatalf("the sandbox is still frozen after %s", what)
+		}
+	}
 	expect := func(t *testing.T, k Kernel, code, want string) {
 		t.Helper()
 		if out, ename := k.Run(t, code); strings.TrimSpace(out) != want || ename != "" {
@@ -193,16 +210,11 @@ func Contexts(t *testing.T, rt Starter, opts ContextOptions) {
 	t.Run("a context restarts alone", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
-		fz, _ := first.Sandbox.(sandbox.Freezer)
-		if fz != nil && fz.Freeze(ctx) == nil {
-			defer func() { _ = fz.Thaw(ctx) }()
-		}
+		freeze(t)
 		if err := a.Sandbox.Restart(ctx); err != nil {
 			t.Fatalf("restart context a: %v", err)
 		}
-		if fz != nil && fz.Frozen() {
-			t.Fatal("the sandbox is still frozen after a context's restart")
-		}
+		thawed(t, "a context's restart")
 		a.reconnect(t, top)
 		if _, ename := a.Run(t, "x"); ename != "NameError" {
 			t.Fatal("context a's variables survived its restart")
@@ -257,9 +269,11 @@ func Contexts(t *testing.T, rt Starter, opts ContextOptions) {
 	t.Run("a context closes alone", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
+		freeze(t)
 		if err := b.Sandbox.Close(ctx); err != nil {
 			t.Fatalf("close context b: %v", err)
 		}
+		thawed(t, "a context's close")
 		select {
 		case <-b.Sandbox.Exited():
 		default:
@@ -267,7 +281,9 @@ func Contexts(t *testing.T, rt Starter, opts ContextOptions) {
 		}
 		expect(t, first, "print(x)", "first")
 		expect(t, a, "print(x)", "a")
+		freeze(t)
 		b = mustStart(t, "b", "") // the name is free again
+		thawed(t, "a context's start")
 		b.Run(t, "x = 'b'")
 	})
 
@@ -297,6 +313,9 @@ func Contexts(t *testing.T, rt Starter, opts ContextOptions) {
 	t.Run("closing the sandbox ends every context", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
+		if !opts.OOMEndsSandbox {
+			freeze(t)
+		}
 		if err := first.Sandbox.Close(ctx); err != nil {
 			t.Fatalf("close the sandbox: %v", err)
 		}
