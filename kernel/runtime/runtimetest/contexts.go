@@ -50,13 +50,14 @@ const (
 // python3 contexts and the first kernel keep their own variables and
 // share the workspace; starts run concurrently, a name is taken once, a
 // bad working directory or a kernel the runtime has not installed is a
-// *sandbox.SpecError; a context restarts alone (thawing a frozen
-// sandbox first) and closes alone; the first kernel's restart leaves the
-// contexts running on their own ipc directories (or, with
-// opts.FirstRestartEndsContexts, ends them with a reason, and they
-// restart); the session's memory limit covers all kernels together; the
-// sandbox's Close ends every context and refuses new ones. It logs the
-// time to the first result of a new session and of a new context.
+// *sandbox.SpecError; a context starts, restarts and closes alone (each
+// thawing a frozen sandbox first); the first kernel's restart, and its
+// death, leave the contexts running on their own ipc directories (or,
+// with opts.FirstRestartEndsContexts, end them with a reason, and they
+// restart once it runs again); the session's memory limit covers all
+// kernels together; the sandbox's Close ends every context and refuses
+// new ones. It logs the time to the first result of a new session and of
+// a new context.
 func Contexts(t *testing.T, rt Starter, opts ContextOptions) {
 	testkit.RealThing(t, "a real sandboxed kernel")
 	began := time.Now()
@@ -263,6 +264,45 @@ func Contexts(t *testing.T, rt Starter, opts ContextOptions) {
 		if opts.FirstRestartEndsContexts {
 			a.Run(t, "x = 'a'")
 			b.Run(t, "x = 'b'")
+		}
+	})
+
+	t.Run("the first kernel dies", func(t *testing.T) {
+		Dies(t, first, "import os; os._exit(3)", "3")
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		if !opts.FirstRestartEndsContexts {
+			expect(t, a, "print(x)", "a")
+			expect(t, b, "print(x)", "b")
+		} else {
+			for _, k := range []Kernel{a, b} {
+				select {
+				case <-k.Sandbox.Exited():
+				case <-time.After(30 * time.Second):
+					t.Fatal("a context of a dead first kernel reports no exit")
+				}
+				t.Logf("a context after the first kernel's death: %s", k.Sandbox.ExitReason())
+				if !strings.Contains(k.Sandbox.ExitReason(), "stopped") {
+					t.Fatalf("exit reason %q, want it to say the sandbox stopped", k.Sandbox.ExitReason())
+				}
+			}
+			if err := a.Sandbox.Restart(ctx); !errors.Is(err, sandbox.ErrUnavailable) {
+				t.Fatalf("restart a context while the first kernel is dead: %v, want ErrUnavailable", err)
+			}
+		}
+		if err := first.Sandbox.Restart(ctx); err != nil {
+			t.Fatalf("restart the dead first kernel: %v", err)
+		}
+		first.reconnect(t, top)
+		first.Run(t, "x = 'first'")
+		if opts.FirstRestartEndsContexts {
+			for name, k := range map[string]*Kernel{"a": &a, "b": &b} {
+				if err := k.Sandbox.Restart(ctx); err != nil {
+					t.Fatalf("restart a context once the first kernel runs again: %v", err)
+				}
+				k.reconnect(t, top)
+				k.Run(t, "x = '"+name+"'")
+			}
 		}
 	})
 
