@@ -498,3 +498,10 @@ func TestContexts(t *testing.T) {
 		OOMEndsSandbox: underGVisor(t),
 	})
 }
+
+// TestContextEgress: a context reaches the session's egress proxy through
+// the first kernel's forwarder, on the container's loopback they share.
+func TestContextEgress(t *testing.T) {
+	r := newRuntime(t, docker.Config{Common: sandbox.Common{UIDBase: 357000}})
+	runtimetest.ContextEgress(t, r, "context-egress-"+strconv.FormatInt(time.Now().UnixNano()%1e6, 10))
+}

@@ -607,3 +607,10 @@ func TestContexts(t *testing.T) {
 		OOMReason: "OOMKilled",
 	})
 }
+
+// TestContextEgress: a context reaches the session's egress proxy through
+// a forwarder of its own, in its own network namespace.
+func TestContextEgress(t *testing.T) {
+	r := newRuntime(t, local.Config{Common: sandbox.Common{UIDBase: 327000}})
+	runtimetest.ContextEgress(t, r, "context-egress-"+strconv.FormatInt(time.Now().UnixNano()%1e6, 10))
+}

@@ -1,8 +1,13 @@
 package runtimetest
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -394,3 +399,70 @@ func isClosed(c <-chan struct{}) bool {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// ContextEgress checks that a context of a sandbox with a network reaches
+// the session's egress proxy as the first kernel does (through the
+// launcher's forwarder: its own, or the first kernel's where they share a
+// network namespace). The proxy is a stand-in on a unix socket in a
+// directory of the test that answers every request itself; nothing
+// leaves the host.
+func ContextEgress(t *testing.T, rt Starter, id string) {
+	testkit.RealThing(t, "a real sandboxed kernel")
+	dir := t.TempDir()
+	for p := dir; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
+		_ = os.Chmod(p, 0o711) // the sandbox's uid reaches the socket
+	}
+	sock := filepath.Join(dir, "proxy.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var served sync.WaitGroup
+	t.Cleanup(func() { l.Close(); served.Wait() })
+	if err := os.Chmod(sock, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	served.Add(1)
+	go func() { // ends when the listener closes
+		defer served.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			served.Add(1)
+			go func() {
+				defer served.Done()
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+				line, err := bufio.NewReader(c).ReadString('\n')
+				if err != nil {
+					return
+				}
+				body := "via the proxy: " + strings.TrimSpace(line)
+				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\nConnection: close\r\n\r\n"+body)
+			}()
+		}
+	}()
+	first := Start(t, rt, sandbox.Spec{ID: id, EgressSocket: sock})
+	cs, ok := first.Sandbox.(sandbox.ContextStarter)
+	if !ok {
+		t.Fatalf("%T is no sandbox.ContextStarter", first.Sandbox)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	sb, err := cs.StartContext(ctx, sandbox.ContextSpec{Name: "net", Kernel: sandbox.DefaultKernel})
+	if err != nil {
+		t.Fatalf("start context: %v", err)
+	}
+	t.Cleanup(func() { _ = sb.Close(context.Background()) })
+	c := Kernel{Sandbox: sb}
+	c.Reconnect(t)
+	const fetch = "import urllib.request\nprint(urllib.request.urlopen('http://egress.test/%s', timeout=20).read().decode())"
+	for name, k := range map[string]Kernel{"first": first, "context": c} {
+		out, ename := k.Run(t, strings.Replace(fetch, "%s", name, 1))
+		if want := "via the proxy: GET http://egress.test/" + name + " HTTP/1.1"; ename != "" || strings.TrimSpace(out) != want {
+			t.Fatalf("%s kernel: %q (%s), want %q", name, out, ename, want)
+		}
+	}
+}
