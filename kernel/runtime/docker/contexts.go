@@ -242,7 +242,9 @@ func (p *execProcess) wait() {
 		// gVisor the engine may never end the stream of an exec whose
 		// container was started again at once.
 		p.conn.Close()
-		<-copied
+		if err := <-copied; err != nil { // the stream's end is not the reason
+			p.out.note("(the stream ended: " + err.Error() + ")")
+		}
 		p.inc.Exit(p.runEnded())
 	}
 }
@@ -420,6 +422,9 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// note adds a line of the gateway's own.
+func (t *tailBuffer) note(line string) { _, _ = t.Write([]byte("\n" + line + "\n")) }
 
 func (t *tailBuffer) String() string {
 	t.mu.Lock()

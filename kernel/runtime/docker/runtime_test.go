@@ -505,3 +505,72 @@ func TestContextEgress(t *testing.T) {
 	r := newRuntime(t, docker.Config{Common: sandbox.Common{UIDBase: 357000}})
 	runtimetest.ContextEgress(t, r, "context-egress-"+strconv.FormatInt(time.Now().UnixNano()%1e6, 10))
 }
+
+// TestContextsAndAdoption: detaching a sandbox ends its contexts (no other
+// gateway could reach them) and refuses new ones; the next gateway adopts
+// the first kernel, variables intact, and starts contexts in it again.
+func TestContextsAndAdoption(t *testing.T) {
+	state := t.TempDir()
+	os.Chmod(state, 0o711)
+	cfg := docker.Config{Instance: "ctx-adopt-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), Common: sandbox.Common{StateDir: state, UIDBase: 357000}}
+	first := newRuntime(t, cfg)
+	k := runtimetest.Start(t, first, sandbox.Spec{ID: "ctx-adopt-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)})
+	k.Run(t, "x = 41")
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	spec := sandbox.ContextSpec{Name: "a", Kernel: sandbox.DefaultKernel}
+	c, err := k.Sandbox.(sandbox.ContextStarter).StartContext(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := k.Sandbox.(sandbox.Persistent)
+	st := p.State()
+	if err := p.Detach(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.Exited():
+	default:
+		t.Fatal("a context outlived its sandbox's detach")
+	}
+	if _, err := k.Sandbox.(sandbox.ContextStarter).StartContext(ctx, spec); !errors.Is(err, sandbox.ErrClosed) {
+		t.Fatalf("StartContext after Detach: %v, want ErrClosed", err)
+	}
+	first.Close()
+	next := cfg
+	next.Adopting = true
+	sb, err := newRuntime(t, next).Adopt(ctx, st)
+	if err != nil {
+		t.Fatalf("adopt: %v", err)
+	}
+	t.Cleanup(func() { _ = sb.Close(context.Background()) })
+	adopted := runtimetest.Kernel{Sandbox: sb}
+	adopted.Reconnect(t)
+	if out, _ := adopted.Run(t, "print(x + 1)"); strings.TrimSpace(out) != "42" {
+		t.Fatalf("the adopted kernel: %q", out)
+	}
+	c, err = sb.(sandbox.ContextStarter).StartContext(ctx, spec)
+	if err != nil {
+		t.Fatalf("a context in the adopted sandbox: %v", err)
+	}
+	again := runtimetest.Kernel{Sandbox: c}
+	again.Reconnect(t)
+	if out, _ := again.Run(t, "print(open('/proc/1/cmdline').read().startswith('/usr/bin/tini'))"); strings.TrimSpace(out) != "True" {
+		t.Fatalf("the context of the adopted sandbox is not in its container: %q", out)
+	}
+	if err := sb.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !isClosed(c.Exited()) {
+		t.Fatal("a context outlived its adopted sandbox")
+	}
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}

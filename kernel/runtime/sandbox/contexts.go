@@ -202,7 +202,7 @@ func CheckCwd(workDir, cwd string) error {
 	if err != nil {
 		return fmt.Errorf("sandbox: context cwd: %w", err)
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }()
 	e, err := root.Stat(cwd)
 	var pe *workspace.PathError
 	switch {
