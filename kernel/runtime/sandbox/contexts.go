@@ -15,6 +15,12 @@ import (
 // a live context of the sandbox already has.
 var ErrContextExists = errors.New("sandbox: a context of that name is running")
 
+// MaxContexts is how many contexts a sandbox holds at once (their ipc
+// directories share a small tmpfs, Dirs.Contexts); StartContext refuses
+// one more with a *SpecError. The session's pids limit usually allows
+// fewer kernels: a python3 kernel takes about 11.
+const MaxContexts = 64
+
 // Contexts is the set of one sandbox's contexts, for a runtime whose
 // sandboxes implement ContextStarter. Each context is a Base of its own
 // (one kernel process: its connection, exit, restart and close) around a
@@ -50,7 +56,8 @@ func NewContexts(sb Freezer) *Contexts {
 // then thaws the sandbox and launches the kernel, blocking until its
 // sockets accept (or ctx ends, or StartTimeout passes). On failure what
 // setup registered is undone. It fails with ErrClosed once Close has
-// begun, and with ErrContextExists while a context of that name lives.
+// begun, with ErrContextExists while a context of that name lives, and
+// with a *SpecError while MaxContexts live.
 // The caller must Close the result; Close of the set closes it too.
 func (c *Contexts) Start(ctx context.Context, name string, cfg BaseConfig, setup func(b *Base) error) (_ Sandbox, err error) {
 	b := NewBase(cfg)
@@ -62,6 +69,9 @@ func (c *Contexts) Start(ctx context.Context, name string, cfg BaseConfig, setup
 	case c.live[name] != nil:
 		c.mu.Unlock()
 		return nil, fmt.Errorf("%w: %q", ErrContextExists, name)
+	case len(c.live) >= MaxContexts:
+		c.mu.Unlock()
+		return nil, badSpec("a sandbox holds at most %d contexts", MaxContexts)
 	}
 	c.live[name] = b
 	c.setups.Add(1)
