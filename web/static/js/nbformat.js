@@ -14,6 +14,7 @@
 //   {output_type: 'notice', cls, text}                      (UI notes, not saved)
 // The outputs module adds el and cell to the records it shows.
 
+import { DEFAULT_KERNEL, notebookMetadata } from './languages.js';
 import { joinText, splitLines } from './text.js';
 
 /**
@@ -278,19 +279,19 @@ export function outputFromNb(o) {
 
 // toNotebook builds an nbformat 4.5 document from cells; outputs are left
 // out unless withOutputs. Consecutive stream outputs of one name merge.
+// metadata (kernelspec and language_info: languages.js) defaults to a
+// Python notebook's.
 /**
  * @param {CellData[]} cells
  * @param {boolean} withOutputs
+ * @param {JsonObject} [metadata]
  * @returns {Notebook}
  */
-export function toNotebook(cells, withOutputs) {
+export function toNotebook(cells, withOutputs, metadata) {
   return {
     nbformat: 4,
     nbformat_minor: 5,
-    metadata: {
-      kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' },
-      language_info: { name: 'python' }
-    },
+    metadata: metadata || notebookMetadata(DEFAULT_KERNEL, null),
     cells: cells.map((c) => {
       const src = splitLines(c.source);
       if (c.type !== 'code') {
