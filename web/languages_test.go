@@ -179,6 +179,7 @@ func TestBrowserLanguages(t *testing.T) {
 	if got := nb.prompt(r); got != "R [1]" {
 		t.Errorf("the R cell's prompt: %q, want \"R [1]\"", got)
 	}
+	nb.waitFor("R highlighting", cellJS(r, `return [...c.querySelectorAll('.cm-content .tok-number')].some((e) => e.textContent === '10');`), 5*time.Second)
 	nb.waitFor("the R kernel idle", `document.querySelector('#kernel-status').dataset.state === 'idle'`, 30*time.Second)
 	// Completion asks R's kernel: Python knows no "plo".
 	comp := nb.next
@@ -216,6 +217,9 @@ func TestBrowserLanguages(t *testing.T) {
 	if got := nb.prompt(ts); got != "TS [1]" {
 		t.Errorf("the TypeScript cell's prompt: %q, want \"TS [1]\"", got)
 	}
+	nb.waitFor("TypeScript highlighting", cellJS(ts, `const k = [...c.querySelectorAll('.cm-content .tok-keyword')].map((e) => e.textContent);
+		const t = [...c.querySelectorAll('.cm-content .tok-typeName')].map((e) => e.textContent);
+		return k.includes('function') && t.includes('number');`), 5*time.Second)
 	file, savedTS := nb.saveIpynb()
 	wantMeta("saved in TypeScript", savedTS, map[string]any{"name": "typescript", "language": "typescript"},
 		map[string]any{"name": "typescript", "file_extension": ".ts", "mimetype": "text/x.typescript"})

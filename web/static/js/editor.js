@@ -1,5 +1,6 @@
 // @ts-check
-// The cell editor: CodeMirror 6 with Python mode, bracket matching, undo
+// The cell editor: CodeMirror 6 with the syntax mode of the notebook's
+// language (Python, R, JavaScript, TypeScript, shell), bracket matching, undo
 // history, multiple cursors (Ctrl+click, Alt+drag, Ctrl+D) and search
 // (Ctrl+F), plus the notebook's keys and the kernel's help:
 //   Tab        completion list from the kernel after a name (indent
@@ -17,6 +18,7 @@ import {
   EditorView,
   Prec,
   StateEffect,
+  StreamLanguage,
   StateField,
   acceptCompletion,
   autocompletion,
@@ -36,11 +38,14 @@ import {
   indentMore,
   indentOnInput,
   indentUnit,
+  javascript,
   keymap,
   python,
+  r,
   rectangularSelection,
   search,
   searchKeymap,
+  shell,
   showTooltip,
   startCompletion,
   syntaxHighlighting
@@ -339,14 +344,33 @@ function notebookKeys({ run, escape, assist, isCode }) {
   );
 }
 
+// ---- syntax modes
+
+/** @type {{[mode: string]: () => Extension}} */
+const MODES = {
+  python: () => python(),
+  javascript: () => javascript(),
+  typescript: () => javascript({ typescript: true }),
+  r: () => StreamLanguage.define(r),
+  shell: () => StreamLanguage.define(shell)
+};
+/** @type {Map<string, Extension>} made once, shared by the editors */
+const modes = new Map();
+
 // modeOf is the editor extension of a syntax mode (languages.js names
-// them): Python's; the others are plain text for now.
+// them); plain text for null, '' and modes it does not know.
 /**
  * @param {string | null} mode
  * @returns {Extension}
  */
 function modeOf(mode) {
-  return mode === 'python' ? python() : [];
+  if (!mode || !Object.prototype.hasOwnProperty.call(MODES, mode)) return [];
+  let ext = modes.get(mode);
+  if (!ext) {
+    ext = MODES[mode]();
+    modes.set(mode, ext);
+  }
+  return ext;
 }
 
 // createEditor returns the editor of one cell. opts:
