@@ -5,6 +5,7 @@
 // cells run in that language's default context of the session: one kernel
 // per language, each keeping its own variables (see cells.js).
 
+import { sessionPath } from './api.js';
 import { $, el } from './dom.js';
 import { kernelOf, kernelOfNotebook, knownKernels, notebookMetadata, parseKernels } from './languages.js';
 
@@ -18,18 +19,27 @@ import { kernelOf, kernelOfNotebook, knownKernels, notebookMetadata, parseKernel
 /** @typedef {ReturnType<typeof createKernels>} Kernels */
 
 // createKernels owns store.language and store.kernels. deps: store,
-// request (api.js), msg, onLanguage() after the notebook's language
-// changed, onKernels() after the gateway's list arrived.
+// request (api.js), msg, context() the id of the session's context that
+// runs the notebook's language (null before it started), onLanguage() after
+// the notebook's language changed, onKernels() after the gateway's list
+// arrived.
 /**
  * @param {object} deps
  * @param {Store} deps.store
  * @param {Request} deps.request
  * @param {Msg} deps.msg
+ * @param {() => string | null} deps.context
  * @param {() => void} deps.onLanguage
  * @param {() => void} deps.onKernels
  */
-export function createKernels({ store, request, msg, onLanguage, onKernels }) {
+export function createKernels({ store, request, msg, context, onLanguage, onKernels }) {
   let loading = false;
+  // The language_info of each language's kernel (kernel name -> the
+  // kernel's own, from its kernel_info_reply), once a kernel said.
+  /** @type {Map<string, unknown>} */
+  const infos = new Map();
+  /** @type {Set<string>} kernels asked for now */
+  const asking = new Set();
 
   // load asks the gateway which kernels it runs (once it has an answer,
   // again only when asked with force: a new API key).
@@ -72,7 +82,8 @@ export function createKernels({ store, request, msg, onLanguage, onKernels }) {
       sel.appendChild(o);
     }
     sel.value = store.language;
-    sel.title = 'The language of the notebook\u2019s code cells: ' + kernelOf(store.language, store.kernels).display_name;
+    const version = metadata().language_info.version;
+    sel.title = 'The language of the notebook\u2019s code cells: ' + kernelOf(store.language, store.kernels).display_name + (version ? ' (' + version + ')' : '');
   }
 
   // choose makes kernel name the notebook's language; it reports whether
@@ -113,11 +124,32 @@ export function createKernels({ store, request, msg, onLanguage, onKernels }) {
     return asked + ' is not installed here: the cells run in ' + kernelOf(store.language, store.kernels).display_name;
   }
 
-  // metadata is the notebook's kernelspec and language_info.
-  /** @returns {{kernelspec: Kernelspec, language_info: LanguageInfo}} */
-  function metadata() {
-    return notebookMetadata(store.language, store.kernels);
+  // askInfo asks the kernel of the notebook's language for its
+  // language_info (its version above all), once it runs; metadata uses it.
+  function askInfo() {
+    const ctx = context();
+    const kernel = store.language;
+    if (!store.session || !ctx || infos.has(kernel) || asking.has(kernel)) return;
+    asking.add(kernel);
+    request('GET', sessionPath(store.session.id, '/contexts/' + encodeURIComponent(ctx) + '/kernel_info'))
+      .then((r) => {
+        if (r && typeof r === 'object' && r.language_info && typeof r.language_info === 'object') {
+          infos.set(kernel, r.language_info);
+          render();
+        }
+      })
+      .catch(() => {
+        /* the metadata goes without the version */
+      })
+      .then(() => asking.delete(kernel));
   }
 
-  return { load, render, choose, chosen, fromNotebook, metadata };
+  // metadata is the notebook's kernelspec and language_info (with the
+  // kernel's version once it said).
+  /** @returns {{kernelspec: Kernelspec, language_info: LanguageInfo}} */
+  function metadata() {
+    return notebookMetadata(store.language, store.kernels, infos.get(store.language));
+  }
+
+  return { load, render, choose, chosen, fromNotebook, askInfo, metadata };
 }

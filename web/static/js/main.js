@@ -74,7 +74,10 @@ function start() {
     send,
     msg,
     onChange: changed,
-    onRunDone: () => sessions.refreshSoon(),
+    onRunDone: () => {
+      sessions.refreshSoon();
+      kernels.askInfo();
+    },
     onContext: (context, language) => sessions.learnContext(context, language),
     assist: editorAssist,
     fileUrl
@@ -83,7 +86,9 @@ function start() {
     store,
     request,
     msg,
+    context: () => sessions.notebookContext(),
     onLanguage: () => {
+      kernels.askInfo();
       cells.setLanguage();
       sessions.renderKernelStatus();
       changed();
@@ -117,6 +122,7 @@ function start() {
     msg,
     onOpened: () => {
       kernels.load();
+      kernels.askInfo();
       files.reset();
       files.refresh();
       cells.refreshMarkdown();
