@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -120,6 +121,17 @@ func (nb *notebook) chooseLanguage(name string) {
 	nb.do("focus the next cell", chromedp.Click(chromedp.CSS(editorSel(nb.next))))
 }
 
+// kernelVersion waits until the language chooser shows the version of the
+// notebook's kernel (which the kernel told: kernel_info) and returns it.
+func (nb *notebook) kernelVersion(display string) string {
+	nb.t.Helper()
+	re := fmt.Sprintf(`new RegExp(': ' + %q.replace(/[()]/g, '\\$&') + ' \\(([^)]+)\\)$')`, display)
+	nb.waitFor(display+"'s version in the chooser", re+`.test(document.querySelector('#language-select').title)`, 30*time.Second)
+	var v string
+	nb.eval(re+`.exec(document.querySelector('#language-select').title)[1]`, &v)
+	return v
+}
+
 // prompt returns cell i's prompt: its language and its count ("R [1]").
 func (nb *notebook) prompt(i int) string {
 	nb.t.Helper()
@@ -193,6 +205,7 @@ func TestBrowserLanguages(t *testing.T) {
 	nb.do("Ctrl+A, Backspace", pressLetter('a', ctrl), press("Backspace", "Backspace", 8, 0))
 	nb.waitText(comp, "", "clearing the cell")
 
+	rVersion := nb.kernelVersion("R")
 	_, savedR := nb.saveIpynb()
 	wantMeta := func(what string, got savedNotebook, spec, info map[string]any) {
 		t.Helper()
@@ -208,7 +221,10 @@ func TestBrowserLanguages(t *testing.T) {
 		}
 	}
 	wantMeta("saved in R", savedR, map[string]any{"name": "r", "display_name": "R", "language": "R"},
-		map[string]any{"name": "R", "file_extension": ".r", "mimetype": "text/x-r-source"})
+		map[string]any{"name": "R", "file_extension": ".r", "mimetype": "text/x-r-source", "version": rVersion})
+	if !regexp.MustCompile(`^\d+\.\d+`).MatchString(rVersion) {
+		t.Errorf("R's version: %q", rVersion)
+	}
 
 	// TypeScript: types are checked and stripped.
 	nb.chooseLanguage("typescript")
@@ -220,9 +236,10 @@ func TestBrowserLanguages(t *testing.T) {
 	nb.waitFor("TypeScript highlighting", cellJS(ts, `const k = [...c.querySelectorAll('.cm-content .tok-keyword')].map((e) => e.textContent);
 		const t = [...c.querySelectorAll('.cm-content .tok-typeName')].map((e) => e.textContent);
 		return k.includes('function') && t.includes('number');`), 5*time.Second)
+	tsVersion := nb.kernelVersion("TypeScript (Deno)")
 	file, savedTS := nb.saveIpynb()
 	wantMeta("saved in TypeScript", savedTS, map[string]any{"name": "typescript", "language": "typescript"},
-		map[string]any{"name": "typescript", "file_extension": ".ts", "mimetype": "text/x.typescript"})
+		map[string]any{"name": "typescript", "file_extension": ".ts", "mimetype": "text/x.typescript", "version": tsVersion})
 	if ds, _ := savedTS.Metadata.Kernelspec["display_name"].(string); !strings.Contains(ds, "TypeScript") {
 		t.Errorf("saved in TypeScript: kernelspec display_name %q", ds)
 	}
