@@ -262,6 +262,23 @@ func TestBrowserLanguages(t *testing.T) {
 	if chosen != "typescript" {
 		t.Errorf("after opening a TypeScript notebook the language is %q", chosen)
 	}
+	// Each cell's prompt names the language its outputs came from (saved
+	// in the cell's metadata when it is not the notebook's), after opening
+	// the file and after a reload.
+	prompts := func() string {
+		var got []string
+		nb.eval(`[...document.querySelectorAll('#cells > .cell')].map((c) => c.querySelector('.exec-lang').textContent + ' ' + c.querySelector('.exec-count').textContent)`, &got)
+		return strings.Join(got, ", ")
+	}
+	const wantPrompts = "Python [1], R [1], TS [1], TS [ ]"
+	if got := prompts(); got != wantPrompts {
+		t.Errorf("the opened notebook's prompts: %s, want %s", got, wantPrompts)
+	}
+	nb.do("reload", chromedp.Reload())
+	nb.waitFor("the app to start", `window.glassroomReady === true`, 10*time.Second)
+	if got := prompts(); got != wantPrompts {
+		t.Errorf("after a reload the prompts are: %s, want %s", got, wantPrompts)
+	}
 
 	exceptions, errs := perr.snapshot()
 	for _, e := range exceptions {

@@ -153,7 +153,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, on
       clearPending: false,
       lastDuration: null,
       lastStatus: null,
-      runLanguage: null,
+      runLanguage: typeof opts.language === 'string' ? opts.language : null,
       runContext: null,
       rendered: opts.rendered !== undefined ? !!opts.rendered : true,
       editor: null,
@@ -161,6 +161,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, on
     }));
     build(cell);
     for (const o of opts.outputs || []) outputs.add(cell, o, true);
+    renderStatus(cell); // the prompt of a cell with outputs names their language
     return cell;
   }
 
@@ -384,16 +385,22 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, on
     renderOrder();
   }
 
-  // snapshot returns the cells as plain data for nbformat.toNotebook.
+  // snapshot returns the cells as plain data for nbformat.toNotebook: a
+  // code cell whose outputs came from another language than the
+  // notebook's says which.
   /** @returns {CellData[]} */
   function snapshot() {
-    return store.cells.map((c) => ({
-      id: c.id,
-      type: c.type,
-      source: c.editor.value(),
-      executionCount: c.executionCount,
-      outputs: c.outputs
-    }));
+    return store.cells.map((c) => {
+      const lang = c.type === 'code' ? languageOf(c) : store.language;
+      return {
+        id: c.id,
+        type: c.type,
+        source: c.editor.value(),
+        executionCount: c.executionCount,
+        outputs: c.outputs,
+        language: lang !== store.language ? lang : null
+      };
+    });
   }
 
   /** @param {Cell} cell */
@@ -613,14 +620,24 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, on
     if (!only) execs.clear();
   }
 
-  // setLanguage shows a change of the notebook's language (store.language):
-  // the prompts of the cells it will run, and the editors' syntax mode.
-  function setLanguage() {
+  // setLanguage shows a change of the notebook's language (store.language)
+  // from previous: the prompts of the cells it will run, and the editors'
+  // syntax mode. Cells that show outputs keep the language those came from.
+  /** @param {string} previous */
+  function setLanguage(previous) {
     const mode = editorMode(store.language);
     for (const c of store.cells) {
-      if (c.type === 'code') c.editor.setMode(mode);
+      if (c.type === 'code') {
+        if (!c.runLanguage && (c.executionCount != null || c.outputs.length > 0)) c.runLanguage = previous;
+        c.editor.setMode(mode);
+      }
       renderStatus(c);
     }
+  }
+
+  // renderPrompts shows the prompts again (the languages' names changed).
+  function renderPrompts() {
+    for (const c of store.cells) renderStatus(c);
   }
 
   // ---- execution events
@@ -747,6 +764,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, on
     runAll,
     abandonRuns,
     setLanguage,
+    renderPrompts,
     onKernelBusy,
     onExecEvent,
     onRejected

@@ -20,16 +20,16 @@ import { kernelOf, kernelOfNotebook, knownKernels, notebookMetadata, parseKernel
 
 // createKernels owns store.language and store.kernels. deps: store,
 // request (api.js), msg, context() the id of the session's context that
-// runs the notebook's language (null before it started), onLanguage() after
-// the notebook's language changed, onKernels() after the gateway's list
-// arrived.
+// runs the notebook's language (null before it started), onLanguage(previous)
+// after the notebook's language changed, onKernels() after the gateway's
+// list arrived.
 /**
  * @param {object} deps
  * @param {Store} deps.store
  * @param {Request} deps.request
  * @param {Msg} deps.msg
  * @param {() => string | null} deps.context
- * @param {() => void} deps.onLanguage
+ * @param {(previous: string) => void} deps.onLanguage
  * @param {() => void} deps.onKernels
  */
 export function createKernels({ store, request, msg, context, onLanguage, onKernels }) {
@@ -91,9 +91,10 @@ export function createKernels({ store, request, msg, context, onLanguage, onKern
   /** @param {string} name */
   function choose(name) {
     if (!name || name === store.language) return false;
+    const previous = store.language;
     store.language = name;
     render();
-    onLanguage();
+    onLanguage(previous);
     return true;
   }
 

@@ -87,14 +87,14 @@ function start() {
     request,
     msg,
     context: () => sessions.notebookContext(),
-    onLanguage: () => {
+    onLanguage: (previous) => {
       kernels.askInfo();
-      cells.setLanguage();
+      cells.setLanguage(previous);
       sessions.renderKernelStatus();
       changed();
     },
     onKernels: () => {
-      cells.setLanguage(); // the prompts' names
+      cells.renderPrompts(); // the languages' names
       sessions.renderKernelStatus();
     }
   });

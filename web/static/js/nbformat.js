@@ -62,7 +62,13 @@ import { joinText, splitLines } from './text.js';
  * @property {string} source
  * @property {number | null} executionCount
  * @property {OutputRecord[]} outputs
+ * @property {string | null} [language] the kernel a code cell's outputs
+ *   came from when it is not the notebook's (saved in the cell's
+ *   metadata.glassroom.language), else null
  */
+
+// A cell's language as saved: a kernel name.
+const LANGUAGE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$/;
 
 /**
  * An nbformat 4 output, as written to .ipynb (text as line lists).
@@ -314,7 +320,7 @@ export function toNotebook(cells, withOutputs, metadata) {
       return {
         cell_type: 'code',
         id: c.id,
-        metadata: {},
+        metadata: c.language ? { glassroom: { language: c.language } } : {},
         source: src,
         execution_count: c.executionCount != null ? c.executionCount : null,
         outputs: outs
@@ -349,12 +355,14 @@ export function fromNotebook(nb) {
         if (rec) outputs.push(rec);
       }
     }
+    const g = isObject(c.metadata) && isObject(c.metadata.glassroom) ? c.metadata.glassroom : {};
     cells.push({
       id,
       type,
       source: joinText(c.source),
       executionCount: type === 'code' && typeof c.execution_count === 'number' ? c.execution_count : null,
-      outputs
+      outputs,
+      language: type === 'code' && typeof g.language === 'string' && LANGUAGE_NAME.test(g.language) ? g.language : null
     });
   }
   return cells;
