@@ -438,12 +438,18 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, on
 
   // ---- status
 
+  // showsRun reports whether a code cell shows a run: running, or its
+  // count or outputs.
+  /** @param {Cell} cell */
+  function showsRun(cell) {
+    return cell.execId !== null || cell.executionCount != null || cell.outputs.length > 0;
+  }
+
   // languageOf is the language a code cell's prompt shows: the one its run
   // went to while it shows that run, else the notebook's.
   /** @param {Cell} cell */
   function languageOf(cell) {
-    const shown = cell.execId !== null || cell.executionCount != null || cell.outputs.length > 0;
-    return shown && cell.runLanguage ? cell.runLanguage : store.language;
+    return showsRun(cell) && cell.runLanguage ? cell.runLanguage : store.language;
   }
 
   /** @param {Cell} cell */
@@ -453,7 +459,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, on
       cell.type !== 'code' ? '' : busy ? '[*]' : '[' + (cell.executionCount != null ? cell.executionCount : ' ') + ']';
     const lang = cell.type === 'code' ? languageOf(cell) : '';
     cell.el.lang.textContent = lang ? label(lang, store.kernels) : '';
-    cell.el.lang.title = lang ? (cell.execId !== null || cell.executionCount != null ? 'Ran in ' : 'Runs in ') + kernelOf(lang, store.kernels).display_name : '';
+    cell.el.lang.title = lang ? (showsRun(cell) ? 'Ran in ' : 'Runs in ') + kernelOf(lang, store.kernels).display_name : '';
     cell.el.root.dataset.language = lang;
     cell.el.root.classList.toggle('running', cell.status === 'running');
     cell.el.root.classList.toggle('queued', cell.status === 'queued');
@@ -628,7 +634,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, on
     const mode = editorMode(store.language);
     for (const c of store.cells) {
       if (c.type === 'code') {
-        if (!c.runLanguage && (c.executionCount != null || c.outputs.length > 0)) c.runLanguage = previous;
+        if (!c.runLanguage && showsRun(c)) c.runLanguage = previous;
         c.editor.setMode(mode);
       }
       renderStatus(c);

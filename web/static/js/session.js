@@ -397,11 +397,11 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
   // states, and which is each language's default).
   function loadContexts() {
     if (!store.session) return;
-    const session = store.session;
+    const id = store.session.id;
     const seen = kernelEvents;
     request('GET', path('/contexts'))
       .then((r) => {
-        if (store.session !== session || !r || !Array.isArray(r.contexts)) return;
+        if (!store.session || store.session.id !== id || !r || !Array.isArray(r.contexts)) return;
         for (const c of r.contexts) {
           if (!c || typeof c.id !== 'string' || typeof c.language !== 'string') continue;
           languages.set(c.id, c.language);
