@@ -9,7 +9,8 @@
 //     shutdown, authentication, the error responses ({"error":{...}} on
 //     /v1, the Jupyter shape on /api), /healthz and /metrics.
 //   - api.go: the session and execution calls of /v1.
-//   - files.go: filesAPI, the workspace files of a session.
+//   - files.go: filesAPI, the workspace files of a session (and their text
+//     edits, PATCH, through package workspace/fileedit).
 //   - contexts.go: a session's contexts (its kernels, one language each),
 //     their kernel_info, and the languages the gateway runs (/v1/kernels).
 //   - ws.go, introspect.go: wsRelay, the native WebSocket
