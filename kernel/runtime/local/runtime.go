@@ -221,6 +221,9 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
+	if err := checkKernel(spec.Kernel); err != nil {
+		return nil, err
+	}
 	if r.bwrap == "" && !r.cfg.InsecureNoSandbox {
 		return nil, fmt.Errorf("%w: %w", sandbox.ErrUnavailable, ErrNoBwrap)
 	}
@@ -259,11 +262,14 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 		cg.readState = r.readFreezerState
 		d.cg = cg
 	}
+	if needsAddressSpace(spec.Kernel) && d.cg == nil {
+		r.log.Warn().Str("session", spec.ID).Str("kernel", spec.Kernel).Msg("no cgroup bounds this kernel's memory, and V8 cannot run under an address-space limit: its memory is not bounded")
+	}
 	b.Use(dirs, d)
 	if err := b.Launch(ctx); err != nil {
 		return nil, err
 	}
-	return b, nil
+	return &localSandbox{Base: b, d: d, ctxs: sandbox.NewContexts(b)}, nil
 }
 
 // writeIdentity writes the synthetic passwd and group files the sandbox
@@ -279,9 +285,13 @@ func writeIdentity(dir string) error {
 }
 
 // Interface guards: the optional capabilities of the local runtime and its
-// sandboxes (a *sandbox.Base: a Freezer, not Persistent, since a local
-// kernel dies with the gateway), exercised by runtimetest.Capabilities.
+// sandboxes (a Base: a Freezer, not Persistent, since a local kernel dies
+// with the gateway; and a ContextStarter), exercised by
+// runtimetest.Capabilities and runtimetest.Contexts.
 var (
 	_ sandbox.StateDirHolder = (*Runtime)(nil)
+	_ sandbox.KernelLister   = (*Runtime)(nil)
 	_ sandbox.DriverFreezer  = (*driver)(nil) // Freeze: the cgroup freezer
+	_ sandbox.Freezer        = (*localSandbox)(nil)
+	_ sandbox.ContextStarter = (*localSandbox)(nil)
 )

@@ -9,13 +9,16 @@
 //     session layer, the gateway and the operator's configuration share.
 //   - The optional capabilities a runtime or its sandboxes may have, each a
 //     named interface (Freezer, Persistent, Adopter, OrphanFinder,
-//     WorkspaceOpener, TenantRecorder, StateDirHolder) that callers find
+//     WorkspaceOpener, TenantRecorder, StateDirHolder, ContextStarter,
+//     KernelLister) that callers find
 //     with a type assertion; each runtime package checks the ones it has
 //     at compile time.
 //   - The kernel's launch: the base environment, and the launcher that runs
 //     ipykernel isolated from the workspace (python -I, no Jupyter config
 //     from the session's files) with output streams that flush in bounded
-//     chunks.
+//     chunks, or IRkernel or Deno's kernel (r, javascript, typescript)
+//     started so that nothing in the workspace steers them, behind a
+//     bridge from the gateway's unix sockets (see launcher.py).
 //   - The session directory on the host (Dirs): a size-limited tmpfs
 //     workspace and a tiny tmpfs for the kernel's sockets, owned by the
 //     sandbox's uid, so nothing the kernel writes lands on the host outside
@@ -30,4 +33,7 @@
 //     Sandbox lifecycle (restart, close, accessors) around a runtime's
 //     Driver, so a runtime writes only how to start, stop and destroy its
 //     kernel process.
+//   - Contexts: the further kernels of a sandbox (ContextStarter), each a
+//     Base of its own on an ipc directory of its own (Dirs.Context),
+//     closed with the sandbox.
 package sandbox
