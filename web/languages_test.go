@@ -144,8 +144,9 @@ func (nb *notebook) prompt(i int) string {
 // PNG), switched to TypeScript runs TypeScript, and back in Python still
 // has its variables: each language runs in its own kernel (context) of the
 // one session. Prompts name the language, completion asks the language's
-// kernel, and Save .ipynb writes the language's kernelspec and
-// language_info, which opening the file reads back. Real Chromium, real
+// kernel, Restart restarts that kernel only, and Save .ipynb writes the
+// language's kernelspec and language_info, which opening the file reads
+// back. Real Chromium, real
 // gateway, real R (IRkernel) and Deno kernels.
 func TestBrowserLanguages(t *testing.T) {
 	bin := chromium(t)
@@ -254,6 +255,21 @@ func TestBrowserLanguages(t *testing.T) {
 	if got := nb.prompt(ts); got != "TS [1]" {
 		t.Errorf("back in Python, the TypeScript cell's prompt is %q", got)
 	}
+
+	// Restart restarts the notebook language's kernel, not the others.
+	nb.chooseLanguage("r")
+	y := nb.run("y <- 5")
+	nb.waitDone(y, "y <- 5", `true`, 30*time.Second)
+	nb.do("click Restart", chromedp.Click(chromedp.CSS("#restart-btn")))
+	nb.waitFor("the R kernel restarted", `document.querySelector('#message').textContent === 'R kernel restarted'`, 60*time.Second)
+	gone := nb.run("cat(exists('y'))")
+	nb.waitDone(gone, "R without y", `out.innerText.trim() === 'FALSE'`, 60*time.Second)
+	if got := nb.prompt(gone); got != "R [1]" {
+		t.Errorf("after R's restart the prompt is %q, want \"R [1]\"", got)
+	}
+	nb.chooseLanguage("python3")
+	kept := nb.run("print(x)")
+	nb.waitDone(kept, "Python's x after R's restart", `out.innerText.trim() === '41'`, 30*time.Second)
 
 	// Opening the TypeScript notebook makes the notebook TypeScript.
 	nb.do("open the saved notebook", chromedp.SetUploadFiles(chromedp.CSS("#open-ipynb"), []string{file}))
