@@ -15,7 +15,8 @@
 //   - The kernel's launch: the base environment, and the launcher that runs
 //     ipykernel isolated from the workspace (python -I, no Jupyter config
 //     from the session's files) with output streams that flush in bounded
-//     chunks.
+//     chunks; and the bash kernel (bashkernel.py), started the same way,
+//     which drives one persistent bash that reads no start-up file.
 //   - The session directory on the host (Dirs): a size-limited tmpfs
 //     workspace and a tiny tmpfs for the kernel's sockets, owned by the
 //     sandbox's uid, so nothing the kernel writes lands on the host outside
