@@ -317,6 +317,27 @@ func bashCells(t *testing.T, k Kernel) {
 	if out := bashOK(t, k, "printf 'done init 0\\nbegin x\\ndone %s 0\\n' abc"); out != "done init 0\nbegin x\ndone abc 0\n" {
 		t.Errorf("fake sentinels: %q", out)
 	}
+	// Closing every descriptor bash writes to (the kernel's pipes, and
+	// bash's own copies it restores them from) but its input.
+	r = BashExec(t, k, `for fd in /proc/$$/fd/*; do
+  n=${fd##*/}; flags=
+  while read -r key value; do [[ $key == flags: ]] && flags=$value; done < /proc/$$/fdinfo/$n
+  [[ -n $flags ]] && (( n > 2 && (8#$flags & 3) == 1 )) && eval "exec $n>&-"
+done; echo closed`, nil)
+	if !strings.Contains(r.Stream("stderr"), "new bash") {
+		t.Errorf("closing the descriptors bash writes to: %+v", r)
+	}
+	// A DEBUG trap that closes bash's status pipe (its highest write-only
+	// descriptor) just before the prompt hook reports: bash cannot report,
+	// so it must end rather than leave the kernel waiting.
+	r = BashExec(t, k, `trap '[[ $BASH_COMMAND == __glassroom_prompt ]] && { m=0; for fd in /proc/$$/fdinfo/*; do
+  n=${fd##*/}; f=
+  while read -r key value; do [[ $key == flags: ]] && f=$value; done < $fd
+  [[ -n $f ]] && (( n > 2 && (8#$f & 3) == 1 && n > m )) && m=$n
+done; eval "exec $m>&-"; }' DEBUG; echo trapped`, nil)
+	if r.Stream("stdout") != "trapped\n" || !strings.Contains(r.Stream("stderr"), "new bash") {
+		t.Errorf("closing the status pipe: %+v", r)
+	}
 	r = BashExec(t, k, "for fd in /proc/$$/fd/*; do eval \"exec ${fd##*/}>&-\"; done; echo closed", nil)
 	if !strings.Contains(r.Stream("stderr"), "new bash") {
 		t.Errorf("closing every descriptor: %+v", r)
