@@ -246,17 +246,25 @@ class Reader(threading.Thread):
     def loop(self):
         sh = self.bash
         streams = [sh.out_r, sh.err_r]
+        # poll, not select: gVisor answers select(2) with EPERM.
+        poller = select.poll()
+        for fd in streams + [sh.disp, sh.wake_r]:
+            poller.register(fd, select.POLLIN)
         while True:
             timeout = None
             if self.pending:
-                timeout = max(0.0, self.since + JOIN - time.monotonic())
-            ready, _, _ = select.select(streams + [sh.disp, sh.wake_r], [], [], timeout)
+                timeout = max(0, int((self.since + JOIN - time.monotonic()) * 1000))
+            ready = [fd for fd, _ in poller.poll(timeout)]
             if not ready:
                 self.send_pending()
                 continue
             for fd in streams[:]:
                 if fd in ready and not self.read(fd):
                     streams.remove(fd)
+            for fd in ready:
+                if fd in self.names and fd not in streams:
+                    poller.unregister(fd)
+                    del self.names[fd]
             if sh.disp in ready:
                 self.read_requests(streams)
             if sh.wake_r in ready:
@@ -371,6 +379,8 @@ class Shell:
         self.fds = [self.cmd_w, self.out_r, self.err_r, self.st_r, self.wake_r, self.wake_w, self.disp]
         for fd in (self.out_r, self.err_r, self.st_r):
             os.set_blocking(fd, False)
+        self.st_poll = select.poll()
+        self.st_poll.register(self.st_r, select.POLLIN)
         self.out, self.err, self.st = out_w, err_w, st_w
         # bash must not inherit an ignored SIGINT (ipykernel ignores it
         # between requests): a signal ignored at its start stays ignored,
@@ -413,8 +423,7 @@ class Shell:
             wait = deadline - time.monotonic()
             if wait <= 0:
                 return None
-            ready, _, _ = select.select([self.st_r], [], [], min(wait, POLL))
-            if not ready:
+            if not self.st_poll.poll(int(min(wait, POLL) * 1000) + 1):
                 continue
             try:
                 data = os.read(self.st_r, 4096)
