@@ -275,6 +275,8 @@ class Reader(threading.Thread):
                     self.flushed.set()
                 if b"q" in cmd:
                     return
+            if self.pending and time.monotonic() - self.since >= JOIN:
+                self.send_pending()
 
     def read(self, fd):
         # Reads what one pipe has; False at its end.
