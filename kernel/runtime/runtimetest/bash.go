@@ -134,12 +134,16 @@ func bashInterrupted(t *testing.T, k Kernel, code, marker string) BashRun {
 
 const dotPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 
-func bashCells(t *testing.T, k Kernel) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+// within returns a context that ends after d or with the test.
+func within(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
 
+func bashCells(t *testing.T, k Kernel) {
 	// kernel_info: the language, and no standard input.
-	raw, err := k.Client.KernelInfo(ctx)
+	raw, err := k.Client.KernelInfo(within(t, time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +207,7 @@ func bashCells(t *testing.T, k Kernel) {
 		t.Errorf("$? of the previous cell: %q", out)
 	}
 	for code, want := range map[string]int{"(exit 5)": 5, "true": 0, "false; true": 0} {
-		msg, err := k.Client.Request(ctx, kernel.Shell, "execute_request", map[string]any{
+		msg, err := k.Client.Request(within(t, time.Minute), kernel.Shell, "execute_request", map[string]any{
 			"code": code, "silent": false, "store_history": true, "user_expressions": map[string]string{}, "allow_stdin": false, "stop_on_error": false})
 		if err != nil {
 			t.Fatal(err)
@@ -254,7 +258,7 @@ func bashCells(t *testing.T, k Kernel) {
 
 	// A 100 MB flood arrives in bounded messages and the kernel lives on.
 	got, biggest := 0, 0
-	rep, err := k.Client.Execute(ctx, "yes | head -c 100000000", kernel.ExecuteOptions{}, func(ev kernel.Event) {
+	rep, err := k.Client.Execute(within(t, 5*time.Minute), "yes | head -c 100000000", kernel.ExecuteOptions{}, func(ev kernel.Event) {
 		if ev.Kind == kernel.EventStream {
 			got += len(ev.Text)
 			biggest = max(biggest, len(ev.Text))
@@ -361,6 +365,21 @@ done; eval "exec $m>&-"; }' DEBUG; echo trapped`, nil)
 		t.Errorf("after aliases over the kernel's words: %q", out)
 	}
 
+	// The kernel's private directory removed, or made unwritable: the cell
+	// after gets an answer (and a new bash when needed), the next one runs.
+	bashOK(t, k, `rm -rf "$__glassroom_dir"`)
+	if out := bashOK(t, k, "echo after-rm"); out != "after-rm\n" {
+		t.Errorf("after removing the private directory: %q", out)
+	}
+	bashOK(t, k, `chmod 000 "$__glassroom_dir"`)
+	r = BashExec(t, k, "echo blocked", nil)
+	if r.Reply.Status != "error" || r.Reply.EName != "BashError" || !strings.Contains(r.Reply.EValue, "new bash") {
+		t.Errorf("unwritable private directory: %+v", r)
+	}
+	if out := bashOK(t, k, "echo unblocked"); out != "unblocked\n" {
+		t.Errorf("after an unwritable private directory: %q", out)
+	}
+
 	// exit: reported, and the next cell runs in a fresh bash.
 	bashOK(t, k, "x=41; cd sub")
 	r = BashExec(t, k, "exit 3", nil)
@@ -374,7 +393,7 @@ done; eval "exec $m>&-"; }' DEBUG; echo trapped`, nil)
 	// Completion from the live shell; inspection is not offered.
 	bashOK(t, k, "glassroom_probe_var=1")
 	for code, want := range map[string]string{"ech": "echo", "echo $glassroom_pro": "$glassroom_probe_var", "ls su": "sub/"} {
-		raw, err := k.Client.Complete(ctx, code, len(code))
+		raw, err := k.Client.Complete(within(t, time.Minute), code, len(code))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -386,7 +405,7 @@ done; eval "exec $m>&-"; }' DEBUG; echo trapped`, nil)
 			t.Errorf("complete %q: %s", code, raw)
 		}
 	}
-	raw, err = k.Client.Inspect(ctx, "ls", 2, 0)
+	raw, err = k.Client.Inspect(within(t, time.Minute), "ls", 2, 0)
 	var insp struct {
 		Status string `json:"status"`
 		Found  *bool  `json:"found"`

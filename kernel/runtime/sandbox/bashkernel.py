@@ -347,14 +347,20 @@ class Reader(threading.Thread):
             self.requests = b""
 
 
+class CellError(Exception):
+    # The cell could not be handed to bash (its private directory is
+    # damaged); the shell is replaced.
+    pass
+
+
 class Shell:
     # One bash process, its pipes and its output reader. Used by the
     # kernel's main thread; interrupt() is also called from the SIGINT
     # handler (the main thread too).
 
-    def __init__(self, kernel, workdir):
+    def __init__(self, kernel):
         self.kernel = kernel
-        self.dir = workdir
+        self.dir = tempfile.mkdtemp(prefix="glassroom-bash-")
         self.proc = None
         self.reader = None
         self.version = ""
@@ -449,9 +455,14 @@ class Shell:
         tok = secrets.token_hex(8)
         cell = os.path.join(self.dir, "cell.sh")
         tmp = cell + ".new"
-        with open(tmp, "w", encoding="utf-8", errors="surrogateescape") as f:
-            f.write(code)
-        os.replace(tmp, cell)
+        try:
+            # A cell may have removed the private directory.
+            os.makedirs(self.dir, mode=0o700, exist_ok=True)
+            with open(tmp, "w", encoding="utf-8", errors="replace") as f:
+                f.write(code)
+            os.replace(tmp, cell)
+        except OSError as e:
+            raise CellError("cannot write the cell for bash: %s" % (e.strerror or e))
         self.pending_interrupt = False
         self.interrupted_at = None
         self.state = SENT
@@ -578,6 +589,11 @@ class Shell:
             except OSError:
                 pass
         self.fds = []
+        try:
+            os.chmod(self.dir, 0o700)
+        except OSError:
+            pass
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def complete(self, kind, prefix):
         # Asks the idle shell for completions; returns (its cwd, matches,
@@ -585,9 +601,12 @@ class Shell:
         tok = secrets.token_hex(8)
         out = os.path.join(self.dir, "completions")
         try:
+            os.makedirs(self.dir, mode=0o700, exist_ok=True)
             os.unlink(out)
         except FileNotFoundError:
             pass
+        except OSError:
+            return None
         try:
             self.send("__glassroom_tok=%s; \\__glassroom_complete %s %s %s" % (tok, kind, sq(prefix), sq(self.dir)))
         except OSError:
@@ -699,7 +718,6 @@ class BashKernel(Kernel):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self.dir = tempfile.mkdtemp(prefix="glassroom-bash-")
         self.out_parent = {}
         self.quiet = False
         self.bash = None
@@ -717,7 +735,12 @@ class BashKernel(Kernel):
         ])
 
     def new_shell(self):
-        sh = Shell(self, self.dir)
+        try:
+            sh = Shell(self)
+        except OSError as e:
+            self.start_error = str(e)
+            self.bash = None
+            return False
         try:
             sh.start()
         except Exception as e:
@@ -758,6 +781,14 @@ class BashKernel(Kernel):
     def do_execute(self, code, silent, store_history=True, user_expressions=None, allow_stdin=False, **kwargs):
         self.out_parent = self.get_parent("shell")
         self.quiet = silent
+        try:
+            return self.execute(code)
+        except Exception as e:
+            # ipykernel sends no reply for a request whose handler raised.
+            self.log.error("bash kernel: execute failed", exc_info=True)
+            return self.error_reply("BashError", "the bash kernel failed: %s" % e, 1)
+
+    def execute(self, code):
         if self.bash is not None and not self.bash.alive():
             why = self.bash.describe_exit()
             self.bash.close()
@@ -768,7 +799,13 @@ class BashKernel(Kernel):
         if not code.strip():
             return self.ok_reply(0)
         sh = self.bash
-        status, ended = sh.run(code)
+        try:
+            status, ended = sh.run(code)
+        except CellError as e:
+            sh.close()
+            self.bash = None
+            fresh = self.new_shell()
+            return self.error_reply("BashError", "%s; %s" % (e, "a new bash was started (variables, functions and the working directory were reset): run the cell again" if fresh else "no new bash could be started: " + self.start_error), 1)
         interrupted = sh.was_interrupted()
         sh.flush()
         if ended is not None:
@@ -828,7 +865,6 @@ class BashKernel(Kernel):
         if self.bash is not None:
             self.bash.close()
             self.bash = None
-        shutil.rmtree(self.dir, ignore_errors=True)
         return {"status": "ok", "restart": restart}
 
 
