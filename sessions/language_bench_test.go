@@ -25,7 +25,14 @@ var benchLanguages = []struct{ kernel, code, want string }{
 // want.
 func answered(b *testing.B, s *sessions.Session, code, want string) {
 	e, err := s.Execute(context.Background(), sessions.ExecRequest{Code: code})
-	if err != nil || e.Status != sessions.StatusOK || !strings.Contains(string(e.Result)+e.Stdout, want) {
+	shown := ""
+	if err == nil {
+		shown = string(e.Result) + e.Stdout
+		for _, o := range e.Outputs { // IRkernel shows values as displays
+			shown += string(o.Data)
+		}
+	}
+	if err != nil || e.Status != sessions.StatusOK || !strings.Contains(shown, want) {
 		b.Fatalf("%s: %v %+v", code, err, e)
 	}
 }

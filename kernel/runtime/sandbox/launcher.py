@@ -1079,7 +1079,32 @@ class Bridge:
             wait = self.tick()
 
 
+# The variables that name where a kernel keeps its state and reads its
+# start-up files (IPython's profile and startup scripts, matplotlib's
+# config, the caches): each start gets them in a fresh private directory.
+PRIVATE_DIRS = {
+    "IPYTHONDIR": "ipython", "MPLCONFIGDIR": "matplotlib", "XDG_CACHE_HOME": "cache",
+    "XDG_CONFIG_HOME": "config", "XDG_DATA_HOME": "data", "JUPYTER_DATA_DIR": "jupyter",
+    "JUPYTER_RUNTIME_DIR": "jupyter/runtime",
+}
+
+
+def private_state():
+    # A sandbox's kernels share its /tmp (the contexts of a container do),
+    # so what one kernel's code left under /tmp/ipython (a startup script)
+    # would run in the next kernel that reads it. Each kernel start gets a
+    # directory of its own, made with an unpredictable name, mode 0700.
+    import os
+    import tempfile
+    where = os.path.dirname(os.environ.get("IPYTHONDIR", "/tmp/ipython"))  # the sandbox's /tmp
+    base = tempfile.mkdtemp(prefix="glassroom-state-", dir=where)
+    for name, sub in PRIVATE_DIRS.items():
+        if name in os.environ:
+            os.environ[name] = os.path.join(base, sub)
+
+
 def main():
+    private_state()
     args = sys.argv[1:]
     kernel = "python3"
     if args[:1] == ["--kernel"]:
