@@ -3,7 +3,8 @@
 # registry: the root filesystem is made by mmdebstrap from Debian bookworm
 # packages and loaded with `docker import`.
 #
-# Usage: images/python/build.sh        (as root; needs docker.io, mmdebstrap)
+# Usage: images/python/build.sh        (as root; needs docker.io, mmdebstrap,
+#                                       and npm unless Deno is cached)
 # Env:   IMAGE=repo/name   image repository (default glassroom/python-kernel)
 #        MIRROR=URL        Debian mirror for bookworm and bookworm-updates
 #                          (default: mmdebstrap's, i.e. deb.debian.org, plus
@@ -11,12 +12,20 @@
 #        SECURITY_MIRROR=URL  used with MIRROR (default
 #                          http://deb.debian.org/debian-security)
 #        FORCE=1           rebuild even if the inputs did not change
+#        GLASSROOM_CACHE=DIR  where scripts/install-deno.sh keeps Deno's
+#                          tarball (default /var/cache/glassroom)
 #
 # The image is tagged <repo>:<first 12 hex of the inputs hash> and
 # <repo>:latest and labelled io.glassroom.inputs-hash=<full hash>. The inputs
-# are this script and the files next to it that go into the image
-# (packages.txt, stubs.txt, mkstubs.sh, customize.sh, config/, users/,
-# rootfs/). If an image with that tag and label exists, nothing is rebuilt.
+# are this script, the files next to it that go into the image
+# (packages.txt, stubs.txt, mkstubs.sh, customize.sh, kernels.sh, config/,
+# users/, rootfs/) and scripts/install-deno.sh (Deno's pinned version and
+# checksum). If an image with that tag and label exists, nothing is rebuilt.
+#
+# The image is labelled io.glassroom.kernels=<names> (comma-separated,
+# python3 first): the kernels it holds, found by kernels.sh in the root
+# filesystem and each checked in the finished image (its interpreter loads
+# its kernel) before the image is tagged. The Docker runtime reads the label.
 # The tag is written to images/python/.image-tag and printed as the last line
 # of stdout: "image: <repo>:<tag>".
 #
@@ -40,7 +49,8 @@ inputs_hash() {
   (
     cd "$HERE"
     {
-      printf '%s\n' build.sh packages.txt stubs.txt mkstubs.sh customize.sh
+      printf '%s\n' build.sh packages.txt stubs.txt mkstubs.sh customize.sh kernels.sh \
+        ../../scripts/install-deno.sh
       find config users rootfs -type f 2>/dev/null
     } | LC_ALL=C sort -u | while IFS= read -r f; do
       # exec bits matter (customize.sh, rootfs files): include the mode.
@@ -89,17 +99,27 @@ if ! command -v mmdebstrap >/dev/null 2>&1; then
     die "mmdebstrap not found; install it with: apt-get install -y mmdebstrap"
 fi
 command -v dpkg-deb >/dev/null 2>&1 || die "dpkg-deb not found (needs a Debian host)"
+# scripts/install-deno.sh fetches Deno with npm unless its tarball is cached.
+if ! command -v npm >/dev/null 2>&1 &&
+  ! ls "${GLASSROOM_CACHE:-/var/cache/glassroom}"/deno-*.tgz >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    stage "installing npm (apt-get), for Deno"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y npm >&2 || { apt-get update >&2 && apt-get install -y npm >&2; }
+  fi
+  command -v npm >/dev/null 2>&1 || die "npm not found (Deno comes from the npm registry); install it with: apt-get install -y npm"
+fi
 
 WORK=$(mktemp -d "${TMPDIR:-/var/tmp}/glassroom-kernel.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
 stage "building $REF (inputs hash $HASH)"
-stage "[1/3] stub package for unused hard dependencies ($(grep -v '^[[:space:]]*\(#\|$\)' "$HERE/stubs.txt" | paste -sd' ' -))"
+stage "[1/4] stub package for unused hard dependencies ($(grep -v '^[[:space:]]*\(#\|$\)' "$HERE/stubs.txt" | paste -sd' ' -))"
 "$HERE/mkstubs.sh" "$HERE/stubs.txt" "$WORK/glassroom-kernel-stubs.deb"
 
 PACKAGES=$(sed -e 's/#.*//' "$HERE/packages.txt" | tr -s ' \t\n' ' ' | sed 's/^ //; s/ $//')
 [ -n "$PACKAGES" ] || die "packages.txt lists no packages"
-stage "[2/3] mmdebstrap --variant=minbase $SUITE: $PACKAGES"
+stage "[2/4] mmdebstrap --variant=minbase $SUITE: $PACKAGES"
 
 MIRRORS=()
 if [ -n "${MIRROR:-}" ]; then
@@ -114,7 +134,8 @@ fi
 # Stubs first, so apt has them marked before resolving the real packages.
 # The file-mirror-automount hooks make the local stub .deb visible to dpkg
 # inside the chroot (apt passes its host path verbatim); the first customize
-# hook removes the empty mount point they leave behind.
+# hook removes the empty mount point they leave behind. Deno goes in before
+# customize.sh, which lists the kernels the root filesystem holds.
 # stdin from /dev/null: mmdebstrap reads a sources.list from stdin when told
 # "-"; never let it wait on a terminal or CI pipe.
 GLASSROOM_CTX="$HERE" mmdebstrap \
@@ -127,28 +148,61 @@ GLASSROOM_CTX="$HERE" mmdebstrap \
   --include="$WORK/glassroom-kernel-stubs.deb" \
   --include="$PACKAGES" \
   --customize-hook="rm -rf \"\$1$WORK\"" \
+  --customize-hook="\"$REPO_ROOT/scripts/install-deno.sh\" \"\$1\" >&2" \
   --customize-hook="$HERE/customize.sh" \
   "$SUITE" "$WORK/rootfs.tar" "${MIRRORS[@]}" </dev/null
 
-stage "[3/3] docker import ($(du -m "$WORK/rootfs.tar" | cut -f1) MB tarball)"
+KERNELS=$(tar -xOf "$WORK/rootfs.tar" ./etc/glassroom/kernels)
+case "$KERNELS" in
+python3 | python3,*) ;;
+*) die "the root filesystem holds no python3 kernel (kernels.sh found \"$KERNELS\")" ;;
+esac
+stage "[3/4] docker import ($(du -m "$WORK/rootfs.tar" | cut -f1) MB tarball; kernels $KERNELS)"
 CREATED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 docker import \
   --message "glassroom python kernel, inputs $HASH" \
   --change 'USER 1000:1000' \
-  --change 'WORKDIR /workspace' \
+  --change 'WORKDIR /home/user' \
   --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
   --change 'ENV LANG=C.UTF-8' \
-  --change 'ENV HOME=/workspace' \
+  --change 'ENV HOME=/home/user' \
   --change 'ENV MPLBACKEND=module://matplotlib_inline.backend_inline' \
   --change 'ENV MPLCONFIGDIR=/tmp/matplotlib' \
   --change 'ENV PYDEVD_DISABLE_FILE_VALIDATION=1' \
+  --change 'ENV DENO_DIR=/tmp/deno' \
+  --change 'ENV DENO_NO_UPDATE_CHECK=1' \
+  --change 'ENV DENO_NO_PROMPT=1' \
   --change 'ENTRYPOINT ["/usr/bin/tini", "--"]' \
   --change 'CMD ["python3"]' \
   --change "LABEL io.glassroom.inputs-hash=$HASH" \
+  --change "LABEL io.glassroom.kernels=$KERNELS" \
   --change 'LABEL org.opencontainers.image.title="glassroom python kernel"' \
   --change "LABEL org.opencontainers.image.created=$CREATED" \
   --change 'LABEL org.opencontainers.image.source="https://github.com/glassroom/glassroom"' \
   "$WORK/rootfs.tar" "$REF" >/dev/null
+
+# ---- check -----------------------------------------------------------------------
+# Each kernel of the label must load in the image as a kernel container runs
+# it: another uid, read-only root, tmpfs /tmp, no network. A failure removes
+# the image, so the next run builds again instead of finding it up to date.
+stage "[4/4] checking the kernels in the image: $KERNELS"
+check_kernel() {
+  case "$1" in
+  python3) set -- python3 -I -c 'import ipykernel.kernelapp' ;;
+  r) set -- Rscript -e 'suppressPackageStartupMessages({library(IRkernel); library(ggplot2); library(dplyr)})' ;;
+  javascript | typescript) set -- deno jupyter --help ;;
+  bash) set -- bash -c 'exec python3 -I -c "import ipykernel.kernelbase"' ;;
+  *) die "kernels.sh listed an unknown kernel $1" ;;
+  esac
+  docker run --rm --network none --read-only --tmpfs /tmp:mode=1777 --user 300000:300000 \
+    --cap-drop ALL --security-opt no-new-privileges "$REF" "$@" >/dev/null
+}
+for k in $(printf '%s' "$KERNELS" | tr ',' ' '); do
+  if ! out=$(check_kernel "$k" 2>&1); then
+    docker rmi "$REF" >/dev/null 2>&1 || true
+    die "kernel $k does not load in the image (image removed): $out"
+  fi
+done
 
 echo "built $REF in $(elapsed)s"
 finish

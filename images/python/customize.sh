@@ -12,7 +12,7 @@ root=${1:?usage: customize.sh ROOT}
 ctx=${GLASSROOM_CTX:-$(cd "$(dirname "$0")" && pwd)}
 root=${root%/}
 
-echo "customize: sandbox user (uid/gid 1000) and /workspace"
+echo "customize: sandbox user (uid/gid 1000), /home/user and /workspace"
 for db in passwd group shadow gshadow; do
   [ -f "$root/etc/$db" ] || continue
   while IFS= read -r line; do
@@ -20,9 +20,15 @@ for db in passwd group shadow gshadow; do
     grep -q "^$name:" "$root/etc/$db" || printf '%s\n' "$line" >>"$root/etc/$db"
   done <"$ctx/users/$db"
 done
-mkdir -p "$root/workspace"
-chown 1000:1000 "$root/workspace"
-chmod 0755 "$root/workspace"
+# /home/user is the workspace (the kernels' working directory and HOME,
+# sandbox.WorkDir) and /workspace its alias: the runtimes bind the session's
+# workspace on both. The directories exist in the image so that the mounts
+# need no mount point created at run time (the root is read-only).
+for d in /home/user /workspace; do
+  mkdir -p "$root$d"
+  chown 1000:1000 "$root$d"
+  chmod 0755 "$root$d"
+done
 
 echo "customize: config files from rootfs/"
 (cd "$ctx/rootfs" && find . -type f) | while IFS= read -r f; do
@@ -43,9 +49,28 @@ find "$root/var/log" -type f -exec rm -f {} +
 # numpy.testing / pandas.testing / matplotlib.testing are separate and kept.
 find "$root/usr/lib/python3/dist-packages" -depth -type d -name tests \
   -exec rm -rf {} +
+# R: the packages' HTML help, vignettes, test suites, C/C++ headers (there
+# is no compiler in the image) and message translations (as for the rest of
+# the image, only English); the help database (help/, which ?topic reads) is
+# kept. Then R's own manuals and translations.
+for lib in "$root"/usr/lib/R/library "$root"/usr/lib/R/site-library; do
+  [ -d "$lib" ] || continue
+  find "$lib" -mindepth 2 -maxdepth 2 -type d \( -name html -o -name doc -o -name tests \
+    -o -name tinytest -o -name include -o -name po \) -exec rm -rf {} +
+done
+if [ -d "$root/usr/lib/R/library/translations" ]; then
+  find "$root/usr/lib/R/library/translations" -mindepth 1 -maxdepth 1 -type d \
+    -exec test -d {}/LC_MESSAGES \; -exec rm -rf {} +
+fi
+rm -rf "$root"/usr/share/R/doc/manual "$root"/usr/share/R/doc/html
 # Anything left in /tmp.
 find "$root/tmp" -mindepth 1 -delete
 # Compiled bytecode (__pycache__/*.pyc) is deliberately KEPT: the kernel runs
 # with a read-only root filesystem, so without it every kernel start would
 # recompile numpy/pandas/matplotlib/IPython in memory (slower start).
+echo "customize: kernels"
+mkdir -p "$root/etc/glassroom"
+sh "$ctx/kernels.sh" "$root" >"$root/etc/glassroom/kernels"
+chmod 0644 "$root/etc/glassroom/kernels"
+echo "customize: kernels: $(cat "$root/etc/glassroom/kernels")"
 echo "customize: done"

@@ -10,6 +10,12 @@
 // on the host and binds in, so the gateway can serve files from it and it
 // survives kernel restarts.
 //
+// The image says which kernels it holds in its io.glassroom.kernels label
+// (LabelKernels, written by images/python/build.sh; an image without it
+// holds python3 only). New reads it once; Installed lists those kernels
+// (sandbox.KernelLister) and Start refuses any other Spec.Kernel with a
+// *sandbox.SpecError ("kernel r is not installed in image X").
+//
 // Containers have deterministic names (glassroom-<instance>-<session>) and
 // labels naming the gateway instance, its state directory and the
 // session. Every Docker call has a bounded context except the wait for a

@@ -27,6 +27,7 @@ type Runtime struct {
 	seccomp string // the profile's JSON, or "" for Docker's default
 	gvisor  bool   // the OCI runtime is gVisor (runsc)
 	slots   *sandbox.Slots
+	kernels []sandbox.KernelSpec // what the image holds (LabelKernels), read once by New
 
 	live sandbox.LiveSet // session ids with a sandbox, including ones starting
 }
@@ -36,7 +37,8 @@ type Runtime struct {
 // gateway's runtime holds it), connects to the Docker engine (DOCKER_HOST
 // or the default socket), checks that the engine has the OCI runtime (a
 // gVisor one with --oci-seccomp, else ErrSeccompNotEnforced) and the
-// image, and removes this instance's orphaned containers and directories
+// image, reads which kernels the image holds (LabelKernels; see
+// Installed), and removes this instance's orphaned containers and directories
 // (see Reconcile). The caller must Close the runtime.
 func New(ctx context.Context, cfg Config, log zerolog.Logger) (_ *Runtime, err error) {
 	if err := cfg.Validate(); err != nil {
@@ -108,8 +110,14 @@ func newRuntime(ctx context.Context, cfg Config, cli engine, log zerolog.Logger)
 			return nil, fmt.Errorf("docker: seccomp profile %s: %w", cfg.SeccompProfile, err)
 		}
 	}
-	if _, err := cli.ImageInspect(cctx, cfg.Image); err != nil {
+	img, err := cli.ImageInspect(cctx, cfg.Image)
+	if err != nil {
 		return nil, fmt.Errorf("%w: docker: kernel image %s: %w (build it with `make image`)", sandbox.ErrUnavailable, cfg.Image, err)
+	}
+	var unknown []string
+	r.kernels, unknown = imageKernels(img)
+	if len(unknown) > 0 {
+		r.log.Warn().Strs("names", unknown).Str("image", cfg.Image).Msg("the image's " + LabelKernels + " label names kernels glassroom does not know; ignored")
 	}
 	if !cfg.Adopting {
 		if err := r.Reconcile(ctx); err != nil {
@@ -145,10 +153,14 @@ func (r *Runtime) ContainerName(sessionID string) string {
 }
 
 // Start creates and starts the session's container and waits for the
-// kernel's sockets. On failure, and on a panic, everything made so far is
-// undone. The caller must Close the sandbox.
+// kernel's sockets. A Spec.Kernel the image does not hold (Installed) is
+// refused with a *sandbox.SpecError. On failure, and on a panic,
+// everything made so far is undone. The caller must Close the sandbox.
 func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbox, err error) {
 	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if err := r.checkKernel(spec.Kernel); err != nil {
 		return nil, err
 	}
 	if err := r.live.Claim(spec.ID); err != nil {
@@ -261,6 +273,7 @@ func (r *Runtime) Adopt(ctx context.Context, st sandbox.State) (_ sandbox.Sandbo
 // sandboxes (a sandbox.Durable: a Freezer and Persistent, whose driver
 // gives its State and Detach), exercised by runtimetest.Capabilities.
 var (
+	_ sandbox.KernelLister   = (*Runtime)(nil)
 	_ sandbox.StateDirHolder = (*Runtime)(nil)
 	_ sandbox.Adopter        = (*Runtime)(nil)
 	_ sandbox.Persistent     = sandbox.Durable{}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -135,8 +136,12 @@ func TestContainerIsLockedDown(t *testing.T) {
 	if got := inspect(t, "{{index .HostConfig.SecurityOpt 1}}", id); !strings.HasPrefix(got, "seccomp=") || !strings.Contains(got, "AF_NETLINK") {
 		t.Errorf("glassroom's seccomp profile not applied: %.80s", got)
 	}
-	if got := inspect(t, "{{range .Mounts}}{{.Source}} {{end}}", id); len(strings.Fields(got)) != 2 || !strings.Contains(got, k.Sandbox.Workspace()) {
-		t.Errorf("host paths in the container: %q", got)
+	// The host paths in the container: the ipc directory, and the
+	// workspace at sandbox.WorkDir and again at its alias.
+	mounts := strings.Fields(inspect(t, "{{range .Mounts}}{{.Source}}:{{.Destination}} {{end}}", id))
+	ws := k.Sandbox.Workspace()
+	if len(mounts) != 3 || !slices.Contains(mounts, ws+":"+sandbox.WorkDir) || !slices.Contains(mounts, ws+":"+sandbox.WorkspaceAlias) {
+		t.Errorf("host paths in the container: %q", mounts)
 	}
 	if out, _ := k.Run(t, "print(open('/proc/self/status').read().split('CapEff:')[1].split()[0])"); strings.TrimSpace(out) != "0000000000000000" {
 		t.Errorf("CapEff = %q", out)
@@ -146,7 +151,7 @@ func TestContainerIsLockedDown(t *testing.T) {
 	if uid < 350000 || user != strconv.Itoa(uid)+":"+strconv.Itoa(uid) {
 		t.Errorf("container user %q: want a per-session unprivileged uid", user)
 	}
-	if out, _ := k.Run(t, "import os; print(os.getuid(), os.getcwd())"); strings.TrimSpace(out) != strconv.Itoa(uid)+" /workspace" {
+	if out, _ := k.Run(t, "import os; print(os.getuid(), os.getcwd())"); strings.TrimSpace(out) != strconv.Itoa(uid)+" "+sandbox.WorkDir {
 		t.Errorf("uid/cwd = %q", out)
 	}
 }
