@@ -32,7 +32,7 @@ func installedNames(g *apptest.Gateway) []string {
 type jlabLanguages struct {
 	Default string
 	Specs   map[string]struct{ Name, Language, DisplayName string }
-	Runs    []struct{ Name, ModelName, Language, Status, Stdout string }
+	Runs    []struct{ Name, ModelName, Language, Status, Stdout, Thrown string }
 	Java    struct {
 		Status  int
 		Message string

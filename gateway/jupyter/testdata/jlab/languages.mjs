@@ -39,21 +39,25 @@ try {
   for (const { name, code } of JSON.parse(wanted)) {
     const run = { name };
     out.runs.push(run);
-    const kernel = await manager.startNew({ name });
-    run.modelName = kernel.model.name;
-    const info = await withTimeout(kernel.info, 60000, `${name} kernel info`);
-    run.language = info.language_info.name;
-    const stdout = [];
-    const future = kernel.requestExecute({ code });
-    future.onIOPub = msg => {
-      if (msg.header.msg_type === 'stream' && msg.content.name === 'stdout') {
-        stdout.push(msg.content.text);
-      }
-    };
-    const reply = await withTimeout(future.done, 60000, `${name} execution`);
-    run.status = reply.content.status;
-    run.stdout = stdout.join('');
-    await kernel.shutdown();
+    try { // one language's failure is reported on its run; the others go on
+      const kernel = await manager.startNew({ name });
+      run.modelName = kernel.model.name;
+      const info = await withTimeout(kernel.info, 60000, `${name} kernel info`);
+      run.language = info.language_info.name;
+      const stdout = [];
+      const future = kernel.requestExecute({ code });
+      future.onIOPub = msg => {
+        if (msg.header.msg_type === 'stream' && msg.content.name === 'stdout') {
+          stdout.push(msg.content.text);
+        }
+      };
+      const reply = await withTimeout(future.done, 60000, `${name} execution`);
+      run.status = reply.content.status;
+      run.stdout = stdout.join('');
+      await kernel.shutdown();
+    } catch (e) {
+      run.thrown = String(e && e.stack ? e.stack : e);
+    }
   }
   try {
     await manager.startNew({ name: 'java' });
