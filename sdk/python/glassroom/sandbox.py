@@ -175,7 +175,7 @@ class Sandbox:
         ``run_code(code, context=ctx)``.
 
         :param cwd: the kernel's working directory: /home/user (the default),
-            a directory under it, or a path relative to it
+            or an existing directory under it (absolute, or relative to it)
         :param language: python (the default), r, javascript (js),
             typescript (ts) or bash
         """
