@@ -53,6 +53,14 @@ func TestGatewayAnswersAreTheWireTypes(t *testing.T) {
 	if len(ls.Entries) != 1 || ls.Entries[0].Size != 5 {
 		t.Fatalf("listing %+v", ls)
 	}
+	var ed api.EditResult
+	strict(t, "a create", call("PATCH", sp+"/files/d/b.py", `{"command":"create","file_text":"x = 1\n"}`, 201), &ed)
+	strict(t, "a str_replace", call("PATCH", sp+"/files/d/b.py", `{"command":"str_replace","old_str":"1","new_str":"2"}`, 200), &ed)
+	strict(t, "an insert", call("PATCH", sp+"/files/d/b.py", `{"command":"insert","insert_line":1,"new_str":"y = 3"}`, 200), &ed)
+	strict(t, "a view", call("PATCH", sp+"/files/d/b.py", `{"command":"view","view_range":[1,-1]}`, 200), &ed)
+	if ed.Command != api.EditView || ed.Text != "     1\tx = 2\n     2\ty = 3\n" || ed.Lines != 2 || ed.StartLine != 1 || ed.EndLine != 2 {
+		t.Fatalf("view %+v", ed)
+	}
 	var x api.Execution
 	code := `print("out"); import sys; print("err", file=sys.stderr)
 from IPython.display import display, HTML

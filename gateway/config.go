@@ -14,6 +14,10 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxUploadBytes bounds one file upload (default 100 MiB).
 	MaxUploadBytes int64
+	// MaxEditBytes bounds the file a text edit (PATCH on a file) reads
+	// and writes (default 4 MiB); the edit's body is bounded by
+	// MaxBodyBytes.
+	MaxEditBytes int64
 	// AllowedOrigins lists extra browser origins allowed to open WebSockets
 	// (same-origin is always allowed; non-browser clients send no Origin).
 	AllowedOrigins []string
@@ -39,6 +43,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxUploadBytes == 0 {
 		c.MaxUploadBytes = 100 << 20
 	}
+	if c.MaxEditBytes == 0 {
+		c.MaxEditBytes = 4 << 20
+	}
 	if c.WSPingInterval == 0 {
 		c.WSPingInterval = 30 * time.Second
 	}
@@ -58,7 +65,7 @@ func (c Config) Validate() error {
 			return errors.New("gateway: config: API keys must be at least 16 characters")
 		}
 	}
-	if c.MaxBodyBytes < 0 || c.MaxUploadBytes < 0 || c.WSPingInterval < 0 || c.ShutdownTimeout < 0 {
+	if c.MaxBodyBytes < 0 || c.MaxUploadBytes < 0 || c.MaxEditBytes < 0 || c.WSPingInterval < 0 || c.ShutdownTimeout < 0 {
 		return errors.New("gateway: config: negative limit")
 	}
 	return nil

@@ -9,7 +9,8 @@
 //     shutdown, authentication, the error responses ({"error":{...}} on
 //     /v1, the Jupyter shape on /api), /healthz and /metrics.
 //   - api.go: the session and execution calls of /v1.
-//   - files.go: filesAPI, the workspace files of a session.
+//   - files.go: filesAPI, the workspace files of a session (and their text
+//     edits, PATCH, through package workspace/fileedit).
 //   - ws.go, introspect.go: wsRelay, the native WebSocket
 //     (/v1/sessions/{id}/ws), and its complete and inspect requests.
 //   - mcp.go: /mcp over the in-process transport; openapi.go: the

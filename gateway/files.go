@@ -9,9 +9,11 @@ import (
 	"path"
 	"strings"
 
+	"github.com/glassroom/glassroom/api"
 	"github.com/glassroom/glassroom/gateway/internal/httperr"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/glassroom/glassroom/workspace"
+	"github.com/glassroom/glassroom/workspace/fileedit"
 	"github.com/labstack/echo/v4"
 )
 
@@ -21,6 +23,8 @@ import (
 type filesAPI struct {
 	session   func(echo.Context) (*sessions.Session, error) // the session a route names, of the request's tenant
 	maxUpload int64                                         // bytes of one upload (Config.MaxUploadBytes)
+	decode    func(echo.Context, any) error                 // reads a JSON body (Server.decodeJSON)
+	editor    *fileedit.Editor                              // PATCH's text edits (Config.MaxEditBytes)
 }
 
 // route registers the file API's routes on the authenticated /v1 group.
@@ -31,6 +35,7 @@ func (f *filesAPI) route(g *echo.Group) {
 	g.HEAD("/sessions/:id/files/*", f.download)
 	g.PUT("/sessions/:id/files/*", f.upload)
 	g.DELETE("/sessions/:id/files/*", f.remove)
+	g.PATCH("/sessions/:id/files/*", f.edit)
 }
 
 // filePath extracts the workspace path after /files/ from the escaped URL
@@ -219,4 +224,33 @@ func (f *filesAPI) remove(c echo.Context) error {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// edit runs one text-editor command (api.EditRequest) on a workspace
+// file: view, create, str_replace or insert. The body is bounded like
+// every JSON body (Config.MaxBodyBytes), the file by Config.MaxEditBytes.
+func (f *filesAPI) edit(c echo.Context) error {
+	sess, err := f.session(c)
+	if err != nil {
+		return err
+	}
+	p, err := filePath(c)
+	if err != nil {
+		return err
+	}
+	var req api.EditRequest
+	if err := f.decode(c, &req); err != nil {
+		return err
+	}
+	res, err := f.editor.Do(sess.Files(), p, fileedit.Command{Command: req.Command, ViewRange: req.ViewRange,
+		FileText: req.FileText, OldStr: req.OldStr, NewStr: req.NewStr, InsertLine: req.InsertLine})
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if res.Created {
+		status = http.StatusCreated
+	}
+	return c.JSON(status, api.EditResult{Path: res.Path, Command: res.Command, Created: res.Created, Size: res.Size,
+		Lines: res.Lines, Text: res.Text, StartLine: res.StartLine, EndLine: res.EndLine})
 }

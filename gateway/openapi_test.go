@@ -231,6 +231,12 @@ func TestOpenAPIMatchesRealAnswers(t *testing.T) {
 	v.check("FileInfo", do("PUT", base+"/files/d/a.txt", "hello", 201))
 	v.check("DirInfo", do("PUT", base+"/files/d/e?type=dir", "", 201))
 	v.check("Listing", do("GET", base+"/files?path=d", "", 200))
+	v.check("EditResult", do("PATCH", base+"/files/d/b.py", `{"command":"create","file_text":"x = 1\ny = 1\n"}`, 201))
+	v.check("EditResult", do("PATCH", base+"/files/d/b.py", `{"command":"create","file_text":"x = 1\ny = 1\n"}`, 200))
+	v.check("EditResult", do("PATCH", base+"/files/d/b.py", `{"command":"view","view_range":[2,-1]}`, 200))
+	v.check("EditResult", do("PATCH", base+"/files/d/b.py", `{"command":"str_replace","old_str":"x = 1","new_str":"x = 2"}`, 200))
+	v.check("EditResult", do("PATCH", base+"/files/d/b.py", `{"command":"insert","insert_line":0,"new_str":"import os"}`, 200))
+	v.check("Error", do("PATCH", base+"/files/d/b.py", `{"command":"str_replace","old_str":" = "}`, 409))
 
 	u := "ws" + strings.TrimPrefix(g.URL, "http") + base + "/ws"
 	conn, _, err := websocket.DefaultDialer.DialContext(ctx, u, http.Header{"Authorization": {"Bearer " + apptest.KeyA}})

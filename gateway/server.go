@@ -17,6 +17,7 @@ import (
 	"github.com/glassroom/glassroom/gateway/internal/wsconn"
 	"github.com/glassroom/glassroom/gateway/jupyter"
 	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/workspace/fileedit"
 	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
 )
@@ -44,7 +45,11 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	files := &filesAPI{session: s.session, maxUpload: cfg.MaxUploadBytes}
+	editor, err := fileedit.New(fileedit.Config{MaxFileBytes: cfg.MaxEditBytes})
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	files := &filesAPI{session: s.session, maxUpload: cfg.MaxUploadBytes, decode: s.decodeJSON, editor: editor}
 	relay := &wsRelay{session: s.session, mgr: mgr, conns: s.conns, upgrader: upgrader, ping: cfg.WSPingInterval}
 	e := echo.New()
 	s.echo = e // routes added below may take the in-process transport, which serves through it

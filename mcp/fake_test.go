@@ -24,11 +24,12 @@ import (
 // fakeBackend answers with canned executions and files; it records what
 // the tools asked for.
 type fakeBackend struct {
-	exec    *client.Execution
-	files   map[string][]byte
-	created int
-	deleted []string
-	written map[string][]byte
+	exec     *client.Execution
+	files    map[string][]byte
+	created  int
+	deleted  []string
+	written  map[string][]byte
+	editErrs map[string]error
 }
 
 func (f *fakeBackend) CreateSession(context.Context, client.CreateOptions) (*client.Session, error) {
@@ -66,6 +67,14 @@ func (f *fakeBackend) ReadFile(_ context.Context, _, path string) (*client.File,
 }
 func (f *fakeBackend) ListFiles(context.Context, string, string) (*client.Listing, error) {
 	return &client.Listing{Entries: []client.FileEntry{{Name: "a", Path: "a", Type: "dir"}}}, nil
+}
+
+func (f *fakeBackend) EditFile(_ context.Context, _, path string, req client.EditRequest) (*client.EditResult, error) {
+	if err, ok := f.editErrs[path]; ok {
+		return nil, err
+	}
+	b := f.files[path]
+	return &client.EditResult{Path: path, Command: req.Command, Size: int64(len(b)), Lines: strings.Count(string(b), "\n"), Text: string(b), StartLine: 1, EndLine: strings.Count(string(b), "\n")}, nil
 }
 
 func fakeSession(t *testing.T, f *fakeBackend, cfg mcp.Config) (*mcp.Server, *sdk.ClientSession) {

@@ -125,7 +125,7 @@ func flow(t *testing.T, ctx context.Context, cs *sdk.ClientSession) {
 	for _, tool := range tools.Tools {
 		names[tool.Name] = tool
 	}
-	for _, n := range []string{"execute_python", "upload_file", "read_file", "list_files", "restart_session", "close_session"} {
+	for _, n := range []string{"execute_python", "upload_file", "read_file", "list_files", "edit_file", "restart_session", "close_session"} {
 		if names[n] == nil || len(names[n].Description) < 40 || names[n].InputSchema == nil {
 			t.Fatalf("tool %s missing or undocumented: %+v", n, names[n])
 		}
@@ -184,6 +184,7 @@ func flow(t *testing.T, ctx context.Context, cs *sdk.ClientSession) {
 	if !strings.Contains(textOf(list), "in/") || !strings.Contains(textOf(list), "tiny.png") {
 		t.Fatalf("list: %q", textOf(list))
 	}
+	editFlow(t, ctx, cs, sid)
 	bad := call(t, ctx, cs, "read_file", map[string]any{"session_id": sid, "path": "../etc/passwd"})
 	if !bad.IsError || !strings.Contains(textOf(bad), "invalid path") {
 		t.Fatalf("escape: %q", textOf(bad))
@@ -235,5 +236,51 @@ func TestGoClient(t *testing.T) {
 				flow(t, ctx, connect(t, ctx, &sdk.CommandTransport{Command: cmd}))
 			})
 		})
+	}
+}
+
+// editFlow drives edit_file: each command, read back by the kernel, and
+// the refusals a model must be able to act on.
+func editFlow(t *testing.T, ctx context.Context, cs *sdk.ClientSession, sid string) {
+	t.Helper()
+	edit := func(args map[string]any) *sdk.CallToolResult {
+		t.Helper()
+		args["session_id"] = sid
+		return call(t, ctx, cs, "edit_file", args)
+	}
+	if r := edit(map[string]any{"command": "create", "path": "src/calc.py", "file_text": "def f(x):\n    return x + 1\n\ndef g(x):\n    return x + 1\n"}); r.IsError ||
+		!strings.Contains(textOf(r), "Created src/calc.py (5 lines") {
+		t.Fatalf("create: %q", textOf(r))
+	}
+	dup := edit(map[string]any{"command": "str_replace", "path": "src/calc.py", "old_str": "return x + 1", "new_str": "return x * 2"})
+	if !dup.IsError || !strings.Contains(textOf(dup), "2 matches, at lines 2 and 5") || !strings.Contains(textOf(dup), "not changed") {
+		t.Fatalf("two matches: %q", textOf(dup))
+	}
+	none := edit(map[string]any{"command": "str_replace", "path": "src/calc.py", "old_str": "return y", "new_str": "return 0"})
+	if !none.IsError || !strings.Contains(textOf(none), "0 matches") {
+		t.Fatalf("no match: %q", textOf(none))
+	}
+	ok := edit(map[string]any{"command": "str_replace", "path": "src/calc.py", "old_str": "def f(x):\n    return x + 1", "new_str": "def f(x):\n    return x * 2"})
+	if ok.IsError || !strings.Contains(textOf(ok), "     2\t    return x * 2") {
+		t.Fatalf("str_replace: %q", textOf(ok))
+	}
+	if r := edit(map[string]any{"command": "insert", "path": "src/calc.py", "insert_line": 0, "new_str": "import math"}); r.IsError || !strings.Contains(textOf(r), "     1\timport math") {
+		t.Fatalf("insert: %q", textOf(r))
+	}
+	if r := edit(map[string]any{"command": "insert", "path": "src/calc.py", "insert_line": 99, "new_str": "x"}); !r.IsError || !strings.Contains(textOf(r), "the file has 6 lines") {
+		t.Fatalf("insert out of range: %q", textOf(r))
+	}
+	if r := edit(map[string]any{"command": "view", "path": "src/calc.py", "view_range": []int{2, 3}}); r.IsError || textOf(r) != "src/calc.py (6 lines, 67 B), lines 2-3:\n     2\tdef f(x):\n     3\t    return x * 2\n" {
+		t.Fatalf("view: %q", textOf(r))
+	}
+	if r := edit(map[string]any{"command": "view", "path": "src"}); r.IsError || !strings.Contains(textOf(r), "src/calc.py") {
+		t.Fatalf("view of a directory: %q", textOf(r))
+	}
+	if r := edit(map[string]any{"command": "view", "path": "../../etc/passwd"}); !r.IsError || !strings.Contains(textOf(r), "invalid path") {
+		t.Fatalf("traversal: %q", textOf(r))
+	}
+	run := call(t, ctx, cs, "execute_python", map[string]any{"session_id": sid, "code": "import sys; sys.path.insert(0, 'src'); import calc; calc.f(20) + calc.g(1)"})
+	if run.IsError || !strings.Contains(textOf(run), "42") {
+		t.Fatalf("the kernel ran the edited module: %q", textOf(run))
 	}
 }

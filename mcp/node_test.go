@@ -35,6 +35,7 @@ type nodeOutput struct {
 		Description     int
 	}
 	First, Second, Plot, Error, Upload, UploadPNG, Read, ReadPNG, List, Code, Languages, Restart, AfterRestart, Close, AfterClose, Invalid nodeResult
+	EditCreate, EditDup, EditOK, EditInsert, EditView, EditRun                                                                             nodeResult
 }
 
 // runNode runs testdata/node/client.mjs (the official TypeScript SDK's
@@ -48,7 +49,7 @@ func runNode(t *testing.T, args ...string) nodeOutput {
 
 func checkNode(t *testing.T, r nodeOutput) {
 	t.Helper()
-	if r.Server.Name != "glassroom" || len(r.Tools) != 8 || !r.Tools["execute_python"].HasOutputSchema ||
+	if r.Server.Name != "glassroom" || len(r.Tools) != 9 || strings.Join(r.Tools["edit_file"].Required, ",") != "command,path" || !r.Tools["execute_python"].HasOutputSchema ||
 		strings.Join(r.Tools["execute_python"].Required, ",") != "code" || strings.Join(r.Tools["read_file"].Required, ",") != "session_id,path" {
 		t.Fatalf("server/tools: %+v", r)
 	}
@@ -70,6 +71,16 @@ func checkNode(t *testing.T, r nodeOutput) {
 		t.Fatalf("execute_code: %+v", r.Code)
 	case r.Languages.IsError || !strings.Contains(r.Languages.Text, "python3: "):
 		t.Fatalf("list_languages: %+v", r.Languages)
+	case r.EditCreate.IsError || !strings.Contains(r.EditCreate.Text, "Created src/calc.py"):
+		t.Fatalf("edit_file create: %+v", r.EditCreate)
+	case !r.EditDup.IsError || !strings.Contains(r.EditDup.Text, "2 matches, at lines 2 and 5"):
+		t.Fatalf("edit_file str_replace with two matches: %+v", r.EditDup)
+	case r.EditOK.IsError || r.EditInsert.IsError || !strings.Contains(r.EditOK.Text, "     2\t    return x * 2"):
+		t.Fatalf("edit_file str_replace, insert: %+v %+v", r.EditOK, r.EditInsert)
+	case r.EditView.IsError || !strings.HasSuffix(r.EditView.Text, "lines 2-6:\n     2\tdef f(x):\n     3\t    return x * 2\n     4\t\n     5\tdef g(x):\n     6\t    return x + 1\n"):
+		t.Fatalf("edit_file view: %+v", r.EditView)
+	case r.EditRun.IsError || !strings.Contains(r.EditRun.Text, "42"):
+		t.Fatalf("the kernel ran the edited module: %+v", r.EditRun)
 	case !strings.Contains(r.List.Text, "tiny.png") || !strings.Contains(r.Restart.Text, "Restarted"):
 		t.Fatalf("list/restart: %+v %+v", r.List, r.Restart)
 	case !r.AfterRestart.IsError || !strings.Contains(r.AfterRestart.Text, "NameError"):

@@ -27,6 +27,7 @@ type Backend interface {
 	WriteFile(ctx context.Context, sessionID, path string, r io.Reader, size int64) (*client.FileInfo, error)
 	ReadFile(ctx context.Context, sessionID, path string) (*client.File, error)
 	ListFiles(ctx context.Context, sessionID, dir string) (*client.Listing, error)
+	EditFile(ctx context.Context, sessionID, path string, req client.EditRequest) (*client.EditResult, error)
 }
 
 var _ Backend = (*client.Client)(nil)
@@ -178,7 +179,8 @@ Call execute_python (or execute_code with a language) without session_id to star
 Pass that session_id to every later call: variables, imports and files persist within a session.
 A session has one kernel per language, each with its own variables, all sharing the session's files.
 Each session has a private workspace directory (the kernel's working directory) for files:
-upload_file puts data there, read_file and list_files read it back.
+upload_file puts data there, read_file and list_files read it back, edit_file views and edits text files
+(str_replace: old_str must occur exactly once).
 Sessions have no network access. numpy, pandas and matplotlib are installed; plt.show() returns the figure as an image.
 Idle sessions are deleted after a while; close_session ends one when you are done.`
 

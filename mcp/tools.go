@@ -70,6 +70,17 @@ type listInput struct {
 	Path      string `json:"path,omitempty" jsonschema:"Directory relative to the workspace (default: the workspace root)."`
 }
 
+type editInput struct {
+	SessionID  string  `json:"session_id,omitempty" jsonschema:"The session (from execute_python's answer). Only create may omit it, to start a new session."`
+	Command    string  `json:"command" jsonschema:"view, create, str_replace or insert."`
+	Path       string  `json:"path" jsonschema:"File path relative to the workspace (or absolute under /home/user), e.g. src/app.py."`
+	ViewRange  []int   `json:"view_range,omitempty" jsonschema:"view: [start, end], the lines to show (from 1; end -1 for the end of the file). Omit it to see the whole file."`
+	FileText   *string `json:"file_text,omitempty" jsonschema:"create: the content of the file."`
+	OldStr     *string `json:"old_str,omitempty" jsonschema:"str_replace: the exact text to replace. It must occur exactly once in the file, whitespace and indentation included."`
+	NewStr     *string `json:"new_str,omitempty" jsonschema:"str_replace: the text that replaces old_str (omit it to delete old_str). insert: the text to insert."`
+	InsertLine *int    `json:"insert_line,omitempty" jsonschema:"insert: the line after which new_str is inserted; 0 for the top of the file."`
+}
+
 type sessionInput struct {
 	SessionID string `json:"session_id" jsonschema:"The session (from execute_python's answer)."`
 }
@@ -157,6 +168,25 @@ func (t *tools) register(s *sdk.Server) {
 		InputSchema: mustSchema[listInput](),
 		Annotations: &sdk.ToolAnnotations{Title: "List files", ReadOnlyHint: true, OpenWorldHint: jsonschema.Ptr(false)},
 	}, t.list)
+
+	editSchema := mustSchema[editInput]()
+	editSchema.Properties["command"].Enum = []any{"view", "create", "str_replace", "insert"}
+	editSchema.Properties["path"].MinLength = jsonschema.Ptr(1)
+	editSchema.Properties["view_range"].MinItems = jsonschema.Ptr(2)
+	editSchema.Properties["view_range"].MaxItems = jsonschema.Ptr(2)
+	sdk.AddTool(s, &sdk.Tool{
+		Name:  "edit_file",
+		Title: "View or edit a text file",
+		Description: "View, create and edit UTF-8 text files in a session's workspace, as with a text editor. command=view shows the " +
+			"file with line numbers (view_range [start, end] for part of it; a directory is listed). command=create writes file_text " +
+			"to a new file, or replaces an existing one. command=str_replace replaces old_str with new_str: old_str must occur exactly " +
+			"once in the file, character for character (whitespace and indentation included); include a few surrounding lines to make " +
+			"it unique; with zero or several matches nothing changes and the error says how many and where. command=insert puts new_str " +
+			"after line insert_line (0 for the top). Edits are atomic: the code sees the old file or the new one. For binary files or " +
+			"bulk changes use execute_python. Without session_id, create starts a new session.",
+		InputSchema: editSchema,
+		Annotations: &sdk.ToolAnnotations{Title: "View or edit a text file", DestructiveHint: jsonschema.Ptr(true), OpenWorldHint: jsonschema.Ptr(false)},
+	}, t.edit)
 
 	sdk.AddTool(s, &sdk.Tool{
 		Name:  "restart_session",
@@ -431,6 +461,84 @@ func (t *tools) list(ctx context.Context, _ *sdk.CallToolRequest, in listInput) 
 		text += "\n[listing truncated by the gateway]"
 	}
 	return textResult(text), nil, nil
+}
+
+func (t *tools) edit(ctx context.Context, req *sdk.CallToolRequest, in editInput) (*sdk.CallToolResult, any, error) {
+	if in.Command != client.EditCreate {
+		if err := needSession(in.SessionID); err != nil {
+			return nil, nil, err
+		}
+	}
+	if strings.TrimSpace(in.Path) == "" {
+		return nil, nil, errors.New("path is required: the file to view or edit, relative to the workspace (e.g. src/app.py)")
+	}
+	id, created, err := t.session(ctx, in.SessionID, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := t.b.EditFile(ctx, id, in.Path, client.EditRequest{Command: in.Command, ViewRange: in.ViewRange,
+		FileText: in.FileText, OldStr: in.OldStr, NewStr: in.NewStr, InsertLine: in.InsertLine})
+	var ae *client.APIError
+	if in.Command == client.EditView && in.ViewRange == nil && errors.As(err, &ae) && ae.Code == "file_conflict" && strings.Contains(ae.Message, "is a directory") {
+		return t.list(ctx, req, listInput{SessionID: id, Path: in.Path})
+	}
+	if err != nil {
+		return nil, nil, explainEdit(err, id, in.Path)
+	}
+	var b strings.Builder
+	if created {
+		b.WriteString(newSessionNote(id, "Python") + "\n")
+	}
+	size := fmt.Sprintf("%d lines, %s", res.Lines, humanBytes(res.Size))
+	switch res.Command {
+	case client.EditCreate:
+		verb := "Replaced"
+		if res.Created {
+			verb = "Created"
+		}
+		fmt.Fprintf(&b, "%s %s (%s).", verb, res.Path, size)
+		return textResult(b.String()), nil, nil
+	case client.EditView:
+		if res.Lines == 0 {
+			fmt.Fprintf(&b, "%s is empty.", res.Path)
+			return textResult(b.String()), nil, nil
+		}
+		fmt.Fprintf(&b, "%s (%s), lines %d-%d:\n", res.Path, size, res.StartLine, res.EndLine)
+	case client.EditStrReplace:
+		fmt.Fprintf(&b, "Edited %s (%s now). Lines %d-%d after the change:\n", res.Path, size, res.StartLine, res.EndLine)
+	case client.EditInsert:
+		fmt.Fprintf(&b, "Inserted into %s (%s now). Lines %d-%d after the change:\n", res.Path, size, res.StartLine, res.EndLine)
+	}
+	body, more := clipHead(res.Text, t.cfg.MaxTextChars-utf8.RuneCountInString(b.String())-120)
+	b.WriteString(body)
+	if more > 0 {
+		b.WriteString("\n[output truncated: view fewer lines with view_range]")
+	}
+	return textResult(b.String()), nil, nil
+}
+
+// explainEdit turns an edit's refusal into a message a model can act on;
+// other errors are explain's.
+func explainEdit(err error, sessionID, path string) error {
+	var ae *client.APIError
+	if !errors.As(err, &ae) {
+		return explain(err, sessionID, path)
+	}
+	switch ae.Code {
+	case "no_match", "multiple_matches":
+		return fmt.Errorf("%s. The file was not changed; view it (command=view) to copy the exact text", ae.Message)
+	case "file_changed":
+		return fmt.Errorf("%s", ae.Message)
+	case "not_text":
+		return fmt.Errorf("%s. edit_file edits UTF-8 text only; use execute_python for this file", ae.Message)
+	case "too_large":
+		return fmt.Errorf("%s. Use execute_python for large files, or upload_file to replace one", ae.Message)
+	case "bad_request":
+		return fmt.Errorf("%s", ae.Message)
+	case "file_conflict":
+		return fmt.Errorf("%q cannot be edited: %s", path, ae.Message)
+	}
+	return explain(err, sessionID, path)
 }
 
 // restart restarts every kernel of the session, or those of one language.

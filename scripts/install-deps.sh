@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # install-deps.sh [runtime|test]: install the Debian packages glassroom needs.
-#   runtime: bubblewrap and Debian's Python with ipykernel, numpy, pandas, matplotlib
+#   runtime: bubblewrap and Debian's Python with ipykernel, numpy, pandas, matplotlib;
+#            the R kernel (R, IRkernel, ggplot2, dplyr, tidyr, readr, data.table; without
+#            recommends: no compilers) and Deno for the JavaScript/TypeScript kernels
+#            (scripts/install-deno.sh, from the npm registry: needs npm, installed if missing)
 #   test:    runtime + docker.io, mmdebstrap (kernel image), chromium (UI tests), runsc (gVisor suite),
 #            python3-websocket (docs' WebSocket client, Python SDK), python3-venv/-setuptools/-wheel (SDK pip install test),
 #            python3-pip (pip install through the egress proxy),
@@ -9,27 +12,44 @@
 # Installs only what is missing; needs root for that (prints what to install otherwise).
 set -euo pipefail
 want=(bubblewrap python3-ipykernel python3-jupyter-client python3-matplotlib python3-numpy python3-pandas util-linux)
+# The R kernel's packages, installed without recommends.
+lean=(r-base-core r-cran-irkernel r-cran-ggplot2 r-cran-dplyr r-cran-tidyr r-cran-readr r-cran-data.table)
+# Deno is fetched with npm (scripts/install-deno.sh).
+if [ ! -x /usr/local/bin/deno ] && ! command -v npm >/dev/null 2>&1; then
+  want+=(nodejs npm)
+fi
 if [ "${1:-runtime}" = test ]; then
   want+=(docker.io cgroupfs-mount mmdebstrap chromium python3-websocket ca-certificates runsc)
   want+=(python3-venv python3-setuptools python3-wheel python3-pip)
   want+=(python3-jupyter-server python3-notebook)
   command -v npm >/dev/null 2>&1 || want+=(nodejs npm)
 fi
-missing=()
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+missing=() missing_lean=()
 for p in "${want[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  installed "$p" || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+for p in "${lean[@]}"; do
+  installed "$p" || missing_lean+=("$p")
+done
+if [ ${#missing[@]} -ne 0 ] || [ ${#missing_lean[@]} -ne 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "install-deps: missing Debian packages: ${missing[*]} ${missing_lean[*]}" >&2
+    echo "install-deps: run as root, or: sudo apt-get install -y ${missing[*]} && sudo apt-get install -y --no-install-recommends ${missing_lean[*]}" >&2
+    exit 1
+  fi
+  echo "install-deps: installing ${missing[*]} ${missing_lean[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  # With recommends: that is the combination tested here (docker.io recommends
+  # cgroupfs-mount, matplotlib its fonts and image libraries).
+  if [ ${#missing[@]} -ne 0 ]; then
+    apt-get install -y -q "${missing[@]}"
+  fi
+  # R's recommends are compilers and dozens of CRAN packages: not needed.
+  if [ ${#missing_lean[@]} -ne 0 ]; then
+    apt-get install -y -q --no-install-recommends "${missing_lean[@]}"
+  fi
 fi
-if [ "$(id -u)" != 0 ]; then
-  echo "install-deps: missing Debian packages: ${missing[*]}" >&2
-  echo "install-deps: run as root, or: sudo apt-get install -y ${missing[*]}" >&2
-  exit 1
-fi
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
-# With recommends: that is the combination tested here (docker.io recommends
-# cgroupfs-mount, matplotlib its fonts and image libraries).
-apt-get install -y -q "${missing[@]}"
+# Keeps a Deno of its pinned version (without root only when it is there).
+"$(dirname "$0")/install-deno.sh"

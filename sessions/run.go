@@ -189,7 +189,11 @@ func statusOf(o outcome, j *job) Status {
 	switch {
 	case o.timedOut:
 		return StatusTimeout
-	case o.reply.Status == "error" && o.reply.EName == "KeyboardInterrupt" && j.interrupted.Load():
+	case o.reply.Status != "ok" && j.interrupted.Load():
+		// ipykernel replies error KeyboardInterrupt, IRkernel "abort",
+		// Deno an error of its own, bash an exit status: whatever the
+		// language, a cell a client interrupted that did not finish is
+		// interrupted.
 		return StatusInterrupted
 	case o.reply.Status != "ok":
 		return StatusError

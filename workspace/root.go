@@ -195,7 +195,10 @@ func splitPath(p string) []string {
 
 // Write stores src at p: parents are created, the data goes to a temporary
 // file that is renamed into place, so a failed or oversized upload leaves
-// the previous content untouched. It returns the bytes written.
+// the previous content untouched and a reader sees the old content or the
+// new, never a mix. A regular file it replaces keeps its permission bits
+// (an edited script stays executable); a new file is 0644. It returns the
+// bytes written.
 func (r *Root) Write(p string, src io.Reader) (int64, error) {
 	p, err := Clean(p)
 	if err != nil {
@@ -222,6 +225,9 @@ func (r *Root) Write(p string, src io.Reader) (int64, error) {
 	if err == nil {
 		err = unix.Fchown(fd, r.uid, r.gid)
 	}
+	if err == nil {
+		err = keepMode(dirfd, base, fd)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -240,6 +246,16 @@ func (r *Root) Write(p string, src io.Reader) (int64, error) {
 		return n, &PathError{Kind: ErrIO, Path: p, Detail: "write", Err: err}
 	}
 	return n, nil
+}
+
+// keepMode gives the temporary file fd the permission bits of the regular
+// file name in dirfd, if there is one (never following a symlink).
+func keepMode(dirfd int, name string, fd int) error {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil // nothing to keep: a new file, or no regular file in the way
+	}
+	return unix.Fchmod(fd, st.Mode&0o777)
 }
 
 // Entry describes one directory entry.

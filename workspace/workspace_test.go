@@ -357,3 +357,35 @@ func TestSharedInotify(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestWriteKeepsTheModeOfAReplacedFile: replacing a file (an upload, an
+// edit) keeps its permission bits, so an executable script stays
+// executable; a new file is 0644, and a symlink in the way is replaced,
+// its target's mode not copied.
+func TestWriteKeepsTheModeOfAReplacedFile(t *testing.T) {
+	r, ws, base := setup(t)
+	script := filepath.Join(ws, "run.sh")
+	os.WriteFile(script, []byte("#!/bin/sh\necho old\n"), 0o644)
+	os.Chmod(script, 0o750)
+	if _, err := r.Write("run.sh", strings.NewReader("#!/bin/sh\necho new\n")); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(script); err != nil || st.Mode().Perm() != 0o750 {
+		t.Fatalf("replaced script: %v %v, want -rwxr-x---", st.Mode(), err)
+	}
+	if _, err := r.Write("fresh.txt", strings.NewReader("x")); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(filepath.Join(ws, "fresh.txt")); st.Mode().Perm() != 0o644 {
+		t.Fatalf("new file: %v", st.Mode())
+	}
+	outside := filepath.Join(base, "outside")
+	os.Chmod(outside, 0o700)
+	os.Symlink(outside, filepath.Join(ws, "link"))
+	if _, err := r.Write("link", strings.NewReader("x")); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Lstat(filepath.Join(ws, "link")); err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != 0o644 {
+		t.Fatalf("symlink replaced by %v %v", st.Mode(), err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/glassroom/glassroom/workspace"
+	"github.com/glassroom/glassroom/workspace/fileedit"
 	"github.com/labstack/echo/v4"
 )
 
@@ -47,6 +48,18 @@ func Of(err error) *Error {
 		return &Error{Status: he.Code, Code: code, Message: fmt.Sprint(he.Message)}
 	}
 	switch {
+	case errors.Is(err, fileedit.ErrInvalid):
+		return New(http.StatusBadRequest, "bad_request", "%s", publicMessage(err))
+	case errors.Is(err, fileedit.ErrNoMatch):
+		return New(http.StatusConflict, "no_match", "%s", publicMessage(err))
+	case errors.Is(err, fileedit.ErrManyMatches):
+		return New(http.StatusConflict, "multiple_matches", "%s", publicMessage(err))
+	case errors.Is(err, fileedit.ErrChanged):
+		return New(http.StatusConflict, "file_changed", "%s", publicMessage(err))
+	case errors.Is(err, fileedit.ErrTooLarge):
+		return New(http.StatusRequestEntityTooLarge, "too_large", "%s", publicMessage(err))
+	case errors.Is(err, fileedit.ErrNotText):
+		return New(http.StatusUnprocessableEntity, "not_text", "%s", publicMessage(err))
 	case errors.Is(err, workspace.ErrBadPath), errors.Is(err, workspace.ErrSymlink):
 		return New(http.StatusBadRequest, "bad_path", "%s", publicMessage(err))
 	case errors.Is(err, workspace.ErrNotFound):
@@ -90,8 +103,8 @@ func Of(err error) *Error {
 }
 
 // publicError is implemented by the packages' typed errors whose text can
-// be shown to a client as it is (workspace.PathError, sessions.InvalidError,
-// sandbox.SpecError): no host paths, no OS details, no package prefixes.
+// be shown to a client as it is (workspace.PathError, fileedit.Error,
+// sessions.InvalidError, sandbox.SpecError): no host paths, no OS details, no package prefixes.
 type publicError interface {
 	error
 	Public() string

@@ -473,3 +473,16 @@ func TestGVisorSandboxDeathIsExplained(t *testing.T) {
 	}
 	runtimetest.Dies(t, k, "import os, time\nfor i in range(40):\n    if os.fork() == 0:\n        time.sleep(30); os._exit(0)", "the gVisor sandbox stopped")
 }
+
+// TestLanguages runs the language table (runtimetest.Languages) on the
+// kernel image's kernels. The runtime does not list its kernels yet: every
+// kernel but python3 skips outside CI and fails in CI, until the image has
+// R and Deno and the runtime says so (sandbox.KernelLister).
+func TestLanguages(t *testing.T) {
+	r := newRuntime(t, docker.Config{})
+	n := 0
+	runtimetest.RunLanguages(t, r, func() string {
+		n++
+		return "language-" + strconv.Itoa(n) + "-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
+	})
+}

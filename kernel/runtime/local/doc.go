@@ -1,13 +1,21 @@
 // Package local is the embedded default runtime: it starts each session's
-// ipykernel under bubblewrap (bwrap) on the gateway's own machine.
+// kernel under bubblewrap (bwrap) on the gateway's own machine: ipykernel,
+// or, where the host has them (Runtime.Installed: R with IRkernel, Deno at
+// /usr/local/bin/deno; scripts/install-deps.sh installs both), IRkernel or
+// Deno's kernel behind the launcher's bridge. A kernel the host lacks is
+// refused with a SpecError naming it.
 //
 // Each sandbox gets new user, pid, net, ipc and uts namespaces (so no
-// network at all: only a down loopback device), a read-only view of /usr
-// and the few /etc files Python needs, a private /tmp, and a private
-// workspace that is the kernel's working directory. When the gateway runs
+// network at all: only a loopback device of its own, where the launcher
+// reaches a Deno kernel), a read-only view of /usr and the few /etc files
+// Python and R need, a private /tmp, and a private workspace that is the
+// kernel's working directory. When the gateway runs
 // as root, every sandbox also runs as its own unprivileged host uid, its
 // workspace is a size-limited tmpfs, and rlimits (address space, open
-// files, file size, processes) are per session.
+// files, file size, processes) are per session. The address-space limit
+// is soft where a cgroup bounds the sandbox's memory (V8, whose
+// reservations exceed any such limit, lifts it for a Deno kernel), and
+// absent from a sandbox without one whose kernel is Deno.
 //
 // The kernel talks over ipc: unix sockets in a per-session directory that
 // the sandboxed code can write to. The gateway connects to them only

@@ -192,14 +192,23 @@ func prelude(procs []string) string {
 func (d *driver) command(seccomp bool) (*exec.Cmd, error) {
 	cfg := d.r.cfg
 	mb := func(n int) string { return strconv.FormatInt(int64(n)<<20, 10) }
-	args := []string{"prlimit",
-		"--as=" + mb(d.limits.MemoryMB),
-		"--nofile=" + strconv.Itoa(cfg.NoFile),
-		"--fsize=" + mb(cfg.FileSizeMB),
-		"--nproc=" + strconv.Itoa(d.limits.Pids),
+	args := []string{"prlimit"}
+	switch {
+	case d.cg != nil:
+		// The cgroup bounds the sandbox's memory: the address-space
+		// limit is a soft one, which a kernel whose runtime reserves far
+		// more than it uses (V8) may lift; the launcher does for Deno.
+		args = append(args, "--as="+mb(d.limits.MemoryMB)+":unlimited")
+	case !needsAddressSpace(d.kernel):
+		args = append(args, "--as="+mb(d.limits.MemoryMB))
+	}
+	args = append(args,
+		"--nofile="+strconv.Itoa(cfg.NoFile),
+		"--fsize="+mb(cfg.FileSizeMB),
+		"--nproc="+strconv.Itoa(d.limits.Pids),
 		"--core=0",
 		"--",
-	}
+	)
 	py := sandbox.KernelArgv(cfg.Python, d.kernel, sandbox.ConnFile)
 	env := d.env
 	var procs []string
@@ -275,7 +284,8 @@ func (d *driver) bwrapArgs(env map[string]string, seccomp bool) []string {
 		}
 	}
 	for _, e := range []string{"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
-		"/etc/fonts", "/etc/matplotlibrc", "/etc/python3", "/etc/python3.11", "/etc/localtime", "/etc/mime.types"} {
+		"/etc/fonts", "/etc/matplotlibrc", "/etc/python3", "/etc/python3.11", "/etc/localtime", "/etc/mime.types",
+		"/etc/R"} {
 		if _, err := os.Stat(e); err == nil {
 			b = append(b, "--ro-bind", e, e)
 		}

@@ -221,6 +221,9 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
+	if err := checkKernel(spec.Kernel); err != nil {
+		return nil, err
+	}
 	if r.bwrap == "" && !r.cfg.InsecureNoSandbox {
 		return nil, fmt.Errorf("%w: %w", sandbox.ErrUnavailable, ErrNoBwrap)
 	}
@@ -259,6 +262,9 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 		cg.readState = r.readFreezerState
 		d.cg = cg
 	}
+	if needsAddressSpace(spec.Kernel) && d.cg == nil {
+		r.log.Warn().Str("session", spec.ID).Str("kernel", spec.Kernel).Msg("no cgroup bounds this kernel's memory, and V8 cannot run under an address-space limit: its memory is not bounded")
+	}
 	b.Use(dirs, d)
 	if err := b.Launch(ctx); err != nil {
 		return nil, err
@@ -283,5 +289,6 @@ func writeIdentity(dir string) error {
 // kernel dies with the gateway), exercised by runtimetest.Capabilities.
 var (
 	_ sandbox.StateDirHolder = (*Runtime)(nil)
+	_ sandbox.KernelLister   = (*Runtime)(nil)
 	_ sandbox.DriverFreezer  = (*driver)(nil) // Freeze: the cgroup freezer
 )

@@ -3,9 +3,11 @@ package local_test
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -586,4 +588,121 @@ func TestRestartStartsClean(t *testing.T) {
 		}
 		runtimetest.RestartStartsClean(t, &k)
 	})
+}
+
+// TestLanguages runs the language table (runtimetest.Languages) on every
+// kernel: R, JavaScript and TypeScript (Deno) as installed on this host
+// by scripts/install-deps.sh, and Python.
+func TestLanguages(t *testing.T) {
+	n := 0
+	runtimetest.RunLanguages(t, newRuntime(t, local.Config{}), func() string { n++; return "language-" + strconv.Itoa(n) + "-local" })
+}
+
+// TestKernelsInstalled: the runtime lists the kernels this host has, the
+// default first, and refuses one it has not with a SpecError naming it.
+func TestKernelsInstalled(t *testing.T) {
+	r := newRuntime(t, local.Config{})
+	var names []string
+	for _, k := range r.Installed() {
+		names = append(names, k.Name)
+	}
+	if len(names) == 0 || names[0] != sandbox.DefaultKernel || !slices.Contains(names, "bash") || slices.Contains(names, "java") {
+		t.Fatalf("installed: %v", names)
+	}
+	t.Logf("installed: %v", names)
+	_, err := r.Start(context.Background(), sandbox.Spec{ID: "kernel-java-local", Kernel: "java"})
+	var se *sandbox.SpecError
+	if !errors.As(err, &se) || se.Public() != "kernel java is not installed" {
+		t.Fatalf("start java: %v", err)
+	}
+}
+
+// kernelsInOneSandbox is run by the sandbox's Python kernel: it starts two
+// JavaScript kernels next to itself with the launcher it was started with
+// (as the sandbox's contexts are), has each fetch through the egress proxy,
+// then kills its own egress forwarder and waits until the others' has
+// taken the port over. It prints what it saw.
+const kernelsInOneSandbox = `import json, os, signal, subprocess, time
+from jupyter_client.blocking.client import BlockingKernelClient
+argv = open("/proc/self/cmdline", "rb").read().split(b"\0")[:-1]
+launcher = argv[argv.index(b"-c") + 1]
+def conn(n):
+    d = "/tmp/js%d" % n
+    os.makedirs(d)
+    f = d + "/kernel.json"
+    json.dump({"transport": "ipc", "ip": d + "/k", "shell_port": 1, "iopub_port": 2, "stdin_port": 3, "control_port": 4, "hb_port": 5, "key": "key%d" % n, "signature_scheme": "hmac-sha256"}, open(f, "w"))
+    return f
+procs = [subprocess.Popen([argv[0], b"-I", b"-B", b"-c", launcher, b"--kernel", b"javascript", b"-f", conn(n)]) for n in (1, 2)]
+clients = []
+for n in (1, 2):
+    kc = BlockingKernelClient(connection_file="/tmp/js%d/kernel.json" % n)
+    kc.load_connection_file()
+    kc.start_channels()
+    kc.wait_for_ready(timeout=60)
+    clients.append(kc)
+def fetch(kc):
+    out = []
+    kc.execute_interactive("console.log(Deno.env.get('HTTP_PROXY'), await (await fetch('http://glassroom.invalid/')).text())", timeout=60,
+        output_hook=lambda m: out.append(m["content"].get("text", m["content"].get("evalue", ""))) if m["msg_type"] in ("stream", "error") else None)
+    return "".join(out).strip()
+for kc in clients:
+    print("fetch:", fetch(kc))
+me = os.getpid()
+mine = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != me and open("/proc/%s/cmdline" % p, "rb").read().split(b"\0")[:-1] == argv]
+for p in mine:
+    os.kill(p, signal.SIGKILL)
+print("killed forwarders:", len(mine))
+deadline = time.monotonic() + 30
+got = ""
+while time.monotonic() < deadline:
+    got = fetch(clients[1])
+    if got.endswith("proxied"):
+        break
+print("after:", got)
+for p in procs:
+    p.terminate()
+print("exits:", [p.wait(timeout=30) for p in procs])`
+
+// TestKernelsShareTheSandboxNetwork: more kernels' launchers in one
+// sandbox (as its contexts start them) share its network namespace: two
+// JavaScript kernels in a Python sandbox each get ports of their own, all
+// three reach the egress proxy through one forwarder, and when that
+// forwarder is gone another launcher's takes its port over.
+func TestKernelsShareTheSandboxNetwork(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a JavaScript kernel in a Python sandbox needs the sandbox's cgroup (its address-space limit is then soft)")
+	}
+	r := newRuntime(t, local.Config{})
+	if !slices.ContainsFunc(r.Installed(), func(k sandbox.KernelSpec) bool { return k.Name == "javascript" }) {
+		testkit.Unavailable(t, "Deno is not installed (scripts/install-deps.sh)")
+	}
+	dir := stateDir(t)
+	sock := filepath.Join(dir, "proxy.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := os.Chmod(sock, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	go func() { // the egress proxy: ends when the listener closes
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_, _ = c.Read(make([]byte, 4096))
+				_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 7\r\nConnection: close\r\n\r\nproxied"))
+			}()
+		}
+	}()
+	k := runtimetest.Start(t, r, sandbox.Spec{ID: "shared-network-local", EgressSocket: sock})
+	out, ename := k.Run(t, kernelsInOneSandbox)
+	want := "fetch: http://127.0.0.1:3128 proxied\nfetch: http://127.0.0.1:3128 proxied\nkilled forwarders: 1\nafter: http://127.0.0.1:3128 proxied\nexits: [-15, -15]\n"
+	if ename != "" || out != want {
+		t.Fatalf("got:\n%s\nwant:\n%s", out, want)
+	}
 }

@@ -41,7 +41,8 @@ func Hardening(t *testing.T, rt Starter, opts HardeningOptions, newID func() str
 		opts.DeniedSyscallErrno = int(syscall.EPERM)
 	}
 	t.Run("environment policy", func(t *testing.T) {
-		for name, why := range map[string]string{"PYTHONPATH": "interpreter", "LD_PRELOAD": "loader", "JUPYTER_CONFIG_DIR": "start-up", "HOME": "glassroom sets it"} {
+		for name, why := range map[string]string{"PYTHONPATH": "interpreter", "LD_PRELOAD": "loader", "JUPYTER_CONFIG_DIR": "start-up", "HOME": "glassroom sets it",
+			"R_LIBS_USER": "R at kernel start", "R_PROFILE_USER": "R at kernel start", "DENO_DIR": "Deno at kernel start", "NODE_OPTIONS": "Deno at kernel start"} {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			sb, err := rt.Start(ctx, sandbox.Spec{ID: newID(), Env: map[string]string{name: "/workspace"}})
 			cancel()
@@ -178,32 +179,11 @@ print(r.stdout + r.stderr)`)
 		}
 	})
 	t.Run("workspace files cannot steer the kernel's start", func(t *testing.T) {
+		// The Python entry of the language table (RunLanguages runs every
+		// language's).
+		py := Languages()[0]
 		ws := k.Sandbox.Workspace()
-		marker := "/workspace/STEERED"
-		evil := "open(" + strconv.Quote(marker) + ", 'a').write(__name__ + '\\n')\n"
-		files := map[string]string{
-			"ipykernel_launcher.py":                     evil,
-			"ipykernel/__init__.py":                     evil,
-			"sitecustomize.py":                          evil,
-			"usercustomize.py":                          evil,
-			".jupyter/ipython_kernel_config.py":         evil,
-			".jupyter/jupyter_config.py":                evil,
-			".ipython/profile_default/startup/00-x.py":  evil,
-			".local/lib/python3.11/site-packages/x.pth": "import os; " + strings.TrimSpace(evil) + "\n",
-			"mymodule.py":                               "VALUE = 42\n",
-		}
-		for p, body := range files {
-			full := filepath.Join(ws, p)
-			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(full, []byte(body), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if os.Geteuid() == 0 {
-				chownTree(ws, full)
-			}
-		}
+		PlantFiles(t, ws, py.PlantFiles)
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		if err := k.Sandbox.Restart(ctx); err != nil {
@@ -211,9 +191,9 @@ print(r.stdout + r.stderr)`)
 		}
 		k2 := k
 		k2.Reconnect(t)
-		out, _ := k2.Run(t, "import os, mymodule; print(mymodule.VALUE, os.path.exists("+strconv.Quote(marker)+"))")
-		if strings.TrimSpace(out) != "42 False" {
-			b, _ := os.ReadFile(filepath.Join(ws, "STEERED"))
+		out, _ := k2.Run(t, py.Check+"; import os; print(os.path.exists("+strconv.Quote(sandbox.WorkDir+"/"+Steered)+"))")
+		if strings.TrimSpace(out) != py.CheckWant+"\nFalse" {
+			b, _ := os.ReadFile(filepath.Join(ws, Steered))
 			t.Fatalf("after restart: %q (steered by: %q)", out, b)
 		}
 	})

@@ -15,7 +15,9 @@
 //   - The kernel's launch: the base environment, and the launcher that runs
 //     ipykernel isolated from the workspace (python -I, no Jupyter config
 //     from the session's files) with output streams that flush in bounded
-//     chunks.
+//     chunks, or IRkernel or Deno's kernel (r, javascript, typescript)
+//     started so that nothing in the workspace steers them, behind a
+//     bridge from the gateway's unix sockets (see launcher.py).
 //   - The session directory on the host (Dirs): a size-limited tmpfs
 //     workspace and a tiny tmpfs for the kernel's sockets, owned by the
 //     sandbox's uid, so nothing the kernel writes lands on the host outside

@@ -41,7 +41,12 @@ const (
 // PYTHON* variables, no user site directory, the working directory is not
 // on sys.path while ipykernel loads) and the launcher adds the workspace to
 // sys.path only once the kernel is up, so no file in the workspace can
-// steer the kernel's start.
+// steer the kernel's start. For r, javascript and typescript the launcher
+// starts R (/usr/bin/R with IRkernel) or Deno (/usr/local/bin/deno) as its
+// child, as hardened, and bridges the connection file's unix sockets to
+// them; it exits as the kernel does. A javascript or typescript kernel
+// cannot run under an address-space limit (RLIMIT_AS): V8 reserves far
+// more than it uses.
 //
 // kernel is the canonical name of the kernel to start (KernelSpec.Name;
 // "" is DefaultKernel) and connFile the connection file's path inside the

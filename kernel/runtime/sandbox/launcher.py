@@ -1,6 +1,8 @@
-# glassroom's kernel launcher, run as `python3 -I -B -c <this file> -f <connection file>`.
+# glassroom's kernel launcher, run as
+# `python3 -I -B -c <this file> --kernel NAME -f <connection file>`.
 #
-# It starts ipykernel like ipykernel_launcher does, with three changes:
+# For python3 it starts ipykernel like ipykernel_launcher does, with three
+# changes:
 #  - stdout/stderr are sent in messages of at most CHUNK characters: a
 #    writer that gets ahead of the kernel's I/O thread waits for it, so a
 #    print loop never builds one giant message;
@@ -11,6 +13,52 @@
 #    instead of 440 exec/s); %history and Jupyter's history_request still
 #    answer.
 #
+# For r (IRkernel) and javascript/typescript (Deno's `deno jupyter
+# --kernel`) it starts that kernel as its child and stays as a bridge
+# between the sockets the gateway expects (the connection file's unix
+# sockets, transport "ipc") and the kernel's own:
+#  - Deno listens on TCP only: the launcher reserves five free ports on
+#    127.0.0.1 of the sandbox's own network namespace (bound with
+#    SO_REUSEADDR and never listening, so no other kernel's launcher can
+#    pick them while Deno binds them), writes a TCP connection file with the
+#    same key in a private directory, and splices every connection the
+#    gateway makes to a new TCP connection to Deno (ZMTP is the same byte
+#    stream over both, PUB/SUB included). Nothing listens outside the
+#    sandbox.
+#  - IRkernel speaks ipc itself: it binds the gateway's shell, iopub and
+#    stdin sockets directly. Its control socket is its own, next to them,
+#    reached through the launcher; the gateway's heartbeat is answered by
+#    the launcher (IRkernel answers only between cells, and a cell may run
+#    longer than the gateway waits for a heartbeat).
+#  - Control is read message by message (the rest is a plain splice): a
+#    kernel_info_request there is answered through the kernel's shell
+#    channel, where both kernels publish the busy/idle status the gateway
+#    waits for (neither does on control); an interrupt_request to IRkernel
+#    (which ignores it) becomes a SIGINT to R and a signed interrupt_reply.
+#    Deno interrupts itself on interrupt_request.
+#  - Deno publishes a cell's console output from another task than its
+#    idle status, so the tail of the output used to follow the idle (and
+#    was lost, or went to the next cell): the launcher queues a silent
+#    sync execution behind each cell and holds the cell's idle until the
+#    sync's marker, published through the same queue as the output, has
+#    passed (IOPubFilter).
+#  - Each direction of a spliced connection buffers one read at most, like
+#    the egress forwarder; a message held to be read is at most HOLD bytes.
+#  - The kernel runs in its own process group and dies with the launcher
+#    (PR_SET_PDEATHSIG). The launcher exits when the kernel does, with its
+#    exit status, or killed by the same signal. SIGINT to the launcher
+#    interrupts the kernel (SIGINT to R, interrupt_request to Deno);
+#    SIGTERM and SIGHUP are passed on.
+#  - Nothing in the working directory or the environment steers the
+#    kernel's start: R runs without site or user profiles and environ
+#    files, without the saved workspace and without a user library; Deno
+#    starts in / (it has no --no-config: deno.json, package.json, import
+#    maps and node_modules are discovered from its working directory, and /
+#    is read-only and holds none), with DENO_DIR in a fresh private
+#    directory, no update check, no prompts, and enters the working
+#    directory with a silent Deno.chdir before the gateway can connect.
+#    The launcher drops every R_* and DENO_* variable it is given.
+#
 # When glassroom sets GLASSROOM_EGRESS_SOCKET (the session has a network
 # allowlist), it first starts the egress forwarder: a forked process that
 # listens on 127.0.0.1:PROXY_PORT in the sandbox's own network namespace
@@ -18,13 +66,26 @@
 # socket; HTTP_PROXY and friends point the kernel (and pip, and
 # subprocesses) at it. It runs in its own session, ignores SIGINT (an
 # interrupt signals the kernel's process group), and exits when the kernel
-# does; a kernel restart starts a fresh one. Code that kills it loses its
-# own network until the next restart, nothing more.
+# does; a kernel restart starts a fresh one. When another kernel of the
+# same sandbox already forwards that port, the forwarder waits and takes
+# the port over once that kernel's forwarder is gone. Code that kills it
+# loses its own network until the next restart, nothing more.
 import sys
 
 CHUNK = 64 * 1024
 PROXY_PORT = 3128
 PROXY_BUSY = b"HTTP/1.1 502 glassroom egress: proxy unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+READ = 64 * 1024
+HOLD = 64 * 1024
+DELIM = b"<IDS|MSG>"
+SYNC = "glassroom_sync"
+SYNC_WAIT = 5.0
+CHANNELS = ("shell", "iopub", "stdin", "control", "hb")
+R_BIN = "/usr/bin/R"
+DENO_BIN = "/usr/local/bin/deno"
+# R looks for user packages in R_LIBS_USER if that directory exists: this
+# one never can (/dev/null is not a directory).
+R_NO_USER_LIBRARY = "/dev/null/no-user-library"
 
 
 def bound_stream_messages(OutStream):
@@ -45,8 +106,10 @@ def bound_stream_messages(OutStream):
 class End:
     # One side of a relayed connection: what waits to be written to it,
     # whether it has no more to read (eof), whether writing to it is shut.
+    # filt, on both sides of a control connection, reads its messages;
+    # client is the side the gateway (or a proxy client) connected from.
 
-    def __init__(self, sock):
+    def __init__(self, sock, filt=None, client=False):
         self.sock = sock
         self.peer = None
         self.out = b""
@@ -54,60 +117,142 @@ class End:
         self.shut = False
         self.mask = 0
         self.closed = False
+        self.filt = filt
+        self.client = client
 
 
-def relay_egress(listener, path, parent):
-    import os
-    import selectors
-    import socket
+class Relay:
+    # A single-threaded select loop: it splices pairs of stream sockets and
+    # calls handlers for other file descriptors (listeners, the signal
+    # pipe, the launcher's own kernel connections). Each direction of a
+    # pair reads only while the other side has nothing pending: one read at
+    # most is buffered per direction.
 
-    sel = selectors.DefaultSelector()
-    R, W = selectors.EVENT_READ, selectors.EVENT_WRITE
-    listener.setblocking(False)
-    sel.register(listener, R, None)
+    def __init__(self):
+        import selectors
+        self.sel = selectors.DefaultSelector()
+        self.R, self.W = selectors.EVENT_READ, selectors.EVENT_WRITE
 
-    def update(e):
-        # Read only while the peer has nothing pending: one read at most
-        # is buffered per direction.
-        mask = (R if not e.eof and not e.peer.out else 0) | (W if e.out else 0)
+    def watch(self, fileobj, handler):
+        self.sel.register(fileobj, self.R, handler)
+
+    def unwatch(self, fileobj):
+        try:
+            self.sel.unregister(fileobj)
+        except (KeyError, ValueError):
+            pass
+
+    def pair(self, a_sock, b_sock, filt=None):
+        a_sock.setblocking(False)
+        b_sock.setblocking(False)
+        a, b = End(a_sock, filt, True), End(b_sock, filt)
+        a.peer, b.peer = b, a
+        if filt is not None:
+            filt.client = a
+        self.update(a)
+        self.update(b)
+
+    def update(self, e):
+        if e.closed:
+            return
+        mask = (self.R if not e.eof and not e.peer.out else 0) | (self.W if e.out else 0)
         if mask != e.mask:
             if e.mask and mask:
-                sel.modify(e.sock, mask, e)
+                self.sel.modify(e.sock, mask, e)
             elif mask:
-                sel.register(e.sock, mask, e)
+                self.sel.register(e.sock, mask, e)
             else:
-                sel.unregister(e.sock)
+                self.sel.unregister(e.sock)
             e.mask = mask
 
-    def close(e):
+    def close(self, e):
         for x in (e, e.peer):
             if x.mask:
-                sel.unregister(x.sock)
+                self.sel.unregister(x.sock)
                 x.mask = 0
             x.sock.close()
             x.closed = True
+        if e.filt is not None:
+            e.filt.closed = True
 
-    def flush(x):
+    def flush(self, x):
         try:
             x.out = x.out[x.sock.send(x.out):]
         except (BlockingIOError, InterruptedError):
             pass
 
-    def settle(e):
+    def settle(self, e):
         for x in (e, e.peer):
             if x.peer.eof and not x.out and not x.shut:
                 x.shut = True
                 try:
-                    x.sock.shutdown(socket.SHUT_WR)
+                    x.sock.shutdown(1)  # SHUT_WR
                 except OSError:
                     pass
         if e.eof and e.peer.eof and not e.out and not e.peer.out:
-            close(e)
+            self.close(e)
             return
-        update(e)
-        update(e.peer)
+        self.update(e)
+        self.update(e.peer)
 
-    def accept():
+    def push(self, e, data):
+        # Queues data to be written to e (a filter's injected reply).
+        if e.closed or not data:
+            return
+        e.out += data
+        try:
+            self.flush(e)
+        except OSError:
+            self.close(e)
+            return
+        self.update(e)
+        self.update(e.peer)
+
+    def splice(self, e, mask):
+        try:
+            if mask & self.W:
+                self.flush(e)
+            if mask & self.R:
+                data = e.sock.recv(READ)
+                if data:
+                    if e.filt is None:
+                        e.peer.out += data
+                    elif e.client:
+                        e.peer.out += e.filt.from_client(data)
+                        e.out += e.filt.take()
+                    else:
+                        e.peer.out += e.filt.from_kernel(data)
+                    if e.peer.out:
+                        self.flush(e.peer)
+                    if e.out:
+                        self.flush(e)
+                else:
+                    e.eof = True
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError:
+            self.close(e)
+            return
+        self.settle(e)
+
+    def poll(self, timeout):
+        for key, mask in self.sel.select(timeout):
+            h = key.data
+            if isinstance(h, End):
+                if not h.closed:
+                    self.splice(h, mask)
+            else:
+                h(mask)
+
+
+def relay_egress(listener, path, parent):
+    import os
+    import socket
+
+    relay = Relay()
+    listener.setblocking(False)
+
+    def accept(_):
         try:
             c, _ = listener.accept()
         except OSError:
@@ -124,79 +269,69 @@ def relay_egress(listener, path, parent):
                 pass
             c.close()
             return
-        c.setblocking(False)
-        a, b = End(c), End(u)
-        a.peer, b.peer = b, a
-        update(a)
-        update(b)
+        relay.pair(c, u)
 
+    relay.watch(listener, accept)
     while True:
-        for key, mask in sel.select(1.0):
-            e = key.data
-            if e is None:
-                accept()
-                continue
-            if e.closed:
-                continue
-            try:
-                if mask & W:
-                    flush(e)
-                if mask & R:
-                    data = e.sock.recv(65536)
-                    if data:
-                        e.peer.out += data
-                        flush(e.peer)
-                    else:
-                        e.eof = True
-            except (BlockingIOError, InterruptedError):
-                pass
-            except OSError:
-                close(e)
-                continue
-            settle(e)
+        relay.poll(1.0)
         if os.getppid() != parent:
             return
+
+
+def bind_proxy():
+    # The forwarder's listener, or None while another kernel of this
+    # sandbox holds the port.
+    import errno
+    import socket
+
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind(("127.0.0.1", PROXY_PORT))
+    except OSError as e:
+        listener.close()
+        if e.errno == errno.EADDRINUSE:
+            return None
+        raise
+    listener.listen(128)
+    return listener
 
 
 def start_egress():
     import os
     import signal
-    import socket
+    import time
 
     path = os.environ.get("GLASSROOM_EGRESS_SOCKET")
     if not path:
         return
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", PROXY_PORT))
-    listener.listen(128)
+    listener = bind_proxy()
     parent = os.getpid()
     if os.fork() == 0:
         code = 0
         try:
             os.setsid()
             signal.signal(signal.SIGINT, signal.SIG_IGN)
-            relay_egress(listener, path, parent)
+            while listener is None and os.getppid() == parent:
+                time.sleep(1.0)
+                listener = bind_proxy()
+            if listener is not None:
+                relay_egress(listener, path, parent)
         except BaseException:
             code = 1
             import traceback
             traceback.print_exc()
         finally:
             os._exit(code)
-    listener.close()
+    if listener is not None:
+        listener.close()
     url = "http://127.0.0.1:%d" % PROXY_PORT
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
         os.environ[name] = url
     os.environ["NO_PROXY"] = os.environ["no_proxy"] = "localhost,127.0.0.1,::1"
 
 
-def main():
-    args = sys.argv[1:]
-    kernel = "python3"
-    if args[:1] == ["--kernel"]:
-        kernel, args = args[1], args[2:]
-    if kernel != "python3":
-        sys.exit("glassroom launcher: kernel %r is not installed" % kernel)
+def run_ipykernel(args):
     start_egress()
     from ipykernel import iostream, kernelapp
 
@@ -206,6 +341,756 @@ def main():
     at = next((i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "dist-packages"))), len(sys.path))
     sys.path.insert(at, "")
     app.start()
+
+
+def encode_frames(frames):
+    # ZMTP 3 data frames of one message.
+    out = []
+    for i, f in enumerate(frames):
+        more = 1 if i < len(frames) - 1 else 0
+        if len(f) > 255:
+            out.append(bytes([more | 2]) + len(f).to_bytes(8, "big"))
+        else:
+            out.append(bytes([more, len(f)]))
+        out.append(f)
+    return b"".join(out)
+
+
+def zmtp_hello(socket_type):
+    # Our greeting (ZMTP 3.0, NULL mechanism, not as-server) and READY.
+    greeting = b"\xff" + b"\x00" * 8 + b"\x7f\x03\x00" + b"NULL".ljust(20, b"\x00") + b"\x00" * 32
+    body = b"\x05READY\x0bSocket-Type" + len(socket_type).to_bytes(4, "big") + socket_type
+    return greeting + bytes([4, len(body)]) + body
+
+
+class FrameReader:
+    # Reads the ZMTP stream of one direction: the peer's greeting and
+    # commands pass as they come ("raw"); the frames of one message are held
+    # until it is complete ("msg", with its bytes and frames) unless it
+    # grows over hold bytes, when it streams on ("raw") unread.
+
+    def __init__(self, hold):
+        self.hold = hold
+        self.buf = b""
+        self.greet = 64
+        self.left = 0  # bytes of a streamed frame still to pass
+        self.streaming = False
+        self.more = False
+        self.raw = []
+        self.frames = []
+        self.size = 0
+
+    def feed(self, data):
+        self.buf += data
+        out = []
+        while True:
+            b = self.buf
+            if self.greet or self.left:
+                n = min(self.greet or self.left, len(b))
+                if n == 0:
+                    break
+                out.append(("raw", b[:n], None))
+                self.buf = b[n:]
+                if self.greet:
+                    self.greet -= n
+                else:
+                    self.left -= n
+                    if not self.left and not self.more:
+                        self.streaming = False
+                continue
+            if len(b) < 2:
+                break
+            flags = b[0]
+            hl = 9 if flags & 2 else 2
+            if len(b) < hl:
+                break
+            size = int.from_bytes(b[1:hl], "big")
+            command = bool(flags & 4)
+            if command or self.streaming or hl + size + self.size > self.hold:
+                if self.raw:
+                    out.append(("raw", b"".join(self.raw), None))
+                    self.raw, self.frames, self.size = [], [], 0
+                out.append(("raw", b[:hl], None))
+                self.buf = b[hl:]
+                self.left = size
+                self.more = bool(flags & 1) and not command
+                self.streaming = not command and (self.more or size > 0)
+                continue
+            if len(b) < hl + size:
+                break
+            self.raw.append(b[:hl + size])
+            self.frames.append(b[hl:hl + size])
+            self.size += hl + size
+            self.buf = b[hl + size:]
+            if not flags & 1:
+                out.append(("msg", b"".join(self.raw), self.frames))
+                self.raw, self.frames, self.size = [], [], 0
+        return out
+
+
+class FrameTracker:
+    # Follows the ZMTP stream of one direction without holding it, to know
+    # where a message may be inserted: after the greeting and the first
+    # command (READY), between messages.
+
+    def __init__(self):
+        self.greet = 64
+        self.head = b""
+        self.left = 0
+        self.more = False
+        self.next_more = False
+        self.command = False
+        self.ready = False
+        self.in_frame = False
+
+    def boundary(self):
+        return self.ready and not self.greet and not self.in_frame and not self.more
+
+    def feed(self, data, pending):
+        # Returns data with the pending messages (a list, emptied) inserted
+        # at the first boundary.
+        out, start, i, n = [], 0, 0, len(data)
+        while True:
+            if pending and self.boundary():
+                out.append(data[start:i])
+                out.extend(pending)
+                del pending[:]
+                start = i
+            if i >= n:
+                break
+            if self.greet:
+                k = min(self.greet, n - i)
+                self.greet -= k
+                i += k
+                continue
+            if self.left:
+                k = min(self.left, n - i)
+                self.left -= k
+                i += k
+                if not self.left:
+                    self.frame_done()
+                continue
+            self.head += data[i:i + 1]
+            i += 1
+            self.in_frame = True
+            hl = 9 if self.head[0] & 2 else 2
+            if len(self.head) == hl:
+                self.command = bool(self.head[0] & 4)
+                self.next_more = bool(self.head[0] & 1) and not self.command
+                self.left = int.from_bytes(self.head[1:], "big")
+                self.head = b""
+                if not self.left:
+                    self.frame_done()
+        out.append(data[start:])
+        return b"".join(out)
+
+    def frame_done(self):
+        self.in_frame = False
+        if self.command:
+            self.ready = True
+            self.more = False
+        else:
+            self.more = self.next_more
+
+
+class ControlFilter:
+    # Reads one control connection of a bridged kernel (see Bridge.control).
+
+    def __init__(self, bridge):
+        self.bridge = bridge
+        self.up = FrameReader(HOLD)
+        self.down = FrameTracker()
+        self.pending = []
+        self.client = None
+        self.closed = False
+
+    def from_client(self, data):
+        out = []
+        for kind, raw, frames in self.up.feed(data):
+            if kind == "msg" and self.bridge.control(self, frames):
+                continue
+            out.append(raw)
+        return b"".join(out)
+
+    def from_kernel(self, data):
+        return self.down.feed(data, self.pending)
+
+    def take(self):
+        if self.pending and self.down.boundary():
+            data = b"".join(self.pending)
+            del self.pending[:]
+            return data
+        return b""
+
+    def inject(self, frames):
+        self.pending.append(encode_frames(frames))
+
+
+class IOPubFilter:
+    # Reads one iopub connection of Deno, whose kernel publishes a cell's
+    # console output from another task than its status: the tail of the
+    # output can follow the cell's idle status (and then the next cell's
+    # busy). For each execute_request the bridge queues, behind it, a
+    # silent execution under the same header that broadcasts SYNC through
+    # the same queue as the output (Bridge.synchronise). Here the cell's
+    # idle status is held until SYNC has passed, so everything the cell
+    # printed comes before it; the sync execution's own status,
+    # execute_input and SYNC are dropped. A held idle goes out after
+    # SYNC_WAIT anyway, or at once when the sync execution failed.
+
+    def __init__(self, bridge):
+        self.bridge = bridge
+        self.reader = FrameReader(HOLD)
+        self.after = {}  # msg_id -> [held idle bytes or None, deadline, SYNC seen, second idle seen]
+        self.client = None
+        self.closed = False
+
+    def from_client(self, data):
+        return data
+
+    def from_kernel(self, data):
+        import json
+        import time
+        out = []
+        for kind, raw, frames in self.reader.feed(data):
+            if kind == "raw":
+                out.append(raw)
+                continue
+            try:
+                d = frames.index(DELIM)
+                header = json.loads(frames[d + 2])
+                parent = json.loads(frames[d + 3])
+                msg_type, pid = header.get("msg_type"), parent.get("msg_id")
+                state = json.loads(frames[d + 5]).get("execution_state") if msg_type == "status" else None
+            except (ValueError, IndexError, AttributeError, TypeError):
+                out.append(raw)
+                continue
+            a = self.after.get(pid)
+            if a is None:
+                if msg_type == SYNC:
+                    continue
+                if state == "busy" and parent.get("msg_type") == "execute_request":
+                    self.bridge.synchronise(frames[d + 3], pid)
+                if state == "idle" and self.bridge.syncing(pid):
+                    if len(self.after) >= 16:
+                        old = self.after.pop(next(iter(self.after)))
+                        out.append(old[0] or b"")
+                    self.after[pid] = [raw, time.monotonic() + SYNC_WAIT, False, False]
+                    continue
+                out.append(raw)
+                continue
+            if msg_type == SYNC:
+                out.append(a[0] or b"")
+                a[0], a[2] = None, True
+            elif msg_type in ("status", "execute_input"):
+                a[3] = a[3] or state == "idle"
+            else:
+                out.append(raw)
+            if a[2] and a[3]:
+                del self.after[pid]
+        return b"".join(out)
+
+    def boundary(self):
+        return not self.reader.greet and not self.reader.left and not self.reader.streaming
+
+    def due(self, now):
+        # The held idle statuses to send now: their sync failed or is late.
+        # An entry is forgotten SYNC_WAIT after that.
+        if not self.boundary():
+            return b""
+        out = []
+        for pid, a in list(self.after.items()):
+            if a[0] is not None and (a[1] <= now or not self.bridge.syncing(pid)):
+                out.append(a[0])
+                a[0], a[1] = None, now + SYNC_WAIT
+            elif a[0] is None and a[1] <= now:
+                del self.after[pid]
+        return b"".join(out)
+
+    def next_deadline(self):
+        return min((a[1] for a in self.after.values()), default=None)
+
+    def take(self):
+        return b""
+
+
+class ZConn:
+    # One of the launcher's own ZMTP connections: to a kernel socket as a
+    # DEALER (it sends whole messages and hands each complete one it gets
+    # to on_message), or from the gateway as the REP of the heartbeat.
+    # Whatever waits to be sent is bounded by HOLD messages' worth; a peer
+    # that lets more pile up is dropped.
+
+    def __init__(self, relay, sock, on_message, socket_type=b"DEALER"):
+        self.relay = relay
+        self.sock = sock
+        self.on_message = on_message
+        self.reader = FrameReader(1 << 20)
+        self.out = zmtp_hello(socket_type)
+        self.closed = False
+        self.mask = 0
+        sock.setblocking(False)
+        self.update()
+
+    def send(self, frames):
+        if self.closed:
+            return
+        self.out += encode_frames(frames)
+        if len(self.out) > 16 * HOLD:
+            self.close()
+            return
+        self.update()
+
+    def update(self):
+        if self.closed:
+            return
+        mask = self.relay.R | (self.relay.W if self.out else 0)
+        if mask != self.mask:
+            if self.mask:
+                self.relay.sel.modify(self.sock, mask, self.ready)
+            else:
+                self.relay.sel.register(self.sock, mask, self.ready)
+            self.mask = mask
+
+    def close(self):
+        if not self.closed:
+            self.closed = True
+            self.relay.unwatch(self.sock)
+            self.sock.close()
+
+    def ready(self, mask):
+        try:
+            if mask & self.relay.W and self.out:
+                self.out = self.out[self.sock.send(self.out):]
+            if mask & self.relay.R:
+                data = self.sock.recv(READ)
+                if not data:
+                    self.close()
+                    return
+                for kind, _, frames in self.reader.feed(data):
+                    if kind == "msg":
+                        self.on_message(frames)
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError:
+            self.close()
+            return
+        self.update()
+
+
+class Bridge:
+    # Runs a kernel that cannot serve the gateway's connection file itself
+    # (see the top of this file) and relays between the two until the
+    # kernel exits.
+
+    def __init__(self, kernel, conn_file):
+        import json
+        import os
+        import tempfile
+        import uuid
+
+        with open(conn_file) as f:
+            self.info = json.load(f)
+        if self.info.get("transport") != "ipc":
+            raise SystemExit("glassroom launcher: kernel %s needs an ipc connection file" % kernel)
+        self.kernel = kernel
+        self.key = self.info["key"].encode()
+        self.session = uuid.uuid4().hex
+        self.cwd = os.getcwd()
+        self.private = tempfile.mkdtemp(prefix="glassroom-kernel-")
+        self.relay = Relay()
+        self.child = None
+        self.shell = None
+        self.asked = {}  # kernel_info msg_id -> (control filter, identities)
+        self.syncs = {}  # execute_request msg_id -> True while its sync runs
+        self.iopubs = []  # IOPubFilters
+        self.reserved = []
+        self.ready = False
+        self.startup = None  # what start-up waits for next
+        self.upstream = {}  # channel -> address of the kernel's socket
+        self.listeners = []
+
+    def gateway_path(self, ch):
+        return "%s-%d" % (self.info["ip"], self.info[ch + "_port"])
+
+    def sign(self, parts):
+        import hashlib
+        import hmac
+        return hmac.new(self.key, b"".join(parts), hashlib.sha256).hexdigest().encode()
+
+    def message(self, msg_type, content, parent=b"{}", idents=(), header=None):
+        import datetime
+        import json
+        import uuid
+        if header is None:
+            header = json.dumps({"msg_id": uuid.uuid4().hex, "session": self.session, "username": "kernel",
+                                 "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+                                 "msg_type": msg_type, "version": "5.3"}).encode()
+        parts = [header, parent, b"{}", json.dumps(content).encode()]
+        return list(idents) + [DELIM, self.sign(parts)] + parts
+
+    def kernel_env(self):
+        import os
+        env = {k: v for k, v in os.environ.items() if not k.upper().startswith(("R_", "DENO_"))}
+        if self.kernel == "r":
+            env.update({"R_LIBS_USER": R_NO_USER_LIBRARY, "R_PROFILE_USER": "/dev/null", "R_ENVIRON_USER": "/dev/null"})
+        else:
+            env.update({"DENO_DIR": os.path.join(self.private, "deno"), "DENO_NO_UPDATE_CHECK": "1",
+                        "DENO_NO_PROMPT": "1", "DENO_NO_PACKAGE_JSON": "1", "NO_COLOR": "1"})
+        return env
+
+    def write_private(self, name, info):
+        import json
+        import os
+        path = os.path.join(self.private, name)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(info, f)
+        return path
+
+    def prepare_r(self):
+        # IRkernel binds the gateway's shell, iopub and stdin sockets
+        # itself; its control and heartbeat go next to them under port
+        # numbers the gateway does not use. The launcher serves the
+        # gateway's heartbeat itself: IRkernel answers it only between
+        # cells, and a cell may run longer than the gateway waits.
+        import json
+        info = dict(self.info)
+        used = {self.info[ch + "_port"] for ch in CHANNELS}
+        for ch in ("control", "hb"):
+            port = 1000 + self.info[ch + "_port"]
+            while port in used:
+                port += 1
+            used.add(port)
+            info[ch + "_port"] = port
+        self.upstream = {"control": "%s-%d" % (self.info["ip"], info["control_port"]), "shell": self.gateway_path("shell")}
+        conn = self.write_private("kernel.json", info)
+        code = "options(repos = c(CRAN = 'https://cloud.r-project.org')); IRkernel::main(%s)" % json.dumps(conn)
+        argv = [R_BIN, "--no-echo", "--no-save", "--no-restore", "--no-site-file", "--no-init-file",
+                "--no-environ", "--no-readline", "-e", code]
+        wait = [self.gateway_path(ch) for ch in ("shell", "iopub", "stdin")] + [self.upstream["control"]]
+        return argv, self.cwd, wait
+
+    def prepare_deno(self):
+        import resource
+        import socket
+        # V8 reserves far more address space than it uses: lift a soft
+        # limit (the sandbox's memory is bounded otherwise), refuse a hard
+        # one with a reason.
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard != resource.RLIM_INFINITY:
+            raise SystemExit("glassroom launcher: the %s kernel (V8) cannot run under an address-space limit (RLIMIT_AS %d)" % (self.kernel, hard))
+        if soft != hard:
+            resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+        info = {"transport": "tcp", "ip": "127.0.0.1", "key": self.info["key"],
+                "signature_scheme": self.info.get("signature_scheme", "hmac-sha256"), "kernel_name": "deno"}
+        for ch in CHANNELS:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("127.0.0.1", 0))
+            self.reserved.append(s)
+            info[ch + "_port"] = s.getsockname()[1]
+            self.upstream[ch] = ("127.0.0.1", info[ch + "_port"])
+        conn = self.write_private("kernel.json", info)
+        return [DENO_BIN, "jupyter", "--kernel", "--quiet", "--conn", conn], "/", None
+
+    def spawn(self):
+        import ctypes
+        import os
+        import subprocess
+
+        argv, cwd, wait = self.prepare_r() if self.kernel == "r" else self.prepare_deno()
+        libc = ctypes.CDLL(None, use_errno=True)
+
+        def child_setup():
+            os.setpgid(0, 0)
+            libc.prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+
+        self.child = subprocess.Popen(argv, cwd=cwd, env=self.kernel_env(), preexec_fn=child_setup, close_fds=True)
+        self.startup = wait
+
+    def connect(self, addr):
+        import socket
+        if isinstance(addr, tuple):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        else:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(5)
+        try:
+            s.connect(addr)
+        except OSError:
+            s.close()
+            raise
+        return s
+
+    def step(self):
+        # One step of start-up; True once the gateway's sockets are there.
+        import json
+        import os
+        if self.kernel == "r":
+            if not all(os.path.exists(p) for p in self.startup):
+                return False
+            try:
+                s = self.connect(self.upstream["shell"])
+            except OSError:
+                return False
+            self.shell = ZConn(self.relay, s, self.shell_reply)
+            self.listen(["control", "hb"])
+            return True
+        if self.shell is None:
+            try:
+                s = self.connect(self.upstream["shell"])
+            except OSError:
+                return False
+            self.shell = ZConn(self.relay, s, self.shell_reply)
+            code = "Deno.chdir(%s)" % json.dumps(self.cwd)
+            self.shell.send(self.message("execute_request", {"code": code, "silent": True, "store_history": False,
+                                                             "user_expressions": {}, "allow_stdin": False,
+                                                             "stop_on_error": True}))
+            self.startup = "chdir"
+            return False
+        if self.startup == "chdir":
+            if self.shell.closed:
+                raise SystemExit("glassroom launcher: lost the kernel's shell during start-up")
+            return False
+        if self.startup != "entered":
+            raise SystemExit("glassroom launcher: the kernel could not enter %s: %s" % (self.cwd, self.startup))
+        for s in self.reserved:
+            s.close()
+        self.reserved = []
+        self.listen(CHANNELS)
+        return True
+
+    def listen(self, channels):
+        import os
+        import socket
+        for ch in channels:
+            path = self.gateway_path(ch)
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            ls.bind(path)
+            ls.listen(128)
+            ls.setblocking(False)
+            self.listeners.append(ls)
+            self.relay.watch(ls, lambda _, ls=ls, ch=ch: self.accept(ls, ch))
+
+    def accept(self, ls, ch):
+        try:
+            c, _ = ls.accept()
+        except OSError:
+            return
+        if ch == "hb" and self.kernel == "r":
+            box = []
+            box.append(ZConn(self.relay, c, lambda frames: box[0].send(frames), b"REP"))
+            return
+        try:
+            k = self.connect(self.upstream[ch])
+        except OSError:
+            c.close()
+            return
+        filt = None
+        if ch == "control":
+            filt = ControlFilter(self)
+        elif ch == "iopub":
+            filt = IOPubFilter(self)
+            self.iopubs = [f for f in self.iopubs if not f.closed] + [filt]
+        self.relay.pair(c, k, filt)
+
+    def control(self, filt, frames):
+        # A message from the gateway on control: True when the bridge
+        # answers it itself.
+        import hmac
+        import json
+        try:
+            d = frames.index(DELIM)
+        except ValueError:
+            return False
+        if len(frames) < d + 6 or not hmac.compare_digest(self.sign(frames[d + 2:d + 6]), frames[d + 1]):
+            return False
+        try:
+            header = json.loads(frames[d + 2])
+            msg_type, msg_id = header["msg_type"], header["msg_id"]
+        except (ValueError, TypeError, KeyError):
+            return False
+        if msg_type == "interrupt_request" and self.kernel == "r":
+            self.interrupt()
+            filt.inject(self.message("interrupt_reply", {"status": "ok"}, frames[d + 2], frames[:d]))
+            return True
+        if msg_type == "kernel_info_request" and self.shell is not None and not self.shell.closed:
+            if len(self.asked) >= 256:
+                self.asked.pop(next(iter(self.asked)))
+            self.asked[str(msg_id)] = (filt, frames[:d])
+            self.shell.send(frames[d:])
+            return True
+        return False
+
+    def synchronise(self, request_header, msg_id):
+        # Deno began the execute_request whose header this is: queue the
+        # sync execution behind it, once (see IOPubFilter).
+        if self.kernel == "r" or msg_id in self.syncs or self.shell is None or self.shell.closed:
+            return
+        if len(self.syncs) >= 256:
+            self.syncs.pop(next(iter(self.syncs)))
+        self.syncs[msg_id] = True
+        code = "Deno.jupyter.broadcast(%r, {})" % SYNC
+        self.shell.send(self.message("execute_request", {"code": code, "silent": True, "store_history": False,
+                                                         "user_expressions": {}, "allow_stdin": False,
+                                                         "stop_on_error": False}, header=request_header))
+
+    def syncing(self, msg_id):
+        return self.syncs.get(msg_id, False)
+
+    def shell_reply(self, frames):
+        import json
+        try:
+            d = frames.index(DELIM)
+            parent = json.loads(frames[d + 3])
+            header = json.loads(frames[d + 2])
+            msg_id, msg_type = str(parent["msg_id"]), header["msg_type"]
+            content = json.loads(frames[d + 5])
+        except (ValueError, TypeError, KeyError, IndexError):
+            return
+        if self.startup == "chdir" and msg_type == "execute_reply":
+            ok = content.get("status") == "ok"
+            self.startup = "entered" if ok else "%s: %s" % (content.get("ename"), content.get("evalue"))
+            return
+        if msg_type == "execute_reply":
+            if msg_id in self.syncs and content.get("status") != "ok":
+                self.syncs[msg_id] = False  # no SYNC will come
+            return
+        asked = self.asked.pop(msg_id, None)
+        if asked is None:
+            return
+        filt, idents = asked
+        if filt.closed:
+            return
+        filt.inject(list(idents) + frames[d:])
+        self.relay.push(filt.client, filt.take())
+
+    def tick(self):
+        # Sends the held idle statuses that are due; returns how long the
+        # loop may sleep.
+        import time
+        now = time.monotonic()
+        wait = 1.0 if self.ready else 0.02
+        for f in self.iopubs:
+            if f.closed or not f.after:
+                continue
+            data = f.due(now)
+            if data:
+                self.relay.push(f.client, data)
+            deadline = f.next_deadline()
+            if deadline is not None:
+                wait = min(wait, max(deadline - now, 0.005))
+        return wait
+
+    def interrupt(self):
+        import os
+        import signal
+        if self.kernel == "r":
+            try:
+                os.kill(self.child.pid, signal.SIGINT)
+            except OSError:
+                pass
+            return
+        try:
+            s = self.connect(self.upstream["control"])
+        except OSError:
+            return
+        box = []
+        box.append(ZConn(self.relay, s, lambda frames: box[0].close()))
+        box[0].send(self.message("interrupt_request", {}))
+
+    def exit_like_child(self, status):
+        import os
+        import shutil
+        import signal
+        shutil.rmtree(self.private, ignore_errors=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if status < 0:
+            sig = -status
+            try:
+                signal.signal(sig, signal.SIG_DFL)
+            except (OSError, ValueError):
+                pass
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
+            os.kill(os.getpid(), sig)
+            os._exit(128 + sig)
+        os._exit(status)
+
+    def run(self):
+        import signal
+        import socket
+
+        start_egress()  # before the signal handlers: the forwarder keeps none
+        rfd, wfd = socket.socketpair()
+        rfd.setblocking(False)
+        wfd.setblocking(False)
+        signal.set_wakeup_fd(wfd.fileno())
+        self.got = []
+
+        def on_signal(signum, _):
+            self.got.append(signum)
+
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
+            signal.signal(s, on_signal)
+
+        def drain(_):
+            try:
+                while rfd.recv(64):
+                    pass
+            except (BlockingIOError, InterruptedError):
+                pass
+
+        self.relay.watch(rfd, drain)
+        try:
+            self.serve()
+        except BaseException:
+            import shutil
+            shutil.rmtree(self.private, ignore_errors=True)
+            raise
+
+    def serve(self):
+        import os
+        import signal
+        self.spawn()
+        wait = 0.02
+        while True:
+            self.relay.poll(wait)
+            while self.got:
+                s = self.got.pop(0)
+                if s == signal.SIGINT:
+                    self.interrupt()
+                elif s in (signal.SIGTERM, signal.SIGHUP):
+                    try:
+                        os.kill(self.child.pid, s)
+                    except OSError:
+                        pass
+            status = self.child.poll()
+            if status is not None:
+                self.exit_like_child(status)
+            if not self.ready:
+                self.ready = self.step()
+            wait = self.tick()
+
+
+def main():
+    args = sys.argv[1:]
+    kernel = "python3"
+    if args[:1] == ["--kernel"]:
+        kernel, args = args[1], args[2:]
+    if kernel == "python3":
+        run_ipykernel(args)
+        return
+    if kernel in ("r", "javascript", "typescript") and args[:1] == ["-f"] and len(args) == 2:
+        Bridge(kernel, args[1]).run()
+        return
+    sys.exit("glassroom launcher: kernel %r is not installed" % kernel)
 
 
 main()

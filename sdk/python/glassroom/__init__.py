@@ -28,3 +28,7 @@ __all__ = [
     "SandboxException", "TimeoutException", "NotFoundException", "AuthenticationException",
     "InvalidArgumentException", "ConflictException", "RateLimitException", "NotEnoughSpaceException",
 ]
+
+from ._edit import EditResult  # noqa: E402  (text edits: sbx.files.edit)
+
+__all__ += ["EditResult"]

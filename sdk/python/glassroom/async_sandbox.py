@@ -9,6 +9,7 @@ import asyncio
 import inspect
 from typing import IO, Any, Awaitable, Callable, Dict, List, Mapping, Optional, Type, TypeVar, Union
 
+from ._edit import EditResult
 from .files import Filesystem
 from .models import Context, EntryInfo, Execution, SandboxInfo, WriteInfo
 from .sandbox import Sandbox
@@ -44,6 +45,10 @@ class AsyncFilesystem:
 
     async def make_dir(self, path: str) -> bool:
         return await asyncio.to_thread(self._files.make_dir, path)
+
+    async def edit(self, path: str, command: str, **kwargs: Any) -> EditResult:
+        """Views or edits a text file (see ``Filesystem.edit``)."""
+        return await asyncio.to_thread(lambda: self._files.edit(path, command, **kwargs))
 
 
 class AsyncSandbox:

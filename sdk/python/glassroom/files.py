@@ -2,8 +2,10 @@
 
 import os
 import posixpath
-from typing import IO, Any, Dict, Iterator, List, Literal, Optional, Union, overload
+from typing import IO, Any, Dict, Iterator, List, Literal, Optional, Sequence, Union, overload
 
+from . import _edit
+from ._edit import EditResult
 from ._http import Connection, quote_path, session_path
 from .exceptions import InvalidArgumentException, NotFoundException
 from .models import EntryInfo, FileType, WriteInfo, file_type, iter_chunks, parse_time
@@ -173,6 +175,24 @@ class Filesystem:
         existed = self.exists(p)
         self._conn.call("PUT", self._file(p), query={"type": "dir"}, body=b"", ok=(200, 201))
         return not existed
+
+    def edit(self, path: str, command: str, *, view_range: Optional[Sequence[int]] = None, file_text: Optional[str] = None,
+             old_str: Optional[str] = None, new_str: Optional[str] = None, insert_line: Optional[int] = None,
+             request_timeout: Optional[float] = None) -> EditResult:
+        """Views or edits a UTF-8 text file, as agents' text-editor tools do.
+
+        ``command`` is ``"view"`` (numbered lines; ``view_range=[start, end]``,
+        end -1 for the end of the file), ``"create"`` (``file_text``),
+        ``"str_replace"`` (``old_str``, which must occur exactly once, by
+        ``new_str``) or ``"insert"`` (``new_str`` after line ``insert_line``,
+        0 for the top). Edits are atomic; a failed one changes nothing.
+        str_replace with zero or several matches raises ConflictException
+        (code ``no_match`` or ``multiple_matches``; the message says how many
+        and on which lines).
+        """
+        return _edit.edit(self._conn, self._id, clean_path(path), command,
+                          {"view_range": _edit.view_range_arg(view_range), "file_text": file_text, "old_str": old_str,
+                           "new_str": new_str, "insert_line": insert_line}, request_timeout)
 
 
 def _stream(f: IO[Any]) -> Iterator[bytes]:
