@@ -1,17 +1,21 @@
 package gateway
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 
 	"github.com/glassroom/glassroom/api"
 	"github.com/glassroom/glassroom/gateway/internal/httperr"
+	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/labstack/echo/v4"
 )
 
 // The contexts of a session: POST/GET /v1/sessions/{id}/contexts,
 // DELETE /v1/sessions/{id}/contexts/{ctx}, POST .../contexts/{ctx}/restart,
-// and the languages the gateway runs (GET /v1/kernels).
+// GET .../contexts/{ctx}/kernel_info, and the languages the gateway runs
+// (GET /v1/kernels).
 
 func (s *Server) listKernels(c echo.Context) error {
 	out := []api.Kernel{}
@@ -68,6 +72,30 @@ func (s *Server) restartContext(c echo.Context) error {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// kernelInfo answers with the content of a context's kernel_info_reply
+// (language_info: the language's name, version, file extension...). The
+// session caches it per kernel; it starts no context.
+func (s *Server) kernelInfo(c echo.Context) error {
+	sess, err := s.session(c)
+	if err != nil {
+		return err
+	}
+	target, err := sess.Contexts().Get(c.Param("ctx"))
+	if err != nil {
+		return err
+	}
+	raw, err := target.KernelInfo(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	// The kernel is untrusted: pass on a JSON object, nothing else.
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return fmt.Errorf("gateway: kernel_info: the kernel's reply is not a JSON object: %w", kernel.ErrMalformed)
+	}
+	return c.JSON(http.StatusOK, fields)
 }
 
 // target is the session's context a request runs in (its context and

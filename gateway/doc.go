@@ -11,6 +11,8 @@
 //   - api.go: the session and execution calls of /v1.
 //   - files.go: filesAPI, the workspace files of a session (and their text
 //     edits, PATCH, through package workspace/fileedit).
+//   - contexts.go: a session's contexts (its kernels, one language each),
+//     their kernel_info, and the languages the gateway runs (/v1/kernels).
 //   - ws.go, introspect.go: wsRelay, the native WebSocket
 //     (/v1/sessions/{id}/ws), and its complete and inspect requests.
 //   - mcp.go: /mcp over the in-process transport; openapi.go: the

@@ -228,6 +228,8 @@ func TestOpenAPIMatchesRealAnswers(t *testing.T) {
 	}
 	v.check("Completion", do("POST", base+"/complete", `{"code":"impor","cursor_pos":5}`, 200))
 	v.check("Inspection", do("POST", base+"/inspect", `{"code":"len","cursor_pos":3,"detail_level":0}`, 200))
+	v.check("KernelInfo", do("GET", base+"/contexts/default/kernel_info", "", 200))
+	v.check("Error", do("GET", base+"/contexts/nope/kernel_info", "", 404))
 	v.check("FileInfo", do("PUT", base+"/files/d/a.txt", "hello", 201))
 	v.check("DirInfo", do("PUT", base+"/files/d/e?type=dir", "", 201))
 	v.check("Listing", do("GET", base+"/files?path=d", "", 200))

@@ -78,6 +78,7 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 	v1.GET("/sessions/:id/contexts", s.listContexts)
 	v1.DELETE("/sessions/:id/contexts/:ctx", s.deleteContext)
 	v1.POST("/sessions/:id/contexts/:ctx/restart", s.restartContext)
+	v1.GET("/sessions/:id/contexts/:ctx/kernel_info", s.kernelInfo)
 	files.route(v1)
 	s.routeMCP(e)
 	s.routeOpenAPI(e)

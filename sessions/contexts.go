@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -253,6 +254,13 @@ func (c *Contexts) start(ctx context.Context, kernel, cwd string, asDefault bool
 			return ContextInfo{}, &InvalidError{Reason: se.Public(), Err: err}
 		}
 		return ContextInfo{}, err
+	}
+	if rel, ok := strings.CutPrefix(spec.Cwd, sandbox.WorkDir+"/"); ok {
+		// The kernel starts there: made (with its parents) in the
+		// workspace, under the workspace's path rules (no symlinks).
+		if err := first.files.MakeDir(rel); err != nil {
+			return ContextInfo{}, fmt.Errorf("sessions: context cwd: %w", err)
+		}
 	}
 	c.mu.Lock()
 	switch {

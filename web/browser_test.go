@@ -1006,6 +1006,10 @@ func TestBrowserNotebook(t *testing.T) {
 	})
 
 	step("18 save .ipynb, reload", func() {
+		// The kernel told its language's version (the chooser shows it).
+		nb.waitFor("the Python version in the chooser", `/Python 3 \(3\.\d+\.\d+/.test(document.querySelector('#language-select').title)`, 10*time.Second)
+		var version string
+		nb.eval(`/\((3\.[^)]*)\)/.exec(document.querySelector('#language-select').title)[1]`, &version)
 		dir := t.TempDir()
 		nb.do("allow downloads", chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
 			_, err := chromedp.Call(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
@@ -1033,7 +1037,17 @@ func TestBrowserNotebook(t *testing.T) {
 		}
 		var saved struct {
 			NBFormat int `json:"nbformat"`
-			Cells    []struct {
+			Metadata struct {
+				Kernelspec struct {
+					Name, Language string
+					DisplayName    string `json:"display_name"`
+				} `json:"kernelspec"`
+				LanguageInfo struct {
+					Name, Version, Mimetype string
+					FileExtension           string `json:"file_extension"`
+				} `json:"language_info"`
+			} `json:"metadata"`
+			Cells []struct {
 				CellType string   `json:"cell_type"`
 				Source   []string `json:"source"`
 			} `json:"cells"`
@@ -1052,6 +1066,10 @@ func TestBrowserNotebook(t *testing.T) {
 		}
 		if saved.NBFormat != 4 || !strings.HasPrefix(mdSource, "# Notes\n") {
 			t.Fatalf("saved notebook: nbformat %d, Markdown source %q, types %v", saved.NBFormat, mdSource, savedTypes)
+		}
+		if ks, li := saved.Metadata.Kernelspec, saved.Metadata.LanguageInfo; ks.Name != "python3" || ks.Language != "python" ||
+			li.Name != "python" || li.Version != version || li.FileExtension != ".py" || li.Mimetype != "text/x-python" {
+			t.Errorf("saved notebook's kernelspec %+v, language_info %+v; want Python %s's", ks, li, version)
 		}
 		// Reload: the notebook comes back from local storage; then open the
 		// saved file over it.

@@ -5,10 +5,15 @@
 // same origin.
 //
 // The modules, one concern each: store (the little state they share: the
-// API key, the session, the cells), api (REST), ws (the WebSocket, resume
-// and reconnect), session (key, session, kernel state), cells (the cells
-// and their runs), commands (command-mode keys), editor (CodeMirror with the
-// notebook's keys), assist (completion and inspection requests, code point
+// API key, the session, the cells, the notebook's language), api (REST), ws
+// (the WebSocket, resume and reconnect), session (key, session, its
+// contexts and their kernels' states), kernels (the notebook's language:
+// the chooser, GET /v1/kernels, the language a file asks for, the saved
+// metadata), languages (what the page knows of each language: prompt
+// label, syntax mode, kernelspec and language_info; pure), cells (the cells
+// and their runs, each in the notebook's language), commands (command-mode
+// keys), editor (CodeMirror with the notebook's keys and the language's
+// syntax mode), assist (completion and inspection requests, code point
 // offsets), outputs, markdown (markdown-it + DOMPurify), ansi, nbformat
 // (the WebSocket's execution events -> output records, and output records
 // <-> .ipynb), notebook (local save, .ipynb), files (the files panel), text

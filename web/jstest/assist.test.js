@@ -28,7 +28,7 @@ function fakes() {
       posted.push({ method, path, opts, resolve, reject });
       opts.signal.addEventListener('abort', () => reject(new Error('aborted')));
     });
-  const store = { session: { id: 's1' }, token: 'k' };
+  const store = { session: { id: 's1' }, token: 'k', language: 'r' };
   return { sent, posted, conn, store, assist: createAssist({ store, conn, request }) };
 }
 
@@ -36,7 +36,8 @@ test('requests go over the WebSocket and resolve with their reply', async () => 
   const { sent, assist } = fakes();
   const p = assist.complete('import os; os.pa', 16);
   assert.equal(sent.length, 1);
-  assert.deepEqual(Object.keys(sent[0]).sort(), ['code', 'cursor_pos', 'id', 'type']);
+  assert.deepEqual(Object.keys(sent[0]).sort(), ['code', 'cursor_pos', 'id', 'language', 'type']);
+  assert.equal(sent[0].language, 'r', "the notebook's language: its kernel answers");
   assert.equal(sent[0].type, 'complete');
   assert.equal(sent[0].cursor_pos, 16);
   assert.ok(assist.waiting('complete'));
@@ -45,7 +46,7 @@ test('requests go over the WebSocket and resolve with their reply', async () => 
   assert.ok(!assist.waiting('complete'));
 
   const q = assist.inspect('len(', 4, true);
-  assert.deepEqual(sent[1], { type: 'inspect', id: sent[1].id, code: 'len(', cursor_pos: 4, detail_level: 1 });
+  assert.deepEqual(sent[1], { type: 'inspect', id: sent[1].id, code: 'len(', cursor_pos: 4, detail_level: 1, language: 'r' });
   assist.onReply({ type: 'inspect_reply', id: sent[1].id, found: true, data: { 'text/plain': 'doc' } });
   assert.equal((await q).data['text/plain'], 'doc');
 });
@@ -81,7 +82,7 @@ test('without a WebSocket it uses REST, and cancels the call when superseded', a
   const p = assist.complete('x', 1);
   assert.equal(posted[0].method, 'POST');
   assert.equal(posted[0].path, '/v1/sessions/s1/complete');
-  assert.deepEqual(posted[0].opts.json, { code: 'x', cursor_pos: 1 });
+  assert.deepEqual(posted[0].opts.json, { code: 'x', cursor_pos: 1, language: 'r' });
   posted[0].resolve({ matches: ['xyz'], cursor_start: 0, cursor_end: 1 });
   assert.deepEqual((await p).matches, ['xyz']);
   const q = assist.complete('x', 1);

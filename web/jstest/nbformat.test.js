@@ -89,13 +89,13 @@ test('fromNotebook survives hostile cells', () => {
     ]
   });
   assert.equal(got.length, 4);
-  assert.deepEqual(got[0], { id: null, type: 'code', source: '5', executionCount: null, outputs: [] });
+  assert.deepEqual(got[0], { id: null, type: 'code', source: '5', executionCount: null, outputs: [], language: null });
   assert.equal(got[1].id, 'dup');
   assert.deepEqual(got[1].outputs, [
     { output_type: 'error', ename: 'Error', evalue: '', traceback: [] },
     { output_type: 'stream', name: 'stdout', text: 'q' }
   ]);
-  assert.deepEqual(got[2], { id: null, type: 'markdown', source: 'm', executionCount: null, outputs: [] });
+  assert.deepEqual(got[2], { id: null, type: 'markdown', source: 'm', executionCount: null, outputs: [], language: null });
   assert.equal(got[3].id, null);
   assert.equal(got[3].executionCount, null);
 });
@@ -238,4 +238,24 @@ test('the outputs of events survive a save and an open', () => {
     outs.map((o) => (o.output_type === 'display_data' ? { ...o, display_id: null } : o))
   );
   assert.deepEqual(toNotebook(back, true), nb, 'saving what was opened gives the same document');
+});
+
+test('a code cell run in another language than the notebook says so in its metadata', () => {
+  const mixed = [
+    { id: 'p', type: 'code', source: 'x = 1', executionCount: 1, outputs: [], language: null },
+    { id: 'r', type: 'code', source: 'plot(1:10)', executionCount: 1, outputs: [], language: 'r' },
+    { id: 'm', type: 'markdown', source: '# r', executionCount: null, outputs: [], language: 'r' }
+  ];
+  const nb = JSON.parse(JSON.stringify(toNotebook(mixed, true)));
+  assert.deepEqual(nb.cells[0].metadata, {});
+  assert.deepEqual(nb.cells[1].metadata, { glassroom: { language: 'r' } });
+  assert.deepEqual(nb.cells[2].metadata, {}, 'only code cells run');
+  const back = fromNotebook(nb);
+  assert.deepEqual(back.map((c) => c.language), [null, 'r', null]);
+  // Hostile metadata is ignored.
+  for (const bad of [5, '', 'a b', '<img>', 'x'.repeat(65), ['r'], { language: 'r' }]) {
+    const c = fromNotebook({ cells: [{ cell_type: 'code', source: '', metadata: { glassroom: { language: bad } } }] })[0];
+    assert.equal(c.language, null, JSON.stringify(bad));
+  }
+  assert.equal(fromNotebook({ cells: [{ cell_type: 'code', source: '', metadata: { glassroom: 'r' } }] })[0].language, null);
 });

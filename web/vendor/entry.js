@@ -53,8 +53,11 @@ export {
   showTooltip
 } from '@codemirror/view';
 export { defaultKeymap, history, historyKeymap, indentMore, indentLess } from '@codemirror/commands';
-export { indentOnInput, bracketMatching, syntaxHighlighting, indentUnit } from '@codemirror/language';
+export { indentOnInput, bracketMatching, syntaxHighlighting, indentUnit, StreamLanguage } from '@codemirror/language';
 export { python } from '@codemirror/lang-python';
+export { javascript } from '@codemirror/lang-javascript';
+export { r } from '@codemirror/legacy-modes/mode/r';
+export { shell } from '@codemirror/legacy-modes/mode/shell';
 export { search, searchKeymap, highlightSelectionMatches } from '@codemirror/search';
 export {
   autocompletion,

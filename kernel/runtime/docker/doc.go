@@ -37,4 +37,16 @@
 // host tens of MB and many threads; the host's pids cgroup only bounds the
 // sentry's own threads (pids² + 512). A sandbox whose sentry stopped
 // (exit code 2) is reported as such.
+//
+// A sandbox holds more kernels than its first (sandbox.ContextStarter):
+// each context's kernel is a docker exec into the container, under a
+// supervisor that kills the kernel's process group when the gateway
+// closes the exec's stdin (the engine cannot kill an exec, and host pids
+// mean nothing under gVisor). They share the container's uid, files,
+// network namespace (and the first kernel's egress forwarder) and cgroup,
+// so the session's limits cover them all. The container lives as long as
+// its first kernel: its restart or death ends every context's kernel,
+// which then reports it and restarts on its own Restart. Contexts end
+// with the gateway's connection to the engine, and are closed when the
+// sandbox is detached (another gateway adopts the first kernel alone).
 package docker

@@ -36,6 +36,9 @@ type driver struct {
 	mu          sync.Mutex
 	containerID string
 	started     string               // when the current kernel's container started (its incarnation)
+	run         *mainRun             // the container's current run, nil before the first
+	ctxBind     bool                 // the container has the contexts' bind (sandbox.ContextsDir)
+	egressed    bool                 // its kernels have an egress forwarder (the first kernel's)
 	waits       []context.CancelFunc // end the waiters' ContainerWait
 	wg          sync.WaitGroup       // waiter goroutines
 }
@@ -85,6 +88,7 @@ func (d *driver) create(ctx context.Context, env map[string]string) error {
 			d.dirs.IPC() + ":" + sandbox.IPCDir + ":rw",
 			d.dirs.Work() + ":" + sandbox.WorkDir + ":rw",
 			d.dirs.Work() + ":" + sandbox.WorkspaceAlias + ":rw",
+			d.dirs.Contexts() + ":" + sandbox.ContextsDir + ":rw", // the gateway's 0711 tmpfs: only its entries are the sandbox's
 		},
 		// The kernel's own stdout/stderr (not Jupyter output): bounded, so
 		// the code cannot fill the host's disk through the engine's logs.
@@ -118,6 +122,7 @@ func (d *driver) create(ctx context.Context, env map[string]string) error {
 	d.mu.Lock()
 	d.containerID = resp.ID
 	d.env = env
+	d.ctxBind = true
 	d.mu.Unlock()
 	return nil
 }
@@ -237,6 +242,10 @@ func (d *driver) watch(id string, inc *sandbox.Incarnation) *process {
 	// The one Docker call without a deadline: it lasts as long as the kernel.
 	waitC, errC := d.r.cli.ContainerWait(wctx, id, container.WaitConditionNextExit)
 	gate := &exitGate{inc: inc}
+	run := &mainRun{inc: inc}
+	d.mu.Lock()
+	d.run = run
+	d.mu.Unlock()
 	d.wg.Add(1)
 	go func() { // owned by the driver; ends when the container exits or the wait is cancelled
 		defer d.wg.Done()
@@ -260,7 +269,30 @@ func (d *driver) watch(id string, inc *sandbox.Incarnation) *process {
 			}
 		}
 	}()
-	return &process{d: d, id: id, stop: func() { gate.close(); wcancel() }}
+	return &process{d: d, id: id, run: run, stop: func() { gate.close(); wcancel() }}
+}
+
+// currentRun returns the container's current run (its first kernel's
+// incarnation), or nil before the first.
+func (d *driver) currentRun() *mainRun {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.run
+}
+
+// contextsBound reports whether the container has the contexts' bind.
+func (d *driver) contextsBound() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.ctxBind
+}
+
+// egressOn reports whether the container's kernels have a network (the
+// first kernel's egress forwarder).
+func (d *driver) egressOn() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.egressed
 }
 
 // stillRunning waits (up to a minute, retrying) for the engine to answer
@@ -446,12 +478,16 @@ func (g *exitGate) close() {
 type process struct {
 	d    *driver
 	id   string
+	run  *mainRun           // nil for a container adopted stopped
 	stop context.CancelFunc // ends its waiter
 }
 
 // Kill implements sandbox.Process. A container that is not running
 // already (a conflict) is fine.
 func (p *process) Kill(ctx context.Context) error {
+	if p.run != nil {
+		p.run.killed.Store(true) // for its contexts: a restart (or a close) ended it
+	}
 	kctx, cancel := context.WithTimeout(ctx, p.d.r.cfg.CallTimeout)
 	defer cancel()
 	err := p.d.r.cli.ContainerKill(kctx, p.id, "KILL")

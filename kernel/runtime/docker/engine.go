@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 
+	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/network"
@@ -14,7 +15,9 @@ import (
 
 // engine is the part of the Docker API the runtime uses; *client.Client
 // implements it, and tests can fake it. Every call but ContainerWait gets
-// a context bounded by Config.CallTimeout.
+// a context bounded by Config.CallTimeout (ContainerExecAttach's bounds
+// the attach; the stream it returns lasts as long as the exec, like a
+// wait).
 type engine interface {
 	ContainerList(ctx context.Context, options container.ListOptions) ([]container.Summary, error)
 	ContainerCreate(ctx context.Context, config *container.Config, hostConfig *container.HostConfig, networkingConfig *network.NetworkingConfig, platform *ocispec.Platform, containerName string) (container.CreateResponse, error)
@@ -26,6 +29,9 @@ type engine interface {
 	ContainerRemove(ctx context.Context, container string, options container.RemoveOptions) error
 	ContainerInspect(ctx context.Context, container string) (container.InspectResponse, error)
 	ContainerLogs(ctx context.Context, container string, options container.LogsOptions) (io.ReadCloser, error)
+	ContainerExecCreate(ctx context.Context, container string, options container.ExecOptions) (container.ExecCreateResponse, error)
+	ContainerExecAttach(ctx context.Context, execID string, options container.ExecAttachOptions) (types.HijackedResponse, error)
+	ContainerExecInspect(ctx context.Context, execID string) (container.ExecInspect, error)
 	Info(ctx context.Context) (system.Info, error)
 	ImageInspect(ctx context.Context, imageID string, opts ...client.ImageInspectOption) (image.InspectResponse, error)
 }

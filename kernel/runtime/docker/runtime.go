@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 
+	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/rs/zerolog"
@@ -185,7 +187,7 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 		return nil, err
 	}
 	b.OnClose("remove session directory", dirs.Remove)
-	d := &driver{r: r, id: spec.ID, kernel: spec.Kernel, name: r.ContainerName(spec.ID), limits: limits, dirs: dirs, uid: uid, egress: spec.EgressSocket}
+	d := &driver{r: r, id: spec.ID, kernel: spec.Kernel, name: r.ContainerName(spec.ID), limits: limits, dirs: dirs, uid: uid, egress: spec.EgressSocket, egressed: spec.EgressSocket != ""}
 	b.Use(dirs, d)
 	if err := d.create(ctx, sandbox.KernelEnv(spec, limits)); err != nil {
 		return nil, err
@@ -193,7 +195,7 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	if err := b.Launch(ctx); err != nil {
 		return nil, err
 	}
-	return sandbox.Durable{Base: b}, nil
+	return newSandbox(b, d), nil
 }
 
 // Adopt implements sandbox.Adopter: it takes over the container a previous
@@ -245,6 +247,8 @@ func (r *Runtime) Adopt(ctx context.Context, st sandbox.State) (_ sandbox.Sandbo
 	case info.Config.Image != r.cfg.Image:
 		return nil, fmt.Errorf("docker: adopt %s: the container runs %s, this gateway %s", st.ID, info.Config.Image, r.cfg.Image)
 	}
+	d.ctxBind = hasMount(info.Mounts, sandbox.ContextsDir)
+	d.egressed = hasEnv(info.Config.Env, sandbox.EgressSocketEnv)
 	if info.State.Paused { // frozen when its gateway died: the kernel must answer
 		uctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
 		err := r.cli.ContainerUnpause(uctx, ds.Container)
@@ -260,23 +264,47 @@ func (r *Runtime) Adopt(ctx context.Context, st sandbox.State) (_ sandbox.Sandbo
 		if err := b.Restart(ctx); err != nil {
 			return nil, err
 		}
-		return sandbox.Durable{Base: b}, nil
+		return newSandbox(b, d), nil
 	}
 	b.Attach(inc, d.watch(ds.Container, inc))
 	d.mu.Lock()
 	d.started = info.State.StartedAt
 	d.mu.Unlock()
-	return sandbox.Durable{Base: b}, nil
+	return newSandbox(b, d), nil
+}
+
+// hasMount reports whether mounts has one at dest.
+func hasMount(mounts []container.MountPoint, dest string) bool {
+	for _, m := range mounts {
+		if m.Destination == dest {
+			return true
+		}
+	}
+	return false
+}
+
+// hasEnv reports whether env sets name to a value that is not empty.
+func hasEnv(env []string, name string) bool {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok && v != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // Interface guards: the optional capabilities of the Docker runtime and its
 // sandboxes (a sandbox.Durable: a Freezer and Persistent, whose driver
-// gives its State and Detach), exercised by runtimetest.Capabilities.
+// gives its State and Detach; and a ContextStarter), exercised by
+// runtimetest.Capabilities and runtimetest.Contexts.
 var (
 	_ sandbox.KernelLister   = (*Runtime)(nil)
 	_ sandbox.StateDirHolder = (*Runtime)(nil)
 	_ sandbox.Adopter        = (*Runtime)(nil)
 	_ sandbox.Persistent     = sandbox.Durable{}
+	_ sandbox.Persistent     = (*dockerSandbox)(nil)
+	_ sandbox.Freezer        = (*dockerSandbox)(nil)
+	_ sandbox.ContextStarter = (*dockerSandbox)(nil)
 	_ sandbox.DriverStater   = (*driver)(nil)
 	_ sandbox.DriverDetacher = (*driver)(nil)
 	_ sandbox.DriverFreezer  = (*driver)(nil) // Freeze: docker pause

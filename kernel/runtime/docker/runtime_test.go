@@ -136,12 +136,14 @@ func TestContainerIsLockedDown(t *testing.T) {
 	if got := inspect(t, "{{index .HostConfig.SecurityOpt 1}}", id); !strings.HasPrefix(got, "seccomp=") || !strings.Contains(got, "AF_NETLINK") {
 		t.Errorf("glassroom's seccomp profile not applied: %.80s", got)
 	}
-	// The host paths in the container: the ipc directory, and the
-	// workspace at sandbox.WorkDir and again at its alias.
+	// The session directory's ipc, workspace (twice: WorkDir and its
+	// alias) and contexts' ipc directories, nothing else of the host.
+	session := filepath.Dir(k.Sandbox.Workspace())
 	mounts := strings.Fields(inspect(t, "{{range .Mounts}}{{.Source}}:{{.Destination}} {{end}}", id))
-	ws := k.Sandbox.Workspace()
-	if len(mounts) != 3 || !slices.Contains(mounts, ws+":"+sandbox.WorkDir) || !slices.Contains(mounts, ws+":"+sandbox.WorkspaceAlias) {
-		t.Errorf("host paths in the container: %q", mounts)
+	slices.Sort(mounts)
+	want := []string{session + "/ctx:/run/glassroom/ctx", session + "/ipc:/run/glassroom/ipc", session + "/work:/home/user", session + "/work:/workspace"}
+	if !slices.Equal(mounts, want) {
+		t.Errorf("host paths in the container: %q, want %q", mounts, want)
 	}
 	if out, _ := k.Run(t, "print(open('/proc/self/status').read().split('CapEff:')[1].split()[0])"); strings.TrimSpace(out) != "0000000000000000" {
 		t.Errorf("CapEff = %q", out)
@@ -151,7 +153,7 @@ func TestContainerIsLockedDown(t *testing.T) {
 	if uid < 350000 || user != strconv.Itoa(uid)+":"+strconv.Itoa(uid) {
 		t.Errorf("container user %q: want a per-session unprivileged uid", user)
 	}
-	if out, _ := k.Run(t, "import os; print(os.getuid(), os.getcwd())"); strings.TrimSpace(out) != strconv.Itoa(uid)+" "+sandbox.WorkDir {
+	if out, _ := k.Run(t, "import os; print(os.getuid(), os.getcwd())"); strings.TrimSpace(out) != strconv.Itoa(uid)+" /home/user" {
 		t.Errorf("uid/cwd = %q", out)
 	}
 }
@@ -485,4 +487,102 @@ func TestLanguages(t *testing.T) {
 		n++
 		return "language-" + strconv.Itoa(n) + "-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
 	})
+}
+var contextSeq int
+
+// TestContexts: contexts of a docker sandbox (runtimetest.Contexts): each
+// a docker exec into the session's container, so in its cgroup; they end
+// with the container when its first kernel restarts, and say so. Under
+// gVisor too (GLASSROOM_TEST_OCI_RUNTIME=runsc).
+func TestContexts(t *testing.T) {
+	// A uid range of its own: RLIMIT_NPROC counts a uid's threads on the
+	// whole host, and other tests of this package use 350000 and up.
+	r := newRuntime(t, docker.Config{Common: sandbox.Common{UIDBase: 357000}})
+	runtimetest.Contexts(t, r, runtimetest.ContextOptions{
+		NewID: func() string {
+			contextSeq++
+			return "contexts-" + strconv.Itoa(contextSeq) + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
+		},
+		FirstRestartEndsContexts: true,
+		OOMReason:                "OOMKilled",
+		// gVisor: the host's OOM killer ends the sandbox's sentry, so
+		// every kernel (under runc it picks the largest process).
+		OOMEndsSandbox: underGVisor(t),
+	})
+}
+
+// TestContextEgress: a context reaches the session's egress proxy through
+// the first kernel's forwarder, on the container's loopback they share.
+func TestContextEgress(t *testing.T) {
+	r := newRuntime(t, docker.Config{Common: sandbox.Common{UIDBase: 357000}})
+	runtimetest.ContextEgress(t, r, "context-egress-"+strconv.FormatInt(time.Now().UnixNano()%1e6, 10))
+}
+
+// TestContextsAndAdoption: detaching a sandbox ends its contexts (no other
+// gateway could reach them) and refuses new ones; the next gateway adopts
+// the first kernel, variables intact, and starts contexts in it again.
+func TestContextsAndAdoption(t *testing.T) {
+	state := t.TempDir()
+	os.Chmod(state, 0o711)
+	cfg := docker.Config{Instance: "ctx-adopt-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), Common: sandbox.Common{StateDir: state, UIDBase: 357000}}
+	first := newRuntime(t, cfg)
+	k := runtimetest.Start(t, first, sandbox.Spec{ID: "ctx-adopt-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)})
+	k.Run(t, "x = 41")
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	spec := sandbox.ContextSpec{Name: "a", Kernel: sandbox.DefaultKernel}
+	c, err := k.Sandbox.(sandbox.ContextStarter).StartContext(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := k.Sandbox.(sandbox.Persistent)
+	st := p.State()
+	if err := p.Detach(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.Exited():
+	default:
+		t.Fatal("a context outlived its sandbox's detach")
+	}
+	if _, err := k.Sandbox.(sandbox.ContextStarter).StartContext(ctx, spec); !errors.Is(err, sandbox.ErrClosed) {
+		t.Fatalf("StartContext after Detach: %v, want ErrClosed", err)
+	}
+	first.Close()
+	next := cfg
+	next.Adopting = true
+	sb, err := newRuntime(t, next).Adopt(ctx, st)
+	if err != nil {
+		t.Fatalf("adopt: %v", err)
+	}
+	t.Cleanup(func() { _ = sb.Close(context.Background()) })
+	adopted := runtimetest.Kernel{Sandbox: sb}
+	adopted.Reconnect(t)
+	if out, _ := adopted.Run(t, "print(x + 1)"); strings.TrimSpace(out) != "42" {
+		t.Fatalf("the adopted kernel: %q", out)
+	}
+	c, err = sb.(sandbox.ContextStarter).StartContext(ctx, spec)
+	if err != nil {
+		t.Fatalf("a context in the adopted sandbox: %v", err)
+	}
+	again := runtimetest.Kernel{Sandbox: c}
+	again.Reconnect(t)
+	if out, _ := again.Run(t, "print(open('/proc/1/cmdline').read().startswith('/usr/bin/tini'))"); strings.TrimSpace(out) != "True" {
+		t.Fatalf("the context of the adopted sandbox is not in its container: %q", out)
+	}
+	if err := sb.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !isClosed(c.Exited()) {
+		t.Fatal("a context outlived its adopted sandbox")
+	}
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }

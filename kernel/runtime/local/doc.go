@@ -33,6 +33,13 @@
 // freezer.state); a freeze that has not completed within FreezeTimeout is
 // undone and fails, so the kernel stays running.
 //
+// A sandbox holds more kernels than its first (sandbox.ContextStarter):
+// each context's kernel is one more bwrap like the first's, with the same
+// uid, workspace, egress socket, seccomp filter and rlimits, in the same
+// cgroup (so the session's memory, CPU and pids limits, and a freeze,
+// cover all its kernels), in namespaces of its own, on an ipc directory
+// of its own that the first kernel's restart leaves alone.
+//
 // Without bwrap the runtime refuses to start kernels, unless the
 // explicitly insecure option InsecureNoSandbox is set; the kernel's /tmp
 // paths (IPYTHONDIR, the caches) are then a directory of the session that

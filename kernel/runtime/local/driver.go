@@ -30,6 +30,10 @@ type driver struct {
 	uid, gid int
 	cg       *cgroup // nil without cgroups
 	egress   string  // host path of the egress proxy's socket, "" for none
+	// context is set on the driver of a context's kernel (contexts.go):
+	// its name and working directory. Its dirs are then the context's
+	// view (its own ipc directory), and it records no pid file.
+	context *sandbox.ContextSpec
 
 	wg sync.WaitGroup // waiter goroutines
 }
@@ -112,7 +116,11 @@ func (d *driver) Launch(_ context.Context, inc *sandbox.Incarnation) (sandbox.Pr
 		p.wait()
 	}()
 	// For the reconcile of a later runtime on this state directory: it
-	// leaves a directory whose kernel still runs alone.
+	// leaves a directory whose kernel still runs alone. (The first
+	// kernel's: a context lives no longer than the sandbox.)
+	if d.context != nil {
+		return p, nil
+	}
 	if err := writePidFile(d.dirs.Path(), cmd.Process.Pid); err != nil {
 		d.r.log.Warn().Err(err).Str("session", d.id).Msg("could not record the kernel's pid")
 	}
@@ -215,6 +223,7 @@ func (d *driver) command(seccomp bool) (*exec.Cmd, error) {
 	if d.cg != nil {
 		procs = d.cg.procsFiles()
 	}
+	var cwd string
 	if d.r.bwrap == "" {
 		d.r.log.Warn().Str("session", d.id).Msg("INSECURE: starting kernel WITHOUT a sandbox (InsecureNoSandbox); code has the gateway user's full access")
 		py[len(py)-1] = filepath.Join(d.dirs.IPC(), sandbox.ConnectionFileName)
@@ -232,13 +241,14 @@ func (d *driver) command(seccomp bool) (*exec.Cmd, error) {
 		env["HOME"] = d.dirs.Work()
 		delete(env, sandbox.EgressSocketEnv) // it has the host's network: no forwarder
 		args = append(args, py...)
+		cwd = d.dirs.Work() + strings.TrimPrefix(d.cwd(), sandbox.WorkDir)
 	} else {
 		args = append(append(args, d.bwrapArgs(env, seccomp)...), py...)
 	}
 	cmd := exec.Command("/bin/sh", append([]string{"-c", prelude(procs), "glassroom-kernel"}, args...)...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	if d.r.bwrap == "" {
-		cmd.Dir = d.dirs.Work()
+		cmd.Dir = cwd
 		for k, v := range env {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
@@ -257,7 +267,7 @@ func (d *driver) command(seccomp bool) (*exec.Cmd, error) {
 // empty, so nothing a kernel left there (IPython startup files under
 // IPYTHONDIR) steers the next.
 func (d *driver) freshScratch() (string, error) {
-	dir := filepath.Join(d.dirs.Path(), "tmp")
+	dir := filepath.Join(d.dirs.Path(), d.scratchName())
 	if err := os.RemoveAll(dir); err != nil {
 		return "", fmt.Errorf("local: empty scratch directory: %w", err)
 	}
@@ -268,6 +278,23 @@ func (d *driver) freshScratch() (string, error) {
 		return "", fmt.Errorf("local: scratch directory: %w", err)
 	}
 	return dir, nil
+}
+
+// scratchName is the name, in the session directory, of the kernel's
+// scratch directory (without bwrap): each kernel has its own.
+func (d *driver) scratchName() string {
+	if d.context != nil {
+		return "tmp-ctx-" + d.context.Name
+	}
+	return "tmp"
+}
+
+// cwd is the kernel's working directory inside the sandbox.
+func (d *driver) cwd() string {
+	if d.context != nil {
+		return d.context.Cwd
+	}
+	return sandbox.WorkDir
 }
 
 // bwrapArgs are bubblewrap's arguments, up to and including "--".
@@ -305,7 +332,7 @@ func (d *driver) bwrapArgs(env map[string]string, seccomp bool) []string {
 	}
 	b = append(b,
 		"--remount-ro", "/",
-		"--chdir", sandbox.WorkDir,
+		"--chdir", d.cwd(),
 		"--clearenv",
 		"--cap-drop", "ALL",
 		"--info-fd", "3",
@@ -334,14 +361,29 @@ func (p *process) wait() {
 		}
 		unix.Close(p.pidfd)
 	}
+	// The cgroup is the sandbox's, shared by all its kernels: an OOM kill
+	// there is this kernel's only if it died of SIGKILL (bwrap exits
+	// with 128 + the signal of its child).
 	switch {
-	case p.cg != nil && p.cg.oomKills() > p.oomBefore:
+	case p.cg != nil && diedOfSIGKILL(err) && p.cg.oomKills() > p.oomBefore:
 		p.inc.Exit("OOMKilled: the sandbox exceeded its memory limit")
 	case err != nil:
 		p.inc.Exit(err.Error())
 	default:
 		p.inc.Exit("exited")
 	}
+}
+
+// diedOfSIGKILL reports whether err, bwrap's Wait error, says that the
+// kernel (bwrap's child: bwrap exits with 128 + its signal) or bwrap was
+// killed by SIGKILL, as the OOM killer does.
+func diedOfSIGKILL(err error) bool {
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		return false
+	}
+	ws, ok := exit.Sys().(syscall.WaitStatus)
+	return exit.ExitCode() == 128+int(syscall.SIGKILL) || (ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL)
 }
 
 // Kill implements sandbox.Process: it ends the whole process group (bwrap

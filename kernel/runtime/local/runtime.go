@@ -269,7 +269,7 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	if err := b.Launch(ctx); err != nil {
 		return nil, err
 	}
-	return b, nil
+	return &localSandbox{Base: b, d: d, ctxs: sandbox.NewContexts(b)}, nil
 }
 
 // writeIdentity writes the synthetic passwd and group files the sandbox
@@ -285,10 +285,13 @@ func writeIdentity(dir string) error {
 }
 
 // Interface guards: the optional capabilities of the local runtime and its
-// sandboxes (a *sandbox.Base: a Freezer, not Persistent, since a local
-// kernel dies with the gateway), exercised by runtimetest.Capabilities.
+// sandboxes (a Base: a Freezer, not Persistent, since a local kernel dies
+// with the gateway; and a ContextStarter), exercised by
+// runtimetest.Capabilities and runtimetest.Contexts.
 var (
 	_ sandbox.StateDirHolder = (*Runtime)(nil)
 	_ sandbox.KernelLister   = (*Runtime)(nil)
 	_ sandbox.DriverFreezer  = (*driver)(nil) // Freeze: the cgroup freezer
+	_ sandbox.Freezer        = (*localSandbox)(nil)
+	_ sandbox.ContextStarter = (*localSandbox)(nil)
 )

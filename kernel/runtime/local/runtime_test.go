@@ -706,3 +706,30 @@ func TestKernelsShareTheSandboxNetwork(t *testing.T) {
 		t.Fatalf("got:\n%s\nwant:\n%s", out, want)
 	}
 }
+
+var contextSeq int
+
+// TestContexts: contexts of a local sandbox (runtimetest.Contexts): each
+// another bwrap in the sandbox's cgroup, on an ipc directory of its own
+// that the first kernel's restart leaves alone.
+func TestContexts(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the shared memory limit needs cgroups, so root")
+	}
+	// A uid range of its own: RLIMIT_NPROC counts a uid's threads on the
+	// whole host, and other tests of this package use 320000 and up.
+	runtimetest.Contexts(t, newRuntime(t, local.Config{Common: sandbox.Common{UIDBase: 327000}}), runtimetest.ContextOptions{
+		NewID: func() string {
+			contextSeq++
+			return "contexts-" + strconv.Itoa(contextSeq) + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
+		},
+		OOMReason: "OOMKilled",
+	})
+}
+
+// TestContextEgress: a context reaches the session's egress proxy through
+// a forwarder of its own, in its own network namespace.
+func TestContextEgress(t *testing.T) {
+	r := newRuntime(t, local.Config{Common: sandbox.Common{UIDBase: 327000}})
+	runtimetest.ContextEgress(t, r, "context-egress-"+strconv.FormatInt(time.Now().UnixNano()%1e6, 10))
+}

@@ -49,13 +49,20 @@ func Start(t testing.TB, rt Starter, spec sandbox.Spec) Kernel {
 // Reconnect dials the sandbox's current kernel (after a restart).
 func (k *Kernel) Reconnect(t testing.TB) {
 	t.Helper()
+	k.reconnect(t, t)
+}
+
+// reconnect dials like Reconnect, failing t; the client is closed when
+// owner (t or a test it runs in) ends.
+func (k *Kernel) reconnect(t, owner testing.TB) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := kernel.Dial(ctx, k.Sandbox.Connection(), kernel.Config{}, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel))
+	c, err := kernel.Dial(ctx, k.Sandbox.Connection(), kernel.Config{}, zerolog.New(zerolog.NewTestWriter(owner)).Level(zerolog.DebugLevel))
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
-	t.Cleanup(func() { _ = c.Close() })
+	owner.Cleanup(func() { _ = c.Close() })
 	k.Client = c
 }
 

@@ -13,20 +13,35 @@ import (
 // Dirs is a session's directory on the host, <state dir>/<session id>:
 //
 //	work/  the workspace: a tmpfs of the session's size, owned by its uid
-//	ipc/   the kernel's sockets and connection file: a 1 MiB tmpfs
+//	ipc/   the first kernel's sockets and connection file: a 1 MiB tmpfs
+//	ctx/   one directory per context (ContextStarter), the ipc directory of
+//	       that context's kernel: a small tmpfs owned by the gateway (mode
+//	       0711: the sandbox cannot create, rename or replace its entries),
+//	       each entry owned by the sandbox's uid
 //
-// Both are bind-mounted into the sandbox. Being size-limited tmpfs, nothing
+// They are bind-mounted into the sandbox. Being size-limited tmpfs, nothing
 // the kernel writes there can reach the host's disks or grow past the
 // session's quota. Without root nothing is mounted (plain directories).
+//
+// A context's ipc directory is not under ipc/: the first kernel's restart
+// empties ipc/ (PrepareIPC), and every directory above one the gateway
+// writes to or connects in must be out of the sandbox's reach (ipc/ is
+// the sandbox's: it could replace a subdirectory with a symlink).
 type Dirs struct {
 	path     string
 	uid, gid int
+	ipc      string // the ipc directory of a context's view (Context), or "" for path/ipc
 }
 
 // Sizes of the ipc tmpfs: a connection file and five sockets.
 const (
 	ipcSize   = "1m"
 	ipcInodes = 32
+	// ctxSize and ctxInodes bound the contexts' ipc directories together:
+	// a context takes 7 inodes (its directory, a connection file, five
+	// sockets) and a page.
+	ctxSize   = "2m"
+	ctxInodes = 512
 	// workInodes bounds the files of a workspace (each costs kernel memory).
 	workInodes = 64 * 1024
 )
@@ -61,16 +76,19 @@ func CreateDirs(stateDir, id string, uid, gid, workspaceMB int, mount bool) (d *
 			return nil, fmt.Errorf("sandbox: chown session dir: %w", err)
 		}
 	}
+	if err := os.Mkdir(d.Contexts(), 0o711); err != nil { // the gateway's
+		return nil, fmt.Errorf("sandbox: session dir: %w", err)
+	}
 	if !mount {
 		return d, nil
 	}
 	mounts := []struct{ dir, opts string }{
-		{d.Work(), fmt.Sprintf("size=%dm,nr_inodes=%d", workspaceMB, workInodes)},
-		{d.IPC(), fmt.Sprintf("size=%s,nr_inodes=%d", ipcSize, ipcInodes)},
+		{d.Work(), fmt.Sprintf("size=%dm,nr_inodes=%d,mode=0700,uid=%d,gid=%d", workspaceMB, workInodes, uid, gid)},
+		{d.IPC(), fmt.Sprintf("size=%s,nr_inodes=%d,mode=0700,uid=%d,gid=%d", ipcSize, ipcInodes, uid, gid)},
+		{d.Contexts(), fmt.Sprintf("size=%s,nr_inodes=%d,mode=0711,uid=%d,gid=%d", ctxSize, ctxInodes, os.Geteuid(), os.Getegid())},
 	}
 	for _, m := range mounts {
-		opts := fmt.Sprintf("%s,mode=0700,uid=%d,gid=%d", m.opts, uid, gid)
-		if err := unix.Mount("tmpfs", m.dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		if err := unix.Mount("tmpfs", m.dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, m.opts); err != nil {
 			return nil, fmt.Errorf("sandbox: mount tmpfs on %s: %w", filepath.Base(m.dir), err)
 		}
 	}
@@ -97,8 +115,55 @@ func (d *Dirs) Path() string { return d.path }
 // Work returns the host path of the workspace.
 func (d *Dirs) Work() string { return filepath.Join(d.path, "work") }
 
-// IPC returns the host path of the ipc directory.
-func (d *Dirs) IPC() string { return filepath.Join(d.path, "ipc") }
+// IPC returns the host path of the ipc directory: the first kernel's, or,
+// for a context's view (Context), that context's.
+func (d *Dirs) IPC() string {
+	if d.ipc != "" {
+		return d.ipc
+	}
+	return filepath.Join(d.path, "ipc")
+}
+
+// Contexts returns the host path of the directory of the contexts' ipc
+// directories.
+func (d *Dirs) Contexts() string { return filepath.Join(d.path, "ctx") }
+
+// Context creates (or, left by an earlier context of that name, reuses)
+// the ipc directory of the context name (ContextPattern), owned by the
+// sandbox's uid, and returns the session's directories as that context's
+// kernel uses them: its IPC is that directory, the rest is the session's.
+// It fails on a session directory made before contexts existed (no ctx/).
+func (d *Dirs) Context(name string) (*Dirs, error) {
+	if !ContextPattern.MatchString(name) {
+		return nil, badSpec("context name %q", name)
+	}
+	dir := filepath.Join(d.Contexts(), name)
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("sandbox: context directory: %w", err)
+	}
+	// ctx/ is the gateway's: nothing the sandbox did can have put a
+	// symlink here; check anyway before giving it away.
+	if st, err := os.Lstat(dir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("sandbox: context directory %s: %w", dir, errors.Join(err, unix.ENOTDIR))
+	}
+	if err := os.Chown(dir, d.uid, d.gid); err != nil {
+		return nil, fmt.Errorf("sandbox: chown context directory: %w", err)
+	}
+	v := *d
+	v.ipc = dir
+	return &v, nil
+}
+
+// RemoveContext deletes the ipc directory of the context name, if any.
+func (d *Dirs) RemoveContext(name string) error {
+	if !ContextPattern.MatchString(name) {
+		return badSpec("context name %q", name)
+	}
+	if err := os.RemoveAll(filepath.Join(d.Contexts(), name)); err != nil {
+		return fmt.Errorf("sandbox: remove context directory: %w", err)
+	}
+	return nil
+}
 
 // Remove unmounts and deletes the session directory.
 func (d *Dirs) Remove() error { return RemoveDir(d.path) }
@@ -106,7 +171,7 @@ func (d *Dirs) Remove() error { return RemoveDir(d.path) }
 // RemoveDir unmounts the tmpfs of a session directory (a live one, or one a
 // crashed gateway left) and deletes it.
 func RemoveDir(path string) error {
-	for _, sub := range []string{"work", "ipc"} {
+	for _, sub := range []string{"work", "ipc", "ctx"} {
 		if err := unix.Unmount(filepath.Join(path, sub), unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EPERM) {
 			return fmt.Errorf("sandbox: unmount %s: %w", sub, err)
 		}

@@ -9,7 +9,8 @@
 //     session layer, the gateway and the operator's configuration share.
 //   - The optional capabilities a runtime or its sandboxes may have, each a
 //     named interface (Freezer, Persistent, Adopter, OrphanFinder,
-//     WorkspaceOpener, TenantRecorder, StateDirHolder) that callers find
+//     WorkspaceOpener, TenantRecorder, StateDirHolder, ContextStarter,
+//     KernelLister) that callers find
 //     with a type assertion; each runtime package checks the ones it has
 //     at compile time.
 //   - The kernel's launch: the base environment, and the launcher that runs
@@ -32,4 +33,7 @@
 //     Sandbox lifecycle (restart, close, accessors) around a runtime's
 //     Driver, so a runtime writes only how to start, stop and destroy its
 //     kernel process.
+//   - Contexts: the further kernels of a sandbox (ContextStarter), each a
+//     Base of its own on an ipc directory of its own (Dirs.Context),
+//     closed with the sandbox.
 package sandbox

@@ -34,6 +34,13 @@ const (
 	// points HTTP_PROXY, HTTPS_PROXY (and their lower-case twins) at it.
 	// Sessions cannot set it (GLASSROOM* is reserved).
 	EgressSocketEnv = "GLASSROOM_EGRESS_SOCKET"
+	// EgressProxyPort is where the launcher's egress forwarder listens on
+	// the sandbox's loopback (PROXY_PORT in launcher.py).
+	EgressProxyPort = 3128
+	// ContextsDir is where a runtime whose kernels share one file system
+	// view (a container) binds Dirs.Contexts: the ipc directory of the
+	// context name is ContextsDir/name there.
+	ContextsDir = "/run/glassroom/ctx"
 )
 
 // KernelArgv returns the command that starts the kernel with python (an

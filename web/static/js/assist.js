@@ -83,7 +83,8 @@ export class Superseded extends Error {
 }
 
 // createAssist returns the client. deps: store, conn (ws.js), request
-// (api.js). complete(code, cursor) resolves to {matches, cursor_start,
+// (api.js). Requests go to the kernel of the notebook's language
+// (store.language), as its executes do. complete(code, cursor) resolves to {matches, cursor_start,
 // cursor_end, types?}; inspect(code, cursor, detail) to {found, data,
 // metadata}; cursors in code points. Both reject with Superseded or an
 // Error with the server's message.
@@ -167,9 +168,9 @@ export function createAssist({ store, conn, request }) {
 
   return {
     /** @type {(code: string, cursor: number) => Promise<JsonObject>} */
-    complete: (code, cursor) => call('complete', { code, cursor_pos: cursor }),
+    complete: (code, cursor) => call('complete', { code, cursor_pos: cursor, language: store.language }),
     /** @type {(code: string, cursor: number, detail: boolean) => Promise<JsonObject>} */
-    inspect: (code, cursor, detail) => call('inspect', { code, cursor_pos: cursor, detail_level: detail ? 1 : 0 }),
+    inspect: (code, cursor, detail) => call('inspect', { code, cursor_pos: cursor, detail_level: detail ? 1 : 0, language: store.language }),
     cancel,
     // waiting says whether a request of kind waits for an answer.
     waiting: (/** @type {AssistKind} */ kind) => !!latest[kind],

@@ -5,15 +5,22 @@
 // A cell is {id, type: 'code'|'markdown'|'raw', source, executionCount,
 // outputs (see nbformat.js), status: 'idle'|'queued'|'running', execId (the
 // execute id it waits for, or null), queuePos, startedAt, gotEvents,
-// clearPending, lastDuration, lastStatus, rendered (a Markdown cell shows
-// its rendering, not its source), editor (editor.js), el: {root, count,
-// elapsed, typeSelect, runBtn, view, outputs}}.
+// clearPending, lastDuration, lastStatus, runLanguage and runContext (where
+// its last run went), rendered (a Markdown cell shows its rendering, not its
+// source), editor (editor.js), el: {root, lang, count, elapsed, typeSelect,
+// runBtn, view, outputs}}.
+//
+// Code cells run in the notebook's language (store.language): each execute
+// names the language, so it runs in that language's default context of the
+// session (the gateway starts it on first use). A cell's prompt shows the
+// language it ran in ("R [3]"), or will run in.
 //
 // Focus tells the mode, as in Jupyter: in the editor is edit mode; on the
 // cell itself (its root element) is command mode (see commands.js).
 
 import { $, clear, el, toolButton } from './dom.js';
 import { createEditor } from './editor.js';
+import { editorMode, kernelOf, label } from './languages.js';
 import { renderMarkdown } from './markdown.js';
 import { outputFromEvent } from './nbformat.js';
 import { fmtElapsed, randomId } from './text.js';
@@ -33,6 +40,7 @@ import { fmtElapsed, randomId } from './text.js';
  * The elements of a cell.
  * @typedef {object} CellElements
  * @property {HTMLElement} root the cell (focused in command mode)
+ * @property {HTMLElement} lang the prompt's language
  * @property {HTMLElement} count the execution count
  * @property {HTMLElement} elapsed the run time, or the queue position
  * @property {HTMLSelectElement} typeSelect
@@ -57,6 +65,8 @@ import { fmtElapsed, randomId } from './text.js';
  * @property {boolean} clearPending a clear_output with wait is pending
  * @property {number | null} lastDuration ms of the last run
  * @property {string | null} lastStatus of the last run ('ok', 'error', 'timeout'...)
+ * @property {string | null} runLanguage the kernel its last run (in this page) went to
+ * @property {string | null} runContext the context that ran it (from its events; 'default' is the first), null until known
  * @property {boolean} rendered a Markdown cell shows its rendering
  * @property {Editor} editor
  * @property {CellElements} el
@@ -95,9 +105,11 @@ const STATUS_NOTES = {
 
 // createCells manages store.cells. deps: store, outputs (outputs.js),
 // send(frame) on the WebSocket, msg (status messages), onChange() after
-// any change worth saving, onRunDone() after an execution ended, assist
-// (the editor's kernel help, see editor.js), fileUrl(path) for Markdown
-// images and links (null without a session).
+// any change worth saving, onRunDone() after an execution ended,
+// onContext(context, language) when an execution's events name the
+// context its language's runs go to, assist (the editor's kernel help, see
+// editor.js), fileUrl(path) for Markdown images and links (null without a
+// session).
 /**
  * @param {object} deps
  * @param {Store} deps.store
@@ -106,10 +118,11 @@ const STATUS_NOTES = {
  * @param {Msg} deps.msg
  * @param {() => void} deps.onChange
  * @param {() => void} deps.onRunDone
+ * @param {(context: string, language: string) => void} deps.onContext
  * @param {EditorAssist | null} deps.assist
  * @param {(path: string) => string | null} deps.fileUrl
  */
-export function createCells({ store, outputs, send, msg, onChange, onRunDone, assist, fileUrl }) {
+export function createCells({ store, outputs, send, msg, onChange, onRunDone, onContext, assist, fileUrl }) {
   /** @type {Map<string, Cell>} execute id -> cell */
   const execs = new Map();
   /** @type {Cell | null} */
@@ -140,12 +153,15 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
       clearPending: false,
       lastDuration: null,
       lastStatus: null,
+      runLanguage: typeof opts.language === 'string' ? opts.language : null,
+      runContext: null,
       rendered: opts.rendered !== undefined ? !!opts.rendered : true,
       editor: null,
       el: null
     }));
     build(cell);
     for (const o of opts.outputs || []) outputs.add(cell, o, true);
+    renderStatus(cell); // the prompt of a cell with outputs names their language
     return cell;
   }
 
@@ -156,9 +172,13 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
     root.tabIndex = -1; // focusable: command mode
 
     const gutter = el('div', 'cell-gutter');
+    const prompt = el('div', 'exec-prompt');
+    const lang = el('span', 'exec-lang');
     const count = el('span', 'exec-count');
     const elapsed = el('span', 'elapsed');
-    gutter.appendChild(count);
+    prompt.appendChild(lang);
+    prompt.appendChild(count);
+    gutter.appendChild(prompt);
     gutter.appendChild(elapsed);
 
     const main = el('div', 'cell-main');
@@ -181,7 +201,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
 
     cell.editor = createEditor({
       source: cell.source,
-      python: cell.type === 'code',
+      mode: cell.type === 'code' ? editorMode(store.language) : null,
       label: 'Cell editor',
       onChange: (text) => {
         cell.source = text;
@@ -202,7 +222,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
     main.appendChild(outs);
     root.appendChild(gutter);
     root.appendChild(main);
-    cell.el = { root, count, elapsed, typeSelect, runBtn, view, outputs: outs };
+    cell.el = { root, lang, count, elapsed, typeSelect, runBtn, view, outputs: outs };
 
     typeSelect.addEventListener('change', () => {
       if (isCellType(typeSelect.value)) setType(cell, typeSelect.value);
@@ -276,7 +296,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
       cell.lastDuration = null;
     }
     cell.rendered = false;
-    cell.editor.setPython(type === 'code');
+    cell.editor.setMode(type === 'code' ? editorMode(store.language) : null);
     renderType(cell);
     onChange();
   }
@@ -365,16 +385,22 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
     renderOrder();
   }
 
-  // snapshot returns the cells as plain data for nbformat.toNotebook.
+  // snapshot returns the cells as plain data for nbformat.toNotebook: a
+  // code cell whose outputs came from another language than the
+  // notebook's says which.
   /** @returns {CellData[]} */
   function snapshot() {
-    return store.cells.map((c) => ({
-      id: c.id,
-      type: c.type,
-      source: c.editor.value(),
-      executionCount: c.executionCount,
-      outputs: c.outputs
-    }));
+    return store.cells.map((c) => {
+      const lang = c.type === 'code' ? languageOf(c) : store.language;
+      return {
+        id: c.id,
+        type: c.type,
+        source: c.editor.value(),
+        executionCount: c.executionCount,
+        outputs: c.outputs,
+        language: lang !== store.language ? lang : null
+      };
+    });
   }
 
   /** @param {Cell} cell */
@@ -412,11 +438,29 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
 
   // ---- status
 
+  // showsRun reports whether a code cell shows a run: running, or its
+  // count or outputs.
+  /** @param {Cell} cell */
+  function showsRun(cell) {
+    return cell.execId !== null || cell.executionCount != null || cell.outputs.length > 0;
+  }
+
+  // languageOf is the language a code cell's prompt shows: the one its run
+  // went to while it shows that run, else the notebook's.
+  /** @param {Cell} cell */
+  function languageOf(cell) {
+    return showsRun(cell) && cell.runLanguage ? cell.runLanguage : store.language;
+  }
+
   /** @param {Cell} cell */
   function renderStatus(cell) {
     const busy = cell.status === 'queued' || cell.status === 'running';
     cell.el.count.textContent =
       cell.type !== 'code' ? '' : busy ? '[*]' : '[' + (cell.executionCount != null ? cell.executionCount : ' ') + ']';
+    const lang = cell.type === 'code' ? languageOf(cell) : '';
+    cell.el.lang.textContent = lang ? label(lang, store.kernels) : '';
+    cell.el.lang.title = lang ? (showsRun(cell) ? 'Ran in ' : 'Runs in ') + kernelOf(lang, store.kernels).display_name : '';
+    cell.el.root.dataset.language = lang;
     cell.el.root.classList.toggle('running', cell.status === 'running');
     cell.el.root.classList.toggle('queued', cell.status === 'queued');
     cell.el.root.dataset.status = cell.status;
@@ -491,9 +535,11 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
     cell.startedAt = performance.now();
     cell.lastDuration = null;
     cell.lastStatus = null;
+    cell.runLanguage = store.language;
+    cell.runContext = null;
     renderStatus(cell);
     startTicker();
-    send({ type: 'execute', id, code: cell.source });
+    send({ type: 'execute', id, code: cell.source, language: store.language });
     onChange();
     return true;
   }
@@ -569,11 +615,35 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
     renderStatus(cell);
   }
 
-  // abandonRuns ends every run in flight locally.
-  /** @param {string | null} note */
-  function abandonRuns(note) {
-    for (const c of store.cells) if (c.execId) finishLocally(c, note);
-    execs.clear();
+  // abandonRuns ends every run in flight locally, or those of the cells
+  // only selects (a context's kernel died, the others' runs go on).
+  /**
+   * @param {string | null} note
+   * @param {(cell: Cell) => boolean} [only]
+   */
+  function abandonRuns(note, only) {
+    for (const c of store.cells) if (c.execId && (!only || only(c))) finishLocally(c, note);
+    if (!only) execs.clear();
+  }
+
+  // setLanguage shows a change of the notebook's language (store.language)
+  // from previous: the prompts of the cells it will run, and the editors'
+  // syntax mode. Cells that show outputs keep the language those came from.
+  /** @param {string} previous */
+  function setLanguage(previous) {
+    const mode = editorMode(store.language);
+    for (const c of store.cells) {
+      if (c.type === 'code') {
+        if (!c.runLanguage && showsRun(c)) c.runLanguage = previous;
+        c.editor.setMode(mode);
+      }
+      renderStatus(c);
+    }
+  }
+
+  // renderPrompts shows the prompts again (the languages' names changed).
+  function renderPrompts() {
+    for (const c of store.cells) renderStatus(c);
   }
 
   // ---- execution events
@@ -582,11 +652,13 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
   // were queued; a cell that prints nothing (a long loop) would otherwise
   // look queued until it ends. The first of our waiting cells that has no
   // execution ahead of it is the one that started; the others move up one
-  // place.
-  function onKernelBusy() {
+  // place. Each context (kernel) has its own queue: inContext selects the
+  // cells that run in the context that went busy.
+  /** @param {(cell: Cell) => boolean} inContext */
+  function onKernelBusy(inContext) {
     let started = false;
     execs.forEach((cell, id) => {
-      if (cell.execId !== id || cell.status !== 'queued') return;
+      if (cell.execId !== id || cell.status !== 'queued' || !inContext(cell)) return;
       if (cell.queuePos != null && cell.queuePos > 1) {
         cell.queuePos--;
       } else if (!started) {
@@ -618,6 +690,11 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
   function onExecEvent(ev) {
     const cell = cellOf(ev.id);
     if (!cell) return;
+    if (cell.runContext === null && cell.runLanguage) {
+      // The gateway ran it in its language's default context.
+      cell.runContext = typeof ev.context === 'string' && ev.context ? ev.context : 'default';
+      onContext(cell.runContext, cell.runLanguage);
+    }
     if (ev.type === 'queued' && cell.status === 'running') return; // raced with its start
     if (cell.clearPending && OUTPUT_EVENTS[String(ev.type)]) outputs.clear(cell);
     if (ev.type !== 'queued') {
@@ -692,6 +769,8 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, as
     runAndAdvance,
     runAll,
     abandonRuns,
+    setLanguage,
+    renderPrompts,
     onKernelBusy,
     onExecEvent,
     onRejected

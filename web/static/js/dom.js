@@ -34,6 +34,7 @@
  * @property {HTMLButtonElement} add-cell
  * @property {HTMLButtonElement} add-cell-bottom
  * @property {HTMLButtonElement} run-all
+ * @property {HTMLSelectElement} language-select
  * @property {HTMLButtonElement} save-ipynb
  * @property {HTMLInputElement} open-ipynb
  * @property {HTMLElement} message

@@ -1,5 +1,6 @@
 // @ts-check
-// The cell editor: CodeMirror 6 with Python mode, bracket matching, undo
+// The cell editor: CodeMirror 6 with the syntax mode of the notebook's
+// language (Python, R, JavaScript, TypeScript, shell), bracket matching, undo
 // history, multiple cursors (Ctrl+click, Alt+drag, Ctrl+D) and search
 // (Ctrl+F), plus the notebook's keys and the kernel's help:
 //   Tab        completion list from the kernel after a name (indent
@@ -17,6 +18,7 @@ import {
   EditorView,
   Prec,
   StateEffect,
+  StreamLanguage,
   StateField,
   acceptCompletion,
   autocompletion,
@@ -36,11 +38,14 @@ import {
   indentMore,
   indentOnInput,
   indentUnit,
+  javascript,
   keymap,
   python,
+  r,
   rectangularSelection,
   search,
   searchKeymap,
+  shell,
   showTooltip,
   startCompletion,
   syntaxHighlighting
@@ -71,7 +76,7 @@ import { joinText } from './text.js';
  * @typedef {object} Editor
  * @property {HTMLElement} dom goes into the page
  * @property {() => string} value the text
- * @property {(on: boolean) => void} setPython switches between Python mode and plain text
+ * @property {(mode: string | null) => void} setMode switches the language: a syntax mode ('python'...; '' none) of code, or null for text (no kernel help)
  * @property {() => void} focus
  * @property {() => boolean} hasFocus
  * @property {() => void} destroy when the cell goes
@@ -339,21 +344,52 @@ function notebookKeys({ run, escape, assist, isCode }) {
   );
 }
 
+// ---- syntax modes
+
+/** @type {{[mode: string]: () => Extension}} */
+const MODES = {
+  python: () => python(),
+  javascript: () => javascript(),
+  typescript: () => javascript({ typescript: true }),
+  r: () => StreamLanguage.define(r),
+  shell: () => StreamLanguage.define(shell)
+};
+/** @type {Map<string, Extension>} made once, shared by the editors */
+const modes = new Map();
+
+// modeOf is the editor extension of a syntax mode (languages.js names
+// them); plain text for null, '' and modes it does not know.
+/**
+ * @param {string | null} mode
+ * @returns {Extension}
+ */
+function modeOf(mode) {
+  if (!mode || !Object.prototype.hasOwnProperty.call(MODES, mode)) return [];
+  let ext = modes.get(mode);
+  if (!ext) {
+    ext = MODES[mode]();
+    modes.set(mode, ext);
+  }
+  return ext;
+}
+
 // createEditor returns the editor of one cell. opts:
 //   source          the initial text
-//   python          Python mode (code cells); plain text otherwise
+//   mode            code in a syntax mode (modeOf: 'python', ...; '' for
+//                   code without one), or null for text (Markdown, raw):
+//                   no kernel help
 //   label           accessible name
 //   onChange(text)  after every edit
 //   onFocus()       when it gets the focus
 //   run(advance)    Shift+Enter (advance) and Ctrl+Enter
 //   escape()        Esc with nothing to close
 //   assist          {complete, inspect, cancel, busy(), failed(err)} or null
-// It returns {dom, value(), setPython(on), focus(), hasFocus(), destroy()}:
+// It returns {dom, value(), setMode(mode), focus(), hasFocus(), destroy()}:
 // dom goes into the page, destroy() when the cell goes.
 /**
  * @param {object} opts
  * @param {string} opts.source
- * @param {boolean} opts.python
+ * @param {string | null} opts.mode
  * @param {string} opts.label
  * @param {(text: string) => void} opts.onChange
  * @param {() => void} opts.onFocus
@@ -362,10 +398,10 @@ function notebookKeys({ run, escape, assist, isCode }) {
  * @param {EditorAssist | null} opts.assist
  * @returns {Editor}
  */
-export function createEditor({ source, python: isPython, label, onChange, onFocus, run, escape, assist }) {
+export function createEditor({ source, mode, label, onChange, onFocus, run, escape, assist }) {
   const language = new Compartment();
   const theme = new Compartment();
-  let code = !!isPython;
+  let code = mode !== null;
   const view = new EditorView({
     state: EditorState.create({
       doc: source || '',
@@ -390,7 +426,7 @@ export function createEditor({ source, python: isPython, label, onChange, onFocu
         keymap.of([...searchKeymap, ...historyKeymap, ...defaultKeymap]),
         EditorView.lineWrapping,
         EditorView.contentAttributes.of({ 'aria-label': label, autocorrect: 'off', autocapitalize: 'off', spellcheck: 'false' }),
-        language.of(code ? python() : []),
+        language.of(modeOf(mode)),
         theme.of(themeOf()),
         EditorView.updateListener.of((u) => {
           if (u.docChanged) onChange(u.state.doc.toString());
@@ -406,10 +442,10 @@ export function createEditor({ source, python: isPython, label, onChange, onFocu
   return {
     dom,
     value: () => view.state.doc.toString(),
-    // setPython switches between Python mode (code cells) and plain text.
-    setPython(on) {
-      code = !!on;
-      view.dispatch({ effects: language.reconfigure(code ? python() : []) });
+    // setMode switches the language (see createEditor's mode).
+    setMode(m) {
+      code = m !== null;
+      view.dispatch({ effects: language.reconfigure(modeOf(m)) });
     },
     focus() {
       view.focus();

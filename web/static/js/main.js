@@ -10,6 +10,7 @@ import { createAssist } from './assist.js';
 import { createCells } from './cells.js';
 import { bindCommandMode } from './commands.js';
 import { createFiles } from './files.js';
+import { createKernels } from './kernels.js';
 import { createNotebook } from './notebook.js';
 import { createOutputs } from './outputs.js';
 import { createSessions } from './session.js';
@@ -22,6 +23,7 @@ import { createConnection } from './ws.js';
  * @import { Cells } from './cells.js'
  * @import { EditorAssist } from './editor.js'
  * @import { Files } from './files.js'
+ * @import { Kernels } from './kernels.js'
  * @import { Notebook } from './notebook.js'
  * @import { Sessions } from './session.js'
  * @import { Connection, Frame, ServerEvent } from './ws.js'
@@ -44,6 +46,8 @@ function start() {
   let cells;
   /** @type {Notebook} */
   let notebook;
+  /** @type {Kernels} */
+  let kernels;
   /** @param {Frame} frame */
   const send = (frame) => conn.send(frame);
   const changed = () => notebook.scheduleSave();
@@ -60,7 +64,7 @@ function start() {
     complete: assist.complete,
     inspect: assist.inspect,
     cancel: assist.cancel,
-    busy: () => !!store.session && store.session.state === 'busy',
+    busy: () => !!store.session && sessions.notebookState() === 'busy',
     failed: (e) => msg(store.session ? 'The kernel could not help: ' + e.message : 'Completion and help need a session: create or reopen one', 'error')
   };
   const outputs = createOutputs({ send, onChange: changed, focusCell: (cell) => cell.editor.focus(), fileUrl });
@@ -70,11 +74,31 @@ function start() {
     send,
     msg,
     onChange: changed,
-    onRunDone: () => sessions.refreshSoon(),
+    onRunDone: () => {
+      sessions.refreshSoon();
+      kernels.askInfo();
+    },
+    onContext: (context, language) => sessions.learnContext(context, language),
     assist: editorAssist,
     fileUrl
   });
-  notebook = createNotebook({ store, cells, msg });
+  kernels = createKernels({
+    store,
+    request,
+    msg,
+    context: () => sessions.notebookContext(),
+    onLanguage: (previous) => {
+      kernels.askInfo();
+      cells.setLanguage(previous);
+      sessions.renderKernelStatus();
+      changed();
+    },
+    onKernels: () => {
+      cells.renderPrompts(); // the languages' names
+      sessions.renderKernelStatus();
+    }
+  });
+  notebook = createNotebook({ store, cells, kernels, msg });
   files = createFiles({ store, request, msg });
   conn = createConnection({
     store,
@@ -97,6 +121,8 @@ function start() {
     conn,
     msg,
     onOpened: () => {
+      kernels.load();
+      kernels.askInfo();
       files.reset();
       files.refresh();
       cells.refreshMarkdown();
@@ -107,7 +133,7 @@ function start() {
       cells.refreshMarkdown();
       files.refresh();
     },
-    onKernelDead: (note) => cells.abandonRuns(note)
+    onKernelDead: (note, context) => cells.abandonRuns(note, sessions.inContext(context))
   });
 
   // dispatch routes one WebSocket event (after the snapshot, deduplicated).
@@ -115,8 +141,11 @@ function start() {
   function dispatch(ev) {
     switch (ev.type) {
       case 'kernel':
-        sessions.setKernelState(ev.state, ev.reason);
-        if (ev.state === 'busy') cells.onKernelBusy();
+        sessions.setKernelState(ev.state, ev.reason, ev.context);
+        if (ev.state === 'busy') cells.onKernelBusy(sessions.inContext(typeof ev.context === 'string' && ev.context ? ev.context : 'default'));
+        return;
+      case 'context':
+        sessions.onContextEvent(ev);
         return;
       case 'file':
         files.refreshSoon();
@@ -140,9 +169,14 @@ function start() {
     $('token-form').addEventListener('submit', (e) => {
       e.preventDefault();
       sessions.saveToken();
+      kernels.load(true);
     });
     $('token-offer-keep').addEventListener('click', () => sessions.answerOffer(false));
-    $('token-offer-use').addEventListener('click', () => sessions.answerOffer(true));
+    $('token-offer-use').addEventListener('click', () => {
+      sessions.answerOffer(true);
+      kernels.load(true);
+    });
+    $('language-select').addEventListener('change', () => kernels.chosen());
     $('token-offer').addEventListener('keydown', (/** @type {KeyboardEvent} */ e) => {
       if (e.key === 'Escape') sessions.answerOffer(false);
     });
@@ -179,6 +213,8 @@ function start() {
   sessions.initToken();
   bindUI();
   if (!notebook.restore()) cells.insert(0);
+  kernels.render();
+  kernels.load();
   sessions.render();
   files.refresh();
   setInterval(() => sessions.renderCountdown(), 1000);

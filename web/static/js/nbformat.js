@@ -14,6 +14,7 @@
 //   {output_type: 'notice', cls, text}                      (UI notes, not saved)
 // The outputs module adds el and cell to the records it shows.
 
+import { DEFAULT_KERNEL, notebookMetadata } from './languages.js';
 import { joinText, splitLines } from './text.js';
 
 /**
@@ -61,7 +62,13 @@ import { joinText, splitLines } from './text.js';
  * @property {string} source
  * @property {number | null} executionCount
  * @property {OutputRecord[]} outputs
+ * @property {string | null} [language] the kernel a code cell's outputs
+ *   came from when it is not the notebook's (saved in the cell's
+ *   metadata.glassroom.language), else null
  */
+
+// A cell's language as saved: a kernel name.
+const LANGUAGE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$/;
 
 /**
  * An nbformat 4 output, as written to .ipynb (text as line lists).
@@ -278,19 +285,19 @@ export function outputFromNb(o) {
 
 // toNotebook builds an nbformat 4.5 document from cells; outputs are left
 // out unless withOutputs. Consecutive stream outputs of one name merge.
+// metadata (kernelspec and language_info: languages.js) defaults to a
+// Python notebook's.
 /**
  * @param {CellData[]} cells
  * @param {boolean} withOutputs
+ * @param {JsonObject} [metadata]
  * @returns {Notebook}
  */
-export function toNotebook(cells, withOutputs) {
+export function toNotebook(cells, withOutputs, metadata) {
   return {
     nbformat: 4,
     nbformat_minor: 5,
-    metadata: {
-      kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' },
-      language_info: { name: 'python' }
-    },
+    metadata: metadata || notebookMetadata(DEFAULT_KERNEL, null),
     cells: cells.map((c) => {
       const src = splitLines(c.source);
       if (c.type !== 'code') {
@@ -313,7 +320,7 @@ export function toNotebook(cells, withOutputs) {
       return {
         cell_type: 'code',
         id: c.id,
-        metadata: {},
+        metadata: c.language ? { glassroom: { language: c.language } } : {},
         source: src,
         execution_count: c.executionCount != null ? c.executionCount : null,
         outputs: outs
@@ -348,12 +355,14 @@ export function fromNotebook(nb) {
         if (rec) outputs.push(rec);
       }
     }
+    const g = isObject(c.metadata) && isObject(c.metadata.glassroom) ? c.metadata.glassroom : {};
     cells.push({
       id,
       type,
       source: joinText(c.source),
       executionCount: type === 'code' && typeof c.execution_count === 'number' ? c.execution_count : null,
-      outputs
+      outputs,
+      language: type === 'code' && typeof g.language === 'string' && LANGUAGE_NAME.test(g.language) ? g.language : null
     });
   }
   return cells;

@@ -1,19 +1,30 @@
 // @ts-check
-// The API key and the session: create, reopen, end, the kernel's state,
+// The API key and the session: create, reopen, end, the kernels' states,
 // the idle countdown, interrupt and restart.
+//
+// A session runs one kernel per context: its first (id 'default', in the
+// language it was created with) and one per other language the notebook
+// ran in (the gateway starts a language's default context on the first
+// execute that names the language). The kernel badge and Restart are about
+// the context of the notebook's language (store.language).
 
 import { $ } from './dom.js';
 import { ApiError, sessionPath } from './api.js';
+import { DEFAULT_KERNEL, kernelOf } from './languages.js';
 import { LS_LAST_SESSION, LS_TOKEN, lsDel, lsGet, lsSet } from './storage.js';
 import { fmtClock } from './text.js';
 
 const SESSION_POLL_MS = 30000;
 
+/** The id of a session's first context. */
+const FIRST = 'default';
+
 /**
  * @import { Request } from './api.js'
+ * @import { Cell } from './cells.js'
  * @import { Msg } from './dom.js'
  * @import { Session, Store } from './store.js'
- * @import { Connection } from './ws.js'
+ * @import { Connection, ServerEvent } from './ws.js'
  */
 
 /** @typedef {ReturnType<typeof createSessions>} Sessions */
@@ -22,7 +33,9 @@ const SESSION_POLL_MS = 30000;
 //   store, request (api.js), conn (ws.js), msg (status messages)
 //   onOpened()         a session was opened (after store.session is set)
 //   onClosed()         the session was forgotten (store.session is null)
-//   onKernelDead(note) the kernel died; runs in flight will get no "done"
+//   onKernelDead(note, context)  a context's kernel died or the context
+//                      ended; its runs in flight (inContext) will get no
+//                      "done"
 /**
  * @param {object} deps
  * @param {Store} deps.store
@@ -31,11 +44,21 @@ const SESSION_POLL_MS = 30000;
  * @param {Msg} deps.msg
  * @param {() => void} deps.onOpened
  * @param {() => void} deps.onClosed
- * @param {(note: string) => void} deps.onKernelDead
+ * @param {(note: string, context: string) => void} deps.onKernelDead
  */
 export function createSessions({ store, request, conn, msg, onOpened, onClosed, onKernelDead }) {
-  let kernelState = 'none';
   let kernelEvents = 0; // bumped by every kernel event, to order REST answers against them
+  // The session's contexts, as far as the page knows them: their kernels'
+  // states and languages (context id -> value), and each language's
+  // default context (kernel name -> context id), where the notebook's
+  // executes of that language run.
+  /** @type {Map<string, string>} */
+  let states = new Map();
+  /** @type {Map<string, string>} */
+  let languages = new Map();
+  /** @type {Map<string, string>} */
+  let defaults = new Map();
+  let contextsTimer = 0;
   let pollTimer = 0;
   let refreshTimer = 0;
 
@@ -153,7 +176,8 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
     if (!requireToken()) return Promise.resolve();
     const btn = $('new-session');
     btn.disabled = true;
-    return request('POST', '/v1/sessions', { json: {} })
+    // Its first context runs the notebook's language.
+    return request('POST', '/v1/sessions', { json: { language: store.language } })
       .then((s) => {
         if (!s || !s.id) throw new ApiError(0, 'bad_response', 'server returned no session id');
         open(s);
@@ -195,7 +219,7 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
   function open(s) {
     close();
     store.session = s;
-    kernelState = s.state || 'starting';
+    resetContexts(s);
     lsSet(LS_LAST_SESSION, s.id);
     $('reopen-id').value = '';
     render();
@@ -209,9 +233,10 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
     conn.reset();
     clearInterval(pollTimer);
     clearTimeout(refreshTimer);
+    clearTimeout(contextsTimer);
     pollTimer = 0;
     store.session = null;
-    kernelState = 'none';
+    resetContexts(null);
     onClosed();
     render();
   }
@@ -255,8 +280,10 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
         if (!store.session || store.session.id !== id || !s) return true;
         store.session = Object.assign({}, store.session, s);
         // A kernel event that arrived meanwhile is newer than this answer.
-        if (useState && s.state && seen === kernelEvents) kernelState = s.state;
+        if (useState && s.state && seen === kernelEvents) states.set(FIRST, String(s.state));
+        if (typeof s.language === 'string' && s.language) firstLanguage(s.language);
         render();
+        loadContexts();
         return true;
       })
       .catch((e) => {
@@ -326,35 +353,158 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
 
   function renderKernelStatus() {
     const b = $('kernel-status');
+    const ctx = notebookContext();
+    const name = kernelOf(store.language, store.kernels).display_name;
     let s;
     if (!store.session) s = 'no session';
     else if (!conn.isOpen()) s = 'disconnected';
-    else s = kernelState || 'idle';
+    else if (!ctx) s = 'not started';
+    else s = states.get(ctx) || 'idle';
+    b.title = !store.session
+      ? ''
+      : ctx
+        ? name + ' kernel (context ' + ctx + ')'
+        : 'The ' + name + ' kernel starts when a cell runs';
     b.textContent = s;
     b.dataset.state = s;
     b.className = 'badge state-' + s.replace(/[^a-z]+/g, '-');
   }
 
+  // ---- contexts
+
+  // resetContexts starts over for session s (or none): the page knows its
+  // first context only.
+  /** @param {Session | null} s */
+  function resetContexts(s) {
+    clearTimeout(contextsTimer);
+    states = new Map();
+    languages = new Map();
+    defaults = new Map();
+    if (!s) return;
+    states.set(FIRST, s.state || 'starting');
+    firstLanguage(s.language || DEFAULT_KERNEL);
+  }
+
+  /** @param {string} kernel the first context's */
+  function firstLanguage(kernel) {
+    if (languages.get(FIRST) === kernel) return;
+    for (const [k, id] of defaults) if (id === FIRST) defaults.delete(k);
+    languages.set(FIRST, kernel);
+    defaults.set(kernel, FIRST);
+  }
+
+  // loadContexts asks the gateway for the session's contexts (their
+  // states, and which is each language's default).
+  function loadContexts() {
+    if (!store.session) return;
+    const id = store.session.id;
+    const seen = kernelEvents;
+    request('GET', path('/contexts'))
+      .then((r) => {
+        if (!store.session || store.session.id !== id || !r || !Array.isArray(r.contexts)) return;
+        for (const c of r.contexts) {
+          if (!c || typeof c.id !== 'string' || typeof c.language !== 'string') continue;
+          languages.set(c.id, c.language);
+          if (c.default) defaults.set(c.language, c.id);
+          // A kernel event that arrived meanwhile is newer than this answer.
+          if (typeof c.state === 'string' && (seen === kernelEvents || !states.has(c.id))) states.set(c.id, c.state);
+        }
+        renderKernelStatus();
+      })
+      .catch(() => {
+        /* the badge keeps what the events said */
+      });
+  }
+
+  function loadContextsSoon() {
+    clearTimeout(contextsTimer);
+    contextsTimer = setTimeout(loadContexts, 200);
+  }
+
+  // notebookContext is the id of the context the notebook's executes run
+  // in (its language's default context), or null before it started.
+  /** @returns {string | null} */
+  function notebookContext() {
+    return defaults.get(store.language) || null;
+  }
+
+  // learnContext records that executes of language run in context (an
+  // execution's events said so).
+  /**
+   * @param {string} context
+   * @param {string} language
+   */
+  function learnContext(context, language) {
+    if (languages.get(context) === language && defaults.get(language) === context) return;
+    languages.set(context, language);
+    defaults.set(language, context);
+    if (!states.has(context)) loadContextsSoon();
+    renderKernelStatus();
+  }
+
+  // inContext selects the cells whose run went to context: those whose
+  // events named it, and those of its language whose events have not come.
+  /**
+   * @param {string} context
+   * @returns {(cell: Cell) => boolean}
+   */
+  function inContext(context) {
+    const language = languages.get(context);
+    return (cell) => cell.runContext === context || (cell.runContext === null && !!language && cell.runLanguage === language);
+  }
+
+  // onContextEvent applies a context event: one was created or deleted.
+  /** @param {ServerEvent} ev */
+  function onContextEvent(ev) {
+    const id = typeof ev.context === 'string' ? ev.context : '';
+    if (!id || id === FIRST) return;
+    if (ev.state === 'created') {
+      if (typeof ev.name === 'string' && ev.name) languages.set(id, ev.name);
+      states.set(id, 'idle');
+      loadContextsSoon(); // is it its language's default?
+    } else if (ev.state === 'deleted') {
+      const lang = languages.get(id);
+      const name = lang ? kernelOf(lang, store.kernels).display_name : 'A';
+      onKernelDead(name + ' context ended' + (ev.reason ? ': ' + ev.reason : ''), id);
+      states.delete(id);
+      languages.delete(id);
+      for (const [k, v] of defaults) if (v === id) defaults.delete(k);
+    }
+    renderKernelStatus();
+  }
+
+  // notebookState is the state of the notebook's kernel ('' when it has
+  // not started).
+  function notebookState() {
+    const ctx = notebookContext();
+    return ctx ? states.get(ctx) || '' : '';
+  }
+
   // ---- kernel
 
-  // setKernelState applies a kernel state event (or the snapshot).
+  // setKernelState applies a kernel state event (or the snapshot) of
+  // context ('' or absent: the first).
   /**
    * @param {unknown} s the state
    * @param {unknown} reason why (dead, restarting)
+   * @param {unknown} [context]
    */
-  function setKernelState(s, reason) {
+  function setKernelState(s, reason, context) {
     if (!s) return;
-    const prev = kernelState;
+    const id = typeof context === 'string' && context ? context : FIRST;
+    const prev = states.get(id);
     kernelEvents++;
-    kernelState = String(s);
-    if (store.session) store.session.state = kernelState;
+    states.set(id, String(s));
+    if (id === FIRST && store.session) store.session.state = String(s);
     renderKernelStatus();
+    const lang = languages.get(id);
+    const name = lang && (id !== FIRST || languages.size > 1) ? kernelOf(lang, store.kernels).display_name + ' kernel' : 'Kernel';
     if (s === 'dead' && prev !== 'dead') {
-      const note = 'Kernel died' + (reason ? ': ' + reason : '');
+      const note = name + ' died' + (reason ? ': ' + reason : '');
       msg(note, 'error');
-      onKernelDead(note);
+      onKernelDead(note, id);
     } else if (s === 'restarting' && reason) {
-      msg('Kernel restarting: ' + reason);
+      msg(name + ' restarting: ' + reason);
     }
   }
 
@@ -365,12 +515,19 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
       .catch((e) => msg('Interrupt failed: ' + e.message, 'error'));
   }
 
+  // restart restarts the kernel of the notebook's language.
   function restart() {
     if (!store.session) return;
+    const ctx = notebookContext();
+    const name = kernelOf(store.language, store.kernels).display_name;
+    if (!ctx) {
+      msg('The ' + name + ' kernel has not started: it starts when a cell runs');
+      return;
+    }
     const btn = $('restart-btn');
     btn.disabled = true;
-    request('POST', path('/restart'))
-      .then(() => msg('Kernel restarted'))
+    request('POST', path(ctx === FIRST ? '/restart' : '/contexts/' + encodeURIComponent(ctx) + '/restart'))
+      .then(() => msg(name + ' kernel restarted'))
       .catch((e) => msg('Restart failed: ' + e.message, 'error'))
       .then(() => {
         btn.disabled = !store.session;
@@ -390,6 +547,11 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
     renderKernelStatus,
     renderCountdown,
     setKernelState,
+    onContextEvent,
+    learnContext,
+    notebookContext,
+    inContext,
+    notebookState,
     interrupt,
     restart
   };

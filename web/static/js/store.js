@@ -3,7 +3,12 @@
 // the stream, timers, the files panel's folder, which cell runs which
 // execution...) is private to the module that owns it.
 
-/** @import { Cell } from './cells.js' */
+import { DEFAULT_KERNEL } from './languages.js';
+
+/**
+ * @import { Cell } from './cells.js'
+ * @import { Kernel } from './languages.js'
+ */
 
 /**
  * A session as the server describes it (GET /v1/sessions/{id}); fields
@@ -14,6 +19,7 @@
  * @property {string} [runtime]
  * @property {string} [created_at]
  * @property {string} [expires_at]
+ * @property {string} [language] the kernel of its first context
  */
 
 /**
@@ -22,6 +28,8 @@
  * @property {string} token the API key ('' when none)
  * @property {Session | null} session the open session, or null
  * @property {Cell[]} cells the notebook's cells in order
+ * @property {string} language the kernel the notebook's code cells run in (languages.js)
+ * @property {Kernel[] | null} kernels the kernels the gateway runs, null until it said
  */
 
 // createStore returns the page's shared state:
@@ -29,11 +37,16 @@
 //   session  the open session as the server described it
 //            ({id, state, runtime, created_at, expires_at, ...}), or null
 //   cells    the notebook's cells in order (see cells.js for their fields)
+//   language the kernel the notebook's code cells run in: python3, r...
+//   kernels  the kernels the gateway runs (GET /v1/kernels), null until
+//            it said
 /** @returns {Store} */
 export function createStore() {
   return {
     token: '',
     session: null,
-    cells: []
+    cells: [],
+    language: DEFAULT_KERNEL,
+    kernels: null
   };
 }

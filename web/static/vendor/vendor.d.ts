@@ -160,7 +160,8 @@ export declare function history(): Extension;
 export declare const indentMore: Command;
 export declare const indentLess: Command;
 
-// ---- @codemirror/language, @codemirror/lang-python, @lezer/highlight
+// ---- @codemirror/language, @codemirror/lang-python, @codemirror/lang-javascript,
+// @codemirror/legacy-modes (r, shell), @lezer/highlight
 
 export interface Highlighter {
   style(tags: readonly object[]): string | null;
@@ -171,6 +172,18 @@ export declare function indentOnInput(): Extension;
 export declare function bracketMatching(): Extension;
 export declare function syntaxHighlighting(highlighter: Highlighter): Extension;
 export declare function python(): Extension;
+export declare function javascript(config?: { jsx?: boolean; typescript?: boolean }): Extension;
+/** A legacy (CodeMirror 5) mode, for StreamLanguage.define. */
+export interface StreamParser {
+  readonly name?: string;
+}
+export declare class StreamLanguage {
+  private constructor();
+  static define(parser: StreamParser): StreamLanguage;
+  readonly extension: Extension;
+}
+export declare const r: StreamParser;
+export declare const shell: StreamParser;
 export declare const classHighlighter: Highlighter;
 
 // ---- @codemirror/search
