@@ -26,9 +26,9 @@ type ContextOptions struct {
 	// Language is the context's language (a kernel name or alias).
 	// Required.
 	Language string
-	// Cwd is its kernel's working directory, an existing directory:
-	// relative to the workspace (/home/user), or absolute under it; "" is
-	// the workspace.
+	// Cwd is its kernel's working directory: relative to the workspace
+	// (/home/user), or absolute under it; "" is the workspace. The gateway
+	// makes it (with its parents) when it does not exist.
 	Cwd string
 }
 

@@ -64,9 +64,6 @@ func TestContexts(t *testing.T) {
 			if _, err := c.Execute(ctx, s.ID, "x = 'first'", client.ExecuteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := c.MakeDir(ctx, s.ID, "sub"); err != nil {
-				t.Fatal(err)
-			}
 			second, err := c.CreateContext(ctx, s.ID, client.ContextOptions{Language: "python", Cwd: "sub"})
 			if err != nil {
 				t.Fatal(err)

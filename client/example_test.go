@@ -67,9 +67,6 @@ func ExampleClient_CreateContext() {
 		return
 	}
 	fmt.Println(r.Stdout) // 6
-	if _, err := c.MakeDir(ctx, s.ID, "scratch"); err != nil { // a context's cwd must exist
-		return
-	}
 	scratch, err := c.CreateContext(ctx, s.ID, client.ContextOptions{Language: "python", Cwd: "scratch"})
 	if err != nil {
 		return

@@ -175,7 +175,8 @@ class Sandbox:
         ``run_code(code, context=ctx)``.
 
         :param cwd: the kernel's working directory: /home/user (the default),
-            or an existing directory under it (absolute, or relative to it)
+            or a directory under it (absolute, or relative to it), made if
+            it does not exist
         :param language: python (the default), r, javascript (js),
             typescript (ts) or bash
         """

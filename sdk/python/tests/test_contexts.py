@@ -49,7 +49,6 @@ class ContextTest(unittest.TestCase):
     def test_python_contexts(self) -> None:
         sbx = self.sbx
         sbx.run_code("x = 'first'")
-        sbx.files.make_dir("sub")
         ctx = sbx.create_code_context(cwd=WORKSPACE + "/sub")
         self.assertIsInstance(ctx, Context)
         self.assertTrue(ctx.id.startswith("python3-"), ctx)
