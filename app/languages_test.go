@@ -160,7 +160,7 @@ func TestContexts(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := apptest.Start(t, rt(t, uidBase+5000), apptest.Options{})
 			var s api.Session
-			if st := g.Call(t, bearer, "POST", "/v1/sessions", api.CreateSessionRequest{Limits: &api.Limits{MemoryMB: 768}}, &s); st != http.StatusCreated {
+			if st := g.Call(t, bearer, "POST", "/v1/sessions", api.CreateSessionRequest{Limits: &api.Limits{MemoryMB: 2048}}, &s); st != http.StatusCreated {
 				t.Fatalf("create: %d", st)
 			}
 			sid := s.ID
@@ -215,17 +215,18 @@ func TestContexts(t *testing.T) {
 				t.Fatalf("v in a after b's delete: %s", e.Result)
 			}
 
-			// The session's memory limit covers all its kernels: 400 MB in
-			// b and then 500 MB in a are each well under the session's
-			// 768 MB, together over it; one of them is stopped.
+			// The session's memory limit covers all its kernels: 800 MB in
+			// b and then 1200 MB in a are each under the session's 2048
+			// MB (and each kernel's address-space limit), together over
+			// it; one of them is stopped.
 			b = newContext("python")
-			if e := exec(b.ID, "hold = b'\\x01' * (400 << 20)"); e.Status != "ok" {
-				t.Fatalf("400 MB in b: %+v", e)
+			if e := exec(b.ID, "hold = b'\\x01' * (800 << 20)"); e.Status != "ok" {
+				t.Fatalf("800 MB in b: %+v", e)
 			}
-			bomb := exec(a.ID, "big = b'\\x01' * (500 << 20)")
+			bomb := exec(a.ID, "big = b'\\x01' * (1200 << 20)")
 			held := exec(b.ID, "len(hold) >> 20")
 			if bomb.Status == "ok" && held.Status == "ok" {
-				t.Fatalf("900 MB in two kernels of a 768 MB session: both still run (%s, %s)", bomb.Result, held.Result)
+				t.Fatalf("2000 MB in two kernels of a 2048 MB session: both still run (%s, %s)", bomb.Result, held.Result)
 			}
 			for _, e := range []api.Execution{bomb, held} {
 				if e.Status != "ok" && e.Status != "died" && e.Status != "error" {

@@ -488,6 +488,7 @@ func TestLanguages(t *testing.T) {
 		return "language-" + strconv.Itoa(n) + "-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
 	})
 }
+
 var contextSeq int
 
 // TestContexts: contexts of a docker sandbox (runtimetest.Contexts): each

@@ -87,7 +87,7 @@ func TestPodSpecHardening(t *testing.T) {
 		emptyDirs[v.Name] = v.EmptyDir != nil
 	}
 	for _, m := range k.VolumeMounts {
-		kept := m.MountPath == sandbox.WorkDir || m.MountPath == statusDir
+		kept := m.MountPath == sandbox.WorkDir || m.MountPath == sandbox.WorkspaceAlias || m.MountPath == statusDir
 		check("supervisor empties "+m.MountPath+" between generations",
 			scratch[m.MountPath] == (emptyDirs[m.Name] && !m.ReadOnly && !kept))
 	}
@@ -116,7 +116,9 @@ func TestPodSpecHardening(t *testing.T) {
 	mounts := func(c corev1.Container) map[string]corev1.VolumeMount {
 		m := map[string]corev1.VolumeMount{}
 		for _, vm := range c.VolumeMounts {
-			m[vm.Name] = vm
+			if _, seen := m[vm.Name]; !seen { // the workspace's first mount, not its alias
+				m[vm.Name] = vm
+			}
 		}
 		return m
 	}
@@ -125,7 +127,12 @@ func TestPodSpecHardening(t *testing.T) {
 	check("agent: control writable, status read-only", !am["control"].ReadOnly && am["status"].ReadOnly)
 	check("the kernel never sees the agent's token", km["agent-secret"].Name == "")
 	check("the agent never sees the kernel's key", am["kernel-secret"].Name == "")
-	check("kernel /tmp and /workspace", km["tmp"].MountPath == "/tmp" && km["workspace"].MountPath == sandbox.WorkDir && km["shm"].MountPath == "/dev/shm")
+	check("kernel /tmp and /home/user", km["tmp"].MountPath == "/tmp" && km["workspace"].MountPath == sandbox.WorkDir && km["shm"].MountPath == "/dev/shm")
+	aliased := false
+	for _, vm := range k.VolumeMounts {
+		aliased = aliased || (vm.Name == "workspace" && vm.MountPath == sandbox.WorkspaceAlias)
+	}
+	check("the kernel's workspace again at /workspace", aliased)
 	check("readiness probes", k.ReadinessProbe.TCPSocket != nil && k.ReadinessProbe.TCPSocket.Port.IntValue() == 50001 && a.ReadinessProbe.HTTPGet.Path == "/healthz")
 
 	check("labels", pod.Labels[LabelSession] == spec.ID && pod.Labels[LabelTenant] == "t1" && pod.Labels[LabelInstance] == "gw-a" && pod.Labels[LabelComponent] == "kernel")

@@ -458,9 +458,22 @@ func ContextEgress(t *testing.T, rt Starter, id string) {
 	t.Cleanup(func() { _ = sb.Close(context.Background()) })
 	c := Kernel{Sandbox: sb}
 	c.Reconnect(t)
+	// The bash kernel, a program of its own, gets the network too (the
+	// launcher starts the forwarder, or joins the sandbox's, first).
+	bsb, err := cs.StartContext(ctx, sandbox.ContextSpec{Name: "net-bash", Kernel: "bash"})
+	if err != nil {
+		t.Fatalf("start bash context: %v", err)
+	}
+	t.Cleanup(func() { _ = bsb.Close(context.Background()) })
+	b := Kernel{Sandbox: bsb}
+	b.Reconnect(t)
 	const fetch = "import urllib.request\nprint(urllib.request.urlopen('http://egress.test/%s', timeout=20).read().decode())"
-	for name, k := range map[string]Kernel{"first": first, "context": c} {
-		out, ename := k.Run(t, strings.Replace(fetch, "%s", name, 1))
+	for name, k := range map[string]Kernel{"first": first, "context": c, "bash": b} {
+		code := strings.Replace(fetch, "%s", name, 1)
+		if name == "bash" {
+			code = "python3 -c \"" + strings.ReplaceAll(code, "\n", ";") + "\""
+		}
+		out, ename := k.Run(t, code)
 		if want := "via the proxy: GET http://egress.test/" + name + " HTTP/1.1"; ename != "" || strings.TrimSpace(out) != want {
 			t.Fatalf("%s kernel: %q (%s), want %q", name, out, ename, want)
 		}

@@ -61,9 +61,8 @@ const Steered = "STEERED"
 const steer = "open('/home/user/" + Steered + "', 'a').write(__name__ + '\\n')\n"
 
 // Languages returns the language table: one entry per kernel glassroom
-// launches (but java, which it has no launcher for).
-//
-// TODO(bash): add the bash kernel once it is on main.
+// launches (but java, which it has no launcher for). The bash kernel has
+// a suite of its own besides (Bash).
 func Languages() []Language {
 	return []Language{
 		{
@@ -133,6 +132,25 @@ for (lib in c(path.expand(file.path("~", "R", paste0(R.version$platform, "-libra
 		},
 		deno("javascript", "x + 1"),
 		deno("typescript", "(x as number) + 1"),
+		{
+			Kernel: "bash",
+			Set:    "x=41", Get: "echo $((x + 1))", Want: "42",
+			Has:     "[ -n \"${x+set}\" ] && echo true || echo false",
+			Error:   "ls /no/such/file",
+			Display: "display --html '<b>rich</b>'", MIME: "text/html",
+			Busy:  "echo started\nwhile true; do :; done",
+			Lines: "seq 1 200",
+			Sleep: "sleep 1",
+			Flood: "for i in $(seq 20); do head -c 1000000 /dev/zero | tr '\\0' z; done\necho end",
+			PlantFiles: map[string]string{
+				".bashrc":       "echo bashrc >> /home/user/STEERED\nplanted=1\n",
+				".bash_profile": "echo bash_profile >> /home/user/STEERED\n",
+				".profile":      "echo profile >> /home/user/STEERED\n",
+				".bash_login":   "echo bash_login >> /home/user/STEERED\n",
+				".inputrc":      "$include /home/user/evil\n",
+			},
+			Check: "echo \"${planted:-clean}\" $PWD", CheckWant: "clean " + sandbox.WorkDir,
+		},
 	}
 }
 

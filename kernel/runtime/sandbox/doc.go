@@ -18,7 +18,10 @@
 //     from the session's files) with output streams that flush in bounded
 //     chunks, or IRkernel or Deno's kernel (r, javascript, typescript)
 //     started so that nothing in the workspace steers them, behind a
-//     bridge from the gateway's unix sockets (see launcher.py).
+//     bridge from the gateway's unix sockets (see launcher.py); or the
+//     bash kernel (bashkernel.py), which the launcher runs in its own
+//     process once the egress forwarder is up, and which drives one
+//     persistent bash that reads no start-up file.
 //   - The session directory on the host (Dirs): a size-limited tmpfs
 //     workspace and a tiny tmpfs for the kernel's sockets, owned by the
 //     sandbox's uid, so nothing the kernel writes lands on the host outside

@@ -12,6 +12,12 @@ import (
 //go:embed launcher.py
 var launcher string
 
+// bashKernel is the bash kernel: a Python program on ipykernel's Kernel
+// base that drives one persistent bash.
+//
+//go:embed bashkernel.py
+var bashKernel string
+
 // Paths inside every sandbox.
 const (
 	// IPCDir holds the kernel's unix sockets and its connection file.
@@ -58,9 +64,16 @@ const (
 // kernel is the canonical name of the kernel to start (KernelSpec.Name;
 // "" is DefaultKernel) and connFile the connection file's path inside the
 // sandbox (ConnFile for a sandbox's first kernel).
+//
+// The bash kernel is a program of its own (bashkernel.py), which the
+// launcher is given (--code) and runs once it has started the egress
+// forwarder; the bash it drives reads no start-up file.
 func KernelArgv(python, kernel, connFile string) []string {
 	if kernel == "" {
 		kernel = DefaultKernel
+	}
+	if kernel == "bash" {
+		return []string{python, "-I", "-B", "-c", launcherCode(), "--kernel", kernel, "--code", bashKernelCode(), "-f", connFile}
 	}
 	return []string{python, "-I", "-B", "-c", launcherCode(), "--kernel", kernel, "-f", connFile}
 }
@@ -69,9 +82,21 @@ func KernelArgv(python, kernel, connFile string) []string {
 // (the command line shows in process listings and container inspection).
 // The launcher has no multi-line strings, so this is safe.
 func launcherCode() string {
+	return withoutComments("# glassroom kernel launcher\n", launcher)
+}
+
+// bashKernelCode is bashkernel.py stripped like launcherCode; it has no
+// multi-line strings either.
+func bashKernelCode() string {
+	return withoutComments("# glassroom bash kernel\n", bashKernel)
+}
+
+// withoutComments returns header followed by src less its comment lines
+// and blank lines.
+func withoutComments(header, src string) string {
 	var b strings.Builder
-	b.WriteString("# glassroom kernel launcher\n")
-	for _, line := range strings.Split(launcher, "\n") {
+	b.WriteString(header)
+	for _, line := range strings.Split(src, "\n") {
 		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "#") {
 			continue
 		}

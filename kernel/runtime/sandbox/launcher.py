@@ -1090,6 +1090,15 @@ def main():
     if kernel in ("r", "javascript", "typescript") and args[:1] == ["-f"] and len(args) == 2:
         Bridge(kernel, args[1]).run()
         return
+    if kernel == "bash" and args[:1] == ["--code"] and args[2:3] == ["-f"] and len(args) == 4:
+        # The bash kernel (bashkernel.py, given whole by the gateway) runs
+        # in this interpreter once the egress forwarder is up, as if it
+        # had been started with -c.
+        start_egress()
+        code = args[1]
+        sys.argv = ["-c"] + args[2:]
+        exec(compile(code, "<glassroom bash kernel>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
+        return
     sys.exit("glassroom launcher: kernel %r is not installed" % kernel)
 
 
