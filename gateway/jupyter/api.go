@@ -178,6 +178,8 @@ func kernelArgv(name string) []string {
 		return []string{"R", "--slave", "-e", "IRkernel::main()", "--args", "{connection_file}"}
 	case "javascript", "typescript":
 		return []string{"deno", "jupyter", "--kernel", "--conn", "{connection_file}"}
+	case "bash": // glassroom's own kernel (kernel/runtime/sandbox/bashkernel.py)
+		return []string{"python3", "-I", "bashkernel.py", "-f", "{connection_file}"}
 	}
 	return []string{name, "{connection_file}"}
 }
