@@ -1,7 +1,10 @@
 // Package client is a typed Go client for glassroom's v1 API: sessions,
 // executions over REST (Execute) or streamed over the WebSocket (Run, or a
 // Conn for full control), interrupts and restarts, completion and
-// inspection, and workspace files.
+// inspection, workspace files, and the languages and contexts of a session
+// (Kernels, CreateSession's Language, CreateContext, Contexts,
+// DeleteContext, RestartContext; ExecuteOptions and RunOptions pick a
+// context by id or a language's default context).
 //
 // It is a plain HTTP and WebSocket client: it imports nothing of
 // glassroom's internals, so it can be vendored by any Go program.
@@ -11,6 +14,7 @@
 //	defer c.DeleteSession(context.Background(), s.ID)
 //	x, err := c.Execute(ctx, s.ID, "x = 41\nx + 1", client.ExecuteOptions{})
 //	fmt.Println(x.Result.Text("text/plain")) // 42
+//	r, err := c.Execute(ctx, s.ID, `cat(6 * 7)`, client.ExecuteOptions{Language: "r"}) // R's default context
 //
 // A Client is safe for concurrent use. Errors from the gateway are
 // *APIError values that match the sentinels (ErrNotFound, ErrUnauthorized,

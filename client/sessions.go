@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/glassroom/glassroom/api"
@@ -12,6 +13,10 @@ import (
 // CreateOptions are the choices of a new session; zero fields take the
 // gateway's defaults.
 type CreateOptions struct {
+	// Language is the language of the session's first context: a kernel
+	// name from Kernels ("python3", "r", "javascript", "typescript",
+	// "bash") or an alias ("python", "js", "ts", ...). "" is Python.
+	Language    string
 	Env         map[string]string // environment variables of the kernel
 	IdleTimeout time.Duration     // the session is deleted after this long without activity
 	Limits      Limits
@@ -21,7 +26,7 @@ type CreateOptions struct {
 // CreateSession starts a kernel and returns its session. It blocks until
 // the kernel answers (about a second; longer under gVisor).
 func (c *Client) CreateSession(ctx context.Context, opts CreateOptions) (*Session, error) {
-	body := api.CreateSessionRequest{Env: opts.Env, Network: opts.Network}
+	body := api.CreateSessionRequest{Language: opts.Language, Env: opts.Env, Network: opts.Network}
 	if opts.IdleTimeout != 0 { // a negative one is the gateway's to refuse
 		body.IdleTimeoutS = api.Ptr(opts.IdleTimeout.Seconds())
 	}
@@ -82,6 +87,14 @@ type ExecuteOptions struct {
 	// ID names the execution in events other WebSocket clients see
 	// (default: chosen by the gateway).
 	ID string
+	// Context is the id of the context to run in (from CreateContext or
+	// Contexts; FirstContext is the session's first).
+	Context string
+	// Language runs the code in that language's default context, which
+	// the gateway starts on first use (that call waits for the kernel's
+	// start). Neither Context nor Language: the session's first context.
+	// Both: they must agree.
+	Language string
 }
 
 // Execute runs code and waits for the whole Execution. Code that raises is
@@ -90,7 +103,7 @@ type ExecuteOptions struct {
 // time, so Execute also waits for those queued before it.
 func (c *Client) Execute(ctx context.Context, sessionID, code string, opts ExecuteOptions) (*Execution, error) {
 	var x Execution
-	body := api.ExecuteRequest{Code: &code, ID: opts.ID}
+	body := api.ExecuteRequest{Code: &code, ID: opts.ID, Context: opts.Context, Language: opts.Language}
 	if opts.Timeout != 0 {
 		body.TimeoutS = api.Ptr(opts.Timeout.Seconds())
 	}
@@ -100,21 +113,45 @@ func (c *Client) Execute(ctx context.Context, sessionID, code string, opts Execu
 	return &x, nil
 }
 
-// Interrupt sends SIGINT to the running execution (KeyboardInterrupt).
+// Interrupt interrupts the running execution of every context of the
+// session that runs one (Python raises KeyboardInterrupt).
 func (c *Client) Interrupt(ctx context.Context, sessionID string) error {
 	return c.do(ctx, request{method: http.MethodPost, path: sessionPath(sessionID, "interrupt")}, nil, http.StatusNoContent)
 }
 
-// Restart restarts the kernel: same session id, variables gone, files kept.
+// InterruptContext interrupts the running execution of one context only.
+func (c *Client) InterruptContext(ctx context.Context, sessionID, contextID string) error {
+	return c.do(ctx, request{method: http.MethodPost, path: sessionPath(sessionID, "interrupt"),
+		query: url.Values{"context": {contextID}}}, nil, http.StatusNoContent)
+}
+
+// Restart restarts the session's first context's kernel: same session id,
+// its variables gone, files kept (RestartContext restarts another).
 func (c *Client) Restart(ctx context.Context, sessionID string) error {
 	return c.do(ctx, request{method: http.MethodPost, path: sessionPath(sessionID, "restart")}, nil, http.StatusNoContent)
 }
 
+// In names the context a completion or inspection asks, as
+// ExecuteOptions' Context and Language do. Without one: the first context.
+type In struct {
+	Context  string
+	Language string
+}
+
+// in is the one In of a variadic argument (none: the zero In).
+func in(opts []In) In {
+	if len(opts) == 0 {
+		return In{}
+	}
+	return opts[0]
+}
+
 // Complete asks the kernel for completions of code at cursor (a position
-// in Unicode code points).
-func (c *Client) Complete(ctx context.Context, sessionID, code string, cursor int) (*Completion, error) {
+// in Unicode code points); an In picks the context (at most one).
+func (c *Client) Complete(ctx context.Context, sessionID, code string, cursor int, where ...In) (*Completion, error) {
 	var out Completion
-	body := api.IntrospectRequest{Code: &code, CursorPos: &cursor}
+	w := in(where)
+	body := api.IntrospectRequest{Code: &code, CursorPos: &cursor, Context: w.Context, Language: w.Language}
 	if err := c.do(ctx, request{method: http.MethodPost, path: sessionPath(sessionID, "complete"), json: body}, &out, http.StatusOK); err != nil {
 		return nil, err
 	}
@@ -122,10 +159,12 @@ func (c *Client) Complete(ctx context.Context, sessionID, code string, cursor in
 }
 
 // Inspect asks the kernel for help on the name at cursor; detail 0 is the
-// signature and docstring, 1 adds the source when available.
-func (c *Client) Inspect(ctx context.Context, sessionID, code string, cursor, detail int) (*Inspection, error) {
+// signature and docstring, 1 adds the source when available; an In picks
+// the context (at most one).
+func (c *Client) Inspect(ctx context.Context, sessionID, code string, cursor, detail int, where ...In) (*Inspection, error) {
 	var out Inspection
-	body := api.IntrospectRequest{Code: &code, CursorPos: &cursor, DetailLevel: detail}
+	w := in(where)
+	body := api.IntrospectRequest{Code: &code, CursorPos: &cursor, DetailLevel: detail, Context: w.Context, Language: w.Language}
 	if err := c.do(ctx, request{method: http.MethodPost, path: sessionPath(sessionID, "inspect"), json: body}, &out, http.StatusOK); err != nil {
 		return nil, err
 	}

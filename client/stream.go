@@ -240,6 +240,9 @@ type ExecuteRequest struct {
 	ID      string        // client-chosen; events of the execution carry it. Required.
 	Code    string        // the code
 	Timeout time.Duration // 0: the gateway's default
+	// Context and Language pick where it runs, as in ExecuteOptions.
+	Context  string
+	Language string
 }
 
 // Execute submits code; its events arrive on Events with ID set to req.ID
@@ -253,12 +256,24 @@ func (k *Conn) Execute(ctx context.Context, req ExecuteRequest) error {
 	if req.Timeout > 0 {
 		f["timeout_s"] = req.Timeout.Seconds()
 	}
+	if req.Context != "" {
+		f["context"] = req.Context
+	}
+	if req.Language != "" {
+		f["language"] = req.Language
+	}
 	return k.send(ctx, f)
 }
 
-// Interrupt interrupts the session's running execution.
+// Interrupt interrupts the running execution of every context of the
+// session that runs one.
 func (k *Conn) Interrupt(ctx context.Context) error {
 	return k.send(ctx, map[string]string{"type": "interrupt"})
+}
+
+// InterruptContext interrupts the running execution of one context.
+func (k *Conn) InterruptContext(ctx context.Context, contextID string) error {
+	return k.send(ctx, map[string]string{"type": "interrupt", "context": contextID})
 }
 
 // SendInput answers an input_request of execution id.
@@ -306,26 +321,40 @@ func (k *Conn) request(ctx context.Context, frame map[string]any, out any) error
 	}
 }
 
-// Complete asks for completions of code at cursor over this connection.
-// Calls are serialized (the gateway would drop an older request of a kind
-// unanswered); while a cell runs, the kernel answers when it ends.
-func (k *Conn) Complete(ctx context.Context, code string, cursor int) (*Completion, error) {
+// withIn adds an In's context and language to a frame.
+func withIn(f map[string]any, where []In) map[string]any {
+	w := in(where)
+	if w.Context != "" {
+		f["context"] = w.Context
+	}
+	if w.Language != "" {
+		f["language"] = w.Language
+	}
+	return f
+}
+
+// Complete asks for completions of code at cursor over this connection;
+// an In picks the context (at most one). Calls are serialized (the
+// gateway would drop an older request of a kind unanswered); while a cell
+// runs, the kernel answers when it ends.
+func (k *Conn) Complete(ctx context.Context, code string, cursor int, where ...In) (*Completion, error) {
 	k.complMu.Lock()
 	defer k.complMu.Unlock()
 	var out Completion
-	if err := k.request(ctx, map[string]any{"type": "complete", "code": code, "cursor_pos": cursor}, &out); err != nil {
+	if err := k.request(ctx, withIn(map[string]any{"type": "complete", "code": code, "cursor_pos": cursor}, where), &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
 }
 
 // Inspect asks for help on the name at cursor over this connection
-// (serialized like Complete).
-func (k *Conn) Inspect(ctx context.Context, code string, cursor, detail int) (*Inspection, error) {
+// (serialized like Complete; an In picks the context).
+func (k *Conn) Inspect(ctx context.Context, code string, cursor, detail int, where ...In) (*Inspection, error) {
 	k.inspMu.Lock()
 	defer k.inspMu.Unlock()
 	var out Inspection
-	if err := k.request(ctx, map[string]any{"type": "inspect", "code": code, "cursor_pos": cursor, "detail_level": detail}, &out); err != nil {
+	frame := withIn(map[string]any{"type": "inspect", "code": code, "cursor_pos": cursor, "detail_level": detail}, where)
+	if err := k.request(ctx, frame, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -335,6 +364,9 @@ func (k *Conn) Inspect(ctx context.Context, code string, cursor, detail int) (*I
 type RunOptions struct {
 	// Timeout bounds the execution on the gateway (0: its default).
 	Timeout time.Duration
+	// Context and Language pick where it runs, as in ExecuteOptions.
+	Context  string
+	Language string
 	// OnEvent sees every event of the execution as it arrives (queued,
 	// started, stream, display, result, error, file, done, ...). It runs on
 	// Run's goroutine; a slow callback slows the stream.
@@ -349,24 +381,28 @@ type RunOptions struct {
 // code runs, Run interrupts it (best effort) and returns ctx's error.
 func (k *Conn) Run(ctx context.Context, code string, opts RunOptions) (*Execution, error) {
 	id := "run-" + randomID()
-	if err := k.Execute(ctx, ExecuteRequest{ID: id, Code: code, Timeout: opts.Timeout}); err != nil {
+	if err := k.Execute(ctx, ExecuteRequest{ID: id, Code: code, Timeout: opts.Timeout, Context: opts.Context, Language: opts.Language}); err != nil {
 		return nil, err
 	}
 	x := &Execution{ID: id, Outputs: []Event{}, Files: []FileChange{}}
 	var stdout, stderr strings.Builder
 	started := false
+	where := FirstContext // the context that runs it, from its events
 	for {
 		ev, err := k.Next(ctx)
 		if err != nil {
 			if started && ctx.Err() != nil {
 				ictx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				_ = k.Interrupt(ictx)
+				_ = k.InterruptContext(ictx, where)
 				cancel()
 			}
 			return nil, err
 		}
 		if ev.ID != id {
 			continue
+		}
+		if ev.Context != "" {
+			where = ev.Context
 		}
 		if opts.OnEvent != nil {
 			opts.OnEvent(ev)

@@ -55,7 +55,17 @@ type (
 
 	// Pool is the wire type api.Pool.
 	Pool = api.Pool
+
+	// Context is the wire type api.Context: one kernel of a session.
+	Context = api.Context
+
+	// Kernel is the wire type api.Kernel: a language the gateway runs.
+	Kernel = api.Kernel
 )
+
+// FirstContext is the id of a session's first context, the kernel it was
+// created with.
+const FirstContext = "default"
 
 // Execution statuses and event types (package api).
 const (
@@ -78,6 +88,7 @@ const (
 	EventDone          = api.EventDone
 	EventGap           = api.EventGap
 	EventNetwork       = api.EventNetwork
+	EventContext       = api.EventContext
 	EventRejected      = api.EventRejected
 	EventCompleteReply = api.EventCompleteReply
 	EventInspectReply  = api.EventInspectReply

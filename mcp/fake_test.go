@@ -43,7 +43,13 @@ func (f *fakeBackend) DeleteSession(_ context.Context, id string) error {
 func (f *fakeBackend) Execute(context.Context, string, string, client.ExecuteOptions) (*client.Execution, error) {
 	return f.exec, nil
 }
-func (f *fakeBackend) Restart(context.Context, string) error { return nil }
+func (f *fakeBackend) Kernels(context.Context) ([]client.Kernel, error) {
+	return []client.Kernel{{Name: "python3", Language: "python", DisplayName: "Python 3", Aliases: []string{"python", "py"}}}, nil
+}
+func (f *fakeBackend) Contexts(context.Context, string) ([]client.Context, error) {
+	return []client.Context{{ID: client.FirstContext, Language: "python3", Default: true}}, nil
+}
+func (f *fakeBackend) RestartContext(context.Context, string, string) error { return nil }
 func (f *fakeBackend) WriteFile(_ context.Context, _, path string, r io.Reader, size int64) (*client.FileInfo, error) {
 	b, _ := io.ReadAll(r)
 	if f.written == nil {

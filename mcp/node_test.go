@@ -34,8 +34,8 @@ type nodeOutput struct {
 		HasOutputSchema bool
 		Description     int
 	}
-	First, Second, Plot, Error, Upload, UploadPNG, Read, ReadPNG, List, Restart, AfterRestart, Close, AfterClose, Invalid nodeResult
-	EditCreate, EditDup, EditOK, EditInsert, EditView, EditRun                                                            nodeResult
+	First, Second, Plot, Error, Upload, UploadPNG, Read, ReadPNG, List, Code, Languages, Restart, AfterRestart, Close, AfterClose, Invalid nodeResult
+	EditCreate, EditDup, EditOK, EditInsert, EditView, EditRun                                                                             nodeResult
 }
 
 // runNode runs testdata/node/client.mjs (the official TypeScript SDK's
@@ -49,7 +49,7 @@ func runNode(t *testing.T, args ...string) nodeOutput {
 
 func checkNode(t *testing.T, r nodeOutput) {
 	t.Helper()
-	if r.Server.Name != "glassroom" || len(r.Tools) != 7 || strings.Join(r.Tools["edit_file"].Required, ",") != "command,path" || !r.Tools["execute_python"].HasOutputSchema ||
+	if r.Server.Name != "glassroom" || len(r.Tools) != 9 || strings.Join(r.Tools["edit_file"].Required, ",") != "command,path" || !r.Tools["execute_python"].HasOutputSchema ||
 		strings.Join(r.Tools["execute_python"].Required, ",") != "code" || strings.Join(r.Tools["read_file"].Required, ",") != "session_id,path" {
 		t.Fatalf("server/tools: %+v", r)
 	}
@@ -67,6 +67,10 @@ func checkNode(t *testing.T, r nodeOutput) {
 		t.Fatalf("upload/read: %+v %+v %+v", r.Upload, r.UploadPNG, r.Read)
 	case len(r.ReadPNG.Images) != 1 || r.ReadPNG.Images[0].Prefix != tinyPNG[:8]:
 		t.Fatalf("read png: %+v", r.ReadPNG)
+	case r.Code.IsError || !strings.Contains(r.Code.Text, "82") || r.Code.Structured["language"] != "py" || !r.Tools["execute_code"].HasOutputSchema:
+		t.Fatalf("execute_code: %+v", r.Code)
+	case r.Languages.IsError || !strings.Contains(r.Languages.Text, "python3: "):
+		t.Fatalf("list_languages: %+v", r.Languages)
 	case r.EditCreate.IsError || !strings.Contains(r.EditCreate.Text, "Created src/calc.py"):
 		t.Fatalf("edit_file create: %+v", r.EditCreate)
 	case !r.EditDup.IsError || !strings.Contains(r.EditDup.Text, "2 matches, at lines 2 and 5"):

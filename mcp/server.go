@@ -21,7 +21,9 @@ type Backend interface {
 	CreateSession(ctx context.Context, opts client.CreateOptions) (*client.Session, error)
 	DeleteSession(ctx context.Context, id string) error
 	Execute(ctx context.Context, sessionID, code string, opts client.ExecuteOptions) (*client.Execution, error)
-	Restart(ctx context.Context, sessionID string) error
+	Kernels(ctx context.Context) ([]client.Kernel, error)
+	Contexts(ctx context.Context, sessionID string) ([]client.Context, error)
+	RestartContext(ctx context.Context, sessionID, contextID string) error
 	WriteFile(ctx context.Context, sessionID, path string, r io.Reader, size int64) (*client.FileInfo, error)
 	ReadFile(ctx context.Context, sessionID, path string) (*client.File, error)
 	ListFiles(ctx context.Context, sessionID, dir string) (*client.Listing, error)
@@ -44,7 +46,7 @@ type Config struct {
 	MaxTotalImageBytes int
 	// MaxUploadBytes caps the decoded content of one upload_file (default 10 MiB).
 	MaxUploadBytes int
-	// MaxTimeout caps execute_python's timeout_s (default 10 minutes, the
+	// MaxTimeout caps execute_python's and execute_code's timeout_s (default 10 minutes, the
 	// gateway's default maximum).
 	MaxTimeout time.Duration
 	// NewSession are the options of sessions the tools start.
@@ -172,9 +174,10 @@ func NewHTTPHandler(backendFor func(*http.Request) (Backend, error), cfg Config,
 	return http.NewCrossOriginProtection().Handler(h), nil
 }
 
-const instructions = `glassroom runs Python in persistent, sandboxed Jupyter kernels ("sessions").
-Call execute_python without session_id to start a session; its id is in the answer.
+const instructions = `glassroom runs Python (and R, JavaScript, TypeScript, Bash) in persistent, sandboxed Jupyter kernels ("sessions").
+Call execute_python (or execute_code with a language) without session_id to start a session; its id is in the answer.
 Pass that session_id to every later call: variables, imports and files persist within a session.
+A session has one kernel per language, each with its own variables, all sharing the session's files.
 Each session has a private workspace directory (the kernel's working directory) for files:
 upload_file puts data there, read_file and list_files read it back, edit_file views and edits text files
 (str_replace: old_str must occur exactly once).

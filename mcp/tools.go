@@ -36,12 +36,21 @@ type executeInput struct {
 	TimeoutS  float64 `json:"timeout_s,omitempty" jsonschema:"Seconds the code may run before it is interrupted (default: the gateway's, usually 60)."`
 }
 
-// ExecuteOutput is execute_python's structured output.
+type executeCodeInput struct {
+	Code      string  `json:"code" jsonschema:"Source code to run, in the language given. It may span many lines; as in a notebook cell, the value of the last expression is returned where the language has one (Python, R, JavaScript, TypeScript)."`
+	Language  string  `json:"language,omitempty" jsonschema:"The code's language: python (default), r, javascript (js), typescript (ts) or bash; list_languages says which this gateway runs. Each language has its own kernel in the session, with its own variables; all share the session's files."`
+	Context   string  `json:"context,omitempty" jsonschema:"A context id of the session (a kernel made by another client of the gateway; 'default' is the session's first kernel). Omit it: the code runs in its language's kernel."`
+	SessionID string  `json:"session_id,omitempty" jsonschema:"Session to run in (from an earlier answer). Omit it to start a new session."`
+	TimeoutS  float64 `json:"timeout_s,omitempty" jsonschema:"Seconds the code may run before it is interrupted (default: the gateway's, usually 60)."`
+}
+
+// ExecuteOutput is execute_python's and execute_code's structured output.
 type ExecuteOutput struct {
 	SessionID      string `json:"session_id" jsonschema:"the session the code ran in; pass it to later calls"`
 	SessionCreated bool   `json:"session_created" jsonschema:"whether this call started the session"`
 	Status         string `json:"status" jsonschema:"ok, error, timeout, interrupted or died"`
 	ExecutionCount int    `json:"execution_count" jsonschema:"the kernel's execution counter"`
+	Language       string `json:"language,omitempty" jsonschema:"the language the code ran in, as asked (execute_code)"`
 }
 
 type uploadInput struct {
@@ -76,6 +85,13 @@ type sessionInput struct {
 	SessionID string `json:"session_id" jsonschema:"The session (from execute_python's answer)."`
 }
 
+type restartInput struct {
+	SessionID string `json:"session_id" jsonschema:"The session (from execute_python's answer)."`
+	Language  string `json:"language,omitempty" jsonschema:"Restart only the kernels of this language (python, r, javascript, typescript, bash). Omit it to restart every kernel of the session."`
+}
+
+type noInput struct{}
+
 func (t *tools) register(s *sdk.Server) {
 	execSchema := mustSchema[executeInput]()
 	execSchema.Properties["timeout_s"].ExclusiveMinimum = jsonschema.Ptr(0.0)
@@ -94,6 +110,33 @@ func (t *tools) register(s *sdk.Server) {
 		InputSchema: execSchema,
 		Annotations: &sdk.ToolAnnotations{Title: "Run Python", DestructiveHint: jsonschema.Ptr(false), OpenWorldHint: jsonschema.Ptr(false)},
 	}, t.execute)
+
+	codeSchema := mustSchema[executeCodeInput]()
+	codeSchema.Properties["timeout_s"].ExclusiveMinimum = jsonschema.Ptr(0.0)
+	codeSchema.Properties["timeout_s"].Maximum = jsonschema.Ptr(t.cfg.MaxTimeout.Seconds())
+	codeSchema.Properties["code"].MinLength = jsonschema.Ptr(1)
+	codeSchema.Properties["language"].Examples = []any{"python", "r", "javascript", "typescript", "bash"}
+	sdk.AddTool(s, &sdk.Tool{
+		Name:  "execute_code",
+		Title: "Run code",
+		Description: "Run code in Python, R, JavaScript, TypeScript (Deno) or Bash in a persistent, sandboxed Jupyter kernel and get back its output. " +
+			"A session holds one kernel per language, started on its first use: variables persist per language between calls that pass " +
+			"the same session_id, and every language sees the same workspace files (the working directory, /home/user). Without " +
+			"session_id a new session is started and its id is given in the answer: pass it on every later call. The answer has " +
+			"stdout, stderr, the value of the last expression, and errors, as text; plots (matplotlib, R graphics) come back as images. " +
+			"Python has numpy, pandas and matplotlib; R has ggplot2, dplyr, tidyr, readr and data.table. There is no network access. " +
+			"list_languages says which languages this gateway runs. Long output is cut to its beginning and end.",
+		InputSchema: codeSchema,
+		Annotations: &sdk.ToolAnnotations{Title: "Run code", DestructiveHint: jsonschema.Ptr(false), OpenWorldHint: jsonschema.Ptr(false)},
+	}, t.executeCode)
+
+	sdk.AddTool(s, &sdk.Tool{
+		Name:        "list_languages",
+		Title:       "List languages",
+		Description: "List the languages execute_code runs on this gateway: each one's name, the names it also answers to, and its kernel.",
+		InputSchema: mustSchema[noInput](),
+		Annotations: &sdk.ToolAnnotations{Title: "List languages", ReadOnlyHint: true, OpenWorldHint: jsonschema.Ptr(false)},
+	}, t.languages)
 
 	uploadSchema := mustSchema[uploadInput]()
 	uploadSchema.Properties["encoding"].Enum = []any{"text", "base64"}
@@ -148,9 +191,9 @@ func (t *tools) register(s *sdk.Server) {
 	sdk.AddTool(s, &sdk.Tool{
 		Name:  "restart_session",
 		Title: "Restart a session",
-		Description: "Restart a session's Python kernel: every variable and import is lost, files in the workspace are kept. " +
-			"Use it when the kernel is stuck or its state is broken.",
-		InputSchema: mustSchema[sessionInput](),
+		Description: "Restart a session's kernels (every language's, or one language's): their variables and imports are lost, " +
+			"files in the workspace are kept. Use it when a kernel is stuck or its state is broken.",
+		InputSchema: mustSchema[restartInput](),
 		Annotations: &sdk.ToolAnnotations{Title: "Restart a session", DestructiveHint: jsonschema.Ptr(true), IdempotentHint: true, OpenWorldHint: jsonschema.Ptr(false)},
 	}, t.restart)
 
@@ -172,12 +215,17 @@ func mustSchema[T any]() *jsonschema.Schema {
 	return s
 }
 
-// session returns id, or starts a new session when id is empty.
-func (t *tools) session(ctx context.Context, id string) (string, bool, error) {
+// session returns id, or starts a new session when id is empty, whose
+// first kernel runs language ("": the configured sessions' language).
+func (t *tools) session(ctx context.Context, id, language string) (string, bool, error) {
 	if id = strings.TrimSpace(id); id != "" {
 		return id, false, nil
 	}
-	s, err := t.b.CreateSession(ctx, t.cfg.NewSession)
+	opts := t.cfg.NewSession
+	if language != "" {
+		opts.Language = language
+	}
+	s, err := t.b.CreateSession(ctx, opts)
 	if err != nil {
 		return "", false, explain(err, "", "")
 	}
@@ -193,8 +241,8 @@ func (t *tools) forget(id string) {
 	t.mu.Unlock()
 }
 
-func newSessionNote(id string) string {
-	return fmt.Sprintf("Started a new Python session, session_id %q. Pass session_id=%q to later calls to keep its variables and files.", id, id)
+func newSessionNote(id, language string) string {
+	return fmt.Sprintf("Started a new %s session, session_id %q. Pass session_id=%q to later calls to keep its variables and files.", language, id, id)
 }
 
 func (t *tools) execute(ctx context.Context, _ *sdk.CallToolRequest, in executeInput) (*sdk.CallToolResult, ExecuteOutput, error) {
@@ -206,22 +254,73 @@ func (t *tools) execute(ctx context.Context, _ *sdk.CallToolRequest, in executeI
 	if timeout < 0 || timeout > t.cfg.MaxTimeout {
 		return nil, ExecuteOutput{}, fmt.Errorf("timeout_s must be between 0 and %g seconds", t.cfg.MaxTimeout.Seconds())
 	}
-	id, created, err := t.session(ctx, in.SessionID)
+	// Always Python's kernel, whatever the session's first language.
+	id, created, err := t.session(ctx, in.SessionID, "python")
 	if err != nil {
 		return nil, ExecuteOutput{}, err
 	}
-	x, err := t.b.Execute(ctx, id, in.Code, client.ExecuteOptions{Timeout: timeout})
+	x, err := t.b.Execute(ctx, id, in.Code, client.ExecuteOptions{Timeout: timeout, Language: "python"})
 	if err != nil {
 		return nil, ExecuteOutput{}, explain(err, id, "")
 	}
 	note := ""
 	if created {
-		note = newSessionNote(id)
+		note = newSessionNote(id, "Python")
 	}
 	res := formatExecution(x, note, t.cfg)
 	t.log.Debug().Str("tool", "execute_python").Str("session", id).Str("status", x.Status).
 		Int("content", len(res.Content)).Dur("took", time.Since(start)).Msg("mcp tool")
 	return res, ExecuteOutput{SessionID: id, SessionCreated: created, Status: x.Status, ExecutionCount: x.ExecutionCount}, nil
+}
+
+func (t *tools) executeCode(ctx context.Context, _ *sdk.CallToolRequest, in executeCodeInput) (*sdk.CallToolResult, ExecuteOutput, error) {
+	start := time.Now()
+	if strings.TrimSpace(in.Code) == "" {
+		return nil, ExecuteOutput{}, errors.New("code is empty: pass the source to run")
+	}
+	timeout := time.Duration(in.TimeoutS * float64(time.Second))
+	if timeout < 0 || timeout > t.cfg.MaxTimeout {
+		return nil, ExecuteOutput{}, fmt.Errorf("timeout_s must be between 0 and %g seconds", t.cfg.MaxTimeout.Seconds())
+	}
+	language := strings.ToLower(strings.TrimSpace(in.Language))
+	if language == "" && in.Context == "" {
+		language = "python"
+	}
+	id, created, err := t.session(ctx, in.SessionID, language)
+	if err != nil {
+		return nil, ExecuteOutput{}, err
+	}
+	x, err := t.b.Execute(ctx, id, in.Code, client.ExecuteOptions{Timeout: timeout, Language: language, Context: in.Context})
+	if err != nil {
+		return nil, ExecuteOutput{}, explain(err, id, "")
+	}
+	note := ""
+	if created {
+		note = newSessionNote(id, language)
+	}
+	res := formatExecution(x, note, t.cfg)
+	t.log.Debug().Str("tool", "execute_code").Str("session", id).Str("language", language).Str("status", x.Status).
+		Int("content", len(res.Content)).Dur("took", time.Since(start)).Msg("mcp tool")
+	return res, ExecuteOutput{SessionID: id, SessionCreated: created, Status: x.Status, ExecutionCount: x.ExecutionCount, Language: language}, nil
+}
+
+func (t *tools) languages(ctx context.Context, _ *sdk.CallToolRequest, _ noInput) (*sdk.CallToolResult, any, error) {
+	ks, err := t.b.Kernels(ctx)
+	if err != nil {
+		return nil, nil, explain(err, "", "")
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "execute_code runs %d languages here (language: also accepted; kernel):\n", len(ks))
+	for _, k := range ks {
+		var also []string
+		for _, a := range k.Aliases {
+			if a != k.Name {
+				also = append(also, a)
+			}
+		}
+		fmt.Fprintf(&b, "%s: %s; %s\n", k.Name, strings.Join(also, ", "), k.DisplayName)
+	}
+	return textResult(b.String()), nil, nil
 }
 
 func (t *tools) upload(ctx context.Context, _ *sdk.CallToolRequest, in uploadInput) (*sdk.CallToolResult, any, error) {
@@ -248,7 +347,7 @@ func (t *tools) upload(ctx context.Context, _ *sdk.CallToolRequest, in uploadInp
 	if len(data) > t.cfg.MaxUploadBytes {
 		return nil, nil, fmt.Errorf("the file is %d bytes; upload_file takes at most %d", len(data), t.cfg.MaxUploadBytes)
 	}
-	id, created, err := t.session(ctx, in.SessionID)
+	id, created, err := t.session(ctx, in.SessionID, "")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -258,7 +357,7 @@ func (t *tools) upload(ctx context.Context, _ *sdk.CallToolRequest, in uploadInp
 	}
 	msg := fmt.Sprintf("Wrote %s to %s in session %s; the code opens it as %q.", humanBytes(fi.Size), fi.Path, id, fi.Path)
 	if created {
-		msg = newSessionNote(id) + "\n" + msg
+		msg = newSessionNote(id, "Python") + "\n" + msg
 	}
 	return textResult(msg), nil, nil
 }
@@ -373,7 +472,7 @@ func (t *tools) edit(ctx context.Context, req *sdk.CallToolRequest, in editInput
 	if strings.TrimSpace(in.Path) == "" {
 		return nil, nil, errors.New("path is required: the file to view or edit, relative to the workspace (e.g. src/app.py)")
 	}
-	id, created, err := t.session(ctx, in.SessionID)
+	id, created, err := t.session(ctx, in.SessionID, "")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -388,7 +487,7 @@ func (t *tools) edit(ctx context.Context, req *sdk.CallToolRequest, in editInput
 	}
 	var b strings.Builder
 	if created {
-		b.WriteString(newSessionNote(id) + "\n")
+		b.WriteString(newSessionNote(id, "Python") + "\n")
 	}
 	size := fmt.Sprintf("%d lines, %s", res.Lines, humanBytes(res.Size))
 	switch res.Command {
@@ -442,14 +541,57 @@ func explainEdit(err error, sessionID, path string) error {
 	return explain(err, sessionID, path)
 }
 
-func (t *tools) restart(ctx context.Context, _ *sdk.CallToolRequest, in sessionInput) (*sdk.CallToolResult, any, error) {
+// restart restarts every kernel of the session, or those of one language.
+func (t *tools) restart(ctx context.Context, _ *sdk.CallToolRequest, in restartInput) (*sdk.CallToolResult, any, error) {
 	if err := needSession(in.SessionID); err != nil {
 		return nil, nil, err
 	}
-	if err := t.b.Restart(ctx, in.SessionID); err != nil {
+	kernel := ""
+	if in.Language != "" {
+		ks, err := t.b.Kernels(ctx)
+		if err != nil {
+			return nil, nil, explain(err, "", "")
+		}
+		if kernel = kernelNamed(ks, in.Language); kernel == "" {
+			return nil, nil, fmt.Errorf("unknown language %q: list_languages says which this gateway runs", in.Language)
+		}
+	}
+	cxs, err := t.b.Contexts(ctx, in.SessionID)
+	if err != nil {
 		return nil, nil, explain(err, in.SessionID, "")
 	}
-	return textResult(fmt.Sprintf("Restarted session %s: variables and imports are gone, workspace files are kept.", in.SessionID)), nil, nil
+	var done []string
+	for _, cx := range cxs {
+		if kernel != "" && cx.Language != kernel {
+			continue
+		}
+		if err := t.b.RestartContext(ctx, in.SessionID, cx.ID); err != nil {
+			return nil, nil, explain(err, in.SessionID, "")
+		}
+		done = append(done, cx.Language)
+	}
+	if len(done) == 0 {
+		return textResult(fmt.Sprintf("Session %s has no %s kernel: nothing to restart (execute_code starts one on first use).", in.SessionID, in.Language)), nil, nil
+	}
+	return textResult(fmt.Sprintf("Restarted session %s (%s): variables and imports are gone, workspace files are kept.",
+		in.SessionID, strings.Join(done, ", "))), nil, nil
+}
+
+// kernelNamed returns the name of the kernel of ks that name (a name or an
+// alias, any case) stands for, or "".
+func kernelNamed(ks []client.Kernel, name string) string {
+	name = strings.ToLower(strings.TrimSpace(name))
+	for _, k := range ks {
+		if k.Name == name {
+			return k.Name
+		}
+		for _, a := range k.Aliases {
+			if a == name {
+				return k.Name
+			}
+		}
+	}
+	return ""
 }
 
 func (t *tools) close(ctx context.Context, _ *sdk.CallToolRequest, in sessionInput) (*sdk.CallToolResult, any, error) {
@@ -486,6 +628,8 @@ func explain(err error, sessionID, path string) error {
 	switch {
 	case ae.Code == "not_found":
 		return fmt.Errorf("session %q does not exist (sessions end when closed or after some idle time). Call execute_python without session_id to start a new one", sessionID)
+	case ae.Code == "context_not_found":
+		return fmt.Errorf("no such context in session %s; omit context to run in the kernel of the code's language (%s)", sessionID, ae.Message)
 	case ae.Code == "file_not_found":
 		return fmt.Errorf("%q is not in the workspace of session %s (list_files shows what is there): %s", path, sessionID, ae.Message)
 	case ae.Code == "bad_path":

@@ -26,9 +26,10 @@ import (
 const mcpUsage = `usage: glassroom mcp [--url URL] [--api-key KEY]
        glassroom mcp --embedded [-- serve flags]
 
-Serves glassroom's MCP tools (execute_python, upload_file, read_file,
-list_files, restart_session, close_session) over stdio, for desktop AI
-clients. It talks to the gateway at --url (GLASSROOM_URL, default
+Serves glassroom's MCP tools (execute_python, execute_code,
+list_languages, upload_file, read_file, list_files, edit_file,
+restart_session, close_session) over stdio, for desktop AI clients. It
+talks to the gateway at --url (GLASSROOM_URL, default
 http://127.0.0.1:8888) with --api-key (GLASSROOM_API_KEY), or with
 --embedded runs a gateway inside this process (no port is opened),
 configured by the serve flags after "--" and their GLASSROOM_* twins;

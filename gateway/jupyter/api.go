@@ -15,14 +15,12 @@ import (
 	"github.com/glassroom/glassroom/gateway/internal/httperr"
 	"github.com/glassroom/glassroom/gateway/internal/tenant"
 	"github.com/glassroom/glassroom/gateway/internal/wsconn"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
 )
-
-// kernelName is the one kernel spec glassroom serves.
-const kernelName = "python3"
 
 // apiVersion is what GET /api reports: the version of the Jupyter
 // Server REST API the routes follow.
@@ -170,27 +168,60 @@ type kernelSpecFile struct {
 	Metadata      map[string]any    `json:"metadata"`
 }
 
-func (a *API) kernelSpec() kernelSpec {
-	return kernelSpec{Name: kernelName, Resources: map[string]string{}, Spec: kernelSpecFile{
-		Argv:          []string{"python3", "-I", "-m", "ipykernel_launcher", "-f", "{connection_file}"},
-		DisplayName:   "Python 3 (glassroom)",
-		Language:      "python",
+// kernelArgv is how each kernel is launched inside the sandbox, for the
+// spec's argv (clients show it; glassroom launches its kernels itself).
+func kernelArgv(name string) []string {
+	switch name {
+	case "python3":
+		return []string{"python3", "-I", "-m", "ipykernel_launcher", "-f", "{connection_file}"}
+	case "r":
+		return []string{"R", "--slave", "-e", "IRkernel::main()", "--args", "{connection_file}"}
+	case "javascript", "typescript":
+		return []string{"deno", "jupyter", "--kernel", "--conn", "{connection_file}"}
+	case "bash": // glassroom's own kernel (kernel/runtime/sandbox/bashkernel.py)
+		return []string{"python3", "-I", "bashkernel.py", "-f", "{connection_file}"}
+	}
+	return []string{name, "{connection_file}"}
+}
+
+// kernelSpecOf is the spec of an installed kernel: its name, language and
+// display name as GET /v1/kernels gives them, and in its metadata the
+// runtime and the aliases POST /api/kernels also takes.
+func (a *API) kernelSpecOf(k sandbox.KernelSpec) kernelSpec {
+	meta := map[string]any{"runtime": a.mgr.RuntimeName()}
+	if len(k.Aliases) > 0 {
+		meta["aliases"] = k.Aliases
+	}
+	return kernelSpec{Name: k.Name, Resources: map[string]string{}, Spec: kernelSpecFile{
+		Argv:          kernelArgv(k.Name),
+		DisplayName:   k.DisplayName + " (glassroom)",
+		Language:      k.Language,
 		InterruptMode: "message",
 		Env:           map[string]string{},
-		Metadata:      map[string]any{"glassroom": map[string]string{"runtime": a.mgr.RuntimeName()}},
+		Metadata:      map[string]any{"glassroom": meta},
 	}}
 }
 
+// kernelSpecs lists every kernel the gateway's runtime has installed;
+// the default is Python's.
 func (a *API) kernelSpecs(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]any{"default": kernelName,
-		"kernelspecs": map[string]kernelSpec{kernelName: a.kernelSpec()}})
+	specs := map[string]kernelSpec{}
+	for _, k := range a.mgr.InstalledKernels() {
+		specs[k.Name] = a.kernelSpecOf(k)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"default": sandbox.DefaultKernel, "kernelspecs": specs})
 }
 
 func (a *API) getKernelSpec(c echo.Context) error {
-	if c.Param("name") != kernelName {
-		return httperr.New(http.StatusNotFound, "not_found", "no kernel spec named %q (glassroom serves %q)", c.Param("name"), kernelName)
+	installed := a.mgr.InstalledKernels()
+	names := make([]string, 0, len(installed))
+	for _, k := range installed {
+		if k.Name == c.Param("name") {
+			return c.JSON(http.StatusOK, a.kernelSpecOf(k))
+		}
+		names = append(names, k.Name)
 	}
-	return c.JSON(http.StatusOK, a.kernelSpec())
+	return httperr.New(http.StatusNotFound, "not_found", "no kernel spec named %q (installed: %s)", c.Param("name"), strings.Join(names, ", "))
 }
 
 // kernelModel is a kernel as the Jupyter Server API describes it.
@@ -204,7 +235,7 @@ type kernelModel struct {
 
 func kernelModelOf(sess *sessions.Session) kernelModel {
 	info := sess.Info()
-	return kernelModel{ID: kernelID(info.ID), Name: kernelName, LastActivity: formatDate(sess.LastActivity()),
+	return kernelModel{ID: kernelID(info.ID), Name: sess.Kernel(), LastActivity: formatDate(sess.LastActivity()),
 		ExecutionState: string(info.State), Connections: sess.Clients()}
 }
 
@@ -248,8 +279,9 @@ func (a *API) listKernels(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-// startKernelRequest is the body of POST /api/kernels. Other members (path,
-// ...) are accepted and ignored.
+// startKernelRequest is the body of POST /api/kernels: Name is the kernel
+// spec's (or an alias GET /v1/kernels lists; "" is Python), the session's
+// first kernel. Other members (path, ...) are accepted and ignored.
 type startKernelRequest struct {
 	Name string                     `json:"name"`
 	Env  map[string]json.RawMessage `json:"env"`
@@ -270,10 +302,12 @@ func (a *API) startKernel(c echo.Context) error {
 			return httperr.New(http.StatusBadRequest, "bad_request", "invalid JSON body: %s", err.Error())
 		}
 	}
-	if req.Name != "" && req.Name != kernelName {
-		return httperr.New(http.StatusNotFound, "not_found", "no kernel spec named %q (glassroom serves %q)", req.Name, kernelName)
+	// An unknown or uninstalled name is a 400 that says which are installed.
+	kernel, err := a.mgr.ResolveKernel(req.Name)
+	if err != nil {
+		return err
 	}
-	sess, err := a.mgr.Create(c.Request().Context(), tenant.Of(c), sessions.CreateOptions{Env: kernelEnv(req.Env)})
+	sess, err := a.mgr.Create(c.Request().Context(), tenant.Of(c), sessions.CreateOptions{Kernel: kernel, Env: kernelEnv(req.Env)})
 	if err != nil {
 		return err
 	}

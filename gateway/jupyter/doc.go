@@ -11,8 +11,11 @@
 //
 //   - api.go: API, its Config and routes, authentication (Authorization:
 //     token or Bearer; ?token= on WebSocket upgrades), /api,
-//     /api/kernelspecs and the /api/kernels REST calls, the Jupyter error
-//     shape (IsPath, ErrorOf).
+//     /api/kernelspecs (one spec per kernel the runtime has installed:
+//     python3, r, javascript, typescript, bash) and the /api/kernels REST
+//     calls (a kernel's name is its session's first kernel; an unknown or
+//     uninstalled name is a 400), the Jupyter error shape (IsPath,
+//     ErrorOf).
 //   - conn.go: the channels WebSocket (GET /api/kernels/{id}/channels),
 //     one conn per connection with its three goroutines, and how its
 //     messages relate to the session.

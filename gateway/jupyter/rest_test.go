@@ -60,6 +60,16 @@ func jupyterREST(t *testing.T, e *env) {
 		specs.Kernelspecs["python3"].Name != "python3" || specs.Kernelspecs["python3"].Resources == nil {
 		t.Fatalf("kernelspecs: %d %+v", st, specs)
 	}
+	// Every installed kernel, and only those, with its language.
+	installed := e.g.Manager.InstalledKernels()
+	if len(specs.Kernelspecs) != len(installed) {
+		t.Fatalf("kernelspecs %+v, installed %+v", specs.Kernelspecs, installed)
+	}
+	for _, k := range installed {
+		if s := specs.Kernelspecs[k.Name]; s.Name != k.Name || s.Spec.Language != k.Language || len(s.Spec.Argv) == 0 {
+			t.Errorf("kernelspec of %s: %+v", k.Name, s)
+		}
+	}
 	var je jupyterErr
 	for path, want := range map[string]int{
 		"/api/kernelspecs/python3": http.StatusOK, "/api/kernelspecs/julia": http.StatusNotFound,
@@ -141,10 +151,21 @@ func jupyterREST(t *testing.T, e *env) {
 	}
 	c.close()
 
-	for body, want := range map[string]int{`{"name":"julia"}`: http.StatusNotFound, `{"name":`: http.StatusBadRequest} {
-		if st := e.jupyterCall("token "+keyA, "POST", "/api/kernels", body, &je); st != want || je.Message == "" {
+	// A kernel name the gateway does not run is a 400 that says why.
+	for body, want := range map[string]string{`{"name":"julia"}`: `unknown language "julia"`, `{"name":"java"}`: "java is not installed",
+		`{"name":`: "invalid JSON"} {
+		je = jupyterErr{}
+		if st := e.jupyterCall("token "+keyA, "POST", "/api/kernels", body, &je); st != http.StatusBadRequest || !strings.Contains(je.Message, want) || je.Reason != "Bad Request" {
 			t.Errorf("POST %s: %d %+v", body, st, je)
 		}
+	}
+	// An alias names its kernel; the model says the kernel's name.
+	alias := e.startKernel(keyA, map[string]any{"name": "python"})
+	if alias.Name != "python3" {
+		t.Errorf("kernel started as python: %+v", alias)
+	}
+	if st := e.jupyterCall("token "+keyA, "DELETE", "/api/kernels/"+alias.ID, nil, nil); st != http.StatusNoContent {
+		t.Errorf("delete %s: %d", alias.ID, st)
 	}
 	if st := e.jupyterCall("token "+keyA, "POST", "/api/kernels/"+k.ID+"/interrupt", nil, nil); st != http.StatusNoContent {
 		t.Errorf("interrupt: %d", st)

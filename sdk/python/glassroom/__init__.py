@@ -1,4 +1,5 @@
-"""glassroom: persistent, sandboxed Python for agents and code interpreters.
+"""glassroom: persistent, sandboxed interpreters (Python, R, JavaScript,
+TypeScript, Bash) for agents and code interpreters.
 
 A client of a glassroom gateway, shaped like E2B's code-interpreter SDK::
 
@@ -6,13 +7,15 @@ A client of a glassroom gateway, shaped like E2B's code-interpreter SDK::
 
     with Sandbox() as sbx:          # GLASSROOM_URL, GLASSROOM_API_KEY
         print(sbx.run_code("x = 41\\nx + 1").text)   # 42
+        print(sbx.run_code("cat(6 * 7)", language="r").logs.stdout)   # ['42']
 """
 
 from .async_sandbox import AsyncFilesystem, AsyncSandbox
 from .exceptions import (AuthenticationException, ConflictException, InvalidArgumentException, NotEnoughSpaceException,
                          NotFoundException, RateLimitException, SandboxException, TimeoutException)
 from .files import FileStream, Filesystem
-from .models import (EntryInfo, Execution, ExecutionError, FileChange, FileType, Logs, OutputMessage, Result,
+from .files import WORKSPACE
+from .models import (Context, EntryInfo, Execution, ExecutionError, FileChange, FileType, Logs, OutputMessage, Result,
                      SandboxInfo, WriteInfo)
 from .sandbox import OutputHandler, Sandbox
 
@@ -21,7 +24,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Sandbox", "AsyncSandbox", "Filesystem", "AsyncFilesystem", "FileStream",
     "Execution", "ExecutionError", "Logs", "Result", "OutputMessage", "OutputHandler", "FileChange",
-    "EntryInfo", "WriteInfo", "FileType", "SandboxInfo",
+    "EntryInfo", "WriteInfo", "FileType", "SandboxInfo", "Context", "WORKSPACE",
     "SandboxException", "TimeoutException", "NotFoundException", "AuthenticationException",
     "InvalidArgumentException", "ConflictException", "RateLimitException", "NotEnoughSpaceException",
 ]

@@ -11,7 +11,7 @@ from typing import IO, Any, Awaitable, Callable, Dict, List, Mapping, Optional, 
 
 from ._edit import EditResult
 from .files import Filesystem
-from .models import EntryInfo, Execution, SandboxInfo, WriteInfo
+from .models import Context, EntryInfo, Execution, SandboxInfo, WriteInfo
 from .sandbox import Sandbox
 
 A = TypeVar("A", bound="AsyncSandbox")
@@ -63,9 +63,9 @@ class AsyncSandbox:
     @classmethod
     async def create(cls: Type[A], api_key: Optional[str] = None, base_url: Optional[str] = None, timeout: Optional[float] = None,
                      envs: Optional[Mapping[str, str]] = None, limits: Optional[Mapping[str, Any]] = None,
-                     request_timeout: Optional[float] = None) -> A:
+                     request_timeout: Optional[float] = None, language: Optional[str] = None) -> A:
         """Starts a new session (see ``Sandbox``)."""
-        return cls(await asyncio.to_thread(Sandbox.create, api_key, base_url, timeout, envs, limits, request_timeout))
+        return cls(await asyncio.to_thread(Sandbox.create, api_key, base_url, timeout, envs, limits, request_timeout, language))
 
     @classmethod
     async def connect(cls: Type[A], sandbox_id: str, api_key: Optional[str] = None, base_url: Optional[str] = None,
@@ -98,13 +98,27 @@ class AsyncSandbox:
     async def is_running(self) -> bool:
         return await asyncio.to_thread(self._sbx.is_running)
 
-    async def interrupt(self) -> None:
-        await asyncio.to_thread(self._sbx.interrupt)
+    async def interrupt(self, context: Optional[Union[Context, str]] = None) -> None:
+        await asyncio.to_thread(self._sbx.interrupt, context)
 
     async def restart(self) -> None:
         await asyncio.to_thread(self._sbx.restart)
 
-    async def run_code(self, code: str, language: Optional[str] = None,
+    async def create_code_context(self, cwd: Optional[str] = None, language: Optional[str] = None,
+                                  request_timeout: Optional[float] = None) -> Context:
+        """Starts a new context (see ``Sandbox.create_code_context``)."""
+        return await asyncio.to_thread(self._sbx.create_code_context, cwd, language, request_timeout)
+
+    async def list_code_contexts(self) -> List[Context]:
+        return await asyncio.to_thread(self._sbx.list_code_contexts)
+
+    async def remove_code_context(self, context: Union[Context, str]) -> None:
+        await asyncio.to_thread(self._sbx.remove_code_context, context)
+
+    async def restart_code_context(self, context: Union[Context, str]) -> None:
+        await asyncio.to_thread(self._sbx.restart_code_context, context)
+
+    async def run_code(self, code: str, language: Optional[str] = None, context: Optional[Union[Context, str]] = None,
                        on_stdout: Optional[AsyncOutputHandler] = None, on_stderr: Optional[AsyncOutputHandler] = None,
                        on_result: Optional[AsyncOutputHandler] = None, on_error: Optional[AsyncOutputHandler] = None,
                        timeout: Optional[float] = None, request_timeout: Optional[float] = None) -> Execution:
@@ -124,7 +138,7 @@ class AsyncSandbox:
                 asyncio.run_coroutine_threadsafe(call(item), loop).result()
             return wrapped
 
-        kw: Dict[str, Any] = dict(language=language, on_stdout=on_loop(on_stdout), on_stderr=on_loop(on_stderr),
+        kw: Dict[str, Any] = dict(language=language, context=context, on_stdout=on_loop(on_stdout), on_stderr=on_loop(on_stderr),
                                   on_result=on_loop(on_result), on_error=on_loop(on_error), timeout=timeout,
                                   request_timeout=request_timeout)
         return await asyncio.to_thread(self._sbx.run_code, code, **kw)

@@ -10,26 +10,36 @@ from ._http import Connection, quote_path, session_path
 from .exceptions import InvalidArgumentException, NotFoundException
 from .models import EntryInfo, FileType, WriteInfo, file_type, iter_chunks, parse_time
 
-WORKSPACE = "/workspace"
+WORKSPACE = "/home/user"
+"""The workspace's path inside the sandbox: the kernels' working directory and HOME."""
+
+WORKSPACE_ALIAS = "/workspace"
+"""The same directory under its other name."""
 
 
 def clean_path(path: Union[str, "os.PathLike[str]"]) -> str:
     """Maps a path to the gateway's workspace-relative form.
 
-    Relative paths are relative to the workspace (the kernel's working
-    directory); an absolute path must lie under /workspace.
+    Relative paths are relative to the workspace (the kernels' working
+    directory); an absolute path must lie under /home/user (or /workspace,
+    the same directory).
     """
     p = os.fspath(path)
     if not isinstance(p, str):
         raise InvalidArgumentException("paths must be str")
     if p.startswith("/"):
         norm = posixpath.normpath(p)
-        if norm == WORKSPACE:
-            return ""
-        if not norm.startswith(WORKSPACE + "/"):
+        if norm.startswith("//"):  # POSIX keeps a leading "//"
+            norm = "/" + norm.lstrip("/")
+        for root in (WORKSPACE, WORKSPACE_ALIAS):
+            if norm == root:
+                return ""
+            if norm.startswith(root + "/"):
+                p = norm[len(root) + 1:]
+                break
+        else:
             raise InvalidArgumentException(
-                f"{p!r}: glassroom paths are relative to the session's workspace ({WORKSPACE}, the kernel's working directory)")
-        p = norm[len(WORKSPACE) + 1:]
+                f"{p!r}: glassroom paths are relative to the session's workspace ({WORKSPACE}, the kernels' working directory)")
     while p.startswith("./"):
         p = p[2:]
     return "" if p in (".", "") else p.rstrip("/")
@@ -193,4 +203,4 @@ def _stream(f: IO[Any]) -> Iterator[bytes]:
         yield chunk.encode("utf-8") if isinstance(chunk, str) else bytes(chunk)
 
 
-__all__ = ["Filesystem", "FileStream", "clean_path"]
+__all__ = ["Filesystem", "FileStream", "clean_path", "WORKSPACE"]

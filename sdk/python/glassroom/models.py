@@ -258,6 +258,30 @@ class SandboxInfo:
     limits: Dict[str, Any]
     paused: bool = False
     """The idle kernel is frozen; the next request thaws it."""
+    language: str = "python3"
+    """The language of the session's first context (its kernel's name)."""
+
+
+@dataclass
+class Context:
+    """A code context: one kernel of the sandbox, with its own language,
+    working directory and variables (E2B's ``Context``). Every context of a
+    sandbox shares its files and limits. The sandbox's first context has
+    the id ``"default"``."""
+
+    id: str
+    language: str
+    """The kernel's name: python3, r, javascript, typescript or bash."""
+    cwd: str
+    """The kernel's working directory, under /home/user."""
+    state: str = "idle"
+    default: bool = False
+    """Code that names only this language (``run_code(language=...)``) runs here."""
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "Context":
+        return cls(id=str(data.get("id", "")), language=str(data.get("language", "")), cwd=str(data.get("cwd", "")),
+                   state=str(data.get("state", "idle")), default=bool(data.get("default")))
 
 
 _FRACTION = re.compile(r"(\.\d{6})\d+")
@@ -286,7 +310,7 @@ def sandbox_info(s: Dict[str, Any]) -> SandboxInfo:
         sandbox_id=str(s.get("id", "")), state=str(s.get("state", "")), runtime=str(s.get("runtime", "")),
         started_at=parse_time(s.get("created_at")), end_at=parse_time(s.get("expires_at")),
         idle_timeout_s=int(s.get("idle_timeout_s") or 0), queued=int(s.get("queued") or 0),
-        limits=dict(s.get("limits") or {}), paused=bool(s.get("paused")),
+        limits=dict(s.get("limits") or {}), paused=bool(s.get("paused")), language=str(s.get("language") or "python3"),
     )
 
 

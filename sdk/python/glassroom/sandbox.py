@@ -3,13 +3,14 @@
 import functools
 import json
 import time
+import urllib.parse
 import uuid
-from typing import Any, Callable, Dict, List, Mapping, Optional, Type, TypeVar
+from typing import Any, Callable, Dict, List, Mapping, Optional, Type, TypeVar, Union
 
 from ._http import Connection, session_path
 from .exceptions import InvalidArgumentException, NotFoundException, SandboxException, TimeoutException
 from .files import Filesystem
-from .models import Execution, ExecutionError, FileChange, OutputMessage, Result, SandboxInfo, sandbox_info
+from .models import Context, Execution, ExecutionError, FileChange, OutputMessage, Result, SandboxInfo, sandbox_info
 
 T = TypeVar("T")
 S = TypeVar("S", bound="Sandbox")
@@ -50,7 +51,7 @@ class Sandbox:
 
     def __init__(self, api_key: Optional[str] = None, base_url: Optional[str] = None, timeout: Optional[float] = None,
                  envs: Optional[Mapping[str, str]] = None, limits: Optional[Mapping[str, Any]] = None,
-                 request_timeout: Optional[float] = None, **kwargs: Any) -> None:
+                 request_timeout: Optional[float] = None, language: Optional[str] = None, **kwargs: Any) -> None:
         """Starts a new session.
 
         :param timeout: seconds the session may stay idle before the gateway
@@ -58,6 +59,9 @@ class Sandbox:
         :param envs: environment variables of the kernel
         :param limits: ``memory_mb``, ``cpus``, ``pids``, ``workspace_mb``
         :param request_timeout: seconds to wait for the gateway on each call (default 60)
+        :param language: the language of the session's first context, the
+            one ``run_code`` uses when given neither language nor context
+            (default Python); other languages start on first use
         """
         conn = Connection(api_key, base_url, request_timeout)
         attach = kwargs.pop("_attach", None)
@@ -71,6 +75,8 @@ class Sandbox:
                 body["env"] = dict(envs)
             if limits:
                 body["limits"] = dict(limits)
+            if language:
+                body["language"] = language
             attach = conn.call("POST", "/v1/sessions", json_body=body, ok=(201,))
         self._conn = conn
         self._info = attach
@@ -80,9 +86,10 @@ class Sandbox:
     @classmethod
     def create(cls: Type[S], api_key: Optional[str] = None, base_url: Optional[str] = None, timeout: Optional[float] = None,
                envs: Optional[Mapping[str, str]] = None, limits: Optional[Mapping[str, Any]] = None,
-               request_timeout: Optional[float] = None) -> S:
+               request_timeout: Optional[float] = None, language: Optional[str] = None) -> S:
         """Starts a new session (the same as ``Sandbox(...)``)."""
-        return cls(api_key=api_key, base_url=base_url, timeout=timeout, envs=envs, limits=limits, request_timeout=request_timeout)
+        return cls(api_key=api_key, base_url=base_url, timeout=timeout, envs=envs, limits=limits, request_timeout=request_timeout,
+                   language=language)
 
     @classmethod
     def connect(cls: Type[S], sandbox_id: str, api_key: Optional[str] = None, base_url: Optional[str] = None,
@@ -150,21 +157,65 @@ class Sandbox:
         except NotFoundException:
             return False
 
-    def interrupt(self) -> None:
-        """Interrupts the running code (it raises KeyboardInterrupt)."""
-        self._conn.call("POST", session_path(self.sandbox_id, "interrupt"), ok=(204,))
+    def interrupt(self, context: Optional[Union[Context, str]] = None) -> None:
+        """Interrupts the running code (Python raises KeyboardInterrupt): of
+        every context, or of ``context`` only."""
+        query = {"context": _context_id(context)} if context is not None else None
+        self._conn.call("POST", session_path(self.sandbox_id, "interrupt"), query=query, ok=(204,))
 
     def restart(self) -> None:
-        """Restarts the kernel: same session, variables gone, files kept."""
+        """Restarts the first context's kernel: same session, its variables
+        gone, files kept (``restart_code_context`` restarts another)."""
         self._conn.call("POST", session_path(self.sandbox_id, "restart"), ok=(204,))
 
-    def run_code(self, code: str, language: Optional[str] = None,
+    def create_code_context(self, cwd: Optional[str] = None, language: Optional[str] = None,
+                            request_timeout: Optional[float] = None) -> Context:
+        """Starts a new context: another kernel in this sandbox with its own
+        variables, sharing the sandbox's files. Run code in it with
+        ``run_code(code, context=ctx)``.
+
+        :param cwd: the kernel's working directory: /home/user (the default),
+            or a directory under it (absolute, or relative to it), made if
+            it does not exist
+        :param language: python (the default), r, javascript (js),
+            typescript (ts) or bash
+        """
+        body: Dict[str, Any] = {"language": language or "python"}
+        if cwd:
+            body["cwd"] = cwd
+        kw: Dict[str, Any] = {} if request_timeout is None else {"timeout": request_timeout}
+        out = self._conn.call("POST", session_path(self.sandbox_id, "contexts"), json_body=body, ok=(201,), **kw)
+        return Context.from_json(out)
+
+    def list_code_contexts(self) -> List[Context]:
+        """The sandbox's contexts, its first (id ``"default"``) first."""
+        out = self._conn.call("GET", session_path(self.sandbox_id, "contexts"))
+        return [Context.from_json(c) for c in out.get("contexts") or []]
+
+    def remove_code_context(self, context: Union[Context, str]) -> None:
+        """Stops a context's kernel; the others keep running. The first
+        context cannot be removed (kill the sandbox instead)."""
+        self._conn.call("DELETE", session_path(self.sandbox_id, "contexts", _quoted(context)), ok=(204,))
+
+    def restart_code_context(self, context: Union[Context, str]) -> None:
+        """Restarts a context's kernel: its variables are gone, the other
+        contexts keep theirs."""
+        self._conn.call("POST", session_path(self.sandbox_id, "contexts", _quoted(context), "restart"), ok=(204,))
+
+    def run_code(self, code: str, language: Optional[str] = None, context: Optional[Union[Context, str]] = None,
                  on_stdout: Optional[OutputHandler[OutputMessage]] = None,
                  on_stderr: Optional[OutputHandler[OutputMessage]] = None,
                  on_result: Optional[OutputHandler[Result]] = None,
                  on_error: Optional[OutputHandler[ExecutionError]] = None,
                  timeout: Optional[float] = None, request_timeout: Optional[float] = None) -> Execution:
-        """Runs Python code in the session's kernel; variables persist between calls.
+        """Runs code in one of the sandbox's kernels; variables persist
+        between calls.
+
+        ``context`` (a Context or its id) runs it in that context;
+        ``language`` (python, r, javascript or js, typescript or ts, bash)
+        in that language's default context, started on its first use;
+        neither, in the first context (Python unless the sandbox was created
+        with another language). Given both, they must agree.
 
         With callbacks, output streams over a WebSocket and each callback is
         called as output arrives; without, one REST call returns it all.
@@ -174,18 +225,20 @@ class Sandbox:
         ``execution`` holds the output so far. ``input()`` reads an empty
         line over the WebSocket and fails over REST.
 
-        :param language: only "python" (or None) is supported
         :param request_timeout: seconds the SDK waits for the gateway without
             hearing from it (default: no limit for REST, 300 s for the WebSocket)
         """
-        if language not in (None, "python", "py", "python3"):
-            raise InvalidArgumentException(f"glassroom runs Python only, not {language!r}")
+        where: Dict[str, str] = {}
+        if language:
+            where["language"] = language
+        if context is not None:
+            where["context"] = _context_id(context)
         if timeout is not None and timeout <= 0:
             timeout = None
         if on_stdout or on_stderr or on_result or on_error:
-            x = self._run_ws(code, on_stdout, on_stderr, on_result, on_error, timeout, request_timeout)
+            x = self._run_ws(code, where, on_stdout, on_stderr, on_result, on_error, timeout, request_timeout)
         else:
-            x = self._run_rest(code, timeout, request_timeout)
+            x = self._run_rest(code, where, timeout, request_timeout)
         if x.status == "timeout":
             raise TimeoutException(f"execution ran past its timeout and was interrupted ({x.reason or 'timeout'})",
                                    code="timeout", execution=x)
@@ -195,8 +248,8 @@ class Sandbox:
             x.error = ExecutionError("KeyboardInterrupt", x.reason or "interrupted", "")
         return x
 
-    def _run_rest(self, code: str, timeout: Optional[float], request_timeout: Optional[float]) -> Execution:
-        body: Dict[str, Any] = {"code": code}
+    def _run_rest(self, code: str, where: Dict[str, str], timeout: Optional[float], request_timeout: Optional[float]) -> Execution:
+        body: Dict[str, Any] = {"code": code, **where}
         if timeout is not None:
             body["timeout_s"] = timeout
         out = self._conn.call("POST", session_path(self.sandbox_id, "execute"), json_body=body, timeout=request_timeout)
@@ -206,7 +259,7 @@ class Sandbox:
         _finish(x, out)
         return x
 
-    def _run_ws(self, code: str, on_stdout: Optional[OutputHandler[OutputMessage]],
+    def _run_ws(self, code: str, where: Dict[str, str], on_stdout: Optional[OutputHandler[OutputMessage]],
                 on_stderr: Optional[OutputHandler[OutputMessage]], on_result: Optional[OutputHandler[Result]],
                 on_error: Optional[OutputHandler[ExecutionError]], timeout: Optional[float],
                 request_timeout: Optional[float]) -> Execution:
@@ -224,8 +277,9 @@ class Sandbox:
         except (OSError, websocket.WebSocketException) as e:
             raise SandboxException(f"could not open a WebSocket to {self._conn.base_url}: {e}") from e
         x = Execution()
+        ran_in = where.get("context", "default")  # the context that runs it, from its events
         try:
-            frame: Dict[str, Any] = {"type": "execute", "id": eid, "code": code}
+            frame: Dict[str, Any] = {"type": "execute", "id": eid, "code": code, **where}
             if timeout is not None:
                 frame["timeout_s"] = timeout
             ws.send(json.dumps(frame))
@@ -233,7 +287,7 @@ class Sandbox:
                 try:
                     raw = ws.recv()
                 except KeyboardInterrupt:
-                    ws.send(json.dumps({"type": "interrupt"}))
+                    ws.send(json.dumps({"type": "interrupt", "context": ran_in}))
                     raise
                 except websocket.WebSocketTimeoutException as e:
                     raise TimeoutException(f"no word from the gateway for {request_timeout or 300} s") from e
@@ -244,6 +298,8 @@ class Sandbox:
                 ev = json.loads(raw)
                 if not isinstance(ev, dict) or ev.get("id") != eid:
                     continue
+                if ev.get("context"):
+                    ran_in = str(ev["context"])
                 kind = ev.get("type")
                 if kind == "rejected":
                     raise SandboxException(f"rejected: {ev.get('code')}: {ev.get('message')}", 0, str(ev.get("code", "")))
@@ -268,6 +324,17 @@ class Sandbox:
                     on_error(item)
         finally:
             ws.close()
+
+
+def _context_id(context: Union[Context, str]) -> str:
+    cid = context.id if isinstance(context, Context) else context
+    if not isinstance(cid, str) or not cid:
+        raise InvalidArgumentException("context must be a Context or a context id")
+    return cid
+
+
+def _quoted(context: Union[Context, str]) -> str:
+    return urllib.parse.quote(_context_id(context), safe="")
 
 
 def _apply(x: Execution, ev: Dict[str, Any]) -> Any:

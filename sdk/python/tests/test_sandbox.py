@@ -124,6 +124,7 @@ class SandboxTest(unittest.TestCase):
         info = f.write("data/in.csv", "a,b\n1,2\n")
         self.assertEqual((info.path, info.name, info.type, info.size), ("data/in.csv", "in.csv", FileType.FILE, 8))
         f.write("/workspace/data/raw.bin", bytes(range(256)))
+        self.assertEqual(f.write("/home/user/data/abs.txt", "abs").path, "data/abs.txt")
         f.write("data/streamed.txt", io.BytesIO(b"x" * 200000))
         self.assertEqual(self.sbx.run_code("import pandas as pd\nint(pd.read_csv('data/in.csv').b.sum())").text, "2")
         self.assertEqual(f.read("data/in.csv"), "a,b\n1,2\n")
@@ -131,7 +132,7 @@ class SandboxTest(unittest.TestCase):
         with f.read("data/streamed.txt", format="stream") as s:
             self.assertEqual(sum(len(c) for c in s), 200000)
         names = {e.path: e for e in f.list("data")}
-        self.assertEqual(set(names), {"data/in.csv", "data/raw.bin", "data/streamed.txt"})
+        self.assertEqual(set(names), {"data/in.csv", "data/raw.bin", "data/streamed.txt", "data/abs.txt"})
         self.assertIsInstance(names["data/in.csv"], EntryInfo)
         self.assertIsInstance(names["data/in.csv"].modified_time, datetime)
         self.assertIn("data/in.csv", {e.path for e in f.list(".", depth=2)})
@@ -192,8 +193,9 @@ class LifecycleTest(unittest.TestCase):
                 Sandbox()
         finally:
             os.environ["GLASSROOM_API_KEY"] = saved
-        with self.assertRaises(InvalidArgumentException):
-            Sandbox().run_code("1", language="r")
+        with Sandbox() as s:
+            with self.assertRaises(InvalidArgumentException):
+                s.run_code("1", language="cobol")
 
     def test_result_model(self) -> None:
         r = Result({"text/plain": "x", "image/png": "AAAA", "application/x-thing": {"a": 1}}, is_main_result=True)
