@@ -1,8 +1,9 @@
-// Package sessions owns the lifecycle of sessions: one sandboxed kernel per
-// session, a per-session execution queue, timeouts, output caps, idle
-// expiry and pause, lifetime and count limits, durability across a
-// gateway restart, and the event log that WebSocket clients replay after
-// a reconnect.
+// Package sessions owns the lifecycle of sessions: one sandbox per
+// session holding one kernel per context (the first, and those started
+// since: Contexts), an execution queue per context, timeouts, output
+// caps, idle expiry and pause, lifetime and count limits, durability
+// across a gateway restart, and the event log that WebSocket clients
+// replay after a reconnect.
 //
 // A Manager (manager.go) holds the sessions of every tenant: it creates
 // them (from the warm pool, pool.go, or cold, at most MaxConcurrentStarts
@@ -40,6 +41,13 @@
 //     the /v1 view: the order of enqueued executions and stop_on_error's
 //     aborts, the execution count and the random id of each kernel
 //     incarnation.
+//   - Contexts (contexts.go) are the session's kernels: its first (the
+//     Session itself) and one more Session per context started in the
+//     same sandbox (sandbox.ContextStarter), each with its own queue,
+//     worker and kernel, sharing the first's sandbox, files, event log,
+//     idle pause and activity. Resolve finds where a request runs (a
+//     context id, a language's default context started on first use, or
+//     the first).
 //
 // The gateway's Jupyter face renders the same sessions for Jupyter
 // clients; what it needs beyond the /v1 view (execute options and parent
