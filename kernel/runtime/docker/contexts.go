@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -177,7 +176,7 @@ func (x *execDriver) Launch(ctx context.Context, inc *sandbox.Incarnation) (sand
 	if err != nil {
 		return nil, fmt.Errorf("%w: docker: start exec in %s: %w", sandbox.ErrUnavailable, d.name, err)
 	}
-	p := &execProcess{x: x, id: created.ID, inc: inc, conn: hj, out: &tailBuffer{max: 16 << 10}, run: run, oom: oom, killed: make(chan struct{})}
+	p := &execProcess{x: x, id: created.ID, inc: inc, conn: hj, out: &sandbox.TailBuffer{Max: 16 << 10}, run: run, oom: oom, killed: make(chan struct{})}
 	x.wg.Add(1)
 	go func() { // owned by the driver: Destroy waits for it; ends when the exec does
 		defer x.wg.Done()
@@ -205,7 +204,7 @@ type execProcess struct {
 	id     string // the exec's
 	inc    *sandbox.Incarnation
 	conn   types.HijackedResponse
-	out    *tailBuffer
+	out    *sandbox.TailBuffer
 	run    *mainRun   // the container's run it was started in
 	oom    oomCounter // the container's OOM kills, to tell one of this kernel
 	killed chan struct{}
@@ -243,7 +242,7 @@ func (p *execProcess) wait() {
 		// container was started again at once.
 		p.conn.Close()
 		if err := <-copied; err != nil { // the stream's end is not the reason
-			p.out.note("(the stream ended: " + err.Error() + ")")
+			p.out.Note("(the stream ended: " + err.Error() + ")")
 		}
 		p.inc.Exit(p.runEnded())
 	}
@@ -404,30 +403,4 @@ func readOOMKills(file string) (int, bool) {
 		}
 	}
 	return 0, false
-}
-
-// tailBuffer keeps the last max bytes written, for start-up diagnostics.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf bytes.Buffer
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf.Write(p)
-	if over := t.buf.Len() - t.max; over > 0 {
-		t.buf.Next(over)
-	}
-	return len(p), nil
-}
-
-// note adds a line of the gateway's own.
-func (t *tailBuffer) note(line string) { _, _ = t.Write([]byte("\n" + line + "\n")) }
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.ToValidUTF8(t.buf.String(), "?")
 }

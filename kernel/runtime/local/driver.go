@@ -1,7 +1,6 @@
 package local
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -43,7 +42,7 @@ type driver struct {
 type process struct {
 	inc    *sandbox.Incarnation
 	cmd    *exec.Cmd
-	stderr *tailBuffer
+	stderr *sandbox.TailBuffer
 	// pidfd refers to the sandbox's pid-namespace init (bwrap's child), or -1.
 	// Once it has exited, every process of the sandbox is gone.
 	pidfd int
@@ -66,7 +65,7 @@ func (d *driver) Launch(_ context.Context, inc *sandbox.Incarnation) (sandbox.Pr
 	if err != nil {
 		return nil, err
 	}
-	p := &process{inc: inc, cmd: cmd, stderr: &tailBuffer{max: 16 << 10}, pidfd: -1, cg: d.cg}
+	p := &process{inc: inc, cmd: cmd, stderr: &sandbox.TailBuffer{Max: 16 << 10}, pidfd: -1, cg: d.cg}
 	if d.cg != nil {
 		p.oomBefore = d.cg.oomKills()
 	}
@@ -397,26 +396,3 @@ func (p *process) Kill(context.Context) error {
 
 // Diagnostics implements sandbox.Process.
 func (p *process) Diagnostics() string { return p.stderr.String() }
-
-// tailBuffer keeps the last max bytes written, for start-up diagnostics.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf bytes.Buffer
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf.Write(p)
-	if over := t.buf.Len() - t.max; over > 0 {
-		t.buf.Next(over)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.buf.String()
-}
