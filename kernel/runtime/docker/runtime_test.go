@@ -587,3 +587,10 @@ func isClosed(c <-chan struct{}) bool {
 		return false
 	}
 }
+
+// TestRichOutput: the python3 kernel's structured rich output (charts of
+// matplotlib figures, DataFrames as JSON) on the kernel image's
+// matplotlib and pandas (runtimetest.RichCells).
+func TestRichOutput(t *testing.T) {
+	runtimetest.RichOutput(t, newRuntime(t, docker.Config{}), "rich-output-"+strconv.FormatInt(time.Now().UnixNano()%1e6, 10))
+}

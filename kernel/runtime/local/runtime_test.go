@@ -733,3 +733,10 @@ func TestContextEgress(t *testing.T) {
 	r := newRuntime(t, local.Config{Common: sandbox.Common{UIDBase: 327000}})
 	runtimetest.ContextEgress(t, r, "context-egress-"+strconv.FormatInt(time.Now().UnixNano()%1e6, 10))
 }
+
+// TestRichOutput: the python3 kernel's structured rich output (charts of
+// matplotlib figures, DataFrames as JSON) on the host's matplotlib and
+// pandas (runtimetest.RichCells).
+func TestRichOutput(t *testing.T) {
+	runtimetest.RichOutput(t, newRuntime(t, local.Config{}), "rich-output-local")
+}

@@ -18,6 +18,20 @@ var launcher string
 //go:embed bashkernel.py
 var bashKernel string
 
+// richOutput is the python3 kernel's structured rich output: display
+// formatters that add a chart's JSON to a matplotlib figure and a
+// frame's JSON to a pandas DataFrame (ChartMIME, DataFrameMIME).
+//
+//go:embed richoutput.py
+var richOutput string
+
+// The MIME types of the python3 kernel's structured rich output, beside
+// image/png and text/html in the same display bundle.
+const (
+	ChartMIME     = "application/vnd.glassroom.chart+json"
+	DataFrameMIME = "application/vnd.glassroom.dataframe+json"
+)
+
 // Paths inside every sandbox.
 const (
 	// IPCDir holds the kernel's unix sockets and its connection file.
@@ -67,13 +81,18 @@ const (
 //
 // The bash kernel is a program of its own (bashkernel.py), which the
 // launcher is given (--code) and runs once it has started the egress
-// forwarder; the bash it drives reads no start-up file.
+// forwarder; the bash it drives reads no start-up file. The python3
+// kernel is given its structured rich output (richoutput.py, --rich),
+// which it registers in IPython before the workspace joins sys.path.
 func KernelArgv(python, kernel, connFile string) []string {
 	if kernel == "" {
 		kernel = DefaultKernel
 	}
 	if kernel == "bash" {
 		return []string{python, "-I", "-B", "-c", launcherCode(), "--kernel", kernel, "--code", bashKernelCode(), "-f", connFile}
+	}
+	if kernel == "python3" {
+		return []string{python, "-I", "-B", "-c", launcherCode(), "--kernel", kernel, "--rich", richOutputCode(), "-f", connFile}
 	}
 	return []string{python, "-I", "-B", "-c", launcherCode(), "--kernel", kernel, "-f", connFile}
 }
@@ -89,6 +108,12 @@ func launcherCode() string {
 // multi-line strings either.
 func bashKernelCode() string {
 	return withoutComments("# glassroom bash kernel\n", bashKernel)
+}
+
+// richOutputCode is richoutput.py stripped like launcherCode; it has no
+// multi-line strings either.
+func richOutputCode() string {
+	return withoutComments("# glassroom rich output\n", richOutput)
 }
 
 // withoutComments returns header followed by src less its comment lines

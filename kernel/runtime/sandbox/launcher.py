@@ -1,7 +1,7 @@
 # glassroom's kernel launcher, run as
 # `python3 -I -B -c <this file> --kernel NAME -f <connection file>`.
 #
-# For python3 it starts ipykernel like ipykernel_launcher does, with three
+# For python3 it starts ipykernel like ipykernel_launcher does, with four
 # changes:
 #  - stdout/stderr are sent in messages of at most CHUNK characters: a
 #    writer that gets ahead of the kernel's I/O thread waits for it, so a
@@ -11,7 +11,10 @@
 #  - IPython's history is kept in memory: no SQLite file, and no saving
 #    thread woken after every cell (40 busy sessions on 2 cores: 488
 #    instead of 440 exec/s); %history and Jupyter's history_request still
-#    answer.
+#    answer;
+#  - given --rich CODE (richoutput.py), it runs CODE's register(shell)
+#    before the workspace joins sys.path: a matplotlib figure and a pandas
+#    DataFrame then also carry glassroom's structured JSON.
 #
 # For r (IRkernel) and javascript/typescript (Deno's `deno jupyter
 # --kernel`) it starts that kernel as its child and stays as a bridge
@@ -331,16 +334,30 @@ def start_egress():
     os.environ["NO_PROXY"] = os.environ["no_proxy"] = "localhost,127.0.0.1,::1"
 
 
-def run_ipykernel(args):
+def run_ipykernel(args, rich):
     start_egress()
     from ipykernel import iostream, kernelapp
 
     bound_stream_messages(iostream.OutStream)
     app = kernelapp.IPKernelApp.instance()
     app.initialize(args + ["--IPKernelApp.ignore_cwd=True", "--HistoryManager.hist_file=:memory:"])
+    if rich is not None:
+        register_rich_output(app.shell, rich)
     at = next((i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "dist-packages"))), len(sys.path))
     sys.path.insert(at, "")
     app.start()
+
+
+def register_rich_output(shell, code):
+    # The structured rich output (richoutput.py, given whole by the
+    # gateway) registers its display formatters before the workspace joins
+    # sys.path. If it fails, the kernel runs without it.
+    try:
+        ns = {"__name__": "glassroom_richoutput", "__builtins__": __builtins__}
+        exec(compile(code, "<glassroom rich output>", "exec"), ns)
+        ns["register"](shell)
+    except Exception as e:
+        sys.__stderr__.write("glassroom launcher: no structured rich output: %r\n" % (e,))
 
 
 def encode_frames(frames):
@@ -1110,7 +1127,11 @@ def main():
     if args[:1] == ["--kernel"]:
         kernel, args = args[1], args[2:]
     if kernel == "python3":
-        run_ipykernel(args)
+        # --rich CODE: the structured rich output (richoutput.py).
+        rich = None
+        if args[:1] == ["--rich"] and len(args) >= 2:
+            rich, args = args[1], args[2:]
+        run_ipykernel(args, rich)
         return
     if kernel in ("r", "javascript", "typescript") and args[:1] == ["-f"] and len(args) == 2:
         Bridge(kernel, args[1]).run()
