@@ -90,7 +90,12 @@ func (o *output) convert(id string, ev kernel.Event) (Event, bool) {
 			return out, false
 		}
 		if !o.takeRich(ev.Size()) {
-			return out, false
+			// A bundle over the cap loses its structured JSON first: the
+			// image or HTML beside it still gets in if it fits alone.
+			var ok bool
+			if ev, ok = withoutStructured(ev); !ok || !o.takeRich(ev.Size()) {
+				return out, false
+			}
 		}
 		data := ev.DataJSON
 		if data == nil {
@@ -173,6 +178,27 @@ func (o *output) takeRich(n int) bool {
 func (o *output) release() {
 	o.budget.Release(o.held)
 	o.held = 0
+}
+
+// StructuredMIMEPrefix begins the MIME types of the python3 kernel's
+// structured rich output (a chart's or a DataFrame's JSON), which always
+// come beside an image or HTML of the same value.
+const StructuredMIMEPrefix = "application/vnd.glassroom."
+
+// withoutStructured returns ev without its structured entries; false when
+// it had none, or nothing else.
+func withoutStructured(ev kernel.Event) (kernel.Event, bool) {
+	rest := make(kernel.MimeBundle, len(ev.Data))
+	for k, v := range ev.Data {
+		if !strings.HasPrefix(k, StructuredMIMEPrefix) {
+			rest[k] = v
+		}
+	}
+	if len(rest) == len(ev.Data) || len(rest) == 0 {
+		return ev, false
+	}
+	ev.Data, ev.DataJSON = rest, nil
+	return ev, true
 }
 
 func nonNullJSON(b json.RawMessage) json.RawMessage {
