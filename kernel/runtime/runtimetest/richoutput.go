@@ -82,7 +82,8 @@ plt.pie([90, 10], labels=["No", "Yes"]); plt.title("Wake up early?"); plt.show()
 			Want: []string{`{"type": "pie", "title": "Wake up early?", "elements": [{"label": "No", "angle": 324, "radius": 1}, {"label": "Yes", "angle": 36, "radius": 1}]}`}},
 		{Name: "box and whisker", MIME: chart, Beside: "image/png", Code: pre + `
 fig, ax = plt.subplots()
-ax.boxplot([[1, 2, 3, 4, 5, 20], [2, 3, 4, 5, 6]], labels=["A", "B"])
+ax.boxplot([[1, 2, 3, 4, 5, 20], [2, 3, 4, 5, 6]])
+ax.set_xticks([1, 2], ["A", "B"])  # boxplot's labels= is tick_labels= from matplotlib 3.9
 ax.set_xlabel("Class"); ax.set_ylabel("Score")
 plt.show()`, Want: []string{`{"type": "box_and_whisker", "x_label": "Class", "y_label": "Score", "elements": [
  {"label": "A", "min": 1, "first_quartile": 2.25, "median": 3.5, "third_quartile": 4.75, "max": 5, "outliers": [20]},

@@ -21,7 +21,11 @@
 //     bridge from the gateway's unix sockets (see launcher.py); or the
 //     bash kernel (bashkernel.py), which the launcher runs in its own
 //     process once the egress forwarder is up, and which drives one
-//     persistent bash that reads no start-up file.
+//     persistent bash that reads no start-up file. The python3 kernel
+//     also registers the structured rich output (richoutput.py): a
+//     matplotlib figure's chart JSON (ChartMIME) beside its PNG and a
+//     pandas DataFrame's JSON (DataFrameMIME) beside its HTML, bounded,
+//     never failing a cell.
 //   - The session directory on the host (Dirs): a size-limited tmpfs
 //     workspace and a tiny tmpfs for the kernel's sockets, owned by the
 //     sandbox's uid, so nothing the kernel writes lands on the host outside
