@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -96,5 +97,27 @@ func TestLimitsValidate(t *testing.T) {
 				t.Errorf("Common.Validate with these defaults: %v", err)
 			}
 		})
+	}
+}
+
+// TestPython3IsGivenTheRichOutput: the python3 kernel (the default) gets
+// richoutput.py, stripped of comment lines, and no other kernel does.
+func TestPython3IsGivenTheRichOutput(t *testing.T) {
+	for _, k := range []string{"", "python3"} {
+		argv := KernelArgv("/usr/bin/python3", k, ConnFile)
+		i := slices.Index(argv, "--rich")
+		if i < 0 || i+1 >= len(argv) || !strings.Contains(argv[i+1], "def register(shell)") {
+			t.Fatalf("kernel %q: no --rich CODE in %q", k, argv[:7])
+		}
+		for _, line := range strings.Split(argv[i+1], "\n")[1:] {
+			if strings.HasPrefix(strings.TrimSpace(line), "#") {
+				t.Errorf("comment line left in the command line: %q", line)
+			}
+		}
+	}
+	for _, k := range []string{"bash", "r", "javascript"} {
+		if slices.Contains(KernelArgv("/usr/bin/python3", k, ConnFile), "--rich") {
+			t.Errorf("kernel %s is given the rich output", k)
+		}
 	}
 }
