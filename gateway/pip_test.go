@@ -178,11 +178,16 @@ func TestPipInstall(t *testing.T) {
 					}
 				}
 			}
-			// IPython's automagic takes a cell of one line only.
-			t.Logf("pip install gr_auto: %s", run("pip install gr_auto"))
-			want(run(pipInstalled("gr_auto")), "gr_auto")
+			// The package is missing (and the import system has looked
+			// for it: the user site directory does not exist yet).
+			if out := run("try:\n    import gr_magic\nexcept ImportError:\n    print('missing')"); strings.TrimSpace(out) != "missing" {
+				t.Fatalf("before pip install: %q", out)
+			}
 			// Each magic is followed, in the same cell, by the import.
 			want(run("%pip install gr_magic\n"+pipInstalled("gr_magic")), "gr_magic")
+			// IPython's automagic takes a cell of one line only.
+			run("pip install gr_auto")
+			want(run(pipInstalled("gr_auto")), "gr_auto")
 			want(run("!pip install gr_bang\n"+pipInstalled("gr_bang")), "gr_bang")
 			want(run("!pip3 install gr_pip3\n"+pipInstalled("gr_pip3")), "gr_pip3")
 			out := run(`import subprocess, sys
