@@ -102,7 +102,8 @@ const UserBin = WorkDir + "/.local/bin"
 // choice: '<this>' (choose from ...)"). pip's other commands (list, show,
 // freeze) do not read it. A session may set the variable itself, e.g.
 // PIP_PROGRESS_BAR=off, to install a file it has with --no-index. It
-// holds no quote or backslash (pip shows it as a Python repr).
+// holds no single quote or backslash (pip shows it as a Python repr,
+// which would escape them).
 const NoNetworkPip = `glassroom: this session has no network, so pip cannot reach a package index. ` +
 	`Ask for one when you create the session: "network": {"allow": ["pypi.org", "files.pythonhosted.org"]} ` +
 	`(which the operator of the gateway must allow: --egress-allow). ` +
