@@ -1,12 +1,9 @@
 package gateway_test
 
 import (
-	"archive/zip"
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -380,38 +376,11 @@ func TestEgressPolicyRequests(t *testing.T) {
 	}
 }
 
-// wheel builds a minimal pure-Python wheel of package name, whose module
-// holds VALUE = value.
-func wheel(t *testing.T, name, value string) []byte {
-	t.Helper()
-	info := name + "-0.1.dist-info/"
-	files := []struct{ path, body string }{
-		{name + "/__init__.py", "VALUE = " + strconv.Quote(value) + "\n"},
-		{info + "METADATA", "Metadata-Version: 2.1\nName: " + name + "\nVersion: 0.1\n"},
-		{info + "WHEEL", "Wheel-Version: 1.0\nGenerator: glassroom-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
-	}
-	var buf bytes.Buffer
-	z := zip.NewWriter(&buf)
-	var record strings.Builder
-	for _, f := range files {
-		w, _ := z.Create(f.path)
-		io.WriteString(w, f.body)
-		sum := sha256.Sum256([]byte(f.body))
-		fmt.Fprintf(&record, "%s,sha256=%s,%d\n", f.path, base64.RawURLEncoding.EncodeToString(sum[:]), len(f.body))
-	}
-	record.WriteString(info + "RECORD,,\n")
-	w, _ := z.Create(info + "RECORD")
-	io.WriteString(w, record.String())
-	if err := z.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
 // TestPipInstallThroughTheProxy: pip, started by the kernel, installs a
 // package from an HTTPS index on host loopback through the session's
-// proxy (HTTPS_PROXY, CONNECT). Local runtime only: the kernel image has
-// no pip.
+// proxy (HTTPS_PROXY, CONNECT), into a directory of its choice (--target)
+// with the index given on its command line. Local runtime only (the
+// kernel image's pip: TestPipInstall).
 func TestPipInstallThroughTheProxy(t *testing.T) {
 	if err := exec.Command("/usr/bin/python3", "-m", "pip", "--version").Run(); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -419,45 +388,27 @@ func TestPipInstallThroughTheProxy(t *testing.T) {
 		}
 		t.Skipf("\n\n*** SKIPPING: Debian's python3-pip is missing (%v); scripts/install-deps.sh test installs it ***\n\n", err)
 	}
-	whl := wheel(t, "glassroomdemo", "installed through the egress proxy")
-	sum := sha256.Sum256(whl)
-	var index atomic.Int64
-	mux := http.NewServeMux()
-	mux.HandleFunc("/simple/glassroomdemo/", func(w http.ResponseWriter, r *http.Request) {
-		index.Add(1)
-		fmt.Fprintf(w, `<!DOCTYPE html><html><body><a href="/files/glassroomdemo-0.1-py3-none-any.whl#sha256=%x">glassroomdemo-0.1-py3-none-any.whl</a></body></html>`, sum)
-	})
-	mux.HandleFunc("/files/glassroomdemo-0.1-py3-none-any.whl", func(w http.ResponseWriter, r *http.Request) { w.Write(whl) })
-	cert, ca, err := egresstest.Certificate("pypi.test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(mux)
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
-	srv.StartTLS()
-	defer srv.Close()
-	port := srv.Listener.Addr().(*net.TCPAddr).Port
-
+	ix := startPipIndex(t, map[string]string{"glassroomdemo": "installed through the egress proxy"})
 	e := newEnv(t, localRuntime(t), egressConfig(t, egresstest.NewResolver(nil), "*.test:*"))
 	c := e.client(keyA)
-	s, err := c.CreateSession(context.Background(), glclient.CreateOptions{Network: &glclient.Network{Allow: []string{fmt.Sprintf("pypi.test:%d", port)}}})
+	s, err := c.CreateSession(context.Background(), glclient.CreateOptions{Network: &glclient.Network{Allow: []string{ix.host}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.WriteFile(context.Background(), s.ID, "ca.pem", bytes.NewReader(ca), int64(len(ca))); err != nil {
+	if _, err := c.WriteFile(context.Background(), s.ID, "ca.pem", bytes.NewReader(ix.caPEM), int64(len(ix.caPEM))); err != nil {
 		t.Fatal(err)
 	}
 	x := e.exec(keyA, s.ID, fmt.Sprintf(`import subprocess, sys
 r = subprocess.run([sys.executable, "-m", "pip", "install", "--no-cache-dir", "--disable-pip-version-check", "--target", "pkgs",
-    "--index-url", "https://pypi.test:%d/simple/", "--cert", "ca.pem", "glassroomdemo"], capture_output=True, text=True)
+    "--index-url", %q, "--cert", "ca.pem", "glassroomdemo"], capture_output=True, text=True)
 print(r.returncode, r.stdout[-2000:], r.stderr[-2000:])
 sys.path.insert(0, "pkgs")
 import glassroomdemo
-print(glassroomdemo.VALUE)`, port), 120)
+print(glassroomdemo.VALUE)`, ix.url), 120)
 	if x.Status != "ok" || !strings.HasSuffix(strings.TrimSpace(x.Stdout), "installed through the egress proxy") {
 		t.Fatalf("pip install: %s %s %+v", x.Stdout, x.Stderr, x.Error)
 	}
-	if index.Load() == 0 {
+	if ix.hits.Load() == 0 {
 		t.Error("the index was never asked")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +67,13 @@ const Steered = "STEERED"
 // steer is a Python statement that records, in Steered, that it ran.
 const steer = "open('/home/user/" + Steered + "', 'a').write(__name__ + '\\n')\n"
 
+// pthPlant is a .pth line for the user site directory: run before the
+// kernel's shell exists (at the interpreter's start, or while ipykernel
+// loads), it records itself in Steered; run later, it marks sys.
+const pthPlant = "import sys; ip = sys.modules.get('IPython'); " +
+	"late = ip is not None and ip.get_ipython() is not None; " +
+	"setattr(sys, 'glassroom_pth', 'late') if late else open('/home/user/" + Steered + "', 'a').write('pth early\\n')\n"
+
 // Languages returns the language table: one entry per kernel glassroom
 // launches (but java, which it has no launcher for). The bash kernel has
 // a suite of its own besides (Bash).
@@ -83,18 +91,29 @@ func Languages() []Language {
 			Sleep:   "import time; time.sleep(1)",
 			Flood:   "import sys\nfor _ in range(20): sys.stdout.write('z' * 1_000_000)\nprint('end')",
 			PlantFiles: map[string]string{
-				"ipykernel_launcher.py":                     steer,
-				"ipykernel/__init__.py":                     steer,
-				"sitecustomize.py":                          steer,
-				"usercustomize.py":                          steer,
-				".jupyter/ipython_kernel_config.py":         steer,
-				".jupyter/jupyter_config.py":                steer,
-				".ipython/profile_default/startup/00-x.py":  steer,
-				".local/lib/python3.11/site-packages/x.pth": "import os; " + strings.TrimSpace(steer) + "\n",
-				"mymodule.py":                               "VALUE = 42\n",
+				"ipykernel_launcher.py":                    steer,
+				"ipykernel/__init__.py":                    steer,
+				"sitecustomize.py":                         steer,
+				"usercustomize.py":                         steer,
+				".jupyter/ipython_kernel_config.py":        steer,
+				".jupyter/jupyter_config.py":               steer,
+				".ipython/profile_default/startup/00-x.py": steer,
+				"mymodule.py":                              "VALUE = 42\n",
 			},
-			// The workspace is importable once the kernel runs.
-			Check: "import mymodule; print(mymodule.VALUE)", CheckWant: "42",
+			// In the user site directory (where pip installs): a .pth,
+			// which must run only once the kernel is up (it records when
+			// it ran), and a sitecustomize and usercustomize, which must
+			// never run.
+			PlantCode: `import os, site
+d = site.getusersitepackages()
+os.makedirs(d, exist_ok=True)
+open(os.path.join(d, "x.pth"), "w").write(` + strconv.Quote(pthPlant) + `)
+for n in ("sitecustomize.py", "usercustomize.py"):
+    open(os.path.join(d, n), "w").write(` + strconv.Quote(steer) + `)
+print(os.path.isfile(os.path.join(d, "x.pth")))`,
+			// The workspace is importable once the kernel runs; the
+			// user site directory's .pth ran after the kernel's start.
+			Check: "import mymodule, sys; print(mymodule.VALUE, getattr(sys, 'glassroom_pth', 'not run'))", CheckWant: "42 late",
 		},
 		{
 			Kernel: "r",

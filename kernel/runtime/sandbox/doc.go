@@ -13,10 +13,12 @@
 //     KernelLister) that callers find
 //     with a type assertion; each runtime package checks the ones it has
 //     at compile time.
-//   - The kernel's launch: the base environment, and the launcher that runs
+//   - The kernel's launch: the base environment (pip's settings among
+//     them: NoNetworkPip without a network), and the launcher that runs
 //     ipykernel isolated from the workspace (python -I, no Jupyter config
-//     from the session's files) with output streams that flush in bounded
-//     chunks, or IRkernel or Deno's kernel (r, javascript, typescript)
+//     from the session's files; the user site directory, where pip
+//     installs, joins sys.path only at the first execution) with output
+//     streams that flush in bounded chunks, or IRkernel or Deno's kernel (r, javascript, typescript)
 //     started so that nothing in the workspace steers them, behind a
 //     bridge from the gateway's unix sockets (see launcher.py); or the
 //     bash kernel (bashkernel.py), which the launcher runs in its own

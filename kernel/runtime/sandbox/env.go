@@ -90,14 +90,37 @@ func CheckEnv(env map[string]string) error {
 	return nil
 }
 
+// UserBin is where pip puts the scripts of the packages it installs (the
+// user base's bin, in the workspace): last on PATH, after the system's.
+const UserBin = WorkDir + "/.local/bin"
+
+// NoNetworkPip is what pip says, at once, when asked to install (or
+// download, or build a wheel) in a session without a network: the value
+// of NoNetworkPipEnv, an option only those commands have, which pip
+// refuses as a configuration error before it opens any connection
+// ("An error occurred during configuration: option progress-bar: invalid
+// choice: '<this>' (choose from ...)"). pip's other commands (list, show,
+// freeze) do not read it. A session may set the variable itself, e.g.
+// PIP_PROGRESS_BAR=off, to install a file it has with --no-index. It
+// holds no single quote or backslash (pip shows it as a Python repr,
+// which would escape them).
+const NoNetworkPip = `glassroom: this session has no network, so pip cannot reach a package index. ` +
+	`Ask for one when you create the session: "network": {"allow": ["pypi.org", "files.pythonhosted.org"]} ` +
+	`(which the operator of the gateway must allow: --egress-allow). ` +
+	`To install a file you already have: PIP_PROGRESS_BAR=off pip install --no-index FILE`
+
+// NoNetworkPipEnv carries NoNetworkPip in a session without a network.
+const NoNetworkPipEnv = "PIP_PROGRESS_BAR"
+
 // KernelEnv returns the kernel's environment: the base every runtime uses,
 // with the session's variables (already checked by Spec.Validate) added,
-// and EgressSocketEnv when the session has a network.
+// and EgressSocketEnv when the session has a network (without one, pip is
+// told to refuse at once: NoNetworkPip).
 // Caches, history and Jupyter state live in the sandbox's private /tmp,
 // never in the workspace; Jupyter config files are not read at all.
 func KernelEnv(spec Spec, l Limits) map[string]string {
 	env := map[string]string{
-		"PATH":                           "/usr/local/bin:/usr/bin:/bin",
+		"PATH":                           "/usr/local/bin:/usr/bin:/bin:" + UserBin,
 		"HOME":                           WorkDir,
 		"USER":                           "sandbox",
 		"LOGNAME":                        "sandbox",
@@ -113,6 +136,15 @@ func KernelEnv(spec Spec, l Limits) map[string]string {
 		"JUPYTER_RUNTIME_DIR":            "/tmp/jupyter/runtime",
 		"PYDEVD_DISABLE_FILE_VALIDATION": "1",
 		"OPENBLAS_NUM_THREADS":           strconv.Itoa(max(1, int(l.CPUs))),
+		// pip installs into the user site directory in the workspace (its
+		// default: the system's site-packages is read-only); Debian marks
+		// its Python externally managed (PEP 668), which would refuse
+		// that too.
+		"PIP_BREAK_SYSTEM_PACKAGES":     "1",
+		"PIP_DISABLE_PIP_VERSION_CHECK": "1",
+	}
+	if spec.EgressSocket == "" {
+		env[NoNetworkPipEnv] = NoNetworkPip
 	}
 	for k, v := range spec.Env {
 		env[k] = v

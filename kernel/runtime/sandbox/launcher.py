@@ -8,6 +8,10 @@
 #    print loop never builds one giant message;
 #  - the working directory (the workspace) joins sys.path only after the
 #    kernel has loaded, so files there cannot replace the kernel's modules;
+#  - the user site directory (in the workspace, where pip installs) joins
+#    sys.path, and its .pth files run, only at the first execution; after
+#    each cell and each ! or %pip command, what pip installed meanwhile
+#    imports at once (UserSite);
 #  - IPython's history is kept in memory: no SQLite file, and no saving
 #    thread woken after every cell (40 busy sessions on 2 cores: 488
 #    instead of 440 exec/s); %history and Jupyter's history_request still
@@ -345,6 +349,7 @@ def run_ipykernel(args, rich):
         register_rich_output(app.shell, rich)
     at = next((i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "dist-packages"))), len(sys.path))
     sys.path.insert(at, "")
+    UserSite(app.shell)
     app.start()
 
 
@@ -358,6 +363,72 @@ def register_rich_output(shell, code):
         ns["register"](shell)
     except Exception as e:
         sys.__stderr__.write("glassroom launcher: no structured rich output: %r\n" % (e,))
+
+class UserSite:
+    # The user site directory (~/.local/lib/pythonX.Y/site-packages, in
+    # the workspace), where pip installs (--user, its default when the
+    # system's site-packages cannot be written). The interpreter runs
+    # isolated (-I), so nothing there is read while the kernel starts: the
+    # directory joins sys.path, and its .pth files run, at the first
+    # execution (pre_execute), when the kernel is up; a .pth that hangs or
+    # fails costs that cell, never the kernel's start. It goes where Python
+    # puts it, before the system's site-packages (a package upgraded by
+    # pip wins over the image's), after the workspace. After every cell,
+    # and after every ! or %pip command (shell.system), a change of the
+    # directory makes the import system look again and runs the .pth files
+    # it has not run yet: a package pip just installed imports at once.
+
+    def __init__(self, shell):
+        import site
+        self.path = site.getusersitepackages()
+        self.added = False
+        self.stamp = None
+        self.pth = set()
+        shell.events.register("pre_execute", self.refresh)
+        shell.events.register("post_execute", self.refresh)
+        system = shell.system
+
+        def system_then_refresh(*args, **kwargs):
+            try:
+                return system(*args, **kwargs)
+            finally:
+                self.refresh()
+
+        shell.system = system_then_refresh
+
+    def refresh(self):
+        import importlib
+        import os
+        import site
+        try:
+            st = os.stat(self.path)
+            stamp = (st.st_ino, st.st_mtime_ns)
+        except OSError:
+            stamp = None
+        if self.added and stamp == self.stamp:
+            return
+        self.stamp = stamp
+        before = set(sys.path)
+        if not self.added:
+            self.added = True
+            sys.path.append(self.path)
+        try:
+            names = sorted(n for n in os.listdir(self.path) if n.endswith(".pth") and n not in self.pth)
+        except OSError:
+            names = []
+        for name in names:
+            self.pth.add(name)
+            try:
+                site.addpackage(self.path, name, None)
+            except SystemExit:
+                pass
+        new = [p for p in sys.path if p not in before]
+        if new:
+            sys.path[:] = [p for p in sys.path if p in before]
+            at = next((i for i, p in enumerate(sys.path)
+                       if p != self.path and p.endswith(("site-packages", "dist-packages"))), len(sys.path))
+            sys.path[at:at] = new
+        importlib.invalidate_caches()
 
 
 def encode_frames(frames):

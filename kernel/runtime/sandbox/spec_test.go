@@ -121,3 +121,35 @@ func TestPython3IsGivenTheRichOutput(t *testing.T) {
 		}
 	}
 }
+
+// TestPipEnv: pip installs into the user site directory despite Debian's
+// PEP 668 marker, its scripts are on PATH after the system's, and only a
+// session without a network carries the no-network refusal (which the
+// session may lift by setting the variable itself). pip shows the message
+// as a Python repr: it must need no escaping.
+func TestPipEnv(t *testing.T) {
+	base := Spec{ID: "0123456789abcdef"}
+	env := KernelEnv(base, DefaultLimits())
+	if env["PIP_BREAK_SYSTEM_PACKAGES"] != "1" || env[NoNetworkPipEnv] != NoNetworkPip {
+		t.Errorf("no network: %v", env)
+	}
+	if !strings.HasSuffix(env["PATH"], ":"+WorkDir+"/.local/bin") || !strings.HasPrefix(env["PATH"], "/usr/local/bin:") {
+		t.Errorf("PATH %q", env["PATH"])
+	}
+	if strings.ContainsAny(NoNetworkPip, "'\\") {
+		t.Errorf("the message has a quote pip would escape: %q", NoNetworkPip)
+	}
+	net := base
+	net.EgressSocket = "/run/glassroom/egress/0123456789abcdef/proxy.sock"
+	if env := KernelEnv(net, DefaultLimits()); env[NoNetworkPipEnv] != "" || env["PIP_BREAK_SYSTEM_PACKAGES"] != "1" {
+		t.Errorf("with a network: %v", env)
+	}
+	own := base
+	own.Env = map[string]string{NoNetworkPipEnv: "off"}
+	if err := own.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if env := KernelEnv(own, DefaultLimits()); env[NoNetworkPipEnv] != "off" {
+		t.Errorf("the session's own %s: %q", NoNetworkPipEnv, env[NoNetworkPipEnv])
+	}
+}
