@@ -632,7 +632,7 @@ export function renderChart(spec) {
   const box = document.createElement('div');
   box.className = 'chart-view';
   const svg = document.createElementNS(SVG_NS, 'svg');
-  svg.setAttribute('class', 'chart-svg chart-' + model.type);
+  svg.setAttribute('class', 'chart-svg chart-type-' + model.type);
   svg.setAttribute('viewBox', `0 0 ${model.width} ${model.height}`);
   svg.setAttribute('width', String(model.width));
   svg.setAttribute('role', 'img');
