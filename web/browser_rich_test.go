@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 )
@@ -202,7 +203,7 @@ func TestBrowserChartsAndTables(t *testing.T) {
 const termRows = `[...document.querySelectorAll('#terminal-screen .xterm-rows > div')].map((r) => r.textContent.replace(/\u00a0/g, ' ').trimEnd())`
 
 func TestBrowserTerminal(t *testing.T) {
-	nb, _, done := richNotebook(t, "terminal")
+	nb, shot, done := richNotebook(t, "terminal")
 
 	// A file the kernel writes is in the shell's working directory.
 	i := nb.run(`open('from-kernel.txt', 'w').write('x')`)
@@ -211,9 +212,15 @@ func TestBrowserTerminal(t *testing.T) {
 	nb.do("click Terminal", chromedp.Click(chromedp.CSS("#terminal-toggle")))
 	nb.waitFor("the shell to run", `document.querySelector('#terminal-status').dataset.state === 'open'`, 30*time.Second)
 	nb.waitFor("a prompt", termRows+`.some((r) => /[$#]$/.test(r))`, 30*time.Second)
+	// A line goes in as typed text (an input event, which xterm.js sends
+	// as it is), then the Enter key.
 	typeLine := func(line string) {
 		t.Helper()
-		nb.do("type "+line, chromedp.Focus(chromedp.CSS("#terminal-screen .xterm-helper-textarea")), chromedp.KeyEvent(line+"\r"))
+		nb.do("type "+line, chromedp.Focus(chromedp.CSS("#terminal-screen .xterm-helper-textarea")),
+			chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+				_, err := cdp.Call(ctx, tg, input.InsertText, input.InsertTextParams{Text: line})
+				return err
+			}), pressEnter(false))
 	}
 	rowIs := func(what, want string) {
 		t.Helper()
@@ -238,10 +245,11 @@ func TestBrowserTerminal(t *testing.T) {
 	// not after sleep's 100 s.
 	typeLine("echo start-$((1+1)); sleep 100")
 	rowIs("the sleep to start", "start-2")
-	nb.do("Ctrl-C", chromedp.Focus(chromedp.CSS("#terminal-screen .xterm-helper-textarea")), chromedp.KeyEvent("c", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	nb.do("Ctrl-C", chromedp.Focus(chromedp.CSS("#terminal-screen .xterm-helper-textarea")), pressLetter('c', ctrl))
 	nb.waitFor("^C", termRows+`.some((r) => r.includes('^C'))`, 10*time.Second)
 	typeLine("echo after-$((6*7))")
 	rowIs("the shell to answer after Ctrl-C", "after-42")
+	shot("terminal-shell.png")
 
 	// exit ends the shell: the server's exit frame reaches the pane.
 	typeLine("exit 3")
