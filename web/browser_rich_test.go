@@ -121,6 +121,9 @@ func TestBrowserChartsAndTables(t *testing.T) {
 	// A line chart: SVG with a marker per point; hovering one shows its value.
 	i := nb.run(chartCell("line"))
 	nb.waitDone(i, "an SVG line chart", `out.querySelector('.output-rich svg.chart-svg.chart-type-line circle.chart-point')`, 90*time.Second)
+	// The PNG behind its tab is loaded all the same (the notebook test's
+	// plot step finds it there once the kernel sends charts).
+	nb.waitFor("the hidden PNG to load", cellJS(i, `return [...out.querySelectorAll('.output-display img')].some((img) => img.complete && img.naturalWidth > 0 && img.src.startsWith('data:image/png;base64,'));`), 10*time.Second)
 	var chart struct {
 		Points   []string
 		Title    string
