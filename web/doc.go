@@ -14,7 +14,12 @@
 // and their runs, each in the notebook's language), commands (command-mode
 // keys), editor (CodeMirror with the notebook's keys and the language's
 // syntax mode), assist (completion and inspection requests, code point
-// offsets), outputs, markdown (markdown-it + DOMPurify), ansi, nbformat
+// offsets), outputs, chart (the interactive SVG chart of
+// application/vnd.glassroom.chart+json: a pure layout with each element's
+// hover text, then the <svg>), table (the sortable table of
+// application/vnd.glassroom.dataframe+json), terminal (the terminal pane:
+// xterm.js over /v1/sessions/{id}/terminal), markdown (markdown-it +
+// DOMPurify), ansi, nbformat
 // (the WebSocket's execution events -> output records, and output records
 // <-> .ipynb), notebook (local save, .ipynb), files (the files panel), text
 // and dom (helpers), and main, which builds them and hands each its
@@ -30,7 +35,11 @@
 // bundled from vendor/ (package.json and lockfile with exact versions) by
 // `make web-vendor`; vendor/entry.js lists what the app uses from it, and
 // static/vendor/vendor.d.ts declares the types of that part for the type
-// check (the bundle itself is not checked).
+// check (the bundle itself is not checked). xterm.js styles its terminal
+// through <style> elements and style attributes, which the CSP blocks:
+// vendor/build.mjs rewrites them as it bundles it (vendor/csp-style.js: a
+// constructed stylesheet; CSSOM assignments) and copies its xterm.css to
+// static/vendor, which index.html links.
 //
 // The files are embedded into the binary; Assets returns them as an fs.FS
 // rooted at the static directory, ready for http.FileServerFS.
@@ -40,6 +49,7 @@
 // handlers; CodeMirror's styles go into a constructed stylesheet). Kernel
 // output is never inserted as markup into the page: text is set with
 // textContent, images are loaded from data: URLs, HTML output is shown only
-// inside <iframe sandbox=""> via srcdoc, and Markdown reaches the page only
-// as the DOM fragment DOMPurify returns.
+// inside <iframe sandbox=""> via srcdoc, Markdown reaches the page only
+// as the DOM fragment DOMPurify returns, and charts are SVG elements built
+// with createElementNS whose texts are set with textContent.
 package web

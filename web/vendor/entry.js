@@ -69,3 +69,5 @@ export {
 export { classHighlighter } from '@lezer/highlight';
 export { default as MarkdownIt } from 'markdown-it';
 export { default as DOMPurify } from 'dompurify';
+export { Terminal } from '@xterm/xterm';
+export { FitAddon } from '@xterm/addon-fit';

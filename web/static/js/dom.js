@@ -45,6 +45,12 @@
  * @property {HTMLElement} files-path
  * @property {HTMLElement} file-list
  * @property {HTMLInputElement} file-input
+ * @property {HTMLButtonElement} terminal-toggle
+ * @property {HTMLElement} terminal-panel
+ * @property {HTMLElement} terminal-status
+ * @property {HTMLButtonElement} terminal-restart
+ * @property {HTMLButtonElement} terminal-hide
+ * @property {HTMLElement} terminal-screen
  */
 
 // $ returns the page's element with id. The page (index.html) has every

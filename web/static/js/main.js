@@ -16,6 +16,7 @@ import { createOutputs } from './outputs.js';
 import { createSessions } from './session.js';
 import { LS_LAST_SESSION, lsGet } from './storage.js';
 import { createStore } from './store.js';
+import { createTerminal } from './terminal.js';
 import { encPath } from './text.js';
 import { createConnection } from './ws.js';
 
@@ -100,6 +101,11 @@ function start() {
   });
   notebook = createNotebook({ store, cells, kernels, msg });
   files = createFiles({ store, request, msg });
+  const terminal = createTerminal({
+    store,
+    msg,
+    els: { panel: $('terminal-panel'), screen: $('terminal-screen'), status: $('terminal-status'), toggle: $('terminal-toggle') }
+  });
   conn = createConnection({
     store,
     onSnapshot: (ev) => sessions.setKernelState(ev.state, null),
@@ -126,8 +132,10 @@ function start() {
       files.reset();
       files.refresh();
       cells.refreshMarkdown();
+      terminal.sessionChanged();
     },
     onClosed: () => {
+      terminal.sessionChanged();
       assist.dropAll();
       cells.abandonRuns(null);
       cells.refreshMarkdown();
@@ -201,6 +209,9 @@ function start() {
       notebook.openIpynb(openInput.files && openInput.files[0]);
       openInput.value = '';
     });
+    $('terminal-toggle').addEventListener('click', () => terminal.toggle());
+    $('terminal-hide').addEventListener('click', () => terminal.toggle());
+    $('terminal-restart').addEventListener('click', () => terminal.restart());
     files.bind();
     bindCommandMode($('cells'), { store, cells });
     window.addEventListener('beforeunload', () => notebook.saveNow());

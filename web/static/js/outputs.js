@@ -10,8 +10,10 @@
 
 import { clear, el } from './dom.js';
 import { renderAnsi } from './ansi.js';
+import { CHART_MIME, renderChart } from './chart.js';
 import { renderMarkdown } from './markdown.js';
 import { displayUpdate, mergeStream } from './nbformat.js';
+import { DATAFRAME_MIME, renderTable } from './table.js';
 import { applyCR, joinText, utf8ToBase64 } from './text.js';
 
 /**
@@ -46,6 +48,36 @@ export function pickMime(data) {
   const keys = Object.keys(data);
   for (const k of keys) if (/json$/.test(k)) return k;
   return keys.length ? keys[0] : null;
+}
+
+// richJson returns a bundle's JSON value (an object, or a JSON string as
+// some notebook files keep it), or null.
+/**
+ * @param {unknown} v
+ * @returns {unknown}
+ */
+export function richJson(v) {
+  if (typeof v === 'string' || Array.isArray(v)) {
+    try {
+      return JSON.parse(typeof v === 'string' ? v : v.join(''));
+    } catch {
+      return null;
+    }
+  }
+  return v === undefined ? null : v;
+}
+
+// withoutRich returns the bundle without the structured MIME types, for
+// the plain view beside the interactive one.
+/**
+ * @param {MimeBundle} data
+ * @returns {MimeBundle}
+ */
+export function withoutRich(data) {
+  /** @type {MimeBundle} */
+  const out = {};
+  for (const [k, v] of Object.entries(data)) if (k !== CHART_MIME && k !== DATAFRAME_MIME) out[k] = v;
+  return out;
 }
 
 // estimateHtmlHeight guesses a frame height for HTML output (the sandboxed
@@ -214,6 +246,72 @@ export function createOutputs({ send, onChange, focusCell, fileUrl }) {
   function renderBundle(w, data, metadata) {
     data = data || {};
     metadata = metadata || {};
+    // A chart or a DataFrame the page can draw is shown interactively, with
+    // the bundle's usual view (the PNG, the HTML table) a click away.
+    /** @type {[string, HTMLElement | null, string, string][]} */
+    const rich = [
+      [CHART_MIME, data[CHART_MIME] !== undefined ? renderChart(richJson(data[CHART_MIME])) : null, 'Chart', 'Image'],
+      [DATAFRAME_MIME, data[DATAFRAME_MIME] !== undefined ? renderTable(richJson(data[DATAFRAME_MIME])) : null, 'Table', 'HTML']
+    ];
+    for (const [mime, view, label, plainLabel] of rich) {
+      if (!view) continue;
+      const plain = el('div', 'rich-plain');
+      renderPlain(plain, withoutRich(data), metadata);
+      w.dataset.mime = mime;
+      w.classList.add('output-rich');
+      w.appendChild(richSwitch(view, plain, label, plain.firstChild ? plainLabel : ''));
+      return;
+    }
+    renderPlain(w, data, metadata);
+  }
+
+  // richSwitch shows view, with buttons to switch to plain (the usual
+  // rendering of the same bundle) and back; no button without plainLabel.
+  /**
+   * @param {HTMLElement} view
+   * @param {HTMLElement} plain
+   * @param {string} label
+   * @param {string} plainLabel
+   */
+  function richSwitch(view, plain, label, plainLabel) {
+    const box = el('div', 'rich');
+    view.classList.add('rich-view');
+    if (plainLabel) {
+      const bar = el('div', 'rich-switch');
+      bar.setAttribute('role', 'group');
+      bar.setAttribute('aria-label', 'Show as');
+      /** @type {[HTMLButtonElement, HTMLElement][]} */
+      const tabs = [];
+      for (const [text, pane] of /** @type {[string, HTMLElement][]} */ ([[label, view], [plainLabel, plain]])) {
+        const b = el('button', 'rich-tab', text);
+        b.type = 'button';
+        b.dataset.view = pane === view ? 'rich' : 'plain';
+        b.addEventListener('click', () => {
+          for (const [tb, p] of tabs) {
+            tb.setAttribute('aria-pressed', String(tb === b));
+            p.hidden = tb !== b;
+          }
+        });
+        tabs.push([b, pane]);
+        bar.appendChild(b);
+      }
+      for (const [tb, p] of tabs) {
+        tb.setAttribute('aria-pressed', String(p === view));
+        p.hidden = p !== view;
+      }
+      box.appendChild(bar);
+    }
+    box.appendChild(view);
+    if (plainLabel) box.appendChild(plain);
+    return box;
+  }
+
+  /**
+   * @param {HTMLElement} w
+   * @param {MimeBundle} data
+   * @param {JsonObject} metadata
+   */
+  function renderPlain(w, data, metadata) {
     const mime = pickMime(data);
     if (mime) w.dataset.mime = mime;
     switch (mime) {

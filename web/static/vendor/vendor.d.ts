@@ -265,3 +265,49 @@ export declare const DOMPurify: {
   addHook(entryPoint: 'afterSanitizeAttributes', hook: (node: Node) => void): void;
   sanitize(dirty: string, config: PurifyConfig & { RETURN_DOM_FRAGMENT: true }): DocumentFragment;
 };
+
+// ---- @xterm/xterm, @xterm/addon-fit
+
+export interface IDisposable {
+  dispose(): void;
+}
+
+export interface ITerminalOptions {
+  cols?: number;
+  rows?: number;
+  cursorBlink?: boolean;
+  convertEol?: boolean;
+  fontFamily?: string;
+  fontSize?: number;
+  scrollback?: number;
+  theme?: { background?: string; foreground?: string; cursor?: string; selectionBackground?: string };
+}
+
+export interface ITerminalAddon extends IDisposable {
+  activate(terminal: Terminal): void;
+}
+
+export declare class Terminal implements IDisposable {
+  constructor(options?: ITerminalOptions);
+  readonly cols: number;
+  readonly rows: number;
+  readonly element: HTMLElement | undefined;
+  options: ITerminalOptions;
+  open(parent: HTMLElement): void;
+  write(data: string | Uint8Array, callback?: () => void): void;
+  focus(): void;
+  reset(): void;
+  loadAddon(addon: ITerminalAddon): void;
+  onData(listener: (data: string) => void): IDisposable;
+  onBinary(listener: (data: string) => void): IDisposable;
+  onResize(listener: (size: { cols: number; rows: number }) => void): IDisposable;
+  dispose(): void;
+}
+
+export declare class FitAddon implements ITerminalAddon {
+  constructor();
+  activate(terminal: Terminal): void;
+  fit(): void;
+  proposeDimensions(): { cols: number; rows: number } | undefined;
+  dispose(): void;
+}
