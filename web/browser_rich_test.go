@@ -196,6 +196,20 @@ func TestBrowserChartsAndTables(t *testing.T) {
 	}
 	nb.do("click Table", chromedp.Click(chromedp.CSS(cellSel(i)+` .rich-tab[data-view="rich"]`)))
 
+	// A real matplotlib figure: the kernel describes it (richoutput.py), and
+	// the page draws that description, its points under the pointer.
+	i = nb.run(`import matplotlib.pyplot as plt; plt.plot([1, 2, 3], [1, 4, 9], label='real'); plt.title('from the kernel'); plt.show()`)
+	nb.waitDone(i, "the kernel's own chart", `out.querySelector('.output-rich svg.chart-svg.chart-type-line circle.chart-point[data-tip="real: 2, 4"]')`, 60*time.Second)
+	nb.hover("the kernel's point (2, 4)", fmt.Sprintf(`document.querySelector(%q)`, cellSel(i)+` circle.chart-point[data-tip="real: 2, 4"]`))
+	nb.waitFor("the tooltip of the kernel's (2, 4)", cellJS(i, `return out.querySelector('.chart-tip').textContent === 'real: 2, 4' &&
+		out.querySelector('.chart-title').textContent === 'from the kernel';`), 5*time.Second)
+
+	// A real DataFrame: the kernel sends its data, the page a sortable table.
+	i = nb.run(`import pandas as pd; pd.DataFrame({'city': ['Oslo', 'Lima', 'Pune'], 'pop': [0.7, 10.7, 3.1]})`)
+	nb.waitDone(i, "the kernel's own table", `out.querySelector('.output-rich table.df-table tbody tr')`, 60*time.Second)
+	nb.do("click the pop header", chromedp.Click(chromedp.CSS(cellSel(i)+` .df-table thead th:nth-child(3) button`)))
+	nb.waitFor("the kernel's rows sorted by pop", cellJS(i, `return [...out.querySelectorAll('.df-table tbody tr')].map((r) => r.children[1].textContent).join(' ') === 'Oslo Pune Lima';`), 5*time.Second)
+
 	done(func() {
 		nb.hover("the point (2, 4) again", point)
 		nb.waitFor("the tooltip for the screenshot", cellJS(0, `return !out.querySelector('.chart-tip').hidden;`), 5*time.Second)
