@@ -132,7 +132,7 @@ func TestExecutionEnvs(t *testing.T) {
 					}
 					// Nothing of the settings is left: the session's GR_Y, no
 					// GR_X, the workspace.
-					clean := func(t *testing.T, after string) {
+					clean := func(t *testing.T, after string) api.Execution {
 						t.Helper()
 						e := run(t, g, sid, in(envView[lang.Kernel]))
 						k, sub := parseViews(t, text(e))
@@ -140,19 +140,27 @@ func TestExecutionEnvs(t *testing.T) {
 						if k != want || sub != want {
 							t.Fatalf("after %s: the kernel sees %+v, a subprocess %+v; want %+v", after, k, sub, want)
 						}
+						return e
 					}
-					clean(t, "nothing")
+					before := clean(t, "nothing")
 
 					e := run(t, g, sid, settings(envView[lang.Kernel]))
 					if e.Status != "ok" {
 						t.Fatalf("with settings: %s %+v %s", e.Status, e.Error, text(e))
+					}
+					// The settings' own executions are not counted: the
+					// execution counts are the kernel's, one per cell.
+					if e.ExecutionCount != before.ExecutionCount+1 {
+						t.Fatalf("execution count with settings %d, the one before %d", e.ExecutionCount, before.ExecutionCount)
 					}
 					k, sub := parseViews(t, text(e))
 					want := view{hostile, "overridden", sandbox.WorkDir + "/" + dir}
 					if k != want || sub != want {
 						t.Fatalf("with settings: the kernel sees %+v, a subprocess %+v; want %+v", k, sub, want)
 					}
-					clean(t, "an execution with settings")
+					if after := clean(t, "an execution with settings"); after.ExecutionCount != e.ExecutionCount+1 {
+						t.Fatalf("execution count after settings %d, with them %d", after.ExecutionCount, e.ExecutionCount)
+					}
 
 					if e := run(t, g, sid, settings(lang.Error)); e.Status != "error" {
 						t.Fatalf("an error with settings: %s", e.Status)
