@@ -221,7 +221,9 @@ func TestExecutionEnvs(t *testing.T) {
 					for _, bad := range []map[string]string{{"LD_PRELOAD": "x"}, {"PATH": "/tmp"}, {"GLASSROOM_X": "x"}, {"1X": "x"}} {
 						r := in("1")
 						r.Envs = bad
-						var ae struct{ Error struct{ Code, Message string } }
+						var ae struct {
+							Error struct{ Code, Message string }
+						}
 						if st := g.Call(t, bearer, "POST", "/v1/sessions/"+sid+"/execute", r, &ae); st != http.StatusBadRequest {
 							t.Fatalf("envs %v: %d, want 400", bad, st)
 						}

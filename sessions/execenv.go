@@ -79,18 +79,18 @@ func jsonLit(s string) string {
 	return string(b)
 }
 
-// pairsLit returns envs as "[[k, v], ...]" of JSON string literals
-// (open and close around each pair and the whole).
-func pairsLit(envs [][2]string, open, close, sep string) string {
+// pairsLit returns envs as `[["k", "v"], ...]` of JSON string literals:
+// a list of pairs in Python and JavaScript alike.
+func pairsLit(envs [][2]string) string {
 	var b strings.Builder
-	b.WriteString(open)
+	b.WriteString("[")
 	for i, kv := range envs {
 		if i > 0 {
-			b.WriteString(sep)
+			b.WriteString(", ")
 		}
-		b.WriteString(open + jsonLit(kv[0]) + ", " + jsonLit(kv[1]) + close)
+		b.WriteString("[" + jsonLit(kv[0]) + ", " + jsonLit(kv[1]) + "]")
 	}
-	b.WriteString(close)
+	b.WriteString("]")
 	return b.String()
 }
 
@@ -139,7 +139,7 @@ func pythonApply(envs [][2]string, cwd string) string {
 	if cwd != "" {
 		c = jsonLit(cwd)
 	}
-	return pythonExec(fmt.Sprintf(pythonApplyBody, pairsLit(envs, "[", "]", ", "), c))
+	return pythonExec(fmt.Sprintf(pythonApplyBody, pairsLit(envs), c))
 }
 
 var pythonRestore = pythonExec(pythonRestoreBody)
@@ -218,7 +218,7 @@ func denoApply(envs [][2]string, cwd string) string {
 	if cwd != "" {
 		d = jsonLit(cwd)
 	}
-	return fmt.Sprintf(denoApplyCode, pairsLit(envs, "[", "]", ", "), d)
+	return fmt.Sprintf(denoApplyCode, pairsLit(envs), d)
 }
 
 // Bash: the apply builds, in a shell variable, the script that puts back
