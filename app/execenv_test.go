@@ -191,7 +191,10 @@ func TestExecutionEnvs(t *testing.T) {
 						}
 						return false
 					}, "the busy loop runs")
-					testkit.Eventually(t, time.Minute, func() bool {
+					// Sent again only when one was lost (it reached the kernel
+					// before the loop began): a stray interrupt would stop the
+					// next cell (suspected in one unexplained failure on R under load).
+					testkit.Eventually(t, 2*time.Minute, func() bool {
 						g.Call(t, bearer, "POST", "/v1/sessions/"+sid+"/interrupt", nil, nil)
 						select {
 						case e := <-done:
@@ -199,7 +202,7 @@ func TestExecutionEnvs(t *testing.T) {
 								t.Fatalf("an interrupted loop: %s state_lost=%v %s", e.Status, e.StateLost, e.Reason)
 							}
 							return true
-						case <-time.After(time.Second):
+						case <-time.After(20 * time.Second):
 							return false
 						}
 					}, "the interrupt ends the loop")
