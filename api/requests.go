@@ -24,12 +24,19 @@ type UpdateSessionRequest struct {
 // Context names the context to run in; Language, a language whose
 // default context to run in (started on first use); neither: the
 // session's first context. Both must agree.
+// Envs and Cwd apply to this execution only: the variables are set (the
+// session env's name policy) and the working directory entered (a path in
+// the workspace, relative to /home/user or absolute under it; it must
+// exist) before the code runs, and put back as they were after it, even
+// when it fails, is interrupted or times out.
 type ExecuteRequest struct {
-	Code     *string  `json:"code"`
-	TimeoutS *float64 `json:"timeout_s,omitempty"`
-	ID       string   `json:"id,omitempty"`
-	Context  string   `json:"context,omitempty"`
-	Language string   `json:"language,omitempty"`
+	Code     *string           `json:"code"`
+	TimeoutS *float64          `json:"timeout_s,omitempty"`
+	ID       string            `json:"id,omitempty"`
+	Context  string            `json:"context,omitempty"`
+	Language string            `json:"language,omitempty"`
+	Envs     map[string]string `json:"envs,omitempty"`
+	Cwd      string            `json:"cwd,omitempty"`
 }
 
 // CreateContextRequest is the body of POST /v1/sessions/{id}/contexts.

@@ -98,6 +98,31 @@ func TestAgainstGateway(t *testing.T) {
 					t.Fatalf("timeout: %+v %v", x, err)
 				}
 			})
+			t.Run("envs and cwd apply to one execution, over REST and the WebSocket", func(t *testing.T) {
+				if _, err := c.Execute(ctx, s.ID, "import os; os.makedirs('sub', exist_ok=True)", client.ExecuteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				show := "import os; print(os.environ.get('GREETING'), os.environ.get('ONCE'), os.getcwd())"
+				envs := map[string]string{"GREETING": "once", "ONCE": "it's $(here)"}
+				x, err := c.Execute(ctx, s.ID, show, client.ExecuteOptions{Envs: envs, Cwd: "sub"})
+				if err != nil || x.Stdout != "once it's $(here) /home/user/sub\n" {
+					t.Fatalf("with settings over REST: %+v %v", x, err)
+				}
+				r, err := c.Run(ctx, s.ID, show, client.RunOptions{Envs: envs, Cwd: "/workspace/sub"})
+				if err != nil || r.Stdout != "once it's $(here) /home/user/sub\n" {
+					t.Fatalf("with settings over the WebSocket: %+v %v", r, err)
+				}
+				x, err = c.Execute(ctx, s.ID, show, client.ExecuteOptions{})
+				if err != nil || x.Stdout != "hej None /home/user\n" {
+					t.Fatalf("after: %+v %v", x, err)
+				}
+				if _, err := c.Execute(ctx, s.ID, show, client.ExecuteOptions{Envs: map[string]string{"LD_PRELOAD": "x"}}); !errors.Is(err, client.ErrBadRequest) {
+					t.Fatalf("a reserved name: %v, want ErrBadRequest", err)
+				}
+				if _, err := c.Run(ctx, s.ID, show, client.RunOptions{Envs: map[string]string{"LD_PRELOAD": "x"}}); err == nil || !strings.Contains(err.Error(), "LD_PRELOAD") {
+					t.Fatalf("a reserved name over the WebSocket: %v", err)
+				}
+			})
 			t.Run("run streams events, answers input, reports files", func(t *testing.T) {
 				var mu sync.Mutex
 				var seen []client.EventType

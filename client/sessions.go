@@ -95,6 +95,14 @@ type ExecuteOptions struct {
 	// start). Neither Context nor Language: the session's first context.
 	// Both: they must agree.
 	Language string
+	// Envs and Cwd apply to this execution only: the variables are set
+	// (the session env's name policy; a reserved name is ErrBadRequest)
+	// and the working directory entered (a workspace path, relative to
+	// /home/user or absolute under it; it must exist, else the Execution
+	// ends "error") before the code runs, and put back after it, whatever
+	// its outcome.
+	Envs map[string]string
+	Cwd  string
 }
 
 // Execute runs code and waits for the whole Execution. Code that raises is
@@ -103,7 +111,7 @@ type ExecuteOptions struct {
 // time, so Execute also waits for those queued before it.
 func (c *Client) Execute(ctx context.Context, sessionID, code string, opts ExecuteOptions) (*Execution, error) {
 	var x Execution
-	body := api.ExecuteRequest{Code: &code, ID: opts.ID, Context: opts.Context, Language: opts.Language}
+	body := api.ExecuteRequest{Code: &code, ID: opts.ID, Context: opts.Context, Language: opts.Language, Envs: opts.Envs, Cwd: opts.Cwd}
 	if opts.Timeout != 0 {
 		body.TimeoutS = api.Ptr(opts.Timeout.Seconds())
 	}

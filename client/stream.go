@@ -243,6 +243,9 @@ type ExecuteRequest struct {
 	// Context and Language pick where it runs, as in ExecuteOptions.
 	Context  string
 	Language string
+	// Envs and Cwd apply to this execution only, as in ExecuteOptions.
+	Envs map[string]string
+	Cwd  string
 }
 
 // Execute submits code; its events arrive on Events with ID set to req.ID
@@ -261,6 +264,12 @@ func (k *Conn) Execute(ctx context.Context, req ExecuteRequest) error {
 	}
 	if req.Language != "" {
 		f["language"] = req.Language
+	}
+	if len(req.Envs) > 0 {
+		f["envs"] = req.Envs
+	}
+	if req.Cwd != "" {
+		f["cwd"] = req.Cwd
 	}
 	return k.send(ctx, f)
 }
@@ -367,6 +376,9 @@ type RunOptions struct {
 	// Context and Language pick where it runs, as in ExecuteOptions.
 	Context  string
 	Language string
+	// Envs and Cwd apply to this execution only, as in ExecuteOptions.
+	Envs map[string]string
+	Cwd  string
 	// OnEvent sees every event of the execution as it arrives (queued,
 	// started, stream, display, result, error, file, done, ...). It runs on
 	// Run's goroutine; a slow callback slows the stream.
@@ -381,7 +393,8 @@ type RunOptions struct {
 // code runs, Run interrupts it (best effort) and returns ctx's error.
 func (k *Conn) Run(ctx context.Context, code string, opts RunOptions) (*Execution, error) {
 	id := "run-" + randomID()
-	if err := k.Execute(ctx, ExecuteRequest{ID: id, Code: code, Timeout: opts.Timeout, Context: opts.Context, Language: opts.Language}); err != nil {
+	if err := k.Execute(ctx, ExecuteRequest{ID: id, Code: code, Timeout: opts.Timeout, Context: opts.Context, Language: opts.Language,
+		Envs: opts.Envs, Cwd: opts.Cwd}); err != nil {
 		return nil, err
 	}
 	x := &Execution{ID: id, Outputs: []Event{}, Files: []FileChange{}}

@@ -125,7 +125,8 @@ func (s *Server) execute(c echo.Context) error {
 	if sess, err = s.target(c, sess, req.Context, req.Language); err != nil {
 		return err
 	}
-	exec, err := sess.Execute(c.Request().Context(), sessions.ExecRequest{ID: req.ID, Code: *req.Code, Timeout: timeout})
+	exec, err := sess.Execute(c.Request().Context(), sessions.ExecRequest{ID: req.ID, Code: *req.Code, Timeout: timeout,
+		Envs: req.Envs, Cwd: req.Cwd})
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/glassroom/glassroom/api"
 	"github.com/glassroom/glassroom/app/apptest"
 	"github.com/glassroom/glassroom/gateway"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
@@ -302,4 +304,41 @@ func (r *recorder) WriteHeader(code int) {
 func (r *recorder) Write(p []byte) (int, error) {
 	r.WriteHeader(200)
 	return r.body.Write(p)
+}
+
+// TestOpenAPIDescribesExecuteFields: the execute request's schema, and the
+// WebSocket's execute frame, describe every field of api.ExecuteRequest
+// (and the request schema no other).
+func TestOpenAPIDescribesExecuteFields(t *testing.T) {
+	mgr, err := sessions.New(sessions.Config{}, noRuntime{}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := gateway.New(gateway.Config{APIKeys: []string{"openapi-test-key-0123456789"}}, mgr,
+		fstest.MapFS{"index.html": {Data: []byte("<html>")}}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	schemas := loadDoc(t, srv.Handler())["components"].(map[string]any)["schemas"].(map[string]any)
+	props := func(name string) map[string]any {
+		return schemas[name].(map[string]any)["properties"].(map[string]any)
+	}
+	var fields []string
+	rt := reflect.TypeOf(api.ExecuteRequest{})
+	for i := range rt.NumField() {
+		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		fields = append(fields, name)
+	}
+	req, frame := props("ExecuteRequest"), props("ExecuteFrame")
+	for _, f := range fields {
+		if req[f] == nil {
+			t.Errorf("ExecuteRequest does not describe %q", f)
+		}
+		if f != "id" && frame[f] == nil {
+			t.Errorf("ExecuteFrame does not describe %q", f)
+		}
+	}
+	if len(req) != len(fields) {
+		t.Errorf("ExecuteRequest describes %d fields, api.ExecuteRequest has %d (%v)", len(req), len(fields), fields)
+	}
 }

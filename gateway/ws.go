@@ -28,6 +28,9 @@ type clientFrame struct {
 	DetailLevel int      `json:"detail_level"`
 	Context     string   `json:"context"`  // execute, interrupt, complete, inspect: see api.ExecuteRequest
 	Language    string   `json:"language"` // execute, complete, inspect
+	// execute: settings of that execution only (see api.ExecuteRequest)
+	Envs map[string]string `json:"envs"`
+	Cwd  string            `json:"cwd"`
 }
 
 // wsExecute is an execute frame on its way to the submitter, which finds
@@ -189,7 +192,8 @@ func handleFrame(ctx context.Context, sess *sessions.Session, f clientFrame, in 
 			return reject(err)
 		}
 		select {
-		case in.execs <- wsExecute{req: sessions.ExecRequest{ID: f.ID, Code: *f.Code, Timeout: timeout, AllowStdin: true},
+		case in.execs <- wsExecute{req: sessions.ExecRequest{ID: f.ID, Code: *f.Code, Timeout: timeout, AllowStdin: true,
+			Envs: f.Envs, Cwd: f.Cwd},
 			context: f.Context, language: f.Language}:
 		case <-ctx.Done():
 		}

@@ -52,7 +52,7 @@ func languagesFlow(t *testing.T, g *apptest.Gateway, cs *sdk.ClientSession) {
 	}
 	schema, _ := exec.InputSchema.(map[string]any)
 	props, _ := schema["properties"].(map[string]any)
-	for _, p := range []string{"code", "language", "context", "session_id", "timeout_s"} {
+	for _, p := range []string{"code", "language", "context", "session_id", "timeout_s", "envs", "cwd"} {
 		if d, _ := props[p].(map[string]any); d == nil || d["description"] == "" {
 			t.Fatalf("execute_code's %s is not described: %+v", p, props)
 		}
@@ -77,6 +77,22 @@ func languagesFlow(t *testing.T, g *apptest.Gateway, cs *sdk.ClientSession) {
 	defer call(t, ctx, cs, "close_session", map[string]any{"session_id": sid})
 	if r := call(t, ctx, cs, "execute_code", map[string]any{"code": "x + 1", "session_id": sid}); r.IsError || !strings.Contains(textOf(r), "42") {
 		t.Fatalf("execute_code without a language runs Python: %q", textOf(r))
+	}
+	// envs and cwd apply to one call only.
+	if r := call(t, ctx, cs, "execute_code", map[string]any{"code": "mkdir -p d && echo made", "language": "bash", "session_id": sid}); r.IsError {
+		t.Fatalf("mkdir: %q", textOf(r))
+	}
+	show := "echo \"[${ONCE-unset}] $PWD\""
+	if r := call(t, ctx, cs, "execute_code", map[string]any{"code": show, "language": "bash", "session_id": sid,
+		"envs": map[string]any{"ONCE": "$(x) 'y'"}, "cwd": "d"}); r.IsError || !strings.Contains(textOf(r), "[$(x) 'y'] /home/user/d") {
+		t.Fatalf("execute_code with envs and cwd: %q", textOf(r))
+	}
+	if r := call(t, ctx, cs, "execute_code", map[string]any{"code": show, "language": "bash", "session_id": sid}); r.IsError || !strings.Contains(textOf(r), "[unset] /home/user\n") {
+		t.Fatalf("execute_code after envs and cwd: %q", textOf(r))
+	}
+	if r := call(t, ctx, cs, "execute_code", map[string]any{"code": show, "language": "bash", "session_id": sid,
+		"envs": map[string]any{"LD_PRELOAD": "x"}}); !r.IsError || !strings.Contains(textOf(r), "LD_PRELOAD") {
+		t.Fatalf("execute_code with a reserved name: %q", textOf(r))
 	}
 	if r := call(t, ctx, cs, "execute_code", map[string]any{"code": "x", "session_id": sid, "context": "default"}); r.IsError || !strings.Contains(textOf(r), "41") {
 		t.Fatalf("execute_code in the first context: %q", textOf(r))

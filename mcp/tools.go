@@ -37,11 +37,13 @@ type executeInput struct {
 }
 
 type executeCodeInput struct {
-	Code      string  `json:"code" jsonschema:"Source code to run, in the language given. It may span many lines; as in a notebook cell, the value of the last expression is returned where the language has one (Python, R, JavaScript, TypeScript)."`
-	Language  string  `json:"language,omitempty" jsonschema:"The code's language: python (default), r, javascript (js), typescript (ts) or bash; list_languages says which this gateway runs. Each language has its own kernel in the session, with its own variables; all share the session's files."`
-	Context   string  `json:"context,omitempty" jsonschema:"A context id of the session (a kernel made by another client of the gateway; 'default' is the session's first kernel). Omit it: the code runs in its language's kernel."`
-	SessionID string  `json:"session_id,omitempty" jsonschema:"Session to run in (from an earlier answer). Omit it to start a new session."`
-	TimeoutS  float64 `json:"timeout_s,omitempty" jsonschema:"Seconds the code may run before it is interrupted (default: the gateway's, usually 60)."`
+	Code      string            `json:"code" jsonschema:"Source code to run, in the language given. It may span many lines; as in a notebook cell, the value of the last expression is returned where the language has one (Python, R, JavaScript, TypeScript)."`
+	Language  string            `json:"language,omitempty" jsonschema:"The code's language: python (default), r, javascript (js), typescript (ts) or bash; list_languages says which this gateway runs. Each language has its own kernel in the session, with its own variables; all share the session's files."`
+	Context   string            `json:"context,omitempty" jsonschema:"A context id of the session (a kernel made by another client of the gateway; 'default' is the session's first kernel). Omit it: the code runs in its language's kernel."`
+	SessionID string            `json:"session_id,omitempty" jsonschema:"Session to run in (from an earlier answer). Omit it to start a new session."`
+	TimeoutS  float64           `json:"timeout_s,omitempty" jsonschema:"Seconds the code may run before it is interrupted (default: the gateway's, usually 60)."`
+	Envs      map[string]string `json:"envs,omitempty" jsonschema:"Environment variables for this call only (NAME: value): the code and the programs it starts see them; the next call does not. Names the sandbox reserves (PATH, HOME, LD_*, PYTHON*, ...) are refused."`
+	Cwd       string            `json:"cwd,omitempty" jsonschema:"Working directory for this call only: a directory of the workspace (relative to /home/user, or absolute under it) that must exist. The next call is back in the previous directory."`
 }
 
 // ExecuteOutput is execute_python's and execute_code's structured output.
@@ -290,7 +292,8 @@ func (t *tools) executeCode(ctx context.Context, _ *sdk.CallToolRequest, in exec
 	if err != nil {
 		return nil, ExecuteOutput{}, err
 	}
-	x, err := t.b.Execute(ctx, id, in.Code, client.ExecuteOptions{Timeout: timeout, Language: language, Context: in.Context})
+	x, err := t.b.Execute(ctx, id, in.Code, client.ExecuteOptions{Timeout: timeout, Language: language, Context: in.Context,
+		Envs: in.Envs, Cwd: in.Cwd})
 	if err != nil {
 		return nil, ExecuteOutput{}, explain(err, id, "")
 	}

@@ -41,6 +41,14 @@
 //     the /v1 view: the order of enqueued executions and stop_on_error's
 //     aborts, the execution count and the random id of each kernel
 //     incarnation.
+//   - An execution's own envs and cwd (ExecRequest.Envs, Cwd;
+//     execenv.go, execenvrun.go) are applied and put back by the worker
+//     in the execution's turn: a silent execution of the kernel's
+//     language before the code saves and sets them, another after it
+//     restores them (after an error, an interrupt or an obeyed timeout
+//     too; a kernel restarted instead comes back clean). The code of
+//     every language is in one table (settingsCode); the snippets'
+//     output is not the execution's and they are not counted.
 //   - Contexts (contexts.go) are the session's kernels: its first (the
 //     Session itself) and one more Session per context started in the
 //     same sandbox (sandbox.ContextStarter), each with its own queue,

@@ -62,6 +62,13 @@ type ExecRequest struct {
 	Timeout time.Duration
 	// AllowStdin lets the code call input(); answers come through Input.
 	AllowStdin bool
+	// Envs and Cwd apply to this execution only (execenv.go): the
+	// environment variables are set (under the session env's policy,
+	// sandbox.CheckEnv) and the working directory entered (a workspace
+	// path, sandbox.SandboxPath) before the code runs, and what was there
+	// before is put back after it, whatever its outcome.
+	Envs map[string]string
+	Cwd  string
 
 	// The options of a Jupyter execute_request (see jupyter.go); zero for
 	// /v1 executions. Silent and NoHistory are passed to the kernel.
@@ -112,6 +119,7 @@ type job struct {
 	result      chan *Execution
 	exec        *Execution
 	interrupted atomic.Bool // a user interrupt was sent during this job
+	codeEnded   atomic.Bool // the kernel replied to the job's code: an interrupt now would hit the restore of its settings
 	ran         bool        // the job reached the kernel (worker only)
 
 	// See jupyter.go.

@@ -27,6 +27,10 @@ import (
 //	"die"         the kernel process exits with "exit status 1"
 //	"drain:DUR"   replies at once, then keeps sending output for DUR
 //	anything else replies ok with the code as its result
+//
+// except that code containing fakeFailApply replies an error (a settings
+// apply that cannot enter a missing directory). Every Execute is recorded
+// (calls).
 type fakeRuntime struct {
 	mu          sync.Mutex
 	started     int
@@ -40,6 +44,29 @@ type fakeRuntime struct {
 	maxInStart  atomic.Int32  // the most at once
 	executed    atomic.Int32  // Execute calls on all fake kernels
 	ids         []string      // the ids of the sandboxes started, in order
+	calls       []fakeCall    // every Execute on any fake kernel, in order (under mu)
+}
+
+// fakeCall is one Execute on a fake kernel.
+type fakeCall struct {
+	code   string
+	silent bool
+	noHist bool
+}
+
+// fakeFailApply in an execution's code makes the fake reply an error.
+const fakeFailApply = "/home/user/missing"
+
+func (r *fakeRuntime) record(c fakeCall) {
+	r.mu.Lock()
+	r.calls = append(r.calls, c)
+	r.mu.Unlock()
+}
+
+func (r *fakeRuntime) executions() []fakeCall {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]fakeCall(nil), r.calls...)
 }
 
 func (r *fakeRuntime) startedIDs() map[string]bool {
@@ -80,6 +107,7 @@ func (r *fakeRuntime) dial(_ context.Context, info kernel.ConnectionInfo, _ kern
 	}
 	k := newFakeKernel(inc)
 	k.executed = &r.executed
+	k.record = r.record
 	return k, nil
 }
 
@@ -164,6 +192,7 @@ func (s *fakeSandbox) Close(context.Context) error {
 
 type fakeKernel struct {
 	executed  *atomic.Int32
+	record    func(fakeCall)
 	inc       *sandbox.Incarnation
 	interrupt chan struct{}
 	done      chan struct{}
@@ -190,6 +219,9 @@ func (k *fakeKernel) Execute(ctx context.Context, code string, opts kernel.Execu
 	if k.executed != nil {
 		k.executed.Add(1)
 	}
+	if k.record != nil {
+		k.record(fakeCall{code: code, silent: opts.Silent, noHist: opts.NoHistory})
+	}
 	reply := func(r *kernel.ExecuteReply) (*kernel.ExecuteReply, error) {
 		if opts.OnReply != nil {
 			opts.OnReply()
@@ -199,6 +231,9 @@ func (k *fakeKernel) Execute(ctx context.Context, code string, opts kernel.Execu
 	dead := func() (*kernel.ExecuteReply, error) { return nil, &kernel.DeadError{Cause: k.Err()} }
 	if opts.OnBusy != nil {
 		opts.OnBusy()
+	}
+	if strings.Contains(code, fakeFailApply) {
+		return reply(&kernel.ExecuteReply{Status: "error", EName: "NotADirectoryError", EValue: "cwd " + fakeFailApply + ": no such directory in the sandbox"})
 	}
 	op, arg, _ := strings.Cut(code, ":")
 	switch op {

@@ -40,6 +40,9 @@ func (w *worker) run(j *job) {
 	}
 	defer w.end()
 	start := time.Now()
+	if j.req.hasSettings() && !w.applySettings(c, j, start) {
+		return
+	}
 	o := w.execute(c, j, release)
 	w.conclude(c, j, start, o)
 }
@@ -101,6 +104,9 @@ func (w *worker) execute(c KernelConn, j *job, replied func()) outcome {
 	repliedC := make(chan struct{})
 	opts := kernel.ExecuteOptions{AllowStdin: j.req.AllowStdin, Silent: j.req.Silent, NoHistory: j.req.NoHistory,
 		OnBusy: j.kernelBegan, OnReply: func() {
+			if j.req.hasSettings() {
+				j.codeEnded.Store(true)
+			}
 			replied() // the kernel is done computing: its scheduler slot goes to the next session
 			close(repliedC)
 		}}
@@ -174,10 +180,18 @@ func (w *worker) conclude(c KernelConn, j *job, start time.Time, o outcome) {
 			}
 			return
 		}
+		reason := ""
+		if j.req.hasSettings() {
+			r, ok := w.restoreSettings(c, j)
+			if !ok {
+				return // the session closed meanwhile; j is reported
+			}
+			reason = r
+		}
 		// The session reads idle, with nothing running, before the caller
 		// has its result: a client that looks right after its execute
 		// returned sees idle.
-		w.report(j, start, statusOf(o, j), o.reply, "")
+		w.report(j, start, statusOf(o, j), o.reply, reason)
 		w.end()
 		w.setState(StateIdle, "")
 		j.deliver()

@@ -339,6 +339,9 @@ func (s *Session) enqueue(req ExecRequest, collect bool) (*job, error) {
 	if err := req.validate(&s.cfg); err != nil {
 		return nil, err
 	}
+	if err := req.validateSettings(s.kernel); err != nil {
+		return nil, err
+	}
 	j := newJob(req, collect, capsOf(&s.cfg), s.budget)
 	// s.mu is held across the hand-off so the worker cannot publish this
 	// job's "started" before its "queued", and close cannot miss the job.
@@ -378,6 +381,9 @@ func (s *Session) Interrupt(ctx context.Context) error {
 	}
 	defer release()
 	awaitKernelStart(ctx, j)
+	if j != nil && j.codeEnded.Load() {
+		return nil // its code is done; what runs now puts its settings back (execenv.go)
+	}
 	if err := c.Interrupt(ctx); err != nil {
 		return fmt.Errorf("sessions: interrupt: %w", err)
 	}

@@ -207,7 +207,8 @@ class Sandbox:
                  on_stderr: Optional[OutputHandler[OutputMessage]] = None,
                  on_result: Optional[OutputHandler[Result]] = None,
                  on_error: Optional[OutputHandler[ExecutionError]] = None,
-                 timeout: Optional[float] = None, request_timeout: Optional[float] = None) -> Execution:
+                 timeout: Optional[float] = None, request_timeout: Optional[float] = None,
+                 envs: Optional[Dict[str, str]] = None, cwd: Optional[str] = None) -> Execution:
         """Runs code in one of the sandbox's kernels; variables persist
         between calls.
 
@@ -227,12 +228,24 @@ class Sandbox:
 
         :param request_timeout: seconds the SDK waits for the gateway without
             hearing from it (default: no limit for REST, 300 s for the WebSocket)
+        :param envs: environment variables for this execution only: the code
+            and the processes it starts see them, the next execution does not
+            (earlier values come back, new names go). Reserved names (PATH,
+            HOME, LD_*, PYTHON*, ...) raise InvalidArgumentException.
+        :param cwd: working directory for this execution only: a directory of
+            the workspace (relative to /home/user, or absolute under it) that
+            exists; else ``execution.error`` is a SettingsError and the code
+            does not run. The next execution is back in the previous directory.
         """
-        where: Dict[str, str] = {}
+        where: Dict[str, Any] = {}
         if language:
             where["language"] = language
         if context is not None:
             where["context"] = _context_id(context)
+        if envs:
+            where["envs"] = dict(envs)
+        if cwd:
+            where["cwd"] = cwd
         if timeout is not None and timeout <= 0:
             timeout = None
         if on_stdout or on_stderr or on_result or on_error:
@@ -248,7 +261,7 @@ class Sandbox:
             x.error = ExecutionError("KeyboardInterrupt", x.reason or "interrupted", "")
         return x
 
-    def _run_rest(self, code: str, where: Dict[str, str], timeout: Optional[float], request_timeout: Optional[float]) -> Execution:
+    def _run_rest(self, code: str, where: Dict[str, Any], timeout: Optional[float], request_timeout: Optional[float]) -> Execution:
         body: Dict[str, Any] = {"code": code, **where}
         if timeout is not None:
             body["timeout_s"] = timeout
@@ -259,7 +272,7 @@ class Sandbox:
         _finish(x, out)
         return x
 
-    def _run_ws(self, code: str, where: Dict[str, str], on_stdout: Optional[OutputHandler[OutputMessage]],
+    def _run_ws(self, code: str, where: Dict[str, Any], on_stdout: Optional[OutputHandler[OutputMessage]],
                 on_stderr: Optional[OutputHandler[OutputMessage]], on_result: Optional[OutputHandler[Result]],
                 on_error: Optional[OutputHandler[ExecutionError]], timeout: Optional[float],
                 request_timeout: Optional[float]) -> Execution:

@@ -38,6 +38,25 @@ class SandboxTest(unittest.TestCase):
         self.assertEqual(self.sbx.run_code("import os; os.environ['GREETING']").text, "hej")
         self.assertIsNone(self.sbx.run_code("y = 1").text)
 
+    def test_envs_and_cwd_of_one_execution(self) -> None:
+        self.sbx.files.make_dir("sub")
+        show = "import os, subprocess\nprint(os.environ.get('GREETING'), os.environ.get('ONCE'), os.getcwd())\n" \
+               "print(subprocess.run(['sh', '-c', 'echo \"$GREETING $ONCE $PWD\"'], capture_output=True, text=True).stdout, end='')"
+        envs = {"GREETING": "once", "ONCE": "it's"}
+        want = "once it's /home/user/sub\nonce it's /home/user/sub\n"
+        self.assertEqual("".join(self.sbx.run_code(show, envs=envs, cwd="sub").logs.stdout), want)
+        seen = []
+        self.sbx.run_code(show, envs=envs, cwd="/workspace/sub", on_stdout=lambda m: seen.append(m.line))
+        self.assertEqual("".join(seen), want)
+        self.assertEqual("".join(self.sbx.run_code(show).logs.stdout), "hej None /home/user\nhej  /home/user\n")
+        with self.assertRaises(InvalidArgumentException) as cm:
+            self.sbx.run_code(show, envs={"LD_PRELOAD": "x"})
+        self.assertIn("LD_PRELOAD", str(cm.exception))
+        x = self.sbx.run_code(show, cwd="no/such/dir")
+        assert x.error is not None
+        self.assertEqual(x.error.name, "SettingsError")
+        self.assertIn("no such directory", x.error.value)
+
     def test_logs_are_chunks(self) -> None:
         x = self.sbx.run_code("import sys, time\nfor i in range(3):\n    print(i, flush=True)\n    time.sleep(0.05)\n"
                               "print('oops', file=sys.stderr)")
