@@ -1,7 +1,7 @@
 # glassroom's kernel launcher, run as
 # `python3 -I -B -c <this file> --kernel NAME -f <connection file>`.
 #
-# For python3 it starts ipykernel like ipykernel_launcher does, with three
+# For python3 it starts ipykernel like ipykernel_launcher does, with four
 # changes:
 #  - stdout/stderr are sent in messages of at most CHUNK characters: a
 #    writer that gets ahead of the kernel's I/O thread waits for it, so a
@@ -11,7 +11,9 @@
 #  - IPython's history is kept in memory: no SQLite file, and no saving
 #    thread woken after every cell (40 busy sessions on 2 cores: 488
 #    instead of 440 exec/s); %history and Jupyter's history_request still
-#    answer.
+#    answer;
+#  - matplotlib's inline plots fall back to a CJK font (CJK_FONT) for the
+#    glyphs DejaVu Sans lacks, when that font is installed.
 #
 # For r (IRkernel) and javascript/typescript (Deno's `deno jupyter
 # --kernel`) it starts that kernel as its child and stays as a bridge
@@ -86,6 +88,12 @@ DENO_BIN = "/usr/local/bin/deno"
 # R looks for user packages in R_LIBS_USER if that directory exists: this
 # one never can (/dev/null is not a directory).
 R_NO_USER_LIBRARY = "/dev/null/no-user-library"
+# The font matplotlib falls back to for the glyphs its default (DejaVu Sans)
+# lacks, Chinese, Japanese and Korean labels: fonts-wqy-microhei
+# (images/python/libraries.txt), in the kernel image and on the local
+# runtime's host. Without it the kernel keeps matplotlib's defaults.
+CJK_FONT = "WenQuanYi Micro Hei"
+CJK_FONT_FILE = "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc"
 
 
 def bound_stream_messages(OutStream):
@@ -332,11 +340,21 @@ def start_egress():
 
 
 def run_ipykernel(args):
+    import os
+
     start_egress()
     from ipykernel import iostream, kernelapp
 
     bound_stream_messages(iostream.OutStream)
     app = kernelapp.IPKernelApp.instance()
+    if os.path.exists(CJK_FONT_FILE):
+        # matplotlib's inline backend applies InlineBackend.rc when pyplot
+        # loads: glyphs DejaVu Sans lacks fall back to the CJK font.
+        from traitlets.config import Config
+
+        c = Config()
+        c.InlineBackend.rc = {"font.family": ["sans-serif", CJK_FONT]}
+        app.update_config(c)
     app.initialize(args + ["--IPKernelApp.ignore_cwd=True", "--HistoryManager.hist_file=:memory:"])
     at = next((i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "dist-packages"))), len(sys.path))
     sys.path.insert(at, "")
