@@ -733,3 +733,11 @@ func TestContextEgress(t *testing.T) {
 	r := newRuntime(t, local.Config{Common: sandbox.Common{UIDBase: 327000}})
 	runtimetest.ContextEgress(t, r, "context-egress-"+strconv.FormatInt(time.Now().UnixNano()%1e6, 10))
 }
+
+// TestLibraries: the python3 kernel on this host has every library of
+// images/python/libraries.txt (scripts/install-deps.sh installs them), a
+// seaborn plot is a PNG, and a Chinese title draws with its glyphs
+// (runtimetest.RunLibraries).
+func TestLibraries(t *testing.T) {
+	runtimetest.RunLibraries(t, newRuntime(t, local.Config{}), "libraries-local")
+}
