@@ -76,11 +76,13 @@ func RunLibraries(t *testing.T, rt Starter, id string) {
 		if err := json.Unmarshal([]byte(result(out)), &got); err != nil {
 			t.Fatalf("the import check printed %q: %v", out, err)
 		}
-		for name, why := range got.Failed {
-			t.Errorf("import %s: %s (install images/python/libraries.txt's packages: scripts/install-deps.sh, or rebuild the image)", name, why)
+		for _, name := range mods {
+			if why, ok := got.Failed[name]; ok {
+				t.Errorf("import %s: %s (install images/python/libraries.txt's packages: scripts/install-deps.sh, or rebuild the image)", name, why)
+			}
 		}
-		if got.Tried != len(mods) {
-			t.Fatalf("the kernel tried %d imports, want %d", got.Tried, len(mods))
+		if got.Tried != len(mods) || len(got.Failed) != 0 {
+			t.Fatalf("the kernel tried %d imports (want %d), %d failed", got.Tried, len(mods), len(got.Failed))
 		}
 		t.Logf("%d modules import: %s", got.Tried, strings.Join(mods, " "))
 	})
