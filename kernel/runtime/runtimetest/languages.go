@@ -90,7 +90,8 @@ func Languages() []Language {
 				".jupyter/ipython_kernel_config.py":         steer,
 				".jupyter/jupyter_config.py":                steer,
 				".ipython/profile_default/startup/00-x.py":  steer,
-				".local/lib/python3.11/site-packages/x.pth": "import os; " + strings.TrimSpace(steer) + "\n",
+				".local/lib/python3.11/site-packages/x.pth": "import os; " + strings.TrimSpace(steer) + "\n", // the host's (local runtime)
+				".local/lib/python3.13/site-packages/x.pth": "import os; " + strings.TrimSpace(steer) + "\n", // the image's (trixie)
 				"mymodule.py":                               "VALUE = 42\n",
 			},
 			// The workspace is importable once the kernel runs.

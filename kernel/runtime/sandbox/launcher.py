@@ -99,12 +99,22 @@ CJK_FONT_FILE = "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc"
 def bound_stream_messages(OutStream):
     write = OutStream.write
 
+    def pending(self):
+        # Characters written and not yet sent: ipykernel up to 6.28 (Debian
+        # bookworm's 6.17, the local runtime's host) has one buffer, 6.29 on
+        # (trixie's, the kernel image) one per parent header.
+        buf = getattr(self, "_buffer", None)
+        if buf is not None:
+            return buf.tell()
+        with self._buffer_lock:
+            return sum(b.tell() for b in self._buffers.values())
+
     def bounded_write(self, string):
         if not isinstance(string, str):
             return write(self, string)  # raises TypeError, as before
         for i in range(0, max(len(string), 1), CHUNK):
             write(self, string[i:i + CHUNK])
-            if self._buffer.tell() >= CHUNK:
+            if pending(self) >= CHUNK:
                 self.flush()
         return len(string)
 
