@@ -82,6 +82,12 @@ func ParseLibraries(text string) ([]Library, error) {
 	return out, nil
 }
 
+const (
+	lower      = "abcdefghijklmnopqrstuvwxyz"
+	digits     = "0123456789"
+	identChars = lower + "ABCDEFGHIJKLMNOPQRSTUVWXYZ" + digits + "_"
+)
+
 // validImport: a dotted Python identifier (ASCII), or NotAModule.
 func validImport(s string) bool {
 	if s == NotAModule {
@@ -91,10 +97,8 @@ func validImport(s string) bool {
 		if part == "" || (part[0] >= '0' && part[0] <= '9') {
 			return false
 		}
-		for _, r := range part {
-			if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
-				return false
-			}
+		if strings.Trim(part, identChars) != "" {
+			return false
 		}
 	}
 	return true
@@ -103,13 +107,5 @@ func validImport(s string) bool {
 // validPackage: Debian's package name rule (lower case letters, digits,
 // + - and ., at least two characters, starting with a letter or digit).
 func validPackage(s string) bool {
-	if len(s) < 2 || !(s[0] >= 'a' && s[0] <= 'z' || s[0] >= '0' && s[0] <= '9') {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.') {
-			return false
-		}
-	}
-	return true
+	return len(s) >= 2 && strings.IndexByte(lower+digits, s[0]) >= 0 && strings.Trim(s, lower+digits+"+-.") == ""
 }
