@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# install-deps.sh [runtime|test]: install the Debian packages glassroom needs.
-#   runtime: bubblewrap and Debian's Python with ipykernel, numpy, pandas, matplotlib;
+# install-deps.sh [runtime|test|--print-libraries]: install the Debian packages glassroom needs.
+#   runtime: bubblewrap and Debian's Python with ipykernel; the libraries generated code
+#            expects (images/python/libraries.txt, as in the kernel image: numpy, pandas,
+#            matplotlib, scipy, scikit-learn, ..., pip, and a CJK font; without recommends);
 #            the R kernel (R, IRkernel, ggplot2, dplyr, tidyr, readr, data.table; without
 #            recommends: no compilers) and Deno for the JavaScript/TypeScript kernels
 #            (scripts/install-deno.sh, from the npm registry: needs npm, installed if missing)
@@ -10,10 +12,18 @@
 #            nodejs + npm unless an npm is already on PATH (UI unit tests, MCP client tests),
 #            python3-jupyter-server, python3-notebook (Jupyter gateway API tests with real clients)
 # Installs only what is missing; needs root for that (prints what to install otherwise).
+#   --print-libraries: print the packages of images/python/libraries.txt and exit.
 set -euo pipefail
-want=(bubblewrap python3-ipykernel python3-jupyter-client python3-matplotlib python3-numpy python3-pandas util-linux)
-# The R kernel's packages, installed without recommends.
-lean=(r-base-core r-cran-irkernel r-cran-ggplot2 r-cran-dplyr r-cran-tidyr r-cran-readr r-cran-data.table)
+# The python3 kernel's libraries, one list for the image and this host.
+mapfile -t libraries < <(sed -e 's/#.*//' "$(dirname "$0")/../images/python/libraries.txt" | awk 'NF { print $2 }')
+if [ "${1:-}" = --print-libraries ]; then
+  printf '%s\n' "${libraries[@]}"
+  exit 0
+fi
+want=(bubblewrap python3-ipykernel python3-jupyter-client util-linux)
+# The R kernel's packages and the Python libraries, installed without
+# recommends (as in the kernel image).
+lean=(r-base-core r-cran-irkernel r-cran-ggplot2 r-cran-dplyr r-cran-tidyr r-cran-readr r-cran-data.table "${libraries[@]}")
 # Deno is fetched with npm (scripts/install-deno.sh).
 if [ ! -x /usr/local/bin/deno ] && ! command -v npm >/dev/null 2>&1; then
   want+=(nodejs npm)

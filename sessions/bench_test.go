@@ -30,7 +30,9 @@ func benchRuntimes(b *testing.B) map[string]sessions.Runtime {
 	out["local"] = lrt
 	ddir := filepath.Join(dir, "docker")
 	os.Mkdir(ddir, 0o711)
-	drt, err := docker.New(context.Background(), docker.Config{Instance: "bench", Common: sandbox.Common{StateDir: ddir, UIDBase: 390000}}, zerolog.Nop())
+	// GLASSROOM_TEST_KERNEL_IMAGE: another image than the default (to compare).
+	drt, err := docker.New(context.Background(), docker.Config{Instance: "bench", Image: os.Getenv("GLASSROOM_TEST_KERNEL_IMAGE"),
+		Common: sandbox.Common{StateDir: ddir, UIDBase: 390000}}, zerolog.Nop())
 	if err == nil {
 		b.Cleanup(func() { drt.Close() })
 		out["docker"] = drt
@@ -66,6 +68,34 @@ func BenchmarkColdSession(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				s := createAndAnswer(b, m)
 				b.StopTimer()
+				m.Delete(context.Background(), "bench", s.ID())
+				b.StartTimer()
+			}
+		})
+	}
+}
+
+// BenchmarkFirstImport measures the first `import pandas; import
+// matplotlib.pyplot` cell of a new session (the session's creation is not
+// timed): what code that analyses data waits for first.
+func BenchmarkFirstImport(b *testing.B) {
+	for name, rt := range benchRuntimes(b) {
+		b.Run(name, func(b *testing.B) {
+			m, err := sessions.New(sessions.Config{}, rt, zerolog.Nop())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close(context.Background())
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				s := createAndAnswer(b, m)
+				b.StartTimer()
+				e, err := s.Execute(context.Background(), sessions.ExecRequest{Code: "import pandas; import matplotlib.pyplot"})
+				b.StopTimer()
+				if err != nil || e.Status != sessions.StatusOK {
+					b.Fatalf("import: %v %+v", err, e)
+				}
 				m.Delete(context.Background(), "bench", s.ID())
 				b.StartTimer()
 			}

@@ -11,6 +11,8 @@
 #                          bookworm-updates and bookworm-security)
 #        SECURITY_MIRROR=URL  used with MIRROR (default
 #                          http://deb.debian.org/debian-security)
+#        SUITE=trixie      build from another Debian suite (a trial: the suite
+#                          goes into the inputs hash; default bookworm)
 #        FORCE=1           rebuild even if the inputs did not change
 #        GLASSROOM_CACHE=DIR  where scripts/install-deno.sh keeps Deno's
 #                          tarball (default /var/cache/glassroom)
@@ -18,7 +20,7 @@
 # The image is tagged <repo>:<first 12 hex of the inputs hash> and
 # <repo>:latest and labelled io.glassroom.inputs-hash=<full hash>. The inputs
 # are this script, the files next to it that go into the image
-# (packages.txt, stubs.txt, mkstubs.sh, customize.sh, kernels.sh, config/,
+# (packages.txt, libraries.txt, stubs.txt, mkstubs.sh, customize.sh, kernels.sh, config/,
 # users/, rootfs/) and scripts/install-deno.sh (Deno's pinned version and
 # checksum). If an image with that tag and label exists, nothing is rebuilt.
 #
@@ -36,7 +38,8 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$HERE/../.." && pwd)
 IMAGE=${IMAGE:-glassroom/python-kernel}
-SUITE=bookworm
+DEFAULT_SUITE=bookworm
+SUITE=${SUITE:-$DEFAULT_SUITE}
 T0=$(date +%s.%N)
 
 stage() { echo "==> $*" >&2; }
@@ -49,13 +52,15 @@ inputs_hash() {
   (
     cd "$HERE"
     {
-      printf '%s\n' build.sh packages.txt stubs.txt mkstubs.sh customize.sh kernels.sh \
+      printf '%s\n' build.sh packages.txt libraries.txt stubs.txt mkstubs.sh customize.sh kernels.sh \
         ../../scripts/install-deno.sh
       find config users rootfs -type f 2>/dev/null
     } | LC_ALL=C sort -u | while IFS= read -r f; do
       # exec bits matter (customize.sh, rootfs files): include the mode.
       printf '%s %s\n' "$(stat -c %a "$f" | cut -c1)" "$(sha256sum "$f")"
     done
+    # The suite, when SUITE overrides the default (a trial build).
+    [ "$SUITE" = "$DEFAULT_SUITE" ] || printf 'suite %s\n' "$SUITE"
   ) | sha256sum | cut -d' ' -f1
 }
 HASH=$(inputs_hash)
@@ -117,7 +122,11 @@ stage "building $REF (inputs hash $HASH)"
 stage "[1/4] stub package for unused hard dependencies ($(grep -v '^[[:space:]]*\(#\|$\)' "$HERE/stubs.txt" | paste -sd' ' -))"
 "$HERE/mkstubs.sh" "$HERE/stubs.txt" "$WORK/glassroom-kernel-stubs.deb"
 
-PACKAGES=$(sed -e 's/#.*//' "$HERE/packages.txt" | tr -s ' \t\n' ' ' | sed 's/^ //; s/ $//')
+# packages.txt: one package a line; libraries.txt: "import-name package".
+PACKAGES=$({
+  sed -e 's/#.*//' "$HERE/packages.txt"
+  sed -e 's/#.*//' "$HERE/libraries.txt" | awk 'NF { print $2 }'
+} | tr -s ' \t\n' ' ' | sed 's/^ //; s/ $//')
 [ -n "$PACKAGES" ] || die "packages.txt lists no packages"
 stage "[2/4] mmdebstrap --variant=minbase $SUITE: $PACKAGES"
 

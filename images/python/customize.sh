@@ -47,8 +47,25 @@ find "$root/var/log" -type f -exec rm -f {} +
 # Test suites shipped inside Python packages (numpy/tests, pandas/tests,
 # matplotlib/tests, IPython/*/tests, ...): never imported by user code.
 # numpy.testing / pandas.testing / matplotlib.testing are separate and kept.
-find "$root/usr/lib/python3/dist-packages" -depth -type d -name tests \
-  -exec rm -rf {} +
+# Kept: the few files in a tests/ directory that library code imports at run
+# time (numpy 2's numpy.testing, which scikit-learn and statsmodels import,
+# imports numpy._core.tests._natype), with their bytecode.
+dist="$root/usr/lib/python3/dist-packages"
+kept=$(mktemp -d)
+for f in numpy/_core/tests/__init__ numpy/_core/tests/_natype; do
+  d=$(dirname "$f") n=$(basename "$f")
+  for g in "$dist/$f.py" "$dist/$d/__pycache__/$n".*.pyc; do
+    [ -f "$g" ] || continue
+    mkdir -p "$kept/${g#"$dist"/}" && rmdir "$kept/${g#"$dist"/}"
+    cp -p "$g" "$kept/${g#"$dist"/}"
+  done
+done
+find "$dist" -depth -type d -name tests -exec rm -rf {} +
+(cd "$kept" && find . -type f) | while IFS= read -r f; do
+  mkdir -p "$(dirname "$dist/${f#./}")"
+  cp -p "$kept/$f" "$dist/${f#./}"
+done
+rm -rf "$kept"
 # R: the packages' HTML help, vignettes, test suites, C/C++ headers (there
 # is no compiler in the image) and message translations (as for the rest of
 # the image, only English); the help database (help/, which ?topic reads) is

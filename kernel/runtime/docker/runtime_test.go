@@ -45,6 +45,10 @@ func newRuntime(t *testing.T, cfg docker.Config) *docker.Runtime {
 	if os.Getenv("GLASSROOM_TEST_OCI_RUNTIME") != "" {
 		cfg.OCIRuntime = os.Getenv("GLASSROOM_TEST_OCI_RUNTIME")
 	}
+	// Another image than glassroom/python-kernel:latest (a trial build).
+	if cfg.Image == "" && os.Getenv("GLASSROOM_TEST_KERNEL_IMAGE") != "" {
+		cfg.Image = os.Getenv("GLASSROOM_TEST_KERNEL_IMAGE")
+	}
 	r, err := docker.New(context.Background(), cfg, zerolog.Nop())
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -593,4 +597,11 @@ func isClosed(c <-chan struct{}) bool {
 // matplotlib and pandas (runtimetest.RichCells).
 func TestRichOutput(t *testing.T) {
 	runtimetest.RichOutput(t, newRuntime(t, docker.Config{}), "rich-output-"+strconv.FormatInt(time.Now().UnixNano()%1e6, 10))
+}
+
+// TestLibraries: the kernel image has every library of
+// images/python/libraries.txt, a seaborn plot is a PNG, and a Chinese title
+// draws with its glyphs (runtimetest.RunLibraries).
+func TestLibraries(t *testing.T) {
+	runtimetest.RunLibraries(t, newRuntime(t, docker.Config{}), "libraries-"+strconv.FormatInt(time.Now().UnixNano()%1e6, 10))
 }

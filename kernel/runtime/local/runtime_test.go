@@ -740,3 +740,11 @@ func TestContextEgress(t *testing.T) {
 func TestRichOutput(t *testing.T) {
 	runtimetest.RichOutput(t, newRuntime(t, local.Config{}), "rich-output-local")
 }
+
+// TestLibraries: the python3 kernel on this host has every library of
+// images/python/libraries.txt (scripts/install-deps.sh installs them), a
+// seaborn plot is a PNG, and a Chinese title draws with its glyphs
+// (runtimetest.RunLibraries).
+func TestLibraries(t *testing.T) {
+	runtimetest.RunLibraries(t, newRuntime(t, local.Config{}), "libraries-local")
+}

@@ -19,6 +19,8 @@
 #  - given --rich CODE (richoutput.py), it runs CODE's register(shell)
 #    before the workspace joins sys.path: a matplotlib figure and a pandas
 #    DataFrame then also carry glassroom's structured JSON.
+#  - matplotlib's inline plots fall back to a CJK font (CJK_FONT) for the
+#    glyphs DejaVu Sans lacks, when that font is installed.
 #
 # For r (IRkernel) and javascript/typescript (Deno's `deno jupyter
 # --kernel`) it starts that kernel as its child and stays as a bridge
@@ -93,17 +95,33 @@ DENO_BIN = "/usr/local/bin/deno"
 # R looks for user packages in R_LIBS_USER if that directory exists: this
 # one never can (/dev/null is not a directory).
 R_NO_USER_LIBRARY = "/dev/null/no-user-library"
+# The font matplotlib falls back to for the glyphs its default (DejaVu Sans)
+# lacks, Chinese, Japanese and Korean labels: fonts-wqy-microhei
+# (images/python/libraries.txt), in the kernel image and on the local
+# runtime's host. Without it the kernel keeps matplotlib's defaults.
+CJK_FONT = "WenQuanYi Micro Hei"
+CJK_FONT_FILE = "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc"
 
 
 def bound_stream_messages(OutStream):
     write = OutStream.write
+
+    def pending(self):
+        # Characters written and not yet sent: ipykernel up to 6.28 (Debian
+        # bookworm's 6.17, the local runtime's host) has one buffer, 6.29 on
+        # (trixie's, the kernel image) one per parent header.
+        buf = getattr(self, "_buffer", None)
+        if buf is not None:
+            return buf.tell()
+        with self._buffer_lock:
+            return sum(b.tell() for b in self._buffers.values())
 
     def bounded_write(self, string):
         if not isinstance(string, str):
             return write(self, string)  # raises TypeError, as before
         for i in range(0, max(len(string), 1), CHUNK):
             write(self, string[i:i + CHUNK])
-            if self._buffer.tell() >= CHUNK:
+            if pending(self) >= CHUNK:
                 self.flush()
         return len(string)
 
@@ -339,11 +357,21 @@ def start_egress():
 
 
 def run_ipykernel(args, rich):
+    import os
+
     start_egress()
     from ipykernel import iostream, kernelapp
 
     bound_stream_messages(iostream.OutStream)
     app = kernelapp.IPKernelApp.instance()
+    if os.path.exists(CJK_FONT_FILE):
+        # matplotlib's inline backend applies InlineBackend.rc when pyplot
+        # loads: glyphs DejaVu Sans lacks fall back to the CJK font.
+        from traitlets.config import Config
+
+        c = Config()
+        c.InlineBackend.rc = {"font.family": ["sans-serif", CJK_FONT]}
+        app.update_config(c)
     app.initialize(args + ["--IPKernelApp.ignore_cwd=True", "--HistoryManager.hist_file=:memory:"])
     if rich is not None:
         register_rich_output(app.shell, rich)
