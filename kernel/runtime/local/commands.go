@@ -2,25 +2,15 @@ package local
 
 import (
 	"context"
-		"fmt"
+	"fmt"
 	"maps"
 	"os"
-	"sync"
 	"syscall"
 
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 )
 
 var _ sandbox.CommandRunner = (*localSandbox)(nil)
-
-// commands are the commands running in one sandbox; its Close kills them
-// and waits until they are gone. Safe for concurrent use.
-type commands struct {
-	mu     sync.Mutex
-	closed bool
-	live   map[sandbox.Command]struct{}
-	wg     sync.WaitGroup // one per live command: done once it is reaped
-}
 
 // StartCommand implements sandbox.CommandRunner. A command is one more
 // bwrap process like a context's kernel (the same uid, workspace binds,
@@ -44,17 +34,14 @@ func (s *localSandbox) StartCommand(ctx context.Context, spec sandbox.CommandSpe
 	if d.r.seccomp == nil && !d.r.cfg.InsecureNoSeccomp {
 		return nil, fmt.Errorf("local: start command: %w (GOARCH=%s)", ErrNoSeccomp, d.r.cfg.Arch)
 	}
-	s.cmds.mu.Lock()
-	if s.cmds.closed {
-		s.cmds.mu.Unlock()
-		return nil, sandbox.ErrClosed
+	slot, err := s.cmds.Begin()
+	if err != nil {
+		return nil, err
 	}
-	s.cmds.wg.Add(1)
-	s.cmds.mu.Unlock()
 	started := false
 	defer func() {
 		if !started {
-			s.cmds.wg.Done()
+			slot.End()
 		}
 	}()
 	if s.Frozen() { // a frozen cgroup would hold the new process too
@@ -118,8 +105,7 @@ func (s *localSandbox) StartCommand(ctx context.Context, spec sandbox.CommandSpe
 	}
 	started = true
 	pid := cmd.Process.Pid
-	var c sandbox.Command
-	c = sandbox.NewCommand(sandbox.CommandTransport{
+	c := sandbox.NewCommand(sandbox.CommandTransport{
 		In:  stdin,
 		Out: stdout,
 		Kill: func(int) {
@@ -129,10 +115,7 @@ func (s *localSandbox) StartCommand(ctx context.Context, spec sandbox.CommandSpe
 			_ = syscall.Kill(-pid, syscall.SIGKILL) // whatever the launcher left
 			err := cmd.Wait()
 			infoR.Close()
-			s.cmds.mu.Lock()
-			delete(s.cmds.live, c)
-			s.cmds.mu.Unlock()
-			s.cmds.wg.Done()
+			slot.End()
 			if err != nil {
 				if t := tail.String(); t != "" {
 					return fmt.Sprintf("%v: %s", err, t)
@@ -142,31 +125,6 @@ func (s *localSandbox) StartCommand(ctx context.Context, spec sandbox.CommandSpe
 			return ""
 		},
 	})
-	s.cmds.mu.Lock()
-	s.cmds.live[c] = struct{}{}
-	s.cmds.mu.Unlock()
+	slot.Started(c)
 	return c, nil
-}
-
-// closeCommands kills the sandbox's commands and waits until they are
-// reaped (bounded by ctx); no command starts after it.
-func (c *commands) closeCommands(ctx context.Context) error {
-	c.mu.Lock()
-	c.closed = true
-	live := make([]sandbox.Command, 0, len(c.live))
-	for cmd := range c.live {
-		live = append(live, cmd)
-	}
-	c.mu.Unlock()
-	for _, cmd := range live {
-		_ = cmd.Kill()
-	}
-	done := make(chan struct{})
-	go func() { c.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("local: waiting for the sandbox's commands to end: %w", ctx.Err())
-	}
 }

@@ -269,7 +269,7 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	if err := b.Launch(ctx); err != nil {
 		return nil, err
 	}
-	return &localSandbox{Base: b, d: d, ctxs: sandbox.NewContexts(b), cmds: commands{live: map[sandbox.Command]struct{}{}}}, nil
+	return &localSandbox{Base: b, d: d, ctxs: sandbox.NewContexts(b)}, nil
 }
 
 // writeIdentity writes the synthetic passwd and group files the sandbox

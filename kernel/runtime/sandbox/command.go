@@ -337,3 +337,88 @@ func (c *framed) read() {
 	close(c.out)
 	close(c.done)
 }
+
+// CommandSet is the set of one sandbox's running commands, for a runtime
+// whose sandboxes run them: the sandbox's Close kills them and waits
+// until they are reaped. The zero value is empty and open; its methods
+// are safe for concurrent use.
+type CommandSet struct {
+	mu     sync.Mutex
+	closed bool
+	live   map[*CommandSlot]struct{}
+	wg     sync.WaitGroup // one per slot not yet ended
+}
+
+// CommandSlot is one command's place in a CommandSet, from before it
+// starts until it is reaped.
+type CommandSlot struct {
+	set  *CommandSet
+	c    Command
+	once sync.Once
+}
+
+// Begin takes a slot for a command about to start; ErrClosed once the set
+// is closed. The caller must End it (once the command is reaped, or when
+// it did not start).
+func (s *CommandSet) Begin() (*CommandSlot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	s.wg.Add(1)
+	return &CommandSlot{set: s}, nil
+}
+
+// Started records the slot's command; one started while the set closed
+// is killed at once.
+func (sl *CommandSlot) Started(c Command) {
+	s := sl.set
+	s.mu.Lock()
+	closed := s.closed
+	if !closed {
+		if s.live == nil {
+			s.live = map[*CommandSlot]struct{}{}
+		}
+		sl.c = c
+		s.live[sl] = struct{}{}
+	}
+	s.mu.Unlock()
+	if closed {
+		_ = c.Kill()
+	}
+}
+
+// End gives the slot back (its command is gone). Later calls do nothing.
+func (sl *CommandSlot) End() {
+	sl.once.Do(func() {
+		s := sl.set
+		s.mu.Lock()
+		delete(s.live, sl)
+		s.mu.Unlock()
+		s.wg.Done()
+	})
+}
+
+// Close refuses new commands, kills the running ones and waits (bounded
+// by ctx) until every slot has ended.
+func (s *CommandSet) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	live := make([]Command, 0, len(s.live))
+	for sl := range s.live {
+		live = append(live, sl.c)
+	}
+	s.mu.Unlock()
+	for _, c := range live {
+		_ = c.Kill()
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }() // ends when the commands do; Close waits for it or gives up on ctx
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("sandbox: waiting for the commands to end: %w", ctx.Err())
+	}
+}
