@@ -163,7 +163,9 @@ func TestCommandsThroughTheGateway(t *testing.T) {
 			if e := run(t, g, sid, api.ExecuteRequest{Code: api.Ptr("print(x)")}); strings.TrimSpace(e.Stdout) != "42" {
 				t.Fatalf("x after a kill: %+v", e)
 			}
-			var body struct{ Error struct{ Code, Message string } }
+			var body struct {
+				Error struct{ Code, Message string }
+			}
 			for _, p := range []string{"/999", "/0", "/abc"} {
 				if st := g.Call(t, bearer, "GET", base+p, nil, &body); st != http.StatusNotFound || body.Error.Code != "command_not_found" {
 					t.Fatalf("GET %s: %d %+v", p, st, body)
@@ -175,7 +177,6 @@ func TestCommandsThroughTheGateway(t *testing.T) {
 		})
 	}
 }
-
 
 // TestTerminalThroughTheGateway opens the terminal WebSocket of a real
 // session (authenticated by ?token=, as a browser does): a real PTY,
@@ -273,4 +274,3 @@ func (w *wsTerminal) exit() int {
 		}
 	}
 }
-
