@@ -1,11 +1,11 @@
 package mcp_test
 
 import (
-	"errors"
 	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"

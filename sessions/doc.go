@@ -41,6 +41,11 @@
 //     the /v1 view: the order of enqueued executions and stop_on_error's
 //     aborts, the execution count and the random id of each kernel
 //     incarnation.
+//   - Commands (commands.go) are the session's shell commands
+//     (sandbox.CommandRunner): each with a small pid, one goroutine that
+//     reads its output into command events (the caps of an execution's
+//     output) and its timeout; a bounded number run and are kept; the
+//     terminals (a PTY each) are its too. Close kills them all.
 //   - Contexts (contexts.go) are the session's kernels: its first (the
 //     Session itself) and one more Session per context started in the
 //     same sandbox (sandbox.ContextStarter), each with its own queue,

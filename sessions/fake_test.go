@@ -28,7 +28,7 @@ import (
 //	"drain:DUR"   replies at once, then keeps sending output for DUR
 //	anything else replies ok with the code as its result
 type fakeRuntime struct {
-	cmds sync.WaitGroup // the fake commands' goroutines
+	cmds        sync.WaitGroup // the fake commands' goroutines
 	mu          sync.Mutex
 	started     int
 	live        int

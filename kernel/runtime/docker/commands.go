@@ -102,7 +102,9 @@ func (s *dockerSandbox) StartCommand(ctx context.Context, spec sandbox.CommandSp
 			// The container stopped: under gVisor the engine may never
 			// end the stream of an exec whose container started again.
 			hj.Close()
-			<-done
+			if cerr := <-done; cerr != nil {
+				tail.Note("(the stream ended: " + cerr.Error() + ")")
+			}
 			err = errors.New("the sandbox stopped (its first kernel ended or restarted)")
 		}
 		if err == nil {
