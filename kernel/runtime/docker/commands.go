@@ -19,7 +19,7 @@ var _ sandbox.CommandRunner = (*dockerSandbox)(nil)
 
 // killGroup kills the process group "-$1" (a command's, inside the
 // container), as an exec of its own.
-const killGroup = `kill -KILL -- "-$1"`
+const killGroup = `kill -9 "-$1"` // dash: no "--", no -s KILL before a negative pid
 
 // StartCommand implements sandbox.CommandRunner. A command is a docker
 // exec into the session's container, like a context's kernel (the same
