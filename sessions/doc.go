@@ -49,6 +49,11 @@
 //     too; a kernel restarted instead comes back clean). The code of
 //     every language is in one table (settingsCode); the snippets'
 //     output is not the execution's and they are not counted.
+//   - Commands (commands.go) are the session's shell commands
+//     (sandbox.CommandRunner): each with a small pid, one goroutine that
+//     reads its output into command events (the caps of an execution's
+//     output) and its timeout; a bounded number run and are kept; the
+//     terminals (a PTY each) are its too. Close kills them all.
 //   - Contexts (contexts.go) are the session's kernels: its first (the
 //     Session itself) and one more Session per context started in the
 //     same sandbox (sandbox.ContextStarter), each with its own queue,

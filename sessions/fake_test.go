@@ -32,6 +32,7 @@ import (
 // apply that cannot enter a missing directory). Every Execute is recorded
 // (calls).
 type fakeRuntime struct {
+	cmds        sync.WaitGroup // the fake commands' goroutines
 	mu          sync.Mutex
 	started     int
 	live        int

@@ -605,3 +605,14 @@ func TestRichOutput(t *testing.T) {
 func TestLibraries(t *testing.T) {
 	runtimetest.RunLibraries(t, newRuntime(t, docker.Config{}), "libraries-"+strconv.FormatInt(time.Now().UnixNano()%1e6, 10))
 }
+
+// TestCommands: commands in a docker sandbox (runtimetest.Commands): each
+// a docker exec into the session's container.
+func TestCommands(t *testing.T) {
+	r := newRuntime(t, docker.Config{Common: sandbox.Common{UIDBase: 358000}})
+	n := 0
+	runtimetest.Commands(t, r, func() string {
+		n++
+		return "commands-" + strconv.Itoa(n) + "-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
+	})
+}

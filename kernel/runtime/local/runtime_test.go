@@ -748,3 +748,13 @@ func TestRichOutput(t *testing.T) {
 func TestLibraries(t *testing.T) {
 	runtimetest.RunLibraries(t, newRuntime(t, local.Config{}), "libraries-local")
 }
+
+// TestCommands: commands in a local sandbox (runtimetest.Commands): each
+// another bwrap in the sandbox's cgroup, killed from the host.
+func TestCommands(t *testing.T) {
+	n := 0
+	runtimetest.Commands(t, newRuntime(t, local.Config{Common: sandbox.Common{UIDBase: 328000}}), func() string {
+		n++
+		return "commands-" + strconv.Itoa(n) + "-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
+	})
+}

@@ -10,7 +10,7 @@
 //   - The optional capabilities a runtime or its sandboxes may have, each a
 //     named interface (Freezer, Persistent, Adopter, OrphanFinder,
 //     WorkspaceOpener, TenantRecorder, StateDirHolder, ContextStarter,
-//     KernelLister) that callers find
+//     CommandRunner, KernelLister) that callers find
 //     with a type assertion; each runtime package checks the ones it has
 //     at compile time.
 //   - The kernel's launch: the base environment (pip's settings among
@@ -45,4 +45,10 @@
 //   - Contexts: the further kernels of a sandbox (ContextStarter), each a
 //     Base of its own on an ipc directory of its own (Dirs.Context),
 //     closed with the sandbox.
+//   - Commands (CommandRunner): shell commands beside the kernels, run by
+//     the launcher's command mode (CommandArgv: the egress forwarder, then
+//     bash -lc, or bash -l on a PTY, in a process group of its own with
+//     oom_score_adj 1000) that speaks frames on its stdio; NewCommand is
+//     the Go side of those frames over a runtime's transport, CommandSet
+//     the running commands a sandbox's Close kills.
 package sandbox
