@@ -43,18 +43,27 @@ class _Watch:
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.q: "queue.Queue[Dict[str, Any]]" = queue.Queue()
-        self.buffered = 0
+        self._mu = threading.Lock()
+        self._buffered = 0  # bytes of events queued and not yet taken
         self.lost = False
 
     def put(self, ev: Dict[str, Any], size: int) -> None:
-        if self.lost:
-            return
-        self.buffered += size
-        if self.buffered > _MAX_BUFFERED:
-            self.lost = True
-            self.q.put(_LOST)
-            return
-        self.q.put(ev)
+        with self._mu:
+            if self.lost:
+                return
+            self._buffered += size
+            if self._buffered > _MAX_BUFFERED:
+                self.lost = True
+                self.q.put(_LOST)
+                return
+            self.q.put(ev)
+
+    def get(self, timeout: float) -> Dict[str, Any]:
+        """The next event (raises queue.Empty after timeout seconds)."""
+        ev = self.q.get(timeout=timeout)
+        with self._mu:
+            self._buffered -= _size(ev)
+        return ev
 
 
 class _Events:
@@ -72,9 +81,9 @@ class _Events:
         self._id = sandbox_id
         self._lock = threading.Lock()
         self._ws: Any = None
-        self._watches: Dict[int, _Watch] = {}
+        self._watches: Dict[int, List[_Watch]] = {}  # by pid (several handles may watch one command)
         self._pending = 0
-        self._early: Dict[int, List[Tuple[Dict[str, Any], int]]] = {}  # events of pids not yet watched
+        self._early: Dict[int, List[Dict[str, Any]]] = {}  # events of pids not yet watched
         self._early_bytes = 0
         self._early_lost: set = set()
         self._last_seq = -1
@@ -110,26 +119,27 @@ class _Events:
             if pid in self._early_lost:
                 w.lost = True
                 w.q.put(_LOST)
-            for ev, size in self._early.pop(pid, []):
-                w.put(ev, size)
+            for ev in self._early.pop(pid, []):
+                w.put(ev, _size(ev))
                 if ev.get("state") == "exited":
                     return w
-            self._watches[pid] = w
+            self._watches.setdefault(pid, []).append(w)
             return w
 
     def unwatch(self, w: _Watch) -> None:
         with self._lock:
-            if self._watches.get(w.pid) is w:
-                del self._watches[w.pid]
+            ws = self._watches.get(w.pid, [])
+            if w in ws:
+                ws.remove(w)
+            if not ws:
+                self._watches.pop(w.pid, None)
             self._close_if_idle()
 
     def close(self) -> None:
         """Closes the socket; every watch falls back to polling."""
         with self._lock:
-            for w in self._watches.values():
-                w.q.put(_LOST)
-            self._watches.clear()
-            self._pending = 0
+            self._lose_watches()
+            self._early_lost.update(self._early)
             self._early.clear()
             self._drop_ws()
 
@@ -163,17 +173,19 @@ class _Events:
 
     def _read(self, ws: Any) -> None:
         """The reader thread of one socket: it ends when the socket is no longer the current one."""
-        reconnects = 0
+        reconnects, since = 0, time.monotonic()
         while True:
             try:
                 raw = ws.recv()
                 if not raw:
                     raise OSError("closed")
             except Exception:
+                if time.monotonic() - since > 60:
+                    reconnects = 0  # a socket that lived a while: try afresh
                 ws = self._reconnect(ws, reconnects)
                 if ws is None:
                     return
-                reconnects += 1
+                reconnects, since = reconnects + 1, time.monotonic()
                 continue
             try:
                 ev = json.loads(raw)
@@ -184,7 +196,7 @@ class _Events:
             with self._lock:
                 if self._ws is not ws:
                     break
-                self._route(ev, len(raw))
+                self._route(ev)
         try:
             ws.close(timeout=1)
         except Exception:
@@ -219,14 +231,18 @@ class _Events:
             self._ws = new
             return new
 
-    def _lose_all(self) -> None:
-        for w in self._watches.values():
-            w.q.put(_LOST)
+    def _lose_watches(self) -> None:
+        for ws in self._watches.values():
+            for w in ws:
+                w.q.put(_LOST)
         self._watches.clear()
+
+    def _lose_all(self) -> None:
+        self._lose_watches()
         self._early_lost.update(self._early)
         self._early.clear()
 
-    def _route(self, ev: Dict[str, Any], size: int) -> None:
+    def _route(self, ev: Dict[str, Any]) -> None:
         seq = ev.get("seq")
         if isinstance(seq, int):
             self._last_seq = max(self._last_seq, seq)
@@ -239,9 +255,11 @@ class _Events:
         pid = ev.get("pid")
         if not isinstance(pid, int):
             return
-        w = self._watches.get(pid)
-        if w is not None:
-            w.put(ev, size)
+        size = _size(ev)
+        ws = self._watches.get(pid)
+        if ws:
+            for w in ws:
+                w.put(ev, size)
             if ev.get("state") == "exited":
                 del self._watches[pid]
                 self._close_if_idle()
@@ -253,7 +271,7 @@ class _Events:
                 self._early.clear()
                 self._early_bytes = 0
                 return
-            self._early.setdefault(pid, []).append((ev, size))
+            self._early.setdefault(pid, []).append(ev)
 
 
 class CommandHandle:
@@ -367,7 +385,7 @@ class CommandHandle:
                 yield from self._poll()
                 break
             try:
-                ev = w.q.get(timeout=_CHECK_EVERY)
+                ev = w.get(_CHECK_EVERY)
             except queue.Empty:
                 if not self._commands._status(self._pid).get("running", True):
                     # Ended, and its exit did not come: trust the gateway's record.
@@ -546,8 +564,9 @@ class Commands:
         about now on; ``wait`` returns the whole (kept) output."""
         streams = self._events.begin()
         try:
-            self._status(pid)
-            watch = self._events.watch(pid) if streams else None
+            running = self._status(pid).get("running", False)
+            # An ended command's exit event has gone by: its handle asks the gateway.
+            watch = self._events.watch(pid) if streams and running else None
         finally:
             self._events.end()
         return CommandHandle(self, pid, watch, on_stdout, on_stderr)
@@ -604,6 +623,12 @@ class Commands:
 
     def _close(self) -> None:
         self._events.close()
+
+
+def _size(ev: Dict[str, Any]) -> int:
+    """What an event costs a queue: its text and some overhead."""
+    text = ev.get("text")
+    return 64 + (len(text) if isinstance(text, str) else 0)
 
 
 def _int(v: Any, default: int) -> int:
