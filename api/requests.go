@@ -53,3 +53,27 @@ type IntrospectRequest struct {
 
 // Ptr returns a pointer to v, for the optional fields of requests.
 func Ptr[T any](v T) *T { return &v }
+
+// RunCommandRequest is the body of POST /v1/sessions/{id}/commands: Cmd
+// (required, at most 64 KiB) runs as `bash -lc Cmd` in the session's
+// sandbox, in Cwd (a workspace path; "" is /home/user) with Envs added to
+// the session's environment (the same name policy). TimeoutS: the
+// foreground default is the gateway's execution timeout; a background
+// command has none unless given. Stdin is written first; a foreground
+// command's stdin is then closed, a background one's stays open.
+type RunCommandRequest struct {
+	Cmd        string            `json:"cmd"`
+	Cwd        string            `json:"cwd,omitempty"`
+	Envs       map[string]string `json:"envs,omitempty"`
+	TimeoutS   *float64          `json:"timeout_s,omitempty"`
+	Background bool              `json:"background,omitempty"`
+	Stdin      string            `json:"stdin,omitempty"`
+}
+
+// CommandStdinRequest is the body of POST
+// /v1/sessions/{id}/commands/{pid}/stdin: Data is written to the
+// command's stdin, then it is closed if EOF.
+type CommandStdinRequest struct {
+	Data string `json:"data,omitempty"`
+	EOF  bool   `json:"eof,omitempty"`
+}

@@ -133,6 +133,7 @@ const (
 	EventGap           EventType = "gap"
 	EventNetwork       EventType = "network" // a connection the session's egress proxy refused
 	EventContext       EventType = "context" // a context was created or deleted (State)
+	EventCommand       EventType = "command" // a command started (State "started", Text: the command), wrote output (Name, Text) or exited (State "exited")
 	EventRejected      EventType = "rejected"
 	EventCompleteReply EventType = "complete_reply"
 	EventInspectReply  EventType = "inspect_reply"
@@ -175,6 +176,9 @@ type Event struct {
 	Host           string          `json:"host,omitempty"`            // network
 	Port           int             `json:"port,omitempty"`            // network
 	Allowed        bool            `json:"allowed,omitempty"`         // network (false: a refusal)
+	PID            int             `json:"pid,omitempty"`             // command
+	ExitCode       *int            `json:"exit_code,omitempty"`       // command (exited)
+	TimedOut       bool            `json:"timed_out,omitempty"`       // command (exited)
 
 	// complete_reply and inspect_reply frames that answer frames sent with
 	// SendRaw (Conn.Complete and Conn.Inspect return theirs typed).
@@ -339,4 +343,47 @@ type Pool struct {
 	Target   int `json:"target"`
 	Ready    int `json:"ready"`
 	Starting int `json:"starting"`
+}
+
+// CommandInfo describes one shell command of a session (GET
+// /v1/sessions/{id}/commands). PID is the session's number for it (1, 2,
+// ...), not an OS pid. ExitCode and DurationMS are set once it has ended:
+// bash's status, 128+n when it died of signal n, -1 when it was killed
+// before it had one (TimedOut: at its timeout).
+type CommandInfo struct {
+	PID        int       `json:"pid"`
+	Cmd        string    `json:"cmd"`
+	Cwd        string    `json:"cwd"`
+	Running    bool      `json:"running"`
+	ExitCode   *int      `json:"exit_code,omitempty"`
+	StartedAt  time.Time `json:"started_at"`
+	DurationMS *int64    `json:"duration_ms,omitempty"`
+	TimedOut   bool      `json:"timed_out,omitempty"`
+}
+
+// Command is a command with its output so far (GET
+// /v1/sessions/{id}/commands/{pid}), or a foreground command's result
+// (POST /v1/sessions/{id}/commands). Stdout and Stderr together keep at
+// most the gateway's per-execution stream cap; Truncated says some was
+// not kept.
+type Command struct {
+	CommandInfo
+	Stdout    string `json:"stdout"`
+	Stderr    string `json:"stderr"`
+	Truncated bool   `json:"truncated"`
+}
+
+// CommandStarted is the answer to a background command's start (201).
+type CommandStarted struct {
+	PID int `json:"pid"`
+}
+
+// TerminalControl is a text frame of the terminal WebSocket: from the
+// client, {"type":"resize","cols":N,"rows":N}; from the server, once the
+// shell has ended, {"type":"exit","exit_code":N}.
+type TerminalControl struct {
+	Type     string `json:"type"`
+	Cols     int    `json:"cols,omitempty"`
+	Rows     int    `json:"rows,omitempty"`
+	ExitCode *int   `json:"exit_code,omitempty"`
 }

@@ -84,7 +84,7 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 			}
 		}
 	}
-	toOpenAPI := strings.NewReplacer(":id", "{id}", ":ctx", "{ctx}", "/*", "/{path}")
+	toOpenAPI := strings.NewReplacer(":id", "{id}", ":ctx", "{ctx}", ":pid", "{pid}", "/*", "/{path}")
 	registered := map[string]bool{}
 	var missing []string
 	for _, r := range srv.Routes() {

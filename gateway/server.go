@@ -18,6 +18,7 @@ import (
 	"github.com/glassroom/glassroom/gateway/jupyter"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/glassroom/glassroom/workspace/fileedit"
+	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
 )
@@ -31,6 +32,9 @@ type Server struct {
 	echo  *echo.Echo
 	keys  *tenant.Keys
 	conns *wsconn.Group // every WebSocket, native and Jupyter: Serve's shutdown ends them and waits
+	// upgrader upgrades the terminal WebSocket (the same origin rules as
+	// the others).
+	upgrader websocket.Upgrader
 }
 
 // New builds the server. assets is the UI's static files (may be nil).
@@ -41,6 +45,7 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 	cfg = cfg.withDefaults()
 	s := &Server{cfg: cfg, mgr: mgr, log: log, keys: tenant.NewKeys(cfg.APIKeys), conns: wsconn.NewGroup(log)}
 	upgrader := wsconn.NewUpgrader(cfg.AllowedOrigins)
+	s.upgrader = upgrader
 	jup, err := jupyter.New(jupyter.Config{MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.WSPingInterval}, mgr, s.keys, s.conns, upgrader, log)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
@@ -79,6 +84,12 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 	v1.DELETE("/sessions/:id/contexts/:ctx", s.deleteContext)
 	v1.POST("/sessions/:id/contexts/:ctx/restart", s.restartContext)
 	v1.GET("/sessions/:id/contexts/:ctx/kernel_info", s.kernelInfo)
+	v1.POST("/sessions/:id/commands", s.runCommand)
+	v1.GET("/sessions/:id/commands", s.listCommands)
+	v1.GET("/sessions/:id/commands/:pid", s.getCommand)
+	v1.POST("/sessions/:id/commands/:pid/stdin", s.commandStdin)
+	v1.POST("/sessions/:id/commands/:pid/kill", s.killCommand)
+	v1.GET("/sessions/:id/terminal", s.terminal)
 	files.route(v1)
 	s.routeMCP(e)
 	s.routeOpenAPI(e)
@@ -185,13 +196,14 @@ func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // authenticate accepts "Authorization: Bearer <key>", or ?token=<key> on
-// WebSocket upgrades and GET/HEAD file downloads, and stores the tenant.
+// WebSocket upgrades (the session's and the terminal's) and GET/HEAD file
+// downloads, and stores the tenant.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		key := ""
 		if h := c.Request().Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
 			key = strings.TrimPrefix(h, "Bearer ")
-		} else if (c.Request().Method == http.MethodGet || c.Request().Method == http.MethodHead) && (strings.HasSuffix(c.Path(), "/ws") || strings.Contains(c.Path(), "/files/")) {
+		} else if (c.Request().Method == http.MethodGet || c.Request().Method == http.MethodHead) && (strings.HasSuffix(c.Path(), "/ws") || strings.HasSuffix(c.Path(), "/terminal") || strings.Contains(c.Path(), "/files/")) {
 			key = c.QueryParam("token")
 		}
 		t, ok := s.keys.Lookup(key)

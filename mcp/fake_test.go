@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"errors"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -224,4 +225,12 @@ func TestStdioClosesItsSessions(t *testing.T) {
 	if l, err := gc.ListSessions(ctx); err != nil || len(l) != 0 {
 		t.Fatalf("sessions left behind: %+v %v", l, err)
 	}
+}
+
+func (f *fakeBackend) RunCommand(context.Context, string, string, client.CommandOptions) (*client.Command, error) {
+	return nil, errors.New("the fake runs no commands")
+}
+
+func (f *fakeBackend) StartCommand(context.Context, string, string, client.CommandOptions) (*client.CommandHandle, error) {
+	return nil, errors.New("the fake runs no commands")
 }

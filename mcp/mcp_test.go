@@ -125,7 +125,7 @@ func flow(t *testing.T, ctx context.Context, cs *sdk.ClientSession) {
 	for _, tool := range tools.Tools {
 		names[tool.Name] = tool
 	}
-	for _, n := range []string{"execute_python", "upload_file", "read_file", "list_files", "edit_file", "restart_session", "close_session"} {
+	for _, n := range []string{"execute_python", "upload_file", "read_file", "list_files", "edit_file", "run_command", "restart_session", "close_session"} {
 		if names[n] == nil || len(names[n].Description) < 40 || names[n].InputSchema == nil {
 			t.Fatalf("tool %s missing or undocumented: %+v", n, names[n])
 		}

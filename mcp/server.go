@@ -28,6 +28,8 @@ type Backend interface {
 	ReadFile(ctx context.Context, sessionID, path string) (*client.File, error)
 	ListFiles(ctx context.Context, sessionID, dir string) (*client.Listing, error)
 	EditFile(ctx context.Context, sessionID, path string, req client.EditRequest) (*client.EditResult, error)
+	RunCommand(ctx context.Context, sessionID, cmd string, opts client.CommandOptions) (*client.Command, error)
+	StartCommand(ctx context.Context, sessionID, cmd string, opts client.CommandOptions) (*client.CommandHandle, error)
 }
 
 var _ Backend = (*client.Client)(nil)

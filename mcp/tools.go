@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -91,6 +92,23 @@ type restartInput struct {
 }
 
 type noInput struct{}
+
+type commandInput struct {
+	Cmd        string            `json:"cmd" jsonschema:"The shell command, run as bash -lc cmd (pipes, redirections, && and the like work)."`
+	Cwd        string            `json:"cwd,omitempty" jsonschema:"Working directory, relative to the workspace (/home/user) or absolute under it (default: the workspace)."`
+	Envs       map[string]string `json:"envs,omitempty" jsonschema:"Environment variables for this command only."`
+	TimeoutS   float64           `json:"timeout_s,omitempty" jsonschema:"Seconds the command may run before it is killed (default: the gateway's, usually 60)."`
+	Background bool              `json:"background,omitempty" jsonschema:"Start it and return at once with its pid (for servers and long jobs); it runs until it ends or the session does."`
+	SessionID  string            `json:"session_id,omitempty" jsonschema:"Session to run in (from an earlier answer). Omit it to start a new session."`
+}
+
+// CommandOutput is run_command's structured output.
+type CommandOutput struct {
+	SessionID      string `json:"session_id" jsonschema:"the session the command ran in; pass it to later calls"`
+	SessionCreated bool   `json:"session_created" jsonschema:"whether this call started the session"`
+	PID            int    `json:"pid" jsonschema:"the command's number in the session"`
+	ExitCode       *int   `json:"exit_code,omitempty" jsonschema:"its exit code (-1: killed at its timeout); absent for a background command"`
+}
 
 func (t *tools) register(s *sdk.Server) {
 	execSchema := mustSchema[executeInput]()
@@ -187,6 +205,20 @@ func (t *tools) register(s *sdk.Server) {
 		InputSchema: editSchema,
 		Annotations: &sdk.ToolAnnotations{Title: "View or edit a text file", DestructiveHint: jsonschema.Ptr(true), OpenWorldHint: jsonschema.Ptr(false)},
 	}, t.edit)
+
+	cmdSchema := mustSchema[commandInput]()
+	cmdSchema.Properties["timeout_s"].ExclusiveMinimum = jsonschema.Ptr(0.0)
+	cmdSchema.Properties["cmd"].MinLength = jsonschema.Ptr(1)
+	sdk.AddTool(s, &sdk.Tool{
+		Name:  "run_command",
+		Title: "Run a shell command",
+		Description: "Run a shell command (bash) in the session's sandbox, beside its kernels: the same files (the working directory is " +
+			"the workspace, /home/user), the same network policy and limits. Use it for ls, grep, git, pip, compilers and scripts. The " +
+			"answer has the exit code, stdout and stderr. A command is killed at its timeout; one that should keep running (a server) " +
+			"runs with background: true and the answer has its pid. Long output is cut to its beginning and end.",
+		InputSchema: cmdSchema,
+		Annotations: &sdk.ToolAnnotations{Title: "Run a shell command", DestructiveHint: jsonschema.Ptr(true), OpenWorldHint: jsonschema.Ptr(false)},
+	}, t.runCommand)
 
 	sdk.AddTool(s, &sdk.Tool{
 		Name:  "restart_session",
@@ -646,4 +678,60 @@ func explain(err error, sessionID, path string) error {
 		return errors.New("the glassroom gateway refused the API key; check the MCP server's --api-key / GLASSROOM_API_KEY")
 	}
 	return fmt.Errorf("the glassroom gateway answered %d %s: %s", ae.Status, ae.Code, ae.Message)
+}
+
+func (t *tools) runCommand(ctx context.Context, _ *sdk.CallToolRequest, in commandInput) (*sdk.CallToolResult, CommandOutput, error) {
+	if strings.TrimSpace(in.Cmd) == "" {
+		return nil, CommandOutput{}, errors.New("cmd is empty: pass the shell command to run")
+	}
+	timeout := time.Duration(in.TimeoutS * float64(time.Second))
+	if timeout < 0 || (!in.Background && timeout > t.cfg.MaxTimeout) {
+		return nil, CommandOutput{}, fmt.Errorf("timeout_s must be between 0 and %g seconds (or run it in the background)", t.cfg.MaxTimeout.Seconds())
+	}
+	id, created, err := t.session(ctx, in.SessionID, "")
+	if err != nil {
+		return nil, CommandOutput{}, err
+	}
+	note := ""
+	if created {
+		note = newSessionNote(id, "Python") + "\n"
+	}
+	opts := client.CommandOptions{Cwd: in.Cwd, Envs: in.Envs, Timeout: timeout}
+	if in.Background {
+		h, err := t.b.StartCommand(ctx, id, in.Cmd, opts)
+		if err != nil {
+			return nil, CommandOutput{}, explain(err, id, "")
+		}
+		msg := fmt.Sprintf("%sStarted in the background: pid %d. Its output is kept by the gateway (GET /v1/sessions/%s/commands/%d).", note, h.PID, id, h.PID)
+		return textResult(msg), CommandOutput{SessionID: id, SessionCreated: created, PID: h.PID}, nil
+	}
+	c, err := t.b.RunCommand(ctx, id, in.Cmd, opts)
+	if err != nil {
+		return nil, CommandOutput{}, explain(err, id, "")
+	}
+	status := "exit code " + strconv.Itoa(derefInt(c.ExitCode))
+	if c.TimedOut {
+		status = fmt.Sprintf("killed: the command ran past its timeout (%s)", timeout)
+		if timeout == 0 {
+			status = "killed: the command ran past the gateway's timeout"
+		}
+	}
+	if c.Truncated {
+		status += "; the gateway dropped output past its caps"
+	}
+	secs := []section{{header: strings.TrimSpace(note + status), fixed: true}}
+	if c.Stdout != "" {
+		secs = append(secs, section{header: "stdout:", body: c.Stdout})
+	}
+	if c.Stderr != "" {
+		secs = append(secs, section{header: "stderr:", body: c.Stderr})
+	}
+	return textResult(render(secs, t.cfg.MaxTextChars)), CommandOutput{SessionID: id, SessionCreated: created, PID: c.PID, ExitCode: c.ExitCode}, nil
+}
+
+func derefInt(p *int) int {
+	if p == nil {
+		return -1
+	}
+	return *p
 }

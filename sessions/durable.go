@@ -339,8 +339,9 @@ func (s *Session) detach(ctx context.Context) error {
 		s.closeReason = "gateway restarting"
 	}
 	s.mu.Unlock()
-	// The other contexts do not outlive this gateway: the next one adopts
-	// the sandbox and its first kernel only.
+	// The commands and other contexts do not outlive this gateway: the
+	// next one adopts the sandbox and its first kernel only.
+	s.cmds.close()
 	s.ctxs.closeAll(ctx, "gateway restarting")
 	s.cancel()
 	err := s.sandbox.(sandbox.Persistent).Detach(ctx)

@@ -26,6 +26,7 @@ const (
 	EventGap           EventType = "gap"
 	EventNetwork       EventType = "network" // a connection the egress proxy refused
 	EventContext       EventType = "context" // a context was created or deleted (State), or its kernel's state changed
+	EventCommand       EventType = "command" // a command started, wrote output (Name, Text) or exited (State)
 )
 
 // Event is one message of the session's event stream, in the wire shape
@@ -65,6 +66,9 @@ type Event struct {
 	Host           string          `json:"host,omitempty"`     // network
 	Port           *int            `json:"port,omitempty"`
 	Allowed        *bool           `json:"allowed,omitempty"`
+	PID            *int            `json:"pid,omitempty"`       // command
+	ExitCode       *int            `json:"exit_code,omitempty"` // command: exited
+	TimedOut       *bool           `json:"timed_out,omitempty"` // command: exited
 
 	// Exec describes the execution on started events, for the Jupyter
 	// face; it is not part of the /v1 wire shape.

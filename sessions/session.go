@@ -88,6 +88,7 @@ type Session struct {
 	// which shares the first's files, event log and pauser, and owns none
 	// of them.
 	ctxs      *Contexts
+	cmds      *Commands // the session's commands (the first context's; nil on another context)
 	parent    *Session
 	contextID string
 
@@ -191,6 +192,7 @@ func newSession(p sessionParams) *Session {
 		}
 		s.pause = newPauser(p.sandbox, p.cfg.PauseAfter, s.log, frozen)
 		s.ctxs = newContexts(s, p.installed)
+		s.cmds = newCommands(s)
 	}
 	s.relay = &relay{maxCode: p.cfg.MaxCodeBytes, pause: s.pause, touch: s.Touch, conn: s.kernelClient,
 		busy: func() bool { return s.Info().State == StateBusy }}
@@ -235,7 +237,8 @@ func (s *Session) expired(now time.Time) string {
 	if now.After(s.created.Add(s.cfg.MaxLifetime)) {
 		return "maximum lifetime reached"
 	}
-	if s.state != StateBusy && s.queued.Load() == 0 && now.After(s.lastActive.Add(s.idle)) && !s.otherContextsBusy() {
+	if s.state != StateBusy && s.queued.Load() == 0 && now.After(s.lastActive.Add(s.idle)) && !s.otherContextsBusy() &&
+		(s.cmds == nil || !s.cmds.busy()) {
 		return "idle timeout"
 	}
 	return ""
@@ -526,6 +529,9 @@ func (s *Session) close(ctx context.Context, reason string) {
 		s.closeReason = reason
 	}
 	s.mu.Unlock()
+	if s.cmds != nil { // its commands first: they end with their exited events
+		s.cmds.close()
+	}
 	if s.ctxs != nil { // a session's other kernels go first, then its own
 		s.ctxs.closeAll(ctx, reason)
 	}

@@ -80,6 +80,14 @@ func Of(err error) *Error {
 		return New(http.StatusBadRequest, "no_contexts", "this gateway's runtime runs one kernel per session: create another session for another language")
 	case errors.Is(err, sessions.ErrTooManyContexts):
 		return New(http.StatusTooManyRequests, "too_many_contexts", "%s", err.Error())
+	case errors.Is(err, sessions.ErrCommandNotFound):
+		return New(http.StatusNotFound, "command_not_found", "command not found in this session")
+	case errors.Is(err, sessions.ErrTooManyCommands):
+		return New(http.StatusTooManyRequests, "too_many_commands", "%s", err.Error())
+	case errors.Is(err, sessions.ErrCommandEnded):
+		return New(http.StatusConflict, "command_ended", "the command has ended")
+	case errors.Is(err, sessions.ErrNoCommands):
+		return New(http.StatusNotImplemented, "no_commands", "this gateway's runtime cannot run commands in a session's sandbox (the kubernetes runtime has none; use the local or docker runtime)")
 	case errors.Is(err, sessions.ErrInvalid), errors.Is(err, sessions.ErrBadSpec):
 		return New(http.StatusBadRequest, "bad_request", "%s", publicMessage(err))
 	case errors.Is(err, sessions.ErrTooManySessions):

@@ -53,6 +53,7 @@ type dockerSandbox struct {
 	sandbox.Durable
 	d    *driver
 	ctxs *sandbox.Contexts
+	cmds sandbox.CommandSet
 }
 
 // newSandbox wraps the Base of a started or adopted container.
@@ -95,14 +96,14 @@ func (s *dockerSandbox) StartContext(ctx context.Context, spec sandbox.ContextSp
 
 // Close closes the sandbox's contexts, then the sandbox.
 func (s *dockerSandbox) Close(ctx context.Context) error {
-	return errors.Join(s.ctxs.Close(ctx), s.Durable.Close(ctx))
+	return errors.Join(s.cmds.Close(ctx), s.ctxs.Close(ctx), s.Durable.Close(ctx))
 }
 
 // Detach implements sandbox.Persistent: the contexts are closed (another
 // gateway could not reach them: their supervisors end with this gateway's
 // connections), the container is left running for the next gateway.
 func (s *dockerSandbox) Detach(ctx context.Context) error {
-	return errors.Join(s.ctxs.Close(ctx), s.Durable.Detach(ctx))
+	return errors.Join(s.cmds.Close(ctx), s.ctxs.Close(ctx), s.Durable.Detach(ctx))
 }
 
 // execSupervisor runs the kernel ("$@") in a session and process group of

@@ -587,3 +587,14 @@ func isClosed(c <-chan struct{}) bool {
 		return false
 	}
 }
+
+// TestCommands: commands in a docker sandbox (runtimetest.Commands): each
+// a docker exec into the session's container.
+func TestCommands(t *testing.T) {
+	r := newRuntime(t, docker.Config{Common: sandbox.Common{UIDBase: 358000}})
+	n := 0
+	runtimetest.Commands(t, r, func() string {
+		n++
+		return "commands-" + strconv.Itoa(n) + "-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
+	})
+}

@@ -28,6 +28,7 @@ type localSandbox struct {
 	*sandbox.Base
 	d    *driver
 	ctxs *sandbox.Contexts
+	cmds sandbox.CommandSet
 }
 
 // StartContext implements sandbox.ContextStarter. The context's kernel
@@ -76,5 +77,5 @@ func (d *driver) forContext(spec sandbox.ContextSpec, dirs *sandbox.Dirs) *drive
 
 // Close closes the sandbox's contexts, then the sandbox (Base.Close).
 func (s *localSandbox) Close(ctx context.Context) error {
-	return errors.Join(s.ctxs.Close(ctx), s.Base.Close(ctx))
+	return errors.Join(s.cmds.Close(ctx), s.ctxs.Close(ctx), s.Base.Close(ctx))
 }

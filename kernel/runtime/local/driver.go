@@ -197,6 +197,12 @@ func prelude(procs []string) string {
 
 // command builds sh (prelude) → prlimit → bwrap → python.
 func (d *driver) command(seccomp bool) (*exec.Cmd, error) {
+	py := sandbox.KernelArgv(d.r.cfg.Python, d.kernel, sandbox.ConnFile)
+	return d.commandLine(d.prlimit(), py, d.env, seccomp, true)
+}
+
+// prlimit is the prlimit command of the sandbox's rlimits, up to "--".
+func (d *driver) prlimit() []string {
 	cfg := d.r.cfg
 	mb := func(n int) string { return strconv.FormatInt(int64(n)<<20, 10) }
 	args := []string{"prlimit"}
@@ -216,8 +222,12 @@ func (d *driver) command(seccomp bool) (*exec.Cmd, error) {
 		"--core=0",
 		"--",
 	)
-	py := sandbox.KernelArgv(cfg.Python, d.kernel, sandbox.ConnFile)
-	env := d.env
+	return args
+}
+
+// commandLine builds sh (prelude) → prlimit (args, up to "--") → bwrap →
+// py, with env; the sandbox's ipc directory is bound only with bindIPC.
+func (d *driver) commandLine(args, py []string, env map[string]string, seccomp, bindIPC bool) (*exec.Cmd, error) {
 	var procs []string
 	if d.cg != nil {
 		procs = d.cg.procsFiles()
@@ -242,7 +252,7 @@ func (d *driver) command(seccomp bool) (*exec.Cmd, error) {
 		args = append(args, py...)
 		cwd = d.dirs.Work() + strings.TrimPrefix(d.cwd(), sandbox.WorkDir)
 	} else {
-		args = append(append(args, d.bwrapArgs(env, seccomp)...), py...)
+		args = append(append(args, d.bwrapArgs(env, seccomp, bindIPC)...), py...)
 	}
 	cmd := exec.Command("/bin/sh", append([]string{"-c", prelude(procs), "glassroom-kernel"}, args...)...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
@@ -297,7 +307,7 @@ func (d *driver) cwd() string {
 }
 
 // bwrapArgs are bubblewrap's arguments, up to and including "--".
-func (d *driver) bwrapArgs(env map[string]string, seccomp bool) []string {
+func (d *driver) bwrapArgs(env map[string]string, seccomp, bindIPC bool) []string {
 	b := []string{d.r.bwrap,
 		"--die-with-parent", "--new-session",
 		"--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
@@ -324,8 +334,10 @@ func (d *driver) bwrapArgs(env map[string]string, seccomp bool) []string {
 		"--size", strconv.Itoa(256<<20), "--tmpfs", "/tmp",
 		"--bind", d.dirs.Work(), sandbox.WorkDir,
 		"--bind", d.dirs.Work(), sandbox.WorkspaceAlias,
-		"--bind", d.dirs.IPC(), sandbox.IPCDir,
 	)
+	if bindIPC {
+		b = append(b, "--bind", d.dirs.IPC(), sandbox.IPCDir)
+	}
 	if d.egress != "" { // read-only: the sandbox can connect to the socket, not replace it
 		b = append(b, "--ro-bind", filepath.Dir(d.egress), sandbox.EgressDir)
 	}

@@ -733,3 +733,13 @@ func TestContextEgress(t *testing.T) {
 	r := newRuntime(t, local.Config{Common: sandbox.Common{UIDBase: 327000}})
 	runtimetest.ContextEgress(t, r, "context-egress-"+strconv.FormatInt(time.Now().UnixNano()%1e6, 10))
 }
+
+// TestCommands: commands in a local sandbox (runtimetest.Commands): each
+// another bwrap in the sandbox's cgroup, killed from the host.
+func TestCommands(t *testing.T) {
+	n := 0
+	runtimetest.Commands(t, newRuntime(t, local.Config{Common: sandbox.Common{UIDBase: 328000}}), func() string {
+		n++
+		return "commands-" + strconv.Itoa(n) + "-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
+	})
+}

@@ -1103,9 +1103,222 @@ def private_state():
             os.environ[name] = os.path.join(base, sub)
 
 
+# A command (`--command pipe CMD` or `--command tty COLS ROWS [CMD]`): the
+# launcher starts the egress forwarder as for a kernel, then runs
+# `bash -lc CMD` (or, on a pseudo-terminal it makes, `bash -l`, or
+# `bash -lc CMD`) in a session and process group of its own, with
+# oom_score_adj 1000, and supervises it. It speaks frames on its stdio,
+# which work alike over bwrap's pipes and a docker exec's stream: one type
+# byte, a 4-byte big-endian length, the payload.
+#  - in (stdin): "i" bytes for the command's stdin (the terminal's input),
+#    "e" the end of its stdin, "r" a resize (cols and rows, 2 bytes each),
+#    "k" kill. The end of the launcher's own stdin kills too: a gateway that
+#    goes away leaves nothing running.
+#  - out (stdout): "p" the process group's id (decimal, inside the
+#    sandbox) at once, "o" and "e" the command's stdout and stderr (a
+#    terminal's output is "o"), "x" its exit status (decimal; 128+n for a
+#    signal n) once its output has been read.
+# When bash exits (or is killed), what remains of its process group is
+# killed, then the rest of its output read (for at most CMD_DRAIN seconds
+# once nothing more comes). The launcher buffers at most CMD_STDIN bytes of
+# input the command has not read: beyond that it stops reading its own
+# stdin until the command reads.
+CMD_STDIN = 1 << 20
+CMD_DRAIN = 2.0
+
+
+def run_command(args):
+    import errno
+    import fcntl
+    import os
+    import select
+    import signal
+    import struct
+    import termios
+    import time
+
+    mode = args[0] if args else ""
+    if mode == "pipe" and len(args) == 2:
+        tty, argv = False, ["/bin/bash", "-lc", args[1]]
+    elif mode == "tty" and len(args) in (3, 4):
+        tty = True
+        cols, rows = int(args[1]), int(args[2])
+        argv = ["/bin/bash", "-l"] if len(args) == 3 or args[3] == "" else ["/bin/bash", "-lc", args[3]]
+    else:
+        sys.exit("glassroom launcher: bad --command arguments")
+    start_egress()
+    out = sys.stdout.buffer
+
+    def frame(kind, data):
+        out.write(kind + len(data).to_bytes(4, "big") + data)
+        out.flush()
+
+    if tty:
+        master, slave = os.openpty()
+        fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        os.environ["TERM"] = "xterm-256color"
+        child_fds = (slave, slave, slave)
+        reads = {master: b"o"}
+        stdin_w = master
+    else:
+        in_r, stdin_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        child_fds = (in_r, out_w, err_w)
+        reads = {out_r: b"o", err_r: b"e"}
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            for i, fd in enumerate(child_fds):
+                os.dup2(fd, i)
+            if tty:
+                fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+            os.closerange(3, 65536)
+            for s in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
+                signal.signal(s, signal.SIG_DFL)
+            try:
+                with open("/proc/self/oom_score_adj", "w") as f:
+                    f.write("1000")
+            except OSError:
+                pass
+            os.execv(argv[0], argv)
+        finally:
+            os._exit(127)
+    for fd in set(child_fds):
+        os.close(fd)
+    frame(b"p", str(pid).encode())
+    for fd in reads:
+        os.set_blocking(fd, False)
+    os.set_blocking(stdin_w, False)
+    inbuf = b""  # frames read from our stdin, not yet whole
+    pending = b""  # input the command has not read yet
+    stdin_open = True  # our stdin
+    close_input = False  # "e" came: close the command's stdin once pending is written
+    status = None
+    drain_until = None
+
+    def kill():
+        # The process group, and on a terminal every group of the session
+        # (an interactive bash puts each job in a group of its own).
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        if not tty:
+            return
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % name, "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+                if int(fields[3]) == pid:  # the session id
+                    os.kill(int(name), signal.SIGKILL)
+            except (OSError, ValueError, IndexError):
+                pass
+
+    while True:
+        if status is None:
+            try:
+                got, st = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                got, st = pid, 0
+            if got == pid:
+                status = os.waitstatus_to_exitcode(st)
+                kill()
+                drain_until = time.monotonic() + CMD_DRAIN
+        if status is not None and (not reads or time.monotonic() > drain_until):
+            break
+        rl = [wake_r] + list(reads)
+        if stdin_open and len(pending) < CMD_STDIN:
+            rl.append(0)
+        wl = [stdin_w] if pending and stdin_w is not None and status is None else []
+        try:
+            r, w, _ = select.select(rl, wl, [], 0.5 if status is not None else None)
+        except InterruptedError:
+            continue
+        if wake_r in r:
+            try:
+                while os.read(wake_r, 256):
+                    pass
+            except OSError:
+                pass
+        for fd in list(reads):
+            if fd not in r:
+                continue
+            try:
+                data = os.read(fd, READ)
+            except BlockingIOError:
+                continue
+            except OSError as e:
+                if e.errno != errno.EIO:  # EIO: a terminal with no process left on it
+                    raise
+                data = b""
+            if data:
+                frame(reads[fd], data)
+                if drain_until is not None:
+                    drain_until = time.monotonic() + CMD_DRAIN
+            else:
+                del reads[fd]
+                if fd != stdin_w:
+                    os.close(fd)
+        if 0 in r:
+            data = os.read(0, READ)
+            if not data:
+                stdin_open = False
+                kill()
+            inbuf += data
+            while len(inbuf) >= 5:
+                n = int.from_bytes(inbuf[1:5], "big")
+                if len(inbuf) < 5 + n:
+                    break
+                kind, body, inbuf = inbuf[:1], inbuf[5:5 + n], inbuf[5 + n:]
+                if kind == b"i" and not close_input:
+                    pending += body
+                elif kind == b"e":
+                    close_input = True
+                elif kind == b"r" and tty and len(body) == 4:
+                    c, rw = struct.unpack(">HH", body)
+                    try:
+                        fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", rw, c, 0, 0))
+                    except OSError:
+                        pass
+                elif kind == b"k":
+                    kill()
+        if stdin_w is not None and stdin_w in w and pending:
+            try:
+                pending = pending[os.write(stdin_w, pending[:READ]):]
+            except BlockingIOError:
+                pass
+            except OSError:
+                pending = b""
+        if close_input and not pending and stdin_w is not None:
+            if tty:
+                try:
+                    os.write(master, b"\x04")  # ^D: end of input on a terminal
+                except OSError:
+                    pass
+            else:
+                os.close(stdin_w)
+            stdin_w = None
+            close_input = False
+    if status < 0:
+        status = 128 - status
+    frame(b"x", str(status).encode())
+
+
 def main():
-    private_state()
     args = sys.argv[1:]
+    if args[:1] == ["--command"]:
+        run_command(args[1:])
+        return
+    private_state()
     kernel = "python3"
     if args[:1] == ["--kernel"]:
         kernel, args = args[1], args[2:]

@@ -1,0 +1,247 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/glassroom/glassroom/api"
+	"github.com/glassroom/glassroom/gateway/internal/httperr"
+	"github.com/glassroom/glassroom/gateway/internal/wsconn"
+	"github.com/glassroom/glassroom/sessions"
+	"github.com/gorilla/websocket"
+	"github.com/labstack/echo/v4"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/time/rate"
+)
+
+// The shell commands of a session: POST/GET /v1/sessions/{id}/commands,
+// GET .../commands/{pid}, POST .../commands/{pid}/stdin and .../kill, and
+// the terminal WebSocket GET /v1/sessions/{id}/terminal.
+
+func (s *Server) runCommand(c echo.Context) error {
+	sess, err := s.session(c)
+	if err != nil {
+		return err
+	}
+	var req api.RunCommandRequest
+	if err := s.decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.Cmd == "" {
+		return httperr.New(http.StatusBadRequest, "bad_request", "field cmd is required")
+	}
+	timeout, err := seconds("timeout_s", req.TimeoutS)
+	if err != nil {
+		return err
+	}
+	cr := sessions.CommandRequest{Cmd: req.Cmd, Cwd: req.Cwd, Env: req.Envs, Timeout: timeout, Background: req.Background, Stdin: req.Stdin}
+	if req.Background {
+		// The command outlives the request: only its start is bounded by it.
+		pid, err := sess.Commands().Start(c.Request().Context(), cr)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusCreated, api.CommandStarted{PID: pid})
+	}
+	st, err := sess.Commands().Run(c.Request().Context(), cr)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, st)
+}
+
+func (s *Server) listCommands(c echo.Context) error {
+	sess, err := s.session(c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string][]sessions.CommandInfo{"commands": sess.Commands().List()})
+}
+
+// commandPID is the route's pid.
+func commandPID(c echo.Context) (int, error) {
+	pid, err := strconv.Atoi(c.Param("pid"))
+	if err != nil || pid <= 0 {
+		return 0, httperr.New(http.StatusNotFound, "command_not_found", "no command %q in this session", c.Param("pid"))
+	}
+	return pid, nil
+}
+
+func (s *Server) getCommand(c echo.Context) error {
+	sess, err := s.session(c)
+	if err != nil {
+		return err
+	}
+	pid, err := commandPID(c)
+	if err != nil {
+		return err
+	}
+	st, err := sess.Commands().Get(pid)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, st)
+}
+
+func (s *Server) commandStdin(c echo.Context) error {
+	sess, err := s.session(c)
+	if err != nil {
+		return err
+	}
+	pid, err := commandPID(c)
+	if err != nil {
+		return err
+	}
+	var req api.CommandStdinRequest
+	if err := s.decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if err := sess.Commands().Stdin(c.Request().Context(), pid, req.Data, req.EOF); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (s *Server) killCommand(c echo.Context) error {
+	sess, err := s.session(c)
+	if err != nil {
+		return err
+	}
+	pid, err := commandPID(c)
+	if err != nil {
+		return err
+	}
+	if err := sess.Commands().Kill(pid); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// Bounds of the terminal WebSocket.
+const (
+	terminalFrameBytes = 64 << 10 // largest frame a client may send
+)
+
+// terminal serves GET /v1/sessions/{id}/terminal?cols=&rows=: `bash -l`
+// on a PTY in the session's sandbox. Binary frames carry the terminal's
+// bytes both ways; a client's text frame is a JSON control
+// (api.TerminalControl: resize); the server ends with a text frame
+// {"type":"exit","exit_code":N}, then closes. The handler owns a reader
+// and a writer goroutine and returns when both have exited; the shell is
+// killed when the client leaves.
+func (s *Server) terminal(c echo.Context) error {
+	sess, err := s.session(c)
+	if err != nil {
+		return err
+	}
+	size := func(name string) (int, error) {
+		v := c.QueryParam(name)
+		if v == "" {
+			return 0, nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			return 0, httperr.New(http.StatusBadRequest, "bad_request", "%s must be an integer within 1..1000", name)
+		}
+		return n, nil
+	}
+	cols, err := size("cols")
+	if err != nil {
+		return err
+	}
+	rows, err := size("rows")
+	if err != nil {
+		return err
+	}
+	sctx, cancel := context.WithTimeout(c.Request().Context(), time.Minute)
+	term, err := sess.Commands().Terminal(sctx, cols, rows)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer term.Close()
+	conn, err := s.upgrader.Upgrade(c.Response(), c.Request(), nil)
+	if err != nil {
+		return nil // the upgrader has written the error response
+	}
+	ctx, leave := s.conns.Enter()
+	defer leave()
+	defer conn.Close()
+	conn.SetReadLimit(terminalFrameBytes)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		defer s.conns.Recover(&err)
+		defer term.Close() // the client left: the shell ends, then the writer
+		return readTerminal(gctx, conn, term)
+	})
+	g.Go(func() (err error) {
+		defer s.conns.Recover(&err)
+		defer conn.Close() // unblocks the reader
+		return s.writeTerminal(gctx, conn, term)
+	})
+	_ = g.Wait()
+	return nil
+}
+
+// readTerminal owns the terminal socket's reading side: input bytes to
+// the shell, resizes. It reads at most wsconn.FrameRate frames a second.
+func readTerminal(ctx context.Context, conn *websocket.Conn, term *sessions.Terminal) error {
+	limit := rate.NewLimiter(wsconn.FrameRate, wsconn.FrameRate)
+	for {
+		if err := limit.Wait(ctx); err != nil {
+			return err
+		}
+		kind, data, err := conn.ReadMessage()
+		if err != nil {
+			return err
+		}
+		if kind == websocket.BinaryMessage {
+			if err := term.Write(data); err != nil {
+				return err
+			}
+			continue
+		}
+		var ctl api.TerminalControl
+		if json.Unmarshal(data, &ctl) != nil || ctl.Type != "resize" {
+			continue // not a control this server knows: ignored
+		}
+		_ = term.Resize(ctl.Cols, ctl.Rows) // a bad size is ignored
+	}
+}
+
+// writeTerminal owns the writing side: the shell's output, pings, and at
+// its end the exit frame and the close.
+func (s *Server) writeTerminal(ctx context.Context, conn *websocket.Conn, term *sessions.Terminal) error {
+	ping := time.NewTicker(s.cfg.WSPingInterval)
+	defer ping.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			term.Close()
+			_ = conn.WriteControl(websocket.CloseMessage,
+				websocket.FormatCloseMessage(websocket.CloseGoingAway, "gateway shutting down"), time.Now().Add(time.Second))
+			return ctx.Err()
+		case o, ok := <-term.Output():
+			_ = conn.SetWriteDeadline(time.Now().Add(wsconn.WriteTimeout))
+			if !ok {
+				code := term.Exit()
+				if err := conn.WriteJSON(api.TerminalControl{Type: "exit", ExitCode: &code}); err != nil {
+					return err
+				}
+				_ = conn.WriteControl(websocket.CloseMessage,
+					websocket.FormatCloseMessage(websocket.CloseNormalClosure, "the shell ended"), time.Now().Add(time.Second))
+				return wsconn.ErrSessionEnded
+			}
+			if err := conn.WriteMessage(websocket.BinaryMessage, o.Data); err != nil {
+				return err
+			}
+		case <-ping.C:
+			if err := conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsconn.WriteTimeout)); err != nil {
+				return err
+			}
+		}
+	}
+}

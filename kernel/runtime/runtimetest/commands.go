@@ -1,0 +1,304 @@
+package runtimetest
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
+	"github.com/glassroom/glassroom/testkit"
+)
+
+// CommandRun is what a command gave: its output by stream, and its exit.
+type CommandRun struct {
+	Stdout, Stderr string
+	Exit           sandbox.CommandExit
+}
+
+// RunCommand starts spec in sb (a sandbox.CommandRunner), writes stdin (if
+// any) and ends it, and reads the command to its end.
+func RunCommand(t testing.TB, sb sandbox.Sandbox, spec sandbox.CommandSpec, stdin string) CommandRun {
+	t.Helper()
+	c := StartCommand(t, sb, spec)
+	if stdin != "" {
+		if err := c.Write([]byte(stdin)); err != nil {
+			t.Fatalf("stdin: %v", err)
+		}
+	}
+	if !spec.TTY {
+		if err := c.CloseStdin(); err != nil {
+			t.Fatalf("close stdin: %v", err)
+		}
+	}
+	return ReadCommand(t, c)
+}
+
+// StartCommand starts spec in sb, killing the command when the test ends.
+func StartCommand(t testing.TB, sb sandbox.Sandbox, spec sandbox.CommandSpec) sandbox.Command {
+	t.Helper()
+	cr, ok := sb.(sandbox.CommandRunner)
+	if !ok {
+		t.Fatalf("%T is no sandbox.CommandRunner", sb)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := cr.StartCommand(ctx, spec)
+	if err != nil {
+		t.Fatalf("start command %q: %v", spec.Cmd, err)
+	}
+	t.Cleanup(func() {
+		_ = c.Kill()
+		for range c.Output() {
+		}
+	})
+	return c
+}
+
+// ReadCommand reads c's output to its end (at most two minutes).
+func ReadCommand(t testing.TB, c sandbox.Command) CommandRun {
+	t.Helper()
+	var r CommandRun
+	var out, errs strings.Builder
+	timer := time.NewTimer(2 * time.Minute)
+	defer timer.Stop()
+	for {
+		select {
+		case o, ok := <-c.Output():
+			if !ok {
+				r.Stdout, r.Stderr, r.Exit = out.String(), errs.String(), c.Exit()
+				return r
+			}
+			if o.Stream == sandbox.Stderr {
+				errs.Write(o.Data)
+			} else {
+				out.Write(o.Data)
+			}
+		case <-timer.C:
+			_ = c.Kill()
+			t.Fatalf("the command did not end in 2 minutes; so far: %q %q", out.String(), errs.String())
+		}
+	}
+}
+
+// Commands exercises sandbox.CommandRunner on real sandboxes of rt: a
+// command's output by stream and its exit status, its stdin, env and
+// working directory, the sandbox's uid and workspace; a bad spec is a
+// *sandbox.SpecError; Kill ends the command's whole process group and
+// the kernel keeps its variables; a fork bomb and a memory hog in a
+// command cost the kernel nothing; a session without a network gives a
+// command none; a terminal is a real PTY (tty, echo, ^C, resize); the
+// sandbox's Close ends its commands and refuses new ones.
+func Commands(t *testing.T, rt Starter, newID func() string) {
+	testkit.RealThing(t, "a real sandboxed kernel")
+	k := Start(t, rt, sandbox.Spec{ID: newID(), Env: map[string]string{"SESSION_VAR": "from-session"},
+		Limits: sandbox.Limits{MemoryMB: 1024, Pids: 256}})
+	k.Run(t, "x = 'kept'\nimport os; os.makedirs('sub/dir', exist_ok=True)")
+	keeps := func(when string) {
+		t.Helper()
+		if out, ename := k.Run(t, "print(x)"); ename != "" || strings.TrimSpace(out) != "kept" {
+			t.Fatalf("the kernel's x %s: %q %s", when, out, ename)
+		}
+	}
+
+	t.Run("output and exit status", func(t *testing.T) {
+		r := RunCommand(t, k.Sandbox, sandbox.CommandSpec{Cmd: "echo out; echo err >&2; exit 3"}, "")
+		if r.Stdout != "out\n" || r.Stderr != "err\n" || r.Exit.Code != 3 {
+			t.Fatalf("got %+v", r)
+		}
+	})
+	t.Run("stdin, env, cwd, uid and workspace", func(t *testing.T) {
+		r := RunCommand(t, k.Sandbox, sandbox.CommandSpec{
+			Cmd: "read a; echo got $a; echo $MINE $SESSION_VAR; pwd; id -u",
+			Cwd: "sub/dir", Env: map[string]string{"MINE": "mine"},
+		}, "hello\n")
+		if r.Exit.Code != 0 {
+			t.Fatalf("got %+v", r)
+		}
+		uid, _ := k.Run(t, "import os; print(os.getuid())")
+		want := "got hello\nmine from-session\n" + sandbox.WorkDir + "/sub/dir\n" + strings.TrimSpace(uid) + "\n"
+		if r.Stdout != want {
+			t.Fatalf("stdout %q, want %q", r.Stdout, want)
+		}
+		// The kernel sees what the command writes, and the other way.
+		r = RunCommand(t, k.Sandbox, sandbox.CommandSpec{Cmd: "echo from-command > /home/user/shared.txt"}, "")
+		if out, _ := k.Run(t, "print(open('/home/user/shared.txt').read())"); strings.TrimSpace(out) != "from-command" {
+			t.Fatalf("the kernel read %q", out)
+		}
+	})
+	t.Run("bad spec", func(t *testing.T) {
+		cr := k.Sandbox.(sandbox.CommandRunner)
+		for _, spec := range []sandbox.CommandSpec{
+			{Cmd: ""}, {Cmd: "true", Cwd: "/etc"}, {Cmd: "true", Cwd: "missing"},
+			{Cmd: "true", Env: map[string]string{"LD_PRELOAD": "x"}}, {Cmd: "a\x00b"},
+			{Cmd: strings.Repeat("x", sandbox.MaxCommandBytes+1)},
+		} {
+			c, err := cr.StartCommand(context.Background(), spec)
+			if !errors.Is(err, sandbox.ErrBadSpec) {
+				if c != nil {
+					_ = c.Kill()
+					for range c.Output() {
+					}
+				}
+				t.Fatalf("%.40q cwd=%q env=%v: %v, want a *SpecError", spec.Cmd, spec.Cwd, spec.Env, err)
+			}
+		}
+	})
+	t.Run("kill ends the process group", func(t *testing.T) {
+		n := strconv.Itoa(100000 + int(time.Now().UnixNano()%100000))
+		c := StartCommand(t, k.Sandbox, sandbox.CommandSpec{Cmd: "sleep " + n + " & sleep " + n + " & echo started; wait"})
+		first := <-c.Output()
+		if string(first.Data) != "started\n" {
+			t.Fatalf("first output %q", first.Data)
+		}
+		if !hostRuns("sleep\x00" + n) {
+			testkit.Unavailable(t, "the sandbox's processes are not visible in the host's /proc (gVisor)")
+		}
+		if err := c.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		r := ReadCommand(t, c)
+		if r.Exit.Code == 0 {
+			t.Fatalf("a killed command exited %+v", r.Exit)
+		}
+		testkit.Eventually(t, 30*time.Second, func() bool { return !hostRuns("sleep\x00" + n) }, "the command's sleeps to end")
+		keeps("after a kill")
+	})
+	t.Run("fork bomb and memory hog", func(t *testing.T) {
+		c := StartCommand(t, k.Sandbox, sandbox.CommandSpec{Cmd: "f() { f | f & }; f; sleep 1000"})
+		select { // it runs a while, then it is killed like a timed-out command
+		case <-time.After(3 * time.Second):
+		case _, ok := <-c.Output():
+			if !ok {
+				t.Log("the fork bomb ended by itself")
+			}
+		}
+		_ = c.Kill()
+		ReadCommand(t, c)
+		testkit.Eventually(t, time.Minute, func() bool {
+			out, _ := k.Run(t, "print(x)")
+			return strings.TrimSpace(out) == "kept"
+		}, "the kernel to answer after the fork bomb")
+		r := RunCommand(t, k.Sandbox, sandbox.CommandSpec{Cmd: "python3 -c 'b = []\nwhile True: b.append(bytearray(16 << 20))'"}, "")
+		if r.Exit.Code == 0 {
+			t.Fatalf("a memory hog exited %+v", r)
+		}
+		keeps("after a memory hog in a command")
+	})
+	t.Run("no network", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+		r := RunCommand(t, k.Sandbox, sandbox.CommandSpec{Cmd: "echo proxy=$HTTP_PROXY; python3 -c '" +
+			"import socket\nprint(sorted(n for _, n in socket.if_nameindex()))\n" +
+			"try:\n socket.create_connection((\"127.0.0.1\", " + port + "), timeout=3); print(\"reached\")\nexcept OSError: print(\"unreachable\")'"}, "")
+		if r.Stdout != "proxy=\n['lo']\nunreachable\n" {
+			t.Fatalf("got %+v", r)
+		}
+	})
+	t.Run("terminal", func(t *testing.T) {
+		c := StartCommand(t, k.Sandbox, sandbox.CommandSpec{TTY: true, Cols: 100, Rows: 30})
+		term := newTerminal(t, c)
+		term.send("tty; stty size\n")
+		term.expect(`/dev/pts/`, "tty")
+		term.expect("30 100", "stty size")
+		term.send("python3 -c 'print(6*7)'\n")
+		term.expect("42", "python3's answer")
+		// "ready" comes once sleep's process group has the terminal (the
+		// echo of the input shows rea""dy).
+		term.send("sh -c 'echo rea\"\"dy; exec sleep 1000'\n")
+		term.expect("ready", "the output before sleep")
+		term.send("\x03")
+		term.send("echo interrupted-$((40+2))\n")
+		term.expect("interrupted-42", "a prompt after ^C (sleep 1000 interrupted)")
+		if err := c.Resize(120, 40); err != nil {
+			t.Fatal(err)
+		}
+		term.send("stty size\n")
+		term.expect("40 120", "stty size after a resize")
+		term.send("exit 7\n")
+		for range c.Output() {
+		}
+		if e := c.Exit(); e.Code != 7 {
+			t.Fatalf("exit: %+v", e)
+		}
+	})
+	keeps("after every command")
+	t.Run("close", func(t *testing.T) {
+		c := StartCommand(t, k.Sandbox, sandbox.CommandSpec{Cmd: "sleep 1000"})
+		if err := k.Sandbox.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case _, ok := <-c.Output():
+			if ok {
+				t.Fatal("output from a sleep")
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("the sandbox's Close left its command running")
+		}
+		_, err := k.Sandbox.(sandbox.CommandRunner).StartCommand(context.Background(), sandbox.CommandSpec{Cmd: "true"})
+		if err == nil {
+			t.Fatal("a closed sandbox started a command")
+		}
+	})
+}
+
+// terminal reads a terminal command's output in the background of the
+// test's goroutine: expect waits for a text to appear.
+type terminal struct {
+	t    testing.TB
+	c    sandbox.Command
+	seen strings.Builder
+	from int // where the next expect looks from
+}
+
+func newTerminal(t testing.TB, c sandbox.Command) *terminal { return &terminal{t: t, c: c} }
+
+func (m *terminal) send(s string) {
+	m.t.Helper()
+	if err := m.c.Write([]byte(s)); err != nil {
+		m.t.Fatalf("terminal input %q: %v", s, err)
+	}
+}
+
+func (m *terminal) expect(want, what string) {
+	m.t.Helper()
+	timer := time.NewTimer(time.Minute)
+	defer timer.Stop()
+	for {
+		if i := strings.Index(m.seen.String()[m.from:], want); i >= 0 {
+			m.from += i + len(want)
+			return
+		}
+		select {
+		case o, ok := <-m.c.Output():
+			if !ok {
+				m.t.Fatalf("%s: the terminal ended; it showed %q", what, m.seen.String())
+			}
+			m.seen.Write(o.Data)
+		case <-timer.C:
+			m.t.Fatalf("%s: no %q in a minute; the terminal showed %q", what, want, m.seen.String())
+		}
+	}
+}
+
+// hostRuns reports whether a process of this host (its /proc) has a
+// command line that contains args (NUL-separated).
+func hostRuns(args string) bool {
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		b, err := os.ReadFile("/proc/" + d.Name() + "/cmdline")
+		if err == nil && strings.Contains(string(b), args) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,424 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+)
+
+// ErrNoCommands is returned (wrapped) by a runtime whose sandboxes cannot
+// run commands (StartCommand of a sandbox that is no CommandRunner is the
+// caller's to refuse with it).
+var ErrNoCommands = errors.New("sandbox: this runtime cannot run commands in a sandbox")
+
+// ErrCommandDone is returned by a Command's Write, CloseStdin and Resize
+// once the command has ended.
+var ErrCommandDone = errors.New("sandbox: the command has ended")
+
+// Limits of a command.
+const (
+	// MaxCommandBytes bounds CommandSpec.Cmd.
+	MaxCommandBytes = 64 << 10
+	// MaxTerminalSize bounds a terminal's columns and rows.
+	MaxTerminalSize = 1000
+	// maxFrame bounds one frame the launcher sends (it sends at most 64
+	// KiB of output at once).
+	maxFrame = 1 << 20
+)
+
+// CommandSpec describes a shell command to run in a running sandbox.
+type CommandSpec struct {
+	// Cmd is run as `bash -lc Cmd`. With TTY, "" is an interactive login
+	// shell (`bash -l`).
+	Cmd string
+	// Cwd is the command's working directory: WorkDir or a directory
+	// under it (SandboxPath makes it canonical); "" is WorkDir.
+	Cwd string
+	// Env is added to the sandbox's environment (the kernels'); see
+	// CheckEnv.
+	Env map[string]string
+	// TTY runs the command on a pseudo-terminal of Cols × Rows (80 × 24
+	// when 0), with TERM=xterm-256color; its output is one stream.
+	TTY        bool
+	Cols, Rows int
+}
+
+// Validate checks the spec (Cmd's size and NUL bytes, Cwd, Env, the
+// terminal's size) and returns it with Cwd canonical and the terminal's
+// size defaulted. Its errors are *SpecError.
+func (c CommandSpec) Validate() (CommandSpec, error) {
+	switch {
+	case c.Cmd == "" && !c.TTY:
+		return c, badSpec("the command is empty")
+	case len(c.Cmd) > MaxCommandBytes:
+		return c, badSpec("the command is over %d bytes", MaxCommandBytes)
+	}
+	for i := 0; i < len(c.Cmd); i++ {
+		if c.Cmd[i] == 0 {
+			return c, badSpec("the command has a NUL byte")
+		}
+	}
+	cwd, err := SandboxPath(c.Cwd)
+	if err != nil {
+		return c, err
+	}
+	c.Cwd = cwd
+	if err := CheckEnv(c.Env); err != nil {
+		return c, err
+	}
+	if c.TTY {
+		if c.Cols == 0 {
+			c.Cols = 80
+		}
+		if c.Rows == 0 {
+			c.Rows = 24
+		}
+		if c.Cols < 1 || c.Rows < 1 || c.Cols > MaxTerminalSize || c.Rows > MaxTerminalSize {
+			return c, badSpec("terminal size %d×%d out of 1..%d", c.Cols, c.Rows, MaxTerminalSize)
+		}
+	}
+	return c, nil
+}
+
+// CommandArgv is the launcher's command line (inside the sandbox, with
+// python the interpreter's absolute path) that runs spec, a validated
+// CommandSpec: see launcher.py's run_command.
+func CommandArgv(python string, spec CommandSpec) []string {
+	argv := []string{python, "-I", "-B", "-c", launcherCode(), "--command"}
+	if spec.TTY {
+		return append(argv, "tty", strconv.Itoa(spec.Cols), strconv.Itoa(spec.Rows), spec.Cmd)
+	}
+	return append(argv, "pipe", spec.Cmd)
+}
+
+// CommandRunner is implemented by sandboxes that run shell commands beside
+// their kernels: the same uid, workspace, environment, network policy and
+// resource limits (the command counts against the sandbox's memory, CPU
+// and pids), with oom_score_adj 1000, so that the OOM killer takes a
+// command before a kernel.
+type CommandRunner interface {
+	// StartCommand starts spec (checked with CommandSpec.Validate by the
+	// runtime) and returns once it runs. The caller must read its Output
+	// until that is closed (the command waits while it is not read) and
+	// may Kill it; closing the sandbox kills it. Safe for concurrent use;
+	// it fails with ErrClosed once the sandbox is closed, with
+	// ErrUnavailable while the sandbox cannot run one (a container that
+	// does not run), and with a *SpecError for a bad spec.
+	StartCommand(ctx context.Context, spec CommandSpec) (Command, error)
+}
+
+// Stream names an output stream of a command.
+type Stream int
+
+// The streams of a command. A terminal's output is Stdout.
+const (
+	Stdout Stream = iota + 1
+	Stderr
+)
+
+func (s Stream) String() string {
+	if s == Stderr {
+		return "stderr"
+	}
+	return "stdout"
+}
+
+// CommandOutput is one chunk of a command's output (at most 64 KiB).
+type CommandOutput struct {
+	Stream Stream
+	Data   []byte
+}
+
+// CommandExit is how a command ended.
+type CommandExit struct {
+	// Code is bash's exit status (128+n when it died of signal n), or -1
+	// when the command was killed before it could report one (Reason).
+	Code int
+	// Reason says why Code is -1; "" otherwise.
+	Reason string
+}
+
+// Command is one running command (CommandRunner). Its methods are safe for
+// concurrent use.
+type Command interface {
+	// Output delivers the command's output in order; it is closed once
+	// the command has ended and its output has been read (Exit is known
+	// then). The command blocks while its output is not read.
+	Output() <-chan CommandOutput
+	// Write sends p to the command's stdin (a terminal's input). It may
+	// block while the command reads none (up to 1 MiB waits in the
+	// sandbox).
+	Write(p []byte) error
+	// CloseStdin ends the command's stdin (^D on a terminal).
+	CloseStdin() error
+	// Resize changes a terminal's size (cols, rows within
+	// 1..MaxTerminalSize); nothing without a terminal.
+	Resize(cols, rows int) error
+	// Kill kills the command's process group (on a terminal, every
+	// process of its session), never the sandbox's kernels. It does not
+	// wait: Output is closed once they are gone.
+	Kill() error
+	// Exit is how the command ended, once Output is closed.
+	Exit() CommandExit
+}
+
+// CommandTransport is the runtime's side of a started launcher (see
+// CommandArgv): its stdin and stdout, carrying frames, and how to end it.
+type CommandTransport struct {
+	// In is the launcher's stdin. Its Close, at the end, must kill the
+	// launcher's command (the launcher does on its stdin's EOF).
+	In io.WriteCloser
+	// Out is the launcher's stdout.
+	Out io.Reader
+	// Kill kills the command (the launcher, and its process group, whose
+	// id inside the sandbox is pgid, or 0 while the launcher has not told
+	// it) without waiting. It must not block for long.
+	Kill func(pgid int)
+	// Wait is called once Out has ended (or the exit frame was read): it
+	// waits for the launcher to be gone and releases what it held; its
+	// string, when the command had reported no exit, says why.
+	Wait func() string
+}
+
+// NewCommand supervises a launcher through t: one goroutine, which the
+// Command owns, reads its frames until the exit frame or the end of Out,
+// then calls t.Wait and closes Output.
+func NewCommand(t CommandTransport) Command {
+	c := &framed{t: t, out: make(chan CommandOutput), done: make(chan struct{})}
+	go c.read() // owned by c: ends with the launcher's output; Output's close says it has
+	return c
+}
+
+// framed is a Command over a launcher's frames.
+type framed struct {
+	t    CommandTransport
+	out  chan CommandOutput
+	done chan struct{}
+
+	wmu sync.Mutex // one frame at a time to the launcher
+
+	mu     sync.Mutex
+	pgid   int
+	killed bool
+	exit   CommandExit
+	ended  bool
+}
+
+func (c *framed) Output() <-chan CommandOutput { return c.out }
+
+func (c *framed) Exit() CommandExit {
+	<-c.done
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.exit
+}
+
+func (c *framed) send(kind byte, body []byte) error {
+	c.mu.Lock()
+	ended := c.ended
+	c.mu.Unlock()
+	if ended {
+		return ErrCommandDone
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	var h [5]byte
+	h[0] = kind
+	binary.BigEndian.PutUint32(h[1:], uint32(len(body)))
+	if _, err := c.t.In.Write(append(h[:], body...)); err != nil {
+		return fmt.Errorf("%w: %w", ErrCommandDone, err)
+	}
+	return nil
+}
+
+func (c *framed) Write(p []byte) error {
+	for len(p) > 0 {
+		n := min(len(p), 64<<10)
+		if err := c.send('i', p[:n]); err != nil {
+			return err
+		}
+		p = p[n:]
+	}
+	return nil
+}
+
+func (c *framed) CloseStdin() error { return c.send('e', nil) }
+
+func (c *framed) Resize(cols, rows int) error {
+	if cols < 1 || rows < 1 || cols > MaxTerminalSize || rows > MaxTerminalSize {
+		return badSpec("terminal size %d×%d out of 1..%d", cols, rows, MaxTerminalSize)
+	}
+	var b [4]byte
+	binary.BigEndian.PutUint16(b[:2], uint16(cols))
+	binary.BigEndian.PutUint16(b[2:], uint16(rows))
+	return c.send('r', b[:])
+}
+
+func (c *framed) Kill() error {
+	c.mu.Lock()
+	if c.ended {
+		c.mu.Unlock()
+		return nil
+	}
+	c.killed = true
+	pgid := c.pgid
+	c.mu.Unlock()
+	c.t.Kill(pgid)
+	return nil
+}
+
+// read owns the launcher's output: frames to Output, then the end.
+func (c *framed) read() {
+	r := bufio.NewReaderSize(c.t.Out, 64<<10)
+	exit := CommandExit{Code: -1}
+	reported := false
+	for !reported {
+		var h [5]byte
+		if _, err := io.ReadFull(r, h[:]); err != nil {
+			break
+		}
+		n := binary.BigEndian.Uint32(h[1:])
+		if n > maxFrame {
+			break
+		}
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r, body); err != nil {
+			break
+		}
+		switch h[0] {
+		case 'p':
+			if pgid, err := strconv.Atoi(string(body)); err == nil && pgid > 0 {
+				c.mu.Lock()
+				c.pgid = pgid
+				killed := c.killed
+				c.mu.Unlock()
+				if killed { // Kill came before the launcher said whom to kill
+					c.t.Kill(pgid)
+				}
+			}
+		case 'o', 'e':
+			s := Stdout
+			if h[0] == 'e' {
+				s = Stderr
+			}
+			c.out <- CommandOutput{Stream: s, Data: body}
+		case 'x':
+			if code, err := strconv.Atoi(string(body)); err == nil {
+				exit.Code, reported = code, true
+			}
+		}
+	}
+	c.mu.Lock()
+	c.ended = true
+	c.mu.Unlock()
+	_ = c.t.In.Close() // unblocks a Write the launcher does not read
+	why := c.t.Wait()
+	if !reported {
+		c.mu.Lock()
+		killed := c.killed
+		c.mu.Unlock()
+		switch {
+		case killed:
+			exit.Reason = "killed"
+		case why != "":
+			exit.Reason = why
+		default:
+			exit.Reason = "the command's supervisor ended without its exit status"
+		}
+	}
+	c.mu.Lock()
+	c.exit = exit
+	c.mu.Unlock()
+	close(c.out)
+	close(c.done)
+}
+
+// CommandSet is the set of one sandbox's running commands, for a runtime
+// whose sandboxes run them: the sandbox's Close kills them and waits
+// until they are reaped. The zero value is empty and open; its methods
+// are safe for concurrent use.
+type CommandSet struct {
+	mu     sync.Mutex
+	closed bool
+	live   map[*CommandSlot]struct{}
+	wg     sync.WaitGroup // one per slot not yet ended
+}
+
+// CommandSlot is one command's place in a CommandSet, from before it
+// starts until it is reaped.
+type CommandSlot struct {
+	set  *CommandSet
+	c    Command
+	once sync.Once
+}
+
+// Begin takes a slot for a command about to start; ErrClosed once the set
+// is closed. The caller must End it (once the command is reaped, or when
+// it did not start).
+func (s *CommandSet) Begin() (*CommandSlot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	s.wg.Add(1)
+	return &CommandSlot{set: s}, nil
+}
+
+// Started records the slot's command; one started while the set closed
+// is killed at once.
+func (sl *CommandSlot) Started(c Command) {
+	s := sl.set
+	s.mu.Lock()
+	closed := s.closed
+	if !closed {
+		if s.live == nil {
+			s.live = map[*CommandSlot]struct{}{}
+		}
+		sl.c = c
+		s.live[sl] = struct{}{}
+	}
+	s.mu.Unlock()
+	if closed {
+		_ = c.Kill()
+	}
+}
+
+// End gives the slot back (its command is gone). Later calls do nothing.
+func (sl *CommandSlot) End() {
+	sl.once.Do(func() {
+		s := sl.set
+		s.mu.Lock()
+		delete(s.live, sl)
+		s.mu.Unlock()
+		s.wg.Done()
+	})
+}
+
+// Close refuses new commands, kills the running ones and waits (bounded
+// by ctx) until every slot has ended.
+func (s *CommandSet) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	live := make([]Command, 0, len(s.live))
+	for sl := range s.live {
+		live = append(live, sl.c)
+	}
+	s.mu.Unlock()
+	for _, c := range live {
+		_ = c.Kill()
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }() // ends when the commands do; Close waits for it or gives up on ctx
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("sandbox: waiting for the commands to end: %w", ctx.Err())
+	}
+}

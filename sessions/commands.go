@@ -1,0 +1,597 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
+)
+
+// Limits of a session's commands.
+const (
+	// MaxRunningCommands is how many commands of one session run at once.
+	MaxRunningCommands = 16
+	// KeptCommands is how many finished commands a session keeps (with
+	// their output) for List and Get; older ones are forgotten.
+	KeptCommands = 64
+	// MaxTerminals is how many terminals of one session are open at once.
+	MaxTerminals = 4
+	// MaxCommandBytes bounds a command's text.
+	MaxCommandBytes = sandbox.MaxCommandBytes
+)
+
+// Errors of commands.
+var (
+	// ErrCommandNotFound: no command of that pid in the session (or it
+	// finished so long ago it was forgotten).
+	ErrCommandNotFound = errors.New("sessions: command not found")
+	// ErrTooManyCommands: MaxRunningCommands (or MaxTerminals) run.
+	ErrTooManyCommands = errors.New("sessions: too many commands running in this session")
+	// ErrCommandEnded: stdin for a command that has ended.
+	ErrCommandEnded = errors.New("sessions: the command has ended")
+	// ErrNoCommands: the session's runtime cannot run commands.
+	ErrNoCommands = sandbox.ErrNoCommands
+)
+
+// CommandRequest is a shell command to run in a session's sandbox, as
+// `bash -lc Cmd`.
+type CommandRequest struct {
+	Cmd string
+	Cwd string            // a workspace path (sandbox.SandboxPath); "": the workspace
+	Env map[string]string // added to the session's environment (CheckEnv)
+	// Timeout kills the command's process group once it has run this
+	// long. 0: Config.ExecTimeout for a foreground command, none for a
+	// background one. At most Config.MaxExecTimeout in the foreground.
+	Timeout    time.Duration
+	Background bool
+	// Stdin is written to the command's stdin first; a foreground
+	// command's stdin is then closed, a background one's stays open
+	// (Commands.Stdin).
+	Stdin string
+}
+
+// CommandInfo describes one command of a session.
+type CommandInfo struct {
+	PID        int       `json:"pid"`
+	Cmd        string    `json:"cmd"`
+	Cwd        string    `json:"cwd"`
+	Running    bool      `json:"running"`
+	ExitCode   *int      `json:"exit_code,omitempty"` // once ended: bash's status, 128+n for signal n, -1 when killed before it had one
+	StartedAt  time.Time `json:"started_at"`
+	DurationMS *int64    `json:"duration_ms,omitempty"` // once ended
+	TimedOut   bool      `json:"timed_out,omitempty"`
+}
+
+// CommandStatus is a command with its output so far (stdout and stderr
+// together at most Config.MaxStreamBytes; Truncated once some was not
+// kept).
+type CommandStatus struct {
+	CommandInfo
+	Stdout    string `json:"stdout"`
+	Stderr    string `json:"stderr"`
+	Truncated bool   `json:"truncated"`
+}
+
+// Commands are the shell commands of one session (its first context's),
+// run in its sandbox beside its kernels (sandbox.CommandRunner). Each
+// command has a small pid (1, 2, ...) of the session, one goroutine that
+// reads its output (publishing EventCommand events under the same caps
+// as an execution's output) until it ends, and holds the sandbox awake
+// (no pause) and the session alive (no idle expiry) while it runs.
+// Terminals are commands on a PTY whose output goes to their one reader,
+// not to the event log. Its methods are safe for concurrent use; close
+// kills every command and terminal and waits for their goroutines.
+//
+// Lock order: a Session's mu, then Commands.mu, then hub.mu.
+type Commands struct {
+	s *Session
+
+	mu        sync.Mutex
+	closed    bool
+	next      int
+	running   int
+	terminals map[*Terminal]struct{}
+	byPID     map[int]*command
+	finished  []int // pids of ended commands, oldest first
+	wg        sync.WaitGroup
+}
+
+func newCommands(s *Session) *Commands {
+	return &Commands{s: s, byPID: map[int]*command{}, terminals: map[*Terminal]struct{}{}}
+}
+
+// command is one command: what its goroutine records, under
+// Commands.mu.
+type command struct {
+	pid     int
+	req     CommandRequest
+	cwd     string
+	started time.Time
+	c       sandbox.Command
+	done    chan struct{} // closed once ended and recorded
+
+	events, streamBytes, held int
+	stdout, stderr            strings.Builder
+	truncated                 bool
+	running                   bool
+	exit                      int
+	duration                  time.Duration
+	timedOut                  bool
+	stdinDone                 chan struct{} // closed once the initial stdin is written (or failed)
+}
+
+// Commands returns the session's commands (a context's are its
+// session's).
+func (s *Session) Commands() *Commands {
+	if s.parent != nil {
+		return s.parent.cmds
+	}
+	return s.cmds
+}
+
+// runner returns the sandbox's CommandRunner.
+func (m *Commands) runner() (sandbox.CommandRunner, error) {
+	cr, ok := m.s.sandbox.(sandbox.CommandRunner)
+	if !ok {
+		return nil, fmt.Errorf("%w (runtime %s)", ErrNoCommands, m.s.runtime)
+	}
+	return cr, nil
+}
+
+// Start starts a command and returns its pid at once; its output goes to
+// the session's events and is kept for Get.
+func (m *Commands) Start(ctx context.Context, req CommandRequest) (int, error) {
+	cmd, err := m.start(ctx, req)
+	if err != nil {
+		return 0, err
+	}
+	return cmd.pid, nil
+}
+
+// Run runs a command in the foreground: it returns once the command has
+// ended (killed at its timeout: TimedOut, ExitCode -1). If ctx ends
+// first the command is killed, and Run returns ctx's error.
+func (m *Commands) Run(ctx context.Context, req CommandRequest) (*CommandStatus, error) {
+	req.Background = false
+	cmd, err := m.start(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-cmd.done:
+	case <-ctx.Done():
+		_ = cmd.c.Kill()
+		<-cmd.done
+		return nil, fmt.Errorf("sessions: run command: %w", ctx.Err())
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := cmd.statusLocked()
+	return &st, nil
+}
+
+func (m *Commands) start(ctx context.Context, req CommandRequest) (*command, error) {
+	cfg := &m.s.cfg
+	switch {
+	case req.Timeout < 0:
+		return nil, invalid("timeout must be positive")
+	case !req.Background && req.Timeout > cfg.MaxExecTimeout:
+		return nil, invalid("timeout must be at most %v in the foreground (run it in the background)", cfg.MaxExecTimeout)
+	case req.Timeout == 0 && !req.Background:
+		req.Timeout = cfg.ExecTimeout
+	}
+	spec, err := sandbox.CommandSpec{Cmd: req.Cmd, Cwd: req.Cwd, Env: req.Env}.Validate()
+	if err != nil {
+		return nil, err
+	}
+	cr, err := m.runner()
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	switch {
+	case m.closed:
+		m.mu.Unlock()
+		return nil, ErrClosed
+	case m.running >= MaxRunningCommands:
+		m.mu.Unlock()
+		return nil, fmt.Errorf("%w (at most %d)", ErrTooManyCommands, MaxRunningCommands)
+	}
+	m.running++
+	m.wg.Add(1)
+	m.mu.Unlock()
+	ok := false
+	defer func() {
+		if !ok {
+			m.mu.Lock()
+			m.running--
+			m.mu.Unlock()
+			m.wg.Done()
+		}
+	}()
+	m.s.Touch()
+	release, err := m.s.pause.use(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sessions: start command: %w", err)
+	}
+	c, err := cr.StartCommand(ctx, spec)
+	if err != nil {
+		release()
+		return nil, fmt.Errorf("sessions: start command: %w", err)
+	}
+	ok = true
+	cmd := &command{req: req, cwd: spec.Cwd, started: time.Now(), c: c, done: make(chan struct{}), running: true,
+		stdinDone: make(chan struct{})}
+	m.mu.Lock()
+	m.next++
+	cmd.pid = m.next
+	m.byPID[cmd.pid] = cmd
+	closed := m.closed
+	m.mu.Unlock()
+	if closed { // close began meanwhile: it may not have seen this one
+		_ = c.Kill()
+	}
+	m.s.publish(Event{Type: EventCommand, PID: ptr(cmd.pid), State: "started", Text: truncateUTF8(req.Cmd, 4096)})
+	m.wg.Add(1)
+	go func() { // owned by m: close waits for it; ends when the command's stdin is written or the command ends
+		defer m.wg.Done()
+		defer close(cmd.stdinDone)
+		if req.Stdin != "" {
+			if err := c.Write([]byte(req.Stdin)); err != nil {
+				return
+			}
+		}
+		if !req.Background {
+			_ = c.CloseStdin()
+		}
+	}()
+	go func() { // owned by m: close waits for it; ends when the command does
+		defer m.wg.Done()
+		defer release()
+		m.follow(cmd)
+	}()
+	return cmd, nil
+}
+
+// follow reads cmd's output until it ends (killing it at its timeout),
+// then records its end.
+func (m *Commands) follow(cmd *command) {
+	var timeout <-chan time.Time
+	if cmd.req.Timeout > 0 {
+		t := time.NewTimer(cmd.req.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var carry [3][]byte // a rune cut between two chunks, by stream
+	for {
+		select {
+		case o, ok := <-cmd.c.Output():
+			if !ok {
+				for st, rest := range carry {
+					if len(rest) > 0 {
+						m.take(cmd, sandbox.Stream(st), rest)
+					}
+				}
+				m.end(cmd)
+				return
+			}
+			st := o.Stream
+			if st != sandbox.Stderr {
+				st = sandbox.Stdout
+			}
+			data := append(carry[st], o.Data...)
+			data, carry[st] = splitUTF8(data)
+			if len(data) > 0 {
+				m.take(cmd, st, data)
+			}
+		case <-timeout:
+			timeout = nil
+			m.mu.Lock()
+			cmd.timedOut = true
+			m.mu.Unlock()
+			_ = cmd.c.Kill()
+		}
+	}
+}
+
+// splitUTF8 holds back a rune cut at the end of b.
+func splitUTF8(b []byte) (whole, rest []byte) {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax+1; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				return b[:i], append([]byte(nil), b[i:]...)
+			}
+			break
+		}
+	}
+	return b, nil
+}
+
+// take counts a chunk of output against the command's caps (those of an
+// execution: Config.MaxEvents, Config.MaxStreamBytes), publishes what
+// fits and keeps it for Get, charged to the gateway's Budget.
+func (m *Commands) take(cmd *command, st sandbox.Stream, data []byte) {
+	cfg := &m.s.cfg
+	m.mu.Lock()
+	cmd.events++
+	room := cfg.MaxStreamBytes - cmd.streamBytes
+	if cmd.events > cfg.MaxEvents || room <= 0 {
+		cmd.truncated = true
+		m.mu.Unlock()
+		return
+	}
+	text := strings.ToValidUTF8(string(data), "\uFFFD")
+	if len(text) > room {
+		text = truncateUTF8(text, room)
+		cmd.truncated = true
+	}
+	cmd.streamBytes += len(text)
+	if m.s.budget.TryAcquire(len(text)) {
+		cmd.held += len(text)
+		if st == sandbox.Stderr {
+			cmd.stderr.WriteString(text)
+		} else {
+			cmd.stdout.WriteString(text)
+		}
+	} else {
+		cmd.truncated = true
+	}
+	m.mu.Unlock()
+	if text != "" {
+		m.s.publish(Event{Type: EventCommand, PID: ptr(cmd.pid), Name: st.String(), Text: text})
+	}
+}
+
+// end records how cmd ended, publishes it and forgets the oldest finished
+// command beyond KeptCommands.
+func (m *Commands) end(cmd *command) {
+	exit := cmd.c.Exit()
+	m.mu.Lock()
+	cmd.running = false
+	cmd.exit = exit.Code
+	if cmd.timedOut {
+		cmd.exit = -1
+	}
+	cmd.duration = time.Since(cmd.started)
+	m.running--
+	m.finished = append(m.finished, cmd.pid)
+	for len(m.finished) > KeptCommands {
+		old := m.byPID[m.finished[0]]
+		m.finished = m.finished[1:]
+		delete(m.byPID, old.pid)
+		m.s.budget.Release(old.held)
+		old.held = 0
+	}
+	ev := Event{Type: EventCommand, PID: ptr(cmd.pid), State: "exited", ExitCode: ptr(cmd.exit),
+		DurationMS: ptr(cmd.duration.Milliseconds())}
+	if cmd.timedOut {
+		ev.TimedOut = ptr(true)
+	}
+	if exit.Reason != "" && !cmd.timedOut {
+		ev.Reason = exit.Reason
+	}
+	m.mu.Unlock()
+	m.s.publish(ev)
+	m.s.Touch()
+	close(cmd.done)
+}
+
+func (cmd *command) infoLocked() CommandInfo {
+	in := CommandInfo{PID: cmd.pid, Cmd: cmd.req.Cmd, Cwd: cmd.cwd, Running: cmd.running, StartedAt: cmd.started, TimedOut: cmd.timedOut}
+	if !cmd.running {
+		in.ExitCode = ptr(cmd.exit)
+		in.DurationMS = ptr(cmd.duration.Milliseconds())
+	}
+	return in
+}
+
+func (cmd *command) statusLocked() CommandStatus {
+	return CommandStatus{CommandInfo: cmd.infoLocked(), Stdout: cmd.stdout.String(), Stderr: cmd.stderr.String(), Truncated: cmd.truncated}
+}
+
+// List describes the running commands and the last KeptCommands
+// finished ones, by pid.
+func (m *Commands) List() []CommandInfo {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]CommandInfo, 0, len(m.byPID))
+	for _, cmd := range m.byPID {
+		out = append(out, cmd.infoLocked())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
+	return out
+}
+
+// Get returns command pid with its output so far.
+func (m *Commands) Get(pid int) (*CommandStatus, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cmd, ok := m.byPID[pid]
+	if !ok {
+		return nil, fmt.Errorf("%w: %d", ErrCommandNotFound, pid)
+	}
+	st := cmd.statusLocked()
+	return &st, nil
+}
+
+func (m *Commands) lookup(pid int) (*command, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cmd, ok := m.byPID[pid]
+	if !ok {
+		return nil, fmt.Errorf("%w: %d", ErrCommandNotFound, pid)
+	}
+	return cmd, nil
+}
+
+// Stdin writes data to command pid's stdin, after its initial stdin, and
+// then ends it with eof. It blocks while the command reads none (1 MiB
+// waits in the sandbox), until ctx ends.
+func (m *Commands) Stdin(ctx context.Context, pid int, data string, eof bool) error {
+	cmd, err := m.lookup(pid)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-cmd.stdinDone:
+	case <-cmd.done:
+		return ErrCommandEnded
+	case <-ctx.Done():
+		return fmt.Errorf("sessions: command stdin: %w", ctx.Err())
+	}
+	m.s.Touch()
+	if data != "" {
+		if err := cmd.c.Write([]byte(data)); err != nil {
+			return fmt.Errorf("%w: %w", ErrCommandEnded, err)
+		}
+	}
+	if eof {
+		if err := cmd.c.CloseStdin(); err != nil {
+			return fmt.Errorf("%w: %w", ErrCommandEnded, err)
+		}
+	}
+	return nil
+}
+
+// Kill kills command pid's process group (SIGKILL); nothing for one that
+// has ended. It does not wait for the end (its exited event says it).
+func (m *Commands) Kill(pid int) error {
+	cmd, err := m.lookup(pid)
+	if err != nil {
+		return err
+	}
+	return cmd.c.Kill()
+}
+
+// running reports whether a command or terminal runs (the session is
+// not idle then).
+func (m *Commands) busy() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.running > 0 || len(m.terminals) > 0
+}
+
+// close kills every command and terminal, refuses new ones and waits for
+// their goroutines.
+func (m *Commands) close() {
+	m.mu.Lock()
+	m.closed = true
+	var kill []sandbox.Command
+	for _, cmd := range m.byPID {
+		if cmd.running {
+			kill = append(kill, cmd.c)
+		}
+	}
+	for t := range m.terminals {
+		kill = append(kill, t.c)
+	}
+	m.mu.Unlock()
+	for _, c := range kill {
+		_ = c.Kill()
+	}
+	m.wg.Wait()
+	m.mu.Lock()
+	for _, cmd := range m.byPID {
+		m.s.budget.Release(cmd.held)
+		cmd.held = 0
+	}
+	m.mu.Unlock()
+}
+
+// Terminal is an interactive login shell on a PTY in the session's
+// sandbox (Commands.Terminal). Read Output until it is closed; Close ends
+// it.
+type Terminal struct {
+	m       *Commands
+	c       sandbox.Command
+	release func()
+	once    sync.Once
+}
+
+// Terminal starts `bash -l` on a PTY of cols × rows (0: 80 × 24) in the
+// workspace, at most MaxTerminals at once. The caller must read Output
+// until it is closed and Close the terminal; the session's close kills
+// it.
+func (m *Commands) Terminal(ctx context.Context, cols, rows int) (*Terminal, error) {
+	spec, err := sandbox.CommandSpec{TTY: true, Cols: cols, Rows: rows}.Validate()
+	if err != nil {
+		return nil, err
+	}
+	cr, err := m.runner()
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	switch {
+	case m.closed:
+		m.mu.Unlock()
+		return nil, ErrClosed
+	case len(m.terminals) >= MaxTerminals:
+		m.mu.Unlock()
+		return nil, fmt.Errorf("%w (at most %d terminals)", ErrTooManyCommands, MaxTerminals)
+	}
+	t := &Terminal{m: m}
+	m.terminals[t] = struct{}{} // holds the place while it starts
+	m.mu.Unlock()
+	forget := func() {
+		m.mu.Lock()
+		delete(m.terminals, t)
+		m.mu.Unlock()
+	}
+	m.s.Touch()
+	release, err := m.s.pause.use(ctx)
+	if err != nil {
+		forget()
+		return nil, fmt.Errorf("sessions: start terminal: %w", err)
+	}
+	c, err := cr.StartCommand(ctx, spec)
+	if err != nil {
+		release()
+		forget()
+		return nil, fmt.Errorf("sessions: start terminal: %w", err)
+	}
+	m.mu.Lock()
+	t.c, t.release = c, release
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		_ = c.Kill()
+	}
+	return t, nil
+}
+
+// Output is the terminal's output; it is closed when the shell has
+// ended (Exit is known then).
+func (t *Terminal) Output() <-chan sandbox.CommandOutput { return t.c.Output() }
+
+// Write sends input (keys) to the terminal.
+func (t *Terminal) Write(p []byte) error {
+	t.m.s.Touch()
+	return t.c.Write(p)
+}
+
+// Resize changes the terminal's size.
+func (t *Terminal) Resize(cols, rows int) error { return t.c.Resize(cols, rows) }
+
+// Exit is the shell's exit status, once Output is closed.
+func (t *Terminal) Exit() int { return t.c.Exit().Code }
+
+// Close kills the shell (every process of its session), reads what
+// remains of its output and gives its place back. Idempotent.
+func (t *Terminal) Close() {
+	t.once.Do(func() {
+		_ = t.c.Kill()
+		for range t.c.Output() {
+		}
+		t.release()
+		t.m.mu.Lock()
+		delete(t.m.terminals, t)
+		t.m.mu.Unlock()
+	})
+}
