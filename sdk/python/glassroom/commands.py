@@ -594,6 +594,9 @@ class Commands:
         the sandbox does not know it or it had already ended."""
         kw: Dict[str, Any] = {} if request_timeout is None else {"timeout": request_timeout}
         try:
+            # The gateway's kill of an ended command is a no-op; E2B's answer is False.
+            if not self._status(pid, **kw).get("running", False):
+                return False
             self._conn.call("POST", session_path(self._id, "commands", str(int(pid)), "kill"), ok=(204,), **kw)
             return True
         except (NotFoundException, ConflictException) as e:
@@ -617,8 +620,8 @@ class Commands:
         kw: Dict[str, Any] = {} if request_timeout is None else {"timeout": request_timeout}
         self._conn.call("POST", session_path(self._id, "commands", str(int(pid)), "stdin"), json_body=body, ok=(204,), **kw)
 
-    def _status(self, pid: int) -> Dict[str, Any]:
-        out = self._conn.call("GET", session_path(self._id, "commands", str(int(pid))))
+    def _status(self, pid: int, **kw: Any) -> Dict[str, Any]:
+        out = self._conn.call("GET", session_path(self._id, "commands", str(int(pid))), **kw)
         return out if isinstance(out, dict) else {}
 
     def _close(self) -> None:
