@@ -174,6 +174,41 @@ class CommandsTest(unittest.TestCase):
         self.assertEqual(self.sbx.run_code("kept").text, "state")
 
 
+class NoWebSocketTest(unittest.TestCase):
+    def test_streams_by_polling_when_the_websocket_is_refused(self) -> None:
+        import websocket
+        with Sandbox(timeout=120) as sbx:
+            url = sbx._conn.ws_url + f"/v1/sessions/{sbx.sandbox_id}/ws"
+            held = []
+            try:
+                for _ in range(64):  # take every client slot of the session (429 past them)
+                    try:
+                        held.append(websocket.create_connection(url, header=["Authorization: Bearer " + sbx._conn.api_key],
+                                                                suppress_origin=True, timeout=30))
+                    except websocket.WebSocketBadStatusException as e:
+                        self.assertEqual(e.status_code, 429)
+                        break
+                else:
+                    self.fail("the gateway never refused a WebSocket")
+                out: List[str] = []
+
+                def on_stdout(chunk: str) -> None:
+                    out.append(chunk)
+                    if "".join(out) == "waiting\n":
+                        sbx.files.write("go", "1")
+
+                r = sbx.commands.run("echo waiting; " + WAIT_FOR_GO, on_stdout=on_stdout)
+                self.assertEqual(("".join(out), r.stdout), ("waiting\ncame\n", "waiting\ncame\n"))
+                h = sbx.commands.run("read x; echo \"x=$x\"; exit 5", background=True)
+                h.send_stdin("1\n")
+                with self.assertRaises(CommandExitException) as cm:
+                    h.wait()
+                self.assertEqual((cm.exception.stdout, cm.exception.exit_code), ("x=1\n", 5))
+            finally:
+                for ws in held:
+                    ws.close()
+
+
 class AsyncCommandsTest(unittest.TestCase):
     def test_async_commands(self) -> None:
         async def main() -> None:
