@@ -32,6 +32,7 @@ _RECV_TIMEOUT = 120.0   # the gateway pings every 30 s: this long a silence mean
 _CHECK_EVERY = 30.0     # a waiting handle that hears nothing this long asks the gateway how its command is
 _MAX_BUFFERED = 64 << 20  # bytes of events one handle holds unread before it stops buffering and polls instead
 _RECONNECTS = 3
+_REST_MAX_TIMEOUT = 600.0  # the gateway's default --max-exec-timeout: a foreground REST call may ask for this much
 
 _LOST = {"type": "_lost"}          # the handle's events can no longer be trusted complete: poll
 _DETACHED = {"type": "_detached"}  # the handle was disconnected
@@ -493,10 +494,8 @@ class Commands:
             True; a background command's stays open (``send_stdin``,
             ``close_stdin``) unless ``stdin`` is False.
         :param timeout: seconds it may run before its process group is
-            killed (default 60, as in E2B); 0 or None: no limit of the SDK's
-            own (a background command then runs until it ends or is killed;
-            a foreground one without callbacks gets the gateway's execution
-            timeout)
+            killed (default 60, as in E2B); 0 or None: no limit (it runs
+            until it ends or is killed)
         :param request_timeout: seconds to wait for the gateway on each
             call (default: the sandbox's; a foreground call without
             callbacks waits ``timeout`` + 30 s)
@@ -519,7 +518,8 @@ class Commands:
         if isinstance(stdin, str) and stdin:
             body["stdin"] = stdin
         keep_stdin = stdin is True or (background and stdin is not False)
-        if not background and stdin is not True and on_stdout is None and on_stderr is None:
+        rest = bool(timeout) and timeout <= _REST_MAX_TIMEOUT  # type: ignore[operator]
+        if not background and rest and stdin is not True and on_stdout is None and on_stderr is None:
             rt = request_timeout if request_timeout is not None else (timeout + 30 if timeout else None)
             out = self._conn.call("POST", session_path(self._id, "commands"), json_body=body, timeout=rt)
             r = _result(out)

@@ -171,6 +171,9 @@ class CommandsTest(unittest.TestCase):
         h = self.sbx.commands.run("sleep 300", background=True, timeout=1)
         with self.assertRaises(TimeoutException):
             h.wait()
+        # No limit, and one past the gateway's foreground maximum (10 min), as E2B allows.
+        self.assertEqual(self.sbx.commands.run("echo unlimited", timeout=0).stdout, "unlimited\n")
+        self.assertEqual(self.sbx.commands.run("echo long", timeout=3600).stdout, "long\n")
         self.assertEqual(self.sbx.run_code("kept").text, "state")
 
 
