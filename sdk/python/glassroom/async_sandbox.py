@@ -7,11 +7,13 @@ loop, in order, before the output that follows them is read.
 
 import asyncio
 import inspect
-from typing import IO, Any, Awaitable, Callable, Dict, List, Mapping, Optional, Type, TypeVar, Union
+import threading
+from typing import IO, Any, Awaitable, Callable, Dict, List, Mapping, Optional, Tuple, Type, TypeVar, Union
 
 from ._edit import EditResult
+from .commands import DEFAULT_TIMEOUT, CommandHandle, Commands
 from .files import Filesystem
-from .models import Context, EntryInfo, Execution, SandboxInfo, WriteInfo
+from .models import CommandResult, Context, EntryInfo, Execution, ProcessInfo, SandboxInfo, WriteInfo
 from .sandbox import Sandbox
 
 A = TypeVar("A", bound="AsyncSandbox")
@@ -51,6 +53,131 @@ class AsyncFilesystem:
         return await asyncio.to_thread(lambda: self._files.edit(path, command, **kwargs))
 
 
+def _on_loop(loop: asyncio.AbstractEventLoop, cb: Optional[AsyncOutputHandler]) -> Optional[Callable[[Any], None]]:
+    """A plain callback, for a worker thread, that runs cb (plain or async) on loop and waits for it."""
+    if cb is None:
+        return None
+
+    async def call(item: Any) -> None:
+        r = cb(item)
+        if inspect.isawaitable(r):
+            await r
+
+    def wrapped(item: Any) -> None:
+        asyncio.run_coroutine_threadsafe(call(item), loop).result()
+    return wrapped
+
+
+class AsyncCommandHandle:
+    """The asyncio twin of ``CommandHandle``: a command running in the
+    background. Its output is read from the moment it starts, by a thread
+    of its own, and handed to the callbacks given to ``run`` on the event
+    loop; ``await handle.wait()`` returns the CommandResult (or raises
+    CommandExitException / TimeoutException)."""
+
+    def __init__(self, handle: CommandHandle, on_stdout: Optional[AsyncOutputHandler] = None,
+                 on_stderr: Optional[AsyncOutputHandler] = None) -> None:
+        self._handle = handle
+        loop = asyncio.get_running_loop()
+        self._done: "asyncio.Future[CommandResult]" = loop.create_future()
+        out, err = _on_loop(loop, on_stdout), _on_loop(loop, on_stderr)
+
+        def settle(fn: Callable[[Any], Any], value: Any) -> None:
+            if not self._done.done():
+                fn(value)
+
+        def run() -> None:
+            try:
+                r = handle.wait(on_stdout=out, on_stderr=err)
+                ok: Tuple[Callable[[Any], Any], Any] = (self._done.set_result, r)
+            except BaseException as e:  # handed to whoever awaits wait()
+                ok = (self._done.set_exception, e)
+            try:
+                loop.call_soon_threadsafe(settle, *ok)
+            except RuntimeError:
+                pass  # the loop has closed
+        # Its own thread, not the default executor: a long background
+        # command must not hold one of the few workers every to_thread shares.
+        threading.Thread(target=run, name=f"glassroom-command-{handle.pid}", daemon=True).start()
+        self._done.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved, if nobody waits
+
+    @property
+    def pid(self) -> int:
+        return self._handle.pid
+
+    @property
+    def stdout(self) -> str:
+        return self._handle.stdout
+
+    @property
+    def stderr(self) -> str:
+        return self._handle.stderr
+
+    @property
+    def exit_code(self) -> Optional[int]:
+        return self._handle.exit_code
+
+    @property
+    def error(self) -> Optional[str]:
+        return self._handle.error
+
+    async def wait(self) -> CommandResult:
+        """Waits for the command to end (see ``CommandHandle.wait``)."""
+        return await asyncio.shield(self._done)
+
+    async def kill(self) -> bool:
+        return await asyncio.to_thread(self._handle.kill)
+
+    async def send_stdin(self, data: Union[str, bytes], request_timeout: Optional[float] = None) -> None:
+        await asyncio.to_thread(self._handle.send_stdin, data, request_timeout)
+
+    async def close_stdin(self, request_timeout: Optional[float] = None) -> None:
+        await asyncio.to_thread(self._handle.close_stdin, request_timeout)
+
+    async def disconnect(self) -> None:
+        """Stops receiving the command's output (it keeps running); ``wait`` then raises SandboxException."""
+        self._handle.disconnect()
+
+
+class AsyncCommands:
+    """The asyncio twin of ``Commands`` (``sbx.commands``)."""
+
+    def __init__(self, commands: Commands) -> None:
+        self._commands = commands
+
+    async def run(self, cmd: str, background: Optional[bool] = None, envs: Optional[Dict[str, str]] = None,
+                  user: Optional[str] = None, cwd: Optional[str] = None, on_stdout: Optional[AsyncOutputHandler] = None,
+                  on_stderr: Optional[AsyncOutputHandler] = None, stdin: Union[None, bool, str, bytes] = None,
+                  timeout: Optional[float] = DEFAULT_TIMEOUT, request_timeout: Optional[float] = None) -> Any:
+        """Runs a command (see ``Commands.run``); callbacks may be coroutines.
+        Foreground: returns its CommandResult. ``background=True``: an
+        AsyncCommandHandle whose callbacks run as output arrives."""
+        if background:
+            h = await asyncio.to_thread(self._commands.run, cmd, True, envs, user, cwd, None, None, stdin, timeout,
+                                        request_timeout)
+            return AsyncCommandHandle(h, on_stdout, on_stderr)
+        loop = asyncio.get_running_loop()
+        return await asyncio.to_thread(self._commands.run, cmd, False, envs, user, cwd, _on_loop(loop, on_stdout),
+                                       _on_loop(loop, on_stderr), stdin, timeout, request_timeout)
+
+    async def connect(self, pid: int, on_stdout: Optional[AsyncOutputHandler] = None,
+                      on_stderr: Optional[AsyncOutputHandler] = None) -> AsyncCommandHandle:
+        """A handle on a command already started (see ``Commands.connect``)."""
+        return AsyncCommandHandle(await asyncio.to_thread(self._commands.connect, pid), on_stdout, on_stderr)
+
+    async def list(self, include_finished: bool = False, request_timeout: Optional[float] = None) -> List[ProcessInfo]:
+        return await asyncio.to_thread(self._commands.list, include_finished, request_timeout)
+
+    async def kill(self, pid: int, request_timeout: Optional[float] = None) -> bool:
+        return await asyncio.to_thread(self._commands.kill, pid, request_timeout)
+
+    async def send_stdin(self, pid: int, data: Union[str, bytes], request_timeout: Optional[float] = None) -> None:
+        await asyncio.to_thread(self._commands.send_stdin, pid, data, request_timeout)
+
+    async def close_stdin(self, pid: int, request_timeout: Optional[float] = None) -> None:
+        await asyncio.to_thread(self._commands.close_stdin, pid, request_timeout)
+
+
 class AsyncSandbox:
     """The asyncio twin of ``Sandbox``: ``await AsyncSandbox.create()``,
     ``await sbx.run_code(...)``, ``async with``."""
@@ -59,6 +186,7 @@ class AsyncSandbox:
         """Wraps a connected ``Sandbox`` (use ``create`` or ``connect``)."""
         self._sbx = sandbox
         self.files = AsyncFilesystem(sandbox.files)
+        self.commands = AsyncCommands(sandbox.commands)
 
     @classmethod
     async def create(cls: Type[A], api_key: Optional[str] = None, base_url: Optional[str] = None, timeout: Optional[float] = None,
@@ -127,17 +255,7 @@ class AsyncSandbox:
         loop = asyncio.get_running_loop()
 
         def on_loop(cb: Optional[AsyncOutputHandler]) -> Optional[Callable[[Any], None]]:
-            if cb is None:
-                return None
-
-            async def call(item: Any) -> None:
-                r = cb(item)
-                if inspect.isawaitable(r):
-                    await r
-
-            def wrapped(item: Any) -> None:
-                asyncio.run_coroutine_threadsafe(call(item), loop).result()
-            return wrapped
+            return _on_loop(loop, cb)
 
         kw: Dict[str, Any] = dict(language=language, context=context, on_stdout=on_loop(on_stdout), on_stderr=on_loop(on_stderr),
                                   on_result=on_loop(on_result), on_error=on_loop(on_error), timeout=timeout,

@@ -2,6 +2,8 @@
 
 from typing import Any, Optional
 
+from .models import CommandResult
+
 
 class SandboxException(Exception):
     """Base class of every SDK error.
@@ -49,9 +51,34 @@ class TimeoutException(SandboxException):
     produced before it was interrupted.
     """
 
-    def __init__(self, message: str, status: int = 0, code: str = "", execution: Optional[Any] = None) -> None:
+    def __init__(self, message: str, status: int = 0, code: str = "", execution: Optional[Any] = None,
+                 result: Optional[CommandResult] = None) -> None:
         super().__init__(message, status, code)
         self.execution = execution
+        self.result = result
+        """For a shell command killed at its timeout: its CommandResult (output so far, ``timed_out`` True)."""
+
+
+class CommandExitException(SandboxException, CommandResult):
+    """A shell command exited with a code other than 0 (as in E2B).
+
+    It is also the command's CommandResult: ``stdout``, ``stderr``,
+    ``exit_code``, ``error``, ``pid``, ... ; ``result`` is that result.
+    """
+
+    def __init__(self, result: CommandResult) -> None:
+        SandboxException.__init__(self, f"command exited with code {result.exit_code}"
+                                  + (f": {result.error}" if result.error else "")
+                                  + (f"\n{result.stderr[-2000:]}" if result.stderr else ""),
+                                  code="command_exit")
+        CommandResult.__init__(self, stdout=result.stdout, stderr=result.stderr, exit_code=result.exit_code,
+                               error=result.error, pid=result.pid, truncated=result.truncated,
+                               duration_ms=result.duration_ms, timed_out=result.timed_out)
+        self.result = result
+
+    __str__ = SandboxException.__str__  # not the dataclass's repr
+    __eq__ = object.__eq__  # type: ignore[assignment]
+    __hash__ = object.__hash__  # type: ignore[assignment]
 
 
 _BY_STATUS = {

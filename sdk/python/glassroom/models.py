@@ -284,6 +284,44 @@ class Context:
                    state=str(data.get("state", "idle")), default=bool(data.get("default")))
 
 
+@dataclass
+class CommandResult:
+    """The outcome of a shell command (``sandbox.commands.run``, ``handle.wait``).
+
+    As in E2B: ``stdout``, ``stderr``, ``exit_code`` and ``error`` (why it
+    failed, None when it exited 0). glassroom adds ``pid`` (the gateway's
+    number of the command in its sandbox), ``truncated`` (output was cut at
+    the gateway's caps), ``duration_ms`` and ``timed_out`` (it was killed at
+    its timeout; ``exit_code`` is then -1).
+    """
+
+    stdout: str = ""
+    stderr: str = ""
+    exit_code: int = 0
+    error: Optional[str] = None
+    pid: int = 0
+    truncated: bool = False
+    duration_ms: int = 0
+    timed_out: bool = False
+
+
+@dataclass
+class ProcessInfo:
+    """A command of the sandbox, as ``sandbox.commands.list()`` shows it.
+
+    ``cmd`` is the command line given to ``bash -lc``; ``exit_code`` and
+    ``duration_ms`` are set once it has ended (``running`` False).
+    """
+
+    pid: int
+    cmd: str
+    cwd: str = ""
+    running: bool = True
+    exit_code: Optional[int] = None
+    started_at: Optional[datetime] = None
+    duration_ms: Optional[int] = None
+
+
 _FRACTION = re.compile(r"(\.\d{6})\d+")
 
 

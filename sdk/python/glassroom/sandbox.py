@@ -9,6 +9,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Type, TypeVar, 
 
 from ._http import Connection, session_path
 from .exceptions import InvalidArgumentException, NotFoundException, SandboxException, TimeoutException
+from .commands import Commands
 from .files import Filesystem
 from .models import Context, Execution, ExecutionError, FileChange, OutputMessage, Result, SandboxInfo, sandbox_info
 
@@ -82,6 +83,8 @@ class Sandbox:
         self._info = attach
         self.sandbox_id: str = str(attach["id"])
         self.files = Filesystem(conn, self.sandbox_id)
+        self.commands = Commands(conn, self.sandbox_id)
+        """Shell commands in the sandbox: ``sbx.commands.run("ls -la")``."""
 
     @classmethod
     def create(cls: Type[S], api_key: Optional[str] = None, base_url: Optional[str] = None, timeout: Optional[float] = None,
@@ -127,6 +130,7 @@ class Sandbox:
     def kill(self) -> bool:
         """Deletes the session: the kernel stops and its files are gone.
         Returns False if it did not exist (any more)."""
+        self.commands._close()
         try:
             self._conn.call("DELETE", session_path(self.sandbox_id), ok=(204,))
             return True
