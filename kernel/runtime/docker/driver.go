@@ -62,7 +62,10 @@ func (d *driver) create(ctx context.Context, env map[string]string) error {
 	if d.r.seccomp != "" {
 		secOpt = append(secOpt, "seccomp="+d.r.seccomp)
 	}
-	oomScore := 1000 // the kernel, never the gateway, is the OOM killer's first choice
+	// The sandbox, never the gateway, is the OOM killer's choice; within it
+	// a command (a docker exec starts at the container's 500; the launcher
+	// raises it to 1000) goes before a kernel.
+	oomScore := 500
 	cc := &container.Config{
 		Image:           cfg.Image,
 		Entrypoint:      []string{"/usr/bin/tini", "--"},

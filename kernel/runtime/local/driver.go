@@ -181,13 +181,16 @@ func readChildPidfd(r *os.File) int {
 }
 
 // prelude runs first, as the sandbox's uid, before anything the sandbox
-// runs: it makes the whole sandbox the OOM killer's first choice and (with
-// cgroup v1) moves itself into the sandbox's cgroups, then execs the rest.
+// runs: it raises the whole sandbox's oom_score_adj to 500 (far above the
+// gateway's -900 and the host's processes; a command's launcher raises
+// itself further, to 1000, so that the OOM killer takes a command before a
+// kernel) and (with cgroup v1) moves itself into the sandbox's cgroups,
+// then execs the rest.
 // Everything the kernel ever starts is thus confined from its first
 // instruction.
 func prelude(procs []string) string {
 	var b strings.Builder
-	b.WriteString("echo 1000 > /proc/self/oom_score_adj || exit 125\n")
+	b.WriteString("echo 500 > /proc/self/oom_score_adj || exit 125\n")
 	for _, f := range procs {
 		fmt.Fprintf(&b, "echo 0 > '%s' || exit 125\n", f)
 	}

@@ -753,7 +753,7 @@ func TestLibraries(t *testing.T) {
 // another bwrap in the sandbox's cgroup, killed from the host.
 func TestCommands(t *testing.T) {
 	n := 0
-	runtimetest.Commands(t, newRuntime(t, local.Config{Common: sandbox.Common{UIDBase: 328000}}), func() string {
+	runtimetest.Commands(t, newRuntime(t, local.Config{Common: sandbox.Common{UIDBase: 328000}}), runtimetest.CommandsOptions{}, func() string {
 		n++
 		return "commands-" + strconv.Itoa(n) + "-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
 	})

@@ -85,15 +85,26 @@ func ReadCommand(t testing.TB, c sandbox.Command) CommandRun {
 	}
 }
 
+// CommandsOptions says what differs between runtimes for Commands.
+type CommandsOptions struct {
+	// OwnProc is set for runtimes whose sandbox sees an emulated /proc
+	// (gVisor): its oom_score_adj is not the host's, and the host's OOM
+	// killer sees only the sandbox's own host processes (the sentry),
+	// never a command apart from the kernels, so a command that fills the
+	// sandbox's memory ends the kernels too (those subtests skip).
+	OwnProc bool
+}
+
 // Commands exercises sandbox.CommandRunner on real sandboxes of rt: a
 // command's output by stream and its exit status, its stdin, env and
 // working directory, the sandbox's uid and workspace; a bad spec is a
 // *sandbox.SpecError; Kill ends the command's whole process group and
 // the kernel keeps its variables; a fork bomb and a memory hog in a
-// command cost the kernel nothing; a session without a network gives a
+// command cost the kernel nothing; the OOM killer takes a command (at
+// oom_score_adj 1000) before a kernel (at 500) that holds more memory; a session without a network gives a
 // command none; a terminal is a real PTY (tty, echo, ^C, resize); the
 // sandbox's Close ends its commands and refuses new ones.
-func Commands(t *testing.T, rt Starter, newID func() string) {
+func Commands(t *testing.T, rt Starter, opts CommandsOptions, newID func() string) {
 	testkit.RealThing(t, "a real sandboxed kernel")
 	k := Start(t, rt, sandbox.Spec{ID: newID(), Env: map[string]string{"SESSION_VAR": "from-session"},
 		Limits: sandbox.Limits{MemoryMB: 1024, Pids: 256}})
@@ -159,7 +170,7 @@ func Commands(t *testing.T, rt Starter, newID func() string) {
 		// kernel can: it shares the container's pid namespace.
 		onHost := func() bool { return hostRuns("sleep\x00" + n) }
 		inSandbox := func() bool {
-			out, _ := k.Run(t, "import os\nprint(any(open('/proc/%s/cmdline' % p, 'rb').read().startswith(b'sleep\\0"+n+"') for p in os.listdir('/proc') if p.isdigit()))")
+			out, _ := k.Run(t, "import os\nprint(any(open('/proc/%s/cmdline' % p, 'rb').read().startswith(b'sleep\\x00"+n+"\\x00') for p in os.listdir('/proc') if p.isdigit()))")
 			return strings.TrimSpace(out) == "True"
 		}
 		var runs func() bool
@@ -182,7 +193,7 @@ func Commands(t *testing.T, rt Starter, newID func() string) {
 		testkit.Eventually(t, 30*time.Second, func() bool { return !runs() }, "the command's sleeps to end")
 		keeps("after a kill")
 	})
-	t.Run("fork bomb and memory hog", func(t *testing.T) {
+	t.Run("fork bomb", func(t *testing.T) {
 		c := StartCommand(t, k.Sandbox, sandbox.CommandSpec{Cmd: "f() { f | f & }; f; sleep 1000"})
 		select { // it runs a while, then it is killed like a timed-out command
 		case <-time.After(3 * time.Second):
@@ -197,11 +208,51 @@ func Commands(t *testing.T, rt Starter, newID func() string) {
 			out, _ := k.Run(t, "print(x)")
 			return strings.TrimSpace(out) == "kept"
 		}, "the kernel to answer after the fork bomb")
+	})
+	// Under gVisor the host's OOM killer sees the sandbox as one process
+	// (the sentry): a command that fills the memory limit ends the whole
+	// sandbox, kernels and all.
+	const gvisorOOM = "the sandbox's /proc is emulated (gVisor): the host's OOM killer sees only the sandbox's sentry, not a command apart from the kernel"
+	t.Run("memory hog", func(t *testing.T) {
+		if opts.OwnProc {
+			t.Skip(gvisorOOM)
+		}
 		r := RunCommand(t, k.Sandbox, sandbox.CommandSpec{Cmd: "python3 -c 'b = []\nwhile True: b.append(bytearray(16 << 20))'"}, "")
 		if r.Exit.Code == 0 {
 			t.Fatalf("a memory hog exited %+v", r)
 		}
 		keeps("after a memory hog in a command")
+	})
+	t.Run("the OOM killer takes a command before a bigger kernel", func(t *testing.T) {
+		if opts.OwnProc {
+			t.Skip(gvisorOOM)
+		}
+		r := RunCommand(t, k.Sandbox, sandbox.CommandSpec{Cmd: "cat /proc/self/oom_score_adj"}, "")
+		if r.Stdout != "1000\n" || r.Exit.Code != 0 {
+			t.Fatalf("a command's oom_score_adj: %+v, want 1000", r)
+		}
+		// Where a memory cgroup bounds the sandbox, a kernel's address
+		// space limit (the local runtime's) is a soft one, which the
+		// kernel lifts here: 600 MiB would not fit beside its mappings.
+		out, ename := k.Run(t, "import resource\nas_limits = resource.getrlimit(resource.RLIMIT_AS)\n"+
+			"resource.setrlimit(resource.RLIMIT_AS, (as_limits[1], as_limits[1]))\nprint(as_limits[1] == resource.RLIM_INFINITY)")
+		if ename != "" || strings.TrimSpace(out) != "True" {
+			t.Fatalf("the kernel's address space limit: %q %s", out, ename)
+		}
+		// 600 MiB of touched memory in the kernel (of the sandbox's 1024):
+		// at equal oom_score_adj the kernel, the biggest process, would be
+		// the OOM killer's choice when the command below fills the rest.
+		if out, ename := k.Run(t, "big = b'x' * (600 << 20)\nprint(len(big) >> 20)"); ename != "" || strings.TrimSpace(out) != "600" {
+			t.Fatalf("the kernel's allocation: %q %s", out, ename)
+		}
+		r = RunCommand(t, k.Sandbox, sandbox.CommandSpec{Cmd: "python3 -c 'b = []\nwhile True: b.append(b\"x\" * (16 << 20))'"}, "")
+		if r.Exit.Code == 0 {
+			t.Fatalf("a memory hog exited %+v", r)
+		}
+		out, ename = k.Run(t, "print(x, len(big) >> 20, big.count(b'x') >> 20)\ndel big\nresource.setrlimit(resource.RLIMIT_AS, as_limits)")
+		if ename != "" || strings.TrimSpace(out) != "kept 600 600" {
+			t.Fatalf("the kernel after a command filled the sandbox's memory: %q %s (the command: %+v)", out, ename, r.Exit)
+		}
 	})
 	t.Run("no network", func(t *testing.T) {
 		l, err := net.Listen("tcp", "127.0.0.1:0")

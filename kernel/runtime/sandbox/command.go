@@ -99,8 +99,8 @@ func CommandArgv(python string, spec CommandSpec) []string {
 // CommandRunner is implemented by sandboxes that run shell commands beside
 // their kernels: the same uid, workspace, environment, network policy and
 // resource limits (the command counts against the sandbox's memory, CPU
-// and pids), with oom_score_adj 1000, so that the OOM killer takes a
-// command before a kernel.
+// and pids), with oom_score_adj 1000 (a kernel's is 500), so that the OOM
+// killer takes a command before a kernel.
 type CommandRunner interface {
 	// StartCommand starts spec (checked with CommandSpec.Validate by the
 	// runtime) and returns once it runs. The caller must read its Output

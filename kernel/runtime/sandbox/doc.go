@@ -48,7 +48,8 @@
 //   - Commands (CommandRunner): shell commands beside the kernels, run by
 //     the launcher's command mode (CommandArgv: the egress forwarder, then
 //     bash -lc, or bash -l on a PTY, in a process group of its own with
-//     oom_score_adj 1000) that speaks frames on its stdio; NewCommand is
-//     the Go side of those frames over a runtime's transport, CommandSet
-//     the running commands a sandbox's Close kills.
+//     oom_score_adj 1000, above the kernels' 500, so the OOM killer takes
+//     a command first) that speaks frames on its stdio; NewCommand is the
+//     Go side of those frames over a runtime's transport, CommandSet the
+//     running commands a sandbox's Close kills.
 package sandbox

@@ -1223,7 +1223,8 @@ def private_state():
 # launcher starts the egress forwarder as for a kernel, then runs
 # `bash -lc CMD` (or, on a pseudo-terminal it makes, `bash -l`, or
 # `bash -lc CMD`) in a session and process group of its own, with
-# oom_score_adj 1000, and supervises it. It speaks frames on its stdio,
+# oom_score_adj 1000 (above the kernels' 500: the OOM killer takes a
+# command first), and supervises it. It speaks frames on its stdio,
 # which work alike over bwrap's pipes and a docker exec's stream: one type
 # byte, a 4-byte big-endian length, the payload.
 #  - in (stdin): "i" bytes for the command's stdin (the terminal's input),
