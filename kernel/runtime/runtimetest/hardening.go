@@ -184,6 +184,11 @@ print(r.stdout + r.stderr)`)
 		py := Languages()[0]
 		ws := k.Sandbox.Workspace()
 		PlantFiles(t, ws, py.PlantFiles)
+		if py.PlantCode != "" { // what only the kernel can plant (the user site directory)
+			if out, ename := k.Run(t, py.PlantCode); ename != "" || strings.Contains(strings.ToLower(out), "false") {
+				t.Fatalf("planting from the kernel: %q %s", out, ename)
+			}
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		if err := k.Sandbox.Restart(ctx); err != nil {
