@@ -1340,6 +1340,39 @@ def run_command(args):
             except (OSError, ValueError, IndexError):
                 pass
 
+    def interrupt_without_job_control():
+        # Ctrl-C on a terminal: the kernel's line discipline sends SIGINT
+        # to the terminal's foreground process group. Where the kernel
+        # keeps no foreground group for the terminal (gVisor: the master
+        # answers no TIOCGPGRP), nothing would; then every process the
+        # shell started (its descendants, not the shell) gets SIGINT here,
+        # as the foreground job would.
+        try:
+            if termios.tcgetattr(master)[3] & termios.ISIG == 0:
+                return
+            os.tcgetpgrp(master)
+            return
+        except OSError:
+            pass
+        children = {}
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % name, "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+                children.setdefault(int(fields[1]), []).append(int(name))
+            except (OSError, ValueError, IndexError):
+                pass
+        todo = list(children.get(pid, ()))
+        while todo:
+            p = todo.pop()
+            todo.extend(children.get(p, ()))
+            try:
+                os.kill(p, signal.SIGINT)
+            except OSError:
+                pass
+
     while True:
         if status is None:
             try:
@@ -1398,6 +1431,8 @@ def run_command(args):
                 kind, body, inbuf = inbuf[:1], inbuf[5:5 + n], inbuf[5 + n:]
                 if kind == b"i" and not close_input:
                     pending += body
+                    if tty and b"\x03" in body:
+                        interrupt_without_job_control()
                 elif kind == b"e":
                     close_input = True
                 elif kind == b"r" and tty and len(body) == 4:
