@@ -92,6 +92,10 @@ func (d *driver) create(ctx context.Context, env map[string]string) error {
 			d.dirs.Work() + ":" + sandbox.WorkDir + ":rw",
 			d.dirs.Work() + ":" + sandbox.WorkspaceAlias + ":rw",
 			d.dirs.Contexts() + ":" + sandbox.ContextsDir + ":rw", // the gateway's 0711 tmpfs: only its entries are the sandbox's
+			// The session's uid by name (sandbox.WriteIdentity): whoami,
+			// a shell's prompt and getpwuid work.
+			filepath.Join(d.dirs.Path(), "passwd") + ":/etc/passwd:ro",
+			filepath.Join(d.dirs.Path(), "group") + ":/etc/group:ro",
 		},
 		// The kernel's own stdout/stderr (not Jupyter output): bounded, so
 		// the code cannot fill the host's disk through the engine's logs.

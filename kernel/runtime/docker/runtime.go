@@ -187,6 +187,9 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 		return nil, err
 	}
 	b.OnClose("remove session directory", dirs.Remove)
+	if err := sandbox.WriteIdentity(dirs.Path(), uid, uid); err != nil {
+		return nil, err
+	}
 	d := &driver{r: r, id: spec.ID, kernel: spec.Kernel, name: r.ContainerName(spec.ID), limits: limits, dirs: dirs, uid: uid, egress: spec.EgressSocket, egressed: spec.EgressSocket != ""}
 	b.Use(dirs, d)
 	if err := d.create(ctx, sandbox.KernelEnv(spec, limits)); err != nil {

@@ -249,7 +249,7 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 		return nil, err
 	}
 	b.OnClose("remove session directory", dirs.Remove)
-	if err := writeIdentity(dirs.Path()); err != nil {
+	if err := sandbox.WriteIdentity(dirs.Path(), 1000, 1000); err != nil { // bwrap maps the uid to 1000 inside
 		return nil, err
 	}
 	d := &driver{r: r, id: spec.ID, kernel: spec.Kernel, env: sandbox.KernelEnv(spec, limits), limits: limits, dirs: dirs, uid: uid, gid: gid, egress: spec.EgressSocket}
@@ -270,18 +270,6 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 		return nil, err
 	}
 	return &localSandbox{Base: b, d: d, ctxs: sandbox.NewContexts(b)}, nil
-}
-
-// writeIdentity writes the synthetic passwd and group files the sandbox
-// sees (the code runs as uid 1000 inside).
-func writeIdentity(dir string) error {
-	passwd := fmt.Sprintf("sandbox:x:1000:1000:sandbox:%s:/usr/sbin/nologin\n", sandbox.WorkDir)
-	for name, body := range map[string]string{"passwd": passwd, "group": "sandbox:x:1000:\n"} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			return fmt.Errorf("local: write %s: %w", name, err)
-		}
-	}
-	return nil
 }
 
 // Interface guards: the optional capabilities of the local runtime and its

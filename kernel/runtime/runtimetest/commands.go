@@ -124,14 +124,15 @@ func Commands(t *testing.T, rt Starter, opts CommandsOptions, newID func() strin
 	})
 	t.Run("stdin, env, cwd, uid and workspace", func(t *testing.T) {
 		r := RunCommand(t, k.Sandbox, sandbox.CommandSpec{
-			Cmd: "read a; echo got $a; echo $MINE $SESSION_VAR; pwd; id -u",
+			Cmd: "read a; echo got $a; echo $MINE $SESSION_VAR; pwd; id -u; id -un; echo ~",
 			Cwd: "sub/dir", Env: map[string]string{"MINE": "mine"},
 		}, "hello\n")
 		if r.Exit.Code != 0 {
 			t.Fatalf("got %+v", r)
 		}
 		uid, _ := k.Run(t, "import os; print(os.getuid())")
-		want := "got hello\nmine from-session\n" + sandbox.WorkDir + "/sub/dir\n" + strings.TrimSpace(uid) + "\n"
+		// The uid has a name (sandbox.WriteIdentity), whoami works, home is the workspace.
+		want := "got hello\nmine from-session\n" + sandbox.WorkDir + "/sub/dir\n" + strings.TrimSpace(uid) + "\n" + sandbox.IdentityUser + "\n" + sandbox.WorkDir + "\n"
 		if r.Stdout != want {
 			t.Fatalf("stdout %q, want %q", r.Stdout, want)
 		}

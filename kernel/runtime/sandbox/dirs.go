@@ -196,3 +196,22 @@ func SessionDirs(stateDir string) ([]string, error) {
 	}
 	return ids, nil
 }
+
+// IdentityUser is the name the sandbox's one user has inside (USER,
+// LOGNAME): whoami, id and a shell's prompt show it.
+const IdentityUser = "sandbox"
+
+// WriteIdentity writes dir/passwd and dir/group, the synthetic files a
+// runtime binds read-only at /etc/passwd and /etc/group in the sandbox,
+// naming uid and gid (the ids the code runs as, seen from inside) the
+// sandbox's user, with WorkDir as its home.
+func WriteIdentity(dir string, uid, gid int) error {
+	passwd := fmt.Sprintf("%s:x:%d:%d:%s:%s:/bin/bash\n", IdentityUser, uid, gid, IdentityUser, WorkDir)
+	group := fmt.Sprintf("%s:x:%d:\n", IdentityUser, gid)
+	for name, body := range map[string]string{"passwd": passwd, "group": group} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			return fmt.Errorf("sandbox: write %s: %w", name, err)
+		}
+	}
+	return nil
+}
