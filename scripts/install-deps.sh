@@ -63,3 +63,16 @@ if [ ${#missing[@]} -ne 0 ] || [ ${#missing_lean[@]} -ne 0 ]; then
 fi
 # Keeps a Deno of its pinned version (without root only when it is there).
 "$(dirname "$0")/install-deno.sh"
+# matplotlib's font list for the local runtime (local.DefaultFontCache):
+# each kernel start seeds its private matplotlib directory from it instead
+# of scanning this machine's fonts again. Rebuilt every run (cheap), so it
+# follows font and matplotlib upgrades.
+if [ "$(id -u)" = 0 ]; then
+  cache=/var/cache/glassroom/matplotlib
+  mkdir -p "$cache" && chmod 0755 /var/cache/glassroom "$cache"
+  rm -f "$cache"/fontlist-v*.json
+  if ! MPLCONFIGDIR="$cache" /usr/bin/python3 -I -c 'import matplotlib.font_manager' >/dev/null 2>&1; then
+    echo "install-deps: could not build matplotlib's font list in $cache (kernels will build their own)" >&2
+  fi
+  chmod -R a+rX "$cache"
+fi

@@ -338,6 +338,9 @@ func (d *driver) bwrapArgs(env map[string]string, seccomp, bindIPC bool) []strin
 		"--bind", d.dirs.Work(), sandbox.WorkDir,
 		"--bind", d.dirs.Work(), sandbox.WorkspaceAlias,
 	)
+	if st, err := os.Stat(d.r.cfg.FontCache); err == nil && st.IsDir() && filepath.IsAbs(d.r.cfg.FontCache) {
+		b = append(b, "--ro-bind", d.r.cfg.FontCache, sandbox.FontCacheDir)
+	}
 	if bindIPC {
 		b = append(b, "--bind", d.dirs.IPC(), sandbox.IPCDir)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -757,4 +758,38 @@ func TestCommands(t *testing.T) {
 		n++
 		return "commands-" + strconv.Itoa(n) + "-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
 	})
+}
+
+// TestFontCacheSeedsMatplotlib: a kernel's fresh matplotlib directory
+// starts with the font list of Config.FontCache (built outside the
+// sandbox, bound read-only), so its first plot does not scan the host's
+// fonts: a probe entry planted in the cache is in the font manager the
+// kernel loads.
+func TestFontCacheSeedsMatplotlib(t *testing.T) {
+	parent := t.TempDir()
+	cache := filepath.Join(parent, "mpl")
+	if err := os.Mkdir(cache, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command("/usr/bin/python3", "-I", "-c", `import json, os, matplotlib.font_manager as fm
+d = os.environ["MPLCONFIGDIR"]
+p = [os.path.join(d, n) for n in os.listdir(d) if n.startswith("fontlist-v")][0]
+j = json.load(open(p))
+probe = dict(j["ttflist"][0]); probe["name"] = "GlassroomCacheProbe"
+j["ttflist"].append(probe)
+json.dump(j, open(p, "w"))`)
+	build.Env = append(os.Environ(), "MPLCONFIGDIR="+cache)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building a font list: %v %s", err, out)
+	}
+	for _, d := range []string{parent, filepath.Dir(parent)} { // the sandbox's uid binds it
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := runtimetest.Start(t, newRuntime(t, local.Config{FontCache: cache}), sandbox.Spec{ID: "font-cache-local"})
+	out, ename := k.Run(t, "import matplotlib.font_manager as fm; print(any(f.name == 'GlassroomCacheProbe' for f in fm.fontManager.ttflist))")
+	if ename != "" || strings.TrimSpace(out) != "True" {
+		t.Fatalf("the kernel's font manager does not come from the cache: %q %s", out, ename)
+	}
 }

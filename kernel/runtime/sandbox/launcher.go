@@ -61,6 +61,11 @@ const (
 	// view (a container) binds Dirs.Contexts: the ipc directory of the
 	// context name is ContextsDir/name there.
 	ContextsDir = "/run/glassroom/ctx"
+	// FontCacheDir is where a runtime may bind, read-only, a directory of
+	// matplotlib font lists (fontlist-v*.json) built outside the sandbox:
+	// each kernel start copies them into its fresh matplotlib directory
+	// (MPLCONFIGDIR) rather than scan the fonts again.
+	FontCacheDir = "/run/glassroom/mpl"
 )
 
 // KernelArgv returns the command that starts the kernel with python (an

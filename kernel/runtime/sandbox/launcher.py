@@ -1217,6 +1217,33 @@ def private_state():
     for name, sub in PRIVATE_DIRS.items():
         if name in os.environ:
             os.environ[name] = os.path.join(base, sub)
+    seed_font_cache(os.environ.get("MPLCONFIGDIR"))
+
+
+# FONT_CACHE (sandbox.FontCacheDir) may hold matplotlib's font lists, built
+# outside the sandbox (the local runtime binds it read-only): a kernel's
+# fresh matplotlib directory starts with them, so its first plot does not
+# scan every font of the machine again. Bounded; anything odd is skipped.
+FONT_CACHE = "/run/glassroom/mpl"
+
+
+def seed_font_cache(mpldir):
+    import os
+    import shutil
+    if not mpldir:
+        return
+    try:
+        names = [n for n in os.listdir(FONT_CACHE) if n.startswith("fontlist-v") and n.endswith(".json")]
+    except OSError:
+        return
+    for n in names[:8]:
+        src = os.path.join(FONT_CACHE, n)
+        try:
+            if os.path.isfile(src) and os.path.getsize(src) < (8 << 20):
+                os.makedirs(mpldir, mode=0o700, exist_ok=True)
+                shutil.copyfile(src, os.path.join(mpldir, n))
+        except OSError:
+            pass
 
 
 # A command (`--command pipe CMD` or `--command tty COLS ROWS [CMD]`): the
