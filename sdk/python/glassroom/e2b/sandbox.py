@@ -416,7 +416,16 @@ class Sandbox(_GSandbox):
         net = _network(allow_internet_access, network)
         if net is not None:
             body["network"] = net
-        info = conn.call("POST", "/v1/sessions", json_body=body, ok=(201,))
+        try:
+            info = conn.call("POST", "/v1/sessions", json_body=body, ok=(201,))
+        except InvalidArgumentException as e:
+            # A gateway older than templates and lifetimes: the default
+            # templates and the timeout as its idle timeout are what it has.
+            if "unknown field" not in str(e) or metadata or body["template"] not in ("default", DEFAULT_TEMPLATE):
+                raise
+            for k in ("template", "lifetime_s"):
+                body.pop(k)
+            info = conn.call("POST", "/v1/sessions", json_body=body, ok=(201,))
         return cls(_attach=info, _conn=conn)
 
     @class_or_instance
