@@ -32,6 +32,14 @@ class NotFoundException(SandboxException):
     """No such sandbox (session) for this key, or no such file (HTTP 404)."""
 
 
+class FileNotFoundException(NotFoundException):
+    """No such file or directory in the sandbox (HTTP 404, code ``file_not_found``)."""
+
+
+class SandboxNotFoundException(NotFoundException):
+    """No such sandbox (session) for this key: it never existed, was killed or expired (HTTP 404)."""
+
+
 class ConflictException(SandboxException):
     """The request conflicts with the session's state (HTTP 409): e.g. the kernel is dead, or a directory is in the way."""
 
@@ -95,4 +103,6 @@ _BY_STATUS = {
 def from_status(status: int, code: str, message: str) -> SandboxException:
     """The exception for a gateway error answer."""
     cls = _BY_STATUS.get(status, SandboxException)
+    if status == 404:
+        cls = {"file_not_found": FileNotFoundException, "not_found": SandboxNotFoundException}.get(code, cls)
     return cls(f"{code or 'error'} (HTTP {status}): {message}", status, code)

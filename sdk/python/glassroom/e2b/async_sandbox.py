@@ -1,0 +1,232 @@
+"""``glassroom.e2b.AsyncSandbox``: the asyncio twin of ``glassroom.e2b.Sandbox``.
+
+Each call runs the synchronous SDK in a worker thread; callbacks, plain or
+``async``, run on the event loop.
+"""
+
+import asyncio
+import functools
+import threading
+from typing import IO, Any, Awaitable, Callable, Dict, List, Optional, Type, TypeVar, Union
+
+from ..async_sandbox import AsyncCommands, _on_loop
+from ..models import Execution
+from .models import Context, EntryInfo, FilesystemEvent, SandboxInfo, SandboxListOrder, SandboxQuery, WriteInfo
+from .sandbox import Filesystem, Sandbox, SandboxPaginator, WatchHandle, _open_watch, _user
+
+A = TypeVar("A", bound="AsyncSandbox")
+AsyncOutputHandler = Callable[[Any], Union[Any, Awaitable[Any]]]
+
+
+class AsyncWatchHandle:
+    """A directory being watched: ``on_event`` is called for each change until ``stop``."""
+
+    def __init__(self, handle: WatchHandle, on_event: AsyncOutputHandler,
+                 on_exit: Optional[AsyncOutputHandler], loop: asyncio.AbstractEventLoop) -> None:
+        self._handle = handle
+        self._stopped = threading.Event()
+        emit, exit_ = _on_loop(loop, on_event), _on_loop(loop, on_exit)
+
+        def pump() -> None:
+            err: Optional[Exception] = None
+            while not self._stopped.is_set():
+                try:
+                    evs = handle.get_new_events()
+                except Exception as e:
+                    err = None if self._stopped.is_set() else e
+                    break
+                for ev in evs:
+                    try:
+                        emit(ev)  # type: ignore[misc]
+                    except Exception:
+                        pass
+                if not evs:
+                    self._stopped.wait(0.05)
+            if exit_ is not None:
+                try:
+                    exit_(err)
+                except Exception:
+                    pass
+        self._thread = threading.Thread(target=pump, name="glassroom-watch-pump", daemon=True)
+        self._thread.start()
+
+    async def stop(self) -> None:
+        self._stopped.set()
+        await asyncio.to_thread(self._handle.stop)
+
+
+class AsyncFilesystem:
+    """The asyncio twin of ``glassroom.e2b.Filesystem`` (``sbx.files``)."""
+
+    def __init__(self, files: Filesystem) -> None:
+        self._files = files
+
+    async def read(self, path: str, format: str = "text", user: Optional[str] = None,
+                   request_timeout: Optional[float] = None, **kw: Any) -> Any:
+        return await asyncio.to_thread(self._files.read, path, format, user, request_timeout)
+
+    async def write(self, path: str, data: Union[str, bytes, IO[Any]], user: Optional[str] = None,
+                    request_timeout: Optional[float] = None, **kw: Any) -> WriteInfo:
+        return await asyncio.to_thread(self._files.write, path, data, user, request_timeout)
+
+    async def write_files(self, files: List[Dict[str, Any]], user: Optional[str] = None,
+                          request_timeout: Optional[float] = None, **kw: Any) -> List[WriteInfo]:
+        return await asyncio.to_thread(self._files.write_files, files, user, request_timeout)
+
+    async def list(self, path: str, depth: Optional[int] = 1, user: Optional[str] = None,
+                   request_timeout: Optional[float] = None) -> List[EntryInfo]:
+        return await asyncio.to_thread(self._files.list, path, depth, user, request_timeout)
+
+    async def exists(self, path: str, user: Optional[str] = None, request_timeout: Optional[float] = None) -> bool:
+        return await asyncio.to_thread(self._files.exists, path, user, request_timeout)
+
+    async def get_info(self, path: str, user: Optional[str] = None, request_timeout: Optional[float] = None) -> EntryInfo:
+        return await asyncio.to_thread(self._files.get_info, path, user, request_timeout)
+
+    async def remove(self, path: str, user: Optional[str] = None, request_timeout: Optional[float] = None) -> None:
+        await asyncio.to_thread(self._files.remove, path, user, request_timeout)
+
+    async def rename(self, old_path: str, new_path: str, user: Optional[str] = None,
+                     request_timeout: Optional[float] = None) -> EntryInfo:
+        return await asyncio.to_thread(self._files.rename, old_path, new_path, user, request_timeout)
+
+    async def make_dir(self, path: str, user: Optional[str] = None, request_timeout: Optional[float] = None) -> bool:
+        return await asyncio.to_thread(self._files.make_dir, path, user, request_timeout)
+
+    async def watch_dir(self, path: str, on_event: Callable[[FilesystemEvent], Any],
+                        on_exit: Optional[Callable[[Optional[Exception]], Any]] = None, user: Optional[str] = None,
+                        request_timeout: Optional[float] = None, timeout: Optional[float] = 60, recursive: bool = False,
+                        **kw: Any) -> AsyncWatchHandle:
+        """Watches a directory: ``on_event`` (plain or async) gets each change until ``stop()``."""
+        _user(user)
+        f = self._files
+        ws = await asyncio.to_thread(_open_watch, f._conn, f._id, path, recursive, request_timeout)
+        return AsyncWatchHandle(WatchHandle(ws), on_event, on_exit, asyncio.get_running_loop())
+
+
+class _async_class_or_instance:
+    """An async method callable on an instance or on the class with a sandbox id first."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Callable[..., Any]:
+        name = self.name
+        if obj is not None:
+            async def on_obj(*args: Any, **kw: Any) -> Any:
+                return await asyncio.to_thread(getattr(obj._sbx, name), *args, **kw)
+            return on_obj
+
+        async def by_id(sandbox_id: str, *args: Any, **kw: Any) -> Any:
+            return await asyncio.to_thread(functools.partial(getattr(Sandbox, name), sandbox_id, *args, **kw))
+        return by_id
+
+
+class AsyncSandbox:
+    """E2B's ``AsyncSandbox`` on a glassroom gateway: ``await AsyncSandbox.create()``."""
+
+    default_template = Sandbox.default_template
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self._sbx = sandbox
+        self.files = AsyncFilesystem(sandbox.files)  # type: ignore[arg-type]
+        self.commands = AsyncCommands(sandbox.commands)
+
+    @property
+    def sandbox_id(self) -> str:
+        return self._sbx.sandbox_id
+
+    @classmethod
+    async def create(cls: Type[A], template: Optional[str] = None, timeout: Optional[int] = None,
+                     metadata: Optional[Dict[str, str]] = None, envs: Optional[Dict[str, str]] = None, secure: bool = True,
+                     allow_internet_access: bool = True, mcp: Optional[Dict[str, Any]] = None,
+                     network: Optional[Dict[str, Any]] = None, lifecycle: Optional[Dict[str, Any]] = None,
+                     **opts: Any) -> A:
+        """Starts a sandbox (see ``Sandbox.create``)."""
+        return cls(await asyncio.to_thread(functools.partial(
+            Sandbox.create, template, timeout, metadata, envs, secure, allow_internet_access, mcp, network, lifecycle,
+            **opts)))
+
+    def __getattribute__(self, name: str) -> Any:
+        if name == "connect":
+            async def connect_obj(timeout: Optional[int] = None, **opts: Any) -> "AsyncSandbox":
+                await asyncio.to_thread(self._sbx.connect, timeout, **opts)
+                return self
+            return connect_obj
+        return object.__getattribute__(self, name)
+
+    @classmethod
+    async def connect(cls: Type[A], sandbox_id: str, timeout: Optional[int] = None, **opts: Any) -> A:
+        """Attaches to a sandbox by id, resuming it if paused (``await sbx.connect()`` on an instance)."""
+        return cls(await asyncio.to_thread(functools.partial(Sandbox.connect, sandbox_id, timeout, **opts)))
+
+    @classmethod
+    async def resume(cls: Type[A], sandbox_id: str, timeout: Optional[int] = None, **opts: Any) -> A:
+        return cls(await asyncio.to_thread(functools.partial(Sandbox.resume, sandbox_id, timeout, **opts)))
+
+    @classmethod
+    async def list(cls, query: Optional[SandboxQuery] = None, limit: Optional[int] = None, next_token: Optional[str] = None,
+                   order: Optional[SandboxListOrder] = None, **opts: Any) -> "AsyncSandboxPaginator":
+        return AsyncSandboxPaginator(query=query, limit=limit, next_token=next_token, order=order, **opts)
+
+    kill = _async_class_or_instance("kill")
+    set_timeout = _async_class_or_instance("set_timeout")
+    get_info = _async_class_or_instance("get_info")
+    get_metrics = _async_class_or_instance("get_metrics")
+    pause = _async_class_or_instance("pause")
+    beta_pause = _async_class_or_instance("pause")
+
+    async def __aenter__(self: A) -> A:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.kill()
+
+    async def is_running(self, request_timeout: Optional[float] = None) -> bool:
+        return await asyncio.to_thread(self._sbx.is_running, request_timeout)
+
+    async def create_code_context(self, cwd: Optional[str] = None, language: Optional[str] = None,
+                                  request_timeout: Optional[float] = None) -> Context:
+        return await asyncio.to_thread(self._sbx.create_code_context, cwd, language, request_timeout)
+
+    async def list_code_contexts(self) -> List[Context]:
+        return await asyncio.to_thread(self._sbx.list_code_contexts)
+
+    async def remove_code_context(self, context: Union[Context, str]) -> None:
+        await asyncio.to_thread(self._sbx.remove_code_context, getattr(context, "id", context))
+
+    async def restart_code_context(self, context: Union[Context, str]) -> None:
+        await asyncio.to_thread(self._sbx.restart_code_context, getattr(context, "id", context))
+
+    async def run_code(self, code: str, language: Optional[str] = None, context: Optional[Context] = None,
+                       on_stdout: Optional[AsyncOutputHandler] = None, on_stderr: Optional[AsyncOutputHandler] = None,
+                       on_result: Optional[AsyncOutputHandler] = None, on_error: Optional[AsyncOutputHandler] = None,
+                       envs: Optional[Dict[str, str]] = None, timeout: Optional[float] = None,
+                       request_timeout: Optional[float] = None) -> Execution:
+        """Runs code (see ``Sandbox.run_code``); callbacks may be coroutines."""
+        loop = asyncio.get_running_loop()
+        return await asyncio.to_thread(functools.partial(
+            self._sbx.run_code, code, language=language, context=context, on_stdout=_on_loop(loop, on_stdout),
+            on_stderr=_on_loop(loop, on_stderr), on_result=_on_loop(loop, on_result), on_error=_on_loop(loop, on_error),
+            envs=envs, timeout=timeout, request_timeout=request_timeout))
+
+
+class AsyncSandboxPaginator:
+    """Pages of ``await AsyncSandbox.list()``: ``while p.has_next: await p.next_items()``."""
+
+    def __init__(self, **kw: Any) -> None:
+        self._p = SandboxPaginator(**kw)
+
+    @property
+    def has_next(self) -> bool:
+        return self._p.has_next
+
+    @property
+    def next_token(self) -> Optional[str]:
+        return self._p.next_token
+
+    async def next_items(self, **opts: Any) -> List[SandboxInfo]:
+        return await asyncio.to_thread(functools.partial(self._p.next_items, **opts))
+
+
+__all__ = ["AsyncSandbox", "AsyncFilesystem", "AsyncWatchHandle", "AsyncSandboxPaginator"]

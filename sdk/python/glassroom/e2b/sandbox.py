@@ -1,0 +1,585 @@
+"""``glassroom.e2b.Sandbox``: E2B's code-interpreter ``Sandbox`` on a glassroom gateway."""
+
+import functools
+import json
+import os
+import posixpath
+import threading
+from datetime import datetime, timezone
+from typing import IO, Any, Callable, Dict, List, Optional, Type, TypeVar, Union
+
+from .._http import Connection, session_path
+from ..exceptions import (ConflictException, InvalidArgumentException, NotFoundException, SandboxException,
+                          SandboxNotFoundException, TimeoutException)
+from ..files import Filesystem as _Filesystem
+from ..files import FileStream, clean_path
+from ..models import Execution, ExecutionError, FileType, OutputMessage, parse_time
+from ..models import Result as _GResult
+from ..sandbox import Sandbox as _GSandbox
+from .models import (WORKSPACE, Context, EntryInfo, FilesystemEvent, FilesystemEventType, OutputHandler, Result,
+                     SandboxInfo, SandboxListOrder, SandboxMetrics, SandboxQuery, SandboxState, WriteInfo,
+                     format_execution_timeout_error, format_request_timeout_error, format_sandbox_killed_error,
+                     sandbox_info)
+
+S = TypeVar("S", bound="Sandbox")
+
+DEFAULT_TEMPLATE = "code-interpreter-v1"
+DEFAULT_SANDBOX_TIMEOUT = 300
+DEFAULT_EXECUTION_TIMEOUT = 300
+ALL_TRAFFIC = "0.0.0.0/0"
+
+
+def connection(opts: Dict[str, Any]) -> Connection:
+    """The gateway connection for E2B's ``**opts`` (api_key, request_timeout,
+    api_url or base_url); the key falls back to GLASSROOM_API_KEY, then
+    E2B_API_KEY; the URL to GLASSROOM_URL."""
+    key = opts.get("api_key") or os.environ.get("GLASSROOM_API_KEY") or os.environ.get("E2B_API_KEY")
+    url = opts.get("base_url") or opts.get("api_url")
+    return Connection(key, url, opts.get("request_timeout"))
+
+
+def _opts(conn: Connection, opts: Dict[str, Any]) -> Dict[str, Any]:
+    """A connection's options, with ``opts`` on top."""
+    out: Dict[str, Any] = {"api_key": conn.api_key, "base_url": conn.base_url, "request_timeout": conn.request_timeout}
+    out.update({k: v for k, v in opts.items() if v is not None})
+    return out
+
+
+class class_or_instance:
+    """A method callable on an instance (``sbx.kill()``) or on the class with
+    the sandbox id first (``Sandbox.kill(sandbox_id, **opts)``), as in E2B."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Callable[..., Any]:
+        if obj is not None:
+            return functools.partial(self.fn, obj)
+        fn = self.fn
+
+        def by_id(sandbox_id: str, *args: Any, **opts: Any) -> Any:
+            conn_opts = {k: opts.pop(k) for k in ("api_key", "base_url", "api_url", "request_timeout", "domain", "debug",
+                                                   "headers", "api_headers", "proxy", "sandbox_url", "logger",
+                                                   "validate_api_key") if k in opts}
+            return fn(objtype._bare(sandbox_id, connection(conn_opts)), *args, **opts)
+
+        functools.update_wrapper(by_id, fn)
+        return by_id
+
+
+def _network(allow_internet_access: bool, network: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """The gateway's network request for E2B's options (None: the template's)."""
+    if network is not None and not isinstance(network, dict):
+        raise InvalidArgumentException("network must be a dict")
+    net = dict(network or {})
+    deny = net.pop("deny_out", None)
+    allow = net.pop("allow_out", None)
+    for k in ("allow_public_traffic", "mask_request_host"):
+        net.pop(k, None)  # inbound traffic: glassroom sandboxes take none
+    if net:
+        raise InvalidArgumentException(f"network options glassroom does not have: {', '.join(sorted(net))}")
+    if callable(allow) or callable(deny):
+        raise InvalidArgumentException("network selectors must be lists on glassroom")
+    if deny:
+        if list(deny) != [ALL_TRAFFIC]:
+            raise InvalidArgumentException(
+                "glassroom networks are allowlists: deny_out may only be ['0.0.0.0/0'] (no network); list what may be "
+                "reached in allow_out")
+        if allow:
+            return {"allow": [str(a) for a in allow]}
+        return {"allow": []}
+    if allow is not None:
+        if ALL_TRAFFIC in allow:
+            raise InvalidArgumentException("glassroom networks are allowlists of host names: allow_out cannot be all traffic")
+        return {"allow": [str(a) for a in allow]}
+    if not allow_internet_access:
+        return {"allow": []}
+    return None
+
+
+class Filesystem:
+    """E2B's ``sandbox.files`` with absolute /home/user paths (relative ones
+    are relative to /home/user). Paths outside /home/user raise
+    InvalidArgumentException; ``user`` must be None or "user"."""
+
+    def __init__(self, conn: Connection, sandbox_id: str) -> None:
+        self._conn = conn
+        self._id = sandbox_id
+        self._files = _Filesystem(conn, sandbox_id)
+
+    def read(self, path: str, format: str = "text", user: Optional[str] = None, request_timeout: Optional[float] = None,
+             gzip: bool = False, stream_idle_timeout: Optional[float] = None) -> Any:
+        """Reads a file: ``format`` "text" (str), "bytes" (bytearray) or "stream" (an iterator of bytes chunks)."""
+        _user(user)
+        return self._files.read(path, format, request_timeout)  # type: ignore[call-overload]
+
+    def write(self, path: str, data: Union[str, bytes, IO[Any]], user: Optional[str] = None,
+              request_timeout: Optional[float] = None, gzip: bool = False, use_octet_stream: Optional[bool] = None,
+              metadata: Optional[Dict[str, str]] = None) -> WriteInfo:
+        """Writes a file (parents made, an existing one replaced)."""
+        _user(user)
+        w = self._files.write(path, data, request_timeout)
+        return WriteInfo(name=w.name, type=FileType.FILE, path=_abs(w.path))
+
+    def write_files(self, files: List[Dict[str, Any]], user: Optional[str] = None, request_timeout: Optional[float] = None,
+                    gzip: bool = False, use_octet_stream: Optional[bool] = None,
+                    metadata: Optional[Dict[str, str]] = None) -> List[WriteInfo]:
+        """Writes several files: each ``{"path": ..., "data": ...}``."""
+        return [self.write(f["path"], f["data"], user, request_timeout) for f in files]
+
+    def list(self, path: str, depth: Optional[int] = 1, user: Optional[str] = None,
+             request_timeout: Optional[float] = None) -> List[EntryInfo]:
+        """The entries of a directory, down to ``depth`` levels."""
+        _user(user)
+        if depth is not None and depth < 1:
+            raise InvalidArgumentException("depth should be at least one")
+        return [_entry(e) for e in self._files.list(path, depth or 1)]
+
+    def exists(self, path: str, user: Optional[str] = None, request_timeout: Optional[float] = None) -> bool:
+        _user(user)
+        return self._files.exists(path)
+
+    def get_info(self, path: str, user: Optional[str] = None, request_timeout: Optional[float] = None) -> EntryInfo:
+        _user(user)
+        p = clean_path(path)
+        if not p:
+            return EntryInfo(name="user", type=FileType.DIR, path=WORKSPACE, mode=0o755, permissions="drwxr-xr-x")
+        return _entry(self._files.get_info(p))
+
+    def remove(self, path: str, user: Optional[str] = None, request_timeout: Optional[float] = None) -> None:
+        _user(user)
+        self._files.remove(path)
+
+    def rename(self, old_path: str, new_path: str, user: Optional[str] = None,
+               request_timeout: Optional[float] = None) -> EntryInfo:
+        """Moves a file or directory; returns the new entry."""
+        _user(user)
+        kw: Dict[str, Any] = {} if request_timeout is None else {"timeout": request_timeout}
+        out = self._conn.call("POST", session_path(self._id, "files-move"),
+                              json_body={"from": clean_path(old_path), "to": clean_path(new_path)}, **kw)
+        if isinstance(out, dict) and out.get("path"):
+            return _entry_json(out)
+        return self.get_info(new_path)
+
+    def make_dir(self, path: str, user: Optional[str] = None, request_timeout: Optional[float] = None) -> bool:
+        """Makes a directory and its parents; False if it existed."""
+        _user(user)
+        return self._files.make_dir(path)
+
+    def watch_dir(self, path: str, user: Optional[str] = None, request_timeout: Optional[float] = None,
+                  recursive: bool = False, include_entry: bool = False, allow_network_mounts: bool = False) -> "WatchHandle":
+        """Watches a directory; ``get_new_events()`` returns the changes since the last call."""
+        _user(user)
+        return WatchHandle(_open_watch(self._conn, self._id, path, recursive, request_timeout))
+
+    def edit(self, *args: Any, **kwargs: Any) -> Any:
+        """glassroom's text editor tool (see glassroom.Filesystem.edit)."""
+        return self._files.edit(*args, **kwargs)
+
+
+def _open_watch(conn: Connection, sandbox_id: str, path: str, recursive: bool, request_timeout: Optional[float]) -> Any:
+    import urllib.parse
+
+    import websocket  # Debian: python3-websocket
+    p = clean_path(path)
+    q = urllib.parse.urlencode({"path": p, "recursive": "true" if recursive else "false"})
+    url = conn.ws_url + session_path(sandbox_id, "files-watch") + "?" + q
+    try:
+        return websocket.create_connection(url, header=["Authorization: Bearer " + conn.api_key],
+                                           timeout=request_timeout or conn.request_timeout, suppress_origin=True)
+    except websocket.WebSocketBadStatusException as e:
+        from ..exceptions import from_status
+        status = int(getattr(e, "status_code", 0) or 0)
+        body = getattr(e, "resp_body", b"") or b""
+        msg = f"watching {path!r} was refused (HTTP {status})"
+        try:
+            err = json.loads(body)["error"]
+            return _raise(from_status(status, str(err.get("code", "")), str(err.get("message", msg))))
+        except (ValueError, KeyError, TypeError):
+            return _raise(from_status(status, "", msg))
+    except (OSError, websocket.WebSocketException) as e:
+        raise SandboxException(f"could not open a WebSocket to {conn.base_url}: {e}") from e
+
+
+def _raise(e: Exception) -> Any:
+    raise e
+
+
+def _event(raw: Any) -> Optional[FilesystemEvent]:
+    try:
+        ev = json.loads(raw)
+        return FilesystemEvent(name=str(ev.get("name", "")), type=FilesystemEventType(ev.get("type")))
+    except (ValueError, TypeError, AttributeError):
+        return None
+
+
+class WatchHandle:
+    """A directory being watched (E2B's sync ``WatchHandle``): a thread
+    reads the events as they come; ``get_new_events`` hands them out."""
+
+    def __init__(self, ws: Any) -> None:
+        self._ws = ws
+        self._lock = threading.Lock()
+        self._events: List[FilesystemEvent] = []
+        self._closed = False
+        self._error: Optional[Exception] = None
+        self._thread = threading.Thread(target=self._read, name="glassroom-watch", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        ws = self._ws
+        ws.settimeout(None)
+        while True:
+            try:
+                raw = ws.recv()
+            except Exception as e:  # closed: by stop, or the sandbox went
+                with self._lock:
+                    if not self._closed:
+                        self._error = SandboxException(f"the watch ended: {e}")
+                        self._closed = True
+                return
+            if not raw:
+                with self._lock:
+                    self._closed = True
+                return
+            ev = _event(raw)
+            if ev is not None:
+                with self._lock:
+                    self._events.append(ev)
+
+    def get_new_events(self) -> List[FilesystemEvent]:
+        """The events since the last call. Raises SandboxException once the watch has stopped."""
+        with self._lock:
+            if self._closed and not self._events:
+                raise self._error or SandboxException("The watcher is already stopped")
+            out, self._events = self._events, []
+            return out
+
+    def stop(self, request_timeout: Optional[float] = None) -> None:
+        """Stops watching."""
+        with self._lock:
+            self._closed = True
+            self._error = None
+        try:
+            self._ws.close(timeout=1)
+        except Exception:
+            pass
+
+
+def _user(user: Optional[str]) -> None:
+    if user not in (None, "user"):
+        raise InvalidArgumentException(f"glassroom runs everything as the sandbox's user, not {user!r}")
+
+
+def _abs(rel: str) -> str:
+    return WORKSPACE + ("/" + rel if rel else "")
+
+
+def _entry(e: Any) -> EntryInfo:
+    is_dir = e.type == FileType.DIR
+    return EntryInfo(name=e.name, type=e.type, path=_abs(e.path), size=e.size, mode=0o755 if is_dir else 0o644,
+                     permissions="drwxr-xr-x" if is_dir else "-rw-r--r--", modified_time=e.modified_time)
+
+
+def _entry_json(e: Dict[str, Any]) -> EntryInfo:
+    from ..models import file_type
+    rel = clean_path(str(e.get("path", "")))
+    t = file_type(e.get("type") or "file")
+    is_dir = t == FileType.DIR
+    return EntryInfo(name=str(e.get("name") or posixpath.basename(rel)), type=t, path=_abs(rel), size=int(e.get("size") or 0),
+                     mode=0o755 if is_dir else 0o644, permissions="drwxr-xr-x" if is_dir else "-rw-r--r--",
+                     modified_time=parse_time(e.get("mtime")))
+
+
+class SandboxPaginator:
+    """Pages of ``Sandbox.list``: ``while p.has_next: p.next_items()``."""
+
+    def __init__(self, query: Optional[SandboxQuery] = None, limit: Optional[int] = None, next_token: Optional[str] = None,
+                 order: Optional[SandboxListOrder] = None, **opts: Any) -> None:
+        self._opts = opts
+        self.query = query
+        self.limit = limit
+        self.order = order
+        self._next_token = next_token
+        self._has_next = True
+
+    @property
+    def has_next(self) -> bool:
+        return self._has_next
+
+    @property
+    def next_token(self) -> Optional[str]:
+        return self._next_token
+
+    def _query(self) -> List[Any]:
+        q: List[Any] = []
+        if self.query is not None:
+            for k, v in (self.query.metadata or {}).items():
+                q.append(("metadata." + str(k), str(v)))
+            for s in self.query.state or []:
+                q.append(("state", str(s.value if isinstance(s, SandboxState) else s)))
+        if self.limit:
+            q.append(("limit", str(int(self.limit))))
+        if self._next_token:
+            q.append(("next_token", self._next_token))
+        return q
+
+    def next_items(self, **opts: Any) -> List[SandboxInfo]:
+        """The next page of sandboxes."""
+        if not self._has_next:
+            raise SandboxException("No more items to fetch")
+        if self.order not in (None, "asc", "desc"):
+            raise InvalidArgumentException(f"Invalid order {self.order!r}, expected 'asc' or 'desc'")
+        import urllib.parse
+        conn = connection({**self._opts, **opts})
+        out = conn.call("GET", "/v1/sessions?" + urllib.parse.urlencode(self._query()))
+        out = out if isinstance(out, dict) else {}
+        self._next_token = out.get("next_token") or None
+        self._has_next = bool(self._next_token)
+        items = [sandbox_info(s) for s in out.get("sessions") or [] if isinstance(s, dict)]
+        if self.query is not None:  # also filter here: a gateway without the filters answers them all
+            items = [i for i in items if _matches(i, self.query)]
+        if self.order == "desc":
+            items.reverse()
+        return items
+
+
+def _matches(i: SandboxInfo, q: SandboxQuery) -> bool:
+    if q.metadata and any(i.metadata.get(k) != v for k, v in q.metadata.items()):
+        return False
+    if q.state and i.state not in [SandboxState(s) for s in q.state]:
+        return False
+    if q.template and q.template not in (i.template_id, i.name):
+        return False
+    if q.started_after:
+        after = q.started_after if q.started_after.tzinfo else q.started_after.astimezone()
+        if i.started_at < after:
+            return False
+    return True
+
+
+class Sandbox(_GSandbox):
+    """E2B's code-interpreter ``Sandbox`` on a glassroom gateway.
+
+    ``Sandbox.create(template, timeout=300, metadata=..., envs=...)`` starts
+    one; the gateway is GLASSROOM_URL (or ``api_url=``), the key
+    ``api_key=``, GLASSROOM_API_KEY or E2B_API_KEY.
+    """
+
+    default_template = DEFAULT_TEMPLATE
+
+    def __init__(self, template: Optional[str] = None, timeout: Optional[int] = None, **kwargs: Any) -> None:
+        """Deprecated in E2B as here: use ``Sandbox.create()``."""
+        attach = kwargs.pop("_attach", None)
+        conn = kwargs.pop("_conn", None)
+        if attach is None:
+            s = type(self).create(template, timeout, **kwargs)
+            attach, conn = s._info, s._conn
+        conn = conn or connection(kwargs)
+        super().__init__(api_key=conn.api_key, base_url=conn.base_url, request_timeout=conn.request_timeout, _attach=attach)
+        self.files = Filesystem(conn, self.sandbox_id)  # type: ignore[assignment]
+
+    @classmethod
+    def _bare(cls: Type[S], sandbox_id: str, conn: Connection) -> S:
+        return cls(_attach={"id": sandbox_id}, _conn=conn)
+
+    @classmethod
+    def create(cls: Type[S], template: Optional[str] = None, timeout: Optional[int] = None,
+               metadata: Optional[Dict[str, str]] = None, envs: Optional[Dict[str, str]] = None, secure: bool = True,
+               allow_internet_access: bool = True, mcp: Optional[Dict[str, Any]] = None,
+               network: Optional[Dict[str, Any]] = None, lifecycle: Optional[Dict[str, Any]] = None, **opts: Any) -> S:
+        """Starts a sandbox from a template (default ``code-interpreter-v1``)
+        that lives ``timeout`` seconds (default 300; ``set_timeout`` moves
+        its end). ``metadata`` is stored and filterable in ``Sandbox.list``;
+        ``envs`` are the kernels' and commands' environment; ``network``
+        ``allow_out`` lists host patterns it may reach (within the gateway's
+        ceiling); ``allow_internet_access=False`` or ``deny_out=['0.0.0.0/0']``
+        take the network away. ``secure`` is accepted and has no effect."""
+        if mcp is not None:
+            raise InvalidArgumentException("glassroom sandboxes have no MCP gateway inside (glassroom serves MCP itself)")
+        if lifecycle and (lifecycle.get("on_timeout") not in (None, "kill") or lifecycle.get("auto_resume")):
+            raise InvalidArgumentException("glassroom sandboxes are killed at their timeout")
+        for k in ("iam", "volume_mounts"):
+            if opts.pop(k, None):
+                raise InvalidArgumentException(f"glassroom has no {k}")
+        opts.pop("logger", None)
+        conn = connection(opts)
+        t = DEFAULT_SANDBOX_TIMEOUT if timeout is None else timeout
+        if t <= 0:
+            raise InvalidArgumentException("timeout must be positive")
+        body: Dict[str, Any] = {"template": template or cls.default_template, "lifetime_s": t, "idle_timeout_s": t}
+        if metadata:
+            body["metadata"] = {str(k): str(v) for k, v in metadata.items()}
+        if envs:
+            body["env"] = {str(k): str(v) for k, v in envs.items()}
+        net = _network(allow_internet_access, network)
+        if net is not None:
+            body["network"] = net
+        try:
+            info = conn.call("POST", "/v1/sessions", json_body=body, ok=(201,))
+        except InvalidArgumentException as e:
+            # A gateway older than templates and lifetimes: the default
+            # templates and the timeout as its idle timeout are what it has.
+            if "unknown field" not in str(e) or metadata or body["template"] not in ("default", DEFAULT_TEMPLATE):
+                raise
+            for k in ("template", "lifetime_s"):
+                body.pop(k)
+            info = conn.call("POST", "/v1/sessions", json_body=body, ok=(201,))
+        return cls(_attach=info, _conn=conn)
+
+    @class_or_instance
+    def connect(self: S, timeout: Optional[int] = None, **opts: Any) -> S:
+        """Attaches to a sandbox (``Sandbox.connect(sandbox_id)``, or
+        ``sbx.connect()``), resuming it if it is paused. With ``timeout``,
+        its end moves to ``timeout`` seconds from now if that is later."""
+        try:
+            info = self._conn.call("GET", session_path(self.sandbox_id))
+        except NotFoundException as e:
+            raise SandboxNotFoundException(f"Sandbox {self.sandbox_id} not found", e.status, e.code) from None
+        if info.get("paused"):
+            info = self.resume()._info
+        if timeout is not None:
+            end = parse_time(info.get("end_at"))
+            if end.timestamp() < datetime.now(timezone.utc).timestamp() + timeout:
+                self.set_timeout(timeout)
+        self._info = info
+        return self
+
+    @class_or_instance
+    def resume(self: S, timeout: Optional[int] = None, **opts: Any) -> S:
+        """Thaws a paused sandbox (as older E2B SDKs did; ``connect`` does it too)."""
+        self._info = self._conn.call("POST", session_path(self.sandbox_id, "resume"))
+        if timeout is not None:
+            self.set_timeout(timeout)
+        return self
+
+    @class_or_instance
+    def kill(self, **opts: Any) -> bool:  # type: ignore[override]
+        """Kills the sandbox; False if it was not found."""
+        self.commands._close()
+        try:
+            self._conn.call("DELETE", session_path(self.sandbox_id), ok=(204,))
+            return True
+        except NotFoundException:
+            return False
+
+    @class_or_instance
+    def set_timeout(self, timeout: int, **opts: Any) -> None:  # type: ignore[override]
+        """The sandbox now ends ``timeout`` seconds from now (capped by the gateway's maximum lifetime)."""
+        if timeout <= 0:
+            raise InvalidArgumentException("timeout must be positive")
+        self._info = self._conn.call("PATCH", session_path(self.sandbox_id),
+                                     json_body={"lifetime_s": timeout, "idle_timeout_s": min(timeout, 86400)})
+
+    @class_or_instance
+    def get_info(self, **opts: Any) -> SandboxInfo:  # type: ignore[override]
+        try:
+            self._info = self._conn.call("GET", session_path(self.sandbox_id))
+        except NotFoundException as e:
+            raise SandboxNotFoundException(f"Sandbox {self.sandbox_id} not found", e.status, e.code) from None
+        return sandbox_info(self._info)
+
+    @class_or_instance
+    def get_metrics(self, start: Optional[datetime] = None, end: Optional[datetime] = None, **opts: Any) -> List[SandboxMetrics]:
+        """The sandbox's CPU, memory and disk use now (one entry)."""
+        m = self._conn.call("GET", session_path(self.sandbox_id, "metrics"))
+        m = m if isinstance(m, dict) else {}
+
+        def n(k: str) -> int:
+            v = m.get(k)
+            return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
+        ts = parse_time(m.get("timestamp")) if m.get("timestamp") else datetime.now(timezone.utc)
+        pct = m.get("cpu_used_pct")
+        return [SandboxMetrics(cpu_count=n("cpu_count"), cpu_used_pct=float(pct) if isinstance(pct, (int, float)) else 0.0,
+                               disk_total=n("disk_total"), disk_used=n("disk_used"), mem_total=n("mem_total"),
+                               mem_used=n("mem_used"), mem_cache=n("mem_cache"), timestamp=ts)]
+
+    @class_or_instance
+    def pause(self, keep_memory: bool = True, **opts: Any) -> bool:
+        """Freezes the whole sandbox until ``connect``/``resume``; False if it was paused already."""
+        before = self._conn.call("GET", session_path(self.sandbox_id))
+        self._info = self._conn.call("POST", session_path(self.sandbox_id, "pause"))
+        return not (isinstance(before, dict) and before.get("paused"))
+
+    beta_pause = pause
+
+    def is_running(self, request_timeout: Optional[float] = None) -> bool:
+        """Whether the sandbox still exists (killed or expired: False)."""
+        try:
+            self._conn.call("GET", session_path(self.sandbox_id), timeout=request_timeout or self._conn.request_timeout)
+            return True
+        except NotFoundException:
+            return False
+
+    @classmethod
+    def list(cls, query: Optional[SandboxQuery] = None, limit: Optional[int] = None, next_token: Optional[str] = None,  # type: ignore[override]
+             order: Optional[SandboxListOrder] = None, **opts: Any) -> SandboxPaginator:
+        """The sandboxes of this key, a page at a time."""
+        return SandboxPaginator(query=query, limit=limit, next_token=next_token, order=order, **opts)
+
+    def create_code_context(self, cwd: Optional[str] = None, language: Optional[str] = None,  # type: ignore[override]
+                            request_timeout: Optional[float] = None) -> Context:
+        c = super().create_code_context(cwd, language, request_timeout)
+        return Context(context_id=c.id, language="python" if c.language == "python3" else c.language, cwd=c.cwd)
+
+    def list_code_contexts(self) -> List[Context]:  # type: ignore[override]
+        out = self._conn.call("GET", session_path(self.sandbox_id, "contexts"))
+        return [Context.from_json(c) for c in (out or {}).get("contexts") or []]
+
+    def run_code(self, code: str, language: Optional[str] = None, context: Optional[Context] = None,  # type: ignore[override]
+                 on_stdout: Optional[OutputHandler[OutputMessage]] = None,
+                 on_stderr: Optional[OutputHandler[OutputMessage]] = None,
+                 on_result: Optional[OutputHandler[Result]] = None,
+                 on_error: Optional[OutputHandler[ExecutionError]] = None,
+                 envs: Optional[Dict[str, str]] = None, timeout: Optional[float] = None,
+                 request_timeout: Optional[float] = None) -> Execution:
+        """Runs code (E2B's ``run_code``): in ``context``, or in
+        ``language``'s default context (Python when neither). ``timeout``:
+        seconds the execution may run (default 300, 0: no limit);
+        ``request_timeout``: seconds to wait for the gateway to answer."""
+        if language and context:
+            raise InvalidArgumentException("You can provide context or language, but not both at the same time.")
+        t = None if timeout == 0 else (timeout or DEFAULT_EXECUTION_TIMEOUT)
+        converted: Dict[int, Result] = {}
+
+        def e2b(r: _GResult) -> Result:
+            c = converted.get(id(r))
+            if c is None:
+                c = converted[id(r)] = Result.from_glassroom(r)
+            return c
+        cb = None
+        if on_result is not None:
+            def cb(r: _GResult) -> Any:
+                return on_result(e2b(r))
+        try:
+            x = _GSandbox.run_code(self, code, language=language, context=getattr(context, "id", context), on_stdout=on_stdout,
+                                   on_stderr=on_stderr, on_result=cb, on_error=on_error, timeout=t,
+                                   request_timeout=None if t is None else t + (request_timeout or 30),
+                                   envs=envs)
+        except TimeoutException as e:
+            if e.execution is not None:
+                err = format_execution_timeout_error()
+                err.execution = e.execution
+                raise err from None
+            if not self.is_running():
+                raise format_sandbox_killed_error() from None
+            raise format_request_timeout_error() from e
+        except (NotFoundException, ConflictException) as e:
+            if not self.is_running():
+                raise format_sandbox_killed_error() from e
+            raise
+        except SandboxException as e:
+            if e.status == 0 and not self.is_running():
+                raise format_sandbox_killed_error() from e
+            raise
+        if x.status in ("died", "cancelled", "canceled") and not self.is_running():
+            raise format_sandbox_killed_error()
+        x.results = [e2b(r) for r in x.results]
+        return x
+
+    def __repr__(self) -> str:
+        return f"Sandbox(sandbox_id={self.sandbox_id!r})"
+
+
+__all__ = ["Sandbox", "Filesystem", "WatchHandle", "SandboxPaginator", "FileStream", "DEFAULT_TEMPLATE", "ALL_TRAFFIC"]
