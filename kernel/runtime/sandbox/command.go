@@ -9,6 +9,7 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // ErrNoCommands is returned (wrapped) by a runtime whose sandboxes cannot
@@ -415,6 +416,18 @@ func (s *CommandSet) Close(ctx context.Context) error {
 	}
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }() // ends when the commands do; Close waits for it or gives up on ctx
+	if ctx.Err() != nil {
+		// A sandbox's Close does its work even with a done ctx: the
+		// commands were killed; give them a moment to be reaped.
+		t := time.NewTimer(closeGrace)
+		defer t.Stop()
+		select {
+		case <-done:
+			return nil
+		case <-t.C:
+			return fmt.Errorf("sandbox: waiting for the commands to end: %w", ctx.Err())
+		}
+	}
 	select {
 	case <-done:
 		return nil
@@ -422,3 +435,7 @@ func (s *CommandSet) Close(ctx context.Context) error {
 		return fmt.Errorf("sandbox: waiting for the commands to end: %w", ctx.Err())
 	}
 }
+
+// closeGrace is how long CommandSet.Close waits for killed commands when
+// its ctx is already done.
+const closeGrace = 5 * time.Second
