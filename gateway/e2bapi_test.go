@@ -290,6 +290,7 @@ func TestSessionMetrics(t *testing.T) {
 					t.Fatal(err)
 				}
 				if busy.CPUUsedPct > after.CPUUsedPct+20 {
+					t.Logf("metrics: before %+v, holding 300 MiB %+v, spinning %+v", before, after, busy)
 					break
 				}
 				if time.Now().After(deadline) {
