@@ -480,6 +480,9 @@ func (s *Session) InputAs(owner, id, value string) error {
 // Restart replaces the kernel: variables are lost, the workspace is kept.
 // A running execution ends with status "interrupted" and state_lost.
 func (s *Session) Restart(ctx context.Context) error {
+	if s.pause.isHeld() { // a restart would thaw the sandbox a client paused
+		return ErrPaused
+	}
 	s.Touch()
 	done := make(chan error, 1)
 	select {
