@@ -263,9 +263,9 @@ func (cg *cgroup) remove() {
 
 // usage reads the sandbox's memory and CPU use from its cgroups (v1: the
 // memory cgroup, CPU time summed over its processes).
-func (c *cgroup) usage() (sandbox.Usage, error) {
-	if c.layout.v2 {
-		return sandbox.CgroupV2Usage(c.dirs[0])
+func (cg *cgroup) usage() (sandbox.Usage, error) {
+	if cg.layout.v2 {
+		return sandbox.CgroupV2Usage(cg.dirs[0])
 	}
-	return sandbox.CgroupV1Usage(c.dirs[0], "")
+	return sandbox.CgroupV1Usage(cg.dirs[0], "")
 }

@@ -30,7 +30,7 @@ type DriverUsage interface {
 	Usage(ctx context.Context) (Usage, error)
 }
 
-// ErrNoUsage: the runtime cannot see the sandbox's cgroup.
+// ErrNoUsage is returned by Usage when the runtime cannot see the sandbox's cgroup.
 var ErrNoUsage = errors.New("sandbox: this runtime does not report resource use")
 
 var _ UsageReader = (*Base)(nil)
