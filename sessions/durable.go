@@ -160,7 +160,7 @@ func (m *Manager) restore(ctx context.Context, adopter sandbox.Adopter, canAdopt
 	switch {
 	case !canAdopt || rec.Runtime != m.rt.Name():
 		return "lost", "its kernel ended with the previous gateway (" + rec.Runtime + " sessions do not survive a restart)"
-	case now.After(rec.CreatedAt.Add(m.cfg.MaxLifetime)) || (!rec.EndAt.IsZero() && now.After(rec.EndAt)):
+	case (rec.EndAt.IsZero() && now.After(rec.CreatedAt.Add(m.cfg.MaxLifetime))) || (!rec.EndAt.IsZero() && now.After(rec.EndAt)):
 		return "lost", "lifetime ended while the gateway was down"
 	case now.After(rec.LastActive.Add(rec.IdleTimeout)):
 		return "lost", "idle timeout passed while the gateway was down"
