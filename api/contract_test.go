@@ -41,10 +41,14 @@ func TestGatewayAnswersAreTheWireTypes(t *testing.T) {
 		t.Fatalf("session %+v", s)
 	}
 	sp := "/v1/sessions/" + s.ID
-	var list struct {
-		Sessions []api.Session `json:"sessions"`
-	}
+	var list api.SessionList
 	strict(t, "the session list", call("GET", "/v1/sessions", "", 200), &list)
+	var tmpls struct {
+		Templates []api.Template `json:"templates"`
+	}
+	strict(t, "the templates", call("GET", "/v1/templates", "", 200), &tmpls)
+	var m api.Metrics
+	strict(t, "the metrics", call("GET", sp+"/metrics", "", 200), &m)
 	var fi api.FileInfo
 	strict(t, "an upload", call("PUT", sp+"/files/d/a.txt", "hello", 201), &fi)
 	strict(t, "a new directory", call("PUT", sp+"/files/e?type=dir", "", 201), &fi)

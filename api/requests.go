@@ -12,11 +12,29 @@ type CreateSessionRequest struct {
 	IdleTimeoutS *float64          `json:"idle_timeout_s,omitempty"`
 	Limits       *Limits           `json:"limits,omitempty"`  // zero fields: the gateway's defaults
 	Network      *Network          `json:"network,omitempty"` // nil: no network
+	// Template names an operator preset (GET /v1/templates) whose fields
+	// fill those left unset; "" is "default".
+	Template string `json:"template,omitempty"`
+	// Metadata is stored with the session (at most 64 keys of 1..64 bytes,
+	// values of at most 512 bytes) and filters GET /v1/sessions.
+	Metadata map[string]string `json:"metadata,omitempty"`
+	// LifetimeS: the session is deleted this long after creation (at
+	// most the gateway's --max-lifetime, its default).
+	LifetimeS *float64 `json:"lifetime_s,omitempty"`
 }
 
 // UpdateSessionRequest is the body of PATCH /v1/sessions/{id}.
 type UpdateSessionRequest struct {
 	IdleTimeoutS *float64 `json:"idle_timeout_s,omitempty"`
+	// LifetimeS: the session now ends this long from now (at most the
+	// gateway's --max-lifetime).
+	LifetimeS *float64 `json:"lifetime_s,omitempty"`
+}
+
+// MoveFileRequest is the body of POST /v1/sessions/{id}/files-move.
+type MoveFileRequest struct {
+	From string `json:"from"`
+	To   string `json:"to"`
 }
 
 // ExecuteRequest is the body of POST /v1/sessions/{id}/execute. Code is

@@ -17,17 +17,59 @@ var ErrMalformed = errors.New("unexpected response")
 
 // Session is a session as the gateway reports it.
 type Session struct {
-	ID           string    `json:"id"`
-	State        string    `json:"state"` // idle, busy, restarting or dead
-	Runtime      string    `json:"runtime"`
-	CreatedAt    time.Time `json:"created_at"`
-	ExpiresAt    time.Time `json:"expires_at"`
-	IdleTimeoutS int       `json:"idle_timeout_s"`
-	Queued       int       `json:"queued"`
-	Limits       Limits    `json:"limits"`
-	Network      *Network  `json:"network,omitempty"` // nil: no network
-	Paused       bool      `json:"paused"`            // the idle kernel is frozen; the next request thaws it
-	Language     string    `json:"language"`          // the first context's kernel: python3, r, javascript, typescript or bash
+	ID           string            `json:"id"`
+	State        string            `json:"state"` // idle, busy, restarting or dead
+	Runtime      string            `json:"runtime"`
+	CreatedAt    time.Time         `json:"created_at"`
+	ExpiresAt    time.Time         `json:"expires_at"`
+	IdleTimeoutS int               `json:"idle_timeout_s"`
+	Queued       int               `json:"queued"`
+	Limits       Limits            `json:"limits"`
+	Network      *Network          `json:"network,omitempty"` // nil: no network
+	Paused       bool              `json:"paused"`            // frozen: by the idle pause (the next request thaws it) or by a client (PauseSession; until ResumeSession)
+	Language     string            `json:"language"`          // the first context's kernel: python3, r, javascript, typescript or bash
+	Template     string            `json:"template"`          // the template it was created from
+	Metadata     map[string]string `json:"metadata"`          // the client's, as given at creation
+	EndAt        time.Time         `json:"end_at"`            // when its lifetime ends (ExpiresAt: the earlier of this and idle expiry)
+}
+
+// Template is an operator's session preset (GET /v1/templates).
+type Template struct {
+	Name         string            `json:"name"`
+	Description  string            `json:"description,omitempty"`
+	Language     string            `json:"language"`
+	Limits       Limits            `json:"limits"`
+	Network      Network           `json:"network"`
+	IdleTimeoutS float64           `json:"idle_timeout_s,omitempty"`
+	Env          map[string]string `json:"env,omitempty"`
+}
+
+// SessionList is the body of GET /v1/sessions: a page of sessions and
+// the token of the next (nil on the last).
+type SessionList struct {
+	Sessions  []Session `json:"sessions"`
+	NextToken *string   `json:"next_token"`
+}
+
+// Metrics is a session's resource use (GET /v1/sessions/{id}/metrics,
+// E2B's names): CPU and memory from its sandbox's cgroup, disk from its
+// workspace; bytes. Fields the runtime cannot see are zero.
+type Metrics struct {
+	Timestamp  time.Time `json:"timestamp"`
+	CPUCount   int       `json:"cpu_count"`
+	CPUUsedPct float64   `json:"cpu_used_pct"`
+	MemUsed    int64     `json:"mem_used"`
+	MemTotal   int64     `json:"mem_total"`
+	DiskUsed   int64     `json:"disk_used"`
+	DiskTotal  int64     `json:"disk_total"`
+}
+
+// FileEvent is a frame of the files-watch WebSocket (E2B's
+// FilesystemEvent): Type create, write, remove, rename, chmod, or
+// overflow (events were dropped); Name relative to the watched directory.
+type FileEvent struct {
+	Type string `json:"type"`
+	Name string `json:"name,omitempty"`
 }
 
 // Context is one kernel of a session: its own language, working

@@ -21,12 +21,22 @@ type CreateOptions struct {
 	IdleTimeout time.Duration     // the session is deleted after this long without activity
 	Limits      Limits
 	Network     *Network // nil: no network
+	// Template is an operator preset (Templates); "" is "default".
+	Template string
+	// Metadata is stored with the session and filters ListSessionsPage.
+	Metadata map[string]string
+	// Lifetime: the session is deleted this long after creation (0: the
+	// gateway's maximum).
+	Lifetime time.Duration
 }
 
 // CreateSession starts a kernel and returns its session. It blocks until
 // the kernel answers (about a second; longer under gVisor).
 func (c *Client) CreateSession(ctx context.Context, opts CreateOptions) (*Session, error) {
-	body := api.CreateSessionRequest{Language: opts.Language, Env: opts.Env, Network: opts.Network}
+	body := api.CreateSessionRequest{Language: opts.Language, Env: opts.Env, Network: opts.Network, Template: opts.Template, Metadata: opts.Metadata}
+	if opts.Lifetime != 0 {
+		body.LifetimeS = api.Ptr(opts.Lifetime.Seconds())
+	}
 	if opts.IdleTimeout != 0 { // a negative one is the gateway's to refuse
 		body.IdleTimeoutS = api.Ptr(opts.IdleTimeout.Seconds())
 	}

@@ -64,7 +64,12 @@ func (s *Server) createSession(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	opts := sessions.CreateOptions{Kernel: req.Language, Env: req.Env, IdleTimeout: idle}
+	life, err := lifetime(req.LifetimeS)
+	if err != nil {
+		return err
+	}
+	opts := sessions.CreateOptions{Kernel: req.Language, Env: req.Env, IdleTimeout: idle, Template: req.Template,
+		Metadata: req.Metadata, Lifetime: life}
 	if req.Network != nil {
 		opts.Network = sessions.Network{Allow: req.Network.Allow}
 	}
@@ -83,8 +88,26 @@ func (s *Server) createSession(c echo.Context) error {
 	return c.JSON(http.StatusCreated, sess.Info())
 }
 
+// sessionPage is the body of GET /v1/sessions (api.SessionList).
+type sessionPage struct {
+	Sessions  []sessions.Info `json:"sessions"`
+	NextToken *string         `json:"next_token"`
+}
+
 func (s *Server) listSessions(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string][]sessions.Info{"sessions": s.mgr.List(tenant.Of(c))})
+	q, err := listQuery(c)
+	if err != nil {
+		return err
+	}
+	page, next, err := s.mgr.ListPage(tenant.Of(c), q)
+	if err != nil {
+		return err
+	}
+	out := sessionPage{Sessions: page}
+	if next != "" {
+		out.NextToken = &next
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 func (s *Server) session(c echo.Context) (*sessions.Session, error) {
@@ -180,6 +203,15 @@ func (s *Server) updateSession(c echo.Context) error {
 			return err
 		}
 		if err := sess.SetIdleTimeout(idle); err != nil {
+			return err
+		}
+	}
+	if req.LifetimeS != nil {
+		life, err := lifetime(req.LifetimeS)
+		if err != nil {
+			return err
+		}
+		if err := sess.SetLifetime(life); err != nil {
 			return err
 		}
 	}

@@ -35,6 +35,7 @@ type Server struct {
 	// upgrader upgrades the terminal WebSocket (the same origin rules as
 	// the others).
 	upgrader websocket.Upgrader
+	watches  chan struct{} // a token per open files-watch socket (maxWatchesPerGW)
 }
 
 // New builds the server. assets is the UI's static files (may be nil).
@@ -46,6 +47,7 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 	s := &Server{cfg: cfg, mgr: mgr, log: log, keys: tenant.NewKeys(cfg.APIKeys), conns: wsconn.NewGroup(log)}
 	upgrader := wsconn.NewUpgrader(cfg.AllowedOrigins)
 	s.upgrader = upgrader
+	s.watches = make(chan struct{}, maxWatchesPerGW)
 	jup, err := jupyter.New(jupyter.Config{MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.WSPingInterval}, mgr, s.keys, s.conns, upgrader, log)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
@@ -91,6 +93,7 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 	v1.POST("/sessions/:id/commands/:pid/kill", s.killCommand)
 	v1.GET("/sessions/:id/terminal", s.terminal)
 	files.route(v1)
+	s.routeE2B(v1)
 	s.routeMCP(e)
 	s.routeOpenAPI(e)
 	jup.Register(e)
@@ -203,7 +206,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		key := ""
 		if h := c.Request().Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
 			key = strings.TrimPrefix(h, "Bearer ")
-		} else if (c.Request().Method == http.MethodGet || c.Request().Method == http.MethodHead) && (strings.HasSuffix(c.Path(), "/ws") || strings.HasSuffix(c.Path(), "/terminal") || strings.Contains(c.Path(), "/files/")) {
+		} else if (c.Request().Method == http.MethodGet || c.Request().Method == http.MethodHead) && (strings.HasSuffix(c.Path(), "/ws") || strings.HasSuffix(c.Path(), "/terminal") || strings.HasSuffix(c.Path(), "/files-watch") || strings.Contains(c.Path(), "/files/")) {
 			key = c.QueryParam("token")
 		}
 		t, ok := s.keys.Lookup(key)

@@ -104,6 +104,11 @@ type Config struct {
 	// Dial connects to a sandbox's kernel (default: kernel.Dial). Tests
 	// replace it with a fake kernel.
 	Dial DialFunc
+
+	// Templates are the operator's session presets (LoadTemplates), added
+	// to the built-in "default" and "code-interpreter-v1" (which they may
+	// redefine). Checked by New.
+	Templates map[string]Template
 }
 
 func (c Config) withDefaults() Config {

@@ -33,7 +33,14 @@
 //     bounded backlog (charged to the Budget) for late subscribers and
 //     fans events out to Subscriptions, dropping one that lags.
 //   - pauser (pause.go) freezes the sandbox while its kernel goes unused;
-//     whatever uses the kernel holds it awake.
+//     whatever uses the kernel holds it awake. A client's Pause holds it
+//     frozen until Resume: meanwhile every use fails with ErrPaused.
+//
+// Sessions are made from templates (templates.go: the built-in ones and
+// Config.Templates), carry the client's metadata and a lifetime
+// (SetLifetime moves its end), and are listed by page and filter
+// (list.go); Metrics (metrics.go) reads the sandbox's cgroup
+// (sandbox.UsageReader) and the workspace's use.
 //   - relay (relay.go) sends the requests that bypass the queue
 //     (completion, inspection, the Jupyter face's read-only
 //     KernelRequests) and caches the kernel_info reply per kernel.

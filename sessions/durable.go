@@ -39,7 +39,10 @@ const restoredSeqGap = 1 << 24
 func (s *Session) storeRecord() sessionstore.Record {
 	s.mu.Lock()
 	r := sessionstore.Record{ID: s.id, Tenant: s.tenant, Runtime: s.runtime, CreatedAt: s.created,
-		LastActive: s.lastActive, IdleTimeout: s.idle}
+		LastActive: s.lastActive, IdleTimeout: s.idle, Metadata: s.metadata, EndAt: s.endAt}
+	if s.template != TemplateDefault {
+		r.Template = s.template
+	}
 	if s.kernel != sandbox.DefaultKernel {
 		r.Kernel = s.kernel
 	}
@@ -157,8 +160,8 @@ func (m *Manager) restore(ctx context.Context, adopter sandbox.Adopter, canAdopt
 	switch {
 	case !canAdopt || rec.Runtime != m.rt.Name():
 		return "lost", "its kernel ended with the previous gateway (" + rec.Runtime + " sessions do not survive a restart)"
-	case now.After(rec.CreatedAt.Add(m.cfg.MaxLifetime)):
-		return "lost", "maximum lifetime reached while the gateway was down"
+	case (rec.EndAt.IsZero() && now.After(rec.CreatedAt.Add(m.cfg.MaxLifetime))) || (!rec.EndAt.IsZero() && now.After(rec.EndAt)):
+		return "lost", "lifetime ended while the gateway was down"
 	case now.After(rec.LastActive.Add(rec.IdleTimeout)):
 		return "lost", "idle timeout passed while the gateway was down"
 	}
@@ -193,7 +196,7 @@ func (m *Manager) restore(ctx context.Context, adopter sandbox.Adopter, canAdopt
 	s := newSession(sessionParams{id: rec.ID, tenant: rec.Tenant, runtime: m.rt.Name(), cfg: m.cfg, log: m.log,
 		idle: rec.IdleTimeout, created: rec.CreatedAt, lastActive: rec.LastActive, firstSeq: rec.LastSeq + restoredSeqGap,
 		budget: m.budget, slots: m.slots, sandbox: sb, client: conn, files: files, watch: watch, egress: proxy, persist: m.persist,
-		kernel: rec.Kernel, installed: m.InstalledKernels()})
+		kernel: rec.Kernel, installed: m.InstalledKernels(), template: rec.Template, metadata: copyMetadata(rec.Metadata), endAt: rec.EndAt})
 	created.Store(s)
 	reason = "the gateway restarted; events before this one are gone"
 	if restarted {

@@ -26,6 +26,11 @@ var (
 	// ErrTooManyContexts: the session holds as many contexts as allowed
 	// (Config.MaxContexts).
 	ErrTooManyContexts = errors.New("sessions: context limit reached")
+	// ErrPaused: a client paused the session (Session.Pause); it runs
+	// nothing until resumed.
+	ErrPaused = errors.New("sessions: session paused")
+	// ErrNoPause: this runtime cannot freeze a sandbox.
+	ErrNoPause = errors.New("sessions: this runtime cannot pause a session")
 )
 
 // InvalidError is a request the session layer refuses. Reason says what is

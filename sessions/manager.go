@@ -19,16 +19,17 @@ import (
 // Manager owns every session. It is safe for concurrent use. Run drives
 // expiry; Close deletes every session and must be called once.
 type Manager struct {
-	cfg    Config
-	rt     Runtime
-	log    zerolog.Logger
-	budget *Budget
-	starts chan struct{} // a token per kernel start in progress
-	slots  *execSlots
-	notify *workspace.Inotify // shared by every session's change tracking
-	store  Store
-	pool   *pool
-	egress *egress.Service
+	cfg       Config
+	rt        Runtime
+	log       zerolog.Logger
+	budget    *Budget
+	starts    chan struct{} // a token per kernel start in progress
+	slots     *execSlots
+	notify    *workspace.Inotify // shared by every session's change tracking
+	store     Store
+	pool      *pool
+	egress    *egress.Service
+	templates map[string]Template // the built-in ones and Config.Templates; never changed
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -57,6 +58,14 @@ func New(cfg Config, rt Runtime, log zerolog.Logger) (*Manager, error) {
 	m.slots = newExecSlots(cfg.ExecSlots, cfg.ExecSlotLease)
 	m.notify = workspace.NewInotify(0)
 	m.store = cfg.Store
+	m.templates = builtinTemplates()
+	for name, t := range cfg.Templates {
+		t.Name = name
+		m.templates[name] = t
+	}
+	if err := m.validateTemplates(); err != nil {
+		return nil, err
+	}
 	checkHostLimits(cfg, log)
 	return m, nil
 }
@@ -82,6 +91,15 @@ type CreateOptions struct {
 	// proxy; the zero value is no network at all. It must stay within the
 	// operator's ceiling (Config.Egress.Allow).
 	Network Network
+	// Template names the preset whose language, limits, network, idle
+	// timeout and env fill the fields above left unset; "" is "default".
+	Template string
+	// Metadata is the client's, stored with the session (CheckMetadata's
+	// bounds).
+	Metadata map[string]string
+	// Lifetime: the session is deleted this long after creation; 0 is
+	// Config.MaxLifetime, more is refused.
+	Lifetime time.Duration
 }
 
 // Create returns a new session of tenant once its kernel answers. A
@@ -90,6 +108,16 @@ type CreateOptions struct {
 // starts cold, waiting for its turn among MaxConcurrentStarts (about half a
 // second for the start itself). The session's id is its sandbox's.
 func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions) (*Session, error) {
+	opts, err := m.applyTemplate(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckMetadata(opts.Metadata); err != nil {
+		return nil, err
+	}
+	if opts.Lifetime < 0 || opts.Lifetime > m.cfg.MaxLifetime {
+		return nil, invalid("lifetime must be within 0..%v", m.cfg.MaxLifetime)
+	}
 	idle := opts.IdleTimeout
 	if idle == 0 {
 		idle = m.cfg.IdleTimeout
@@ -152,7 +180,8 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 	id := k.sb.ID()
 	s := newSession(sessionParams{id: id, tenant: tenant, runtime: m.rt.Name(), cfg: m.cfg, log: m.log,
 		idle: idle, budget: m.budget, slots: m.slots, sandbox: k.sb, client: k.conn, files: k.files, watch: k.watch, egress: proxy, persist: m.persist,
-		kernel: kernelName, installed: m.InstalledKernels()})
+		kernel: kernelName, installed: m.InstalledKernels(), template: opts.Template, metadata: copyMetadata(opts.Metadata),
+		endAt: lifetimeEnd(opts.Lifetime)})
 	created.Store(s)
 	m.mu.Lock()
 	closed := m.closed

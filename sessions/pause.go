@@ -32,14 +32,18 @@ type pauser struct {
 	// after the kernel has been used again, not at every reaper tick (a
 	// freeze that hangs would keep the kernel half frozen).
 	failed bool
+	// held: a client paused the sandbox (hold) until it resumes it
+	// (unhold); meanwhile use refuses with ErrPaused instead of thawing.
+	// Written under mu; read without it.
+	held atomic.Bool
 
 	reaping atomic.Bool // the reaper has a maybeFreeze of this sandbox in progress
 }
 
 func newPauser(sb sandbox.Sandbox, after time.Duration, log zerolog.Logger, frozen func()) *pauser {
 	p := &pauser{after: after, log: log, frozen: frozen, lastUse: time.Now()}
-	if fz, ok := sb.(sandbox.Freezer); ok && after > 0 {
-		p.fz = fz
+	if fz, ok := sb.(sandbox.Freezer); ok {
+		p.fz = fz // frozen by a client's pause always, when idle only if after > 0
 	}
 	return p
 }
@@ -50,6 +54,9 @@ func newPauser(sb sandbox.Sandbox, after time.Duration, log zerolog.Logger, froz
 func (p *pauser) use(ctx context.Context) (release func(), err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.held.Load() {
+		return nil, ErrPaused
+	}
 	if p.fz != nil && p.fz.Frozen() {
 		start := time.Now()
 		if err := p.fz.Thaw(ctx); err != nil {
@@ -73,7 +80,9 @@ func (p *pauser) use(ctx context.Context) (release func(), err error) {
 // claim reserves the sandbox for one maybeFreeze by the reaper: it
 // returns false when the sandbox is never frozen or one is in progress
 // already. The claimer calls unclaim once done. It never blocks.
-func (p *pauser) claim() bool { return p.fz != nil && p.reaping.CompareAndSwap(false, true) }
+func (p *pauser) claim() bool {
+	return p.fz != nil && p.after > 0 && p.reaping.CompareAndSwap(false, true)
+}
 
 func (p *pauser) unclaim() { p.reaping.Store(false) }
 
@@ -84,7 +93,7 @@ func (p *pauser) unclaim() { p.reaping.Store(false) }
 func (p *pauser) maybeFreeze(ctx context.Context, now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.fz == nil || p.off || p.failed || p.users > 0 || now.Sub(p.lastUse) < p.after || p.fz.Frozen() {
+	if p.fz == nil || p.after <= 0 || p.held.Load() || p.off || p.failed || p.users > 0 || now.Sub(p.lastUse) < p.after || p.fz.Frozen() {
 		return false
 	}
 	if err := p.fz.Freeze(ctx); err != nil {
@@ -107,3 +116,53 @@ func (p *pauser) maybeFreeze(ctx context.Context, now time.Time) bool {
 
 // paused reports whether the sandbox is frozen now.
 func (p *pauser) paused() bool { return p.fz != nil && p.fz.Frozen() }
+
+// hold freezes the sandbox for a client (POST .../pause), whatever runs
+// in it, until unhold: meanwhile use fails with ErrPaused. Holding a held
+// sandbox does nothing. It blocks for the freeze (bounded by ctx and the
+// runtime's freeze timeout); ErrNoPause when this runtime cannot freeze.
+func (p *pauser) hold(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held.Load() {
+		return nil
+	}
+	if p.fz == nil {
+		return ErrNoPause
+	}
+	if !p.fz.Frozen() {
+		if err := p.fz.Freeze(ctx); err != nil {
+			if errors.Is(err, sandbox.ErrNoFreeze) {
+				return ErrNoPause
+			}
+			return err
+		}
+		if p.frozen != nil {
+			p.frozen()
+		}
+	}
+	p.held.Store(true)
+	return nil
+}
+
+// unhold thaws a sandbox a client paused (POST .../resume); resuming one
+// not paused by a client does nothing. It blocks for the thaw.
+func (p *pauser) unhold(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.held.Load() {
+		return nil
+	}
+	if p.fz.Frozen() {
+		if err := p.fz.Thaw(ctx); err != nil {
+			return err
+		}
+	}
+	p.held.Store(false)
+	p.lastUse = time.Now()
+	return nil
+}
+
+// isHeld reports whether a client holds the sandbox paused. It never
+// blocks.
+func (p *pauser) isHeld() bool { return p.held.Load() }

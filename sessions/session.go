@@ -45,7 +45,20 @@ type Info struct {
 	Paused bool `json:"paused"`
 	// Language is the first context's kernel (sandbox.KernelSpec.Name).
 	Language string `json:"language"`
+	// Template is the template the session was created from.
+	Template string `json:"template"`
+	// Metadata is the client's, as given at creation ({} when none).
+	Metadata map[string]string `json:"metadata"`
+	// EndAt is when the session's lifetime ends (CreateOptions.Lifetime,
+	// SetLifetime); ExpiresAt is the earlier of it and idle expiry.
+	EndAt time.Time `json:"end_at"`
+	// clientPaused: paused by a client (Pause), not by the idle freeze.
+	clientPaused bool
 }
+
+// ClientPaused reports whether a client paused the session (Pause), as
+// opposed to the transparent idle freeze.
+func (i Info) ClientPaused() bool { return i.clientPaused }
 
 // Session is one tenant's persistent kernel. Its methods are safe for
 // concurrent use. Executions run one at a time in submission order, on the
@@ -79,10 +92,12 @@ type Session struct {
 	budget              *Budget
 	sandbox             sandbox.Sandbox
 	files               workspace.FS
-	egress              *egress.Proxy // nil without a network; closed after the sandbox
-	persist             func()        // writes the session's record to the store (set by the manager)
-	kernel              string        // the kernel's canonical name (sandbox.KernelSpec.Name)
-	cwd                 string        // the kernel's working directory in the sandbox
+	egress              *egress.Proxy     // nil without a network; closed after the sandbox
+	persist             func()            // writes the session's record to the store (set by the manager)
+	kernel              string            // the kernel's canonical name (sandbox.KernelSpec.Name)
+	cwd                 string            // the kernel's working directory in the sandbox
+	template            string            // the template it was created from
+	metadata            map[string]string // the client's; never changed
 	// Contexts: a session's first context has ctxs (its others); each
 	// other context is a Session with parent (the first) and contextID set,
 	// which shares the first's files, event log and pauser, and owns none
@@ -112,6 +127,7 @@ type Session struct {
 	clients      int        // attached WebSocket clients
 	idle         time.Duration
 	lastActive   time.Time
+	endAt        time.Time // the lifetime's end (SetLifetime moves it)
 	closeReason  string
 	room         chan struct{} // closed (and replaced) when the worker takes a job
 }
@@ -136,6 +152,9 @@ type sessionParams struct {
 	persist             func(*Session)    // writes the session's record (nil: nothing to write)
 	kernel, cwd         string            // "": the default kernel, in the workspace
 	installed           []sandbox.KernelSpec
+	template            string
+	metadata            map[string]string
+	endAt               time.Time // zero: created + Config.MaxLifetime
 	// parent is set for a context other than a session's first
 	// (Contexts.start): the session it belongs to, whose files, event log
 	// and pauser it shares; contextID is its id.
@@ -170,8 +189,12 @@ func newSession(p sessionParams) *Session {
 	if p.parent == nil {
 		log = log.With().Str("session", p.id).Logger()
 	}
+	endAt := p.endAt
+	if endAt.IsZero() {
+		endAt = created.Add(p.cfg.MaxLifetime)
+	}
 	s := &Session{
-		id: p.id, tenant: p.tenant, runtime: p.runtime, cfg: p.cfg, log: log,
+		id: p.id, tenant: p.tenant, runtime: p.runtime, cfg: p.cfg, log: log, template: p.template, metadata: p.metadata, endAt: endAt,
 		created: created, idle: p.idle, persist: func() {}, budget: p.budget, sandbox: p.sandbox, files: p.files, egress: p.egress,
 		kernel: kernelName, cwd: cwd, parent: p.parent, contextID: p.contextID,
 		queue:   make(chan *job, p.cfg.QueueDepth),
@@ -217,25 +240,52 @@ func (s *Session) Workspace() string { return s.sandbox.Workspace() }
 // Info describes the session now.
 func (s *Session) Info() Info {
 	paused := s.pause.paused() // may wait for a freeze in progress: not under s.mu
+	held := s.pause.isHeld()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	exp := s.lastActive.Add(s.idle)
-	if end := s.created.Add(s.cfg.MaxLifetime); end.Before(exp) {
-		exp = end
+	if held || s.endAt.Before(exp) { // no idle expiry while a client holds it paused
+		exp = s.endAt
+	}
+	md := make(map[string]string, len(s.metadata))
+	for k, v := range s.metadata {
+		md[k] = v
+	}
+	tmpl := s.template
+	if tmpl == "" {
+		tmpl = TemplateDefault
 	}
 	return Info{
 		ID: s.id, State: s.state, Runtime: s.runtime, CreatedAt: s.created,
 		ExpiresAt: exp, IdleTimeoutS: int(s.idle / time.Second),
-		Queued: int(s.queued.Load()), Limits: s.sandbox.Limits(), Network: networkOf(s.egress), Paused: paused, Language: s.kernel,
+		Queued: int(s.queued.Load()), Limits: s.sandbox.Limits(), Network: networkOf(s.egress), Paused: paused || held, Language: s.kernel,
+		Template: tmpl, Metadata: md, EndAt: s.endAt, clientPaused: held,
 	}
+}
+
+// SetLifetime makes the session end d from now (E2B's set_timeout): at
+// most Config.MaxLifetime from now.
+func (s *Session) SetLifetime(d time.Duration) error {
+	if d <= 0 || d > s.cfg.MaxLifetime {
+		return invalid("lifetime must be within 0..%v", s.cfg.MaxLifetime)
+	}
+	s.mu.Lock()
+	s.endAt = time.Now().Add(d)
+	s.mu.Unlock()
+	s.persist()
+	return nil
 }
 
 // expired reports why the session should be deleted now, or "".
 func (s *Session) expired(now time.Time) string {
+	held := s.pause.isHeld()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if now.After(s.created.Add(s.cfg.MaxLifetime)) {
-		return "maximum lifetime reached"
+	if now.After(s.endAt) {
+		return "lifetime ended"
+	}
+	if held { // a client paused it: no idle expiry until it is resumed
+		return ""
 	}
 	if s.state != StateBusy && s.queued.Load() == 0 && now.After(s.lastActive.Add(s.idle)) && !s.otherContextsBusy() &&
 		(s.cmds == nil || !s.cmds.busy()) {
@@ -345,6 +395,9 @@ func (s *Session) enqueue(req ExecRequest, collect bool) (*job, error) {
 	if err := req.validateSettings(s.kernel); err != nil {
 		return nil, err
 	}
+	if s.pause.isHeld() {
+		return nil, ErrPaused
+	}
 	j := newJob(req, collect, capsOf(&s.cfg), s.budget)
 	// s.mu is held across the hand-off so the worker cannot publish this
 	// job's "started" before its "queued", and close cannot miss the job.
@@ -427,6 +480,9 @@ func (s *Session) InputAs(owner, id, value string) error {
 // Restart replaces the kernel: variables are lost, the workspace is kept.
 // A running execution ends with status "interrupted" and state_lost.
 func (s *Session) Restart(ctx context.Context) error {
+	if s.pause.isHeld() { // a restart would thaw the sandbox a client paused
+		return ErrPaused
+	}
 	s.Touch()
 	done := make(chan error, 1)
 	select {
@@ -571,3 +627,29 @@ func (s *Session) publish(ev Event) Event {
 	ev.Context = s.contextID
 	return s.hub.publish(ev)
 }
+
+// Pause freezes the whole sandbox (every process, a running cell
+// included) for a client until Resume: meanwhile executions, commands,
+// completions and interrupts fail with ErrPaused, GET and the file API
+// still answer, idle expiry does not run, the lifetime does. Pausing a
+// paused session does nothing. ErrNoPause: the runtime cannot freeze.
+func (s *Session) Pause(ctx context.Context) error {
+	if err := s.pause.hold(ctx); err != nil {
+		return fmt.Errorf("sessions: pause: %w", err)
+	}
+	return nil
+}
+
+// Resume thaws a session a client paused; idle expiry counts from now.
+// Resuming a session not paused by a client does nothing.
+func (s *Session) Resume(ctx context.Context) error {
+	if err := s.pause.unhold(ctx); err != nil {
+		return fmt.Errorf("sessions: resume: %w", err)
+	}
+	s.Touch()
+	return nil
+}
+
+// Done is closed when the session closes (or its gateway detaches it):
+// what serves it (a files-watch socket) then ends.
+func (s *Session) Done() <-chan struct{} { return s.ctx.Done() }

@@ -46,6 +46,13 @@ type Record struct {
 	// its other contexts are not kept (they do not outlive a gateway).
 	Kernel  string        `json:"kernel,omitempty"`
 	Sandbox sandbox.State `json:"sandbox"`
+	// Template is the template the session was created from ("" for
+	// "default"); Metadata, the client's; EndAt, when its lifetime ends
+	// (zero: created_at + the gateway's maximum lifetime, as records
+	// written before it was kept).
+	Template string            `json:"template,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+	EndAt    time.Time         `json:"end_at,omitempty"`
 }
 
 // Lost is a session that could not be brought back, and why.

@@ -11,4 +11,9 @@
 //
 // Watcher reports what an execution changed, with inotify: its cost grows
 // with the number of changes, not with the size of the workspace.
+// DirWatch (Root.WatchDir) streams the changes under one directory to a
+// client, on an inotify instance of its own read by one goroutine it
+// owns, through a bounded buffer (overflow events when it drops some).
+// Root.Rename (Renamer) moves an entry with renameat2(RENAME_NOREPLACE)
+// between parents resolved the same way.
 package workspace

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -416,4 +417,54 @@ func (r *Root) MakeDir(p string) error {
 		return err
 	}
 	return unix.Close(fd)
+}
+
+// Renamer is an FS that can move a file or directory (*Root is one).
+type Renamer interface {
+	// Rename moves from to to (creating to's missing parents), never
+	// replacing: an existing to is ErrExists, a missing from ErrNotFound.
+	Rename(from, to string) error
+}
+
+var _ Renamer = (*Root)(nil)
+
+// Rename implements Renamer: renameat2(RENAME_NOREPLACE) between the two
+// parents, each opened without following a symlink out of the workspace;
+// the entry moved is never followed (a symlink moves as a symlink).
+func (r *Root) Rename(from, to string) error {
+	from, err := Clean(from)
+	if err != nil {
+		return err
+	}
+	if to, err = Clean(to); err != nil {
+		return err
+	}
+	if from == "" || to == "" {
+		return pathErr(ErrBadPath, "", "refusing to move the workspace root")
+	}
+	if to == from || strings.HasPrefix(to, from+"/") {
+		return pathErr(ErrBadPath, to, "cannot move a directory into itself")
+	}
+	fdir, fbase := path.Split(from)
+	fromfd, err := r.resolve(path.Clean("/" + fdir)[1:], unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fromfd)
+	tdir, tbase := path.Split(to)
+	tofd, err := r.mkdirs(path.Clean("/" + tdir)[1:])
+	if err != nil {
+		return err
+	}
+	defer unix.Close(tofd)
+	if err := unix.Renameat2(fromfd, fbase, tofd, tbase, unix.RENAME_NOREPLACE); err != nil {
+		if errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOTEMPTY) {
+			return pathErr(ErrExists, to, "the destination exists")
+		}
+		if errors.Is(err, unix.ENOENT) {
+			return mapErr(from, err)
+		}
+		return mapErr(to, err)
+	}
+	return nil
 }

@@ -56,6 +56,7 @@ type options struct {
 	metricsToken      string
 	k8s               k8sOptions
 	egressDir         string
+	templates         string // --templates: the file of session templates
 	egressRateKbps    int64
 
 	sess sessions.Config
@@ -141,6 +142,7 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.sess.Egress.MaxConnDuration, "egress-max-conn-duration", o.sess.Egress.MaxConnDuration, "close an egress connection this long after it was opened, however busy")
 	fs.Int64Var(&o.egressRateKbps, "egress-rate-kbps", o.egressRateKbps, "egress bandwidth per session, each direction (kbit/s)")
 	fs.IntVar(&o.sess.Egress.MaxConns, "egress-max-conns", o.sess.Egress.MaxConns, "open egress connections per session")
+	fs.StringVar(&o.templates, "templates", "", `JSON file of session templates, {"name": {"language", "limits", "network": {"allow"}, "idle_timeout_s", "env", "description"}}, added to the built-in "default" and "code-interpreter-v1" (POST /v1/sessions "template"; GET /v1/templates)`)
 	fs.StringVar(&o.egressDir, "egress-dir", "", "directory of the sessions' egress proxy sockets (default <state-dir>/egress with --state-dir, else "+egressDefaults.Dir+")")
 
 	// Environment first, so explicit flags override it.
@@ -195,6 +197,13 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if o.templates != "" {
+		t, err := sessions.LoadTemplates(o.templates)
+		if err != nil {
+			return nil, fmt.Errorf("--templates: %w", err)
+		}
+		o.sess.Templates = t
 	}
 	return o, nil
 }

@@ -98,6 +98,10 @@ func Of(err error) *Error {
 		return New(http.StatusTooManyRequests, "queue_full", "%s", err.Error())
 	case errors.Is(err, sessions.ErrNoInputPending):
 		return New(http.StatusConflict, "no_input_pending", "%s", err.Error())
+	case errors.Is(err, sessions.ErrPaused):
+		return New(http.StatusConflict, "session_paused", "the session is paused: resume it first (POST /v1/sessions/{id}/resume)")
+	case errors.Is(err, sessions.ErrNoPause):
+		return New(http.StatusNotImplemented, "no_pause", "this gateway's runtime cannot pause a session")
 	case errors.Is(err, sessions.ErrKernelDead), errors.Is(err, sessions.ErrKernelGone):
 		return New(http.StatusConflict, "kernel_dead", "the kernel is dead; restart the session")
 	case errors.Is(err, sessions.ErrClosed):

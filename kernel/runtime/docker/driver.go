@@ -521,3 +521,19 @@ func (p *process) Diagnostics() string {
 	}
 	return strings.ToValidUTF8(string(buf[:n]), "?")
 }
+
+// Usage implements sandbox.DriverUsage: the container's cgroup, found
+// through its first process (the gateway runs on the engine's host; where
+// it cannot see the cgroup, ErrNoUsage).
+func (d *driver) Usage(ctx context.Context) (sandbox.Usage, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.r.cfg.CallTimeout)
+	defer cancel()
+	info, err := d.r.cli.ContainerInspect(ctx, d.container())
+	if err != nil {
+		return sandbox.Usage{}, fmt.Errorf("docker: usage of %s: %w", d.name, err)
+	}
+	if info.State == nil || info.State.Pid <= 0 {
+		return sandbox.Usage{}, sandbox.ErrNoUsage
+	}
+	return sandbox.CgroupUsageOfPid(info.State.Pid)
+}

@@ -311,4 +311,5 @@ var (
 	_ sandbox.DriverStater   = (*driver)(nil)
 	_ sandbox.DriverDetacher = (*driver)(nil)
 	_ sandbox.DriverFreezer  = (*driver)(nil) // Freeze: docker pause
+	_ sandbox.DriverUsage    = (*driver)(nil) // Usage: the container's cgroup
 )

@@ -260,3 +260,12 @@ func (cg *cgroup) remove() {
 		_ = os.Remove(d)
 	}
 }
+
+// usage reads the sandbox's memory and CPU use from its cgroups (v1: the
+// memory cgroup, CPU time summed over its processes).
+func (cg *cgroup) usage() (sandbox.Usage, error) {
+	if cg.layout.v2 {
+		return sandbox.CgroupV2Usage(cg.dirs[0])
+	}
+	return sandbox.CgroupV1Usage(cg.dirs[0], "")
+}

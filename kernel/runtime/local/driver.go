@@ -414,3 +414,11 @@ func (p *process) Kill(context.Context) error {
 
 // Diagnostics implements sandbox.Process.
 func (p *process) Diagnostics() string { return p.stderr.String() }
+
+// Usage implements sandbox.DriverUsage from the sandbox's cgroup.
+func (d *driver) Usage(context.Context) (sandbox.Usage, error) {
+	if d.cg == nil {
+		return sandbox.Usage{}, sandbox.ErrNoUsage
+	}
+	return d.cg.usage()
+}

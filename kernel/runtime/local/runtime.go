@@ -296,6 +296,7 @@ var (
 	_ sandbox.StateDirHolder = (*Runtime)(nil)
 	_ sandbox.KernelLister   = (*Runtime)(nil)
 	_ sandbox.DriverFreezer  = (*driver)(nil) // Freeze: the cgroup freezer
+	_ sandbox.DriverUsage    = (*driver)(nil) // Usage: the cgroup's counters
 	_ sandbox.Freezer        = (*localSandbox)(nil)
 	_ sandbox.ContextStarter = (*localSandbox)(nil)
 )

@@ -1,0 +1,248 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/glassroom/glassroom/api"
+	"github.com/glassroom/glassroom/gateway/internal/httperr"
+	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/workspace"
+	"github.com/gorilla/websocket"
+	"github.com/labstack/echo/v4"
+)
+
+// The routes E2B's SDK semantics need: templates, metrics, a client's
+// pause and resume, moving files and watching a directory.
+
+func (s *Server) routeE2B(g *echo.Group) {
+	g.GET("/templates", s.listTemplates)
+	g.GET("/sessions/:id/metrics", s.sessionMetrics)
+	g.POST("/sessions/:id/pause", s.pauseSession)
+	g.POST("/sessions/:id/resume", s.resumeSession)
+	g.POST("/sessions/:id/files-move", s.moveFile)
+	g.GET("/sessions/:id/files-watch", s.watchFiles)
+}
+
+func (s *Server) listTemplates(c echo.Context) error {
+	ts := s.mgr.Templates()
+	out := make([]api.Template, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, api.Template{Name: t.Name, Description: t.Description, Language: t.Language,
+			Limits:  api.Limits{MemoryMB: t.Limits.MemoryMB, CPUs: t.Limits.CPUs, Pids: t.Limits.Pids, WorkspaceMB: t.Limits.WorkspaceMB},
+			Network: api.Network{Allow: t.Network.Allow}, IdleTimeoutS: t.IdleS})
+	}
+	return c.JSON(http.StatusOK, map[string][]api.Template{"templates": out})
+}
+
+// listQuery reads GET /v1/sessions's query: metadata.KEY=VALUE
+// (repeatable), state=running|paused (repeatable), limit, next_token.
+func listQuery(c echo.Context) (sessions.ListQuery, error) {
+	var q sessions.ListQuery
+	params := c.QueryParams()
+	for k, vs := range params {
+		key, ok := strings.CutPrefix(k, "metadata.")
+		if !ok {
+			continue
+		}
+		if q.Metadata == nil {
+			q.Metadata = map[string]string{}
+		}
+		for _, v := range vs {
+			if old, dup := q.Metadata[key]; dup && old != v {
+				q.Metadata[key] = "\x00never" // two values for one key: nothing matches both
+				continue
+			}
+			q.Metadata[key] = v
+		}
+	}
+	if len(q.Metadata) > sessions.MaxMetadataKeys {
+		return q, httperr.New(http.StatusBadRequest, "bad_request", "at most %d metadata filters", sessions.MaxMetadataKeys)
+	}
+	running, paused := false, false
+	for _, st := range params["state"] {
+		switch st {
+		case "running":
+			running = true
+		case "paused":
+			paused = true
+		default:
+			return q, httperr.New(http.StatusBadRequest, "bad_request", "state must be running or paused")
+		}
+	}
+	if running != paused {
+		q.Paused = &paused
+	}
+	if v := c.QueryParam("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > sessions.MaxListLimit {
+			return q, httperr.New(http.StatusBadRequest, "bad_request", "limit must be an integer within 1..%d", sessions.MaxListLimit)
+		}
+		q.Limit = n
+	}
+	q.NextToken = c.QueryParam("next_token")
+	return q, nil
+}
+
+func (s *Server) sessionMetrics(c echo.Context) error {
+	sess, err := s.session(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 10*time.Second)
+	defer cancel()
+	m, err := sess.Metrics(ctx)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, api.Metrics(m))
+}
+
+func (s *Server) pauseSession(c echo.Context) error {
+	sess, err := s.session(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), time.Minute)
+	defer cancel()
+	if err := sess.Pause(ctx); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, sess.Info())
+}
+
+func (s *Server) resumeSession(c echo.Context) error {
+	sess, err := s.session(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), time.Minute)
+	defer cancel()
+	if err := sess.Resume(ctx); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, sess.Info())
+}
+
+func (s *Server) moveFile(c echo.Context) error {
+	sess, err := s.session(c)
+	if err != nil {
+		return err
+	}
+	var req api.MoveFileRequest
+	if err := s.decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.From == "" || req.To == "" {
+		return httperr.New(http.StatusBadRequest, "bad_request", "fields from and to are required")
+	}
+	r, ok := sess.Files().(workspace.Renamer)
+	if !ok {
+		return httperr.New(http.StatusNotImplemented, "no_move", "this gateway's runtime cannot move files")
+	}
+	if err := r.Rename(req.From, req.To); err != nil {
+		return err
+	}
+	e, err := sess.Files().Stat(req.To)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, e)
+}
+
+// Bounds of the files-watch sockets.
+const (
+	maxWatchDirs     = 256  // directories one recursive watch follows
+	watchBuffer      = 1024 // events waiting for a slow client before overflow
+	maxWatchesPerGW  = 32   // sockets open at once, gateway-wide (each holds an inotify instance)
+	watchWriteWait   = 10 * time.Second
+	watchFrameMaxLen = 4096
+)
+
+// watchFiles serves the files-watch WebSocket: each change under the
+// directory is a text frame {"type","name"}. The watch (and its
+// goroutine) is closed with the socket, which ends when the client
+// closes it, the session ends, or the gateway shuts down.
+func (s *Server) watchFiles(c echo.Context) error {
+	sess, err := s.session(c)
+	if err != nil {
+		return err
+	}
+	recursive := false
+	if v := c.QueryParam("recursive"); v != "" {
+		if recursive, err = strconv.ParseBool(v); err != nil {
+			return httperr.New(http.StatusBadRequest, "bad_request", "recursive must be true or false")
+		}
+	}
+	root, ok := sess.Files().(*workspace.Root)
+	if !ok {
+		return httperr.New(http.StatusNotImplemented, "no_watch", "this gateway's runtime cannot watch files (the workspace is not on the gateway's host)")
+	}
+	select {
+	case s.watches <- struct{}{}:
+		defer func() { <-s.watches }()
+	default:
+		return httperr.New(http.StatusTooManyRequests, "too_many_watches", "%d file watches are open on this gateway", maxWatchesPerGW)
+	}
+	if st, err := root.Stat(c.QueryParam("path")); err != nil {
+		return err
+	} else if st.Type != "dir" {
+		return httperr.New(http.StatusBadRequest, "bad_path", "path must be a directory")
+	}
+	w, err := root.WatchDir(c.QueryParam("path"), recursive, maxWatchDirs, watchBuffer)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = w.Close() }()
+	conn, err := s.upgrader.Upgrade(c.Response(), c.Request(), nil)
+	if err != nil {
+		return nil // the upgrader has written the error response
+	}
+	ctx, leave := s.conns.Enter()
+	defer leave()
+	defer conn.Close()
+	conn.SetReadLimit(watchFrameMaxLen)
+	gone := make(chan struct{})
+	go func() { // the reading side: only to see the client leave; ends with conn.Close
+		defer close(gone)
+		for {
+			if _, _, err := conn.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+	defer func() { _ = conn.Close(); <-gone }()
+	for {
+		select {
+		case <-ctx.Done():
+			_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "gateway shutting down"), time.Now().Add(time.Second))
+			return nil
+		case <-sess.Done():
+			_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "session ended"), time.Now().Add(time.Second))
+			return nil
+		case <-gone:
+			return nil
+		case ev, ok := <-w.Events():
+			if !ok {
+				return nil
+			}
+			b, _ := json.Marshal(api.FileEvent(ev))
+			_ = conn.SetWriteDeadline(time.Now().Add(watchWriteWait))
+			if err := conn.WriteMessage(websocket.TextMessage, b); err != nil {
+				return nil
+			}
+		}
+	}
+}
+
+// lifetime converts a lifetime_s field.
+func lifetime(v *float64) (time.Duration, error) {
+	if v == nil {
+		return 0, nil
+	}
+	return seconds("lifetime_s", v)
+}

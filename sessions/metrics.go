@@ -1,0 +1,109 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"path/filepath"
+	"time"
+
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
+	"golang.org/x/sys/unix"
+)
+
+// Metrics is a session's resource use now (E2B's SandboxMetrics): CPU and
+// memory from its sandbox's cgroup, disk from its workspace. Fields the
+// runtime cannot see (the kubernetes runtime's cgroup) are zero.
+type Metrics struct {
+	Timestamp  time.Time `json:"timestamp"`
+	CPUCount   int       `json:"cpu_count"`    // the sandbox's CPU limit, rounded up
+	CPUUsedPct float64   `json:"cpu_used_pct"` // of CPUCount cores, over the last cpuWindow
+	MemUsed    int64     `json:"mem_used"`     // bytes
+	MemTotal   int64     `json:"mem_total"`    // bytes (the sandbox's memory limit)
+	DiskUsed   int64     `json:"disk_used"`    // bytes in the workspace
+	DiskTotal  int64     `json:"disk_total"`   // bytes (the workspace's size limit)
+}
+
+// cpuWindow is how long Metrics measures CPU use over.
+const cpuWindow = 200 * time.Millisecond
+
+// maxDiskWalk bounds the files counted when the workspace is no file
+// system of its own.
+const maxDiskWalk = 100000
+
+// Metrics measures the session's resource use. It does not thaw a paused
+// sandbox (a frozen one uses no CPU) and blocks for about cpuWindow
+// (bounded by ctx). Safe for concurrent use.
+func (s *Session) Metrics(ctx context.Context) (Metrics, error) {
+	lim := s.sandbox.Limits()
+	m := Metrics{CPUCount: max(1, int(math.Ceil(lim.CPUs))), MemTotal: int64(lim.MemoryMB) << 20, DiskTotal: int64(lim.WorkspaceMB) << 20}
+	if ur, ok := s.sandbox.(sandbox.UsageReader); ok {
+		u1, err := ur.Usage(ctx)
+		t1 := time.Now()
+		switch {
+		case errors.Is(err, sandbox.ErrNoUsage):
+		case err != nil:
+			return Metrics{}, fmt.Errorf("sessions: metrics: %w", err)
+		default:
+			t := time.NewTimer(cpuWindow)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return Metrics{}, fmt.Errorf("sessions: metrics: %w", ctx.Err())
+			}
+			u2, err := ur.Usage(ctx)
+			if err != nil {
+				return Metrics{}, fmt.Errorf("sessions: metrics: %w", err)
+			}
+			wall := time.Since(t1)
+			if u2.CPUNanos >= u1.CPUNanos && wall > 0 {
+				pct := 100 * float64(u2.CPUNanos-u1.CPUNanos) / float64(wall.Nanoseconds()) / float64(m.CPUCount)
+				m.CPUUsedPct = math.Round(min(100, pct)*100) / 100
+			}
+			m.MemUsed = u2.MemUsed
+			if u2.MemLimit > 0 && (m.MemTotal == 0 || u2.MemLimit < m.MemTotal) {
+				m.MemTotal = u2.MemLimit
+			}
+		}
+	}
+	m.DiskUsed = diskUsed(s.sandbox.Workspace(), m.DiskTotal)
+	m.Timestamp = time.Now().UTC()
+	return m, nil
+}
+
+// diskUsed is the bytes used in the workspace at dir: its file system's
+// when it is one of its own (about its limit's size), else the sizes of
+// its files (at most maxDiskWalk of them). 0 when there is no host
+// directory.
+func diskUsed(dir string, limit int64) int64 {
+	if dir == "" {
+		return 0
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err == nil {
+		total := int64(st.Blocks) * st.Bsize
+		if limit > 0 && total > 0 && total <= limit+limit/4+(64<<20) {
+			return int64(st.Blocks-st.Bfree) * st.Bsize
+		}
+	}
+	var used int64
+	n := 0
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if n++; n > maxDiskWalk {
+			return filepath.SkipAll
+		}
+		if d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				used += info.Size()
+			}
+		}
+		return nil
+	})
+	return used
+}

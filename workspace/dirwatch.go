@@ -1,0 +1,225 @@
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// DirEvent is one change under a watched directory (E2B's
+// FilesystemEvent): Type is create, write, remove, rename or chmod, or
+// overflow (events were dropped: the client was too slow, or the watch
+// limits were reached); Name is the path relative to the watched
+// directory ("" for overflow).
+type DirEvent struct {
+	Type string `json:"type"`
+	Name string `json:"name,omitempty"`
+}
+
+// DirWatch types.
+const (
+	DirCreate   = "create"
+	DirWrite    = "write"
+	DirRemove   = "remove"
+	DirRename   = "rename"
+	DirChmod    = "chmod"
+	DirOverflow = "overflow"
+)
+
+// DirWatch watches one workspace directory (and with recursive, its
+// subdirectories, new ones included, at most maxDirs) on an inotify
+// instance of its own, read by one goroutine it owns. Events wait in a
+// bounded buffer; when it is full they are dropped and an overflow event
+// is delivered once there is room. Close stops the goroutine, waits for
+// it and closes Events. Safe for concurrent use.
+type DirWatch struct {
+	root      *Root
+	base      string // the watched directory, workspace-relative
+	recursive bool
+	maxDirs   int
+	f         *os.File // the non-blocking inotify descriptor (in the runtime's poller)
+	events    chan DirEvent
+	done      chan struct{}
+
+	mu   sync.Mutex // guards dirs
+	dirs map[int32]string
+}
+
+const dirWatchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MODIFY | unix.IN_ATTRIB |
+	unix.IN_MOVED_FROM | unix.IN_MOVED_TO | unix.IN_DELETE_SELF | unix.IN_ONLYDIR | unix.IN_EXCL_UNLINK
+
+// WatchDir starts watching dir (a workspace path; it must be a
+// directory), buffering at most buffer events. The caller must Close it.
+func (r *Root) WatchDir(dir string, recursive bool, maxDirs, buffer int) (*DirWatch, error) {
+	dir, err := Clean(dir)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := r.resolve(dir, unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, err
+	}
+	_ = unix.Close(fd)
+	ifd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: watch: %w", err)
+	}
+	w := &DirWatch{root: r, base: dir, recursive: recursive, maxDirs: max(1, maxDirs), f: os.NewFile(uintptr(ifd), "inotify"),
+		events: make(chan DirEvent, max(1, buffer)), done: make(chan struct{}), dirs: map[int32]string{}}
+	overflow := w.add(dir, 0)
+	go w.run(overflow)
+	return w, nil
+}
+
+// Events delivers the changes; it is closed by Close.
+func (w *DirWatch) Events() <-chan DirEvent { return w.events }
+
+// Close stops watching and waits for the reading goroutine.
+func (w *DirWatch) Close() error {
+	err := w.f.Close() // ends the goroutine's read
+	<-w.done
+	return err
+}
+
+// add watches dir (and, recursively, its subdirectories); it reports
+// whether a limit was reached. Called before run or from run only.
+func (w *DirWatch) add(dir string, depth int) (overflow bool) {
+	w.mu.Lock()
+	n := len(w.dirs)
+	w.mu.Unlock()
+	if n >= w.maxDirs || depth > 32 {
+		return true
+	}
+	fd, err := w.root.resolve(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return false // gone already
+	}
+	defer unix.Close(fd)
+	var wd int
+	err = w.withFd(func(ifd int) error {
+		var aerr error
+		wd, aerr = unix.InotifyAddWatch(ifd, fmt.Sprintf("/proc/self/fd/%d", fd), dirWatchMask)
+		return aerr
+	})
+	if err != nil {
+		return true
+	}
+	w.mu.Lock()
+	_, known := w.dirs[int32(wd)]
+	w.dirs[int32(wd)] = dir
+	w.mu.Unlock()
+	if known || !w.recursive {
+		return false
+	}
+	entries, _, err := w.root.List(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if e.Type == "dir" && w.add(e.Path, depth+1) {
+			overflow = true
+		}
+	}
+	return overflow
+}
+
+func (w *DirWatch) withFd(fn func(fd int) error) error {
+	rc, err := w.f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
+		return err
+	}
+	return ferr
+}
+
+// run reads the instance until Close.
+func (w *DirWatch) run(overflow bool) {
+	defer close(w.done)
+	defer close(w.events)
+	buf := make([]byte, 64*1024)
+	emit := func(ev DirEvent) {
+		if overflow {
+			select {
+			case w.events <- DirEvent{Type: DirOverflow}:
+				overflow = false
+			default:
+				return
+			}
+		}
+		select {
+		case w.events <- ev:
+		default:
+			overflow = true
+		}
+	}
+	if overflow {
+		overflow = false
+		emit(DirEvent{Type: DirOverflow})
+	}
+	for {
+		n, err := w.f.Read(buf)
+		if err != nil {
+			if errors.Is(err, os.ErrClosed) {
+				return
+			}
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			return
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			name := string(buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)])
+			off += unix.SizeofInotifyEvent + int(ev.Len)
+			if i := strings.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
+				overflow = true
+				continue
+			}
+			w.mu.Lock()
+			dir, ok := w.dirs[ev.Wd]
+			if ok && ev.Mask&(unix.IN_IGNORED|unix.IN_DELETE_SELF) != 0 {
+				delete(w.dirs, ev.Wd)
+				ok = false
+			}
+			w.mu.Unlock()
+			if !ok || name == "" || strings.HasPrefix(name, ".glassroom-upload-") {
+				continue
+			}
+			p := path.Join(dir, name)
+			rel := strings.TrimPrefix(strings.TrimPrefix(p, w.base), "/")
+			isDir := ev.Mask&unix.IN_ISDIR != 0
+			switch {
+			case ev.Mask&unix.IN_CREATE != 0:
+				emit(DirEvent{Type: DirCreate, Name: rel})
+				if isDir && w.recursive && w.add(p, 0) {
+					overflow = true
+				}
+			case ev.Mask&unix.IN_MOVED_TO != 0:
+				emit(DirEvent{Type: DirCreate, Name: rel})
+				if isDir && w.recursive && w.add(p, 0) {
+					overflow = true
+				}
+			case ev.Mask&unix.IN_MOVED_FROM != 0:
+				emit(DirEvent{Type: DirRename, Name: rel})
+			case ev.Mask&unix.IN_DELETE != 0:
+				emit(DirEvent{Type: DirRemove, Name: rel})
+			case ev.Mask&unix.IN_MODIFY != 0:
+				emit(DirEvent{Type: DirWrite, Name: rel})
+			case ev.Mask&unix.IN_ATTRIB != 0:
+				emit(DirEvent{Type: DirChmod, Name: rel})
+			}
+		}
+	}
+}
