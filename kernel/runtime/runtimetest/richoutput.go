@@ -41,7 +41,7 @@ func RichCells() []RichCell {
 		{Name: "line on a log scale, units from labels", MIME: chart, Beside: "image/png", Code: pre + `
 plt.plot([1, 10, 100], [1, 100, 10000], label="growth")
 plt.yscale("log"); plt.title("Growth"); plt.xlabel("Time (s)"); plt.ylabel("Price [$]")
-plt.show()`, Want: []string{`{"type": "line", "title": "Growth", "x_label": "Time", "x_unit": "s", "y_label": "Price", "y_unit": "$",
+plt.show()`, Want: []string{`{"type": "line", "title": "Growth", "x_label": "Time (s)", "x_unit": "s", "y_label": "Price [$]", "y_unit": "$",
  "x_scale": "linear", "y_scale": "log", "y_ticks": [1, 10, 100, 1000, 10000], "y_tick_labels": ["10^0", "10^1", "10^2", "10^3", "10^4"],
  "elements": [{"label": "growth", "points": [[1, 1], [10, 100], [100, 10000]]}]}`}},
 		{Name: "dates on the x axis", MIME: chart, Beside: "image/png", Code: pre + `
@@ -142,6 +142,15 @@ plt.show()`, Want: []string{}},
 // value is there, beside its usual MIME type, and contains its Want.
 func RichOutput(t *testing.T, rt Starter, id string) {
 	k := Start(t, rt, sandbox.Spec{ID: id})
+	// Pillow as E2B's kernels have it: show() displays the image, and so
+	// does save() (at most 10 times a cell).
+	t.Run("pillow show and save display the image", func(t *testing.T) {
+		got, ename, evalue := RunRich(t, k, "from PIL import Image\nim = Image.new('RGB', (8, 8), 'red')\nim.show()\nim.save('red.png')\n"+
+			"for i in range(30): im.save(f'red{i}.png')\nimport os; print(os.path.getsize('red.png') > 0)", "image/png", "image/png")
+		if ename != "" || len(got) != 11 {
+			t.Fatalf("%d PNG displays (%s %s), want 11: show, then the first 10 saves", len(got), ename, evalue)
+		}
+	})
 	for _, c := range RichCells() {
 		t.Run(c.Name, func(t *testing.T) {
 			got, ename, evalue := RunRich(t, k, c.Code, c.MIME, c.Beside)

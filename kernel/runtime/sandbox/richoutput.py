@@ -80,14 +80,15 @@ def opt_text(s, cut=None):
 
 
 def split_unit(label):
-    # "Price ($)" -> ("Price", "$"); "Length [m]" -> ("Length", "m"): a
-    # trailing group in parentheses or brackets after a space is the unit.
+    # "Price ($)" -> ("Price ($)", "$"); "Length [m]" -> ("Length [m]",
+    # "m"): a trailing group in parentheses or brackets after a space is
+    # the unit; the label stays as drawn (E2B's shape).
     if not label:
         return None, None
     m = UNIT.match(label.strip())
     if not m:
         return label, None
-    return m.group(1).strip(), (m.group(2) or m.group(3)).strip()
+    return label, (m.group(2) or m.group(3)).strip()
 
 
 def number(v):
@@ -615,3 +616,94 @@ def register(shell):
     df.formatters[FRAME_MIME] = frame
     guard_bundles(df, ledger)
     shell.events.register("pre_execute", ledger.reset)
+    try:
+        register_pil(shell)
+    except Exception:
+        pass
+
+
+# Pillow images, as E2B's kernels show them: Image.show() displays the
+# image in the cell (there is no image viewer in a sandbox), and
+# Image.save() displays what it saved too (at most PIL_SAVES_SHOWN per cell,
+# so a loop that saves many files does not flood the output). Patched when
+# the code first imports PIL.Image (an import hook: nothing is imported at
+# start-up); any failure leaves Pillow as it was.
+PIL_SAVES_SHOWN = 10
+
+
+class PILHook:
+    def __init__(self, shell):
+        self.saves = 0
+        shell.events.register("pre_execute", self.reset)
+
+    def reset(self):
+        self.saves = 0
+
+    def find_spec(self, name, path=None, target=None):
+        import sys
+        if name != "PIL.Image":
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                spec.loader = PILLoader(spec.loader, self)
+                return spec
+        return None
+
+    def patch(self, module):
+        cls = getattr(module, "Image", None)
+        if cls is None or getattr(cls, "_glassroom_shows", False):
+            return
+        save = cls.save
+        hook = self
+
+        def show(self, *args, **kwargs):
+            from IPython.display import display
+            display(self)
+
+        def saved(self, *args, **kwargs):
+            result = save(self, *args, **kwargs)
+            if hook.saves < PIL_SAVES_SHOWN:
+                hook.saves += 1
+                try:
+                    from IPython.display import display
+                    display(self)
+                except Exception:
+                    pass
+            return result
+
+        show.__doc__ = cls.show.__doc__
+        saved.__doc__ = save.__doc__
+        cls.show = show
+        cls.save = saved
+        cls._glassroom_shows = True
+
+
+class PILLoader:
+    def __init__(self, loader, hook):
+        self.loader = loader
+        self.hook = hook
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        self.loader.exec_module(module)
+        try:
+            self.hook.patch(module)
+        except Exception:
+            pass
+
+    def __getattr__(self, name):
+        return getattr(self.loader, name)
+
+
+def register_pil(shell):
+    import sys
+    hook = PILHook(shell)
+    if "PIL.Image" in sys.modules:
+        hook.patch(sys.modules["PIL.Image"])
+    else:
+        sys.meta_path.insert(0, hook)

@@ -25,6 +25,16 @@ _FORMATS = [
 ]
 
 
+def _result_json(r: "Result") -> Dict[str, Any]:
+    """A result as Execution.to_json writes it: its representations, and
+    its chart (E2B's chart shape) when it has one."""
+    out = {k: r[k] for k in r.formats() if k in dict(_FORMATS)}
+    chart = getattr(r, "chart", None)
+    if chart is not None:
+        out["chart"] = chart.to_dict() if hasattr(chart, "to_dict") else chart
+    return out
+
+
 def _text(value: Any) -> Any:
     """Jupyter may send text as a list of lines."""
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
@@ -204,7 +214,7 @@ class Execution:
 
     def to_json(self) -> str:
         return json.dumps({
-            "results": [{k: r[k] for k in r.formats() if k in dict(_FORMATS)} for r in self.results],
+            "results": [_result_json(r) for r in self.results],
             "logs": {"stdout": self.logs.stdout, "stderr": self.logs.stderr},
             "error": json.loads(self.error.to_json()) if self.error else None,
         })
