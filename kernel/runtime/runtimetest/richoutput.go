@@ -150,6 +150,12 @@ func RichOutput(t *testing.T, rt Starter, id string) {
 		if ename != "" || len(got) != 11 {
 			t.Fatalf("%d PNG displays (%s %s), want 11: show, then the first 10 saves", len(got), ename, evalue)
 		}
+		// A library's saves are not the cell's: matplotlib writes its PNG
+		// through Pillow, and a figure is still one display.
+		got, ename, evalue = RunRich(t, k, "import matplotlib.pyplot as plt\nplt.plot([1, 2], [3, 4])\nplt.show()\nplt.plot([1, 2], [4, 3])\nplt.savefig('fig.png')", "image/png", "image/png")
+		if ename != "" || len(got) != 2 {
+			t.Fatalf("%d PNG displays (%s %s) of one shown figure and one saved (then shown at the end), want 2", len(got), ename, evalue)
+		}
 	})
 	for _, c := range RichCells() {
 		t.Run(c.Name, func(t *testing.T) {

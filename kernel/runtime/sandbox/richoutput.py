@@ -624,8 +624,10 @@ def register(shell):
 
 # Pillow images, as E2B's kernels show them: Image.show() displays the
 # image in the cell (there is no image viewer in a sandbox), and
-# Image.save() displays what it saved too (at most PIL_SAVES_SHOWN per cell,
-# so a loop that saves many files does not flood the output). Patched when
+# Image.save() called by the cell's code (not by a library: matplotlib
+# saves its PNGs through Pillow) displays what it saved too (at most
+# PIL_SAVES_SHOWN per cell, so a loop that saves many files does not flood
+# the output). Patched when
 # the code first imports PIL.Image (an import hook: nothing is imported at
 # start-up); any failure leaves Pillow as it was.
 PIL_SAVES_SHOWN = 10
@@ -664,8 +666,11 @@ class PILHook:
             display(self)
 
         def saved(self, *args, **kwargs):
+            import sys
             result = save(self, *args, **kwargs)
-            if hook.saves < PIL_SAVES_SHOWN:
+            # Only the cell's own saves: libraries save through Pillow too
+            # (matplotlib writes every PNG it renders with it).
+            if hook.saves < PIL_SAVES_SHOWN and sys._getframe(1).f_globals.get("__name__") == "__main__":
                 hook.saves += 1
                 try:
                     from IPython.display import display
