@@ -48,9 +48,16 @@ export interface SandboxOpts extends ConnectionOpts {
     secure?: boolean;
     /** E2B: false means no network, which is glassroom's default; true needs `network.allow` on glassroom. */
     allowInternetAccess?: boolean;
-    /** glassroom: `{allow: ["pypi.org", ...]}`, within the operator's allowlist. */
+    /**
+     * glassroom: `{allow: ["pypi.org", ...]}`, within the operator's
+     * allowlist. E2B's `allowOut` (a list of hosts) is taken as `allow`;
+     * E2B's other network settings (`denyOut`, `allowPublicTraffic`, rules,
+     * proxies) have no glassroom counterpart and are ignored: a sandbox
+     * reaches nothing but what `allow` names.
+     */
     network?: {
         allow?: string[];
+        allowOut?: unknown;
     } & Record<string, unknown>;
     /** glassroom: memory_mb, cpus, pids, workspace_mb. */
     limits?: {

@@ -56,6 +56,20 @@ export class SandboxPaginator {
         return (Array.isArray(out?.sessions) ? out.sessions : []).map(sandboxInfo);
     }
 }
+function networkAllow(opts) {
+    const n = opts.network;
+    if (!n)
+        return undefined;
+    const list = Array.isArray(n.allow) ? n.allow : Array.isArray(n.allowOut) ? n.allowOut : undefined;
+    if (!list)
+        return undefined;
+    const hosts = list.filter((h) => typeof h === 'string');
+    return hosts.length ? hosts : undefined;
+}
+/** A context as the gateway answers it, with E2B's language name for Python (`python`, not the kernel's `python3`). */
+function toContext(c) {
+    return { ...c, language: c?.language === 'python3' ? 'python' : c?.language };
+}
 const KILLED = 'The sandbox was killed while the request was in progress';
 function contextId(c) {
     const id = typeof c === 'string' ? c : c?.id;
@@ -135,8 +149,9 @@ export class Sandbox {
                 throw new InvalidArgumentError('timeoutMs must be positive');
             body.lifetime_s = Math.ceil(opts.timeoutMs / 1000);
         }
-        if (opts.network)
-            body.network = opts.network;
+        const allow = networkAllow(opts);
+        if (allow)
+            body.network = { allow };
         if (opts.limits)
             body.limits = opts.limits;
         if (opts.language)
@@ -250,11 +265,11 @@ export class Sandbox {
         const body = { language: opts.language || 'python' };
         if (opts.cwd)
             body.cwd = opts.cwd;
-        return this.connectionConfig.request('POST', sessionPath(this.sandboxId, 'contexts'), 'json', { json: body, ok: [201], timeoutMs: opts.requestTimeoutMs ?? Math.max(this.connectionConfig.requestTimeoutMs, 120_000) });
+        return toContext(await this.connectionConfig.request('POST', sessionPath(this.sandboxId, 'contexts'), 'json', { json: body, ok: [201], timeoutMs: opts.requestTimeoutMs ?? Math.max(this.connectionConfig.requestTimeoutMs, 120_000) }));
     }
     async listCodeContexts() {
         const out = await this.connectionConfig.request('GET', sessionPath(this.sandboxId, 'contexts'), 'json', { what: 'sandbox' });
-        return Array.isArray(out?.contexts) ? out.contexts : [];
+        return Array.isArray(out?.contexts) ? out.contexts.map(toContext) : [];
     }
     async restartCodeContext(context) {
         const id = contextId(context);

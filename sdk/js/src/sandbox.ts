@@ -54,8 +54,14 @@ export interface SandboxOpts extends ConnectionOpts {
   secure?: boolean
   /** E2B: false means no network, which is glassroom's default; true needs `network.allow` on glassroom. */
   allowInternetAccess?: boolean
-  /** glassroom: `{allow: ["pypi.org", ...]}`, within the operator's allowlist. */
-  network?: { allow?: string[] } & Record<string, unknown>
+  /**
+   * glassroom: `{allow: ["pypi.org", ...]}`, within the operator's
+   * allowlist. E2B's `allowOut` (a list of hosts) is taken as `allow`;
+   * E2B's other network settings (`denyOut`, `allowPublicTraffic`, rules,
+   * proxies) have no glassroom counterpart and are ignored: a sandbox
+   * reaches nothing but what `allow` names.
+   */
+  network?: { allow?: string[]; allowOut?: unknown } & Record<string, unknown>
   /** glassroom: memory_mb, cpus, pids, workspace_mb. */
   limits?: { memory_mb?: number; cpus?: number; pids?: number; workspace_mb?: number }
   /** glassroom: the first context's language (default python). */
@@ -153,6 +159,20 @@ export class SandboxPaginator {
   }
 }
 
+function networkAllow(opts: SandboxOpts): string[] | undefined {
+  const n = opts.network
+  if (!n) return undefined
+  const list = Array.isArray(n.allow) ? n.allow : Array.isArray(n.allowOut) ? n.allowOut : undefined
+  if (!list) return undefined
+  const hosts = list.filter((h): h is string => typeof h === 'string')
+  return hosts.length ? hosts : undefined
+}
+
+/** A context as the gateway answers it, with E2B's language name for Python (`python`, not the kernel's `python3`). */
+function toContext(c: any): Context {
+  return { ...c, language: c?.language === 'python3' ? 'python' : c?.language }
+}
+
 const KILLED = 'The sandbox was killed while the request was in progress'
 
 function contextId(c: Context | string): string {
@@ -235,7 +255,8 @@ export class Sandbox {
       if (!(opts.timeoutMs > 0)) throw new InvalidArgumentError('timeoutMs must be positive')
       body.lifetime_s = Math.ceil(opts.timeoutMs / 1000)
     }
-    if (opts.network) body.network = opts.network
+    const allow = networkAllow(opts)
+    if (allow) body.network = { allow }
     if (opts.limits) body.limits = opts.limits
     if (opts.language) body.language = opts.language
     if (opts.idleTimeoutS) body.idle_timeout_s = opts.idleTimeoutS
@@ -356,12 +377,12 @@ export class Sandbox {
   async createCodeContext(opts: CreateCodeContextOpts = {}): Promise<Context> {
     const body: Record<string, unknown> = { language: opts.language || 'python' }
     if (opts.cwd) body.cwd = opts.cwd
-    return this.connectionConfig.request('POST', sessionPath(this.sandboxId, 'contexts'), 'json', { json: body, ok: [201], timeoutMs: opts.requestTimeoutMs ?? Math.max(this.connectionConfig.requestTimeoutMs, 120_000) })
+    return toContext(await this.connectionConfig.request('POST', sessionPath(this.sandboxId, 'contexts'), 'json', { json: body, ok: [201], timeoutMs: opts.requestTimeoutMs ?? Math.max(this.connectionConfig.requestTimeoutMs, 120_000) }))
   }
 
   async listCodeContexts(): Promise<Context[]> {
     const out = await this.connectionConfig.request('GET', sessionPath(this.sandboxId, 'contexts'), 'json', { what: 'sandbox' })
-    return Array.isArray(out?.contexts) ? out.contexts : []
+    return Array.isArray(out?.contexts) ? out.contexts.map(toContext) : []
   }
 
   async restartCodeContext(context: Context | string): Promise<void> {

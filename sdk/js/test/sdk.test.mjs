@@ -127,6 +127,7 @@ test('contexts: create, separate variables, list, restart, remove', async () => 
   const sbx = await shared()
   const ctx = await sbx.createCodeContext({ language: 'python', cwd: '/home/user/ctxdir' })
   assert.match(ctx.id, /^python3-/)
+  assert.equal(ctx.language, 'python') // E2B's name
   assert.equal(ctx.cwd, '/home/user/ctxdir')
   await sbx.runCode('v = "in ctx"', { context: ctx })
   const other = await sbx.runCode('print(v)')
@@ -135,6 +136,7 @@ test('contexts: create, separate variables, list, restart, remove', async () => 
   assert.equal((await sbx.runCode('import os; os.getcwd()', { context: ctx })).text, "'/home/user/ctxdir'")
   const list = await sbx.listCodeContexts()
   assert.equal(list[0].id, 'default')
+  assert.ok(list.every((c) => c.language === 'python'), JSON.stringify(list))
   assert.ok(list.some((c) => c.id === ctx.id))
   await sbx.restartCodeContext(ctx)
   assert.equal((await sbx.runCode('v', { context: ctx.id })).error?.name, 'NameError')
@@ -230,6 +232,15 @@ test('sandbox: connect, getInfo, isRunning, kill, errors of a missing one', asyn
   await assert.rejects(Sandbox.connect(sbx.sandboxId), (e) => e instanceof SandboxNotFoundError && e instanceof NotFoundError)
   await assert.rejects(sbx.runCode('1'), NotFoundError)
   await assert.rejects(sbx.files.write('x.txt', 'x'), NotFoundError)
+})
+
+test('create: E2B network settings map to glassroom (allowOut to allow; the rest has no counterpart)', async () => {
+  // glassroom's default: no network; E2B's secure/allowPublicTraffic are accepted
+  const sbx = await sandbox({ secure: true, network: { allowPublicTraffic: false, denyOut: ['0.0.0.0/0'] } })
+  assert.equal((await sbx.runCode('1 + 1')).text, '2')
+  assert.equal((await sbx.getInfo()).raw.network, undefined)
+  // a host the operator has not allowed is the gateway's 400, so allowOut was sent as allow
+  await assert.rejects(Sandbox.create({ network: { allowOut: ['example.invalid'] } }), (e) => e instanceof InvalidArgumentError && /example\.invalid/.test(e.message))
 })
 
 test('errors: a wrong API key, a missing key, a bad language', async () => {
