@@ -171,3 +171,29 @@ func TestJSExamples(t *testing.T) {
 	out := runJS(t, "js/examples", jsEnv(t, g), node, "--test", "--test-reporter=tap", "examples.test.mjs")
 	checkTAP(t, out)
 }
+
+// TestJSReadmeSnippet runs the TypeScript example of js/README.md (plain
+// JavaScript as it stands) against a real gateway with Node, importing
+// the package by name, so the documentation stays true.
+func TestJSReadmeSnippet(t *testing.T) {
+	node := testkit.NPMInstall(t, "js")
+	doc, err := os.ReadFile("js/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```ts\n(import \\{ Sandbox \\} from 'glassroom'\n.*?)```").FindSubmatch(doc)
+	if m == nil {
+		t.Fatal("js/README.md has no TypeScript example")
+	}
+	// A module inside js/ resolves 'glassroom' to the package itself.
+	script := filepath.Join("js", "readme-snippet.test-tmp.mjs")
+	if err := os.WriteFile(script, m[1], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(script) })
+	g := apptest.Start(t, apptest.Local(t, uidBase+7000), apptest.Options{})
+	out := runJS(t, "js", jsEnv(t, g), node, filepath.Base(script))
+	if !strings.Contains(out, "30\n") || !strings.Contains(out, "{ month: [ 'Jan', 'Feb' ], total: [ 10, 20 ] }") {
+		t.Fatalf("README example printed:\n%s", out)
+	}
+}
