@@ -1,0 +1,119 @@
+import { type ConnectionConfig, type WebSocketLike } from './connection.js';
+/** What a path is. */
+export declare enum FileType {
+    FILE = "file",
+    DIR = "dir"
+}
+/** What `write` gives back. */
+export interface WriteInfo {
+    /** The base name. */
+    name: string;
+    type?: FileType;
+    /** The absolute path in the sandbox (/home/user/...). */
+    path: string;
+}
+/** One directory entry. */
+export interface EntryInfo extends WriteInfo {
+    size: number;
+    /** Not known to glassroom's API: 0. */
+    mode: number;
+    /** Not known to glassroom's API: ''. */
+    permissions: string;
+    owner: string;
+    group: string;
+    modifiedTime?: Date;
+    symlinkTarget?: string;
+}
+/** A file to write with `write([...])` / `writeFiles`. */
+export interface WriteEntry {
+    path: string;
+    data: string | ArrayBuffer | ArrayBufferView | Blob | ReadableStream;
+}
+export interface FilesystemRequestOpts {
+    requestTimeoutMs?: number;
+    /** Accepted for E2B compatibility: files belong to the sandbox's one user. */
+    user?: string;
+}
+export interface FilesystemListOpts extends FilesystemRequestOpts {
+    /** How deep to list (1: the directory's own entries, the default). */
+    depth?: number;
+}
+export interface FilesystemReadOpts extends FilesystemRequestOpts {
+}
+export interface WatchOpts extends FilesystemRequestOpts {
+    /** Stop watching after this long (ms); 0 (default) never. */
+    timeoutMs?: number;
+    /** Called when the watch ends (with the error, if it failed). */
+    onExit?: (err?: Error) => void | Promise<void>;
+    /** Also report changes in subdirectories. */
+    recursive?: boolean;
+}
+export declare enum FilesystemEventType {
+    CHMOD = "chmod",
+    CREATE = "create",
+    REMOVE = "remove",
+    RENAME = "rename",
+    WRITE = "write"
+}
+/** One change under a watched directory: `name` relative to it. */
+export interface FilesystemEvent {
+    name: string;
+    type: FilesystemEventType;
+}
+/** A running `watchDir`; `stop()` ends it. */
+export declare class WatchHandle {
+    private readonly ws;
+    private readonly onExit?;
+    private stopped;
+    /** @internal */
+    constructor(ws: WebSocketLike, onExit?: ((err?: Error) => void | Promise<void>) | undefined, timeoutMs?: number);
+    /** Stops watching. */
+    stop(): Promise<void>;
+}
+/**
+ * The sandbox's workspace (/home/user): paths are absolute under
+ * /home/user (or /workspace), or relative to it.
+ */
+export declare class Filesystem {
+    private readonly conn;
+    private readonly sandboxId;
+    /** @internal */
+    constructor(conn: ConnectionConfig, sandboxId: string);
+    private filePath;
+    /** Reads a file: as text (default), bytes (Uint8Array), a Blob, or a ReadableStream. */
+    read(path: string, opts?: FilesystemReadOpts & {
+        format?: 'text';
+    }): Promise<string>;
+    read(path: string, opts: FilesystemReadOpts & {
+        format: 'bytes';
+    }): Promise<Uint8Array>;
+    read(path: string, opts: FilesystemReadOpts & {
+        format: 'blob';
+    }): Promise<Blob>;
+    read(path: string, opts: FilesystemReadOpts & {
+        format: 'stream';
+    }): Promise<ReadableStream<Uint8Array>>;
+    /** Writes a file (parents made, an existing file replaced), or several. */
+    write(path: string, data: WriteEntry['data'], opts?: FilesystemRequestOpts): Promise<WriteInfo>;
+    write(files: WriteEntry[], opts?: FilesystemRequestOpts): Promise<WriteInfo[]>;
+    /** Writes several files (E2B's writeFiles). */
+    writeFiles(files: WriteEntry[], opts?: FilesystemRequestOpts): Promise<WriteInfo[]>;
+    private writeOne;
+    /** A directory's entries (depth 1 by default; deeper levels follow their parent). */
+    list(path: string, opts?: FilesystemListOpts): Promise<EntryInfo[]>;
+    /** Whether a file or directory exists. */
+    exists(path: string, opts?: FilesystemRequestOpts): Promise<boolean>;
+    /** A file's or directory's entry. FileNotFoundError if it does not exist. */
+    getInfo(path: string, opts?: FilesystemRequestOpts): Promise<EntryInfo>;
+    /** Removes a file, or a directory with its contents. */
+    remove(path: string, opts?: FilesystemRequestOpts): Promise<void>;
+    /** Moves a file or directory; the new path's entry. */
+    rename(oldPath: string, newPath: string, opts?: FilesystemRequestOpts): Promise<EntryInfo>;
+    /** Makes a directory and its parents; false if it already existed. */
+    makeDir(path: string, opts?: FilesystemRequestOpts): Promise<boolean>;
+    /**
+     * Watches a directory: `onEvent` is called with each change under it
+     * (its direct entries; with `recursive`, its subdirectories' too).
+     */
+    watchDir(path: string, onEvent: (event: FilesystemEvent) => void | Promise<void>, opts?: WatchOpts): Promise<WatchHandle>;
+}

@@ -1,0 +1,259 @@
+import { frameText, openWebSocket, sessionPath } from './connection.js';
+import { FileNotFoundError, InvalidArgumentError, NotFoundError, SandboxError } from './errors.js';
+import { filesUrlPath, HOME, toAbsolute, toWorkspacePath } from './paths.js';
+/** What a path is. */
+export var FileType;
+(function (FileType) {
+    FileType["FILE"] = "file";
+    FileType["DIR"] = "dir";
+})(FileType || (FileType = {}));
+export var FilesystemEventType;
+(function (FilesystemEventType) {
+    FilesystemEventType["CHMOD"] = "chmod";
+    FilesystemEventType["CREATE"] = "create";
+    FilesystemEventType["REMOVE"] = "remove";
+    FilesystemEventType["RENAME"] = "rename";
+    FilesystemEventType["WRITE"] = "write";
+})(FilesystemEventType || (FilesystemEventType = {}));
+/** A running `watchDir`; `stop()` ends it. */
+export class WatchHandle {
+    ws;
+    onExit;
+    stopped = false;
+    /** @internal */
+    constructor(ws, onExit, timeoutMs = 0) {
+        this.ws = ws;
+        this.onExit = onExit;
+        let timer;
+        if (timeoutMs > 0)
+            timer = setTimeout(() => void this.stop(), timeoutMs);
+        ws.onclose = (ev) => {
+            if (timer)
+                clearTimeout(timer);
+            if (this.stopped)
+                return;
+            this.stopped = true;
+            void this.onExit?.(ev.code === 1000 ? undefined : new SandboxError(`the watch ended (code ${ev.code}${ev.reason ? ': ' + ev.reason : ''})`));
+        };
+    }
+    /** Stops watching. */
+    async stop() {
+        if (this.stopped)
+            return;
+        this.stopped = true;
+        this.ws.close(1000);
+        await this.onExit?.();
+    }
+}
+function bytesOf(data) {
+    if (typeof data === 'string')
+        return new TextEncoder().encode(data);
+    if (data instanceof ArrayBuffer)
+        return new Uint8Array(data);
+    if (ArrayBuffer.isView(data))
+        return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    return data;
+}
+function baseName(p) {
+    const parts = p.replace(/\/+$/, '').split('/');
+    return parts[parts.length - 1] || '';
+}
+function entry(e) {
+    const rel = String(e.path ?? e.name ?? '');
+    return {
+        name: String(e.name ?? baseName(rel)),
+        type: e.type === 'dir' ? FileType.DIR : FileType.FILE,
+        path: toAbsolute(rel),
+        size: Number(e.size ?? 0),
+        mode: 0,
+        permissions: '',
+        owner: 'user',
+        group: 'user',
+        ...(e.mtime ? { modifiedTime: new Date(e.mtime) } : {}),
+    };
+}
+/**
+ * The sandbox's workspace (/home/user): paths are absolute under
+ * /home/user (or /workspace), or relative to it.
+ */
+export class Filesystem {
+    conn;
+    sandboxId;
+    /** @internal */
+    constructor(conn, sandboxId) {
+        this.conn = conn;
+        this.sandboxId = sandboxId;
+    }
+    filePath(p) {
+        if (typeof p !== 'string')
+            throw new InvalidArgumentError('a path is required');
+        return sessionPath(this.sandboxId, 'files', filesUrlPath(p));
+    }
+    async read(path, opts = {}) {
+        const p = this.filePath(path);
+        const init = { timeoutMs: opts.requestTimeoutMs, what: 'file' };
+        switch (opts.format ?? 'text') {
+            case 'bytes':
+                return this.conn.request('GET', p, 'bytes', init);
+            case 'blob':
+                return new Blob([(await this.conn.request('GET', p, 'bytes', init))]);
+            case 'stream': {
+                const res = await this.conn.request('GET', p, 'response', { ...init, timeoutMs: 0 });
+                return res.body ?? new ReadableStream({ start: (c) => c.close() });
+            }
+            default:
+                return this.conn.request('GET', p, 'text', init);
+        }
+    }
+    async write(pathOrFiles, dataOrOpts, opts) {
+        if (Array.isArray(pathOrFiles)) {
+            const o = dataOrOpts;
+            const out = [];
+            for (const f of pathOrFiles)
+                out.push(await this.writeOne(f.path, f.data, o));
+            return out;
+        }
+        if (dataOrOpts === undefined || dataOrOpts === null)
+            throw new InvalidArgumentError('data is required');
+        return this.writeOne(pathOrFiles, dataOrOpts, opts);
+    }
+    /** Writes several files (E2B's writeFiles). */
+    async writeFiles(files, opts) {
+        return this.write(files, opts);
+    }
+    async writeOne(path, data, opts) {
+        const out = await this.conn.request('PUT', this.filePath(path), 'json', {
+            body: bytesOf(data),
+            contentType: 'application/octet-stream',
+            ok: [200, 201],
+            timeoutMs: opts?.requestTimeoutMs,
+        });
+        const rel = String(out?.path ?? toWorkspacePath(path));
+        return { name: baseName(rel), type: FileType.FILE, path: toAbsolute(rel) };
+    }
+    /** A directory's entries (depth 1 by default; deeper levels follow their parent). */
+    async list(path, opts = {}) {
+        const depth = opts.depth ?? 1;
+        if (!Number.isInteger(depth) || depth < 1)
+            throw new InvalidArgumentError('depth should be at least one');
+        const out = [];
+        const walk = async (dir, level) => {
+            const res = await this.conn.request('GET', sessionPath(this.sandboxId, 'files'), 'json', {
+                query: { path: toWorkspacePath(dir) },
+                timeoutMs: opts.requestTimeoutMs,
+                what: 'file',
+            });
+            for (const e of Array.isArray(res?.entries) ? res.entries : []) {
+                const info = entry(e);
+                out.push(info);
+                if (info.type === FileType.DIR && level < depth)
+                    await walk(info.path, level + 1);
+            }
+        };
+        await walk(path, 1);
+        return out;
+    }
+    /** Whether a file or directory exists. */
+    async exists(path, opts) {
+        try {
+            await this.getInfo(path, opts);
+            return true;
+        }
+        catch (e) {
+            if (e instanceof NotFoundError)
+                return false;
+            throw e;
+        }
+    }
+    /** A file's or directory's entry. FileNotFoundError if it does not exist. */
+    async getInfo(path, opts) {
+        const rel = toWorkspacePath(path).replace(/\/+$/, '');
+        if (rel === '' || rel === '.') {
+            return { name: 'user', type: FileType.DIR, path: HOME, size: 0, mode: 0, permissions: '', owner: 'user', group: 'user' };
+        }
+        const i = rel.lastIndexOf('/');
+        const parent = i < 0 ? '' : rel.slice(0, i);
+        const name = rel.slice(i + 1);
+        let res;
+        try {
+            res = await this.conn.request('GET', sessionPath(this.sandboxId, 'files'), 'json', { query: { path: parent }, timeoutMs: opts?.requestTimeoutMs, what: 'file' });
+        }
+        catch (e) {
+            if (e instanceof NotFoundError || e?.status === 409)
+                throw new FileNotFoundError(`path '${path}' does not exist`);
+            throw e;
+        }
+        const found = (Array.isArray(res?.entries) ? res.entries : []).find((e) => e.name === name);
+        if (!found) {
+            if (res?.truncated) {
+                // A directory too big to list whole: ask for the file itself.
+                const st = await this.conn.request('HEAD', this.filePath(rel), 'none', { ok: [200, 404], timeoutMs: opts?.requestTimeoutMs });
+                if (st === 200)
+                    return entry({ name, path: rel, type: 'file' });
+            }
+            throw new FileNotFoundError(`path '${path}' does not exist`);
+        }
+        return entry(found);
+    }
+    /** Removes a file, or a directory with its contents. */
+    async remove(path, opts) {
+        await this.conn.request('DELETE', this.filePath(path), 'none', { ok: [204, 200], timeoutMs: opts?.requestTimeoutMs, what: 'file' });
+    }
+    /** Moves a file or directory; the new path's entry. */
+    async rename(oldPath, newPath, opts) {
+        const out = await this.conn.request('POST', sessionPath(this.sandboxId, 'files-move'), 'json', {
+            json: { from: toWorkspacePath(oldPath), to: toWorkspacePath(newPath) },
+            timeoutMs: opts?.requestTimeoutMs,
+            what: 'file',
+        });
+        if (out && typeof out === 'object' && (out.path || out.name))
+            return entry({ ...out, path: out.path ?? toWorkspacePath(newPath) });
+        return this.getInfo(newPath, opts);
+    }
+    /** Makes a directory and its parents; false if it already existed. */
+    async makeDir(path, opts) {
+        try {
+            const info = await this.getInfo(path, opts);
+            if (info.type === FileType.DIR)
+                return false;
+        }
+        catch (e) {
+            if (!(e instanceof NotFoundError))
+                throw e;
+        }
+        await this.conn.request('PUT', this.filePath(path), 'none', { query: { type: 'dir' }, ok: [200, 201], timeoutMs: opts?.requestTimeoutMs });
+        return true;
+    }
+    /**
+     * Watches a directory: `onEvent` is called with each change under it
+     * (its direct entries; with `recursive`, its subdirectories' too).
+     */
+    async watchDir(path, onEvent, opts = {}) {
+        let ws;
+        try {
+            ws = await openWebSocket(this.conn, sessionPath(this.sandboxId, 'files-watch'), {
+                path: toWorkspacePath(path),
+                recursive: opts.recursive ? 'true' : 'false',
+            }, opts.requestTimeoutMs);
+        }
+        catch (e) {
+            // The socket does not say why; the directory tells.
+            await this.getInfo(path, opts);
+            throw e;
+        }
+        let chain = Promise.resolve();
+        ws.onmessage = (m) => {
+            let ev;
+            try {
+                ev = JSON.parse(frameText(m.data));
+            }
+            catch {
+                return;
+            }
+            if (!ev || typeof ev.type !== 'string' || ev.type === 'overflow' || typeof ev.name !== 'string')
+                return;
+            chain = chain.then(() => onEvent({ name: ev.name, type: ev.type })).catch(() => { });
+        };
+        return new WatchHandle(ws, opts.onExit, opts.timeoutMs ?? 0);
+    }
+}

@@ -1,0 +1,217 @@
+import { ConnectionConfig, type ConnectionOpts } from './connection.js';
+import { Commands } from './commands.js';
+import { Filesystem } from './filesystem.js';
+import { Execution, ExecutionError, OutputMessage, Result } from './messaging.js';
+/** A context: one kernel of the sandbox with its own language, working directory and variables. */
+export interface Context {
+    id: string;
+    language: string;
+    cwd: string;
+    /** glassroom: the kernel's state. */
+    state?: string;
+    /** glassroom: whether it is its language's default context. */
+    default?: boolean;
+}
+export type RunCodeLanguage = 'python' | 'javascript' | 'typescript' | 'r' | 'java' | 'bash' | (string & {});
+export interface RunCodeOpts {
+    onStdout?: (output: OutputMessage) => Promise<any> | any;
+    onStderr?: (output: OutputMessage) => Promise<any> | any;
+    onResult?: (data: Result) => Promise<any> | any;
+    onError?: (error: ExecutionError) => Promise<any> | any;
+    /** Environment variables for this execution only. */
+    envs?: Record<string, string>;
+    /** glassroom: working directory for this execution only (a workspace path that exists). */
+    cwd?: string;
+    /** How long the code may run (ms); past it it is interrupted and runCode throws TimeoutError. Default: the gateway's execution timeout. */
+    timeoutMs?: number;
+    /** How long to wait for the gateway beyond that (ms). */
+    requestTimeoutMs?: number;
+    /** Cancels the wait (the code is interrupted). */
+    signal?: AbortSignal;
+}
+export interface CreateCodeContextOpts {
+    cwd?: string;
+    language?: RunCodeLanguage;
+    requestTimeoutMs?: number;
+}
+/** Options of `Sandbox.create`. */
+export interface SandboxOpts extends ConnectionOpts {
+    /** A template (an operator-defined preset; built in: `default`, `code-interpreter-v1`). */
+    template?: string;
+    /** Stored with the sandbox; `Sandbox.list({query: {metadata}})` filters on it. */
+    metadata?: Record<string, string>;
+    /** Environment variables of the sandbox's kernels and commands. */
+    envs?: Record<string, string>;
+    /** The sandbox's lifetime (ms): it is killed this long after creation (`setTimeout` moves it). Default: the gateway's maximum lifetime. */
+    timeoutMs?: number;
+    /** Accepted for E2B compatibility (glassroom's traffic is always authenticated). */
+    secure?: boolean;
+    /** E2B: false means no network, which is glassroom's default; true needs `network.allow` on glassroom. */
+    allowInternetAccess?: boolean;
+    /**
+     * glassroom: `{allow: ["pypi.org", ...]}`, within the operator's
+     * allowlist. E2B's `allowOut` (a list of hosts) is taken as `allow`;
+     * E2B's other network settings (`denyOut`, `allowPublicTraffic`, rules,
+     * proxies) have no glassroom counterpart and are ignored: a sandbox
+     * reaches nothing but what `allow` names.
+     */
+    network?: {
+        allow?: string[];
+        allowOut?: unknown;
+    } & Record<string, unknown>;
+    /** glassroom: memory_mb, cpus, pids, workspace_mb. */
+    limits?: {
+        memory_mb?: number;
+        cpus?: number;
+        pids?: number;
+        workspace_mb?: number;
+    };
+    /** glassroom: the first context's language (default python). */
+    language?: string;
+    /** glassroom: seconds without activity before the gateway deletes the sandbox. */
+    idleTimeoutS?: number;
+}
+export type SandboxConnectOpts = ConnectionOpts & {
+    timeoutMs?: number;
+};
+export type SandboxState = 'running' | 'paused';
+/** A sandbox as `getInfo` and `list` give it. */
+export interface SandboxInfo {
+    sandboxId: string;
+    templateId: string;
+    name?: string;
+    metadata: Record<string, string>;
+    startedAt: Date;
+    endAt: Date;
+    state: SandboxState;
+    cpuCount: number;
+    memoryMB: number;
+    envdVersion: string;
+    /** glassroom: the kernel's state (idle, busy, restarting, dead). */
+    kernelState?: string;
+    /** glassroom: the runtime (local, docker, k8s). */
+    runtime?: string;
+    /** glassroom: the session as the gateway answered it. */
+    raw: Record<string, any>;
+}
+export interface SandboxMetrics {
+    timestamp: Date;
+    cpuUsedPct: number;
+    cpuCount: number;
+    memUsed: number;
+    memTotal: number;
+    memCache: number;
+    diskUsed: number;
+    diskTotal: number;
+}
+export interface SandboxListOpts extends ConnectionOpts {
+    query?: {
+        metadata?: Record<string, string>;
+        state?: SandboxState[];
+    };
+    limit?: number;
+    nextToken?: string;
+}
+/** The session JSON as a SandboxInfo. */
+export declare function sandboxInfo(s: any): SandboxInfo;
+/** Pages of `Sandbox.list`: `while (p.hasNext) items.push(...await p.nextItems())`. */
+export declare class SandboxPaginator {
+    private readonly opts;
+    private _hasNext;
+    private _nextToken?;
+    private readonly conn;
+    constructor(opts?: SandboxListOpts);
+    get hasNext(): boolean;
+    get nextToken(): string | undefined;
+    nextItems(): Promise<SandboxInfo[]>;
+}
+/**
+ * A glassroom session (a sandbox holding persistent Jupyter kernels),
+ * shaped like E2B's code-interpreter Sandbox. `Sandbox.create()` starts
+ * one, `Sandbox.connect(id)` attaches to one; `kill()` ends it. Methods
+ * may be called concurrently.
+ */
+export declare class Sandbox {
+    /** E2B's default template name; glassroom's gateway has it built in. */
+    protected static readonly defaultTemplate: string;
+    readonly sandboxId: string;
+    /** The workspace's files (/home/user). */
+    readonly files: Filesystem;
+    /** Shell commands in the sandbox. */
+    readonly commands: Commands;
+    /** @internal */
+    readonly connectionConfig: ConnectionConfig;
+    /** @internal: use Sandbox.create or Sandbox.connect. */
+    constructor(opts: {
+        sandboxId: string;
+    } & ConnectionOpts);
+    /**
+     * Starts a sandbox. `template` (optional) names a preset of the
+     * gateway's operator; without it the gateway's defaults apply.
+     */
+    static create<S extends typeof Sandbox>(this: S, opts?: SandboxOpts): Promise<InstanceType<S>>;
+    static create<S extends typeof Sandbox>(this: S, template: string, opts?: SandboxOpts): Promise<InstanceType<S>>;
+    /** Attaches to an existing sandbox (SandboxNotFoundError if it is gone); a paused one is resumed. */
+    static connect<S extends typeof Sandbox>(this: S, sandboxId: string, opts?: SandboxConnectOpts): Promise<InstanceType<S>>;
+    /** Checks the sandbox is there (resuming it if a client paused it); `timeoutMs` sets its lifetime from now. */
+    connect(opts?: {
+        timeoutMs?: number;
+    }): Promise<this>;
+    /** The sandboxes of this API key, page by page. */
+    static list(opts?: SandboxListOpts): SandboxPaginator;
+    /** Kills a sandbox by id; false if it did not exist. */
+    static kill(sandboxId: string, opts?: ConnectionOpts): Promise<boolean>;
+    static setTimeout(sandboxId: string, timeoutMs: number, opts?: ConnectionOpts): Promise<void>;
+    static getInfo(sandboxId: string, opts?: ConnectionOpts): Promise<SandboxInfo>;
+    static getMetrics(sandboxId: string, opts?: ConnectionOpts): Promise<SandboxMetrics[]>;
+    static pause(sandboxId: string, opts?: ConnectionOpts): Promise<boolean>;
+    /** Deletes the sandbox (kernels, commands, files); false if it did not exist. */
+    kill(opts?: {
+        requestTimeoutMs?: number;
+    }): Promise<boolean>;
+    /** Sets the sandbox's lifetime: it is killed `timeoutMs` from now (capped by the gateway's maximum lifetime). */
+    setTimeout(timeoutMs: number, opts?: {
+        requestTimeoutMs?: number;
+    }): Promise<void>;
+    getInfo(opts?: {
+        requestTimeoutMs?: number;
+    }): Promise<SandboxInfo>;
+    /** Whether the sandbox exists and its kernel is not dead. */
+    isRunning(opts?: {
+        requestTimeoutMs?: number;
+    }): Promise<boolean>;
+    /** CPU and memory (the sandbox's cgroup) and disk (the workspace): one sample, as a one-element list like E2B's. */
+    getMetrics(opts?: {
+        requestTimeoutMs?: number;
+    }): Promise<SandboxMetrics[]>;
+    /** Freezes the whole sandbox until `resume()` (or `Sandbox.connect`); code and commands are refused meanwhile. */
+    pause(opts?: {
+        requestTimeoutMs?: number;
+    }): Promise<boolean>;
+    /** glassroom: thaws a paused sandbox. */
+    resume(opts?: {
+        requestTimeoutMs?: number;
+    }): Promise<void>;
+    /** glassroom: interrupts running code (of one context, or every one). */
+    interrupt(context?: Context | string): Promise<void>;
+    createCodeContext(opts?: CreateCodeContextOpts): Promise<Context>;
+    listCodeContexts(): Promise<Context[]>;
+    restartCodeContext(context: Context | string): Promise<void>;
+    removeCodeContext(context: Context | string): Promise<void>;
+    /**
+     * Runs code in one of the sandbox's kernels; variables persist between
+     * calls. `context` runs it there; `language` in that language's default
+     * context (started on first use); neither, in the first context.
+     * Code that raises is not a rejection: `execution.error` is set. Past
+     * `timeoutMs` the code is interrupted and this throws TimeoutError.
+     */
+    runCode(code: string, opts?: RunCodeOpts & {
+        language?: RunCodeLanguage;
+    }): Promise<Execution>;
+    runCode(code: string, opts?: RunCodeOpts & {
+        context?: Context;
+    }): Promise<Execution>;
+    /** A failure during a call, explained: a sandbox that vanished is E2B's TimeoutError. */
+    private explain;
+    private runWs;
+}

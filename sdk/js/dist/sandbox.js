@@ -1,0 +1,440 @@
+import { ConnectionConfig, frameText, openWebSocket, sessionPath } from './connection.js';
+import { Commands } from './commands.js';
+import { InvalidArgumentError, NotFoundError, SandboxError, TimeoutError } from './errors.js';
+import { Filesystem } from './filesystem.js';
+import { Execution, ExecutionError, OutputMessage, Result } from './messaging.js';
+/** The session JSON as a SandboxInfo. */
+export function sandboxInfo(s) {
+    const limits = s?.limits ?? {};
+    return {
+        sandboxId: String(s?.id ?? ''),
+        templateId: String(s?.template ?? 'default'),
+        metadata: s?.metadata && typeof s.metadata === 'object' ? { ...s.metadata } : {},
+        startedAt: new Date(s?.created_at ?? 0),
+        endAt: new Date(s?.end_at ?? s?.expires_at ?? 0),
+        state: s?.paused ? 'paused' : 'running',
+        cpuCount: Number(limits.cpus ?? 0),
+        memoryMB: Number(limits.memory_mb ?? 0),
+        envdVersion: '',
+        kernelState: s?.state,
+        runtime: s?.runtime,
+        raw: s ?? {},
+    };
+}
+/** Pages of `Sandbox.list`: `while (p.hasNext) items.push(...await p.nextItems())`. */
+export class SandboxPaginator {
+    opts;
+    _hasNext = true;
+    _nextToken;
+    conn;
+    constructor(opts = {}) {
+        this.opts = opts;
+        this.conn = new ConnectionConfig(opts);
+        this._nextToken = opts.nextToken;
+    }
+    get hasNext() {
+        return this._hasNext;
+    }
+    get nextToken() {
+        return this._nextToken;
+    }
+    async nextItems() {
+        if (!this._hasNext)
+            throw new SandboxError('no more items to fetch');
+        const query = {};
+        for (const [k, v] of Object.entries(this.opts.query?.metadata ?? {}))
+            query['metadata.' + k] = v;
+        if (this.opts.query?.state?.length)
+            query.state = this.opts.query.state;
+        if (this.opts.limit)
+            query.limit = String(this.opts.limit);
+        if (this._nextToken)
+            query.next_token = this._nextToken;
+        const out = await this.conn.request('GET', '/v1/sessions', 'json', { query });
+        this._nextToken = typeof out?.next_token === 'string' && out.next_token ? out.next_token : undefined;
+        this._hasNext = !!this._nextToken;
+        return (Array.isArray(out?.sessions) ? out.sessions : []).map(sandboxInfo);
+    }
+}
+function networkAllow(opts) {
+    const n = opts.network;
+    if (!n)
+        return undefined;
+    const list = Array.isArray(n.allow) ? n.allow : Array.isArray(n.allowOut) ? n.allowOut : undefined;
+    if (!list)
+        return undefined;
+    const hosts = list.filter((h) => typeof h === 'string');
+    return hosts.length ? hosts : undefined;
+}
+/** A context as the gateway answers it, with E2B's language name for Python (`python`, not the kernel's `python3`). */
+function toContext(c) {
+    return { ...c, language: c?.language === 'python3' ? 'python' : c?.language };
+}
+const KILLED = 'The sandbox was killed while the request was in progress';
+function contextId(c) {
+    const id = typeof c === 'string' ? c : c?.id;
+    if (!id || typeof id !== 'string')
+        throw new InvalidArgumentError('context must be a Context or a context id');
+    return id;
+}
+function applyEvent(x, ev) {
+    switch (ev?.type) {
+        case 'stream':
+            ;
+            (ev.name === 'stderr' ? x.logs.stderr : x.logs.stdout).push(String(ev.text ?? ''));
+            return undefined;
+        case 'display':
+        case 'result': {
+            const r = new Result(ev.data ?? {}, ev.type === 'result');
+            x.results.push(r);
+            if (ev.type === 'result' && typeof ev.execution_count === 'number')
+                x.executionCount = ev.execution_count;
+            return r;
+        }
+        case 'error': {
+            const tb = Array.isArray(ev.traceback) ? ev.traceback.map(String).join('\n') : String(ev.traceback ?? '');
+            x.error = new ExecutionError(String(ev.name ?? ''), String(ev.value ?? ''), tb);
+            return x.error;
+        }
+    }
+    return undefined;
+}
+function finish(x, out) {
+    x.status = String(out?.status ?? 'ok');
+    if (typeof out?.execution_count === 'number')
+        x.executionCount = out.execution_count;
+    x.durationMs = Number(out?.duration_ms ?? 0);
+    x.truncated = !!out?.truncated;
+    x.stateLost = !!out?.state_lost;
+    if (out?.reason)
+        x.reason = String(out.reason);
+    for (const f of Array.isArray(out?.files) ? out.files : [])
+        x.files.push({ path: String(f.path), size: Number(f.size ?? 0), change: String(f.change ?? '') });
+}
+/**
+ * A glassroom session (a sandbox holding persistent Jupyter kernels),
+ * shaped like E2B's code-interpreter Sandbox. `Sandbox.create()` starts
+ * one, `Sandbox.connect(id)` attaches to one; `kill()` ends it. Methods
+ * may be called concurrently.
+ */
+export class Sandbox {
+    /** E2B's default template name; glassroom's gateway has it built in. */
+    static defaultTemplate = 'code-interpreter-v1';
+    sandboxId;
+    /** The workspace's files (/home/user). */
+    files;
+    /** Shell commands in the sandbox. */
+    commands;
+    /** @internal */
+    connectionConfig;
+    /** @internal: use Sandbox.create or Sandbox.connect. */
+    constructor(opts) {
+        this.connectionConfig = new ConnectionConfig(opts);
+        this.sandboxId = opts.sandboxId;
+        this.files = new Filesystem(this.connectionConfig, this.sandboxId);
+        this.commands = new Commands(this.connectionConfig, this.sandboxId);
+    }
+    static async create(templateOrOpts, maybeOpts) {
+        const opts = typeof templateOrOpts === 'string' ? { ...(maybeOpts ?? {}), template: templateOrOpts } : { ...(templateOrOpts ?? {}) };
+        const conn = new ConnectionConfig(opts);
+        const body = {};
+        if (opts.template)
+            body.template = opts.template;
+        if (opts.metadata && Object.keys(opts.metadata).length)
+            body.metadata = opts.metadata;
+        if (opts.envs && Object.keys(opts.envs).length)
+            body.env = opts.envs;
+        if (opts.timeoutMs !== undefined) {
+            if (!(opts.timeoutMs > 0))
+                throw new InvalidArgumentError('timeoutMs must be positive');
+            body.lifetime_s = Math.ceil(opts.timeoutMs / 1000);
+        }
+        const allow = networkAllow(opts);
+        if (allow)
+            body.network = { allow };
+        if (opts.limits)
+            body.limits = opts.limits;
+        if (opts.language)
+            body.language = opts.language;
+        if (opts.idleTimeoutS)
+            body.idle_timeout_s = opts.idleTimeoutS;
+        const out = await conn.request('POST', '/v1/sessions', 'json', { json: body, ok: [201] });
+        return new this({ ...conn.toOpts(), sandboxId: String(out.id) });
+    }
+    /** Attaches to an existing sandbox (SandboxNotFoundError if it is gone); a paused one is resumed. */
+    static async connect(sandboxId, opts) {
+        const conn = new ConnectionConfig(opts);
+        const sbx = new this({ ...conn.toOpts(), sandboxId });
+        await sbx.connect(opts);
+        return sbx;
+    }
+    /** Checks the sandbox is there (resuming it if a client paused it); `timeoutMs` sets its lifetime from now. */
+    async connect(opts) {
+        const s = await this.connectionConfig.request('GET', sessionPath(this.sandboxId), 'json', { what: 'sandbox' });
+        if (s?.paused)
+            await this.resume().catch(() => { });
+        if (opts?.timeoutMs)
+            await this.setTimeout(opts.timeoutMs);
+        return this;
+    }
+    /** The sandboxes of this API key, page by page. */
+    static list(opts) {
+        return new SandboxPaginator(opts);
+    }
+    /** Kills a sandbox by id; false if it did not exist. */
+    static async kill(sandboxId, opts) {
+        return new Sandbox({ ...(opts ?? {}), sandboxId }).kill();
+    }
+    static async setTimeout(sandboxId, timeoutMs, opts) {
+        return new Sandbox({ ...(opts ?? {}), sandboxId }).setTimeout(timeoutMs);
+    }
+    static async getInfo(sandboxId, opts) {
+        return new Sandbox({ ...(opts ?? {}), sandboxId }).getInfo();
+    }
+    static async getMetrics(sandboxId, opts) {
+        return new Sandbox({ ...(opts ?? {}), sandboxId }).getMetrics();
+    }
+    static async pause(sandboxId, opts) {
+        return new Sandbox({ ...(opts ?? {}), sandboxId }).pause();
+    }
+    /** Deletes the sandbox (kernels, commands, files); false if it did not exist. */
+    async kill(opts) {
+        this.commands._close();
+        try {
+            await this.connectionConfig.request('DELETE', sessionPath(this.sandboxId), 'none', { ok: [204], timeoutMs: opts?.requestTimeoutMs, what: 'sandbox' });
+            return true;
+        }
+        catch (e) {
+            if (e instanceof NotFoundError)
+                return false;
+            throw e;
+        }
+    }
+    /** `await using sbx = await Sandbox.create()` kills it at the end of the block. */
+    async [Symbol.asyncDispose ?? Symbol.for('Symbol.asyncDispose')]() {
+        await this.kill();
+    }
+    /** Sets the sandbox's lifetime: it is killed `timeoutMs` from now (capped by the gateway's maximum lifetime). */
+    async setTimeout(timeoutMs, opts) {
+        if (!(timeoutMs > 0))
+            throw new InvalidArgumentError('timeoutMs must be positive');
+        await this.connectionConfig.request('PATCH', sessionPath(this.sandboxId), 'json', { json: { lifetime_s: Math.ceil(timeoutMs / 1000) }, timeoutMs: opts?.requestTimeoutMs, what: 'sandbox' });
+    }
+    async getInfo(opts) {
+        return sandboxInfo(await this.connectionConfig.request('GET', sessionPath(this.sandboxId), 'json', { timeoutMs: opts?.requestTimeoutMs, what: 'sandbox' }));
+    }
+    /** Whether the sandbox exists and its kernel is not dead. */
+    async isRunning(opts) {
+        try {
+            return (await this.getInfo(opts)).kernelState !== 'dead';
+        }
+        catch (e) {
+            if (e instanceof NotFoundError)
+                return false;
+            throw e;
+        }
+    }
+    /** CPU and memory (the sandbox's cgroup) and disk (the workspace): one sample, as a one-element list like E2B's. */
+    async getMetrics(opts) {
+        const m = await this.connectionConfig.request('GET', sessionPath(this.sandboxId, 'metrics'), 'json', { timeoutMs: opts?.requestTimeoutMs, what: 'sandbox' });
+        return [{
+                timestamp: new Date(m?.timestamp ?? Date.now()),
+                cpuUsedPct: Number(m?.cpu_used_pct ?? 0),
+                cpuCount: Number(m?.cpu_count ?? 0),
+                memUsed: Number(m?.mem_used ?? 0),
+                memTotal: Number(m?.mem_total ?? 0),
+                memCache: Number(m?.mem_cache ?? 0),
+                diskUsed: Number(m?.disk_used ?? 0),
+                diskTotal: Number(m?.disk_total ?? 0),
+            }];
+    }
+    /** Freezes the whole sandbox until `resume()` (or `Sandbox.connect`); code and commands are refused meanwhile. */
+    async pause(opts) {
+        await this.connectionConfig.request('POST', sessionPath(this.sandboxId, 'pause'), 'json', { timeoutMs: opts?.requestTimeoutMs, what: 'sandbox' });
+        return true;
+    }
+    /** glassroom: thaws a paused sandbox. */
+    async resume(opts) {
+        await this.connectionConfig.request('POST', sessionPath(this.sandboxId, 'resume'), 'json', { timeoutMs: opts?.requestTimeoutMs, what: 'sandbox' });
+    }
+    /** glassroom: interrupts running code (of one context, or every one). */
+    async interrupt(context) {
+        await this.connectionConfig.request('POST', sessionPath(this.sandboxId, 'interrupt'), 'none', { ok: [204], query: { context: context === undefined ? undefined : contextId(context) } });
+    }
+    async createCodeContext(opts = {}) {
+        const body = { language: opts.language || 'python' };
+        if (opts.cwd)
+            body.cwd = opts.cwd;
+        return toContext(await this.connectionConfig.request('POST', sessionPath(this.sandboxId, 'contexts'), 'json', { json: body, ok: [201], timeoutMs: opts.requestTimeoutMs ?? Math.max(this.connectionConfig.requestTimeoutMs, 120_000) }));
+    }
+    async listCodeContexts() {
+        const out = await this.connectionConfig.request('GET', sessionPath(this.sandboxId, 'contexts'), 'json', { what: 'sandbox' });
+        return Array.isArray(out?.contexts) ? out.contexts.map(toContext) : [];
+    }
+    async restartCodeContext(context) {
+        const id = contextId(context);
+        const path = id === 'default' ? sessionPath(this.sandboxId, 'restart') : sessionPath(this.sandboxId, 'contexts', encodeURIComponent(id), 'restart');
+        await this.connectionConfig.request('POST', path, 'none', { ok: [204], timeoutMs: Math.max(this.connectionConfig.requestTimeoutMs, 120_000) });
+    }
+    async removeCodeContext(context) {
+        await this.connectionConfig.request('DELETE', sessionPath(this.sandboxId, 'contexts', encodeURIComponent(contextId(context))), 'none', { ok: [204] });
+    }
+    async runCode(code, opts = {}) {
+        if (typeof code !== 'string')
+            throw new InvalidArgumentError('code must be a string');
+        const frame = { code };
+        if (opts.language)
+            frame.language = opts.language;
+        if (opts.context !== undefined)
+            frame.context = contextId(opts.context);
+        if (opts.envs && Object.keys(opts.envs).length)
+            frame.envs = opts.envs;
+        if (opts.cwd)
+            frame.cwd = opts.cwd;
+        if (opts.timeoutMs && opts.timeoutMs > 0)
+            frame.timeout_s = opts.timeoutMs / 1000;
+        let x;
+        try {
+            x = await this.runWs(frame, opts);
+        }
+        catch (e) {
+            throw await this.explain(e);
+        }
+        if (x.status === 'timeout') {
+            const err = new TimeoutError(`Execution timed out: the code ran past its timeout and was interrupted${x.reason ? ' (' + x.reason + ')' : ''}`);
+            err.execution = x;
+            throw err;
+        }
+        if (x.status === 'died' && !(await this.isRunning().catch(() => true))) {
+            throw new TimeoutError(`${KILLED}: the sandbox is gone (killed, or past its lifetime)`);
+        }
+        if (!x.error && x.status === 'died')
+            x.error = new ExecutionError('DeadKernelError', x.reason || 'the kernel died', '');
+        if (!x.error && x.status === 'interrupted')
+            x.error = new ExecutionError('KeyboardInterrupt', x.reason || 'interrupted', '');
+        return x;
+    }
+    /** A failure during a call, explained: a sandbox that vanished is E2B's TimeoutError. */
+    async explain(e) {
+        if (e instanceof TimeoutError || e?.name === 'AbortError')
+            return e;
+        if (e instanceof SandboxError && !(e instanceof NotFoundError) && !e.status) {
+            try {
+                await this.getInfo();
+            }
+            catch (g) {
+                if (g instanceof NotFoundError)
+                    return new TimeoutError(`${KILLED}: the sandbox is gone (killed, or past its lifetime)`, { cause: e });
+            }
+        }
+        return e;
+    }
+    async runWs(frame, opts) {
+        const conn = this.connectionConfig;
+        let ws;
+        try {
+            ws = await openWebSocket(conn, sessionPath(this.sandboxId, 'ws'), undefined, opts.requestTimeoutMs ?? conn.requestTimeoutMs);
+        }
+        catch (e) {
+            await this.getInfo(); // a missing sandbox is a NotFoundError
+            throw e;
+        }
+        const id = 'js-' + Math.random().toString(36).slice(2) + Date.now().toString(36);
+        const x = new Execution();
+        let ranIn = typeof frame.context === 'string' ? frame.context : undefined;
+        let chain = Promise.resolve();
+        const call = (fn) => {
+            if (fn)
+                chain = chain.then(fn);
+        };
+        return await new Promise((resolve, reject) => {
+            let settled = false;
+            const grace = opts.requestTimeoutMs ?? conn.requestTimeoutMs;
+            const limit = opts.timeoutMs && opts.timeoutMs > 0 && grace > 0 ? opts.timeoutMs + grace : 0;
+            const timer = limit > 0 ? setTimeout(() => {
+                done(new TimeoutError(`Execution timed out: no end from the gateway within ${limit} ms`));
+                try {
+                    ws.send(JSON.stringify({ type: 'interrupt', ...(ranIn ? { context: ranIn } : {}) }));
+                }
+                catch {
+                    // closing anyway
+                }
+            }, limit) : undefined;
+            const onAbort = () => {
+                try {
+                    ws.send(JSON.stringify({ type: 'interrupt', ...(ranIn ? { context: ranIn } : {}) }));
+                }
+                catch {
+                    // closing anyway
+                }
+                done(opts.signal?.reason ?? new SandboxError('aborted'));
+            };
+            opts.signal?.addEventListener('abort', onAbort);
+            const done = (err) => {
+                if (settled)
+                    return;
+                settled = true;
+                if (timer)
+                    clearTimeout(timer);
+                opts.signal?.removeEventListener('abort', onAbort);
+                ws.onmessage = null;
+                ws.onclose = null;
+                ws.close();
+                if (err) {
+                    reject(err);
+                }
+                else {
+                    chain.then(() => resolve(x), reject);
+                }
+            };
+            ws.onerror = () => { };
+            ws.onclose = (ev) => done(new SandboxError(`the WebSocket to the gateway closed during the execution (code ${ev.code}${ev.reason ? ': ' + ev.reason : ''})`));
+            ws.onmessage = (m) => {
+                let ev;
+                try {
+                    ev = JSON.parse(frameText(m.data));
+                }
+                catch {
+                    return;
+                }
+                if (!ev || ev.id !== id)
+                    return;
+                if (typeof ev.context === 'string')
+                    ranIn = ev.context;
+                switch (ev.type) {
+                    case 'rejected': {
+                        const msg = `${ev.code}: ${ev.message}`;
+                        done(/^(bad_request|bad_path)$/.test(ev.code) || /invalid|unknown|not installed|refused/i.test(ev.message ?? '') ? new InvalidArgumentError(msg, { code: ev.code }) : new SandboxError(msg, { code: ev.code }));
+                        return;
+                    }
+                    case 'input_request':
+                        ws.send(JSON.stringify({ type: 'input_reply', id, value: '' }));
+                        return;
+                    case 'file':
+                        x.files.push({ path: String(ev.path), size: Number(ev.size ?? 0), change: String(ev.change ?? '') });
+                        return;
+                    case 'done':
+                        finish(x, ev);
+                        done();
+                        return;
+                }
+                const item = applyEvent(x, ev);
+                if (ev.type === 'stream') {
+                    const msg = new OutputMessage(String(ev.text ?? ''), Date.now() * 1000, ev.name === 'stderr');
+                    const cb = ev.name === 'stderr' ? opts.onStderr : opts.onStdout;
+                    if (cb)
+                        call(() => cb(msg));
+                }
+                else if (item instanceof Result) {
+                    if (opts.onResult)
+                        call(() => opts.onResult(item));
+                }
+                else if (item instanceof ExecutionError) {
+                    if (opts.onError)
+                        call(() => opts.onError(item));
+                }
+            };
+            ws.send(JSON.stringify({ type: 'execute', id, ...frame }));
+        });
+    }
+}

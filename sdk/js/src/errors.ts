@@ -1,0 +1,164 @@
+/**
+ * Errors thrown by the SDK. Names and inheritance follow E2B's `e2b`
+ * package, so code that catches `NotFoundError` or checks
+ * `instanceof TimeoutError` keeps working.
+ */
+
+/** Base class of every error the SDK throws (except AuthenticationError, as in E2B). */
+export class SandboxError extends Error {
+  /** The gateway's `error.code` (e.g. `"not_found"`), when the gateway answered. */
+  code?: string
+  /** The HTTP status, when the gateway answered. */
+  status?: number
+  constructor(message?: string, opts?: { code?: string; status?: number; cause?: unknown }) {
+    super(message, opts?.cause === undefined ? undefined : { cause: opts.cause })
+    this.name = 'SandboxError'
+    if (opts?.code) this.code = opts.code
+    if (opts?.status) this.status = opts.status
+  }
+}
+
+/** A timeout: a request, an execution past `timeoutMs`, or a sandbox killed during a call. */
+export class TimeoutError extends SandboxError {
+  constructor(message: string, opts?: { code?: string; status?: number; cause?: unknown }) {
+    super(message, opts)
+    this.name = 'TimeoutError'
+  }
+}
+
+/** A bad argument (HTTP 400). */
+export class InvalidArgumentError extends SandboxError {
+  constructor(message: string, opts?: { code?: string; status?: number; cause?: unknown }) {
+    super(message, opts)
+    this.name = 'InvalidArgumentError'
+  }
+}
+
+/** The workspace is full (HTTP 507). */
+export class NotEnoughSpaceError extends SandboxError {
+  constructor(message: string, opts?: { code?: string; status?: number; cause?: unknown }) {
+    super(message, opts)
+    this.name = 'NotEnoughSpaceError'
+  }
+}
+
+/** Something does not exist (HTTP 404): a sandbox, context, command or file. */
+export class NotFoundError extends SandboxError {
+  constructor(message: string, opts?: { code?: string; status?: number; cause?: unknown }) {
+    super(message, opts)
+    this.name = 'NotFoundError'
+  }
+}
+
+/** A file or directory does not exist. */
+export class FileNotFoundError extends NotFoundError {
+  constructor(message: string, opts?: { code?: string; status?: number; cause?: unknown }) {
+    super(message, opts)
+    this.name = 'FileNotFoundError'
+  }
+}
+
+/** The sandbox does not exist (any more), or belongs to another API key. */
+export class SandboxNotFoundError extends NotFoundError {
+  constructor(message: string, opts?: { code?: string; status?: number; cause?: unknown }) {
+    super(message, opts)
+    this.name = 'SandboxNotFoundError'
+  }
+}
+
+/** No API key, or a wrong one (HTTP 401). Like E2B's, not a SandboxError. */
+export class AuthenticationError extends Error {
+  code?: string
+  status?: number
+  constructor(message: string, opts?: { code?: string; status?: number }) {
+    super(message)
+    this.name = 'AuthenticationError'
+    if (opts?.code) this.code = opts.code
+    if (opts?.status) this.status = opts.status
+  }
+}
+
+/** Too many of something (HTTP 429): sessions, clients, queued executions, contexts, commands. */
+export class RateLimitError extends SandboxError {
+  constructor(message: string, opts?: { code?: string; status?: number; cause?: unknown }) {
+    super(message, opts)
+    this.name = 'RateLimitError'
+  }
+}
+
+/** An unknown template (E2B's name; glassroom answers 400 for it). */
+export class TemplateError extends SandboxError {
+  constructor(message: string, opts?: { code?: string; status?: number; cause?: unknown }) {
+    super(message, opts)
+    this.name = 'TemplateError'
+  }
+}
+
+/** What a finished command gives. */
+export interface CommandResult {
+  /** The exit status (128+n for signal n; -1 when it was killed at its timeout). */
+  exitCode: number
+  /** A message when the command failed. */
+  error?: string
+  stdout: string
+  stderr: string
+}
+
+/** Thrown by `commands.run` and `handle.wait()` when a command exits non-zero. */
+export class CommandExitError extends SandboxError implements CommandResult {
+  readonly result: CommandResult
+  constructor(result: CommandResult) {
+    super(result.error ?? `command exited with code ${result.exitCode}`)
+    this.name = 'CommandExitError'
+    this.result = result
+  }
+  get exitCode(): number {
+    return this.result.exitCode
+  }
+  get error(): string | undefined {
+    return this.result.error
+  }
+  get stdout(): string {
+    return this.result.stdout
+  }
+  get stderr(): string {
+    return this.result.stderr
+  }
+}
+
+/**
+ * The error for a gateway answer with HTTP status `status` and body
+ * `{"error":{"code","message"}}`. `what` says what a 404 was about.
+ */
+export function errorFromStatus(
+  status: number,
+  code: string,
+  message: string,
+  what: 'sandbox' | 'file' | 'other' = 'other'
+): Error {
+  const opts = { code, status }
+  const msg = message || `HTTP ${status}`
+  switch (status) {
+    case 400:
+      if (/unknown template/i.test(msg)) return new TemplateError(msg, opts)
+      return new InvalidArgumentError(msg, opts)
+    case 401:
+    case 403:
+      return new AuthenticationError(msg, opts)
+    case 404:
+      if (code === 'file_not_found' || what === 'file') return new FileNotFoundError(msg, opts)
+      if (code === 'not_found' && what === 'sandbox') return new SandboxNotFoundError(msg, opts)
+      return new NotFoundError(msg, opts)
+    case 413:
+      return new InvalidArgumentError(msg, opts)
+    case 429:
+      return new RateLimitError(msg, opts)
+    case 502:
+    case 504:
+      return new TimeoutError(msg, opts)
+    case 507:
+      return new NotEnoughSpaceError(msg, opts)
+    default:
+      return new SandboxError(`${status}: ${msg}`, opts)
+  }
+}

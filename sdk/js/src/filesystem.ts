@@ -1,0 +1,308 @@
+import { type ConnectionConfig, frameText, openWebSocket, sessionPath, type WebSocketLike } from './connection.js'
+import { FileNotFoundError, InvalidArgumentError, NotFoundError, SandboxError } from './errors.js'
+import { filesUrlPath, HOME, toAbsolute, toWorkspacePath } from './paths.js'
+
+/** What a path is. */
+export enum FileType {
+  FILE = 'file',
+  DIR = 'dir',
+}
+
+/** What `write` gives back. */
+export interface WriteInfo {
+  /** The base name. */
+  name: string
+  type?: FileType
+  /** The absolute path in the sandbox (/home/user/...). */
+  path: string
+}
+
+/** One directory entry. */
+export interface EntryInfo extends WriteInfo {
+  size: number
+  /** Not known to glassroom's API: 0. */
+  mode: number
+  /** Not known to glassroom's API: ''. */
+  permissions: string
+  owner: string
+  group: string
+  modifiedTime?: Date
+  symlinkTarget?: string
+}
+
+/** A file to write with `write([...])` / `writeFiles`. */
+export interface WriteEntry {
+  path: string
+  data: string | ArrayBuffer | ArrayBufferView | Blob | ReadableStream
+}
+
+export interface FilesystemRequestOpts {
+  requestTimeoutMs?: number
+  /** Accepted for E2B compatibility: files belong to the sandbox's one user. */
+  user?: string
+}
+
+export interface FilesystemListOpts extends FilesystemRequestOpts {
+  /** How deep to list (1: the directory's own entries, the default). */
+  depth?: number
+}
+
+export interface FilesystemReadOpts extends FilesystemRequestOpts {}
+
+export interface WatchOpts extends FilesystemRequestOpts {
+  /** Stop watching after this long (ms); 0 (default) never. */
+  timeoutMs?: number
+  /** Called when the watch ends (with the error, if it failed). */
+  onExit?: (err?: Error) => void | Promise<void>
+  /** Also report changes in subdirectories. */
+  recursive?: boolean
+}
+
+export enum FilesystemEventType {
+  CHMOD = 'chmod',
+  CREATE = 'create',
+  REMOVE = 'remove',
+  RENAME = 'rename',
+  WRITE = 'write',
+}
+
+/** One change under a watched directory: `name` relative to it. */
+export interface FilesystemEvent {
+  name: string
+  type: FilesystemEventType
+}
+
+/** A running `watchDir`; `stop()` ends it. */
+export class WatchHandle {
+  private stopped = false
+  /** @internal */
+  constructor(private readonly ws: WebSocketLike, private readonly onExit?: (err?: Error) => void | Promise<void>, timeoutMs = 0) {
+    let timer: ReturnType<typeof setTimeout> | undefined
+    if (timeoutMs > 0) timer = setTimeout(() => void this.stop(), timeoutMs)
+    ws.onclose = (ev) => {
+      if (timer) clearTimeout(timer)
+      if (this.stopped) return
+      this.stopped = true
+      void this.onExit?.(ev.code === 1000 ? undefined : new SandboxError(`the watch ended (code ${ev.code}${ev.reason ? ': ' + ev.reason : ''})`))
+    }
+  }
+
+  /** Stops watching. */
+  async stop(): Promise<void> {
+    if (this.stopped) return
+    this.stopped = true
+    this.ws.close(1000)
+    await this.onExit?.()
+  }
+}
+
+function bytesOf(data: string | ArrayBuffer | ArrayBufferView | Blob | ReadableStream): BodyInit {
+  if (typeof data === 'string') return new TextEncoder().encode(data) as BodyInit
+  if (data instanceof ArrayBuffer) return new Uint8Array(data) as BodyInit
+  if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength) as BodyInit
+  return data as BodyInit
+}
+
+function baseName(p: string): string {
+  const parts = p.replace(/\/+$/, '').split('/')
+  return parts[parts.length - 1] || ''
+}
+
+function entry(e: any): EntryInfo {
+  const rel = String(e.path ?? e.name ?? '')
+  return {
+    name: String(e.name ?? baseName(rel)),
+    type: e.type === 'dir' ? FileType.DIR : FileType.FILE,
+    path: toAbsolute(rel),
+    size: Number(e.size ?? 0),
+    mode: 0,
+    permissions: '',
+    owner: 'user',
+    group: 'user',
+    ...(e.mtime ? { modifiedTime: new Date(e.mtime) } : {}),
+  }
+}
+
+/**
+ * The sandbox's workspace (/home/user): paths are absolute under
+ * /home/user (or /workspace), or relative to it.
+ */
+export class Filesystem {
+  /** @internal */
+  constructor(private readonly conn: ConnectionConfig, private readonly sandboxId: string) {}
+
+  private filePath(p: string): string {
+    if (typeof p !== 'string') throw new InvalidArgumentError('a path is required')
+    return sessionPath(this.sandboxId, 'files', filesUrlPath(p))
+  }
+
+  /** Reads a file: as text (default), bytes (Uint8Array), a Blob, or a ReadableStream. */
+  async read(path: string, opts?: FilesystemReadOpts & { format?: 'text' }): Promise<string>
+  async read(path: string, opts: FilesystemReadOpts & { format: 'bytes' }): Promise<Uint8Array>
+  async read(path: string, opts: FilesystemReadOpts & { format: 'blob' }): Promise<Blob>
+  async read(path: string, opts: FilesystemReadOpts & { format: 'stream' }): Promise<ReadableStream<Uint8Array>>
+  async read(path: string, opts: FilesystemReadOpts & { format?: 'text' | 'bytes' | 'blob' | 'stream' } = {}): Promise<unknown> {
+    const p = this.filePath(path)
+    const init = { timeoutMs: opts.requestTimeoutMs, what: 'file' as const }
+    switch (opts.format ?? 'text') {
+      case 'bytes':
+        return this.conn.request('GET', p, 'bytes', init)
+      case 'blob':
+        return new Blob([(await this.conn.request('GET', p, 'bytes', init)) as BlobPart])
+      case 'stream': {
+        const res = await this.conn.request('GET', p, 'response', { ...init, timeoutMs: 0 })
+        return res.body ?? new ReadableStream({ start: (c) => c.close() })
+      }
+      default:
+        return this.conn.request('GET', p, 'text', init)
+    }
+  }
+
+  /** Writes a file (parents made, an existing file replaced), or several. */
+  async write(path: string, data: WriteEntry['data'], opts?: FilesystemRequestOpts): Promise<WriteInfo>
+  async write(files: WriteEntry[], opts?: FilesystemRequestOpts): Promise<WriteInfo[]>
+  async write(pathOrFiles: string | WriteEntry[], dataOrOpts?: WriteEntry['data'] | FilesystemRequestOpts, opts?: FilesystemRequestOpts): Promise<WriteInfo | WriteInfo[]> {
+    if (Array.isArray(pathOrFiles)) {
+      const o = dataOrOpts as FilesystemRequestOpts | undefined
+      const out: WriteInfo[] = []
+      for (const f of pathOrFiles) out.push(await this.writeOne(f.path, f.data, o))
+      return out
+    }
+    if (dataOrOpts === undefined || dataOrOpts === null) throw new InvalidArgumentError('data is required')
+    return this.writeOne(pathOrFiles, dataOrOpts as WriteEntry['data'], opts)
+  }
+
+  /** Writes several files (E2B's writeFiles). */
+  async writeFiles(files: WriteEntry[], opts?: FilesystemRequestOpts): Promise<WriteInfo[]> {
+    return this.write(files, opts)
+  }
+
+  private async writeOne(path: string, data: WriteEntry['data'], opts?: FilesystemRequestOpts): Promise<WriteInfo> {
+    const out = await this.conn.request('PUT', this.filePath(path), 'json', {
+      body: bytesOf(data),
+      contentType: 'application/octet-stream',
+      ok: [200, 201],
+      timeoutMs: opts?.requestTimeoutMs,
+    })
+    const rel = String(out?.path ?? toWorkspacePath(path))
+    return { name: baseName(rel), type: FileType.FILE, path: toAbsolute(rel) }
+  }
+
+  /** A directory's entries (depth 1 by default; deeper levels follow their parent). */
+  async list(path: string, opts: FilesystemListOpts = {}): Promise<EntryInfo[]> {
+    const depth = opts.depth ?? 1
+    if (!Number.isInteger(depth) || depth < 1) throw new InvalidArgumentError('depth should be at least one')
+    const out: EntryInfo[] = []
+    const walk = async (dir: string, level: number) => {
+      const res = await this.conn.request('GET', sessionPath(this.sandboxId, 'files'), 'json', {
+        query: { path: toWorkspacePath(dir) },
+        timeoutMs: opts.requestTimeoutMs,
+        what: 'file',
+      })
+      for (const e of Array.isArray(res?.entries) ? res.entries : []) {
+        const info = entry(e)
+        out.push(info)
+        if (info.type === FileType.DIR && level < depth) await walk(info.path, level + 1)
+      }
+    }
+    await walk(path, 1)
+    return out
+  }
+
+  /** Whether a file or directory exists. */
+  async exists(path: string, opts?: FilesystemRequestOpts): Promise<boolean> {
+    try {
+      await this.getInfo(path, opts)
+      return true
+    } catch (e) {
+      if (e instanceof NotFoundError) return false
+      throw e
+    }
+  }
+
+  /** A file's or directory's entry. FileNotFoundError if it does not exist. */
+  async getInfo(path: string, opts?: FilesystemRequestOpts): Promise<EntryInfo> {
+    const rel = toWorkspacePath(path).replace(/\/+$/, '')
+    if (rel === '' || rel === '.') {
+      return { name: 'user', type: FileType.DIR, path: HOME, size: 0, mode: 0, permissions: '', owner: 'user', group: 'user' }
+    }
+    const i = rel.lastIndexOf('/')
+    const parent = i < 0 ? '' : rel.slice(0, i)
+    const name = rel.slice(i + 1)
+    let res: any
+    try {
+      res = await this.conn.request('GET', sessionPath(this.sandboxId, 'files'), 'json', { query: { path: parent }, timeoutMs: opts?.requestTimeoutMs, what: 'file' })
+    } catch (e) {
+      if (e instanceof NotFoundError || (e as any)?.status === 409) throw new FileNotFoundError(`path '${path}' does not exist`)
+      throw e
+    }
+    const found = (Array.isArray(res?.entries) ? res.entries : []).find((e: any) => e.name === name)
+    if (!found) {
+      if (res?.truncated) {
+        // A directory too big to list whole: ask for the file itself.
+        const st = await this.conn.request('HEAD', this.filePath(rel), 'none', { ok: [200, 404], timeoutMs: opts?.requestTimeoutMs })
+        if (st === 200) return entry({ name, path: rel, type: 'file' })
+      }
+      throw new FileNotFoundError(`path '${path}' does not exist`)
+    }
+    return entry(found)
+  }
+
+  /** Removes a file, or a directory with its contents. */
+  async remove(path: string, opts?: FilesystemRequestOpts): Promise<void> {
+    await this.conn.request('DELETE', this.filePath(path), 'none', { ok: [204, 200], timeoutMs: opts?.requestTimeoutMs, what: 'file' })
+  }
+
+  /** Moves a file or directory; the new path's entry. */
+  async rename(oldPath: string, newPath: string, opts?: FilesystemRequestOpts): Promise<EntryInfo> {
+    const out = await this.conn.request('POST', sessionPath(this.sandboxId, 'files-move'), 'json', {
+      json: { from: toWorkspacePath(oldPath), to: toWorkspacePath(newPath) },
+      timeoutMs: opts?.requestTimeoutMs,
+      what: 'file',
+    })
+    if (out && typeof out === 'object' && (out.path || out.name)) return entry({ ...out, path: out.path ?? toWorkspacePath(newPath) })
+    return this.getInfo(newPath, opts)
+  }
+
+  /** Makes a directory and its parents; false if it already existed. */
+  async makeDir(path: string, opts?: FilesystemRequestOpts): Promise<boolean> {
+    try {
+      const info = await this.getInfo(path, opts)
+      if (info.type === FileType.DIR) return false
+    } catch (e) {
+      if (!(e instanceof NotFoundError)) throw e
+    }
+    await this.conn.request('PUT', this.filePath(path), 'none', { query: { type: 'dir' }, ok: [200, 201], timeoutMs: opts?.requestTimeoutMs })
+    return true
+  }
+
+  /**
+   * Watches a directory: `onEvent` is called with each change under it
+   * (its direct entries; with `recursive`, its subdirectories' too).
+   */
+  async watchDir(path: string, onEvent: (event: FilesystemEvent) => void | Promise<void>, opts: WatchOpts = {}): Promise<WatchHandle> {
+    let ws: WebSocketLike
+    try {
+      ws = await openWebSocket(this.conn, sessionPath(this.sandboxId, 'files-watch'), {
+        path: toWorkspacePath(path),
+        recursive: opts.recursive ? 'true' : 'false',
+      }, opts.requestTimeoutMs)
+    } catch (e) {
+      // The socket does not say why; the directory tells.
+      await this.getInfo(path, opts)
+      throw e
+    }
+    let chain: Promise<void> = Promise.resolve()
+    ws.onmessage = (m) => {
+      let ev: any
+      try {
+        ev = JSON.parse(frameText(m.data))
+      } catch {
+        return
+      }
+      if (!ev || typeof ev.type !== 'string' || ev.type === 'overflow' || typeof ev.name !== 'string') return
+      chain = chain.then(() => onEvent({ name: ev.name, type: ev.type as FilesystemEventType })).catch(() => {})
+    }
+    return new WatchHandle(ws, opts.onExit, opts.timeoutMs ?? 0)
+  }
+}

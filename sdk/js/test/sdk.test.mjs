@@ -1,0 +1,333 @@
+// The SDK's own tests, run by sdk/js_test.go with Node's test runner (and
+// under Deno and Bun) against a real gateway: GLASSROOM_URL and
+// GLASSROOM_API_KEY name it. GLASSROOM_TEST_E2BAPI=1 says the gateway has
+// templates, metadata, lifetimes, metrics, pause/resume, files-move and
+// files-watch, so those tests must pass rather than skip.
+import { test, after } from 'node:test'
+import assert from 'node:assert/strict'
+import {
+  Sandbox, Result, CommandExitError, TimeoutError, NotFoundError, SandboxNotFoundError, FileNotFoundError,
+  AuthenticationError, InvalidArgumentError, SandboxError, TemplateError, FileType, ChartType,
+} from '../dist/index.js'
+import * as e2b from '../dist/e2b.js'
+import E2BDefault from '../dist/e2b.js'
+
+const env = (k) => globalThis.process?.env?.[k] ?? globalThis.Deno?.env.get(k)
+const e2bapi = env('GLASSROOM_TEST_E2BAPI') === '1'
+const made = []
+async function sandbox(opts) {
+  const sbx = await Sandbox.create(opts)
+  made.push(sbx)
+  return sbx
+}
+after(async () => {
+  for (const s of made) await s.kill().catch(() => {})
+})
+
+// A sandbox shared by the tests that only read or write their own names.
+let sharedP
+const shared = () => (sharedP ??= sandbox())
+
+test('runCode: value, execution count, stdout, stderr, callbacks in order', async () => {
+  const sbx = await shared()
+  const seen = []
+  const x = await sbx.runCode('import sys\nprint("out1")\nprint("err1", file=sys.stderr)\nprint("out2")\nx = 41\nx + 1', {
+    onStdout: (m) => seen.push(['out', m.line, m.error]),
+    onStderr: (m) => seen.push(['err', m.line, m.error]),
+    onResult: (r) => seen.push(['result', r.text]),
+  })
+  assert.equal(x.text, '42')
+  assert.equal(typeof x.executionCount, 'number')
+  assert.equal(x.logs.stdout.join(''), 'out1\nout2\n')
+  assert.equal(x.logs.stderr.join(''), 'err1\n')
+  assert.equal(x.error, undefined)
+  assert.deepEqual(seen.filter((s) => s[0] === 'result'), [['result', '42']])
+  assert.ok(seen.some((s) => s[0] === 'err' && s[2] === true))
+  assert.equal(seen.filter((s) => s[0] === 'out').map((s) => s[1]).join(''), 'out1\nout2\n')
+  // state persists
+  assert.equal((await sbx.runCode('x * 2')).text, '82')
+})
+
+test('runCode: an exception is execution.error and onError, not a rejection', async () => {
+  const sbx = await shared()
+  let cb
+  const x = await sbx.runCode('1/0', { onError: (e) => { cb = e } })
+  assert.equal(x.error.name, 'ZeroDivisionError')
+  assert.match(x.error.value, /division by zero/)
+  assert.match(x.error.traceback, /ZeroDivisionError/)
+  assert.equal(cb.name, 'ZeroDivisionError')
+})
+
+test('runCode: displays, a DataFrame as data, a chart as data, formats()', async () => {
+  const sbx = await shared()
+  const x = await sbx.runCode([
+    'import pandas as pd, matplotlib.pyplot as plt',
+    'from IPython.display import display',
+    'display(pd.DataFrame({"a": [1, 2, 3], "b": ["x", "y", None]}))',
+    'plt.plot([1, 2, 3], [4, 5, 6], label="s"); plt.title("T"); plt.xlabel("Price ($)")',
+    'plt.show()',
+    '"done"',
+  ].join('\n'))
+  const [df, fig, main] = x.results
+  assert.ok(df instanceof Result)
+  assert.deepEqual(df.data, { a: [1, 2, 3], b: ['x', 'y', null] })
+  assert.ok(df.html.includes('<table'))
+  assert.ok(df.formats().includes('data') && df.formats().includes('html'))
+  assert.equal(df.isMainResult, false)
+  assert.equal(fig.chart.type, ChartType.LINE)
+  assert.equal(fig.chart.title, 'T')
+  assert.equal(fig.chart.x_label, 'Price')
+  assert.equal(fig.chart.x_unit, '$')
+  assert.deepEqual(fig.chart.elements[0].points, [[1, 4], [2, 5], [3, 6]])
+  assert.ok(fig.png.length > 100)
+  assert.ok(fig.formats().includes('png') && fig.formats().includes('chart'))
+  assert.equal(main.isMainResult, true)
+  assert.equal(main.text, "'done'")
+  assert.equal(x.text, "'done'")
+  // JSON of an execution (what agents log) has the results' formats
+  const j = JSON.parse(JSON.stringify(x))
+  assert.equal(j.results[2].text, "'done'")
+})
+
+test('runCode: envs hold for one execution only', async () => {
+  const sbx = await shared()
+  const x = await sbx.runCode('import os; print(os.environ.get("TS_SDK_VAR"))', { envs: { TS_SDK_VAR: 'v1' } })
+  assert.equal(x.logs.stdout.join(''), 'v1\n')
+  const y = await sbx.runCode('import os; print(os.environ.get("TS_SDK_VAR"))')
+  assert.equal(y.logs.stdout.join(''), 'None\n')
+})
+
+test('runCode: another language (bash) in its own default context', async (t) => {
+  const sbx = await shared()
+  const kernels = await sbx.connectionConfig.request('GET', '/v1/kernels', 'json')
+  if (!kernels.kernels.some((k) => k.name === 'bash')) return t.skip('bash kernel not installed here')
+  const x = await sbx.runCode('echo $((6 * 7))', { language: 'bash' })
+  assert.equal(x.logs.stdout.join('').trim(), '42')
+})
+
+test('runCode: timeoutMs interrupts the code and throws TimeoutError', async () => {
+  const sbx = await shared()
+  await assert.rejects(sbx.runCode('import time; time.sleep(30)', { timeoutMs: 1000 }), (e) => e instanceof TimeoutError && /timed out|timeout/i.test(e.message))
+  // the kernel survives: variables kept
+  assert.equal((await sbx.runCode('1 + 1')).text, '2')
+})
+
+test('runCode: a sandbox killed during the call is a TimeoutError saying so', async () => {
+  const sbx = await sandbox()
+  let started
+  const running = new Promise((r) => { started = r })
+  const p = sbx.runCode('print("started", flush=True)\nimport time; time.sleep(300)', { timeoutMs: 300_000, onStdout: () => started() })
+  const check = assert.rejects(p, (e) => e instanceof TimeoutError && /sandbox was killed while the request was in progress/.test(e.message))
+  await running
+  assert.equal(await sbx.kill(), true)
+  await check
+})
+
+test('contexts: create, separate variables, list, restart, remove', async () => {
+  const sbx = await shared()
+  const ctx = await sbx.createCodeContext({ language: 'python', cwd: '/home/user/ctxdir' })
+  assert.match(ctx.id, /^python3-/)
+  assert.equal(ctx.language, 'python') // E2B's name
+  assert.equal(ctx.cwd, '/home/user/ctxdir')
+  await sbx.runCode('v = "in ctx"', { context: ctx })
+  const other = await sbx.runCode('print(v)')
+  assert.equal(other.error?.name, 'NameError')
+  assert.equal((await sbx.runCode('v', { context: ctx })).text, "'in ctx'")
+  assert.equal((await sbx.runCode('import os; os.getcwd()', { context: ctx })).text, "'/home/user/ctxdir'")
+  const list = await sbx.listCodeContexts()
+  assert.equal(list[0].id, 'default')
+  assert.deepEqual(list.filter((c) => c.id === 'default' || c.id === ctx.id).map((c) => c.language), ['python', 'python'], JSON.stringify(list))
+  assert.ok(list.some((c) => c.id === ctx.id))
+  await sbx.restartCodeContext(ctx)
+  assert.equal((await sbx.runCode('v', { context: ctx.id })).error?.name, 'NameError')
+  await sbx.removeCodeContext(ctx.id)
+  assert.ok(!(await sbx.listCodeContexts()).some((c) => c.id === ctx.id))
+  await assert.rejects(sbx.runCode('1', { context: ctx }), (e) => e instanceof SandboxError)
+})
+
+test('files: write, read (text, bytes, blob, stream), list, exists, getInfo, makeDir, remove', async () => {
+  const sbx = await shared()
+  const w = await sbx.files.write('/home/user/fdir/a.txt', 'héllo')
+  assert.deepEqual(w, { name: 'a.txt', type: FileType.FILE, path: '/home/user/fdir/a.txt' })
+  await sbx.files.write([{ path: 'fdir/sub/b.bin', data: new Uint8Array([0, 1, 2, 255]) }, { path: 'fdir/c.txt', data: new Blob(['blob']) }])
+  assert.equal(await sbx.files.read('fdir/a.txt'), 'héllo')
+  assert.deepEqual([...(await sbx.files.read('/home/user/fdir/sub/b.bin', { format: 'bytes' }))], [0, 1, 2, 255])
+  assert.equal(await (await sbx.files.read('fdir/c.txt', { format: 'blob' })).text(), 'blob')
+  const chunks = []
+  for await (const c of await sbx.files.read('fdir/a.txt', { format: 'stream' })) chunks.push(...c)
+  assert.equal(new TextDecoder().decode(new Uint8Array(chunks)), 'héllo')
+  // code sees what the SDK wrote
+  assert.equal((await sbx.runCode('open("/home/user/fdir/a.txt").read()')).text, "'héllo'")
+  const one = (await sbx.files.list('/home/user/fdir')).map((e) => e.path).sort()
+  assert.deepEqual(one, ['/home/user/fdir/a.txt', '/home/user/fdir/c.txt', '/home/user/fdir/sub'])
+  const two = (await sbx.files.list('fdir', { depth: 2 })).map((e) => e.path).sort()
+  assert.deepEqual(two, ['/home/user/fdir/a.txt', '/home/user/fdir/c.txt', '/home/user/fdir/sub', '/home/user/fdir/sub/b.bin'])
+  assert.equal(await sbx.files.exists('fdir/sub'), true)
+  assert.equal(await sbx.files.exists('fdir/nope'), false)
+  const info = await sbx.files.getInfo('/home/user/fdir/sub/b.bin')
+  assert.equal(info.type, FileType.FILE)
+  assert.equal(info.size, 4)
+  assert.equal(info.name, 'b.bin')
+  assert.ok(info.modifiedTime instanceof Date)
+  assert.equal((await sbx.files.getInfo('fdir/sub')).type, FileType.DIR)
+  await assert.rejects(sbx.files.getInfo('fdir/nope'), FileNotFoundError)
+  await assert.rejects(sbx.files.read('fdir/nope.txt'), (e) => e instanceof FileNotFoundError && e instanceof NotFoundError)
+  assert.equal(await sbx.files.makeDir('/home/user/made/deep'), true)
+  assert.equal(await sbx.files.makeDir('made/deep'), false)
+  assert.equal((await sbx.files.getInfo('made/deep')).type, FileType.DIR)
+  await sbx.files.remove('fdir')
+  assert.equal(await sbx.files.exists('fdir/a.txt'), false)
+  await assert.rejects(sbx.files.write('/etc/passwd', 'x'), InvalidArgumentError)
+})
+
+test('commands: run, exit codes, streaming, background with stdin, kill, list, timeout', async () => {
+  const sbx = await shared()
+  const r = await sbx.commands.run('echo out; echo err >&2; pwd', { cwd: '/home/user', envs: { CMDV: 'x' } })
+  assert.deepEqual(r, { exitCode: 0, stdout: 'out\n/home/user\n', stderr: 'err\n' })
+  assert.equal((await sbx.commands.run('echo $CMDV', { envs: { CMDV: 'seen' } })).stdout, 'seen\n')
+  await assert.rejects(sbx.commands.run('echo partial; exit 3'), (e) => e instanceof CommandExitError && e.exitCode === 3 && e.stdout === 'partial\n')
+  const outs = []
+  const errs = []
+  const s = await sbx.commands.run('for i in 1 2 3; do echo $i; done; echo bad >&2', { onStdout: (d) => outs.push(d), onStderr: (d) => errs.push(d) })
+  assert.equal(outs.join(''), '1\n2\n3\n')
+  assert.equal(errs.join(''), 'bad\n')
+  assert.equal(s.stdout, '1\n2\n3\n')
+  const h = await sbx.commands.run('read a; echo "got $a"', { background: true })
+  assert.equal(typeof h.pid, 'number')
+  await h.sendStdin('value\n')
+  assert.deepEqual(await h.wait(), { exitCode: 0, stdout: 'got value\n', stderr: '' })
+  assert.equal(h.exitCode, 0)
+  const lines = []
+  let first
+  const saw = new Promise((res) => { first = res })
+  const long = await sbx.commands.run('echo ready; sleep 300', { background: true, onStdout: (d) => { lines.push(d); first() } })
+  await saw
+  assert.ok((await sbx.commands.list()).some((p) => p.pid === long.pid && p.cmd.includes('sleep 300')))
+  assert.equal(await long.kill(), true)
+  await assert.rejects(long.wait(), (e) => e instanceof CommandExitError && e.exitCode !== 0)
+  assert.equal(lines.join(''), 'ready\n')
+  assert.equal(await sbx.commands.kill(long.pid), false)
+  assert.ok(!(await sbx.commands.list()).some((p) => p.pid === long.pid))
+  await assert.rejects(sbx.commands.run('sleep 30', { timeoutMs: 500 }), TimeoutError)
+})
+
+test('sandbox: connect, getInfo, isRunning, kill, errors of a missing one', async () => {
+  const sbx = await sandbox()
+  await sbx.runCode('kept = 7')
+  const again = await Sandbox.connect(sbx.sandboxId)
+  assert.equal((await again.runCode('kept')).text, '7')
+  const info = await again.getInfo()
+  assert.equal(info.sandboxId, sbx.sandboxId)
+  assert.ok(info.startedAt instanceof Date && info.endAt > info.startedAt)
+  assert.equal(info.state, 'running')
+  assert.ok(info.memoryMB > 0)
+  assert.equal(await again.isRunning(), true)
+  const p = Sandbox.list()
+  const items = []
+  while (p.hasNext) items.push(...(await p.nextItems()))
+  assert.ok(items.some((s) => s.sandboxId === sbx.sandboxId))
+  assert.equal(await Sandbox.kill(sbx.sandboxId), true)
+  assert.equal(await sbx.kill(), false)
+  assert.equal(await sbx.isRunning(), false)
+  await assert.rejects(Sandbox.connect(sbx.sandboxId), (e) => e instanceof SandboxNotFoundError && e instanceof NotFoundError)
+  await assert.rejects(sbx.runCode('1'), NotFoundError)
+  await assert.rejects(sbx.files.write('x.txt', 'x'), NotFoundError)
+})
+
+test('create: E2B network settings map to glassroom (allowOut to allow; the rest has no counterpart)', async () => {
+  // glassroom's default: no network; E2B's secure/allowPublicTraffic are accepted
+  const sbx = await sandbox({ secure: true, network: { allowPublicTraffic: false, denyOut: ['0.0.0.0/0'] } })
+  assert.equal((await sbx.runCode('1 + 1')).text, '2')
+  assert.equal((await sbx.getInfo()).raw.network, undefined)
+  // a host the operator has not allowed is the gateway's 400, so allowOut was sent as allow
+  await assert.rejects(Sandbox.create({ network: { allowOut: ['example.invalid'] } }), (e) => e instanceof InvalidArgumentError && /example\.invalid/.test(e.message))
+})
+
+test('errors: a wrong API key, a missing key, a bad language', async () => {
+  await assert.rejects(Sandbox.create({ apiKey: 'wrong-key-000000000000' }), AuthenticationError)
+  await assert.rejects(Sandbox.create({ language: 'cobol' }), InvalidArgumentError)
+  const sbx = await shared()
+  await assert.rejects(sbx.createCodeContext({ language: 'cobol' }), InvalidArgumentError)
+  await assert.rejects(sbx.runCode('1', { language: 'cobol' }), (e) => e instanceof InvalidArgumentError || e instanceof SandboxError)
+  await assert.rejects(sbx.runCode('1', { envs: { PATH: '/x' } }), (e) => e instanceof SandboxError && /PATH/.test(e.message))
+})
+
+test('glassroom/e2b carries the same names', () => {
+  assert.equal(e2b.Sandbox, Sandbox)
+  assert.equal(E2BDefault, Sandbox)
+  for (const n of ['SandboxError', 'TimeoutError', 'NotFoundError', 'InvalidArgumentError', 'AuthenticationError', 'RateLimitError', 'NotEnoughSpaceError', 'CommandExitError', 'FileNotFoundError', 'Result', 'Execution', 'ExecutionError', 'OutputMessage', 'ChartType', 'FileType']) {
+    assert.equal(typeof e2b[n], n === 'ChartType' || n === 'FileType' ? 'object' : 'function', n)
+  }
+})
+
+// The gateway features of issue 25 (templates, metadata, lifetime,
+// metrics, pause/resume, rename, watch).
+const e2bTest = (name, fn) => test(name, async (t) => {
+  if (!e2bapi) return t.skip('the gateway does not have templates yet (GLASSROOM_TEST_E2BAPI unset)')
+  await fn(t)
+})
+
+e2bTest('templates, metadata and Sandbox.list with a query and pages', async () => {
+  const tag = 'ts-' + Math.random().toString(36).slice(2)
+  const a = await sandbox({ template: 'code-interpreter-v1', metadata: { tag, n: '1' } })
+  const b = await Sandbox.create('default', { metadata: { tag, n: '2' } })
+  made.push(b)
+  assert.equal((await a.getInfo()).templateId, 'code-interpreter-v1')
+  assert.deepEqual((await b.getInfo()).metadata, { tag, n: '2' })
+  const p = Sandbox.list({ query: { metadata: { tag } }, limit: 1 })
+  const ids = []
+  let pages = 0
+  while (p.hasNext) {
+    ids.push(...(await p.nextItems()).map((s) => s.sandboxId))
+    pages++
+  }
+  assert.deepEqual(ids.sort(), [a.sandboxId, b.sandboxId].sort())
+  assert.ok(pages >= 2)
+  const only = await Sandbox.list({ query: { metadata: { tag, n: '1' } } }).nextItems()
+  assert.deepEqual(only.map((s) => s.sandboxId), [a.sandboxId])
+  await assert.rejects(Sandbox.create('no-such-template'), (e) => e instanceof TemplateError || e instanceof InvalidArgumentError)
+})
+
+e2bTest('timeoutMs is the lifetime; setTimeout moves it', async () => {
+  const sbx = await sandbox({ timeoutMs: 120_000 })
+  const i1 = await sbx.getInfo()
+  const life = i1.endAt - i1.startedAt
+  assert.ok(life > 100_000 && life <= 121_000, `lifetime ${life}`)
+  await sbx.setTimeout(600_000)
+  const i2 = await sbx.getInfo()
+  assert.ok(i2.endAt - Date.now() > 500_000, `end ${i2.endAt}`)
+})
+
+e2bTest('getMetrics, pause and resume', async () => {
+  const sbx = await sandbox()
+  await sbx.runCode('x = bytearray(50 * 1024 * 1024)')
+  const [m] = await sbx.getMetrics()
+  assert.ok(m.memUsed > 0 && m.timestamp instanceof Date, JSON.stringify(m))
+  assert.equal(await sbx.pause(), true)
+  assert.equal((await sbx.getInfo()).state, 'paused')
+  await assert.rejects(sbx.runCode('1'), SandboxError)
+  const again = await Sandbox.connect(sbx.sandboxId)
+  assert.equal((await again.getInfo()).state, 'running')
+  assert.equal((await again.runCode('len(x)')).text, String(50 * 1024 * 1024))
+})
+
+e2bTest('files.rename and files.watchDir', async () => {
+  const sbx = await sandbox()
+  await sbx.files.write('w/a.txt', 'a')
+  const moved = await sbx.files.rename('/home/user/w/a.txt', '/home/user/w/b.txt')
+  assert.equal(moved.path, '/home/user/w/b.txt')
+  assert.equal(await sbx.files.read('w/b.txt'), 'a')
+  assert.equal(await sbx.files.exists('w/a.txt'), false)
+  await assert.rejects(sbx.files.rename('w/none', 'w/x'), NotFoundError)
+  const events = []
+  let got
+  const seen = new Promise((r) => { got = r })
+  const h = await sbx.files.watchDir('/home/user/w', (ev) => {
+    events.push(ev)
+    if (ev.name === 'new.txt') got()
+  })
+  await sbx.files.write('w/new.txt', 'n')
+  await seen
+  await h.stop()
+  assert.ok(events.some((e) => e.name === 'new.txt' && ['create', 'write'].includes(e.type)), JSON.stringify(events))
+})
