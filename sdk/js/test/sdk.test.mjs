@@ -76,7 +76,7 @@ test('runCode: displays, a DataFrame as data, a chart as data, formats()', async
   assert.equal(df.isMainResult, false)
   assert.equal(fig.chart.type, ChartType.LINE)
   assert.equal(fig.chart.title, 'T')
-  assert.equal(fig.chart.x_label, 'Price')
+  assert.equal(fig.chart.x_label, 'Price ($)')
   assert.equal(fig.chart.x_unit, '$')
   assert.deepEqual(fig.chart.elements[0].points, [[1, 4], [2, 5], [3, 6]])
   assert.ok(fig.png.length > 100)
