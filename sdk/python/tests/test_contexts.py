@@ -140,7 +140,7 @@ class ContextTest(unittest.TestCase):
                 with Sandbox(language=lang) as own:
                     self.assertEqual(own.get_info().language, lang)
                     self.assertEqual("".join(own.run_code(code).logs.stdout), "42\n")
-                    self.assertEqual(own.run_code("print(6 * 7)", language="python").logs.stdout, ["42\n"])
+                    self.assertEqual("".join(own.run_code("print(6 * 7)", language="python").logs.stdout), "42\n")
 
 
 class AsyncContextTest(unittest.TestCase):
