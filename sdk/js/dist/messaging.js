@@ -115,6 +115,12 @@ export class Result {
                 this.extra[mime] = value;
             }
         }
+        // As in E2B (and glassroom's Python SDK), the text of a string value
+        // has its quotes removed: Python shows 'abc', Deno "abc".
+        const t = self.text;
+        if (typeof t === 'string' && t.length >= 2 && t[0] === t[t.length - 1] && (t[0] === "'" || t[0] === '"')) {
+            self.text = t.slice(1, -1);
+        }
     }
     /** The formats this result has besides text (`html`, `png`, `data`, `chart`, extra MIME types...). */
     formats() {

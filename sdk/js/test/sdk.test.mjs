@@ -82,11 +82,18 @@ test('runCode: displays, a DataFrame as data, a chart as data, formats()', async
   assert.ok(fig.png.length > 100)
   assert.ok(fig.formats().includes('png') && fig.formats().includes('chart'))
   assert.equal(main.isMainResult, true)
-  assert.equal(main.text, "'done'")
-  assert.equal(x.text, "'done'")
+  assert.equal(main.text, 'done')
+  assert.equal(x.text, 'done')
   // JSON of an execution (what agents log) has the results' formats
   const j = JSON.parse(JSON.stringify(x))
-  assert.equal(j.results[2].text, "'done'")
+  assert.equal(j.results[2].text, 'done')
+})
+
+test('runCode: a string value is its text without quotes, as in E2B', async () => {
+  const sbx = await shared()
+  const x = await sbx.runCode('"it" + "s"')
+  assert.equal(x.text, 'its')
+  assert.equal(x.results[0].raw['text/plain'], "'its'")
 })
 
 test('runCode: envs hold for one execution only', async () => {
@@ -132,8 +139,8 @@ test('contexts: create, separate variables, list, restart, remove', async () => 
   await sbx.runCode('v = "in ctx"', { context: ctx })
   const other = await sbx.runCode('print(v)')
   assert.equal(other.error?.name, 'NameError')
-  assert.equal((await sbx.runCode('v', { context: ctx })).text, "'in ctx'")
-  assert.equal((await sbx.runCode('import os; os.getcwd()', { context: ctx })).text, "'/home/user/ctxdir'")
+  assert.equal((await sbx.runCode('v', { context: ctx })).text, 'in ctx')
+  assert.equal((await sbx.runCode('import os; os.getcwd()', { context: ctx })).text, '/home/user/ctxdir')
   const list = await sbx.listCodeContexts()
   assert.equal(list[0].id, 'default')
   assert.deepEqual(list.filter((c) => c.id === 'default' || c.id === ctx.id).map((c) => c.language), ['python', 'python'], JSON.stringify(list))
@@ -157,7 +164,7 @@ test('files: write, read (text, bytes, blob, stream), list, exists, getInfo, mak
   for await (const c of await sbx.files.read('fdir/a.txt', { format: 'stream' })) chunks.push(...c)
   assert.equal(new TextDecoder().decode(new Uint8Array(chunks)), 'héllo')
   // code sees what the SDK wrote
-  assert.equal((await sbx.runCode('open("/home/user/fdir/a.txt").read()')).text, "'héllo'")
+  assert.equal((await sbx.runCode('open("/home/user/fdir/a.txt").read()')).text, 'héllo')
   const one = (await sbx.files.list('/home/user/fdir')).map((e) => e.path).sort()
   assert.deepEqual(one, ['/home/user/fdir/a.txt', '/home/user/fdir/c.txt', '/home/user/fdir/sub'])
   const two = (await sbx.files.list('fdir', { depth: 2 })).map((e) => e.path).sort()
