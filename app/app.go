@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/glassroom/glassroom/cleanup"
@@ -114,7 +115,8 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (_ *App, err error
 	if gcfg.MetricsToken != "" {
 		gcfg.Metrics = a.Metrics.Handler()
 	}
-	mcfg := mcp.Config{MaxUploadBytes: int(min(gcfg.MaxUploadBytes, gateway.MCPMaxUpload))}
+	mcfg := mcp.Config{MaxUploadBytes: int(min(gcfg.MaxUploadBytes, gateway.MCPMaxUpload)),
+		Network: &mcp.NetworkPolicy{Allow: slices.Clone(scfg.Egress.Allow)}}
 	if mcfg.MaxUploadBytes == 0 {
 		mcfg.MaxUploadBytes = gateway.MCPMaxUpload
 	}
@@ -163,13 +165,10 @@ func (a *App) Close(ctx context.Context, keep bool) error {
 }
 
 // Client returns a Go client of this gateway that calls it in-process,
-// with key (one of Gateway.APIKeys): no socket is opened. WebSockets are
-// not available through it.
+// with key (one of Gateway.APIKeys): no socket is opened, WebSockets
+// included.
 func (a *App) Client(key string) (*client.Client, error) {
-	return client.New(client.Config{
-		BaseURL: "http://glassroom.in-process", APIKey: key,
-		HTTPClient: &http.Client{Transport: a.Gateway.InProcessTransport()},
-	})
+	return mcp.InProcessClient(a.Gateway.InProcessTransport(), key)
 }
 
 // serveMetrics serves the metrics handler on addr until ctx ends.
