@@ -121,7 +121,11 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (_ *App, err error
 		mcfg.MaxUploadBytes = gateway.MCPMaxUpload
 	}
 	gcfg.MCP = func(inProcess http.RoundTripper) (http.Handler, error) {
-		return mcp.NewGatewayHandler(inProcess, mcfg, log)
+		h, err := mcp.NewGatewayHandler(inProcess, mcfg, log)
+		if err != nil {
+			return nil, err
+		}
+		return h, nil
 	}
 	if a.Gateway, err = gateway.New(gcfg, mgr, cfg.UI, log); err != nil {
 		return nil, fmt.Errorf("app: gateway: %w", err)
@@ -155,6 +159,7 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 // stops (Manager.Close). ctx bounds the sessions' shutdown. Call it once,
 // after Run has returned.
 func (a *App) Close(ctx context.Context, keep bool) error {
+	a.Gateway.CloseMCP()
 	var err error
 	if keep {
 		err = a.Manager.Detach(ctx)

@@ -25,6 +25,7 @@ func (s *Server) routeMCP(e *echo.Echo) {
 		return
 	}
 	h, err := s.cfg.MCP(s.InProcessTransport())
+	s.mcp = h
 	var handler echo.HandlerFunc
 	if err != nil { // cannot happen with a validated Config; fail loudly per request
 		s.log.Error().Err(err).Msg("mcp handler unavailable")
@@ -34,6 +35,15 @@ func (s *Server) routeMCP(e *echo.Echo) {
 	}
 	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
 		e.Add(m, "/mcp", handler, s.authenticate)
+	}
+}
+
+// CloseMCP ends the MCP handler's sessions (their open streams), when it
+// has a Close method; Serve calls it on shutdown, before waiting for
+// handlers. Safe to call more than once.
+func (s *Server) CloseMCP() {
+	if c, ok := s.mcp.(io.Closer); ok {
+		_ = c.Close()
 	}
 }
 

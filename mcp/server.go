@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/glassroom/glassroom/client"
@@ -193,7 +194,7 @@ func (s *Server) CloseCreatedSessions(ctx context.Context) error {
 // holds for the session. The SDK's DNS-rebinding protection (a loopback
 // listener refuses non-loopback Host headers) is on, and cross-origin
 // browser requests are refused. backendFor returning an error answers 400.
-func NewHTTPHandler(backendFor func(*http.Request) (Backend, error), tenant func(*http.Request) string, cfg Config, log zerolog.Logger) (http.Handler, error) {
+func NewHTTPHandler(backendFor func(*http.Request) (Backend, error), tenant func(*http.Request) string, cfg Config, log zerolog.Logger) (*HTTPHandler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -206,6 +207,7 @@ func NewHTTPHandler(backendFor func(*http.Request) (Backend, error), tenant func
 		return nil, fmt.Errorf("mcp: session secret: %w", err)
 	}
 	cache := sdk.NewSchemaCache()
+	hh := &HTTPHandler{servers: map[*sdk.Server]bool{}}
 	h := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		b, err := backendFor(r)
 		if err != nil || b == nil {
@@ -213,12 +215,16 @@ func NewHTTPHandler(backendFor func(*http.Request) (Backend, error), tenant func
 			return nil
 		}
 		who := tenant(r)
-		return newServer(b, cfg, log, cache, func() string {
+		srv := newServer(b, cfg, log, cache, func() string {
 			var n [16]byte
 			_, _ = rand.Read(n[:])
 			nonce := hex.EncodeToString(n[:])
 			return nonce + "." + sessionMAC(secret[:], nonce, who)
 		}).mcp
+		if !hh.track(srv) {
+			return nil
+		}
+		return srv
 	}, &sdk.StreamableHTTPOptions{
 		SessionTimeout: cfg.SessionTimeout,
 		// Base64 grows an upload by a third; leave room for the envelope.
@@ -234,7 +240,56 @@ func NewHTTPHandler(backendFor func(*http.Request) (Backend, error), tenant func
 		}
 		h.ServeHTTP(w, r)
 	})
-	return http.NewCrossOriginProtection().Handler(bound), nil
+	hh.h = http.NewCrossOriginProtection().Handler(bound)
+	return hh, nil
+}
+
+// HTTPHandler is the MCP HTTP handler. Close ends its MCP sessions.
+type HTTPHandler struct {
+	h       http.Handler
+	mu      sync.Mutex
+	closed  bool
+	servers map[*sdk.Server]bool // one per MCP session; pruned when their session has ended
+}
+
+func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.h.ServeHTTP(w, r) }
+
+// track records a new session's server, and forgets those whose session
+// has ended. False once closed.
+func (h *HTTPHandler) track(s *sdk.Server) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return false
+	}
+	for old := range h.servers {
+		empty := true
+		for range old.Sessions() {
+			empty = false
+			break
+		}
+		if empty {
+			delete(h.servers, old)
+		}
+	}
+	h.servers[s] = true
+	return true
+}
+
+// Close closes every MCP session (their streams end, running calls are
+// cancelled) and refuses new ones. It does not wait for running calls.
+func (h *HTTPHandler) Close() error {
+	h.mu.Lock()
+	h.closed = true
+	servers := h.servers
+	h.servers = map[*sdk.Server]bool{}
+	h.mu.Unlock()
+	for s := range servers {
+		for ss := range s.Sessions() {
+			_ = ss.Close()
+		}
+	}
+	return nil
 }
 
 // sessionMAC binds an MCP session id (its nonce) to a tenant.
@@ -263,7 +318,7 @@ Idle sessions are deleted after a while; close_session ends one when you are don
 // with the initialize request's bearer key, so they see exactly the
 // caller's sessions; a session is bound to that key. The gateway
 // authenticates every request first.
-func NewGatewayHandler(inProcess http.RoundTripper, cfg Config, log zerolog.Logger) (http.Handler, error) {
+func NewGatewayHandler(inProcess http.RoundTripper, cfg Config, log zerolog.Logger) (*HTTPHandler, error) {
 	return NewHTTPHandler(func(r *http.Request) (Backend, error) {
 		key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok {
