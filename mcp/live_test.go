@@ -253,7 +253,8 @@ func TestSessionTools(t *testing.T) {
 			if created.IsError || sid == "" || !strings.Contains(textOf(created), "no network") || !strings.Contains(textOf(created), "idle timeout 120s") {
 				t.Fatalf("create_session: %q", textOf(created))
 			}
-			if r := call(t, ctx, cs, "create_session", map[string]any{"limits": map[string]any{"memory_mb": 1 << 20}}); !r.IsError || !strings.Contains(textOf(r), "refused") {
+			// The gateway clamps limits to its maximum (as over REST); the answer states what the session got.
+			if r := call(t, ctx, cs, "create_session", map[string]any{"limits": map[string]any{"memory_mb": 1 << 20}}); r.IsError || strings.Contains(textOf(r), "1048576 MiB") || !strings.Contains(textOf(r), "MiB memory") {
 				t.Fatalf("limits beyond the ceiling: %q", textOf(r))
 			}
 			if r := call(t, ctx, cs, "create_session", map[string]any{"network": []string{"pypi.org"}}); !r.IsError || !strings.Contains(textOf(r), "refused") {
