@@ -711,7 +711,13 @@ func textResult(s string) *sdk.CallToolResult {
 // explain turns a gateway error into a message a model can act on.
 func explain(err error, sessionID, path string) error {
 	var ae *client.APIError
-	if !errors.As(err, &ae) {
+	var re *client.RejectedError
+	if !errors.As(err, &ae) && errors.As(err, &re) {
+		// A streamed execution's refusal ("rejected" frame) carries the
+		// same codes as the REST API's error answers.
+		ae = &client.APIError{Code: re.Code, Message: re.Message}
+	}
+	if ae == nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return fmt.Errorf("the call was cancelled: %w", err)
 		}
@@ -736,6 +742,8 @@ func explain(err error, sessionID, path string) error {
 		return fmt.Errorf("the session's workspace is full; delete files with execute_python and retry")
 	case ae.Status == http.StatusUnauthorized:
 		return errors.New("the glassroom gateway refused the API key; check the MCP server's --api-key / GLASSROOM_API_KEY")
+	case ae.Status == 0:
+		return fmt.Errorf("the glassroom gateway refused the execution: %s: %s", ae.Code, ae.Message)
 	}
 	return fmt.Errorf("the glassroom gateway answered %d %s: %s", ae.Status, ae.Code, ae.Message)
 }
