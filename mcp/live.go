@@ -83,7 +83,7 @@ func (l *live) output(name, text string) {
 		if l.sentErrNo == 0 || now.Sub(l.lastErr) >= progressEvery {
 			l.lastErr = now
 			l.sentErrNo++
-			_ = l.ss.Log(l.ctx, &sdk.LoggingMessageParams{Level: "warning", Logger: "stderr", Data: tail(l.errs.String(), progressChunk)})
+			_ = l.ss.Log(l.ctx, &sdk.LoggingMessageParams{Level: "warning", Logger: "stderr", Data: tail(l.errs.String(), progressChunk)}) //nolint:staticcheck // logging is deprecated by SEP-2577 but still the protocol's way to stream stderr (kept for its deprecation window)
 			l.errs.Reset()
 		}
 	}

@@ -44,7 +44,7 @@ func (n *notes) options() *sdk.ClientOptions {
 			n.mu.Unlock()
 			n.poke()
 		},
-		LoggingMessageHandler: func(_ context.Context, r *sdk.LoggingMessageRequest) {
+		LoggingMessageHandler: func(_ context.Context, r *sdk.LoggingMessageRequest) { //nolint:staticcheck // logging is deprecated by SEP-2577 but still the protocol's way to stream stderr (kept for its deprecation window)
 			n.mu.Lock()
 			s, _ := r.Params.Data.(string)
 			n.logs = append(n.logs, string(r.Params.Level)+"|"+r.Params.Logger+"|"+s)
@@ -104,7 +104,7 @@ func callAsync(ctx context.Context, cs *sdk.ClientSession, name, token string, a
 		p.SetProgressToken(token)
 		// The log level: per request under the 2026 protocol (stdio
 		// negotiates it), logging/setLevel under the older ones.
-		p.Meta[sdk.MetaKeyLogLevel] = "info"
+		p.Meta[sdk.MetaKeyLogLevel] = "info" //nolint:staticcheck // logging is deprecated by SEP-2577 but still the protocol's way to stream stderr (kept for its deprecation window)
 		res, err := cs.CallTool(ctx, p)
 		ch <- callResult{res, err}
 	}()
@@ -138,7 +138,7 @@ func TestLiveOutputAndCancel(t *testing.T) {
 			ctx := ctxT(t, 3*time.Minute)
 			n := newNotes()
 			cs := connectWith(t, ctx, tr(), n.options())
-			if err := cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "info"}); err != nil {
+			if err := cs.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "info"}); err != nil { //nolint:staticcheck // logging is deprecated by SEP-2577 but still the protocol's way to stream stderr (kept for its deprecation window)
 				t.Fatal(err)
 			}
 			first := call(t, ctx, cs, "execute_python", map[string]any{"code": "x = 7"})
