@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/glassroom/glassroom/cleanup"
@@ -114,12 +115,17 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (_ *App, err error
 	if gcfg.MetricsToken != "" {
 		gcfg.Metrics = a.Metrics.Handler()
 	}
-	mcfg := mcp.Config{MaxUploadBytes: int(min(gcfg.MaxUploadBytes, gateway.MCPMaxUpload))}
+	mcfg := mcp.Config{MaxUploadBytes: int(min(gcfg.MaxUploadBytes, gateway.MCPMaxUpload)),
+		Network: &mcp.NetworkPolicy{Allow: slices.Clone(scfg.Egress.Allow)}}
 	if mcfg.MaxUploadBytes == 0 {
 		mcfg.MaxUploadBytes = gateway.MCPMaxUpload
 	}
 	gcfg.MCP = func(inProcess http.RoundTripper) (http.Handler, error) {
-		return mcp.NewGatewayHandler(inProcess, mcfg, log)
+		h, err := mcp.NewGatewayHandler(inProcess, mcfg, log)
+		if err != nil {
+			return nil, err
+		}
+		return h, nil
 	}
 	if a.Gateway, err = gateway.New(gcfg, mgr, cfg.UI, log); err != nil {
 		return nil, fmt.Errorf("app: gateway: %w", err)
@@ -153,6 +159,7 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 // stops (Manager.Close). ctx bounds the sessions' shutdown. Call it once,
 // after Run has returned.
 func (a *App) Close(ctx context.Context, keep bool) error {
+	a.Gateway.CloseMCP()
 	var err error
 	if keep {
 		err = a.Manager.Detach(ctx)
@@ -163,13 +170,10 @@ func (a *App) Close(ctx context.Context, keep bool) error {
 }
 
 // Client returns a Go client of this gateway that calls it in-process,
-// with key (one of Gateway.APIKeys): no socket is opened. WebSockets are
-// not available through it.
+// with key (one of Gateway.APIKeys): no socket is opened, WebSockets
+// included.
 func (a *App) Client(key string) (*client.Client, error) {
-	return client.New(client.Config{
-		BaseURL: "http://glassroom.in-process", APIKey: key,
-		HTTPClient: &http.Client{Transport: a.Gateway.InProcessTransport()},
-	})
+	return mcp.InProcessClient(a.Gateway.InProcessTransport(), key)
 }
 
 // serveMetrics serves the metrics handler on addr until ctx ends.

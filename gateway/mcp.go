@@ -1,11 +1,14 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/labstack/echo/v4"
 )
@@ -22,6 +25,7 @@ func (s *Server) routeMCP(e *echo.Echo) {
 		return
 	}
 	h, err := s.cfg.MCP(s.InProcessTransport())
+	s.mcp = h
 	var handler echo.HandlerFunc
 	if err != nil { // cannot happen with a validated Config; fail loudly per request
 		s.log.Error().Err(err).Msg("mcp handler unavailable")
@@ -34,14 +38,75 @@ func (s *Server) routeMCP(e *echo.Echo) {
 	}
 }
 
+// CloseMCP ends the MCP handler's sessions (their open streams), when it
+// has a Close method; Serve calls it on shutdown, before waiting for
+// handlers. Safe to call more than once.
+func (s *Server) CloseMCP() {
+	if c, ok := s.mcp.(io.Closer); ok {
+		_ = c.Close()
+	}
+}
+
 // InProcessTransport returns an http.RoundTripper that serves each request
 // with this server's own handler, in-process: no socket, same
 // authentication, limits and routes as over the network. Responses stream
 // through a pipe (the caller must close the body, as with any transport).
-// WebSocket upgrades are not supported.
+// WebSocket upgrades go through its DialContext instead (give it to a
+// WebSocket dialer as its NetDialContext).
 func (s *Server) InProcessTransport() http.RoundTripper { return inProcess{h: s.echo} }
 
 type inProcess struct{ h http.Handler }
+
+// DialContext returns a connection to this server's handler, in-process
+// (one end of a net.Pipe; addr is ignored): whatever is written to it is
+// read as HTTP/1.1, so a WebSocket client (gorilla's Dialer with this as
+// NetDialContext) reaches /v1/sessions/{id}/ws without a socket. The
+// connection is served by its own goroutine, which ends when the
+// connection is closed (by the caller, or by the handler after an
+// upgrade). The caller must close the connection.
+func (t inProcess) DialContext(ctx context.Context, _, _ string) (net.Conn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c, srv := net.Pipe()
+	hs := &http.Server{Handler: t.h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+	// Serve accepts the one connection, starts its goroutine and returns
+	// at the next Accept: the connection's goroutine owns it from then on.
+	_ = hs.Serve(&oneConn{c: loopbackConn{srv}})
+	return loopbackConn{c}, nil
+}
+
+// oneConn is a listener that accepts one connection, then reports closed.
+type oneConn struct {
+	mu sync.Mutex
+	c  net.Conn
+}
+
+func (l *oneConn) Accept() (net.Conn, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.c
+	l.c = nil
+	if c == nil {
+		return nil, net.ErrClosed
+	}
+	return c, nil
+}
+
+func (l *oneConn) Close() error   { return nil }
+func (l *oneConn) Addr() net.Addr { return loopbackAddr{} }
+
+// loopbackConn is a pipe end that reports loopback addresses, as the
+// gateway's handlers expect a TCP peer.
+type loopbackConn struct{ net.Conn }
+
+func (loopbackConn) LocalAddr() net.Addr  { return loopbackAddr{} }
+func (loopbackConn) RemoteAddr() net.Addr { return loopbackAddr{} }
+
+type loopbackAddr struct{}
+
+func (loopbackAddr) Network() string { return "tcp" }
+func (loopbackAddr) String() string  { return "127.0.0.1:0" }
 
 func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := req.Clone(req.Context())

@@ -70,7 +70,11 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 		t.Fatal(err)
 	}
 	mcpHandler := func(inProcess http.RoundTripper) (http.Handler, error) {
-		return mcp.NewGatewayHandler(inProcess, mcp.Config{}, zerolog.Nop())
+		h, err := mcp.NewGatewayHandler(inProcess, mcp.Config{}, zerolog.Nop())
+		if err != nil {
+			return nil, err
+		}
+		return h, nil
 	}
 	srv, err := gateway.New(gateway.Config{APIKeys: []string{"openapi-test-key-0123456789"}, MCP: mcpHandler}, mgr,
 		fstest.MapFS{"index.html": {Data: []byte("<html>")}}, zerolog.Nop())

@@ -31,6 +31,7 @@ type Server struct {
 	log   zerolog.Logger
 	echo  *echo.Echo
 	keys  *tenant.Keys
+	mcp   http.Handler  // Config.MCP's handler, nil without one
 	conns *wsconn.Group // every WebSocket, native and Jupyter: Serve's shutdown ends them and waits
 	// upgrader upgrades the terminal WebSocket (the same origin rules as
 	// the others).
@@ -123,12 +124,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	select {
 	case err := <-errc:
 		s.conns.Shutdown()
+		s.CloseMCP()
 		s.conns.Wait()
 		return fmt.Errorf("gateway: serve: %w", err)
 	case <-ctx.Done():
 	}
 	s.log.Info().Msg("shutting down HTTP server")
 	s.conns.Shutdown()
+	s.CloseMCP()
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
 	err := srv.Shutdown(sctx)

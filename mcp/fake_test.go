@@ -234,3 +234,9 @@ func (f *fakeBackend) RunCommand(context.Context, string, string, client.Command
 func (f *fakeBackend) StartCommand(context.Context, string, string, client.CommandOptions) (*client.CommandHandle, error) {
 	return nil, errors.New("the fake runs no commands")
 }
+
+func (f *fakeBackend) ListSessions(context.Context) ([]client.Session, error) { return nil, nil }
+
+func (f *fakeBackend) Interrupt(context.Context, string) error { return nil }
+
+func (f *fakeBackend) InterruptContext(context.Context, string, string) error { return nil }

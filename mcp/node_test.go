@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -36,6 +37,26 @@ type nodeOutput struct {
 	}
 	First, Second, Plot, Error, Upload, UploadPNG, Read, ReadPNG, List, Code, Languages, Restart, AfterRestart, Close, AfterClose, Invalid nodeResult
 	EditCreate, EditDup, EditOK, EditInsert, EditView, EditRun                                                                             nodeResult
+	Live                                                                                                                                   struct {
+		Text     string
+		IsError  bool
+		Released bool
+		Progress []struct {
+			Progress     float64
+			Message      string
+			BeforeResult bool
+		}
+		Logs []struct{ Level, Logger, Data string }
+	}
+	Cancel struct {
+		Thrown, Text string
+		IsError      bool
+	}
+	Resources struct {
+		URIs                       []string
+		CSVMimeType                string `json:"csvMimeType"`
+		ReadText, ReadURI, Missing string
+	}
 }
 
 // runNode runs testdata/node/client.mjs (the official TypeScript SDK's
@@ -49,7 +70,8 @@ func runNode(t *testing.T, args ...string) nodeOutput {
 
 func checkNode(t *testing.T, r nodeOutput) {
 	t.Helper()
-	if r.Server.Name != "glassroom" || len(r.Tools) != 10 || strings.Join(r.Tools["edit_file"].Required, ",") != "command,path" || !r.Tools["execute_python"].HasOutputSchema ||
+	if r.Server.Name != "glassroom" || len(r.Tools) != 13 || !r.Tools["list_sessions"].HasOutputSchema || !r.Tools["create_session"].HasOutputSchema ||
+		strings.Join(r.Tools["interrupt"].Required, ",") != "session_id" || strings.Join(r.Tools["edit_file"].Required, ",") != "command,path" || !r.Tools["execute_python"].HasOutputSchema ||
 		strings.Join(r.Tools["execute_python"].Required, ",") != "code" || strings.Join(r.Tools["read_file"].Required, ",") != "session_id,path" {
 		t.Fatalf("server/tools: %+v", r)
 	}
@@ -89,6 +111,45 @@ func checkNode(t *testing.T, r nodeOutput) {
 		t.Fatalf("close: %+v %+v", r.Close, r.AfterClose)
 	case !r.Invalid.IsError && r.Invalid.Thrown == "":
 		t.Fatalf("a call without code was accepted: %+v", r.Invalid)
+	}
+	checkNodeLive(t, r, sid)
+}
+
+// checkNodeLive checks what the Node client saw while calls ran: progress
+// with the output so far and stderr as a log message before the answer,
+// a cancel that interrupted the kernel, and the workspace as resources.
+func checkNodeLive(t *testing.T, r nodeOutput, sid string) {
+	t.Helper()
+	ready := false
+	for _, p := range r.Live.Progress {
+		ready = ready || (p.BeforeResult && p.Progress > 0 && strings.Contains(p.Message, "node-ready"))
+	}
+	warned := false
+	for _, l := range r.Live.Logs {
+		warned = warned || (l.Level == "warning" && l.Logger == "stderr" && strings.Contains(l.Data, "node-warn"))
+	}
+	switch {
+	case !ready || !r.Live.Released:
+		t.Fatalf("no progress with the output before the answer: %+v", r.Live)
+	case r.Live.IsError || !strings.Contains(r.Live.Text, "node-ready") || !strings.Contains(r.Live.Text, "node-done"):
+		t.Fatalf("the released call: %+v", r.Live)
+	case !warned:
+		t.Fatalf("stderr was not sent as a log message: %+v", r.Live.Logs)
+	case r.Cancel.Thrown == "":
+		t.Fatalf("the aborted call answered: %+v", r.Cancel)
+	case r.Cancel.IsError || !strings.Contains(r.Cancel.Text, "141"):
+		t.Fatalf("after the cancel (the kernel should be interrupted and keep x): %+v", r.Cancel)
+	}
+	uri := "glassroom://sessions/" + sid + "/files/in/data.csv"
+	switch {
+	case !slices.Contains(r.Resources.URIs, uri) || !slices.Contains(r.Resources.URIs, "glassroom://sessions/"+sid+"/files/src/calc.py"):
+		t.Fatalf("resources/list: %+v", r.Resources.URIs)
+	case r.Resources.CSVMimeType != "text/csv" && !strings.HasPrefix(r.Resources.CSVMimeType, "text/"):
+		t.Fatalf("resources/list MIME type of the csv: %q", r.Resources.CSVMimeType)
+	case r.Resources.ReadText != "a,b\n1,2\n" || r.Resources.ReadURI != uri:
+		t.Fatalf("resources/read: %+v", r.Resources)
+	case !strings.Contains(strings.ToLower(r.Resources.Missing), "not found"):
+		t.Fatalf("resources/read of a missing file: %q", r.Resources.Missing)
 	}
 }
 

@@ -2,15 +2,22 @@ package mcp
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/glassroom/glassroom/client"
+	"github.com/gorilla/websocket"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 )
@@ -30,6 +37,9 @@ type Backend interface {
 	EditFile(ctx context.Context, sessionID, path string, req client.EditRequest) (*client.EditResult, error)
 	RunCommand(ctx context.Context, sessionID, cmd string, opts client.CommandOptions) (*client.Command, error)
 	StartCommand(ctx context.Context, sessionID, cmd string, opts client.CommandOptions) (*client.CommandHandle, error)
+	ListSessions(ctx context.Context) ([]client.Session, error)
+	Interrupt(ctx context.Context, sessionID string) error
+	InterruptContext(ctx context.Context, sessionID, contextID string) error
 }
 
 var _ Backend = (*client.Client)(nil)
@@ -55,6 +65,25 @@ type Config struct {
 	NewSession client.CreateOptions
 	// Version is reported to clients as the server's version (default "dev").
 	Version string
+	// Network is the operator's network policy, as the gateway is
+	// configured (nil: unknown, e.g. a stdio server in front of a remote
+	// gateway). Tool descriptions state it.
+	Network *NetworkPolicy
+	// MaxResources caps resources/list: the workspace files listed over
+	// all of the caller's sessions (default 200).
+	MaxResources int
+	// MaxResourceBytes caps one resources/read (default 4 MiB).
+	MaxResourceBytes int
+	// SessionTimeout closes an MCP session (over HTTP) that has seen no
+	// request for this long (default 30 minutes).
+	SessionTimeout time.Duration
+}
+
+// NetworkPolicy is what the gateway's operator lets sessions reach: Allow
+// is the ceiling of the allowlist a session may ask for (host patterns such
+// as "pypi.org" or "*.pythonhosted.org"); empty: no session has a network.
+type NetworkPolicy struct {
+	Allow []string
 }
 
 func (c Config) withDefaults() Config {
@@ -68,6 +97,11 @@ func (c Config) withDefaults() Config {
 	def(&c.MaxImageBytes, 4<<20)
 	def(&c.MaxTotalImageBytes, 12<<20)
 	def(&c.MaxUploadBytes, 10<<20)
+	def(&c.MaxResources, 200)
+	def(&c.MaxResourceBytes, 4<<20)
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = 30 * time.Minute
+	}
 	if c.MaxTimeout == 0 {
 		c.MaxTimeout = 10 * time.Minute
 	}
@@ -79,7 +113,8 @@ func (c Config) withDefaults() Config {
 
 // Validate reports a configuration that cannot work.
 func (c Config) Validate() error {
-	if c.MaxTextChars < 0 || c.MaxImages < 0 || c.MaxImageBytes < 0 || c.MaxTotalImageBytes < 0 || c.MaxUploadBytes < 0 || c.MaxTimeout < 0 {
+	if c.MaxTextChars < 0 || c.MaxImages < 0 || c.MaxImageBytes < 0 || c.MaxTotalImageBytes < 0 || c.MaxUploadBytes < 0 || c.MaxTimeout < 0 ||
+		c.MaxResources < 0 || c.MaxResourceBytes < 0 || c.SessionTimeout < 0 {
 		return errors.New("mcp: config: negative limit")
 	}
 	if c.MaxTextChars != 0 && c.MaxTextChars < 1000 {
@@ -103,13 +138,13 @@ func New(b Backend, cfg Config, log zerolog.Logger) (*Server, error) {
 	if b == nil {
 		return nil, errors.New("mcp: nil backend")
 	}
-	return newServer(b, cfg.withDefaults(), log, nil), nil
+	return newServer(b, cfg.withDefaults(), log, nil, nil), nil
 }
 
-func newServer(b Backend, cfg Config, log zerolog.Logger, cache *sdk.SchemaCache) *Server {
+func newServer(b Backend, cfg Config, log zerolog.Logger, cache *sdk.SchemaCache, sessionID func() string) *Server {
 	t := &tools{b: b, cfg: cfg, log: log, created: map[string]bool{}}
 	s := sdk.NewServer(&sdk.Implementation{Name: "glassroom", Title: "glassroom: sandboxed, stateful Python", Version: cfg.Version},
-		&sdk.ServerOptions{Instructions: instructions, SchemaCache: cache})
+		&sdk.ServerOptions{Instructions: instructions + networkSentence(cfg.Network), SchemaCache: cache, GetSessionID: sessionID})
 	t.register(s)
 	return &Server{mcp: s, t: t}
 }
@@ -148,32 +183,122 @@ func (s *Server) CloseCreatedSessions(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// NewHTTPHandler serves MCP's streamable HTTP transport, statelessly: each
-// request gets a server over the backend backendFor returns for it (the
-// caller's key decides whose sessions the tools see), so no state is kept
-// between requests and nothing outlives them. The SDK's DNS-rebinding
-// protection (a loopback listener refuses non-loopback Host headers) is on,
-// and cross-origin browser requests are refused. backendFor returning an
-// error answers 400.
-func NewHTTPHandler(backendFor func(*http.Request) (Backend, error), cfg Config, log zerolog.Logger) (http.Handler, error) {
+// NewHTTPHandler serves MCP's streamable HTTP transport. Each MCP session
+// (from initialize to DELETE, or SessionTimeout without a request) gets
+// its own server over the backend backendFor returns for the initialize
+// request; tenant names who sent it (e.g. a hash of its key). The session
+// is bound to that tenant: its id carries a MAC of the tenant, and a
+// request naming the session from another tenant is answered 404, as an
+// unknown session. Sessions are stateful so that a client's
+// notifications/cancelled reaches the running call and its logging level
+// holds for the session. The SDK's DNS-rebinding protection (a loopback
+// listener refuses non-loopback Host headers) is on, and cross-origin
+// browser requests are refused. backendFor returning an error answers 400.
+func NewHTTPHandler(backendFor func(*http.Request) (Backend, error), tenant func(*http.Request) string, cfg Config, log zerolog.Logger) (*HTTPHandler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if backendFor == nil || tenant == nil {
+		return nil, errors.New("mcp: nil backendFor or tenant")
+	}
 	cfg = cfg.withDefaults()
+	var secret [32]byte
+	if _, err := rand.Read(secret[:]); err != nil {
+		return nil, fmt.Errorf("mcp: session secret: %w", err)
+	}
 	cache := sdk.NewSchemaCache()
+	hh := &HTTPHandler{servers: map[*sdk.Server]bool{}}
 	h := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		b, err := backendFor(r)
 		if err != nil || b == nil {
 			log.Debug().Err(err).Msg("mcp: no backend for request")
 			return nil
 		}
-		return newServer(b, cfg, log, cache).mcp
+		who := tenant(r)
+		srv := newServer(b, cfg, log, cache, func() string {
+			var n [16]byte
+			_, _ = rand.Read(n[:])
+			nonce := hex.EncodeToString(n[:])
+			return nonce + "." + sessionMAC(secret[:], nonce, who)
+		}).mcp
+		if !hh.track(srv) {
+			return nil
+		}
+		return srv
 	}, &sdk.StreamableHTTPOptions{
-		Stateless: true,
+		SessionTimeout: cfg.SessionTimeout,
 		// Base64 grows an upload by a third; leave room for the envelope.
 		MaxRequestBodyBytes: int64(cfg.MaxUploadBytes)/3*4 + 1<<20,
 	})
-	return http.NewCrossOriginProtection().Handler(h), nil
+	bound := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id := r.Header.Get("Mcp-Session-Id"); id != "" {
+			nonce, mac, ok := strings.Cut(id, ".")
+			if !ok || !hmac.Equal([]byte(mac), []byte(sessionMAC(secret[:], nonce, tenant(r)))) {
+				http.Error(w, "session not found", http.StatusNotFound)
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+	hh.h = http.NewCrossOriginProtection().Handler(bound)
+	return hh, nil
+}
+
+// HTTPHandler is the MCP HTTP handler. Close ends its MCP sessions.
+type HTTPHandler struct {
+	h       http.Handler
+	mu      sync.Mutex
+	closed  bool
+	servers map[*sdk.Server]bool // one per MCP session; pruned when their session has ended
+}
+
+func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.h.ServeHTTP(w, r) }
+
+// track records a new session's server, and forgets those whose session
+// has ended. False once closed.
+func (h *HTTPHandler) track(s *sdk.Server) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return false
+	}
+	for old := range h.servers {
+		empty := true
+		for range old.Sessions() {
+			empty = false
+			break
+		}
+		if empty {
+			delete(h.servers, old)
+		}
+	}
+	h.servers[s] = true
+	return true
+}
+
+// Close closes every MCP session (their streams end, running calls are
+// cancelled) and refuses new ones. It does not wait for running calls.
+func (h *HTTPHandler) Close() error {
+	h.mu.Lock()
+	h.closed = true
+	servers := h.servers
+	h.servers = map[*sdk.Server]bool{}
+	h.mu.Unlock()
+	for s := range servers {
+		for ss := range s.Sessions() {
+			_ = ss.Close()
+		}
+	}
+	return nil
+}
+
+// sessionMAC binds an MCP session id (its nonce) to a tenant.
+func sessionMAC(secret []byte, nonce, tenant string) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(nonce))
+	m.Write([]byte{0})
+	m.Write([]byte(tenant))
+	return hex.EncodeToString(m.Sum(nil)[:16])
 }
 
 const instructions = `glassroom runs Python (and R, JavaScript, TypeScript, Bash) in persistent, sandboxed Jupyter kernels ("sessions").
@@ -183,20 +308,39 @@ A session has one kernel per language, each with its own variables, all sharing 
 Each session has a private workspace directory (the kernel's working directory) for files:
 upload_file puts data there, read_file and list_files read it back, edit_file views and edits text files
 (str_replace: old_str must occur exactly once).
-Sessions have no network access. numpy, pandas and matplotlib are installed; plt.show() returns the figure as an image.
-Idle sessions are deleted after a while; close_session ends one when you are done.`
+numpy, pandas and matplotlib are installed; plt.show() returns the figure as an image.
+Idle sessions are deleted after a while; close_session ends one when you are done.
+`
 
 // NewGatewayHandler is NewHTTPHandler for a gateway serving /mcp itself:
-// each request's tools call that gateway through inProcess (its in-process
-// transport) with the request's own bearer key, so they see exactly the
-// caller's sessions. The gateway authenticates the request first.
-func NewGatewayHandler(inProcess http.RoundTripper, cfg Config, log zerolog.Logger) (http.Handler, error) {
-	hc := &http.Client{Transport: inProcess}
+// each session's tools call that gateway through inProcess (its in-process
+// transport; WebSockets through its DialContext method when it has one)
+// with the initialize request's bearer key, so they see exactly the
+// caller's sessions; a session is bound to that key. The gateway
+// authenticates every request first.
+func NewGatewayHandler(inProcess http.RoundTripper, cfg Config, log zerolog.Logger) (*HTTPHandler, error) {
 	return NewHTTPHandler(func(r *http.Request) (Backend, error) {
 		key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok {
 			return nil, errors.New("mcp: no bearer key")
 		}
-		return client.New(client.Config{BaseURL: "http://glassroom.in-process", APIKey: key, HTTPClient: hc})
+		return InProcessClient(inProcess, key)
+	}, func(r *http.Request) string {
+		sum := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+		return hex.EncodeToString(sum[:])
 	}, cfg, log)
+}
+
+// InProcessClient is a client of a gateway through its in-process
+// transport, with key. When inProcess has a DialContext method (the
+// gateway's does), WebSockets go through it too, so streamed executions
+// (progress, cancellation) work in-process.
+func InProcessClient(inProcess http.RoundTripper, key string) (*client.Client, error) {
+	cfg := client.Config{BaseURL: "http://glassroom.in-process", APIKey: key, HTTPClient: &http.Client{Transport: inProcess}}
+	if d, ok := inProcess.(interface {
+		DialContext(ctx context.Context, network, addr string) (net.Conn, error)
+	}); ok {
+		cfg.Dialer = &websocket.Dialer{NetDialContext: d.DialContext, HandshakeTimeout: 30 * time.Second}
+	}
+	return client.New(cfg)
 }

@@ -124,8 +124,9 @@ func (t *tools) register(s *sdk.Server) {
 			"Variables, imports and files persist between calls that pass the same session_id; without session_id a new " +
 			"session is started and its id is given in the answer: pass it on every later call. The answer has print() output " +
 			"(stdout, stderr), the value of the last expression, and errors with their traceback, as text; matplotlib figures " +
-			"(plt.show()) and other image outputs come back as images. numpy, pandas and matplotlib are installed; there is no " +
-			"network access. The working directory is the session's workspace (see upload_file, read_file, list_files). " +
+			"(plt.show()) and other image outputs come back as images. numpy, pandas and matplotlib are installed. " + networkSentence(t.cfg.Network) + " " +
+			"While it runs, output is sent as progress notifications (when the call has a progress token) and stderr as log messages; " +
+			"cancelling the call interrupts the code, and the session keeps its variables. The working directory is the session's workspace (see upload_file, read_file, list_files). " +
 			"input() is not available. Long output is cut to its beginning and end.",
 		InputSchema: execSchema,
 		Annotations: &sdk.ToolAnnotations{Title: "Run Python", DestructiveHint: jsonschema.Ptr(false), OpenWorldHint: jsonschema.Ptr(false)},
@@ -144,7 +145,9 @@ func (t *tools) register(s *sdk.Server) {
 			"the same session_id, and every language sees the same workspace files (the working directory, /home/user). Without " +
 			"session_id a new session is started and its id is given in the answer: pass it on every later call. The answer has " +
 			"stdout, stderr, the value of the last expression, and errors, as text; plots (matplotlib, R graphics) come back as images. " +
-			"Python has numpy, pandas and matplotlib; R has ggplot2, dplyr, tidyr, readr and data.table. There is no network access. " +
+			"Python has numpy, pandas and matplotlib; R has ggplot2, dplyr, tidyr, readr and data.table. " + networkSentence(t.cfg.Network) + " " +
+			"While it runs, output is sent as progress notifications (when the call has a progress token) and stderr as log messages; " +
+			"cancelling the call interrupts the code, and the session keeps its variables. " +
 			"list_languages says which languages this gateway runs. Long output is cut to its beginning and end.",
 		InputSchema: codeSchema,
 		Annotations: &sdk.ToolAnnotations{Title: "Run code", DestructiveHint: jsonschema.Ptr(false), OpenWorldHint: jsonschema.Ptr(false)},
@@ -176,7 +179,8 @@ func (t *tools) register(s *sdk.Server) {
 		Name:  "read_file",
 		Title: "Read a file",
 		Description: "Read a file from a session's workspace: text files come back as text (long ones cut), images " +
-			"(PNG, JPEG, GIF, WebP) as images. For other binary files, inspect them with execute_python instead.",
+			"(PNG, JPEG, GIF, WebP) as images, other binary files as an embedded resource (base64 blob with its MIME type), " +
+			"up to a size limit. The same files are MCP resources: glassroom://sessions/{session_id}/files/{path}.",
 		InputSchema: readSchema,
 		Annotations: &sdk.ToolAnnotations{Title: "Read a file", ReadOnlyHint: true, OpenWorldHint: jsonschema.Ptr(false)},
 	}, t.read)
@@ -217,7 +221,9 @@ func (t *tools) register(s *sdk.Server) {
 		Description: "Run a shell command (bash) in the session's sandbox, beside its kernels: the same files (the working directory is " +
 			"the workspace, /home/user), the same network policy and limits. Use it for ls, grep, git, pip, compilers and scripts. The " +
 			"answer has the exit code, stdout and stderr. A command is killed at its timeout; one that should keep running (a server) " +
-			"runs with background: true and the answer has its pid. Long output is cut to its beginning and end.",
+			"runs with background: true and the answer has its pid. Long output is cut to its beginning and end. While it runs, output is sent as " +
+			"progress notifications (when the call has a progress token) and stderr as log messages; cancelling the call kills the command. " +
+			networkSentence(t.cfg.Network),
 		InputSchema: cmdSchema,
 		Annotations: &sdk.ToolAnnotations{Title: "Run a shell command", DestructiveHint: jsonschema.Ptr(true), OpenWorldHint: jsonschema.Ptr(false)},
 	}, t.runCommand)
@@ -238,6 +244,44 @@ func (t *tools) register(s *sdk.Server) {
 		InputSchema: mustSchema[sessionInput](),
 		Annotations: &sdk.ToolAnnotations{Title: "Close a session", DestructiveHint: jsonschema.Ptr(true), IdempotentHint: true, OpenWorldHint: jsonschema.Ptr(false)},
 	}, t.close)
+
+	sdk.AddTool(s, &sdk.Tool{
+		Name:  "interrupt",
+		Title: "Interrupt running code",
+		Description: "Interrupt the code a session is running (as Ctrl-C: a KeyboardInterrupt in Python), e.g. from another client or a call " +
+			"that timed out on your side. Variables defined before are kept. context limits it to one kernel of the session; without it " +
+			"every kernel running code is interrupted. Cancelling a running execute_python/execute_code call does the same.",
+		InputSchema: mustSchema[interruptInput](),
+		Annotations: &sdk.ToolAnnotations{Title: "Interrupt running code", DestructiveHint: jsonschema.Ptr(false), IdempotentHint: true, OpenWorldHint: jsonschema.Ptr(false)},
+	}, t.interrupt)
+
+	sdk.AddTool(s, &sdk.Tool{
+		Name:  "list_sessions",
+		Title: "List sessions",
+		Description: "List your sessions: each one's id, language, state (idle, busy, ...), network (the hosts it may reach, or no network) " +
+			"and the time left before it ends if unused. " + networkSentence(t.cfg.Network),
+		InputSchema: mustSchema[noInput](),
+		Annotations: &sdk.ToolAnnotations{Title: "List sessions", ReadOnlyHint: true, OpenWorldHint: jsonschema.Ptr(false)},
+	}, t.listSessions)
+
+	createSchema := mustSchema[createInput]()
+	createSchema.Properties["idle_timeout_s"].ExclusiveMinimum = jsonschema.Ptr(0.0)
+	if p := t.cfg.Network; p != nil && len(p.Allow) > 0 {
+		createSchema.Properties["network"].Description += " This gateway allows at most: " + strings.Join(p.Allow, ", ") + "."
+	} else if p != nil {
+		createSchema.Properties["network"].Description += " This gateway allows none: asking for a network is refused."
+	}
+	sdk.AddTool(s, &sdk.Tool{
+		Name:  "create_session",
+		Title: "Start a session",
+		Description: "Start a session with chosen resource limits, network allowlist, language or idle timeout, and get its session_id " +
+			"(the other tools start a default session when called without session_id). The gateway refuses limits above its maximum " +
+			"and hosts outside its operator's allowlist, with the reason. " + networkSentence(t.cfg.Network),
+		InputSchema: createSchema,
+		Annotations: &sdk.ToolAnnotations{Title: "Start a session", DestructiveHint: jsonschema.Ptr(false), OpenWorldHint: jsonschema.Ptr(false)},
+	}, t.createSession)
+
+	t.registerResources(s)
 }
 
 func mustSchema[T any]() *jsonschema.Schema {
@@ -279,7 +323,7 @@ func newSessionNote(id, language string) string {
 	return fmt.Sprintf("Started a new %s session, session_id %q. Pass session_id=%q to later calls to keep its variables and files.", language, id, id)
 }
 
-func (t *tools) execute(ctx context.Context, _ *sdk.CallToolRequest, in executeInput) (*sdk.CallToolResult, ExecuteOutput, error) {
+func (t *tools) execute(ctx context.Context, req *sdk.CallToolRequest, in executeInput) (*sdk.CallToolResult, ExecuteOutput, error) {
 	start := time.Now()
 	if strings.TrimSpace(in.Code) == "" {
 		return nil, ExecuteOutput{}, errors.New("code is empty: pass the Python source to run")
@@ -293,7 +337,7 @@ func (t *tools) execute(ctx context.Context, _ *sdk.CallToolRequest, in executeI
 	if err != nil {
 		return nil, ExecuteOutput{}, err
 	}
-	x, err := t.b.Execute(ctx, id, in.Code, client.ExecuteOptions{Timeout: timeout, Language: "python"})
+	x, err := t.run(ctx, req, id, in.Code, client.ExecuteOptions{Timeout: timeout, Language: "python"})
 	if err != nil {
 		return nil, ExecuteOutput{}, explain(err, id, "")
 	}
@@ -307,7 +351,7 @@ func (t *tools) execute(ctx context.Context, _ *sdk.CallToolRequest, in executeI
 	return res, ExecuteOutput{SessionID: id, SessionCreated: created, Status: x.Status, ExecutionCount: x.ExecutionCount}, nil
 }
 
-func (t *tools) executeCode(ctx context.Context, _ *sdk.CallToolRequest, in executeCodeInput) (*sdk.CallToolResult, ExecuteOutput, error) {
+func (t *tools) executeCode(ctx context.Context, req *sdk.CallToolRequest, in executeCodeInput) (*sdk.CallToolResult, ExecuteOutput, error) {
 	start := time.Now()
 	if strings.TrimSpace(in.Code) == "" {
 		return nil, ExecuteOutput{}, errors.New("code is empty: pass the source to run")
@@ -324,7 +368,7 @@ func (t *tools) executeCode(ctx context.Context, _ *sdk.CallToolRequest, in exec
 	if err != nil {
 		return nil, ExecuteOutput{}, err
 	}
-	x, err := t.b.Execute(ctx, id, in.Code, client.ExecuteOptions{Timeout: timeout, Language: language, Context: in.Context,
+	x, err := t.run(ctx, req, id, in.Code, client.ExecuteOptions{Timeout: timeout, Language: language, Context: in.Context,
 		Envs: in.Envs, Cwd: in.Cwd})
 	if err != nil {
 		return nil, ExecuteOutput{}, explain(err, id, "")
@@ -441,8 +485,21 @@ func (t *tools) read(ctx context.Context, _ *sdk.CallToolRequest, in fileInput) 
 		data = data[:limit]
 	}
 	if !looksText(data, cut) {
-		return textResult(fmt.Sprintf("%s is a binary file (%s, %s); read_file shows text and images only. Inspect it with execute_python.",
-			in.Path, humanBytes(size), f.ContentType)), nil, nil
+		if cut || int64(len(data)) > int64(t.cfg.MaxResourceBytes) {
+			return nil, nil, fmt.Errorf("%s is a binary file of %s; read_file returns binary files up to %s. Inspect it with execute_python or run_command",
+				in.Path, humanBytes(size), humanBytes(min(limit, int64(t.cfg.MaxResourceBytes))))
+		}
+		ctype := mimeOf(in.Path)
+		if ctype == "" {
+			ctype = f.ContentType
+		}
+		if ctype == "" {
+			ctype = "application/octet-stream"
+		}
+		return &sdk.CallToolResult{Content: []sdk.Content{
+			&sdk.TextContent{Text: fmt.Sprintf("%s is a binary file (%s, %s), attached as an embedded resource.", in.Path, ctype, humanBytes(size))},
+			&sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: fileURI(in.SessionID, in.Path), MIMEType: ctype, Blob: data}},
+		}}, nil, nil
 	}
 	text := stripANSI(strings.ToValidUTF8(string(data), "\uFFFD"))
 	header := fmt.Sprintf("%s (%s):\n", in.Path, humanBytes(size))
@@ -654,7 +711,13 @@ func textResult(s string) *sdk.CallToolResult {
 // explain turns a gateway error into a message a model can act on.
 func explain(err error, sessionID, path string) error {
 	var ae *client.APIError
-	if !errors.As(err, &ae) {
+	var re *client.RejectedError
+	if !errors.As(err, &ae) && errors.As(err, &re) {
+		// A streamed execution's refusal ("rejected" frame) carries the
+		// same codes as the REST API's error answers.
+		ae = &client.APIError{Code: re.Code, Message: re.Message}
+	}
+	if ae == nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return fmt.Errorf("the call was cancelled: %w", err)
 		}
@@ -679,11 +742,13 @@ func explain(err error, sessionID, path string) error {
 		return fmt.Errorf("the session's workspace is full; delete files with execute_python and retry")
 	case ae.Status == http.StatusUnauthorized:
 		return errors.New("the glassroom gateway refused the API key; check the MCP server's --api-key / GLASSROOM_API_KEY")
+	case ae.Status == 0:
+		return fmt.Errorf("the glassroom gateway refused the execution: %s: %s", ae.Code, ae.Message)
 	}
 	return fmt.Errorf("the glassroom gateway answered %d %s: %s", ae.Status, ae.Code, ae.Message)
 }
 
-func (t *tools) runCommand(ctx context.Context, _ *sdk.CallToolRequest, in commandInput) (*sdk.CallToolResult, CommandOutput, error) {
+func (t *tools) runCommand(ctx context.Context, req *sdk.CallToolRequest, in commandInput) (*sdk.CallToolResult, CommandOutput, error) {
 	if strings.TrimSpace(in.Cmd) == "" {
 		return nil, CommandOutput{}, errors.New("cmd is empty: pass the shell command to run")
 	}
@@ -708,7 +773,7 @@ func (t *tools) runCommand(ctx context.Context, _ *sdk.CallToolRequest, in comma
 		msg := fmt.Sprintf("%sStarted in the background: pid %d. Its output is kept by the gateway (GET /v1/sessions/%s/commands/%d).", note, h.PID, id, h.PID)
 		return textResult(msg), CommandOutput{SessionID: id, SessionCreated: created, PID: h.PID}, nil
 	}
-	c, err := t.b.RunCommand(ctx, id, in.Cmd, opts)
+	c, err := t.runCommandLive(ctx, req, id, in.Cmd, opts)
 	if err != nil {
 		return nil, CommandOutput{}, explain(err, id, "")
 	}

@@ -7,6 +7,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [mode, ...rest] = process.argv.slice(2);
 let transport;
@@ -70,6 +71,69 @@ const code = await call("execute_code", { session_id: sid, language: "py", code:
 out.code = { text: text(code), structured: code.structuredContent, isError: !!code.isError };
 const languages = await call("list_languages", {});
 out.languages = { text: text(languages), isError: !!languages.isError };
+
+// Live output: progress notifications (and stderr as log messages) arrive
+// while the call runs. The code waits for a file this script uploads only
+// after it has seen the first output in a progress notification, so the
+// call cannot have finished before.
+const logs = [];
+client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+  logs.push({ level: n.params.level, logger: n.params.logger ?? "", data: String(n.params.data) });
+});
+await client.setLoggingLevel("info");
+const progress = [];
+let released;
+let resultArrived = false;
+const liveCall = client.callTool({ name: "execute_python", arguments: { session_id: sid, timeout_s: 300,
+  code: "import os, sys, time\nprint('node-ready', flush=True)\nprint('node-warn', file=sys.stderr, flush=True)\n" +
+    "while not os.path.exists('node-release'):\n    time.sleep(0.02)\nprint('node-done')" } }, undefined, {
+  timeout: 240000,
+  onprogress: (p) => {
+    progress.push({ progress: p.progress, message: p.message ?? "", beforeResult: !resultArrived });
+    if (!released && (p.message ?? "").includes("node-ready")) {
+      released = call("upload_file", { session_id: sid, path: "node-release", content: "go" });
+    }
+  },
+});
+const live = await liveCall;
+resultArrived = true;
+const release = released ? await released : null;
+out.live = { text: text(live), isError: !!live.isError, progress, logs: [...logs], released: !!release && !release.isError };
+
+// Cancel: aborting the request sends notifications/cancelled, which
+// interrupts the kernel; the session keeps x.
+const ac = new AbortController();
+let spinThrown = "";
+try {
+  await client.callTool({ name: "execute_python", arguments: { session_id: sid, timeout_s: 300,
+    code: "import time\nprint('node-spin', flush=True)\nwhile True:\n    time.sleep(0.02)" } }, undefined, {
+    timeout: 240000, signal: ac.signal,
+    onprogress: (p) => { if ((p.message ?? "").includes("node-spin")) ac.abort("the test cancels"); },
+  });
+} catch (e) {
+  spinThrown = String(e);
+}
+const afterCancel = await call("execute_python", { session_id: sid, code: "x + 100" });
+out.cancel = { thrown: spinThrown, text: text(afterCancel), isError: !!afterCancel.isError };
+
+// Resources: the workspace files of the caller's sessions.
+const resources = await client.listResources();
+const csv = resources.resources.find((r) => r.uri === `glassroom://sessions/${sid}/files/in/data.csv`);
+const readRes = await client.readResource({ uri: `glassroom://sessions/${sid}/files/in/data.csv` });
+out.resources = {
+  uris: resources.resources.map((r) => r.uri),
+  csvMimeType: csv?.mimeType ?? "",
+  readText: readRes.contents.map((c) => c.text ?? "").join(""),
+  readURI: readRes.contents[0]?.uri ?? "",
+};
+let missingRes = "";
+try {
+  await client.readResource({ uri: `glassroom://sessions/${sid}/files/no/such.txt` });
+} catch (e) {
+  missingRes = String(e);
+}
+out.resources.missing = missingRes;
+
 const restart = await call("restart_session", { session_id: sid });
 out.restart = { text: text(restart) };
 const gone = await call("execute_python", { session_id: sid, code: "x" });
