@@ -185,6 +185,15 @@ func TestJSReadmeSnippet(t *testing.T) {
 	if m == nil {
 		t.Fatal("js/README.md has no TypeScript example")
 	}
+	// The repository's README shows the same example.
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := regexp.MustCompile("(?s)```ts\n(import \\{ Sandbox \\} from 'glassroom'\n.*?)```").FindSubmatch(readme)
+	if r == nil || !bytes.Equal(r[1], m[1]) {
+		t.Fatalf("README.md's TypeScript example is missing or differs from js/README.md's")
+	}
 	// A module inside js/ resolves 'glassroom' to the package itself.
 	script := filepath.Join("js", "readme-snippet.test-tmp.mjs")
 	if err := os.WriteFile(script, m[1], 0o644); err != nil {
