@@ -4,12 +4,13 @@ real gateway (GLASSROOM_URL; the key from GLASSROOM_API_KEY, or E2B_API_KEY)."""
 import asyncio
 import os
 import threading
+import time
 import unittest
 from unittest import mock
 
 from glassroom.e2b import (AsyncSandbox, BarChart, ChartType, Context, EntryInfo, FileNotFoundException, FileType,
                            InvalidArgumentException, LineChart, Result, Sandbox, SandboxNotFoundException,
-                           TimeoutException)
+                           SandboxQuery, TimeoutException)
 
 CHART_CODE = """
 import matplotlib.pyplot as plt
@@ -109,6 +110,80 @@ class E2BSyncTest(unittest.TestCase):
         self.assertEqual(str(info.state), "running")
         self.assertTrue(self.sbx.is_running())
         self.assertIs(self.sbx.connect(), self.sbx)
+
+
+class E2BSessionModelTest(unittest.TestCase):
+    """Templates, metadata and listing, lifetime, metrics, pause and
+    resume, rename and watch: E2B's session model on the gateway's."""
+
+    def test_template_metadata_and_list(self) -> None:
+        tag = "t" + os.urandom(6).hex()
+        boxes = [Sandbox.create("code-interpreter-v1", timeout=120, metadata={"suite": tag, "n": str(i)}) for i in range(3)]
+        try:
+            info = boxes[0].get_info()
+            self.assertEqual((info.template_id, info.metadata), ("code-interpreter-v1", {"suite": tag, "n": "0"}))
+            pages, seen = Sandbox.list(query=SandboxQuery(metadata={"suite": tag}), limit=2), []
+            while pages.has_next:
+                seen.append([s.sandbox_id for s in pages.next_items()])
+            self.assertEqual(len(seen[0]), 2)
+            self.assertEqual(sorted(i for page in seen for i in page), sorted(b.sandbox_id for b in boxes))
+            one = Sandbox.list(query=SandboxQuery(metadata={"suite": tag, "n": "1"})).next_items()
+            self.assertEqual([s.sandbox_id for s in one], [boxes[1].sandbox_id])
+            with self.assertRaises(InvalidArgumentException):
+                Sandbox.create("no-such-template", timeout=60)
+        finally:
+            for b in boxes:
+                b.kill()
+
+    def test_timeout_is_the_lifetime(self) -> None:
+        sbx = Sandbox.create(timeout=120)
+        try:
+            end = sbx.get_info().end_at
+            sbx.set_timeout(2)
+            self.assertLess(sbx.get_info().end_at, end)
+            deadline = time.monotonic() + 60
+            while sbx.is_running() and time.monotonic() < deadline:
+                time.sleep(0.5)
+            self.assertFalse(sbx.is_running(), "the sandbox outlived its timeout")
+        finally:
+            Sandbox.kill(sbx.sandbox_id)
+
+    def test_metrics_pause_resume(self) -> None:
+        sbx = Sandbox.create(timeout=120)
+        try:
+            sbx.run_code("big = b'x' * (200 << 20)")
+            m = sbx.get_metrics()[-1]
+            self.assertGreater(m.mem_used, 200 << 20)
+            self.assertGreater(m.mem_total, m.mem_used)
+            sbx.pause()
+            self.assertEqual(str(Sandbox.get_info(sbx.sandbox_id).state), "paused")
+            with self.assertRaises(Exception):
+                sbx.run_code("1")
+            again = Sandbox.connect(sbx.sandbox_id)  # connect resumes, as in E2B
+            self.assertEqual(again.run_code("len(big) >> 20").text, "200")
+        finally:
+            Sandbox.kill(sbx.sandbox_id)
+
+    def test_rename_and_watch(self) -> None:
+        sbx = Sandbox.create(timeout=120)
+        try:
+            sbx.files.make_dir("/home/user/w")
+            h = sbx.files.watch_dir("/home/user/w")
+            try:
+                sbx.run_code("open('/home/user/w/a.txt', 'w').write('a')")
+                events, deadline = [], time.monotonic() + 30
+                while not any(e.name == "a.txt" for e in events) and time.monotonic() < deadline:
+                    events += h.get_new_events()
+                    time.sleep(0.2)
+                self.assertTrue(any(e.name == "a.txt" for e in events), events)
+            finally:
+                h.stop()
+            info = sbx.files.rename("/home/user/w/a.txt", "/home/user/b.txt")
+            self.assertEqual(info.path, "/home/user/b.txt")
+            self.assertFalse(sbx.files.exists("/home/user/w/a.txt"))
+            self.assertEqual(sbx.files.read("/home/user/b.txt"), "a")
+        finally:
+            Sandbox.kill(sbx.sandbox_id)
 
 
 class E2BAsyncTest(unittest.IsolatedAsyncioTestCase):
