@@ -142,11 +142,13 @@ func TestContainerIsLockedDown(t *testing.T) {
 		t.Errorf("glassroom's seccomp profile not applied: %.80s", got)
 	}
 	// The session directory's ipc, workspace (twice: WorkDir and its
-	// alias) and contexts' ipc directories, nothing else of the host.
+	// alias) and contexts' ipc directories, and its passwd and group files
+	// (read-only), nothing else of the host.
 	session := filepath.Dir(k.Sandbox.Workspace())
-	mounts := strings.Fields(inspect(t, "{{range .Mounts}}{{.Source}}:{{.Destination}} {{end}}", id))
+	mounts := strings.Fields(inspect(t, "{{range .Mounts}}{{.Source}}:{{.Destination}}:{{.RW}} {{end}}", id))
 	slices.Sort(mounts)
-	want := []string{session + "/ctx:/run/glassroom/ctx", session + "/ipc:/run/glassroom/ipc", session + "/work:/home/user", session + "/work:/workspace"}
+	want := []string{session + "/ctx:/run/glassroom/ctx:true", session + "/group:/etc/group:false", session + "/ipc:/run/glassroom/ipc:true",
+		session + "/passwd:/etc/passwd:false", session + "/work:/home/user:true", session + "/work:/workspace:true"}
 	if !slices.Equal(mounts, want) {
 		t.Errorf("host paths in the container: %q, want %q", mounts, want)
 	}
