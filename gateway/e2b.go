@@ -129,12 +129,9 @@ func (s *Server) resumeSession(c echo.Context) error {
 }
 
 func (s *Server) moveFile(c echo.Context) error {
-	sess, err := s.session(c)
-	if err != nil {
-		return err
-	}
 	var req api.MoveFileRequest
-	if err := s.decodeJSON(c, &req); err != nil {
+	sess, err := s.sessionRequest(c, &req)
+	if err != nil {
 		return err
 	}
 	if req.From == "" || req.To == "" {

@@ -13,7 +13,6 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
 	"golang.org/x/sync/errgroup"
-	"golang.org/x/time/rate"
 )
 
 // clientFrame is any frame a WebSocket client may send.
@@ -154,12 +153,9 @@ func submit(ctx context.Context, sess *sessions.Session, execs <-chan wsExecute,
 // so a fast client is slowed by TCP backpressure, never dropped.
 func (r *wsRelay) read(ctx context.Context, conn *websocket.Conn, sess *sessions.Session, in wsInputs) error {
 	defer send(ctx, in.out, nil) // tells the writer the client is gone
-	limit := rate.NewLimiter(wsconn.FrameRate, wsconn.FrameRate)
+	frames := wsconn.NewReader(conn)
 	for {
-		if err := limit.Wait(ctx); err != nil {
-			return err
-		}
-		_, data, err := conn.ReadMessage()
+		_, data, err := frames.Next(ctx)
 		if err != nil {
 			return err
 		}

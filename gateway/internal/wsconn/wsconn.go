@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
 )
 
 const (
@@ -43,6 +44,31 @@ func NewUpgrader(allowed []string) websocket.Upgrader {
 			return strings.EqualFold(u.Host, r.Host) || set[strings.ToLower(origin)]
 		},
 	}
+}
+
+// Reader reads a client's frames at most FrameRate a second: past that
+// it waits before reading on, so TCP slows a fast client and the server
+// never drops it. A Reader belongs to the one goroutine that owns the
+// connection's reading side.
+type Reader struct {
+	conn  *websocket.Conn
+	limit *rate.Limiter
+}
+
+// NewReader returns a Reader of conn's frames.
+func NewReader(conn *websocket.Conn) *Reader {
+	return &Reader{conn: conn, limit: rate.NewLimiter(FrameRate, FrameRate)}
+}
+
+// Next blocks until the rate allows a frame, then reads it (see
+// websocket.Conn.ReadMessage). It returns ctx's error if ctx ends while it
+// waits for the rate; ctx does not interrupt the read itself (closing the
+// connection does).
+func (r *Reader) Next(ctx context.Context) (messageType int, data []byte, err error) {
+	if err := r.limit.Wait(ctx); err != nil {
+		return 0, nil, err
+	}
+	return r.conn.ReadMessage()
 }
 
 // Group is a server's live WebSocket connections. Safe for concurrent
