@@ -152,14 +152,11 @@ func (s *Server) terminal(c echo.Context) error {
 		return err
 	}
 	defer term.Close()
-	conn, err := s.upgrader.Upgrade(c.Response(), c.Request(), nil)
-	if err != nil {
+	conn, ctx, done, ok := s.conns.Accept(&s.upgrader, c.Response(), c.Request(), terminalFrameBytes)
+	if !ok {
 		return nil // the upgrader has written the error response
 	}
-	ctx, leave := s.conns.Enter()
-	defer leave()
-	defer conn.Close()
-	conn.SetReadLimit(terminalFrameBytes)
+	defer done()
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
 		defer s.conns.Recover(&err)

@@ -85,14 +85,11 @@ func (r *wsRelay) serve(c echo.Context) error {
 		return err
 	}
 	defer release()
-	conn, err := r.upgrader.Upgrade(c.Response(), c.Request(), nil)
-	if err != nil {
+	conn, ctx, done, ok := r.conns.Accept(&r.upgrader, c.Response(), c.Request(), int64(r.mgr.Config().MaxCodeBytes)+64<<10)
+	if !ok {
 		return nil // the upgrader has written the error response
 	}
-	ctx, leave := r.conns.Enter()
-	defer leave()
-	defer conn.Close()
-	conn.SetReadLimit(int64(r.mgr.Config().MaxCodeBytes) + 64<<10)
+	defer done()
 	sess.Touch()
 
 	out := make(chan any, 64)     // frames for the writer besides events

@@ -98,6 +98,24 @@ func (g *Group) Enter() (ctx context.Context, leave func()) {
 	}
 }
 
+// Accept upgrades the request with up, enters the connection in the group
+// (see Enter) and limits the frames it reads to readLimit bytes. ok is
+// false when the upgrade failed: the upgrader has written the error
+// response. Otherwise the handler calls done, which closes conn and
+// leaves, once the connection's goroutines have exited.
+func (g *Group) Accept(up *websocket.Upgrader, w http.ResponseWriter, r *http.Request, readLimit int64) (conn *websocket.Conn, ctx context.Context, done func(), ok bool) {
+	conn, err := up.Upgrade(w, r, nil)
+	if err != nil {
+		return nil, nil, nil, false
+	}
+	ctx, leave := g.Enter()
+	conn.SetReadLimit(readLimit)
+	return conn, ctx, func() {
+		_ = conn.Close()
+		leave()
+	}, true
+}
+
 // ShuttingDown reports whether Shutdown has been called (a connection
 // that ends then tells its client the gateway is going away).
 func (g *Group) ShuttingDown() bool { return g.base.Err() != nil }
