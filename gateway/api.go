@@ -114,6 +114,20 @@ func (s *Server) session(c echo.Context) (*sessions.Session, error) {
 	return s.mgr.Get(tenant.Of(c), c.Param("id"))
 }
 
+// sessionRequest is the route's session and, decoded into v by
+// decodeJSON, the request's body. The session is looked up first: a
+// request for an unknown session fails as such, whatever its body.
+func (s *Server) sessionRequest(c echo.Context, v any) (*sessions.Session, error) {
+	sess, err := s.session(c)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.decodeJSON(c, v); err != nil {
+		return nil, err
+	}
+	return sess, nil
+}
+
 func (s *Server) getSession(c echo.Context) error {
 	sess, err := s.session(c)
 	if err != nil {
@@ -130,12 +144,9 @@ func (s *Server) deleteSession(c echo.Context) error {
 }
 
 func (s *Server) execute(c echo.Context) error {
-	sess, err := s.session(c)
-	if err != nil {
-		return err
-	}
 	var req api.ExecuteRequest
-	if err := s.decodeJSON(c, &req); err != nil {
+	sess, err := s.sessionRequest(c, &req)
+	if err != nil {
 		return err
 	}
 	if req.Code == nil {
@@ -189,12 +200,9 @@ func (s *Server) restart(c echo.Context) error {
 }
 
 func (s *Server) updateSession(c echo.Context) error {
-	sess, err := s.session(c)
-	if err != nil {
-		return err
-	}
 	var req api.UpdateSessionRequest
-	if err := s.decodeJSON(c, &req); err != nil {
+	sess, err := s.sessionRequest(c, &req)
+	if err != nil {
 		return err
 	}
 	if req.IdleTimeoutS != nil {
@@ -228,12 +236,9 @@ func checkIntrospect(r api.IntrospectRequest) error {
 }
 
 func (s *Server) complete(c echo.Context) error {
-	sess, err := s.session(c)
-	if err != nil {
-		return err
-	}
 	var req api.IntrospectRequest
-	if err := s.decodeJSON(c, &req); err != nil {
+	sess, err := s.sessionRequest(c, &req)
+	if err != nil {
 		return err
 	}
 	if err := checkIntrospect(req); err != nil {
@@ -250,12 +255,9 @@ func (s *Server) complete(c echo.Context) error {
 }
 
 func (s *Server) inspect(c echo.Context) error {
-	sess, err := s.session(c)
-	if err != nil {
-		return err
-	}
 	var req api.IntrospectRequest
-	if err := s.decodeJSON(c, &req); err != nil {
+	sess, err := s.sessionRequest(c, &req)
+	if err != nil {
 		return err
 	}
 	if err := checkIntrospect(req); err != nil {

@@ -14,7 +14,6 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
 	"golang.org/x/sync/errgroup"
-	"golang.org/x/time/rate"
 )
 
 // The shell commands of a session: POST/GET /v1/sessions/{id}/commands,
@@ -22,12 +21,9 @@ import (
 // the terminal WebSocket GET /v1/sessions/{id}/terminal.
 
 func (s *Server) runCommand(c echo.Context) error {
-	sess, err := s.session(c)
-	if err != nil {
-		return err
-	}
 	var req api.RunCommandRequest
-	if err := s.decodeJSON(c, &req); err != nil {
+	sess, err := s.sessionRequest(c, &req)
+	if err != nil {
 		return err
 	}
 	if req.Cmd == "" {
@@ -61,21 +57,22 @@ func (s *Server) listCommands(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string][]sessions.CommandInfo{"commands": sess.Commands().List()})
 }
 
-// commandPID is the route's pid.
-func commandPID(c echo.Context) (int, error) {
+// sessionCommand is the route's session and, after it, the route's pid
+// (the session is looked up first: an unknown session fails as such).
+func (s *Server) sessionCommand(c echo.Context) (*sessions.Session, int, error) {
+	sess, err := s.session(c)
+	if err != nil {
+		return nil, 0, err
+	}
 	pid, err := strconv.Atoi(c.Param("pid"))
 	if err != nil || pid <= 0 {
-		return 0, httperr.New(http.StatusNotFound, "command_not_found", "no command %q in this session", c.Param("pid"))
+		return nil, 0, httperr.New(http.StatusNotFound, "command_not_found", "no command %q in this session", c.Param("pid"))
 	}
-	return pid, nil
+	return sess, pid, nil
 }
 
 func (s *Server) getCommand(c echo.Context) error {
-	sess, err := s.session(c)
-	if err != nil {
-		return err
-	}
-	pid, err := commandPID(c)
+	sess, pid, err := s.sessionCommand(c)
 	if err != nil {
 		return err
 	}
@@ -87,11 +84,7 @@ func (s *Server) getCommand(c echo.Context) error {
 }
 
 func (s *Server) commandStdin(c echo.Context) error {
-	sess, err := s.session(c)
-	if err != nil {
-		return err
-	}
-	pid, err := commandPID(c)
+	sess, pid, err := s.sessionCommand(c)
 	if err != nil {
 		return err
 	}
@@ -106,11 +99,7 @@ func (s *Server) commandStdin(c echo.Context) error {
 }
 
 func (s *Server) killCommand(c echo.Context) error {
-	sess, err := s.session(c)
-	if err != nil {
-		return err
-	}
-	pid, err := commandPID(c)
+	sess, pid, err := s.sessionCommand(c)
 	if err != nil {
 		return err
 	}
@@ -163,14 +152,11 @@ func (s *Server) terminal(c echo.Context) error {
 		return err
 	}
 	defer term.Close()
-	conn, err := s.upgrader.Upgrade(c.Response(), c.Request(), nil)
-	if err != nil {
+	conn, ctx, done, ok := s.conns.Accept(&s.upgrader, c.Response(), c.Request(), terminalFrameBytes)
+	if !ok {
 		return nil // the upgrader has written the error response
 	}
-	ctx, leave := s.conns.Enter()
-	defer leave()
-	defer conn.Close()
-	conn.SetReadLimit(terminalFrameBytes)
+	defer done()
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
 		defer s.conns.Recover(&err)
@@ -189,12 +175,9 @@ func (s *Server) terminal(c echo.Context) error {
 // readTerminal owns the terminal socket's reading side: input bytes to
 // the shell, resizes. It reads at most wsconn.FrameRate frames a second.
 func readTerminal(ctx context.Context, conn *websocket.Conn, term *sessions.Terminal) error {
-	limit := rate.NewLimiter(wsconn.FrameRate, wsconn.FrameRate)
+	frames := wsconn.NewReader(conn)
 	for {
-		if err := limit.Wait(ctx); err != nil {
-			return err
-		}
-		kind, data, err := conn.ReadMessage()
+		kind, data, err := frames.Next(ctx)
 		if err != nil {
 			return err
 		}

@@ -26,12 +26,9 @@ func (s *Server) listKernels(c echo.Context) error {
 }
 
 func (s *Server) createContext(c echo.Context) error {
-	sess, err := s.session(c)
-	if err != nil {
-		return err
-	}
 	var req api.CreateContextRequest
-	if err := s.decodeJSON(c, &req); err != nil {
+	sess, err := s.sessionRequest(c, &req)
+	if err != nil {
 		return err
 	}
 	if req.Language == "" {

@@ -129,12 +129,9 @@ func (s *Server) resumeSession(c echo.Context) error {
 }
 
 func (s *Server) moveFile(c echo.Context) error {
-	sess, err := s.session(c)
-	if err != nil {
-		return err
-	}
 	var req api.MoveFileRequest
-	if err := s.decodeJSON(c, &req); err != nil {
+	sess, err := s.sessionRequest(c, &req)
+	if err != nil {
 		return err
 	}
 	if req.From == "" || req.To == "" {
@@ -198,14 +195,11 @@ func (s *Server) watchFiles(c echo.Context) error {
 		return err
 	}
 	defer func() { _ = w.Close() }()
-	conn, err := s.upgrader.Upgrade(c.Response(), c.Request(), nil)
-	if err != nil {
+	conn, ctx, done, ok := s.conns.Accept(&s.upgrader, c.Response(), c.Request(), watchFrameMaxLen)
+	if !ok {
 		return nil // the upgrader has written the error response
 	}
-	ctx, leave := s.conns.Enter()
-	defer leave()
-	defer conn.Close()
-	conn.SetReadLimit(watchFrameMaxLen)
+	defer done()
 	gone := make(chan struct{})
 	go func() { // the reading side: only to see the client leave; ends with conn.Close
 		defer close(gone)

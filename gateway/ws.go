@@ -13,7 +13,6 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
 	"golang.org/x/sync/errgroup"
-	"golang.org/x/time/rate"
 )
 
 // clientFrame is any frame a WebSocket client may send.
@@ -86,14 +85,11 @@ func (r *wsRelay) serve(c echo.Context) error {
 		return err
 	}
 	defer release()
-	conn, err := r.upgrader.Upgrade(c.Response(), c.Request(), nil)
-	if err != nil {
+	conn, ctx, done, ok := r.conns.Accept(&r.upgrader, c.Response(), c.Request(), int64(r.mgr.Config().MaxCodeBytes)+64<<10)
+	if !ok {
 		return nil // the upgrader has written the error response
 	}
-	ctx, leave := r.conns.Enter()
-	defer leave()
-	defer conn.Close()
-	conn.SetReadLimit(int64(r.mgr.Config().MaxCodeBytes) + 64<<10)
+	defer done()
 	sess.Touch()
 
 	out := make(chan any, 64)     // frames for the writer besides events
@@ -154,12 +150,9 @@ func submit(ctx context.Context, sess *sessions.Session, execs <-chan wsExecute,
 // so a fast client is slowed by TCP backpressure, never dropped.
 func (r *wsRelay) read(ctx context.Context, conn *websocket.Conn, sess *sessions.Session, in wsInputs) error {
 	defer send(ctx, in.out, nil) // tells the writer the client is gone
-	limit := rate.NewLimiter(wsconn.FrameRate, wsconn.FrameRate)
+	frames := wsconn.NewReader(conn)
 	for {
-		if err := limit.Wait(ctx); err != nil {
-			return err
-		}
-		_, data, err := conn.ReadMessage()
+		_, data, err := frames.Next(ctx)
 		if err != nil {
 			return err
 		}

@@ -113,10 +113,7 @@ type CommandOutput struct {
 }
 
 func (t *tools) register(s *sdk.Server) {
-	execSchema := mustSchema[executeInput]()
-	execSchema.Properties["timeout_s"].ExclusiveMinimum = jsonschema.Ptr(0.0)
-	execSchema.Properties["timeout_s"].Maximum = jsonschema.Ptr(t.cfg.MaxTimeout.Seconds())
-	execSchema.Properties["code"].MinLength = jsonschema.Ptr(1)
+	execSchema := t.codeSchema(mustSchema[executeInput]())
 	sdk.AddTool(s, &sdk.Tool{
 		Name:  "execute_python",
 		Title: "Run Python",
@@ -132,10 +129,7 @@ func (t *tools) register(s *sdk.Server) {
 		Annotations: &sdk.ToolAnnotations{Title: "Run Python", DestructiveHint: jsonschema.Ptr(false), OpenWorldHint: jsonschema.Ptr(false)},
 	}, t.execute)
 
-	codeSchema := mustSchema[executeCodeInput]()
-	codeSchema.Properties["timeout_s"].ExclusiveMinimum = jsonschema.Ptr(0.0)
-	codeSchema.Properties["timeout_s"].Maximum = jsonschema.Ptr(t.cfg.MaxTimeout.Seconds())
-	codeSchema.Properties["code"].MinLength = jsonschema.Ptr(1)
+	codeSchema := t.codeSchema(mustSchema[executeCodeInput]())
 	codeSchema.Properties["language"].Examples = []any{"python", "r", "javascript", "typescript", "bash"}
 	sdk.AddTool(s, &sdk.Tool{
 		Name:  "execute_code",
@@ -284,6 +278,15 @@ func (t *tools) register(s *sdk.Server) {
 	t.registerResources(s)
 }
 
+// codeSchema bounds the input schema s of a tool that runs code (its
+// fields code and timeout_s, see codeTimeout) and returns it.
+func (t *tools) codeSchema(s *jsonschema.Schema) *jsonschema.Schema {
+	s.Properties["timeout_s"].ExclusiveMinimum = jsonschema.Ptr(0.0)
+	s.Properties["timeout_s"].Maximum = jsonschema.Ptr(t.cfg.MaxTimeout.Seconds())
+	s.Properties["code"].MinLength = jsonschema.Ptr(1)
+	return s
+}
+
 func mustSchema[T any]() *jsonschema.Schema {
 	s, err := jsonschema.For[T](nil)
 	if err != nil {
@@ -323,29 +326,50 @@ func newSessionNote(id, language string) string {
 	return fmt.Sprintf("Started a new %s session, session_id %q. Pass session_id=%q to later calls to keep its variables and files.", language, id, id)
 }
 
+// codeTimeout is a code tool's timeout_s: from 0 (the gateway's
+// default) to MaxTimeout.
+func (t *tools) codeTimeout(seconds float64) (time.Duration, error) {
+	timeout := time.Duration(seconds * float64(time.Second))
+	if timeout < 0 || timeout > t.cfg.MaxTimeout {
+		return 0, fmt.Errorf("timeout_s must be between 0 and %g seconds", t.cfg.MaxTimeout.Seconds())
+	}
+	return timeout, nil
+}
+
+// runCode runs code in session id and formats the answer; when this call
+// created the session (created), the answer notes it as a session of
+// newLanguage.
+func (t *tools) runCode(ctx context.Context, req *sdk.CallToolRequest, id string, created bool, newLanguage, code string,
+	opts client.ExecuteOptions) (*sdk.CallToolResult, *client.Execution, error) {
+	x, err := t.run(ctx, req, id, code, opts)
+	if err != nil {
+		return nil, nil, explain(err, id, "")
+	}
+	note := ""
+	if created {
+		note = newSessionNote(id, newLanguage)
+	}
+	return formatExecution(x, note, t.cfg), x, nil
+}
+
 func (t *tools) execute(ctx context.Context, req *sdk.CallToolRequest, in executeInput) (*sdk.CallToolResult, ExecuteOutput, error) {
 	start := time.Now()
 	if strings.TrimSpace(in.Code) == "" {
 		return nil, ExecuteOutput{}, errors.New("code is empty: pass the Python source to run")
 	}
-	timeout := time.Duration(in.TimeoutS * float64(time.Second))
-	if timeout < 0 || timeout > t.cfg.MaxTimeout {
-		return nil, ExecuteOutput{}, fmt.Errorf("timeout_s must be between 0 and %g seconds", t.cfg.MaxTimeout.Seconds())
+	timeout, err := t.codeTimeout(in.TimeoutS)
+	if err != nil {
+		return nil, ExecuteOutput{}, err
 	}
 	// Always Python's kernel, whatever the session's first language.
 	id, created, err := t.session(ctx, in.SessionID, "python")
 	if err != nil {
 		return nil, ExecuteOutput{}, err
 	}
-	x, err := t.run(ctx, req, id, in.Code, client.ExecuteOptions{Timeout: timeout, Language: "python"})
+	res, x, err := t.runCode(ctx, req, id, created, "Python", in.Code, client.ExecuteOptions{Timeout: timeout, Language: "python"})
 	if err != nil {
-		return nil, ExecuteOutput{}, explain(err, id, "")
+		return nil, ExecuteOutput{}, err
 	}
-	note := ""
-	if created {
-		note = newSessionNote(id, "Python")
-	}
-	res := formatExecution(x, note, t.cfg)
 	t.log.Debug().Str("tool", "execute_python").Str("session", id).Str("status", x.Status).
 		Int("content", len(res.Content)).Dur("took", time.Since(start)).Msg("mcp tool")
 	return res, ExecuteOutput{SessionID: id, SessionCreated: created, Status: x.Status, ExecutionCount: x.ExecutionCount}, nil
@@ -356,9 +380,9 @@ func (t *tools) executeCode(ctx context.Context, req *sdk.CallToolRequest, in ex
 	if strings.TrimSpace(in.Code) == "" {
 		return nil, ExecuteOutput{}, errors.New("code is empty: pass the source to run")
 	}
-	timeout := time.Duration(in.TimeoutS * float64(time.Second))
-	if timeout < 0 || timeout > t.cfg.MaxTimeout {
-		return nil, ExecuteOutput{}, fmt.Errorf("timeout_s must be between 0 and %g seconds", t.cfg.MaxTimeout.Seconds())
+	timeout, err := t.codeTimeout(in.TimeoutS)
+	if err != nil {
+		return nil, ExecuteOutput{}, err
 	}
 	language := strings.ToLower(strings.TrimSpace(in.Language))
 	if language == "" && in.Context == "" {
@@ -368,16 +392,11 @@ func (t *tools) executeCode(ctx context.Context, req *sdk.CallToolRequest, in ex
 	if err != nil {
 		return nil, ExecuteOutput{}, err
 	}
-	x, err := t.run(ctx, req, id, in.Code, client.ExecuteOptions{Timeout: timeout, Language: language, Context: in.Context,
-		Envs: in.Envs, Cwd: in.Cwd})
+	res, x, err := t.runCode(ctx, req, id, created, language, in.Code, client.ExecuteOptions{Timeout: timeout, Language: language,
+		Context: in.Context, Envs: in.Envs, Cwd: in.Cwd})
 	if err != nil {
-		return nil, ExecuteOutput{}, explain(err, id, "")
+		return nil, ExecuteOutput{}, err
 	}
-	note := ""
-	if created {
-		note = newSessionNote(id, language)
-	}
-	res := formatExecution(x, note, t.cfg)
 	t.log.Debug().Str("tool", "execute_code").Str("session", id).Str("language", language).Str("status", x.Status).
 		Int("content", len(res.Content)).Dur("took", time.Since(start)).Msg("mcp tool")
 	return res, ExecuteOutput{SessionID: id, SessionCreated: created, Status: x.Status, ExecutionCount: x.ExecutionCount, Language: language}, nil

@@ -135,13 +135,36 @@ func (s *Session) Commands() *Commands {
 	return s.cmds
 }
 
-// runner returns the sandbox's CommandRunner.
-func (m *Commands) runner() (sandbox.CommandRunner, error) {
+// runner validates spec (see sandbox.CommandSpec.Validate) and returns
+// it with the sandbox's CommandRunner.
+func (m *Commands) runner(spec sandbox.CommandSpec) (sandbox.CommandRunner, sandbox.CommandSpec, error) {
+	spec, err := spec.Validate()
+	if err != nil {
+		return nil, spec, err
+	}
 	cr, ok := m.s.sandbox.(sandbox.CommandRunner)
 	if !ok {
-		return nil, fmt.Errorf("%w (runtime %s)", ErrNoCommands, m.s.runtime)
+		return nil, spec, fmt.Errorf("%w (runtime %s)", ErrNoCommands, m.s.runtime)
 	}
-	return cr, nil
+	return cr, spec, nil
+}
+
+// launch starts spec on cr once the session is not paused. It holds a
+// use of the pause gate for the command: the caller calls release once
+// the command has ended (launch has released it if it fails). op names
+// the operation in the error.
+func (m *Commands) launch(ctx context.Context, cr sandbox.CommandRunner, spec sandbox.CommandSpec, op string) (sandbox.Command, func(), error) {
+	m.s.Touch()
+	release, err := m.s.pause.use(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sessions: %s: %w", op, err)
+	}
+	c, err := cr.StartCommand(ctx, spec)
+	if err != nil {
+		release()
+		return nil, nil, fmt.Errorf("sessions: %s: %w", op, err)
+	}
+	return c, release, nil
 }
 
 // Start starts a command and returns its pid at once; its output goes to
@@ -186,11 +209,7 @@ func (m *Commands) start(ctx context.Context, req CommandRequest) (*command, err
 	case req.Timeout == 0 && !req.Background:
 		req.Timeout = cfg.ExecTimeout
 	}
-	spec, err := sandbox.CommandSpec{Cmd: req.Cmd, Cwd: req.Cwd, Env: req.Env}.Validate()
-	if err != nil {
-		return nil, err
-	}
-	cr, err := m.runner()
+	cr, spec, err := m.runner(sandbox.CommandSpec{Cmd: req.Cmd, Cwd: req.Cwd, Env: req.Env})
 	if err != nil {
 		return nil, err
 	}
@@ -215,15 +234,9 @@ func (m *Commands) start(ctx context.Context, req CommandRequest) (*command, err
 			m.wg.Done()
 		}
 	}()
-	m.s.Touch()
-	release, err := m.s.pause.use(ctx)
+	c, release, err := m.launch(ctx, cr, spec, "start command")
 	if err != nil {
-		return nil, fmt.Errorf("sessions: start command: %w", err)
-	}
-	c, err := cr.StartCommand(ctx, spec)
-	if err != nil {
-		release()
-		return nil, fmt.Errorf("sessions: start command: %w", err)
+		return nil, err
 	}
 	ok = true
 	cmd := &command{req: req, cwd: spec.Cwd, started: time.Now(), c: c, done: make(chan struct{}), running: true,
@@ -519,11 +532,7 @@ type Terminal struct {
 // until it is closed and Close the terminal; the session's close kills
 // it.
 func (m *Commands) Terminal(ctx context.Context, cols, rows int) (*Terminal, error) {
-	spec, err := sandbox.CommandSpec{TTY: true, Cols: cols, Rows: rows}.Validate()
-	if err != nil {
-		return nil, err
-	}
-	cr, err := m.runner()
+	cr, spec, err := m.runner(sandbox.CommandSpec{TTY: true, Cols: cols, Rows: rows})
 	if err != nil {
 		return nil, err
 	}
@@ -544,17 +553,10 @@ func (m *Commands) Terminal(ctx context.Context, cols, rows int) (*Terminal, err
 		delete(m.terminals, t)
 		m.mu.Unlock()
 	}
-	m.s.Touch()
-	release, err := m.s.pause.use(ctx)
+	c, release, err := m.launch(ctx, cr, spec, "start terminal")
 	if err != nil {
 		forget()
-		return nil, fmt.Errorf("sessions: start terminal: %w", err)
-	}
-	c, err := cr.StartCommand(ctx, spec)
-	if err != nil {
-		release()
-		forget()
-		return nil, fmt.Errorf("sessions: start terminal: %w", err)
+		return nil, err
 	}
 	m.mu.Lock()
 	t.c, t.release = c, release

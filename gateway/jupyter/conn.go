@@ -86,14 +86,11 @@ func (a *API) channels(c echo.Context) error {
 		return err
 	}
 	defer release()
-	ws, err := a.upgrader.Upgrade(c.Response(), c.Request(), nil)
-	if err != nil {
+	ws, ctx, done, ok := a.conns.Accept(&a.upgrader, c.Response(), c.Request(), int64(a.mgr.Config().MaxCodeBytes)+256<<10)
+	if !ok {
 		return nil // the upgrader has written the error response
 	}
-	ctx, leave := a.conns.Enter()
-	defer leave()
-	defer ws.Close()
-	ws.SetReadLimit(int64(a.mgr.Config().MaxCodeBytes) + 256<<10)
+	defer done()
 	sess.Touch()
 
 	jc := &conn{

@@ -10,19 +10,15 @@ import (
 	"github.com/glassroom/glassroom/gateway/internal/wsconn"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/gorilla/websocket"
-	"golang.org/x/time/rate"
 )
 
 // read owns the socket's reading side, at most wsconn.FrameRate frames a
 // second (a faster client waits, slowed by TCP). A frame glassroom cannot
 // act on is dropped, as a kernel drops a malformed message.
 func (jc *conn) read(ctx context.Context) error {
-	limit := rate.NewLimiter(wsconn.FrameRate, wsconn.FrameRate)
+	frames := wsconn.NewReader(jc.ws)
 	for {
-		if err := limit.Wait(ctx); err != nil {
-			return err
-		}
-		typ, data, err := jc.ws.ReadMessage()
+		typ, data, err := frames.Next(ctx)
 		if err != nil {
 			return err
 		}

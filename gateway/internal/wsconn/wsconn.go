@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
 )
 
 const (
@@ -45,6 +46,31 @@ func NewUpgrader(allowed []string) websocket.Upgrader {
 	}
 }
 
+// Reader reads a client's frames at most FrameRate a second: past that
+// it waits before reading on, so TCP slows a fast client and the server
+// never drops it. A Reader belongs to the one goroutine that owns the
+// connection's reading side.
+type Reader struct {
+	conn  *websocket.Conn
+	limit *rate.Limiter
+}
+
+// NewReader returns a Reader of conn's frames.
+func NewReader(conn *websocket.Conn) *Reader {
+	return &Reader{conn: conn, limit: rate.NewLimiter(FrameRate, FrameRate)}
+}
+
+// Next blocks until the rate allows a frame, then reads it (see
+// websocket.Conn.ReadMessage). It returns ctx's error if ctx ends while it
+// waits for the rate; ctx does not interrupt the read itself (closing the
+// connection does).
+func (r *Reader) Next(ctx context.Context) (messageType int, data []byte, err error) {
+	if err := r.limit.Wait(ctx); err != nil {
+		return 0, nil, err
+	}
+	return r.conn.ReadMessage()
+}
+
 // Group is a server's live WebSocket connections. Safe for concurrent
 // use.
 type Group struct {
@@ -70,6 +96,24 @@ func (g *Group) Enter() (ctx context.Context, leave func()) {
 		cancel()
 		g.wg.Done()
 	}
+}
+
+// Accept upgrades the request with up, enters the connection in the group
+// (see Enter) and limits the frames it reads to readLimit bytes. ok is
+// false when the upgrade failed: the upgrader has written the error
+// response. Otherwise the handler calls done, which closes conn and
+// leaves, once the connection's goroutines have exited.
+func (g *Group) Accept(up *websocket.Upgrader, w http.ResponseWriter, r *http.Request, readLimit int64) (conn *websocket.Conn, ctx context.Context, done func(), ok bool) {
+	conn, err := up.Upgrade(w, r, nil)
+	if err != nil {
+		return nil, nil, nil, false
+	}
+	ctx, leave := g.Enter()
+	conn.SetReadLimit(readLimit)
+	return conn, ctx, func() {
+		_ = conn.Close()
+		leave()
+	}, true
 }
 
 // ShuttingDown reports whether Shutdown has been called (a connection

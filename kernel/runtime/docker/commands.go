@@ -42,12 +42,7 @@ func (s *dockerSandbox) StartCommand(ctx context.Context, spec sandbox.CommandSp
 	if err != nil {
 		return nil, err
 	}
-	started := false
-	defer func() {
-		if !started {
-			slot.End()
-		}
-	}()
+	defer slot.EndUnlessStarted()
 	run := d.currentRun()
 	if run == nil || isDone(run.inc.Exited()) {
 		return nil, fmt.Errorf("%w: docker: the sandbox's first kernel is not running", sandbox.ErrUnavailable)
@@ -70,21 +65,13 @@ func (s *dockerSandbox) StartCommand(ctx context.Context, spec sandbox.CommandSp
 	id := d.container()
 	cctx, cancel := context.WithTimeout(ctx, d.r.cfg.CallTimeout)
 	defer cancel()
-	created, err := d.r.cli.ContainerExecCreate(cctx, id, container.ExecOptions{
+	_, hj, err := d.startExec(cctx, id, container.ExecOptions{
 		User: user, AttachStdin: true, AttachStdout: true, AttachStderr: true,
 		Env: envList, WorkingDir: spec.Cwd, Cmd: sandbox.CommandArgv("/usr/bin/python3", spec),
 	})
 	if err != nil {
-		if cerrdefs.IsConflict(err) || cerrdefs.IsNotFound(err) {
-			return nil, fmt.Errorf("%w: docker: the sandbox's first kernel is not running: %w", sandbox.ErrUnavailable, err)
-		}
-		return nil, fmt.Errorf("%w: docker: exec into %s: %w", sandbox.ErrUnavailable, d.name, err)
+		return nil, err
 	}
-	hj, err := d.r.cli.ContainerExecAttach(cctx, created.ID, container.ExecAttachOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("%w: docker: start exec in %s: %w", sandbox.ErrUnavailable, d.name, err)
-	}
-	started = true
 	tail := &sandbox.TailBuffer{Max: 4 << 10}
 	pr, pw := io.Pipe()
 	copied := make(chan struct{})
@@ -134,6 +121,24 @@ func (s *dockerSandbox) StartCommand(ctx context.Context, spec sandbox.CommandSp
 	})
 	slot.Started(c)
 	return c, nil
+}
+
+// startExec creates an exec of opts in container id and attaches to it,
+// which starts it; ctx bounds both calls. Its errors wrap
+// sandbox.ErrUnavailable. The caller closes hj.
+func (d *driver) startExec(ctx context.Context, id string, opts container.ExecOptions) (execID string, hj types.HijackedResponse, err error) {
+	created, err := d.r.cli.ContainerExecCreate(ctx, id, opts)
+	if err != nil {
+		if cerrdefs.IsConflict(err) || cerrdefs.IsNotFound(err) {
+			return "", hj, fmt.Errorf("%w: docker: the sandbox's first kernel is not running: %w", sandbox.ErrUnavailable, err)
+		}
+		return "", hj, fmt.Errorf("%w: docker: exec into %s: %w", sandbox.ErrUnavailable, d.name, err)
+	}
+	hj, err = d.r.cli.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{})
+	if err != nil {
+		return "", hj, fmt.Errorf("%w: docker: start exec in %s: %w", sandbox.ErrUnavailable, d.name, err)
+	}
+	return created.ID, hj, nil
 }
 
 // killGroup kills process group pgid of container id with an exec, as

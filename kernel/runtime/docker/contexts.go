@@ -158,7 +158,7 @@ func (x *execDriver) Launch(ctx context.Context, inc *sandbox.Incarnation) (sand
 	defer cancel()
 	id := d.container()
 	oom := d.oomCounter(cctx, id)
-	created, err := d.r.cli.ContainerExecCreate(cctx, id, container.ExecOptions{
+	execID, hj, err := d.startExec(cctx, id, container.ExecOptions{
 		User:         fmt.Sprintf("%d:%d", d.uid, d.uid),
 		AttachStdin:  true,
 		AttachStdout: true,
@@ -168,16 +168,9 @@ func (x *execDriver) Launch(ctx context.Context, inc *sandbox.Incarnation) (sand
 		Cmd:          cmd,
 	})
 	if err != nil {
-		if cerrdefs.IsConflict(err) || cerrdefs.IsNotFound(err) {
-			return nil, fmt.Errorf("%w: docker: the sandbox's first kernel is not running: %w", sandbox.ErrUnavailable, err)
-		}
-		return nil, fmt.Errorf("%w: docker: exec into %s: %w", sandbox.ErrUnavailable, d.name, err)
+		return nil, err
 	}
-	hj, err := d.r.cli.ContainerExecAttach(cctx, created.ID, container.ExecAttachOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("%w: docker: start exec in %s: %w", sandbox.ErrUnavailable, d.name, err)
-	}
-	p := &execProcess{x: x, id: created.ID, inc: inc, conn: hj, out: &sandbox.TailBuffer{Max: 16 << 10}, run: run, oom: oom, killed: make(chan struct{})}
+	p := &execProcess{x: x, id: execID, inc: inc, conn: hj, out: &sandbox.TailBuffer{Max: 16 << 10}, run: run, oom: oom, killed: make(chan struct{})}
 	x.wg.Add(1)
 	go func() { // owned by the driver: Destroy waits for it; ends when the exec does
 		defer x.wg.Done()

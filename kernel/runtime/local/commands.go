@@ -38,12 +38,7 @@ func (s *localSandbox) StartCommand(ctx context.Context, spec sandbox.CommandSpe
 	if err != nil {
 		return nil, err
 	}
-	started := false
-	defer func() {
-		if !started {
-			slot.End()
-		}
-	}()
+	defer slot.EndUnlessStarted()
 	if s.Frozen() { // a frozen cgroup would hold the new process too
 		if err := s.Thaw(ctx); err != nil {
 			return nil, fmt.Errorf("local: start command: %w", err)
@@ -103,7 +98,6 @@ func (s *localSandbox) StartCommand(ctx context.Context, spec sandbox.CommandSpe
 		infoR.Close()
 		return nil, fmt.Errorf("local: start command: %w", err)
 	}
-	started = true
 	pid := cmd.Process.Pid
 	c := sandbox.NewCommand(sandbox.CommandTransport{
 		In:  stdin,

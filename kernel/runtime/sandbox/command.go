@@ -353,14 +353,15 @@ type CommandSet struct {
 // CommandSlot is one command's place in a CommandSet, from before it
 // starts until it is reaped.
 type CommandSlot struct {
-	set  *CommandSet
-	c    Command
-	once sync.Once
+	set     *CommandSet
+	c       Command
+	started bool // Started was called; guarded by set.mu
+	once    sync.Once
 }
 
 // Begin takes a slot for a command about to start; ErrClosed once the set
 // is closed. The caller must End it (once the command is reaped, or when
-// it did not start).
+// it did not start: EndUnlessStarted).
 func (s *CommandSet) Begin() (*CommandSlot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -376,6 +377,7 @@ func (s *CommandSet) Begin() (*CommandSlot, error) {
 func (sl *CommandSlot) Started(c Command) {
 	s := sl.set
 	s.mu.Lock()
+	sl.started = true
 	closed := s.closed
 	if !closed {
 		if s.live == nil {
@@ -387,6 +389,18 @@ func (sl *CommandSlot) Started(c Command) {
 	s.mu.Unlock()
 	if closed {
 		_ = c.Kill()
+	}
+}
+
+// EndUnlessStarted ends the slot unless Started has been called: a
+// runtime's StartCommand defers it right after Begin, so that every way
+// of failing to start gives the slot back.
+func (sl *CommandSlot) EndUnlessStarted() {
+	sl.set.mu.Lock()
+	started := sl.started
+	sl.set.mu.Unlock()
+	if !started {
+		sl.End()
 	}
 }
 
