@@ -77,6 +77,8 @@ type Group struct {
 	log  zerolog.Logger
 	base context.Context // cancelled when shutdown starts
 	stop context.CancelFunc
+	mu   sync.Mutex // orders Enter's Add before Shutdown, so Wait never races an Add
+	shut bool       // Shutdown was called: Enter counts no more connections
 	wg   sync.WaitGroup
 }
 
@@ -89,9 +91,19 @@ func NewGroup(log zerolog.Logger) *Group {
 // Enter counts a connection that has just been upgraded. Its context ends
 // when the group shuts down; the handler calls leave once the
 // connection's goroutines have exited (and not before: Wait waits for it).
+//
+// A connection that enters after Shutdown gets a context that has already
+// ended and is not counted (Wait may be running): its handler sees the
+// end at once and closes it.
 func (g *Group) Enter() (ctx context.Context, leave func()) {
-	g.wg.Add(1)
 	ctx, cancel := context.WithCancel(g.base)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.shut {
+		cancel()
+		return ctx, cancel
+	}
+	g.wg.Add(1)
 	return ctx, func() {
 		cancel()
 		g.wg.Done()
@@ -122,7 +134,12 @@ func (g *Group) ShuttingDown() bool { return g.base.Err() != nil }
 
 // Shutdown ends every connection's context, those to come included. It
 // does not wait; Wait does.
-func (g *Group) Shutdown() { g.stop() }
+func (g *Group) Shutdown() {
+	g.mu.Lock()
+	g.shut = true
+	g.mu.Unlock()
+	g.stop()
+}
 
 // Wait blocks until every connection that entered has left.
 func (g *Group) Wait() { g.wg.Wait() }
