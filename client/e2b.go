@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -151,22 +150,9 @@ type Watch struct {
 // subdirectories too). Events are delivered until Close, the session's
 // end or the gateway's; an "overflow" event says some were dropped.
 func (c *Client) WatchDir(ctx context.Context, sessionID, dir string, recursive bool) (*Watch, error) {
-	u, err := url.Parse(c.cfg.BaseURL + sessionPath(sessionID, "files-watch"))
+	ws, err := c.dialSession(ctx, sessionID, "files-watch", url.Values{"path": {dir}, "recursive": {strconv.FormatBool(recursive)}}, "watch")
 	if err != nil {
-		return nil, fmt.Errorf("client: watch: %w", err)
-	}
-	u.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
-	u.RawQuery = url.Values{"path": {dir}, "recursive": {strconv.FormatBool(recursive)}}.Encode()
-	h := http.Header{"Authorization": {"Bearer " + c.cfg.APIKey}}
-	ws, resp, err := c.cfg.Dialer.DialContext(ctx, u.String(), h)
-	if err != nil {
-		if resp != nil {
-			defer resp.Body.Close()
-			if resp.StatusCode != http.StatusSwitchingProtocols {
-				return nil, decodeError(resp)
-			}
-		}
-		return nil, fmt.Errorf("client: watch: %w", err)
+		return nil, err
 	}
 	ws.SetReadLimit(64 << 10)
 	w := &Watch{ws: ws, events: make(chan FileEvent, 256), done: make(chan struct{})}

@@ -79,24 +79,13 @@ type Conn struct {
 // kernel event with the session's state; its Seq is where the stream
 // starts. The caller must Close the Conn.
 func (c *Client) Connect(ctx context.Context, sessionID string, opts ConnectOptions) (*Conn, error) {
-	u, err := url.Parse(c.cfg.BaseURL + sessionPath(sessionID, "ws"))
-	if err != nil {
-		return nil, fmt.Errorf("client: connect: %w", err)
-	}
-	u.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
+	var query url.Values
 	if opts.Since != nil {
-		u.RawQuery = url.Values{"since": {strconv.FormatInt(*opts.Since, 10)}}.Encode()
+		query = url.Values{"since": {strconv.FormatInt(*opts.Since, 10)}}
 	}
-	h := http.Header{"Authorization": {"Bearer " + c.cfg.APIKey}}
-	ws, resp, err := c.cfg.Dialer.DialContext(ctx, u.String(), h)
+	ws, err := c.dialSession(ctx, sessionID, "ws", query, "connect")
 	if err != nil {
-		if resp != nil {
-			defer resp.Body.Close()
-			if resp.StatusCode != http.StatusSwitchingProtocols {
-				return nil, decodeError(resp)
-			}
-		}
-		return nil, fmt.Errorf("client: connect: %w", err)
+		return nil, err
 	}
 	ws.SetReadLimit(c.cfg.MaxFrameBytes)
 	k := &Conn{
@@ -477,4 +466,31 @@ func randomID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// dialSession opens the session's WebSocket route (with query, if any),
+// authenticated by the client's key; an HTTP refusal is decoded as the
+// API's error. op names the operation in other errors. The caller owns
+// (and closes) the connection.
+func (c *Client) dialSession(ctx context.Context, sessionID, route string, query url.Values, op string) (*websocket.Conn, error) {
+	u, err := url.Parse(c.cfg.BaseURL + sessionPath(sessionID, route))
+	if err != nil {
+		return nil, fmt.Errorf("client: %s: %w", op, err)
+	}
+	u.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
+	if query != nil {
+		u.RawQuery = query.Encode()
+	}
+	h := http.Header{"Authorization": {"Bearer " + c.cfg.APIKey}}
+	ws, resp, err := c.cfg.Dialer.DialContext(ctx, u.String(), h)
+	if err != nil {
+		if resp != nil {
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusSwitchingProtocols {
+				return nil, decodeError(resp)
+			}
+		}
+		return nil, fmt.Errorf("client: %s: %w", op, err)
+	}
+	return ws, nil
 }
