@@ -1347,6 +1347,18 @@ def run_command(args):
     status = None
     drain_until = None
 
+    def processes():
+        # (pid, parent pid, session id) of every process the sandbox shows.
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % name, "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+                yield int(name), int(fields[1]), int(fields[3])
+            except (OSError, ValueError, IndexError):
+                pass
+
     def kill():
         # The process group, and on a terminal every group of the session
         # (an interactive bash puts each job in a group of its own).
@@ -1356,16 +1368,12 @@ def run_command(args):
             pass
         if not tty:
             return
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            try:
-                with open("/proc/%s/stat" % name, "rb") as f:
-                    fields = f.read().rsplit(b")", 1)[1].split()
-                if int(fields[3]) == pid:  # the session id
-                    os.kill(int(name), signal.SIGKILL)
-            except (OSError, ValueError, IndexError):
-                pass
+        for p, _, sid in processes():
+            if sid == pid:
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except OSError:
+                    pass
 
     def interrupt_without_job_control():
         # Ctrl-C on a terminal: the kernel's line discipline sends SIGINT
@@ -1382,15 +1390,8 @@ def run_command(args):
         except OSError:
             pass
         children = {}
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            try:
-                with open("/proc/%s/stat" % name, "rb") as f:
-                    fields = f.read().rsplit(b")", 1)[1].split()
-                children.setdefault(int(fields[1]), []).append(int(name))
-            except (OSError, ValueError, IndexError):
-                pass
+        for p, ppid, _ in processes():
+            children.setdefault(ppid, []).append(p)
         todo = list(children.get(pid, ()))
         while todo:
             p = todo.pop()
