@@ -602,6 +602,12 @@ func TestRichOutput(t *testing.T) {
 	runtimetest.RichOutput(t, newRuntime(t, docker.Config{}), "rich-output-"+strconv.FormatInt(time.Now().UnixNano()%1e6, 10))
 }
 
+// TestEarlyInterrupt: an interrupt between the kernel's busy status and
+// the cell's code ends the cell (runtimetest.EarlyInterrupt).
+func TestEarlyInterrupt(t *testing.T) {
+	runtimetest.EarlyInterrupt(t, newRuntime(t, docker.Config{}), "early-interrupt-"+strconv.FormatInt(time.Now().UnixNano()%1e6, 10))
+}
+
 // TestLibraries: the kernel image has every library of
 // images/python/libraries.txt, a seaborn plot is a PNG, and a Chinese title
 // draws with its glyphs (runtimetest.RunLibraries).

@@ -755,6 +755,12 @@ func TestRichOutput(t *testing.T) {
 	runtimetest.RichOutput(t, newRuntime(t, local.Config{}), "rich-output-local")
 }
 
+// TestEarlyInterrupt: an interrupt between the kernel's busy status and
+// the cell's code ends the cell (runtimetest.EarlyInterrupt).
+func TestEarlyInterrupt(t *testing.T) {
+	runtimetest.EarlyInterrupt(t, newRuntime(t, local.Config{}), "early-interrupt-local")
+}
+
 // TestLibraries: the python3 kernel on this host has every library of
 // images/python/libraries.txt (scripts/install-deps.sh installs them), a
 // seaborn plot is a PNG, and a Chinese title draws with its glyphs

@@ -378,6 +378,7 @@ def run_ipykernel(args, rich):
     at = next((i for i, p in enumerate(sys.path) if p.endswith(("site-packages", "dist-packages"))), len(sys.path))
     sys.path.insert(at, "")
     UserSite(app.shell)
+    InterruptGate(app.kernel, app.shell)
     app.start()
 
 
@@ -391,6 +392,57 @@ def register_rich_output(shell, code):
         ns["register"](shell)
     except Exception as e:
         sys.__stderr__.write("glassroom launcher: no structured rich output: %r\n" % (e,))
+
+class InterruptGate:
+    # ipykernel makes SIGINT a KeyboardInterrupt from the moment it takes a
+    # shell message until it has handled it. One that lands before the
+    # cell's code runs (while the kernel publishes execute_input, runs its
+    # hooks, transforms and compiles the cell) aborts the request: no
+    # reply ever comes, and its caller waits for one. A client interrupts
+    # as soon as it sees execute_input, and on a loaded machine the kernel
+    # can take long to get from there to the code. Here SIGINT outside the
+    # cell's code is held and raised as the code starts (the cell ends in
+    # KeyboardInterrupt, as if the interrupt had come a moment later); one
+    # after the code, or during a message that runs no code, is dropped.
+    # The top-level-await path keeps ipykernel's own handler (it cancels
+    # the cell's task).
+
+    INTERRUPTED = compile("raise KeyboardInterrupt", "<interrupted before the cell ran>", "exec")
+
+    def __init__(self, kernel, shell):
+        self.pending = False
+        self.in_code = False
+        self.saved = None
+        run_code = shell.run_code
+
+        def pre_handler_hook():
+            import signal
+            self.pending, self.in_code = False, False
+            self.saved = signal.signal(signal.SIGINT, self.on_sigint)
+
+        def post_handler_hook():
+            import signal
+            self.pending, self.in_code = False, False
+            signal.signal(signal.SIGINT, self.saved)
+
+        async def gated_run_code(code_obj, result=None, *, async_=False):
+            if self.pending:
+                self.pending, code_obj, async_ = False, self.INTERRUPTED, False
+            self.in_code = True
+            try:
+                return await run_code(code_obj, result, async_=async_)
+            finally:
+                self.in_code = False
+
+        kernel.pre_handler_hook = pre_handler_hook
+        kernel.post_handler_hook = post_handler_hook
+        shell.run_code = gated_run_code
+
+    def on_sigint(self, signum, frame):
+        if self.in_code:
+            raise KeyboardInterrupt
+        self.pending = True
+
 
 class UserSite:
     # The user site directory (~/.local/lib/pythonX.Y/site-packages, in
