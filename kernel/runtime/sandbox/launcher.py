@@ -50,7 +50,10 @@
 #    was lost, or went to the next cell): the launcher queues a silent
 #    sync execution behind each cell and holds the cell's idle until the
 #    sync's marker, published through the same queue as the output, has
-#    passed (IOPubFilter).
+#    passed (IOPubFilter). When Deno's socket buffer is full, the two
+#    tasks' writes can also interleave (a status inside a stream frame):
+#    the reader of Deno's iopub then skips to the next message and ends
+#    the broken one, so the gateway's stream stays in step (FrameReader).
 #  - Each direction of a spliced connection buffers one read at most, like
 #    the egress forwarder; a message held to be read is at most HOLD bytes.
 #  - The kernel runs in its own process group and dies with the launcher
@@ -89,6 +92,13 @@ HOLD = 64 * 1024
 DELIM = b"<IDS|MSG>"
 SYNC = "glassroom_sync"
 SYNC_WAIT = 5.0
+# ZMTP 3 frame flags use the low three bits; the rest are reserved (zero).
+RESERVED_FLAGS = 0xF8
+# No frame of a kernel is this large (the gateway cuts iopub frames at
+# 8 MiB); a larger size is text read as a header.
+MAX_FRAME = 1 << 32
+# Every message of Deno's iopub begins with its delimiter frame (no topic).
+MESSAGE_START = b"\x01\x09" + DELIM
 CHANNELS = ("shell", "iopub", "stdin", "control", "hb")
 R_BIN = "/usr/bin/R"
 DENO_BIN = "/usr/local/bin/deno"
@@ -536,9 +546,22 @@ class FrameReader:
     # commands pass as they come ("raw"); the frames of one message are held
     # until it is complete ("msg", with its bytes and frames) unless it
     # grows over hold bytes, when it streams on ("raw") unread.
+    #
+    # With resync (Deno's iopub), a frame header that cannot be one (flag
+    # bits ZMTP reserves, or a size no message has) means the stream lost
+    # its framing: Deno 2.9.6's PUB socket writes a message from one task
+    # into the middle of another's when the socket's buffer is full (a
+    # status in the middle of a flood's 1 MB stream frame), and what
+    # follows that frame is the rest of its body. Passed on, the gateway's
+    # reader would take text for a frame size and skip the session's
+    # output for good. Here the bytes up to the next message's start (its
+    # delimiter frame, which begins every Deno message) are dropped, and a
+    # message left open is ended with an empty frame: the gateway drops the
+    # broken message (its signature fails) and reads the next one.
 
-    def __init__(self, hold):
+    def __init__(self, hold, resync=False):
         self.hold = hold
+        self.resync = resync
         self.buf = b""
         self.greet = 64
         self.left = 0  # bytes of a streamed frame still to pass
@@ -547,6 +570,7 @@ class FrameReader:
         self.raw = []
         self.frames = []
         self.size = 0
+        self.lost = 0  # bytes dropped to resynchronise
 
     def feed(self, data):
         self.buf += data
@@ -570,9 +594,17 @@ class FrameReader:
                 break
             flags = b[0]
             hl = 9 if flags & 2 else 2
+            if self.resync and flags & RESERVED_FLAGS:
+                if not self.skip_to_message(out):
+                    break
+                continue
             if len(b) < hl:
                 break
             size = int.from_bytes(b[1:hl], "big")
+            if self.resync and size > MAX_FRAME:
+                if not self.skip_to_message(out):
+                    break
+                continue
             command = bool(flags & 4)
             if command or self.streaming or hl + size + self.size > self.hold:
                 if self.raw:
@@ -594,6 +626,31 @@ class FrameReader:
                 out.append(("msg", b"".join(self.raw), self.frames))
                 self.raw, self.frames, self.size = [], [], 0
         return out
+
+    def skip_to_message(self, out):
+        # The stream lost its framing at self.buf[0]: ends the message the
+        # reader of out is in (a streamed one), forgets the held frames,
+        # and drops bytes up to the next message's start. False when none
+        # is in the buffer yet (its last bytes are kept: the start may
+        # straddle the next read).
+        if not self.lost:
+            sys.stderr.write("glassroom launcher: the kernel's iopub stream lost its framing; "
+                             "skipping to its next message\n")
+        if self.streaming:
+            out.append(("raw", b"\x00\x00", None))
+            self.streaming = self.more = False
+        dropped = sum(len(r) for r in self.raw)
+        self.raw, self.frames, self.size = [], [], 0
+        at = self.buf.find(MESSAGE_START, 1)
+        if at < 0:
+            keep = len(MESSAGE_START) - 1
+            dropped += max(len(self.buf) - keep, 0)
+            self.buf = self.buf[-keep:]
+            self.lost += dropped
+            return False
+        self.lost += dropped + at
+        self.buf = self.buf[at:]
+        return True
 
 
 class FrameTracker:
@@ -708,7 +765,7 @@ class IOPubFilter:
 
     def __init__(self, bridge):
         self.bridge = bridge
-        self.reader = FrameReader(HOLD)
+        self.reader = FrameReader(HOLD, resync=True)
         self.after = {}  # msg_id -> [held idle bytes or None, deadline, SYNC seen, second idle seen]
         self.client = None
         self.closed = False
@@ -1576,4 +1633,5 @@ def main():
     sys.exit("glassroom launcher: kernel %r is not installed" % kernel)
 
 
-main()
+if __name__ == "__main__":
+    main()
