@@ -404,34 +404,46 @@ def register_rich_output(shell, code):
         sys.__stderr__.write("glassroom launcher: no structured rich output: %r\n" % (e,))
 
 class InterruptGate:
-    # ipykernel makes SIGINT a KeyboardInterrupt from the moment it takes a
-    # shell message until it has handled it. One that lands before the
-    # cell's code runs (while the kernel publishes execute_input, runs its
-    # hooks, transforms and compiles the cell) aborts the request: no
-    # reply ever comes, and its caller waits for one. A client interrupts
-    # as soon as it sees execute_input, and on a loaded machine the kernel
-    # can take long to get from there to the code. Here SIGINT outside the
-    # cell's code is held and raised as the code starts (the cell ends in
-    # KeyboardInterrupt, as if the interrupt had come a moment later); one
-    # after the code, or during a message that runs no code, is dropped.
+    # ipykernel ignores SIGINT between messages and makes it a
+    # KeyboardInterrupt from the moment it takes a shell message until it
+    # has handled it. One that lands after the message's busy status and
+    # before the cell's code runs (while the kernel publishes
+    # execute_input, runs its hooks, transforms and compiles the cell) was
+    # ignored, or aborted the request (no reply ever came, and its caller
+    # waited for one), or was swallowed by a hook (the code then ran on).
+    # A client interrupts as soon as it sees busy or execute_input, and on
+    # a loaded machine the kernel can take long to get from there to the
+    # code. Here SIGINT outside the cell's code is held, from the busy
+    # status of a shell message on, and raised as the code starts (the cell
+    # ends in KeyboardInterrupt, as if the interrupt had come a moment
+    # later); one after the code, or during a message that runs no code, is
+    # dropped, and one while the kernel is idle hits nothing, as before.
     # The top-level-await path keeps ipykernel's own handler (it cancels
     # the cell's task).
 
     INTERRUPTED = compile("raise KeyboardInterrupt", "<interrupted before the cell ran>", "exec")
 
     def __init__(self, kernel, shell):
+        import signal
+        import time
         self.pending = False
         self.in_code = False
+        self.busy_at = 0.0  # of the last shell message
+        self.signalled_at = -1.0  # the last SIGINT between messages
         self.saved = None
         run_code = shell.run_code
+        publish_status = kernel._publish_status
+
+        def publish_status_noting_busy(status, *args, **kwargs):
+            if status == "busy" and (args[0] if args else kwargs.get("channel")) == "shell":
+                self.busy_at = time.monotonic()
+            return publish_status(status, *args, **kwargs)
 
         def pre_handler_hook():
-            import signal
-            self.pending, self.in_code = False, False
+            self.pending, self.in_code = self.signalled_at >= self.busy_at, False
             self.saved = signal.signal(signal.SIGINT, self.on_sigint)
 
         def post_handler_hook():
-            import signal
             self.pending, self.in_code = False, False
             signal.signal(signal.SIGINT, self.saved)
 
@@ -444,9 +456,15 @@ class InterruptGate:
             finally:
                 self.in_code = False
 
+        kernel._publish_status = publish_status_noting_busy
         kernel.pre_handler_hook = pre_handler_hook
         kernel.post_handler_hook = post_handler_hook
         shell.run_code = gated_run_code
+        signal.signal(signal.SIGINT, self.between_messages)
+
+    def between_messages(self, signum, frame):
+        import time
+        self.signalled_at = time.monotonic()
 
     def on_sigint(self, signum, frame):
         if self.in_code:
