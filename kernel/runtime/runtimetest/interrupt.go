@@ -9,7 +9,7 @@ import (
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 )
 
-// EarlyInterrupt: an interrupt that reaches a python3 kernel after it has
+// EarlyInterrupt checks that an interrupt reaching a python3 kernel after it has
 // begun a cell (busy) and before the cell's code runs still ends the cell,
 // in KeyboardInterrupt, with a reply. A client interrupts as soon as it
 // sees execute_input, and ipykernel used to drop the request (no reply) or
