@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -430,4 +431,48 @@ func TestDialWhileBusy(t *testing.T) {
 	defer second.Close()
 	first.Interrupt(context.Background())
 	<-done
+}
+
+// TestPayloadsAndUserExpressions: a real ipykernel's execute_reply hands
+// back its payloads (the pager of obj?, set_next_input of %load) and the
+// user_expressions it evaluated, kept bounded.
+func TestPayloadsAndUserExpressions(t *testing.T) {
+	k := startBareKernel(t)
+	c := dial(t, k.info)
+	r := run(t, c, "x = 41", kernel.ExecuteOptions{UserExpression: map[string]string{"next": "x + 1", "bad": "1/0"}})
+	if r.err != nil || r.reply.Status != "ok" {
+		t.Fatalf("x = 41: %+v", r)
+	}
+	var ue map[string]struct {
+		Status string
+		Data   map[string]string
+		EName  string
+	}
+	if err := json.Unmarshal(r.reply.UserExpressions, &ue); err != nil {
+		t.Fatalf("user_expressions %s: %v", r.reply.UserExpressions, err)
+	}
+	if ue["next"].Status != "ok" || ue["next"].Data["text/plain"] != "42" || ue["bad"].Status != "error" || ue["bad"].EName != "ZeroDivisionError" {
+		t.Fatalf("user_expressions: %s", r.reply.UserExpressions)
+	}
+	source := func(r collected) (kinds []string) {
+		for _, p := range r.reply.Payload {
+			var e struct{ Source string }
+			_ = json.Unmarshal(p, &e)
+			kinds = append(kinds, e.Source)
+		}
+		return kinds
+	}
+	if r := run(t, c, "len?", kernel.ExecuteOptions{}); r.err != nil || !slices.Equal(source(r), []string{"page"}) || !strings.Contains(string(r.reply.Payload[0]), "Return the number of items") {
+		t.Fatalf("len? payload: %v %s", r.err, r.reply.Payload)
+	}
+	script := filepath.Join(t.TempDir(), "loaded.py")
+	if err := os.WriteFile(script, []byte("print('loaded')\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(t, c, "%load "+script, kernel.ExecuteOptions{}); r.err != nil || !slices.Equal(source(r), []string{"set_next_input"}) || !strings.Contains(string(r.reply.Payload[0]), "print('loaded')") {
+		t.Fatalf("%%load payload: %v %s", r.err, r.reply.Payload)
+	}
+	if r := run(t, c, "1", kernel.ExecuteOptions{}); r.reply.Payload != nil || r.reply.UserExpressions != nil {
+		t.Fatalf("a plain cell: payload %s, user_expressions %s", r.reply.Payload, r.reply.UserExpressions)
+	}
 }

@@ -237,6 +237,12 @@ type ExecuteReply struct {
 	EName          string
 	EValue         string
 	Traceback      []string
+	// Payload holds the reply's payload entries (objects with a "source":
+	// "page", "set_next_input", "ask_exit", ...), bounded (decodePayload).
+	Payload []json.RawMessage
+	// UserExpressions is the reply's user_expressions object (each name's
+	// status and MIME bundle), nil when it is empty; bounded.
+	UserExpressions json.RawMessage
 	// Truncated reports that output of the request was cut: a message over
 	// the channel's ceiling, or a list longer than the decoder keeps.
 	Truncated bool

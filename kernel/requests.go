@@ -16,7 +16,10 @@ type ExecuteOptions struct {
 	// StopOnError asks the kernel to abort requests queued behind this one
 	// if it fails. Off by default: ipykernel also aborts requests that merely
 	// arrive shortly after the error, and callers queue executions themselves.
-	StopOnError    bool
+	StopOnError bool
+	// UserExpression names expressions the kernel evaluates after the
+	// code, whatever its outcome; their results come back in
+	// ExecuteReply.UserExpressions.
 	UserExpression map[string]string
 	// OnReply, if set, is called on Execute's goroutine when the
 	// execute_reply arrives (output may still follow until idle).
@@ -121,6 +124,8 @@ func (c *Client) Execute(ctx context.Context, code string, opts ExecuteOptions, 
 		EName          string          `json:"ename"`
 		EValue         string          `json:"evalue"`
 		Traceback      json.RawMessage `json:"traceback"`
+		Payload        json.RawMessage `json:"payload"`
+		UserExpr       json.RawMessage `json:"user_expressions"`
 	}
 	if err := json.Unmarshal(rep.msg.Content, &r); err != nil {
 		return nil, fmt.Errorf("%w: execute_reply: %w", ErrMalformed, err)
@@ -129,8 +134,64 @@ func (c *Client) Execute(ctx context.Context, code string, opts ExecuteOptions, 
 	if err != nil {
 		return nil, fmt.Errorf("%w: execute_reply traceback: %w", ErrMalformed, err)
 	}
+	payload, pcut := decodePayload(r.Payload)
+	ues, ucut := decodeUserExpressions(r.UserExpr)
 	return &ExecuteReply{Status: r.Status, ExecutionCount: r.ExecutionCount, EName: r.EName, EValue: r.EValue,
-		Traceback: tb, Truncated: truncated || cut}, nil
+		Traceback: tb, Payload: payload, UserExpressions: ues, Truncated: truncated || cut || pcut || ucut}, nil
+}
+
+// Bounds of what an execute_reply may hand back besides its status.
+const (
+	// MaxPayloads is how many payload entries are kept (a pager page,
+	// set_next_input, ask_exit, edit_magic: a cell makes one or two).
+	MaxPayloads = 16
+	// MaxPayloadBytes bounds the payload entries kept, together.
+	MaxPayloadBytes = 1 << 20
+	// MaxUserExpressionsBytes bounds the user_expressions object.
+	MaxUserExpressionsBytes = 256 << 10
+)
+
+// decodePayload keeps the reply's payload entries that are JSON objects
+// with a string "source", within MaxPayloads and MaxPayloadBytes; cut
+// reports that some were left out.
+func decodePayload(raw json.RawMessage) (kept []json.RawMessage, cut bool) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, false
+	}
+	var entries []json.RawMessage
+	if json.Unmarshal(raw, &entries) != nil {
+		return nil, true
+	}
+	size := 0
+	for _, e := range entries {
+		var p struct {
+			Source string `json:"source"`
+		}
+		if json.Unmarshal(e, &p) != nil || p.Source == "" {
+			cut = true
+			continue
+		}
+		if len(kept) == MaxPayloads || size+len(e) > MaxPayloadBytes {
+			cut = true
+			continue
+		}
+		size += len(e)
+		kept = append(kept, e)
+	}
+	return kept, cut
+}
+
+// decodeUserExpressions keeps the reply's user_expressions when they are
+// a JSON object within MaxUserExpressionsBytes.
+func decodeUserExpressions(raw json.RawMessage) (json.RawMessage, bool) {
+	if len(raw) == 0 || string(raw) == "null" || string(raw) == "{}" {
+		return nil, false
+	}
+	var obj map[string]json.RawMessage
+	if len(raw) > MaxUserExpressionsBytes || json.Unmarshal(raw, &obj) != nil {
+		return nil, true
+	}
+	return raw, false
 }
 
 // ErrNoInputRequest is returned by Input when the kernel is not waiting for input.
