@@ -55,6 +55,10 @@ type ExecuteRequest struct {
 	Language string            `json:"language,omitempty"`
 	Envs     map[string]string `json:"envs,omitempty"`
 	Cwd      string            `json:"cwd,omitempty"`
+	// UserExpressions names expressions the kernel evaluates after the
+	// code, whatever its outcome; Execution.UserExpressions has their
+	// results.
+	UserExpressions map[string]string `json:"user_expressions,omitempty"`
 }
 
 // CreateContextRequest is the body of POST /v1/sessions/{id}/contexts.

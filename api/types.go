@@ -136,6 +136,10 @@ type Execution struct {
 	Reason     string       `json:"reason,omitempty"`
 	DurationMS int64        `json:"duration_ms"`
 	Files      []FileChange `json:"files"`
+	// UserExpressions answers ExecuteRequest.UserExpressions: per name,
+	// {"status": "ok", "data": MIME bundle} or the error
+	// ({"status": "error", "ename", "evalue", "traceback"}).
+	UserExpressions json.RawMessage `json:"user_expressions,omitempty"`
 }
 
 // ExecError is an exception raised by executed code. Traceback lines are
@@ -173,9 +177,12 @@ const (
 	EventFile          EventType = "file"
 	EventDone          EventType = "done"
 	EventGap           EventType = "gap"
-	EventNetwork       EventType = "network" // a connection the session's egress proxy refused
-	EventContext       EventType = "context" // a context was created or deleted (State)
-	EventCommand       EventType = "command" // a command started (State "started", Text: the command), wrote output (Name, Text) or exited (State "exited")
+	EventNetwork       EventType = "network"        // a connection the session's egress proxy refused
+	EventContext       EventType = "context"        // a context was created or deleted (State)
+	EventCommand       EventType = "command"        // a command started (State "started", Text: the command), wrote output (Name, Text) or exited (State "exited")
+	EventPage          EventType = "page"           // help to show (Data): obj?, obj??
+	EventSetNextInput  EventType = "set_next_input" // the next cell's text (Text, Replace): %load
+	EventAskExit       EventType = "ask_exit"       // the code called exit()
 	EventRejected      EventType = "rejected"
 	EventCompleteReply EventType = "complete_reply"
 	EventInspectReply  EventType = "inspect_reply"
@@ -221,6 +228,9 @@ type Event struct {
 	PID            int             `json:"pid,omitempty"`             // command
 	ExitCode       *int            `json:"exit_code,omitempty"`       // command (exited)
 	TimedOut       bool            `json:"timed_out,omitempty"`       // command (exited)
+	Replace        bool            `json:"replace,omitempty"`         // set_next_input
+	// UserExpressions: done (see Execution.UserExpressions).
+	UserExpressions json.RawMessage `json:"user_expressions,omitempty"`
 
 	// complete_reply and inspect_reply frames that answer frames sent with
 	// SendRaw (Conn.Complete and Conn.Inspect return theirs typed).

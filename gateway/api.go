@@ -160,7 +160,7 @@ func (s *Server) execute(c echo.Context) error {
 		return err
 	}
 	exec, err := sess.Execute(c.Request().Context(), sessions.ExecRequest{ID: req.ID, Code: *req.Code, Timeout: timeout,
-		Envs: req.Envs, Cwd: req.Cwd})
+		Envs: req.Envs, Cwd: req.Cwd, UserExpressions: req.UserExpressions})
 	if err != nil {
 		return err
 	}

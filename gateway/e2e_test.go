@@ -8,12 +8,14 @@ import (
 	"net/http"
 	"net/url"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/docker/docker/client"
+	"github.com/glassroom/glassroom/api"
 	"github.com/glassroom/glassroom/app"
 	"github.com/glassroom/glassroom/app/apptest"
 	glclient "github.com/glassroom/glassroom/client"
@@ -277,6 +279,36 @@ func TestBehaviour(t *testing.T) {
 				x := e.exec(keyA, s.ID, "x + 1", 0)
 				if x.Status != "ok" || string(x.Result) != `{"text/plain":"42"}` || len(x.Outputs) != 1 || x.Outputs[0].Type != "result" {
 					t.Fatalf("x + 1: %+v", x)
+				}
+			})
+			t.Run("user expressions and payloads", func(t *testing.T) {
+				var x sessions.Execution
+				st := e.call(keyA, "POST", "/v1/sessions/"+s.ID+"/execute", api.ExecuteRequest{Code: api.Ptr("y = 6"),
+					UserExpressions: map[string]string{"twice": "y * 2", "bad": "1/0"}}, &x)
+				var ue map[string]struct {
+					Status string
+					Data   map[string]string
+					EName  string
+				}
+				if err := json.Unmarshal(x.UserExpressions, &ue); st != http.StatusOK || err != nil || ue["twice"].Data["text/plain"] != "12" || ue["bad"].EName != "ZeroDivisionError" {
+					t.Fatalf("user_expressions: %d %v %s", st, err, x.UserExpressions)
+				}
+				if st := e.call(keyA, "POST", "/v1/sessions/"+s.ID+"/execute", api.ExecuteRequest{Code: api.Ptr("1"),
+					UserExpressions: map[string]string{"": "1"}}, nil); st != http.StatusBadRequest {
+					t.Fatalf("a nameless user expression: %d", st)
+				}
+				kinds := func(x sessions.Execution) (types []string) {
+					for _, o := range x.Outputs {
+						types = append(types, string(o.Type))
+					}
+					return types
+				}
+				if x := e.exec(keyA, s.ID, "len?", 0); !slices.Equal(kinds(x), []string{"page"}) || !strings.Contains(string(x.Outputs[0].Data), "Return the number of items") {
+					t.Fatalf("len?: %+v", x)
+				}
+				e.exec(keyA, s.ID, "open('loadme.py', 'w').write('print(1)')", 0)
+				if x := e.exec(keyA, s.ID, "%load loadme.py", 0); !slices.Equal(kinds(x), []string{"set_next_input"}) || !strings.Contains(x.Outputs[0].Text, "print(1)") {
+					t.Fatalf("%%load: %+v", x)
 				}
 			})
 			t.Run("matplotlib png", func(t *testing.T) {

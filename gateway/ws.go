@@ -30,6 +30,8 @@ type clientFrame struct {
 	// execute: settings of that execution only (see api.ExecuteRequest)
 	Envs map[string]string `json:"envs"`
 	Cwd  string            `json:"cwd"`
+	// UserExpressions: see api.ExecuteRequest.
+	UserExpressions map[string]string `json:"user_expressions"`
 }
 
 // wsExecute is an execute frame on its way to the submitter, which finds
@@ -186,7 +188,7 @@ func handleFrame(ctx context.Context, sess *sessions.Session, f clientFrame, in 
 		}
 		select {
 		case in.execs <- wsExecute{req: sessions.ExecRequest{ID: f.ID, Code: *f.Code, Timeout: timeout, AllowStdin: true,
-			Envs: f.Envs, Cwd: f.Cwd},
+			Envs: f.Envs, Cwd: f.Cwd, UserExpressions: f.UserExpressions},
 			context: f.Context, language: f.Language}:
 		case <-ctx.Done():
 		}

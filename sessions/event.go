@@ -27,6 +27,12 @@ const (
 	EventNetwork       EventType = "network" // a connection the egress proxy refused
 	EventContext       EventType = "context" // a context was created or deleted (State), or its kernel's state changed
 	EventCommand       EventType = "command" // a command started, wrote output (Name, Text) or exited (State)
+	// From an execute_reply's payload, before its done event: help text
+	// to show (Data, a MIME bundle: obj?), the next cell's text (Text,
+	// Replace: %load), and the code's wish to end the session (exit()).
+	EventPage         EventType = "page"
+	EventSetNextInput EventType = "set_next_input"
+	EventAskExit      EventType = "ask_exit"
 )
 
 // Event is one message of the session's event stream, in the wire shape
@@ -70,9 +76,19 @@ type Event struct {
 	ExitCode       *int            `json:"exit_code,omitempty"` // command: exited
 	TimedOut       *bool           `json:"timed_out,omitempty"` // command: exited
 
+	// UserExpressions is the execution's (done events; see
+	// Execution.UserExpressions).
+	UserExpressions json.RawMessage `json:"user_expressions,omitempty"`
+	// Replace says a set_next_input replaces the current cell.
+	Replace *bool `json:"replace,omitempty"`
+
 	// Exec describes the execution on started events, for the Jupyter
 	// face; it is not part of the /v1 wire shape.
 	Exec *ExecInfo `json:"-"`
+	// Payload is the execute_reply's payload on done events, passed
+	// through to Jupyter clients; /v1 clients get page, set_next_input and
+	// ask_exit events instead.
+	Payload []json.RawMessage `json:"-"`
 }
 
 // entryOverhead is counted for each string of a list: what Go keeps

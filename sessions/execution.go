@@ -37,7 +37,18 @@ type Execution struct {
 	Reason         string          `json:"reason,omitempty"`
 	DurationMS     int64           `json:"duration_ms"`
 	Files          []FileChange    `json:"files"`
+	// UserExpressions is the kernel's answer to ExecRequest.UserExpressions
+	// (per name: status, and a MIME bundle or the error), as the kernel
+	// sent it (bounded: kernel.MaxUserExpressionsBytes).
+	UserExpressions json.RawMessage `json:"user_expressions,omitempty"`
 }
+
+// Bounds of ExecRequest.UserExpressions.
+const (
+	MaxUserExpressions         = 32
+	maxUserExpressionNameBytes = 256
+	maxUserExpressionBytes     = 4 << 10
+)
 
 // ErrorInfo is the exception an execution raised.
 type ErrorInfo struct {
@@ -69,6 +80,11 @@ type ExecRequest struct {
 	// before is put back after it, whatever its outcome.
 	Envs map[string]string
 	Cwd  string
+	// UserExpressions names expressions the kernel evaluates after the
+	// code, whatever its outcome (at most MaxUserExpressions, each name
+	// and expression bounded); their results come back in
+	// Execution.UserExpressions and on the done event.
+	UserExpressions map[string]string
 
 	// The options of a Jupyter execute_request (see jupyter.go); zero for
 	// /v1 executions. Silent and NoHistory are passed to the kernel.
@@ -109,6 +125,14 @@ func (r *ExecRequest) validate(cfg *Config) error {
 	}
 	if r.Timeout == 0 {
 		r.Timeout = cfg.ExecTimeout
+	}
+	if len(r.UserExpressions) > MaxUserExpressions {
+		return invalid("more than %d user expressions", MaxUserExpressions)
+	}
+	for name, expr := range r.UserExpressions {
+		if name == "" || len(name) > maxUserExpressionNameBytes || len(expr) > maxUserExpressionBytes {
+			return invalid("a user expression's name must have 1..%d bytes and its code at most %d", maxUserExpressionNameBytes, maxUserExpressionBytes)
+		}
 	}
 	return r.validateJupyter()
 }

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/glassroom/glassroom/kernel"
@@ -103,7 +104,7 @@ func (w *worker) execute(c KernelConn, j *job, replied func()) outcome {
 	done := make(chan result, 1)
 	repliedC := make(chan struct{})
 	opts := kernel.ExecuteOptions{AllowStdin: j.req.AllowStdin, Silent: j.req.Silent, NoHistory: j.req.NoHistory,
-		OnBusy: j.kernelBegan, OnReply: func() {
+		UserExpression: j.req.UserExpressions, OnBusy: j.kernelBegan, OnReply: func() {
 			if j.req.hasSettings() {
 				j.codeEnded.Store(true)
 			}
@@ -235,9 +236,11 @@ func (w *worker) report(j *job, start time.Time, status Status, reply *kernel.Ex
 	e.Status = status
 	e.Reason = reason
 	e.DurationMS = time.Since(start).Milliseconds()
+	var payload []json.RawMessage
 	if reply != nil {
 		e.ExecutionCount = reply.ExecutionCount
 		e.Truncated = e.Truncated || reply.Truncated
+		e.UserExpressions, payload = reply.UserExpressions, reply.Payload
 	}
 	e.Stdout, e.Stderr = j.out.stdout.String(), j.out.stderr.String()
 	if w.watch != nil && j.ran {
@@ -250,8 +253,14 @@ func (w *worker) report(j *job, start time.Time, status Status, reply *kernel.Ex
 		}
 	}
 	w.s.jup.finished(j, w.s.kernelClient(), status, reply)
+	for _, p := range payload {
+		if ev, ok := payloadEvent(j.req.ID, p); ok {
+			j.out.record(w.s.publish(ev))
+		}
+	}
 	w.s.publish(Event{Type: EventDone, ID: j.req.ID, Status: status, ExecutionCount: ptr(e.ExecutionCount),
-		DurationMS: ptr(e.DurationMS), Truncated: ptr(e.Truncated), StateLost: ptr(e.StateLost), Reason: reason})
+		DurationMS: ptr(e.DurationMS), Truncated: ptr(e.Truncated), StateLost: ptr(e.StateLost), Reason: reason,
+		UserExpressions: e.UserExpressions, Payload: payload})
 	w.s.cfg.Observer.ExecutionDone(status, time.Since(start))
 }
 

@@ -49,6 +49,10 @@ import (
 //     kernel (Session.KernelRequest), answered with status busy/idle around
 //     the reply as a kernel does; interrupt_request → Session.Interrupt;
 //     shutdown_request → Session.Restart, or the session's deletion.
+//   - execute_request's user_expressions reach the kernel, and the
+//     execute_reply carries the kernel's user_expressions and payload
+//     (pager, set_next_input, ask_exit) unchanged (bounded by the kernel
+//     client).
 //   - Comms (widgets) are not relayed: comm_info answers no comms, a
 //     client's comm_open is closed at once (comm_close, as a kernel does
 //     for an unknown target), comm_msg and comm_close are ignored.

@@ -247,6 +247,25 @@ type executeContent struct {
 	StoreHistory *bool   `json:"store_history"`
 	AllowStdin   *bool   `json:"allow_stdin"`
 	StopOnError  *bool   `json:"stop_on_error"`
+	// UserExpressions: names to expressions (strings; other values are
+	// not expressions and are left out).
+	UserExpressions map[string]json.RawMessage `json:"user_expressions"`
+}
+
+// expressions returns the request's string-valued user_expressions.
+func (c executeContent) expressions() map[string]string {
+	var out map[string]string
+	for name, raw := range c.UserExpressions {
+		var expr string
+		if json.Unmarshal(raw, &expr) != nil {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]string, len(c.UserExpressions))
+		}
+		out[name] = expr
+	}
+	return out
 }
 
 // execute queues an execute_request in the session, through the
@@ -269,7 +288,7 @@ func (jc *conn) execute(ctx context.Context, m *jmsg, h jheader) error {
 		ID: id, Code: *c.Code, AllowStdin: c.AllowStdin == nil || *c.AllowStdin,
 		Silent: c.Silent, NoHistory: c.Silent || (c.StoreHistory != nil && !*c.StoreHistory),
 		StopOnError: !c.Silent && (c.StopOnError == nil || *c.StopOnError), Group: group, Parent: m.Header,
-		Owner: jc.owner,
+		Owner: jc.owner, UserExpressions: c.expressions(),
 	}
 	jc.mu.Lock()
 	if len(jc.own) < maxTracked {

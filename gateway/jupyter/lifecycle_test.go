@@ -169,3 +169,38 @@ func TestJupyterPausedKernel(t *testing.T) {
 		t.Fatalf("x + 1 after the pause: %v", iopub)
 	}
 }
+
+// payloadsAndExpressions: execute_reply carries the kernel's payloads (the
+// pager of len?, the next input of %load) and the user_expressions it
+// evaluated, as a kernel's own reply does.
+func payloadsAndExpressions(t *testing.T, e *env) {
+	k := e.startKernel(keyA, nil)
+	c := e.channels(t, keyA, k.ID, false, "")
+	rep, _ := c.request("shell", "execute_request", map[string]any{"code": "z = 20", "silent": false, "store_history": true,
+		"user_expressions": map[string]any{"more": "z + 1", "not code": 7}, "allow_stdin": false, "stop_on_error": true})
+	ue, _ := rep.Content["user_expressions"].(map[string]any)
+	more, _ := ue["more"].(map[string]any)
+	data, _ := more["data"].(map[string]any)
+	if rep.Content["status"] != "ok" || data["text/plain"] != "21" || len(ue) != 1 {
+		t.Fatalf("user_expressions: %v", rep.Content)
+	}
+	source := func(rep jm) string {
+		payload, _ := rep.Content["payload"].([]any)
+		if len(payload) != 1 {
+			t.Fatalf("payload: %v", rep.Content)
+		}
+		p, _ := payload[0].(map[string]any)
+		s, _ := p["source"].(string)
+		return s
+	}
+	if rep, _ := c.execute("len?"); source(rep) != "page" {
+		t.Fatalf("len?: %v", rep.Content)
+	}
+	c.execute("open('loadme.py', 'w').write('print(1)')")
+	if rep, _ := c.execute("%load loadme.py"); source(rep) != "set_next_input" {
+		t.Fatalf("%%load: %v", rep.Content)
+	}
+	if rep, _ := c.execute("1"); len(rep.Content["payload"].([]any)) != 0 || len(rep.Content["user_expressions"].(map[string]any)) != 0 {
+		t.Fatalf("a plain cell: %v", rep.Content)
+	}
+}

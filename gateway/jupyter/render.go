@@ -247,7 +247,15 @@ func (jc *conn) renderDone(w *jwriter, ev sessions.Event, p *jparent) []*outMsg 
 		var content map[string]any
 		switch ev.Status {
 		case sessions.StatusOK:
-			content = map[string]any{"status": "ok", "user_expressions": map[string]any{}, "payload": []any{}}
+			var ue any = map[string]any{}
+			if ev.UserExpressions != nil {
+				ue = ev.UserExpressions
+			}
+			payload := []json.RawMessage{}
+			if ev.Payload != nil {
+				payload = ev.Payload
+			}
+			content = map[string]any{"status": "ok", "user_expressions": ue, "payload": payload}
 		case sessions.StatusAborted:
 			content = map[string]any{"status": "aborted"}
 		default:

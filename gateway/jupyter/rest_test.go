@@ -32,6 +32,7 @@ func TestJupyterAPI(t *testing.T) {
 			t.Run("channels v1", func(t *testing.T) { channelsFlow(t, e, k.ID, true) })
 			t.Run("one session two faces", func(t *testing.T) { twoFaces(t, e, k.ID) })
 			t.Run("queue semantics", func(t *testing.T) { queueSemantics(t, e) })
+			t.Run("payloads and user expressions", func(t *testing.T) { payloadsAndExpressions(t, e) })
 			t.Run("lifecycle", func(t *testing.T) { lifecycle(t, e) })
 		})
 	}
