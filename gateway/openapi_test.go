@@ -150,7 +150,8 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	server := mapping("ServerFrame")
 	for _, typ := range []sessions.EventType{sessions.EventQueued, sessions.EventStarted, sessions.EventStream, sessions.EventDisplay,
 		sessions.EventUpdateDisplay, sessions.EventClearOutput, sessions.EventResult, sessions.EventError, sessions.EventInputRequest,
-		sessions.EventFile, sessions.EventDone, sessions.EventKernel, sessions.EventGap, sessions.EventNetwork, "rejected", "complete_reply", "inspect_reply"} {
+		sessions.EventFile, sessions.EventDone, sessions.EventKernel, sessions.EventGap, sessions.EventNetwork, sessions.EventPage,
+		sessions.EventSetNextInput, sessions.EventAskExit, "rejected", "complete_reply", "inspect_reply"} {
 		if server[string(typ)] == nil {
 			t.Errorf("ServerFrame does not describe %q frames", typ)
 		}
