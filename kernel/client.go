@@ -43,6 +43,13 @@ type Config struct {
 	// the reading of the kernel's socket until the caller catches up.
 	EventBuffer      int
 	EventBufferBytes int
+	// SideBuffer and SideBufferBytes bound the side stream of messages
+	// that belong to no pending request (comm traffic, debug events, the
+	// output of a comm's handler: see Side), default 1024 messages and
+	// 8 MiB; past them the stream drops messages until its consumer
+	// catches up.
+	SideBuffer      int
+	SideBufferBytes int
 	// IdleGrace bounds the wait for iopub's idle status once the reply has
 	// arrived: iopub is PUB/SUB, which drops messages when the subscriber
 	// falls behind, so the idle of a flooding request can be lost
@@ -79,6 +86,12 @@ func (c Config) withDefaults() Config {
 	if c.EventBufferBytes == 0 {
 		c.EventBufferBytes = 8 << 20
 	}
+	if c.SideBuffer == 0 {
+		c.SideBuffer = 1024
+	}
+	if c.SideBufferBytes == 0 {
+		c.SideBufferBytes = 8 << 20
+	}
 	if c.IdleGrace == 0 {
 		c.IdleGrace = 2 * time.Second
 	}
@@ -96,7 +109,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("kernel: config: heartbeat timeout %v must exceed interval %v", c.HeartbeatTimeout, c.HeartbeatInterval)
 	case c.MaxMessageBytes < 0 || c.MaxMessageBytes > MaxMessageBytes:
 		return fmt.Errorf("kernel: config: max message bytes %d outside 1..%d", c.MaxMessageBytes, MaxMessageBytes)
-	case c.MessageRate < 0 || c.ByteRate < 0 || c.EventBuffer < 0 || c.EventBufferBytes < 0 || c.ConnectTimeout < 0 || c.IdleGrace < 0 || c.MaxDrain < 0:
+	case c.MessageRate < 0 || c.ByteRate < 0 || c.EventBuffer < 0 || c.EventBufferBytes < 0 || c.SideBuffer < 0 || c.SideBufferBytes < 0 || c.ConnectTimeout < 0 || c.IdleGrace < 0 || c.MaxDrain < 0:
 		return errors.New("kernel: config: negative limit")
 	}
 	return nil
@@ -147,6 +160,8 @@ type Client struct {
 	mu       sync.Mutex
 	pending  map[string]*call
 	inputReq *Message // the outstanding input_request, if any
+
+	side *sideQueue // messages of no pending request (side.go)
 
 	deadOnce sync.Once
 	dead     chan struct{}
@@ -207,6 +222,7 @@ func Dial(ctx context.Context, info ConnectionInfo, cfg Config, log zerolog.Logg
 		cfg: cfg, log: log, codec: codec, session: newID(), dials: dials,
 		ctx: cctx, cancel: cancel,
 		pending:   make(map[string]*call),
+		side:      newSideQueue(cfg.SideBuffer, cfg.SideBufferBytes),
 		dead:      make(chan struct{}),
 		wake:      make(chan struct{}, 1),
 		firstPing: make(chan struct{}),

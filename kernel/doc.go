@@ -11,7 +11,10 @@
 //     zmq4 allocates memory for it;
 //   - Client: the shell, control, stdin, iopub and heartbeat sockets of one
 //     kernel, with replies and iopub output routed to the request that
-//     caused them, turned into typed Events.
+//     caused them, turned into typed Events, and a side stream (Side) for
+//     what belongs to no pending request: comm traffic, debug events, and
+//     the output of a comm's handler. Send sends the messages that have no
+//     reply (comm_open, comm_msg, comm_close).
 //
 // The kernel is assumed hostile: the code running in it controls every byte
 // it sends. Nothing received is acted on before its signature is verified,

@@ -46,3 +46,31 @@ func TestPayloadAndUserExpressionBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestSideQueueBounds: the side stream holds at most its count and bytes
+// (a message larger than the byte bound still enters an empty queue), drops
+// and counts the rest without waiting, and takes everything in order.
+func TestSideQueueBounds(t *testing.T) {
+	q := newSideQueue(3, 1000)
+	msg := func(id string) *Message { return &Message{Header: Header{MsgID: id}} }
+	if !q.push(msg("big"), 5000) {
+		t.Fatal("an empty queue refused a large message")
+	}
+	if q.push(msg("x"), 10) || q.dropped != 1 {
+		t.Fatalf("a queue over its bytes took more (dropped %d)", q.dropped)
+	}
+	if got := q.takeAll(nil); len(got) != 1 || got[0].Header.MsgID != "big" {
+		t.Fatalf("took %v", got)
+	}
+	for _, id := range []string{"a", "b", "c", "d"} {
+		q.push(msg(id), 10)
+	}
+	got := q.takeAll(nil)
+	if len(got) != 3 || got[0].Header.MsgID != "a" || got[2].Header.MsgID != "c" || q.dropped != 2 {
+		t.Fatalf("took %d messages, dropped %d", len(got), q.dropped)
+	}
+	if isSide(Shell, &Message{Header: Header{MsgType: MsgCommMsg}}, false) || !isSide(IOPub, &Message{Header: Header{MsgType: MsgCommOpen}}, true) ||
+		isSide(IOPub, &Message{Header: Header{MsgType: "stream"}}, true) || !isSide(IOPub, &Message{Header: Header{MsgType: "stream"}}, false) {
+		t.Fatal("isSide routes wrongly")
+	}
+}

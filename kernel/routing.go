@@ -160,6 +160,12 @@ func (c *Client) cut(ch Channel, frames [][]byte) {
 func (c *Client) route(ch Channel, msg *Message) {
 	c.log.Trace().Str("channel", string(ch)).Str("type", msg.Header.MsgType).Str("parent", msg.Parent.MsgID).RawJSON("content", msg.Content).Msg("kernel message")
 	cl := c.lookup(msg.Parent.MsgID)
+	if isSide(ch, msg, cl != nil) {
+		if !c.side.push(msg, sideBound(msg)) {
+			c.dropped(ch, ErrSideFull)
+		}
+		return
+	}
 	if cl == nil {
 		c.log.Trace().Str("channel", string(ch)).Str("type", msg.Header.MsgType).Msg("unrouted kernel message")
 		return

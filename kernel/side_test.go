@@ -1,0 +1,130 @@
+package kernel_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/glassroom/glassroom/kernel"
+)
+
+// sideReader reads a client's side stream, one message at a time.
+type sideReader struct {
+	c    *kernel.Client
+	left []*kernel.Message
+}
+
+// until reads until match accepts a message, and returns that message.
+func (r *sideReader) until(t *testing.T, what string, match func(*kernel.Message) bool) *kernel.Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var seen []string
+	for {
+		for len(r.left) > 0 {
+			m := r.left[0]
+			r.left = r.left[1:]
+			if match(m) {
+				return m
+			}
+			seen = append(seen, m.Header.MsgType)
+		}
+		var err error
+		if r.left, err = r.c.Side(ctx, nil); err != nil {
+			t.Fatalf("side stream, waiting for %s (saw %v): %v", what, seen, err)
+		}
+	}
+}
+
+type commContent struct {
+	CommID     string          `json:"comm_id"`
+	TargetName string          `json:"target_name"`
+	Data       json.RawMessage `json:"data"`
+	Name       string          `json:"name"`
+	Text       string          `json:"text"`
+}
+
+func contentOf(t *testing.T, m *kernel.Message) commContent {
+	t.Helper()
+	var c commContent
+	if err := json.Unmarshal(m.Content, &c); err != nil {
+		t.Fatalf("%s content %s: %v", m.Header.MsgType, m.Content, err)
+	}
+	return c
+}
+
+// TestSideStreamCarriesWidgetComms: on a real ipykernel with ipywidgets,
+// a widget's comm_open (sent during its cell) reaches the side stream; a
+// comm_msg sent with Send changes the widget's value in the kernel; a
+// Button's click runs its callback, whose output arrives on the side
+// stream with the click's message as its parent; comm_info lists both.
+func TestSideStreamCarriesWidgetComms(t *testing.T) {
+	k := startBareKernel(t)
+	c := dial(t, k.info)
+	side := &sideReader{c: c}
+
+	r := run(t, c, "import ipywidgets as w\ns = w.IntSlider(value=3)\nb = w.Button(description='go')\nb.on_click(lambda _: print('clicked', s.value))", kernel.ExecuteOptions{})
+	if r.err != nil || r.reply.Status != "ok" {
+		t.Fatalf("widgets: %+v", r)
+	}
+	var slider, button string
+	for slider == "" || button == "" {
+		m := side.until(t, "the widgets' comm_open", func(m *kernel.Message) bool { return m.Header.MsgType == kernel.MsgCommOpen })
+		cc := contentOf(t, m)
+		if cc.TargetName != "jupyter.widget" {
+			t.Fatalf("comm_open target %q", cc.TargetName)
+		}
+		var data struct {
+			State struct {
+				Model string `json:"_model_name"`
+			}
+		}
+		if err := json.Unmarshal(cc.Data, &data); err != nil {
+			t.Fatalf("comm_open data %s: %v", cc.Data, err)
+		}
+		switch data.State.Model {
+		case "IntSliderModel":
+			slider = cc.CommID
+		case "ButtonModel":
+			button = cc.CommID
+		}
+	}
+
+	update, _ := json.Marshal(map[string]any{"comm_id": slider, "data": map[string]any{"method": "update", "state": map[string]any{"value": 7}, "buffer_paths": []any{}}})
+	if _, err := c.Send(kernel.Shell, kernel.MsgCommMsg, update, nil, nil); err != nil {
+		t.Fatalf("send update: %v", err)
+	}
+	click, _ := json.Marshal(map[string]any{"comm_id": button, "data": map[string]any{"method": "custom", "content": map[string]any{"event": "click"}}})
+	h, err := c.Send(kernel.Shell, kernel.MsgCommMsg, click, nil, nil)
+	if err != nil {
+		t.Fatalf("send click: %v", err)
+	}
+	out := side.until(t, "the click callback's output", func(m *kernel.Message) bool {
+		return m.Header.MsgType == "stream" && m.Parent.MsgID == h.MsgID
+	})
+	if got := contentOf(t, out).Text; got != "clicked 7\n" {
+		t.Fatalf("click output %q, want the slider's new value", got)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	info, err := c.Request(ctx, kernel.Shell, "comm_info_request", map[string]string{"target_name": "jupyter.widget"})
+	if err != nil {
+		t.Fatalf("comm_info: %v", err)
+	}
+	var comms struct {
+		Comms map[string]struct {
+			TargetName string `json:"target_name"`
+		}
+	}
+	if err := json.Unmarshal(info.Content, &comms); err != nil || comms.Comms[slider].TargetName != "jupyter.widget" || comms.Comms[button].TargetName != "jupyter.widget" {
+		t.Fatalf("comm_info_reply %s: %v", info.Content, err)
+	}
+	if _, err := c.Send(kernel.Shell, kernel.MsgCommMsg, json.RawMessage(`[1]`), nil, nil); err == nil {
+		t.Fatal("Send took content that is not an object")
+	}
+	if _, err := c.Send(kernel.IOPub, kernel.MsgCommMsg, update, nil, nil); err == nil {
+		t.Fatal("Send sent on iopub")
+	}
+}
