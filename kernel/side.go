@@ -39,11 +39,12 @@ var ErrSideFull = errors.New("kernel: side stream full")
 type sideQueue struct {
 	maxItems, maxBytes int
 
-	mu      sync.Mutex
-	items   []*Message
-	bytes   int
-	dropped int64
-	ready   chan struct{} // signalled when a message was pushed
+	mu       sync.Mutex
+	items    []*Message
+	bytes    int
+	dropped  int64
+	accepted int64         // messages pushed so far (not the dropped)
+	ready    chan struct{} // signalled when a message was pushed
 }
 
 func newSideQueue(maxItems, maxBytes int) *sideQueue {
@@ -60,6 +61,7 @@ func (q *sideQueue) push(msg *Message, size int) bool {
 	}
 	q.items = append(q.items, msg)
 	q.bytes += size
+	q.accepted++
 	q.mu.Unlock()
 	signal(q.ready)
 	return true
@@ -123,6 +125,19 @@ func (c *Client) SideDropped() int64 {
 	c.side.mu.Lock()
 	defer c.side.mu.Unlock()
 	return c.side.dropped
+}
+
+// SideAccepted returns how many messages the side stream has taken in so
+// far: those Side has returned and those waiting for it, not the dropped.
+// The read loops push in the kernel's order, so a consumer that counts
+// what Side returned has every side message the kernel sent before some
+// other message (a request's output) once its count reaches SideAccepted
+// read after that message arrived: how a consumer keeps the two streams
+// in the kernel's order (a widget's comm_open before its display).
+func (c *Client) SideAccepted() int64 {
+	c.side.mu.Lock()
+	defer c.side.mu.Unlock()
+	return c.side.accepted
 }
 
 // Send sends one message that has no reply on ch (Shell or Control):

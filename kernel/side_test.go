@@ -68,6 +68,12 @@ func TestSideStreamCarriesWidgetComms(t *testing.T) {
 	if r.err != nil || r.reply.Status != "ok" {
 		t.Fatalf("widgets: %+v", r)
 	}
+	// The comm_opens came before the cell's reply: they are counted once
+	// Execute has returned (what keeps a widget's comm_open ahead of its
+	// display for a consumer of both streams).
+	if n := c.SideAccepted(); n < 2 {
+		t.Fatalf("SideAccepted %d after the cell that opened two comms", n)
+	}
 	var slider, button string
 	for slider == "" || button == "" {
 		m := side.until(t, "the widgets' comm_open", func(m *kernel.Message) bool { return m.Header.MsgType == kernel.MsgCommOpen })
