@@ -112,7 +112,10 @@ func (w *worker) execute(c KernelConn, j *job, replied func()) outcome {
 			close(repliedC)
 		}}
 	go func() { // owned by execute, which always waits for done
-		reply, err := c.Execute(ctx, j.req.Code, opts, func(ev kernel.Event) { w.onEvent(j, ev) })
+		reply, err := c.Execute(ctx, j.req.Code, opts, func(ev kernel.Event) {
+			w.s.side.barrier(ctx, c) // the side messages the kernel sent before ev go first
+			w.onEvent(j, ev)
+		})
 		done <- result{reply, err}
 	}()
 	abandon := func(o outcome) outcome {
@@ -253,6 +256,7 @@ func (w *worker) report(j *job, start time.Time, status Status, reply *kernel.Ex
 		}
 	}
 	w.s.jup.finished(j, w.s.kernelClient(), status, reply)
+	w.s.side.barrier(w.s.ctx, w.s.kernelClient()) // a widget's last update before the cell's end
 	for _, p := range payload {
 		if ev, ok := payloadEvent(j.req.ID, p); ok {
 			j.out.record(w.s.publish(ev))
