@@ -147,6 +147,17 @@ func (c *Client) SideAccepted() int64 {
 // message (those arrive on the side stream). It does not block on the
 // kernel. Use Request for messages that have a reply.
 func (c *Client) Send(ch Channel, msgType string, content, metadata json.RawMessage, buffers [][]byte) (Header, error) {
+	return c.SendID(ch, "", msgType, content, metadata, buffers)
+}
+
+// SendID is Send with the message's msg_id chosen by the caller (at most
+// MaxMsgIDBytes; "" for a new one), so that it knows the parent of what
+// the kernel publishes while handling it before the kernel can publish
+// anything. The caller keeps its ids unique.
+func (c *Client) SendID(ch Channel, msgID, msgType string, content, metadata json.RawMessage, buffers [][]byte) (Header, error) {
+	if len(msgID) > MaxMsgIDBytes {
+		return Header{}, fmt.Errorf("%w: send %s: msg_id of %d bytes", ErrMalformed, msgType, len(msgID))
+	}
 	if ch != Shell && ch != Control {
 		return Header{}, fmt.Errorf("kernel: send %s: cannot send on %s", msgType, ch)
 	}
@@ -157,6 +168,9 @@ func (c *Client) Send(ch Channel, msgType string, content, metadata json.RawMess
 		metadata = json.RawMessage("{}")
 	}
 	msg := &Message{Header: newHeader(c.session, msgType), Metadata: metadata, Content: content, Buffers: buffers}
+	if msgID != "" {
+		msg.Header.MsgID = msgID
+	}
 	if err := c.sendMsg(ch, msg); err != nil {
 		return Header{}, err
 	}
