@@ -43,11 +43,11 @@ const (
 	MaxCommTargetBytes = 256
 	// MaxCommBuffers bounds the binary buffers of one comm message.
 	MaxCommBuffers = 16
-	// maxCommParents and maxCommParentBytes bound the parent headers
-	// remembered for the messages SendCommParent sent (the oldest are
-	// forgotten first).
-	maxCommParents     = 1024
-	maxCommParentBytes = 1 << 20
+	// maxCommParents and maxCommParentBytes bound the messages
+	// remembered as sent by SendComm (and their senders' headers) and
+	// executions' headers (the oldest are forgotten first).
+	maxCommParents     = 4096
+	maxCommParentBytes = 2 << 20
 )
 
 // Errors of SendComm and CommInfo. Every one comes as a *CommError whose
@@ -103,9 +103,18 @@ type comms struct {
 	mu          sync.Mutex
 	conn        KernelConn        // the incarnation the table is of
 	open        map[string]string // comm id → owner ("" for the kernel's)
-	parents     map[string]json.RawMessage
+	parents     map[string]sentMsg
 	order       []string // parents' keys, oldest first
 	parentBytes int
+}
+
+// sentMsg is what the session remembers of a message it sent the kernel,
+// by msg_id: the header its sender gave (nil: none), and whether it is a
+// comm message (its handler's status goes to clients; the status of an
+// execution or request the faces make themselves).
+type sentMsg struct {
+	header json.RawMessage
+	comm   bool
 }
 
 func (t *comms) init(cfg *Config) {
@@ -114,7 +123,7 @@ func (t *comms) init(cfg *Config) {
 		t.limiter = rate.NewLimiter(rate.Limit(cfg.CommRate), cfg.CommBurst)
 	}
 	t.open = map[string]string{}
-	t.parents = map[string]json.RawMessage{}
+	t.parents = map[string]sentMsg{}
 }
 
 // reset empties the table for incarnation c.
@@ -123,7 +132,7 @@ func (t *comms) reset(c KernelConn) {
 	defer t.mu.Unlock()
 	t.conn = c
 	t.open = map[string]string{}
-	t.parents = map[string]json.RawMessage{}
+	t.parents = map[string]sentMsg{}
 	t.order, t.parentBytes = nil, 0
 }
 
@@ -179,31 +188,33 @@ func (t *comms) learn(c KernelConn, ids []string) {
 	}
 }
 
-// claim checks that owner may send msgType for comm id on incarnation c
-// and reserves what it takes (a comm_open's id). done must be called
-// with whether the message was sent, and parent is then remembered for
-// msgID.
-func (t *comms) claim(c KernelConn, owner, msgType, id string) (done func(sent bool, msgID string, parent json.RawMessage), err error) {
+// claim checks that owner may send msgType for comm id on incarnation c,
+// reserves what it takes (a comm_open's id) and returns the msg_id to
+// send it with, remembered (with parent, the sender's header) before the
+// kernel can answer. done must be called with whether it was sent.
+func (t *comms) claim(c KernelConn, owner, msgType, id string, parent json.RawMessage) (msgID string, done func(sent bool), err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.conn != c {
-		return nil, fmt.Errorf("sessions: %s: the kernel is restarting: %w", msgType, ErrKernelGone)
+		return "", nil, fmt.Errorf("sessions: %s: the kernel is restarting: %w", msgType, ErrKernelGone)
 	}
 	o, isOpen := t.open[id]
 	switch {
 	case msgType == kernel.MsgCommOpen && isOpen:
-		return nil, commErr(ErrBadComm, "comm %q is open already", id)
+		return "", nil, commErr(ErrBadComm, "comm %q is open already", id)
 	case msgType == kernel.MsgCommOpen && len(t.open) >= t.max:
-		return nil, commErr(ErrCommLimit, "%d comms are open in this kernel; close some first", len(t.open))
+		return "", nil, commErr(ErrCommLimit, "%d comms are open in this kernel; close some first", len(t.open))
 	case msgType != kernel.MsgCommOpen && !isOpen:
-		return nil, commErr(ErrBadComm, "no comm %q is open in this kernel", id)
+		return "", nil, commErr(ErrBadComm, "no comm %q is open in this kernel", id)
 	case msgType != kernel.MsgCommOpen && o != "" && o != owner:
-		return nil, commErr(ErrCommNotOwned, "comm %q was opened by another client", id)
+		return "", nil, commErr(ErrCommNotOwned, "comm %q was opened by another client", id)
 	}
 	if msgType == kernel.MsgCommOpen {
 		t.open[id] = owner
 	}
-	return func(sent bool, msgID string, parent json.RawMessage) {
+	msgID = newSessionID()
+	t.remember(msgID, sentMsg{header: parent, comm: true})
+	return msgID, func(sent bool) {
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		if t.conn != c {
@@ -217,31 +228,49 @@ func (t *comms) claim(c KernelConn, owner, msgType, id string) (done func(sent b
 		case sent && msgType == kernel.MsgCommClose:
 			delete(t.open, id)
 		}
-		if sent && len(parent) > 0 {
-			t.remember(msgID, parent)
-		}
 	}, nil
 }
 
-// remember keeps parent as the header a client sees as the parent of
-// what the kernel sends while it handles message msgID. t.mu is held.
-func (t *comms) remember(msgID string, parent json.RawMessage) {
-	for len(t.order) > 0 && (len(t.order) >= maxCommParents || t.parentBytes+len(parent) > maxCommParentBytes) {
+// remember keeps what the session knows of message msgID. t.mu is held.
+func (t *comms) remember(msgID string, m sentMsg) {
+	if old, ok := t.parents[msgID]; ok { // an id used again: the newest, in the old one's place
+		t.parentBytes += len(m.header) - len(old.header)
+		t.parents[msgID] = m
+		return
+	}
+	for len(t.order) > 0 && (len(t.order) >= maxCommParents || t.parentBytes+len(m.header) > maxCommParentBytes) {
 		old := t.order[0]
 		t.order = t.order[1:]
-		t.parentBytes -= len(t.parents[old])
+		t.parentBytes -= len(t.parents[old].header)
 		delete(t.parents, old)
 	}
-	t.parents[msgID] = parent
+	t.parents[msgID] = m
 	t.order = append(t.order, msgID)
-	t.parentBytes += len(parent)
+	t.parentBytes += len(m.header)
 }
 
-// parentOf returns the header remembered for message msgID, or nil.
-func (t *comms) parentOf(msgID string) json.RawMessage {
+// rememberParent keeps parent (when set) as the header a client sees as
+// the parent of what kernel c sends while it handles message msgID (an
+// execution's, whose id is its msg_id).
+func (t *comms) rememberParent(c KernelConn, msgID string, parent json.RawMessage) {
+	if len(parent) == 0 {
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.parents[msgID]
+	if t.conn == c {
+		t.remember(msgID, sentMsg{header: parent})
+	}
+}
+
+// sent returns what the session remembers of message msgID: the header
+// its sender gave (nil: none), and whether it is a comm message SendComm
+// sent.
+func (t *comms) sent(msgID string) (header json.RawMessage, comm bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m := t.parents[msgID]
+	return m.header, m.comm
 }
 
 // count returns how many comms are open (for tests and metrics).
@@ -355,16 +384,16 @@ func (s *Session) SendCommParent(owner string, parent json.RawMessage, msgType s
 	}
 	defer release()
 	c := s.kernelClient()
-	done, err := s.side.comms.claim(c, owner, msgType, id)
+	msgID, done, err := s.side.comms.claim(c, owner, msgType, id, parent)
 	if err != nil {
 		return "", err
 	}
-	h, err := c.Send(kernel.Shell, msgType, content, metadata, buffers)
-	done(err == nil, h.MsgID, parent)
+	_, err = c.SendID(kernel.Shell, msgID, msgType, content, metadata, buffers)
+	done(err == nil)
 	if err != nil {
 		return "", fmt.Errorf("sessions: %s: %w", msgType, err)
 	}
-	return h.MsgID, nil
+	return msgID, nil
 }
 
 // maxCommInfoBytes bounds the comm_info reply CommInfo reads.

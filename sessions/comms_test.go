@@ -333,9 +333,10 @@ func TestSideAcrossRestart(t *testing.T) {
 	}
 }
 
-// TestSideParentAndCommInfo: the output of a comm message's handler names
-// the header its sender gave as its parent; comm_info lists the kernel's
-// comms, which every client may then message.
+// TestSideParentAndCommInfo: the output and status of a comm message's
+// handler name the header its sender gave as their parent, a status of
+// anything else is not relayed; comm_info lists the kernel's comms, which
+// every client may then message.
 func TestSideParentAndCommInfo(t *testing.T) {
 	m, kernels := commManager(t, sessions.Config{})
 	s := fakeSession(t, m)
@@ -353,6 +354,17 @@ func TestSideParentAndCommInfo(t *testing.T) {
 	id, err := s.SendCommParent("b", parent, kernel.MsgCommMsg, comm("old1"), nil, nil)
 	if err != nil {
 		t.Fatalf("a comm comm_info listed: %v", err)
+	}
+	// The late idle of something the faces render themselves is not
+	// relayed; a comm handler's status is.
+	late := kernelMsg("st0", "status", `{"execution_state":"idle"}`)
+	late.Parent = kernel.Header{MsgID: "a-kernel-info-request", MsgType: "kernel_info_request"}
+	k.emit(late)
+	busy := kernelMsg("st1", "status", `{"execution_state":"busy"}`)
+	busy.Parent = kernel.Header{MsgID: id, MsgType: kernel.MsgCommMsg}
+	k.emit(busy)
+	if got := nextSide(t, side); got.MsgID != "st1" || string(got.Parent) != string(parent) {
+		t.Fatalf("the comm handler's status: %+v", got)
 	}
 	out := kernelMsg("out1", "stream", `{"name":"stdout","text":"clicked"}`)
 	out.Parent = kernel.Header{MsgID: id, MsgType: kernel.MsgCommMsg}

@@ -384,13 +384,13 @@ func (k *fakeKernel) SideAccepted() int64 {
 	return k.accepted
 }
 
-func (k *fakeKernel) Send(ch kernel.Channel, msgType string, content, metadata json.RawMessage, buffers [][]byte) (kernel.Header, error) {
+func (k *fakeKernel) SendID(ch kernel.Channel, msgID, msgType string, content, metadata json.RawMessage, buffers [][]byte) (kernel.Header, error) {
 	if err := k.Err(); err != nil {
 		return kernel.Header{}, &kernel.DeadError{Cause: err}
 	}
 	k.sideMu.Lock()
 	defer k.sideMu.Unlock()
-	h := kernel.Header{MsgID: "sent-" + strconv.Itoa(len(k.sent)+1), MsgType: msgType}
+	h := kernel.Header{MsgID: msgID, MsgType: msgType}
 	k.sent = append(k.sent, &kernel.Message{Header: h, Content: content, Metadata: metadata, Buffers: buffers})
 	return h, nil
 }

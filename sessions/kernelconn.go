@@ -35,10 +35,10 @@ type KernelConn interface {
 	// requests' output.
 	Side(ctx context.Context, buf []*kernel.Message) ([]*kernel.Message, error)
 	SideAccepted() int64
-	// Send sends a message that has no reply (a client's comm_open,
-	// comm_msg, comm_close on shell) without waiting for the kernel, and
-	// returns its header.
-	Send(ch kernel.Channel, msgType string, content, metadata json.RawMessage, buffers [][]byte) (kernel.Header, error)
+	// SendID sends a message that has no reply (a client's comm_open,
+	// comm_msg, comm_close on shell) with the msg_id given, without
+	// waiting for the kernel, and returns its header.
+	SendID(ch kernel.Channel, msgID, msgType string, content, metadata json.RawMessage, buffers [][]byte) (kernel.Header, error)
 	// Done is closed when the kernel is dead or the connection closed; Err
 	// then says why.
 	Done() <-chan struct{}

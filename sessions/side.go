@@ -35,8 +35,9 @@ type SideMessage struct {
 	// handler, the msg id SendComm returned.
 	ParentID string
 	// Parent is the parent header a Jupyter client is shown: the header
-	// given to SendCommParent for the message ParentID names, when it is
-	// still remembered; else the kernel's parent header ({} for none).
+	// given to SendCommParent for the message ParentID names (or the
+	// ExecRequest.Parent of the execution it names), when it is still
+	// remembered; else the kernel's parent header ({} for none).
 	Parent   json.RawMessage
 	Metadata json.RawMessage
 	Content  json.RawMessage
@@ -238,12 +239,19 @@ func (ss *sideState) convert(c KernelConn, km *kernel.Message) (SideMessage, boo
 	}
 	m := SideMessage{MsgID: km.Header.MsgID, MsgType: km.Header.MsgType, ParentID: km.Parent.MsgID,
 		Metadata: metadata, Content: km.Content, Buffers: km.Buffers}
-	if m.ParentID != "" {
-		m.Parent = ss.comms.parentOf(m.ParentID)
-		if m.Parent == nil {
-			m.Parent, _ = json.Marshal(km.Parent)
-		}
-	} else {
+	header, comm := ss.comms.sent(m.ParentID)
+	if m.MsgType == "status" && !comm {
+		// The busy and idle of what the faces render themselves (an
+		// execution, a relayed request, the kernel's start), arriving
+		// late: only a comm handler's go to the clients.
+		return SideMessage{}, false
+	}
+	switch {
+	case header != nil:
+		m.Parent = header
+	case m.ParentID != "":
+		m.Parent, _ = json.Marshal(km.Parent)
+	default:
 		m.Parent = json.RawMessage("{}")
 	}
 	return m, true
