@@ -123,4 +123,32 @@ open("made.txt", "w").write("m")
 			t.Errorf("no %s frame (seen %v)", want, seen)
 		}
 	}
+
+	// Comms: a widget's comm frames (with a buffer), the answers to a
+	// client's comm and comm_info frames.
+	send(map[string]any{"type": "execute", "id": "c2", "code": "import ipywidgets as w\nimg = w.Image(value=b'png')"})
+	var image string
+	for image == "" || !seen[api.EventCommSent] || !seen[api.EventCommInfoReply] {
+		_, frame, err := ws.ReadMessage()
+		if err != nil {
+			t.Fatalf("reading comm frames (seen %v): %v", seen, err)
+		}
+		var ev api.Event
+		strict(t, "a WebSocket frame", frame, &ev)
+		seen[ev.Type] = true
+		if ev.Type == api.EventComm && ev.Msg.Header.MsgType == "comm_open" && len(ev.Msg.Buffers) == 1 && string(ev.Msg.Buffers[0]) == "png" {
+			var c struct {
+				CommID string `json:"comm_id"`
+			}
+			if err := json.Unmarshal(ev.Msg.Content, &c); err != nil || c.CommID == "" {
+				t.Fatalf("comm_open content %s: %v", ev.Msg.Content, err)
+			}
+			image = c.CommID
+			send(map[string]any{"type": "comm", "id": "m1", "msg_type": "comm_msg", "content": map[string]any{"comm_id": image, "data": map[string]any{"method": "request_state"}}})
+			send(map[string]any{"type": "comm_info", "id": "i1"})
+		}
+		if ev.Type == api.EventCommInfoReply && ev.Comms[image].TargetName != "jupyter.widget" {
+			t.Fatalf("comm_info_reply %+v lacks the image %s", ev.Comms, image)
+		}
+	}
 }

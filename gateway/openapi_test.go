@@ -151,13 +151,13 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	for _, typ := range []sessions.EventType{sessions.EventQueued, sessions.EventStarted, sessions.EventStream, sessions.EventDisplay,
 		sessions.EventUpdateDisplay, sessions.EventClearOutput, sessions.EventResult, sessions.EventError, sessions.EventInputRequest,
 		sessions.EventFile, sessions.EventDone, sessions.EventKernel, sessions.EventGap, sessions.EventNetwork, sessions.EventPage,
-		sessions.EventSetNextInput, sessions.EventAskExit, "rejected", "complete_reply", "inspect_reply"} {
+		sessions.EventSetNextInput, sessions.EventAskExit, "rejected", "complete_reply", "inspect_reply", "comm", "comm_sent", "comm_info_reply"} {
 		if server[string(typ)] == nil {
 			t.Errorf("ServerFrame does not describe %q frames", typ)
 		}
 	}
 	client := mapping("ClientFrame")
-	for _, typ := range []string{"execute", "interrupt", "input_reply", "resume", "complete", "inspect"} {
+	for _, typ := range []string{"execute", "interrupt", "input_reply", "resume", "complete", "inspect", "comm", "comm_info"} {
 		if client[typ] == nil {
 			t.Errorf("ClientFrame does not describe %q frames", typ)
 		}
@@ -254,6 +254,7 @@ func TestOpenAPIMatchesRealAnswers(t *testing.T) {
 	}
 	defer conn.Close()
 	seen := map[string]bool{}
+	var widget string // the comm id of a widget the kernel opened
 	read := func(until string) {
 		t.Helper()
 		conn.SetReadDeadline(time.Now().Add(time.Minute))
@@ -263,8 +264,21 @@ func TestOpenAPIMatchesRealAnswers(t *testing.T) {
 				t.Fatalf("ws read (seen %v): %v", seen, err)
 			}
 			v.check("ServerFrame", data)
-			var f struct{ Type, ID string }
+			var f struct {
+				Type, ID string
+				Msg      struct {
+					Header struct {
+						MsgType string `json:"msg_type"`
+					}
+					Content struct {
+						CommID string `json:"comm_id"`
+					}
+				}
+			}
 			json.Unmarshal(data, &f)
+			if f.Type == "comm" && f.Msg.Header.MsgType == "comm_open" {
+				widget = f.Msg.Content.CommID
+			}
 			seen[f.Type] = true
 			seen[f.Type+":"+f.ID] = true
 		}
@@ -286,7 +300,17 @@ func TestOpenAPIMatchesRealAnswers(t *testing.T) {
 	for _, until := range []string{"done:w2", "complete_reply:c1", "inspect_reply:i1", "rejected:"} {
 		read(until)
 	}
-	for _, typ := range []string{"kernel", "started", "input_request", "stream", "file", "error", "result", "done"} {
+	// Comms: a widget's frames, a client's comm message and comm_info.
+	conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"execute","id":"w3","code":"import ipywidgets as w\nimg = w.Image(value=b'png')"}`))
+	read("done:w3")
+	frame, _ := json.Marshal(map[string]any{"type": "comm", "id": "k1", "msg_type": "comm_msg", "metadata": map[string]any{},
+		"content": map[string]any{"comm_id": widget, "data": map[string]any{"method": "request_state"}}, "buffers": []string{}})
+	conn.WriteMessage(websocket.TextMessage, frame)
+	conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"comm_info","id":"ci","target_name":"jupyter.widget"}`))
+	for _, until := range []string{"comm_sent:k1", "comm_info_reply:ci"} {
+		read(until)
+	}
+	for _, typ := range []string{"kernel", "started", "input_request", "stream", "file", "error", "result", "done", "comm", "comm_sent", "comm_info_reply"} {
 		if !seen[typ] {
 			t.Errorf("no %s frame was checked (seen %v)", typ, seen)
 		}

@@ -1,0 +1,455 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/glassroom/glassroom/api"
+	glclient "github.com/glassroom/glassroom/client"
+	"github.com/glassroom/glassroom/sessions"
+)
+
+// Comms (widgets) on the native WebSocket, on real kernels with ipywidgets
+// 8: the kernel's comm traffic arrives as comm frames, in the kernel's
+// order with the events; a client's comm frames reach the kernel; and the
+// abuse a client or a kernel can try costs the gateway nothing beyond the
+// limits.
+
+// commConn is a /v1 WebSocket read through the Go client, whose decoding
+// (api.Event) the frames must fit.
+type commConn struct {
+	t    *testing.T
+	conn *glclient.Conn
+}
+
+func (e *env) commConn(key, id string) *commConn {
+	e.t.Helper()
+	conn, err := e.client(key).Connect(context.Background(), id, glclient.ConnectOptions{})
+	if err != nil {
+		e.t.Fatalf("ws dial: %v", err)
+	}
+	e.t.Cleanup(func() { conn.Close() })
+	return &commConn{t: e.t, conn: conn}
+}
+
+func (c *commConn) send(v map[string]any) {
+	c.t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := c.conn.SendRaw(context.Background(), data); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// until reads frames until pred matches one, returning every frame read.
+func (c *commConn) until(what string, pred func(api.Event) bool) []api.Event {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var got []api.Event
+	for {
+		ev, err := c.conn.Next(ctx)
+		if err != nil {
+			c.t.Fatalf("waiting for %s after %d frames: %v", what, len(got), err)
+		}
+		got = append(got, ev)
+		if pred(ev) {
+			return got
+		}
+	}
+}
+
+// answer reads until the comm_sent or rejected frame of id.
+func (c *commConn) answer(id string) api.Event {
+	c.t.Helper()
+	got := c.until("the answer to "+id, func(ev api.Event) bool {
+		return (ev.Type == api.EventCommSent || ev.Type == api.EventRejected) && ev.ID == id
+	})
+	return got[len(got)-1]
+}
+
+// comm sends a comm frame and returns its answer.
+func (c *commConn) comm(id, msgType string, content map[string]any, buffers ...[]byte) api.Event {
+	c.t.Helper()
+	frame := map[string]any{"type": "comm", "id": id, "msg_type": msgType, "content": content, "metadata": map[string]any{}}
+	if len(buffers) > 0 {
+		var b64 []string
+		for _, b := range buffers {
+			b64 = append(b64, base64.StdEncoding.EncodeToString(b))
+		}
+		frame["buffers"] = b64
+	}
+	c.send(frame)
+	return c.answer(id)
+}
+
+func commContent(ev api.Event) map[string]any {
+	var m map[string]any
+	if ev.Msg != nil {
+		json.Unmarshal(ev.Msg.Content, &m)
+	}
+	return m
+}
+
+// isComm matches the comm frame of msgType whose parent is parent.
+func isComm(msgType, parent string) func(api.Event) bool {
+	return func(ev api.Event) bool {
+		return ev.Type == api.EventComm && ev.Msg.Header.MsgType == msgType && ev.Msg.ParentHeader.MsgID == parent
+	}
+}
+
+func idleOf(parent string) func(api.Event) bool {
+	return func(ev api.Event) bool {
+		return isComm("status", parent)(ev) && commContent(ev)["execution_state"] == "idle"
+	}
+}
+
+func TestCommsNativeWebSocket(t *testing.T) {
+	for name, rt := range runtimes() {
+		if name == "docker-runsc" {
+			continue // nothing of it depends on the OCI runtime
+		}
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, rt(t), sessions.Config{})
+			s := e.create(keyA, nil)
+			nativeWidgets(t, e, s.ID)
+		})
+	}
+}
+
+// nativeWidgets: the widgets' comm_opens arrive as comm frames naming the
+// execution as their parent, before the display events that show them;
+// the client's slider update is the kernel's value; a click's output
+// names the click's msg_id; buffers go both ways; comm_info lists the
+// widgets; malformed comm frames are rejected with bad_comm and change
+// nothing.
+func nativeWidgets(t *testing.T, e *env, id string) {
+	c := e.commConn(keyA, id)
+	c.send(map[string]any{"type": "execute", "id": "w", "code": `import ipywidgets as w
+s = w.IntSlider(value=3)
+b = w.Button(description='go')
+b.on_click(lambda _: print('clicked', s.value))
+img = w.Image(value=b'\x89PNG-before', format='png')
+display(s, b, img)`})
+	all := c.until("the widget cell", func(ev api.Event) bool { return ev.Type == api.EventDone && ev.ID == "w" })
+	if all[len(all)-1].Status != "ok" {
+		t.Fatalf("the widget cell: %+v", all)
+	}
+	models, at := map[string]string{}, map[string]int{}
+	for i, ev := range all {
+		if ev.Type != api.EventComm || ev.Msg.Header.MsgType != "comm_open" {
+			continue
+		}
+		if ev.Msg.ParentHeader.MsgID != "w" || ev.Seq != 0 {
+			t.Fatalf("comm_open %+v: want the execution as parent, no seq", ev.Msg)
+		}
+		content := commContent(ev)
+		model, _ := content["data"].(map[string]any)["state"].(map[string]any)["_model_name"].(string)
+		models[model] = content["comm_id"].(string)
+		at[content["comm_id"].(string)] = i
+		if model == "ImageModel" && (len(ev.Msg.Buffers) != 1 || !bytes.Equal(ev.Msg.Buffers[0], []byte("\x89PNG-before"))) {
+			t.Fatalf("the image's comm_open carries %q", ev.Msg.Buffers)
+		}
+	}
+	slider, button, image := models["IntSliderModel"], models["ButtonModel"], models["ImageModel"]
+	if slider == "" || button == "" || image == "" {
+		t.Fatalf("comm_opens %v", models)
+	}
+	shown := 0
+	for i, ev := range all {
+		if ev.Type != api.EventDisplay {
+			continue
+		}
+		var view struct {
+			ModelID string `json:"model_id"`
+		}
+		raw, _ := ev.Data.Decode()
+		json.Unmarshal(raw["application/vnd.jupyter.widget-view+json"], &view)
+		if open, ok := at[view.ModelID]; !ok || open > i {
+			t.Fatalf("the display of %q came before its comm_open", view.ModelID)
+		}
+		shown++
+	}
+	if shown != 3 {
+		t.Fatalf("%d widget displays in %+v", shown, all)
+	}
+
+	sent := c.comm("u1", "comm_msg", map[string]any{"comm_id": slider, "data": map[string]any{"method": "update", "state": map[string]any{"value": 7}, "buffer_paths": []any{}}})
+	if sent.Type != api.EventCommSent || sent.MsgID == "" {
+		t.Fatalf("the update: %+v", sent)
+	}
+	got := c.until("the update's idle", idleOf(sent.MsgID))
+	busy := false
+	for _, ev := range got {
+		busy = busy || (isComm("status", sent.MsgID)(ev) && commContent(ev)["execution_state"] == "busy")
+	}
+	if !busy {
+		t.Fatalf("no busy for the update: %+v", got)
+	}
+	if x := e.exec(keyA, id, "s.value", 0); string(x.Result) != `{"text/plain":"7"}` {
+		t.Fatalf("the slider after the client's update: %s", x.Result)
+	}
+
+	click := c.comm("c1", "comm_msg", map[string]any{"comm_id": button, "data": map[string]any{"method": "custom", "content": map[string]any{"event": "click"}}})
+	got = c.until("the click's output", isComm("stream", click.MsgID))
+	if text := commContent(got[len(got)-1])["text"]; text != "clicked 7\n" {
+		t.Fatalf("click output %q", text)
+	}
+
+	png := []byte("\x89PNG\r\n\x1a\n-native\x00\xff")
+	upd := c.comm("i1", "comm_msg", map[string]any{"comm_id": image, "data": map[string]any{"method": "update", "state": map[string]any{}, "buffer_paths": [][]string{{"value"}}}}, png)
+	c.until("the image update's idle", idleOf(upd.MsgID))
+	if x := e.exec(keyA, id, "bytes(img.value) == b'\\x89PNG\\r\\n\\x1a\\n-native\\x00\\xff'", 0); string(x.Result) != `{"text/plain":"True"}` {
+		t.Fatalf("the image after the client's buffer: %s", x.Result)
+	}
+
+	c.send(map[string]any{"type": "comm_info", "id": "ci", "target_name": "jupyter.widget"})
+	got = c.until("comm_info_reply", func(ev api.Event) bool { return ev.Type == api.EventCommInfoReply && ev.ID == "ci" })
+	comms := got[len(got)-1].Comms
+	for _, id := range []string{slider, button, image} {
+		if comms[id].TargetName != "jupyter.widget" {
+			t.Fatalf("comm_info %v lacks %s", comms, id)
+		}
+	}
+
+	// Malformed comm frames: rejected, nothing reaches the kernel.
+	for i, f := range []map[string]any{
+		{"msg_type": "execute_request", "content": map[string]any{"comm_id": slider}},
+		{"msg_type": "comm_msg"},
+		{"msg_type": "comm_msg", "content": 5},
+		{"msg_type": "comm_msg", "content": map[string]any{"comm_id": 5}},
+		{"msg_type": "comm_msg", "content": map[string]any{"comm_id": strings.Repeat("x", 200)}},
+		{"msg_type": "comm_msg", "content": map[string]any{"comm_id": "no-such-comm", "data": map[string]any{}}},
+		{"msg_type": "comm_msg", "content": map[string]any{"comm_id": slider, "data": "not an object"}},
+		{"msg_type": "comm_msg", "content": map[string]any{"comm_id": slider, "data": map[string]any{}}, "buffers": []string{"not base64!"}},
+		{"msg_type": "comm_msg", "content": map[string]any{"comm_id": slider, "data": map[string]any{}}, "buffers": make([]string, 17)},
+		{"msg_type": "comm_msg", "content": map[string]any{"comm_id": slider, "data": map[string]any{}}, "metadata": []int{1}},
+		{"msg_type": "comm_open", "content": map[string]any{"comm_id": "new"}},
+		{"msg_type": "comm_open", "content": map[string]any{"comm_id": slider, "target_name": "jupyter.widget"}},
+	} {
+		f["type"], f["id"] = "comm", fmt.Sprint("bad", i)
+		c.send(f)
+		if ev := c.answer(fmt.Sprint("bad", i)); ev.Type != api.EventRejected || ev.Code != "bad_comm" || ev.Message == "" {
+			t.Fatalf("malformed comm frame %v: %+v", f, ev)
+		}
+	}
+	if x := e.exec(keyA, id, "s.value", 0); string(x.Result) != `{"text/plain":"7"}` {
+		t.Fatalf("the slider after malformed frames: %s", x.Result)
+	}
+}
+
+// TestCommsAbuse: a client's comm_opens past the limit are refused, a
+// comm_msg flood past the rate is refused while the gateway serves every
+// session, and a kernel flooding comm messages from a thread holds up
+// neither its session's executions nor another session.
+func TestCommsAbuse(t *testing.T) {
+	t.Run("open comms limit", func(t *testing.T) { commLimit(t) })
+	t.Run("comm_msg flood", func(t *testing.T) { commFlood(t) })
+	t.Run("kernel floods from a thread", func(t *testing.T) { kernelFlood(t) })
+}
+
+// commLimit: 10,001 comm_opens from 8 connections: exactly 10,000 are
+// sent (and open in the kernel), one is refused with comm_limit; once
+// one is closed, another opens.
+func commLimit(t *testing.T) {
+	e := newEnv(t, localRuntime(t), sessions.Config{CommRate: -1})
+	s := e.create(keyA, nil)
+	if x := e.exec(keyA, s.ID, "get_ipython().kernel.comm_manager.register_target('keep', lambda comm, msg: None)", 0); x.Status != "ok" {
+		t.Fatalf("register: %+v", x)
+	}
+	const conns, total = 8, 10001
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	codes := map[string]int{}
+	var opened []string // comm ids of the first connection's
+	cs := make([]*commConn, conns)
+	for i := range cs {
+		cs[i] = e.commConn(keyA, s.ID)
+	}
+	for i, c := range cs {
+		n := total / conns
+		if i < total%conns {
+			n++
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			go func() {
+				for j := range n {
+					frame, _ := json.Marshal(map[string]any{"type": "comm", "id": fmt.Sprint(j), "msg_type": "comm_open",
+						"content": map[string]any{"comm_id": fmt.Sprintf("c%d-%d", i, j), "target_name": "keep", "data": map[string]any{}}})
+					if c.conn.SendRaw(ctx, frame) != nil {
+						return
+					}
+				}
+			}()
+			for answered := 0; answered < n; {
+				ev, err := c.conn.Next(ctx)
+				if err != nil {
+					t.Errorf("connection %d after %d answers: %v", i, answered, err)
+					return
+				}
+				if ev.Type != api.EventCommSent && ev.Type != api.EventRejected {
+					continue
+				}
+				answered++
+				mu.Lock()
+				code := ev.Code
+				if ev.Type == api.EventCommSent {
+					code = "sent"
+					if i == 0 {
+						opened = append(opened, ev.ID)
+					}
+				}
+				codes[code]++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if codes["sent"] != 10000 || codes["comm_limit"] != 1 || len(codes) != 2 {
+		t.Fatalf("answers %v: want 10000 sent and one comm_limit", codes)
+	}
+	if x := e.exec(keyA, s.ID, "len(get_ipython().kernel.comm_manager.comms)", 0); string(x.Result) != `{"text/plain":"10000"}` {
+		t.Fatalf("comms open in the kernel: %s", x.Result)
+	}
+	c := cs[0]
+	if ev := c.comm("more", "comm_open", map[string]any{"comm_id": "more", "target_name": "keep", "data": map[string]any{}}); ev.Code != "comm_limit" {
+		t.Fatalf("a comm past the limit: %+v", ev)
+	}
+	if ev := c.comm("close", "comm_close", map[string]any{"comm_id": "c0-" + opened[0], "data": map[string]any{}}); ev.Type != api.EventCommSent {
+		t.Fatalf("closing one: %+v", ev)
+	}
+	if ev := c.comm("again", "comm_open", map[string]any{"comm_id": "more", "target_name": "keep", "data": map[string]any{}}); ev.Type != api.EventCommSent {
+		t.Fatalf("a comm after one closed: %+v", ev)
+	}
+}
+
+// commFlood: four connections send comm_msgs to a widget as fast as the
+// gateway reads them (200 frames a second each): past the session's 200
+// a second (bursts of 400) they are refused with rate_limited, while the
+// session and another one run executions and the gateway answers.
+func commFlood(t *testing.T) {
+	e := newEnv(t, localRuntime(t), sessions.Config{})
+	s := e.create(keyA, nil)
+	other := e.create(keyB, nil)
+	c := e.commConn(keyA, s.ID)
+	c.send(map[string]any{"type": "execute", "id": "w", "code": "import ipywidgets as w\ns = w.IntSlider()"})
+	var slider string
+	c.until("the slider", func(ev api.Event) bool {
+		if ev.Type == api.EventComm && ev.Msg.Header.MsgType == "comm_open" && strings.Contains(string(ev.Msg.Content), "IntSliderModel") {
+			slider = commContent(ev)["comm_id"].(string)
+		}
+		return ev.Type == api.EventDone && ev.ID == "w"
+	})
+	const conns, each = 4, 500
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	codes := map[string]int{}
+	start := time.Now()
+	for i := range conns {
+		fc := e.commConn(keyA, s.ID)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			go func() {
+				for j := range each {
+					frame, _ := json.Marshal(map[string]any{"type": "comm", "id": fmt.Sprint(j), "msg_type": "comm_msg",
+						"content": map[string]any{"comm_id": slider, "data": map[string]any{"method": "update", "state": map[string]any{"value": i*each + j}, "buffer_paths": []any{}}}})
+					if fc.conn.SendRaw(ctx, frame) != nil {
+						return
+					}
+				}
+			}()
+			for answered := 0; answered < each; {
+				ev, err := fc.conn.Next(ctx)
+				if err != nil {
+					t.Errorf("flooding connection %d: %v", i, err)
+					return
+				}
+				if ev.Type == api.EventCommSent || ev.Type == api.EventRejected {
+					answered++
+					mu.Lock()
+					codes[string(ev.Type)+":"+ev.Code]++
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	// Meanwhile the gateway serves both sessions.
+	for i := range 3 {
+		for _, id := range []string{s.ID, other.ID} {
+			key := keyA
+			if id == other.ID {
+				key = keyB
+			}
+			if x := e.exec(key, id, fmt.Sprint(i, "+ 1"), 0); x.Status != "ok" {
+				t.Fatalf("an execution during the flood: %+v", x)
+			}
+		}
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	sent, limited := codes["comm_sent:"], codes["rejected:rate_limited"]
+	if sent+limited != conns*each || limited == 0 || sent > 400+int(200*elapsed.Seconds())+200 {
+		t.Fatalf("in %v: %v", elapsed, codes)
+	}
+	if x := e.exec(keyA, s.ID, "isinstance(s.value, int)", 0); string(x.Result) != `{"text/plain":"True"}` {
+		t.Fatalf("after the flood: %+v", x)
+	}
+}
+
+// kernelFlood: a thread of the kernel sends comm messages as fast as it
+// can; the session's executions complete meanwhile (their output may be
+// lost to the flood in the kernel's own socket), a client gets the
+// flood's comm frames, and another session is not affected.
+func kernelFlood(t *testing.T) {
+	e := newEnv(t, localRuntime(t), sessions.Config{})
+	s := e.create(keyA, nil)
+	other := e.create(keyB, nil)
+	c := e.commConn(keyA, s.ID)
+	x := e.exec(keyA, s.ID, `import threading
+from ipykernel.comm import Comm
+flood = Comm(target_name='flood', data={})
+stop = False
+def run():
+    while not stop:
+        flood.send({'x': 'y' * 100})
+threading.Thread(target=run, daemon=True).start()`, 0)
+	if x.Status != "ok" {
+		t.Fatalf("the flood: %+v", x)
+	}
+	frames := 0
+	c.until("a thousand comm frames of the flood", func(ev api.Event) bool {
+		if ev.Type == api.EventComm && ev.Msg.Header.MsgType == "comm_msg" {
+			frames++
+		}
+		return frames == 1000
+	})
+	for i := range 5 {
+		// It completes; its output may be lost, as the kernel's PUB
+		// socket drops what its flood leaves no room for.
+		if x := e.exec(keyA, s.ID, fmt.Sprintf("print(%d)", i), 0); x.Status != "ok" {
+			t.Fatalf("an execution during the flood: %+v", x)
+		}
+		if x := e.exec(keyB, other.ID, "1 + 1", 0); string(x.Result) != `{"text/plain":"2"}` {
+			t.Fatalf("another session during the flood: %+v", x)
+		}
+	}
+	if x := e.exec(keyA, s.ID, "stop = True", 0); x.Status != "ok" {
+		t.Fatalf("stop: %+v", x)
+	}
+}
