@@ -3,7 +3,9 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -255,6 +257,43 @@ func TestCommsAbuse(t *testing.T) {
 	t.Run("open comms limit", func(t *testing.T) { commLimit(t) })
 	t.Run("comm_msg flood", func(t *testing.T) { commFlood(t) })
 	t.Run("kernel floods from a thread", func(t *testing.T) { kernelFlood(t) })
+	t.Run("kernel opens 100,000 comms", func(t *testing.T) { kernelOpensMany(t) })
+}
+
+// kernelOpensMany: a cell opens 100,000 comms; the session tracks at most
+// 10,000 (the rest are relayed, or dropped where the side stream is
+// full), a client connected meanwhile stays connected, and the session
+// runs on.
+func kernelOpensMany(t *testing.T) {
+	e := newEnv(t, localRuntime(t), sessions.Config{})
+	s := e.create(keyA, nil)
+	c := e.commConn(keyA, s.ID)
+	c.send(map[string]any{"type": "execute", "id": "many", "timeout_s": 600,
+		"code": "from ipykernel.comm import Comm\nmany = [Comm(target_name='many', data={}) for _ in range(100000)]\nlen(many)"})
+	opens := 0
+	got := c.until("the cell", func(ev api.Event) bool {
+		if ev.Type == api.EventComm && ev.Msg.Header.MsgType == "comm_open" {
+			opens++
+		}
+		return ev.Type == api.EventDone && ev.ID == "many"
+	})
+	if got[len(got)-1].Status != "ok" || opens == 0 {
+		t.Fatalf("the cell: %+v after %d comm_opens", got[len(got)-1], opens)
+	}
+	t.Logf("%d of the 100,000 comm_opens reached the client", opens)
+	sum := sha256.Sum256([]byte(keyA))
+	sess, err := e.mgr.Get(hex.EncodeToString(sum[:8]), s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := sess.OpenComms(); n == 0 || n > 10000 {
+		t.Fatalf("the session tracks %d comms", n)
+	}
+	c.send(map[string]any{"type": "execute", "id": "after", "code": "1 + 1"})
+	got = c.until("the next execution", func(ev api.Event) bool { return ev.Type == api.EventDone && ev.ID == "after" })
+	if got[len(got)-1].Status != "ok" {
+		t.Fatalf("after the comms: %+v", got[len(got)-1])
+	}
 }
 
 // commLimit: 10,001 comm_opens from 8 connections: exactly 10,000 are
