@@ -2,9 +2,11 @@ package jupyter_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/gorilla/websocket"
@@ -315,5 +317,33 @@ get_ipython().kernel.comm_manager.register_target('echo', echo)`)
 	a.sync()
 	if code := rejection("v2"); code != "bad_comm" {
 		t.Fatalf("/v1 messaging a's closed comm: %q", code)
+	}
+}
+
+// TestJupyterCommsPausedKernel: a kernel frozen for going unused handles
+// a widget's click: the comm message thaws it, as a request does.
+func TestJupyterCommsPausedKernel(t *testing.T) {
+	e := newEnv(t, localRuntime(t), sessions.Config{PauseAfter: 600 * time.Millisecond, ReapInterval: 50 * time.Millisecond})
+	k := e.startKernel(keyA, nil)
+	c := e.channels(t, keyA, k.ID, false, "")
+	_, all := c.request("shell", "execute_request", map[string]any{"code": "import ipywidgets as w\nb = w.Button()\nb.on_click(lambda _: print('clicked'))"})
+	ids, _ := commOpens(t, all)
+	sid := strings.ReplaceAll(k.ID, "-", "")
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		s, err := e.client(keyA).GetSession(context.Background(), sid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Paused {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the kernel was never paused")
+		}
+	}
+	click := c.send("shell", "comm_msg", map[string]any{"comm_id": ids["ButtonModel"], "data": map[string]any{"method": "custom", "content": map[string]any{"event": "click"}}})
+	got := c.until("the click's output", func(m jm) bool { return m.Header.MsgType == "stream" && m.Parent.MsgID == click })
+	if got[len(got)-1].Content["text"] != "clicked\n" {
+		t.Fatalf("click on a paused kernel: %v", got)
 	}
 }
