@@ -14,7 +14,9 @@
 //   - contexts.go: a session's contexts (its kernels, one language each),
 //     their kernel_info, and the languages the gateway runs (/v1/kernels).
 //   - ws.go, introspect.go: wsRelay, the native WebSocket
-//     (/v1/sessions/{id}/ws), and its complete and inspect requests.
+//     (/v1/sessions/{id}/ws): events, the kernel's comm traffic (comm
+//     frames, beside the event log), a client's comm frames, and its
+//     complete, inspect and comm_info requests.
 //   - mcp.go: /mcp over the in-process transport; openapi.go: the
 //     embedded openapi.json and Routes; ui.go: the notebook UI.
 //
