@@ -354,6 +354,7 @@ func (s *Session) detach(ctx context.Context) error {
 		}
 	}
 	s.work.stop()
+	s.side.close()
 	_ = s.files.Close()
 	s.publish(Event{Type: EventKernel, State: string(StateRestarting), Reason: "gateway restarting"})
 	s.hub.close()
