@@ -46,8 +46,8 @@ type tenantLocks struct {
 	locks map[string]chan struct{} // a token: full while held
 }
 
-// lock takes tenant's lock, or fails when ctx ends first. The caller
-// calls the returned unlock once.
+// lock takes tenant's lock, or fails (a 408) when ctx ends first. The
+// caller calls the returned unlock once.
 func (l *tenantLocks) lock(ctx context.Context, tenant string) (unlock func(), err error) {
 	l.mu.Lock()
 	if l.locks == nil {
@@ -63,7 +63,7 @@ func (l *tenantLocks) lock(ctx context.Context, tenant string) (unlock func(), e
 	case ch <- struct{}{}:
 		return func() { <-ch }, nil
 	case <-ctx.Done():
-		return nil, fmt.Errorf("jupyter: waiting for the tenant's session changes: %w", ctx.Err())
+		return nil, httperr.New(http.StatusRequestTimeout, "request_ended", "the request ended while it waited for another change of this key's sessions")
 	}
 }
 
