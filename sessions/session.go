@@ -130,6 +130,9 @@ type Session struct {
 	endAt        time.Time // the lifetime's end (SetLifetime moves it)
 	closeReason  string
 	room         chan struct{} // closed (and replaced) when the worker takes a job
+	// jupyterSessions are the Jupyter sessions whose kernel this is
+	// (jupytersessions.go); kept in the store record.
+	jupyterSessions []JupyterSession
 }
 
 // sessionParams is what newSession needs: a started sandbox with a
@@ -154,7 +157,8 @@ type sessionParams struct {
 	installed           []sandbox.KernelSpec
 	template            string
 	metadata            map[string]string
-	endAt               time.Time // zero: created + Config.MaxLifetime
+	endAt               time.Time        // zero: created + Config.MaxLifetime
+	jupyterSessions     []JupyterSession // a restored session's (checked)
 	// parent is set for a context other than a session's first
 	// (Contexts.start): the session it belongs to, whose files, event log
 	// and pauser it shares; contextID is its id.
@@ -200,7 +204,7 @@ func newSession(p sessionParams) *Session {
 		queue:   make(chan *job, p.cfg.QueueDepth),
 		restart: make(chan chan error),
 		ctx:     ctx, cancel: cancel,
-		state: StateIdle, client: p.client, lastActive: active, room: make(chan struct{}),
+		state: StateIdle, client: p.client, lastActive: active, room: make(chan struct{}), jupyterSessions: p.jupyterSessions,
 	}
 	if p.persist != nil { // set before the worker starts: a kernel death persists at once
 		s.persist = func() { p.persist(s) }

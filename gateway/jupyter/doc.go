@@ -16,6 +16,16 @@
 //     calls (a kernel's name is its session's first kernel; an unknown or
 //     uninstalled name is a 400), the Jupyter error shape (IsPath,
 //     ErrorOf).
+//   - sessions.go: /api/sessions, the Jupyter sessions (a notebook's,
+//     console's or file's use of a kernel) held by the glassroom sessions
+//     that are their kernels (sessions.Session.JupyterSessions), kept with
+//     them across a gateway restart and gone with them; a tenant's changes
+//     are applied one at a time (tenantLocks).
+//   - identity.go: /api/me (the tenant's identity, made from its tenant
+//     id, and the permissions asked) and /api/status (its kernels and
+//     connections).
+//   - logos.go: the kernel specs' logos (logos/, embedded), their
+//     resources map and GET /kernelspecs/{name}/{file}.
 //   - conn.go: the channels WebSocket (GET /api/kernels/{id}/channels),
 //     one conn per connection with its three goroutines, and how its
 //     messages relate to the session.
