@@ -14,7 +14,8 @@
 // and their runs, each in the notebook's language), commands (command-mode
 // keys), editor (CodeMirror with the notebook's keys and the language's
 // syntax mode), assist (completion and inspection requests, code point
-// offsets), outputs, chart (the interactive SVG chart of
+// offsets), outputs, pager (the help pane where an execution's page events,
+// obj? and obj??, are shown; set_next_input and ask_exit), chart (the interactive SVG chart of
 // application/vnd.glassroom.chart+json: a pure layout with each element's
 // hover text, then the <svg>), table (the sortable table of
 // application/vnd.glassroom.dataframe+json), terminal (the terminal pane:

@@ -13,6 +13,7 @@ import { createFiles } from './files.js';
 import { createKernels } from './kernels.js';
 import { createNotebook } from './notebook.js';
 import { createOutputs } from './outputs.js';
+import { createHelp } from './pager.js';
 import { createSessions } from './session.js';
 import { LS_LAST_SESSION, lsGet } from './storage.js';
 import { createStore } from './store.js';
@@ -69,6 +70,10 @@ function start() {
     failed: (e) => msg(store.session ? 'The kernel could not help: ' + e.message : 'Completion and help need a session: create or reopen one', 'error')
   };
   const outputs = createOutputs({ send, onChange: changed, focusCell: (cell) => cell.editor.focus(), fileUrl });
+  const help = createHelp({
+    els: { pane: $('help-panel'), title: $('help-title'), body: $('help-body'), close: $('help-close') },
+    render: (w, data) => outputs.render(w, data)
+  });
   cells = createCells({
     store,
     outputs,
@@ -81,7 +86,8 @@ function start() {
     },
     onContext: (context, language) => sessions.learnContext(context, language),
     assist: editorAssist,
-    fileUrl
+    fileUrl,
+    showHelp: help.show
   });
   kernels = createKernels({
     store,

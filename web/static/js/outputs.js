@@ -31,6 +31,7 @@ import { applyCR, joinText, utf8ToBase64 } from './text.js';
  * @property {(ev: ServerEvent) => void} updateDisplay applies an update_display event
  * @property {(cell: Cell, ev: ServerEvent) => void} showInputRequest puts an input() prompt into the cell
  * @property {(cell: Cell) => void} cancelPendingInputs closes the cell's unanswered input() boxes
+ * @property {(w: HTMLElement, data: MimeBundle, metadata?: JsonObject) => void} render draws a MIME bundle into w as an output shows it (the help pane's)
  */
 
 const MIME_ORDER = ['image/png', 'image/jpeg', 'image/svg+xml', 'text/html', 'text/markdown', 'text/plain'];
@@ -468,5 +469,14 @@ export function createOutputs({ send, onChange, focusCell, fileUrl }) {
     }
   }
 
-  return { add, clear: clearOutputs, dropDisplays, appendStream, updateDisplay, showInputRequest, cancelPendingInputs };
+  return {
+    add,
+    clear: clearOutputs,
+    dropDisplays,
+    appendStream,
+    updateDisplay,
+    showInputRequest,
+    cancelPendingInputs,
+    render: (w, data, metadata) => renderBundle(w, data, metadata || {})
+  };
 }
