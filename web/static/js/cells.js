@@ -795,6 +795,21 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, on
     if (!cell.gotEvents) finishLocally(cell, null);
   }
 
+  // addOutputNear adds an output to the cell that holds node (a widget's
+  // view: what its callback printed); false when no cell holds it.
+  /**
+   * @param {Node} node
+   * @param {OutputRecord} rec
+   */
+  function addOutputNear(node, rec) {
+    const cell = store.cells.find((c) => c.el.root.contains(node));
+    if (!cell) return false;
+    if (rec.output_type === 'stream') outputs.appendStream(cell, rec);
+    else outputs.add(cell, rec);
+    onChange();
+    return true;
+  }
+
   // refreshMarkdown renders the Markdown cells again (workspace images
   // resolve only with a session).
   function refreshMarkdown() {
@@ -821,6 +836,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, on
     renderPrompts,
     onKernelBusy,
     onExecEvent,
-    onRejected
+    onRejected,
+    addOutputNear
   };
 }

@@ -7,6 +7,8 @@ import type { Comm, Comms } from '../js/comms.js';
 /** A widget view as the manager shows it. */
 export interface WidgetView {
   remove(): void;
+  /** calls cb once, on the view's next event of that name ('remove': the view went) */
+  once(event: string, cb: () => void): void;
 }
 
 /** An nbformat output as an Output widget keeps it. */
