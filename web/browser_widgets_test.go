@@ -145,6 +145,8 @@ func (k *widgetKernel) answer(f map[string]any) []map[string]any {
 			names = []string{"slider", "output"}
 		case "show button":
 			names = []string{"button"}
+		case "show html":
+			names = []string{"html"}
 		case "restart":
 			// As the gateway reports a kernel restart: the comms are gone.
 			k.models = map[string]map[string]any{}
@@ -339,6 +341,28 @@ func TestBrowserWidgetsScripted(t *testing.T) {
 	nb.waitFor("the callback's output in the cell", cellJS(i, `const s = out.querySelector('.output-stream'); return !!s && s.innerText.includes('clicked 1');`), 10*time.Second)
 	shot("widgets-live.png")
 
+	// Kernel markup in an HTML widget and an HTML description reaches the
+	// page sanitised: no script runs, no handler or style attribute is
+	// there (the page reports no CSP violation either: done checks).
+	i = nb.run("show html")
+	nb.waitDone(i, "the HTML widget", `out.querySelector('.widget-html-content b')`, 30*time.Second)
+	var html struct {
+		Bold, Label, Link, Rel, Target string
+		Script, Handler, Style, Form   int
+		Pwned                          bool
+	}
+	nb.eval(cellJS(i, `const h = out.querySelector('.widget-html');
+		const a = h.querySelector('.widget-html-content a');
+		return {bold: h.querySelector('.widget-html-content b').textContent, label: h.querySelector('.widget-label i').textContent,
+			link: a.getAttribute('href'), rel: a.rel, target: a.target,
+			script: h.querySelectorAll('script').length, handler: h.querySelectorAll('[onerror]').length,
+			style: h.querySelectorAll('.widget-html-content [style]').length, form: h.querySelectorAll('form, input').length,
+			pwned: 'pwned' in window};`), &html)
+	if html.Bold != "bold" || html.Label != "html" || html.Link != "page.html" || html.Target != "_blank" || !strings.Contains(html.Rel, "noopener") ||
+		html.Script+html.Handler+html.Style+html.Form != 0 || html.Pwned {
+		t.Errorf("HTML widget %+v, want bold and label kept, the link in a new tab, no script, handler, style or form", html)
+	}
+
 	// A reload: the notebook comes back from local storage, and the page
 	// restores the widgets from the kernel (ipywidgets 8's control comm).
 	nb.do("reload", chromedp.Navigate(gw.url+"/"))
@@ -357,8 +381,8 @@ func TestBrowserWidgetsScripted(t *testing.T) {
 
 	// A kernel restart takes the widgets along: their outputs show the
 	// kernel's text for them again.
-	nb.do("focus the last cell", chromedp.Click(chromedp.CSS(editorSel(2))))
-	nb.next = 2
+	nb.do("focus the last cell", chromedp.Click(chromedp.CSS(editorSel(3))))
+	nb.next = 3
 	nb.run("restart")
 	nb.waitFor("the views to go", cellJS(0, `return !out.querySelector('.widget-slider') && !out.querySelector('.widget-output') &&
 		[...out.querySelectorAll('.widget-missing')].map((e) => e.textContent).join('|') === "IntSlider(value=5, description='n', max=10)|Output()";`), 10*time.Second)

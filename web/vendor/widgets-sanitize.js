@@ -8,25 +8,46 @@
 import DOMPurify from 'dompurify';
 
 const purify = DOMPurify(window);
-// Links open in a new tab (never in place of the notebook), without a referrer.
 purify.addHook('afterSanitizeAttributes', (node) => {
+  // Links open in a new tab (never in place of the notebook), without a referrer.
   if (node.tagName === 'A' && node.hasAttribute('href')) {
     node.setAttribute('target', '_blank');
     node.setAttribute('rel', 'noopener noreferrer');
+  }
+  // The CSP lets images come from data: and blob: URLs only: others would
+  // only be reported.
+  if (node.tagName === 'IMG' && node.hasAttribute('src') && !/^(data|blob):/i.test(node.getAttribute('src'))) {
+    node.removeAttribute('src');
   }
 });
 
 // Style attributes and elements are blocked by the page's CSP anyway; forms,
 // their controls and frames have no business in a widget's text.
 const BASE = {
-  FORBID_TAGS: ['style', 'form', 'input', 'button', 'textarea', 'select', 'option', 'iframe', 'frame', 'object', 'embed', 'link', 'meta', 'base'],
-  FORBID_ATTR: ['style'],
+  FORBID_TAGS: ['style', 'form', 'input', 'button', 'textarea', 'select', 'option', 'iframe', 'frame', 'frameset', 'object', 'embed', 'link', 'meta', 'base'],
+  FORBID_ATTR: ['style', 'srcset', 'action', 'formaction', 'background', 'poster', 'ping', 'usemap'],
   ALLOW_DATA_ATTR: false
 };
 
+// defuse renames event handler and style attributes in the start tags of
+// html before it is parsed (as js/markdown.js does): the sanitiser removes
+// them anyway, and parsing runs them nowhere, but Chromium checks such
+// attributes against the CSP as its parser meets them and reports every
+// one as a violation.
+const START_TAG = /<[a-zA-Z][^>"']*(?:(?:"[^"]*"|'[^']*')[^>"']*)*>/g;
+const ATTRIBUTE = /(\s)([^\s"'>\/=]+)(\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'=<>`]+))?/g;
+function defuse(html) {
+  return html.replace(START_TAG, (tag) => tag.replace(ATTRIBUTE, (m, space, name, value) => (/^(on|style$)/i.test(name) ? space + 'data-dropped' + (value || '') : m)));
+}
+
+/** @param {unknown} html */
+function text(html) {
+  return defuse(String(html == null ? '' : html));
+}
+
 // sanitizedFragment returns kernel HTML as a sanitised DocumentFragment.
 export function sanitizedFragment(html) {
-  return purify.sanitize(String(html == null ? '' : html), { ...BASE, RETURN_DOM_FRAGMENT: true });
+  return purify.sanitize(text(html), { ...BASE, RETURN_DOM_FRAGMENT: true });
 }
 
 // sanitizeInline sanitises an HTML description (description_allow_html),
@@ -42,7 +63,7 @@ export function sanitizeInline(html, opts) {
     }
     cfg.ALLOWED_ATTR = [...attrs];
   }
-  return purify.sanitize(String(html == null ? '' : html), cfg);
+  return purify.sanitize(text(html), cfg);
 }
 
 export default sanitizeInline;

@@ -1,5 +1,5 @@
 # Writes widgets.json: the comm_open messages and display bundles that
-# ipywidgets 8 makes for an IntSlider, an Output and a Button, as a kernel
+# ipywidgets 8 makes for an IntSlider, an Output, a Button and an HTML widget, as a kernel
 # sends them (comm content and metadata), for the browser test that drives
 # the notebook's widget layer through a scripted WebSocket
 # (browser_widgets_test.go). Run with a Python that has ipywidgets 8:
@@ -47,7 +47,13 @@ BaseComm.__init__ = init
 groups = {}
 for name, make in (("slider", lambda: ipywidgets.IntSlider(value=5, min=0, max=10, description="n")),
                    ("output", lambda: ipywidgets.Output()),
-                   ("button", lambda: ipywidgets.Button(description="Click me", icon="check"))):
+                   ("button", lambda: ipywidgets.Button(description="Click me", icon="check")),
+                   # Kernel markup the page must sanitise: no script, no handler, no style.
+                   ("html", lambda: ipywidgets.HTML(
+                       value='<b class="x">bold</b><img src="data:," onerror="window.pwned=1">'
+                             '<script>window.pwned=2</script><span style="color:red">styled</span>'
+                             '<a href="page.html">link</a><form action="/x"><input name="q"></form>',
+                       description="<i>html</i> label", description_allow_html=True))):
     start = len(opens)
     w = make()
     bundle = w._repr_mimebundle_()
