@@ -63,5 +63,8 @@
 // textContent, images are loaded from data: URLs, HTML output is shown only
 // inside <iframe sandbox=""> via srcdoc, Markdown reaches the page only
 // as the DOM fragment DOMPurify returns, and charts are SVG elements built
-// with createElementNS whose texts are set with textContent.
+// with createElementNS whose texts are set with textContent. Widgets'
+// markup (the HTML widget's value, HTML descriptions) goes through
+// DOMPurify too (the widgets bundle's sanitiser), and an Output widget's
+// outputs are drawn by outputs.js as a cell's.
 package web
