@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# install-deps.sh [runtime|test|--print-libraries]: install the Debian packages glassroom needs.
+# install-deps.sh [runtime|test|--print-libraries|--print-trixie]: install the Debian packages glassroom needs.
 #   runtime: bubblewrap and Debian's Python with ipykernel; the libraries generated code
 #            expects (images/python/libraries.txt, as in the kernel image: numpy, pandas,
 #            matplotlib, scipy, scikit-learn, ..., pip, and a CJK font; without recommends);
@@ -82,7 +82,8 @@ if [ ${#missing[@]} -ne 0 ] || [ ${#missing_lean[@]} -ne 0 ] || [ ${#missing_tri
     echo "install-deps: run as root (sudo $0 ${1:-runtime})" >&2
     exit 1
   fi
-  echo "install-deps: installing ${missing[*]} ${missing_lean[*]} ${missing_trixie[*]}${stale[*]:+ purging ${stale[*]}}"
+  echo "install-deps: installing" ${missing[@]+"${missing[@]}"} ${missing_lean[@]+"${missing_lean[@]}"} \
+    ${missing_trixie[@]+"${missing_trixie[@]}"} ${stale[@]+purging "${stale[@]}"}
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q
   # Trixie's packages first, so that bookworm's ipywidgets 6 is never
@@ -91,10 +92,12 @@ if [ ${#missing[@]} -ne 0 ] || [ ${#missing_lean[@]} -ne 0 ] || [ ${#missing_tri
   # the same transaction.
   if [ ${#missing_trixie[@]} -ne 0 ]; then
     debs=$(mktemp -d "${TMPDIR:-/tmp}/trixie-debs.XXXXXX")
+    trap 'rm -rf "$debs"' EXIT
     chmod 0755 "$debs" # apt reads the files as _apt
-    mapfile -t files < <("$here/fetch-trixie-debs.sh" "$here/../images/python/trixie.txt" "$debs")
-    apt-get install -y -q --no-install-recommends "${files[@]}" "${stale[@]/%/_}"
+    "$here/fetch-trixie-debs.sh" "$here/../images/python/trixie.txt" "$debs" >/dev/null
+    apt-get install -y -q --no-install-recommends --purge "$debs"/*.deb "${stale[@]/%/-}"
     rm -rf "$debs"
+    trap - EXIT
   elif [ ${#stale[@]} -ne 0 ]; then
     apt-get purge -y -q "${stale[@]}"
   fi
