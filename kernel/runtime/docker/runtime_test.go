@@ -609,8 +609,10 @@ func TestEarlyInterrupt(t *testing.T) {
 }
 
 // TestLibraries: the kernel image has every library of
-// images/python/libraries.txt, a seaborn plot is a PNG, and a Chinese title
-// draws with its glyphs (runtimetest.RunLibraries).
+// images/python/libraries.txt, a seaborn plot is a PNG, a Chinese title
+// draws with its glyphs, ipywidgets is 8 (images/python/trixie.txt) and
+// its widgets and tqdm.notebook bars open comms, and ipykernel's debugger
+// starts debugpy in the container (runtimetest.RunLibraries).
 func TestLibraries(t *testing.T) {
 	runtimetest.RunLibraries(t, newRuntime(t, docker.Config{}), "libraries-"+strconv.FormatInt(time.Now().UnixNano()%1e6, 10))
 }
