@@ -296,6 +296,8 @@ class AsyncTest(unittest.TestCase):
                 self.assertEqual(await sbx.files.read("a.txt"), "async")
                 self.assertTrue(await sbx.files.exists("a.txt"))
                 self.assertEqual((await sbx.get_info()).sandbox_id, sbx.sandbox_id)
+                ue = await sbx.run_code("a = 20", user_expressions={"n": "a + 1"}, on_stdout=on_stdout)
+                self.assertEqual(ue.user_expressions["n"].text, "21")
                 same = await AsyncSandbox.connect(sbx.sandbox_id)
                 self.assertEqual((await same.run_code("x = 1; x")).text, "1")
             self.assertFalse(await sbx.is_running())
