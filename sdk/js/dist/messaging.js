@@ -208,7 +208,7 @@ export class Execution {
      * gateway's cap of 256 KiB: `truncated` is then set).
      */
     userExpressions = {};
-    /** glassroom: help the code asked to show (`obj?`, `obj??`, `%pdoc`): MIME bundles as Results (`text`, often `html`). */
+    /** glassroom: help the code asked to show (`obj?`, `obj??`, `%pdoc`): MIME bundles as Results (`text`: IPython's pager text, with ANSI colour codes). */
     pages = [];
     /** glassroom: the text the code put in the next cell (`%load file.py`). */
     nextInput;

@@ -241,7 +241,8 @@ class Execution:
 
     What the code asked of its front end (an execute_reply's payloads):
     ``pages``, help to show (``obj?``, ``obj??``, ``%pdoc``) as Results
-    (``text``, often ``html``; the text keeps any quotes); ``next_input``,
+    (``text``: IPython's pager text, with ANSI colour codes; other MIME
+    types when the kernel sends them); ``next_input``,
     the text ``%load`` put in the next cell (a NextInput, or None);
     ``exit_requested``, True when the code called ``exit()`` (the sandbox
     keeps running). ``user_expressions`` answers ``run_code``'s
