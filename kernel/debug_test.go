@@ -3,8 +3,10 @@ package kernel_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 
+	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/testkit"
 	"github.com/glassroom/glassroom/testkit/dap"
 )
@@ -30,4 +32,40 @@ func TestDebuggerConversation(t *testing.T) {
 		t.Fatalf("kernel_info: %s", info)
 	}
 	dap.Script(t, dap.Client(c))
+}
+
+// TestDebuggerStoppedCellInterrupts: a cell stopped at a breakpoint ends
+// with KeyboardInterrupt on an interrupt_request (what the session's
+// execution timeout and a client's stop button send), the debugger then
+// reports no stopped thread, and the kernel runs the next cell.
+func TestDebuggerStoppedCellInterrupts(t *testing.T) {
+	testkit.Python(t, "debugpy")
+	k := startBareKernel(t)
+	c := dial(t, k.info)
+	st := dap.Stop(t, dap.Client(c))
+	ctx, cancel := context.WithTimeout(context.Background(), dap.Wait)
+	defer cancel()
+	if err := c.Interrupt(ctx); err != nil {
+		t.Fatalf("interrupt: %v", err)
+	}
+	var r dap.Result
+	select {
+	case r = <-st.Done:
+	case <-ctx.Done():
+		t.Fatal("the stopped cell did not end after the interrupt")
+	}
+	var ce *dap.CellError
+	if !errors.As(r.Err, &ce) || ce.EName != "KeyboardInterrupt" {
+		t.Fatalf("the stopped cell after an interrupt: %+v, want KeyboardInterrupt", r)
+	}
+	var info struct {
+		IsStarted      bool  `json:"isStarted"`
+		StoppedThreads []int `json:"stoppedThreads"`
+	}
+	if err := json.Unmarshal(st.Request("debugInfo", nil).Body, &info); err != nil || !info.IsStarted || len(info.StoppedThreads) != 0 {
+		t.Fatalf("debugInfo after the interrupt: %+v %v", info, err)
+	}
+	if r := run(t, c, "print('next')", kernel.ExecuteOptions{}); r.err != nil || r.text("stdout") != "next\n" {
+		t.Fatalf("the next cell: %+v", r)
+	}
 }

@@ -556,9 +556,11 @@ func (s *Session) Inspect(ctx context.Context, code string, cursor, detail int) 
 }
 
 // KernelRequest sends a Jupyter request to the kernel and returns its
-// reply, bypassing the execution queue (a busy kernel answers when its
-// cell ends). Only the requests that read the kernel's state are relayed
-// (kernel_info, complete, inspect, is_complete, history, comm_info); the
+// reply, bypassing the execution queue (a busy kernel answers shell
+// requests when its cell ends, control requests at once). Only the
+// requests that read the kernel's state (kernel_info, complete, inspect,
+// is_complete, history, comm_info) and the debugger's debug_request (on
+// control) are relayed; the
 // content must be a JSON object of bounded size; the reply is bounded by
 // the channel's ceiling. It blocks until the reply, ctx's end, or 30 s.
 // Safe for concurrent use.

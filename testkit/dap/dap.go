@@ -187,10 +187,26 @@ type variable struct {
 	VariablesReference int    `json:"variablesReference"`
 }
 
-// Script runs the scripted debugger session on k (see the package doc)
-// and fails t at the first step that does not go as JupyterLab expects.
-// The kernel must be idle, its debugger not started.
-func Script(t testing.TB, k Kernel) {
+// Stopped is a debugger session whose cell (Cell) is stopped at its
+// breakpoint (Line), the shell busy.
+type Stopped struct {
+	s          *session
+	SourcePath string        // where the kernel dumped Cell
+	ThreadID   int           // the stopped thread
+	Done       <-chan Result // the cell's outcome, once it ends
+}
+
+// Request sends one more DAP request of the session and returns its
+// response, failing the test unless it succeeded.
+func (st *Stopped) Request(command string, args map[string]any) Response {
+	st.s.t.Helper()
+	return st.s.request(command, args)
+}
+
+// Stop runs the script (see the package doc) up to the cell stopped at
+// its breakpoint, failing t at the first step that does not go as
+// JupyterLab expects. The kernel must be idle, its debugger not started.
+func Stop(t testing.TB, k Kernel) *Stopped {
 	t.Helper()
 	s := &session{t: t, k: k}
 
@@ -252,6 +268,16 @@ func Script(t testing.TB, k Kernel) {
 	if stopped.Reason != "breakpoint" {
 		t.Fatalf("stopped for %q, want breakpoint", stopped.Reason)
 	}
+	return &Stopped{s: s, SourcePath: dumped.SourcePath, ThreadID: stopped.ThreadID, Done: done}
+}
+
+// Script runs the scripted debugger session on k (see the package doc)
+// and fails t at the first step that does not go as JupyterLab expects.
+// The kernel must be idle, its debugger not started.
+func Script(t testing.TB, k Kernel) {
+	t.Helper()
+	st := Stop(t, k)
+	s, done := st.s, st.Done
 	// The cell is stopped, the shell busy: the control channel answers.
 	frames := decode[struct {
 		StackFrames []struct {
@@ -262,13 +288,13 @@ func Script(t testing.TB, k Kernel) {
 				Path string `json:"path"`
 			} `json:"source"`
 		} `json:"stackFrames"`
-	}](t, "stackTrace body", s.request("stackTrace", map[string]any{"threadId": stopped.ThreadID}).Body)
+	}](t, "stackTrace body", s.request("stackTrace", map[string]any{"threadId": st.ThreadID}).Body)
 	if len(frames.StackFrames) == 0 {
 		t.Fatal("stackTrace: no frames")
 	}
 	top := frames.StackFrames[0]
-	if top.Name != "f" || top.Line != Line || top.Source.Path != dumped.SourcePath {
-		t.Fatalf("top frame %+v, want f at line %d of %s", top, Line, dumped.SourcePath)
+	if top.Name != "f" || top.Line != Line || top.Source.Path != st.SourcePath {
+		t.Fatalf("top frame %+v, want f at line %d of %s", top, Line, st.SourcePath)
 	}
 	scopes := decode[struct {
 		Scopes []struct {
@@ -301,9 +327,9 @@ func Script(t testing.TB, k Kernel) {
 	if rich.Data["text/plain"] != "42" {
 		t.Fatalf("richInspectVariables b: %+v", rich.Data)
 	}
-	info = decode[debugInfo](t, "debugInfo body", s.request("debugInfo", nil).Body)
-	if !slices.Contains(info.StoppedThreads, stopped.ThreadID) {
-		t.Fatalf("debugInfo while stopped: stopped threads %v, without the cell's %d", info.StoppedThreads, stopped.ThreadID)
+	info := decode[debugInfo](t, "debugInfo body", s.request("debugInfo", nil).Body)
+	if !slices.Contains(info.StoppedThreads, st.ThreadID) {
+		t.Fatalf("debugInfo while stopped: stopped threads %v, without the cell's %d", info.StoppedThreads, st.ThreadID)
 	}
 	select {
 	case r := <-done:
@@ -311,7 +337,7 @@ func Script(t testing.TB, k Kernel) {
 	default:
 	}
 
-	s.request("continue", map[string]any{"threadId": stopped.ThreadID})
+	s.request("continue", map[string]any{"threadId": st.ThreadID})
 	s.waitEvent("continued")
 	r := wait(t, done)
 	if r.Err != nil || r.Stdout != "result 42\n" {
