@@ -19,9 +19,10 @@ import (
 // debugRequests: what glassroom itself does with the debugger's
 // requests, on a kernel of its own: the python3 kernelspec and the
 // kernel_info reply say the debugger is there; malformed and oversized
-// debug_requests get a DAP failure (not silence); one is answered while a
-// cell runs, except the debugger's start (initialize), which is refused
-// until the cell ends and then starts debugpy in the sandbox.
+// debug_requests, and replies too large to relay, get a DAP failure (not
+// silence); one is answered while a cell runs, except the debugger's
+// start (initialize), which is refused until the cell ends and then
+// starts debugpy in the sandbox.
 func debugRequests(t *testing.T, e *env) {
 	var specs struct {
 		Kernelspecs map[string]struct {
@@ -72,6 +73,15 @@ func debugRequests(t *testing.T, e *env) {
 		if rep.Content["success"] != false || rep.Content["type"] != "response" || !strings.HasPrefix(msg, "glassroom: ") || !strings.Contains(msg, bad.why) {
 			t.Errorf("debug_request %.200v: %v, want a DAP failure about %s", bad.content, rep, bad.why)
 		}
+	}
+
+	// A reply over the control channel's ceiling is a failure that says so.
+	if rep, _ := c.execute("x = 'a' * 400_000"); rep.Content["status"] != "ok" {
+		t.Fatalf("x: %v", rep)
+	}
+	rep := dbg(map[string]any{"seq": 1, "type": "request", "command": "richInspectVariables", "arguments": map[string]any{"variableName": "x"}})
+	if msg, _ := rep.Content["message"].(string); rep.Content["success"] != false || !strings.Contains(msg, "larger than glassroom relays") {
+		t.Fatalf("richInspectVariables of a 400 kB string: %v", rep)
 	}
 
 	// While a cell runs: answered at once (the cell runs 60 s, interrupted
