@@ -75,6 +75,10 @@ func (i Info) ClientPaused() bool { return i.clientPaused }
 //     kernel incarnations (jup.mu, innermost);
 //   - relay (relay.go): the requests that bypass the queue and the cached
 //     kernel_info (relay.infoMu, relay.mu);
+//   - side (side.go, comms.go): the kernel's side stream, its
+//     subscribers and the table of open comms (side.subMu, side.progMu,
+//     side.comms.mu, each innermost), read by one owner goroutine per
+//     kernel incarnation that the worker starts;
 //   - pause (pause.go): the idle freeze (pause.mu);
 //   - each job's output (output.go): the caps and budget of one
 //     execution's output (owned by its execute goroutine).
@@ -110,6 +114,7 @@ type Session struct {
 	hub   *hub         // the event log (event.go)
 	jup   jupyterState // the Jupyter face's bookkeeping (jupyter.go)
 	relay *relay       // the requests that bypass the queue (relay.go)
+	side  *sideState   // the kernel's side stream and comms (side.go, comms.go)
 	pause *pauser      // freezes the sandbox while its kernel goes unused (pause.go)
 	work  *worker      // owns the kernel (worker.go)
 
@@ -219,6 +224,7 @@ func newSession(p sessionParams) *Session {
 	}
 	s.relay = &relay{maxCode: p.cfg.MaxCodeBytes, pause: s.pause, touch: s.Touch, conn: s.kernelClient,
 		busy: func() bool { return s.Info().State == StateBusy }}
+	s.side = newSideState(&s.cfg)
 	s.work = &worker{s: s, slots: p.slots, watch: p.watch}
 	s.work.start(p.client)
 	return s
@@ -611,6 +617,7 @@ func (s *Session) close(ctx context.Context, reason string) {
 		}
 	}
 	s.work.stop()
+	s.side.close()
 	s.mu.Lock()
 	s.state = StateDead
 	s.mu.Unlock()

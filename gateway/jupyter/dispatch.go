@@ -52,16 +52,12 @@ func (jc *conn) handle(ctx context.Context, m *jmsg, h jheader) error {
 		case "complete_request", "inspect_request", "is_complete_request", "history_request":
 			jc.relay(ctx, m, h)
 		case "comm_info_request":
-			jc.send(ctx, answer(m.Header, reply("shell", "comm_info_reply", m.Header, map[string]any{"status": "ok", "comms": map[string]any{}})))
-		case "comm_open":
-			var open struct {
-				CommID string `json:"comm_id"`
-			}
-			_ = json.Unmarshal(m.Content, &open)
-			jc.send(ctx, answer(m.Header, reply("iopub", "comm_close", m.Header, map[string]any{"comm_id": open.CommID, "data": map[string]any{}})))
+			jc.commInfo(ctx, m)
+		case "comm_open", "comm_msg", "comm_close":
+			jc.comm(ctx, m, h)
 		case "shutdown_request", "interrupt_request": // older clients send them on shell
 			return jc.control(ctx, "shell", m, h)
-		default: // comm_msg, comm_close and unknown types: a kernel ignores them, busy then idle
+		default: // unknown types: a kernel ignores them, busy then idle
 			jc.send(ctx, answer(m.Header))
 		}
 	case "control":
@@ -295,6 +291,50 @@ func (jc *conn) relay(ctx context.Context, m *jmsg, h jheader) {
 		msg := reply("shell", r.MsgType, m.Header, r.Content)
 		msg.metadata, msg.buffers = r.Metadata, r.Buffers
 		return answer(m.Header, msg)
+	})
+}
+
+// comm sends a client's comm_open, comm_msg or comm_close to the kernel
+// (Session.SendCommParent, as this connection's owner identity, with the
+// client's header as the parent of what the kernel sends while handling
+// it, which every connection gets from the side stream). A message the
+// session refuses (malformed, another connection's comm, past the limits)
+// is answered as a kernel answers one it ignores, busy then idle, so that
+// a widget waiting for the idle of its last message sends the next; a
+// refused comm_open is closed at once (comm_close), as a kernel closes a
+// comm of an unknown target.
+func (jc *conn) comm(ctx context.Context, m *jmsg, h jheader) {
+	if _, err := jc.sess.SendCommParent(jc.owner, m.Header, h.MsgType, m.Content, m.Metadata, m.Buffers); err != nil {
+		jc.api.log.Debug().Err(err).Str("msg_type", h.MsgType).Msg("jupyter: comm message refused")
+		var msgs []*outMsg
+		if h.MsgType == "comm_open" {
+			var c struct {
+				CommID string `json:"comm_id"`
+			}
+			if json.Unmarshal(m.Content, &c) == nil && c.CommID != "" && len(c.CommID) <= sessions.MaxCommIDBytes && printable(c.CommID) {
+				msgs = append(msgs, reply("iopub", "comm_close", m.Header, map[string]any{"comm_id": c.CommID, "data": map[string]any{}}))
+			}
+		}
+		jc.send(ctx, answer(m.Header, msgs...))
+	}
+}
+
+// commInfo answers comm_info_request with the kernel's open comms (of the
+// target named, if any).
+func (jc *conn) commInfo(ctx context.Context, m *jmsg) {
+	jc.spawn(ctx, func(ctx context.Context) jbatch {
+		var req struct {
+			TargetName string `json:"target_name"`
+		}
+		_ = json.Unmarshal(m.Content, &req)
+		comms, err := jc.sess.CommInfo(ctx, req.TargetName)
+		var content any
+		if err != nil {
+			content = errorReply("CommInfoError", httperr.Of(err).Message)
+		} else {
+			content = map[string]any{"status": "ok", "comms": comms}
+		}
+		return answer(m.Header, reply("shell", "comm_info_reply", m.Header, content))
 	})
 }
 

@@ -23,9 +23,12 @@
 //   - dispatch.go: reading the client's frames and acting on them
 //     (executions through the session's queue, kernel requests and the
 //     debugger's debug_request beside it, interrupt, shutdown, input_reply
-//     from the connection that owns the input()).
+//     from the connection that owns the input(), comm messages to the
+//     kernel as the connection's own, comm_info).
 //   - render.go: writing the session's events as Jupyter messages, with
-//     replies routed to the client that asked.
+//     replies routed to the client that asked, and the kernel's side
+//     stream (comm traffic, a comm handler's output) to every connection,
+//     in the kernel's order with the events.
 //   - resume.go: where each client's channels stopped, per tenant and
 //     kernel, so a client that reconnects gets what it missed.
 //   - codec.go: the two framings of Jupyter messages on the WebSocket
