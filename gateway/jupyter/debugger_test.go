@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/glassroom/glassroom/testkit"
 	"github.com/glassroom/glassroom/testkit/dap"
 )
 
@@ -104,6 +105,11 @@ func debugRequests(t *testing.T, e *env) {
 	if rep, _ := c.await(id, "the interrupted cell"); rep.Content["ename"] != "KeyboardInterrupt" {
 		t.Fatalf("the cell: %v", rep)
 	}
+	// The session names the cell as running until just after its reply.
+	testkit.Eventually(t, dap.Wait, func() bool {
+		var m kernelModel
+		return e.jupyterCall("token "+keyA, "GET", "/api/kernels/"+k.ID, nil, &m) == http.StatusOK && m.ExecutionState == "idle"
+	}, "the kernel idle after the interrupted cell")
 	if rep := dbg(initialize); rep.Content["success"] != true {
 		t.Fatalf("initialize: %v", rep)
 	}
