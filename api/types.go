@@ -218,7 +218,47 @@ const (
 	EventRejected      EventType = "rejected"
 	EventCompleteReply EventType = "complete_reply"
 	EventInspectReply  EventType = "inspect_reply"
+	// Comms (widgets): a message of the kernel's side stream (Msg), the
+	// answer to a client's comm frame (MsgID: the kernel msg_id it went
+	// as), and the answer to a comm_info frame (Comms). None is in the
+	// event log: they carry no Seq and are never replayed.
+	EventComm          EventType = "comm"
+	EventCommSent      EventType = "comm_sent"
+	EventCommInfoReply EventType = "comm_info_reply"
 )
+
+// CommMessage is a kernel message of no pending request, as a comm frame
+// carries it: comm_open, comm_msg and comm_close (widgets, whenever the
+// kernel sends them), the output and status of a comm message's handler
+// (stream, display_data, status, ...), debug_event, and the output of a
+// thread a cell left running. ParentHeader.MsgID is the msg_id of the
+// message that caused it: a comm frame's (its comm_sent MsgID), an
+// execution's (its id), or "" for none.
+type CommMessage struct {
+	Header       CommHeader      `json:"header"`
+	ParentHeader CommParent      `json:"parent_header"`
+	Content      json.RawMessage `json:"content"`
+	Metadata     json.RawMessage `json:"metadata"`
+	// Buffers are the message's binary buffers (base64 strings on the
+	// wire; [] when none).
+	Buffers [][]byte `json:"buffers"`
+}
+
+// CommHeader is a CommMessage's header: the kernel's msg_id and msg_type.
+type CommHeader struct {
+	MsgID   string `json:"msg_id"`
+	MsgType string `json:"msg_type"`
+}
+
+// CommParent names a CommMessage's parent message ("" for none).
+type CommParent struct {
+	MsgID string `json:"msg_id"`
+}
+
+// CommTarget describes one open comm in a comm_info_reply.
+type CommTarget struct {
+	TargetName string `json:"target_name"`
+}
 
 // Event is one frame from the server: an execution event (ID is the
 // execution's id), a session event (kernel, gap) or a rejection. Only the
@@ -271,6 +311,12 @@ type Event struct {
 	CursorEnd   int              `json:"cursor_end,omitempty"`
 	Types       []CompletionType `json:"types,omitempty"`
 	Found       bool             `json:"found,omitempty"`
+
+	// Msg: comm. MsgID: comm_sent. Comms: comm_info_reply (comm id →
+	// its target).
+	Msg   *CommMessage          `json:"msg,omitempty"`
+	MsgID string                `json:"msg_id,omitempty"`
+	Comms map[string]CommTarget `json:"comms,omitempty"`
 }
 
 // Bundle is a Jupyter MIME bundle exactly as the gateway sent it (a raw

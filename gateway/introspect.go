@@ -9,7 +9,7 @@ import (
 )
 
 // completeReply and inspectReply answer one WebSocket client's complete
-// and inspect frames. They go to that client only, not to the session's
+// and inspect frames (commInfoReply, in ws.go, its comm_info frames). They go to that client only, not to the session's
 // event log.
 type completeReply struct {
 	Type string `json:"type"`
@@ -23,7 +23,7 @@ type inspectReply struct {
 	*sessions.Inspection
 }
 
-// introspector runs a connection's complete and inspect requests beside
+// introspector runs a connection's complete, inspect and comm_info requests beside
 // its reader, so a busy kernel (which answers them only between cells)
 // never stalls the connection. A newer request of a kind cancels the older
 // one (a typing user only wants the latest). It owns its goroutines:
@@ -43,7 +43,8 @@ func newIntrospector(ctx context.Context, sess *sessions.Session, out chan<- any
 	return &introspector{ctx: ctx, sess: sess, out: out, recoverPanic: recoverPanic, cancels: map[string]context.CancelFunc{}}
 }
 
-// start runs f (a complete or inspect frame with id, code and cursor_pos).
+// start runs f (a complete or inspect frame with id, code and cursor_pos,
+// or a comm_info frame).
 func (in *introspector) start(f clientFrame) {
 	ctx, cancel := context.WithCancel(in.ctx)
 	in.mu.Lock()
@@ -59,9 +60,17 @@ func (in *introspector) start(f clientFrame) {
 		var err error
 		defer in.recoverPanic(&err)
 		var reply any
-		sess, err := in.sess.Contexts().Resolve(ctx, f.Context, f.Language)
+		sess := in.sess // comm_info: the comms of the session's first context, as the comm frames
+		if f.Type != "comm_info" {
+			sess, err = in.sess.Contexts().Resolve(ctx, f.Context, f.Language)
+		}
 		switch {
 		case err != nil:
+		case f.Type == "comm_info":
+			var comms map[string]sessions.CommTarget
+			if comms, err = sess.CommInfo(ctx, f.TargetName); err == nil {
+				reply = commInfoReply{Type: "comm_info_reply", ID: f.ID, Comms: comms}
+			}
 		case f.Type == "complete":
 			var c *sessions.Completion
 			if c, err = sess.Complete(ctx, *f.Code, *f.CursorPos); err == nil {

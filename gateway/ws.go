@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -32,6 +34,14 @@ type clientFrame struct {
 	Cwd  string            `json:"cwd"`
 	// UserExpressions: see api.ExecuteRequest.
 	UserExpressions map[string]string `json:"user_expressions"`
+	// comm: the message's type (comm_open, comm_msg, comm_close), its
+	// content and metadata (JSON objects) and binary buffers (base64).
+	// comm_info: the target whose comms are listed ("": all).
+	MsgType    string          `json:"msg_type"`
+	Content    json.RawMessage `json:"content"`
+	Metadata   json.RawMessage `json:"metadata"`
+	Buffers    []string        `json:"buffers"`
+	TargetName string          `json:"target_name"`
 }
 
 // wsExecute is an execute frame on its way to the submitter, which finds
@@ -48,6 +58,53 @@ type rejected struct {
 	ID      string `json:"id,omitempty"`
 	Code    string `json:"code"`
 	Message string `json:"message"`
+}
+
+// commSent answers a client's comm frame: MsgID is the msg_id the message
+// went to the kernel with, the parent_header.msg_id of what the kernel
+// sends while handling it.
+type commSent struct {
+	Type  string `json:"type"`
+	ID    string `json:"id"`
+	MsgID string `json:"msg_id"`
+}
+
+// commInfoReply answers a client's comm_info frame.
+type commInfoReply struct {
+	Type  string                         `json:"type"`
+	ID    string                         `json:"id"`
+	Comms map[string]sessions.CommTarget `json:"comms"`
+}
+
+// commFrame carries one message of the kernel's side stream
+// (sessions.SideMessage) to a client: {"type":"comm","msg":{...}}.
+type commFrame struct {
+	Type string     `json:"type"`
+	Msg  commFields `json:"msg"`
+}
+
+type commFields struct {
+	Header struct {
+		MsgID   string `json:"msg_id"`
+		MsgType string `json:"msg_type"`
+	} `json:"header"`
+	ParentHeader struct {
+		MsgID string `json:"msg_id"`
+	} `json:"parent_header"`
+	Content  json.RawMessage `json:"content"`
+	Metadata json.RawMessage `json:"metadata"`
+	Buffers  [][]byte        `json:"buffers"` // base64 strings
+}
+
+func newCommFrame(m sessions.SideMessage) commFrame {
+	f := commFrame{Type: "comm"}
+	f.Msg.Header.MsgID, f.Msg.Header.MsgType = m.MsgID, m.MsgType
+	f.Msg.ParentHeader.MsgID = m.ParentID
+	f.Msg.Content, f.Msg.Metadata, f.Msg.Buffers = m.Content, m.Metadata, m.Buffers
+	if f.Msg.Buffers == nil {
+		f.Msg.Buffers = [][]byte{}
+	}
+	return f
 }
 
 // wsPendingExecutes is how many executes a connection may have waiting for
@@ -69,6 +126,18 @@ type wsRelay struct {
 // handler owns three goroutines, a reader, a submitter and a writer, and
 // returns when all have exited. A client that disconnects does not stop
 // its executions.
+//
+// Comms (widgets) of the session's first context go both ways beside the
+// queue: every message of the kernel's side stream (comm_open, comm_msg,
+// comm_close, a comm handler's output and status) goes to every client
+// as a comm frame, before the events the kernel sent after it; a
+// client's comm frame goes to the kernel (Session.SendComm, as this
+// connection's owner identity: the comms it opens are its own) and is
+// answered comm_sent with the kernel msg_id, or rejected (bad_comm,
+// comm_not_owned, comm_limit, rate_limited); a comm_info frame is
+// answered comm_info_reply (the introspector's, as complete). Comm
+// frames are not in the event log: a client that lags or reconnects
+// loses them, and asks comm_info and the widgets' state again.
 func (r *wsRelay) serve(c echo.Context) error {
 	sess, err := r.session(c)
 	if err != nil {
@@ -94,6 +163,7 @@ func (r *wsRelay) serve(c echo.Context) error {
 	defer done()
 	sess.Touch()
 
+	owner := rand.Text()          // this connection, as the owner of the comms it opens (never sent)
 	out := make(chan any, 64)     // frames for the writer besides events
 	resume := make(chan int64, 1) // resubscribe requests for the writer
 	execs := make(chan wsExecute, wsPendingExecutes)
@@ -103,7 +173,7 @@ func (r *wsRelay) serve(c echo.Context) error {
 		in := newIntrospector(gctx, sess, out, r.conns.Recover)
 		defer in.close()
 		defer close(execs)
-		return r.read(gctx, conn, sess, wsInputs{out: out, resume: resume, execs: execs, introspect: in})
+		return r.read(gctx, conn, sess, wsInputs{out: out, resume: resume, execs: execs, introspect: in, owner: owner})
 	})
 	g.Go(func() (err error) {
 		defer r.conns.Recover(&err)
@@ -124,6 +194,7 @@ type wsInputs struct {
 	resume     chan int64       // resubscribe requests, for the writer
 	execs      chan<- wsExecute // executes, for the submitter
 	introspect *introspector
+	owner      string // the connection's identity as the owner of its comms
 }
 
 // submit owns the hand-off of a connection's executes to the session, in
@@ -228,9 +299,28 @@ func handleFrame(ctx context.Context, sess *sessions.Session, f clientFrame, in 
 			return &rejected{Type: "rejected", ID: f.ID, Code: "bad_frame", Message: f.Type + " needs id, code and cursor_pos"}
 		}
 		in.introspect.start(f)
+	case "comm":
+		buffers := make([][]byte, 0, len(f.Buffers))
+		for _, b := range f.Buffers {
+			if len(buffers) > sessions.MaxCommBuffers {
+				break // the session refuses the message with its reason
+			}
+			data, err := base64.StdEncoding.DecodeString(b)
+			if err != nil {
+				return &rejected{Type: "rejected", ID: f.ID, Code: "bad_comm", Message: "comm buffers must be base64 strings"}
+			}
+			buffers = append(buffers, data)
+		}
+		msgID, err := sess.SendComm(in.owner, f.MsgType, f.Content, f.Metadata, buffers)
+		if err != nil {
+			return reject(err)
+		}
+		send(ctx, in.out, commSent{Type: "comm_sent", ID: f.ID, MsgID: msgID})
+	case "comm_info":
+		in.introspect.start(f)
 	default:
 		return &rejected{Type: "rejected", ID: f.ID, Code: "unknown_type",
-			Message: "unknown frame type " + strconv.Quote(f.Type) + "; expected execute, interrupt, input_reply, resume, complete or inspect"}
+			Message: "unknown frame type " + strconv.Quote(f.Type) + "; expected execute, interrupt, input_reply, resume, complete, inspect, comm or comm_info"}
 	}
 	return nil
 }
@@ -246,6 +336,8 @@ func send(ctx context.Context, out chan<- any, v any) {
 func (r *wsRelay) write(ctx context.Context, conn *websocket.Conn, sess *sessions.Session, since int64, out <-chan any, resume <-chan int64) error {
 	sub := sess.Subscribe(since)
 	defer func() { sub.Close() }()
+	side, cancelSide := sess.SubscribeKernel(ctx)
+	defer cancelSide()
 	ping := time.NewTicker(r.ping)
 	defer ping.Stop()
 	write := func(v any) error {
@@ -276,7 +368,31 @@ func (r *wsRelay) write(ctx context.Context, conn *websocket.Conn, sess *session
 			sub.Close()
 			sub = sess.Subscribe(n)
 			lastSent = n
+		case m, ok := <-side:
+			if !ok {
+				side = nil // the session ended: sub.C says so
+				continue
+			}
+			if err := write(newCommFrame(m)); err != nil {
+				return err
+			}
 		case ev, ok := <-sub.C:
+			// The side messages the kernel sent before ev are in side
+			// already: they go first, in the kernel's order.
+			for drained := false; !drained; {
+				select {
+				case m, more := <-side:
+					if !more {
+						side, drained = nil, true
+						break
+					}
+					if err := write(newCommFrame(m)); err != nil {
+						return err
+					}
+				default:
+					drained = true
+				}
+			}
 			if !ok {
 				if sub.Lagged() { // fell behind: replay from the backlog
 					sub = sess.Subscribe(lastSent)

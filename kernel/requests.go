@@ -28,7 +28,17 @@ type ExecuteOptions struct {
 	// reports (status busy) that it began the request: an interrupt sent
 	// before then finds the kernel idle and is lost.
 	OnBusy func()
+	// MsgID, if set, is the execute_request's msg_id (unless it is longer
+	// than MaxMsgIDBytes or a pending request has it: then a new one):
+	// what the kernel names as the parent of everything the code sends,
+	// on the side stream too (a widget's comm_open, the msg_id ipywidgets'
+	// Output widget captures), so a caller that names the execution so
+	// matches them to it.
+	MsgID string
 }
+
+// MaxMsgIDBytes bounds the msg_id a caller chooses (ExecuteOptions.MsgID).
+const MaxMsgIDBytes = 256
 
 // Execute runs code and calls onEvent, on the calling goroutine, for each
 // output in kernel order. It returns after the execute_reply has arrived
@@ -43,10 +53,10 @@ func (c *Client) Execute(ctx context.Context, code string, opts ExecuteOptions, 
 	if ue == nil {
 		ue = map[string]string{}
 	}
-	msg, cl, err := c.send(Shell, "execute_request", map[string]any{
+	msg, cl, err := c.sendID(Shell, "execute_request", map[string]any{
 		"code": code, "silent": opts.Silent, "store_history": !opts.NoHistory,
 		"user_expressions": ue, "allow_stdin": opts.AllowStdin, "stop_on_error": opts.StopOnError,
-	})
+	}, opts.MsgID)
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +235,7 @@ func (c *Client) Request(ctx context.Context, ch Channel, msgType string, conten
 	select {
 	case r := <-cl.reply:
 		if r.cut {
-			return nil, fmt.Errorf("kernel: %s: %w", msgType, errCut)
+			return nil, fmt.Errorf("kernel: %s: %w", msgType, ErrCut)
 		}
 		return r.msg, nil
 	case <-c.dead:

@@ -13,6 +13,12 @@ import (
 
 // send registers a call for a new message and sends it on ch.
 func (c *Client) send(ch Channel, msgType string, content any) (*Message, *call, error) {
+	return c.sendID(ch, msgType, content, "")
+}
+
+// sendID is send with the message's msg_id: id, unless it is "", too long
+// or the msg_id of a pending request (then a new one).
+func (c *Client) sendID(ch Channel, msgType string, content any, id string) (*Message, *call, error) {
 	body, err := json.Marshal(content)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kernel: %s: encode content: %w", msgType, err)
@@ -20,6 +26,9 @@ func (c *Client) send(ch Channel, msgType string, content any) (*Message, *call,
 	msg := &Message{Header: newHeader(c.session, msgType), Content: body}
 	cl := &call{events: newEventQueue(c.cfg.EventBuffer, c.cfg.EventBufferBytes), reply: make(chan reply, 1), done: make(chan struct{})}
 	c.mu.Lock()
+	if id != "" && len(id) <= MaxMsgIDBytes && c.pending[id] == nil {
+		msg.Header.MsgID = id
+	}
 	c.pending[msg.Header.MsgID] = cl
 	c.mu.Unlock()
 	signal(c.wake) // the heartbeat runs while requests are pending
@@ -119,15 +128,17 @@ func (c *Client) readLoop(ch Channel, sock zmq4.Socket) {
 	}
 }
 
-// errCut is logged for messages the transport guard cut.
-var errCut = errors.New("kernel: message over the channel's size ceiling cut unread")
+// ErrCut is logged for messages the transport guard cut, and wrapped by
+// Request's error when the reply was one of them (over its channel's
+// ceiling: MaxSmallMessageBytes on control, MaxShellMessageBytes on shell).
+var ErrCut = errors.New("kernel: message over the channel's size ceiling cut unread")
 
 // cut handles a message the transport guard cut: it is dropped, counted,
 // and reported to the request named by its parent header, read without
 // verification (a forged parent can only mark a request truncated).
 func (c *Client) cut(ch Channel, frames [][]byte) {
 	c.cuts.Add(1)
-	c.dropped(ch, errCut)
+	c.dropped(ch, ErrCut)
 	idx := -1
 	for i, f := range frames {
 		if bytes.Equal(f, delimiter) {

@@ -39,11 +39,12 @@ var ErrSideFull = errors.New("kernel: side stream full")
 type sideQueue struct {
 	maxItems, maxBytes int
 
-	mu      sync.Mutex
-	items   []*Message
-	bytes   int
-	dropped int64
-	ready   chan struct{} // signalled when a message was pushed
+	mu       sync.Mutex
+	items    []*Message
+	bytes    int
+	dropped  int64
+	accepted int64         // messages pushed so far (not the dropped)
+	ready    chan struct{} // signalled when a message was pushed
 }
 
 func newSideQueue(maxItems, maxBytes int) *sideQueue {
@@ -60,6 +61,7 @@ func (q *sideQueue) push(msg *Message, size int) bool {
 	}
 	q.items = append(q.items, msg)
 	q.bytes += size
+	q.accepted++
 	q.mu.Unlock()
 	signal(q.ready)
 	return true
@@ -125,6 +127,19 @@ func (c *Client) SideDropped() int64 {
 	return c.side.dropped
 }
 
+// SideAccepted returns how many messages the side stream has taken in so
+// far: those Side has returned and those waiting for it, not the dropped.
+// The read loops push in the kernel's order, so a consumer that counts
+// what Side returned has every side message the kernel sent before some
+// other message (a request's output) once its count reaches SideAccepted
+// read after that message arrived: how a consumer keeps the two streams
+// in the kernel's order (a widget's comm_open before its display).
+func (c *Client) SideAccepted() int64 {
+	c.side.mu.Lock()
+	defer c.side.mu.Unlock()
+	return c.side.accepted
+}
+
 // Send sends one message that has no reply on ch (Shell or Control):
 // comm_open, comm_msg and comm_close on shell. content and metadata must
 // be JSON objects (nil metadata is {}). It returns the header sent, whose
@@ -132,6 +147,17 @@ func (c *Client) SideDropped() int64 {
 // message (those arrive on the side stream). It does not block on the
 // kernel. Use Request for messages that have a reply.
 func (c *Client) Send(ch Channel, msgType string, content, metadata json.RawMessage, buffers [][]byte) (Header, error) {
+	return c.SendID(ch, "", msgType, content, metadata, buffers)
+}
+
+// SendID is Send with the message's msg_id chosen by the caller (at most
+// MaxMsgIDBytes; "" for a new one), so that it knows the parent of what
+// the kernel publishes while handling it before the kernel can publish
+// anything. The caller keeps its ids unique.
+func (c *Client) SendID(ch Channel, msgID, msgType string, content, metadata json.RawMessage, buffers [][]byte) (Header, error) {
+	if len(msgID) > MaxMsgIDBytes {
+		return Header{}, fmt.Errorf("%w: send %s: msg_id of %d bytes", ErrMalformed, msgType, len(msgID))
+	}
 	if ch != Shell && ch != Control {
 		return Header{}, fmt.Errorf("kernel: send %s: cannot send on %s", msgType, ch)
 	}
@@ -142,6 +168,9 @@ func (c *Client) Send(ch Channel, msgType string, content, metadata json.RawMess
 		metadata = json.RawMessage("{}")
 	}
 	msg := &Message{Header: newHeader(c.session, msgType), Metadata: metadata, Content: content, Buffers: buffers}
+	if msgID != "" {
+		msg.Header.MsgID = msgID
+	}
 	if err := c.sendMsg(ch, msg); err != nil {
 		return Header{}, err
 	}

@@ -64,9 +64,15 @@ func TestSideStreamCarriesWidgetComms(t *testing.T) {
 	c := dial(t, k.info)
 	side := &sideReader{c: c}
 
-	r := run(t, c, "import ipywidgets as w\ns = w.IntSlider(value=3)\nb = w.Button(description='go')\nb.on_click(lambda _: print('clicked', s.value))", kernel.ExecuteOptions{})
+	r := run(t, c, "import ipywidgets as w\ns = w.IntSlider(value=3)\nb = w.Button(description='go')\nb.on_click(lambda _: print('clicked', s.value))", kernel.ExecuteOptions{MsgID: "widgets-cell"})
 	if r.err != nil || r.reply.Status != "ok" {
 		t.Fatalf("widgets: %+v", r)
+	}
+	// The comm_opens came before the cell's reply: they are counted once
+	// Execute has returned (what keeps a widget's comm_open ahead of its
+	// display for a consumer of both streams).
+	if n := c.SideAccepted(); n < 2 {
+		t.Fatalf("SideAccepted %d after the cell that opened two comms", n)
 	}
 	var slider, button string
 	for slider == "" || button == "" {
@@ -74,6 +80,9 @@ func TestSideStreamCarriesWidgetComms(t *testing.T) {
 		cc := contentOf(t, m)
 		if cc.TargetName != "jupyter.widget" {
 			t.Fatalf("comm_open target %q", cc.TargetName)
+		}
+		if m.Parent.MsgID != "widgets-cell" { // the caller's msg_id (ExecuteOptions.MsgID)
+			t.Fatalf("comm_open's parent %+v, want the cell's msg_id", m.Parent)
 		}
 		var data struct {
 			State struct {
@@ -96,9 +105,9 @@ func TestSideStreamCarriesWidgetComms(t *testing.T) {
 		t.Fatalf("send update: %v", err)
 	}
 	click, _ := json.Marshal(map[string]any{"comm_id": button, "data": map[string]any{"method": "custom", "content": map[string]any{"event": "click"}}})
-	h, err := c.Send(kernel.Shell, kernel.MsgCommMsg, click, nil, nil)
-	if err != nil {
-		t.Fatalf("send click: %v", err)
+	h, err := c.SendID(kernel.Shell, "the-click", kernel.MsgCommMsg, click, nil, nil)
+	if err != nil || h.MsgID != "the-click" {
+		t.Fatalf("send click: %+v %v", h, err)
 	}
 	out := side.until(t, "the click callback's output", func(m *kernel.Message) bool {
 		return m.Header.MsgType == "stream" && m.Parent.MsgID == h.MsgID

@@ -46,6 +46,20 @@ type Config struct {
 	MaxClients       int // WebSocket clients attached to one session at once (16)
 	MaxContexts      int // kernels (contexts) of one session, its first included (8)
 
+	// Comms (comms.go, side.go): MaxComms open comms per kernel (10000);
+	// CommRate comm messages a second a session's clients may send (200;
+	// negative: no limit), in bursts of CommBurst (400); MaxCommBytes
+	// bounds one comm message a client sends, content, metadata and
+	// buffers together (8 MiB). SideBuffer and SideBytes bound what each
+	// subscriber of the kernel's side stream (SubscribeKernel) may have
+	// waiting (1024 messages, 8 MiB); past them it loses messages.
+	MaxComms     int
+	CommRate     int
+	CommBurst    int
+	MaxCommBytes int
+	SideBuffer   int
+	SideBytes    int
+
 	// MemoryBudget bounds, across all sessions, the bytes of output the
 	// gateway keeps for clients: event backlogs and the outputs REST
 	// executions collect (1 GiB). When it is spent, backlogs keep only
@@ -142,6 +156,12 @@ func (c Config) withDefaults() Config {
 	i(&c.SubscriberBytes, 16<<20)
 	i(&c.MaxClients, 16)
 	i(&c.MaxContexts, 8)
+	i(&c.MaxComms, 10000)
+	i(&c.CommRate, 200)
+	i(&c.CommBurst, 400)
+	i(&c.MaxCommBytes, 8<<20)
+	i(&c.SideBuffer, 1024)
+	i(&c.SideBytes, 8<<20)
 	if c.MemoryBudget == 0 {
 		c.MemoryBudget = 1 << 30
 	}
@@ -181,7 +201,7 @@ func (c Config) Validate() error {
 	case c.MaxStreamBytes < 0 || c.MaxRichBytes < 0 || c.MaxCodeBytes < 0 || c.MaxEvents < 0 || c.MaxInputRequests < 0 ||
 		c.MaxSessions < 0 || c.QueueDepth < 0 || c.BacklogEvents < 0 || c.BacklogBytes < 0 || c.SubscriberBuffer < 0 ||
 		c.SubscriberBytes < 0 || c.MaxClients < 0 || c.MaxContexts < 0 || c.InterruptGrace < 0 || c.MaxLifetime < 0 || c.MemoryBudget < 0 ||
-		c.MaxConcurrentStarts < 0 || c.Pool < 0:
+		c.MaxConcurrentStarts < 0 || c.Pool < 0 || c.MaxComms < 0 || c.CommBurst < 0 || c.MaxCommBytes < 0 || c.SideBuffer < 0 || c.SideBytes < 0:
 		return fmt.Errorf("sessions: config: negative limit")
 	case c.MemoryBudget < int64(c.BacklogBytes):
 		return fmt.Errorf("sessions: config: memory budget %d is smaller than one session's backlog (%d)", c.MemoryBudget, c.BacklogBytes)

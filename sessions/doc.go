@@ -44,6 +44,22 @@
 //   - relay (relay.go) sends the requests that bypass the queue
 //     (completion, inspection, the Jupyter face's read-only
 //     KernelRequests) and caches the kernel_info reply per kernel.
+//   - side (side.go) is the kernel's side stream: the messages of no
+//     pending request (comm_open, comm_msg, comm_close, debug_event, a
+//     comm handler's output and status, a left-behind thread's output).
+//     One owner goroutine per kernel incarnation, started by the worker,
+//     reads it (KernelConn.Side) and fans it out to the subscribers of
+//     SubscribeKernel, each bounded: a slow one loses its own messages,
+//     counted, and holds up nothing. It is not in the event log (nothing
+//     is replayed). The worker publishes an execution's output only once
+//     the side messages the kernel sent before it are delivered (barrier),
+//     so a client that reads its side channel dry before each event keeps
+//     the kernel's order.
+//   - comms (comms.go) is the table of the kernel's open comms: the
+//     kernel's are every client's, a client's are its owner's; SendComm
+//     checks a client's comm message against it (ownership, Config's
+//     MaxComms, CommRate, MaxCommBytes) and sends it beside the queue;
+//     CommInfo relays comm_info. A restart empties it.
 //   - jupyterState (jupyter.go) keeps what the Jupyter face needs beyond
 //     the /v1 view: the order of enqueued executions and stop_on_error's
 //     aborts, the execution count and the random id of each kernel
@@ -75,7 +91,8 @@
 // stop_on_error, the kernel's identity and a bounded pass-through of its
 // read-only requests) is in jupyter.go and relay.go; the Jupyter Server
 // sessions (/api/sessions) whose kernel a session is are held by it and
-// kept in its store record (jupytersessions.go).
+// kept in its store record (jupytersessions.go); comms, which both faces
+// relay, are in side.go and comms.go.
 //
 // The package consumes a small Runtime interface (kernel/runtime/local,
 // kernel/runtime/docker and kernel/runtime/k8s implement it), a KernelConn

@@ -26,6 +26,7 @@ import (
 //	"stubborn"    ignores interrupts; ends only when the connection ends
 //	"die"         the kernel process exits with "exit status 1"
 //	"drain:DUR"   replies at once, then keeps sending output for DUR
+//	"side:TEXT"   sends a comm_msg on its side stream, then prints TEXT
 //	anything else replies ok with the code as its result
 //
 // except that code containing fakeFailApply replies an error (a settings
@@ -202,10 +203,20 @@ type fakeKernel struct {
 	err       error
 	input     chan string
 	requests  atomic.Int32 // Request calls
+
+	// The side stream: what emit pushed, for Side; what Send sent.
+	sideMu    sync.Mutex
+	sideQ     []*kernel.Message
+	accepted  int64
+	sideReady chan struct{}
+	sent      []*kernel.Message
+	commInfo  string // the comm_info_reply content (default: no comms)
+	sideDelay atomic.Int64
 }
 
 func newFakeKernel(inc *sandbox.Incarnation) *fakeKernel {
-	k := &fakeKernel{inc: inc, interrupt: make(chan struct{}, 1), done: make(chan struct{}), input: make(chan string, 1)}
+	k := &fakeKernel{inc: inc, interrupt: make(chan struct{}, 1), done: make(chan struct{}), input: make(chan string, 1),
+		sideReady: make(chan struct{}, 1)}
 	go func() { // dies with its process
 		select {
 		case <-inc.Exited():
@@ -267,6 +278,12 @@ func (k *fakeKernel) Execute(ctx context.Context, code string, opts kernel.Execu
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+	case "side":
+		// a comm message, then an output: the kernel's order
+		k.emit(&kernel.Message{Header: kernel.Header{MsgID: "side-" + arg, MsgType: kernel.MsgCommMsg},
+			Content: json.RawMessage(`{"comm_id":"w","data":{"n":"` + arg + `"}}`)})
+		onEvent(kernel.Event{Kind: kernel.EventStream, Name: "stdout", Text: arg})
+		return reply(&kernel.ExecuteReply{Status: "ok", ExecutionCount: 1})
 	case "die":
 		k.inc.Exit("exit status 1")
 		<-k.done
@@ -314,11 +331,77 @@ func (k *fakeKernel) Request(_ context.Context, _ kernel.Channel, msgType string
 	k.requests.Add(1)
 	reply := strings.TrimSuffix(msgType, "request") + "reply"
 	content := `{"status":"ok"}`
-	if msgType == "kernel_info_request" {
+	switch msgType {
+	case "kernel_info_request":
 		content = `{"status":"ok","protocol_version":"5.3","implementation":"fake","language_info":{"name":"python"},"debugger":true}`
+	case "comm_info_request":
+		k.sideMu.Lock()
+		if content = k.commInfo; content == "" {
+			content = `{"status":"ok","comms":{}}`
+		}
+		k.sideMu.Unlock()
 	}
 	return &kernel.Message{Header: kernel.Header{MsgID: "r", MsgType: reply}, Content: json.RawMessage(content)}, nil
 }
+
+// emit makes the fake kernel send msg on its side stream.
+func (k *fakeKernel) emit(msg *kernel.Message) {
+	k.sideMu.Lock()
+	k.sideQ = append(k.sideQ, msg)
+	k.accepted++
+	k.sideMu.Unlock()
+	select {
+	case k.sideReady <- struct{}{}:
+	default:
+	}
+}
+
+func (k *fakeKernel) Side(ctx context.Context, buf []*kernel.Message) ([]*kernel.Message, error) {
+	for {
+		k.sideMu.Lock()
+		buf = append(buf, k.sideQ...)
+		k.sideQ = nil
+		k.sideMu.Unlock()
+		if len(buf) > 0 {
+			if d := time.Duration(k.sideDelay.Load()); d > 0 {
+				time.Sleep(d) // a side stream owner slow to deliver (TestSideBeforeOutput)
+			}
+			return buf, nil
+		}
+		select {
+		case <-k.sideReady:
+		case <-ctx.Done():
+			return buf, ctx.Err()
+		case <-k.done:
+			return buf, &kernel.DeadError{Cause: k.Err()}
+		}
+	}
+}
+
+func (k *fakeKernel) SideAccepted() int64 {
+	k.sideMu.Lock()
+	defer k.sideMu.Unlock()
+	return k.accepted
+}
+
+func (k *fakeKernel) SendID(ch kernel.Channel, msgID, msgType string, content, metadata json.RawMessage, buffers [][]byte) (kernel.Header, error) {
+	if err := k.Err(); err != nil {
+		return kernel.Header{}, &kernel.DeadError{Cause: err}
+	}
+	k.sideMu.Lock()
+	defer k.sideMu.Unlock()
+	h := kernel.Header{MsgID: msgID, MsgType: msgType}
+	k.sent = append(k.sent, &kernel.Message{Header: h, Content: content, Metadata: metadata, Buffers: buffers})
+	return h, nil
+}
+
+// sentMessages returns what Send sent, oldest first.
+func (k *fakeKernel) sentMessages() []*kernel.Message {
+	k.sideMu.Lock()
+	defer k.sideMu.Unlock()
+	return append([]*kernel.Message(nil), k.sent...)
+}
+
 func (k *fakeKernel) Done() <-chan struct{} { return k.done }
 func (k *fakeKernel) Err() error {
 	k.mu.Lock()

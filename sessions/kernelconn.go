@@ -26,6 +26,19 @@ type KernelConn interface {
 	// returns the reply (Session.KernelRequest relays Jupyter clients'
 	// requests that read the kernel's state).
 	Request(ctx context.Context, ch kernel.Channel, msgType string, content any) (*kernel.Message, error)
+	// Side waits for the kernel's messages of no pending request (comm
+	// traffic, debug events, a comm handler's output: kernel.Client.Side)
+	// and appends them to buf; it blocks until there is one, ctx ends or
+	// the kernel dies. One goroutine at a time calls it (the session's
+	// side owner, side.go). SideAccepted counts the messages the side
+	// stream has taken in so far, in the kernel's order with the
+	// requests' output.
+	Side(ctx context.Context, buf []*kernel.Message) ([]*kernel.Message, error)
+	SideAccepted() int64
+	// SendID sends a message that has no reply (a client's comm_open,
+	// comm_msg, comm_close on shell) with the msg_id given, without
+	// waiting for the kernel, and returns its header.
+	SendID(ch kernel.Channel, msgID, msgType string, content, metadata json.RawMessage, buffers [][]byte) (kernel.Header, error)
 	// Done is closed when the kernel is dead or the connection closed; Err
 	// then says why.
 	Done() <-chan struct{}

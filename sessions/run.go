@@ -65,6 +65,7 @@ func (w *worker) begin(j *job) (KernelConn, bool) {
 		return nil, false
 	}
 	info := w.s.jup.execInfo(j, c)
+	w.s.side.comms.rememberParent(c, j.req.ID, j.req.Parent) // a Jupyter client's header, for the side messages of the code
 	w.s.mu.Lock()
 	w.s.current = j
 	j.info = info
@@ -103,7 +104,11 @@ func (w *worker) execute(c KernelConn, j *job, replied func()) outcome {
 	}
 	done := make(chan result, 1)
 	repliedC := make(chan struct{})
-	opts := kernel.ExecuteOptions{AllowStdin: j.req.AllowStdin, Silent: j.req.Silent, NoHistory: j.req.NoHistory,
+	// The request's msg_id is the execution id: the kernel names it as the
+	// parent of what the code sends on the side stream (a widget's
+	// comm_open; the msg_id an ipywidgets Output captures), which is
+	// what both faces call the execution.
+	opts := kernel.ExecuteOptions{MsgID: j.req.ID, AllowStdin: j.req.AllowStdin, Silent: j.req.Silent, NoHistory: j.req.NoHistory,
 		UserExpression: j.req.UserExpressions, OnBusy: j.kernelBegan, OnReply: func() {
 			if j.req.hasSettings() {
 				j.codeEnded.Store(true)
@@ -112,7 +117,10 @@ func (w *worker) execute(c KernelConn, j *job, replied func()) outcome {
 			close(repliedC)
 		}}
 	go func() { // owned by execute, which always waits for done
-		reply, err := c.Execute(ctx, j.req.Code, opts, func(ev kernel.Event) { w.onEvent(j, ev) })
+		reply, err := c.Execute(ctx, j.req.Code, opts, func(ev kernel.Event) {
+			w.s.side.barrier(ctx, c) // the side messages the kernel sent before ev go first
+			w.onEvent(j, ev)
+		})
 		done <- result{reply, err}
 	}()
 	abandon := func(o outcome) outcome {
@@ -253,6 +261,7 @@ func (w *worker) report(j *job, start time.Time, status Status, reply *kernel.Ex
 		}
 	}
 	w.s.jup.finished(j, w.s.kernelClient(), status, reply)
+	w.s.side.barrier(w.s.ctx, w.s.kernelClient()) // a widget's last update before the cell's end
 	for _, p := range payload {
 		if ev, ok := payloadEvent(j.req.ID, p); ok {
 			j.out.record(w.s.publish(ev))

@@ -75,6 +75,10 @@ func (i Info) ClientPaused() bool { return i.clientPaused }
 //     kernel incarnations (jup.mu, innermost);
 //   - relay (relay.go): the requests that bypass the queue and the cached
 //     kernel_info (relay.infoMu, relay.mu);
+//   - side (side.go, comms.go): the kernel's side stream, its
+//     subscribers and the table of open comms (side.subMu, side.progMu,
+//     side.comms.mu, each innermost), read by one owner goroutine per
+//     kernel incarnation that the worker starts;
 //   - pause (pause.go): the idle freeze (pause.mu);
 //   - each job's output (output.go): the caps and budget of one
 //     execution's output (owned by its execute goroutine).
@@ -110,6 +114,7 @@ type Session struct {
 	hub   *hub         // the event log (event.go)
 	jup   jupyterState // the Jupyter face's bookkeeping (jupyter.go)
 	relay *relay       // the requests that bypass the queue (relay.go)
+	side  *sideState   // the kernel's side stream and comms (side.go, comms.go)
 	pause *pauser      // freezes the sandbox while its kernel goes unused (pause.go)
 	work  *worker      // owns the kernel (worker.go)
 
@@ -223,6 +228,7 @@ func newSession(p sessionParams) *Session {
 	}
 	s.relay = &relay{maxCode: p.cfg.MaxCodeBytes, pause: s.pause, touch: s.Touch, conn: s.kernelClient,
 		busy: func() bool { return s.Info().State == StateBusy }}
+	s.side = newSideState(&s.cfg)
 	s.work = &worker{s: s, slots: p.slots, watch: p.watch}
 	s.work.start(p.client)
 	return s
@@ -560,9 +566,11 @@ func (s *Session) Inspect(ctx context.Context, code string, cursor, detail int) 
 }
 
 // KernelRequest sends a Jupyter request to the kernel and returns its
-// reply, bypassing the execution queue (a busy kernel answers when its
-// cell ends). Only the requests that read the kernel's state are relayed
-// (kernel_info, complete, inspect, is_complete, history, comm_info); the
+// reply, bypassing the execution queue (a busy kernel answers shell
+// requests when its cell ends, control requests at once). Only the
+// requests that read the kernel's state (kernel_info, complete, inspect,
+// is_complete, history, comm_info) and the debugger's debug_request (on
+// control) are relayed; the
 // content must be a JSON object of bounded size; the reply is bounded by
 // the channel's ceiling. It blocks until the reply, ctx's end, or 30 s.
 // Safe for concurrent use.
@@ -613,6 +621,7 @@ func (s *Session) close(ctx context.Context, reason string) {
 		}
 	}
 	s.work.stop()
+	s.side.close()
 	s.mu.Lock()
 	s.state = StateDead
 	s.mu.Unlock()

@@ -32,9 +32,27 @@ type worker struct {
 // start starts the worker's goroutine on kernel c. The session's context
 // ends it; stop waits for it.
 func (w *worker) start(c KernelConn) {
+	w.s.side.begin(c)
 	w.watchKernel(c)
+	w.startSide(c)
 	w.wg.Add(1)
 	go w.loop()
+}
+
+// startSide starts the owner of kernel c's side stream (side.go). It ends
+// when c dies or is replaced (restartKernel closes the old connection),
+// or when the session ends; stop waits for it.
+func (w *worker) startSide(c KernelConn) {
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		defer func() {
+			if r := recover(); r != nil { // a bug must cost this kernel's side stream, never the gateway
+				w.s.log.Error().Interface("panic", r).Msg("side stream owner panicked; comm messages are lost until the kernel restarts")
+			}
+		}()
+		w.s.side.run(w.s.ctx, c)
+	}()
 }
 
 // stop waits for the worker's goroutines, once the session's context is
@@ -233,14 +251,17 @@ func (w *worker) restartKernel(reason string) error {
 		w.s.mu.Lock()
 		w.s.client = old // dead; calls fail with ErrDead
 		w.s.mu.Unlock()
+		w.s.side.comms.reset(old) // its comms are gone with it
 		w.watchKernel(old)
 		w.setState(StateDead, "restart failed: "+err.Error())
 		return fmt.Errorf("%w: restart: %w", ErrKernelDead, err)
 	}
+	w.s.side.begin(c) // before anyone can send to c: its comm table is new
 	w.s.mu.Lock()
 	w.s.client = c
 	w.s.mu.Unlock()
 	w.watchKernel(c)
+	w.startSide(c)
 	w.setState(StateIdle, "")
 	w.s.cfg.Observer.KernelRestarted()
 	w.s.persist() // a new kernel, a new key: the store must know it

@@ -198,13 +198,25 @@ func kernelArgv(name string) []string {
 	return []string{name, "{connection_file}"}
 }
 
+// speaksDebugger reports whether kernel name speaks the Jupyter debugger's
+// protocol: ipykernel, with debugpy (a dependency of Debian's ipykernel,
+// in the kernel image and on a local runtime's host). A kernel's
+// kernel_info_reply says whether it really has it.
+func speaksDebugger(name string) bool { return name == "python3" }
+
 // kernelSpecOf is the spec of an installed kernel: its name, language and
 // display name as GET /v1/kernels gives them, and in its metadata the
-// runtime and the aliases POST /api/kernels also takes.
+// runtime and the aliases POST /api/kernels also takes, and "debugger":
+// true for a kernel with the Jupyter debugger (what JupyterLab reads to
+// offer its debugger, as ipykernel's own kernelspec says it).
 func (a *API) kernelSpecOf(k sandbox.KernelSpec) kernelSpec {
 	meta := map[string]any{"runtime": a.mgr.RuntimeName()}
 	if len(k.Aliases) > 0 {
 		meta["aliases"] = k.Aliases
+	}
+	metadata := map[string]any{"glassroom": meta}
+	if speaksDebugger(k.Name) {
+		metadata["debugger"] = true
 	}
 	return kernelSpec{Name: k.Name, Resources: kernelResources(k.Name), Spec: kernelSpecFile{
 		Argv:          kernelArgv(k.Name),
@@ -212,7 +224,7 @@ func (a *API) kernelSpecOf(k sandbox.KernelSpec) kernelSpec {
 		Language:      k.Language,
 		InterruptMode: "message",
 		Env:           map[string]string{},
-		Metadata:      map[string]any{"glassroom": meta},
+		Metadata:      metadata,
 	}}
 }
 

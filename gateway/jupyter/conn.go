@@ -44,18 +44,44 @@ import (
 //     header.session, which any connection can copy from an iopub parent,
 //     does not count. A client that reconnects while input() waits cannot
 //     answer it; interrupting the cell ends the wait.
-//   - kernel_info (cached per kernel incarnation; the debugger is reported
-//     off), complete, inspect, is_complete and history requests go to the
-//     kernel (Session.KernelRequest), answered with status busy/idle around
-//     the reply as a kernel does; interrupt_request → Session.Interrupt;
-//     shutdown_request → Session.Restart, or the session's deletion.
+//   - kernel_info (cached per kernel incarnation, "debugger" as the kernel
+//     says it), complete, inspect, is_complete and history requests go to
+//     the kernel (Session.KernelRequest), answered with status busy/idle
+//     around the reply as a kernel does; interrupt_request →
+//     Session.Interrupt; shutdown_request → Session.Restart, or the
+//     session's deletion.
+//   - debug_request (control) goes to the kernel's control channel
+//     (Session.KernelRequest, bounded like the others), beside the
+//     execution queue, so the debugger is answered while a cell runs or is
+//     stopped at a breakpoint; debug_reply goes back to the connection
+//     that asked. A request glassroom refuses (malformed, or the
+//     debugger's initialize while a cell runs) is answered with a DAP
+//     response with success false. debug_event reaches the client with
+//     the kernel's other messages of no request. The debugger (debugpy)
+//     runs inside the kernel's sandbox, on its own loopback.
 //   - execute_request's user_expressions reach the kernel, and the
 //     execute_reply carries the kernel's user_expressions and payload
 //     (pager, set_next_input, ask_exit) unchanged (bounded by the kernel
 //     client).
-//   - Comms (widgets) are not relayed: comm_info answers no comms, a
-//     client's comm_open is closed at once (comm_close, as a kernel does
-//     for an unknown target), comm_msg and comm_close are ignored.
+//   - Comms (widgets, tqdm.notebook, ipympl) go both ways beside the
+//     queue, while the kernel is idle and while a cell runs: a client's
+//     comm_open, comm_msg and comm_close (their buffers too) go to the
+//     kernel through Session.SendCommParent, as this connection's owner
+//     identity: a comm a connection opened is its own, another
+//     connection's messages to it are refused, the kernel's comms are
+//     everyone's (sessions/comms.go has the rules and limits). A refused
+//     message is answered busy then idle (a refused comm_open with its
+//     comm_close). comm_info_request → Session.CommInfo. What the kernel
+//     sends that belongs to no request of the queue (comm_open, comm_msg,
+//     comm_close, debug_event, the output and status of a comm's handler,
+//     of a thread a cell left running: Session.SubscribeKernel) goes to
+//     every connection as the iopub message it is, buffers kept, the
+//     client's comm message as the parent of its handler's output; before
+//     each event the writer sends the side messages waiting, so they keep
+//     the kernel's order (a widget's comm_open before its display). A
+//     connection that falls behind loses side messages (nothing of them
+//     is replayed on reconnect; a widget manager asks comm_info and the
+//     widgets' state again).
 //   - Headers of messages to the client are glassroom's (session = the
 //     kernel incarnation's id); nothing is signed on the WebSocket.
 

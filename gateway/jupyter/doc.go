@@ -12,7 +12,8 @@
 //   - api.go: API, its Config and routes, authentication (Authorization:
 //     token or Bearer; ?token= on WebSocket upgrades), /api,
 //     /api/kernelspecs (one spec per kernel the runtime has installed:
-//     python3, r, javascript, typescript, bash) and the /api/kernels REST
+//     python3, r, javascript, typescript, bash; python3's says "debugger":
+//     true) and the /api/kernels REST
 //     calls (a kernel's name is its session's first kernel; an unknown or
 //     uninstalled name is a 400), the Jupyter error shape (IsPath,
 //     ErrorOf).
@@ -30,10 +31,14 @@
 //     one conn per connection with its three goroutines, and how its
 //     messages relate to the session.
 //   - dispatch.go: reading the client's frames and acting on them
-//     (executions through the session's queue, kernel requests, interrupt,
-//     shutdown, input_reply from the connection that owns the input()).
+//     (executions through the session's queue, kernel requests and the
+//     debugger's debug_request beside it, interrupt, shutdown, input_reply
+//     from the connection that owns the input(), comm messages to the
+//     kernel as the connection's own, comm_info).
 //   - render.go: writing the session's events as Jupyter messages, with
-//     replies routed to the client that asked.
+//     replies routed to the client that asked, and the kernel's side
+//     stream (comm traffic, a comm handler's output) to every connection,
+//     in the kernel's order with the events.
 //   - resume.go: where each client's channels stopped, per tenant and
 //     kernel, so a client that reconnects gets what it missed.
 //   - codec.go: the two framings of Jupyter messages on the WebSocket

@@ -145,8 +145,7 @@ func TestJupyterInputOwnership(t *testing.T) {
 	// other sent before it: the gateway reads a connection's messages in
 	// order.
 	barrier := func() {
-		_, got := other.request("shell", "comm_info_request", map[string]any{})
-		otherSaw = append(otherSaw, got...)
+		otherSaw = append(otherSaw, other.sync()...)
 	}
 	// noInputRequest reads other's messages until execution id's idle
 	// status and fails if other was ever asked for an input.

@@ -315,6 +315,18 @@ func (c *jclient) await(id, what string) (jm, []jm) {
 	return *reply, got
 }
 
+// sync returns, with every message read meanwhile, once the gateway has
+// handled every message c sent before: it reads a connection's messages
+// in order, and answers a request it does not know at once, busy then
+// idle, without asking the kernel (busy with an input(), say).
+func (c *jclient) sync() []jm {
+	c.t.Helper()
+	id := c.send("shell", "glassroom_test_sync_request", map[string]any{})
+	return c.until("the idle of a sync", func(m jm) bool {
+		return m.Parent.MsgID == id && m.Header.MsgType == "status" && m.Content["execution_state"] == "idle"
+	})
+}
+
 // execute runs code and returns the execute_reply and the iopub messages
 // of the request.
 func (c *jclient) execute(code string) (jm, []jm) {

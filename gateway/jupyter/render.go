@@ -31,6 +31,8 @@ func (jc *conn) write(ctx context.Context) error {
 	}
 	sub := jc.sess.Subscribe(since)
 	defer func() { sub.Close() }()
+	side, cancelSide := jc.sess.SubscribeKernel(ctx)
+	defer cancelSide()
 	w := &jwriter{parents: map[string]*jparent{}, errs: map[string]map[string]any{}, lastSent: since}
 	defer func() {
 		if jc.client != "" {
@@ -61,7 +63,21 @@ func (jc *conn) write(ctx context.Context) error {
 			if b.written != nil {
 				close(b.written)
 			}
+		case m, ok := <-side:
+			if !ok {
+				side = nil // the session ended: sub.C says so
+				continue
+			}
+			if err := jc.writeMsgs(jc.renderSide(w, m)); err != nil {
+				return err
+			}
 		case ev, ok := <-sub.C:
+			// The side messages the kernel sent before ev are in side
+			// already (the session publishes output after them): they go
+			// first, in the kernel's order.
+			if err := jc.drainSide(w, side); err != nil {
+				return err
+			}
 			if !ok {
 				if sub.Lagged() { // fell behind: replay from the backlog
 					sub = jc.sess.Subscribe(w.lastSent)
@@ -85,6 +101,39 @@ func (jc *conn) write(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// drainSide writes the side messages waiting in side, without waiting
+// for more.
+func (jc *conn) drainSide(w *jwriter, side <-chan sessions.SideMessage) error {
+	for {
+		select {
+		case m, ok := <-side:
+			if !ok {
+				return nil
+			}
+			if err := jc.writeMsgs(jc.renderSide(w, m)); err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+	}
+}
+
+// renderSide renders a message of the kernel's side stream (comm traffic,
+// a comm handler's output and status, debug_event) as the iopub message
+// it is, for every connection: its msg_id is the kernel's, its parent the
+// header of the client's comm message when the session knows it. A
+// handler's idle while a cell runs is followed by busy again, as after
+// the replies this face makes.
+func (jc *conn) renderSide(w *jwriter, m sessions.SideMessage) []*outMsg {
+	msgs := []*outMsg{{channel: "iopub", msgType: m.MsgType, parent: m.Parent, metadata: m.Metadata,
+		content: m.Content, buffers: m.Buffers, msgID: m.MsgID}}
+	if p := w.parents[w.running]; m.MsgType == "status" && p != nil {
+		msgs = append(msgs, status("busy", p.raw))
+	}
+	return msgs
 }
 
 func (jc *conn) writeMsgs(msgs []*outMsg) error {

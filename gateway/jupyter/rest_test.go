@@ -34,6 +34,8 @@ func TestJupyterAPI(t *testing.T) {
 			t.Run("queue semantics", func(t *testing.T) { queueSemantics(t, e) })
 			t.Run("payloads and user expressions", func(t *testing.T) { payloadsAndExpressions(t, e) })
 			t.Run("lifecycle", func(t *testing.T) { lifecycle(t, e) })
+			t.Run("debug requests", func(t *testing.T) { debugRequests(t, e) })
+			t.Run("debugger session", func(t *testing.T) { debuggerSession(t, e) })
 		})
 	}
 }

@@ -88,6 +88,14 @@ func Of(err error) *Error {
 		return New(http.StatusConflict, "command_ended", "the command has ended")
 	case errors.Is(err, sessions.ErrNoCommands):
 		return New(http.StatusNotImplemented, "no_commands", "this gateway's runtime cannot run commands in a session's sandbox (the kubernetes runtime has none; use the local or docker runtime)")
+	case errors.Is(err, sessions.ErrBadComm):
+		return New(http.StatusBadRequest, "bad_comm", "%s", publicMessage(err))
+	case errors.Is(err, sessions.ErrCommNotOwned):
+		return New(http.StatusForbidden, "comm_not_owned", "%s", publicMessage(err))
+	case errors.Is(err, sessions.ErrCommLimit):
+		return New(http.StatusTooManyRequests, "comm_limit", "%s", publicMessage(err))
+	case errors.Is(err, sessions.ErrCommRate):
+		return New(http.StatusTooManyRequests, "rate_limited", "%s", publicMessage(err))
 	case errors.Is(err, sessions.ErrInvalid), errors.Is(err, sessions.ErrBadSpec):
 		return New(http.StatusBadRequest, "bad_request", "%s", publicMessage(err))
 	case errors.Is(err, sessions.ErrTooManySessions):
@@ -106,6 +114,8 @@ func Of(err error) *Error {
 		return New(http.StatusConflict, "kernel_dead", "the kernel is dead; restart the session")
 	case errors.Is(err, sessions.ErrClosed):
 		return New(http.StatusServiceUnavailable, "shutting_down", "the session or gateway is shutting down")
+	case errors.Is(err, sessions.ErrReplyTooLarge):
+		return New(http.StatusBadGateway, "reply_too_large", "the kernel's reply was larger than glassroom relays (256 KiB on control, 2 MiB on shell)")
 	case errors.Is(err, context.DeadlineExceeded):
 		return New(http.StatusGatewayTimeout, "kernel_timeout", "the kernel did not answer in time")
 	case errors.Is(err, sessions.ErrUnavailable):
@@ -116,7 +126,7 @@ func Of(err error) *Error {
 
 // publicError is implemented by the packages' typed errors whose text can
 // be shown to a client as it is (workspace.PathError, fileedit.Error,
-// sessions.InvalidError, sandbox.SpecError): no host paths, no OS details, no package prefixes.
+// sessions.InvalidError, sessions.CommError, sandbox.SpecError): no host paths, no OS details, no package prefixes.
 type publicError interface {
 	error
 	Public() string

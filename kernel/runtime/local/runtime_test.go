@@ -761,6 +761,13 @@ func TestEarlyInterrupt(t *testing.T) {
 	runtimetest.EarlyInterrupt(t, newRuntime(t, local.Config{}), "early-interrupt-local")
 }
 
+// TestDebugger: JupyterLab's debugger in a local sandbox (debugpy on the
+// sandbox's own loopback, the cell dumped to its private /tmp), through
+// the runtime's kernel connection (runtimetest.Debugger).
+func TestDebugger(t *testing.T) {
+	runtimetest.Debugger(t, newRuntime(t, local.Config{}), "debugger-local")
+}
+
 // TestLibraries: the python3 kernel on this host has every library of
 // images/python/libraries.txt (scripts/install-deps.sh installs them), a
 // seaborn plot is a PNG, a Chinese title draws with its glyphs, ipywidgets

@@ -1,0 +1,294 @@
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+
+	"github.com/glassroom/glassroom/kernel"
+)
+
+// The kernel's side stream, for the session's clients: comm traffic
+// (widgets: comm_open, comm_msg, comm_close, whenever the kernel sends
+// them, during a cell or long after it), the debugger's debug_event, and
+// the iopub messages whose parent is no pending request (the output and
+// status of a comm message's handler, of a thread a cell left running).
+// One goroutine per kernel incarnation (sideState.run, owned by the
+// worker) reads the incarnation's side stream (KernelConn.Side), keeps the
+// session's table of open comms (comms.go) and fans the messages out to
+// the subscribers of SubscribeKernel. The side stream is not part of the
+// event log: nothing of it is numbered, kept or replayed; a client
+// recovers widget state from the kernel (comm_info, then the widgets'
+// request_state).
+
+// SideMessage is one message of the kernel's side stream, as a subscriber
+// gets it. Its JSON parts are valid JSON objects (the owner drops a
+// message whose content or metadata is not one). It is immutable: every
+// subscriber gets the same value, and its slices must not be modified.
+type SideMessage struct {
+	// MsgID and MsgType are the kernel's header's.
+	MsgID   string
+	MsgType string
+	// ParentID is the msg_id of the message's parent header as the kernel
+	// sent it ("" for none): for the output and status of a comm message's
+	// handler, the msg id SendComm returned.
+	ParentID string
+	// Parent is the parent header a Jupyter client is shown: the header
+	// given to SendCommParent for the message ParentID names (or the
+	// ExecRequest.Parent of the execution it names), when it is still
+	// remembered; else the kernel's parent header ({} for none).
+	Parent   json.RawMessage
+	Metadata json.RawMessage
+	Content  json.RawMessage
+	Buffers  [][]byte
+}
+
+// size approximates the memory m holds, for the subscribers' bounds.
+func (m *SideMessage) size() int {
+	n := 256 + len(m.MsgID) + len(m.MsgType) + len(m.ParentID) + len(m.Parent) + len(m.Metadata) + len(m.Content)
+	for _, b := range m.Buffers {
+		n += len(b) + entryOverhead
+	}
+	return n
+}
+
+// sideSub is one subscriber of the side stream: a bounded channel, by
+// count (its capacity) and by bytes. A message that does not fit is
+// dropped for this subscriber alone and counted.
+type sideSub struct {
+	c      chan SideMessage
+	sizes  []int // sizes of the messages in c, oldest first
+	queued int
+}
+
+// sideState is a session's (a context's) side of its kernel: the
+// subscribers of the side stream, the table of open comms (comms.go), and
+// how far the owner goroutine has delivered, which keeps side messages
+// ahead of the execution output that followed them (barrier). Safe for
+// concurrent use. Its mutexes are innermost and never held together:
+// subMu guards the subscribers, progMu the delivery count, comms.mu the
+// comm table.
+type sideState struct {
+	subItems, subBytes int
+
+	subMu   sync.Mutex
+	subs    map[*sideSub]struct{}
+	closed  bool
+	dropped atomic.Int64 // messages dropped for subscribers that lagged, or invalid
+
+	progMu    sync.Mutex
+	progConn  KernelConn    // the incarnation the count below is of
+	delivered int64         // side messages of progConn the owner has handled
+	ownerDone bool          // progConn's owner has ended
+	progress  chan struct{} // closed (and replaced) whenever delivered grows or the owner ends
+
+	comms comms
+}
+
+func newSideState(cfg *Config) *sideState {
+	ss := &sideState{subItems: cfg.SideBuffer, subBytes: cfg.SideBytes, subs: map[*sideSub]struct{}{}, progress: make(chan struct{})}
+	ss.comms.init(cfg)
+	return ss
+}
+
+// subscribe adds a subscriber until ctx ends or cancel is called.
+func (ss *sideState) subscribe(ctx context.Context) (<-chan SideMessage, func()) {
+	sub := &sideSub{c: make(chan SideMessage, ss.subItems)}
+	ss.subMu.Lock()
+	if ss.closed {
+		ss.subMu.Unlock()
+		close(sub.c)
+		return sub.c, func() {}
+	}
+	ss.subs[sub] = struct{}{}
+	ss.subMu.Unlock()
+	var once sync.Once
+	cancel := func() {
+		once.Do(func() {
+			ss.subMu.Lock()
+			defer ss.subMu.Unlock()
+			if _, ok := ss.subs[sub]; ok {
+				delete(ss.subs, sub)
+				close(sub.c)
+			}
+		})
+	}
+	stop := context.AfterFunc(ctx, cancel)
+	return sub.c, func() { stop(); cancel() }
+}
+
+// fanout offers m to every subscriber, without waiting for any.
+func (ss *sideState) fanout(m SideMessage) {
+	n := m.size()
+	ss.subMu.Lock()
+	defer ss.subMu.Unlock()
+	for sub := range ss.subs {
+		for len(sub.sizes) > len(sub.c) { // consumed since the last offer
+			sub.queued -= sub.sizes[0]
+			sub.sizes = sub.sizes[1:]
+		}
+		if len(sub.c) == cap(sub.c) || (len(sub.sizes) > 0 && sub.queued+n > ss.subBytes) {
+			ss.dropped.Add(1)
+			continue
+		}
+		sub.c <- m
+		sub.sizes = append(sub.sizes, n)
+		sub.queued += n
+	}
+}
+
+// close ends every subscription (the session closed).
+func (ss *sideState) close() {
+	ss.subMu.Lock()
+	defer ss.subMu.Unlock()
+	ss.closed = true
+	for sub := range ss.subs {
+		delete(ss.subs, sub)
+		close(sub.c)
+	}
+}
+
+// begin makes c the incarnation whose side stream is delivered: its count
+// starts at zero and its comm table empty. Called by the worker before c
+// runs anything, before run.
+func (ss *sideState) begin(c KernelConn) {
+	ss.progMu.Lock()
+	ss.progConn, ss.delivered, ss.ownerDone = c, 0, false
+	ss.progMu.Unlock()
+	ss.comms.reset(c)
+}
+
+// advance records that the owner of c has delivered n more messages, or
+// (ended) that it stopped.
+func (ss *sideState) advance(c KernelConn, n int, ended bool) {
+	ss.progMu.Lock()
+	defer ss.progMu.Unlock()
+	if ss.progConn != c {
+		return
+	}
+	ss.delivered += int64(n)
+	ss.ownerDone = ss.ownerDone || ended
+	close(ss.progress)
+	ss.progress = make(chan struct{})
+}
+
+// barrier waits until every side message c accepted before now has been
+// delivered to the subscribers (or c's owner has ended, or ctx ends). The
+// worker calls it before it publishes an execution's output, so that a
+// client that reads its side messages before each event (as the faces
+// do) sees them in the kernel's order: a widget's comm_open before the
+// display that shows it. It costs a lock and a comparison when the owner
+// is not behind; the owner never waits on a subscriber, so the wait is
+// short.
+func (ss *sideState) barrier(ctx context.Context, c KernelConn) {
+	target := c.SideAccepted()
+	ss.progMu.Lock()
+	for ss.progConn == c && !ss.ownerDone && ss.delivered < target {
+		ch := ss.progress
+		ss.progMu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+		ss.progMu.Lock()
+	}
+	ss.progMu.Unlock()
+}
+
+// run is the owner of c's side stream: it reads it until c dies or ctx
+// ends, tracks the comms it opens and closes, and fans each message out.
+// It runs on a goroutine of the worker's (begin first).
+func (ss *sideState) run(ctx context.Context, c KernelConn) {
+	defer ss.advance(c, 0, true)
+	var buf []*kernel.Message
+	for {
+		msgs, err := c.Side(ctx, buf[:0])
+		for _, km := range msgs {
+			if m, ok := ss.convert(c, km); ok {
+				ss.fanout(m)
+			}
+		}
+		ss.advance(c, len(msgs), false)
+		clear(msgs)
+		buf = msgs
+		if err != nil {
+			return
+		}
+	}
+}
+
+// convert checks a kernel message, records what it does to the comm
+// table and makes it a SideMessage. A message whose content or metadata
+// is not a JSON object is dropped.
+func (ss *sideState) convert(c KernelConn, km *kernel.Message) (SideMessage, bool) {
+	metadata := km.Metadata
+	if len(metadata) == 0 || string(metadata) == "null" {
+		metadata = json.RawMessage("{}")
+	}
+	if !jsonObject(km.Content) || !jsonObject(metadata) {
+		ss.dropped.Add(1)
+		return SideMessage{}, false
+	}
+	switch km.Header.MsgType {
+	case kernel.MsgCommOpen:
+		ss.comms.kernelOpened(c, km.Content)
+	case kernel.MsgCommClose:
+		ss.comms.closed(c, km.Content)
+	}
+	m := SideMessage{MsgID: km.Header.MsgID, MsgType: km.Header.MsgType, ParentID: km.Parent.MsgID,
+		Metadata: metadata, Content: km.Content, Buffers: km.Buffers}
+	header, comm := ss.comms.sent(m.ParentID)
+	if m.MsgType == "status" && !comm {
+		// The busy and idle of what the faces render themselves (an
+		// execution, a relayed request, the kernel's start), arriving
+		// late: only a comm handler's go to the clients.
+		return SideMessage{}, false
+	}
+	switch {
+	case header != nil:
+		m.Parent = header
+	case m.ParentID != "":
+		m.Parent, _ = json.Marshal(km.Parent)
+	default:
+		m.Parent = json.RawMessage("{}")
+	}
+	return m, true
+}
+
+// jsonObject reports whether b is one JSON object.
+func jsonObject(b json.RawMessage) bool {
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '{':
+			return json.Valid(b)
+		}
+		return false
+	}
+	return false
+}
+
+// SubscribeKernel returns the kernel's side stream (see SideMessage):
+// every message the kernel sends that belongs to no pending request, from
+// now on, through every restart of the kernel (each incarnation's in
+// turn), until ctx ends, cancel is called (either may come first; both
+// are safe), or the session closes; then the channel is closed. The
+// channel is bounded (Config.SideBuffer messages, Config.SideBytes
+// bytes): a subscriber that falls behind loses the messages that do not
+// fit (SideDropped counts them), and never holds up the kernel, its
+// executions or another subscriber. The messages are not in the event
+// log: nothing is replayed. To keep a kernel's order, read the channel
+// dry before handling each event of Subscribe: the session publishes an
+// execution's output only once the side messages the kernel sent before
+// it are in the channel. Safe for concurrent use.
+func (s *Session) SubscribeKernel(ctx context.Context) (<-chan SideMessage, func()) {
+	return s.side.subscribe(ctx)
+}
+
+// SideDropped returns how many side messages the session's subscribers
+// lost because they fell behind, and kernel messages dropped as
+// malformed.
+func (s *Session) SideDropped() int64 { return s.side.dropped.Load() }
