@@ -56,8 +56,8 @@ type ExecuteRequest struct {
 	Envs     map[string]string `json:"envs,omitempty"`
 	Cwd      string            `json:"cwd,omitempty"`
 	// UserExpressions names expressions the kernel evaluates after the
-	// code, whatever its outcome; Execution.UserExpressions has their
-	// results.
+	// code (ipykernel: only when the code succeeded);
+	// Execution.UserExpressions has their results.
 	UserExpressions map[string]string `json:"user_expressions,omitempty"`
 }
 

@@ -123,7 +123,9 @@ type Execution struct {
 	Stdout         string `json:"stdout"`
 	Stderr         string `json:"stderr"`
 	// Outputs are the execution's output events in order: stream,
-	// display, update_display, clear_output, result, error and file.
+	// display, update_display, clear_output, result, error and file, then
+	// what the code asked of its front end (page, set_next_input,
+	// ask_exit).
 	Outputs []Event `json:"outputs"`
 	// Result is the value of the last expression (nil when there is none).
 	Result Bundle `json:"result"`
@@ -140,6 +142,36 @@ type Execution struct {
 	// {"status": "ok", "data": MIME bundle} or the error
 	// ({"status": "error", "ename", "evalue", "traceback"}).
 	UserExpressions json.RawMessage `json:"user_expressions,omitempty"`
+}
+
+// UserExpression is the kernel's answer to one user expression (see
+// Execution.DecodeUserExpressions).
+type UserExpression struct {
+	Status    string          `json:"status"`             // ok or error
+	Data      Bundle          `json:"data,omitempty"`     // ok: the value's MIME bundle
+	Metadata  json.RawMessage `json:"metadata,omitempty"` // ok
+	EName     string          `json:"ename,omitempty"`    // error: the exception's name
+	EValue    string          `json:"evalue,omitempty"`   // error
+	Traceback []string        `json:"traceback,omitempty"`
+}
+
+// Text is the value's text/plain (its repr), "" when it has none.
+func (u UserExpression) Text() string { return u.Data.Text("text/plain") }
+
+// DecodeUserExpressions returns the answers to the execution's user
+// expressions by name; none (nil, nil) when none were asked, after code
+// that failed (the Python kernel evaluates them only after code that
+// succeeded), or when the answers were past the gateway's bound (the
+// execution is then Truncated).
+func (x *Execution) DecodeUserExpressions() (map[string]UserExpression, error) {
+	if len(x.UserExpressions) == 0 || string(x.UserExpressions) == "null" {
+		return nil, nil
+	}
+	var out map[string]UserExpression
+	if err := json.Unmarshal(x.UserExpressions, &out); err != nil {
+		return nil, fmt.Errorf("api: user_expressions: %w", err)
+	}
+	return out, nil
 }
 
 // ExecError is an exception raised by executed code. Traceback lines are

@@ -123,6 +123,7 @@ func TestAgainstGateway(t *testing.T) {
 					t.Fatalf("a reserved name over the WebSocket: %v", err)
 				}
 			})
+			t.Run("user expressions and payloads, over REST and the WebSocket", func(t *testing.T) { expressionFlow(t, ctx, c, s.ID) })
 			t.Run("run streams events, answers input, reports files", func(t *testing.T) {
 				var mu sync.Mutex
 				var seen []client.EventType
@@ -210,6 +211,81 @@ func TestAgainstGateway(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// expressionFlow runs user expressions, a help page (len?), %load and
+// exit() both ways: Execute (REST) and Run (the WebSocket).
+func expressionFlow(t *testing.T, ctx context.Context, c *client.Client, id string) {
+	if _, err := c.WriteFile(ctx, id, "loadme.py", strings.NewReader("print('loaded')\n"), -1); err != nil {
+		t.Fatal(err)
+	}
+	ways := map[string]func(sid, code string, ue map[string]string) (*client.Execution, error){
+		"REST": func(sid, code string, ue map[string]string) (*client.Execution, error) {
+			return c.Execute(ctx, sid, code, client.ExecuteOptions{UserExpressions: ue})
+		},
+		"WebSocket": func(sid, code string, ue map[string]string) (*client.Execution, error) {
+			return c.Run(ctx, sid, code, client.RunOptions{UserExpressions: ue})
+		},
+	}
+	types := func(x *client.Execution) (out []client.EventType) {
+		if x == nil {
+			return nil
+		}
+		for _, o := range x.Outputs {
+			out = append(out, o.Type)
+		}
+		return out
+	}
+	for way, run := range ways {
+		t.Run(way, func(t *testing.T) {
+			x, err := run(id, "ue = 6\nprint('ran')", map[string]string{"twice": "ue * 2", "bad": "1/0"})
+			if err != nil || x.Status != client.StatusOK || x.Stdout != "ran\n" {
+				t.Fatalf("with user expressions: %+v %v", x, err)
+			}
+			ues, err := x.DecodeUserExpressions()
+			if err != nil || len(ues) != 2 {
+				t.Fatalf("user expressions %s: %+v %v", x.UserExpressions, ues, err)
+			}
+			if ok := ues["twice"]; ok.Status != "ok" || ok.Text() != "12" || ok.EName != "" {
+				t.Fatalf("twice: %+v", ok)
+			}
+			if bad := ues["bad"]; bad.Status != "error" || bad.EName != "ZeroDivisionError" || bad.EValue != "division by zero" ||
+				len(bad.Traceback) == 0 || bad.Data != nil {
+				t.Fatalf("bad: %+v", bad)
+			}
+			// The Python kernel evaluates them only after code that succeeded.
+			if x, err = run(id, "raise KeyError('k')", map[string]string{"v": "ue"}); err != nil {
+				t.Fatal(err)
+			}
+			if ues, err := x.DecodeUserExpressions(); x.Error == nil || x.Error.Name != "KeyError" || ues != nil || err != nil {
+				t.Fatalf("after an error: %+v %v", x, err)
+			}
+			if _, err := run(id, "1", map[string]string{"": "1"}); !errors.Is(err, client.ErrBadRequest) {
+				t.Fatalf("a nameless expression: %v, want ErrBadRequest", err)
+			}
+			x, err = run(id, "len?", nil)
+			if err != nil || len(x.Outputs) != 1 || x.Outputs[0].Type != client.EventPage ||
+				!strings.Contains(x.Outputs[0].Data.Text("text/plain"), "Return the number of items") || x.UserExpressions != nil {
+				t.Fatalf("len?: %v %+v %v", types(x), x, err)
+			}
+			x, err = run(id, "%load loadme.py", nil)
+			if err != nil || len(x.Outputs) != 1 || x.Outputs[0].Type != client.EventSetNextInput ||
+				x.Outputs[0].Text != "# %load loadme.py\nprint('loaded')\n" || !x.Outputs[0].Replace {
+				t.Fatalf("%%load: %v %+v %v", types(x), x, err)
+			}
+		})
+	}
+	// exit() asks the front end to end the kernel: in a session of its own.
+	s, err := c.CreateSession(ctx, client.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.DeleteSession(context.Background(), s.ID)
+	for way, run := range ways {
+		if x, err := run(s.ID, "exit()", nil); err != nil || len(x.Outputs) != 1 || x.Outputs[0].Type != client.EventAskExit {
+			t.Fatalf("exit() over %s: %v %+v %v", way, types(x), x, err)
+		}
 	}
 }
 

@@ -4,7 +4,11 @@
 // inspection, workspace files, and the languages and contexts of a session
 // (Kernels, CreateSession's Language, CreateContext, Contexts,
 // DeleteContext, RestartContext; ExecuteOptions and RunOptions pick a
-// context by id or a language's default context).
+// context by id or a language's default context). ExecuteOptions and
+// RunOptions take user expressions, which Execution.DecodeUserExpressions
+// answers; what code asks of its front end (obj?'s help, %load's text,
+// exit()) comes as page, set_next_input and ask_exit events, in
+// Execution.Outputs too.
 //
 // It is a plain HTTP and WebSocket client: it imports nothing of
 // glassroom's internals, so it can be vendored by any Go program.

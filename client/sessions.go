@@ -113,6 +113,12 @@ type ExecuteOptions struct {
 	// its outcome.
 	Envs map[string]string
 	Cwd  string
+	// UserExpressions are expressions by name that the kernel evaluates
+	// after the code (Jupyter's user_expressions: at most 32, a name of
+	// 1..256 bytes, an expression of at most 4 KiB, else ErrBadRequest);
+	// Execution.DecodeUserExpressions has their answers. The Python kernel
+	// evaluates none after code that failed.
+	UserExpressions map[string]string
 }
 
 // Execute runs code and waits for the whole Execution. Code that raises is
@@ -121,7 +127,8 @@ type ExecuteOptions struct {
 // time, so Execute also waits for those queued before it.
 func (c *Client) Execute(ctx context.Context, sessionID, code string, opts ExecuteOptions) (*Execution, error) {
 	var x Execution
-	body := api.ExecuteRequest{Code: &code, ID: opts.ID, Context: opts.Context, Language: opts.Language, Envs: opts.Envs, Cwd: opts.Cwd}
+	body := api.ExecuteRequest{Code: &code, ID: opts.ID, Context: opts.Context, Language: opts.Language, Envs: opts.Envs, Cwd: opts.Cwd,
+		UserExpressions: opts.UserExpressions}
 	if opts.Timeout != 0 {
 		body.TimeoutS = api.Ptr(opts.Timeout.Seconds())
 	}

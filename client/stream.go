@@ -235,6 +235,8 @@ type ExecuteRequest struct {
 	// Envs and Cwd apply to this execution only, as in ExecuteOptions.
 	Envs map[string]string
 	Cwd  string
+	// UserExpressions are answered on the done event, as in ExecuteOptions.
+	UserExpressions map[string]string
 }
 
 // Execute submits code; its events arrive on Events with ID set to req.ID
@@ -259,6 +261,9 @@ func (k *Conn) Execute(ctx context.Context, req ExecuteRequest) error {
 	}
 	if req.Cwd != "" {
 		f["cwd"] = req.Cwd
+	}
+	if len(req.UserExpressions) > 0 {
+		f["user_expressions"] = req.UserExpressions
 	}
 	return k.send(ctx, f)
 }
@@ -365,9 +370,11 @@ type RunOptions struct {
 	// Context and Language pick where it runs, as in ExecuteOptions.
 	Context  string
 	Language string
-	// Envs and Cwd apply to this execution only, as in ExecuteOptions.
-	Envs map[string]string
-	Cwd  string
+	// Envs, Cwd and UserExpressions apply to this execution only, as in
+	// ExecuteOptions.
+	Envs            map[string]string
+	Cwd             string
+	UserExpressions map[string]string
 	// OnEvent sees every event of the execution as it arrives (queued,
 	// started, stream, display, result, error, file, done, ...). It runs on
 	// Run's goroutine; a slow callback slows the stream.
@@ -383,7 +390,7 @@ type RunOptions struct {
 func (k *Conn) Run(ctx context.Context, code string, opts RunOptions) (*Execution, error) {
 	id := "run-" + randomID()
 	if err := k.Execute(ctx, ExecuteRequest{ID: id, Code: code, Timeout: opts.Timeout, Context: opts.Context, Language: opts.Language,
-		Envs: opts.Envs, Cwd: opts.Cwd}); err != nil {
+		Envs: opts.Envs, Cwd: opts.Cwd, UserExpressions: opts.UserExpressions}); err != nil {
 		return nil, err
 	}
 	x := &Execution{ID: id, Outputs: []Event{}, Files: []FileChange{}}
@@ -427,7 +434,7 @@ func (k *Conn) Run(ctx context.Context, code string, opts RunOptions) (*Executio
 		case EventError:
 			x.Error = &ExecError{Name: ev.Name, Value: ev.Value, Traceback: ev.Traceback}
 			x.Outputs = append(x.Outputs, ev)
-		case EventDisplay, EventUpdateDisplay, EventClearOutput:
+		case EventDisplay, EventUpdateDisplay, EventClearOutput, EventPage, EventSetNextInput, EventAskExit:
 			x.Outputs = append(x.Outputs, ev)
 		case EventFile: // as in a REST answer: in Outputs and in Files
 			x.Outputs = append(x.Outputs, ev)
@@ -445,6 +452,7 @@ func (k *Conn) Run(ctx context.Context, code string, opts RunOptions) (*Executio
 		case EventDone:
 			x.Status, x.ExecutionCount, x.DurationMS = ev.Status, ev.ExecutionCount, ev.DurationMS
 			x.Truncated, x.StateLost, x.Reason = ev.Truncated, ev.StateLost, ev.Reason
+			x.UserExpressions = ev.UserExpressions
 			x.Stdout, x.Stderr = stdout.String(), stderr.String()
 			return x, nil
 		}

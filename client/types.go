@@ -61,6 +61,11 @@ type (
 
 	// Kernel is the wire type api.Kernel: a language the gateway runs.
 	Kernel = api.Kernel
+
+	// UserExpression is the wire type api.UserExpression: the answer to
+	// one of ExecuteOptions.UserExpressions
+	// (Execution.DecodeUserExpressions).
+	UserExpression = api.UserExpression
 )
 
 // FirstContext is the id of a session's first context, the kernel it was
@@ -89,6 +94,9 @@ const (
 	EventGap           = api.EventGap
 	EventNetwork       = api.EventNetwork
 	EventContext       = api.EventContext
+	EventPage          = api.EventPage
+	EventSetNextInput  = api.EventSetNextInput
+	EventAskExit       = api.EventAskExit
 	EventRejected      = api.EventRejected
 	EventCompleteReply = api.EventCompleteReply
 	EventInspectReply  = api.EventInspectReply

@@ -235,7 +235,7 @@ func (c *Client) Request(ctx context.Context, ch Channel, msgType string, conten
 	select {
 	case r := <-cl.reply:
 		if r.cut {
-			return nil, fmt.Errorf("kernel: %s: %w", msgType, errCut)
+			return nil, fmt.Errorf("kernel: %s: %w", msgType, ErrCut)
 		}
 		return r.msg, nil
 	case <-c.dead:

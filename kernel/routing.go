@@ -128,15 +128,17 @@ func (c *Client) readLoop(ch Channel, sock zmq4.Socket) {
 	}
 }
 
-// errCut is logged for messages the transport guard cut.
-var errCut = errors.New("kernel: message over the channel's size ceiling cut unread")
+// ErrCut is logged for messages the transport guard cut, and wrapped by
+// Request's error when the reply was one of them (over its channel's
+// ceiling: MaxSmallMessageBytes on control, MaxShellMessageBytes on shell).
+var ErrCut = errors.New("kernel: message over the channel's size ceiling cut unread")
 
 // cut handles a message the transport guard cut: it is dropped, counted,
 // and reported to the request named by its parent header, read without
 // verification (a forged parent can only mark a request truncated).
 func (c *Client) cut(ch Channel, frames [][]byte) {
 	c.cuts.Add(1)
-	c.dropped(ch, errCut)
+	c.dropped(ch, ErrCut)
 	idx := -1
 	for i, f := range frames {
 		if bytes.Equal(f, delimiter) {

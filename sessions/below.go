@@ -36,6 +36,10 @@ var (
 	ErrUnavailable = sandbox.ErrUnavailable
 	// ErrKernelGone: the kernel died during an exchange with it.
 	ErrKernelGone = kernel.ErrDead
+	// ErrReplyTooLarge: the kernel's reply to a KernelRequest was over its
+	// channel's ceiling (256 KiB on control, 2 MiB on shell) and was
+	// dropped unread.
+	ErrReplyTooLarge = kernel.ErrCut
 )
 
 // CheckEnv reports whether env may be given to a kernel: names and values

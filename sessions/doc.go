@@ -89,8 +89,10 @@
 // clients; what it needs beyond the /v1 view (execute options and parent
 // headers on the started event, the owner of an execution's input(),
 // stop_on_error, the kernel's identity and a bounded pass-through of its
-// read-only requests) is in jupyter.go and relay.go; comms, which both
-// faces relay, in side.go and comms.go.
+// read-only requests) is in jupyter.go and relay.go; the Jupyter Server
+// sessions (/api/sessions) whose kernel a session is are held by it and
+// kept in its store record (jupytersessions.go); comms, which both faces
+// relay, are in side.go and comms.go.
 //
 // The package consumes a small Runtime interface (kernel/runtime/local,
 // kernel/runtime/docker and kernel/runtime/k8s implement it), a KernelConn

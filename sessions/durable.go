@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,7 +40,7 @@ const restoredSeqGap = 1 << 24
 func (s *Session) storeRecord() sessionstore.Record {
 	s.mu.Lock()
 	r := sessionstore.Record{ID: s.id, Tenant: s.tenant, Runtime: s.runtime, CreatedAt: s.created,
-		LastActive: s.lastActive, IdleTimeout: s.idle, Metadata: s.metadata, EndAt: s.endAt}
+		LastActive: s.lastActive, IdleTimeout: s.idle, Metadata: s.metadata, EndAt: s.endAt, JupyterSessions: slices.Clone(s.jupyterSessions)}
 	if s.template != TemplateDefault {
 		r.Template = s.template
 	}
@@ -191,12 +192,17 @@ func (m *Manager) restore(ctx context.Context, adopter sandbox.Adopter, canAdopt
 		_ = sb.Close(context.WithoutCancel(ctx))
 		return "lost", "its workspace could not be opened: " + err.Error()
 	}
+	jupyterSessions, err := restoredJupyterSessions(rec.JupyterSessions)
+	if err != nil {
+		log.Warn().Err(err).Msg("restored session: its stored Jupyter sessions are dropped")
+	}
 	var created atomic.Pointer[Session]
 	proxy, netLost := m.resumeNetwork(rec, networkNotifier(&created))
 	s := newSession(sessionParams{id: rec.ID, tenant: rec.Tenant, runtime: m.rt.Name(), cfg: m.cfg, log: m.log,
 		idle: rec.IdleTimeout, created: rec.CreatedAt, lastActive: rec.LastActive, firstSeq: rec.LastSeq + restoredSeqGap,
 		budget: m.budget, slots: m.slots, sandbox: sb, client: conn, files: files, watch: watch, egress: proxy, persist: m.persist,
-		kernel: rec.Kernel, installed: m.InstalledKernels(), template: rec.Template, metadata: copyMetadata(rec.Metadata), endAt: rec.EndAt})
+		kernel: rec.Kernel, installed: m.InstalledKernels(), template: rec.Template, metadata: copyMetadata(rec.Metadata), endAt: rec.EndAt,
+		jupyterSessions: jupyterSessions})
 	created.Store(s)
 	reason = "the gateway restarted; events before this one are gone"
 	if restarted {

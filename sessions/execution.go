@@ -81,7 +81,8 @@ type ExecRequest struct {
 	Envs map[string]string
 	Cwd  string
 	// UserExpressions names expressions the kernel evaluates after the
-	// code, whatever its outcome (at most MaxUserExpressions, each name
+	// code (ipykernel: only when the code succeeded; at most
+	// MaxUserExpressions, each name
 	// and expression bounded); their results come back in
 	// Execution.UserExpressions and on the done event.
 	UserExpressions map[string]string

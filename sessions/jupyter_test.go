@@ -253,7 +253,7 @@ func TestJupyterKernelRequests(t *testing.T) {
 		{kernel.Shell, "execute_request", `{"code":"1"}`},                               // goes through the queue
 		{kernel.Control, "shutdown_request", `{}`},                                      // Session.Restart, Manager.Delete
 		{kernel.Control, "interrupt_request", `{}`},                                     // Session.Interrupt
-		{kernel.Control, "debug_request", `{}`},                                         // not relayed
+		{kernel.Shell, "debug_request", `{}`},                                           // control only
 		{kernel.Stdin, "input_reply", `{}`},                                             // Session.Input
 		{kernel.Shell, "complete_request", `[1]`},                                       // not an object
 		{kernel.Shell, "complete_request", `null`},                                      // not an object

@@ -58,12 +58,14 @@ type KernelReply struct {
 }
 
 // kernelRequests are the requests KernelRequest relays, by channel: they
-// only read the kernel's state. Executions go through the queue,
-// interrupts, restarts and shutdowns through the Session's own methods.
+// read the kernel's state, or drive its debugger (debug_request, on
+// control: answered while a cell runs, or is stopped at a breakpoint).
+// Executions go through the queue, interrupts, restarts and shutdowns
+// through the Session's own methods.
 var kernelRequests = map[kernel.Channel]map[string]bool{
 	kernel.Shell: {"kernel_info_request": true, "complete_request": true, "inspect_request": true,
 		"is_complete_request": true, "history_request": true, "comm_info_request": true},
-	kernel.Control: {"kernel_info_request": true},
+	kernel.Control: {"kernel_info_request": true, "debug_request": true},
 }
 
 // relay sends the requests that bypass the execution queue to the

@@ -135,6 +135,9 @@ type Session struct {
 	endAt        time.Time // the lifetime's end (SetLifetime moves it)
 	closeReason  string
 	room         chan struct{} // closed (and replaced) when the worker takes a job
+	// jupyterSessions are the Jupyter sessions whose kernel this is
+	// (jupytersessions.go); kept in the store record.
+	jupyterSessions []JupyterSession
 }
 
 // sessionParams is what newSession needs: a started sandbox with a
@@ -159,7 +162,8 @@ type sessionParams struct {
 	installed           []sandbox.KernelSpec
 	template            string
 	metadata            map[string]string
-	endAt               time.Time // zero: created + Config.MaxLifetime
+	endAt               time.Time        // zero: created + Config.MaxLifetime
+	jupyterSessions     []JupyterSession // a restored session's (checked)
 	// parent is set for a context other than a session's first
 	// (Contexts.start): the session it belongs to, whose files, event log
 	// and pauser it shares; contextID is its id.
@@ -205,7 +209,7 @@ func newSession(p sessionParams) *Session {
 		queue:   make(chan *job, p.cfg.QueueDepth),
 		restart: make(chan chan error),
 		ctx:     ctx, cancel: cancel,
-		state: StateIdle, client: p.client, lastActive: active, room: make(chan struct{}),
+		state: StateIdle, client: p.client, lastActive: active, room: make(chan struct{}), jupyterSessions: p.jupyterSessions,
 	}
 	if p.persist != nil { // set before the worker starts: a kernel death persists at once
 		s.persist = func() { p.persist(s) }
@@ -562,9 +566,11 @@ func (s *Session) Inspect(ctx context.Context, code string, cursor, detail int) 
 }
 
 // KernelRequest sends a Jupyter request to the kernel and returns its
-// reply, bypassing the execution queue (a busy kernel answers when its
-// cell ends). Only the requests that read the kernel's state are relayed
-// (kernel_info, complete, inspect, is_complete, history, comm_info); the
+// reply, bypassing the execution queue (a busy kernel answers shell
+// requests when its cell ends, control requests at once). Only the
+// requests that read the kernel's state (kernel_info, complete, inspect,
+// is_complete, history, comm_info) and the debugger's debug_request (on
+// control) are relayed; the
 // content must be a JSON object of bounded size; the reply is bounded by
 // the channel's ceiling. It blocks until the reply, ctx's end, or 30 s.
 // Safe for concurrent use.

@@ -1,7 +1,8 @@
 // Package sessionstore keeps what a gateway needs to bring its sessions
 // back after a restart or a crash: for each session its tenant, limits,
 // timing, runtime and the sandbox's State (handle and kernel connection,
-// key included). It is an embedded bbolt database under the state
+// key included) and the Jupyter sessions (/api/sessions) whose kernel it
+// is. It is an embedded bbolt database under the state
 // directory, one file of mode 0600.
 //
 // bbolt, rather than SQLite: it is pure Go (no cgo, so the gateway stays

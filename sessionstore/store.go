@@ -53,6 +53,20 @@ type Record struct {
 	Template string            `json:"template,omitempty"`
 	Metadata map[string]string `json:"metadata,omitempty"`
 	EndAt    time.Time         `json:"end_at,omitempty"`
+	// JupyterSessions are the Jupyter Server sessions (/api/sessions)
+	// whose kernel is this session's first kernel, in creation order.
+	// Records written before they were kept have none.
+	JupyterSessions []JupyterSession `json:"jupyter_sessions,omitempty"`
+}
+
+// JupyterSession is a Jupyter Server session as the store keeps it: its
+// id and the path, name and type a Jupyter client gave it. Its kernel is
+// the session whose record holds it.
+type JupyterSession struct {
+	ID   string `json:"id"`
+	Path string `json:"path"`
+	Name string `json:"name,omitempty"`
+	Type string `json:"type"`
 }
 
 // Lost is a session that could not be brought back, and why.

@@ -9,6 +9,7 @@ package web_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,8 +28,16 @@ import (
 // then saves the screenshot name.
 func richNotebook(t *testing.T, name string) (nb *notebook, shot func(string), done func(before func())) {
 	t.Helper()
+	nb, shot, done, _ = richNotebookWrapped(t, name, nil)
+	return nb, shot, done
+}
+
+// richNotebookWrapped is richNotebook with wrap in front of the gateway's
+// handler (startGatewayWrapped); it also returns the gateway.
+func richNotebookWrapped(t *testing.T, name string, wrap func(http.Handler) http.Handler) (nb *notebook, shot func(string), done func(before func()), gw *server) {
+	t.Helper()
 	bin := chromium(t)
-	gw := startGateway(t)
+	gw = startGatewayWrapped(t, wrap)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	tabCtx, perr := openTab(t, ctx, bin)
@@ -88,7 +97,7 @@ func richNotebook(t *testing.T, name string) (nb *notebook, shot func(string), d
 		}
 		shot(name + ".png")
 	}
-	return nb, shot, done
+	return nb, shot, done, gw
 }
 
 // hover moves the mouse, as a person would, to the middle of the element

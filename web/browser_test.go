@@ -88,6 +88,13 @@ func (s *server) dropWebSockets() int {
 // on a loopback listener.
 func startGateway(t *testing.T) *server {
 	t.Helper()
+	return startGatewayWrapped(t, nil)
+}
+
+// startGatewayWrapped is startGateway with wrap (when not nil) in front of
+// the gateway's handler.
+func startGatewayWrapped(t *testing.T, wrap func(http.Handler) http.Handler) *server {
+	t.Helper()
 	assets, err := web.Assets()
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +105,11 @@ func startGateway(t *testing.T) *server {
 		t.Fatal(err)
 	}
 	s := &server{hijacked: map[net.Conn]bool{}}
-	hs := httptest.NewUnstartedServer(a.Gateway.Handler()) // 127.0.0.1
+	handler := a.Gateway.Handler()
+	if wrap != nil {
+		handler = wrap(handler)
+	}
+	hs := httptest.NewUnstartedServer(handler) // 127.0.0.1
 	hs.Config.ConnState = func(c net.Conn, st http.ConnState) {
 		if st == http.StateHijacked {
 			s.mu.Lock()

@@ -14,7 +14,12 @@
 // and their runs, each in the notebook's language), commands (command-mode
 // keys), editor (CodeMirror with the notebook's keys and the language's
 // syntax mode), assist (completion and inspection requests, code point
-// offsets), outputs, chart (the interactive SVG chart of
+// offsets), outputs, pager (the help pane where an execution's page events,
+// obj? and obj??, are shown; set_next_input and ask_exit), comms (Jupyter's
+// comm protocol over the WebSocket: comm events and frames, comm_info, the
+// Output widget's capture of outputs; pure), widgets (the widget manager of
+// the lazily imported widgets bundle: views in outputs, restore after a
+// reload), chart (the interactive SVG chart of
 // application/vnd.glassroom.chart+json: a pure layout with each element's
 // hover text, then the <svg>), table (the sortable table of
 // application/vnd.glassroom.dataframe+json), terminal (the terminal pane:
@@ -35,7 +40,14 @@
 // bundled from vendor/ (package.json and lockfile with exact versions) by
 // `make web-vendor`; vendor/entry.js lists what the app uses from it, and
 // static/vendor/vendor.d.ts declares the types of that part for the type
-// check (the bundle itself is not checked). xterm.js styles its terminal
+// check (the bundle itself is not checked). The Jupyter widgets (ipywidgets
+// 8: @jupyter-widgets/base, controls, output and base-manager, with
+// Font Awesome) are a second module, static/vendor/widgets.js, with
+// widgets.css and fonts/ beside it, bundled from vendor/widgets-entry.js:
+// js/widgets.js imports it (the one import() of the app) only when a
+// session has widgets; static/vendor/widgets.d.ts types it. build.mjs
+// rewrites what the CSP or the page's rules forbid in it (underscore's
+// eval, the HTML widgets' innerHTML: DOMPurify instead). xterm.js styles its terminal
 // through <style> elements and style attributes, which the CSP blocks:
 // vendor/build.mjs rewrites them as it bundles it (vendor/csp-style.js: a
 // constructed stylesheet; CSSOM assignments) and copies its xterm.css to
@@ -51,5 +63,8 @@
 // textContent, images are loaded from data: URLs, HTML output is shown only
 // inside <iframe sandbox=""> via srcdoc, Markdown reaches the page only
 // as the DOM fragment DOMPurify returns, and charts are SVG elements built
-// with createElementNS whose texts are set with textContent.
+// with createElementNS whose texts are set with textContent. Widgets'
+// markup (the HTML widget's value, HTML descriptions) goes through
+// DOMPurify too (the widgets bundle's sanitiser), and an Output widget's
+// outputs are drawn by outputs.js as a cell's.
 package web

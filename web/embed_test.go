@@ -140,14 +140,22 @@ func modules(t *testing.T) map[string]string {
 	return mods
 }
 
-// vendorBundle is the one third-party file the modules may import.
-const vendorBundle = "vendor/vendor.js"
+// vendorBundle is the third-party file the modules import; widgetsBundle
+// is the one they may import at run time (import() of js/widgets.js, when
+// a session has widgets).
+const (
+	vendorBundle  = "vendor/vendor.js"
+	widgetsBundle = "vendor/widgets.js"
+)
 
-var importFrom = regexp.MustCompile(`(?m)^\s*(?:import|export)\b[^;'"]*?\bfrom\s*['"]([^'"]+)['"]|\bimport\s*\(`)
+var (
+	importFrom    = regexp.MustCompile(`(?m)^\s*(?:import|export)\b[^;'"]*?\bfrom\s*['"]([^'"]+)['"]|\bimport\s*\(`)
+	dynamicImport = regexp.MustCompile(`\bimport\s*\(\s*'([^']+)'\s*\)`)
+)
 
 // Every module is reached from js/main.js through relative static imports
 // of files that exist (or of the vendor bundle); nothing is imported from
-// elsewhere or at run time.
+// elsewhere, nor at run time but the widgets bundle by js/widgets.js.
 func TestModuleGraph(t *testing.T) {
 	mods := modules(t)
 	seen := map[string]bool{}
@@ -164,10 +172,18 @@ func TestModuleGraph(t *testing.T) {
 			t.Errorf("module %s is imported but not embedded", name)
 			continue
 		}
+		dynamic := dynamicImport.FindAllStringSubmatch(src, -1)
+		for _, m := range dynamic {
+			if name != "js/widgets.js" || path.Join(path.Dir(name), m[1]) != widgetsBundle {
+				t.Errorf("%s imports %q at run time: only js/widgets.js may, and only %s", name, m[1], widgetsBundle)
+			}
+		}
 		for _, m := range importFrom.FindAllStringSubmatch(src, -1) {
 			spec := m[1]
 			if spec == "" {
-				t.Errorf("%s uses a dynamic import()", name)
+				if len(dynamic) == 0 {
+					t.Errorf("%s uses a dynamic import() of something other than a string", name)
+				}
 				continue
 			}
 			if !strings.HasPrefix(spec, "./") && !strings.HasPrefix(spec, "../") {
@@ -218,15 +234,15 @@ func TestModulesAvoidHTMLSinks(t *testing.T) {
 	}
 }
 
-// The vendor bundle is the committed output of `make web-vendor`: built
-// from the versions web/vendor/package.json pins, one self-contained ES
-// module that needs no eval (the CSP forbids it) and loads nothing.
+// The vendor bundles are the committed output of `make web-vendor`: built
+// from the versions web/vendor/package.json pins, each one self-contained
+// ES module that needs no eval (the CSP forbids it) and loads nothing; the
+// widgets bundle's stylesheet loads nothing but its fonts, beside it.
 func TestVendorBundle(t *testing.T) {
 	fsys, err := Assets()
 	if err != nil {
 		t.Fatalf("Assets: %v", err)
 	}
-	js := readAsset(t, fsys, vendorBundle)
 	readAsset(t, fsys, "vendor/LICENSES.txt")
 	raw, err := os.ReadFile("vendor/package.json")
 	if err != nil {
@@ -236,24 +252,44 @@ func TestVendorBundle(t *testing.T) {
 	if err := json.Unmarshal(raw, &pkg); err != nil {
 		t.Fatalf("vendor/package.json: %v", err)
 	}
-	lines := strings.SplitN(js, "\n", 3)
-	if len(lines) < 3 || !strings.Contains(lines[0], "make web-vendor") {
-		t.Fatalf("%s has no build banner: %q", vendorBundle, lines[0])
+	var built []string
+	for _, bundle := range []string{vendorBundle, widgetsBundle} {
+		js := readAsset(t, fsys, bundle)
+		lines := strings.SplitN(js, "\n", 3)
+		if len(lines) < 3 || !strings.Contains(lines[0], "make web-vendor") {
+			t.Fatalf("%s has no build banner: %q", bundle, lines[0])
+		}
+		built = append(built, strings.Fields(strings.TrimPrefix(lines[1], "//"))...)
+		// importScripts only as a call: xterm.js tests typeof importScripts
+		// to tell whether it runs in a worker.
+		for _, bad := range []string{"eval(", "new Function", "import(", "importScripts(", "document.write"} {
+			if strings.Contains(js, bad) {
+				t.Errorf("%s contains %q", bundle, bad)
+			}
+		}
+		if regexp.MustCompile(`(?m)^\s*import\b`).MatchString(js) {
+			t.Errorf("%s imports other files: it must be self-contained", bundle)
+		}
 	}
-	built := strings.Fields(strings.TrimPrefix(lines[1], "//"))
 	for name, version := range pkg.Dependencies {
 		if !slices.Contains(built, name+"@"+version) {
-			t.Errorf("package.json pins %s@%s, the bundle has %v: run `make web-vendor`", name, version, built)
+			t.Errorf("package.json pins %s@%s, the bundles have %v: run `make web-vendor`", name, version, built)
 		}
 	}
-	// importScripts only as a call: xterm.js tests typeof importScripts
-	// to tell whether it runs in a worker.
-	for _, bad := range []string{"eval(", "new Function", "import(", "importScripts(", "document.write"} {
-		if strings.Contains(js, bad) {
-			t.Errorf("%s contains %q", vendorBundle, bad)
+	css := readAsset(t, fsys, "vendor/widgets.css")
+	urls := regexp.MustCompile(`url\(\s*"?([^")]+)"?\s*\)`).FindAllStringSubmatch(css, -1)
+	fonts := 0
+	for _, u := range urls {
+		switch {
+		case strings.HasPrefix(u[1], "data:"):
+		case strings.HasPrefix(u[1], "./fonts/") && strings.HasSuffix(u[1], ".woff2"):
+			readAsset(t, fsys, path.Join("vendor", u[1]))
+			fonts++
+		default:
+			t.Errorf("widgets.css loads %q: only its fonts beside it, or data: URLs", u[1])
 		}
 	}
-	if regexp.MustCompile(`(?m)^\s*import\b`).MatchString(js) {
-		t.Errorf("%s imports other files: it must be self-contained", vendorBundle)
+	if fonts != 3 || strings.Contains(css, "@import") {
+		t.Errorf("widgets.css: %d fonts (want Font Awesome's 3), @import: %v", fonts, strings.Contains(css, "@import"))
 	}
 }

@@ -261,3 +261,51 @@ func TestFailedStartKeepsSessions(t *testing.T) {
 		t.Fatalf("after a failed start: %+v", x)
 	}
 }
+
+// TestJupyterSessionsSurviveACrash: Jupyter sessions (/api/sessions), one
+// renamed and two on one kernel, are kept with their kernel's record at
+// once: the gateway is SIGKILLed right after the changes and started
+// again, and the sessions are listed as they were, on the same kernel,
+// its variables kept.
+func TestJupyterSessionsSurviveACrash(t *testing.T) {
+	g := newDurableGateway(t)
+	type session struct {
+		ID, Path, Name, Type string
+		Kernel               struct{ ID, Name string }
+	}
+	var nb, console session
+	if st := api(t, g.base, g.key, "POST", "/api/sessions", map[string]any{"path": "kept.ipynb", "type": "notebook", "name": "kept.ipynb",
+		"kernel": map[string]string{"name": "python3"}}, &nb); st != http.StatusCreated {
+		t.Fatalf("create: %d %+v", st, nb)
+	}
+	if st := api(t, g.base, g.key, "POST", "/api/sessions", map[string]any{"path": "console-1", "type": "console",
+		"kernel": map[string]string{"id": nb.Kernel.ID}}, &console); st != http.StatusCreated || console.Kernel.ID != nb.Kernel.ID {
+		t.Fatalf("create on the same kernel: %d %+v", st, console)
+	}
+	if st := api(t, g.base, g.key, "PATCH", "/api/sessions/"+nb.ID, map[string]any{"path": "renamed.ipynb", "name": "renamed.ipynb"}, &nb); st != http.StatusOK {
+		t.Fatalf("rename: %d", st)
+	}
+	g.exec(strings.ReplaceAll(nb.Kernel.ID, "-", ""), "kept = 'yes'")
+	g.stop(syscall.SIGKILL)
+	g.start()
+	var list []session
+	if st := api(t, g.base, g.key, "GET", "/api/sessions", nil, &list); st != http.StatusOK || len(list) != 2 {
+		t.Fatalf("sessions after the crash: %d %+v", st, list)
+	}
+	byID := map[string]session{list[0].ID: list[0], list[1].ID: list[1]}
+	if got := byID[nb.ID]; got.Path != "renamed.ipynb" || got.Name != "renamed.ipynb" || got.Type != "notebook" || got.Kernel.ID != nb.Kernel.ID {
+		t.Errorf("the notebook's session after the crash: %+v, was %+v", got, nb)
+	}
+	if got := byID[console.ID]; got.Path != "console-1" || got.Type != "console" || got.Kernel.ID != nb.Kernel.ID {
+		t.Errorf("the console's session after the crash: %+v, was %+v", got, console)
+	}
+	if x := g.exec(strings.ReplaceAll(nb.Kernel.ID, "-", ""), "kept"); x.Result.Text != "'yes'" {
+		t.Errorf("the kernel's variables after the crash: %+v", x)
+	}
+	if st := api(t, g.base, g.key, "DELETE", "/api/sessions/"+console.ID, nil, nil); st != http.StatusNoContent {
+		t.Fatalf("delete: %d", st)
+	}
+	if st := api(t, g.base, g.key, "GET", "/api/sessions", nil, &list); st != http.StatusOK || len(list) != 0 {
+		t.Fatalf("sessions after the delete: %d %+v", st, list)
+	}
+}

@@ -28,7 +28,8 @@ const apiVersion = "1.23.0"
 
 // Config configures the Jupyter API. Zero fields take defaults.
 type Config struct {
-	// MaxBodyBytes bounds the body of POST /api/kernels (default 2 MiB).
+	// MaxBodyBytes bounds the body of POST /api/kernels and of POST and
+	// PATCH /api/sessions (default 2 MiB).
 	MaxBodyBytes int64
 	// PingInterval is how often idle channels WebSockets are pinged
 	// (default 30 s).
@@ -62,7 +63,11 @@ type API struct {
 	conns    *wsconn.Group
 	upgrader websocket.Upgrader // with the v1 subprotocol offered
 	resume   *resumeMap         // where clients' channels left off (resume.go)
-	log      zerolog.Logger
+	// sessionLocks serializes each tenant's changes to its Jupyter
+	// sessions (sessions.go).
+	sessionLocks tenantLocks
+	started      time.Time // when the API was made: /api/status's started
+	log          zerolog.Logger
 }
 
 // New builds the API. keys are the gateway's API keys (a key is a tenant
@@ -78,13 +83,13 @@ func New(cfg Config, mgr *sessions.Manager, keys *tenant.Keys, conns *wsconn.Gro
 	}
 	upgrader.Subprotocols = []string{subprotocolV1}
 	return &API{cfg: cfg.withDefaults(), mgr: mgr, keys: keys, conns: conns, upgrader: upgrader,
-		resume: newResumeMap(defaultResumeLimits()), log: log}, nil
+		resume: newResumeMap(defaultResumeLimits()), started: time.Now(), log: log}, nil
 }
 
 // Register adds the Jupyter Server API's routes to e, beside /v1: /api
-// (its version, without a key), /api/kernelspecs, /api/kernels and
-// /kernelspecs/{name}/... (resources, of which glassroom has none). Every
-// other path under /api is a Jupyter-shaped 404.
+// (its version, without a key), /api/kernelspecs, /api/kernels,
+// /api/sessions, /api/me, /api/status and /kernelspecs/{name}/{file} (the
+// kernels' logos). Every other path under /api is a Jupyter-shaped 404.
 func (a *API) Register(e *echo.Echo) {
 	e.GET("/api", a.version)
 	e.GET("/api/", a.version)
@@ -98,12 +103,21 @@ func (a *API) Register(e *echo.Echo) {
 	api.POST("/kernels/:id/interrupt", a.interrupt)
 	api.POST("/kernels/:id/restart", a.restart)
 	api.GET("/kernels/:id/channels", a.channels)
+	api.GET("/sessions", a.listSessions)
+	api.POST("/sessions", a.createSession)
+	api.GET("/sessions/:id", a.getSession)
+	api.PATCH("/sessions/:id", a.patchSession)
+	api.DELETE("/sessions/:id", a.deleteSession)
+	api.GET("/me", a.me)
+	api.PATCH("/me", a.patchMe)
+	api.GET("/status", a.status)
 	api.Any("/*", func(echo.Context) error {
 		return httperr.New(http.StatusNotFound, "not_found", "no such Jupyter API route")
 	})
-	// Kernel spec resources (logos): glassroom has none.
+	// Kernel spec resources: each kernel's logos (logos.go).
+	e.GET("/kernelspecs/:name/:file", a.kernelSpecResource, a.authenticate)
 	e.GET("/kernelspecs/:name/*", func(c echo.Context) error {
-		return httperr.New(http.StatusNotFound, "not_found", "kernel spec %s has no resource files", c.Param("name"))
+		return httperr.New(http.StatusNotFound, "not_found", "kernel spec %s has no such resource", clipID(c.Param("name")))
 	}, a.authenticate)
 }
 
@@ -184,21 +198,33 @@ func kernelArgv(name string) []string {
 	return []string{name, "{connection_file}"}
 }
 
+// speaksDebugger reports whether kernel name speaks the Jupyter debugger's
+// protocol: ipykernel, with debugpy (a dependency of Debian's ipykernel,
+// in the kernel image and on a local runtime's host). A kernel's
+// kernel_info_reply says whether it really has it.
+func speaksDebugger(name string) bool { return name == "python3" }
+
 // kernelSpecOf is the spec of an installed kernel: its name, language and
 // display name as GET /v1/kernels gives them, and in its metadata the
-// runtime and the aliases POST /api/kernels also takes.
+// runtime and the aliases POST /api/kernels also takes, and "debugger":
+// true for a kernel with the Jupyter debugger (what JupyterLab reads to
+// offer its debugger, as ipykernel's own kernelspec says it).
 func (a *API) kernelSpecOf(k sandbox.KernelSpec) kernelSpec {
 	meta := map[string]any{"runtime": a.mgr.RuntimeName()}
 	if len(k.Aliases) > 0 {
 		meta["aliases"] = k.Aliases
 	}
-	return kernelSpec{Name: k.Name, Resources: map[string]string{}, Spec: kernelSpecFile{
+	metadata := map[string]any{"glassroom": meta}
+	if speaksDebugger(k.Name) {
+		metadata["debugger"] = true
+	}
+	return kernelSpec{Name: k.Name, Resources: kernelResources(k.Name), Spec: kernelSpecFile{
 		Argv:          kernelArgv(k.Name),
 		DisplayName:   k.DisplayName + " (glassroom)",
 		Language:      k.Language,
 		InterruptMode: "message",
 		Env:           map[string]string{},
-		Metadata:      map[string]any{"glassroom": meta},
+		Metadata:      metadata,
 	}}
 }
 
@@ -287,14 +313,24 @@ type startKernelRequest struct {
 	Env  map[string]json.RawMessage `json:"env"`
 }
 
-func (a *API) startKernel(c echo.Context) error {
+// readBody reads a request's body, at most MaxBodyBytes of it (a 413
+// past them).
+func (a *API) readBody(c echo.Context) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, a.cfg.MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return httperr.New(http.StatusRequestEntityTooLarge, "too_large", "request body exceeds %d bytes", a.cfg.MaxBodyBytes)
+			return nil, httperr.New(http.StatusRequestEntityTooLarge, "too_large", "request body exceeds %d bytes", a.cfg.MaxBodyBytes)
 		}
-		return httperr.New(http.StatusBadRequest, "bad_request", "could not read body")
+		return nil, httperr.New(http.StatusBadRequest, "bad_request", "could not read body")
+	}
+	return body, nil
+}
+
+func (a *API) startKernel(c echo.Context) error {
+	body, err := a.readBody(c)
+	if err != nil {
+		return err
 	}
 	var req startKernelRequest
 	if len(bytes.TrimSpace(body)) > 0 {

@@ -17,7 +17,7 @@ func channelsFlow(t *testing.T, e *env, id string, v1 bool) {
 	c := e.channels(t, keyA, id, v1, "session_id="+randomHex(8))
 	info, msgs := c.request("shell", "kernel_info_request", map[string]any{})
 	if info.Header.MsgType != "kernel_info_reply" || info.Content["status"] != "ok" || info.Content["protocol_version"] == nil ||
-		info.Content["implementation"] != "ipython" || info.Content["debugger"] != false || info.Channel != "shell" {
+		info.Content["implementation"] != "ipython" || info.Content["debugger"] != true || info.Channel != "shell" {
 		t.Fatalf("kernel info %v", info)
 	}
 	if s := find(t, msgs, "status"); s.Content["execution_state"] != "busy" || s.Parent.MsgID != info.Parent.MsgID {

@@ -552,3 +552,62 @@ func TestReadmeJupyterLabSnippet(t *testing.T) {
 		t.Fatalf("sessions after the example's shutdown: %v %v", list, err)
 	}
 }
+
+// jlabSessionsOutput is what testdata/jlab/sessions.mjs reports.
+type jlabSessionsOutput struct {
+	Logo, LogoType, LogoSignature string
+	Session                       struct{ ID, Path, Name, Type, Kernel string }
+	Language                      string
+	Cell, OtherCell               struct{ Status, Stream, Result string }
+	Renamed, FoundByPath          string
+	Changed                       struct{ ID, Name, SessionKernel, Language string }
+	OldKernelGone                 bool
+	Listed                        []struct{ ID, Path, Kernel string }
+	Kernels                       []string
+	AfterShutdown                 struct{ Sessions, Kernels int }
+	Thrown                        string
+}
+
+// TestJupyterLabSessions: JupyterLab's SessionManager and KernelManager
+// (@jupyterlab/services from npm, in Node) pointed straight at glassroom,
+// with no jupyter_server in between: a notebook's session started, a cell
+// run and its output read, the session renamed and found by its path, its
+// kernel changed from Python to Bash (the old kernel shut down), the
+// sessions and kernels listed, the session shut down with its kernel.
+func TestJupyterLabSessions(t *testing.T) {
+	for name, rt := range apptest.Runtimes() {
+		t.Run(name, func(t *testing.T) {
+			g := apptest.Start(t, rt(t, jupyterUIDBase+8000), apptest.Options{})
+			const other = "bash"
+			g.NeedKernel(t, other)
+			var r jlabSessionsOutput
+			stderr := testkit.RunNode(t, "testdata/jlab", "sessions.mjs", &r, g.URL, apptest.KeyA, other)
+			fail := func(what string) { t.Fatalf("%s: %+v\nstderr: %s", what, r, stderr) }
+			switch {
+			case r.Thrown != "":
+				fail("the client threw")
+			case r.Logo != "/kernelspecs/python3/logo-64x64.png" || r.LogoType != "image/png" || r.LogoSignature != "89504e470d0a1a0a":
+				fail("the kernel spec's logo")
+			case !uuidShape.MatchString(r.Session.ID) || r.Session.Path != "work/demo.ipynb" || r.Session.Name != "demo.ipynb" ||
+				r.Session.Type != "notebook" || r.Session.Kernel != "python3" || r.Language != "python":
+				fail("the new session")
+			case r.Cell.Status != "ok" || r.Cell.Stream != "hello from glassroom\n" || r.Cell.Result != "42":
+				fail("the cell")
+			case r.Renamed != "work/renamed.ipynb" || r.FoundByPath != r.Session.ID:
+				fail("rename")
+			case r.Changed.Name != other || r.Changed.ID != r.Changed.SessionKernel || r.Changed.Language != "bash" || !r.OldKernelGone:
+				fail("change kernel")
+			case r.OtherCell.Status != "ok" || strings.TrimSpace(r.OtherCell.Stream) != "42":
+				fail("a cell on the new kernel")
+			case len(r.Listed) != 1 || r.Listed[0].ID != r.Session.ID || r.Listed[0].Path != "work/renamed.ipynb" || r.Listed[0].Kernel != r.Changed.ID ||
+				len(r.Kernels) != 1 || r.Kernels[0] != r.Changed.ID:
+				fail("list")
+			case r.AfterShutdown.Sessions != 0 || r.AfterShutdown.Kernels != 0:
+				fail("shutdown")
+			}
+			if list, err := g.Client(t, apptest.KeyA).ListSessions(context.Background()); err != nil || len(list) != 0 {
+				t.Fatalf("glassroom sessions after the client's shutdown: %v %v", list, err)
+			}
+		})
+	}
+}

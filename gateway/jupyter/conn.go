@@ -44,11 +44,21 @@ import (
 //     header.session, which any connection can copy from an iopub parent,
 //     does not count. A client that reconnects while input() waits cannot
 //     answer it; interrupting the cell ends the wait.
-//   - kernel_info (cached per kernel incarnation; the debugger is reported
-//     off), complete, inspect, is_complete and history requests go to the
-//     kernel (Session.KernelRequest), answered with status busy/idle around
-//     the reply as a kernel does; interrupt_request → Session.Interrupt;
-//     shutdown_request → Session.Restart, or the session's deletion.
+//   - kernel_info (cached per kernel incarnation, "debugger" as the kernel
+//     says it), complete, inspect, is_complete and history requests go to
+//     the kernel (Session.KernelRequest), answered with status busy/idle
+//     around the reply as a kernel does; interrupt_request →
+//     Session.Interrupt; shutdown_request → Session.Restart, or the
+//     session's deletion.
+//   - debug_request (control) goes to the kernel's control channel
+//     (Session.KernelRequest, bounded like the others), beside the
+//     execution queue, so the debugger is answered while a cell runs or is
+//     stopped at a breakpoint; debug_reply goes back to the connection
+//     that asked. A request glassroom refuses (malformed, or the
+//     debugger's initialize while a cell runs) is answered with a DAP
+//     response with success false. debug_event reaches the client with
+//     the kernel's other messages of no request. The debugger (debugpy)
+//     runs inside the kernel's sandbox, on its own loopback.
 //   - execute_request's user_expressions reach the kernel, and the
 //     execute_reply carries the kernel's user_expressions and payload
 //     (pager, set_next_input, ask_exit) unchanged (bounded by the kernel

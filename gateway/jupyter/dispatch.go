@@ -3,6 +3,7 @@ package jupyter
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"time"
 
@@ -86,7 +87,13 @@ func (jc *conn) control(ctx context.Context, channel string, m *jmsg, h jheader)
 		return jc.shutdown(ctx, channel, m)
 	case "kernel_info_request":
 		jc.kernelInfo(ctx, channel, m)
-	default: // debug_request (the debugger is reported off), usage_request, unknown
+	case "debug_request":
+		if channel != "control" { // the debugger speaks on control only
+			jc.send(ctx, answer(m.Header))
+			break
+		}
+		jc.debug(ctx, m)
+	default: // usage_request, unknown
 		jc.send(ctx, answer(m.Header))
 	}
 	return nil
@@ -112,8 +119,9 @@ func (jc *conn) spawn(ctx context.Context, f func(context.Context) jbatch) {
 }
 
 // kernelInfo answers kernel_info_request with the kernel's reply, cached
-// per kernel incarnation. glassroom does not relay debug requests, so the
-// debugger is reported off.
+// per kernel incarnation, with "debugger" as the kernel says it (the key
+// JupyterLab's debugger reads; ipykernel 7 says it in supported_features
+// instead): false unless the kernel says it has one.
 func (jc *conn) kernelInfo(ctx context.Context, channel string, m *jmsg) {
 	jc.spawn(ctx, func(ctx context.Context) jbatch {
 		raw, err := jc.sess.KernelInfo(ctx)
@@ -125,7 +133,7 @@ func (jc *conn) kernelInfo(ctx context.Context, channel string, m *jmsg) {
 			if json.Unmarshal(raw, &fields) != nil || fields == nil {
 				fields = map[string]json.RawMessage{}
 			}
-			fields["debugger"] = json.RawMessage("false")
+			fields["debugger"] = json.RawMessage(strconv.FormatBool(hasDebugger(fields)))
 			if _, ok := fields["status"]; !ok {
 				fields["status"] = json.RawMessage(`"ok"`)
 			}
@@ -133,6 +141,140 @@ func (jc *conn) kernelInfo(ctx context.Context, channel string, m *jmsg) {
 		}
 		return answer(m.Header, reply(channel, "kernel_info_reply", m.Header, content))
 	})
+}
+
+// hasDebugger reports whether a kernel_info_reply's fields say the kernel
+// answers debug_request: "debugger": true, or "debugger" among its
+// supported_features.
+func hasDebugger(fields map[string]json.RawMessage) bool {
+	var on bool
+	if json.Unmarshal(fields["debugger"], &on) == nil && on {
+		return true
+	}
+	var features []json.RawMessage
+	_ = json.Unmarshal(fields["supported_features"], &features)
+	for _, f := range features {
+		if string(f) == `"debugger"` {
+			return true
+		}
+	}
+	return false
+}
+
+// debug relays a debug_request (the Jupyter debugger's Debug Adapter
+// Protocol requests) to the kernel's control channel, beside the
+// execution queue: the kernel answers it while a cell runs or is stopped
+// at a breakpoint. The debugger's events (debug_event) come from the
+// kernel on their own, with the session's other kernel messages of no
+// request. A request glassroom refuses, or one the kernel fails to
+// answer, gets a DAP response that says so (success false), as a
+// debugger client expects.
+func (jc *conn) debug(ctx context.Context, m *jmsg) {
+	jc.spawn(ctx, func(ctx context.Context) jbatch {
+		req, why := checkDebug(m.Content)
+		if why == "" && req.Command == "initialize" {
+			if _, _, running := jc.sess.Running(); running {
+				// ipykernel starts debugpy by running code on its shell
+				// from its control thread, which waits for the running
+				// cell meanwhile: interrupts (control) would wait too.
+				why = "start the debugger while no cell runs: the kernel starts it between cells, and would not take an interrupt while it waits"
+			}
+		}
+		if why != "" {
+			return answer(m.Header, reply("control", "debug_reply", m.Header, req.failure(why)))
+		}
+		r, err := jc.sess.KernelRequest(ctx, sessions.ControlChannel, "debug_request", m.Content)
+		if err != nil {
+			return answer(m.Header, reply("control", "debug_reply", m.Header, req.failure(httperr.Of(err).Message)))
+		}
+		msg := reply("control", r.MsgType, m.Header, r.Content)
+		msg.metadata, msg.buffers = r.Metadata, r.Buffers
+		return answer(m.Header, msg)
+	})
+}
+
+// dapRequest is what glassroom reads of a debug_request's content.
+type dapRequest struct {
+	Seq       int64                      `json:"seq"`
+	Command   string                     `json:"command"`
+	Arguments map[string]json.RawMessage `json:"arguments"`
+}
+
+// failure is the DAP response of a request that failed with message.
+func (r dapRequest) failure(message string) map[string]any {
+	return map[string]any{"type": "response", "seq": 0, "request_seq": r.Seq, "success": false,
+		"command": r.Command, "message": "glassroom: " + message}
+}
+
+// maxDebugCommand bounds a DAP command's name.
+const maxDebugCommand = 64
+
+// debugArguments are the arguments each command must have, by JSON kind,
+// where ipykernel's own handler reads them: it answers nothing to a
+// request that lacks one (the client, and a slot of this connection,
+// would wait the whole wait out). Commands ipykernel passes on to debugpy
+// are answered by debugpy, which checks its arguments itself.
+var debugArguments = map[string]map[string]byte{
+	"dumpCell":             {"code": '"'},
+	"setBreakpoints":       {"source": '{', "breakpoints": '['},
+	"source":               {"source": '{'},
+	"attach":               {},
+	"variables":            {"variablesReference": '0'},
+	"richInspectVariables": {"variableName": '"'},
+}
+
+// checkDebug reads a debug_request's content and says what is wrong with
+// it, or "".
+func checkDebug(content json.RawMessage) (dapRequest, string) {
+	var req dapRequest
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(content, &fields) != nil || fields == nil {
+		return req, "debug_request content is not a JSON object"
+	}
+	if json.Unmarshal(fields["seq"], &req.Seq) != nil {
+		return req, "debug_request needs seq (an integer)"
+	}
+	if json.Unmarshal(fields["command"], &req.Command) != nil || req.Command == "" || len(req.Command) > maxDebugCommand || !printable(req.Command) {
+		req.Command = ""
+		return req, "debug_request needs command (a name)"
+	}
+	want, known := debugArguments[req.Command]
+	if raw, ok := fields["arguments"]; ok || known {
+		if json.Unmarshal(raw, &req.Arguments) != nil || req.Arguments == nil {
+			return req, req.Command + " needs arguments (an object)"
+		}
+	}
+	for name, kind := range want {
+		if jsonKind(req.Arguments[name]) != kind {
+			return req, req.Command + " needs arguments." + name + " (" + kindNames[kind] + ")"
+		}
+	}
+	if path := req.Arguments["source"]; len(path) > 0 && (req.Command == "setBreakpoints" || req.Command == "source") {
+		var src map[string]json.RawMessage
+		if json.Unmarshal(path, &src) != nil || jsonKind(src["path"]) != '"' {
+			return req, req.Command + " needs arguments.source.path (a string)"
+		}
+	}
+	return req, ""
+}
+
+// kindNames name the JSON kinds jsonKind tells apart.
+var kindNames = map[byte]string{'"': "a string", '0': "a number", 'b': "a boolean", '{': "an object", '[': "an array"}
+
+// jsonKind is the kind of a JSON value: '"', '0' (a number), 'b', '{',
+// '[', 'n' (null), or 0 when absent.
+func jsonKind(raw json.RawMessage) byte {
+	switch {
+	case len(raw) == 0:
+		return 0
+	case raw[0] == '"':
+		return '"'
+	case raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9'):
+		return '0'
+	case string(raw) == "true" || string(raw) == "false":
+		return 'b'
+	}
+	return raw[0]
 }
 
 // relay passes a request that reads the kernel's state to the kernel.
@@ -217,19 +359,6 @@ func checkRelayed(msgType string, content json.RawMessage) string {
 	if json.Unmarshal(content, &fields) != nil {
 		return msgType + " content is not a JSON object"
 	}
-	kind := func(raw json.RawMessage) byte {
-		switch {
-		case len(raw) == 0:
-			return 0
-		case raw[0] == '"':
-			return '"'
-		case raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9'):
-			return '0'
-		case string(raw) == "true" || string(raw) == "false":
-			return 'b'
-		}
-		return raw[0]
-	}
 	want := map[string]byte{}
 	for k, v := range relayedFields[msgType] {
 		want[k] = v
@@ -241,10 +370,9 @@ func checkRelayed(msgType string, content json.RawMessage) string {
 			want[k] = v
 		}
 	}
-	names := map[byte]string{'"': "a string", '0': "a number", 'b': "a boolean"}
 	for k, v := range want {
-		if kind(fields[k]) != v {
-			return msgType + " needs " + k + " (" + names[v] + ")"
+		if jsonKind(fields[k]) != v {
+			return msgType + " needs " + k + " (" + kindNames[v] + ")"
 		}
 	}
 	return ""

@@ -12,17 +12,29 @@
 //   - api.go: API, its Config and routes, authentication (Authorization:
 //     token or Bearer; ?token= on WebSocket upgrades), /api,
 //     /api/kernelspecs (one spec per kernel the runtime has installed:
-//     python3, r, javascript, typescript, bash) and the /api/kernels REST
+//     python3, r, javascript, typescript, bash; python3's says "debugger":
+//     true) and the /api/kernels REST
 //     calls (a kernel's name is its session's first kernel; an unknown or
 //     uninstalled name is a 400), the Jupyter error shape (IsPath,
 //     ErrorOf).
+//   - sessions.go: /api/sessions, the Jupyter sessions (a notebook's,
+//     console's or file's use of a kernel) held by the glassroom sessions
+//     that are their kernels (sessions.Session.JupyterSessions), kept with
+//     them across a gateway restart and gone with them; a tenant's changes
+//     are applied one at a time (tenantLocks).
+//   - identity.go: /api/me (the tenant's identity, made from its tenant
+//     id, and the permissions asked) and /api/status (its kernels and
+//     connections).
+//   - logos.go: the kernel specs' logos (logos/, embedded), their
+//     resources map and GET /kernelspecs/{name}/{file}.
 //   - conn.go: the channels WebSocket (GET /api/kernels/{id}/channels),
 //     one conn per connection with its three goroutines, and how its
 //     messages relate to the session.
 //   - dispatch.go: reading the client's frames and acting on them
-//     (executions through the session's queue, kernel requests, interrupt,
-//     shutdown, input_reply from the connection that owns the input(),
-//     comm messages to the kernel as the connection's own, comm_info).
+//     (executions through the session's queue, kernel requests and the
+//     debugger's debug_request beside it, interrupt, shutdown, input_reply
+//     from the connection that owns the input(), comm messages to the
+//     kernel as the connection's own, comm_info).
 //   - render.go: writing the session's events as Jupyter messages, with
 //     replies routed to the client that asked, and the kernel's side
 //     stream (comm traffic, a comm handler's output) to every connection,

@@ -32,8 +32,8 @@ const (
 // jupyterUIDBase keeps this package's sandbox uids apart from other
 // packages' (test packages run in parallel): the real clients use it and
 // +1000, +2000, the benchmark +3000, the documented JupyterLab snippet
-// +4000, the gateways of newEnv +5000, the languages tests +6000 and +7000
-// (apptest.Docker adds 50,000).
+// +4000, the gateways of newEnv +5000, the languages tests +6000 and +7000,
+// JupyterLab's session manager +8000 (apptest.Docker adds 50,000).
 const jupyterUIDBase = 440000
 
 // runtimes are the runtimes the kernels API is tested on: nothing of it

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # build.sh: build the glassroom Python kernel image WITHOUT a container
 # registry: the root filesystem is made by mmdebstrap from Debian bookworm
-# packages and loaded with `docker import`.
+# packages (and a few from trixie: trixie.txt) and loaded with `docker import`.
 #
 # Usage: images/python/build.sh        (as root; needs docker.io, mmdebstrap,
 #                                       and npm unless Deno is cached)
 # Env:   IMAGE=repo/name   image repository (default glassroom/python-kernel)
 #        MIRROR=URL        Debian mirror for bookworm and bookworm-updates
 #                          (default: mmdebstrap's, i.e. deb.debian.org, plus
-#                          bookworm-updates and bookworm-security)
+#                          bookworm-updates and bookworm-security), and for
+#                          trixie.txt's packages unless TRIXIE_MIRROR is set
 #        SECURITY_MIRROR=URL  used with MIRROR (default
 #                          http://deb.debian.org/debian-security)
 #        SUITE=trixie      build from another Debian suite (a trial: the suite
@@ -20,9 +21,17 @@
 # The image is tagged <repo>:<first 12 hex of the inputs hash> and
 # <repo>:latest and labelled io.glassroom.inputs-hash=<full hash>. The inputs
 # are this script, the files next to it that go into the image
-# (packages.txt, libraries.txt, stubs.txt, mkstubs.sh, customize.sh, kernels.sh, config/,
-# users/, rootfs/) and scripts/install-deno.sh (Deno's pinned version and
-# checksum). If an image with that tag and label exists, nothing is rebuilt.
+# (packages.txt, libraries.txt, trixie.txt, stubs.txt, mkstubs.sh, customize.sh, kernels.sh,
+# config/, users/, rootfs/), scripts/install-deno.sh (Deno's pinned version
+# and checksum) and scripts/fetch-trixie-debs.sh. If an image with that tag
+# and label exists, nothing is rebuilt.
+#
+# On bookworm, the packages of trixie.txt (ipywidgets 8 and its companions,
+# Architecture: all) come from trixie: scripts/fetch-trixie-debs.sh
+# downloads them with an apt configuration of its own and mmdebstrap
+# installs the .deb files with the rest (their dependencies from bookworm);
+# trixie is never an apt source of the image. With SUITE=trixie they are
+# ordinary packages of the suite.
 #
 # The image is labelled io.glassroom.kernels=<names> (comma-separated,
 # python3 first): the kernels it holds, found by kernels.sh in the root
@@ -52,8 +61,8 @@ inputs_hash() {
   (
     cd "$HERE"
     {
-      printf '%s\n' build.sh packages.txt libraries.txt stubs.txt mkstubs.sh customize.sh kernels.sh \
-        ../../scripts/install-deno.sh
+      printf '%s\n' build.sh packages.txt libraries.txt trixie.txt stubs.txt mkstubs.sh customize.sh kernels.sh \
+        ../../scripts/install-deno.sh ../../scripts/fetch-trixie-debs.sh
       find config users rootfs -type f 2>/dev/null
     } | LC_ALL=C sort -u | while IFS= read -r f; do
       # exec bits matter (customize.sh, rootfs files): include the mode.
@@ -122,13 +131,30 @@ stage "building $REF (inputs hash $HASH)"
 stage "[1/4] stub package for unused hard dependencies ($(grep -v '^[[:space:]]*\(#\|$\)' "$HERE/stubs.txt" | paste -sd' ' -))"
 "$HERE/mkstubs.sh" "$HERE/stubs.txt" "$WORK/glassroom-kernel-stubs.deb"
 
-# packages.txt: one package a line; libraries.txt: "import-name package".
+# packages.txt: one package a line; libraries.txt: "import-name package";
+# trixie.txt: "package lowest-version".
+TRIXIE=$(sed -e 's/#.*//' "$HERE/trixie.txt" | awk 'NF { print $1 }' | tr -s ' \t\n' ' ' | sed 's/^ //; s/ $//')
 PACKAGES=$({
   sed -e 's/#.*//' "$HERE/packages.txt"
   sed -e 's/#.*//' "$HERE/libraries.txt" | awk 'NF { print $2 }'
-} | tr -s ' \t\n' ' ' | sed 's/^ //; s/ $//')
+  printf '%s\n' $TRIXIE
+} | awk 'NF && !seen[$1]++' | tr -s ' \t\n' ' ' | sed 's/^ //; s/ $//')
 [ -n "$PACKAGES" ] || die "packages.txt lists no packages"
-stage "[2/4] mmdebstrap --variant=minbase $SUITE: $PACKAGES"
+# On bookworm, trixie.txt's packages are .deb files from trixie instead.
+TRIXIE_DEBS=()
+if [ "$SUITE" = bookworm ] && [ -n "$TRIXIE" ]; then
+  stage "[2/4] fetching from trixie: $TRIXIE"
+  mkdir -p "$WORK/trixie"
+  chmod 0755 "$WORK" "$WORK/trixie"
+  mapfile -t TRIXIE_DEBS < <("$REPO_ROOT/scripts/fetch-trixie-debs.sh" "$HERE/trixie.txt" "$WORK/trixie")
+  [ ${#TRIXIE_DEBS[@]} -gt 0 ] || die "fetch-trixie-debs.sh fetched nothing"
+  PACKAGES=$(printf '%s\n' $PACKAGES | awk -v t=" $TRIXIE " 'index(t, " " $1 " ") == 0' | paste -sd' ' -)
+fi
+INCLUDE_DEBS=("--include=$WORK/glassroom-kernel-stubs.deb")
+for d in ${TRIXIE_DEBS[@]+"${TRIXIE_DEBS[@]}"}; do
+  INCLUDE_DEBS+=("--include=$d")
+done
+stage "[2/4] mmdebstrap --variant=minbase $SUITE: $PACKAGES${TRIXIE_DEBS[*]:+ + ${TRIXIE_DEBS[*]##*/}}"
 
 MIRRORS=()
 if [ -n "${MIRROR:-}" ]; then
@@ -141,7 +167,8 @@ fi
 # init-system-helpers' "usrmerge | usr-is-merged" dependency installs usrmerge,
 # which drags in full perl (~46 MB).
 # Stubs first, so apt has them marked before resolving the real packages.
-# The file-mirror-automount hooks make the local stub .deb visible to dpkg
+# The file-mirror-automount hooks make the local .deb files (the stubs and
+# trixie's) visible to dpkg
 # inside the chroot (apt passes its host path verbatim); the first customize
 # hook removes the empty mount point they leave behind. Deno goes in before
 # customize.sh, which lists the kernels the root filesystem holds.
@@ -154,7 +181,7 @@ GLASSROOM_CTX="$HERE" mmdebstrap \
   --dpkgopt="$HERE/config/dpkg-excludes" \
   --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
   --hook-dir=/usr/share/mmdebstrap/hooks/file-mirror-automount \
-  --include="$WORK/glassroom-kernel-stubs.deb" \
+  "${INCLUDE_DEBS[@]}" \
   --include="$PACKAGES" \
   --customize-hook="rm -rf \"\$1$WORK\"" \
   --customize-hook="\"$REPO_ROOT/scripts/install-deno.sh\" \"\$1\" >&2" \
@@ -197,7 +224,8 @@ docker import \
 stage "[4/4] checking the kernels in the image: $KERNELS"
 check_kernel() {
   case "$1" in
-  python3) set -- python3 -I -c 'import ipykernel.kernelapp' ;;
+  python3) set -- python3 -I -c 'import ipykernel.kernelapp, ipywidgets, debugpy, tqdm.notebook
+assert ipywidgets.__version__.startswith("8."), "ipywidgets " + ipywidgets.__version__ + ", want 8"' ;;
   r) set -- Rscript -e 'suppressPackageStartupMessages({library(IRkernel); library(ggplot2); library(dplyr)})' ;;
   javascript | typescript) set -- deno jupyter --help ;;
   bash) set -- bash -c 'exec python3 -I -c "import ipykernel.kernelbase"' ;;

@@ -72,3 +72,30 @@ func TestInstallDepsListsLibraries(t *testing.T) {
 		t.Fatalf("install-deps.sh installs %v, want libraries.txt's %v", got, want)
 	}
 }
+
+// TestInstallDepsTrixie: ipywidgets comes from trixie.txt (version 8 or
+// later, with the comm package), on the host as in the image: bookworm's
+// ipywidgets 6 speaks widget protocol 2.0 only.
+func TestInstallDepsTrixie(t *testing.T) {
+	out, err := exec.Command("bash", "../../scripts/install-deps.sh", "--print-trixie").Output()
+	if err != nil {
+		t.Fatalf("install-deps.sh --print-trixie: %v", err)
+	}
+	lowest := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			t.Fatalf("install-deps.sh --print-trixie printed %q; want \"package lowest-version\" lines", line)
+		}
+		lowest[f[0]] = f[1]
+	}
+	if v := lowest["python3-ipywidgets"]; !strings.HasPrefix(v, "8.") {
+		t.Errorf("python3-ipywidgets from trixie at %q or later; want 8.x", v)
+	}
+	if lowest["python3-comm"] == "" {
+		t.Errorf("python3-comm is not taken from trixie (ipywidgets 8 needs comm >= 0.2.1; bookworm has none)")
+	}
+	if !slices.ContainsFunc(python.Libraries(), func(l python.Library) bool { return l.Package == "python3-ipywidgets" }) {
+		t.Errorf("libraries.txt lacks python3-ipywidgets")
+	}
+}

@@ -1,11 +1,14 @@
 // Bundles entry.js into ../static/vendor/vendor.js (one minified ES
 // module) and writes the bundled packages' licences and xterm.js's
-// stylesheet (xterm.css) next to it. Run by
-// `make web-vendor` after `npm ci`; the same lockfile gives the same bytes.
+// stylesheet (xterm.css) next to it; bundles widgets-entry.js (the Jupyter
+// widgets, which the app loads only when a session has widgets) into
+// widgets.js, with its stylesheet widgets.css and Font Awesome's fonts in
+// fonts/. Run by `make web-vendor` after `npm ci`; the same lockfile gives
+// the same bytes.
 
 import { build } from 'esbuild';
-import { readFileSync, writeFileSync, existsSync, readdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { readFileSync, writeFileSync, existsSync, readdirSync, mkdirSync, rmSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -52,16 +55,33 @@ const result = await build({
   logLevel: 'warning'
 });
 
-// The packages whose code is in the bundle, with their versions.
-const used = new Map();
-for (const input of Object.keys(result.metafile.inputs)) {
-  const m = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(input);
-  if (!m || used.has(m[1])) continue;
-  const meta = JSON.parse(readFileSync(join(here, 'node_modules', m[1], 'package.json'), 'utf8'));
-  used.set(m[1], meta);
+// The packages whose code is in a bundle, with their versions.
+function packagesOf(metafile) {
+  const used = new Map();
+  for (const input of Object.keys(metafile.inputs)) {
+    const m = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(input);
+    if (!m || used.has(m[1])) continue;
+    const meta = JSON.parse(readFileSync(join(here, 'node_modules', m[1], 'package.json'), 'utf8'));
+    used.set(m[1], meta);
+  }
+  return used;
 }
+
+// The packages the widgets bundle is made of (the other pinned ones are in vendor.js).
+const WIDGET_PACKAGES = [
+  '@fortawesome/fontawesome-free',
+  '@jupyter-widgets/base',
+  '@jupyter-widgets/base-manager',
+  '@jupyter-widgets/controls',
+  '@jupyter-widgets/output',
+  '@lumino/messaging',
+  '@lumino/widgets'
+];
+
+const used = packagesOf(result.metafile);
 const names = [...used.keys()].sort();
 for (const [name, version] of Object.entries(pkg.dependencies)) {
+  if (WIDGET_PACKAGES.includes(name)) continue;
   if (used.get(name)?.version !== version) throw new Error(`${name}: bundled ${used.get(name)?.version}, package.json pins ${version}`);
 }
 
@@ -71,8 +91,112 @@ const banner =
   '// Licences: LICENSES.txt beside this file.\n';
 writeFileSync(join(outDir, 'vendor.js'), banner + result.outputFiles[0].text);
 
-let licences = 'Third-party code bundled into vendor.js, with its licences.\n';
-for (const name of names) {
+// ---- the widgets bundle
+
+// widgetsCSP rewrites what the page's CSP or its safety rules forbid, as
+// the widgets' packages are bundled, and fails when a pattern is no longer
+// there (a new version: review the rewrite):
+//   - underscore's template compiler (new Function: eval, which the CSP
+//     blocks; nothing in the widgets calls it) throws instead;
+//   - the HTML and HTMLMath widgets put their values into the page through
+//     innerHTML: sanitizedFragment (DOMPurify) instead;
+//   - sanitize-html (base-manager's sanitiser of HTML descriptions, with
+//     postcss and htmlparser2: 450 KB) is widgets-sanitize.js (DOMPurify);
+//   - the packages' package.json files (read for their version) keep their
+//     name and version only (no URLs in the page's files);
+//   - Font Awesome's fonts are taken as woff2 only.
+const sanitizeModule = join(here, 'widgets-sanitize.js');
+const widgetsCSP = {
+  name: 'widgets-csp',
+  setup(b) {
+    b.onResolve({ filter: /^sanitize-html$/ }, () => ({ path: sanitizeModule }));
+    b.onLoad({ filter: /[\\/]underscore[\\/].*\.js$/ }, (args) => {
+      let src = readFileSync(args.path, 'utf8');
+      const n = src.split('new Function(').length - 1;
+      if (n > 1) throw new Error(`${args.path}: ${n} new Function(, expected at most 1: review the CSP rewrite`);
+      src = src.replace('new Function(', '(function () { throw new Error("glassroom: _.template needs eval, which the CSP forbids"); })(');
+      return { contents: src, loader: 'js' };
+    });
+    b.onLoad({ filter: /[\\/]@jupyter-widgets[\\/]controls[\\/]lib[\\/]widget_string\.js$/ }, (args) => {
+      let src = readFileSync(args.path, 'utf8');
+      const assign = "this.content.innerHTML = this.model.get('value');";
+      const n = src.split(assign).length - 1;
+      if (n !== 2) throw new Error(`widget_string.js: ${n} innerHTML assignments of values, expected 2: review the rewrite`);
+      src = src.split(assign).join("this.content.replaceChildren(__glassroomSanitized(this.model.get('value')));");
+      if (/innerHTML\s*=/.test(src)) throw new Error('widget_string.js: another innerHTML assignment: review the rewrite');
+      src = 'import { sanitizedFragment as __glassroomSanitized } from ' + JSON.stringify(sanitizeModule) + ';\n' + src;
+      return { contents: src, loader: 'js' };
+    });
+    b.onLoad({ filter: /[\\/]node_modules[\\/]@jupyter-widgets[\\/][^\\/]+[\\/]package\.json$/ }, (args) => {
+      const meta = JSON.parse(readFileSync(args.path, 'utf8'));
+      return { contents: JSON.stringify({ name: meta.name, version: meta.version }), loader: 'json' };
+    });
+    b.onLoad({ filter: /[\\/]@fortawesome[\\/]fontawesome-free[\\/]css[\\/][^\\/]+\.css$/ }, (args) => {
+      let src = readFileSync(args.path, 'utf8');
+      let faces = 0;
+      src = src.replace(/@font-face\{[^}]*\}/g, (face) => {
+        const woff2 = /url\(([^)]+\.woff2)\)/.exec(face);
+        if (!woff2) return face;
+        faces++;
+        return face.replace(/src:[^;}]*;?src:[^;}]*/, 'src:url(' + woff2[1] + ') format("woff2")');
+      });
+      if (/\.(eot|ttf|woff|svg)[)#?]/.test(src.replace(/\.woff2/g, ''))) throw new Error(`${args.path}: fonts other than woff2 are still referenced`);
+      if (/all\.min\.css$/.test(args.path) && faces !== 3) throw new Error(`${args.path}: ${faces} font faces, expected 3`);
+      return { contents: src, loader: 'css' };
+    });
+  }
+};
+
+const fontsDir = join(outDir, 'fonts');
+const widgets = await build({
+  plugins: [widgetsCSP],
+  entryPoints: { widgets: join(here, 'widgets-entry.js') },
+  bundle: true,
+  format: 'esm',
+  minify: true,
+  target: 'es2020',
+  platform: 'browser',
+  charset: 'ascii',
+  legalComments: 'none',
+  sourcemap: false,
+  metafile: true,
+  write: false,
+  outdir: outDir,
+  assetNames: 'fonts/[name]',
+  loader: { '.woff2': 'file' },
+  define: { 'process.env.NODE_ENV': '"production"' },
+  absWorkingDir: here,
+  logLevel: 'warning'
+});
+const widgetsUsed = packagesOf(widgets.metafile);
+for (const name of WIDGET_PACKAGES) {
+  if (widgetsUsed.get(name)?.version !== pkg.dependencies[name]) throw new Error(`${name}: bundled ${widgetsUsed.get(name)?.version}, package.json pins ${pkg.dependencies[name]}`);
+}
+const widgetNames = [...widgetsUsed.keys()].sort();
+const widgetBanner = ([open, close]) =>
+  [
+    'glassroom widgets bundle: generated by `make web-vendor` from web/vendor/widgets-entry.js (do not edit).',
+    widgetNames.map((n) => n + '@' + widgetsUsed.get(n).version).join(' '),
+    'Licences: LICENSES.txt beside this file.'
+  ]
+    .map((line) => (open + ' ' + line + (close ? ' ' + close : '')) + '\n')
+    .join('');
+rmSync(fontsDir, { recursive: true, force: true });
+mkdirSync(fontsDir, { recursive: true });
+const sizes = {};
+for (const f of widgets.outputFiles) {
+  const name = basename(f.path);
+  let body = f.contents;
+  if (name === 'widgets.js') body = widgetBanner(['//', '']) + f.text;
+  else if (name === 'widgets.css') body = widgetBanner(['/*', '*/']) + f.text;
+  else if (!f.path.startsWith(fontsDir + '/')) throw new Error(`unexpected widgets output ${f.path}`);
+  writeFileSync(f.path, body);
+  sizes[f.path.slice(outDir.length + 1)] = Buffer.byteLength(body);
+}
+
+let licences = 'Third-party code bundled into vendor.js and widgets.js (with the fonts in fonts/), with its licences.\n';
+for (const [name, meta] of widgetsUsed) if (!used.has(name)) used.set(name, meta);
+for (const name of [...used.keys()].sort()) {
   const dir = join(here, 'node_modules', name);
   const file = readdirSync(dir).filter((f) => /^(licen[cs]e|copying)/i.test(f)).sort()[0];
   const meta = used.get(name);
@@ -90,3 +214,4 @@ writeFileSync(
     readFileSync(join(here, 'node_modules', '@xterm', 'xterm', 'css', 'xterm.css'), 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/\n{3,}/g, '\n\n').trim() + '\n'
 );
 console.log(`vendor.js: ${names.length} packages, ${Buffer.byteLength(banner + result.outputFiles[0].text)} bytes`);
+console.log(`widgets: ${widgetNames.length} packages, ` + Object.entries(sizes).map(([n, b]) => `${n} ${b} bytes`).join(', '));

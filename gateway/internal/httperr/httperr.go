@@ -114,6 +114,8 @@ func Of(err error) *Error {
 		return New(http.StatusConflict, "kernel_dead", "the kernel is dead; restart the session")
 	case errors.Is(err, sessions.ErrClosed):
 		return New(http.StatusServiceUnavailable, "shutting_down", "the session or gateway is shutting down")
+	case errors.Is(err, sessions.ErrReplyTooLarge):
+		return New(http.StatusBadGateway, "reply_too_large", "the kernel's reply was larger than glassroom relays (256 KiB on control, 2 MiB on shell)")
 	case errors.Is(err, context.DeadlineExceeded):
 		return New(http.StatusGatewayTimeout, "kernel_timeout", "the kernel did not answer in time")
 	case errors.Is(err, sessions.ErrUnavailable):

@@ -608,9 +608,19 @@ func TestEarlyInterrupt(t *testing.T) {
 	runtimetest.EarlyInterrupt(t, newRuntime(t, docker.Config{}), "early-interrupt-"+strconv.FormatInt(time.Now().UnixNano()%1e6, 10))
 }
 
+// TestDebugger: JupyterLab's debugger in a container (debugpy on the
+// container's own loopback under --network none, the cell dumped to its
+// tmpfs /tmp), through the runtime's kernel connection, under runc or
+// gVisor (runtimetest.Debugger).
+func TestDebugger(t *testing.T) {
+	runtimetest.Debugger(t, newRuntime(t, docker.Config{}), "debugger-"+strconv.FormatInt(time.Now().UnixNano()%1e6, 10))
+}
+
 // TestLibraries: the kernel image has every library of
-// images/python/libraries.txt, a seaborn plot is a PNG, and a Chinese title
-// draws with its glyphs (runtimetest.RunLibraries).
+// images/python/libraries.txt, a seaborn plot is a PNG, a Chinese title
+// draws with its glyphs, ipywidgets is 8 (images/python/trixie.txt) and
+// its widgets and tqdm.notebook bars open comms, and ipykernel's debugger
+// starts debugpy in the container (runtimetest.RunLibraries).
 func TestLibraries(t *testing.T) {
 	runtimetest.RunLibraries(t, newRuntime(t, docker.Config{}), "libraries-"+strconv.FormatInt(time.Now().UnixNano()%1e6, 10))
 }

@@ -761,9 +761,18 @@ func TestEarlyInterrupt(t *testing.T) {
 	runtimetest.EarlyInterrupt(t, newRuntime(t, local.Config{}), "early-interrupt-local")
 }
 
+// TestDebugger: JupyterLab's debugger in a local sandbox (debugpy on the
+// sandbox's own loopback, the cell dumped to its private /tmp), through
+// the runtime's kernel connection (runtimetest.Debugger).
+func TestDebugger(t *testing.T) {
+	runtimetest.Debugger(t, newRuntime(t, local.Config{}), "debugger-local")
+}
+
 // TestLibraries: the python3 kernel on this host has every library of
 // images/python/libraries.txt (scripts/install-deps.sh installs them), a
-// seaborn plot is a PNG, and a Chinese title draws with its glyphs
+// seaborn plot is a PNG, a Chinese title draws with its glyphs, ipywidgets
+// is 8 (images/python/trixie.txt) and its widgets and tqdm.notebook bars
+// open comms, and ipykernel's debugger starts debugpy in the sandbox
 // (runtimetest.RunLibraries).
 func TestLibraries(t *testing.T) {
 	runtimetest.RunLibraries(t, newRuntime(t, local.Config{}), "libraries-local")

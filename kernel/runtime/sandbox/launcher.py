@@ -1,7 +1,7 @@
 # glassroom's kernel launcher, run as
 # `python3 -I -B -c <this file> --kernel NAME -f <connection file>`.
 #
-# For python3 it starts ipykernel like ipykernel_launcher does, with four
+# For python3 it starts ipykernel like ipykernel_launcher does, with these
 # changes:
 #  - stdout/stderr are sent in messages of at most CHUNK characters: a
 #    writer that gets ahead of the kernel's I/O thread waits for it, so a
@@ -21,6 +21,11 @@
 #    DataFrame then also carry glassroom's structured JSON.
 #  - matplotlib's inline plots fall back to a CJK font (CJK_FONT) for the
 #    glyphs DejaVu Sans lacks, when that font is installed.
+#  - its kernel_info_reply says whether the Jupyter debugger is there
+#    ("debugger": true when debugpy imports), which ipykernel 6 leaves to
+#    its kernelspec; debugpy, once a client starts the debugger, listens
+#    on the sandbox's own 127.0.0.1 only (ipykernel's choice), and the
+#    cells it debugs are written to the sandbox's /tmp.
 #
 # For r (IRkernel) and javascript/typescript (Deno's `deno jupyter
 # --kernel`) it starts that kernel as its child and stays as a bridge
@@ -374,6 +379,7 @@ def run_ipykernel(args, rich):
 
     bound_stream_messages(iostream.OutStream)
     app = kernelapp.IPKernelApp.instance()
+    app.kernel_class = debugger_reporting_kernel()
     if os.path.exists(CJK_FONT_FILE):
         # matplotlib's inline backend applies InlineBackend.rc when pyplot
         # loads: glyphs DejaVu Sans lacks fall back to the CJK font.
@@ -390,6 +396,25 @@ def run_ipykernel(args, rich):
     UserSite(app.shell)
     InterruptGate(app.kernel, app.shell)
     app.start()
+
+
+def debugger_reporting_kernel():
+    # ipykernel 6 answers the Jupyter debugger's debug_request when debugpy
+    # imports, but says so only in the kernelspec it installs, which
+    # glassroom's clients never read: its kernel_info_reply says
+    # "debugger": true too (the key JupyterLab's debugger reads there, as
+    # ipykernel 7 says it in supported_features).
+    from ipykernel.debugger import _is_debugpy_available
+    from ipykernel.ipkernel import IPythonKernel
+
+    class Kernel(IPythonKernel):
+        @property
+        def kernel_info(self):
+            info = super().kernel_info
+            info["debugger"] = bool(_is_debugpy_available)
+            return info
+
+    return Kernel
 
 
 def register_rich_output(shell, code):

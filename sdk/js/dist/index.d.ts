@@ -9,8 +9,8 @@
  */
 export { Sandbox, SandboxPaginator, sandboxInfo } from './sandbox.js';
 export type { Context, RunCodeLanguage, RunCodeOpts, CreateCodeContextOpts, SandboxOpts, SandboxConnectOpts, SandboxInfo, SandboxMetrics, SandboxListOpts, SandboxState, } from './sandbox.js';
-export { Execution, ExecutionError, OutputMessage, Result, CHART_MIME, DATAFRAME_MIME } from './messaging.js';
-export type { Logs, MIMEType, RawData, FileChange } from './messaging.js';
+export { Execution, ExecutionError, OutputMessage, Result, UserExpression, CHART_MIME, DATAFRAME_MIME } from './messaging.js';
+export type { Logs, MIMEType, RawData, FileChange, NextInput } from './messaging.js';
 export { ChartType, ScaleType, deserializeChart } from './charts.js';
 export type { Chart, ChartTypes, LineChart, ScatterChart, BarChart, BarData, PieChart, PieData, BoxAndWhiskerChart, BoxAndWhiskerData, SuperChart, PointData, } from './charts.js';
 export { Filesystem, FileType, FilesystemEventType, WatchHandle } from './filesystem.js';

@@ -74,6 +74,35 @@ export declare class Result {
     formats(): string[];
     toJSON(): Record<string, unknown>;
 }
+/**
+ * glassroom: the kernel's answer to one of `runCode`'s `userExpressions`,
+ * evaluated after the code (by the Python kernel only when the code
+ * succeeded). `status` is `ok` (`data` is the value's MIME bundle, as the
+ * kernel sent it) or `error` (`error` is the exception; `data` empty).
+ */
+export declare class UserExpression {
+    readonly status: 'ok' | 'error' | string;
+    /** The value's MIME bundle (`text/plain`: its repr). */
+    readonly data: RawData;
+    readonly metadata: Record<string, unknown>;
+    readonly error?: ExecutionError | undefined;
+    constructor(status: 'ok' | 'error' | string, 
+    /** The value's MIME bundle (`text/plain`: its repr). */
+    data?: RawData, metadata?: Record<string, unknown>, error?: ExecutionError | undefined);
+    /** The value's `text/plain` (its repr: a string keeps its quotes), if any. */
+    get text(): string | undefined;
+    /** One entry of the gateway's `user_expressions`. */
+    static fromJSON(v: any): UserExpression;
+}
+/** glassroom: what the code asked to put in the next cell (`%load file.py`). */
+export interface NextInput {
+    /** The text. */
+    text: string;
+    /** True: it replaces the cell that ran rather than following it. */
+    replace: boolean;
+}
+/** A page's MIME bundle as a Result (its text as sent, quotes kept). */
+export declare function pageResult(data: RawData): Result;
 /** stdout and stderr of an execution, as the chunks arrived. */
 export interface Logs {
     stdout: string[];
@@ -102,6 +131,19 @@ export declare class Execution {
     durationMs?: number;
     /** What the execution changed in the workspace. */
     files: FileChange[];
+    /**
+     * glassroom: the answers to `runCode`'s `userExpressions`, by name
+     * (empty when none were asked, after code that raised (the Python
+     * kernel evaluates none then), or when the answers were past the
+     * gateway's cap of 256 KiB: `truncated` is then set).
+     */
+    userExpressions: Record<string, UserExpression>;
+    /** glassroom: help the code asked to show (`obj?`, `obj??`, `%pdoc`): MIME bundles as Results (`text`: IPython's pager text, with ANSI colour codes). */
+    pages: Result[];
+    /** glassroom: the text the code put in the next cell (`%load file.py`). */
+    nextInput?: NextInput;
+    /** glassroom: the code called `exit()` (the sandbox keeps running; kill it if that is what you want). */
+    exitRequested: boolean;
     constructor(results?: Result[], logs?: Logs, error?: ExecutionError | undefined, executionCount?: number | undefined);
     /** The text of the cell's value, if it has one. */
     get text(): string | undefined;

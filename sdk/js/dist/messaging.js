@@ -143,6 +143,47 @@ export class Result {
         return o;
     }
 }
+/**
+ * glassroom: the kernel's answer to one of `runCode`'s `userExpressions`,
+ * evaluated after the code (by the Python kernel only when the code
+ * succeeded). `status` is `ok` (`data` is the value's MIME bundle, as the
+ * kernel sent it) or `error` (`error` is the exception; `data` empty).
+ */
+export class UserExpression {
+    status;
+    data;
+    metadata;
+    error;
+    constructor(status, 
+    /** The value's MIME bundle (`text/plain`: its repr). */
+    data = {}, metadata = {}, error) {
+        this.status = status;
+        this.data = data;
+        this.metadata = metadata;
+        this.error = error;
+    }
+    /** The value's `text/plain` (its repr: a string keeps its quotes), if any. */
+    get text() {
+        return str(this.data['text/plain']);
+    }
+    /** One entry of the gateway's `user_expressions`. */
+    static fromJSON(v) {
+        const obj = (o) => (o && typeof o === 'object' && !Array.isArray(o) ? { ...o } : {});
+        const status = String(v?.status ?? '');
+        let error;
+        if (status !== 'ok') {
+            const tb = Array.isArray(v?.traceback) ? v.traceback.map(String).join('\n') : String(v?.traceback ?? '');
+            error = new ExecutionError(String(v?.ename ?? ''), String(v?.evalue ?? ''), tb);
+        }
+        return new UserExpression(status, obj(v?.data), obj(v?.metadata), error);
+    }
+}
+/** A page's MIME bundle as a Result (its text as sent, quotes kept). */
+export function pageResult(data) {
+    const r = new Result(data, false);
+    r.text = str(r.raw['text/plain']);
+    return r;
+}
 /** The outcome of `runCode`. */
 export class Execution {
     results;
@@ -160,6 +201,19 @@ export class Execution {
     durationMs;
     /** What the execution changed in the workspace. */
     files = [];
+    /**
+     * glassroom: the answers to `runCode`'s `userExpressions`, by name
+     * (empty when none were asked, after code that raised (the Python
+     * kernel evaluates none then), or when the answers were past the
+     * gateway's cap of 256 KiB: `truncated` is then set).
+     */
+    userExpressions = {};
+    /** glassroom: help the code asked to show (`obj?`, `obj??`, `%pdoc`): MIME bundles as Results (`text`: IPython's pager text, with ANSI colour codes). */
+    pages = [];
+    /** glassroom: the text the code put in the next cell (`%load file.py`). */
+    nextInput;
+    /** glassroom: the code called `exit()` (the sandbox keeps running; kill it if that is what you want). */
+    exitRequested = false;
     constructor(results = [], logs = { stdout: [], stderr: [] }, error, executionCount) {
         this.results = results;
         this.logs = logs;

@@ -22,6 +22,14 @@ export interface RunCodeOpts {
     envs?: Record<string, string>;
     /** glassroom: working directory for this execution only (a workspace path that exists). */
     cwd?: string;
+    /**
+     * glassroom: expressions the kernel evaluates after the code, by name
+     * (Jupyter's `user_expressions`; at most 32, a name of 1..256 bytes, an
+     * expression of at most 4 KiB, else InvalidArgumentError); their answers
+     * are in `execution.userExpressions`. The Python kernel evaluates none
+     * after code that raised.
+     */
+    userExpressions?: Record<string, string>;
     /** How long the code may run (ms); past it it is interrupted and runCode throws TimeoutError. Default: the gateway's execution timeout. */
     timeoutMs?: number;
     /** How long to wait for the gateway beyond that (ms). */

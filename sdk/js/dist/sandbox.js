@@ -2,7 +2,7 @@ import { ConnectionConfig, frameText, openWebSocket, sessionPath } from './conne
 import { Commands } from './commands.js';
 import { InvalidArgumentError, NotFoundError, SandboxError, TimeoutError } from './errors.js';
 import { Filesystem } from './filesystem.js';
-import { Execution, ExecutionError, OutputMessage, Result } from './messaging.js';
+import { Execution, ExecutionError, OutputMessage, pageResult, Result, UserExpression } from './messaging.js';
 /** The session JSON as a SandboxInfo. */
 export function sandboxInfo(s) {
     const limits = s?.limits ?? {};
@@ -96,6 +96,16 @@ function applyEvent(x, ev) {
             x.error = new ExecutionError(String(ev.name ?? ''), String(ev.value ?? ''), tb);
             return x.error;
         }
+        case 'page':
+            if (ev.data && typeof ev.data === 'object' && !Array.isArray(ev.data))
+                x.pages.push(pageResult(ev.data));
+            return undefined;
+        case 'set_next_input':
+            x.nextInput = { text: String(ev.text ?? ''), replace: !!ev.replace };
+            return undefined;
+        case 'ask_exit':
+            x.exitRequested = true;
+            return undefined;
     }
     return undefined;
 }
@@ -110,6 +120,13 @@ function finish(x, out) {
         x.reason = String(out.reason);
     for (const f of Array.isArray(out?.files) ? out.files : [])
         x.files.push({ path: String(f.path), size: Number(f.size ?? 0), change: String(f.change ?? '') });
+    const ues = out?.user_expressions;
+    if (ues && typeof ues === 'object' && !Array.isArray(ues)) {
+        // fromEntries: a name such as __proto__ is an own property like any other.
+        x.userExpressions = Object.fromEntries(Object.entries(ues)
+            .filter(([, v]) => v && typeof v === 'object' && !Array.isArray(v))
+            .map(([name, v]) => [name, UserExpression.fromJSON(v)]));
+    }
 }
 /**
  * A glassroom session (a sandbox holding persistent Jupyter kernels),
@@ -291,6 +308,14 @@ export class Sandbox {
             frame.envs = opts.envs;
         if (opts.cwd)
             frame.cwd = opts.cwd;
+        if (opts.userExpressions !== undefined) {
+            const ues = opts.userExpressions;
+            if (!ues || typeof ues !== 'object' || Array.isArray(ues) || !Object.values(ues).every((v) => typeof v === 'string')) {
+                throw new InvalidArgumentError('userExpressions must map names to expressions (strings)');
+            }
+            if (Object.keys(ues).length)
+                frame.user_expressions = ues;
+        }
         if (opts.timeoutMs && opts.timeoutMs > 0)
             frame.timeout_s = opts.timeoutMs / 1000;
         let x;

@@ -20,8 +20,8 @@ export type {
   SandboxListOpts,
   SandboxState,
 } from './sandbox.js'
-export { Execution, ExecutionError, OutputMessage, Result, CHART_MIME, DATAFRAME_MIME } from './messaging.js'
-export type { Logs, MIMEType, RawData, FileChange } from './messaging.js'
+export { Execution, ExecutionError, OutputMessage, Result, UserExpression, CHART_MIME, DATAFRAME_MIME } from './messaging.js'
+export type { Logs, MIMEType, RawData, FileChange, NextInput } from './messaging.js'
 export { ChartType, ScaleType, deserializeChart } from './charts.js'
 export type {
   Chart,

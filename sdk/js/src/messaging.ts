@@ -137,6 +137,54 @@ export class Result {
   }
 }
 
+/**
+ * glassroom: the kernel's answer to one of `runCode`'s `userExpressions`,
+ * evaluated after the code (by the Python kernel only when the code
+ * succeeded). `status` is `ok` (`data` is the value's MIME bundle, as the
+ * kernel sent it) or `error` (`error` is the exception; `data` empty).
+ */
+export class UserExpression {
+  constructor(
+    public readonly status: 'ok' | 'error' | string,
+    /** The value's MIME bundle (`text/plain`: its repr). */
+    public readonly data: RawData = {},
+    public readonly metadata: Record<string, unknown> = {},
+    public readonly error?: ExecutionError
+  ) {}
+
+  /** The value's `text/plain` (its repr: a string keeps its quotes), if any. */
+  get text(): string | undefined {
+    return str(this.data['text/plain'])
+  }
+
+  /** One entry of the gateway's `user_expressions`. */
+  static fromJSON(v: any): UserExpression {
+    const obj = (o: unknown): Record<string, unknown> => (o && typeof o === 'object' && !Array.isArray(o) ? { ...(o as Record<string, unknown>) } : {})
+    const status = String(v?.status ?? '')
+    let error: ExecutionError | undefined
+    if (status !== 'ok') {
+      const tb = Array.isArray(v?.traceback) ? v.traceback.map(String).join('\n') : String(v?.traceback ?? '')
+      error = new ExecutionError(String(v?.ename ?? ''), String(v?.evalue ?? ''), tb)
+    }
+    return new UserExpression(status, obj(v?.data), obj(v?.metadata), error)
+  }
+}
+
+/** glassroom: what the code asked to put in the next cell (`%load file.py`). */
+export interface NextInput {
+  /** The text. */
+  text: string
+  /** True: it replaces the cell that ran rather than following it. */
+  replace: boolean
+}
+
+/** A page's MIME bundle as a Result (its text as sent, quotes kept). */
+export function pageResult(data: RawData): Result {
+  const r = new Result(data, false)
+  ;(r as any).text = str(r.raw['text/plain'])
+  return r
+}
+
 /** stdout and stderr of an execution, as the chunks arrived. */
 export interface Logs {
   stdout: string[]
@@ -163,6 +211,19 @@ export class Execution {
   durationMs?: number
   /** What the execution changed in the workspace. */
   files: FileChange[] = []
+  /**
+   * glassroom: the answers to `runCode`'s `userExpressions`, by name
+   * (empty when none were asked, after code that raised (the Python
+   * kernel evaluates none then), or when the answers were past the
+   * gateway's cap of 256 KiB: `truncated` is then set).
+   */
+  userExpressions: Record<string, UserExpression> = {}
+  /** glassroom: help the code asked to show (`obj?`, `obj??`, `%pdoc`): MIME bundles as Results (`text`: IPython's pager text, with ANSI colour codes). */
+  pages: Result[] = []
+  /** glassroom: the text the code put in the next cell (`%load file.py`). */
+  nextInput?: NextInput
+  /** glassroom: the code called `exit()` (the sandbox keeps running; kill it if that is what you want). */
+  exitRequested = false
 
   constructor(
     public results: Result[] = [],

@@ -2,7 +2,7 @@ import { ConnectionConfig, type ConnectionOpts, frameText, openWebSocket, sessio
 import { Commands } from './commands.js'
 import { InvalidArgumentError, NotFoundError, SandboxError, TimeoutError } from './errors.js'
 import { Filesystem } from './filesystem.js'
-import { Execution, ExecutionError, OutputMessage, Result } from './messaging.js'
+import { Execution, ExecutionError, OutputMessage, pageResult, Result, UserExpression } from './messaging.js'
 
 /** A context: one kernel of the sandbox with its own language, working directory and variables. */
 export interface Context {
@@ -26,6 +26,14 @@ export interface RunCodeOpts {
   envs?: Record<string, string>
   /** glassroom: working directory for this execution only (a workspace path that exists). */
   cwd?: string
+  /**
+   * glassroom: expressions the kernel evaluates after the code, by name
+   * (Jupyter's `user_expressions`; at most 32, a name of 1..256 bytes, an
+   * expression of at most 4 KiB, else InvalidArgumentError); their answers
+   * are in `execution.userExpressions`. The Python kernel evaluates none
+   * after code that raised.
+   */
+  userExpressions?: Record<string, string>
   /** How long the code may run (ms); past it it is interrupted and runCode throws TimeoutError. Default: the gateway's execution timeout. */
   timeoutMs?: number
   /** How long to wait for the gateway beyond that (ms). */
@@ -198,6 +206,15 @@ function applyEvent(x: Execution, ev: any): Result | ExecutionError | undefined 
       x.error = new ExecutionError(String(ev.name ?? ''), String(ev.value ?? ''), tb)
       return x.error
     }
+    case 'page':
+      if (ev.data && typeof ev.data === 'object' && !Array.isArray(ev.data)) x.pages.push(pageResult(ev.data))
+      return undefined
+    case 'set_next_input':
+      x.nextInput = { text: String(ev.text ?? ''), replace: !!ev.replace }
+      return undefined
+    case 'ask_exit':
+      x.exitRequested = true
+      return undefined
   }
   return undefined
 }
@@ -210,6 +227,13 @@ function finish(x: Execution, out: any): void {
   x.stateLost = !!out?.state_lost
   if (out?.reason) x.reason = String(out.reason)
   for (const f of Array.isArray(out?.files) ? out.files : []) x.files.push({ path: String(f.path), size: Number(f.size ?? 0), change: String(f.change ?? '') })
+  const ues = out?.user_expressions
+  if (ues && typeof ues === 'object' && !Array.isArray(ues)) {
+    // fromEntries: a name such as __proto__ is an own property like any other.
+    x.userExpressions = Object.fromEntries(Object.entries(ues)
+      .filter(([, v]) => v && typeof v === 'object' && !Array.isArray(v))
+      .map(([name, v]) => [name, UserExpression.fromJSON(v)]))
+  }
 }
 
 /**
@@ -411,6 +435,13 @@ export class Sandbox {
     if (opts.context !== undefined) frame.context = contextId(opts.context)
     if (opts.envs && Object.keys(opts.envs).length) frame.envs = opts.envs
     if (opts.cwd) frame.cwd = opts.cwd
+    if (opts.userExpressions !== undefined) {
+      const ues = opts.userExpressions
+      if (!ues || typeof ues !== 'object' || Array.isArray(ues) || !Object.values(ues).every((v) => typeof v === 'string')) {
+        throw new InvalidArgumentError('userExpressions must map names to expressions (strings)')
+      }
+      if (Object.keys(ues).length) frame.user_expressions = ues
+    }
     if (opts.timeoutMs && opts.timeoutMs > 0) frame.timeout_s = opts.timeoutMs / 1000
     let x: Execution
     try {

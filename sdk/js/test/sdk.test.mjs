@@ -7,7 +7,7 @@ import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
 import {
   Sandbox, Result, CommandExitError, TimeoutError, NotFoundError, SandboxNotFoundError, FileNotFoundError,
-  AuthenticationError, InvalidArgumentError, SandboxError, TemplateError, FileType, ChartType,
+  AuthenticationError, InvalidArgumentError, SandboxError, TemplateError, FileType, ChartType, UserExpression,
 } from '../dist/index.js'
 import * as e2b from '../dist/e2b.js'
 import E2BDefault from '../dist/e2b.js'
@@ -94,6 +94,59 @@ test('runCode: a string value is its text without quotes, as in E2B', async () =
   const x = await sbx.runCode('"it" + "s"')
   assert.equal(x.text, 'its')
   assert.equal(x.results[0].raw['text/plain'], "'its'")
+})
+
+test('runCode: userExpressions are answered on execution.userExpressions', async () => {
+  const sbx = await shared()
+  const seen = []
+  const x = await sbx.runCode('ue = 6\nprint("ran")', {
+    userExpressions: { twice: 'ue * 2', bad: '1/0', s: "'a'" }, onStdout: (m) => seen.push(m.line),
+  })
+  assert.deepEqual(seen, ['ran\n'])
+  assert.deepEqual(Object.keys(x.userExpressions).sort(), ['bad', 's', 'twice'])
+  const ok = x.userExpressions.twice
+  assert.ok(ok instanceof UserExpression)
+  assert.equal(ok.status, 'ok')
+  assert.equal(ok.text, '12')
+  assert.deepEqual(ok.data, { 'text/plain': '12' })
+  assert.equal(ok.error, undefined)
+  assert.equal(x.userExpressions.s.text, "'a'") // the repr, quotes kept
+  const bad = x.userExpressions.bad
+  assert.equal(bad.status, 'error')
+  assert.equal(bad.text, undefined)
+  assert.equal(bad.error.name, 'ZeroDivisionError')
+  assert.equal(bad.error.value, 'division by zero')
+  assert.match(bad.error.traceback, /ZeroDivisionError/)
+  assert.equal(x.error, undefined) // an expression's error is not the execution's
+  // The Python kernel evaluates them only after code that succeeded.
+  const y = await sbx.runCode("raise KeyError('k')", { userExpressions: { v: 'ue' } })
+  assert.equal(y.error.name, 'KeyError')
+  assert.deepEqual(y.userExpressions, {})
+  assert.equal((await sbx.runCode('ue', { userExpressions: { v: 'ue' } })).userExpressions.v.text, '6')
+  assert.deepEqual((await sbx.runCode('ue')).userExpressions, {})
+  await assert.rejects(sbx.runCode('1', { userExpressions: { '': '1' } }), InvalidArgumentError) // the gateway's bounds
+  await assert.rejects(sbx.runCode('1', { userExpressions: { n: 1 } }), InvalidArgumentError)
+})
+
+test('runCode: help pages (len?), the next input (%load), exit()', async () => {
+  const sbx = await shared()
+  await sbx.files.write('/home/user/loadme.py', "print('loaded')\n")
+  let x = await sbx.runCode('len?')
+  assert.equal(x.pages.length, 1)
+  assert.ok(x.pages[0] instanceof Result)
+  assert.match(x.pages[0].text, /Return the number of items/)
+  assert.deepEqual(x.results, [])
+  assert.equal(x.error, undefined)
+  assert.equal(x.nextInput, undefined)
+  assert.equal(x.exitRequested, false)
+  x = await sbx.runCode('%load loadme.py')
+  assert.deepEqual(x.nextInput, { text: "# %load loadme.py\nprint('loaded')\n", replace: true })
+  assert.deepEqual(x.pages, [])
+  x = await sbx.runCode('1 + 1')
+  assert.deepEqual([x.pages, x.nextInput, x.exitRequested], [[], undefined, false])
+  const own = await sandbox() // exit() asks the front end to end the kernel
+  assert.equal((await own.runCode('exit()')).exitRequested, true)
+  await own.kill()
 })
 
 test('runCode: envs hold for one execution only', async () => {

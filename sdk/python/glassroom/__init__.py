@@ -15,15 +15,16 @@ from .exceptions import (AuthenticationException, ConflictException, InvalidArgu
                          NotFoundException, RateLimitException, SandboxException, TimeoutException)
 from .files import FileStream, Filesystem
 from .files import WORKSPACE
-from .models import (Context, EntryInfo, Execution, ExecutionError, FileChange, FileType, Logs, OutputMessage, Result,
-                     SandboxInfo, WriteInfo)
+from .models import (Context, EntryInfo, Execution, ExecutionError, FileChange, FileType, Logs, NextInput, OutputMessage,
+                     Result, SandboxInfo, UserExpression, WriteInfo)
 from .sandbox import OutputHandler, Sandbox
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Sandbox", "AsyncSandbox", "Filesystem", "AsyncFilesystem", "FileStream",
-    "Execution", "ExecutionError", "Logs", "Result", "OutputMessage", "OutputHandler", "FileChange",
+    "Execution", "ExecutionError", "Logs", "Result", "OutputMessage", "OutputHandler", "FileChange", "UserExpression",
+    "NextInput",
     "EntryInfo", "WriteInfo", "FileType", "SandboxInfo", "Context", "WORKSPACE",
     "SandboxException", "TimeoutException", "NotFoundException", "AuthenticationException",
     "InvalidArgumentException", "ConflictException", "RateLimitException", "NotEnoughSpaceException",

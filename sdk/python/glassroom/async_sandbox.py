@@ -250,7 +250,8 @@ class AsyncSandbox:
                        on_stdout: Optional[AsyncOutputHandler] = None, on_stderr: Optional[AsyncOutputHandler] = None,
                        on_result: Optional[AsyncOutputHandler] = None, on_error: Optional[AsyncOutputHandler] = None,
                        timeout: Optional[float] = None, request_timeout: Optional[float] = None,
-                       envs: Optional[Dict[str, str]] = None, cwd: Optional[str] = None) -> Execution:
+                       envs: Optional[Dict[str, str]] = None, cwd: Optional[str] = None,
+                       user_expressions: Optional[Mapping[str, str]] = None) -> Execution:
         """Runs code (see ``Sandbox.run_code``); callbacks may be coroutines."""
         loop = asyncio.get_running_loop()
 
@@ -259,5 +260,5 @@ class AsyncSandbox:
 
         kw: Dict[str, Any] = dict(language=language, context=context, on_stdout=on_loop(on_stdout), on_stderr=on_loop(on_stderr),
                                   on_result=on_loop(on_result), on_error=on_loop(on_error), timeout=timeout,
-                                  request_timeout=request_timeout, envs=envs, cwd=cwd)
+                                  request_timeout=request_timeout, envs=envs, cwd=cwd, user_expressions=user_expressions)
         return await asyncio.to_thread(self._sbx.run_code, code, **kw)

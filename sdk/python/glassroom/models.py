@@ -162,6 +162,53 @@ class ExecutionError:
 
 
 @dataclass
+class UserExpression:
+    """The kernel's answer to one of ``run_code``'s ``user_expressions``,
+    evaluated after the code (by the Python kernel only when the code
+    succeeded).
+
+    ``status`` is "ok" (``data`` is the value's MIME bundle, as the kernel
+    sent it, with ``metadata``) or "error" (``error`` is the exception,
+    ``data`` empty). ``text`` is the value's ``text/plain``: its repr, a
+    string keeping its quotes.
+    """
+
+    status: str
+    data: Dict[str, Any] = field(default_factory=dict)
+    metadata: Dict[str, Any] = field(default_factory=dict)
+    error: Optional[ExecutionError] = None
+
+    @property
+    def text(self) -> Optional[str]:
+        """The value's text/plain representation, or None."""
+        t = _text(self.data.get("text/plain"))
+        return t if isinstance(t, str) else None
+
+    @classmethod
+    def from_json(cls, v: Dict[str, Any]) -> "UserExpression":
+        """One entry of the gateway's ``user_expressions``."""
+        status = str(v.get("status") or "")
+        data = v.get("data") if isinstance(v.get("data"), dict) else {}
+        metadata = v.get("metadata") if isinstance(v.get("metadata"), dict) else {}
+        err = None
+        if status != "ok":
+            tb = v.get("traceback")
+            err = ExecutionError(str(v.get("ename") or ""), str(v.get("evalue") or ""),
+                                 "\n".join(str(t) for t in tb) if isinstance(tb, list) else str(tb or ""))
+        return cls(status=status, data=dict(data), metadata=dict(metadata), error=err)
+
+
+@dataclass
+class NextInput:
+    """What the code asked to put in the next cell (``%load file.py``,
+    IPython's ``set_next_input``): ``text``, and ``replace`` (True: it
+    replaces the current cell rather than following it)."""
+
+    text: str
+    replace: bool = False
+
+
+@dataclass
 class Logs:
     """What the code printed: lists of chunks as they arrived."""
 
@@ -191,6 +238,17 @@ class Execution:
     interrupted, died), ``duration_ms``, ``truncated`` (output was cut at
     the gateway's caps), ``state_lost`` (the variables did not survive),
     ``reason`` and ``files`` (workspace changes).
+
+    What the code asked of its front end (an execute_reply's payloads):
+    ``pages``, help to show (``obj?``, ``obj??``, ``%pdoc``) as Results
+    (``text``: IPython's pager text, with ANSI colour codes; other MIME
+    types when the kernel sends them); ``next_input``,
+    the text ``%load`` put in the next cell (a NextInput, or None);
+    ``exit_requested``, True when the code called ``exit()`` (the sandbox
+    keeps running). ``user_expressions`` answers ``run_code``'s
+    ``user_expressions``: name -> UserExpression (empty when none were
+    asked; also empty when the answers were past the gateway's cap,
+    256 KiB, and ``truncated`` is then set).
     """
 
     results: List[Result] = field(default_factory=list)
@@ -203,6 +261,10 @@ class Execution:
     state_lost: bool = False
     reason: str = ""
     files: List[FileChange] = field(default_factory=list)
+    user_expressions: Dict[str, UserExpression] = field(default_factory=dict)
+    pages: List[Result] = field(default_factory=list)
+    next_input: Optional[NextInput] = None
+    exit_requested: bool = False
 
     @property
     def text(self) -> Optional[str]:
@@ -221,6 +283,20 @@ class Execution:
 
     def __repr__(self) -> str:
         return f"Execution(Results: {self.results}, Logs: {self.logs}, Error: {self.error})"
+
+
+def user_expressions(value: Any) -> Dict[str, UserExpression]:
+    """The gateway's ``user_expressions`` (entries that are not objects are left out)."""
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): UserExpression.from_json(v) for k, v in value.items() if isinstance(v, dict)}
+
+
+def page(bundle: Dict[str, Any]) -> Result:
+    """A page's MIME bundle as a Result, its text as sent (quotes kept)."""
+    r = Result(bundle)
+    r.text = _text(r.raw.get("text/plain"))
+    return r
 
 
 class FileType(Enum):

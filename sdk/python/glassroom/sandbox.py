@@ -5,13 +5,15 @@ import json
 import time
 import urllib.parse
 import uuid
+from collections import abc
 from typing import Any, Callable, Dict, List, Mapping, Optional, Type, TypeVar, Union
 
 from ._http import Connection, session_path
 from .exceptions import InvalidArgumentException, NotFoundException, SandboxException, TimeoutException
 from .commands import Commands
 from .files import Filesystem
-from .models import Context, Execution, ExecutionError, FileChange, OutputMessage, Result, SandboxInfo, sandbox_info
+from .models import (Context, Execution, ExecutionError, FileChange, NextInput, OutputMessage, Result, SandboxInfo, page,
+                     sandbox_info, user_expressions)
 
 T = TypeVar("T")
 S = TypeVar("S", bound="Sandbox")
@@ -212,7 +214,8 @@ class Sandbox:
                  on_result: Optional[OutputHandler[Result]] = None,
                  on_error: Optional[OutputHandler[ExecutionError]] = None,
                  timeout: Optional[float] = None, request_timeout: Optional[float] = None,
-                 envs: Optional[Dict[str, str]] = None, cwd: Optional[str] = None) -> Execution:
+                 envs: Optional[Dict[str, str]] = None, cwd: Optional[str] = None,
+                 user_expressions: Optional[Mapping[str, str]] = None) -> Execution:
         """Runs code in one of the sandbox's kernels; variables persist
         between calls.
 
@@ -240,6 +243,13 @@ class Sandbox:
             the workspace (relative to /home/user, or absolute under it) that
             exists; else ``execution.error`` is a SettingsError and the code
             does not run. The next execution is back in the previous directory.
+        :param user_expressions: name -> expression, evaluated by the kernel
+            after the code (Jupyter's user_expressions; at most 32, a name of
+            1..256 bytes, an expression of at most 4 KiB, else
+            InvalidArgumentException): ``execution.user_expressions`` has
+            each one's UserExpression (its value's MIME bundle, or the error
+            it raised). The Python kernel evaluates none after code that
+            raised (``user_expressions`` is then empty).
         """
         where: Dict[str, Any] = {}
         if language:
@@ -250,6 +260,11 @@ class Sandbox:
             where["envs"] = dict(envs)
         if cwd:
             where["cwd"] = cwd
+        if user_expressions:
+            if not isinstance(user_expressions, abc.Mapping) or not all(
+                    isinstance(k, str) and isinstance(v, str) for k, v in user_expressions.items()):
+                raise InvalidArgumentException("user_expressions must map names (str) to expressions (str)")
+            where["user_expressions"] = dict(user_expressions)
         if timeout is not None and timeout <= 0:
             timeout = None
         if on_stdout or on_stderr or on_result or on_error:
@@ -319,7 +334,9 @@ class Sandbox:
                     ran_in = str(ev["context"])
                 kind = ev.get("type")
                 if kind == "rejected":
-                    raise SandboxException(f"rejected: {ev.get('code')}: {ev.get('message')}", 0, str(ev.get("code", "")))
+                    code = str(ev.get("code", ""))
+                    cls = InvalidArgumentException if code in ("bad_request", "bad_path") else SandboxException
+                    raise cls(f"rejected: {code}: {ev.get('message')}", 0, code)
                 if kind == "input_request":
                     ws.send(json.dumps({"type": "input_reply", "id": eid, "value": ""}))
                     continue
@@ -367,6 +384,12 @@ def _apply(x: Execution, ev: Dict[str, Any]) -> Any:
         tb = ev.get("traceback") or []
         x.error = ExecutionError(str(ev.get("name", "")), str(ev.get("value", "")), "\n".join(str(t) for t in tb))
         return x.error
+    elif kind == "page" and isinstance(ev.get("data"), dict):
+        x.pages.append(page(ev["data"]))
+    elif kind == "set_next_input":
+        x.next_input = NextInput(str(ev.get("text") or ""), bool(ev.get("replace")))
+    elif kind == "ask_exit":
+        x.exit_requested = True
     return None
 
 
@@ -376,6 +399,7 @@ def _finish(x: Execution, out: Dict[str, Any]) -> None:
     x.truncated = bool(out.get("truncated"))
     x.state_lost = bool(out.get("state_lost"))
     x.reason = str(out.get("reason") or "")
+    x.user_expressions = user_expressions(out.get("user_expressions"))
     for f in out.get("files") or []:
         x.files.append(FileChange(str(f.get("path", "")), int(f.get("size") or 0), str(f.get("change", ""))))
 

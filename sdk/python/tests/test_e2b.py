@@ -63,6 +63,19 @@ class E2BSyncTest(unittest.TestCase):
         self.assertEqual(self.sbx.run_code("y", context=ctx).text, "5")
         self.assertIn(ctx.id, [c.id for c in self.sbx.list_code_contexts()])
 
+    def test_payloads_leave_e2b_results_alone(self) -> None:
+        # E2B's run_code has no pager: help and %load are not results or
+        # errors (glassroom's extra Execution fields hold them).
+        self.sbx.files.write("/home/user/l.py", "a = 1\n")
+        for kw in ({}, {"on_result": lambda r: self.fail(f"a result: {r}")}):
+            x = self.sbx.run_code("len?", **kw)
+            self.assertEqual((x.results, x.error, x.text), ([], None, None))
+            self.assertIn("Return the number of items", x.pages[0].text or "")
+            x = self.sbx.run_code("%load l.py", **kw)
+            self.assertEqual((x.results, x.error), ([], None))
+            self.assertEqual(x.next_input.text if x.next_input else None, "# %load l.py\na = 1\n")
+        self.assertEqual(self.sbx.run_code("6 * 7").text, "42")
+
     def test_execution_timeout(self) -> None:
         with self.assertRaisesRegex(TimeoutException, "Execution timed out"):
             self.sbx.run_code("import time; time.sleep(30)", timeout=2)

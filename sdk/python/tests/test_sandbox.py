@@ -11,7 +11,8 @@ import unittest
 from datetime import datetime
 
 from glassroom import (AsyncSandbox, AuthenticationException, EntryInfo, Execution, ExecutionError, FileType,
-                       InvalidArgumentException, NotFoundException, OutputMessage, Result, Sandbox, TimeoutException)
+                       InvalidArgumentException, NextInput, NotFoundException, OutputMessage, Result, Sandbox,
+                       TimeoutException, UserExpression)
 
 
 class SandboxTest(unittest.TestCase):
@@ -119,6 +120,61 @@ class SandboxTest(unittest.TestCase):
         x = self.sbx.run_code("raise ValueError('bad')", on_error=errors.append)
         self.assertEqual(errors[0].name, "ValueError")
         self.assertIs(errors[0], x.error)
+
+    def test_user_expressions(self) -> None:
+        # Over REST (no callbacks) and over the WebSocket (a callback).
+        for streamed in (False, True):
+            with self.subTest(streamed=streamed):
+                seen: list = []
+                kw = {"on_stdout": seen.append} if streamed else {}
+                x = self.sbx.run_code("ue = 6\nprint('ran')", user_expressions={"twice": "ue * 2", "bad": "1/0", "s": "'a'"},
+                                      **kw)
+                self.assertEqual(x.logs.stdout, ["ran\n"])
+                self.assertEqual(set(x.user_expressions), {"twice", "bad", "s"})
+                ok = x.user_expressions["twice"]
+                self.assertIsInstance(ok, UserExpression)
+                self.assertEqual((ok.status, ok.text, ok.data, ok.error), ("ok", "12", {"text/plain": "12"}, None))
+                self.assertEqual(x.user_expressions["s"].text, "'a'")  # the repr, quotes kept
+                bad = x.user_expressions["bad"]
+                self.assertEqual((bad.status, bad.text, bad.data), ("error", None, {}))
+                assert bad.error is not None
+                self.assertEqual((bad.error.name, bad.error.value), ("ZeroDivisionError", "division by zero"))
+                self.assertIn("ZeroDivisionError", bad.error.traceback)
+                self.assertIsNone(x.error)  # an expression's error is not the execution's
+                self.assertEqual(len(seen), 1 if streamed else 0)
+                # ipykernel evaluates them only after code that succeeded.
+                y = self.sbx.run_code("raise KeyError('k')", user_expressions={"v": "ue"}, **kw)
+                self.assertEqual(y.error.name if y.error else None, "KeyError")
+                self.assertEqual(y.user_expressions, {})
+                self.assertEqual(self.sbx.run_code("ue", **kw).user_expressions, {})
+                with self.assertRaises(InvalidArgumentException):
+                    self.sbx.run_code("1", user_expressions={"": "1"}, **kw)  # the gateway's bounds
+        with self.assertRaises(InvalidArgumentException):
+            self.sbx.run_code("1", user_expressions={"n": 1})  # type: ignore[dict-item]
+
+    def test_pages_and_next_input(self) -> None:
+        self.sbx.files.write("loadme.py", "print('loaded')\n")
+        for streamed in (False, True):
+            with self.subTest(streamed=streamed):
+                kw = {"on_stdout": lambda m: None} if streamed else {}
+                x = self.sbx.run_code("len?", **kw)
+                self.assertEqual(len(x.pages), 1)
+                self.assertIsInstance(x.pages[0], Result)
+                self.assertIn("Return the number of items", x.pages[0].text or "")
+                self.assertEqual((x.results, x.error, x.next_input, x.exit_requested), ([], None, None, False))
+                x = self.sbx.run_code("%load loadme.py", **kw)
+                assert x.next_input is not None
+                self.assertIsInstance(x.next_input, NextInput)
+                self.assertIn("print('loaded')", x.next_input.text)
+                self.assertTrue(x.next_input.replace)  # %load replaces the cell it ran in
+                self.assertEqual((x.pages, x.results, x.error), ([], [], None))
+                x = self.sbx.run_code("1 + 1", **kw)
+                self.assertEqual((x.pages, x.next_input, x.exit_requested), ([], None, False))
+
+    def test_exit_requested(self) -> None:
+        with Sandbox() as s:  # its own: exit() asks the front end to end the kernel
+            self.assertTrue(s.run_code("exit()").exit_requested)
+            self.assertTrue(s.run_code("exit()", on_stdout=lambda m: None).exit_requested)
 
     def test_timeout_raises_with_partial_output(self) -> None:
         with self.assertRaises(TimeoutException) as cm:
@@ -240,6 +296,8 @@ class AsyncTest(unittest.TestCase):
                 self.assertEqual(await sbx.files.read("a.txt"), "async")
                 self.assertTrue(await sbx.files.exists("a.txt"))
                 self.assertEqual((await sbx.get_info()).sandbox_id, sbx.sandbox_id)
+                ue = await sbx.run_code("a = 20", user_expressions={"n": "a + 1"}, on_stdout=on_stdout)
+                self.assertEqual(ue.user_expressions["n"].text, "21")
                 same = await AsyncSandbox.connect(sbx.sandbox_id)
                 self.assertEqual((await same.run_code("x = 1; x")).text, "1")
             self.assertFalse(await sbx.is_running())

@@ -23,6 +23,7 @@ import { createEditor } from './editor.js';
 import { editorMode, kernelOf, label } from './languages.js';
 import { renderMarkdown } from './markdown.js';
 import { outputFromEvent } from './nbformat.js';
+import { helpSubject, nextInput } from './pager.js';
 import { fmtElapsed, randomId } from './text.js';
 
 /**
@@ -96,6 +97,14 @@ function isCellType(v) {
 /** @type {{[type: string]: boolean}} */
 const OUTPUT_EVENTS = { stream: true, display: true, result: true, error: true, input_request: true };
 
+// What a cell that called exit() or quit() shows (ask_exit): the page
+// never ends the session for it. IPython's exit() stops the kernel (the
+// gateway starts it again, without the variables) unless it is
+// exit(keep_kernel=True); keepkernel says which when the event carries it.
+const ASK_EXIT_NOTE =
+  'The code asked to exit: the kernel stops and starts again without its variables, unless it was exit(keep_kernel=True). The session stays open (End deletes it).';
+const ASK_EXIT_KEPT = 'The code asked to exit, keeping the kernel: it goes on, and the session stays open (End deletes it).';
+
 /** @type {{[status: string]: string}} */
 const STATUS_NOTES = {
   timeout: 'Execution timed out',
@@ -109,7 +118,8 @@ const STATUS_NOTES = {
 // onContext(context, language) when an execution's events name the
 // context its language's runs go to, assist (the editor's kernel help, see
 // editor.js), fileUrl(path) for Markdown images and links (null without a
-// session).
+// session), showHelp(data, subject, back) for an execution's page event
+// (pager.js; back selects the cell again).
 /**
  * @param {object} deps
  * @param {Store} deps.store
@@ -121,8 +131,9 @@ const STATUS_NOTES = {
  * @param {(context: string, language: string) => void} deps.onContext
  * @param {EditorAssist | null} deps.assist
  * @param {(path: string) => string | null} deps.fileUrl
+ * @param {(data: unknown, subject: string, back: () => void) => void} deps.showHelp
  */
-export function createCells({ store, outputs, send, msg, onChange, onRunDone, onContext, assist, fileUrl }) {
+export function createCells({ store, outputs, send, msg, onChange, onRunDone, onContext, assist, fileUrl, showHelp }) {
   /** @type {Map<string, Cell>} execute id -> cell */
   const execs = new Map();
   /** @type {Cell | null} */
@@ -726,11 +737,48 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, on
         if (ev.wait) cell.clearPending = true;
         else outputs.clear(cell);
         break;
+      case 'page':
+        showHelp(ev.data, helpSubject(cell.source), () => select(cell));
+        break;
+      case 'set_next_input':
+        setNextInput(cell, ev);
+        break;
+      case 'ask_exit':
+        outputs.add(cell, { output_type: 'notice', cls: 'output-notice ask-exit', text: ev.keepkernel === true ? ASK_EXIT_KEPT : ASK_EXIT_NOTE });
+        msg(ev.keepkernel === true ? ASK_EXIT_KEPT : ASK_EXIT_NOTE);
+        break;
       case 'done':
         finish(cell, ev);
         break;
     }
     onChange();
+  }
+
+  // setNextInput applies a set_next_input event of cell's run: with
+  // replace (%load) the text replaces the cell's; else it goes into the
+  // next cell when that is an empty code cell (Shift+Enter made it), or a
+  // new code cell below.
+  /**
+   * @param {Cell} cell
+   * @param {ServerEvent} ev
+   */
+  function setNextInput(cell, ev) {
+    const next = nextInput(ev);
+    if (!next) return;
+    if (next.replace) {
+      cell.editor.setValue(next.text);
+      cell.source = next.text;
+      return;
+    }
+    const i = indexOf(cell);
+    if (i < 0) return;
+    const below = store.cells[i + 1];
+    if (below && below.type === 'code' && !below.execId && !below.outputs.length && below.editor.value() === '') {
+      below.editor.setValue(next.text);
+      below.source = next.text;
+      return;
+    }
+    insert(i + 1, { source: next.text });
   }
 
   // onRejected shows a rejected frame in the cell it was about, or as a
@@ -745,6 +793,21 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, on
     }
     outputs.add(cell, { output_type: 'notice', cls: 'output-notice output-rejected', text });
     if (!cell.gotEvents) finishLocally(cell, null);
+  }
+
+  // addOutputNear adds an output to the cell that holds node (a widget's
+  // view: what its callback printed); false when no cell holds it.
+  /**
+   * @param {Node} node
+   * @param {OutputRecord} rec
+   */
+  function addOutputNear(node, rec) {
+    const cell = store.cells.find((c) => c.el.root.contains(node));
+    if (!cell) return false;
+    if (rec.output_type === 'stream') outputs.appendStream(cell, rec);
+    else outputs.add(cell, rec);
+    onChange();
+    return true;
   }
 
   // refreshMarkdown renders the Markdown cells again (workspace images
@@ -773,6 +836,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, on
     renderPrompts,
     onKernelBusy,
     onExecEvent,
-    onRejected
+    onRejected,
+    addOutputNear
   };
 }

@@ -51,6 +51,10 @@
  * @property {HTMLButtonElement} terminal-restart
  * @property {HTMLButtonElement} terminal-hide
  * @property {HTMLElement} terminal-screen
+ * @property {HTMLElement} help-panel
+ * @property {HTMLElement} help-title
+ * @property {HTMLElement} help-body
+ * @property {HTMLButtonElement} help-close
  */
 
 // $ returns the page's element with id. The page (index.html) has every

@@ -76,6 +76,7 @@ import { joinText } from './text.js';
  * @typedef {object} Editor
  * @property {HTMLElement} dom goes into the page
  * @property {() => string} value the text
+ * @property {(text: string) => void} setValue replaces the text (one step of the undo history)
  * @property {(mode: string | null) => void} setMode switches the language: a syntax mode ('python'...; '' none) of code, or null for text (no kernel help)
  * @property {() => void} focus
  * @property {() => boolean} hasFocus
@@ -442,6 +443,9 @@ export function createEditor({ source, mode, label, onChange, onFocus, run, esca
   return {
     dom,
     value: () => view.state.doc.toString(),
+    setValue(text) {
+      view.dispatch({ changes: { from: 0, to: view.state.doc.length, insert: text } });
+    },
     // setMode switches the language (see createEditor's mode).
     setMode(m) {
       code = m !== null;

@@ -13,11 +13,13 @@ import { createFiles } from './files.js';
 import { createKernels } from './kernels.js';
 import { createNotebook } from './notebook.js';
 import { createOutputs } from './outputs.js';
+import { createHelp } from './pager.js';
 import { createSessions } from './session.js';
 import { LS_LAST_SESSION, lsGet } from './storage.js';
 import { createStore } from './store.js';
 import { createTerminal } from './terminal.js';
 import { encPath } from './text.js';
+import { createWidgets } from './widgets.js';
 import { createConnection } from './ws.js';
 
 /**
@@ -68,7 +70,24 @@ function start() {
     busy: () => !!store.session && sessions.notebookState() === 'busy',
     failed: (e) => msg(store.session ? 'The kernel could not help: ' + e.message : 'Completion and help need a session: create or reopen one', 'error')
   };
-  const outputs = createOutputs({ send, onChange: changed, focusCell: (cell) => cell.editor.focus(), fileUrl });
+  const widgets = createWidgets({
+    send,
+    msg,
+    renderOutputs: (box, list) => outputs.renderList(box, list),
+    strayOutput: (node, rec) => cells.addOutputNear(node, rec)
+  });
+  const outputs = createOutputs({
+    send,
+    onChange: changed,
+    focusCell: (cell) => cell.editor.focus(),
+    fileUrl,
+    widgetView: widgets.renderView,
+    disposeWidgets: widgets.disposeUnder
+  });
+  const help = createHelp({
+    els: { pane: $('help-panel'), title: $('help-title'), body: $('help-body'), close: $('help-close') },
+    render: (w, data) => outputs.render(w, data)
+  });
   cells = createCells({
     store,
     outputs,
@@ -81,7 +100,8 @@ function start() {
     },
     onContext: (context, language) => sessions.learnContext(context, language),
     assist: editorAssist,
-    fileUrl
+    fileUrl,
+    showHelp: help.show
   });
   kernels = createKernels({
     store,
@@ -114,6 +134,7 @@ function start() {
       sessions.renderKernelStatus();
       sessions.refresh(true);
       files.refreshSoon();
+      widgets.connected();
     },
     onClose: () => {
       assist.dropAll();
@@ -135,6 +156,7 @@ function start() {
       terminal.sessionChanged();
     },
     onClosed: () => {
+      widgets.kernelGone(null);
       terminal.sessionChanged();
       assist.dropAll();
       cells.abandonRuns(null);
@@ -150,16 +172,23 @@ function start() {
     switch (ev.type) {
       case 'kernel':
         sessions.setKernelState(ev.state, ev.reason, ev.context);
+        // A kernel that restarts or dies takes its comms along.
+        if (ev.state === 'restarting' || ev.state === 'dead') widgets.kernelGone(typeof ev.context === 'string' && ev.context ? ev.context : 'default');
         if (ev.state === 'busy') cells.onKernelBusy(sessions.inContext(typeof ev.context === 'string' && ev.context ? ev.context : 'default'));
         return;
       case 'context':
         sessions.onContextEvent(ev);
+        if (ev.state === 'deleted' && typeof ev.context === 'string') widgets.kernelGone(ev.context);
+        return;
+      case 'comm':
+      case 'comm_info_reply':
+        widgets.handle(ev);
         return;
       case 'file':
         files.refreshSoon();
         return;
       case 'rejected':
-        if (!assist.onRejected(ev)) cells.onRejected(ev);
+        if (!assist.onRejected(ev) && !widgets.onRejected(ev)) cells.onRejected(ev);
         return;
       case 'complete_reply':
       case 'inspect_reply':
@@ -169,6 +198,8 @@ function start() {
         outputs.updateDisplay(ev);
         return;
       default:
+        // An Output widget may take an execution's output (with out: ...).
+        if (widgets.captureEvent(ev)) return;
         cells.onExecEvent(ev);
     }
   }

@@ -12,7 +12,7 @@ import { clear, el } from './dom.js';
 import { renderAnsi } from './ansi.js';
 import { CHART_MIME, renderChart } from './chart.js';
 import { renderMarkdown } from './markdown.js';
-import { displayUpdate, mergeStream } from './nbformat.js';
+import { displayUpdate, mergeStream, outputFromNb } from './nbformat.js';
 import { DATAFRAME_MIME, renderTable } from './table.js';
 import { applyCR, joinText, utf8ToBase64 } from './text.js';
 
@@ -31,7 +31,12 @@ import { applyCR, joinText, utf8ToBase64 } from './text.js';
  * @property {(ev: ServerEvent) => void} updateDisplay applies an update_display event
  * @property {(cell: Cell, ev: ServerEvent) => void} showInputRequest puts an input() prompt into the cell
  * @property {(cell: Cell) => void} cancelPendingInputs closes the cell's unanswered input() boxes
+ * @property {(w: HTMLElement, data: MimeBundle, metadata?: JsonObject) => void} render draws a MIME bundle into w as an output shows it (the help pane's)
+ * @property {(el: HTMLElement, outputs: unknown[]) => void} renderList draws nbformat outputs into el, replacing what it shows (an Output widget's)
  */
+
+// A Jupyter widget's view (widgets.js draws it).
+const WIDGET_MIME = 'application/vnd.jupyter.widget-view+json';
 
 const MIME_ORDER = ['image/png', 'image/jpeg', 'image/svg+xml', 'text/html', 'text/markdown', 'text/plain'];
 
@@ -96,16 +101,21 @@ export function estimateHtmlHeight(html) {
 // createOutputs renders the outputs of cells (cell.outputs, cell.el.outputs).
 // deps: send(frame) for input replies, onChange() after any change worth
 // saving, focusCell(cell) once an input() is answered, fileUrl(path) for
-// images in Markdown output (see markdown.js).
+// images in Markdown output (see markdown.js), widgetView(host, value,
+// plain) to draw a widget's view (false: it cannot, the bundle's other
+// types are shown) and disposeWidgets(root) when outputs that may show
+// views go (widgets.js).
 /**
  * @param {object} deps
  * @param {(frame: Frame) => void} deps.send
  * @param {() => void} deps.onChange
  * @param {(cell: Cell) => void} deps.focusCell
  * @param {(path: string) => string | null} deps.fileUrl
+ * @param {(host: HTMLElement, value: unknown, plain: unknown) => boolean} [deps.widgetView]
+ * @param {(root: Element) => void} [deps.disposeWidgets]
  * @returns {Outputs}
  */
-export function createOutputs({ send, onChange, focusCell, fileUrl }) {
+export function createOutputs({ send, onChange, focusCell, fileUrl, widgetView, disposeWidgets }) {
   /** @type {Map<string, Set<OutputRecord>>} display_id -> the records that show it */
   const displays = new Map();
   /** @type {Set<StreamOutput>} */
@@ -121,9 +131,11 @@ export function createOutputs({ send, onChange, focusCell, fileUrl }) {
     cell.el.root.classList.remove('has-output');
   }
 
-  // dropDisplays forgets the cell's outputs as targets of display updates.
+  // dropDisplays forgets the cell's outputs as targets of display updates,
+  // and the widget views they show.
   /** @param {Cell} cell */
   function dropDisplays(cell) {
+    if (disposeWidgets) disposeWidgets(cell.el.outputs);
     for (const rec of cell.outputs) {
       if (rec.output_type !== 'display_data' || !rec.display_id) continue;
       const set = displays.get(rec.display_id);
@@ -201,6 +213,7 @@ export function createOutputs({ send, onChange, focusCell, fileUrl }) {
   function fill(rec) {
     const w = rec.el;
     if (!w) return;
+    if (disposeWidgets) disposeWidgets(w);
     clear(w);
     switch (rec.output_type) {
       case 'stream':
@@ -246,6 +259,16 @@ export function createOutputs({ send, onChange, focusCell, fileUrl }) {
   function renderBundle(w, data, metadata) {
     data = data || {};
     metadata = metadata || {};
+    // A widget: its view, drawn by the widget manager.
+    if (data[WIDGET_MIME] !== undefined && widgetView) {
+      const host = el('div');
+      if (widgetView(host, richJson(data[WIDGET_MIME]), data['text/plain'] !== undefined ? joinText(data['text/plain']) : '')) {
+        w.dataset.mime = WIDGET_MIME;
+        w.classList.add('output-widget');
+        w.appendChild(host);
+        return;
+      }
+    }
     // A chart or a DataFrame the page can draw is shown interactively, with
     // the bundle's usual view (the PNG, the HTML table) a click away.
     /** @type {[string, HTMLElement | null, string, string][]} */
@@ -456,6 +479,25 @@ export function createOutputs({ send, onChange, focusCell, fileUrl }) {
     w.appendChild(input);
   }
 
+  // renderList draws nbformat outputs (an Output widget's) into box,
+  // replacing what it showed; outputs it does not know are left out.
+  /**
+   * @param {HTMLElement} box
+   * @param {unknown[]} list
+   */
+  function renderList(box, list) {
+    if (disposeWidgets) disposeWidgets(box);
+    clear(box);
+    for (const o of list) {
+      const rec = outputFromNb(o);
+      if (!rec) continue;
+      const w = el('div', 'output');
+      rec.el = w;
+      fill(rec);
+      box.appendChild(w);
+    }
+  }
+
   // cancelPendingInputs closes the cell's unanswered input() boxes (its run
   // ended without them).
   /** @param {Cell} cell */
@@ -468,5 +510,15 @@ export function createOutputs({ send, onChange, focusCell, fileUrl }) {
     }
   }
 
-  return { add, clear: clearOutputs, dropDisplays, appendStream, updateDisplay, showInputRequest, cancelPendingInputs };
+  return {
+    add,
+    clear: clearOutputs,
+    dropDisplays,
+    appendStream,
+    updateDisplay,
+    showInputRequest,
+    cancelPendingInputs,
+    render: (w, data, metadata) => renderBundle(w, data, metadata || {}),
+    renderList
+  };
 }

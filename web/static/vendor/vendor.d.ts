@@ -39,6 +39,7 @@ export interface ChangeDesc {
 }
 
 export interface TransactionSpec {
+  changes?: { from: number; to?: number; insert?: string };
   effects?: StateEffect<any> | readonly StateEffect<any>[];
   scrollIntoView?: boolean;
   userEvent?: string;

@@ -1,0 +1,80 @@
+package runtimetest
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
+	"github.com/glassroom/glassroom/testkit/dap"
+)
+
+// Debugger checks that JupyterLab's debugger works in the runtime's
+// python3 sandbox and stays inside it: the kernel_info reply says
+// "debugger": true; the scripted debugger session (dap.Script: debugpy
+// started by ipykernel inside the sandbox, the cell dumped to the
+// sandbox's /tmp, a breakpoint hit, variables read while the cell is
+// stopped, continue) runs through the runtime's kernel connection; and
+// every socket debugpy listens on is on the sandbox's own 127.0.0.1,
+// which the host's loopback is not (the host binds the same ports).
+func Debugger(t *testing.T, rt Starter, id string) {
+	k := Start(t, rt, sandbox.Spec{ID: id})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := k.Client.Request(ctx, kernel.Control, "kernel_info_request", struct{}{})
+	if err != nil {
+		t.Fatalf("kernel_info: %v", err)
+	}
+	var info struct {
+		Debugger *bool `json:"debugger"`
+	}
+	if err := json.Unmarshal(rep.Content, &info); err != nil || info.Debugger == nil || !*info.Debugger {
+		t.Fatalf("kernel_info_reply does not say debugger: true: %s", rep.Content)
+	}
+
+	dap.Script(t, dap.Client(k.Client))
+
+	// debugpy's adapter outlives the debugger session (ipykernel starts it
+	// once per kernel): its sockets are still there.
+	out, ename := k.Run(t, `listening = []
+for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+    try:
+        lines = open(name).read().splitlines()[1:]
+    except OSError:
+        continue
+    for line in lines:
+        f = line.split()
+        if f[3] == "0A":
+            listening.append(f[1])
+print(" ".join(listening))`)
+	if ename != "" {
+		t.Fatalf("list the sandbox's listening sockets: %s", out)
+	}
+	socks := strings.Fields(out)
+	if len(socks) == 0 {
+		t.Fatal("nothing listens in the sandbox after the debugger started: is /proc/net/tcp there?")
+	}
+	for _, s := range socks {
+		addr, port, ok := strings.Cut(s, ":")
+		if !ok || addr != "0100007F" {
+			t.Errorf("a socket in the sandbox listens on %s, not on 127.0.0.1", s)
+			continue
+		}
+		n, err := strconv.ParseUint(port, 16, 16)
+		if err != nil {
+			t.Fatalf("port of %s: %v", s, err)
+		}
+		// The port is the sandbox's own: the host's 127.0.0.1 has it free.
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.FormatUint(n, 10))
+		if err != nil {
+			t.Errorf("the host cannot bind 127.0.0.1:%d, which debugpy holds in the sandbox: %v", n, err)
+			continue
+		}
+		l.Close()
+	}
+}
