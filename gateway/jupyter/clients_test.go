@@ -718,19 +718,26 @@ type jlabSessionsOutput struct {
 	Session                       struct{ ID, Path, Name, Type, Kernel string }
 	Language                      string
 	Cell, OtherCell               struct{ Status, Stream, Result string }
-	Renamed, FoundByPath          string
-	Changed                       struct{ ID, Name, SessionKernel, Language string }
-	OldKernelGone                 bool
-	Listed                        []struct{ ID, Path, Kernel string }
-	Kernels                       []string
-	AfterShutdown                 struct{ Sessions, Kernels int }
-	Thrown                        string
+	Widget                        struct {
+		Status, CommID, After string
+		Seen, Opened          []string
+		Value                 *int
+	}
+	Renamed, FoundByPath string
+	Changed              struct{ ID, Name, SessionKernel, Language string }
+	OldKernelGone        bool
+	Listed               []struct{ ID, Path, Kernel string }
+	Kernels              []string
+	AfterShutdown        struct{ Sessions, Kernels int }
+	Thrown               string
 }
 
 // TestJupyterLabSessions: JupyterLab's SessionManager and KernelManager
 // (@jupyterlab/services from npm, in Node) pointed straight at glassroom,
 // with no jupyter_server in between: a notebook's session started, a cell
-// run and its output read, the session renamed and found by its path, its
+// run and its output read, an ipywidgets IntSlider's comm_open seen (before
+// its display_data) and an update sent on its comm seen by the kernel
+// (s.value 9), the session renamed and found by its path, its
 // kernel changed from Python to Bash (the old kernel shut down), the
 // sessions and kernels listed, the session shut down with its kernel.
 func TestJupyterLabSessions(t *testing.T) {
@@ -752,6 +759,14 @@ func TestJupyterLabSessions(t *testing.T) {
 				fail("the new session")
 			case r.Cell.Status != "ok" || r.Cell.Stream != "hello from glassroom\n" || r.Cell.Result != "42":
 				fail("the cell")
+			case r.Widget.Status != "ok" || r.Widget.CommID == "" || r.Widget.Value == nil || *r.Widget.Value != 3 ||
+				!slices.Contains(r.Widget.Opened, "LayoutModel"):
+				fail("the widget's comm_open")
+			case len(r.Widget.Seen) == 0 || r.Widget.Seen[len(r.Widget.Seen)-1] != "display_data:"+r.Widget.CommID ||
+				!slices.Contains(r.Widget.Seen, "comm_open:IntSliderModel:"+r.Widget.CommID):
+				fail("the widget's comm_open before its display_data")
+			case r.Widget.After != "9\n":
+				fail("the client's update to the slider")
 			case r.Renamed != "work/renamed.ipynb" || r.FoundByPath != r.Session.ID:
 				fail("rename")
 			case r.Changed.Name != other || r.Changed.ID != r.Changed.SessionKernel || r.Changed.Language != "bash" || !r.OldKernelGone:
