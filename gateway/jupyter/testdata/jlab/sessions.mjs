@@ -2,7 +2,8 @@
 // pointed straight at glassroom, with no jupyter_server in between, run by
 // gateway/jupyter/clients_test.go (TestJupyterLabSessions):
 //   node sessions.mjs <base url> <token> <other kernel>
-// It opens a notebook's session as JupyterLab does, runs a cell, renames
+// It opens a notebook's session as JupyterLab does, runs a cell, sees an
+// ipywidgets slider's comm_open and updates the slider's value, renames
 // the session, changes its kernel to <other kernel>, lists, and shuts it
 // down, and prints what it saw as one JSON object on stdout; the Go test
 // asserts on it.
@@ -76,9 +77,47 @@ try {
   await run(session.kernel, 'x = 41');
   out.cell = await run(session.kernel, "print('hello from glassroom')\nx + 1");
   step('cell');
-  // TODO(comms): see comm messages from a widget here (an ipywidgets
-  // IntSlider's comm_open and a comm_msg update on this session's kernel),
-  // once the Jupyter face relays comms (issue 26, "Comms and widgets").
+  // A widget's comms, as a widget manager sees them: the kernel opens an
+  // IntSlider's comm (its comm_open comes before the display_data that
+  // shows it), and an update the client sends on that comm changes the
+  // slider's value in the kernel. The client registers the widgets' comm
+  // target, as a widget manager does: the library closes the comm of a
+  // target nobody registered.
+  const opened = [];
+  session.kernel.registerCommTarget('jupyter.widget', (comm, msg) => {
+    opened.push({ comm, msg });
+  });
+  const seen = [];
+  let cellMsgId = null;
+  const onIopub = (_, msg) => {
+    if (msg.parent_header.msg_id !== cellMsgId) return;
+    const type = msg.header.msg_type;
+    if (type === 'comm_open') seen.push(`comm_open:${msg.content.data.state._model_name}:${msg.content.comm_id}`);
+    if (type === 'display_data') {
+      const view = msg.content.data['application/vnd.jupyter.widget-view+json'];
+      seen.push(`display_data:${view ? view.model_id : ''}`);
+    }
+  };
+  session.kernel.iopubMessage.connect(onIopub);
+  const widgetFuture = session.kernel.requestExecute({ code: 'import ipywidgets as w\ns = w.IntSlider(value=3)\ndisplay(s)' });
+  cellMsgId = widgetFuture.msg.header.msg_id;
+  const widgetReply = await withTimeout(widgetFuture.done, 60000, 'the widget cell');
+  session.kernel.iopubMessage.disconnect(onIopub);
+  const slider = opened.find(o => o.msg.content.data.state._model_name === 'IntSliderModel');
+  out.widget = {
+    status: widgetReply.content.status,
+    seen,
+    opened: opened.map(o => o.msg.content.data.state._model_name),
+    commId: slider ? slider.comm.commId : '',
+    value: slider ? slider.msg.content.data.state.value : null
+  };
+  if (slider) {
+    // No reply: the future is done at the kernel's idle for the update.
+    const update = slider.comm.send({ method: 'update', state: { value: 9 }, buffer_paths: [] });
+    await withTimeout(update.done, 30000, 'the slider update');
+    out.widget.after = (await run(session.kernel, 'print(s.value)')).stream;
+  }
+  step('widget');
 
   // Rename, as JupyterLab does when the notebook is renamed.
   await session.setPath('work/renamed.ipynb');
