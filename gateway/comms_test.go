@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -258,6 +259,75 @@ func TestCommsAbuse(t *testing.T) {
 	t.Run("comm_msg flood", func(t *testing.T) { commFlood(t) })
 	t.Run("kernel floods from a thread", func(t *testing.T) { kernelFlood(t) })
 	t.Run("kernel opens 100,000 comms", func(t *testing.T) { kernelOpensMany(t) })
+	t.Run("comms to a busy kernel", func(t *testing.T) { commBacklog(t) })
+}
+
+// commBacklog: while a cell runs the kernel reads no shell; a client's
+// comm messages past sessions.MaxCommBacklog are refused (rate_limited),
+// not sent into a queue that would block the gateway's send to the
+// kernel (the client's reader, and every other send on shell, behind
+// it). Once the cell ends and the kernel has handled them, comm messages
+// go again.
+func commBacklog(t *testing.T) {
+	e := newEnv(t, localRuntime(t), sessions.Config{CommRate: -1})
+	s := e.create(keyA, nil)
+	c := e.commConn(keyA, s.ID)
+	c.send(map[string]any{"type": "execute", "id": "w", "code": "import ipywidgets as w\nt = w.Text()"})
+	var text string
+	c.until("the widget", func(ev api.Event) bool {
+		if ev.Type == api.EventComm && ev.Msg.Header.MsgType == "comm_open" && strings.Contains(string(ev.Msg.Content), "TextModel") {
+			text = commContent(ev)["comm_id"].(string)
+		}
+		return ev.Type == api.EventDone && ev.ID == "w"
+	})
+	c.send(map[string]any{"type": "execute", "id": "long", "code": "import time\ntime.sleep(120)"})
+	c.until("the long cell's start", func(ev api.Event) bool { return ev.Type == api.EventKernel && ev.State == "busy" })
+	// Past the kernel's shell queue (1000 messages) and the socket's
+	// buffers: without the bound, the send of one of them blocks until
+	// the cell ends.
+	const total = 1500
+	value := strings.Repeat("v", 64<<10)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	go func() {
+		for j := range total {
+			frame, _ := json.Marshal(map[string]any{"type": "comm", "id": fmt.Sprint(j), "msg_type": "comm_msg",
+				"content": map[string]any{"comm_id": text, "data": map[string]any{"method": "update", "state": map[string]any{"value": value}, "buffer_paths": []any{}}}})
+			if c.conn.SendRaw(ctx, frame) != nil {
+				return
+			}
+		}
+	}()
+	sent, limited, last := 0, 0, ""
+	for sent+limited < total {
+		ev, err := c.conn.Next(ctx)
+		if err != nil {
+			t.Fatalf("after %d sent and %d refused: %v", sent, limited, err)
+		}
+		switch {
+		case ev.Type == api.EventCommSent:
+			sent++
+			last = ev.MsgID
+		case ev.Type == api.EventRejected && ev.Code == "rate_limited":
+			limited++
+		case ev.Type == api.EventRejected:
+			t.Fatalf("rejected: %+v", ev)
+		case ev.Type == api.EventDone && ev.ID == "long":
+			t.Fatalf("the cell ended (%s) with %d comm messages sent and %d refused: the sends waited for it", ev.Status, sent, limited)
+		}
+	}
+	if sent != sessions.MaxCommBacklog || limited != total-sent {
+		t.Fatalf("%d sent and %d refused while the cell ran", sent, limited)
+	}
+	c.send(map[string]any{"type": "interrupt"})
+	c.until("the long cell's end", func(ev api.Event) bool { return ev.Type == api.EventDone && ev.ID == "long" })
+	c.until("the last update's idle", idleOf(last))
+	if ev := c.comm("after", "comm_msg", map[string]any{"comm_id": text, "data": map[string]any{"method": "update", "state": map[string]any{"value": "after"}, "buffer_paths": []any{}}}); ev.Type != api.EventCommSent {
+		t.Fatalf("a comm message once the kernel caught up: %+v", ev)
+	}
+	if x := e.exec(keyA, s.ID, "t.value", 0); string(x.Result) != `{"text/plain":"'after'"}` {
+		t.Fatalf("the text after the backlog: %s", x.Result)
+	}
 }
 
 // kernelOpensMany: a cell opens 100,000 comms; the session tracks at most
@@ -298,7 +368,9 @@ func kernelOpensMany(t *testing.T) {
 
 // commLimit: 10,001 comm_opens from 8 connections: exactly 10,000 are
 // sent (and open in the kernel), one is refused with comm_limit; once
-// one is closed, another opens.
+// one is closed, another opens. The connections send as fast as they
+// can, faster than the kernel handles them: what is refused as
+// rate_limited (past sessions.MaxCommBacklog unhandled) is sent again.
 func commLimit(t *testing.T) {
 	e := newEnv(t, localRuntime(t), sessions.Config{CommRate: -1})
 	s := e.create(keyA, nil)
@@ -324,8 +396,13 @@ func commLimit(t *testing.T) {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
+			todo := make(chan int, n) // what to send (again)
+			for j := range n {
+				todo <- j
+			}
+			defer close(todo)
 			go func() {
-				for j := range n {
+				for j := range todo {
 					frame, _ := json.Marshal(map[string]any{"type": "comm", "id": fmt.Sprint(j), "msg_type": "comm_open",
 						"content": map[string]any{"comm_id": fmt.Sprintf("c%d-%d", i, j), "target_name": "keep", "data": map[string]any{}}})
 					if c.conn.SendRaw(ctx, frame) != nil {
@@ -340,6 +417,11 @@ func commLimit(t *testing.T) {
 					return
 				}
 				if ev.Type != api.EventCommSent && ev.Type != api.EventRejected {
+					continue
+				}
+				if ev.Code == "rate_limited" { // the kernel is behind: again
+					j, _ := strconv.Atoi(ev.ID)
+					todo <- j
 					continue
 				}
 				answered++

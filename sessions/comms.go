@@ -33,7 +33,15 @@ import (
 //     the comm;
 //   - a session sends at most Config.CommRate comm messages a second
 //     (bursts of Config.CommBurst), each at most Config.MaxCommBytes with
-//     at most MaxCommBuffers buffers.
+//     at most MaxCommBuffers buffers;
+//   - at most MaxCommBacklog comm messages the kernel has not handled yet
+//     (a cell runs: the kernel reads shell only between cells) are
+//     outstanding; past them a client's message is refused (ErrCommRate)
+//     rather than sent, since a kernel that stops reading shell would
+//     otherwise block the send, and every other send on shell behind it.
+//     A message is known handled once the kernel's status for it, or for
+//     a later comm message, arrives, or an execution sent after it
+//     replies.
 
 // Bounds on a client's comm messages.
 const (
@@ -48,6 +56,10 @@ const (
 	// executions' headers (the oldest are forgotten first).
 	maxCommParents     = 4096
 	maxCommParentBytes = 2 << 20
+	// MaxCommBacklog bounds the comm messages sent to a kernel that it has
+	// not handled yet (below the kernel's shell queue of 1000 messages,
+	// past which a send blocks until the kernel reads).
+	MaxCommBacklog = 256
 )
 
 // Errors of SendComm and CommInfo. Every one comes as a *CommError whose
@@ -62,7 +74,8 @@ var (
 	// ErrCommLimit: the session has Config.MaxComms comms open.
 	ErrCommLimit = errors.New("sessions: too many open comms")
 	// ErrCommRate: the session's comm messages came faster than
-	// Config.CommRate.
+	// Config.CommRate, or faster than the kernel handles them
+	// (MaxCommBacklog).
 	ErrCommRate = errors.New("sessions: comm messages sent too fast")
 )
 
@@ -106,6 +119,10 @@ type comms struct {
 	parents     map[string]sentMsg
 	order       []string // parents' keys, oldest first
 	parentBytes int
+	// seq numbers the comm messages claimed for this incarnation (the
+	// last one's); every one up to handled is known handled by the
+	// kernel. seq-handled is the backlog MaxCommBacklog bounds.
+	seq, handled uint64
 }
 
 // sentMsg is what the session remembers of a message it sent the kernel,
@@ -115,6 +132,7 @@ type comms struct {
 type sentMsg struct {
 	header json.RawMessage
 	comm   bool
+	seq    uint64 // a comm message's number (comms.seq)
 }
 
 func (t *comms) init(cfg *Config) {
@@ -134,6 +152,7 @@ func (t *comms) reset(c KernelConn) {
 	t.open = map[string]string{}
 	t.parents = map[string]sentMsg{}
 	t.order, t.parentBytes = nil, 0
+	t.seq, t.handled = 0, 0
 }
 
 // commID reads the comm_id of a comm message's content ("" when absent).
@@ -208,12 +227,15 @@ func (t *comms) claim(c KernelConn, owner, msgType, id string, parent json.RawMe
 		return "", nil, commErr(ErrBadComm, "no comm %q is open in this kernel", id)
 	case msgType != kernel.MsgCommOpen && o != "" && o != owner:
 		return "", nil, commErr(ErrCommNotOwned, "comm %q was opened by another client", id)
+	case t.seq-t.handled >= MaxCommBacklog:
+		return "", nil, commErr(ErrCommRate, "the kernel has not handled the %d comm messages sent to it yet (a cell runs, or a comm's handler is slow); send again once it has", t.seq-t.handled)
 	}
 	if msgType == kernel.MsgCommOpen {
 		t.open[id] = owner
 	}
 	msgID = newSessionID()
-	t.remember(msgID, sentMsg{header: parent, comm: true})
+	t.seq++
+	t.remember(msgID, sentMsg{header: parent, comm: true, seq: t.seq})
 	return msgID, func(sent bool) {
 		t.mu.Lock()
 		defer t.mu.Unlock()
@@ -266,11 +288,28 @@ func (t *comms) rememberParent(c KernelConn, msgID string, parent json.RawMessag
 // sent returns what the session remembers of message msgID: the header
 // its sender gave (nil: none), and whether it is a comm message SendComm
 // sent.
-func (t *comms) sent(msgID string) (header json.RawMessage, comm bool) {
+func (t *comms) sent(msgID string) sentMsg {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	m := t.parents[msgID]
-	return m.header, m.comm
+	return t.parents[msgID]
+}
+
+// mark returns the number of the last comm message claimed on c, for
+// handledThrough once a message sent after it is answered.
+func (t *comms) mark() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.seq
+}
+
+// handledThrough records that kernel c has handled every comm message up
+// to number n (it handles shell messages in order).
+func (t *comms) handledThrough(c KernelConn, n uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.conn == c && n > t.handled {
+		t.handled = min(n, t.seq)
+	}
 }
 
 // count returns how many comms are open (for tests and metrics).

@@ -250,6 +250,68 @@ func TestCommRate(t *testing.T) {
 	}
 }
 
+// TestCommBacklog: at most MaxCommBacklog comm messages the kernel has
+// not handled are outstanding (a kernel busy with a cell reads no shell:
+// past its queue a send would block, and every send on shell behind it);
+// past them a client's message is refused with ErrCommRate, not sent.
+// The kernel's status for a message (busy: those before it are handled;
+// idle: it too) and an execution's reply make room again.
+func TestCommBacklog(t *testing.T) {
+	m, kernels := commManager(t, sessions.Config{CommRate: -1})
+	s := fakeSession(t, m)
+	k := kernels()[0]
+	side, cancel := s.SubscribeKernel(context.Background())
+	defer cancel()
+	k.emit(kernelMsg("o1", kernel.MsgCommOpen, `{"comm_id":"k","target_name":"t","data":{}}`))
+	nextSide(t, side)
+	ids := make([]string, 0, sessions.MaxCommBacklog)
+	for i := range sessions.MaxCommBacklog {
+		id, err := s.SendComm("o", kernel.MsgCommMsg, comm("k"), nil, nil)
+		if err != nil {
+			t.Fatalf("message %d of the backlog: %v", i, err)
+		}
+		ids = append(ids, id)
+	}
+	_, err := s.SendComm("other", kernel.MsgCommMsg, comm("k"), nil, nil)
+	wantErr(t, "a message past the backlog", err, sessions.ErrCommRate)
+	if n := len(k.sentMessages()); n != sessions.MaxCommBacklog {
+		t.Fatalf("the kernel got %d messages", n)
+	}
+	status := func(parent, state string) {
+		t.Helper()
+		k.emit(&kernel.Message{Header: kernel.Header{MsgID: "st-" + parent + state, MsgType: "status"},
+			Parent: kernel.Header{MsgID: parent}, Content: json.RawMessage(`{"execution_state":"` + state + `"}`)})
+		if got := nextSide(t, side); got.ParentID != parent {
+			t.Fatalf("side message %+v", got)
+		}
+	}
+	// busy for the 11th: the first ten are handled.
+	status(ids[10], "busy")
+	for i := range 10 {
+		if _, err := s.SendComm("o", kernel.MsgCommMsg, comm("k"), nil, nil); err != nil {
+			t.Fatalf("message %d after ten were handled: %v", i, err)
+		}
+	}
+	_, err = s.SendComm("o", kernel.MsgCommMsg, comm("k"), nil, nil)
+	wantErr(t, "past the backlog again", err, sessions.ErrCommRate)
+	// idle for the 11th: it is handled too.
+	status(ids[10], "idle")
+	if _, err := s.SendComm("o", kernel.MsgCommMsg, comm("k"), nil, nil); err != nil {
+		t.Fatalf("after the 11th's idle: %v", err)
+	}
+	_, err = s.SendComm("o", kernel.MsgCommMsg, comm("k"), nil, nil)
+	wantErr(t, "past the backlog once more", err, sessions.ErrCommRate)
+	// An execution's reply: everything sent before it is handled.
+	if x := exec(t, s, "1", 0); x.Status != sessions.StatusOK {
+		t.Fatalf("execution: %+v", x)
+	}
+	for i := range sessions.MaxCommBacklog {
+		if _, err := s.SendComm("o", kernel.MsgCommMsg, comm("k"), nil, nil); err != nil {
+			t.Fatalf("message %d after an execution: %v", i, err)
+		}
+	}
+}
+
 // TestSideSubscribers: every subscriber gets every side message; one that
 // does not read loses what does not fit in its buffer, and holds up
 // neither the others nor the session's executions; cancelling, the

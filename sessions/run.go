@@ -108,8 +108,12 @@ func (w *worker) execute(c KernelConn, j *job, replied func()) outcome {
 	// parent of what the code sends on the side stream (a widget's
 	// comm_open; the msg_id an ipywidgets Output captures), which is
 	// what both faces call the execution.
+	// The comm messages sent before the execute_request are handled once
+	// it is (the kernel handles shell in order).
+	commMark := w.s.side.comms.mark()
 	opts := kernel.ExecuteOptions{MsgID: j.req.ID, AllowStdin: j.req.AllowStdin, Silent: j.req.Silent, NoHistory: j.req.NoHistory,
 		UserExpression: j.req.UserExpressions, OnBusy: j.kernelBegan, OnReply: func() {
+			w.s.side.comms.handledThrough(c, commMark)
 			if j.req.hasSettings() {
 				j.codeEnded.Store(true)
 			}

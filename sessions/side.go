@@ -239,16 +239,29 @@ func (ss *sideState) convert(c KernelConn, km *kernel.Message) (SideMessage, boo
 	}
 	m := SideMessage{MsgID: km.Header.MsgID, MsgType: km.Header.MsgType, ParentID: km.Parent.MsgID,
 		Metadata: metadata, Content: km.Content, Buffers: km.Buffers}
-	header, comm := ss.comms.sent(m.ParentID)
-	if m.MsgType == "status" && !comm {
+	sent := ss.comms.sent(m.ParentID)
+	if m.MsgType == "status" && !sent.comm {
 		// The busy and idle of what the faces render themselves (an
 		// execution, a relayed request, the kernel's start), arriving
 		// late: only a comm handler's go to the clients.
 		return SideMessage{}, false
 	}
+	if m.MsgType == "status" {
+		// The kernel handles shell in order: busy for comm message n says
+		// it is done with those before it; idle, with n too.
+		var st struct {
+			State string `json:"execution_state"`
+		}
+		_ = json.Unmarshal(km.Content, &st)
+		if st.State == "idle" {
+			ss.comms.handledThrough(c, sent.seq)
+		} else {
+			ss.comms.handledThrough(c, sent.seq-1)
+		}
+	}
 	switch {
-	case header != nil:
-		m.Parent = header
+	case sent.header != nil:
+		m.Parent = sent.header
 	case m.ParentID != "":
 		m.Parent, _ = json.Marshal(km.Parent)
 	default:
