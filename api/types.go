@@ -301,6 +301,7 @@ type Event struct {
 	ExitCode       *int            `json:"exit_code,omitempty"`       // command (exited)
 	TimedOut       bool            `json:"timed_out,omitempty"`       // command (exited)
 	Replace        bool            `json:"replace,omitempty"`         // set_next_input
+	KeepKernel     bool            `json:"keep_kernel,omitempty"`     // ask_exit: exit(keep_kernel=True)
 	// UserExpressions: done (see Execution.UserExpressions).
 	UserExpressions json.RawMessage `json:"user_expressions,omitempty"`
 

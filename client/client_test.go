@@ -283,7 +283,10 @@ func expressionFlow(t *testing.T, ctx context.Context, c *client.Client, id stri
 	}
 	defer c.DeleteSession(context.Background(), s.ID)
 	for way, run := range ways {
-		if x, err := run(s.ID, "exit()", nil); err != nil || len(x.Outputs) != 1 || x.Outputs[0].Type != client.EventAskExit {
+		if x, err := run(s.ID, "exit(keep_kernel=True)", nil); err != nil || len(x.Outputs) != 1 || x.Outputs[0].Type != client.EventAskExit || !x.Outputs[0].KeepKernel {
+			t.Fatalf("exit(keep_kernel=True) over %s: %v %+v %v", way, types(x), x, err)
+		}
+		if x, err := run(s.ID, "exit()", nil); err != nil || len(x.Outputs) != 1 || x.Outputs[0].Type != client.EventAskExit || x.Outputs[0].KeepKernel {
 			t.Fatalf("exit() over %s: %v %+v %v", way, types(x), x, err)
 		}
 	}

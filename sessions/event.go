@@ -81,6 +81,9 @@ type Event struct {
 	UserExpressions json.RawMessage `json:"user_expressions,omitempty"`
 	// Replace says a set_next_input replaces the current cell.
 	Replace *bool `json:"replace,omitempty"`
+	// KeepKernel says an ask_exit came from exit(keep_kernel=True): the
+	// kernel goes on; without it the kernel stops (and is restarted).
+	KeepKernel *bool `json:"keep_kernel,omitempty"`
 
 	// Exec describes the execution on started events, for the Jupyter
 	// face; it is not part of the /v1 wire shape.

@@ -13,6 +13,7 @@ func payloadEvent(id string, raw json.RawMessage) (Event, bool) {
 		Data    json.RawMessage `json:"data"`
 		Text    string          `json:"text"`
 		Replace bool            `json:"replace"`
+		Keep    bool            `json:"keepkernel"`
 	}
 	if json.Unmarshal(raw, &p) != nil {
 		return Event{}, false
@@ -27,7 +28,7 @@ func payloadEvent(id string, raw json.RawMessage) (Event, bool) {
 	case "set_next_input":
 		return Event{Type: EventSetNextInput, ID: id, Text: p.Text, Replace: ptr(p.Replace)}, true
 	case "ask_exit":
-		return Event{Type: EventAskExit, ID: id}, true
+		return Event{Type: EventAskExit, ID: id, KeepKernel: ptr(p.Keep)}, true
 	}
 	return Event{}, false
 }

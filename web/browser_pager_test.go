@@ -95,7 +95,7 @@ func TestBrowserHelpAndLoad(t *testing.T) {
 	nb.eval(`document.querySelectorAll('#cells > .cell').length - 1`, &last)
 	nb.next = last
 	i = nb.run(`exit(keep_kernel=True)`)
-	nb.waitDone(i, "the exit notice", `out.querySelector('.output-notice.ask-exit') && out.innerText.includes('session stays open')`, 30*time.Second)
+	nb.waitDone(i, "the exit notice that keeps the kernel", `out.querySelector('.output-notice.ask-exit') && out.innerText.includes('keeping the kernel')`, 30*time.Second)
 	i = nb.run(`print('still', twice(21))`)
 	nb.waitDone(i, "the kernel to go on after exit()", `out.innerText.includes('still 42')`, 30*time.Second)
 	// A plain quit() stops the kernel (the gateway starts another); the

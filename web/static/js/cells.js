@@ -100,7 +100,7 @@ const OUTPUT_EVENTS = { stream: true, display: true, result: true, error: true, 
 // What a cell that called exit() or quit() shows (ask_exit): the page
 // never ends the session for it. IPython's exit() stops the kernel (the
 // gateway starts it again, without the variables) unless it is
-// exit(keep_kernel=True); keepkernel says which when the event carries it.
+// exit(keep_kernel=True); the event's keep_kernel says which.
 const ASK_EXIT_NOTE =
   'The code asked to exit: the kernel stops and starts again without its variables, unless it was exit(keep_kernel=True). The session stays open (End deletes it).';
 const ASK_EXIT_KEPT = 'The code asked to exit, keeping the kernel: it goes on, and the session stays open (End deletes it).';
@@ -744,8 +744,8 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, on
         setNextInput(cell, ev);
         break;
       case 'ask_exit':
-        outputs.add(cell, { output_type: 'notice', cls: 'output-notice ask-exit', text: ev.keepkernel === true ? ASK_EXIT_KEPT : ASK_EXIT_NOTE });
-        msg(ev.keepkernel === true ? ASK_EXIT_KEPT : ASK_EXIT_NOTE);
+        outputs.add(cell, { output_type: 'notice', cls: 'output-notice ask-exit', text: ev.keep_kernel === true ? ASK_EXIT_KEPT : ASK_EXIT_NOTE });
+        msg(ev.keep_kernel === true ? ASK_EXIT_KEPT : ASK_EXIT_NOTE);
         break;
       case 'done':
         finish(cell, ev);
