@@ -249,6 +249,89 @@ display(s, b, img)`})
 	}
 }
 
+// TestCommsFrameID: a comm frame's id is the msg_id its message goes to
+// the kernel with (comm_sent says so), so that the client knows the
+// parent of the handler's busy, output and idle before they can arrive
+// (ipywidgets matches its messages' idle and echoes by the msg_id
+// comm.send returned); an id that another message has (the same
+// client's earlier frame, another connection's, the running
+// execution's), an overlong one or none gets a new msg_id.
+func TestCommsFrameID(t *testing.T) {
+	e := newEnv(t, localRuntime(t), sessions.Config{})
+	s := e.create(keyA, nil)
+	c := e.commConn(keyA, s.ID)
+	c.send(map[string]any{"type": "execute", "id": "w", "code": "import ipywidgets as w\nclicks = 0\ndef on(_):\n    global clicks\n    clicks += 1\n    print('clicked', clicks)\nb = w.Button()\nb.on_click(on)\nb"})
+	var button string
+	all := c.until("the button's cell", func(ev api.Event) bool {
+		if ev.Type == api.EventComm && ev.Msg.Header.MsgType == "comm_open" {
+			button, _ = commContent(ev)["comm_id"].(string)
+		}
+		return ev.Type == api.EventDone && ev.ID == "w"
+	})
+	if all[len(all)-1].Status != "ok" || button == "" {
+		t.Fatalf("the button's cell: %+v", all)
+	}
+	clickContent := map[string]any{"comm_id": button, "data": map[string]any{"method": "custom", "content": map[string]any{"event": "click"}}}
+	// click sends a click with frame id and returns the msg_id it went
+	// with, once the handler's busy, output and idle all named it.
+	click := func(c *commConn, id string, n int) string {
+		t.Helper()
+		sent := c.comm(id, "comm_msg", clickContent)
+		if sent.Type != api.EventCommSent || sent.MsgID == "" {
+			t.Fatalf("click %q: %+v", id, sent)
+		}
+		got := c.until("the idle of click "+id, idleOf(sent.MsgID))
+		var busy, out bool
+		for _, ev := range got {
+			busy = busy || (isComm("status", sent.MsgID)(ev) && commContent(ev)["execution_state"] == "busy")
+			out = out || (isComm("stream", sent.MsgID)(ev) && commContent(ev)["text"] == fmt.Sprintf("clicked %d\n", n))
+		}
+		if !busy || !out {
+			t.Fatalf("click %q (msg_id %q): busy %v, output %v in %+v", id, sent.MsgID, busy, out, got)
+		}
+		return sent.MsgID
+	}
+	if got := click(c, "page-click-1", 1); got != "page-click-1" {
+		t.Fatalf("the click went as %q, want the frame's id", got)
+	}
+	if got := click(c, "page-click-1", 2); got == "page-click-1" {
+		t.Fatalf("a second frame of the same id went with it again")
+	}
+	other := e.commConn(keyA, s.ID)
+	if got := click(other, "page-click-2", 3); got != "page-click-2" {
+		t.Fatalf("the other connection's click went as %q, want its frame's id", got)
+	}
+	if got := click(c, "page-click-2", 4); got == "page-click-2" {
+		t.Fatalf("a frame with another connection's id went with it")
+	}
+	long := strings.Repeat("x", 129)
+	if got := click(c, long, 5); got == long {
+		t.Fatalf("a frame id of 129 bytes went as the msg_id")
+	}
+	if got := click(c, "", 6); got == "" {
+		t.Fatalf("a frame without an id went without a msg_id")
+	}
+
+	// The running execution's id: the click's output is the click's, not
+	// the execution's (which waits in input() meanwhile).
+	c.send(map[string]any{"type": "execute", "id": "waiting", "code": "input('go?'); print('done')"})
+	c.until("the input request", func(ev api.Event) bool { return ev.Type == api.EventInputRequest && ev.ID == "waiting" })
+	sent := c.comm("waiting", "comm_msg", clickContent)
+	if sent.Type != api.EventCommSent || sent.MsgID == "" || sent.MsgID == "waiting" {
+		t.Fatalf("a click with the running execution's id: %+v", sent)
+	}
+	c.send(map[string]any{"type": "input_reply", "id": "waiting", "value": "yes"})
+	got := c.until("the execution's end", func(ev api.Event) bool { return ev.Type == api.EventDone && ev.ID == "waiting" })
+	for _, ev := range got {
+		if ev.Type == api.EventStream && strings.Contains(ev.Text, "clicked") {
+			t.Fatalf("the click's output went to the execution: %+v", ev)
+		}
+	}
+	c.until("the click's output", func(ev api.Event) bool {
+		return isComm("stream", sent.MsgID)(ev) && commContent(ev)["text"] == "clicked 7\n"
+	})
+}
+
 // TestCommsAbuse: a client's comm_opens past the limit are refused, a
 // comm_msg flood past the rate is refused while the gateway serves every
 // session, and a kernel flooding comm messages from a thread holds up

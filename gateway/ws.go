@@ -131,8 +131,9 @@ type wsRelay struct {
 // queue: every message of the kernel's side stream (comm_open, comm_msg,
 // comm_close, a comm handler's output and status) goes to every client
 // as a comm frame, before the events the kernel sent after it; a
-// client's comm frame goes to the kernel (Session.SendComm, as this
-// connection's owner identity: the comms it opens are its own) and is
+// client's comm frame goes to the kernel (Session.SendCommID, as this
+// connection's owner identity: the comms it opens are its own) with the
+// frame's id as its msg_id when that is free (else a new one), and is
 // answered comm_sent with the kernel msg_id, or rejected (bad_comm,
 // comm_not_owned, comm_limit, rate_limited); a comm_info frame is
 // answered comm_info_reply (the introspector's, as complete). Comm
@@ -311,7 +312,7 @@ func handleFrame(ctx context.Context, sess *sessions.Session, f clientFrame, in 
 			}
 			buffers = append(buffers, data)
 		}
-		msgID, err := sess.SendComm(in.owner, f.MsgType, f.Content, f.Metadata, buffers)
+		msgID, err := sess.SendCommID(in.owner, f.ID, f.MsgType, f.Content, f.Metadata, buffers)
 		if err != nil {
 			return reject(err)
 		}

@@ -58,7 +58,8 @@
 //   - comms (comms.go) is the table of the kernel's open comms: the
 //     kernel's are every client's, a client's are its owner's; SendComm
 //     checks a client's comm message against it (ownership, Config's
-//     MaxComms, CommRate, MaxCommBytes) and sends it beside the queue;
+//     MaxComms, CommRate, MaxCommBytes) and sends it beside the queue
+//     (SendCommID: with the msg_id the client chose, when it is free);
 //     CommInfo relays comm_info. A restart empties it.
 //   - jupyterState (jupyter.go) keeps what the Jupyter face needs beyond
 //     the /v1 view: the order of enqueued executions and stop_on_error's
