@@ -332,6 +332,70 @@ func TestCommsFrameID(t *testing.T) {
 	})
 }
 
+// outputWidgetCell shows 20 images inside an Output widget and one after
+// it: each goes to the client between the comm_msg that sets the Output
+// widget's msg_id to the cell's and the one that resets it (the order a
+// page needs to put them into the widget), the last after the reset.
+const outputWidgetCell = `import ipywidgets as w
+out = w.Output()
+for i in range(20):
+    with out:
+        display({'image/png': 'QUJD' * 20000, 'text/plain': 'inside %d' % i}, raw=True)
+display({'text/plain': 'outside'}, raw=True)`
+
+// capturedBy returns the msg_id an Output widget's update sets (ok false
+// for other messages).
+func capturedBy(msgType string, content map[string]any) (string, bool) {
+	data, _ := content["data"].(map[string]any)
+	state, _ := data["state"].(map[string]any)
+	id, ok := state["msg_id"].(string)
+	return id, ok && msgType == "comm_msg" && data["method"] == "update"
+}
+
+// TestCommsOutputWidgetOrder: a cell's comm messages and its output reach
+// a /v1 client in the kernel's order, so that what an Output widget
+// captures comes while its msg_id is the cell's (it went wrong for about
+// one display in ten when the comm messages took the side stream alone).
+func TestCommsOutputWidgetOrder(t *testing.T) {
+	e := newEnv(t, localRuntime(t), sessions.Config{})
+	s := e.create(keyA, nil)
+	c := e.commConn(keyA, s.ID)
+	for run := range 3 {
+		id := fmt.Sprint("cell", run)
+		c.send(map[string]any{"type": "execute", "id": id, "code": outputWidgetCell})
+		got := c.until("the cell", func(ev api.Event) bool { return ev.Type == api.EventDone && ev.ID == id })
+		if got[len(got)-1].Status != "ok" {
+			t.Fatalf("the cell: %+v", got[len(got)-1])
+		}
+		capture, inside, outside := "", 0, 0
+		for _, ev := range got {
+			switch ev.Type {
+			case api.EventComm:
+				var content map[string]any
+				json.Unmarshal(ev.Msg.Content, &content)
+				if msgID, ok := capturedBy(ev.Msg.Header.MsgType, content); ok {
+					capture = msgID
+				}
+			case api.EventDisplay:
+				data, _ := ev.Data.Decode()
+				var text string
+				json.Unmarshal(data["text/plain"], &text)
+				switch {
+				case strings.HasPrefix(text, "inside") && capture == id:
+					inside++
+				case text == "outside" && capture == "":
+					outside++
+				default:
+					t.Fatalf("run %d: %q came while the Output widget's msg_id was %q", run, text, capture)
+				}
+			}
+		}
+		if inside != 20 || outside != 1 {
+			t.Fatalf("run %d: %d displays inside the Output widget, %d outside, want 20 and 1", run, inside, outside)
+		}
+	}
+}
+
 // TestCommsAbuse: a client's comm_opens past the limit are refused, a
 // comm_msg flood past the rate is refused while the gateway serves every
 // session, and a kernel flooding comm messages from a thread holds up

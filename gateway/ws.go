@@ -326,6 +326,24 @@ func handleFrame(ctx context.Context, sess *sessions.Session, f clientFrame, in 
 	return nil
 }
 
+// takeSide returns the next side message waiting in *side, or nil
+// without waiting; it sets *side to nil once it is closed.
+func takeSide(side *<-chan sessions.SideMessage) *sessions.SideMessage {
+	if *side == nil {
+		return nil
+	}
+	select {
+	case m, ok := <-*side:
+		if !ok {
+			*side = nil
+			return nil
+		}
+		return &m
+	default:
+		return nil
+	}
+}
+
 func send(ctx context.Context, out chan<- any, v any) {
 	select {
 	case out <- v:
@@ -352,7 +370,23 @@ func (r *wsRelay) write(ctx context.Context, conn *websocket.Conn, sess *session
 		return err
 	}
 	lastSent := since
+	// held is a side message waiting for the events published before it
+	// (its After) to be written: the side stream and the events are two
+	// channels, merged here in the session's order (see
+	// sessions.SubscribeKernel).
+	var held *sessions.SideMessage
+	writeSide := func(m sessions.SideMessage) error { return write(newCommFrame(m)) }
 	for {
+		if held != nil && held.After <= lastSent {
+			if err := writeSide(*held); err != nil {
+				return err
+			}
+			held = nil
+		}
+		sideC := side
+		if held != nil {
+			sideC = nil // one at a time: the next comes after it
+		}
 		select {
 		case <-ctx.Done():
 			_ = conn.WriteControl(websocket.CloseMessage,
@@ -369,30 +403,26 @@ func (r *wsRelay) write(ctx context.Context, conn *websocket.Conn, sess *session
 			sub.Close()
 			sub = sess.Subscribe(n)
 			lastSent = n
-		case m, ok := <-side:
+		case m, ok := <-sideC:
 			if !ok {
 				side = nil // the session ended: sub.C says so
 				continue
 			}
-			if err := write(newCommFrame(m)); err != nil {
-				return err
-			}
+			held = &m // written at the top of the loop once its events are
 		case ev, ok := <-sub.C:
-			// The side messages the kernel sent before ev are in side
-			// already: they go first, in the kernel's order.
-			for drained := false; !drained; {
-				select {
-				case m, more := <-side:
-					if !more {
-						side, drained = nil, true
-						break
-					}
-					if err := write(newCommFrame(m)); err != nil {
-						return err
-					}
-				default:
-					drained = true
+			// The side messages delivered before ev was published go
+			// first, in the kernel's order.
+			for ok {
+				if held == nil {
+					held = takeSide(&side)
 				}
+				if held == nil || held.After >= ev.Seq {
+					break
+				}
+				if err := writeSide(*held); err != nil {
+					return err
+				}
+				held = nil
 			}
 			if !ok {
 				if sub.Lagged() { // fell behind: replay from the backlog

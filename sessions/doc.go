@@ -53,8 +53,11 @@
 //     counted, and holds up nothing. It is not in the event log (nothing
 //     is replayed). The worker publishes an execution's output only once
 //     the side messages the kernel sent before it are delivered (barrier),
-//     so a client that reads its side channel dry before each event keeps
-//     the kernel's order.
+//     and fans the execution's own comm messages out itself, between its
+//     events (kernel.ExecuteOptions.CommEvents); each side message carries
+//     the Seq of the newest event published before it (After), so a
+//     client that merges the two channels by it keeps the kernel's order
+//     (an Output widget's msg_id set, the output it captures, the reset).
 //   - comms (comms.go) is the table of the kernel's open comms: the
 //     kernel's are every client's, a client's are its owner's; SendComm
 //     checks a client's comm message against it (ownership, Config's
