@@ -332,6 +332,57 @@ func TestCommsFrameID(t *testing.T) {
 	})
 }
 
+// TestCommsControlComm: the restore of a reloaded page (ipywidgets 8's
+// control comm, which the web notebook's widget manager opens): the
+// client's comm_open to jupyter.widget.control and its request_states
+// reach the kernel, whose update_states (every widget's state) comes back
+// on that comm, naming the request as its parent; the comm is the
+// client's own (another connection cannot message it) and closes.
+func TestCommsControlComm(t *testing.T) {
+	e := newEnv(t, localRuntime(t), sessions.Config{})
+	s := e.create(keyA, nil)
+	c := e.commConn(keyA, s.ID)
+	c.send(map[string]any{"type": "execute", "id": "w", "code": "import ipywidgets as w\ns = w.IntSlider(value=4)"})
+	var slider string
+	c.until("the slider", func(ev api.Event) bool {
+		if ev.Type == api.EventComm && ev.Msg.Header.MsgType == "comm_open" && strings.Contains(string(ev.Msg.Content), "IntSliderModel") {
+			slider = commContent(ev)["comm_id"].(string)
+		}
+		return ev.Type == api.EventDone && ev.ID == "w"
+	})
+	c.send(map[string]any{"type": "comm", "id": "ctl-open", "msg_type": "comm_open", "metadata": map[string]any{"version": "1.0.0"},
+		"content": map[string]any{"comm_id": "ctl", "target_name": "jupyter.widget.control", "data": map[string]any{}}})
+	if ev := c.answer("ctl-open"); ev.Type != api.EventCommSent {
+		t.Fatalf("the control comm_open: %+v", ev)
+	}
+	if ev := c.comm("ctl-req", "comm_msg", map[string]any{"comm_id": "ctl", "data": map[string]any{"method": "request_states"}}); ev.Type != api.EventCommSent || ev.MsgID != "ctl-req" {
+		t.Fatalf("request_states: %+v", ev)
+	}
+	got := c.until("update_states", func(ev api.Event) bool {
+		return ev.Type == api.EventComm && ev.Msg.Header.MsgType == "comm_msg" && commContent(ev)["comm_id"] == "ctl"
+	})
+	reply := got[len(got)-1]
+	var data struct {
+		Method string `json:"method"`
+		States map[string]struct {
+			ModelName string         `json:"model_name"`
+			State     map[string]any `json:"state"`
+		} `json:"states"`
+	}
+	raw, _ := json.Marshal(commContent(reply)["data"])
+	if err := json.Unmarshal(raw, &data); err != nil || data.Method != "update_states" || reply.Msg.ParentHeader.MsgID != "ctl-req" ||
+		data.States[slider].ModelName != "IntSliderModel" || data.States[slider].State["value"] != float64(4) {
+		t.Fatalf("the control comm's answer (parent %q): %.500s", reply.Msg.ParentHeader.MsgID, raw)
+	}
+	other := e.commConn(keyA, s.ID)
+	if ev := other.comm("x", "comm_msg", map[string]any{"comm_id": "ctl", "data": map[string]any{"method": "request_states"}}); ev.Type != api.EventRejected || ev.Code != "comm_not_owned" {
+		t.Fatalf("another connection's message to the control comm: %+v", ev)
+	}
+	if ev := c.comm("ctl-close", "comm_close", map[string]any{"comm_id": "ctl", "data": map[string]any{}}); ev.Type != api.EventCommSent {
+		t.Fatalf("closing the control comm: %+v", ev)
+	}
+}
+
 // outputWidgetCell shows 20 images inside an Output widget and one after
 // it: each goes to the client between the comm_msg that sets the Output
 // widget's msg_id to the cell's and the one that resets it (the order a

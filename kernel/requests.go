@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -41,8 +42,10 @@ type ExecuteOptions struct {
 	// of on the side stream (and SideAccepted does not count them). A
 	// caller that relays both keeps the order that ipywidgets' Output
 	// widget needs: its msg_id set, the output it captures, its msg_id
-	// reset. Comm messages the kernel sends for this request after
-	// Execute returned (a thread's) still take the side stream.
+	// reset. As on the side stream, those that find the request's event
+	// queue full (a flood the caller does not keep up with) are dropped
+	// and counted in SideDropped. Comm messages the kernel sends for this
+	// request after Execute returned (a thread's) take the side stream.
 	CommEvents bool
 }
 
@@ -88,7 +91,10 @@ func (c *Client) Execute(ctx context.Context, code string, opts ExecuteOptions, 
 		select {
 		case <-cl.events.ready:
 			batch = cl.events.takeAll(batch[:0])
-			if graceTimer != nil && len(batch) > 0 {
+			// Output after the reply holds the wait for idle open; comm
+			// traffic does not (a thread's flood names the last request
+			// as its parent, after its idle too).
+			if graceTimer != nil && slices.ContainsFunc(batch, func(ev Event) bool { return ev.Kind != EventComm }) {
 				graceTimer.Reset(c.cfg.IdleGrace)
 			}
 			for _, ev := range batch {

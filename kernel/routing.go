@@ -180,8 +180,15 @@ func (c *Client) route(ch Channel, msg *Message) {
 	if cl != nil && cl.comms && ch == IOPub && isCommMessage(msg.Header.MsgType) {
 		// In order with the request's output (a widget's comm_open before
 		// the display that shows it; an Output widget's msg_id set, the
-		// output it captures, the msg_id reset).
-		cl.events.push(Event{Kind: EventComm, Msg: msg}, cl.done, c.dead)
+		// output it captures, the msg_id reset). Like the side stream, it
+		// never holds up the reader: a flood the caller cannot keep up
+		// with is dropped and counted, not waited for.
+		if !cl.events.tryPush(Event{Kind: EventComm, Msg: msg}) {
+			c.side.mu.Lock()
+			c.side.dropped++
+			c.side.mu.Unlock()
+			c.dropped(ch, ErrSideFull)
+		}
 		return
 	}
 	if isSide(ch, msg, cl != nil) {

@@ -35,6 +35,16 @@ func (nb *notebook) rerun(i int) {
 	nb.do(fmt.Sprintf("run cell %d again", i), chromedp.Click(chromedp.CSS(cellSel(i)+" .run-cell")))
 }
 
+// fullShot saves a screenshot of the whole notebook (the viewport made
+// as tall as it).
+func fullShot(nb *notebook, shot func(string), name string) {
+	nb.t.Helper()
+	var height int64
+	nb.eval(`Math.ceil(document.querySelector('.layout').getBoundingClientRect().top + document.querySelector('#notebook').scrollHeight)`, &height)
+	nb.do("resize for the screenshot", chromedp.EmulateViewport(1280, max(height, 1000)))
+	shot(name)
+}
+
 func TestBrowserWidgetsReal(t *testing.T) {
 	nb, shot, done, gw := richNotebookWrapped(t, "widgets-real", nil)
 	const wait = 60 * time.Second
@@ -126,7 +136,7 @@ func TestBrowserWidgetsReal(t *testing.T) {
 	if len(seen) < 3 {
 		t.Errorf("the bar showed %d distinct states while the cell ran (%v), want 3", len(seen), seen)
 	}
-	shot("widgets-real-live.png")
+	fullShot(nb, shot, "widgets-real-live.png")
 
 	// (e) A reload: the notebook comes back from local storage, and the
 	// page restores the widgets from the kernel with their values.
@@ -144,6 +154,15 @@ func TestBrowserWidgetsReal(t *testing.T) {
 	nb.waitFor("the readout to say 6", cellJS(slider, `return out.querySelector('.widget-readout').textContent === '6';`), 10*time.Second)
 	nb.rerun(value)
 	nb.waitDone(value, "the kernel to see 6", `out.innerText.trim() === 'value 6'`, wait)
+
+	fullShot(nb, shot, "widgets-real-restored.png")
+
+	// A restart takes the widgets along (the gateway says the kernel is
+	// restarting): their outputs show the kernel's text for them again.
+	nb.do("restart the kernel", chromedp.Click(chromedp.CSS("#restart-btn")))
+	nb.waitFor("the slider's view to go", cellJS(slider, `return !out.querySelector('.widget-slider') &&
+		out.querySelector('.widget-missing').textContent.startsWith('IntSlider(value=5');`), wait)
+	nb.waitFor("an idle kernel after the restart", `document.querySelector('#kernel-status').dataset.state === 'idle'`, wait)
 
 	// (f) No console error, no exception, no CSP violation (done checks).
 	done(nil)
