@@ -250,6 +250,204 @@ display(s, b, img)`})
 	}
 }
 
+// TestCommsFrameID: a comm frame's id is the msg_id its message goes to
+// the kernel with (comm_sent says so), so that the client knows the
+// parent of the handler's busy, output and idle before they can arrive
+// (ipywidgets matches its messages' idle and echoes by the msg_id
+// comm.send returned); an id that another message has (the same
+// client's earlier frame, another connection's, the running
+// execution's), an overlong one or none gets a new msg_id.
+func TestCommsFrameID(t *testing.T) {
+	e := newEnv(t, localRuntime(t), sessions.Config{})
+	s := e.create(keyA, nil)
+	c := e.commConn(keyA, s.ID)
+	c.send(map[string]any{"type": "execute", "id": "w", "code": "import ipywidgets as w\nclicks = 0\ndef on(_):\n    global clicks\n    clicks += 1\n    print('clicked', clicks)\nb = w.Button()\nb.on_click(on)\nb"})
+	var button string
+	all := c.until("the button's cell", func(ev api.Event) bool {
+		if ev.Type == api.EventComm && ev.Msg.Header.MsgType == "comm_open" {
+			button, _ = commContent(ev)["comm_id"].(string)
+		}
+		return ev.Type == api.EventDone && ev.ID == "w"
+	})
+	if all[len(all)-1].Status != "ok" || button == "" {
+		t.Fatalf("the button's cell: %+v", all)
+	}
+	clickContent := map[string]any{"comm_id": button, "data": map[string]any{"method": "custom", "content": map[string]any{"event": "click"}}}
+	// click sends a click with frame id and returns the msg_id it went
+	// with, once the handler's busy, output and idle all named it.
+	click := func(c *commConn, id string, n int) string {
+		t.Helper()
+		sent := c.comm(id, "comm_msg", clickContent)
+		if sent.Type != api.EventCommSent || sent.MsgID == "" {
+			t.Fatalf("click %q: %+v", id, sent)
+		}
+		got := c.until("the idle of click "+id, idleOf(sent.MsgID))
+		var busy, out bool
+		for _, ev := range got {
+			busy = busy || (isComm("status", sent.MsgID)(ev) && commContent(ev)["execution_state"] == "busy")
+			out = out || (isComm("stream", sent.MsgID)(ev) && commContent(ev)["text"] == fmt.Sprintf("clicked %d\n", n))
+		}
+		if !busy || !out {
+			t.Fatalf("click %q (msg_id %q): busy %v, output %v in %+v", id, sent.MsgID, busy, out, got)
+		}
+		return sent.MsgID
+	}
+	if got := click(c, "page-click-1", 1); got != "page-click-1" {
+		t.Fatalf("the click went as %q, want the frame's id", got)
+	}
+	if got := click(c, "page-click-1", 2); got == "page-click-1" {
+		t.Fatalf("a second frame of the same id went with it again")
+	}
+	other := e.commConn(keyA, s.ID)
+	if got := click(other, "page-click-2", 3); got != "page-click-2" {
+		t.Fatalf("the other connection's click went as %q, want its frame's id", got)
+	}
+	if got := click(c, "page-click-2", 4); got == "page-click-2" {
+		t.Fatalf("a frame with another connection's id went with it")
+	}
+	long := strings.Repeat("x", 129)
+	if got := click(c, long, 5); got == long {
+		t.Fatalf("a frame id of 129 bytes went as the msg_id")
+	}
+	if got := click(c, "", 6); got == "" {
+		t.Fatalf("a frame without an id went without a msg_id")
+	}
+
+	// The running execution's id: the click's output is the click's, not
+	// the execution's (which waits in input() meanwhile).
+	c.send(map[string]any{"type": "execute", "id": "waiting", "code": "input('go?'); print('done')"})
+	c.until("the input request", func(ev api.Event) bool { return ev.Type == api.EventInputRequest && ev.ID == "waiting" })
+	sent := c.comm("waiting", "comm_msg", clickContent)
+	if sent.Type != api.EventCommSent || sent.MsgID == "" || sent.MsgID == "waiting" {
+		t.Fatalf("a click with the running execution's id: %+v", sent)
+	}
+	c.send(map[string]any{"type": "input_reply", "id": "waiting", "value": "yes"})
+	got := c.until("the execution's end", func(ev api.Event) bool { return ev.Type == api.EventDone && ev.ID == "waiting" })
+	for _, ev := range got {
+		if ev.Type == api.EventStream && strings.Contains(ev.Text, "clicked") {
+			t.Fatalf("the click's output went to the execution: %+v", ev)
+		}
+	}
+	c.until("the click's output", func(ev api.Event) bool {
+		return isComm("stream", sent.MsgID)(ev) && commContent(ev)["text"] == "clicked 7\n"
+	})
+}
+
+// TestCommsControlComm: the restore of a reloaded page (ipywidgets 8's
+// control comm, which the web notebook's widget manager opens): the
+// client's comm_open to jupyter.widget.control and its request_states
+// reach the kernel, whose update_states (every widget's state) comes back
+// on that comm, naming the request as its parent; the comm is the
+// client's own (another connection cannot message it) and closes.
+func TestCommsControlComm(t *testing.T) {
+	e := newEnv(t, localRuntime(t), sessions.Config{})
+	s := e.create(keyA, nil)
+	c := e.commConn(keyA, s.ID)
+	c.send(map[string]any{"type": "execute", "id": "w", "code": "import ipywidgets as w\ns = w.IntSlider(value=4)"})
+	var slider string
+	c.until("the slider", func(ev api.Event) bool {
+		if ev.Type == api.EventComm && ev.Msg.Header.MsgType == "comm_open" && strings.Contains(string(ev.Msg.Content), "IntSliderModel") {
+			slider = commContent(ev)["comm_id"].(string)
+		}
+		return ev.Type == api.EventDone && ev.ID == "w"
+	})
+	c.send(map[string]any{"type": "comm", "id": "ctl-open", "msg_type": "comm_open", "metadata": map[string]any{"version": "1.0.0"},
+		"content": map[string]any{"comm_id": "ctl", "target_name": "jupyter.widget.control", "data": map[string]any{}}})
+	if ev := c.answer("ctl-open"); ev.Type != api.EventCommSent {
+		t.Fatalf("the control comm_open: %+v", ev)
+	}
+	if ev := c.comm("ctl-req", "comm_msg", map[string]any{"comm_id": "ctl", "data": map[string]any{"method": "request_states"}}); ev.Type != api.EventCommSent || ev.MsgID != "ctl-req" {
+		t.Fatalf("request_states: %+v", ev)
+	}
+	got := c.until("update_states", func(ev api.Event) bool {
+		return ev.Type == api.EventComm && ev.Msg.Header.MsgType == "comm_msg" && commContent(ev)["comm_id"] == "ctl"
+	})
+	reply := got[len(got)-1]
+	var data struct {
+		Method string `json:"method"`
+		States map[string]struct {
+			ModelName string         `json:"model_name"`
+			State     map[string]any `json:"state"`
+		} `json:"states"`
+	}
+	raw, _ := json.Marshal(commContent(reply)["data"])
+	if err := json.Unmarshal(raw, &data); err != nil || data.Method != "update_states" || reply.Msg.ParentHeader.MsgID != "ctl-req" ||
+		data.States[slider].ModelName != "IntSliderModel" || data.States[slider].State["value"] != float64(4) {
+		t.Fatalf("the control comm's answer (parent %q): %.500s", reply.Msg.ParentHeader.MsgID, raw)
+	}
+	other := e.commConn(keyA, s.ID)
+	if ev := other.comm("x", "comm_msg", map[string]any{"comm_id": "ctl", "data": map[string]any{"method": "request_states"}}); ev.Type != api.EventRejected || ev.Code != "comm_not_owned" {
+		t.Fatalf("another connection's message to the control comm: %+v", ev)
+	}
+	if ev := c.comm("ctl-close", "comm_close", map[string]any{"comm_id": "ctl", "data": map[string]any{}}); ev.Type != api.EventCommSent {
+		t.Fatalf("closing the control comm: %+v", ev)
+	}
+}
+
+// outputWidgetCell shows 20 images inside an Output widget and one after
+// it: each goes to the client between the comm_msg that sets the Output
+// widget's msg_id to the cell's and the one that resets it (the order a
+// page needs to put them into the widget), the last after the reset.
+const outputWidgetCell = `import ipywidgets as w
+out = w.Output()
+for i in range(20):
+    with out:
+        display({'image/png': 'QUJD' * 20000, 'text/plain': 'inside %d' % i}, raw=True)
+display({'text/plain': 'outside'}, raw=True)`
+
+// capturedBy returns the msg_id an Output widget's update sets (ok false
+// for other messages).
+func capturedBy(msgType string, content map[string]any) (string, bool) {
+	data, _ := content["data"].(map[string]any)
+	state, _ := data["state"].(map[string]any)
+	id, ok := state["msg_id"].(string)
+	return id, ok && msgType == "comm_msg" && data["method"] == "update"
+}
+
+// TestCommsOutputWidgetOrder: a cell's comm messages and its output reach
+// a /v1 client in the kernel's order, so that what an Output widget
+// captures comes while its msg_id is the cell's (it went wrong for about
+// one display in ten when the comm messages took the side stream alone).
+func TestCommsOutputWidgetOrder(t *testing.T) {
+	e := newEnv(t, localRuntime(t), sessions.Config{})
+	s := e.create(keyA, nil)
+	c := e.commConn(keyA, s.ID)
+	for run := range 3 {
+		id := fmt.Sprint("cell", run)
+		c.send(map[string]any{"type": "execute", "id": id, "code": outputWidgetCell})
+		got := c.until("the cell", func(ev api.Event) bool { return ev.Type == api.EventDone && ev.ID == id })
+		if got[len(got)-1].Status != "ok" {
+			t.Fatalf("the cell: %+v", got[len(got)-1])
+		}
+		capture, inside, outside := "", 0, 0
+		for _, ev := range got {
+			switch ev.Type {
+			case api.EventComm:
+				var content map[string]any
+				json.Unmarshal(ev.Msg.Content, &content)
+				if msgID, ok := capturedBy(ev.Msg.Header.MsgType, content); ok {
+					capture = msgID
+				}
+			case api.EventDisplay:
+				data, _ := ev.Data.Decode()
+				var text string
+				json.Unmarshal(data["text/plain"], &text)
+				switch {
+				case strings.HasPrefix(text, "inside") && capture == id:
+					inside++
+				case text == "outside" && capture == "":
+					outside++
+				default:
+					t.Fatalf("run %d: %q came while the Output widget's msg_id was %q", run, text, capture)
+				}
+			}
+		}
+		if inside != 20 || outside != 1 {
+			t.Fatalf("run %d: %d displays inside the Output widget, %d outside, want 20 and 1", run, inside, outside)
+		}
+	}
+}
+
 // TestCommsAbuse: a client's comm_opens past the limit are refused, a
 // comm_msg flood past the rate is refused while the gateway serves every
 // session, and a kernel flooding comm messages from a thread holds up

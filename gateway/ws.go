@@ -131,8 +131,9 @@ type wsRelay struct {
 // queue: every message of the kernel's side stream (comm_open, comm_msg,
 // comm_close, a comm handler's output and status) goes to every client
 // as a comm frame, before the events the kernel sent after it; a
-// client's comm frame goes to the kernel (Session.SendComm, as this
-// connection's owner identity: the comms it opens are its own) and is
+// client's comm frame goes to the kernel (Session.SendCommID, as this
+// connection's owner identity: the comms it opens are its own) with the
+// frame's id as its msg_id when that is free (else a new one), and is
 // answered comm_sent with the kernel msg_id, or rejected (bad_comm,
 // comm_not_owned, comm_limit, rate_limited); a comm_info frame is
 // answered comm_info_reply (the introspector's, as complete). Comm
@@ -311,7 +312,7 @@ func handleFrame(ctx context.Context, sess *sessions.Session, f clientFrame, in 
 			}
 			buffers = append(buffers, data)
 		}
-		msgID, err := sess.SendComm(in.owner, f.MsgType, f.Content, f.Metadata, buffers)
+		msgID, err := sess.SendCommID(in.owner, f.ID, f.MsgType, f.Content, f.Metadata, buffers)
 		if err != nil {
 			return reject(err)
 		}
@@ -323,6 +324,24 @@ func handleFrame(ctx context.Context, sess *sessions.Session, f clientFrame, in 
 			Message: "unknown frame type " + strconv.Quote(f.Type) + "; expected execute, interrupt, input_reply, resume, complete, inspect, comm or comm_info"}
 	}
 	return nil
+}
+
+// takeSide returns the next side message waiting in *side, or nil
+// without waiting; it sets *side to nil once it is closed.
+func takeSide(side *<-chan sessions.SideMessage) *sessions.SideMessage {
+	if *side == nil {
+		return nil
+	}
+	select {
+	case m, ok := <-*side:
+		if !ok {
+			*side = nil
+			return nil
+		}
+		return &m
+	default:
+		return nil
+	}
 }
 
 func send(ctx context.Context, out chan<- any, v any) {
@@ -351,7 +370,23 @@ func (r *wsRelay) write(ctx context.Context, conn *websocket.Conn, sess *session
 		return err
 	}
 	lastSent := since
+	// held is a side message waiting for the events published before it
+	// (its After) to be written: the side stream and the events are two
+	// channels, merged here in the session's order (see
+	// sessions.SubscribeKernel).
+	var held *sessions.SideMessage
+	writeSide := func(m sessions.SideMessage) error { return write(newCommFrame(m)) }
 	for {
+		if held != nil && held.After <= lastSent {
+			if err := writeSide(*held); err != nil {
+				return err
+			}
+			held = nil
+		}
+		sideC := side
+		if held != nil {
+			sideC = nil // one at a time: the next comes after it
+		}
 		select {
 		case <-ctx.Done():
 			_ = conn.WriteControl(websocket.CloseMessage,
@@ -368,30 +403,26 @@ func (r *wsRelay) write(ctx context.Context, conn *websocket.Conn, sess *session
 			sub.Close()
 			sub = sess.Subscribe(n)
 			lastSent = n
-		case m, ok := <-side:
+		case m, ok := <-sideC:
 			if !ok {
 				side = nil // the session ended: sub.C says so
 				continue
 			}
-			if err := write(newCommFrame(m)); err != nil {
-				return err
-			}
+			held = &m // written at the top of the loop once its events are
 		case ev, ok := <-sub.C:
-			// The side messages the kernel sent before ev are in side
-			// already: they go first, in the kernel's order.
-			for drained := false; !drained; {
-				select {
-				case m, more := <-side:
-					if !more {
-						side, drained = nil, true
-						break
-					}
-					if err := write(newCommFrame(m)); err != nil {
-						return err
-					}
-				default:
-					drained = true
+			// The side messages delivered before ev was published go
+			// first, in the kernel's order.
+			for ok {
+				if held == nil {
+					held = takeSide(&side)
 				}
+				if held == nil || held.After >= ev.Seq {
+					break
+				}
+				if err := writeSide(*held); err != nil {
+					return err
+				}
+				held = nil
 			}
 			if !ok {
 				if sub.Lagged() { // fell behind: replay from the backlog

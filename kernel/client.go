@@ -181,6 +181,9 @@ type Client struct {
 }
 
 type call struct {
+	// comms: the request's comm messages come as EventComm events
+	// (ExecuteOptions.CommEvents), not on the side stream.
+	comms  bool
 	events *eventQueue
 	reply  chan reply // capacity 1: the first reply wins
 	done   chan struct{}

@@ -13,8 +13,10 @@
 //     kernel, with replies and iopub output routed to the request that
 //     caused them, turned into typed Events, and a side stream (Side) for
 //     what belongs to no pending request: comm traffic, debug events, and
-//     the output of a comm's handler. Send sends the messages that have no
-//     reply (comm_open, comm_msg, comm_close).
+//     the output of a comm's handler (an Execute with CommEvents gets its
+//     own cell's comm messages as events instead, in order with its
+//     output). Send sends the messages that have no reply (comm_open,
+//     comm_msg, comm_close).
 //
 // The kernel is assumed hostile: the code running in it controls every byte
 // it sends. Nothing received is acted on before its signature is verified,

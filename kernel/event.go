@@ -19,6 +19,9 @@ const (
 	EventClearOutput   EventKind = "clear_output"
 	EventInputRequest  EventKind = "input_request"
 	EventStatus        EventKind = "status"
+	// EventComm is a comm_open, comm_msg or comm_close of the request
+	// (ExecuteOptions.CommEvents), in Msg.
+	EventComm EventKind = "comm"
 	// EventCut is not a Jupyter message: it reports that a message of the
 	// request was over the channel's size ceiling and was dropped unread.
 	EventCut EventKind = "glassroom_cut"
@@ -67,6 +70,10 @@ type Event struct {
 	// Truncated is set when a list or map the kernel sent was longer than
 	// the decoder keeps (see MaxTracebackEntries, MaxBundleEntries).
 	Truncated bool
+
+	// comm (EventComm): the kernel's message as it arrived (verified, its
+	// content and metadata not checked); it must not be modified.
+	Msg *Message
 }
 
 // Bounds the decoder applies to lists and maps a kernel chooses, so that a
@@ -93,6 +100,9 @@ func (e *Event) Size() int {
 	n += len(e.DataJSON)
 	for _, t := range e.Traceback {
 		n += len(t) + EntryOverhead
+	}
+	if e.Msg != nil {
+		n += sideBound(e.Msg)
 	}
 	return n
 }

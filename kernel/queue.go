@@ -58,6 +58,22 @@ func (q *eventQueue) push(ev Event, done, stop <-chan struct{}) bool {
 	}
 }
 
+// tryPush appends ev unless the queue is full (then it drops it and
+// returns false), without waiting.
+func (q *eventQueue) tryPush(ev Event) bool {
+	size := ev.Size()
+	q.mu.Lock()
+	if len(q.items) > 0 && (len(q.items) >= q.maxItems || q.bytes+size > q.maxBytes) {
+		q.mu.Unlock()
+		return false
+	}
+	q.items = append(q.items, queued{ev, size})
+	q.bytes += size
+	q.mu.Unlock()
+	signal(q.ready)
+	return true
+}
+
 // takeAll removes and returns every queued event, oldest first.
 func (q *eventQueue) takeAll(buf []Event) []Event {
 	q.mu.Lock()

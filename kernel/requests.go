@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -35,6 +36,17 @@ type ExecuteOptions struct {
 	// Output widget captures), so a caller that names the execution so
 	// matches them to it.
 	MsgID string
+	// CommEvents: the comm messages the code sends (comm_open, comm_msg,
+	// comm_close whose parent is this request) come to onEvent as
+	// EventComm events, in the kernel's order with the output, instead
+	// of on the side stream (and SideAccepted does not count them). A
+	// caller that relays both keeps the order that ipywidgets' Output
+	// widget needs: its msg_id set, the output it captures, its msg_id
+	// reset. As on the side stream, those that find the request's event
+	// queue full (a flood the caller does not keep up with) are dropped
+	// and counted in SideDropped. Comm messages the kernel sends for this
+	// request after Execute returned (a thread's) take the side stream.
+	CommEvents bool
 }
 
 // MaxMsgIDBytes bounds the msg_id a caller chooses (ExecuteOptions.MsgID).
@@ -53,10 +65,10 @@ func (c *Client) Execute(ctx context.Context, code string, opts ExecuteOptions, 
 	if ue == nil {
 		ue = map[string]string{}
 	}
-	msg, cl, err := c.sendID(Shell, "execute_request", map[string]any{
+	msg, cl, err := c.sendCall(Shell, "execute_request", map[string]any{
 		"code": code, "silent": opts.Silent, "store_history": !opts.NoHistory,
 		"user_expressions": ue, "allow_stdin": opts.AllowStdin, "stop_on_error": opts.StopOnError,
-	}, opts.MsgID)
+	}, opts.MsgID, opts.CommEvents)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +91,10 @@ func (c *Client) Execute(ctx context.Context, code string, opts ExecuteOptions, 
 		select {
 		case <-cl.events.ready:
 			batch = cl.events.takeAll(batch[:0])
-			if graceTimer != nil && len(batch) > 0 {
+			// Output after the reply holds the wait for idle open; comm
+			// traffic does not (a thread's flood names the last request
+			// as its parent, after its idle too).
+			if graceTimer != nil && slices.ContainsFunc(batch, func(ev Event) bool { return ev.Kind != EventComm }) {
 				graceTimer.Reset(c.cfg.IdleGrace)
 			}
 			for _, ev := range batch {

@@ -19,12 +19,18 @@ func (c *Client) send(ch Channel, msgType string, content any) (*Message, *call,
 // sendID is send with the message's msg_id: id, unless it is "", too long
 // or the msg_id of a pending request (then a new one).
 func (c *Client) sendID(ch Channel, msgType string, content any, id string) (*Message, *call, error) {
+	return c.sendCall(ch, msgType, content, id, false)
+}
+
+// sendCall is sendID with comms: the request's comm messages come to its
+// events as EventComm (see ExecuteOptions.CommEvents).
+func (c *Client) sendCall(ch Channel, msgType string, content any, id string, comms bool) (*Message, *call, error) {
 	body, err := json.Marshal(content)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kernel: %s: encode content: %w", msgType, err)
 	}
 	msg := &Message{Header: newHeader(c.session, msgType), Content: body}
-	cl := &call{events: newEventQueue(c.cfg.EventBuffer, c.cfg.EventBufferBytes), reply: make(chan reply, 1), done: make(chan struct{})}
+	cl := &call{comms: comms, events: newEventQueue(c.cfg.EventBuffer, c.cfg.EventBufferBytes), reply: make(chan reply, 1), done: make(chan struct{})}
 	c.mu.Lock()
 	if id != "" && len(id) <= MaxMsgIDBytes && c.pending[id] == nil {
 		msg.Header.MsgID = id
@@ -171,6 +177,20 @@ func (c *Client) cut(ch Channel, frames [][]byte) {
 func (c *Client) route(ch Channel, msg *Message) {
 	c.log.Trace().Str("channel", string(ch)).Str("type", msg.Header.MsgType).Str("parent", msg.Parent.MsgID).RawJSON("content", msg.Content).Msg("kernel message")
 	cl := c.lookup(msg.Parent.MsgID)
+	if cl != nil && cl.comms && ch == IOPub && isCommMessage(msg.Header.MsgType) {
+		// In order with the request's output (a widget's comm_open before
+		// the display that shows it; an Output widget's msg_id set, the
+		// output it captures, the msg_id reset). Like the side stream, it
+		// never holds up the reader: a flood the caller cannot keep up
+		// with is dropped and counted, not waited for.
+		if !cl.events.tryPush(Event{Kind: EventComm, Msg: msg}) {
+			c.side.mu.Lock()
+			c.side.dropped++
+			c.side.mu.Unlock()
+			c.dropped(ch, ErrSideFull)
+		}
+		return
+	}
 	if isSide(ch, msg, cl != nil) {
 		if !c.side.push(msg, sideBound(msg)) {
 			c.dropped(ch, ErrSideFull)

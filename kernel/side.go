@@ -86,6 +86,12 @@ func sideBound(msg *Message) int {
 	return n
 }
 
+// isCommMessage reports whether msgType is comm_open, comm_msg or
+// comm_close.
+func isCommMessage(msgType string) bool {
+	return msgType == MsgCommOpen || msgType == MsgCommMsg || msgType == MsgCommClose
+}
+
 // isSide reports whether msg, received on ch, takes the side stream;
 // pending reports whether its parent is a pending request.
 func isSide(ch Channel, msg *Message, pending bool) bool {

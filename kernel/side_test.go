@@ -3,6 +3,9 @@ package kernel_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,5 +138,91 @@ func TestSideStreamCarriesWidgetComms(t *testing.T) {
 	}
 	if _, err := c.Send(kernel.IOPub, kernel.MsgCommMsg, update, nil, nil); err == nil {
 		t.Fatal("Send sent on iopub")
+	}
+}
+
+// TestCommEventsInOrder: with ExecuteOptions.CommEvents, a cell's comm
+// messages come to onEvent in the kernel's order with its output (an
+// Output widget's msg_id set, the display it captures, the msg_id reset:
+// on two streams the reset could overtake the display), not on the side
+// stream; without it they take the side stream.
+func TestCommEventsInOrder(t *testing.T) {
+	k := startBareKernel(t)
+	c := dial(t, k.info)
+	code := "import ipywidgets as w\nout = w.Output()\nwith out:\n    display('captured')\nprint('after')"
+	before := c.SideAccepted()
+	r := run(t, c, code, kernel.ExecuteOptions{MsgID: "in-order", CommEvents: true})
+	if r.err != nil || r.reply.Status != "ok" {
+		t.Fatalf("the cell: %+v", r)
+	}
+	var seq []string
+	for _, ev := range r.events {
+		switch ev.Kind {
+		case kernel.EventComm:
+			if ev.Msg == nil || ev.Msg.Parent.MsgID != "in-order" {
+				t.Fatalf("comm event %+v: want the cell as parent", ev.Msg)
+			}
+			var cc struct {
+				Data struct {
+					Method string         `json:"method"`
+					State  map[string]any `json:"state"`
+				} `json:"data"`
+			}
+			if err := json.Unmarshal(ev.Msg.Content, &cc); err != nil {
+				t.Fatalf("comm content %s: %v", ev.Msg.Content, err)
+			}
+			if id, ok := cc.Data.State["msg_id"]; ok && cc.Data.Method == "update" {
+				seq = append(seq, fmt.Sprintf("msg_id=%v", id))
+			} else {
+				seq = append(seq, ev.Msg.Header.MsgType)
+			}
+		case kernel.EventDisplay:
+			seq = append(seq, "display")
+		case kernel.EventStream:
+			seq = append(seq, "stream")
+		}
+	}
+	want := []string{"msg_id=in-order", "display", "msg_id=", "stream"}
+	var got []string
+	for _, s := range seq {
+		if slices.Contains(want, s) {
+			got = append(got, s)
+		}
+	}
+	if !slices.Equal(got, want) || !slices.Contains(seq, "comm_open") {
+		t.Fatalf("events %q, want a comm_open and %q in that order", seq, want)
+	}
+	// The side stream took nothing of the cell's comm traffic (other
+	// requests' late status messages may be there).
+	if n := c.SideAccepted(); n > before {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for got := int64(0); got < n-before; {
+			msgs, err := c.Side(ctx, nil)
+			if err != nil {
+				t.Fatalf("side stream: %v", err)
+			}
+			for _, m := range msgs {
+				if strings.HasPrefix(m.Header.MsgType, "comm_") {
+					t.Fatalf("the cell's %s (parent %q) took the side stream too", m.Header.MsgType, m.Parent.MsgID)
+				}
+			}
+			got += int64(len(msgs))
+		}
+	}
+	before = c.SideAccepted()
+
+	// Without CommEvents they take the side stream.
+	r = run(t, c, code, kernel.ExecuteOptions{MsgID: "on-side"})
+	if r.err != nil || r.reply.Status != "ok" {
+		t.Fatalf("the cell: %+v", r)
+	}
+	for _, ev := range r.events {
+		if ev.Kind == kernel.EventComm {
+			t.Fatalf("a comm event without CommEvents: %+v", ev.Msg)
+		}
+	}
+	if n := c.SideAccepted(); n < before+3 {
+		t.Fatalf("SideAccepted %d after a cell that sent at least 3 comm messages (was %d)", n, before)
 	}
 }

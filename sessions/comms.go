@@ -210,8 +210,11 @@ func (t *comms) learn(c KernelConn, ids []string) {
 // claim checks that owner may send msgType for comm id on incarnation c,
 // reserves what it takes (a comm_open's id) and returns the msg_id to
 // send it with, remembered (with parent, the sender's header) before the
-// kernel can answer. done must be called with whether it was sent.
-func (t *comms) claim(c KernelConn, owner, msgType, id string, parent json.RawMessage) (msgID string, done func(sent bool), err error) {
+// kernel can answer: want, when it is a valid msg id that no message the
+// table remembers has (so no other client's, no execution's of the
+// Jupyter face), else a new one. done must be called with whether it was
+// sent.
+func (t *comms) claim(c KernelConn, owner, msgType, id, want string, parent json.RawMessage) (msgID string, done func(sent bool), err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.conn != c {
@@ -233,7 +236,10 @@ func (t *comms) claim(c KernelConn, owner, msgType, id string, parent json.RawMe
 	if msgType == kernel.MsgCommOpen {
 		t.open[id] = owner
 	}
-	msgID = newSessionID()
+	msgID = want
+	if _, used := t.parents[want]; used || !validCommID(want) {
+		msgID = newSessionID()
+	}
 	t.seq++
 	t.remember(msgID, sentMsg{header: parent, comm: true, seq: t.seq})
 	return msgID, func(sent bool) {
@@ -401,7 +407,23 @@ func (s *Session) checkComm(owner string, parent json.RawMessage, msgType string
 // ErrCommLimit, ErrCommRate), ErrPaused, ErrKernelGone. Safe for
 // concurrent use.
 func (s *Session) SendComm(owner, msgType string, content, metadata json.RawMessage, buffers [][]byte) (string, error) {
-	return s.SendCommParent(owner, nil, msgType, content, metadata, buffers)
+	return s.sendComm(owner, "", nil, msgType, content, metadata, buffers)
+}
+
+// SendCommID is SendComm with the msg_id the client chose for its message
+// (a native WebSocket client's frame id): the message goes to the kernel
+// with it, so that the client knows the parent of what the kernel sends
+// while handling it before the kernel can send anything (as a Jupyter
+// client knows the msg_id of its own messages). msgID is used when it is
+// 1..MaxCommIDBytes printable bytes, not the running execution's id, and
+// no message the session remembers sending (a comm message of any client,
+// an execution of the Jupyter face) has it; else the message gets a new
+// one. It returns the msg_id used.
+func (s *Session) SendCommID(owner, msgID, msgType string, content, metadata json.RawMessage, buffers [][]byte) (string, error) {
+	if running, _, ok := s.Running(); ok && running == msgID {
+		msgID = "" // the execution's output would take the handler's
+	}
+	return s.sendComm(owner, msgID, nil, msgType, content, metadata, buffers)
 }
 
 // SendCommParent is SendComm with the header the client gave its message
@@ -409,6 +431,12 @@ func (s *Session) SendComm(owner, msgType string, content, metadata json.RawMess
 // messages the kernel sends while handling it carry it as their Parent,
 // so that a Jupyter client matches them to its message.
 func (s *Session) SendCommParent(owner string, parent json.RawMessage, msgType string, content, metadata json.RawMessage, buffers [][]byte) (string, error) {
+	return s.sendComm(owner, "", parent, msgType, content, metadata, buffers)
+}
+
+// sendComm sends a client's comm message with msg_id want when it may
+// (see comms.claim; "": a new one).
+func (s *Session) sendComm(owner, want string, parent json.RawMessage, msgType string, content, metadata json.RawMessage, buffers [][]byte) (string, error) {
 	id, err := s.checkComm(owner, parent, msgType, content, metadata, buffers)
 	if err != nil {
 		return "", err
@@ -423,7 +451,7 @@ func (s *Session) SendCommParent(owner string, parent json.RawMessage, msgType s
 	}
 	defer release()
 	c := s.kernelClient()
-	msgID, done, err := s.side.comms.claim(c, owner, msgType, id, parent)
+	msgID, done, err := s.side.comms.claim(c, owner, msgType, id, want, parent)
 	if err != nil {
 		return "", err
 	}

@@ -53,12 +53,16 @@
 //     counted, and holds up nothing. It is not in the event log (nothing
 //     is replayed). The worker publishes an execution's output only once
 //     the side messages the kernel sent before it are delivered (barrier),
-//     so a client that reads its side channel dry before each event keeps
-//     the kernel's order.
+//     and fans the execution's own comm messages out itself, between its
+//     events (kernel.ExecuteOptions.CommEvents); each side message carries
+//     the Seq of the newest event published before it (After), so a
+//     client that merges the two channels by it keeps the kernel's order
+//     (an Output widget's msg_id set, the output it captures, the reset).
 //   - comms (comms.go) is the table of the kernel's open comms: the
 //     kernel's are every client's, a client's are its owner's; SendComm
 //     checks a client's comm message against it (ownership, Config's
-//     MaxComms, CommRate, MaxCommBytes) and sends it beside the queue;
+//     MaxComms, CommRate, MaxCommBytes) and sends it beside the queue
+//     (SendCommID: with the msg_id the client chose, when it is free);
 //     CommInfo relays comm_info. A restart empties it.
 //   - jupyterState (jupyter.go) keeps what the Jupyter face needs beyond
 //     the /v1 view: the order of enqueued executions and stop_on_error's

@@ -108,10 +108,13 @@ func (w *worker) execute(c KernelConn, j *job, replied func()) outcome {
 	// parent of what the code sends on the side stream (a widget's
 	// comm_open; the msg_id an ipywidgets Output captures), which is
 	// what both faces call the execution.
-	// The comm messages sent before the execute_request are handled once
-	// it is (the kernel handles shell in order).
+	// Its comm messages come as events (CommEvents), fanned out in order
+	// with its output: an Output widget's msg_id is set, then the output
+	// it captures comes, then it is reset. The comm messages sent before
+	// the execute_request are handled once it is (the kernel handles
+	// shell in order).
 	commMark := w.s.side.comms.mark()
-	opts := kernel.ExecuteOptions{MsgID: j.req.ID, AllowStdin: j.req.AllowStdin, Silent: j.req.Silent, NoHistory: j.req.NoHistory,
+	opts := kernel.ExecuteOptions{MsgID: j.req.ID, CommEvents: true, AllowStdin: j.req.AllowStdin, Silent: j.req.Silent, NoHistory: j.req.NoHistory,
 		UserExpression: j.req.UserExpressions, OnBusy: j.kernelBegan, OnReply: func() {
 			w.s.side.comms.handledThrough(c, commMark)
 			if j.req.hasSettings() {
@@ -123,6 +126,10 @@ func (w *worker) execute(c KernelConn, j *job, replied func()) outcome {
 	go func() { // owned by execute, which always waits for done
 		reply, err := c.Execute(ctx, j.req.Code, opts, func(ev kernel.Event) {
 			w.s.side.barrier(ctx, c) // the side messages the kernel sent before ev go first
+			if ev.Kind == kernel.EventComm {
+				w.s.side.deliver(c, ev.Msg)
+				return
+			}
 			w.onEvent(j, ev)
 		})
 		done <- result{reply, err}

@@ -228,7 +228,7 @@ func newSession(p sessionParams) *Session {
 	}
 	s.relay = &relay{maxCode: p.cfg.MaxCodeBytes, pause: s.pause, touch: s.Touch, conn: s.kernelClient,
 		busy: func() bool { return s.Info().State == StateBusy }}
-	s.side = newSideState(&s.cfg)
+	s.side = newSideState(&s.cfg, s.LastSeq)
 	s.work = &worker{s: s, slots: p.slots, watch: p.watch}
 	s.work.start(p.client)
 	return s

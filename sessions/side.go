@@ -17,7 +17,10 @@ import (
 // One goroutine per kernel incarnation (sideState.run, owned by the
 // worker) reads the incarnation's side stream (KernelConn.Side), keeps the
 // session's table of open comms (comms.go) and fans the messages out to
-// the subscribers of SubscribeKernel. The side stream is not part of the
+// the subscribers of SubscribeKernel. The comm messages of the running
+// execution come to the worker instead, in order with its output
+// (kernel.ExecuteOptions.CommEvents), and the worker fans them out
+// between the events it publishes (deliver). The side stream is not part of the
 // event log: nothing of it is numbered, kept or replayed; a client
 // recovers widget state from the kernel (comm_info, then the widgets'
 // request_state).
@@ -42,6 +45,10 @@ type SideMessage struct {
 	Metadata json.RawMessage
 	Content  json.RawMessage
 	Buffers  [][]byte
+	// After is the Seq of the newest event the session had published
+	// when it delivered the message: the events up to After came before
+	// it, the later ones after it (see SubscribeKernel).
+	After int64
 }
 
 // size approximates the memory m holds, for the subscribers' bounds.
@@ -71,6 +78,7 @@ type sideSub struct {
 // comm table.
 type sideState struct {
 	subItems, subBytes int
+	lastSeq            func() int64 // the Seq of the session's newest event
 
 	subMu   sync.Mutex
 	subs    map[*sideSub]struct{}
@@ -86,8 +94,8 @@ type sideState struct {
 	comms comms
 }
 
-func newSideState(cfg *Config) *sideState {
-	ss := &sideState{subItems: cfg.SideBuffer, subBytes: cfg.SideBytes, subs: map[*sideSub]struct{}{}, progress: make(chan struct{})}
+func newSideState(cfg *Config, lastSeq func() int64) *sideState {
+	ss := &sideState{subItems: cfg.SideBuffer, subBytes: cfg.SideBytes, lastSeq: lastSeq, subs: map[*sideSub]struct{}{}, progress: make(chan struct{})}
 	ss.comms.init(cfg)
 	return ss
 }
@@ -118,8 +126,10 @@ func (ss *sideState) subscribe(ctx context.Context) (<-chan SideMessage, func())
 	return sub.c, func() { stop(); cancel() }
 }
 
-// fanout offers m to every subscriber, without waiting for any.
+// fanout offers m to every subscriber, without waiting for any, stamped
+// with the newest event's Seq.
 func (ss *sideState) fanout(m SideMessage) {
+	m.After = ss.lastSeq()
 	n := m.size()
 	ss.subMu.Lock()
 	defer ss.subMu.Unlock()
@@ -219,6 +229,15 @@ func (ss *sideState) run(ctx context.Context, c KernelConn) {
 	}
 }
 
+// deliver fans out km, a comm message of c's running execution, which
+// the worker got in order with the execution's output: it goes to the
+// subscribers between the events published before and after it.
+func (ss *sideState) deliver(c KernelConn, km *kernel.Message) {
+	if m, ok := ss.convert(c, km); ok {
+		ss.fanout(m)
+	}
+}
+
 // convert checks a kernel message, records what it does to the comm
 // table and makes it a SideMessage. A message whose content or metadata
 // is not a JSON object is dropped.
@@ -293,10 +312,13 @@ func jsonObject(b json.RawMessage) bool {
 // bytes): a subscriber that falls behind loses the messages that do not
 // fit (SideDropped counts them), and never holds up the kernel, its
 // executions or another subscriber. The messages are not in the event
-// log: nothing is replayed. To keep a kernel's order, read the channel
-// dry before handling each event of Subscribe: the session publishes an
-// execution's output only once the side messages the kernel sent before
-// it are in the channel. Safe for concurrent use.
+// log: nothing is replayed. To keep the kernel's order with the events of
+// Subscribe, write a side message m only once the events up to m.After
+// are written, and before an event whose Seq is above m.After (the
+// session publishes an execution's output only once the side messages
+// the kernel sent before it are in the channel, and fans out the
+// execution's own comm messages between its events). Safe for concurrent
+// use.
 func (s *Session) SubscribeKernel(ctx context.Context) (<-chan SideMessage, func()) {
 	return s.side.subscribe(ctx)
 }

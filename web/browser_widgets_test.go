@@ -5,11 +5,13 @@ package web_test
 // real CSP, with the session's WebSocket played by a script: the gateway
 // serves the page and the REST API over a real local runtime, but its
 // /v1/sessions/{id}/ws is replaced by widgetKernel, which speaks the comm
-// protocol of the native WebSocket (comm events and frames, comm_info) as
-// a kernel with ipywidgets 8 would, with the messages ipywidgets 8.1 makes
-// (testdata/widgets/widgets.json, from gen.py). This proves the page's side
-// of the contract; the end-to-end tests with a real kernel come with the
-// gateway's comm relay.
+// protocol of the native WebSocket (comm events and frames, comm_sent,
+// comm_info) as the gateway and a kernel with ipywidgets 8 would, with the
+// messages ipywidgets 8.1 makes (testdata/widgets/widgets.json, from
+// gen.py). This proves the page's side of the contract, with cases a real
+// kernel does not make on demand (a gateway-made msg_id); the end-to-end
+// test with a real kernel and the gateway's comm relay is
+// TestBrowserWidgetsReal.
 
 import (
 	"encoding/json"
@@ -182,7 +184,17 @@ func (k *widgetKernel) answer(f map[string]any) []map[string]any {
 		content, _ := f["content"].(map[string]any)
 		commID, _ := content["comm_id"].(string)
 		data, _ := content["data"].(map[string]any)
-		out := []map[string]any{comm("status", id, map[string]any{"execution_state": "busy"}, nil)}
+		// As the gateway: the frame goes to the kernel with its id as
+		// msg_id, which comm_sent confirms, and the kernel's answers name
+		// it as their parent. A click goes with another msg_id (as when
+		// the id is taken), which the page learns from comm_sent.
+		msgID := id
+		if data["method"] == "custom" {
+			msgID = "gateway-" + id
+		}
+		id = msgID
+		out := []map[string]any{{"type": "comm_sent", "id": f["id"], "msg_id": msgID},
+			comm("status", id, map[string]any{"execution_state": "busy"}, nil)}
 		switch f["msg_type"] {
 		case "comm_open":
 			if content["target_name"] == "jupyter.widget.control" {

@@ -347,3 +347,52 @@ func TestJupyterCommsPausedKernel(t *testing.T) {
 		t.Fatalf("click on a paused kernel: %v", got)
 	}
 }
+
+// TestJupyterCommsOutputWidgetOrder: a cell's comm messages and its
+// output reach a Jupyter client in the kernel's order, so that what an
+// Output widget captures (JupyterLab's hooks the iopub messages of the
+// msg_id it holds) comes while its msg_id is the cell's, and what follows
+// the with block after it is reset.
+func TestJupyterCommsOutputWidgetOrder(t *testing.T) {
+	e := newEnv(t, localRuntime(t), sessions.Config{})
+	k := e.startKernel(keyA, nil)
+	c := e.channels(t, keyA, k.ID, true, "session_id="+randomHex(8))
+	const cell = `import ipywidgets as w
+out = w.Output()
+for i in range(20):
+    with out:
+        display({'image/png': 'QUJD' * 20000, 'text/plain': 'inside %d' % i}, raw=True)
+display({'text/plain': 'outside'}, raw=True)`
+	for run := range 3 {
+		rep, msgs := c.execute(cell)
+		if rep.Content["status"] != "ok" {
+			t.Fatalf("the cell: %v", rep)
+		}
+		id := rep.Parent.MsgID
+		capture, inside, outside := "", 0, 0
+		for _, m := range msgs {
+			switch m.Header.MsgType {
+			case "comm_msg":
+				data, _ := m.Content["data"].(map[string]any)
+				state, _ := data["state"].(map[string]any)
+				if msgID, ok := state["msg_id"].(string); ok && data["method"] == "update" {
+					capture = msgID
+				}
+			case "display_data":
+				data, _ := m.Content["data"].(map[string]any)
+				text, _ := data["text/plain"].(string)
+				switch {
+				case strings.HasPrefix(text, "inside") && capture == id:
+					inside++
+				case text == "outside" && capture == "":
+					outside++
+				default:
+					t.Fatalf("run %d: %q came while the Output widget's msg_id was %q (the cell is %q)", run, text, capture, id)
+				}
+			}
+		}
+		if inside != 20 || outside != 1 {
+			t.Fatalf("run %d: %d displays inside the Output widget, %d outside, want 20 and 1", run, inside, outside)
+		}
+	}
+}

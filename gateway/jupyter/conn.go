@@ -76,9 +76,10 @@ import (
 //     comm_close, debug_event, the output and status of a comm's handler,
 //     of a thread a cell left running: Session.SubscribeKernel) goes to
 //     every connection as the iopub message it is, buffers kept, the
-//     client's comm message as the parent of its handler's output; before
-//     each event the writer sends the side messages waiting, so they keep
-//     the kernel's order (a widget's comm_open before its display). A
+//     client's comm message as the parent of its handler's output; the
+//     writer merges them with the events by their After, so they keep the
+//     kernel's order (a widget's comm_open before its display, an Output
+//     widget's msg_id set before the output it captures, reset after). A
 //     connection that falls behind loses side messages (nothing of them
 //     is replayed on reconnect; a widget manager asks comm_info and the
 //     widgets' state again).

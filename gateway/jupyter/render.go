@@ -44,7 +44,22 @@ func (jc *conn) write(ctx context.Context) error {
 	}
 	ping := time.NewTicker(jc.api.cfg.PingInterval)
 	defer ping.Stop()
+	// held is a side message waiting for the events published before it
+	// (its After) to be written: the side stream and the events are two
+	// channels, merged here in the session's order (see
+	// sessions.SubscribeKernel).
+	var held *sessions.SideMessage
 	for {
+		if held != nil && held.After <= w.lastSent {
+			if err := jc.writeMsgs(jc.renderSide(w, *held)); err != nil {
+				return err
+			}
+			held = nil
+		}
+		sideC := side
+		if held != nil {
+			sideC = nil // one at a time: the next comes after it
+		}
 		select {
 		case <-ctx.Done():
 			if jc.api.conns.ShuttingDown() {
@@ -63,20 +78,26 @@ func (jc *conn) write(ctx context.Context) error {
 			if b.written != nil {
 				close(b.written)
 			}
-		case m, ok := <-side:
+		case m, ok := <-sideC:
 			if !ok {
 				side = nil // the session ended: sub.C says so
 				continue
 			}
-			if err := jc.writeMsgs(jc.renderSide(w, m)); err != nil {
-				return err
-			}
+			held = &m // written at the top of the loop once its events are
 		case ev, ok := <-sub.C:
-			// The side messages the kernel sent before ev are in side
-			// already (the session publishes output after them): they go
+			// The side messages delivered before ev was published go
 			// first, in the kernel's order.
-			if err := jc.drainSide(w, side); err != nil {
-				return err
+			for ok {
+				if held == nil {
+					held = takeSide(&side)
+				}
+				if held == nil || held.After >= ev.Seq {
+					break
+				}
+				if err := jc.writeMsgs(jc.renderSide(w, *held)); err != nil {
+					return err
+				}
+				held = nil
 			}
 			if !ok {
 				if sub.Lagged() { // fell behind: replay from the backlog
@@ -103,21 +124,21 @@ func (jc *conn) write(ctx context.Context) error {
 	}
 }
 
-// drainSide writes the side messages waiting in side, without waiting
-// for more.
-func (jc *conn) drainSide(w *jwriter, side <-chan sessions.SideMessage) error {
-	for {
-		select {
-		case m, ok := <-side:
-			if !ok {
-				return nil
-			}
-			if err := jc.writeMsgs(jc.renderSide(w, m)); err != nil {
-				return err
-			}
-		default:
+// takeSide returns the next side message waiting in *side, or nil
+// without waiting; it sets *side to nil once it is closed.
+func takeSide(side *<-chan sessions.SideMessage) *sessions.SideMessage {
+	if *side == nil {
+		return nil
+	}
+	select {
+	case m, ok := <-*side:
+		if !ok {
+			*side = nil
 			return nil
 		}
+		return &m
+	default:
+		return nil
 	}
 }
 

@@ -194,6 +194,45 @@ test('the page sends comm frames with base64 buffers; status and output reach th
   assert.equal(comms.size(), 0);
 });
 
+test('comm_sent with another msg_id: what comes for it is named by the frame id from then on', async () => {
+  const { comms } = setup();
+  const comm = comms.newComm('jupyter.widget', 'w2');
+  const calls = [];
+  comm.on_msg((m) => calls.push('msg ' + m.parent_header.msg_id));
+  const id = comm.send({ method: 'update', state: { value: 1 } }, { iopub: { status: (m) => calls.push('status ' + m.content.execution_state + ' ' + m.parent_header.msg_id) } });
+  // The gateway kept the frame id as the msg_id: nothing to map.
+  comms.handle({ type: 'comm_sent', id, msg_id: id });
+  comms.handle(commEvent('status', { execution_state: 'busy' }, { parent: id }));
+  comms.handle(commEvent('status', { execution_state: 'idle' }, { parent: id }));
+  // Another msg_id: the echo and the idle name it, the page sees the frame's.
+  const id2 = comm.send({ method: 'update', state: { value: 2 } }, { iopub: { status: (m) => calls.push('status ' + m.content.execution_state + ' ' + m.parent_header.msg_id) } });
+  comms.handle({ type: 'comm_sent', id: id2, msg_id: 'gateway-made' });
+  comms.handle(commEvent('comm_msg', { comm_id: 'w2', data: { method: 'echo_update', state: { value: 2 } } }, { parent: 'gateway-made' }));
+  comms.handle(commEvent('status', { execution_state: 'idle' }, { parent: 'gateway-made' }));
+  // A comm_sent of a frame the page did not send maps nothing.
+  comms.handle({ type: 'comm_sent', id: 'not-sent', msg_id: 'other' });
+  comms.handle(commEvent('comm_msg', { comm_id: 'w2', data: { method: 'echo_update', state: { value: 3 } } }, { parent: 'other' }));
+  await comms.settled();
+  assert.deepEqual(calls, ['status busy ' + id, 'status idle ' + id, 'msg ' + id2, 'status idle ' + id2, 'msg other']);
+});
+
+test('a rejected comm frame gets the idle a kernel would send, so the widget goes on', async () => {
+  const { comms } = setup();
+  const comm = comms.newComm('jupyter.widget', 'w3');
+  const calls = [];
+  const id = comm.send({ method: 'update', state: { value: 1 } }, { iopub: { status: (m) => calls.push(m.content.execution_state + ' ' + m.parent_header.msg_id) } });
+  const warn = console.warn;
+  console.warn = () => calls.push('warned');
+  try {
+    assert.equal(comms.onRejected({ type: 'rejected', id, code: 'rate_limited', message: 'too fast' }), true);
+    assert.equal(comms.onRejected({ type: 'rejected', id, code: 'rate_limited', message: 'too fast' }), false); // once
+  } finally {
+    console.warn = warn;
+  }
+  await comms.settled();
+  assert.deepEqual(calls, ['warned', 'idle ' + id]);
+});
+
 test('kernel buffers arrive as DataViews', async () => {
   const { comms } = setup();
   let got = null;

@@ -11,12 +11,23 @@
 //   update_display_data, status) whose parent is a comm message the page
 //   sent (a widget callback's output, the kernel's busy/idle for it) or an
 //   execution;
-//   {type: 'comm_info_reply', id, comms: {comm_id: {target_name}}}.
+//   {type: 'comm_info_reply', id, comms: {comm_id: {target_name}}};
+//   {type: 'comm_sent', id, msg_id}: a comm frame went to the kernel as
+//   msg_id.
 // Page -> server, as frames:
 //   {type: 'comm', id, msg_type: 'comm_open'|'comm_msg'|'comm_close',
 //     content: {comm_id, target_name?, data}, metadata, buffers: [base64...]}
 //   {type: 'comm_info', id, target_name}
-// The id of a frame is the msg_id the kernel's answers name as parent.
+// The id of a frame is the msg_id the kernel's answers name as parent:
+// the gateway sends the message with it (a fresh random id, which no other
+// message has), so the page knows the parent before anything names it,
+// and comm.send returns it, as ipywidgets needs (it matches its messages'
+// idle status, echo_update and request_state answers by it). Should the
+// gateway use another msg_id (comm_sent says so), the page names what
+// comes for that msg_id by the frame's id from then on. A frame the
+// gateway rejects gets the idle status the kernel would have sent, so
+// that a widget waiting for it (ipywidgets sends one message at a time)
+// goes on.
 //
 // A comm is an IClassicComm, as @jupyter-widgets/base expects one: comm_id,
 // target_name, open, send, close (each returns the message id), on_msg,
@@ -89,7 +100,7 @@ import { randomId } from './text.js';
 
 /**
  * @typedef {object} Comms
- * @property {(ev: ServerEvent) => void} handle applies a comm or comm_info_reply event
+ * @property {(ev: ServerEvent) => void} handle applies a comm, comm_sent or comm_info_reply event
  * @property {(ev: ServerEvent) => boolean} captureEvent gives an execution's output event to the Output widget that captures it; false when none does
  * @property {(ev: ServerEvent) => boolean} onRejected takes a rejected frame of the layer's (false: not one of its frames)
  * @property {(target: string, handler: ((comm: Comm, msg: CommMessage) => unknown) | null) => void} registerCommTarget sets (null: removes) the handler of comm_opens of target (it may return a promise: later messages wait for it), and gives it those kept for it
@@ -106,7 +117,7 @@ import { randomId } from './text.js';
 const MAX_KEPT_PER_COMM = 1000; // messages of a comm whose target is loading
 const MAX_KEPT_COMMS = 10000; // such comms
 const MAX_REQUESTS = 1000; // messages sent, waiting for their idle status
-const MAX_ALIASES = 1000; // kernel msg_id -> request id
+const MAX_ALIASES = 1000; // kernel msg_id -> request id (Output widgets, comm_sent)
 const MAX_SINK_QUEUE = 1000; // outputs captured before the widget's model took them
 
 // The iopub messages that are outputs, and how they become nbformat outputs.
@@ -308,6 +319,8 @@ export function createComms({ send, onTarget, newId = randomId }) {
   const captures = new Map();
   /** @type {Map<string, string>} */
   const aliases = new Map(); // the kernel's msg_id -> the request id the gateway named
+  /** @type {Map<string, string>} */
+  const sentAs = new Map(); // a msg_id the gateway sent a frame with -> the frame's id, when they differ
   /** @type {Map<string, (item: SinkItem) => void>} */
   const sinks = new Map();
   /** @type {Map<string, SinkItem[]>} */
@@ -514,9 +527,16 @@ export function createComms({ send, onTarget, newId = randomId }) {
       p.resolve(out);
       return;
     }
+    if (ev.type === 'comm_sent') {
+      const id = String(ev.id);
+      if (typeof ev.msg_id === 'string' && ev.msg_id && ev.msg_id !== id && requests.has(id)) boundedSet(sentAs, ev.msg_id, id, MAX_ALIASES);
+      return;
+    }
     if (ev.type !== 'comm') return;
     const msg = parseMessage(ev.msg);
     if (!msg) return;
+    const frameId = sentAs.get(msg.parent_header.msg_id);
+    if (frameId) msg.parent_header.msg_id = frameId;
     const context = typeof ev.context === 'string' && ev.context ? ev.context : 'default';
     if (msg.channel === 'shell') onCommMessage(msg, context);
     else onIopub(msg);
@@ -538,9 +558,23 @@ export function createComms({ send, onTarget, newId = randomId }) {
       p.reject(new Error('comm_info rejected: ' + (ev.message || ev.code || 'bad request')));
       return true;
     }
-    if (requests.has(id)) {
+    const req = requests.get(id);
+    if (req) {
       requests.delete(id);
       console.warn('glassroom: a comm message was rejected:', ev.code, ev.message);
+      // As a kernel answers a message it ignores: idle, so that a widget
+      // waiting for it sends its next one.
+      const st = req.callbacks && req.callbacks.iopub && req.callbacks.iopub.status;
+      /** @type {CommMessage} */
+      const idle = {
+        header: { msg_id: '', msg_type: 'status' },
+        parent_header: { msg_id: id },
+        content: { execution_state: 'idle' },
+        metadata: {},
+        buffers: [],
+        channel: 'iopub'
+      };
+      if (st) later(() => st(idle));
       return true;
     }
     return false;
@@ -645,6 +679,7 @@ export function createComms({ send, onTarget, newId = randomId }) {
     if (context === null) {
       requests.clear();
       aliases.clear();
+      sentAs.clear();
       for (const p of infos.values()) p.reject(new Error('the session changed'));
       infos.clear();
     }

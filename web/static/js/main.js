@@ -181,6 +181,7 @@ function start() {
         if (ev.state === 'deleted' && typeof ev.context === 'string') widgets.kernelGone(ev.context);
         return;
       case 'comm':
+      case 'comm_sent':
       case 'comm_info_reply':
         widgets.handle(ev);
         return;

@@ -56,7 +56,7 @@ export function widgetModelId(v) {
 
 /**
  * @typedef {object} Widgets
- * @property {(ev: ServerEvent) => void} handle applies a comm or comm_info_reply event
+ * @property {(ev: ServerEvent) => void} handle applies a comm, comm_sent or comm_info_reply event
  * @property {(ev: ServerEvent) => boolean} captureEvent whether an Output widget took an execution's output event
  * @property {(ev: ServerEvent) => boolean} onRejected takes a rejected frame of the widgets' (false: not one)
  * @property {(host: HTMLElement, value: unknown, plain: unknown) => boolean} renderView draws a widget-view output's view into host (false: not a view it can show)
