@@ -326,24 +326,6 @@ func handleFrame(ctx context.Context, sess *sessions.Session, f clientFrame, in 
 	return nil
 }
 
-// takeSide returns the next side message waiting in *side, or nil
-// without waiting; it sets *side to nil once it is closed.
-func takeSide(side *<-chan sessions.SideMessage) *sessions.SideMessage {
-	if *side == nil {
-		return nil
-	}
-	select {
-	case m, ok := <-*side:
-		if !ok {
-			*side = nil
-			return nil
-		}
-		return &m
-	default:
-		return nil
-	}
-}
-
 func send(ctx context.Context, out chan<- any, v any) {
 	select {
 	case out <- v:
@@ -414,7 +396,7 @@ func (r *wsRelay) write(ctx context.Context, conn *websocket.Conn, sess *session
 			// first, in the kernel's order.
 			for ok {
 				if held == nil {
-					held = takeSide(&side)
+					held = sessions.TakeSide(&side)
 				}
 				if held == nil || held.After >= ev.Seq {
 					break

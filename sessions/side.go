@@ -327,3 +327,23 @@ func (s *Session) SubscribeKernel(ctx context.Context) (<-chan SideMessage, func
 // lost because they fell behind, and kernel messages dropped as
 // malformed.
 func (s *Session) SideDropped() int64 { return s.side.dropped.Load() }
+
+// TakeSide returns the next side message waiting in *side (a channel from
+// SubscribeKernel), or nil without waiting; it sets *side to nil once it
+// is closed. For the faces' writers, which merge side messages with the
+// event subscription.
+func TakeSide(side *<-chan SideMessage) *SideMessage {
+	if *side == nil {
+		return nil
+	}
+	select {
+	case m, ok := <-*side:
+		if !ok {
+			*side = nil
+			return nil
+		}
+		return &m
+	default:
+		return nil
+	}
+}

@@ -89,7 +89,7 @@ func (jc *conn) write(ctx context.Context) error {
 			// first, in the kernel's order.
 			for ok {
 				if held == nil {
-					held = takeSide(&side)
+					held = sessions.TakeSide(&side)
 				}
 				if held == nil || held.After >= ev.Seq {
 					break
@@ -121,24 +121,6 @@ func (jc *conn) write(ctx context.Context) error {
 				return err
 			}
 		}
-	}
-}
-
-// takeSide returns the next side message waiting in *side, or nil
-// without waiting; it sets *side to nil once it is closed.
-func takeSide(side *<-chan sessions.SideMessage) *sessions.SideMessage {
-	if *side == nil {
-		return nil
-	}
-	select {
-	case m, ok := <-*side:
-		if !ok {
-			*side = nil
-			return nil
-		}
-		return &m
-	default:
-		return nil
 	}
 }
 
