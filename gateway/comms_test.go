@@ -322,14 +322,41 @@ func TestCommsFrameID(t *testing.T) {
 		t.Fatalf("a click with the running execution's id: %+v", sent)
 	}
 	c.send(map[string]any{"type": "input_reply", "id": "waiting", "value": "yes"})
-	got := c.until("the execution's end", func(ev api.Event) bool { return ev.Type == api.EventDone && ev.ID == "waiting" })
-	for _, ev := range got {
+	// The kernel handles the click once the cell ends; the two streams
+	// (the execution's events, the click's comm frames) each keep their
+	// order, not their order with each other (docs/api.md).
+	var ended, clicked bool
+	for _, ev := range c.until("the execution's end and the click's output", func(ev api.Event) bool {
+		ended = ended || (ev.Type == api.EventDone && ev.ID == "waiting")
+		clicked = clicked || (isComm("stream", sent.MsgID)(ev) && commContent(ev)["text"] == "clicked 7\n")
+		return ended && clicked
+	}) {
 		if ev.Type == api.EventStream && strings.Contains(ev.Text, "clicked") {
 			t.Fatalf("the click's output went to the execution: %+v", ev)
 		}
 	}
-	c.until("the click's output", func(ev api.Event) bool {
-		return isComm("stream", sent.MsgID)(ev) && commContent(ev)["text"] == "clicked 7\n"
+
+	// A burst of clicks sent without waiting: each comm_sent comes before
+	// every frame of what the kernel sent while handling its message
+	// (the client learns the msg_id first), whatever the load.
+	const burst = 30
+	for i := range burst {
+		c.send(map[string]any{"type": "comm", "id": fmt.Sprint("burst-", i), "msg_type": "comm_msg", "metadata": map[string]any{}, "content": clickContent})
+	}
+	answered := map[string]bool{} // msg ids whose comm_sent came
+	idles := 0
+	c.until("the burst's idles", func(ev api.Event) bool {
+		switch {
+		case ev.Type == api.EventCommSent:
+			answered[ev.MsgID] = true
+		case ev.Type == api.EventRejected:
+			t.Fatalf("a click of the burst was refused: %+v", ev)
+		case ev.Type == api.EventComm && strings.HasPrefix(ev.Msg.ParentHeader.MsgID, "burst-") && !answered[ev.Msg.ParentHeader.MsgID]:
+			t.Fatalf("%s of %q came before its comm_sent", ev.Msg.Header.MsgType, ev.Msg.ParentHeader.MsgID)
+		case ev.Type == api.EventComm && strings.HasPrefix(ev.Msg.ParentHeader.MsgID, "burst-") && commContent(ev)["execution_state"] == "idle":
+			idles++
+		}
+		return idles == burst
 	})
 }
 

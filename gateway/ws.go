@@ -69,6 +69,27 @@ type commSent struct {
 	MsgID string `json:"msg_id"`
 }
 
+// commSend is a client's comm frame, checked by the reader, for the
+// writer to send: the writer sends it and writes its answer (comm_sent or
+// rejected) before anything else, so that the answer precedes every
+// message the kernel sends while handling it (the side stream is the
+// writer's too).
+type commSend struct {
+	id, msgType       string
+	content, metadata json.RawMessage
+	buffers           [][]byte
+}
+
+// send sends c to the kernel for owner and returns its answer frame.
+func (c commSend) send(sess *sessions.Session, owner string) any {
+	msgID, err := sess.SendCommID(owner, c.id, c.msgType, c.content, c.metadata, c.buffers)
+	if err != nil {
+		ae := httperr.Of(err)
+		return rejected{Type: "rejected", ID: c.id, Code: ae.Code, Message: ae.Message}
+	}
+	return commSent{Type: "comm_sent", ID: c.id, MsgID: msgID}
+}
+
 // commInfoReply answers a client's comm_info frame.
 type commInfoReply struct {
 	Type  string                         `json:"type"`
@@ -135,7 +156,8 @@ type wsRelay struct {
 // connection's owner identity: the comms it opens are its own) with the
 // frame's id as its msg_id when that is free (else a new one), and is
 // answered comm_sent with the kernel msg_id, or rejected (bad_comm,
-// comm_not_owned, comm_limit, rate_limited); a comm_info frame is
+// comm_not_owned, comm_limit, rate_limited), before any frame of what
+// the kernel sends while handling it (the writer sends it); a comm_info frame is
 // answered comm_info_reply (the introspector's, as complete). Comm
 // frames are not in the event log: a client that lags or reconnects
 // loses them, and asks comm_info and the widgets' state again.
@@ -174,7 +196,7 @@ func (r *wsRelay) serve(c echo.Context) error {
 		in := newIntrospector(gctx, sess, out, r.conns.Recover)
 		defer in.close()
 		defer close(execs)
-		return r.read(gctx, conn, sess, wsInputs{out: out, resume: resume, execs: execs, introspect: in, owner: owner})
+		return r.read(gctx, conn, sess, wsInputs{out: out, resume: resume, execs: execs, introspect: in})
 	})
 	g.Go(func() (err error) {
 		defer r.conns.Recover(&err)
@@ -183,7 +205,7 @@ func (r *wsRelay) serve(c echo.Context) error {
 	g.Go(func() (err error) {
 		defer r.conns.Recover(&err)
 		defer conn.Close() // unblocks the reader
-		return r.write(gctx, conn, sess, since, out, resume)
+		return r.write(gctx, conn, sess, owner, since, out, resume)
 	})
 	_ = g.Wait()
 	return nil
@@ -195,7 +217,6 @@ type wsInputs struct {
 	resume     chan int64       // resubscribe requests, for the writer
 	execs      chan<- wsExecute // executes, for the submitter
 	introspect *introspector
-	owner      string // the connection's identity as the owner of its comms
 }
 
 // submit owns the hand-off of a connection's executes to the session, in
@@ -312,11 +333,7 @@ func handleFrame(ctx context.Context, sess *sessions.Session, f clientFrame, in 
 			}
 			buffers = append(buffers, data)
 		}
-		msgID, err := sess.SendCommID(in.owner, f.ID, f.MsgType, f.Content, f.Metadata, buffers)
-		if err != nil {
-			return reject(err)
-		}
-		send(ctx, in.out, commSent{Type: "comm_sent", ID: f.ID, MsgID: msgID})
+		send(ctx, in.out, commSend{id: f.ID, msgType: f.MsgType, content: f.Content, metadata: f.Metadata, buffers: buffers})
 	case "comm_info":
 		in.introspect.start(f)
 	default:
@@ -333,8 +350,10 @@ func send(ctx context.Context, out chan<- any, v any) {
 	}
 }
 
-// write owns the connection's writing side: events, rejections and pings.
-func (r *wsRelay) write(ctx context.Context, conn *websocket.Conn, sess *sessions.Session, since int64, out <-chan any, resume <-chan int64) error {
+// write owns the connection's writing side: events, side messages,
+// rejections and pings; and the sending of the client's comm frames
+// (commSend), for their answers' order.
+func (r *wsRelay) write(ctx context.Context, conn *websocket.Conn, sess *sessions.Session, owner string, since int64, out <-chan any, resume <-chan int64) error {
 	sub := sess.Subscribe(since)
 	defer func() { sub.Close() }()
 	side, cancelSide := sess.SubscribeKernel(ctx)
@@ -377,6 +396,9 @@ func (r *wsRelay) write(ctx context.Context, conn *websocket.Conn, sess *session
 		case v := <-out:
 			if v == nil {
 				return wsconn.ErrClientGone
+			}
+			if c, ok := v.(commSend); ok {
+				v = c.send(sess, owner)
 			}
 			if err := write(v); err != nil {
 				return err

@@ -56,8 +56,11 @@
 //     and fans the execution's own comm messages out itself, between its
 //     events (kernel.ExecuteOptions.CommEvents); each side message carries
 //     the Seq of the newest event published before it (After), so a
-//     client that merges the two channels by it keeps the kernel's order
-//     (an Output widget's msg_id set, the output it captures, the reset).
+//     client that merges the two channels by it writes every side message
+//     before the events the kernel sent after it (an Output widget's
+//     msg_id set, the output it captures, the reset). The converse is not
+//     kept: a side message the kernel sent just after an execution's last
+//     output may be delivered before the worker has published that output.
 //   - comms (comms.go) is the table of the kernel's open comms: the
 //     kernel's are every client's, a client's are its owner's; SendComm
 //     checks a client's comm message against it (ownership, Config's

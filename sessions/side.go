@@ -312,8 +312,9 @@ func jsonObject(b json.RawMessage) bool {
 // bytes): a subscriber that falls behind loses the messages that do not
 // fit (SideDropped counts them), and never holds up the kernel, its
 // executions or another subscriber. The messages are not in the event
-// log: nothing is replayed. To keep the kernel's order with the events of
-// Subscribe, write a side message m only once the events up to m.After
+// log: nothing is replayed. To write every side message before the
+// events of Subscribe the kernel sent after it (the converse is not
+// kept: see the package doc), write a side message m only once the events up to m.After
 // are written, and before an event whose Seq is above m.After (the
 // session publishes an execution's output only once the side messages
 // the kernel sent before it are in the channel, and fans out the
