@@ -14,7 +14,8 @@
 #            python3-websocket (docs' WebSocket client, Python SDK), python3-venv/-setuptools/-wheel (SDK pip install test),
 #            python3-pip (pip install through the egress proxy),
 #            nodejs + npm unless an npm is already on PATH (UI unit tests, MCP client tests),
-#            python3-jupyter-server, python3-notebook (Jupyter gateway API tests with real clients)
+#            python3-jupyter-server, python3-notebook, jupyter-core and jupyter-notebook
+#            (/usr/bin/jupyter notebook: Jupyter gateway API tests with real clients)
 # Installs only what is missing; needs root for that (prints what to install otherwise).
 #   --print-libraries: print the packages of images/python/libraries.txt and exit.
 #   --print-trixie: print the packages taken from trixie and their lowest versions
@@ -49,7 +50,7 @@ fi
 if [ "${1:-runtime}" = test ]; then
   want+=(docker.io cgroupfs-mount mmdebstrap chromium python3-websocket ca-certificates runsc)
   want+=(python3-venv python3-setuptools python3-wheel python3-pip)
-  want+=(python3-jupyter-server python3-notebook)
+  want+=(python3-jupyter-server python3-notebook jupyter-core jupyter-notebook)
   command -v npm >/dev/null 2>&1 || want+=(nodejs npm)
 fi
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
