@@ -111,37 +111,102 @@ func BenchmarkFirstImport(b *testing.B) {
 func BenchmarkPooledSession(b *testing.B) {
 	for name, rt := range benchRuntimes(b) {
 		b.Run(name, func(b *testing.B) {
-			m, err := sessions.New(sessions.Config{Pool: 2}, rt, zerolog.Nop())
+			benchPooled(b, rt, sessions.Config{Pool: 2}, createAndAnswer)
+		})
+	}
+}
+
+// firstAnalysisCell is what almost every code-interpreter conversation
+// runs first.
+const firstAnalysisCell = `import numpy as np, pandas as pd, matplotlib.pyplot as plt
+df = pd.DataFrame({"x": np.arange(100)})
+plt.plot(df.x, np.sqrt(df.x))
+plt.show()`
+
+// createAndAnalyse creates a session and runs firstAnalysisCell, whose
+// PNG must come back.
+func createAndAnalyse(b *testing.B, m *sessions.Manager) *sessions.Session {
+	s, err := m.Create(context.Background(), "bench", sessions.CreateOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e, err := s.Execute(context.Background(), sessions.ExecRequest{Code: firstAnalysisCell})
+	png := false
+	for _, ev := range e.Outputs {
+		png = png || strings.Contains(string(ev.Data), `"image/png"`)
+	}
+	if err != nil || e.Status != sessions.StatusOK || !png {
+		b.Fatalf("the first analysis cell: %v %+v", err, e)
+	}
+	return s
+}
+
+// BenchmarkFirstAnalysisCell measures create + firstAnalysisCell + its
+// PNG: cold, from the warm pool, and from a pool that preloads numpy,
+// pandas and matplotlib.pyplot (Config.PoolPreload).
+func BenchmarkFirstAnalysisCell(b *testing.B) {
+	for name, rt := range benchRuntimes(b) {
+		b.Run(name+"/cold", func(b *testing.B) {
+			m, err := sessions.New(sessions.Config{}, rt, zerolog.Nop())
 			if err != nil {
 				b.Fatal(err)
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { defer close(done); m.Run(ctx) }()
-			defer func() { cancel(); <-done; m.Close(context.Background()) }()
-			lat := make([]time.Duration, 0, b.N)
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				for deadline := time.Now().Add(time.Minute); m.Pool().Ready < 1; time.Sleep(5 * time.Millisecond) {
-					if time.Now().After(deadline) {
-						b.Fatalf("the pool never filled: %+v", m.Pool())
-					}
-				}
-				b.StartTimer()
-				start := time.Now()
-				s := createAndAnswer(b, m)
-				lat = append(lat, time.Since(start))
-				b.StopTimer()
+			defer m.Close(context.Background())
+			benchLatency(b, func() *sessions.Session { return createAndAnalyse(b, m) }, func(s *sessions.Session) {
 				m.Delete(context.Background(), "bench", s.ID())
-				b.StartTimer()
-			}
-			b.StopTimer()
-			slices.Sort(lat)
-			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-			b.ReportMetric(float64(lat[len(lat)*9/10].Microseconds())/1000, "p90-ms")
+			}, func() {})
+		})
+		b.Run(name+"/pool", func(b *testing.B) {
+			benchPooled(b, rt, sessions.Config{Pool: 2}, createAndAnalyse)
+		})
+		b.Run(name+"/pool-preload", func(b *testing.B) {
+			benchPooled(b, rt, sessions.Config{Pool: 2, PoolPreload: []string{"numpy", "pandas", "matplotlib.pyplot"}}, createAndAnalyse)
 		})
 	}
+}
+
+// benchPooled times create (from the pool of a manager with cfg) up to
+// what answer waits for; the pool's refill is not timed.
+func benchPooled(b *testing.B, rt sessions.Runtime, cfg sessions.Config, answer func(*testing.B, *sessions.Manager) *sessions.Session) {
+	m, err := sessions.New(cfg, rt, zerolog.Nop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	defer func() { cancel(); <-done; m.Close(context.Background()) }()
+	benchLatency(b, func() *sessions.Session { return answer(b, m) }, func(s *sessions.Session) {
+		m.Delete(context.Background(), "bench", s.ID())
+	}, func() {
+		for deadline := time.Now().Add(time.Minute); m.Pool().Ready < 1; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				b.Fatalf("the pool never filled: %+v", m.Pool())
+			}
+		}
+	})
+}
+
+// benchLatency times op b.N times, with ready (before) and cleanup
+// (after) untimed, and reports p50 and p90.
+func benchLatency(b *testing.B, op func() *sessions.Session, cleanup func(*sessions.Session), ready func()) {
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		ready()
+		b.StartTimer()
+		start := time.Now()
+		s := op()
+		lat = append(lat, time.Since(start))
+		b.StopTimer()
+		cleanup(s)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*9/10].Microseconds())/1000, "p90-ms")
 }
 
 // BenchmarkIdleMemory reports the resident memory of one idle session's

@@ -90,7 +90,15 @@ type Config struct {
 	// Pool is how many pre-started kernels with the default spec the
 	// manager keeps ready (0: none). Sessions with no env and default
 	// limits take one; refills run one at a time in the background.
-	Pool         int
+	Pool int
+	// PoolPreload are the Python modules a pooled kernel imports before a
+	// session takes it (numpy, pandas, matplotlib.pyplot: the first
+	// analysis cell then costs what a second one does). The import runs
+	// silently (no execution count, no history, no output) and binds no
+	// name: the session's namespace is as empty as a cold kernel's, and
+	// only sys.modules differs. nil: none. At most MaxPoolPreload dotted
+	// module names.
+	PoolPreload  []string
 	ReapInterval time.Duration // how often expiry (and pausing) is checked (5 s)
 	// PauseAfter freezes a session's sandbox (docker pause, the cgroup
 	// freezer) once its kernel has gone unused this long, so an idle
@@ -203,8 +211,15 @@ func (c Config) Validate() error {
 		c.SubscriberBytes < 0 || c.MaxClients < 0 || c.MaxContexts < 0 || c.InterruptGrace < 0 || c.MaxLifetime < 0 || c.MemoryBudget < 0 ||
 		c.MaxConcurrentStarts < 0 || c.Pool < 0 || c.MaxComms < 0 || c.CommBurst < 0 || c.MaxCommBytes < 0 || c.SideBuffer < 0 || c.SideBytes < 0:
 		return fmt.Errorf("sessions: config: negative limit")
+	case len(c.PoolPreload) > MaxPoolPreload:
+		return fmt.Errorf("sessions: config: %d modules to preload; at most %d", len(c.PoolPreload), MaxPoolPreload)
 	case c.MemoryBudget < int64(c.BacklogBytes):
 		return fmt.Errorf("sessions: config: memory budget %d is smaller than one session's backlog (%d)", c.MemoryBudget, c.BacklogBytes)
+	}
+	for _, mod := range c.PoolPreload {
+		if !validModuleName(mod) {
+			return fmt.Errorf("sessions: config: preload %q: not a dotted Python module name", mod)
+		}
 	}
 	if err := c.Egress.Validate(); err != nil {
 		return fmt.Errorf("sessions: config: %w", err)

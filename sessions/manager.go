@@ -54,7 +54,7 @@ func New(cfg Config, rt Runtime, log zerolog.Logger) (*Manager, error) {
 	}
 	m := &Manager{cfg: cfg, rt: rt, log: log, budget: NewBudget(cfg.MemoryBudget), starts: make(chan struct{}, cfg.MaxConcurrentStarts),
 		egress: eg, sessions: make(map[string]*Session), starting: make(map[string]int)}
-	m.pool = newPool(cfg.Pool, m.startKernel, log)
+	m.pool = newPool(cfg.Pool, m.startPooled, log)
 	m.slots = newExecSlots(cfg.ExecSlots, cfg.ExecSlotLease)
 	m.notify = workspace.NewInotify(0)
 	m.store = cfg.Store

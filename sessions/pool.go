@@ -11,9 +11,11 @@ import (
 
 // pool keeps pre-started kernels with the default spec (no env, default
 // limits), so that most sessions are created in about a millisecond. A
-// pooled kernel has never run any code: it is started, dialed and its
-// workspace opened, then waits, idle (its heartbeat sleeps), until a
-// session takes it. Its refill loop (run) is owned by Manager.Run.
+// pooled kernel has never run a user's code: it is started, dialed and
+// its workspace opened, has imported Config.PoolPreload (the gateway's
+// silent import, which binds no name: preload.go), then waits, idle (its
+// heartbeat sleeps), until a session takes it. Its refill loop (run) is
+// owned by Manager.Run.
 type pool struct {
 	target int
 	start  func(context.Context, sandbox.Spec) (*readyKernel, error)

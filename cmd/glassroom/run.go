@@ -120,6 +120,7 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.sess.MaxSessionsPerTenant, "max-sessions-per-key", o.sess.MaxSessionsPerTenant, "sessions per API key")
 	fs.IntVar(&o.sess.ExecSlots, "exec-slots", o.sess.ExecSlots, "executions running at once, gateway-wide; the rest wait their turn, first come first served (negative: no limit)")
 	fs.IntVar(&o.sess.Pool, "pool", o.sess.Pool, "pre-started kernels kept ready for sessions with default settings (0: none)")
+	poolPreload := fs.String("pool-preload", "numpy,pandas,matplotlib.pyplot", "Python modules each pooled kernel imports before a session takes it, comma-separated (\"\": none); the session's namespace stays empty")
 	fs.IntVar(&o.sess.MaxConcurrentStarts, "max-concurrent-starts", o.sess.MaxConcurrentStarts, "kernels starting at once; more creations wait their turn")
 	fs.IntVar(&o.sess.MaxStreamBytes, "max-stream-bytes", o.sess.MaxStreamBytes, "stdout+stderr kept per execution")
 	fs.IntVar(&o.sess.MaxRichBytes, "max-rich-bytes", o.sess.MaxRichBytes, "rich output kept per execution")
@@ -171,6 +172,12 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	keys, egressAllow, egressPrivate, egressAddress = nil, nil, nil, nil
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, err
+	}
+	o.sess.PoolPreload = nil
+	for _, mod := range strings.Split(*poolPreload, ",") {
+		if mod = strings.TrimSpace(mod); mod != "" {
+			o.sess.PoolPreload = append(o.sess.PoolPreload, mod)
+		}
 	}
 	if len(keys) == 0 {
 		keys = envKeys

@@ -177,6 +177,34 @@ func TestFlagsAndEnvironment(t *testing.T) {
 	}
 }
 
+// TestPoolPreloadFlag: --pool-preload defaults to the analysis stack,
+// takes a comma-separated list from the flag or GLASSROOM_POOL_PRELOAD,
+// and "" turns it off; a bad module name fails at startup.
+func TestPoolPreloadFlag(t *testing.T) {
+	var sink bytes.Buffer
+	for _, c := range []struct {
+		args, env []string
+		want      string
+	}{
+		{nil, nil, "numpy,pandas,matplotlib.pyplot"},
+		{[]string{"--pool-preload", ""}, nil, ""},
+		{[]string{"--pool-preload", " scipy , sklearn.linear_model"}, nil, "scipy,sklearn.linear_model"},
+		{nil, []string{"GLASSROOM_POOL_PRELOAD=sympy"}, "sympy"},
+	} {
+		o, err := parse(append([]string{"serve"}, c.args...), c.env, &sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(o.sess.PoolPreload, ","); got != c.want {
+			t.Errorf("%q %q: preload %q, want %q", c.args, c.env, got, c.want)
+		}
+	}
+	err := run(context.Background(), []string{"serve", "--pool-preload", "numpy;import os"}, nil, &sink)
+	if err == nil || !strings.Contains(err.Error(), "module name") {
+		t.Fatalf("a bad module name: %v", err)
+	}
+}
+
 // TestInsecureNoSeccompFlag: --insecure-no-seccomp (or its variable)
 // reaches the local runtime's InsecureNoSeccomp; it is off by default.
 func TestInsecureNoSeccompFlag(t *testing.T) {
