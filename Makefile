@@ -69,7 +69,8 @@ test: test-deps image vet fmt-check lint test-go test-runsc test-heavy
 
 # Kernel round trip, cold start, idle memory and the first result in a new
 # context per language, change tracking in a 10k-file workspace, cold and pooled
-# session start, idle memory, the gateway's overhead over a direct kernel
+# session start, the first analysis cell (cold, pooled, pooled with the
+# preload), idle memory, the gateway's overhead over a direct kernel
 # client (local, and docker when an engine and the image exist), density, and
 # the load harness beside jupyter_server.
 bench: deps
@@ -77,6 +78,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./workspace/
 	$(GO) test -run '^$$' -bench 'ColdSession|IdleMemory|ExecuteAfterPause' -benchtime 5x ./sessions/
 	$(GO) test -run '^$$' -bench PooledSession -benchtime 40x ./sessions/
+	$(GO) test -run '^$$' -bench FirstAnalysisCell -benchtime 8x ./sessions/
 	$(GO) test -run '^$$' -bench 'Language' -benchtime 3x ./sessions/
 	$(GO) test -run '^$$' -bench . -benchtime 300x ./client/ ./mcp/
 	$(GO) test -run '^$$' -bench 'JupyterRoundTrip|GatewayOverhead' -benchtime 300x ./gateway/

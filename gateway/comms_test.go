@@ -431,6 +431,48 @@ func capturedBy(msgType string, content map[string]any) (string, bool) {
 	return id, ok && msgType == "comm_msg" && data["method"] == "update"
 }
 
+// TestCommsClosedWithTheirConnection: the comms a connection opened are
+// closed in the kernel when it ends (nobody else may use them, and each
+// reloaded page would otherwise leave its widget control comm behind);
+// another connection's comm and the kernel's stay open.
+func TestCommsClosedWithTheirConnection(t *testing.T) {
+	e := newEnv(t, localRuntime(t), sessions.Config{})
+	s := e.create(keyA, nil)
+	if x := e.exec(keyA, s.ID, "closed = []\nget_ipython().kernel.comm_manager.register_target('keep', lambda comm, msg: comm.on_close(lambda m: closed.append(comm.comm_id)))", 0); x.Status != "ok" {
+		t.Fatalf("register: %+v", x)
+	}
+	gone, stays := e.commConn(keyA, s.ID), e.commConn(keyA, s.ID)
+	for _, c := range []struct {
+		conn *commConn
+		id   string
+	}{{gone, "gone-1"}, {gone, "gone-2"}, {stays, "stays"}} {
+		if ev := c.conn.comm(c.id, "comm_open", map[string]any{"comm_id": c.id, "target_name": "keep", "data": map[string]any{}}); ev.Type != api.EventCommSent {
+			t.Fatalf("open %s: %+v", c.id, ev)
+		}
+	}
+	gone.conn.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		x := e.exec(keyA, s.ID, "sorted(closed)", 0)
+		if string(x.Result) == `{"text/plain":"['gone-1', 'gone-2']"}` {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the kernel closed %s", x.Result)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	id := "ci"
+	stays.send(map[string]any{"type": "comm_info", "id": id, "target_name": "keep"})
+	got := stays.until("comm_info_reply", func(ev api.Event) bool { return ev.Type == api.EventCommInfoReply && ev.ID == id })
+	if comms := got[len(got)-1].Comms; len(comms) != 1 || comms["stays"].TargetName != "keep" {
+		t.Fatalf("open comms after the connection went: %v", comms)
+	}
+	if ev := stays.comm("m", "comm_msg", map[string]any{"comm_id": "stays", "data": map[string]any{}}); ev.Type != api.EventCommSent {
+		t.Fatalf("the other connection's comm: %+v", ev)
+	}
+}
+
 // TestCommsOutputWidgetOrder: a cell's comm messages and its output reach
 // a /v1 client in the kernel's order, so that what an Output widget
 // captures comes while its msg_id is the cell's (it went wrong for about

@@ -153,7 +153,8 @@ type wsRelay struct {
 // comm_close, a comm handler's output and status) goes to every client
 // as a comm frame, before the events the kernel sent after it; a
 // client's comm frame goes to the kernel (Session.SendCommID, as this
-// connection's owner identity: the comms it opens are its own) with the
+// connection's owner identity: the comms it opens are its own, closed
+// when it ends) with the
 // frame's id as its msg_id when that is free (else a new one), and is
 // answered comm_sent with the kernel msg_id, or rejected (bad_comm,
 // comm_not_owned, comm_limit, rate_limited), before any frame of what
@@ -208,6 +209,7 @@ func (r *wsRelay) serve(c echo.Context) error {
 		return r.write(gctx, conn, sess, owner, since, out, resume)
 	})
 	_ = g.Wait()
+	sess.CloseComms(owner) // nobody else may use them
 	return nil
 }
 

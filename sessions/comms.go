@@ -30,7 +30,8 @@ import (
 //     the kernel's are relayed but not tracked (no client can message
 //     them);
 //   - a comm_close from either side, or a restart of the kernel, closes
-//     the comm;
+//     the comm; so does CloseComms, for the comms of a client that is
+//     gone;
 //   - a session sends at most Config.CommRate comm messages a second
 //     (bursts of Config.CommBurst), each at most Config.MaxCommBytes with
 //     at most MaxCommBuffers buffers;
@@ -318,6 +319,19 @@ func (t *comms) handledThrough(c KernelConn, n uint64) {
 	}
 }
 
+// ownedBy returns the ids of the open comms owner opened.
+func (t *comms) ownedBy(owner string) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var ids []string
+	for id, o := range t.open {
+		if o == owner {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
 // count returns how many comms are open (for tests and metrics).
 func (t *comms) count() int {
 	t.mu.Lock()
@@ -461,6 +475,50 @@ func (s *Session) sendComm(owner, want string, parent json.RawMessage, msgType s
 		return "", fmt.Errorf("sessions: %s: %w", msgType, err)
 	}
 	return msgID, nil
+}
+
+// CloseComms closes the comms owner opened, once its client is gone (its
+// connection ended): no other client may message them, and the kernel
+// would keep them, and count them against Config.MaxComms, until it
+// restarts (a reloaded notebook page opens a new widget control comm
+// each time). Each gets a comm_close as if owner had sent it, beside
+// the rate limit but within MaxCommBacklog: past it the rest stay open.
+// It returns how many were closed and how many were left. It does not
+// wait for the kernel; a session a client paused closes none. Safe for
+// concurrent use.
+func (s *Session) CloseComms(owner string) (closed, left int) {
+	ids := s.side.comms.ownedBy(owner)
+	if len(ids) == 0 || s.ctx.Err() != nil { // a closed session's kernel goes with its comms
+		return 0, len(ids)
+	}
+	defer func() {
+		if left > 0 {
+			s.log.Info().Int("closed", closed).Int("left", left).Msg("a gone client's comms left open (the kernel's backlog is full, or the session is paused)")
+		}
+	}()
+	release, err := s.pause.use(s.ctx)
+	if err != nil {
+		return 0, len(ids)
+	}
+	defer release()
+	c := s.kernelClient()
+	for i, id := range ids {
+		content, err := json.Marshal(map[string]any{"comm_id": id, "data": map[string]any{}})
+		if err != nil {
+			return closed, len(ids) - i
+		}
+		msgID, done, err := s.side.comms.claim(c, owner, kernel.MsgCommClose, id, "", nil)
+		if err != nil {
+			return closed, len(ids) - i
+		}
+		_, err = c.SendID(kernel.Shell, msgID, kernel.MsgCommClose, content, nil, nil)
+		done(err == nil)
+		if err != nil {
+			return closed, len(ids) - i
+		}
+		closed++
+	}
+	return closed, 0
 }
 
 // maxCommInfoBytes bounds the comm_info reply CommInfo reads.

@@ -149,6 +149,49 @@ func commIDOf(m sessions.SideMessage) string {
 	return c.CommID
 }
 
+// TestCloseComms: CloseComms(owner) sends the kernel a comm_close for
+// each comm owner opened and forgets them; the kernel's comms and
+// another owner's stay open; an owner without comms sends nothing.
+func TestCloseComms(t *testing.T) {
+	m, kernels := commManager(t, sessions.Config{})
+	s := fakeSession(t, m)
+	k := kernels()[0]
+	side, cancel := s.SubscribeKernel(context.Background())
+	defer cancel()
+	k.emit(kernelMsg("o1", kernel.MsgCommOpen, `{"comm_id":"k1","target_name":"jupyter.widget","data":{}}`))
+	nextSide(t, side)
+	for _, c := range []struct{ owner, id string }{{"a", "a1"}, {"a", "a2"}, {"b", "b1"}} {
+		if _, err := s.SendComm(c.owner, kernel.MsgCommOpen, comm(c.id, `,"target_name":"t"`), nil, nil); err != nil {
+			t.Fatalf("%s opens %s: %v", c.owner, c.id, err)
+		}
+	}
+	if closed, left := s.CloseComms("nobody"); closed != 0 || left != 0 {
+		t.Fatalf("an owner without comms: closed %d, left %d", closed, left)
+	}
+	if closed, left := s.CloseComms("a"); closed != 2 || left != 0 {
+		t.Fatalf("a's comms: closed %d, left %d", closed, left)
+	}
+	sent := k.sentMessages()
+	closes := map[string]bool{}
+	for _, msg := range sent[3:] {
+		if msg.Header.MsgType != kernel.MsgCommClose {
+			t.Fatalf("sent %+v", msg.Header)
+		}
+		closes[commIDOf(sessions.SideMessage{Content: msg.Content})] = true
+	}
+	if len(sent) != 5 || !closes["a1"] || !closes["a2"] {
+		t.Fatalf("the kernel got %d messages, closing %v", len(sent), closes)
+	}
+	if s.OpenComms() != 2 {
+		t.Fatalf("%d comms open, want the kernel's and b's", s.OpenComms())
+	}
+	if _, err := s.SendComm("b", kernel.MsgCommMsg, comm("b1"), nil, nil); err != nil {
+		t.Fatalf("b's comm after a's went: %v", err)
+	}
+	_, err := s.SendComm("a", kernel.MsgCommMsg, comm("a1"), nil, nil)
+	wantErr(t, "a closed comm", err, sessions.ErrBadComm)
+}
+
 // TestCommMalformed: what is not a comm message is refused with
 // ErrBadComm and a reason, and never reaches the kernel.
 func TestCommMalformed(t *testing.T) {

@@ -318,6 +318,23 @@ get_ipython().kernel.comm_manager.register_target('echo', echo)`)
 	if code := rejection("v2"); code != "bad_comm" {
 		t.Fatalf("/v1 messaging a's closed comm: %q", code)
 	}
+	// A comm a connection left open is closed in the kernel once the
+	// connection ends.
+	a.send("shell", "comm_open", map[string]any{"comm_id": "a-left", "target_name": "echo", "data": map[string]any{}})
+	a.sync()
+	if _, iopub := b.execute("'a-left' in get_ipython().kernel.comm_manager.comms"); resultText(t, iopub) != "True" {
+		t.Fatalf("a's comm before a left: %v", iopub)
+	}
+	a.close()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, iopub := b.execute("'a-left' in get_ipython().kernel.comm_manager.comms")
+		if resultText(t, iopub) == "False" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a's comm is still open in the kernel after a left")
+		}
+	}
 }
 
 // TestJupyterCommsPausedKernel: a kernel frozen for going unused handles

@@ -67,7 +67,8 @@ import (
 //     queue, while the kernel is idle and while a cell runs: a client's
 //     comm_open, comm_msg and comm_close (their buffers too) go to the
 //     kernel through Session.SendCommParent, as this connection's owner
-//     identity: a comm a connection opened is its own, another
+//     identity: a comm a connection opened is its own (and closed
+//     when the connection ends: Session.CloseComms), another
 //     connection's messages to it are refused, the kernel's comms are
 //     everyone's (sessions/comms.go has the rules and limits). A refused
 //     message is answered busy then idle (a refused comm_open with its
@@ -149,6 +150,8 @@ func (a *API) channels(c echo.Context) error {
 	})
 	_ = g.Wait()
 	jc.wg.Wait() // the kernel requests the reader started end with gctx
+	// The comms this connection opened: nobody else may use them.
+	sess.CloseComms(jc.owner)
 	return nil
 }
 
