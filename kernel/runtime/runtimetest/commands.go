@@ -284,11 +284,21 @@ func Commands(t *testing.T, rt Starter, opts CommandsOptions, newID func() strin
 		term.send("\x03")
 		term.send("echo interrupted-$((40+2))\n")
 		term.expect("interrupted-42", "a prompt after ^C (sleep 1000 interrupted)")
-		if err := c.Resize(120, 40); err != nil {
-			t.Fatal(err)
+		// The size is the terminal's once the sandbox has applied it: under
+		// gVisor a stty right after the resize has once read the old one,
+		// so a client that resizes again is answered (three tries).
+		for try := 1; ; try++ {
+			if err := c.Resize(120, 40); err != nil {
+				t.Fatal(err)
+			}
+			term.send("stty size\n")
+			if term.await("40 120", 10*time.Second) {
+				break
+			}
+			if try == 3 {
+				t.Fatalf("stty size after three resizes: no 40 120; the terminal showed %q", term.seen.String())
+			}
 		}
-		term.send("stty size\n")
-		term.expect("40 120", "stty size after a resize")
 		term.send("exit 7\n")
 		for range c.Output() {
 		}
@@ -337,21 +347,30 @@ func (m *terminal) send(s string) {
 
 func (m *terminal) expect(want, what string) {
 	m.t.Helper()
-	timer := time.NewTimer(time.Minute)
+	if !m.await(want, time.Minute) {
+		m.t.Fatalf("%s: no %q in a minute; the terminal showed %q", what, want, m.seen.String())
+	}
+}
+
+// await reads the terminal until want shows (true) or d has passed
+// (false); the terminal's end fails the test.
+func (m *terminal) await(want string, d time.Duration) bool {
+	m.t.Helper()
+	timer := time.NewTimer(d)
 	defer timer.Stop()
 	for {
 		if i := strings.Index(m.seen.String()[m.from:], want); i >= 0 {
 			m.from += i + len(want)
-			return
+			return true
 		}
 		select {
 		case o, ok := <-m.c.Output():
 			if !ok {
-				m.t.Fatalf("%s: the terminal ended; it showed %q", what, m.seen.String())
+				m.t.Fatalf("waiting for %q: the terminal ended; it showed %q", want, m.seen.String())
 			}
 			m.seen.Write(o.Data)
 		case <-timer.C:
-			m.t.Fatalf("%s: no %q in a minute; the terminal showed %q", what, want, m.seen.String())
+			return false
 		}
 	}
 }
