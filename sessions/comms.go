@@ -459,6 +459,13 @@ func (s *Session) sendComm(owner, want string, parent json.RawMessage, msgType s
 		return "", commErr(ErrCommRate, "more than %d comm messages a second (bursts of %d) in this session", s.cfg.CommRate, s.cfg.CommBurst)
 	}
 	s.Touch()
+	return s.sendClaimed(owner, want, parent, msgType, id, content, metadata, buffers)
+}
+
+// sendClaimed sends a checked comm message (of comm id) to the kernel,
+// thawing a kernel frozen while idle, once comms.claim allows it
+// (ownership, the backlog).
+func (s *Session) sendClaimed(owner, want string, parent json.RawMessage, msgType, id string, content, metadata json.RawMessage, buffers [][]byte) (string, error) {
 	release, err := s.pause.use(s.ctx) // a frozen kernel reads nothing
 	if err != nil {
 		return "", fmt.Errorf("sessions: %s: %w", msgType, err)
@@ -491,34 +498,17 @@ func (s *Session) CloseComms(owner string) (closed, left int) {
 	if len(ids) == 0 || s.ctx.Err() != nil { // a closed session's kernel goes with its comms
 		return 0, len(ids)
 	}
-	defer func() {
-		if left > 0 {
-			s.log.Info().Int("closed", closed).Int("left", left).Msg("a gone client's comms left open (the kernel's backlog is full, or the session is paused)")
-		}
-	}()
-	release, err := s.pause.use(s.ctx)
-	if err != nil {
-		return 0, len(ids)
-	}
-	defer release()
-	c := s.kernelClient()
-	for i, id := range ids {
-		content, err := json.Marshal(map[string]any{"comm_id": id, "data": map[string]any{}})
-		if err != nil {
-			return closed, len(ids) - i
-		}
-		msgID, done, err := s.side.comms.claim(c, owner, kernel.MsgCommClose, id, "", nil)
-		if err != nil {
-			return closed, len(ids) - i
-		}
-		_, err = c.SendID(kernel.Shell, msgID, kernel.MsgCommClose, content, nil, nil)
-		done(err == nil)
-		if err != nil {
-			return closed, len(ids) - i
+	for _, id := range ids {
+		content, _ := json.Marshal(map[string]any{"comm_id": id, "data": map[string]any{}}) // a comm id is a valid string
+		if _, err := s.sendClaimed(owner, "", nil, kernel.MsgCommClose, id, content, nil, nil); err != nil {
+			break
 		}
 		closed++
 	}
-	return closed, 0
+	if left = len(ids) - closed; left > 0 {
+		s.log.Info().Int("closed", closed).Int("left", left).Msg("a gone client's comms left open (the kernel's backlog is full, or the session is paused)")
+	}
+	return closed, left
 }
 
 // maxCommInfoBytes bounds the comm_info reply CommInfo reads.

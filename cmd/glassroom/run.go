@@ -173,12 +173,9 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, err
 	}
-	o.sess.PoolPreload = nil
-	for _, mod := range strings.Split(*poolPreload, ",") {
-		if mod = strings.TrimSpace(mod); mod != "" {
-			o.sess.PoolPreload = append(o.sess.PoolPreload, mod)
-		}
-	}
+	var preload stringList // the list as given, "" for none
+	_ = preload.Set(*poolPreload)
+	o.sess.PoolPreload = preload
 	if len(keys) == 0 {
 		keys = envKeys
 	}
