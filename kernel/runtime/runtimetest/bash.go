@@ -237,13 +237,25 @@ func bashCells(t *testing.T, k Kernel) {
 	}
 
 	// An interrupt stops a busy loop and a sleep; the shell keeps its state.
+	// The shell is kept when bash reacts within the kernel's grace (2 s);
+	// on a loaded machine it may not, and the kernel then replaces it, as
+	// it says on stderr: that case is tried again (twice at most).
 	for _, code := range []string{"echo looping; while true; do :; done", "echo sleeping; sleep 100; echo not-reached"} {
-		r = bashInterrupted(t, k, code, "ing")
-		if r.Reply.Status != "error" || r.Reply.EName != "KeyboardInterrupt" || strings.Contains(r.Stream("stdout"), "not-reached") {
-			t.Errorf("interrupted %q: %+v", code, r)
-		}
-		if out := bashOK(t, k, "echo $x; pwd"); out != "41\n"+sandbox.WorkDir+"\n" {
-			t.Errorf("state after interrupting %q: %q", code, out)
+		for try := 1; ; try++ {
+			r = bashInterrupted(t, k, code, "ing")
+			if r.Reply.Status != "error" || r.Reply.EName != "KeyboardInterrupt" || strings.Contains(r.Stream("stdout"), "not-reached") {
+				t.Errorf("interrupted %q: %+v", code, r)
+			}
+			out := bashOK(t, k, "echo $x; pwd")
+			if out == "41\n"+sandbox.WorkDir+"\n" {
+				break
+			}
+			if stderr := r.Stream("stderr"); try == 3 || !strings.Contains(stderr, "did not stop within") {
+				t.Errorf("state after interrupting %q: %q (the interrupted cell's stderr: %q)", code, out, stderr)
+				break
+			}
+			t.Logf("try %d: bash did not stop within the grace and was replaced; again", try)
+			bashOK(t, k, "x=41")
 		}
 	}
 	// A cell that ignores the interrupt loses its shell, not the kernel.
