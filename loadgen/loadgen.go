@@ -36,6 +36,14 @@ type Config struct {
 	Duration time.Duration
 	Warmup   int
 	Code     string
+	// Meter, when set, is read as the measured window opens and closes;
+	// Result.CPU is the difference.
+	Meter Meter
+}
+
+// Meter reads cumulative CPU times (ProcMeter on Linux).
+type Meter interface {
+	Read() (CPU, error)
 }
 
 func (c Config) withDefaults() Config {
@@ -73,6 +81,25 @@ type Result struct {
 	// ServerP50 and ServerP99 are the execution times the server reports
 	// (from the kernel taking the cell to its end), when it does.
 	ServerP50, ServerP99 time.Duration
+	// CPU spent during the measured window, when Config.Meter is set.
+	CPU CPU
+}
+
+// KernelCPUPerExec is the kernels' CPU time per execution: what neither
+// the server nor the client spent, over the executions.
+func (r Result) KernelCPUPerExec() time.Duration {
+	if r.Execs == 0 {
+		return 0
+	}
+	return r.CPU.Kernels() / time.Duration(r.Execs)
+}
+
+// ServerCPUPerExec is the server's CPU time per execution.
+func (r Result) ServerCPUPerExec() time.Duration {
+	if r.Execs == 0 {
+		return 0
+	}
+	return r.CPU.Server / time.Duration(r.Execs)
 }
 
 // Run opens cfg.Sessions kernels on t (all before measuring), drives them
@@ -124,6 +151,13 @@ func Run(ctx context.Context, t Target, cfg Config) (Result, error) {
 	lat := make([][]time.Duration, len(conns))
 	srv := make([][]time.Duration, len(conns))
 	failed := make([]int, len(conns))
+	var before CPU
+	if cfg.Meter != nil {
+		var err error
+		if before, err = cfg.Meter.Read(); err != nil {
+			return Result{}, err
+		}
+	}
 	rctx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
 	start := time.Now()
@@ -148,7 +182,15 @@ func Run(ctx context.Context, t Target, cfg Config) (Result, error) {
 		}()
 	}
 	wg.Wait()
-	return summarise(t.Name(), lat, srv, failed, time.Since(start)), nil
+	r := summarise(t.Name(), lat, srv, failed, time.Since(start))
+	if cfg.Meter != nil {
+		after, err := cfg.Meter.Read()
+		if err != nil {
+			return Result{}, err
+		}
+		r.CPU = after.Sub(before)
+	}
+	return r, nil
 }
 
 func summarise(name string, lat, srv [][]time.Duration, failed []int, elapsed time.Duration) Result {

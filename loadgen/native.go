@@ -21,10 +21,18 @@ type Native struct {
 	BaseURL string // http://host:port
 	Key     string
 	HTTP    *http.Client // default: a client with a 60 s timeout
+	// Cold asks for sessions that bypass the warm pool (a session that asks
+	// for an env starts cold).
+	Cold bool
 }
 
 // Name implements Target.
-func (n Native) Name() string { return "glassroom " + n.BaseURL }
+func (n Native) Name() string {
+	if n.Cold {
+		return "glassroom " + n.BaseURL + " (cold)"
+	}
+	return "glassroom " + n.BaseURL
+}
 
 func (n Native) http() *http.Client {
 	if n.HTTP != nil {
@@ -36,7 +44,11 @@ func (n Native) http() *http.Client {
 // Open implements Target.
 func (n Native) Open(ctx context.Context) (Conn, error) {
 	var s struct{ ID string }
-	if err := doJSON(ctx, n.http(), http.MethodPost, n.BaseURL+"/v1/sessions", "Bearer "+n.Key, nil, http.StatusCreated, &s); err != nil {
+	var body any
+	if n.Cold {
+		body = map[string]any{"env": map[string]string{"BENCH_COLD": "1"}}
+	}
+	if err := doJSON(ctx, n.http(), http.MethodPost, n.BaseURL+"/v1/sessions", "Bearer "+n.Key, body, http.StatusCreated, &s); err != nil {
 		return nil, err
 	}
 	u := "ws" + strings.TrimPrefix(n.BaseURL, "http") + "/v1/sessions/" + s.ID + "/ws"

@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # bench.sh: the load harness, side by side, on this machine: glassroom
 # (local runtime, and docker when an engine and the kernel image exist)
-# against Debian's jupyter_server, same client code (glassroom bench).
-# Everything listens on 127.0.0.1 only.
-#   SESSIONS=10,40 DURATION=20s scripts/bench.sh
+# against Debian's jupyter_server, same client code (glassroom bench),
+# then the speed goals (glassroom bench --goals: first analysis cell,
+# creation, idle memory, busy sessions) for the same three servers.
+# glassroom runs with a warm pool of POOL kernels (preloading the analysis
+# stack, the default). Everything listens on 127.0.0.1 only.
+#   SESSIONS=10,40 DURATION=20s POOL=2 IDLE_SESSIONS=100 GOALS=1 scripts/bench.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SESSIONS=${SESSIONS:-10,40}
 DURATION=${DURATION:-20s}
+POOL=${POOL:-2}
+IDLE_SESSIONS=${IDLE_SESSIONS:-100}
+GOALS=${GOALS:-1}
 BIN=bin/glassroom
 KEY=bench-key-$(openssl rand -hex 12 2>/dev/null || echo 0123456789abcdef)
 TOKEN=bench-token-$(openssl rand -hex 12 2>/dev/null || echo 0123456789abcdef)
@@ -25,7 +31,7 @@ start_glassroom() { # runtime port
   local state="$work/state-$1"
   mkdir -p "$state"
   "$BIN" serve --runtime "$1" --listen "127.0.0.1:$2" --api-key "$KEY" --state-dir "$state" \
-    --max-sessions 128 --max-sessions-per-key 128 --instance bench --log-level error >/dev/null &
+    --max-sessions 128 --max-sessions-per-key 128 --pool "$POOL" --instance bench --log-level error >/dev/null &
   pids+=($!)
 }
 wait_http() { # url
@@ -50,4 +56,8 @@ pids+=($!)
 wait_http "http://127.0.0.1:18889/api?token=$TOKEN"
 targets+=("jupyter=http://127.0.0.1:18889")
 
-GLASSROOM_API_KEY=$KEY JUPYTER_TOKEN=$TOKEN "$BIN" bench --sessions "$SESSIONS" --duration "$DURATION" "${targets[@]}"
+export GLASSROOM_API_KEY=$KEY JUPYTER_TOKEN=$TOKEN
+"$BIN" bench --sessions "$SESSIONS" --duration "$DURATION" "${targets[@]}"
+if [ "$GOALS" = 1 ]; then
+  "$BIN" bench --goals --duration "$DURATION" --idle-sessions "$IDLE_SESSIONS" "${targets[@]}"
+fi

@@ -22,6 +22,13 @@ percentiles side by side. A TARGET is
   glassroom-api=URL    glassroom's Jupyter Server kernels API (/api)
   jupyter=URL          a Jupyter server's kernels API (token: --jupyter-token)
 --sessions takes a comma-separated list to run each target at several sizes.
+
+With --goals it measures the speed goals instead, on targets that listen on
+this machine's loopback (it reads their CPU and the machine's memory from
+/proc): a new session's first analysis cell (from the warm pool, and cold),
+sustained creation, memory per idle session with the analysis stack
+imported, and busy sessions running x + 1 and a numpy workload; then it
+prints one table, a column per target.
 `
 
 type benchOptions struct {
@@ -31,6 +38,9 @@ type benchOptions struct {
 	apiKey       string
 	jupyterToken string
 	targets      []loadgen.Target
+	urls, kinds  []string
+	goalsMode    bool
+	goals        goalOptions
 }
 
 func parseBench(args, env []string, stderr io.Writer) (*benchOptions, error) {
@@ -49,8 +59,19 @@ func parseBench(args, env []string, stderr io.Writer) (*benchOptions, error) {
 	fs.StringVar(&o.cell, "cell", "x = 1\nx + 1", "the code each kernel runs")
 	fs.StringVar(&o.apiKey, "api-key", envMap["GLASSROOM_API_KEY"], "glassroom API key (env GLASSROOM_API_KEY)")
 	fs.StringVar(&o.jupyterToken, "jupyter-token", envMap["JUPYTER_TOKEN"], "Jupyter server token (env JUPYTER_TOKEN)")
+	fs.BoolVar(&o.goalsMode, "goals", false, "measure the speed goals (see above)")
+	fs.IntVar(&o.goals.busySessions, "busy-sessions", 40, "--goals: busy sessions")
+	fs.IntVar(&o.goals.idleSessions, "idle-sessions", 100, "--goals: idle sessions whose memory is measured")
+	fs.IntVar(&o.goals.creation.Clients, "creation-clients", 8, "--goals: clients creating sessions at once")
+	fs.IntVar(&o.goals.creation.Sessions, "creation-sessions", 60, "--goals: sessions created in the creation run")
+	fs.IntVar(&o.goals.samples, "samples", 8, "--goals: first cells measured, one at a time")
+	fs.DurationVar(&o.goals.settle, "settle", 10*time.Second, "--goals: how long idle sessions sit before their memory is read")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	o.goals.duration = o.duration
+	if o.goals.busySessions < 1 || o.goals.idleSessions < 1 || o.goals.creation.Clients < 1 || o.goals.creation.Sessions < 1 || o.goals.samples < 1 {
+		return nil, errors.New("--busy-sessions, --idle-sessions, --creation-clients, --creation-sessions and --samples must be positive")
 	}
 	for _, s := range strings.Split(*sessions, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -65,6 +86,7 @@ func parseBench(args, env []string, stderr io.Writer) (*benchOptions, error) {
 			return nil, fmt.Errorf("target %q: want KIND=http://host:port", a)
 		}
 		url = strings.TrimRight(url, "/")
+		o.urls, o.kinds = append(o.urls, url), append(o.kinds, kind)
 		switch kind {
 		case "glassroom":
 			o.targets = append(o.targets, loadgen.Native{BaseURL: url, Key: o.apiKey})
@@ -88,6 +110,9 @@ func runBench(ctx context.Context, args, env []string, stdout io.Writer) error {
 	o, err := parseBench(args, env, stdout)
 	if err != nil {
 		return err
+	}
+	if o.goalsMode {
+		return runGoals(ctx, o, stdout)
 	}
 	var results []loadgen.Result
 	for _, n := range o.sessions {
