@@ -602,6 +602,12 @@ func TestRichOutput(t *testing.T) {
 	runtimetest.RichOutput(t, newRuntime(t, docker.Config{}), "rich-output-"+strconv.FormatInt(time.Now().UnixNano()%1e6, 10))
 }
 
+// TestFlushInFlight: a cell's output comes before its end while the
+// kernel's I/O thread is still sending it (runtimetest.FlushInFlight).
+func TestFlushInFlight(t *testing.T) {
+	runtimetest.FlushInFlight(t, newRuntime(t, docker.Config{}), "flush-in-flight-"+strconv.FormatInt(time.Now().UnixNano()%1e6, 10))
+}
+
 // TestEarlyInterrupt: an interrupt between the kernel's busy status and
 // the cell's code ends the cell (runtimetest.EarlyInterrupt).
 func TestEarlyInterrupt(t *testing.T) {

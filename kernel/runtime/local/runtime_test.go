@@ -755,6 +755,12 @@ func TestRichOutput(t *testing.T) {
 	runtimetest.RichOutput(t, newRuntime(t, local.Config{}), "rich-output-local")
 }
 
+// TestFlushInFlight: a cell's output comes before its end while the
+// kernel's I/O thread is still sending it (runtimetest.FlushInFlight).
+func TestFlushInFlight(t *testing.T) {
+	runtimetest.FlushInFlight(t, newRuntime(t, local.Config{}), "flush-in-flight-local")
+}
+
 // TestEarlyInterrupt: an interrupt between the kernel's busy status and
 // the cell's code ends the cell (runtimetest.EarlyInterrupt).
 func TestEarlyInterrupt(t *testing.T) {

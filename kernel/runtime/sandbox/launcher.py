@@ -142,6 +142,34 @@ def bound_stream_messages(OutStream):
 
     OutStream.write = bounded_write
 
+    # flush() hands a send to the I/O thread and waits for it: two wake-ups
+    # of that thread and a sleep of this one, about six times per cell
+    # (before and after the code, in the display hook, for stdout and
+    # stderr), most of them with nothing written. A flush returns at once
+    # when nothing is written and no send is in flight: a _flush that has
+    # taken the buffer and not yet handed its message on is counted, so a
+    # flush never returns before output written before it is queued on
+    # iopub, ahead of the idle status and the reply's other messages.
+    flush = OutStream.flush
+    flush_now = OutStream._flush
+
+    def counted_flush(self):
+        self._glassroom_in_flight = getattr(self, "_glassroom_in_flight", 0) + 1
+        try:
+            return flush_now(self)
+        finally:
+            self._glassroom_in_flight -= 1
+
+    def quick_flush(self):
+        # The buffer is read before the count: a _flush counts itself before
+        # it takes the buffer.
+        if getattr(self, "echo", None) is None and pending(self) == 0 and not getattr(self, "_glassroom_in_flight", 0):
+            return None
+        return flush(self)
+
+    OutStream._flush = counted_flush
+    OutStream.flush = quick_flush
+
 
 class End:
     # One side of a relayed connection: what waits to be written to it,
