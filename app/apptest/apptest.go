@@ -125,7 +125,9 @@ func Start(t testing.TB, rt app.Runtime, opts Options) *Gateway {
 		<-done
 		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		_ = a.Close(cctx, false)
+		if err := a.Close(cctx, false); err != nil {
+			t.Logf("apptest: gateway close: %v", err) // what a later TempDir cleanup failure comes from
+		}
 	})
 	return &Gateway{URL: hs.URL, App: a, Server: a.Gateway, Manager: a.Manager}
 }

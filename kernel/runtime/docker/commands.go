@@ -108,6 +108,9 @@ func (s *dockerSandbox) StartCommand(ctx context.Context, spec sandbox.CommandSp
 				d.killGroup(user, id, pgid)
 			}
 		},
+		// A process that left the killed group keeps the exec's stream
+		// open: closing the connection ends it.
+		Abandon: func() { hj.Close() },
 		Wait: func() string {
 			_ = pr.Close()
 			hj.Close()

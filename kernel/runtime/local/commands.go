@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"syscall"
+	"time"
 
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 )
@@ -94,6 +95,9 @@ func (s *localSandbox) StartCommand(ctx context.Context, spec sandbox.CommandSpe
 		}
 		defer closeFD()
 	}
+	// Once the launcher has exited, Wait gives up on a stderr that a
+	// process which outlived the kill still holds (see Abandon).
+	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Start(); err != nil {
 		infoR.Close()
 		return nil, fmt.Errorf("local: start command: %w", err)
@@ -105,6 +109,9 @@ func (s *localSandbox) StartCommand(ctx context.Context, spec sandbox.CommandSpe
 		Kill: func(int) {
 			_ = syscall.Kill(-pid, syscall.SIGKILL) // prelude → prlimit → bwrap, and its pid namespace
 		},
+		// A process that escaped the kill (bwrap's child between its
+		// clone and its parent-death signal) keeps the pipe open.
+		Abandon: func() { _ = stdout.Close() },
 		Wait: func() string {
 			_ = syscall.Kill(-pid, syscall.SIGKILL) // whatever the launcher left
 			err := cmd.Wait()

@@ -184,7 +184,20 @@ type CommandTransport struct {
 	// waits for the launcher to be gone and releases what it held; its
 	// string, when the command had reported no exit, says why.
 	Wait func() string
+	// Abandon (optional) closes Out, so that a read blocked on it returns:
+	// it is called when the command was killed and Out has still not
+	// ended AbandonAfter later (a process that outlived the kill holds it
+	// open), so that a killed command always ends and its sandbox's Close
+	// never waits for it. Wait must then not wait for Out's writers either.
+	Abandon func()
+	// AbandonAfter is how long after a kill Abandon waits (default
+	// DefaultAbandonAfter).
+	AbandonAfter time.Duration
 }
+
+// DefaultAbandonAfter is how long a killed command's output may go on
+// before its reading is abandoned (CommandTransport.Abandon).
+const DefaultAbandonAfter = 5 * time.Second
 
 // NewCommand supervises a launcher through t: one goroutine, which the
 // Command owns, reads its frames until the exit frame or the end of Out,
@@ -203,11 +216,12 @@ type framed struct {
 
 	wmu sync.Mutex // one frame at a time to the launcher
 
-	mu     sync.Mutex
-	pgid   int
-	killed bool
-	exit   CommandExit
-	ended  bool
+	mu      sync.Mutex
+	pgid    int
+	killed  bool
+	exit    CommandExit
+	ended   bool
+	abandon *time.Timer // armed by the first Kill when the transport can abandon
 }
 
 func (c *framed) Output() <-chan CommandOutput { return c.out }
@@ -268,9 +282,27 @@ func (c *framed) Kill() error {
 	}
 	c.killed = true
 	pgid := c.pgid
+	if c.abandon == nil && c.t.Abandon != nil {
+		after := c.t.AbandonAfter
+		if after <= 0 {
+			after = DefaultAbandonAfter
+		}
+		c.abandon = time.AfterFunc(after, c.abandonOutput)
+	}
 	c.mu.Unlock()
 	c.t.Kill(pgid)
 	return nil
+}
+
+// abandonOutput gives up reading a killed command's output that has not
+// ended: read's blocked read returns, and the command ends.
+func (c *framed) abandonOutput() {
+	c.mu.Lock()
+	ended := c.ended
+	c.mu.Unlock()
+	if !ended {
+		c.t.Abandon()
+	}
 }
 
 // read owns the launcher's output: frames to Output, then the end.
@@ -316,6 +348,9 @@ func (c *framed) read() {
 	}
 	c.mu.Lock()
 	c.ended = true
+	if c.abandon != nil {
+		c.abandon.Stop()
+	}
 	c.mu.Unlock()
 	_ = c.t.In.Close() // unblocks a Write the launcher does not read
 	why := c.t.Wait()

@@ -3,7 +3,10 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"os"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestCommandSetCloseWithDoneContext: a sandbox's Close does its work even
@@ -28,5 +31,54 @@ func TestCommandSetCloseWithDoneContext(t *testing.T) {
 		if _, err := s.Begin(); !errors.Is(err, ErrClosed) {
 			t.Fatalf("round %d: Begin after Close: %v", i, err)
 		}
+	}
+}
+
+type nopWriteCloser struct{}
+
+func (nopWriteCloser) Write(p []byte) (int, error) { return len(p), nil }
+func (nopWriteCloser) Close() error                { return nil }
+
+// TestKilledCommandAbandonsHeldOutput: when a process that outlived the
+// kill holds the command's output open, the command still ends
+// AbandonAfter after the kill (Abandon closes its reading end), as
+// killed; one whose output ends in time is never abandoned.
+func TestKilledCommandAbandonsHeldOutput(t *testing.T) {
+	for _, held := range []bool{true, false} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var abandoned atomic.Int32
+		c := NewCommand(CommandTransport{
+			In: nopWriteCloser{}, Out: r,
+			Kill:         func(int) {}, // reaches nothing: the holder lives on
+			Wait:         func() string { return "" },
+			Abandon:      func() { abandoned.Add(1); _ = r.Close() },
+			AbandonAfter: 300 * time.Millisecond,
+		})
+		if err := c.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		if !held {
+			w.Close() // the output ends on its own, in time
+		}
+		select {
+		case _, open := <-c.Output():
+			if open {
+				t.Fatal("output from nowhere")
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("held=%v: the killed command never ended", held)
+		}
+		if got := c.Exit().Reason; got != "killed" {
+			t.Errorf("held=%v: exit reason %q", held, got)
+		}
+		time.Sleep(500 * time.Millisecond) // past AbandonAfter
+		if want := map[bool]int32{true: 1, false: 0}[held]; abandoned.Load() != want {
+			t.Errorf("held=%v: abandoned %d times, want %d", held, abandoned.Load(), want)
+		}
+		w.Close()
+		r.Close()
 	}
 }
