@@ -8,6 +8,45 @@ import (
 	"time"
 )
 
+// openAll opens n kernels on t, 4 at a time, and runs then (when non-nil)
+// on each as soon as it is open. It returns every kernel it opened (nil
+// where one failed), which the caller must closeAll, and an error naming
+// how many opens (or thens) failed.
+func openAll(ctx context.Context, t Target, n int, then func(Conn) error) ([]Conn, error) {
+	conns := make([]Conn, n)
+	errs := make([]error, n)
+	sem := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	for i := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			c, err := t.Open(ctx)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			conns[i] = c
+			if then != nil {
+				errs[i] = then(c)
+			}
+		}()
+	}
+	wg.Wait()
+	failed := 0
+	for _, err := range errs {
+		if err != nil {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return conns, fmt.Errorf("loadgen: %d of %d kernels failed to open or to start: %w", failed, n, errors.Join(errs...))
+	}
+	return conns, nil
+}
+
 // closeAll closes every non-nil conn, 4 at a time, each within 30 s.
 func closeAll(conns []Conn) {
 	sem := make(chan struct{}, 4)
@@ -196,30 +235,13 @@ func IdleMemory(ctx context.Context, t Target, m ProcMeter, cfg IdleConfig) (int
 	if err != nil {
 		return 0, err
 	}
-	conns := make([]Conn, cfg.Sessions)
-	defer closeAll(conns)
-	errs := make([]error, cfg.Sessions)
-	sem := make(chan struct{}, 4)
-	var wg sync.WaitGroup
-	for i := range conns {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			c, err := t.Open(ctx)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			conns[i] = c
-			if cfg.Code != "" {
-				_, errs[i] = c.Execute(ctx, cfg.Code)
-			}
-		}()
+	var then func(Conn) error
+	if cfg.Code != "" {
+		then = func(c Conn) error { _, err := c.Execute(ctx, cfg.Code); return err }
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	conns, err := openAll(ctx, t, cfg.Sessions, then)
+	defer closeAll(conns)
+	if err != nil {
 		return 0, fmt.Errorf("loadgen: idle memory: %w", err)
 	}
 	select {

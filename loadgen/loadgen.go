@@ -2,7 +2,6 @@ package loadgen
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -107,39 +106,10 @@ func (r Result) ServerCPUPerExec() time.Duration {
 // could be opened; execution errors are counted.
 func Run(ctx context.Context, t Target, cfg Config) (Result, error) {
 	cfg = cfg.withDefaults()
-	conns := make([]Conn, cfg.Sessions)
-	var errs []error
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	open := make(chan struct{}, 4) // kernels opened at once
-	for i := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			open <- struct{}{}
-			defer func() { <-open }()
-			c, err := t.Open(ctx)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-				return
-			}
-			conns[i] = c
-		}()
-	}
-	wg.Wait()
-	defer func() {
-		for _, c := range conns {
-			if c != nil {
-				cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				_ = c.Close(cctx)
-				cancel()
-			}
-		}
-	}()
-	if len(errs) > 0 {
-		return Result{}, fmt.Errorf("loadgen: open %d of %d kernels failed: %w", len(errs), cfg.Sessions, errors.Join(errs...))
+	conns, err := openAll(ctx, t, cfg.Sessions, nil)
+	defer closeAll(conns)
+	if err != nil {
+		return Result{}, err
 	}
 	for _, c := range conns { // warm-up, unmeasured
 		for i := 0; i < cfg.Warmup; i++ {
@@ -160,6 +130,7 @@ func Run(ctx context.Context, t Target, cfg Config) (Result, error) {
 	}
 	rctx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
+	var wg sync.WaitGroup
 	start := time.Now()
 	for i, c := range conns {
 		wg.Add(1)

@@ -104,6 +104,8 @@ type healthz struct {
 }
 
 func getHealth(ctx context.Context, u string, h *healthz) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return err
