@@ -641,3 +641,10 @@ func TestCommands(t *testing.T) {
 		return "commands-" + strconv.Itoa(n) + "-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
 	})
 }
+
+// TestQuickMessageHandling: the launcher's date-parsing and cell_id
+// shortcuts are installed and answer what ipykernel answers without them
+// (runtimetest.QuickMessageHandling).
+func TestQuickMessageHandling(t *testing.T) {
+	runtimetest.QuickMessageHandling(t, newRuntime(t, docker.Config{}), "quick-handling-"+strconv.FormatInt(time.Now().UnixNano()%1e6, 10))
+}

@@ -827,3 +827,10 @@ json.dump(j, open(p, "w"))`)
 		t.Fatalf("the kernel's font manager does not come from the cache: %q %s", out, ename)
 	}
 }
+
+// TestQuickMessageHandling: the launcher's date-parsing and cell_id
+// shortcuts are installed and answer what ipykernel answers without them
+// (runtimetest.QuickMessageHandling).
+func TestQuickMessageHandling(t *testing.T) {
+	runtimetest.QuickMessageHandling(t, newRuntime(t, local.Config{}), "quick-handling-local")
+}
