@@ -3,7 +3,7 @@ GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 ARGS ?=
 LISTEN ?= 127.0.0.1:8888
 
-.PHONY: all build run deps test-deps docker image vet fmt-check lint test test-go test-runsc test-heavy bench fuzz compose clean web-vendor
+.PHONY: all build run deps test-deps docker image kube vet fmt-check lint test test-go test-runsc test-heavy bench fuzz compose clean web-vendor
 
 all: build
 
@@ -64,8 +64,16 @@ test-heavy:
 	$(GO) test -tags heavy -race -count=1 -p 1 -timeout 40m ./density/
 	$(GO) test -tags heavy -count=1 -run '^TestFault' -timeout 20m ./cmd/glassroom/
 
-# Every check: installs what the tests need, starts Docker, builds the image.
-test: test-deps image vet fmt-check lint test-go test-runsc test-heavy
+# A real single-node Kubernetes cluster (etcd, API server, scheduler,
+# controller manager, kubelet, containerd) for the k8s runtime's tests:
+# built once into /var/cache/glassroom, state in /var/lib/glassroom-kube
+# (docs/kubernetes.md). `scripts/kube-up.sh down` stops it.
+kube: image
+	scripts/kube-up.sh up
+
+# Every check: installs what the tests need, starts Docker, builds the
+# image, brings up the cluster.
+test: test-deps image kube vet fmt-check lint test-go test-runsc test-heavy
 
 # Kernel round trip, cold start, idle memory and the first result in a new
 # context per language, change tracking in a 10k-file workspace, cold and pooled

@@ -8,8 +8,10 @@ import (
 	"io"
 	"net"
 	"os"
+	goruntime "runtime"
 
 	"github.com/glassroom/glassroom/app"
+	"github.com/glassroom/glassroom/kernel/runtime/docker"
 	"github.com/glassroom/glassroom/kernel/runtime/k8s"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/rs/zerolog"
@@ -83,4 +85,24 @@ func runPodAgent(ctx context.Context, args []string, stderr io.Writer) error {
 	log := zerolog.New(os.Stderr).With().Timestamp().Str("component", "pod-agent").Logger()
 	log.Info().Str("listen", ln.Addr().String()).Msg("serving")
 	return k8s.ServeAgent(ctx, cfg, ln, log)
+}
+
+// writeSeccompProfile prints glassroom's kernel seccomp profile in the OCI
+// form a Kubernetes Localhost profile needs (docker.OCISeccompProfile), for
+// this machine's architecture or --arch: `glassroom seccomp-profile >
+// /var/lib/kubelet/seccomp/glassroom-kernel.json` on each node, then
+// --k8s-seccomp-profile glassroom-kernel.json.
+func writeSeccompProfile(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("seccomp-profile", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	arch := fs.String("arch", goruntime.GOARCH, "architecture of the nodes (amd64 or arm64)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	b, err := docker.OCISeccompProfile(*arch)
+	if err != nil {
+		return err
+	}
+	_, err = stdout.Write(append(b, '\n'))
+	return err
 }

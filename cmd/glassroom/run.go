@@ -294,6 +294,9 @@ func run(ctx context.Context, args, env []string, stdout io.Writer) error {
 	if len(args) > 0 && args[0] == "pod-agent" {
 		return runPodAgent(ctx, args[1:], stdout)
 	}
+	if len(args) > 0 && args[0] == "seccomp-profile" {
+		return writeSeccompProfile(args[1:], stdout)
+	}
 	o, err := parse(args, env, stdout)
 	if err != nil {
 		return err

@@ -28,6 +28,9 @@ type HardeningOptions struct {
 	// (gVisor): its oom_score_adj is not the host's, which the runtime's
 	// own tests check.
 	OwnProc bool
+	// OOMScoreAdj is the kernel's oom_score_adj: 500 when zero (1000 for
+	// a pod's kernel, which the supervisor sets as a command's).
+	OOMScoreAdj int
 }
 
 // Hardening checks, against a real kernel of rt, the protections every
@@ -130,8 +133,12 @@ print(r.stdout + r.stderr)`)
 			t.Skip("the kernel's /proc is emulated; the runtime's tests check the host's oom_score_adj")
 		}
 		out, _ := k.Run(t, "print(open('/proc/self/oom_score_adj').read().strip())")
-		if strings.TrimSpace(out) != "500" { // a command's is 1000 (Commands)
-			t.Fatalf("oom_score_adj %q, want 500", out)
+		want := opts.OOMScoreAdj
+		if want == 0 {
+			want = 500 // a command's is 1000 (Commands)
+		}
+		if strings.TrimSpace(out) != strconv.Itoa(want) {
+			t.Fatalf("oom_score_adj %q, want %d", out, want)
 		}
 	})
 	t.Run("the socket directory is a small tmpfs", func(t *testing.T) {
@@ -183,7 +190,11 @@ print(r.stdout + r.stderr)`)
 		// language's).
 		py := Languages()[0]
 		ws := k.Sandbox.Workspace()
-		PlantFiles(t, ws, py.PlantFiles)
+		if ws == "" { // the workspace is not on this host (a pod's)
+			plantRemote(t, k.Sandbox, py.PlantFiles)
+		} else {
+			PlantFiles(t, ws, py.PlantFiles)
+		}
 		if py.PlantCode != "" { // what only the kernel can plant (the user site directory)
 			if out, ename := k.Run(t, py.PlantCode); ename != "" || strings.Contains(strings.ToLower(out), "false") {
 				t.Fatalf("planting from the kernel: %q %s", out, ename)
@@ -215,5 +226,40 @@ func chownTree(ws, file string) {
 	uid, gid := ownerOf(st)
 	for p := file; strings.HasPrefix(p, ws+"/"); p = filepath.Dir(p) {
 		_ = os.Lchown(p, uid, gid)
+	}
+}
+
+// plantRemote writes files (paths relative to the workspace) through the
+// sandbox's own workspace access, for runtimes whose workspace is not on
+// this host.
+func plantRemote(t *testing.T, sb sandbox.Sandbox, files map[string]string) {
+	t.Helper()
+	opener, ok := sb.(sandbox.WorkspaceOpener)
+	if !ok {
+		t.Fatalf("%T has no workspace on this host and no WorkspaceOpener", sb)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	fsys, tracker, err := opener.OpenWorkspace(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = fsys.Close(); _ = tracker.Close() }()
+	for p, body := range files {
+		dir := ""
+		for _, part := range strings.Split(filepath.ToSlash(filepath.Dir(p)), "/") {
+			if part == "." {
+				continue
+			}
+			dir = filepath.Join(dir, part)
+			if err := fsys.MakeDir(dir); err != nil && !errors.Is(err, os.ErrExist) {
+				if _, serr := fsys.Stat(dir); serr != nil {
+					t.Fatalf("mkdir %s: %v", dir, err)
+				}
+			}
+		}
+		if _, err := fsys.Write(p, strings.NewReader(body)); err != nil {
+			t.Fatalf("write %s: %v", p, err)
+		}
 	}
 }

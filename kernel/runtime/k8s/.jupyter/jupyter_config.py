@@ -1,0 +1,1 @@
+open('/home/user/STEERED', 'a').write(__name__ + '\n')

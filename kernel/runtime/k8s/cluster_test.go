@@ -1,0 +1,249 @@
+package k8s
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/glassroom/glassroom/kernel/runtime/runtimetest"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
+	"github.com/glassroom/glassroom/testkit"
+	"github.com/rs/zerolog"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// defaultKubeconfig is where scripts/kube-up.sh writes the admin
+// kubeconfig of its single-node cluster.
+const defaultKubeconfig = "/var/lib/glassroom-kube/admin.kubeconfig"
+
+var clusterSeq atomic.Int64
+
+// realCluster returns a client of the real cluster the tests run on
+// (GLASSROOM_TEST_KUBECONFIG, else scripts/kube-up.sh's) and a new
+// namespace that enforces Pod Security "restricted" through the API
+// server's own admission; the namespace is deleted when the test ends.
+// Without a cluster the test is skipped, or fails under CI=true (`make
+// test` brings one up first).
+func realCluster(t *testing.T) (kubernetes.Interface, string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("the real cluster is not in the short tier")
+	}
+	path := os.Getenv("GLASSROOM_TEST_KUBECONFIG")
+	if path == "" {
+		path = defaultKubeconfig
+	}
+	if _, err := os.Stat(path); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no cluster (%v): `make test` runs scripts/kube-up.sh first", err)
+		}
+		t.Skipf("no cluster: %v (scripts/kube-up.sh up)", err)
+	}
+	cs := clusterClient(t, path)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	name := "glassroom-test-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(clusterSeq.Add(1), 10)
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce":         "restricted",
+		"pod-security.kubernetes.io/enforce-version": "latest",
+	}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := cs.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete namespace %s: %v", name, err)
+		}
+	})
+	// A pod is admitted only once its namespace's default service account
+	// exists (the controller manager makes it).
+	if !testkit.Within(30*time.Second, func() bool {
+		_, err := cs.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil
+	}) {
+		t.Fatalf("namespace %s has no default service account", name)
+	}
+	return cs, name
+}
+
+// clusterClient is a client of its own: client-go shares one transport
+// per configuration across the process, whose connections outlive the
+// test (goleak); a Dial of our own keeps it out of that cache, and the
+// cleanup closes its connections.
+func clusterClient(t *testing.T, kubeconfig string) kubernetes.Interface {
+	t.Helper()
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Dial = (&net.Dialer{Timeout: 10 * time.Second}).DialContext
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { utilnet.CloseIdleConnectionsFor(hc.Transport) })
+	cs, err := kubernetes.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// clusterConfig runs kernels under glassroom's own seccomp profile, which
+// scripts/kube-up.sh installs as the kubelet's Localhost profile.
+func clusterConfig(namespace, instance string) Config {
+	return Config{Namespace: namespace, Instance: instance, SeccompLocalhostProfile: "glassroom-kernel.json", CallTimeout: 10 * time.Second, ReconcileInterval: time.Second,
+		LeaseDuration: 3 * time.Second, DeleteGrace: time.Second, Common: sandbox.Common{StartTimeout: 120 * time.Second}}
+}
+
+func newClusterRuntime(t *testing.T, cs kubernetes.Interface, cfg Config) *Runtime {
+	t.Helper()
+	rt, err := New(context.Background(), cfg, cs, zerolog.New(zerolog.NewTestWriter(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+// TestRealCluster runs the runtime's contract on a real API server,
+// scheduler and kubelet (scripts/kube-up.sh): the pod is admitted as it is
+// under Pod Security "restricted", scheduled, its images found in
+// containerd and its security context enforced by runc; then code, the
+// environment, a restart (a new generation in the same pod: variables go,
+// files stay), a kernel that dies (named), and gateway A going away while
+// gateway B adopts the session with its variables.
+func TestRealCluster(t *testing.T) {
+	cs, namespace := realCluster(t)
+	ctx := context.Background()
+	rtA := newClusterRuntime(t, cs, clusterConfig(namespace, "gw-a"))
+	k := runtimetest.Start(t, rtA, sandbox.Spec{ID: "real-0001-abcdef", Tenant: "tenant1", Env: map[string]string{"MY_SETTING": "ok"}})
+
+	pod, err := cs.CoreV1().Pods(namespace).Get(ctx, PodName("real-0001-abcdef"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pod.Spec.NodeName == "" || pod.Status.PodIP == "" || pod.Status.PodIP != k.Sandbox.Connection().IP {
+		t.Fatalf("pod not scheduled or not reached on its IP: node %q, IP %q, connection %+v", pod.Spec.NodeName, pod.Status.PodIP, k.Sandbox.Connection())
+	}
+	if out, _ := k.Run(t, "x = 41\nimport os\nprint(os.environ['MY_SETTING'], os.getcwd())\n_ = open('out.txt', 'w').write('hi')"); strings.TrimSpace(out) != "ok "+sandbox.WorkDir {
+		t.Fatalf("first run: %q", out)
+	}
+	// What the kernel is, as runc made it.
+	out, _ := k.Run(t, `import os
+status = dict(l.split(":", 1) for l in open("/proc/self/status").read().splitlines())
+print(os.getuid(), status["CapEff"].strip(), status["NoNewPrivs"].strip(), status["Seccomp"].strip(),
+      os.path.exists("/var/run/secrets/kubernetes.io/serviceaccount"), os.access("/", os.W_OK))`)
+	if got, want := strings.Fields(out), []string{strconv.FormatInt(clusterConfig(namespace, "").withDefaults().sessionUID("real-0001-abcdef"), 10), "0000000000000000", "1", "2", "False", "False"}; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("uid, capabilities, no_new_privs, seccomp, token, writable root: got %v, want %v", got, want)
+	}
+
+	if err := k.Sandbox.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	k.Reconnect(t)
+	if out, _ := k.Run(t, "print('x' in dir(), open('out.txt').read())"); strings.TrimSpace(out) != "False hi" {
+		t.Fatalf("after restart: %q", out)
+	}
+
+	exited := k.Sandbox.Exited()
+	go func() {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, _ = k.Client.Execute(cctx, "import os; os._exit(3)", kernelOpts(), nil)
+	}()
+	select {
+	case <-exited:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the kernel's death was not noticed")
+	}
+	if r := k.Sandbox.ExitReason(); r != "exit code 3" {
+		t.Fatalf("exit reason %q", r)
+	}
+	if err := k.Sandbox.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	k.Reconnect(t)
+	k.Run(t, "y = 7")
+
+	// Gateway A goes away without deleting anything; B adopts.
+	if err := k.Sandbox.(sandbox.Persistent).Detach(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rtA.ReleaseLease(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rtB := newClusterRuntime(t, cs, clusterConfig(namespace, "gw-b"))
+	won, _, err := rtB.AdoptSession(ctx, "real-0001-abcdef")
+	if err != nil {
+		t.Fatalf("adopt: %v", err)
+	}
+	adopted := runtimetest.Kernel{Sandbox: won}
+	adopted.Reconnect(t)
+	if out, _ := adopted.Run(t, "print(y)"); strings.TrimSpace(out) != "7" {
+		t.Fatalf("variables after adoption: %q", out)
+	}
+	if err := won.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !testkit.Within(60*time.Second, func() bool {
+		_, err := cs.CoreV1().Pods(namespace).Get(ctx, PodName("real-0001-abcdef"), metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}) {
+		t.Fatal("the pod outlived its session's close")
+	}
+}
+
+// TestRealClusterCapabilities: the workspace through the pod agent, the
+// tenant on the pod, sandboxes that outlive the gateway found and
+// adopted, on the real cluster.
+func TestRealClusterCapabilities(t *testing.T) {
+	cs, namespace := realCluster(t)
+	n := 0
+	runtimetest.Capabilities(t, newClusterRuntime(t, cs, clusterConfig(namespace, "gw-cap")), runtimetest.CapabilityOptions{
+		NewID:    func() string { n++; return "capability-" + strconv.Itoa(n) + "-real" },
+		NoFreeze: true,
+	})
+}
+
+// TestRealClusterPodSecurity: the namespace's admission refuses a pod that
+// is not "restricted" (so the runtime's pods passing is not an accident of
+// a permissive cluster).
+func TestRealClusterPodSecurity(t *testing.T) {
+	cs, namespace := realCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := cs.CoreV1().Pods(namespace).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "root-pod"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "glassroom/python-kernel:latest"}}}}, metav1.CreateOptions{})
+	var status apierrors.APIStatus
+	if err == nil || !errors.As(err, &status) || !strings.Contains(err.Error(), "restricted") {
+		t.Fatalf("a non-restricted pod: want refused by PodSecurity, got %v", err)
+	}
+}
+
+// TestRealClusterHardening runs the hardening suite of the other runtimes
+// on the real cluster's pods.
+func TestRealClusterHardening(t *testing.T) {
+	cs, namespace := realCluster(t)
+	n := 0
+	runtimetest.Hardening(t, newClusterRuntime(t, cs, clusterConfig(namespace, "gw-hard")), runtimetest.HardeningOptions{DeniedSocketErrno: int(syscall.EPERM), OOMScoreAdj: 1000}, func() string {
+		n++
+		return "hardening-" + strconv.Itoa(n) + "-real"
+	})
+}
