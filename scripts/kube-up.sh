@@ -286,6 +286,11 @@ up() {
     ip addr add "$NODE_IP/24" dev "$BRIDGE"
     ip link set "$BRIDGE" up
   fi
+  # Pod to pod on the bridge, as on any cluster network: Docker's FORWARD
+  # policy (DROP) would otherwise drop it, and the tests must show that a
+  # kernel is safe on a network that lets every pod reach every other.
+  iptables -C FORWARD -i "$BRIDGE" -o "$BRIDGE" -j ACCEPT 2>/dev/null ||
+    iptables -I FORWARD -i "$BRIDGE" -o "$BRIDGE" -j ACCEPT
 
   start etcd etcd --name glassroom --data-dir "$KUBE_STATE/etcd" \
     --listen-client-urls http://127.0.0.1:12379 --advertise-client-urls http://127.0.0.1:12379 \
@@ -365,6 +370,7 @@ case ${1:-up} in
     grep -o " $KUBE_STATE/containerd[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
     rm -rf "$KUBE_STATE" "$RUN"
     ip link del "$BRIDGE" 2>/dev/null || true
+    iptables -D FORWARD -i "$BRIDGE" -o "$BRIDGE" -j ACCEPT 2>/dev/null || true
     ;;
   *) echo "usage: $0 up|build|down|purge" >&2; exit 2 ;;
 esac

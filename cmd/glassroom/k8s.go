@@ -9,6 +9,8 @@ import (
 	"net"
 	"os"
 	goruntime "runtime"
+	"strconv"
+	"strings"
 
 	"github.com/glassroom/glassroom/app"
 	"github.com/glassroom/glassroom/kernel/runtime/docker"
@@ -63,8 +65,29 @@ func runPodAgent(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.Control, "control", k8s.ControlFile, "the supervisor's control file")
 	fs.StringVar(&cfg.Status, "status", k8s.StatusFile, "the supervisor's status file")
 	fs.Int64Var(&quotaMB, "quota-mb", 0, "uploads may fill the workspace up to this (MiB; 0: no quota)")
+	certFile := fs.String("tls-cert", k8s.AgentCertFile, "the agent's TLS certificate (PEM)")
+	keyFile := fs.String("tls-key", k8s.AgentKeyFile, "the agent's TLS key (PEM)")
+	kernelPorts := fs.String("kernel-ports", "50001,50002,50003,50004,50005", "the kernel's shell, iopub, stdin, control and heartbeat ports on the pod's loopback")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	for _, p := range strings.Split(*kernelPorts, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("pod-agent: --kernel-ports: %q", p)
+		}
+		cfg.KernelPorts = append(cfg.KernelPorts, n)
+	}
+	certPEM, err := os.ReadFile(*certFile)
+	if err != nil {
+		return fmt.Errorf("pod-agent: %w", err)
+	}
+	keyPEM, err := os.ReadFile(*keyFile)
+	if err != nil {
+		return fmt.Errorf("pod-agent: %w", err)
+	}
+	if cfg.TLS, err = k8s.AgentServerTLS(certPEM, keyPEM); err != nil {
+		return fmt.Errorf("pod-agent: %w", err)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("pod-agent: unexpected arguments: %v", fs.Args())

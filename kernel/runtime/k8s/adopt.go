@@ -25,10 +25,14 @@ type Adoptable struct {
 	Created time.Time      // the pod's creation
 	Expires time.Time      // its maximum lifetime (zero if unknown)
 	Limits  sandbox.Limits // the effective limits it was started with
-	// Connection reaches the kernel now (pod IP, the session's key).
+	// Connection says where the kernel is: its pod's IP, its ports on the
+	// pod's loopback and the session's key. The gateway reaches it only
+	// through the pod's agent (an adopted sandbox's Connection is its
+	// channel relay's).
 	Connection kernel.ConnectionInfo
 
 	token string // the pod agent's
+	cert  []byte // the agent's certificate (PEM)
 }
 
 // Errors of Adopt.
@@ -84,31 +88,43 @@ func (r *Runtime) describe(ctx context.Context, pod *corev1.Pod) (Adoptable, err
 	if err := json.Unmarshal([]byte(pod.Annotations[AnnotationLimits]), &a.Limits); err != nil {
 		return a, fmt.Errorf("k8s: pod %s: limits annotation: %w", pod.Name, err)
 	}
-	key, token, err := r.sessionSecret(ctx, pod.Name)
+	sec, err := r.sessionSecret(ctx, pod.Name)
 	if err != nil {
 		return a, err
 	}
-	a.Connection, a.token = r.cfg.connection(pod.Status.PodIP, key), token
+	a.Connection, a.token, a.cert = r.cfg.connection(pod.Status.PodIP, sec.key), sec.token, sec.cert
 	return a, nil
 }
 
-// sessionSecret returns the kernel's key and the agent's token.
-func (r *Runtime) sessionSecret(ctx context.Context, name string) (key, token string, err error) {
+// secrets are what a session's Secret holds for the gateway.
+type secrets struct {
+	key   string // the kernel's HMAC key
+	token string // the agent's bearer token
+	cert  []byte // the agent's certificate (PEM)
+}
+
+// sessionSecret reads a session's Secret. A Secret without the agent's
+// certificate (a pod from before the channels went through the agent)
+// cannot be adopted.
+func (r *Runtime) sessionSecret(ctx context.Context, name string) (secrets, error) {
 	cctx, cancel := r.callCtx(ctx)
 	defer cancel()
 	s, err := r.cs.CoreV1().Secrets(r.cfg.Namespace).Get(cctx, name, metav1.GetOptions{})
 	if err != nil {
-		return "", "", fmt.Errorf("k8s: secret %s: %w", name, err)
+		return secrets{}, fmt.Errorf("k8s: secret %s: %w", name, err)
 	}
 	var conn kernel.ConnectionInfo
 	if err := json.Unmarshal(s.Data[SecretKernelKey], &conn); err != nil || conn.Key == "" {
-		return "", "", fmt.Errorf("k8s: secret %s: no kernel key", name)
+		return secrets{}, fmt.Errorf("k8s: secret %s: no kernel key", name)
 	}
-	token = string(s.Data[SecretAgentKey])
-	if token == "" {
-		return "", "", fmt.Errorf("k8s: secret %s: no agent token", name)
+	out := secrets{key: conn.Key, token: string(s.Data[SecretAgentKey]), cert: s.Data[SecretAgentCert]}
+	if out.token == "" {
+		return secrets{}, fmt.Errorf("k8s: secret %s: no agent token", name)
 	}
-	return conn.Key, token, nil
+	if len(out.cert) == 0 {
+		return secrets{}, fmt.Errorf("k8s: secret %s: no agent certificate", name)
+	}
+	return out, nil
 }
 
 // AdoptSession takes over session id from a dead gateway (or a previous run of
@@ -162,7 +178,7 @@ func (r *Runtime) AdoptSession(ctx context.Context, id string) (_ sandbox.Sandbo
 	if err != nil {
 		return nil, Adoptable{}, fmt.Errorf("k8s: adopt %s: relabel: %w", id, err)
 	}
-	key, token, err := r.sessionSecret(ctx, pod.Name)
+	sec, err := r.sessionSecret(ctx, pod.Name)
 	if err != nil {
 		return nil, Adoptable{}, err
 	}
@@ -170,7 +186,7 @@ func (r *Runtime) AdoptSession(ctx context.Context, id string) (_ sandbox.Sandbo
 	b.OnClose("forget session", func() error { r.live.Forget(id); return nil })
 	uid := int(r.cfg.sessionUID(id))
 	b.SetOwner(uid, uid)
-	d := r.newDriver(id, a.Limits, key, token)
+	d := r.newDriver(id, a.Limits, sec.key, sec.token, sec.cert)
 	d.ip = pod.Status.PodIP
 	b.Use(nil, d)
 	claimed = false // the sandbox owns the claim now
@@ -185,7 +201,11 @@ func (r *Runtime) AdoptSession(ctx context.Context, id string) (_ sandbox.Sandbo
 	if werr != nil {
 		return nil, Adoptable{}, fmt.Errorf("k8s: adopt %s: %w", id, werr)
 	}
-	inc := sandbox.NewIncarnation(a.Connection)
+	info, err := d.connection()
+	if err != nil {
+		return nil, Adoptable{}, err
+	}
+	inc := sandbox.NewIncarnation(info)
 	d.mu.Lock()
 	d.gen, d.inc, d.incGen = st.Gen, inc, st.Gen
 	if st.State == "ready" {
@@ -213,8 +233,7 @@ func (r *Runtime) Orphans(ctx context.Context) ([]sandbox.Orphan, error) {
 	}
 	out := make([]sandbox.Orphan, 0, len(list))
 	for _, a := range list {
-		ac := &agentClient{base: "http://" + net.JoinHostPort(a.Connection.IP, strconv.Itoa(r.cfg.AgentPort)), token: a.token, http: r.http}
-		st, err := ac.wait(ctx, 0, "ready", 0)
+		st, err := r.agentStatus(ctx, a)
 		if err != nil {
 			r.log.Warn().Err(err).Str("session", a.ID).Msg("orphaned session: its agent does not answer")
 			continue
@@ -245,4 +264,17 @@ func (r *Runtime) Adopt(ctx context.Context, st sandbox.State) (sandbox.Sandbox,
 	default:
 	}
 	return sb, nil
+}
+
+// agentStatus asks an adoptable session's agent for its kernel's status,
+// over a connection of its own (the session's pinned certificate).
+func (r *Runtime) agentStatus(ctx context.Context, a Adoptable) (KernelStatus, error) {
+	conf, err := agentClientTLS(a.cert)
+	if err != nil {
+		return KernelStatus{}, err
+	}
+	t := newAgentTransport(conf)
+	defer t.CloseIdleConnections()
+	ac := &agentClient{base: "https://" + net.JoinHostPort(a.Connection.IP, strconv.Itoa(r.cfg.AgentPort)), token: a.token, http: newAgentHTTP(t)}
+	return ac.wait(ctx, 0, "ready", 0)
 }

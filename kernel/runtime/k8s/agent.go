@@ -1,7 +1,9 @@
 package k8s
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,9 +14,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/workspace"
 	"github.com/glassroom/glassroom/workspace/remote"
 	"github.com/rs/zerolog"
@@ -32,6 +36,15 @@ type AgentConfig struct {
 	QuotaBytes int64  // what uploads may fill the workspace to (0: none)
 	WatchDirs  int    // directories tracked for changes (4096)
 	WatchPaths int    // changed paths reported per execution (10,000)
+	// TLS, when set, is the agent's server configuration (its session's
+	// certificate): every request, the kernel channels included, is
+	// encrypted. Pods always have it; nil serves plain HTTP (tests).
+	TLS *tls.Config
+	// KernelHost is where the kernel listens (127.0.0.1: the pod's own
+	// loopback, which no other pod reaches), and KernelPorts its five
+	// ports in kernel.Channels order; the agent relays each channel there.
+	KernelHost  string
+	KernelPorts []int
 }
 
 // KernelCommand is what the gateway asks of the supervisor: run
@@ -58,6 +71,12 @@ func ServeAgent(ctx context.Context, cfg AgentConfig, ln net.Listener, log zerol
 	if cfg.WatchPaths == 0 {
 		cfg.WatchPaths = 10000
 	}
+	if cfg.KernelHost == "" {
+		cfg.KernelHost = "127.0.0.1"
+	}
+	if len(cfg.KernelPorts) != 0 && len(cfg.KernelPorts) != len(kernel.Channels) {
+		return fmt.Errorf("k8s: agent: %d kernel ports, want %d", len(cfg.KernelPorts), len(kernel.Channels))
+	}
 	root, err := workspace.OpenAs(cfg.Workspace, os.Geteuid(), os.Getegid())
 	if err != nil {
 		return fmt.Errorf("k8s: agent: %w", err)
@@ -74,27 +93,153 @@ func ServeAgent(ctx context.Context, cfg AgentConfig, ln net.Listener, log zerol
 	if err != nil {
 		return fmt.Errorf("k8s: agent: %w", err)
 	}
-	a := &agent{cfg: cfg}
+	a := &agent{cfg: cfg, tunnels: map[net.Conn]struct{}{}}
 	srv.Handle("PUT "+kernelPath, a.command)
 	srv.Handle("GET "+kernelPath, a.status)
+	srv.Handle("GET "+channelPath+"{name}", a.channel)
+	if cfg.TLS != nil {
+		ln = tls.NewListener(ln, cfg.TLS)
+	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }() // owned here; ends with Shutdown below
 	select {
 	case err := <-done:
+		a.closeTunnels()
 		return fmt.Errorf("k8s: agent: %w", err)
 	case <-ctx.Done():
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = hs.Shutdown(sctx)
+	a.closeTunnels() // hijacked: Shutdown does not see them
 	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("k8s: agent: %w", err)
 	}
 	return nil
 }
 
-type agent struct{ cfg AgentConfig }
+type agent struct {
+	cfg AgentConfig
+
+	mu      sync.Mutex
+	closed  bool
+	tunnels map[net.Conn]struct{} // channel connections being relayed
+	wg      sync.WaitGroup        // their relays
+}
+
+// channelPath + a channel's name (shell, iopub, stdin, control, hb) is
+// the kernel channel tunnel: a GET with "Upgrade: glassroom-channel" and
+// the token is answered 101 once the agent has connected to that port of
+// the kernel on the pod's loopback, then carries the channel's bytes both
+// ways until either side closes.
+const (
+	channelPath    = "/v1/channel/"
+	channelUpgrade = "glassroom-channel"
+)
+
+// channel serves one kernel channel tunnel (see channelPath). It returns
+// when the tunnel ends; the agent's shutdown ends every tunnel.
+func (a *agent) channel(w http.ResponseWriter, r *http.Request) {
+	port := 0
+	for i, ch := range kernel.Channels {
+		if string(ch) == r.PathValue("name") && len(a.cfg.KernelPorts) == len(kernel.Channels) {
+			port = a.cfg.KernelPorts[i]
+		}
+	}
+	if port == 0 {
+		http.Error(w, "no such channel", http.StatusNotFound)
+		return
+	}
+	if !strings.EqualFold(r.Header.Get("Upgrade"), channelUpgrade) {
+		http.Error(w, "upgrade required", http.StatusUpgradeRequired)
+		return
+	}
+	kc, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(r.Context(), "tcp", net.JoinHostPort(a.cfg.KernelHost, strconv.Itoa(port)))
+	if err != nil {
+		http.Error(w, "the kernel does not answer on that channel", http.StatusBadGateway)
+		return
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		kc.Close()
+		http.Error(w, "no tunnel on this connection", http.StatusInternalServerError)
+		return
+	}
+	conn, brw, err := hj.Hijack()
+	if err != nil {
+		kc.Close()
+		return
+	}
+	if !a.track(conn, kc) {
+		conn.Close()
+		kc.Close()
+		return
+	}
+	defer a.untrack(conn, kc)
+	_, _ = brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: " + channelUpgrade + "\r\nConnection: Upgrade\r\n\r\n")
+	if err := brw.Flush(); err != nil {
+		return
+	}
+	// What the client sent after its request, read ahead by the server,
+	// goes first.
+	var client io.Reader = conn
+	if n := brw.Reader.Buffered(); n > 0 {
+		ahead, _ := brw.Reader.Peek(n)
+		client = io.MultiReader(bytes.NewReader(append([]byte(nil), ahead...)), conn)
+	}
+	splice(conn, client, kc)
+}
+
+// splice copies a's bytes (read from aReader) to b and b's to a until
+// either side ends, then closes both. It returns when both copies have.
+func splice(a net.Conn, aReader io.Reader, b net.Conn) {
+	done := make(chan struct{})
+	go func() { // owned here: joined below
+		defer close(done)
+		_, _ = io.Copy(a, b)
+		a.Close()
+		b.Close()
+	}()
+	_, _ = io.Copy(b, aReader)
+	a.Close()
+	b.Close()
+	<-done
+}
+
+// track records a tunnel's two connections, unless the agent is closing.
+func (a *agent) track(conns ...net.Conn) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return false
+	}
+	for _, c := range conns {
+		a.tunnels[c] = struct{}{}
+	}
+	a.wg.Add(1)
+	return true
+}
+
+func (a *agent) untrack(conns ...net.Conn) {
+	a.mu.Lock()
+	for _, c := range conns {
+		delete(a.tunnels, c)
+	}
+	a.mu.Unlock()
+	a.wg.Done()
+}
+
+// closeTunnels ends every tunnel and waits for their relays.
+func (a *agent) closeTunnels() {
+	a.mu.Lock()
+	a.closed = true
+	for c := range a.tunnels {
+		c.Close()
+	}
+	a.mu.Unlock()
+	a.wg.Wait()
+}
 
 // command writes the control file (tmp file, then rename: the supervisor
 // never reads half of it).

@@ -3,6 +3,7 @@ package k8s
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -30,8 +31,11 @@ func newAgentHTTP(t http.RoundTripper) *http.Client {
 	return &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
-func newAgentTransport() *http.Transport {
+// newAgentTransport returns the transport of one pod's agent calls: TLS
+// with that session's pinned certificate (conf).
+func newAgentTransport(conf *tls.Config) *http.Transport {
 	return &http.Transport{
+		TLSClientConfig:     conf,
 		DialContext:         (&net.Dialer{Timeout: 3 * time.Second}).DialContext,
 		MaxIdleConnsPerHost: 4,
 		IdleConnTimeout:     90 * time.Second,

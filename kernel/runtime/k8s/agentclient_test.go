@@ -49,7 +49,6 @@ func (c countedConn) Read(b []byte) (int, error) {
 // and the real agent never hears of it (no byte read, no control file
 // written by a re-sent PUT).
 func TestAgentClientRefusesRedirects(t *testing.T) {
-	rt := newRuntime(t, newClientset(), testConfig("gw-redirect"))
 	ctx, cancel := context.WithCancel(context.Background())
 	dir := t.TempDir()
 	for _, sub := range []string{"workspace", "control", "status"} {
@@ -79,7 +78,7 @@ func TestAgentClientRefusesRedirects(t *testing.T) {
 
 	// The real agent answers a client of its own (not the runtime's, so
 	// no connection of the runtime's pool is kept to it).
-	own := &agentClient{base: realBase, token: token, http: &http.Client{Transport: newAgentTransport()}}
+	own := &agentClient{base: realBase, token: token, http: &http.Client{Transport: newAgentTransport(nil)}}
 	if _, err := own.wait(ctx, 0, "ready", 0); err != nil {
 		t.Fatalf("the real agent does not answer: %v", err)
 	}
@@ -90,7 +89,7 @@ func TestAgentClientRefusesRedirects(t *testing.T) {
 		hostile := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, realBase+r.URL.RequestURI(), code)
 		}))
-		ac := &agentClient{base: hostile.URL, token: token, http: rt.http}
+		ac := &agentClient{base: hostile.URL, token: token, http: newAgentHTTP(newAgentTransport(nil))} // what every driver uses
 		_, werr := ac.wait(ctx, 0, "ready", 0)
 		cerr := ac.command(ctx, KernelCommand{Gen: 5, Run: true})
 		hostile.Close()

@@ -3,6 +3,7 @@ package k8s
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"strconv"
@@ -37,7 +38,7 @@ var clusterSeq atomic.Int64
 // server's own admission; the namespace is deleted when the test ends.
 // Without a cluster the test is skipped, or fails under CI=true (`make
 // test` brings one up first).
-func realCluster(t *testing.T) (kubernetes.Interface, string) {
+func realCluster(t testing.TB) (kubernetes.Interface, string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("the real cluster is not in the short tier")
@@ -55,6 +56,7 @@ func realCluster(t *testing.T) (kubernetes.Interface, string) {
 	cs := clusterClient(t, path)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	removeStaleNamespaces(ctx, t, cs)
 	name := "glassroom-test-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(clusterSeq.Add(1), 10)
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 		"pod-security.kubernetes.io/enforce":         "restricted",
@@ -80,11 +82,32 @@ func realCluster(t *testing.T) (kubernetes.Interface, string) {
 	return cs, name
 }
 
+// removeStaleNamespaces deletes the test namespaces of test processes
+// that no longer run (killed before their cleanup): their pods would hold
+// the node's CPU.
+func removeStaleNamespaces(ctx context.Context, t testing.TB, cs kubernetes.Interface) {
+	list, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("cluster: %v", err)
+	}
+	for _, n := range list.Items {
+		rest, ok := strings.CutPrefix(n.Name, "glassroom-test-")
+		pidText, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || n.DeletionTimestamp != nil || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			continue
+		}
+		if err := cs.CoreV1().Namespaces().Delete(ctx, n.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Logf("stale namespace %s: %v", n.Name, err)
+		}
+	}
+}
+
 // clusterClient is a client of its own: client-go shares one transport
 // per configuration across the process, whose connections outlive the
 // test (goleak); a Dial of our own keeps it out of that cache, and the
 // cleanup closes its connections.
-func clusterClient(t *testing.T, kubeconfig string) kubernetes.Interface {
+func clusterClient(t testing.TB, kubeconfig string) kubernetes.Interface {
 	t.Helper()
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
@@ -106,13 +129,15 @@ func clusterClient(t *testing.T, kubeconfig string) kubernetes.Interface {
 }
 
 // clusterConfig runs kernels under glassroom's own seccomp profile, which
-// scripts/kube-up.sh installs as the kubelet's Localhost profile.
+// scripts/kube-up.sh installs as the kubelet's Localhost profile, with
+// half a core each (the node has two, and a pod's requests equal its
+// limits).
 func clusterConfig(namespace, instance string) Config {
 	return Config{Namespace: namespace, Instance: instance, SeccompLocalhostProfile: "glassroom-kernel.json", CallTimeout: 10 * time.Second, ReconcileInterval: time.Second,
-		LeaseDuration: 3 * time.Second, DeleteGrace: time.Second, Common: sandbox.Common{StartTimeout: 120 * time.Second}}
+		LeaseDuration: 3 * time.Second, DeleteGrace: time.Second, Common: sandbox.Common{StartTimeout: 120 * time.Second, Defaults: sandbox.Limits{CPUs: 0.5}}}
 }
 
-func newClusterRuntime(t *testing.T, cs kubernetes.Interface, cfg Config) *Runtime {
+func newClusterRuntime(t testing.TB, cs kubernetes.Interface, cfg Config) *Runtime {
 	t.Helper()
 	rt, err := New(context.Background(), cfg, cs, zerolog.New(zerolog.NewTestWriter(t)))
 	if err != nil {
@@ -139,8 +164,8 @@ func TestRealCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pod.Spec.NodeName == "" || pod.Status.PodIP == "" || pod.Status.PodIP != k.Sandbox.Connection().IP {
-		t.Fatalf("pod not scheduled or not reached on its IP: node %q, IP %q, connection %+v", pod.Spec.NodeName, pod.Status.PodIP, k.Sandbox.Connection())
+	if pod.Spec.NodeName == "" || pod.Status.PodIP == "" || k.Sandbox.Connection().Transport != "ipc" {
+		t.Fatalf("pod not scheduled, or its kernel not reached through the relay: node %q, IP %q, connection %+v", pod.Spec.NodeName, pod.Status.PodIP, k.Sandbox.Connection())
 	}
 	if out, _ := k.Run(t, "x = 41\nimport os\nprint(os.environ['MY_SETTING'], os.getcwd())\n_ = open('out.txt', 'w').write('hi')"); strings.TrimSpace(out) != "ok "+sandbox.WorkDir {
 		t.Fatalf("first run: %q", out)
@@ -246,4 +271,77 @@ func TestRealClusterHardening(t *testing.T) {
 		n++
 		return "hardening-" + strconv.Itoa(n) + "-real"
 	})
+}
+
+// attackFromKernel is run by one session's kernel against another pod:
+// the five kernel ports on its address (TCP, then a ZeroMQ SUB on IOPub
+// for 3 s), then its agent's kernel channel tunnel over TLS without the
+// session's token and with a made-up one, and the agent's plain-HTTP port.
+const attackFromKernel = `import socket, ssl, time, zmq
+ip = %q
+res = []
+for port in range(50001, 50006):
+    s = socket.socket(); s.settimeout(2)
+    try:
+        s.connect((ip, port)); res.append("%%d:open" %% port)
+    except OSError as e:
+        res.append("%%d:%%s" %% (port, type(e).__name__))
+    finally:
+        s.close()
+ctx = zmq.Context(); sub = ctx.socket(zmq.SUB); sub.setsockopt(zmq.SUBSCRIBE, b""); sub.setsockopt(zmq.LINGER, 0)
+sub.connect("tcp://%%s:50002" %% ip)
+got = sub.poll(3000)
+res.append("iopub:%%s" %% ("messages" if got else "nothing"))
+sub.close(); ctx.term()
+def tunnel(token):
+    tls = ssl.create_default_context(); tls.check_hostname = False; tls.verify_mode = ssl.CERT_NONE
+    with socket.create_connection((ip, 8790), timeout=5) as raw, tls.wrap_socket(raw) as c:
+        auth = "Authorization: Bearer %%s\r\n" %% token if token else ""
+        c.sendall(("GET /v1/channel/iopub HTTP/1.1\r\nHost: x\r\n" + auth + "Connection: Upgrade\r\nUpgrade: glassroom-channel\r\n\r\n").encode())
+        return c.recv(100).split(b"\r\n")[0].decode()
+def plain():
+    with socket.create_connection((ip, 8790), timeout=5) as s:
+        s.sendall(b"GET /v1/kernel HTTP/1.1\r\nHost: x\r\n\r\n")
+        return s.recv(100).split(b"\r\n")[0].decode()
+for name, f in [("tunnel-no-token", lambda: tunnel(None)), ("tunnel-wrong-token", lambda: tunnel("0" * 64)), ("plain-http", plain)]:
+    try:
+        res.append(name + ":" + f().replace(" ", "_"))
+    except Exception as e:
+        res.append(name + ":" + type(e).__name__)
+print(" ".join(res))`
+
+// TestRealClusterKernelPortsUnreachable: on a cluster whose network
+// enforces nothing (the bridge plugin ignores NetworkPolicy), another
+// pod, an attacker's kernel, gets nothing from a victim's kernel pod: its
+// kernel ports are closed on the pod's address (the kernel listens on the
+// pod's loopback), a ZeroMQ subscription to its IOPub hears nothing while
+// the victim prints, and the agent's channel tunnel refuses a request
+// without the session's token or with another; the agent speaks only TLS.
+func TestRealClusterKernelPortsUnreachable(t *testing.T) {
+	cs, namespace := realCluster(t)
+	ctx := context.Background()
+	rt := newClusterRuntime(t, cs, clusterConfig(namespace, "gw-net"))
+	victim := runtimetest.Start(t, rt, sandbox.Spec{ID: "victim-0001", Tenant: "tenant-a"})
+	attacker := runtimetest.Start(t, rt, sandbox.Spec{ID: "attacker-0001", Tenant: "tenant-b"})
+	pod, err := cs.CoreV1().Pods(namespace).Get(ctx, PodName("victim-0001"), metav1.GetOptions{})
+	if err != nil || pod.Status.PodIP == "" {
+		t.Fatalf("victim pod: %v", err)
+	}
+	// The victim prints from a thread for 20 s: IOPub is busy throughout.
+	victim.Run(t, "import threading, time\ndef talk():\n    for i in range(200):\n        print('victim secret', i, flush=True); time.sleep(0.1)\nthreading.Thread(target=talk, daemon=True).start()")
+	out, ename := attacker.Run(t, fmt.Sprintf(attackFromKernel, pod.Status.PodIP))
+	if ename != "" {
+		t.Fatalf("attack: %s %s", ename, out)
+	}
+	got := strings.Fields(out)
+	want := []string{"50001:ConnectionRefusedError", "50002:ConnectionRefusedError", "50003:ConnectionRefusedError", "50004:ConnectionRefusedError",
+		"50005:ConnectionRefusedError", "iopub:nothing", "tunnel-no-token:HTTP/1.1_401_Unauthorized", "tunnel-wrong-token:HTTP/1.1_401_Unauthorized",
+		"plain-http:HTTP/1.0_400_Bad_Request"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("from another pod:\n got %v\nwant %v", got, want)
+	}
+	// The victim's own gateway still reaches it through the agent.
+	if out, _ := victim.Run(t, "print(1 + 1)"); strings.TrimSpace(out) != "2" {
+		t.Fatalf("victim: %q", out)
+	}
 }

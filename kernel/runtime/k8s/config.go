@@ -31,6 +31,10 @@ const (
 const (
 	SecretKernelKey = "kernel.json" // the kernel's connection file (its HMAC key)
 	SecretAgentKey  = "agent-token" // the agent's bearer token
+	// The agent's TLS certificate and key (PEM), the session's own: the
+	// gateway trusts only that certificate for that pod.
+	SecretAgentCert   = "agent-tls.crt"
+	SecretAgentTLSKey = "agent-tls.key"
 )
 
 // Config configures the Kubernetes runtime. Zero fields take defaults.

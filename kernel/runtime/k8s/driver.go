@@ -2,11 +2,13 @@ package k8s
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +36,11 @@ type driver struct {
 	limits sandbox.Limits
 	key    string
 	token  string
+	cert   []byte // the agent's certificate (PEM), pinned
+
+	tls       *tls.Config // nil only for a certificate that does not parse (every call then fails)
+	transport *http.Transport
+	http      *http.Client
 
 	ctx    context.Context // ends the goroutines (stop)
 	cancel context.CancelFunc
@@ -51,24 +58,59 @@ type driver struct {
 	kernelCID string // the kernel container the current generation runs in
 	watching  bool
 	lastProb  string
+	relay     *channelRelay // made by the first Prepare, closed by stop
 }
 
-func (r *Runtime) newDriver(id string, limits sandbox.Limits, key, token string) *driver {
+func (r *Runtime) newDriver(id string, limits sandbox.Limits, key, token string, cert []byte) *driver {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &driver{r: r, id: id, name: PodName(id), limits: limits, key: key, token: token,
+	conf, err := agentClientTLS(cert)
+	if err != nil {
+		r.log.Warn().Err(err).Str("session", id).Msg("the pod agent cannot be reached")
+	}
+	t := newAgentTransport(conf)
+	return &driver{r: r, id: id, name: PodName(id), limits: limits, key: key, token: token, cert: cert,
+		tls: conf, transport: t, http: newAgentHTTP(t),
 		ctx: ctx, cancel: cancel, changed: make(chan struct{})}
 }
 
 func (d *driver) keep() { d.kept = true }
 
 func (d *driver) agent() *agentClient {
-	return &agentClient{base: d.agentBase(), token: d.token, http: d.r.http}
+	return &agentClient{base: d.agentBase(), token: d.token, http: d.http}
 }
 
 func (d *driver) agentBase() string {
+	return "https://" + d.agentAddr()
+}
+
+func (d *driver) agentAddr() string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return "http://" + net.JoinHostPort(d.ip, strconv.Itoa(d.r.cfg.AgentPort))
+	return net.JoinHostPort(d.ip, strconv.Itoa(d.r.cfg.AgentPort))
+}
+
+// dialChannel opens a tunnel to one of the kernel's channels through the
+// pod's agent (channelRelay).
+func (d *driver) dialChannel(ctx context.Context, ch kernel.Channel) (net.Conn, error) {
+	if d.tls == nil {
+		return nil, fmt.Errorf("%w: k8s: no usable agent certificate for %s", sandbox.ErrUnavailable, d.name)
+	}
+	return dialAgentChannel(ctx, d.agentAddr(), d.tls, d.token, ch)
+}
+
+// connection returns what the gateway's kernel client connects to: the
+// channel relay's sockets (made on first use), with the session's key.
+func (d *driver) connection() (kernel.ConnectionInfo, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.relay == nil {
+		r, err := newChannelRelay(d.dialChannel)
+		if err != nil {
+			return kernel.ConnectionInfo{}, fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
+		}
+		d.relay = r
+	}
+	return d.relay.connection(d.key), nil
 }
 
 // startWatch starts following the pod.
@@ -244,16 +286,23 @@ func (d *driver) setProblem(msg string) {
 	d.mu.Unlock()
 }
 
-// Prepare implements sandbox.Connector: the next generation, reached on
-// the pod's IP with the session's key.
+// Prepare implements sandbox.Connector: the next generation, reached
+// through the channel relay with the session's key.
 func (d *driver) Prepare(context.Context) (kernel.ConnectionInfo, error) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.ip == "" {
+	ip := d.ip
+	d.mu.Unlock()
+	if ip == "" {
 		return kernel.ConnectionInfo{}, fmt.Errorf("%w: k8s: pod %s has no IP", sandbox.ErrUnavailable, d.name)
 	}
+	info, err := d.connection()
+	if err != nil {
+		return kernel.ConnectionInfo{}, err
+	}
+	d.mu.Lock()
 	d.gen++
-	return d.r.cfg.connection(d.ip, d.key), nil
+	d.mu.Unlock()
+	return info, nil
 }
 
 // Launch implements sandbox.Driver: it asks the agent to run the prepared
@@ -327,12 +376,11 @@ func (d *driver) exitReason(st KernelStatus, gen int64) string {
 
 // WaitReady implements sandbox.Connector: the agent reports the
 // generation ready (its five ports accept inside the pod), then the
-// gateway connects to each port itself.
+// gateway opens a tunnel to each channel once.
 func (d *driver) WaitReady(ctx context.Context, inc *sandbox.Incarnation) error {
 	d.mu.Lock()
-	gen, ip := d.incGen, d.ip
+	gen := d.incGen
 	d.mu.Unlock()
-	info := inc.Connection()
 	last := "no answer from the pod agent"
 	for {
 		select {
@@ -357,7 +405,7 @@ func (d *driver) WaitReady(ctx context.Context, inc *sandbox.Incarnation) error 
 			case <-time.After(100 * time.Millisecond):
 			}
 		case st.Gen == gen && st.State == "ready":
-			if err := dialAll(ctx, ip, info); err != nil {
+			if err := d.dialAll(ctx); err != nil {
 				last = err.Error()
 				continue
 			}
@@ -375,13 +423,14 @@ func (d *driver) WaitReady(ctx context.Context, inc *sandbox.Incarnation) error 
 	}
 }
 
-// dialAll connects to the kernel's five ports once.
-func dialAll(ctx context.Context, ip string, info kernel.ConnectionInfo) error {
-	dl := net.Dialer{Timeout: 2 * time.Second}
+// dialAll opens a tunnel to each of the kernel's five channels once.
+func (d *driver) dialAll(ctx context.Context) error {
 	for _, ch := range kernel.Channels {
-		c, err := dl.DialContext(ctx, "tcp", net.JoinHostPort(ip, strconv.Itoa(info.Port(ch))))
+		cctx, cancel := context.WithTimeout(ctx, channelDialTimeout)
+		c, err := d.dialChannel(cctx, ch)
+		cancel()
 		if err != nil {
-			return fmt.Errorf("kernel %s port: %w", ch, err)
+			return fmt.Errorf("kernel %s channel: %w", ch, err)
 		}
 		c.Close()
 	}
@@ -406,9 +455,20 @@ func (d *driver) Detach(context.Context) error {
 	return nil
 }
 
+// stop ends the driver's goroutines and the channel relay and waits for
+// them. It may be called more than once.
 func (d *driver) stop() {
 	d.cancel()
 	d.wg.Wait()
+	d.mu.Lock()
+	relay := d.relay
+	d.mu.Unlock()
+	if relay != nil {
+		if err := relay.Close(); err != nil {
+			d.r.log.Warn().Err(err).Str("session", d.id).Msg("channel relay: cleanup")
+		}
+	}
+	d.transport.CloseIdleConnections()
 }
 
 // Destroy implements sandbox.Driver: it deletes the pod (with the grace

@@ -38,7 +38,7 @@ import (
 // pod's tmp, shm and ipc directories. There is no isolation: it tests the runtime's
 // API use, the supervisor and the agent, not the pod's hardening.
 type simKubelet struct {
-	t   *testing.T
+	t   testing.TB
 	cs  *fake.Clientset
 	ns  string
 	dir string
@@ -58,7 +58,7 @@ type simPod struct {
 	done          chan struct{}
 }
 
-func startKubelet(t *testing.T, cs *fake.Clientset, ns string) *simKubelet {
+func startKubelet(t testing.TB, cs *fake.Clientset, ns string) *simKubelet {
 	t.Helper()
 	testkit.RealThing(t, "real kernels under the simulated kubelet")
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
@@ -173,11 +173,18 @@ func (k *simKubelet) runPod(ctx context.Context, p *simPod, pod *corev1.Pod) err
 	if err != nil {
 		return err
 	}
+	tlsConf, err := AgentServerTLS(secret.Data[SecretAgentCert], secret.Data[SecretAgentTLSKey])
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	agentDone := make(chan error, 1)
 	go func() {
+		// The simulated pods share the host's loopback: each kernel listens
+		// on its pod's own 127.0.0.x, where its agent relays the channels.
 		agentDone <- ServeAgent(ctx, AgentConfig{Workspace: paths["workspace"], Token: string(secret.Data[SecretAgentKey]),
 			Control: filepath.Join(paths["control"], "kernel.json"), Status: filepath.Join(paths["status"], "kernel.json"),
-			QuotaBytes: 64 << 20}, ln, zerolog.Nop())
+			QuotaBytes: 64 << 20, TLS: tlsConf, KernelHost: p.ip, KernelPorts: k.cfgPorts(pod)}, ln, zerolog.Nop())
 	}()
 	defer func() { <-agentDone }()
 
@@ -292,3 +299,19 @@ func lastState(pod *corev1.Pod) corev1.ContainerState {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// cfgPorts reads the kernel's ports from the agent's --kernel-ports.
+func (k *simKubelet) cfgPorts(pod *corev1.Pod) []int {
+	args := pod.Spec.Containers[1].Command
+	for i, a := range args {
+		if a == "--kernel-ports" && i+1 < len(args) {
+			var ports []int
+			for _, p := range strings.Split(args[i+1], ",") {
+				n, _ := strconv.Atoi(p)
+				ports = append(ports, n)
+			}
+			return ports
+		}
+	}
+	return nil
+}

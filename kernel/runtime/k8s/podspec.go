@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/glassroom/glassroom/kernel"
@@ -29,8 +30,11 @@ const (
 	// ControlFile and StatusFile are the supervisor protocol's files.
 	ControlFile = controlDir + "/kernel.json"
 	StatusFile  = statusDir + "/kernel.json"
-	// AgentTokenFile is where the agent reads its token.
+	// AgentTokenFile is where the agent reads its token, AgentCertFile
+	// and AgentKeyFile its TLS certificate and key.
 	AgentTokenFile = agentDir + "/token"
+	AgentCertFile  = agentDir + "/tls.crt"
+	AgentKeyFile   = agentDir + "/tls.key"
 )
 
 // Container names.
@@ -75,6 +79,15 @@ func (c Config) ports() []int {
 	return []int{c.KernelPortBase, c.KernelPortBase + 1, c.KernelPortBase + 2, c.KernelPortBase + 3, c.KernelPortBase + 4}
 }
 
+// portList returns the kernel's ports as the agent's --kernel-ports.
+func (c Config) portList() string {
+	var s []string
+	for _, p := range c.ports() {
+		s = append(s, strconv.Itoa(p))
+	}
+	return strings.Join(s, ",")
+}
+
 // connection returns tcp connection info on ip with the configured ports.
 func (c Config) connection(ip, key string) kernel.ConnectionInfo {
 	p := c.ports()
@@ -93,9 +106,10 @@ func (c Config) labels(id, tenant string) map[string]string {
 }
 
 // buildSecret returns a session's Secret: the kernel's connection file
-// (listening on every address of the pod) and the agent's token.
-func (c Config) buildSecret(spec sandbox.Spec, key, token string) (*corev1.Secret, error) {
-	conn, err := json.Marshal(c.connection("0.0.0.0", key))
+// (listening on the pod's loopback only: the agent relays its channels),
+// the agent's token, and its TLS certificate and key.
+func (c Config) buildSecret(spec sandbox.Spec, key, token string, cert, tlsKey []byte) (*corev1.Secret, error) {
+	conn, err := json.Marshal(c.connection("127.0.0.1", key))
 	if err != nil {
 		return nil, fmt.Errorf("k8s: secret: %w", err)
 	}
@@ -104,7 +118,8 @@ func (c Config) buildSecret(spec sandbox.Spec, key, token string) (*corev1.Secre
 		ObjectMeta: metav1.ObjectMeta{Name: PodName(spec.ID), Namespace: c.Namespace, Labels: c.labels(spec.ID, spec.Tenant)},
 		Type:       corev1.SecretTypeOpaque,
 		Immutable:  &immutable,
-		Data:       map[string][]byte{SecretKernelKey: conn, SecretAgentKey: []byte(token)},
+		Data: map[string][]byte{SecretKernelKey: conn, SecretAgentKey: []byte(token),
+			SecretAgentCert: cert, SecretAgentTLSKey: tlsKey},
 	}, nil
 }
 
@@ -163,19 +178,19 @@ func (c Config) buildPod(spec sandbox.Spec, limits sandbox.Limits, now time.Time
 			SeccompProfile: seccomp,
 		}
 	}
-	var ports []corev1.ContainerPort
-	for i, ch := range kernel.Channels {
-		ports = append(ports, corev1.ContainerPort{Name: "k-" + string(ch), ContainerPort: int32(c.ports()[i]), Protocol: corev1.ProtocolTCP})
-	}
 	memDir := func(name string, mb int) corev1.Volume {
 		q := mib(mb)
 		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &q}}}
 	}
 	wsSize := mib(limits.WorkspaceMB)
 	secretMode := int32(0o440)
-	secretVol := func(name, key, path string) corev1.Volume {
+	secretVol := func(name string, keyPaths ...string) corev1.Volume {
+		var items []corev1.KeyToPath
+		for i := 0; i+1 < len(keyPaths); i += 2 {
+			items = append(items, corev1.KeyToPath{Key: keyPaths[i], Path: keyPaths[i+1]})
+		}
 		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: PodName(spec.ID), DefaultMode: &secretMode, Items: []corev1.KeyToPath{{Key: key, Path: path}}}}}
+			SecretName: PodName(spec.ID), DefaultMode: &secretMode, Items: items}}}
 	}
 	var runtimeClass *string
 	if c.RuntimeClassName != "" {
@@ -215,13 +230,10 @@ func (c Config) buildPod(spec sandbox.Spec, limits sandbox.Limits, now time.Time
 					Command:         []string{c.Tini, "--", c.Python, "-I", "-B", "-c", supervisor, string(settingsJSON)},
 					WorkingDir:      sandbox.WorkDir,
 					Env:             envVars,
-					Ports:           ports,
 					Resources:       corev1.ResourceRequirements{Limits: kernelRes, Requests: kernelRes},
 					SecurityContext: hardened(),
-					ReadinessProbe: &corev1.Probe{
-						ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(int32(c.KernelPortBase))}},
-						PeriodSeconds: 1, FailureThreshold: 1, SuccessThreshold: 1, TimeoutSeconds: 1,
-					},
+					// No port and no readiness probe: the kernel listens only on
+					// the pod's loopback; the agent reports its generations.
 					TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 					VolumeMounts: []corev1.VolumeMount{
 						{Name: "workspace", MountPath: sandbox.WorkDir},
@@ -241,12 +253,13 @@ func (c Config) buildPod(spec sandbox.Spec, limits sandbox.Limits, now time.Time
 					Command: []string{"/glassroom", "pod-agent", "--listen", ":" + strconv.Itoa(c.AgentPort),
 						"--workspace", sandbox.WorkDir, "--token-file", AgentTokenFile,
 						"--control", ControlFile, "--status", StatusFile,
-						"--quota-mb", strconv.Itoa(limits.WorkspaceMB)},
+						"--quota-mb", strconv.Itoa(limits.WorkspaceMB),
+						"--tls-cert", AgentCertFile, "--tls-key", AgentKeyFile, "--kernel-ports", c.portList()},
 					Ports:           []corev1.ContainerPort{{Name: "agent", ContainerPort: int32(c.AgentPort), Protocol: corev1.ProtocolTCP}},
 					Resources:       corev1.ResourceRequirements{Limits: agentRes, Requests: agentRes},
 					SecurityContext: hardened(),
 					ReadinessProbe: &corev1.Probe{
-						ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(int32(c.AgentPort))}},
+						ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(int32(c.AgentPort)), Scheme: corev1.URISchemeHTTPS}},
 						PeriodSeconds: 1, FailureThreshold: 3, SuccessThreshold: 1, TimeoutSeconds: 1,
 					},
 					TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
@@ -267,7 +280,7 @@ func (c Config) buildPod(spec sandbox.Spec, limits sandbox.Limits, now time.Time
 				memDir("control", 1),
 				memDir("status", 1),
 				secretVol("kernel-secret", SecretKernelKey, SecretKernelKey),
-				secretVol("agent-secret", SecretAgentKey, "token"),
+				secretVol("agent-secret", SecretAgentKey, "token", SecretAgentCert, "tls.crt", SecretAgentTLSKey, "tls.key"),
 			},
 		},
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -27,11 +26,9 @@ import (
 // Runtime starts each session's kernel in its own pod. It is safe for
 // concurrent use.
 type Runtime struct {
-	cfg       Config
-	log       zerolog.Logger
-	cs        kubernetes.Interface
-	transport *http.Transport // to the pods' agents
-	http      *http.Client
+	cfg Config
+	log zerolog.Logger
+	cs  kubernetes.Interface
 
 	mu          sync.Mutex
 	live        sandbox.LiveSet      // sessions with a sandbox here, including ones starting
@@ -80,9 +77,7 @@ func New(ctx context.Context, cfg Config, cs kubernetes.Interface, log zerolog.L
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	t := newAgentTransport()
-	r := &Runtime{cfg: cfg, log: log.With().Str("runtime", "k8s").Logger(), cs: cs, transport: t, http: newAgentHTTP(t),
-		orphanSince: map[string]time.Time{}}
+	r := &Runtime{cfg: cfg, log: log.With().Str("runtime", "k8s").Logger(), cs: cs, orphanSince: map[string]time.Time{}}
 	cctx, cancel := context.WithTimeout(ctx, cfg.CallTimeout)
 	defer cancel()
 	if _, err := cs.CoreV1().Pods(cfg.Namespace).List(cctx, metav1.ListOptions{LabelSelector: selector(), Limit: 1}); err != nil {
@@ -103,12 +98,10 @@ func (r *Runtime) Name() string { return "k8s" }
 // Instance returns this gateway's name in labels and its Lease.
 func (r *Runtime) Instance() string { return r.cfg.Instance }
 
-// Close drops idle connections to the agents. Sandboxes must be closed
-// (or detached) first.
-func (r *Runtime) Close() error {
-	r.transport.CloseIdleConnections()
-	return nil
-}
+// Close releases nothing today (each sandbox holds its own connections
+// to its agent and closes them). Sandboxes must be closed (or detached)
+// first.
+func (r *Runtime) Close() error { return nil }
 
 // Run renews this gateway's Lease and reconciles every ReconcileInterval
 // until ctx ends.
@@ -158,10 +151,14 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	uid := int(r.cfg.sessionUID(spec.ID))
 	b.SetOwner(uid, uid)
 	key := kernel.NewIPCConnection("").Key
-	d := r.newDriver(spec.ID, limits, key, randomHex(32))
+	cert, tlsKey, err := newAgentCert(spec.ID, r.cfg.MaxLifetime+24*time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	d := r.newDriver(spec.ID, limits, key, randomHex(32), cert)
 	b.Use(nil, d)
 
-	secret, err := r.cfg.buildSecret(spec, key, d.token)
+	secret, err := r.cfg.buildSecret(spec, key, d.token, cert, tlsKey)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +249,8 @@ func (r *Runtime) StateDir() string { return r.cfg.StateDir }
 // OpenWorkspace implements sandbox.WorkspaceOpener: a client of the
 // pod's agent. The caller closes both (the tracker's Close does nothing).
 func (s *podSandbox) OpenWorkspace(context.Context) (workspace.FS, workspace.Tracker, error) {
-	c, err := remote.NewClient(remote.ClientConfig{BaseURL: s.d.agentBase(), Token: s.d.token, CallTimeout: s.d.r.cfg.CallTimeout * 3})
+	c, err := remote.NewClient(remote.ClientConfig{BaseURL: s.d.agentBase(), Token: s.d.token, CallTimeout: s.d.r.cfg.CallTimeout * 3,
+		Transport: newAgentTransport(s.d.tls)})
 	if err != nil {
 		return nil, nil, fmt.Errorf("k8s: workspace: %w", err)
 	}

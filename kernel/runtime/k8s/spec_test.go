@@ -109,9 +109,16 @@ func TestPodSpecHardening(t *testing.T) {
 		e := vols[name].EmptyDir
 		check(name+": memory-backed emptyDir "+size, e != nil && e.Medium == corev1.StorageMediumMemory && e.SizeLimit.Equal(resource.MustParse(size)))
 	}
-	for name, key := range map[string]string{"kernel-secret": SecretKernelKey, "agent-secret": SecretAgentKey} {
+	// Each container sees only its own items of the session's Secret.
+	for name, keys := range map[string][]string{"kernel-secret": {SecretKernelKey}, "agent-secret": {SecretAgentKey, SecretAgentCert, SecretAgentTLSKey}} {
 		s := vols[name].Secret
-		check(name+": one item of the session's Secret, mode 0440", s != nil && s.SecretName == PodName(spec.ID) && len(s.Items) == 1 && s.Items[0].Key == key && *s.DefaultMode == 0o440)
+		var got []string
+		if s != nil {
+			for _, it := range s.Items {
+				got = append(got, it.Key)
+			}
+		}
+		check(name+": its items of the session's Secret, mode 0440", s != nil && s.SecretName == PodName(spec.ID) && strings.Join(got, ",") == strings.Join(keys, ",") && *s.DefaultMode == 0o440)
 	}
 	mounts := func(c corev1.Container) map[string]corev1.VolumeMount {
 		m := map[string]corev1.VolumeMount{}
@@ -133,7 +140,9 @@ func TestPodSpecHardening(t *testing.T) {
 		aliased = aliased || (vm.Name == "workspace" && vm.MountPath == sandbox.WorkspaceAlias)
 	}
 	check("the kernel's workspace again at /workspace", aliased)
-	check("readiness probes", k.ReadinessProbe.TCPSocket != nil && k.ReadinessProbe.TCPSocket.Port.IntValue() == 50001 && a.ReadinessProbe.HTTPGet.Path == "/healthz")
+	check("no kernel port or probe on the pod's address; the agent's probe over TLS", k.ReadinessProbe == nil && len(k.Ports) == 0 &&
+		a.ReadinessProbe.HTTPGet.Path == "/healthz" && a.ReadinessProbe.HTTPGet.Scheme == corev1.URISchemeHTTPS)
+	check("the agent's TLS files and the kernel's ports", strings.Contains(strings.Join(a.Command, " "), "--tls-cert "+AgentCertFile+" --tls-key "+AgentKeyFile+" --kernel-ports 50001,50002,50003,50004,50005"))
 
 	check("labels", pod.Labels[LabelSession] == spec.ID && pod.Labels[LabelTenant] == "t1" && pod.Labels[LabelInstance] == "gw-a" && pod.Labels[LabelComponent] == "kernel")
 	var got sandbox.Limits
@@ -147,12 +156,13 @@ func TestPodSpecHardening(t *testing.T) {
 	check("localhost seccomp profile", sp.Type == corev1.SeccompProfileTypeLocalhost && *sp.LocalhostProfile == "glassroom/kernel.json")
 	check("memory-backed workspace", pod.Spec.Volumes[0].EmptyDir.Medium == corev1.StorageMediumMemory)
 
-	sec, err := cfg.buildSecret(spec, "k3y", "t0ken")
+	sec, err := cfg.buildSecret(spec, "k3y", "t0ken", []byte("CERT"), []byte("KEY"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var conn kernel.ConnectionInfo
-	check("secret: kernel listens on the pod's addresses", json.Unmarshal(sec.Data[SecretKernelKey], &conn) == nil && conn.IP == "0.0.0.0" && conn.Transport == "tcp" && conn.Key == "k3y")
+	check("secret: kernel listens on the pod's loopback only", json.Unmarshal(sec.Data[SecretKernelKey], &conn) == nil && conn.IP == "127.0.0.1" && conn.Transport == "tcp" && conn.Key == "k3y")
+	check("secret: the agent's certificate and key", string(sec.Data[SecretAgentCert]) == "CERT" && string(sec.Data[SecretAgentTLSKey]) == "KEY")
 	check("secret immutable, labelled", *sec.Immutable && sec.Labels[LabelSession] == spec.ID && string(sec.Data[SecretAgentKey]) == "t0ken")
 }
 
@@ -313,7 +323,7 @@ func TestReconcile(t *testing.T) {
 		c.Instance = owner
 		pod, _ := c.buildPod(sandbox.Spec{ID: id}, c.Limits(sandbox.Limits{}), created)
 		pod.Status.Phase, pod.Status.PodIP = phase, "10.0.0.1"
-		sec, _ := c.buildSecret(sandbox.Spec{ID: id}, "k", "t")
+		sec, _ := c.buildSecret(sandbox.Spec{ID: id}, "k", "t", []byte("c"), []byte("k"))
 		if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
