@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/glassroom/glassroom/kernel/runtime/k8s"
 	"github.com/glassroom/glassroom/workspace/remote"
 )
 
@@ -41,6 +43,15 @@ func TestPodAgentCommand(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "token"), []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	cert, key, err := k8s.NewAgentCert("s1", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{"tls.crt": cert, "tls.key": key} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -52,9 +63,20 @@ func TestPodAgentCommand(t *testing.T) {
 	var out bytes.Buffer
 	go func() {
 		done <- runPodAgent(ctx, []string{"--listen", addr, "--workspace", ws, "--token-file", filepath.Join(dir, "token"),
-			"--control", filepath.Join(dir, "control.json"), "--status", filepath.Join(dir, "status.json"), "--quota-mb", "1"}, &out)
+			"--control", filepath.Join(dir, "control.json"), "--status", filepath.Join(dir, "status.json"), "--quota-mb", "1",
+			"--tls-cert", filepath.Join(dir, "tls.crt"), "--tls-key", filepath.Join(dir, "tls.key")}, &out)
 	}()
-	c, err := remote.NewClient(remote.ClientConfig{BaseURL: "http://" + addr, Token: token})
+	conf, err := k8s.AgentClientTLS(cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Only TLS with the session's certificate: plain HTTP gets nothing.
+	plain, err := remote.NewClient(remote.ClientConfig{BaseURL: "http://" + addr, Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	c, err := remote.NewClient(remote.ClientConfig{BaseURL: "https://" + addr, Token: token, Transport: &http.Transport{TLSClientConfig: conf}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +94,9 @@ func TestPodAgentCommand(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(ws, "hello.txt")); string(b) != "hi" {
 		t.Fatalf("file %q", b)
+	}
+	if _, err := plain.Write("plain.txt", strings.NewReader("hi")); err == nil {
+		t.Fatal("the agent answered plain HTTP")
 	}
 	if _, err := c.Write("big.bin", bytes.NewReader(make([]byte, 2<<20))); err == nil {
 		t.Fatal("--quota-mb not applied")

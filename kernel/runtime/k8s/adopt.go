@@ -269,7 +269,7 @@ func (r *Runtime) Adopt(ctx context.Context, st sandbox.State) (sandbox.Sandbox,
 // agentStatus asks an adoptable session's agent for its kernel's status,
 // over a connection of its own (the session's pinned certificate).
 func (r *Runtime) agentStatus(ctx context.Context, a Adoptable) (KernelStatus, error) {
-	conf, err := agentClientTLS(a.cert)
+	conf, err := AgentClientTLS(a.cert)
 	if err != nil {
 		return KernelStatus{}, err
 	}

@@ -20,9 +20,9 @@ import (
 // name says nothing a pod could forge.
 const agentServerName = "glassroom-agent"
 
-// newAgentCert returns a new self-signed ECDSA P-256 certificate and key
+// NewAgentCert returns a new self-signed ECDSA P-256 certificate and key
 // (PEM) for one session's pod agent, valid from an hour ago for validFor.
-func newAgentCert(sessionID string, validFor time.Duration) (certPEM, keyPEM []byte, err error) {
+func NewAgentCert(sessionID string, validFor time.Duration) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, fmt.Errorf("k8s: agent certificate: %w", err)
@@ -53,9 +53,9 @@ func newAgentCert(sessionID string, validFor time.Duration) (certPEM, keyPEM []b
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), nil
 }
 
-// agentClientTLS returns the gateway's TLS configuration for one pod's
+// AgentClientTLS returns the gateway's TLS configuration for one pod's
 // agent: TLS 1.3, and only that session's certificate is trusted.
-func agentClientTLS(certPEM []byte) (*tls.Config, error) {
+func AgentClientTLS(certPEM []byte) (*tls.Config, error) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(certPEM) {
 		return nil, errors.New("k8s: agent certificate: no certificate in the session's secret")

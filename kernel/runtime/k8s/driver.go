@@ -63,7 +63,7 @@ type driver struct {
 
 func (r *Runtime) newDriver(id string, limits sandbox.Limits, key, token string, cert []byte) *driver {
 	ctx, cancel := context.WithCancel(context.Background())
-	conf, err := agentClientTLS(cert)
+	conf, err := AgentClientTLS(cert)
 	if err != nil {
 		r.log.Warn().Err(err).Str("session", id).Msg("the pod agent cannot be reached")
 	}

@@ -151,7 +151,7 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	uid := int(r.cfg.sessionUID(spec.ID))
 	b.SetOwner(uid, uid)
 	key := kernel.NewIPCConnection("").Key
-	cert, tlsKey, err := newAgentCert(spec.ID, r.cfg.MaxLifetime+24*time.Hour)
+	cert, tlsKey, err := NewAgentCert(spec.ID, r.cfg.MaxLifetime+24*time.Hour)
 	if err != nil {
 		return nil, err
 	}
