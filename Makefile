@@ -67,7 +67,7 @@ test-heavy:
 # A real single-node Kubernetes cluster (etcd, API server, scheduler,
 # controller manager, kubelet, containerd) for the k8s runtime's tests:
 # built once into /var/cache/glassroom, state in /var/lib/glassroom-kube
-# (docs/kubernetes.md). `scripts/kube-up.sh down` stops it.
+# (docs/operations.md, "The test cluster"). `scripts/kube-up.sh down` stops it.
 kube: image
 	scripts/kube-up.sh up
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # kube-up.sh: a real single-node Kubernetes cluster on this machine, with no
-# registry, for the Kubernetes runtime's tests (docs/kubernetes.md).
+# registry, for the Kubernetes runtime's tests (docs/operations.md, "The test cluster").
 #
 #   scripts/kube-up.sh up     build what is missing, start the cluster, wait
 #                             for the node, import the images
@@ -365,9 +365,8 @@ case ${1:-up} in
   down) down ;;
   purge)
     down
-    grep -o " $KUBE_STATE/kubelet[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
-    grep -o " $RUN[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
-    grep -o " $KUBE_STATE/containerd[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+    # Pod volumes, sandboxes' shm and rootfs mounts (none may be left).
+    { grep -oE " ($KUBE_STATE|$RUN)/[^ ]*" /proc/mounts || true; } | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
     rm -rf "$KUBE_STATE" "$RUN"
     ip link del "$BRIDGE" 2>/dev/null || true
     iptables -D FORWARD -i "$BRIDGE" -o "$BRIDGE" -j ACCEPT 2>/dev/null || true

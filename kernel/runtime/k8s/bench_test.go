@@ -87,11 +87,11 @@ func BenchmarkRealClusterStart(b *testing.B) {
 	}
 }
 
-// BenchmarkRealClusterExecute: `x + 1` on a real cluster's kernel pod,
-// through the agent's encrypted channels.
+// BenchmarkRealClusterExecute: `x + 1` on a real cluster's kernel pod of
+// one core, through the agent's encrypted channels.
 func BenchmarkRealClusterExecute(b *testing.B) {
 	cs, namespace := realCluster(b)
 	rt := newClusterRuntime(b, cs, clusterConfig(namespace, "gw-bench"))
-	k := runtimetest.Start(b, rt, sandbox.Spec{ID: "bench-exec-0001"})
+	k := runtimetest.Start(b, rt, sandbox.Spec{ID: "bench-exec-0001", Limits: sandbox.Limits{CPUs: 1}})
 	roundTrips(b, k.Client)
 }

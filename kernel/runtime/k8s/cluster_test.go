@@ -130,11 +130,11 @@ func clusterClient(t testing.TB, kubeconfig string) kubernetes.Interface {
 
 // clusterConfig runs kernels under glassroom's own seccomp profile, which
 // scripts/kube-up.sh installs as the kubelet's Localhost profile, with
-// half a core each (the node has two, and a pod's requests equal its
+// a quarter of a core each (the node has two, and a pod's requests equal its
 // limits).
 func clusterConfig(namespace, instance string) Config {
 	return Config{Namespace: namespace, Instance: instance, SeccompLocalhostProfile: "glassroom-kernel.json", CallTimeout: 10 * time.Second, ReconcileInterval: time.Second,
-		LeaseDuration: 3 * time.Second, DeleteGrace: time.Second, Common: sandbox.Common{StartTimeout: 120 * time.Second, Defaults: sandbox.Limits{CPUs: 0.5}}}
+		LeaseDuration: 3 * time.Second, DeleteGrace: time.Second, Common: sandbox.Common{StartTimeout: 120 * time.Second, Defaults: sandbox.Limits{CPUs: 0.25}}}
 }
 
 func newClusterRuntime(t testing.TB, cs kubernetes.Interface, cfg Config) *Runtime {

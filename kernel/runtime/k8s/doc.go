@@ -4,8 +4,17 @@
 //
 // A session is a pod and a Secret, both named glassroom-<session id> and
 // labelled with the session, its tenant and the gateway instance that
-// owns it. The Secret holds the kernel's connection file (its HMAC key)
-// and the pod agent's token; each is mounted into one container only.
+// owns it. The Secret holds the kernel's connection file (its HMAC key),
+// the pod agent's token and its TLS certificate and key (the session's
+// own); each is mounted into one container only.
+//
+// The kernel listens on the pod's loopback only. The gateway reaches it
+// through the agent (channelRelay): its kernel client connects to unix
+// sockets in a 0700 directory of the gateway, and each connection is
+// carried through a TLS 1.3 tunnel to the agent (the session's
+// certificate pinned, its token), which connects it to the kernel's port.
+// No kernel port is reachable from the pod network, whether or not a
+// NetworkPolicy is enforced.
 //
 // The pod has two containers, both non-root with the session's own uid,
 // a read-only root filesystem, no capabilities, no privilege escalation
@@ -17,9 +26,10 @@
 //     time on TCP, kills every process of the sandbox between them and
 //     empties /tmp, /dev/shm and the ipc directory before each, so a
 //     generation starts clean;
-//   - agent: the gateway image running `glassroom pod-agent`, which serves
-//     the workspace (workspace/remote: openat2, no symlinks, the quota,
-//     change tracking) and writes the supervisor's control file.
+//   - agent: the gateway image running `glassroom pod-agent` (TLS only),
+//     which carries the kernel channels, serves the workspace
+//     (workspace/remote: openat2, no symlinks, the quota, change
+//     tracking) and writes the supervisor's control file.
 //
 // The workspace is an emptyDir with a sizeLimit, /tmp and /dev/shm are
 // memory-backed emptyDirs, and the supervisor's control and status files
@@ -29,7 +39,7 @@
 //
 // The runtime builds on sandbox.Base through sandbox.Connector: a
 // restart is a new generation in the same pod (the workspace survives),
-// reached on the pod's IP. A pod is watched for its deletion, failure and
+// reached through the same relay. A pod is watched for its deletion, failure and
 // the kernel container's end (OOMKilled named); a start fails fast on
 // image pull errors and containers that cannot start, and names an
 // unschedulable pod's reason at the timeout.
