@@ -96,6 +96,12 @@ func TestBase(t *testing.T) {
 	if *sc.AllowPrivilegeEscalation || !*sc.ReadOnlyRootFilesystem || !*sc.RunAsNonRoot || sc.Capabilities.Drop[0] != "ALL" || len(sc.Capabilities.Add) != 0 {
 		t.Fatal("gateway container security context")
 	}
+	// The channel relays need a writable /tmp (read-only root, no /tmp in
+	// the image): a small memory-backed emptyDir.
+	if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/tmp" || len(ps.Volumes) != 1 || ps.Volumes[0].Name != c.VolumeMounts[0].Name ||
+		ps.Volumes[0].EmptyDir == nil || ps.Volumes[0].EmptyDir.Medium != corev1.StorageMediumMemory {
+		t.Fatalf("gateway /tmp: mounts %+v, volumes %+v", c.VolumeMounts, ps.Volumes)
+	}
 	if !strings.Contains(strings.Join(c.Args, " "), "--runtime=k8s") {
 		t.Fatalf("args %v", c.Args)
 	}

@@ -94,7 +94,16 @@ func (r *channelRelay) accept(ln net.Listener, ch kernel.Channel) {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
-			return // closed
+			if errors.Is(err, net.ErrClosed) || r.ctx.Err() != nil {
+				return
+			}
+			// Out of descriptors, say: ZeroMQ retries, so does this.
+			select {
+			case <-r.ctx.Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
 		}
 		if !r.track(c) {
 			c.Close()
