@@ -1,7 +1,6 @@
 package k8s
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -182,18 +181,23 @@ func (a *agent) channel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// What the client sent after its request, read ahead by the server,
-	// goes first.
-	var client io.Reader = conn
-	if n := brw.Reader.Buffered(); n > 0 {
-		ahead, _ := brw.Reader.Peek(n)
-		client = io.MultiReader(bytes.NewReader(append([]byte(nil), ahead...)), conn)
-	}
-	splice(conn, client, kc)
+	// goes first: brw.Reader reads conn on.
+	splice(&bufferedConn{Conn: conn, r: brw.Reader}, kc)
 }
 
-// splice copies a's bytes (read from aReader) to b and b's to a until
-// either side ends, then closes both. It returns when both copies have.
-func splice(a net.Conn, aReader io.Reader, b net.Conn) {
+// bufferedConn reads through r (a reader over the connection that may
+// have read ahead of what it returned), and writes and closes the
+// connection itself.
+type bufferedConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *bufferedConn) Read(b []byte) (int, error) { return c.r.Read(b) }
+
+// splice copies a's bytes to b and b's to a until either side ends, then
+// closes both. It returns when both copies have.
+func splice(a, b net.Conn) {
 	done := make(chan struct{})
 	go func() { // owned here: joined below
 		defer close(done)
@@ -201,7 +205,7 @@ func splice(a net.Conn, aReader io.Reader, b net.Conn) {
 		a.Close()
 		b.Close()
 	}()
-	_, _ = io.Copy(b, aReader)
+	_, _ = io.Copy(b, a)
 	a.Close()
 	b.Close()
 	<-done

@@ -2,7 +2,6 @@ package k8s
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -132,7 +131,7 @@ func (r *channelRelay) carry(local net.Conn, ch kernel.Channel) {
 		return
 	}
 	defer r.untrack(remote)
-	splice(local, local, remote)
+	splice(local, remote)
 }
 
 func (r *channelRelay) track(c net.Conn) bool {
@@ -210,19 +209,7 @@ func dialAgentChannel(ctx context.Context, addr string, conf *tls.Config, token 
 		return nil, fmt.Errorf("%w: %s: HTTP %d", errChannelRefused, ch, resp.StatusCode)
 	}
 	_ = conn.SetDeadline(time.Time{})
-	// The kernel may have spoken already (ZMTP greets at once): what the
-	// reader took past the answer comes first.
-	if n := br.Buffered(); n > 0 {
-		ahead, _ := br.Peek(n)
-		return &prefixedConn{Conn: conn, r: io.MultiReader(bytes.NewReader(append([]byte(nil), ahead...)), conn)}, nil
-	}
-	return conn, nil
+	// The kernel may have spoken already (ZMTP greets at once): what br
+	// took past the answer comes first; br ends at its bound, then conn.
+	return &bufferedConn{Conn: conn, r: io.MultiReader(br, conn)}, nil
 }
-
-// prefixedConn reads what was read ahead before the connection itself.
-type prefixedConn struct {
-	net.Conn
-	r io.Reader
-}
-
-func (c *prefixedConn) Read(b []byte) (int, error) { return c.r.Read(b) }

@@ -187,20 +187,7 @@ print(os.getuid(), status["CapEff"].strip(), status["NoNewPrivs"].strip(), statu
 		t.Fatalf("after restart: %q", out)
 	}
 
-	exited := k.Sandbox.Exited()
-	go func() {
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		_, _ = k.Client.Execute(cctx, "import os; os._exit(3)", kernelOpts(), nil)
-	}()
-	select {
-	case <-exited:
-	case <-time.After(60 * time.Second):
-		t.Fatal("the kernel's death was not noticed")
-	}
-	if r := k.Sandbox.ExitReason(); r != "exit code 3" {
-		t.Fatalf("exit reason %q", r)
-	}
+	exitOnItsOwn(t, k, 60*time.Second)
 	if err := k.Sandbox.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -327,8 +314,9 @@ func TestRealClusterKernelPortsUnreachable(t *testing.T) {
 	if err != nil || pod.Status.PodIP == "" {
 		t.Fatalf("victim pod: %v", err)
 	}
-	// The victim prints from a thread for 20 s: IOPub is busy throughout.
-	victim.Run(t, "import threading, time\ndef talk():\n    for i in range(200):\n        print('victim secret', i, flush=True); time.sleep(0.1)\nthreading.Thread(target=talk, daemon=True).start()")
+	// The victim prints from a thread (20 s at most): IOPub is busy
+	// throughout the attack; it stops before the victim's own last check.
+	victim.Run(t, "import threading\nquiet = threading.Event()\ndef talk():\n    i = 0\n    while not quiet.wait(0.1) and i < 200:\n        print('victim secret', i, flush=True); i += 1\ntalker = threading.Thread(target=talk, daemon=True)\ntalker.start()")
 	out, ename := attacker.Run(t, fmt.Sprintf(attackFromKernel, pod.Status.PodIP))
 	if ename != "" {
 		t.Fatalf("attack: %s %s", ename, out)
@@ -341,6 +329,7 @@ func TestRealClusterKernelPortsUnreachable(t *testing.T) {
 		t.Fatalf("from another pod:\n got %v\nwant %v", got, want)
 	}
 	// The victim's own gateway still reaches it through the agent.
+	victim.Run(t, "quiet.set(); talker.join()")
 	if out, _ := victim.Run(t, "print(1 + 1)"); strings.TrimSpace(out) != "2" {
 		t.Fatalf("victim: %q", out)
 	}

@@ -150,20 +150,7 @@ func TestSimulatedCluster(t *testing.T) {
 	}
 
 	// The kernel dies on its own: Exited, with the reason.
-	exited := k.Sandbox.Exited()
-	go func() {
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		_, _ = k.Client.Execute(cctx, "import os; os._exit(3)", kernelOpts(), nil)
-	}()
-	select {
-	case <-exited:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the kernel's death was not noticed")
-	}
-	if r := k.Sandbox.ExitReason(); r != "exit code 3" {
-		t.Fatalf("exit reason %q", r)
-	}
+	exitOnItsOwn(t, k, 30*time.Second)
 	// The supervisor kills what the dead kernel started (the SIGKILL may
 	// still be landing as the exit is noticed): gone, or a zombie.
 	var stat []byte
@@ -261,3 +248,23 @@ func TestSimulatedCluster(t *testing.T) {
 }
 
 func kernelOpts() kernel.ExecuteOptions { return kernel.ExecuteOptions{} }
+
+// exitOnItsOwn makes k's kernel exit with status 3 and checks that the
+// sandbox notices within wait and names the reason.
+func exitOnItsOwn(t *testing.T, k runtimetest.Kernel, wait time.Duration) {
+	t.Helper()
+	exited := k.Sandbox.Exited()
+	go func() { // ends with the execute's 10 s bound at most
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = k.Client.Execute(cctx, "import os; os._exit(3)", kernelOpts(), nil)
+	}()
+	select {
+	case <-exited:
+	case <-time.After(wait):
+		t.Fatal("the kernel's death was not noticed")
+	}
+	if r := k.Sandbox.ExitReason(); r != "exit code 3" {
+		t.Fatalf("exit reason %q", r)
+	}
+}

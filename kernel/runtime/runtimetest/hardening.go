@@ -252,8 +252,8 @@ func plantRemote(t *testing.T, sb sandbox.Sandbox, files map[string]string) {
 				continue
 			}
 			dir = filepath.Join(dir, part)
-			if err := fsys.MakeDir(dir); err != nil && !errors.Is(err, os.ErrExist) {
-				if _, serr := fsys.Stat(dir); serr != nil {
+			if err := fsys.MakeDir(dir); err != nil {
+				if _, serr := fsys.Stat(dir); serr != nil { // not there already
 					t.Fatalf("mkdir %s: %v", dir, err)
 				}
 			}
