@@ -255,6 +255,21 @@ func (p *execProcess) runEnded() string {
 // reports the execs of a stopping container before the container.
 const settleWait = 10 * time.Second
 
+// runEndedWithin waits up to d for the container's run to end, or the
+// context to be killed, and then says so; ended is false if neither came.
+func (p *execProcess) runEndedWithin(d time.Duration) (reason string, ended bool) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-p.run.inc.Exited():
+		return p.runEnded(), true
+	case <-p.killed:
+		return "killed (a restart or close of the context)", true
+	case <-timer.C:
+		return "", false
+	}
+}
+
 // reason says why the exec ended: the kernel's status, its OOM kill, or
 // the container's stop or restart.
 func (p *execProcess) reason(readErr error) string {
@@ -269,19 +284,21 @@ func (p *execProcess) reason(readErr error) string {
 			return "OOMKilled: the sandbox exceeded its memory limit of " + strconv.Itoa(p.x.d.limits.MemoryMB) + " MB, which all its kernels share"
 		}
 		return "the kernel was killed by " + unix.SignalName(sig)
-	case err == nil && (code <= signalStatus || code > supervisorSignal+64):
+	case err == nil && code == signalStatus:
+		// The kernel's own exit 128, or the exec of a container whose
+		// gVisor sentry was killed (the engine reports 128 for those):
+		// the container's end, if it follows, tells which.
+		if reason, ended := p.runEndedWithin(settleWait); ended {
+			return reason
+		}
+		return "exit code " + strconv.Itoa(code)
+	case err == nil && (code < signalStatus || code > supervisorSignal+64):
 		return "exit code " + strconv.Itoa(code)
 	}
 	// The supervisor itself was killed, or the exec is gone: the container
 	// stopped (reported after its execs), or the engine went away.
-	timer := time.NewTimer(settleWait)
-	defer timer.Stop()
-	select {
-	case <-p.run.inc.Exited():
-		return p.runEnded()
-	case <-p.killed:
-		return "killed (a restart or close of the context)"
-	case <-timer.C:
+	if reason, ended := p.runEndedWithin(settleWait); ended {
+		return reason
 	}
 	if err != nil {
 		return fmt.Sprintf("the connection to the kernel was lost (%v; %v)", readErr, err)
