@@ -1,1 +1,0 @@
-open('/home/user/STEERED', 'a').write(__name__ + '\n')
