@@ -34,6 +34,9 @@ type Config struct {
 	// gives it, so that the gateway imports neither the MCP server nor the
 	// Go client it uses.
 	MCP func(inProcess http.RoundTripper) (http.Handler, error)
+	// Instance names this replica in the requests it forwards to the
+	// replica serving a session (ForwardedHeader); default "gateway".
+	Instance string
 }
 
 func (c Config) withDefaults() Config {
@@ -51,6 +54,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = 10 * time.Second
+	}
+	if c.Instance == "" {
+		c.Instance = "gateway"
 	}
 	return c
 }

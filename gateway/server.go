@@ -37,6 +37,7 @@ type Server struct {
 	// the others).
 	upgrader websocket.Upgrader
 	watches  chan struct{} // a token per open files-watch socket (maxWatchesPerGW)
+	fwd      *forwarder    // to the replica serving a session
 }
 
 // New builds the server. assets is the UI's static files (may be nil).
@@ -45,7 +46,7 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	s := &Server{cfg: cfg, mgr: mgr, log: log, keys: tenant.NewKeys(cfg.APIKeys), conns: wsconn.NewGroup(log)}
+	s := &Server{cfg: cfg, mgr: mgr, log: log, keys: tenant.NewKeys(cfg.APIKeys), conns: wsconn.NewGroup(log), fwd: newForwarder(cfg.Instance)}
 	upgrader := wsconn.NewUpgrader(cfg.AllowedOrigins)
 	s.upgrader = upgrader
 	s.watches = make(chan struct{}, maxWatchesPerGW)
@@ -69,7 +70,7 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 	if cfg.Metrics != nil {
 		e.GET("/metrics", s.metrics)
 	}
-	v1 := e.Group("/v1", s.authenticate)
+	v1 := e.Group("/v1", s.authenticate, s.forwardElsewhere)
 	v1.POST("/sessions", s.createSession)
 	v1.GET("/sessions", s.listSessions)
 	v1.GET("/sessions/:id", s.getSession)
@@ -119,6 +120,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          nil,
 	}
+	defer s.fwd.transport.CloseIdleConnections()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -167,6 +169,9 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) (err error) {
 		defer func() {
 			if r := recover(); r != nil {
+				if err, ok := r.(error); ok && errors.Is(err, http.ErrAbortHandler) { // a forwarded response cut short: net/http ends the connection
+					panic(r)
+				}
 				s.log.Error().Interface("panic", r).Str("path", c.Path()).Msg("handler panicked")
 				err = httperr.New(http.StatusInternalServerError, "internal", "internal error")
 			}

@@ -246,40 +246,60 @@ func (m *Manager) adoptOrphans(ctx context.Context, finder sandbox.OrphanFinder)
 		m.log.Warn().Err(err).Msg("listing orphaned sandboxes failed")
 		return res
 	}
-	adopter, canAdopt := m.rt.(sandbox.Adopter)
-	now := time.Now()
 	for _, o := range orphans {
-		m.mu.Lock()
-		_, live := m.sessions[o.State.ID]
-		closed := m.closed
-		m.mu.Unlock()
-		switch {
-		case closed || ctx.Err() != nil:
+		if m.isClosed() || ctx.Err() != nil {
 			return res
-		case live || o.Tenant == "" || !sandbox.IDPattern.MatchString(o.State.ID):
-			continue
 		}
-		created := o.Created
-		if created.IsZero() || created.After(now) {
-			created = now
-		}
-		rec := sessionstore.Record{ID: o.State.ID, Tenant: o.Tenant, Runtime: m.rt.Name(), CreatedAt: created,
-			LastActive: now, IdleTimeout: m.cfg.IdleTimeout, Sandbox: o.State}
-		outcome, reason := m.restore(ctx, adopter, canAdopt, rec)
-		switch outcome {
+		switch m.adoptOrphan(ctx, o) {
 		case "adopted":
 			res.Adopted++
 		case "restarted":
 			res.Restarted++
-		default: // not recorded as lost: it may be another gateway's by now, or adoptable next time
+		case "lost":
 			res.Lost++
-			m.log.Warn().Str("session", rec.ID).Str("reason", reason).Msg("orphaned session not adopted")
-			continue
 		}
-		m.cfg.Observer.Restored(outcome)
-		m.log.Info().Str("session", rec.ID).Str("outcome", outcome).Msg("adopted an orphaned session")
 	}
 	return res
+}
+
+// adoptOrphan adopts one orphaned sandbox as a session of the tenant it
+// records (see adoptOrphans): "adopted", "restarted" (its kernel was not
+// running: started afresh), "lost" (it could not be: it may be another
+// gateway's by now, or adoptable next time, so it is not recorded), or
+// "" when it is skipped (served here already, no tenant, a bad id). One
+// adoption per session at a time: a second caller waits for the first's.
+func (m *Manager) adoptOrphan(ctx context.Context, o sandbox.Orphan) string {
+	id := o.State.ID
+	if o.Tenant == "" || !sandbox.IDPattern.MatchString(id) {
+		return ""
+	}
+	release, err := m.adoptions.claim(ctx, id)
+	if err != nil {
+		return ""
+	}
+	defer release()
+	m.mu.Lock()
+	_, live := m.sessions[id]
+	m.mu.Unlock()
+	if live {
+		return ""
+	}
+	now := time.Now()
+	created := o.Created
+	if created.IsZero() || created.After(now) {
+		created = now
+	}
+	adopter, canAdopt := m.rt.(sandbox.Adopter)
+	rec := sessionstore.Record{ID: id, Tenant: o.Tenant, Runtime: m.rt.Name(), CreatedAt: created,
+		LastActive: now, IdleTimeout: m.cfg.IdleTimeout, Sandbox: o.State}
+	outcome, reason := m.restore(ctx, adopter, canAdopt, rec)
+	if outcome == "lost" {
+		m.log.Warn().Str("session", id).Str("reason", reason).Msg("orphaned session not adopted")
+		return outcome
+	}
+	m.cfg.Observer.Restored(outcome)
+	m.log.Info().Str("session", id).Str("outcome", outcome).Msg("adopted an orphaned session")
+	return outcome
 }
 
 // Detach stops serving every session without stopping its kernel, for an

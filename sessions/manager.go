@@ -31,6 +31,8 @@ type Manager struct {
 	egress    *egress.Service
 	templates map[string]Template // the built-in ones and Config.Templates; never changed
 
+	adoptions keyedLock // one adoption of a session at a time (adoptOrphan)
+
 	mu       sync.Mutex
 	sessions map[string]*Session
 	starting map[string]int // tenant → sessions being created

@@ -29,6 +29,8 @@ type k8sOptions struct {
 	runtimeClass   string
 	seccompProfile string
 	workspaceMedia string
+	advertiseURL   string
+	cpuRequest     float64
 }
 
 func (k *k8sOptions) flags(fs *flag.FlagSet) {
@@ -40,6 +42,8 @@ func (k *k8sOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&k.runtimeClass, "k8s-runtime-class", "", "RuntimeClass of kernel pods (gvisor, kata); default: the node's")
 	fs.StringVar(&k.seccompProfile, "k8s-seccomp-profile", "", "Localhost seccomp profile of kernel pods (a path relative to the kubelet's seccomp dir); default RuntimeDefault")
 	fs.StringVar(&k.workspaceMedia, "k8s-workspace-medium", "", "workspace emptyDir medium: empty (node disk, sizeLimit enforced by eviction) or Memory (tmpfs)")
+	fs.StringVar(&k.advertiseURL, "k8s-advertise-url", "", "where other gateway replicas reach this one's API (http://<pod IP>:8080): they forward requests for its sessions there; empty for one replica")
+	fs.Float64Var(&k.cpuRequest, "k8s-cpu-request-ratio", 1, "share of a kernel pod's CPU limit it requests (1: Guaranteed QoS; lower packs more idle sessions on a node)")
 }
 
 // config is the k8s runtime these flags describe (app fills in the
@@ -48,7 +52,7 @@ func (k *k8sOptions) config(instance string) app.K8s {
 	return app.K8s{Kubeconfig: k.kubeconfig, Config: k8s.Config{Namespace: k.namespace, Instance: instance,
 		Image: k.kernelImage, AgentImage: k.agentImage, ImagePullPolicy: k.pullPolicy,
 		RuntimeClassName: k.runtimeClass, SeccompLocalhostProfile: k.seccompProfile,
-		WorkspaceMedium: k.workspaceMedia}}
+		WorkspaceMedium: k.workspaceMedia, AdvertiseURL: k.advertiseURL, CPURequestRatio: k.cpuRequest}}
 }
 
 // runPodAgent is `glassroom pod-agent`: the agent next to the kernel in

@@ -359,7 +359,7 @@ func run(ctx context.Context, args, env []string, stdout io.Writer) error {
 // what is theirs.
 func (o *options) appConfig() app.Config {
 	gw := o.gw
-	gw.APIKeys = o.apiKeys
+	gw.APIKeys, gw.Instance = o.apiKeys, o.instance
 	return app.Config{
 		Runtime: app.Runtime{
 			Kind:   o.runtime,

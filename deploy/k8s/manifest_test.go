@@ -1,6 +1,8 @@
 package deploy
 
 import (
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -82,9 +84,9 @@ func TestBase(t *testing.T) {
 		}
 	}
 
-	// The gateway: one replica (sessions are not routed between gateways),
-	// locked down, its identity from the downward API.
-	if *dep.Spec.Replicas != 1 || dep.Spec.Template.Spec.ServiceAccountName != sa.Name {
+	// The gateway: three replicas (any answers for any session), locked
+	// down, its identity and advertised address from the downward API.
+	if *dep.Spec.Replicas != 3 || dep.Spec.Template.Spec.ServiceAccountName != sa.Name {
 		t.Fatalf("deployment %+v", dep.Spec)
 	}
 	ps := dep.Spec.Template.Spec
@@ -112,6 +114,14 @@ func TestBase(t *testing.T) {
 	if env["GLASSROOM_INSTANCE"].ValueFrom.FieldRef.FieldPath != "metadata.name" || env["GLASSROOM_K8S_NAMESPACE"].ValueFrom.FieldRef.FieldPath != "metadata.namespace" ||
 		env["GLASSROOM_API_KEYS"].ValueFrom.SecretKeyRef.Name != "glassroom-api-keys" {
 		t.Fatalf("env %+v", c.Env)
+	}
+	// The advertised address is the pod's, on the container's port; POD_IP
+	// comes first (Kubernetes expands only variables defined before).
+	podIP, advertise := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "POD_IP" }),
+		slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "GLASSROOM_K8S_ADVERTISE_URL" })
+	if podIP < 0 || advertise < podIP || c.Env[podIP].ValueFrom.FieldRef.FieldPath != "status.podIP" ||
+		c.Env[advertise].Value != "http://$(POD_IP):"+strconv.Itoa(int(c.Ports[0].ContainerPort)) {
+		t.Fatalf("advertised address: env %+v", c.Env)
 	}
 	if svc.Spec.Selector["app.kubernetes.io/component"] != "gateway" || svc.Spec.Ports[0].Port != 8888 {
 		t.Fatalf("service %+v", svc.Spec)
@@ -160,7 +170,10 @@ func TestBase(t *testing.T) {
 		t.Fatalf("kernel ports %+v", ports)
 	}
 	gp := policies["glassroom-gateway"]
-	if gp.Spec.Ingress[0].Ports[0].Port.IntValue() != 8888 || len(gp.Spec.Egress) != 2 {
+	// Out: kernel agents, the other replicas' API (forwarding), the API
+	// server.
+	if gp.Spec.Ingress[0].Ports[0].Port.IntValue() != 8888 || len(gp.Spec.Egress) != 3 ||
+		gp.Spec.Egress[1].To[0].PodSelector.MatchLabels["app.kubernetes.io/component"] != "gateway" || gp.Spec.Egress[1].Ports[0].Port.IntValue() != 8888 {
 		t.Fatalf("gateway policy %+v", gp.Spec)
 	}
 }

@@ -233,16 +233,83 @@ func (r *Runtime) Orphans(ctx context.Context) ([]sandbox.Orphan, error) {
 	}
 	out := make([]sandbox.Orphan, 0, len(list))
 	for _, a := range list {
-		st, err := r.agentStatus(ctx, a)
+		o, err := r.orphan(ctx, a)
 		if err != nil {
 			r.log.Warn().Err(err).Str("session", a.ID).Msg("orphaned session: its agent does not answer")
 			continue
 		}
-		uid := int(r.cfg.sessionUID(a.ID))
-		out = append(out, sandbox.Orphan{Tenant: a.Tenant, Created: a.Created, State: sandbox.State{
-			ID: a.ID, UID: uid, GID: uid, Limits: a.Limits, Conn: a.Connection, Incarnation: strconv.FormatInt(st.Gen, 10)}})
+		out = append(out, o)
 	}
 	return out, nil
+}
+
+// orphan describes an adoptable session as an Orphan, its kernel's
+// current generation (asked of its agent) as the State's Incarnation.
+func (r *Runtime) orphan(ctx context.Context, a Adoptable) (sandbox.Orphan, error) {
+	st, err := r.agentStatus(ctx, a)
+	if err != nil {
+		return sandbox.Orphan{}, err
+	}
+	uid := int(r.cfg.sessionUID(a.ID))
+	return sandbox.Orphan{Tenant: a.Tenant, Created: a.Created, State: sandbox.State{
+		ID: a.ID, UID: uid, GID: uid, Limits: a.Limits, Conn: a.Connection, Incarnation: strconv.FormatInt(st.Gen, 10)}}, nil
+}
+
+// Locate implements sandbox.Locator. The session's pod names its tenant
+// and its owner; the owner's Lease says whether that gateway lives and
+// where it serves (AnnotationURL). A running pod whose owner's Lease
+// expired (or this instance's, not served here: a previous run) comes
+// back as an Orphan, to adopt at once: a killed replica's sessions move as
+// soon as a client asks for them. A pod being deleted, or one that is not
+// running without a live owner, is ErrNotLocated.
+func (r *Runtime) Locate(ctx context.Context, id string) (sandbox.Location, error) {
+	if !sandbox.IDPattern.MatchString(id) {
+		return sandbox.Location{}, sandbox.ErrNotLocated
+	}
+	cctx, cancel := r.callCtx(ctx)
+	pod, err := r.cs.CoreV1().Pods(r.cfg.Namespace).Get(cctx, PodName(id), metav1.GetOptions{})
+	cancel()
+	if apierrors.IsNotFound(err) {
+		return sandbox.Location{}, fmt.Errorf("%w: %s", sandbox.ErrNotLocated, id)
+	}
+	if err != nil {
+		return sandbox.Location{}, fmt.Errorf("k8s: locate %s: %w", id, err)
+	}
+	if pod.Labels[LabelSession] != id || pod.DeletionTimestamp != nil {
+		return sandbox.Location{}, fmt.Errorf("%w: %s", sandbox.ErrNotLocated, id)
+	}
+	loc := sandbox.Location{Tenant: pod.Labels[LabelTenant], Owner: pod.Labels[LabelInstance]}
+	if loc.Owner == r.cfg.Instance && r.live.Has(id) {
+		loc.Here = true
+		return loc, nil
+	}
+	if loc.Owner != r.cfg.Instance {
+		cctx, cancel := r.callCtx(ctx)
+		l, err := r.cs.CoordinationV1().Leases(r.cfg.Namespace).Get(cctx, LeasePrefix+loc.Owner, metav1.GetOptions{})
+		cancel()
+		if err != nil && !apierrors.IsNotFound(err) {
+			return sandbox.Location{}, fmt.Errorf("k8s: locate %s: lease of %s: %w", id, loc.Owner, err)
+		}
+		if err == nil {
+			if holder, alive := leaseAlive(l, time.Now()); alive && holder == loc.Owner {
+				loc.URL = l.Annotations[AnnotationURL]
+				return loc, nil
+			}
+		}
+	}
+	if !adoptablePod(pod) {
+		return sandbox.Location{}, fmt.Errorf("%w: %s (its pod is %s and no gateway serves it)", sandbox.ErrNotLocated, id, pod.Status.Phase)
+	}
+	a, err := r.describe(ctx, pod)
+	if err != nil {
+		return sandbox.Location{}, err
+	}
+	o, err := r.orphan(ctx, a)
+	if err != nil {
+		return sandbox.Location{}, fmt.Errorf("k8s: locate %s: %w", id, err)
+	}
+	loc.Orphan = &o
+	return loc, nil
 }
 
 // Adopt implements sandbox.Adopter for a gateway restoring its own

@@ -3,6 +3,7 @@ package k8s
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"time"
 
@@ -22,6 +23,8 @@ const (
 	AnnotationLimits  = "glassroom.io/limits"     // sandbox.Limits as JSON
 	AnnotationExpires = "glassroom.io/expires-at" // RFC 3339
 	AnnotationUID     = "glassroom.io/uid"
+	// AnnotationURL, on a gateway's Lease, is its AdvertiseURL.
+	AnnotationURL = "glassroom.io/url"
 
 	// LeasePrefix names each gateway's Lease: glassroom-gateway-<instance>.
 	LeasePrefix = "glassroom-gateway-"
@@ -85,12 +88,26 @@ type Config struct {
 	CallTimeout time.Duration
 	// DeleteGrace is the pods' termination grace period (5 s).
 	DeleteGrace time.Duration
-	// ReconcileInterval is how often orphans are removed and this
-	// gateway's Lease renewed (10 s).
+	// ReconcileInterval is how often orphans are removed (10 s).
 	ReconcileInterval time.Duration
 	// LeaseDuration is how long a gateway that stopped renewing its Lease
-	// is still alive (30 s); after it, its sessions are adoptable.
+	// is still alive (10 s); after it, its sessions are adoptable, and any
+	// gateway adopts one as soon as it is asked for it: this bounds the
+	// failover of a killed replica.
 	LeaseDuration time.Duration
+	// RenewInterval is how often this gateway's Lease is renewed (a third
+	// of LeaseDuration).
+	RenewInterval time.Duration
+	// AdvertiseURL is where other replicas reach this gateway's API
+	// (http://<pod IP>:8080), written on its Lease: a replica asked for a
+	// session this one serves forwards the request there. "" advertises
+	// nothing (one replica).
+	AdvertiseURL string
+	// CPURequestRatio is the share of a container's CPU limit its pod
+	// requests (1: requests equal limits, Guaranteed QoS). Below 1 the
+	// scheduler packs more sessions on a node than their limits add up to
+	// (idle kernels use almost none); memory is always requested in full.
+	CPURequestRatio float64
 	// OrphanGrace is how long sessions of a dead gateway wait to be
 	// adopted before reconcile deletes them (10 min).
 	OrphanGrace time.Duration
@@ -146,7 +163,11 @@ func (c Config) withDefaults() Config {
 	dur(&c.CallTimeout, 10*time.Second)
 	dur(&c.DeleteGrace, 5*time.Second)
 	dur(&c.ReconcileInterval, 10*time.Second)
-	dur(&c.LeaseDuration, 30*time.Second)
+	dur(&c.LeaseDuration, 10*time.Second)
+	dur(&c.RenewInterval, c.LeaseDuration/3)
+	if c.CPURequestRatio == 0 {
+		c.CPURequestRatio = 1
+	}
 	dur(&c.OrphanGrace, 10*time.Minute)
 	dur(&c.MaxLifetime, 12*time.Hour)
 	return c
@@ -190,8 +211,16 @@ func (c Config) Validate() error {
 	if c.AgentCPU < 0 || c.AgentMemoryMB < 16 || c.TmpMB < 1 || c.ShmMB < 1 {
 		return errors.New("k8s: config: agent or tmpfs resources too small")
 	}
-	if c.CallTimeout < 0 || c.DeleteGrace < 0 || c.ReconcileInterval <= 0 || c.LeaseDuration <= c.ReconcileInterval || c.OrphanGrace < 0 || c.MaxLifetime <= 0 {
+	if c.CallTimeout < 0 || c.DeleteGrace < 0 || c.ReconcileInterval <= 0 || c.RenewInterval <= 0 || c.LeaseDuration <= c.RenewInterval || c.OrphanGrace < 0 || c.MaxLifetime <= 0 {
 		return errors.New("k8s: config: bad durations (the lease must outlast the renewal interval)")
+	}
+	if c.CPURequestRatio < 0 || c.CPURequestRatio > 1 {
+		return fmt.Errorf("k8s: config: CPU request ratio %g (want 0 to 1)", c.CPURequestRatio)
+	}
+	if c.AdvertiseURL != "" {
+		if u, err := url.Parse(c.AdvertiseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+			return fmt.Errorf("k8s: config: advertise URL %q (want http(s)://host:port)", c.AdvertiseURL)
+		}
 	}
 	return nil
 }

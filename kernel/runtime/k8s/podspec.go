@@ -162,6 +162,13 @@ func (c Config) buildPod(spec sandbox.Spec, limits sandbox.Limits, now time.Time
 	}
 	kernelRes := corev1.ResourceList{corev1.ResourceCPU: cpu(limits.CPUs), corev1.ResourceMemory: mib(limits.MemoryMB)}
 	agentRes := corev1.ResourceList{corev1.ResourceCPU: cpu(c.AgentCPU), corev1.ResourceMemory: mib(c.AgentMemoryMB)}
+	// Requests: the limits, but CPU scaled by CPURequestRatio (at least a
+	// millicore, so that a ratio never turns into "no request").
+	kernelReq, agentReq := kernelRes, agentRes
+	if c.CPURequestRatio < 1 {
+		kernelReq = corev1.ResourceList{corev1.ResourceCPU: cpu(max(limits.CPUs*c.CPURequestRatio, 0.001)), corev1.ResourceMemory: mib(limits.MemoryMB)}
+		agentReq = corev1.ResourceList{corev1.ResourceCPU: cpu(max(c.AgentCPU*c.CPURequestRatio, 0.001)), corev1.ResourceMemory: mib(c.AgentMemoryMB)}
+	}
 	f, t := false, true
 	grace := int64(c.DeleteGrace / time.Second)
 	seccomp := &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
@@ -230,7 +237,7 @@ func (c Config) buildPod(spec sandbox.Spec, limits sandbox.Limits, now time.Time
 					Command:         []string{c.Tini, "--", c.Python, "-I", "-B", "-c", supervisor, string(settingsJSON)},
 					WorkingDir:      sandbox.WorkDir,
 					Env:             envVars,
-					Resources:       corev1.ResourceRequirements{Limits: kernelRes, Requests: kernelRes},
+					Resources:       corev1.ResourceRequirements{Limits: kernelRes, Requests: kernelReq},
 					SecurityContext: hardened(),
 					// No port and no readiness probe: the kernel listens only on
 					// the pod's loopback; the agent reports its generations.
@@ -256,7 +263,7 @@ func (c Config) buildPod(spec sandbox.Spec, limits sandbox.Limits, now time.Time
 						"--quota-mb", strconv.Itoa(limits.WorkspaceMB),
 						"--tls-cert", AgentCertFile, "--tls-key", AgentKeyFile, "--kernel-ports", c.portList()},
 					Ports:           []corev1.ContainerPort{{Name: "agent", ContainerPort: int32(c.AgentPort), Protocol: corev1.ProtocolTCP}},
-					Resources:       corev1.ResourceRequirements{Limits: agentRes, Requests: agentRes},
+					Resources:       corev1.ResourceRequirements{Limits: agentRes, Requests: agentReq},
 					SecurityContext: hardened(),
 					ReadinessProbe: &corev1.Probe{
 						ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(int32(c.AgentPort)), Scheme: corev1.URISchemeHTTPS}},

@@ -27,14 +27,24 @@ func (r *Runtime) renewLease(ctx context.Context) error {
 	holder := r.cfg.Instance
 	cctx, cancel := r.callCtx(ctx)
 	defer cancel()
+	var annotations map[string]string
+	if r.cfg.AdvertiseURL != "" {
+		annotations = map[string]string{AnnotationURL: r.cfg.AdvertiseURL}
+	}
 	l, err := leases.Get(cctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		_, err = leases.Create(cctx, &coordv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.cfg.Namespace, Labels: map[string]string{LabelName: "glassroom", LabelComponent: "gateway"}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.cfg.Namespace, Labels: map[string]string{LabelName: "glassroom", LabelComponent: "gateway"}, Annotations: annotations},
 			Spec:       coordv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now},
 		}, metav1.CreateOptions{})
 	} else if err == nil {
 		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &holder, &secs, &now
+		if l.Annotations[AnnotationURL] != r.cfg.AdvertiseURL {
+			if l.Annotations == nil {
+				l.Annotations = map[string]string{}
+			}
+			l.Annotations[AnnotationURL] = r.cfg.AdvertiseURL
+		}
 		_, err = leases.Update(cctx, l, metav1.UpdateOptions{})
 	}
 	if err != nil {
@@ -67,15 +77,21 @@ func (r *Runtime) aliveGateways(ctx context.Context) (map[string]bool, error) {
 	}
 	alive := map[string]bool{r.cfg.Instance: true}
 	now := time.Now()
-	for _, l := range list.Items {
-		if l.Spec.HolderIdentity == nil || l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
-			continue
-		}
-		if l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second).After(now) {
-			alive[*l.Spec.HolderIdentity] = true
+	for i := range list.Items {
+		if holder, ok := leaseAlive(&list.Items[i], now); ok {
+			alive[holder] = true
 		}
 	}
 	return alive, nil
+}
+
+// leaseAlive returns a gateway Lease's holder, and whether it was renewed
+// within its duration.
+func leaseAlive(l *coordv1.Lease, now time.Time) (string, bool) {
+	if l.Spec.HolderIdentity == nil || l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		return "", false
+	}
+	return *l.Spec.HolderIdentity, l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second).After(now)
 }
 
 // ownerless reports whether a pod's session has no gateway now: its

@@ -15,6 +15,7 @@ import (
 	"github.com/glassroom/glassroom/workspace"
 	"github.com/glassroom/glassroom/workspace/remote"
 	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,6 +53,10 @@ func NewClientset(kubeconfig string) (kubernetes.Interface, error) {
 		return nil, fmt.Errorf("%w: k8s: cluster config: %w", sandbox.ErrUnavailable, err)
 	}
 	cfg.UserAgent = "glassroom"
+	// client-go's default (5 requests/s, bursts of 10) throttles a replica
+	// that adopts a dead replica's sessions, each a few calls: the API
+	// server's own priority and fairness protects it instead.
+	cfg.QPS, cfg.Burst = 100, 200
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: k8s: client: %w", sandbox.ErrUnavailable, err)
@@ -103,17 +108,26 @@ func (r *Runtime) Instance() string { return r.cfg.Instance }
 // first.
 func (r *Runtime) Close() error { return nil }
 
-// Run renews this gateway's Lease and reconciles every ReconcileInterval
-// until ctx ends.
+// Run renews this gateway's Lease every RenewInterval and reconciles
+// every ReconcileInterval, in two loops (a slow reconcile never delays a
+// renewal), until ctx ends; it returns once both have stopped.
 func (r *Runtime) Run(ctx context.Context) error {
-	return sandbox.Every(ctx, r.cfg.ReconcileInterval, func(ctx context.Context) {
-		if err := r.renewLease(ctx); err != nil {
-			r.log.Warn().Err(err).Msg("lease renewal failed")
-		}
-		if err := r.Reconcile(ctx); err != nil {
-			r.log.Warn().Err(err).Msg("reconcile failed")
-		}
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		return sandbox.Every(ctx, r.cfg.RenewInterval, func(ctx context.Context) {
+			if err := r.renewLease(ctx); err != nil {
+				r.log.Warn().Err(err).Msg("lease renewal failed")
+			}
+		})
 	})
+	g.Go(func() error {
+		return sandbox.Every(ctx, r.cfg.ReconcileInterval, func(ctx context.Context) {
+			if err := r.Reconcile(ctx); err != nil {
+				r.log.Warn().Err(err).Msg("reconcile failed")
+			}
+		})
+	})
+	return g.Wait()
 }
 
 func randomHex(n int) string {
@@ -268,6 +282,7 @@ var (
 	_ sandbox.StateDirHolder  = (*Runtime)(nil)
 	_ sandbox.Adopter         = (*Runtime)(nil)
 	_ sandbox.OrphanFinder    = (*Runtime)(nil)
+	_ sandbox.Locator         = (*Runtime)(nil)
 	_ sandbox.Persistent      = (*podSandbox)(nil)
 	_ sandbox.WorkspaceOpener = (*podSandbox)(nil)
 	_ sandbox.TenantRecorder  = (*podSandbox)(nil)

@@ -2,6 +2,8 @@ package k8s
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -99,4 +101,86 @@ func execute(t *testing.T, s *sessions.Session, code string) *sessions.Execution
 		t.Fatalf("execute %q: %v", code, err)
 	}
 	return e
+}
+
+// TestSessionsLocatedAcrossGateways: two live gateways over one (simulated)
+// cluster. B locates A's session at A's advertised address, for its
+// tenant only; once A stops renewing its Lease (killed), the first request
+// to B adopts the session, variables intact, once however many ask at
+// the same time.
+func TestSessionsLocatedAcrossGateways(t *testing.T) {
+	cs := newClientset()
+	startKubelet(t, cs, ns)
+	ctx := context.Background()
+	const tenant = "0123456789abcdef"
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
+
+	cfgA, cfgB := testConfig("gw-a"), testConfig("gw-b")
+	cfgA.AdvertiseURL, cfgB.AdvertiseURL = "http://127.0.0.1:18001", "http://127.0.0.1:18002"
+	rtA, rtB := newRuntime(t, cs, cfgA), newRuntime(t, cs, cfgB)
+	runA, killA := context.WithCancel(ctx)
+	runB, stopB := context.WithCancel(ctx)
+	doneA, doneB := make(chan error, 1), make(chan error, 1)
+	go func() { doneA <- rtA.Run(runA) }()
+	go func() { doneB <- rtB.Run(runB) }()
+	defer func() { stopB(); <-doneB }()
+
+	mA, err := sessions.New(sessions.Config{StartTimeout: 60 * time.Second}, rtA, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mB, err := sessions.New(sessions.Config{StartTimeout: 60 * time.Second}, rtB, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mB.Close(ctx)
+	s, err := mA.Create(ctx, tenant, sessions.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	execute(t, s, "x = 41")
+
+	if got, where, err := mA.Locate(ctx, tenant, s.ID()); err != nil || got != s || where.URL != "" {
+		t.Fatalf("A locates its own session: %v %+v %v", got, where, err)
+	}
+	if got, where, err := mB.Locate(ctx, tenant, s.ID()); err != nil || got != nil || where != (sessions.Elsewhere{Owner: "gw-a", URL: cfgA.AdvertiseURL}) {
+		t.Fatalf("B locates A's session: %v %+v %v", got, where, err)
+	}
+	for _, c := range []struct{ tenant, id string }{{"fedcba9876543210", s.ID()}, {tenant, "no-such-session-0001"}, {tenant, "../x"}} {
+		if _, where, err := mB.Locate(ctx, c.tenant, c.id); !errors.Is(err, sessions.ErrNotFound) {
+			t.Fatalf("B locates %s of tenant %s: %+v %v, want ErrNotFound", c.id, c.tenant, where, err)
+		}
+	}
+
+	// A is killed: its Lease is no longer renewed (its kernel connections
+	// stay open, as a dead process's would until the kernel notices).
+	killA()
+	<-doneA
+	time.Sleep(cfgA.LeaseDuration + 500*time.Millisecond)
+	var wg sync.WaitGroup
+	got := make([]*sessions.Session, 4)
+	errs := make([]error, 4)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], _, errs[i] = mB.Locate(ctx, tenant, s.ID())
+		}()
+	}
+	wg.Wait()
+	for i := range got {
+		if errs[i] != nil || got[i] == nil || got[i] != got[0] {
+			t.Fatalf("concurrent locates after A's death: %v %v", got, errs)
+		}
+	}
+	if e := execute(t, got[0], "x + 1"); string(e.Result) != `{"text/plain":"42"}` {
+		t.Fatalf("x + 1 on B after A's death: %+v %s", e, e.Result)
+	}
+	pod, err := cs.CoreV1().Pods(ns).Get(ctx, PodName(s.ID()), metav1.GetOptions{})
+	if err != nil || pod.Labels[LabelInstance] != "gw-b" {
+		t.Fatalf("the pod's owner after the move: %v %v", pod.Labels, err)
+	}
+	if err := mA.Detach(ctx); err != nil { // what is left of A lets go without deleting B's pod
+		t.Fatal(err)
+	}
 }

@@ -166,10 +166,33 @@ func TestPodSpecHardening(t *testing.T) {
 	check("secret immutable, labelled", *sec.Immutable && sec.Labels[LabelSession] == spec.ID && string(sec.Data[SecretAgentKey]) == "t0ken")
 }
 
+// TestCPURequestRatio: below 1, each container requests that share of its
+// CPU limit (at least a millicore) and all of its memory.
+func TestCPURequestRatio(t *testing.T) {
+	for _, c := range []struct {
+		ratio                   float64
+		kernelMilli, agentMilli int64
+	}{{0, 1500, 250}, {1, 1500, 250}, {0.1, 150, 25}, {0.0001, 1, 1}} {
+		cfg := testConfig("gw-a")
+		cfg.CPURequestRatio = c.ratio
+		cfg = cfg.withDefaults()
+		pod, err := cfg.buildPod(sandbox.Spec{ID: "sess-0002-abcdef"}, sandbox.Limits{MemoryMB: 1024, CPUs: 1.5, Pids: 256, WorkspaceMB: 300}, time.Unix(1000, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range []int64{c.kernelMilli, c.agentMilli} {
+			res := pod.Spec.Containers[i].Resources
+			if got := res.Requests.Cpu().MilliValue(); got != want || !res.Requests.Memory().Equal(*res.Limits.Memory()) {
+				t.Errorf("ratio %g, %s: requests %v of limits %v, want %dm CPU and the memory limit", c.ratio, pod.Spec.Containers[i].Name, res.Requests, res.Limits, want)
+			}
+		}
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	for _, c := range []Config{
 		{Namespace: "Bad_NS"}, {Instance: "a/b"}, {WorkspaceMedium: "HugePages"}, {ImagePullPolicy: "Sometimes"},
-		{KernelPortBase: 80}, {AgentPort: 50002}, {LeaseDuration: time.Second, ReconcileInterval: 2 * time.Second},
+		{KernelPortBase: 80}, {AgentPort: 50002}, {LeaseDuration: time.Second, RenewInterval: 2 * time.Second}, {CPURequestRatio: 1.5}, {AdvertiseURL: "ftp://x"}, {AdvertiseURL: "http://u:p@10.0.0.1:8888"}, {AdvertiseURL: "http://10.0.0.1:8888/x"},
 	} {
 		if err := c.Validate(); err == nil {
 			t.Errorf("accepted %+v", c)

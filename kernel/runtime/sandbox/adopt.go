@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/glassroom/glassroom/kernel"
@@ -69,6 +70,33 @@ type Orphan struct {
 // those of a gateway that is alive.
 type OrphanFinder interface {
 	Orphans(ctx context.Context) ([]Orphan, error)
+}
+
+// Locator is implemented by OrphanFinders whose sandboxes several live
+// gateways serve at once (Kubernetes: replicas of one Deployment): it says
+// who serves a sandbox, so that any gateway can answer for any session.
+type Locator interface {
+	// Locate says where sandbox id is served; ErrNotLocated when the
+	// runtime knows no such sandbox. It makes API calls: ctx bounds them.
+	// Safe for concurrent use.
+	Locate(ctx context.Context, id string) (Location, error)
+}
+
+// ErrNotLocated is returned when the runtime knows no sandbox of that id.
+var ErrNotLocated = errors.New("sandbox: no such sandbox in the runtime")
+
+// Location is who serves a sandbox: this gateway (Here), another live
+// gateway (Owner, reached at URL), or none (Orphan set: adopt it).
+type Location struct {
+	Tenant string // the Spec's Tenant; "" when it was never known
+	Here   bool   // this gateway serves it
+	Owner  string // the serving gateway's instance
+	// URL is where the owner serves its API (its advertised address,
+	// http://10.0.0.7:8080); "" when it advertises none.
+	URL string
+	// Orphan is set when no live gateway serves the sandbox: the caller
+	// may adopt it (sandbox.Adopter) as it would an OrphanFinder's.
+	Orphan *Orphan
 }
 
 // TenantRecorder is implemented by sandboxes that record their owner where

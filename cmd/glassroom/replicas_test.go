@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/glassroom/glassroom/kernel/runtime/k8s"
+	"github.com/glassroom/glassroom/kernel/runtime/k8s/k8stest"
+	"github.com/glassroom/glassroom/testkit"
+	"github.com/gorilla/websocket"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// replica is one gateway process of the replica set.
+type replica struct {
+	name, base string
+	args       []string
+	stop       func(syscall.Signal)
+}
+
+// freeLoopbackPort returns a port on 127.0.0.1 free a moment ago: a
+// replica must know its address before it starts (it advertises it).
+func freeLoopbackPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
+}
+
+// TestReplicasOnARealCluster runs three gateway processes (the real
+// binary, --runtime k8s) of one namespace of the real cluster
+// (scripts/kube-up.sh), each advertising its address on its Lease:
+//   - 30 sessions created round-robin, each holding its own x;
+//   - a client that alternates replicas keeps its variables (each request
+//     is forwarded to the session's replica);
+//   - a WebSocket on replica B sees an execution submitted through C for a
+//     session of A;
+//   - replica A is SIGKILLed while one of its sessions executes: every
+//     session answers again through B and C with its own x (A's adopted
+//     on the first request after A's Lease expired), and each is served by
+//     exactly one replica. The failover time is logged.
+func TestReplicasOnARealCluster(t *testing.T) {
+	cs, namespace := k8stest.RealCluster(t)
+	const key = "replica-test-key-0123456789"
+	gws := make([]*replica, 3)
+	for i := range gws {
+		port := freeLoopbackPort(t)
+		r := &replica{name: "gw-" + strconv.Itoa(i)}
+		r.args = []string{"--runtime", "k8s", "--kubeconfig", k8stest.Kubeconfig(), "--k8s-namespace", namespace,
+			"--instance", r.name, "--listen", "127.0.0.1:" + port, "--k8s-advertise-url", "http://127.0.0.1:" + port,
+			"--api-key", key, "--log-level", "warn", "--state-dir", t.TempDir(),
+			"--k8s-seccomp-profile", "glassroom-kernel.json", "--cpus", "0.5", "--memory-mb", "256",
+			// 30 sessions on a two-core node: each requests a fiftieth of
+			// its CPU limit.
+			"--k8s-cpu-request-ratio", "0.02"}
+		cmd, base := startBinaryEnv(t, nil, r.args...)
+		r.base = base
+		r.stop = func(sig syscall.Signal) {
+			if cmd.ProcessState == nil {
+				cmd.Process.Signal(sig)
+				cmd.Wait()
+			}
+		}
+		gws[i] = r
+	}
+	t.Cleanup(func() { // the survivors end every session: nothing is left for the next test
+		for _, g := range gws {
+			g.stop(syscall.SIGTERM)
+		}
+	})
+
+	exec := func(g *replica, id, code string) (execution, int) {
+		var x execution
+		st := api(t, g.base, key, "POST", "/v1/sessions/"+id+"/execute", map[string]any{"code": code}, &x)
+		return x, st
+	}
+
+	// 30 sessions, created round-robin, six at a time.
+	const n = 30
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 6)
+	start := time.Now()
+	for i := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			g := gws[i%3]
+			var s struct{ ID string }
+			if st := api(t, g.base, key, "POST", "/v1/sessions", nil, &s); st != http.StatusCreated {
+				t.Errorf("create session %d on %s: %d", i, g.name, st)
+				return
+			}
+			ids[i] = s.ID
+			if x, st := exec(g, s.ID, fmt.Sprintf("x = %d", 1000+i)); st != http.StatusOK || x.Status != "ok" {
+				t.Errorf("session %d: x = ...: %d %+v", i, st, x)
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	t.Logf("30 sessions on three replicas in %v", time.Since(start).Round(time.Millisecond))
+
+	// A client that alternates replicas keeps its variables.
+	for round := 0; round < 6; round++ {
+		g := gws[round%3]
+		x, st := exec(g, ids[0], "x += 1\nx")
+		if want := strconv.Itoa(1000 + round + 1); st != http.StatusOK || x.Result.Text != want {
+			t.Fatalf("round %d through %s: %d %+v, want %s", round, g.name, st, x, want)
+		}
+	}
+	exec(gws[0], ids[0], "x = 1000")
+	// Another tenant's key is refused everywhere; an unknown session is
+	// not found on any replica.
+	for _, g := range gws {
+		if st := api(t, g.base, "another-key-0123456789", "GET", "/v1/sessions/"+ids[1], nil, nil); st != http.StatusUnauthorized {
+			t.Fatalf("%s with an unknown key: %d", g.name, st)
+		}
+		if st := api(t, g.base, key, "GET", "/v1/sessions/no-such-session-0001", nil, nil); st != http.StatusNotFound {
+			t.Fatalf("%s for an unknown session: %d", g.name, st)
+		}
+	}
+
+	// A WebSocket on B sees what C submits for a session of A.
+	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(gws[1].base, "http")+"/v1/sessions/"+ids[3]+"/ws?token="+key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if x, st := exec(gws[2], ids[3], "print('through C')"); st != http.StatusOK || x.Stdout != "through C\n" {
+		t.Fatalf("execute through C: %d %+v", st, x)
+	}
+	ws.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for {
+		var ev struct{ Type, Name, Text string }
+		if err := ws.ReadJSON(&ev); err != nil {
+			t.Fatalf("the WebSocket on B saw nothing of C's execution: %v", err)
+		}
+		if ev.Type == "stream" && ev.Text == "through C\n" {
+			break
+		}
+	}
+	ws.Close()
+
+	// A is killed while one of its sessions executes.
+	long := make(chan struct{})
+	go func() {
+		defer close(long)
+		req, _ := http.NewRequest("POST", gws[0].base+"/v1/sessions/"+ids[0]+"/execute", strings.NewReader(`{"code":"import time; time.sleep(3); y = 1"}`))
+		req.Header.Set("Authorization", "Bearer "+key)
+		if resp, err := http.DefaultClient.Do(req); err == nil { // cut short by the kill
+			resp.Body.Close()
+		}
+	}()
+	time.Sleep(time.Second)
+	gws[0].stop(syscall.SIGKILL)
+	killed := time.Now()
+	<-long
+
+	survivors := gws[1:]
+	took := make([]time.Duration, n)
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for attempt := 0; ; attempt++ {
+				g := survivors[attempt%2]
+				x, st := exec(g, id, "x")
+				if st == http.StatusOK && x.Result.Text == strconv.Itoa(1000+i) {
+					took[i] = time.Since(killed)
+					return
+				}
+				if st != http.StatusServiceUnavailable && st != http.StatusOK {
+					t.Errorf("session %d through %s after the kill: %d %+v", i, g.name, st, x)
+					return
+				}
+				if time.Since(killed) > 90*time.Second {
+					t.Errorf("session %d never answered after the kill: %d %+v", i, st, x)
+					return
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	t.Logf("after replica A's SIGKILL every session answered with its variables: the last after %v (A's lease: 10 s)",
+		slices.Max(took).Round(time.Millisecond))
+	// The session that was executing kept its kernel: the sleep ended and
+	// set y.
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		x, st := exec(survivors[0], ids[0], "y")
+		return st == http.StatusOK && x.Result.Text == "1"
+	}, "the execution running at the kill never set y")
+
+	// Each session is served by exactly one replica, and its pod says so.
+	served := map[string]string{}
+	for _, g := range survivors {
+		var list struct{ Sessions []struct{ ID string } }
+		if st := api(t, g.base, key, "GET", "/v1/sessions?limit=100", nil, &list); st != http.StatusOK {
+			t.Fatalf("list on %s: %d", g.name, st)
+		}
+		for _, s := range list.Sessions {
+			if other, twice := served[s.ID]; twice {
+				t.Fatalf("session %s served by %s and %s", s.ID, other, g.name)
+			}
+			served[s.ID] = g.name
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i, id := range ids {
+		pod, err := cs.CoreV1().Pods(namespace).Get(ctx, k8s.PodName(id), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if owner := pod.Labels[k8s.LabelInstance]; served[id] == "" || owner != served[id] {
+			t.Fatalf("session %d: served by %q, its pod owned by %q", i, served[id], owner)
+		}
+	}
+}
