@@ -46,6 +46,7 @@ BRIDGE=glassroom-kube0
 # so it is the pods' gateway on the bridge, made here before the CNI
 # plugin finds it (not routed anywhere else).
 NODE_IP=10.244.0.1
+API_SERVICE_IP=10.97.0.1 # the kubernetes Service: the first address of SERVICE_CIDR
 PAUSE_IMAGE=registry.k8s.io/pause:3.10
 export PATH=/usr/local/go/bin:$PATH
 
@@ -84,6 +85,7 @@ packages() {
   command -v openssl >/dev/null || need+=(openssl)
   command -v conntrack >/dev/null || need+=(conntrack)
   command -v iptables >/dev/null || need+=(iptables)
+  command -v socat >/dev/null || need+=(socat)
   [ ${#need[@]} -eq 0 ] && return 0
   log "installing ${need[*]}"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >/dev/null
@@ -147,6 +149,24 @@ start() { # name command...
   echo $! >"$RUN/$name.pid"
 }
 
+# api_route lets pods reach the API server as in any cluster, at the
+# kubernetes Service (10.97.0.1:443, what KUBERNETES_SERVICE_HOST says; its
+# certificate names that address): a DNAT rule on the bridge sends it to a
+# forwarder on the node's bridge address, which the API server (listening on
+# loopback only) is reached through. No kube-proxy: no other Service routes
+# (the tests reach pods at their addresses). The gateway pods of deploy/
+# need it; a kernel pod has no token (and the NetworkPolicy, where
+# enforced, keeps it off).
+api_route() {
+  iptables -t nat -C PREROUTING -i "$BRIDGE" -d "$API_SERVICE_IP" -p tcp --dport 443 -j DNAT --to-destination "$NODE_IP:16443" 2>/dev/null ||
+    iptables -t nat -A PREROUTING -i "$BRIDGE" -d "$API_SERVICE_IP" -p tcp --dport 443 -j DNAT --to-destination "$NODE_IP:16443"
+  start api-forwarder socat "TCP-LISTEN:16443,bind=$NODE_IP,fork,reuseaddr" TCP:127.0.0.1:16443
+  local endpoints
+  endpoints=$(printf '{"apiVersion":"v1","kind":"Endpoints","metadata":{"name":"kubernetes","namespace":"default"},"subsets":[{"addresses":[{"ip":"%s"}],"ports":[{"name":"https","port":16443,"protocol":"TCP"}]}]}' "$NODE_IP")
+  api_get /api/v1/namespaces/default/endpoints/kubernetes ||
+    api_send POST /api/v1/namespaces/default/endpoints "$endpoints" >/dev/null
+}
+
 wait_for() { # what seconds command...
   local what=$1 secs=$2; shift 2
   local i
@@ -159,6 +179,10 @@ wait_for() { # what seconds command...
 }
 
 api_get() { curl -fsS --cacert "$KUBE_STATE/pki/ca.crt" -H "Authorization: Bearer $(cat "$KUBE_STATE/pki/admin.token")" "$API$1"; }
+api_send() { # method path json
+  curl -fsS --cacert "$KUBE_STATE/pki/ca.crt" -H "Authorization: Bearer $(cat "$KUBE_STATE/pki/admin.token")" \
+    -H 'Content-Type: application/json' -X "$1" --data "$3" "$API$2"
+}
 
 node_ready() { api_get "/api/v1/nodes/$NODE" | grep -A1 '"type": "Ready"' | grep -q '"status": "True"'; }
 
@@ -193,7 +217,7 @@ EOF
   "name": "glassroom-kube",
   "plugins": [
     {"type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-     "ipam": {"type": "host-local", "ranges": [[{"subnet": "$POD_CIDR"}]], "dataDir": "$KUBE_STATE/cni/ipam"}},
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": "$POD_CIDR"}]], "routes": [{"dst": "$SERVICE_CIDR"}], "dataDir": "$KUBE_STATE/cni/ipam"}},
     {"type": "portmap", "capabilities": {"portMappings": true}}
   ]
 }
@@ -310,6 +334,7 @@ up() {
     --kubelet-certificate-authority "$KUBE_STATE/pki/ca.crt" --kubelet-preferred-address-types InternalIP \
     --allow-privileged=false --profiling=false --v=1
   wait_for kube-apiserver 90 api_get /readyz
+  api_route
 
   start kube-controller-manager "$BIN/kube-controller-manager" \
     --kubeconfig "$KUBE_STATE/controller-manager.kubeconfig" --bind-address 127.0.0.1 \
@@ -347,10 +372,10 @@ up() {
 
 down() {
   local n
-  for n in kubelet kube-scheduler kube-controller-manager kube-apiserver containerd etcd; do
+  for n in kubelet kube-scheduler kube-controller-manager api-forwarder kube-apiserver containerd etcd; do
     if running "$n"; then kill -TERM "$(cat "$RUN/$n.pid")" 2>/dev/null || true; fi
   done
-  for n in kubelet kube-scheduler kube-controller-manager kube-apiserver containerd etcd; do
+  for n in kubelet kube-scheduler kube-controller-manager api-forwarder kube-apiserver containerd etcd; do
     local i
     for i in $(seq 1 50); do running "$n" || break; sleep 0.2; done
     running "$n" && kill -KILL "$(cat "$RUN/$n.pid")" 2>/dev/null || true
@@ -371,6 +396,7 @@ case ${1:-up} in
     rm -rf "$KUBE_STATE" "$RUN"
     ip link del "$BRIDGE" 2>/dev/null || true
     iptables -D FORWARD -i "$BRIDGE" -o "$BRIDGE" -j ACCEPT 2>/dev/null || true
+    iptables -t nat -D PREROUTING -i "$BRIDGE" -d "$API_SERVICE_IP" -p tcp --dport 443 -j DNAT --to-destination "$NODE_IP:16443" 2>/dev/null || true
     ;;
   *) echo "usage: $0 up|build|down|purge" >&2; exit 2 ;;
 esac

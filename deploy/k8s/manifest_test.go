@@ -99,10 +99,15 @@ func TestBase(t *testing.T) {
 		t.Fatal("gateway container security context")
 	}
 	// The channel relays need a writable /tmp (read-only root, no /tmp in
-	// the image): a small memory-backed emptyDir.
-	if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/tmp" || len(ps.Volumes) != 1 || ps.Volumes[0].Name != c.VolumeMounts[0].Name ||
+	// the image): a small memory-backed emptyDir; the session store an
+	// emptyDir at the --state-dir.
+	if len(c.VolumeMounts) != 2 || c.VolumeMounts[0].MountPath != "/tmp" || len(ps.Volumes) != 2 || ps.Volumes[0].Name != c.VolumeMounts[0].Name ||
 		ps.Volumes[0].EmptyDir == nil || ps.Volumes[0].EmptyDir.Medium != corev1.StorageMediumMemory {
 		t.Fatalf("gateway /tmp: mounts %+v, volumes %+v", c.VolumeMounts, ps.Volumes)
+	}
+	if c.VolumeMounts[1].MountPath != "/var/lib/glassroom" || ps.Volumes[1].Name != c.VolumeMounts[1].Name || ps.Volumes[1].EmptyDir == nil ||
+		!slices.Contains(c.Args, "--state-dir=/var/lib/glassroom") {
+		t.Fatalf("gateway state dir: args %v, mounts %+v, volumes %+v", c.Args, c.VolumeMounts, ps.Volumes)
 	}
 	if !strings.Contains(strings.Join(c.Args, " "), "--runtime=k8s") {
 		t.Fatalf("args %v", c.Args)
