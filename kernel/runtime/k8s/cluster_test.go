@@ -234,3 +234,35 @@ func TestRealClusterKernelPortsUnreachable(t *testing.T) {
 		t.Fatalf("victim: %q", out)
 	}
 }
+
+// TestRealClusterKernelWithoutToken: what holds for a kernel that can reach
+// the API server (the network enforces no NetworkPolicy; the test cluster
+// routes pods to the kubernetes Service as any cluster does): the pod
+// mounts no service account token, the kernel's environment names no
+// Service, and the API server refuses an anonymous client everything but
+// discovery (401 or 403 for secrets, pods, leases).
+func TestRealClusterKernelWithoutToken(t *testing.T) {
+	cs, namespace := realCluster(t)
+	k := runtimetest.Start(t, newClusterRuntime(t, cs, clusterConfig(namespace, "gw-api")), sandbox.Spec{ID: "api-0001-abcdef", Tenant: "tenant1"})
+	out, _ := k.Run(t, `import os, ssl, urllib.request, urllib.error
+tls = ssl.create_default_context(); tls.check_hostname = False; tls.verify_mode = ssl.CERT_NONE
+res = [str(os.path.exists("/var/run/secrets/kubernetes.io/serviceaccount")), str(sorted(k for k in os.environ if k.startswith("KUBERNETES_")))]
+for path in ("/api/v1/namespaces/`+namespace+`/secrets", "/api/v1/pods", "/apis/coordination.k8s.io/v1/namespaces/`+namespace+`/leases"):
+    try:
+        urllib.request.urlopen("https://10.97.0.1" + path, context=tls, timeout=10); res.append("open")
+    except urllib.error.HTTPError as e:
+        res.append(str(e.code))
+    except Exception as e:
+        res.append(type(e).__name__)
+print(" ".join(res))`)
+	t.Logf("from the kernel: %s", strings.TrimSpace(out))
+	f := strings.Fields(out)
+	if len(f) != 5 || f[0] != "False" || f[1] != "[]" {
+		t.Fatalf("the kernel has a token or names the API server: %q", out)
+	}
+	for _, code := range f[2:] {
+		if code != "401" && code != "403" {
+			t.Fatalf("the API server answered an anonymous kernel %s (want 401 or 403): %q", code, out)
+		}
+	}
+}

@@ -206,6 +206,10 @@ def start():
             for name, v in S["rlimits"].items():
                 resource.setrlimit(getattr(resource, name), (v, v))
             os.chdir(S["workdir"])
+            # The kubelet gives every container the kubernetes Service's
+            # address (enableServiceLinks does not cover it): not the kernel.
+            for name in [n for n in os.environ if n.startswith("KUBERNETES_")]:
+                del os.environ[name]
             os.execv(S["argv"][0], S["argv"])
         finally:
             os._exit(127)
