@@ -50,8 +50,10 @@ func freeLoopbackPort(t *testing.T) string {
 //     session of A;
 //   - replica A is SIGKILLed while one of its sessions executes: every
 //     session answers again through B and C with its own x (A's adopted
-//     on the first request after A's Lease expired), and each is served by
-//     exactly one replica. The failover time is logged.
+//     on the first request after A's Lease expired), the WebSocket that
+//     went through B to A ends and its client resumes on C (told what was
+//     lost, then live), and each session is served by exactly one
+//     replica. The failover time is logged.
 func TestReplicasOnARealCluster(t *testing.T) {
 	cs, namespace := k8stest.RealCluster(t)
 	const key = "replica-test-key-0123456789"
@@ -148,16 +150,31 @@ func TestReplicasOnARealCluster(t *testing.T) {
 		t.Fatalf("execute through C: %d %+v", st, x)
 	}
 	ws.SetReadDeadline(time.Now().Add(30 * time.Second))
+	var lastSeq int64
 	for {
-		var ev struct{ Type, Name, Text string }
+		var ev struct {
+			Seq              int64
+			Type, Name, Text string
+		}
 		if err := ws.ReadJSON(&ev); err != nil {
 			t.Fatalf("the WebSocket on B saw nothing of C's execution: %v", err)
 		}
+		lastSeq = ev.Seq
 		if ev.Type == "stream" && ev.Text == "through C\n" {
 			break
 		}
 	}
-	ws.Close()
+	// It stays open (through B to A) until A dies.
+	wsEnded := make(chan error, 1)
+	go func() {
+		ws.SetReadDeadline(time.Time{})
+		for {
+			if _, _, err := ws.ReadMessage(); err != nil {
+				wsEnded <- err
+				return
+			}
+		}
+	}()
 
 	// A is killed while one of its sessions executes.
 	long := make(chan struct{})
@@ -205,6 +222,47 @@ func TestReplicasOnARealCluster(t *testing.T) {
 	}
 	t.Logf("after replica A's SIGKILL every session answered with its variables: the last after %v (A's lease: 10 s)",
 		slices.Max(took).Round(time.Millisecond))
+	select {
+	case <-wsEnded:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the WebSocket forwarded to A outlived A")
+	}
+	ws.Close()
+	// Its client reconnects, to C this time, resuming after the last event
+	// it saw: it is told what was lost, and sees what B runs next.
+	ws, _, err = websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(gws[2].base, "http")+"/v1/sessions/"+ids[3]+"/ws?token="+key+"&since="+strconv.FormatInt(lastSeq, 10), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if x, st := exec(gws[1], ids[3], "print('after the kill')"); st != http.StatusOK || x.Stdout != "after the kill\n" {
+		t.Fatalf("execute through B after the kill: %d %+v", st, x)
+	}
+	ws.SetReadDeadline(time.Now().Add(30 * time.Second))
+	told := false
+	for {
+		var ev struct {
+			Seq                      int64
+			Type, Text, Reason, Name string
+		}
+		if err := ws.ReadJSON(&ev); err != nil {
+			t.Fatalf("the resumed WebSocket on C saw nothing of B's execution: %v", err)
+		}
+		if ev.Type == "kernel" && ev.Seq == lastSeq && ev.Reason == "" {
+			continue // the kernel's state, the first frame of every connection (numbered as since)
+		}
+		if ev.Seq <= lastSeq {
+			t.Fatalf("a resumed client was sent event %d again (it saw %d)", ev.Seq, lastSeq)
+		}
+		told = told || ev.Type == "gap" || (ev.Type == "kernel" && ev.Reason != "")
+		if ev.Type == "stream" && ev.Text == "after the kill\n" {
+			break
+		}
+	}
+	if !told {
+		t.Fatal("the resumed client was not told that events were lost with A")
+	}
+
 	// The session that was executing kept its kernel: the sleep ended and
 	// set y.
 	testkit.Eventually(t, 30*time.Second, func() bool {
