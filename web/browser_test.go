@@ -36,6 +36,7 @@ import (
 	"github.com/glassroom/glassroom/app"
 	"github.com/glassroom/glassroom/app/apptest"
 	"github.com/glassroom/glassroom/gateway"
+	"github.com/glassroom/glassroom/sessions"
 	"github.com/glassroom/glassroom/web"
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
@@ -66,6 +67,7 @@ func chromium(t *testing.T) string {
 // server is a gateway on a loopback listener.
 type server struct {
 	url string
+	app *app.App
 
 	mu       sync.Mutex
 	hijacked map[net.Conn]bool // WebSocket connections
@@ -95,16 +97,23 @@ func startGateway(t *testing.T) *server {
 // the gateway's handler.
 func startGatewayWrapped(t *testing.T, wrap func(http.Handler) http.Handler) *server {
 	t.Helper()
+	return startGatewayWith(t, wrap, sessions.Config{})
+}
+
+// startGatewayWith is startGatewayWrapped with the session layer's
+// configuration (a warm pool).
+func startGatewayWith(t *testing.T, wrap func(http.Handler) http.Handler, scfg sessions.Config) *server {
+	t.Helper()
 	assets, err := web.Assets()
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := app.New(context.Background(), app.Config{Runtime: apptest.Local(t, 370000), UI: assets,
+	a, err := app.New(context.Background(), app.Config{Runtime: apptest.Local(t, 370000), UI: assets, Sessions: scfg,
 		Gateway: gateway.Config{APIKeys: []string{browserKey, otherKey}}}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &server{hijacked: map[net.Conn]bool{}}
+	s := &server{hijacked: map[net.Conn]bool{}, app: a}
 	handler := a.Gateway.Handler()
 	if wrap != nil {
 		handler = wrap(handler)
@@ -568,9 +577,11 @@ func TestBrowserNotebook(t *testing.T) {
 		}
 	})
 
+	var sessionID string
 	step("2 new session", func() {
 		nb.do("click New session", chromedp.Click(chromedp.CSS("#new-session")))
 		nb.waitFor("a session id", `/^[A-Za-z0-9_-]{16,}$/.test(document.querySelector('#session-id').textContent)`, 60*time.Second)
+		nb.eval(`document.querySelector('#session-id').textContent`, &sessionID)
 		nb.waitFor("an idle kernel", `document.querySelector('#kernel-status').dataset.state === 'idle'`, 30*time.Second)
 		nb.waitFor("the empty file list", `!!document.querySelector('#file-list .file-empty, #file-list .file-entry')`, 10*time.Second)
 	})
@@ -1100,8 +1111,8 @@ func TestBrowserNotebook(t *testing.T) {
 			t.Errorf("the opened notebook's cell types are %v, want %v", got, savedTypes)
 		}
 		nb.waitFor("the Markdown cell rendered", `[...document.querySelectorAll('#cells > .cell.cell-markdown.rendered h1')].some((h) => h.textContent === 'Notes')`, 10*time.Second)
-		// Back to the session the page had.
-		nb.do("reopen the last session", chromedp.Click(chromedp.CSS("#reopen-last")))
+		// The page came back to the session it had, by itself.
+		nb.waitFor("the last session, reopened", `document.querySelector('#session-id').textContent === `+jsString(sessionID), 30*time.Second)
 		nb.waitFor("an idle kernel", `document.querySelector('#kernel-status').dataset.state === 'idle'`, 30*time.Second)
 		nb.waitFor("the workspace image in the Markdown again", `[...document.querySelectorAll('#cells > .cell-markdown.rendered img')].some((img) => img.complete && img.naturalWidth > 0)`, 10*time.Second)
 	})

@@ -142,7 +142,7 @@ func TestBrowserWidgetsReal(t *testing.T) {
 	// page restores the widgets from the kernel with their values.
 	nb.do("reload", chromedp.Navigate(gw.url+"/"))
 	nb.waitFor("the app to start again", `window.glassroomReady === true`, 10*time.Second)
-	nb.do("reopen the session", chromedp.Click(chromedp.CSS("#reopen-last")))
+	// The page reopens the session by itself.
 	nb.waitFor("the restored slider at 7", cellJS(slider, `const s = out.querySelector('.widget-slider');
 		return !!s && s.querySelector('.widget-readout').textContent === '7' && !out.querySelector('.widget-missing');`), wait)
 	nb.waitFor("the restored plot", cellJS(plot, `const o = out.querySelector('.widget-output');

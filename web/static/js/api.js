@@ -7,6 +7,7 @@
  * @typedef {object} RequestOptions
  * @property {unknown} [json] sent as a JSON body
  * @property {FormData} [form] sent as multipart
+ * @property {Blob} [blob] sent as the raw body (a file's bytes)
  * @property {AbortSignal} [signal] aborts the request
  * @property {boolean} [raw] resolve to the Response itself
  */
@@ -55,6 +56,9 @@ export function createApi(store) {
       body = JSON.stringify(o.json);
     } else if (o.form) {
       body = o.form;
+    } else if (o.blob) {
+      headers['Content-Type'] = 'application/octet-stream';
+      body = o.blob;
     }
     return fetch(path, {
       method,

@@ -132,10 +132,15 @@ const STATUS_NOTES = {
  * @param {EditorAssist | null} deps.assist
  * @param {(path: string) => string | null} deps.fileUrl
  * @param {(data: unknown, subject: string, back: () => void) => void} deps.showHelp
+ * @param {() => boolean} [deps.kernelStarting] whether a kernel is on its way (a code cell run without a session waits for it)
  */
-export function createCells({ store, outputs, send, msg, onChange, onRunDone, onContext, assist, fileUrl, showHelp }) {
+export function createCells({ store, outputs, send, msg, onChange, onRunDone, onContext, assist, fileUrl, showHelp, kernelStarting = () => false }) {
   /** @type {Map<string, Cell>} execute id -> cell */
   const execs = new Map();
+  // Code cells run while the kernel was starting, in order: they run once
+  // a session is open (runWaiting).
+  /** @type {Cell[]} */
+  let waiting = [];
   /** @type {Cell | null} */
   let activeCell = null;
   let execCounter = 0;
@@ -531,8 +536,20 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, on
     }
     if (cell.type !== 'code') return true;
     if (!store.session) {
-      msg('Create or reopen a session first', 'error');
-      return false;
+      if (!kernelStarting()) {
+        msg('Create or reopen a session first', 'error');
+        return false;
+      }
+      cell.source = cell.editor.value();
+      outputs.clear(cell);
+      if (!waiting.includes(cell)) waiting.push(cell);
+      cell.status = 'queued';
+      cell.queuePos = null;
+      cell.startedAt = performance.now();
+      renderStatus(cell);
+      startTicker();
+      msg('The kernel is starting: the cell runs as soon as it is ready');
+      return true;
     }
     cell.source = cell.editor.value();
     if (cell.execId) execs.delete(cell.execId);
@@ -575,9 +592,33 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, on
     next.el.root.scrollIntoView({ block: 'nearest' });
   }
 
+  // runWaiting runs the cells that waited for the kernel (a session is
+  // open now).
+  function runWaiting() {
+    const list = waiting;
+    waiting = [];
+    for (const c of list) {
+      if (!store.cells.includes(c) || c.status !== 'queued' || c.execId) continue;
+      c.status = 'idle';
+      run(c);
+    }
+  }
+
+  // abandonWaiting gives up on the cells that waited for a kernel that
+  // did not come.
+  function abandonWaiting() {
+    const list = waiting;
+    waiting = [];
+    for (const c of list) {
+      if (c.execId) continue;
+      c.status = 'idle';
+      renderStatus(c);
+    }
+  }
+
   function runAll() {
     for (const c of store.cells) if (c.type === 'markdown') run(c);
-    if (!store.session) {
+    if (!store.session && !kernelStarting()) {
       msg('Create or reopen a session first', 'error');
       return;
     }
@@ -831,6 +872,8 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, on
     run,
     runAndAdvance,
     runAll,
+    runWaiting,
+    abandonWaiting,
     abandonRuns,
     setLanguage,
     renderPrompts,

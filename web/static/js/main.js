@@ -101,7 +101,8 @@ function start() {
     onContext: (context, language) => sessions.learnContext(context, language),
     assist: editorAssist,
     fileUrl,
-    showHelp: help.show
+    showHelp: help.show,
+    kernelStarting: () => sessions.isStarting()
   });
   kernels = createKernels({
     store,
@@ -119,7 +120,7 @@ function start() {
       sessions.renderKernelStatus();
     }
   });
-  notebook = createNotebook({ store, cells, kernels, msg });
+  notebook = createNotebook({ store, cells, kernels, msg, request });
   files = createFiles({ store, request, msg });
   const terminal = createTerminal({
     store,
@@ -154,6 +155,7 @@ function start() {
       files.refresh();
       cells.refreshMarkdown();
       terminal.sessionChanged();
+      cells.runWaiting();
     },
     onClosed: () => {
       widgets.kernelGone(null);
@@ -210,11 +212,13 @@ function start() {
       e.preventDefault();
       sessions.saveToken();
       kernels.load(true);
+      readyOnOpen();
     });
     $('token-offer-keep').addEventListener('click', () => sessions.answerOffer(false));
     $('token-offer-use').addEventListener('click', () => {
       sessions.answerOffer(true);
       kernels.load(true);
+      readyOnOpen();
     });
     $('language-select').addEventListener('change', () => kernels.chosen());
     $('token-offer').addEventListener('keydown', (/** @type {KeyboardEvent} */ e) => {
@@ -228,7 +232,10 @@ function start() {
     $('reopen-last').addEventListener('click', () => {
       sessions.reopen($('reopen-last').dataset.sessionId || lsGet(LS_LAST_SESSION));
     });
-    $('end-session').addEventListener('click', () => sessions.end());
+    $('end-session').addEventListener('click', () => {
+      if (notebook.isDirty() && !confirm('The notebook has changes not saved into the workspace. End the session anyway?')) return;
+      sessions.end();
+    });
     $('interrupt-btn').addEventListener('click', () => sessions.interrupt());
     $('restart-btn').addEventListener('click', () => sessions.restart());
     const addAtEnd = () => cells.insert(store.cells.length).editor.focus();
@@ -247,6 +254,17 @@ function start() {
     files.bind();
     bindCommandMode($('cells'), { store, cells });
     window.addEventListener('beforeunload', () => notebook.saveNow());
+    // Ctrl+S (Cmd+S) saves the notebook into the workspace, not the page.
+    document.addEventListener(
+      'keydown',
+      (/** @type {KeyboardEvent} */ e) => {
+        if ((e.ctrlKey || e.metaKey) && !e.altKey && !e.shiftKey && (e.key === 's' || e.key === 'S')) {
+          e.preventDefault();
+          notebook.saveToWorkspace();
+        }
+      },
+      true
+    );
     document.addEventListener('visibilitychange', () => {
       if (document.visibilityState === 'hidden') notebook.saveNow();
       else if (store.session) sessions.refresh(false);
@@ -263,7 +281,17 @@ function start() {
   setInterval(() => sessions.renderCountdown(), 1000);
   const last = lsGet(LS_LAST_SESSION);
   if (last) $('reopen-id').value = last;
+  // Ready on open: with a key, a kernel starts (or the last session comes
+  // back) without a click, and the first cell takes the keyboard.
+  readyOnOpen();
+  if (store.cells[0] && !document.querySelector('#token-offer:not([hidden])')) cells.edit(store.cells[0]);
   window.glassroomReady = true;
+
+  function readyOnOpen() {
+    sessions.autoOpen().then(() => {
+      if (!store.session) cells.abandonWaiting();
+    });
+  }
 }
 
 // Module scripts run after the document is parsed.

@@ -1,12 +1,20 @@
 // @ts-check
-// The notebook as a document: kept in local storage across reloads, saved
-// and opened as .ipynb.
+// The notebook as a document: kept as notebook.ipynb in its session's
+// workspace (Ctrl+S, and autosaved), cached in local storage across
+// reloads, downloaded and opened as .ipynb.
 
+import { sessionPath } from './api.js';
 import { saveBlob } from './dom.js';
 import { fromNotebook, toNotebook } from './nbformat.js';
 import { LS_NOTEBOOK, lsGet, lsSet } from './storage.js';
+import { encPath } from './text.js';
+
+// WORKSPACE_FILE is where the notebook is kept in its session's workspace.
+export const WORKSPACE_FILE = 'notebook.ipynb';
+const AUTOSAVE_MS = 5000;
 
 /**
+ * @import { Request } from './api.js'
  * @import { Cells } from './cells.js'
  * @import { Msg } from './dom.js'
  * @import { Kernels } from './kernels.js'
@@ -25,15 +33,50 @@ import { LS_NOTEBOOK, lsGet, lsSet } from './storage.js';
  * @param {Cells} deps.cells
  * @param {Kernels} deps.kernels
  * @param {Msg} deps.msg
+ * @param {Request} deps.request
  */
-export function createNotebook({ store, cells, kernels, msg }) {
+export function createNotebook({ store, cells, kernels, msg, request }) {
   let saveTimer = 0;
+  let workspaceTimer = 0;
+  let dirty = false; // changed since the last save into the workspace
 
-  // scheduleSave stores the notebook locally once edits settle.
+  // scheduleSave stores the notebook locally once edits settle, and into
+  // the session's workspace (autosave) a little later.
   function scheduleSave() {
     clearTimeout(saveTimer);
     saveTimer = setTimeout(saveNow, 800);
+    dirty = true;
+    clearTimeout(workspaceTimer);
+    if (store.session) workspaceTimer = setTimeout(() => saveToWorkspace(true), AUTOSAVE_MS);
   }
+
+  // saveToWorkspace writes the notebook as WORKSPACE_FILE into the open
+  // session's workspace (Ctrl+S; quietly when auto). The workspace is the
+  // store: local storage is a cache of it.
+  /** @param {boolean} [auto] */
+  function saveToWorkspace(auto) {
+    clearTimeout(workspaceTimer);
+    const s = store.session;
+    if (!s) {
+      if (!auto) msg('Saving into the workspace needs a session: the kernel is not ready yet', 'error');
+      return Promise.resolve();
+    }
+    saveNow();
+    const nb = toNotebook(cells.snapshot(), true, kernels.metadata());
+    const blob = new Blob([JSON.stringify(nb, null, 1) + '\n'], { type: 'application/x-ipynb+json' });
+    dirty = false;
+    return request('PUT', sessionPath(s.id, '/files/' + encPath(WORKSPACE_FILE)), { blob })
+      .then(() => {
+        if (!auto) msg('Saved ' + WORKSPACE_FILE + ' into the workspace');
+      })
+      .catch((e) => {
+        dirty = true;
+        msg('Could not save ' + WORKSPACE_FILE + ': ' + e.message, 'error');
+      });
+  }
+
+  // isDirty reports changes not yet in the workspace.
+  const isDirty = () => dirty;
 
   function saveNow() {
     clearTimeout(saveTimer);
@@ -82,5 +125,5 @@ export function createNotebook({ store, cells, kernels, msg }) {
       .catch((e) => msg('Could not open ' + file.name + ': ' + e.message, 'error'));
   }
 
-  return { scheduleSave, saveNow, restore, saveIpynb, openIpynb };
+  return { scheduleSave, saveNow, saveToWorkspace, isDirty, restore, saveIpynb, openIpynb };
 }

@@ -15,6 +15,7 @@ import { LS_LAST_SESSION, LS_TOKEN, lsDel, lsGet, lsSet } from './storage.js';
 import { fmtClock } from './text.js';
 
 const SESSION_POLL_MS = 30000;
+const LIST_LIMIT = 100; // GET /v1/sessions's largest page
 
 /** The id of a session's first context. */
 const FIRST = 'default';
@@ -147,6 +148,7 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
   function saveToken() {
     closeOffer(); // a key the user typed answers a link's too
     const v = $('token-input').value.trim();
+    const changed = v !== store.token;
     store.token = v;
     if (v) {
       lsSet(LS_TOKEN, v);
@@ -156,8 +158,12 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
       msg('API key cleared');
     }
     renderTokenState();
-    if (store.session) {
-      // Reconnect with the new key right away.
+    if (store.session && changed) {
+      // Another key is another tenant: the open session is not its own.
+      cancelAuto();
+      close();
+    } else if (store.session) {
+      // Reconnect with the key right away.
       conn.disconnect();
       conn.connect();
     }
@@ -172,8 +178,75 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
 
   // ---- sessions
 
+  // ---- ready on open
+
+  // starting is the automatic open in flight (autoOpen), or null; autoGen
+  // numbers it, and a session the user creates or reopens meanwhile wins
+  // (the automatic one, if it made a session, ends it).
+  /** @type {Promise<void> | null} */
+  let starting = null;
+  let autoGen = 0;
+
+  // autoOpen gets the page a kernel without a click, when a key is in hand
+  // and no session is open: the last session of this browser if the
+  // gateway still has it, else a new one (from the warm pool when there is
+  // one). Cells run meanwhile wait for it (cells.js). It resolves when done,
+  // whatever the outcome.
+  function autoOpen() {
+    if (!store.token || store.session || starting) return starting || Promise.resolve();
+    const g = ++autoGen;
+    const last = lsGet(LS_LAST_SESSION);
+    // The list, not GET on the session: a session that expired (or is
+    // another key's) is not an error to report.
+    const reuse = last
+      ? request('GET', '/v1/sessions?limit=' + LIST_LIMIT).then((page) => {
+          const s = page && Array.isArray(page.sessions) ? page.sessions.find((/** @type {any} */ x) => x && x.id === last) : null;
+          if (!s) throw new ApiError(0, 'gone', 'the last session is gone');
+          return { s, made: false };
+        })
+      : Promise.reject(new Error('no last session'));
+    starting = reuse
+      .catch(() =>
+        request('POST', '/v1/sessions', { json: { language: store.language } }).then((s) => {
+          if (!s || !s.id) throw new ApiError(0, 'bad_response', 'server returned no session id');
+          return { s, made: true };
+        })
+      )
+      .then(({ s, made }) => {
+        if (g !== autoGen || store.session) {
+          if (made) request('DELETE', sessionPath(s.id)).catch(() => {});
+          return;
+        }
+        open(s);
+        msg(made ? 'Kernel ready (session ' + s.id + ')' : 'Reopened session ' + s.id);
+      })
+      .catch((e) => {
+        if (g === autoGen) msg('Could not start a kernel: ' + e.message, 'error');
+      })
+      .then(() => {
+        if (g === autoGen) starting = null;
+        renderKernelStatus();
+      });
+    renderKernelStatus();
+    return starting;
+  }
+
+  // isStarting reports whether a kernel is on its way (autoOpen, or a
+  // session being created): a cell run now waits for it.
+  const isStarting = () => !!starting || creating > 0;
+  let creating = 0;
+
+  // cancelAuto makes a pending autoOpen give way to what the user does.
+  function cancelAuto() {
+    if (!starting) return;
+    autoGen++;
+    starting = null;
+  }
+
   function create() {
     if (!requireToken()) return Promise.resolve();
+    cancelAuto();
+    creating++;
     const btn = $('new-session');
     btn.disabled = true;
     // Its first context runs the notebook's language.
@@ -185,7 +258,9 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
       })
       .catch((e) => msg('Could not create session: ' + e.message, 'error'))
       .then(() => {
+        creating--;
         btn.disabled = false;
+        renderKernelStatus();
       });
   }
 
@@ -197,6 +272,7 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
       return Promise.resolve();
     }
     if (!requireToken()) return Promise.resolve();
+    cancelAuto();
     return request('GET', sessionPath(id))
       .then((s) => {
         open(s && s.id ? s : { id, state: 'idle' });
@@ -356,7 +432,7 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
     const ctx = notebookContext();
     const name = kernelOf(store.language, store.kernels).display_name;
     let s;
-    if (!store.session) s = 'no session';
+    if (!store.session) s = isStarting() ? 'starting' : 'no session';
     else if (!conn.isOpen()) s = 'disconnected';
     else if (!ctx) s = 'not started';
     else s = states.get(ctx) || 'idle';
@@ -538,6 +614,8 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
     initToken,
     saveToken,
     answerOffer,
+    autoOpen,
+    isStarting,
     create,
     reopen,
     end,

@@ -1,0 +1,142 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/testkit"
+)
+
+// TestBrowserReadyOnOpen: the URL `make run` prints (the key in it) opens a
+// notebook whose kernel starts without a click, and the first cell has the
+// keyboard: typing `1 + 1` and Shift+Enter, and nothing else, gives 2.
+//   - A cell run before the kernel is ready waits for it and says so (the
+//     gateway here answers session creation 1.5 s late).
+//   - A reload brings back the same session, the cell and its output.
+//   - With a warm pool, page load to the first result is measured (logged).
+func TestBrowserReadyOnOpen(t *testing.T) {
+	bin := chromium(t)
+	slow := startGatewayWrapped(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost && r.URL.Path == "/v1/sessions" {
+				time.Sleep(1500 * time.Millisecond)
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	t.Cleanup(cancel)
+
+	tabCtx, perr := openTab(t, ctx, bin)
+	nb := &notebook{t: t, ctx: tabCtx}
+	nb.do("open the page", chromedp.Navigate(slow.url+"/?token="+browserKey))
+	nb.waitFor("the app to start", `window.glassroomReady === true`, 10*time.Second)
+	var focused bool
+	nb.eval(cellJS(0, `return c.contains(document.activeElement);`), &focused)
+	if !focused {
+		t.Fatalf("the first cell does not have the keyboard on open\n%s", nb.diagnose())
+	}
+	nb.do("type 1 + 1 where the focus is", chromedp.KeyEvent("1 + 1"))
+	nb.do("Shift+Enter", pressEnter(true))
+	var early struct {
+		Status, Message, Badge string
+		Session                string
+	}
+	nb.eval(`({status: document.querySelector('#cells > .cell[data-index="0"]').dataset.status,
+		message: document.querySelector('#message').textContent,
+		badge: document.querySelector('#kernel-status').dataset.state,
+		session: document.querySelector('#session-id').textContent})`, &early)
+	if early.Session != "none" || early.Status != "queued" || !strings.Contains(early.Message, "kernel is starting") || early.Badge != "starting" {
+		t.Fatalf("a cell run before the kernel is ready: %+v, want it queued with a word on the kernel starting", early)
+	}
+	nb.waitDone(0, "2 as the result", `[...out.querySelectorAll('.output-result')].some((r) => r.innerText.trim() === '2')`, 60*time.Second)
+	var id string
+	nb.eval(`document.querySelector('#session-id').textContent`, &id)
+
+	// Ctrl+S writes the notebook into the workspace, cells and outputs.
+	nb.do("Ctrl+S", press("s", "KeyS", 'S', ctrl))
+	nb.waitFor("the save to be reported", `document.querySelector('#message').textContent === 'Saved notebook.ipynb into the workspace'`, 10*time.Second)
+	var saved struct {
+		NBFormat int `json:"nbformat"`
+		Cells    []struct {
+			Source  any `json:"source"`
+			Outputs []struct {
+				Data map[string]any `json:"data"`
+			} `json:"outputs"`
+		} `json:"cells"`
+	}
+	if st := getJSON(t, slow.url+"/v1/sessions/"+id+"/files/notebook.ipynb", &saved); st != http.StatusOK {
+		t.Fatalf("GET notebook.ipynb from the workspace: %d", st)
+	}
+	if saved.NBFormat != 4 || len(saved.Cells) < 1 || nbText(saved.Cells[0].Source) != "1 + 1" || len(saved.Cells[0].Outputs) != 1 ||
+		nbText(saved.Cells[0].Outputs[0].Data["text/plain"]) != "2" {
+		t.Fatalf("the workspace's notebook.ipynb: %+v", saved)
+	}
+
+	// A reload: the same session, the cell and its output.
+	nb.do("reload", chromedp.Reload())
+	nb.waitFor("the app to start again", `window.glassroomReady === true`, 10*time.Second)
+	nb.waitFor("the same session, reopened", `document.querySelector('#session-id').textContent === `+jsString(id), 30*time.Second)
+	nb.waitFor("the cell and its output", cellJS(0, `return c.querySelector('.cm-content').textContent === '1 + 1' &&
+		[...out.querySelectorAll('.output-result')].some((r) => r.innerText.trim() === '2');`), 10*time.Second)
+	exceptions, errs := perr.snapshot()
+	if len(exceptions)+len(errs) > 0 {
+		t.Fatalf("the page reported %q %q", exceptions, errs)
+	}
+
+	// The first minute with a warm pool: page load to the result of 1 + 1.
+	fast := startGatewayWith(t, nil, sessions.Config{Pool: 1})
+	testkit.Eventually(t, 60*time.Second, func() bool { return fast.app.Manager.Pool().Ready >= 1 }, "the warm pool never filled")
+	tab2, _ := openTab(t, ctx, bin)
+	nb2 := &notebook{t: t, ctx: tab2}
+	start := time.Now()
+	nb2.do("open the page", chromedp.Navigate(fast.url+"/?token="+browserKey))
+	nb2.waitFor("the app to start", `window.glassroomReady === true`, 10*time.Second)
+	loaded := time.Since(start)
+	nb2.do("type 1 + 1", chromedp.KeyEvent("1 + 1"))
+	nb2.do("Shift+Enter", pressEnter(true))
+	nb2.waitDone(0, "2 as the result", `[...out.querySelectorAll('.output-result')].some((r) => r.innerText.trim() === '2')`, 60*time.Second)
+	t.Logf("with a warm pool: page loaded in %v, the result of 1 + 1 (typed at once) %v after the navigation began",
+		loaded.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+}
+
+// getJSON GETs url with the browser tests' key and decodes the answer into
+// out; it returns the status.
+func getJSON(t *testing.T, url string, out any) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+browserKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			t.Fatalf("decode %s: %v", url, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+// nbText is an nbformat multiline string: a string, or a list of lines.
+func nbText(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case []any:
+		var b strings.Builder
+		for _, l := range v {
+			b.WriteString(fmt.Sprint(l))
+		}
+		return b.String()
+	}
+	return fmt.Sprint(v)
+}
