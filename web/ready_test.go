@@ -134,7 +134,7 @@ func nbText(v any) string {
 	case []any:
 		var b strings.Builder
 		for _, l := range v {
-			b.WriteString(fmt.Sprint(l))
+			fmt.Fprint(&b, l)
 		}
 		return b.String()
 	}
