@@ -92,6 +92,7 @@ func (s *Server) forward(c echo.Context, where sessions.Elsewhere) error {
 		req = req.WithContext(ctx)
 	}
 	var proxyErr error
+	upgraded := false // the owner switched protocols: the connection is hijacked, no answer can be written
 	p := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
@@ -99,6 +100,7 @@ func (s *Server) forward(c echo.Context, where sessions.Elsewhere) error {
 			pr.Out.Header.Set(ForwardedHeader, s.fwd.instance)
 		},
 		ModifyResponse: func(res *http.Response) error {
+			upgraded = res.StatusCode == http.StatusSwitchingProtocols
 			for k := range res.Header { // the owner's headers, not this replica's too (security headers)
 				c.Response().Header().Del(k)
 			}
@@ -111,7 +113,7 @@ func (s *Server) forward(c echo.Context, where sessions.Elsewhere) error {
 		},
 	}
 	p.ServeHTTP(c.Response(), req)
-	if proxyErr != nil && !c.Response().Committed {
+	if proxyErr != nil && !upgraded && req.Context().Err() == nil && !c.Response().Committed {
 		s.log.Warn().Err(proxyErr).Str("session", c.Param("id")).Str("owner", where.Owner).Msg("forwarding to the session's replica failed")
 		c.Response().Header().Set("Retry-After", "2")
 		return httperr.New(http.StatusServiceUnavailable, "session_moving", "the gateway replica serving this session cannot be reached now; retry in a few seconds (a replica that died is replaced within its lease)")

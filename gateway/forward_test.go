@@ -28,9 +28,9 @@ type locatorRuntime struct {
 	where map[string]sandbox.Location
 }
 
-func (r locatorRuntime) Locate(_ context.Context, id string) (sandbox.Location, error) {
+func (r locatorRuntime) Locate(_ context.Context, id, tenant string) (sandbox.Location, error) {
 	loc, ok := r.where[id]
-	if !ok {
+	if !ok || loc.Tenant != tenant {
 		return sandbox.Location{}, sandbox.ErrNotLocated
 	}
 	return loc, nil

@@ -163,7 +163,7 @@ api_route() {
   start api-forwarder socat "TCP-LISTEN:16443,bind=$NODE_IP,fork,reuseaddr" TCP:127.0.0.1:16443
   local endpoints
   endpoints=$(printf '{"apiVersion":"v1","kind":"Endpoints","metadata":{"name":"kubernetes","namespace":"default"},"subsets":[{"addresses":[{"ip":"%s"}],"ports":[{"name":"https","port":16443,"protocol":"TCP"}]}]}' "$NODE_IP")
-  api_get /api/v1/namespaces/default/endpoints/kubernetes ||
+  api_get /api/v1/namespaces/default/endpoints/kubernetes >/dev/null ||
     api_send POST /api/v1/namespaces/default/endpoints "$endpoints" >/dev/null
 }
 

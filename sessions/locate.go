@@ -44,7 +44,7 @@ func (m *Manager) Locate(ctx context.Context, tenant, id string) (*Session, Else
 	if !ok || tenant == "" || !sandbox.IDPattern.MatchString(id) {
 		return nil, Elsewhere{}, ErrNotFound
 	}
-	loc, err := locator.Locate(ctx, id)
+	loc, err := locator.Locate(ctx, id, tenant)
 	switch {
 	case errors.Is(err, sandbox.ErrNotLocated):
 		return nil, Elsewhere{}, ErrNotFound
@@ -53,21 +53,48 @@ func (m *Manager) Locate(ctx context.Context, tenant, id string) (*Session, Else
 	case loc.Tenant != tenant:
 		return nil, Elsewhere{}, ErrNotFound
 	case loc.Orphan != nil:
-		if m.adoptOrphan(ctx, *loc.Orphan) == "lost" {
-			return nil, Elsewhere{}, fmt.Errorf("%w: %s could not be adopted", ErrElsewhereUnreachable, id)
+		// The adoption is the session's, not the request's: a client that
+		// gives up must not cut it short (a failed adoption closes what it
+		// took over). Waiters give up with their own ctx.
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return nil, Elsewhere{}, ErrClosed
 		}
-		return m.getElsewhere(tenant, id)
+		m.closing.Add(1) // Close and Detach wait for the adoption
+		m.mu.Unlock()
+		done := make(chan string, 1)
+		o := *loc.Orphan
+		go func() { // owned by the manager (closing); bounded by StartTimeout (restore)
+			defer m.closing.Done()
+			done <- m.adoptOrphan(context.WithoutCancel(ctx), o)
+		}()
+		select {
+		case outcome := <-done:
+			if outcome == "lost" {
+				return nil, Elsewhere{}, fmt.Errorf("%w: %s could not be adopted", ErrElsewhereUnreachable, id)
+			}
+		case <-ctx.Done():
+			return nil, Elsewhere{}, fmt.Errorf("%w: %s is being adopted: %w", ErrElsewhereUnreachable, id, ctx.Err())
+		}
+		return m.getElsewhere(ctx, tenant, id)
 	case loc.Here:
-		return m.getElsewhere(tenant, id)
+		return m.getElsewhere(ctx, tenant, id)
 	case loc.URL == "":
 		return nil, Elsewhere{}, fmt.Errorf("%w: gateway %s serves %s and advertises no address", ErrElsewhereUnreachable, loc.Owner, id)
 	}
 	return nil, Elsewhere{Owner: loc.Owner, URL: loc.URL}, nil
 }
 
-// getElsewhere is Get after an adoption: a session that is still not
-// here (adopted by another gateway first, or closing) is unreachable now.
-func (m *Manager) getElsewhere(tenant, id string) (*Session, Elsewhere, error) {
+// getElsewhere is Get after an adoption, once any adoption of it here has
+// ended: a session that is still not here (adopted by another gateway
+// first, or closing) is unreachable now.
+func (m *Manager) getElsewhere(ctx context.Context, tenant, id string) (*Session, Elsewhere, error) {
+	release, err := m.adoptions.claim(ctx, id)
+	if err != nil {
+		return nil, Elsewhere{}, fmt.Errorf("%w: %s is being adopted: %w", ErrElsewhereUnreachable, id, err)
+	}
+	release()
 	s, err := m.Get(tenant, id)
 	if errors.Is(err, ErrNotFound) {
 		return nil, Elsewhere{}, fmt.Errorf("%w: %s is moving", ErrElsewhereUnreachable, id)

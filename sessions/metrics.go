@@ -45,7 +45,7 @@ func (s *Session) Metrics(ctx context.Context) (Metrics, error) {
 		switch {
 		case errors.Is(err, sandbox.ErrNoUsage):
 		case err != nil:
-			return Metrics{}, fmt.Errorf("sessions: metrics: %w", err)
+			return Metrics{}, s.usageErr(err)
 		default:
 			t := time.NewTimer(cpuWindow)
 			select {
@@ -56,7 +56,7 @@ func (s *Session) Metrics(ctx context.Context) (Metrics, error) {
 			}
 			u2, err := ur.Usage(ctx)
 			if err != nil {
-				return Metrics{}, fmt.Errorf("sessions: metrics: %w", err)
+				return Metrics{}, s.usageErr(err)
 			}
 			wall := time.Since(t1)
 			if u2.CPUNanos >= u1.CPUNanos && wall > 0 {
@@ -106,4 +106,15 @@ func diskUsed(dir string, limit int64) int64 {
 		return nil
 	})
 	return used
+}
+
+// usageErr is a failed usage read: the session's end when it ended
+// meanwhile (its sandbox's cgroup went with it), else the error.
+func (s *Session) usageErr(err error) error {
+	select {
+	case <-s.Done():
+		return fmt.Errorf("sessions: metrics: %w (it ended)", ErrNotFound)
+	default:
+		return fmt.Errorf("sessions: metrics: %w", err)
+	}
 }

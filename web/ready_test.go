@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +88,50 @@ func TestBrowserReadyOnOpen(t *testing.T) {
 	nb.waitFor("the same session, reopened", `document.querySelector('#session-id').textContent === `+jsString(id), 30*time.Second)
 	nb.waitFor("the cell and its output", cellJS(0, `return c.querySelector('.cm-content').textContent === '1 + 1' &&
 		[...out.querySelectorAll('.output-result')].some((r) => r.innerText.trim() === '2');`), 10*time.Second)
+	// The sessions panel: this key's live sessions, refreshed by itself;
+	// one ended from there.
+	other := createSession(t, slow.url)
+	// Memory in use is asked per session while the panel shows: one asked
+	// just before the session ends is answered 404.
+	perr.mu.Lock()
+	perr.expected = append(perr.expected, "/v1/sessions/"+other+"/metrics")
+	perr.mu.Unlock()
+	nb.do("open the sessions panel", chromedp.Click(chromedp.CSS("#sessions-toggle")))
+	row := func(id string) string { return `document.querySelector('#session-list [data-session="` + id + `"]')` }
+	nb.waitFor("both sessions in the panel", row(id)+` && `+row(other)+` && `+row(id)+`.classList.contains('current')`, 15*time.Second)
+	shotTo(t, nb, "notebook-sessions-panel.png")
+	nb.do("end the other session from the panel", chromedp.Click(chromedp.CSS(`#session-list [data-session="`+other+`"] .session-end`)))
+	nb.waitFor("the ended session to leave the panel", `!`+row(other), 15*time.Second)
+	var gone struct{}
+	if st := getJSON(t, slow.url+"/v1/sessions/"+other, &gone); st != http.StatusNotFound {
+		t.Fatalf("the session ended from the panel: GET %d, want 404", st)
+	}
+
+	// Clear outputs, then Restart & run all: the counts start again.
+	nb.do("clear outputs", chromedp.Click(chromedp.CSS("#clear-outputs")))
+	nb.waitFor("no outputs", cellJS(0, `return out.childElementCount === 0 && c.querySelector('.exec-count').textContent === '[ ]';`), 5*time.Second)
+	nb.do("restart and run all", chromedp.Click(chromedp.CSS("#restart-run-all")))
+	nb.waitDone(0, "2 again, as the restarted kernel's first", `[...out.querySelectorAll('.output-result')].some((r) => r.innerText.trim() === '2') &&
+		c.querySelector('.exec-count').textContent === '[1]'`, 60*time.Second)
+
+	// The running cell, brought into view.
+	nb.do("focus cell 1", chromedp.Click(chromedp.CSS(editorSel(1))))
+	nb.next = 1
+	sleeper := nb.run("import time; time.sleep(4)")
+	nb.waitFor("the cell to run", cellJS(sleeper, `return c.dataset.status === 'running';`), 30*time.Second)
+	nb.do("scroll to the running cell", chromedp.Click(chromedp.CSS("#scroll-running")))
+	nb.waitFor("the running cell selected", cellJS(sleeper, `return document.activeElement === c;`), 5*time.Second)
+
+	// The files panel opens a .ipynb of the workspace as the notebook.
+	nb.waitDone(sleeper, "the sleep to end", `true`, 30*time.Second)
+	nb.do("save", press("s", "KeyS", 'S', ctrl))
+	nb.waitFor("the save", `document.querySelector('#message').textContent === 'Saved notebook.ipynb into the workspace'`, 10*time.Second)
+	nb.do("clear outputs", chromedp.Click(chromedp.CSS("#clear-outputs")))
+	nb.waitFor("the notebook in the files panel", `!!document.querySelector('#file-list [data-path="notebook.ipynb"] .file-name')`, 15*time.Second)
+	nb.do("open it from the files panel", chromedp.Click(chromedp.CSS(`#file-list [data-path="notebook.ipynb"] .file-name`)))
+	nb.waitFor("the opened notebook, outputs back", `document.querySelector('#message').textContent.startsWith('Opened notebook.ipynb') && `+
+		cellJS(0, `return [...out.querySelectorAll('.output-result')].some((r) => r.innerText.trim() === '2');`), 10*time.Second)
+
 	exceptions, errs := perr.snapshot()
 	if len(exceptions)+len(errs) > 0 {
 		t.Fatalf("the page reported %q %q", exceptions, errs)
@@ -139,4 +185,43 @@ func nbText(v any) string {
 		return b.String()
 	}
 	return fmt.Sprint(v)
+}
+
+// createSession creates a session with the browser tests' key through the
+// API and returns its id.
+func createSession(t *testing.T, base string) string {
+	t.Helper()
+	req, _ := http.NewRequest("POST", base+"/v1/sessions", strings.NewReader("{}"))
+	req.Header.Set("Authorization", "Bearer "+browserKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var s struct{ ID string }
+	if resp.StatusCode != http.StatusCreated || json.NewDecoder(resp.Body).Decode(&s) != nil || s.ID == "" {
+		t.Fatalf("create a session: %d", resp.StatusCode)
+	}
+	return s.ID
+}
+
+// shotTo saves a screenshot of the page under artifacts/.
+func shotTo(t *testing.T, nb *notebook, name string) {
+	t.Helper()
+	buf, err := chromedp.Run(nb.ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Errorf("screenshot: %v", err)
+		return
+	}
+	dir, err := filepath.Abs(filepath.Join("..", "artifacts"))
+	if err == nil {
+		err = os.MkdirAll(dir, 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, name), buf, 0o644)
+	}
+	if err != nil {
+		t.Errorf("save %s: %v", name, err)
+	}
 }

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -86,7 +89,10 @@ func TestReplicasOnARealCluster(t *testing.T) {
 
 	exec := func(g *replica, id, code string) (execution, int) {
 		var x execution
-		st := api(t, g.base, key, "POST", "/v1/sessions/"+id+"/execute", map[string]any{"code": code}, &x)
+		st, err := apiCall(g.base, key, "POST", "/v1/sessions/"+id+"/execute", map[string]any{"code": code}, &x)
+		if err != nil {
+			t.Errorf("execute in %s through %s: %v", id, g.name, err) // goroutines call it: no Fatal
+		}
 		return x, st
 	}
 
@@ -104,8 +110,8 @@ func TestReplicasOnARealCluster(t *testing.T) {
 			defer func() { <-sem }()
 			g := gws[i%3]
 			var s struct{ ID string }
-			if st := api(t, g.base, key, "POST", "/v1/sessions", nil, &s); st != http.StatusCreated {
-				t.Errorf("create session %d on %s: %d", i, g.name, st)
+			if st, err := apiCall(g.base, key, "POST", "/v1/sessions", nil, &s); err != nil || st != http.StatusCreated {
+				t.Errorf("create session %d on %s: %d %v", i, g.name, st, err)
 				return
 			}
 			ids[i] = s.ID
@@ -295,4 +301,32 @@ func TestReplicasOnARealCluster(t *testing.T) {
 			t.Fatalf("session %d: served by %q, its pod owned by %q", i, served[id], owner)
 		}
 	}
+}
+
+// apiCall is api without the test: one JSON request, its status, and the
+// answer decoded into out (if non-nil); for goroutines, which must not
+// end the test.
+func apiCall(base, key, method, path string, body, out any) (int, error) {
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, base+path, r)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := (&http.Client{Timeout: 5 * time.Minute}).Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if out != nil && len(data) > 0 && resp.StatusCode < 300 {
+		if err := json.Unmarshal(data, out); err != nil {
+			return resp.StatusCode, fmt.Errorf("decode %.200q: %w", data, err)
+		}
+	}
+	return resp.StatusCode, nil
 }

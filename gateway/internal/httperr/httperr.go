@@ -116,10 +116,10 @@ func Of(err error) *Error {
 		return New(http.StatusServiceUnavailable, "shutting_down", "the session or gateway is shutting down")
 	case errors.Is(err, sessions.ErrReplyTooLarge):
 		return New(http.StatusBadGateway, "reply_too_large", "the kernel's reply was larger than glassroom relays (256 KiB on control, 2 MiB on shell)")
+	case errors.Is(err, sessions.ErrElsewhereUnreachable): // before DeadlineExceeded: it may wrap one
+		return New(http.StatusServiceUnavailable, "session_moving", "the gateway replica serving this session cannot be reached now; retry in a few seconds (a replica that died is replaced within its lease)")
 	case errors.Is(err, context.DeadlineExceeded):
 		return New(http.StatusGatewayTimeout, "kernel_timeout", "the kernel did not answer in time")
-	case errors.Is(err, sessions.ErrElsewhereUnreachable):
-		return New(http.StatusServiceUnavailable, "session_moving", "the gateway replica serving this session cannot be reached now; retry in a few seconds (a replica that died is replaced within its lease)")
 	case errors.Is(err, sessions.ErrUnavailable):
 		return New(http.StatusServiceUnavailable, "runtime_unavailable", "could not start a kernel now; the gateway log has the cause")
 	}

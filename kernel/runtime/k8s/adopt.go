@@ -262,8 +262,8 @@ func (r *Runtime) orphan(ctx context.Context, a Adoptable) (sandbox.Orphan, erro
 // back as an Orphan, to adopt at once: a killed replica's sessions move as
 // soon as a client asks for them. A pod being deleted, or one that is not
 // running without a live owner, is ErrNotLocated.
-func (r *Runtime) Locate(ctx context.Context, id string) (sandbox.Location, error) {
-	if !sandbox.IDPattern.MatchString(id) {
+func (r *Runtime) Locate(ctx context.Context, id, tenant string) (sandbox.Location, error) {
+	if !sandbox.IDPattern.MatchString(id) || tenant == "" {
 		return sandbox.Location{}, sandbox.ErrNotLocated
 	}
 	cctx, cancel := r.callCtx(ctx)
@@ -275,10 +275,10 @@ func (r *Runtime) Locate(ctx context.Context, id string) (sandbox.Location, erro
 	if err != nil {
 		return sandbox.Location{}, fmt.Errorf("k8s: locate %s: %w", id, err)
 	}
-	if pod.Labels[LabelSession] != id || pod.DeletionTimestamp != nil {
+	if pod.Labels[LabelSession] != id || pod.DeletionTimestamp != nil || pod.Labels[LabelTenant] != tenant {
 		return sandbox.Location{}, fmt.Errorf("%w: %s", sandbox.ErrNotLocated, id)
 	}
-	loc := sandbox.Location{Tenant: pod.Labels[LabelTenant], Owner: pod.Labels[LabelInstance]}
+	loc := sandbox.Location{Tenant: tenant, Owner: pod.Labels[LabelInstance]}
 	if loc.Owner == r.cfg.Instance && r.live.Has(id) {
 		loc.Here = true
 		return loc, nil
@@ -292,7 +292,11 @@ func (r *Runtime) Locate(ctx context.Context, id string) (sandbox.Location, erro
 		}
 		if err == nil {
 			if holder, alive := leaseAlive(l, time.Now()); alive && holder == loc.Owner {
-				loc.URL = l.Annotations[AnnotationURL]
+				// Only an address as this replica would advertise one: the
+				// client's credentials go there.
+				if u := l.Annotations[AnnotationURL]; validAdvertiseURL(u) {
+					loc.URL = u
+				}
 				return loc, nil
 			}
 		}

@@ -211,16 +211,24 @@ func (c Config) Validate() error {
 	if c.AgentCPU < 0 || c.AgentMemoryMB < 16 || c.TmpMB < 1 || c.ShmMB < 1 {
 		return errors.New("k8s: config: agent or tmpfs resources too small")
 	}
-	if c.CallTimeout < 0 || c.DeleteGrace < 0 || c.ReconcileInterval <= 0 || c.RenewInterval <= 0 || c.LeaseDuration <= c.RenewInterval || c.OrphanGrace < 0 || c.MaxLifetime <= 0 {
-		return errors.New("k8s: config: bad durations (the lease must outlast the renewal interval)")
+	if c.CallTimeout < 0 || c.DeleteGrace < 0 || c.ReconcileInterval <= 0 || c.RenewInterval <= 0 || c.LeaseDuration < time.Second ||
+		2*c.RenewInterval > c.LeaseDuration || c.LeaseDuration%time.Second != 0 || c.OrphanGrace < 0 || c.MaxLifetime <= 0 {
+		return errors.New("k8s: config: bad durations (the lease lasts whole seconds, at least one, and at least two renewal intervals)")
 	}
 	if c.CPURequestRatio < 0 || c.CPURequestRatio > 1 {
 		return fmt.Errorf("k8s: config: CPU request ratio %g (want 0 to 1)", c.CPURequestRatio)
 	}
-	if c.AdvertiseURL != "" {
-		if u, err := url.Parse(c.AdvertiseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
-			return fmt.Errorf("k8s: config: advertise URL %q (want http(s)://host:port)", c.AdvertiseURL)
-		}
+	if c.AdvertiseURL != "" && !validAdvertiseURL(c.AdvertiseURL) {
+		return fmt.Errorf("k8s: config: advertise URL %q (want http(s)://host:port)", c.AdvertiseURL)
 	}
 	return nil
+}
+
+// validAdvertiseURL reports whether s is an address a replica may
+// advertise: http(s)://host[:port], nothing more (no user, path, query or
+// fragment).
+func validAdvertiseURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil &&
+		(u.Path == "" || u.Path == "/") && u.RawQuery == "" && u.Fragment == "" && u.Opaque == ""
 }

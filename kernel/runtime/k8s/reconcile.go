@@ -25,7 +25,8 @@ func (r *Runtime) renewLease(ctx context.Context) error {
 	now := metav1.NewMicroTime(time.Now())
 	secs := int32(r.cfg.LeaseDuration / time.Second)
 	holder := r.cfg.Instance
-	cctx, cancel := r.callCtx(ctx)
+	// A renewal that takes longer than the interval is too late anyway.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(r.cfg.CallTimeout, r.cfg.RenewInterval))
 	defer cancel()
 	var annotations map[string]string
 	if r.cfg.AdvertiseURL != "" {
@@ -55,9 +56,11 @@ func (r *Runtime) renewLease(ctx context.Context) error {
 
 var errLease = errors.New("k8s: lease")
 
-// ReleaseLease deletes this gateway's Lease, so other gateways may adopt
-// its sessions at once (call it after detaching them, at shutdown).
+// ReleaseLease stops renewing this gateway's Lease and deletes it, so
+// other gateways may adopt its sessions at once (call it after detaching
+// them, at shutdown).
 func (r *Runtime) ReleaseLease(ctx context.Context) error {
+	r.endRenewal()
 	cctx, cancel := r.callCtx(ctx)
 	defer cancel()
 	err := r.cs.CoordinationV1().Leases(r.cfg.Namespace).Delete(cctx, LeasePrefix+r.cfg.Instance, metav1.DeleteOptions{})

@@ -15,7 +15,6 @@ import (
 	"github.com/glassroom/glassroom/workspace"
 	"github.com/glassroom/glassroom/workspace/remote"
 	"github.com/rs/zerolog"
-	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,6 +33,12 @@ type Runtime struct {
 	mu          sync.Mutex
 	live        sandbox.LiveSet      // sessions with a sandbox here, including ones starting
 	orphanSince map[string]time.Time // reconcile: when a pod was first seen without a live gateway
+
+	// The Lease's renewal: from New to Close (or ReleaseLease), so that it
+	// runs while the gateway restores and adopts, before Run.
+	stopRenewal context.CancelFunc
+	renewalDone chan struct{}
+	stopOnce    sync.Once
 }
 
 // NewClientset connects to the cluster: in-cluster (the pod's service
@@ -91,10 +96,29 @@ func New(ctx context.Context, cfg Config, cs kubernetes.Interface, log zerolog.L
 	if err := r.renewLease(ctx); err != nil {
 		return nil, err
 	}
+	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	r.stopRenewal, r.renewalDone = stop, make(chan struct{})
+	go func() { // renews the Lease until Close or ReleaseLease; they wait for it
+		defer close(r.renewalDone)
+		_ = sandbox.Every(rctx, cfg.RenewInterval, func(ctx context.Context) {
+			if err := r.renewLease(ctx); err != nil {
+				r.log.Warn().Err(err).Msg("lease renewal failed")
+			}
+		})
+	}()
 	if err := r.Reconcile(ctx); err != nil {
 		r.log.Warn().Err(err).Msg("reconcile failed")
 	}
 	return r, nil
+}
+
+// endRenewal stops renewing the Lease and waits for the renewal loop; it
+// may be called more than once.
+func (r *Runtime) endRenewal() {
+	r.stopOnce.Do(func() {
+		r.stopRenewal()
+		<-r.renewalDone
+	})
 }
 
 // Name returns "k8s".
@@ -103,31 +127,25 @@ func (r *Runtime) Name() string { return "k8s" }
 // Instance returns this gateway's name in labels and its Lease.
 func (r *Runtime) Instance() string { return r.cfg.Instance }
 
-// Close releases nothing today (each sandbox holds its own connections
-// to its agent and closes them). Sandboxes must be closed (or detached)
-// first.
-func (r *Runtime) Close() error { return nil }
+// Close stops renewing this gateway's Lease (it expires after
+// LeaseDuration, unless ReleaseLease deleted it) and waits for the
+// renewal loop. Each sandbox holds its own connections to its agent and
+// closes them; sandboxes must be closed (or detached) first. Close may be
+// called more than once.
+func (r *Runtime) Close() error {
+	r.endRenewal()
+	return nil
+}
 
-// Run renews this gateway's Lease every RenewInterval and reconciles
-// every ReconcileInterval, in two loops (a slow reconcile never delays a
-// renewal), until ctx ends; it returns once both have stopped.
+// Run reconciles every ReconcileInterval until ctx ends. The Lease is
+// renewed by a loop of its own, from New to Close: a slow reconcile, or a
+// long restore before Run, never delays a renewal.
 func (r *Runtime) Run(ctx context.Context) error {
-	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		return sandbox.Every(ctx, r.cfg.RenewInterval, func(ctx context.Context) {
-			if err := r.renewLease(ctx); err != nil {
-				r.log.Warn().Err(err).Msg("lease renewal failed")
-			}
-		})
+	return sandbox.Every(ctx, r.cfg.ReconcileInterval, func(ctx context.Context) {
+		if err := r.Reconcile(ctx); err != nil {
+			r.log.Warn().Err(err).Msg("reconcile failed")
+		}
 	})
-	g.Go(func() error {
-		return sandbox.Every(ctx, r.cfg.ReconcileInterval, func(ctx context.Context) {
-			if err := r.Reconcile(ctx); err != nil {
-				r.log.Warn().Err(err).Msg("reconcile failed")
-			}
-		})
-	})
-	return g.Wait()
 }
 
 func randomHex(n int) string {

@@ -156,6 +156,7 @@ func TestSessionsLocatedAcrossGateways(t *testing.T) {
 	// stay open, as a dead process's would until the kernel notices).
 	killA()
 	<-doneA
+	rtA.Close() // its Lease is renewed no more
 	time.Sleep(cfgA.LeaseDuration + 500*time.Millisecond)
 	var wg sync.WaitGroup
 	got := make([]*sessions.Session, 4)

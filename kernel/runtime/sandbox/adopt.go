@@ -76,10 +76,11 @@ type OrphanFinder interface {
 // gateways serve at once (Kubernetes: replicas of one Deployment): it says
 // who serves a sandbox, so that any gateway can answer for any session.
 type Locator interface {
-	// Locate says where sandbox id is served; ErrNotLocated when the
-	// runtime knows no such sandbox. It makes API calls: ctx bounds them.
-	// Safe for concurrent use.
-	Locate(ctx context.Context, id string) (Location, error)
+	// Locate says where sandbox id of tenant is served; ErrNotLocated
+	// when the runtime knows no such sandbox, or it is another tenant's
+	// (told before anything of it is read). It makes API calls: ctx
+	// bounds them. Safe for concurrent use.
+	Locate(ctx context.Context, id, tenant string) (Location, error)
 }
 
 // ErrNotLocated is returned when the runtime knows no sandbox of that id.

@@ -592,6 +592,30 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, on
     next.el.root.scrollIntoView({ block: 'nearest' });
   }
 
+  // clearAllOutputs empties every cell's outputs, counts and times (the
+  // kernel keeps its state).
+  function clearAllOutputs() {
+    for (const c of store.cells) {
+      if (c.type !== 'code' || c.status === 'running' || c.status === 'queued') continue;
+      outputs.clear(c);
+      c.executionCount = null;
+      c.lastDuration = null;
+      c.lastStatus = null;
+      renderStatus(c);
+    }
+    onChange();
+  }
+
+  // scrollToRunning brings the running cell (else the first queued one)
+  // into view and selects it; false when no cell is busy.
+  function scrollToRunning() {
+    const c = store.cells.find((x) => x.status === 'running') || store.cells.find((x) => x.status === 'queued');
+    if (!c) return false;
+    c.el.root.scrollIntoView({ block: 'center' });
+    select(c);
+    return true;
+  }
+
   // runWaiting runs the cells that waited for the kernel (a session is
   // open now).
   function runWaiting() {
@@ -874,6 +898,8 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, on
     runAll,
     runWaiting,
     abandonWaiting,
+    clearAllOutputs,
+    scrollToRunning,
     abandonRuns,
     setLanguage,
     renderPrompts,

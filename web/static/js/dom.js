@@ -34,6 +34,18 @@
  * @property {HTMLButtonElement} add-cell
  * @property {HTMLButtonElement} add-cell-bottom
  * @property {HTMLButtonElement} run-all
+ * @property {HTMLButtonElement} sessions-toggle
+ * @property {HTMLElement} tab-bar
+ * @property {HTMLElement} launcher
+ * @property {HTMLDivElement} launcher-kernels
+ * @property {HTMLButtonElement} launcher-close
+ * @property {HTMLButtonElement} launch-terminal
+ * @property {HTMLButtonElement} launch-upload
+ * @property {HTMLElement} sessions-panel
+ * @property {HTMLDivElement} session-list
+ * @property {HTMLButtonElement} restart-run-all
+ * @property {HTMLButtonElement} clear-outputs
+ * @property {HTMLButtonElement} scroll-running
  * @property {HTMLSelectElement} language-select
  * @property {HTMLButtonElement} save-ipynb
  * @property {HTMLInputElement} open-ipynb

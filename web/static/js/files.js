@@ -21,8 +21,9 @@ import { basename, encPath, fmtSize } from './text.js';
  * @param {Store} deps.store
  * @param {Request} deps.request
  * @param {Msg} deps.msg
+ * @param {((path: string) => void) | null} [deps.openNotebook] opens a .ipynb of the workspace as the notebook
  */
-export function createFiles({ store, request, msg }) {
+export function createFiles({ store, request, msg, openNotebook = null }) {
   let dir = ''; // the folder shown, relative to the workspace
   let req = 0; // bumped per listing; late answers to older ones are dropped
   let timer = 0;
@@ -100,21 +101,32 @@ export function createFiles({ store, request, msg }) {
       const row = el('div', 'file-entry' + (isDir ? ' dir' : ''));
       row.dataset.path = path;
       row.dataset.type = isDir ? 'dir' : 'file';
+      const notebook = !isDir && !!openNotebook && /\.ipynb$/i.test(path);
       const link = el('a', 'file-name', (ent.name || basename(path)) + (isDir ? '/' : ''));
       link.href = isDir ? '#' : fileUrl(session, path);
-      link.title = isDir ? 'Open folder ' + path : 'Download ' + path;
-      if (!isDir) link.setAttribute('download', basename(path));
+      link.title = isDir ? 'Open folder ' + path : notebook ? 'Open ' + path + ' as the notebook' : 'Download ' + path;
+      if (!isDir && !notebook) link.setAttribute('download', basename(path));
       link.addEventListener('click', (e) => {
         e.preventDefault();
         if (isDir) {
           dir = path.replace(/\/+$/, '');
           refresh();
+        } else if (notebook && openNotebook) {
+          openNotebook(path);
         } else {
           download(path);
         }
       });
       row.appendChild(link);
       row.appendChild(el('span', 'file-size', isDir ? '' : fmtSize(ent.size)));
+      if (notebook) {
+        const get = el('button', 'file-download', '\u2913');
+        get.type = 'button';
+        get.title = 'Download ' + path;
+        get.setAttribute('aria-label', 'Download ' + path);
+        get.addEventListener('click', () => download(path));
+        row.appendChild(get);
+      }
       const del = el('button', 'file-delete', '\u2715');
       del.type = 'button';
       del.title = 'Delete ' + path;

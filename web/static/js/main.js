@@ -15,8 +15,10 @@ import { createNotebook } from './notebook.js';
 import { createOutputs } from './outputs.js';
 import { createHelp } from './pager.js';
 import { createSessions } from './session.js';
+import { createSessionList } from './sessionlist.js';
 import { LS_LAST_SESSION, lsGet } from './storage.js';
 import { createStore } from './store.js';
+import { createTabs } from './tabs.js';
 import { createTerminal } from './terminal.js';
 import { encPath } from './text.js';
 import { createWidgets } from './widgets.js';
@@ -121,7 +123,7 @@ function start() {
     }
   });
   notebook = createNotebook({ store, cells, kernels, msg, request });
-  files = createFiles({ store, request, msg });
+  files = createFiles({ store, request, msg, openNotebook: (path) => notebook.openFromWorkspace(path) });
   const terminal = createTerminal({
     store,
     msg,
@@ -129,7 +131,10 @@ function start() {
   });
   conn = createConnection({
     store,
-    onSnapshot: (ev) => sessions.setKernelState(ev.state, null),
+    onSnapshot: (ev) => {
+      sessions.setKernelState(ev.state, null);
+      tabs.render();
+    },
     onEvent: dispatch,
     onOpen: () => {
       sessions.renderKernelStatus();
@@ -156,6 +161,8 @@ function start() {
       cells.refreshMarkdown();
       terminal.sessionChanged();
       cells.runWaiting();
+      sessionList.refresh();
+      tabs.sessionOpened();
     },
     onClosed: () => {
       widgets.kernelGone(null);
@@ -168,12 +175,39 @@ function start() {
     onKernelDead: (note, context) => cells.abandonRuns(note, sessions.inContext(context))
   });
 
+  const tabs = createTabs({
+    store,
+    request,
+    msg,
+    cells,
+    kernels,
+    notebook,
+    sessions: () => sessions,
+    terminal: () => terminal.toggle(),
+    upload: () => $('file-input').click()
+  });
+  const sessionList = createSessionList({
+    store,
+    request,
+    msg,
+    open: (id) => sessions.reopen(id),
+    endCurrent: () => endSession()
+  });
+
+  // endSession ends the page's session, asking first when the notebook has
+  // changes not saved into the workspace.
+  function endSession() {
+    if (notebook.isDirty() && !confirm('The notebook has changes not saved into the workspace. End the session anyway?')) return;
+    sessions.end();
+  }
+
   // dispatch routes one WebSocket event (after the snapshot, deduplicated).
   /** @param {ServerEvent} ev */
   function dispatch(ev) {
     switch (ev.type) {
       case 'kernel':
         sessions.setKernelState(ev.state, ev.reason, ev.context);
+        tabs.render();
         // A kernel that restarts or dies takes its comms along.
         if (ev.state === 'restarting' || ev.state === 'dead') widgets.kernelGone(typeof ev.context === 'string' && ev.context ? ev.context : 'default');
         if (ev.state === 'busy') cells.onKernelBusy(sessions.inContext(typeof ev.context === 'string' && ev.context ? ev.context : 'default'));
@@ -232,16 +266,27 @@ function start() {
     $('reopen-last').addEventListener('click', () => {
       sessions.reopen($('reopen-last').dataset.sessionId || lsGet(LS_LAST_SESSION));
     });
-    $('end-session').addEventListener('click', () => {
-      if (notebook.isDirty() && !confirm('The notebook has changes not saved into the workspace. End the session anyway?')) return;
-      sessions.end();
-    });
+    $('end-session').addEventListener('click', endSession);
+    $('sessions-toggle').addEventListener('click', () => sessionList.toggle());
     $('interrupt-btn').addEventListener('click', () => sessions.interrupt());
     $('restart-btn').addEventListener('click', () => sessions.restart());
     const addAtEnd = () => cells.insert(store.cells.length).editor.focus();
     $('add-cell').addEventListener('click', addAtEnd);
     $('add-cell-bottom').addEventListener('click', addAtEnd);
     $('run-all').addEventListener('click', () => cells.runAll());
+    $('restart-run-all').addEventListener('click', () => {
+      if (!store.session) {
+        cells.runAll(); // says what is missing, or waits for the starting kernel
+        return;
+      }
+      sessions.restart().then((r) => {
+        if (r !== 'failed') cells.runAll();
+      });
+    });
+    $('clear-outputs').addEventListener('click', () => cells.clearAllOutputs());
+    $('scroll-running').addEventListener('click', () => {
+      if (!cells.scrollToRunning()) msg('No cell is running');
+    });
     $('save-ipynb').addEventListener('click', () => notebook.saveIpynb());
     const openInput = $('open-ipynb');
     openInput.addEventListener('change', () => {
@@ -273,6 +318,8 @@ function start() {
 
   sessions.initToken();
   bindUI();
+  tabs.bind();
+  tabs.init(); // the live tab's notebook is the one restored below
   if (!notebook.restore()) cells.insert(0);
   kernels.render();
   kernels.load();
@@ -288,7 +335,7 @@ function start() {
   window.glassroomReady = true;
 
   function readyOnOpen() {
-    sessions.autoOpen().then(() => {
+    sessions.autoOpen({ last: tabs.activeSession() }).then(() => {
       if (!store.session) cells.abandonWaiting();
     });
   }

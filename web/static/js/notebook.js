@@ -6,10 +6,11 @@
 import { sessionPath } from './api.js';
 import { saveBlob } from './dom.js';
 import { fromNotebook, toNotebook } from './nbformat.js';
-import { LS_NOTEBOOK, lsGet, lsSet } from './storage.js';
+import { LS_NOTEBOOK, LS_NOTEBOOK_PATH, lsGet, lsSet } from './storage.js';
 import { encPath } from './text.js';
 
-// WORKSPACE_FILE is where the notebook is kept in its session's workspace.
+// WORKSPACE_FILE is where a new notebook is kept in its session's
+// workspace; one opened from the workspace is saved back to its own file.
 export const WORKSPACE_FILE = 'notebook.ipynb';
 const AUTOSAVE_MS = 5000;
 
@@ -39,6 +40,19 @@ export function createNotebook({ store, cells, kernels, msg, request }) {
   let saveTimer = 0;
   let workspaceTimer = 0;
   let dirty = false; // changed since the last save into the workspace
+  let cacheKey = LS_NOTEBOOK; // where local storage keeps it (one key per tab)
+  let filePath = lsGet(LS_NOTEBOOK_PATH) || WORKSPACE_FILE; // where it is saved in the workspace
+
+  // useCache makes key the notebook's place in local storage (another tab's
+  // notebook); the file in the workspace is the new one's default.
+  /** @param {string} key */
+  function useCache(key) {
+    clearTimeout(saveTimer);
+    clearTimeout(workspaceTimer);
+    dirty = false;
+    cacheKey = key;
+    filePath = lsGet(key === LS_NOTEBOOK ? LS_NOTEBOOK_PATH : key + '.path') || WORKSPACE_FILE;
+  }
 
   // scheduleSave stores the notebook locally once edits settle, and into
   // the session's workspace (autosave) a little later.
@@ -50,7 +64,7 @@ export function createNotebook({ store, cells, kernels, msg, request }) {
     if (store.session) workspaceTimer = setTimeout(() => saveToWorkspace(true), AUTOSAVE_MS);
   }
 
-  // saveToWorkspace writes the notebook as WORKSPACE_FILE into the open
+  // saveToWorkspace writes the notebook to its file (filePath) in the open
   // session's workspace (Ctrl+S; quietly when auto). The workspace is the
   // store: local storage is a cache of it.
   /** @param {boolean} [auto] */
@@ -65,14 +79,38 @@ export function createNotebook({ store, cells, kernels, msg, request }) {
     const nb = toNotebook(cells.snapshot(), true, kernels.metadata());
     const blob = new Blob([JSON.stringify(nb, null, 1) + '\n'], { type: 'application/x-ipynb+json' });
     dirty = false;
-    return request('PUT', sessionPath(s.id, '/files/' + encPath(WORKSPACE_FILE)), { blob })
+    const target = filePath;
+    return request('PUT', sessionPath(s.id, '/files/' + encPath(target)), { blob })
       .then(() => {
-        if (!auto) msg('Saved ' + WORKSPACE_FILE + ' into the workspace');
+        if (!auto) msg('Saved ' + target + ' into the workspace');
       })
       .catch((e) => {
         dirty = true;
-        msg('Could not save ' + WORKSPACE_FILE + ': ' + e.message, 'error');
+        msg('Could not save ' + target + ': ' + e.message, 'error');
       });
+  }
+
+  // openFromWorkspace opens a .ipynb of the session's workspace as the
+  // notebook (its cells and outputs); Ctrl+S then saves it back there.
+  /** @param {string} path */
+  function openFromWorkspace(path) {
+    const s = store.session;
+    if (!s) return Promise.resolve();
+    return request('GET', sessionPath(s.id, '/files/' + encPath(path)), { raw: true })
+      .then((/** @type {Response} */ resp) => resp.text())
+      .then((text) => {
+        const nb = JSON.parse(text);
+        const specs = fromNotebook(nb);
+        const note = kernels.fromNotebook(nb);
+        cells.replaceAll(specs);
+        if (!store.cells.length) cells.insert(0);
+        filePath = path;
+        lsSet(cacheKey === LS_NOTEBOOK ? LS_NOTEBOOK_PATH : cacheKey + '.path', path);
+        saveNow();
+        dirty = false;
+        msg('Opened ' + path + ' (' + store.cells.length + ' cells)' + (note ? '. ' + note : ''), note ? 'error' : 'info');
+      })
+      .catch((e) => msg('Could not open ' + path + ': ' + e.message, 'error'));
   }
 
   // isDirty reports changes not yet in the workspace.
@@ -81,15 +119,15 @@ export function createNotebook({ store, cells, kernels, msg, request }) {
   function saveNow() {
     clearTimeout(saveTimer);
     const meta = kernels.metadata();
-    if (!lsSet(LS_NOTEBOOK, JSON.stringify(toNotebook(cells.snapshot(), true, meta)))) {
+    if (!lsSet(cacheKey, JSON.stringify(toNotebook(cells.snapshot(), true, meta)))) {
       // Probably over quota: keep at least the code.
-      lsSet(LS_NOTEBOOK, JSON.stringify(toNotebook(cells.snapshot(), false, meta)));
+      lsSet(cacheKey, JSON.stringify(toNotebook(cells.snapshot(), false, meta)));
     }
   }
 
   // restore loads the locally stored notebook; false when there is none.
   function restore() {
-    const raw = lsGet(LS_NOTEBOOK);
+    const raw = lsGet(cacheKey);
     if (!raw) return false;
     try {
       const nb = JSON.parse(raw);
@@ -125,5 +163,5 @@ export function createNotebook({ store, cells, kernels, msg, request }) {
       .catch((e) => msg('Could not open ' + file.name + ': ' + e.message, 'error'));
   }
 
-  return { scheduleSave, saveNow, saveToWorkspace, isDirty, restore, saveIpynb, openIpynb };
+  return { scheduleSave, saveNow, saveToWorkspace, openFromWorkspace, isDirty, restore, saveIpynb, openIpynb, useCache };
 }

@@ -192,10 +192,14 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
   // gateway still has it, else a new one (from the warm pool when there is
   // one). Cells run meanwhile wait for it (cells.js). It resolves when done,
   // whatever the outcome.
-  function autoOpen() {
+  // opts.last names the session to come back to (default: the browser's
+  // last); opts.fresh skips it (a new notebook's own session).
+  /** @param {{last?: string | null, fresh?: boolean}} [opts] */
+  function autoOpen(opts) {
     if (!store.token || store.session || starting) return starting || Promise.resolve();
     const g = ++autoGen;
-    const last = lsGet(LS_LAST_SESSION);
+    const o = opts || {};
+    const last = o.fresh ? null : o.last !== undefined ? o.last : lsGet(LS_LAST_SESSION);
     // The list, not GET on the session: a session that expired (or is
     // another key's) is not an error to report.
     const reuse = last
@@ -235,6 +239,16 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
   // session being created): a cell run now waits for it.
   const isStarting = () => !!starting || creating > 0;
   let creating = 0;
+
+  // switchTo leaves the open session running and serves another notebook's:
+  // its session id (reopened when the gateway still lists it, else a new
+  // one), or a new session when id is null.
+  /** @param {string | null} id */
+  function switchTo(id) {
+    cancelAuto();
+    if (store.session) close();
+    return autoOpen(id ? { last: id } : { fresh: true });
+  }
 
   // cancelAuto makes a pending autoOpen give way to what the user does.
   function cancelAuto() {
@@ -592,20 +606,30 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
   }
 
   // restart restarts the kernel of the notebook's language.
+  // restart restarts the notebook language's kernel. It resolves to
+  // 'restarted', 'not started' (that kernel starts with its first cell:
+  // nothing to restart), or 'failed' (said).
+  /** @returns {Promise<'restarted' | 'not started' | 'failed'>} */
   function restart() {
-    if (!store.session) return;
+    if (!store.session) return Promise.resolve('failed');
     const ctx = notebookContext();
     const name = kernelOf(store.language, store.kernels).display_name;
     if (!ctx) {
       msg('The ' + name + ' kernel has not started: it starts when a cell runs');
-      return;
+      return Promise.resolve('not started');
     }
     const btn = $('restart-btn');
     btn.disabled = true;
-    request('POST', path(ctx === FIRST ? '/restart' : '/contexts/' + encodeURIComponent(ctx) + '/restart'))
-      .then(() => msg(name + ' kernel restarted'))
-      .catch((e) => msg('Restart failed: ' + e.message, 'error'))
+    return request('POST', path(ctx === FIRST ? '/restart' : '/contexts/' + encodeURIComponent(ctx) + '/restart'))
       .then(() => {
+        msg(name + ' kernel restarted');
+        return /** @type {const} */ ('restarted');
+      })
+      .catch((e) => {
+        msg('Restart failed: ' + e.message, 'error');
+        return /** @type {const} */ ('failed');
+      })
+      .finally(() => {
         btn.disabled = !store.session;
       });
   }
@@ -616,6 +640,7 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
     answerOffer,
     autoOpen,
     isStarting,
+    switchTo,
     create,
     reopen,
     end,

@@ -4,6 +4,7 @@
 export const LS_TOKEN = 'glassroom.token';
 export const LS_LAST_SESSION = 'glassroom.lastSession';
 export const LS_NOTEBOOK = 'glassroom.notebook';
+export const LS_NOTEBOOK_PATH = 'glassroom.notebookPath'; // the notebook's file in the workspace
 
 /**
  * @param {string} k

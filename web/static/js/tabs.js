@@ -1,0 +1,317 @@
+// @ts-check
+// Several notebooks at once: tabs, each a notebook of its own (cached in
+// local storage under its own key) with a session of its own, and the
+// launcher that opens new ones. One tab is live at a time: switching saves
+// the notebook and its session's id, and brings the other's back (its
+// session reopened, or a new one). A tab whose cells run cannot be left
+// (their output would have no cell to go to).
+
+import { $, clear, el } from './dom.js';
+import { kernelOf } from './languages.js';
+import { LS_LAST_SESSION, LS_NOTEBOOK, lsDel, lsGet, lsSet } from './storage.js';
+
+/**
+ * @import { Request } from './api.js'
+ * @import { Cells } from './cells.js'
+ * @import { Msg } from './dom.js'
+ * @import { Kernels } from './kernels.js'
+ * @import { Notebook } from './notebook.js'
+ * @import { Sessions } from './session.js'
+ * @import { Store } from './store.js'
+ */
+
+/** @typedef {ReturnType<typeof createTabs>} Tabs */
+
+/**
+ * @typedef {object} Tab
+ * @property {string} id
+ * @property {string} title
+ * @property {string | null} sessionId its session, once it had one
+ * @property {string} language the notebook's language when it was made
+ */
+
+const LS_TABS = 'glassroom.tabs';
+const STATES_MS = 5000;
+
+// createTabs returns the tab bar and the launcher. deps: store, request,
+// msg, cells, kernels, notebook, sessions, and the launcher's other
+// doors: terminal() and upload().
+/**
+ * @param {object} deps
+ * @param {Store} deps.store
+ * @param {Request} deps.request
+ * @param {Msg} deps.msg
+ * @param {Cells} deps.cells
+ * @param {Kernels} deps.kernels
+ * @param {Notebook} deps.notebook
+ * @param {() => Sessions} deps.sessions
+ * @param {() => void} deps.terminal
+ * @param {() => void} deps.upload
+ */
+export function createTabs({ store, request, msg, cells, kernels, notebook, sessions, terminal, upload }) {
+  /** @type {Tab[]} */
+  let tabs = [];
+  let active = '';
+  let seq = 0;
+  /** @type {Map<string, string>} session id -> state, from the list */
+  let states = new Map();
+
+  // cacheKey is where a tab's notebook is kept: the first tab's is the
+  // page's old single notebook, so it survives the upgrade.
+  /** @param {string} id */
+  const cacheKey = (id) => (id === 't1' ? LS_NOTEBOOK : LS_NOTEBOOK + '.' + id);
+
+  function persist() {
+    lsSet(LS_TABS, JSON.stringify({ active, seq, tabs }));
+  }
+
+  // init reads the tabs (a first visit has one, over the page's notebook)
+  // and makes the active one the notebook's place; the caller restores it.
+  function init() {
+    try {
+      const saved = JSON.parse(lsGet(LS_TABS) || 'null');
+      if (saved && Array.isArray(saved.tabs) && saved.tabs.length) {
+        tabs = saved.tabs
+          .filter((/** @type {any} */ t) => t && typeof t.id === 'string' && /^t[0-9]+$/.test(t.id))
+          .map((/** @type {any} */ t) => ({
+            id: t.id,
+            title: String(t.title || 'Notebook').slice(0, 40),
+            sessionId: typeof t.sessionId === 'string' ? t.sessionId : null,
+            language: typeof t.language === 'string' ? t.language : store.language
+          }));
+        seq = Number(saved.seq) || tabs.length;
+        active = tabs.some((t) => t.id === saved.active) ? saved.active : tabs[0].id;
+      }
+    } catch (_) {
+      tabs = [];
+    }
+    if (!tabs.length) {
+      seq = 1;
+      tabs = [{ id: 't1', title: 'Notebook 1', sessionId: lsGet(LS_LAST_SESSION), language: store.language }];
+      active = 't1';
+    }
+    notebook.useCache(cacheKey(active));
+    persist();
+    render();
+    setInterval(refreshStates, STATES_MS);
+  }
+
+  const current = () => /** @type {Tab} */ (tabs.find((t) => t.id === active));
+
+  // activeSession is the session the active tab had (to reopen).
+  const activeSession = () => current().sessionId;
+
+  // sessionOpened records the session the active tab now has.
+  function sessionOpened() {
+    if (!store.session) return;
+    current().sessionId = store.session.id;
+    persist();
+    render();
+  }
+
+  const busy = () => store.cells.some((c) => c.status === 'running' || c.status === 'queued');
+
+  // leave saves the live tab before another takes the page; false when it
+  // must stay (its cells run).
+  function leave() {
+    if (busy()) {
+      msg('A cell of this notebook is running: wait for it, or interrupt it, before switching', 'error');
+      return false;
+    }
+    notebook.saveNow();
+    if (store.session) current().sessionId = store.session.id;
+    return true;
+  }
+
+  /** @param {string} id */
+  function switchTo(id) {
+    if (id === active || !tabs.some((t) => t.id === id) || !leave()) return;
+    activate(id);
+  }
+
+  // activate makes tab id the live one (the previous one was left).
+  /** @param {string} id */
+  function activate(id) {
+    active = id;
+    const tab = current();
+    notebook.useCache(cacheKey(id));
+    if (!notebook.restore()) {
+      cells.replaceAll([]);
+      cells.insert(0);
+      kernels.choose(tab.language);
+    }
+    persist();
+    render();
+    refreshStates();
+    sessions().switchTo(tab.sessionId);
+    if (store.cells[0]) cells.edit(store.cells[0]);
+  }
+
+  // open makes a new tab: a blank notebook in kernel name, with a session
+  // of its own (started now).
+  /** @param {string} name */
+  function open(name) {
+    if (!leave()) return;
+    closeLauncher();
+    seq++;
+    const id = 't' + seq;
+    const display = kernelOf(name, store.kernels).display_name;
+    tabs.push({ id, title: display + ' #' + seq, sessionId: null, language: name });
+    active = id;
+    notebook.useCache(cacheKey(id));
+    lsDel(cacheKey(id));
+    cells.replaceAll([]);
+    kernels.choose(name);
+    cells.insert(0);
+    persist();
+    render();
+    refreshStates();
+    sessions().switchTo(null);
+    if (store.cells[0]) cells.edit(store.cells[0]);
+  }
+
+  // close drops a tab from the page; its session runs on (the sessions
+  // panel lists it) until its idle timeout.
+  /** @param {string} id */
+  function closeTab(id) {
+    if (tabs.length < 2) return;
+    if (id === active) {
+      const other = tabs.find((t) => t.id !== id);
+      if (!other) return;
+      if (!leave()) return;
+      tabs = tabs.filter((t) => t.id !== id);
+      lsDel(cacheKey(id));
+      activate(other.id);
+      return;
+    }
+    tabs = tabs.filter((t) => t.id !== id);
+    lsDel(cacheKey(id));
+    persist();
+    render();
+  }
+
+  // refreshStates learns the other tabs' kernel states from the list.
+  function refreshStates() {
+    if (!store.token || tabs.length < 2) return;
+    request('GET', '/v1/sessions?limit=100')
+      .then((page) => {
+        /** @type {Map<string, string>} */
+        const m = new Map();
+        for (const s of page && Array.isArray(page.sessions) ? page.sessions : []) {
+          if (s && typeof s.id === 'string') m.set(s.id, s.paused ? 'paused' : String(s.state || 'idle'));
+        }
+        states = m;
+        render();
+      })
+      .catch(() => {});
+  }
+
+  let shape = ''; // the tabs the bar was built for: rebuilt only when they change
+
+  /** @param {Tab} t */
+  function stateOf(t) {
+    if (t.id === active) return $('kernel-status').dataset.state || '';
+    if (!t.sessionId) return 'no session';
+    return states.get(t.sessionId) || (states.size ? 'ended' : '');
+  }
+
+  // render draws the tab bar. The buttons stay while the tabs do (only
+  // their states change), so that a click is never lost to a redraw.
+  function render() {
+    const bar = $('tab-bar');
+    const now = JSON.stringify([active, tabs.map((t) => [t.id, t.title])]);
+    if (now === shape) {
+      for (const t of tabs) {
+        const dot = bar.querySelector('.tab[data-tab="' + t.id + '"] .tab-state');
+        if (!dot) continue;
+        const state = stateOf(t);
+        if (dot.textContent !== state) {
+          dot.textContent = state;
+          dot.className = 'tab-state badge state-' + state.replace(/[^a-z]+/g, '-');
+        }
+      }
+      return;
+    }
+    shape = now;
+    clear(bar);
+    for (const t of tabs) {
+      const on = t.id === active;
+      const tab = el('div', 'tab' + (on ? ' active' : ''));
+      tab.dataset.tab = t.id;
+      tab.setAttribute('role', 'tab');
+      tab.setAttribute('aria-selected', String(on));
+      const state = stateOf(t);
+      const b = el('button', 'tab-title', t.title);
+      b.type = 'button';
+      b.title = t.title + (t.sessionId ? ' (session ' + t.sessionId + ')' : '');
+      b.addEventListener('click', () => switchTo(t.id));
+      tab.appendChild(b);
+      const dot = el('span', 'tab-state badge state-' + state.replace(/[^a-z]+/g, '-'), state);
+      tab.appendChild(dot);
+      if (tabs.length > 1) {
+        const x = el('button', 'tab-close', '\u2715');
+        x.type = 'button';
+        x.title = 'Close this tab (its session runs on)';
+        x.setAttribute('aria-label', 'Close ' + t.title);
+        x.addEventListener('click', () => closeTab(t.id));
+        tab.appendChild(x);
+      }
+      bar.appendChild(tab);
+    }
+    const plus = el('button', 'tab-new', '+');
+    plus.type = 'button';
+    plus.id = 'tab-new';
+    plus.title = 'New: a notebook, a terminal, an upload';
+    plus.setAttribute('aria-label', 'Open the launcher');
+    plus.addEventListener('click', () => openLauncher());
+    bar.appendChild(plus);
+  }
+
+  // ---- the launcher
+
+  function openLauncher() {
+    const grid = $('launcher-kernels');
+    clear(grid);
+    const ks = store.kernels || [{ name: 'python3', display_name: 'Python 3', language: 'python', aliases: [] }];
+    for (const k of ks) {
+      const b = el('button', 'launch-item launch-kernel');
+      b.type = 'button';
+      b.dataset.kernel = k.name;
+      b.title = 'A new ' + k.display_name + ' notebook, with a session of its own';
+      if (store.token) {
+        const img = el('img', 'launch-logo');
+        img.alt = '';
+        img.src = '/kernelspecs/' + encodeURIComponent(k.name) + '/logo-64x64.png?token=' + encodeURIComponent(store.token);
+        img.addEventListener('error', () => img.remove());
+        b.appendChild(img);
+      }
+      b.appendChild(el('span', 'launch-name', k.display_name));
+      b.addEventListener('click', () => open(k.name));
+      grid.appendChild(b);
+    }
+    $('launcher').hidden = false;
+    const first = grid.querySelector('button');
+    if (first) /** @type {HTMLButtonElement} */ (first).focus();
+  }
+
+  function closeLauncher() {
+    $('launcher').hidden = true;
+  }
+
+  function bind() {
+    $('launcher-close').addEventListener('click', closeLauncher);
+    $('launcher').addEventListener('keydown', (/** @type {KeyboardEvent} */ e) => {
+      if (e.key === 'Escape') closeLauncher();
+    });
+    $('launch-terminal').addEventListener('click', () => {
+      closeLauncher();
+      terminal();
+    });
+    $('launch-upload').addEventListener('click', () => {
+      closeLauncher();
+      upload();
+    });
+  }
+
+  return { init, bind, render, activeSession, sessionOpened, openLauncher };
+}
