@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/glassroom/glassroom/testkit"
 )
 
 // TestBrowserNotebookHome: the page as a place to work, in real Chromium
@@ -16,7 +17,8 @@ import (
 // notebook in a tab of its own with a session of its own (screenshot of
 // the two tabs); switching tabs brings each notebook back with its
 // session; a reload finds both notebooks with their outputs; the
-// sessions panel ends the second one's session.
+// sessions panel ends the second one's session; the key box gives way to
+// an account menu once a key is saved.
 func TestBrowserNotebookHome(t *testing.T) {
 	bin := chromium(t)
 	gw := startGateway(t)
@@ -38,6 +40,12 @@ func TestBrowserNotebookHome(t *testing.T) {
 
 	nb.do("open the page", chromedp.Navigate(gw.url+"/?token="+browserKey))
 	nb.waitFor("the app to start", `window.glassroomReady === true`, 10*time.Second)
+	// The key box gives way to the account menu once a key is saved.
+	var key struct{ Form, Account bool }
+	nb.eval(`({form: !document.querySelector('#token-form').hidden, account: !document.querySelector('#account-box').hidden})`, &key)
+	if key.Form || !key.Account {
+		t.Fatalf("with a key saved: key box shown %v, account menu shown %v", key.Form, key.Account)
+	}
 	nb.do("type 1 + 1", chromedp.KeyEvent("1 + 1"))
 	nb.do("Shift+Enter", pressEnter(true))
 	nb.waitDone(0, "2", result("2"), 60*time.Second)
@@ -87,10 +95,19 @@ func TestBrowserNotebookHome(t *testing.T) {
 	nb.waitFor("the second session in the panel", `!!document.querySelector('#session-list [data-session=`+jsString(second)+`] .session-end')`, 15*time.Second)
 	nb.do("end it", chromedp.Click(chromedp.CSS(`#session-list [data-session="`+second+`"] .session-end`)))
 	nb.waitFor("it leaves the panel", `!document.querySelector('#session-list [data-session=`+jsString(second)+`]')`, 15*time.Second)
-	var gone struct{}
-	if st := getJSON(t, gw.url+"/v1/sessions/"+second, &gone); st != http.StatusNotFound {
-		t.Fatalf("the session ended from the panel: %d, want 404", st)
-	}
+	// The row leaves at once; the DELETE answers a moment later.
+	testkit.Eventually(t, 15*time.Second, func() bool {
+		var gone struct{}
+		return getJSON(t, gw.url+"/v1/sessions/"+second, &gone) == http.StatusNotFound
+	}, "the session ended from the panel is still there")
+	// The account menu: change the key (the box comes back), then keep it.
+	nb.do("open the account menu", chromedp.Click(chromedp.CSS("#account-btn")))
+	nb.do("change key", chromedp.Click(chromedp.CSS("#account-change")))
+	nb.waitFor("the key box", `!document.querySelector('#token-form').hidden && document.activeElement === document.querySelector('#token-input')`, 5*time.Second)
+	nb.do("save the same key", chromedp.Click(chromedp.CSS("#token-save")))
+	nb.waitFor("the menu again, the session kept", `document.querySelector('#token-form').hidden && !document.querySelector('#account-box').hidden &&
+		document.querySelector('#session-id').textContent === `+jsString(first), 5*time.Second)
+
 	exceptions, errs := perr.snapshot()
 	if len(exceptions)+len(errs) > 0 {
 		t.Fatalf("the page reported %q %q", exceptions, errs)

@@ -35,6 +35,11 @@
  * @property {HTMLButtonElement} add-cell-bottom
  * @property {HTMLButtonElement} run-all
  * @property {HTMLButtonElement} sessions-toggle
+ * @property {HTMLElement} account-box
+ * @property {HTMLButtonElement} account-btn
+ * @property {HTMLElement} account-menu
+ * @property {HTMLButtonElement} account-change
+ * @property {HTMLButtonElement} account-forget
  * @property {HTMLElement} tab-bar
  * @property {HTMLElement} launcher
  * @property {HTMLDivElement} launcher-kernels

@@ -248,6 +248,9 @@ function start() {
       kernels.load(true);
       readyOnOpen();
     });
+    $('account-btn').addEventListener('click', () => sessions.toggleAccountMenu());
+    $('account-change').addEventListener('click', () => sessions.changeKey());
+    $('account-forget').addEventListener('click', () => sessions.forgetKey());
     $('token-offer-keep').addEventListener('click', () => sessions.answerOffer(false));
     $('token-offer-use').addEventListener('click', () => {
       sessions.answerOffer(true);

@@ -139,14 +139,43 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
     $('token-offer').hidden = true;
   }
 
+  let editingKey = false; // the key box shows although a key is saved ("Change key")
+
+  // renderTokenState says whether a key is saved; once one is, the key box
+  // gives way to a small account menu (change key, forget key).
   function renderTokenState() {
     const s = $('token-state');
     s.textContent = store.token ? 'saved' : 'not set';
     s.className = 'hint ' + (store.token ? 'ok' : 'warn');
+    const menu = !!store.token && !editingKey;
+    $('token-form').hidden = menu;
+    $('account-box').hidden = !menu;
+    $('account-menu').hidden = true;
+    $('account-btn').setAttribute('aria-expanded', 'false');
+  }
+
+  // The account menu.
+  function toggleAccountMenu() {
+    const m = $('account-menu');
+    m.hidden = !m.hidden;
+    $('account-btn').setAttribute('aria-expanded', String(!m.hidden));
+  }
+
+  function changeKey() {
+    editingKey = true;
+    renderTokenState();
+    $('token-input').focus();
+    $('token-input').select();
+  }
+
+  function forgetKey() {
+    $('token-input').value = '';
+    saveToken();
   }
 
   function saveToken() {
     closeOffer(); // a key the user typed answers a link's too
+    editingKey = false;
     const v = $('token-input').value.trim();
     const changed = v !== store.token;
     store.token = v;
@@ -637,6 +666,9 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
   return {
     initToken,
     saveToken,
+    toggleAccountMenu,
+    changeKey,
+    forgetKey,
     answerOffer,
     autoOpen,
     isStarting,
