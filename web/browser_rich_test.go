@@ -10,8 +10,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -42,25 +40,7 @@ func richNotebookWrapped(t *testing.T, name string, wrap func(http.Handler) http
 	t.Cleanup(cancel)
 	tabCtx, perr := openTab(t, ctx, bin)
 	nb = &notebook{t: t, ctx: tabCtx}
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	shot = func(file string) {
-		buf, err := chromedp.Run(tabCtx, chromedp.CaptureScreenshot())
-		if err != nil {
-			t.Errorf("screenshot: %v", err)
-			return
-		}
-		dir := filepath.Join(root, "artifacts")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, file), buf, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("saved %s", filepath.Join(dir, file))
-	}
+	shot = func(file string) { shotTo(t, nb, file) }
 	t.Cleanup(func() { // runs before the tab closes
 		if t.Failed() && ctx.Err() == nil {
 			shot(name + "-failed.png")

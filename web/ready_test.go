@@ -224,5 +224,7 @@ func shotTo(t *testing.T, nb *notebook, name string) {
 	}
 	if err != nil {
 		t.Errorf("save %s: %v", name, err)
+		return
 	}
+	t.Logf("saved %s", filepath.Join(dir, name))
 }

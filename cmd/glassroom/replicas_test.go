@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -301,32 +298,4 @@ func TestReplicasOnARealCluster(t *testing.T) {
 			t.Fatalf("session %d: served by %q, its pod owned by %q", i, served[id], owner)
 		}
 	}
-}
-
-// apiCall is api without the test: one JSON request, its status, and the
-// answer decoded into out (if non-nil); for goroutines, which must not
-// end the test.
-func apiCall(base, key, method, path string, body, out any) (int, error) {
-	var r io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		r = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, base+path, r)
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := (&http.Client{Timeout: 5 * time.Minute}).Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if out != nil && len(data) > 0 && resp.StatusCode < 300 {
-		if err := json.Unmarshal(data, out); err != nil {
-			return resp.StatusCode, fmt.Errorf("decode %.200q: %w", data, err)
-		}
-	}
-	return resp.StatusCode, nil
 }
