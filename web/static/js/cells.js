@@ -38,6 +38,11 @@ import { fmtElapsed, randomId } from './text.js';
 /** @typedef {'code' | 'markdown' | 'raw'} CellType */
 
 /**
+ * Cells taken off the page with their runs (detach, attach).
+ * @typedef {{cells: Cell[], waiting: Cell[]}} Detached
+ */
+
+/**
  * The elements of a cell.
  * @typedef {object} CellElements
  * @property {HTMLElement} root the cell (focused in command mode)
@@ -399,6 +404,48 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, on
     $('cells').replaceChildren();
     for (const s of specs) store.cells.push(newCell(s));
     renderOrder();
+  }
+
+  // detach takes the cells off the page without ending their runs: a tab
+  // left while its cells run keeps them (and their editors) aside, and
+  // attach brings them back; the events of their runs are replayed then
+  // (see ws.js position). A detached cell's runs are not followed: its
+  // execute ids are dropped from the map until attach.
+  /** @returns {Detached} */
+  function detach() {
+    const kept = { cells: store.cells, waiting };
+    for (const c of kept.cells) if (c.execId) execs.delete(c.execId);
+    store.cells = [];
+    waiting = [];
+    activeCell = null;
+    $('cells').replaceChildren();
+    return kept;
+  }
+
+  // attach replaces the page's cells by detached ones and follows their
+  // runs again.
+  /** @param {Detached} kept */
+  function attach(kept) {
+    replaceAll([]);
+    store.cells = kept.cells;
+    waiting = kept.waiting;
+    for (const c of store.cells) {
+      if (c.execId) execs.set(c.execId, c);
+      renderStatus(c);
+    }
+    renderOrder();
+    if (store.cells.some((c) => c.status !== 'idle')) startTicker();
+  }
+
+  // discard ends detached cells for good (their tab was closed).
+  /** @param {Detached} kept */
+  function discard(kept) {
+    for (const c of kept.cells) {
+      outputs.dropDisplays(c);
+      c.editor.destroy();
+    }
+    kept.cells = [];
+    kept.waiting = [];
   }
 
   // snapshot returns the cells as plain data for nbformat.toNotebook: a
@@ -887,6 +934,9 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, on
     refreshMarkdown,
     move,
     replaceAll,
+    detach,
+    attach,
+    discard,
     snapshot,
     select,
     selected,

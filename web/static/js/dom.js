@@ -51,6 +51,16 @@
  * @property {HTMLButtonElement} restart-run-all
  * @property {HTMLButtonElement} clear-outputs
  * @property {HTMLButtonElement} scroll-running
+ * @property {HTMLButtonElement} find-open
+ * @property {HTMLElement} find-bar
+ * @property {HTMLInputElement} find-input
+ * @property {HTMLElement} find-count
+ * @property {HTMLButtonElement} find-prev
+ * @property {HTMLButtonElement} find-next
+ * @property {HTMLInputElement} find-replace
+ * @property {HTMLButtonElement} find-replace-one
+ * @property {HTMLButtonElement} find-replace-all
+ * @property {HTMLButtonElement} find-close
  * @property {HTMLSelectElement} language-select
  * @property {HTMLButtonElement} save-ipynb
  * @property {HTMLInputElement} open-ipynb

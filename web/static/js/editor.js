@@ -79,6 +79,7 @@ import { joinText } from './text.js';
  * @property {(text: string) => void} setValue replaces the text (one step of the undo history)
  * @property {(mode: string | null) => void} setMode switches the language: a syntax mode ('python'...; '' none) of code, or null for text (no kernel help)
  * @property {() => void} focus
+ * @property {(from: number, to: number) => void} selectRange selects text from..to (offsets in value()) and scrolls it into view, without taking the focus
  * @property {() => boolean} hasFocus
  * @property {() => void} destroy when the cell goes
  */
@@ -453,6 +454,11 @@ export function createEditor({ source, mode, label, onChange, onFocus, run, esca
     },
     focus() {
       view.focus();
+    },
+    selectRange(from, to) {
+      const n = view.state.doc.length;
+      const f = Math.max(0, Math.min(from, n));
+      view.dispatch({ selection: { anchor: f, head: Math.max(f, Math.min(to, n)) }, scrollIntoView: true });
     },
     hasFocus: () => view.hasFocus,
     destroy() {

@@ -10,6 +10,7 @@ import { createAssist } from './assist.js';
 import { createCells } from './cells.js';
 import { bindCommandMode } from './commands.js';
 import { createFiles } from './files.js';
+import { createFind } from './find.js';
 import { createKernels } from './kernels.js';
 import { createNotebook } from './notebook.js';
 import { createOutputs } from './outputs.js';
@@ -178,7 +179,6 @@ function start() {
   const tabs = createTabs({
     store,
     request,
-    msg,
     cells,
     kernels,
     notebook,
@@ -186,11 +186,12 @@ function start() {
     terminal: () => terminal.toggle(),
     upload: () => $('file-input').click()
   });
+  const find = createFind({ store, cells });
   const sessionList = createSessionList({
     store,
     request,
     msg,
-    open: (id) => sessions.reopen(id),
+    open: (id, language) => tabs.openSession(id, language),
     endCurrent: () => endSession()
   });
 
@@ -233,6 +234,11 @@ function start() {
         return;
       case 'update_display':
         outputs.updateDisplay(ev);
+        return;
+      case 'gap':
+        // Resumed from further back than the session's backlog keeps (a
+        // tab away for long, a long disconnect).
+        msg('Some output of this session was lost while the page was away (it is older than what the session keeps)', 'error');
         return;
       default:
         // An Output widget may take an execution's output (with out: ...).
@@ -300,6 +306,7 @@ function start() {
     $('terminal-hide').addEventListener('click', () => terminal.toggle());
     $('terminal-restart').addEventListener('click', () => terminal.restart());
     files.bind();
+    find.bind();
     bindCommandMode($('cells'), { store, cells });
     window.addEventListener('beforeunload', () => notebook.saveNow());
     // Ctrl+S (Cmd+S) saves the notebook into the workspace, not the page.

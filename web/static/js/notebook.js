@@ -92,8 +92,12 @@ export function createNotebook({ store, cells, kernels, msg, request }) {
 
   // openFromWorkspace opens a .ipynb of the session's workspace as the
   // notebook (its cells and outputs); Ctrl+S then saves it back there.
-  /** @param {string} path */
-  function openFromWorkspace(path) {
+  // quiet: a file that is not there is no error (a session never saved).
+  /**
+   * @param {string} path
+   * @param {boolean} [quiet]
+   */
+  function openFromWorkspace(path, quiet) {
     const s = store.session;
     if (!s) return Promise.resolve();
     return request('GET', sessionPath(s.id, '/files/' + encPath(path)), { raw: true })
@@ -110,7 +114,9 @@ export function createNotebook({ store, cells, kernels, msg, request }) {
         dirty = false;
         msg('Opened ' + path + ' (' + store.cells.length + ' cells)' + (note ? '. ' + note : ''), note ? 'error' : 'info');
       })
-      .catch((e) => msg('Could not open ' + path + ': ' + e.message, 'error'));
+      .catch((e) => {
+        if (!(quiet && e.status === 404)) msg('Could not open ' + path + ': ' + e.message, 'error');
+      });
   }
 
   // isDirty reports changes not yet in the workspace.

@@ -25,7 +25,7 @@ const FIRST = 'default';
  * @import { Cell } from './cells.js'
  * @import { Msg } from './dom.js'
  * @import { Session, Store } from './store.js'
- * @import { Connection, ServerEvent } from './ws.js'
+ * @import { Connection, ServerEvent, StreamPosition } from './ws.js'
  */
 
 /** @typedef {ReturnType<typeof createSessions>} Sessions */
@@ -222,8 +222,10 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
   // one). Cells run meanwhile wait for it (cells.js). It resolves when done,
   // whatever the outcome.
   // opts.last names the session to come back to (default: the browser's
-  // last); opts.fresh skips it (a new notebook's own session).
-  /** @param {{last?: string | null, fresh?: boolean}} [opts] */
+  // last); opts.fresh skips it (a new notebook's own session); opts.resume
+  // is where the page left that session's stream (its events after it are
+  // replayed, if it is still there).
+  /** @param {{last?: string | null, fresh?: boolean, resume?: StreamPosition}} [opts] */
   function autoOpen(opts) {
     if (!store.token || store.session || starting) return starting || Promise.resolve();
     const g = ++autoGen;
@@ -250,7 +252,7 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
           if (made) request('DELETE', sessionPath(s.id)).catch(() => {});
           return;
         }
-        open(s);
+        open(s, made ? undefined : o.resume);
         msg(made ? 'Kernel ready (session ' + s.id + ')' : 'Reopened session ' + s.id);
       })
       .catch((e) => {
@@ -271,12 +273,18 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
 
   // switchTo leaves the open session running and serves another notebook's:
   // its session id (reopened when the gateway still lists it, else a new
-  // one), or a new session when id is null.
-  /** @param {string | null} id */
-  function switchTo(id) {
+  // one), or a new session when id is null. resume is where that notebook
+  // left the session's stream. The open session is closed before it
+  // returns; the other opens later (the promise).
+  /**
+   * @param {string | null} id
+   * @param {StreamPosition} [resume]
+   */
+  function switchTo(id, resume) {
     cancelAuto();
     if (store.session) close();
-    return autoOpen(id ? { last: id } : { fresh: true });
+    if (!id) return autoOpen({ fresh: true });
+    return autoOpen(resume ? { last: id, resume } : { last: id });
   }
 
   // cancelAuto makes a pending autoOpen give way to what the user does.
@@ -334,9 +342,16 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
       });
   }
 
-  /** @param {Session} s */
-  function open(s) {
-    close();
+  // open makes s the page's session (closing the one open); resume, where
+  // the page left s's stream before.
+  /**
+   * @param {Session} s
+   * @param {StreamPosition} [resume]
+   */
+  function open(s, resume) {
+    if (store.session) close();
+    else conn.reset();
+    if (resume) conn.resumeAt(resume);
     store.session = s;
     resetContexts(s);
     lsSet(LS_LAST_SESSION, s.id);
@@ -673,6 +688,8 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
     autoOpen,
     isStarting,
     switchTo,
+    // position is where the page read the open session's stream up to.
+    position: () => conn.position(),
     create,
     reopen,
     end,

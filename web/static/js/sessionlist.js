@@ -20,14 +20,14 @@ const MAX_ROWS = 50; // and memory asked for the first MAX_METRICS only
 const MAX_METRICS = 10;
 
 // createSessionList returns the panel. deps: store, request (api.js), msg,
-// open(id) (reopen in this page), endCurrent() (end the page's own session,
+// open(id, language) (show it in a tab), endCurrent() (end the page's own session,
 // which asks about unsaved changes).
 /**
  * @param {object} deps
  * @param {Store} deps.store
  * @param {Request} deps.request
  * @param {Msg} deps.msg
- * @param {(id: string) => void} deps.open
+ * @param {(id: string, language: string) => void} deps.open
  * @param {() => void} deps.endCurrent
  */
 export function createSessionList({ store, request, msg, open, endCurrent }) {
@@ -119,7 +119,7 @@ export function createSessionList({ store, request, msg, open, endCurrent }) {
         b.addEventListener('click', fn);
         actions.appendChild(b);
       };
-      if (!current) action('Open', 'Open this session in the page', () => open(id));
+      if (!current) action('Open', 'Open this session and its notebook in a tab', () => open(id, String(s.language || '')));
       action('Interrupt', 'Interrupt what it runs', () => post(id, '/interrupt', 'Interrupted'));
       action('Restart', 'Restart its kernel (variables are lost)', () => post(id, '/restart', 'Restarted'));
       action('End', 'Delete this session and its kernel', () => {

@@ -3,21 +3,33 @@
 // local storage under its own key) with a session of its own, and the
 // launcher that opens new ones. One tab is live at a time: switching saves
 // the notebook and its session's id, and brings the other's back (its
-// session reopened, or a new one). A tab whose cells run cannot be left
-// (their output would have no cell to go to).
+// session reopened, or a new one). A tab left while its cells run keeps
+// them aside (cells.detach) with where it left its session's stream; back
+// in it, they come back and the events of their runs that came meanwhile
+// are replayed (ws.js resumeAt), so a long run goes on in the background.
+// The sessions panel opens a session in a tab too (openSession): its
+// notebook comes from the session's workspace, so a notebook saved from
+// one browser opens in another.
 
 import { $, clear, el } from './dom.js';
-import { kernelOf } from './languages.js';
+import { kernelOf, knownKernels, resolve } from './languages.js';
+import { WORKSPACE_FILE } from './notebook.js';
 import { LS_LAST_SESSION, LS_NOTEBOOK, lsDel, lsGet, lsSet } from './storage.js';
 
 /**
  * @import { Request } from './api.js'
- * @import { Cells } from './cells.js'
- * @import { Msg } from './dom.js'
+ * @import { Cells, Detached } from './cells.js'
  * @import { Kernels } from './kernels.js'
  * @import { Notebook } from './notebook.js'
  * @import { Sessions } from './session.js'
  * @import { Store } from './store.js'
+ * @import { StreamPosition } from './ws.js'
+ */
+
+/**
+ * A tab left while its cells ran: the cells, and where it left its
+ * session's stream.
+ * @typedef {{cells: Detached, sessionId: string | null, pos: StreamPosition | null}} Kept
  */
 
 /** @typedef {ReturnType<typeof createTabs>} Tabs */
@@ -34,13 +46,12 @@ const LS_TABS = 'glassroom.tabs';
 const STATES_MS = 5000;
 
 // createTabs returns the tab bar and the launcher. deps: store, request,
-// msg, cells, kernels, notebook, sessions, and the launcher's other
+// cells, kernels, notebook, sessions, and the launcher's other
 // doors: terminal() and upload().
 /**
  * @param {object} deps
  * @param {Store} deps.store
  * @param {Request} deps.request
- * @param {Msg} deps.msg
  * @param {Cells} deps.cells
  * @param {Kernels} deps.kernels
  * @param {Notebook} deps.notebook
@@ -48,13 +59,15 @@ const STATES_MS = 5000;
  * @param {() => void} deps.terminal
  * @param {() => void} deps.upload
  */
-export function createTabs({ store, request, msg, cells, kernels, notebook, sessions, terminal, upload }) {
+export function createTabs({ store, request, cells, kernels, notebook, sessions, terminal, upload }) {
   /** @type {Tab[]} */
   let tabs = [];
   let active = '';
   let seq = 0;
   /** @type {Map<string, string>} session id -> state, from the list */
   let states = new Map();
+  /** @type {Map<string, Kept>} tab id -> its running cells, while another tab is live */
+  const kept = new Map();
 
   // cacheKey is where a tab's notebook is kept: the first tab's is the
   // page's old single notebook, so it survives the upgrade.
@@ -111,21 +124,31 @@ export function createTabs({ store, request, msg, cells, kernels, notebook, sess
 
   const busy = () => store.cells.some((c) => c.status === 'running' || c.status === 'queued');
 
-  // leave saves the live tab before another takes the page; false when it
-  // must stay (its cells run).
+  // leave saves the live tab before another takes the page; cells that
+  // run (or wait for the kernel) are kept aside, with the stream's
+  // position, until the tab is live again.
   function leave() {
-    if (busy()) {
-      msg('A cell of this notebook is running: wait for it, or interrupt it, before switching', 'error');
-      return false;
-    }
     notebook.saveNow();
-    if (store.session) current().sessionId = store.session.id;
-    return true;
+    const tab = current();
+    if (store.session) tab.sessionId = store.session.id;
+    if (busy()) {
+      const sessionId = store.session ? store.session.id : null;
+      kept.set(tab.id, { cells: cells.detach(), sessionId, pos: sessionId ? sessions().position() : null });
+    }
+  }
+
+  /** @param {string} id */
+  function forget(id) {
+    const k = kept.get(id);
+    if (k) cells.discard(k.cells);
+    kept.delete(id);
+    lsDel(cacheKey(id));
   }
 
   /** @param {string} id */
   function switchTo(id) {
-    if (id === active || !tabs.some((t) => t.id === id) || !leave()) return;
+    if (id === active || !tabs.some((t) => t.id === id)) return;
+    leave();
     activate(id);
   }
 
@@ -134,6 +157,8 @@ export function createTabs({ store, request, msg, cells, kernels, notebook, sess
   function activate(id) {
     active = id;
     const tab = current();
+    const k = kept.get(id);
+    kept.delete(id);
     notebook.useCache(cacheKey(id));
     if (!notebook.restore()) {
       cells.replaceAll([]);
@@ -143,7 +168,17 @@ export function createTabs({ store, request, msg, cells, kernels, notebook, sess
     persist();
     render();
     refreshStates();
-    sessions().switchTo(tab.sessionId);
+    // The page's session closes now (its cells' runs are let go), before
+    // the kept cells come back; their session opens later.
+    const same = !!k && !!k.pos && k.sessionId === tab.sessionId;
+    const opened = same && k && k.pos ? sessions().switchTo(tab.sessionId, k.pos) : sessions().switchTo(tab.sessionId);
+    if (k) {
+      cells.attach(k.cells);
+      opened.then(() => {
+        if (active !== id || (same && store.session && store.session.id === tab.sessionId)) return;
+        cells.abandonRuns('Its session ended while this notebook was in the background');
+      });
+    }
     if (store.cells[0]) cells.edit(store.cells[0]);
   }
 
@@ -151,7 +186,7 @@ export function createTabs({ store, request, msg, cells, kernels, notebook, sess
   // of its own (started now).
   /** @param {string} name */
   function open(name) {
-    if (!leave()) return;
+    leave();
     closeLauncher();
     seq++;
     const id = 't' + seq;
@@ -178,16 +213,53 @@ export function createTabs({ store, request, msg, cells, kernels, notebook, sess
     if (id === active) {
       const other = tabs.find((t) => t.id !== id);
       if (!other) return;
-      if (!leave()) return;
+      leave();
       tabs = tabs.filter((t) => t.id !== id);
-      lsDel(cacheKey(id));
+      forget(id);
       activate(other.id);
       return;
     }
     tabs = tabs.filter((t) => t.id !== id);
-    lsDel(cacheKey(id));
+    forget(id);
     persist();
     render();
+  }
+
+  // openSession shows session id (of the key's list, in language) in a
+  // tab: the tab that has it, else a new one whose notebook is the one
+  // saved in the session's workspace (blank when there is none).
+  /**
+   * @param {string} id
+   * @param {string} language
+   */
+  function openSession(id, language) {
+    const have = tabs.find((t) => t.sessionId === id);
+    if (have) {
+      switchTo(have.id);
+      return;
+    }
+    leave();
+    closeLauncher();
+    seq++;
+    const tid = 't' + seq;
+    const name = resolve(language, store.kernels || knownKernels()) || store.language;
+    tabs.push({ id: tid, title: kernelOf(name, store.kernels).display_name + ' ' + id.slice(0, 6), sessionId: id, language: name });
+    active = tid;
+    notebook.useCache(cacheKey(tid));
+    lsDel(cacheKey(tid));
+    cells.replaceAll([]);
+    kernels.choose(name);
+    cells.insert(0);
+    persist();
+    render();
+    refreshStates();
+    sessions()
+      .switchTo(id)
+      .then(() => {
+        const blank = store.cells.length === 1 && store.cells[0].editor.value() === '' && !store.cells[0].outputs.length;
+        return active === tid && blank && store.session && store.session.id === id ? notebook.openFromWorkspace(WORKSPACE_FILE, true) : undefined;
+      });
+    if (store.cells[0]) cells.edit(store.cells[0]);
   }
 
   // refreshStates learns the other tabs' kernel states from the list.
@@ -313,5 +385,5 @@ export function createTabs({ store, request, msg, cells, kernels, notebook, sess
     });
   }
 
-  return { init, bind, render, activeSession, sessionOpened, openLauncher };
+  return { init, bind, render, activeSession, sessionOpened, openLauncher, openSession };
 }

@@ -22,10 +22,18 @@ import { sessionPath } from './api.js';
  */
 
 /**
+ * Where a stream was read up to: the last event's seq, and where the
+ * page's stream began (null before the first connection).
+ * @typedef {{lastSeq: number, floor: number | null}} StreamPosition
+ */
+
+/**
  * @typedef {object} Connection
  * @property {() => void} connect opens the socket of store.session
  * @property {() => void} disconnect closes it without reconnecting
  * @property {() => void} reset disconnects and forgets the stream position and queued frames (a new session)
+ * @property {() => StreamPosition} position where the stream was read up to
+ * @property {(pos: StreamPosition) => void} resumeAt makes the next connect replay what followed pos (after reset)
  * @property {(frame: Frame) => void} send sends a frame now, or after the next (re)connect
  * @property {() => boolean} isOpen whether the socket is open
  */
@@ -184,6 +192,14 @@ export function createConnection({ store, onSnapshot, onEvent, onOpen, onClose, 
       streamFloor = null;
       backoff = BACKOFF_MIN_MS;
       outbox = [];
+    },
+    // position is where the stream was read up to; resumeAt, after a
+    // reset and before connect, makes the next connection replay what
+    // followed it (a notebook coming back to a session it left).
+    position: () => ({ lastSeq, floor: streamFloor }),
+    resumeAt(pos) {
+      lastSeq = pos.lastSeq;
+      streamFloor = pos.floor;
     },
     // send sends a frame now, or after the next (re)connect.
     send(frame) {

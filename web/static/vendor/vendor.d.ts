@@ -40,6 +40,7 @@ export interface ChangeDesc {
 
 export interface TransactionSpec {
   changes?: { from: number; to?: number; insert?: string };
+  selection?: { anchor: number; head?: number };
   effects?: StateEffect<any> | readonly StateEffect<any>[];
   scrollIntoView?: boolean;
   userEvent?: string;
