@@ -183,6 +183,7 @@ function start() {
     kernels,
     notebook,
     sessions: () => sessions,
+    listing: () => sessionList.shown(),
     terminal: () => terminal.toggle(),
     upload: () => $('file-input').click()
   });
@@ -192,6 +193,7 @@ function start() {
     request,
     msg,
     open: (id, language) => tabs.openSession(id, language),
+    listed: (list) => tabs.learnStates(list),
     endCurrent: () => endSession()
   });
 

@@ -16,11 +16,13 @@ import { fmtClock, fmtSize } from './text.js';
 /** @typedef {ReturnType<typeof createSessionList>} SessionList */
 
 const REFRESH_MS = 5000;
-const MAX_ROWS = 50; // and memory asked for the first MAX_METRICS only
+const LIST_LIMIT = 100; // asked for (the tabs' states come from it too)
+const MAX_ROWS = 50; // shown, and memory asked for the first MAX_METRICS only
 const MAX_METRICS = 10;
 
 // createSessionList returns the panel. deps: store, request (api.js), msg,
-// open(id, language) (show it in a tab), endCurrent() (end the page's own session,
+// open(id, language) (show it in a tab), listed(sessions) (told each
+// listing: the tabs' states come from it while the panel shows), endCurrent() (end the page's own session,
 // which asks about unsaved changes).
 /**
  * @param {object} deps
@@ -28,9 +30,10 @@ const MAX_METRICS = 10;
  * @param {Request} deps.request
  * @param {Msg} deps.msg
  * @param {(id: string, language: string) => void} deps.open
+ * @param {(sessions: any[]) => void} deps.listed
  * @param {() => void} deps.endCurrent
  */
-export function createSessionList({ store, request, msg, open, endCurrent }) {
+export function createSessionList({ store, request, msg, open, listed, endCurrent }) {
   let timer = 0;
   let gen = 0; // bumped per listing; late answers to older ones are dropped
   /** @type {Set<string>} sessions ended from here: not asked about again */
@@ -59,11 +62,12 @@ export function createSessionList({ store, request, msg, open, endCurrent }) {
       return Promise.resolve();
     }
     const mine = ++gen;
-    return request('GET', '/v1/sessions?limit=' + MAX_ROWS)
+    return request('GET', '/v1/sessions?limit=' + LIST_LIMIT)
       .then((page) => {
         if (mine !== gen) return;
         const all = page && Array.isArray(page.sessions) ? page.sessions : [];
-        render(all);
+        listed(all);
+        render(all.slice(0, MAX_ROWS));
         // Memory in use, for the first few (each answer takes a moment).
         all.slice(0, MAX_METRICS).forEach((/** @type {any} */ s) => {
           if (!s || typeof s.id !== 'string' || ended.has(s.id)) return;
@@ -153,5 +157,5 @@ export function createSessionList({ store, request, msg, open, endCurrent }) {
       .then(refresh);
   }
 
-  return { toggle, refresh };
+  return { shown, toggle, refresh };
 }

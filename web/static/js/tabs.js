@@ -46,8 +46,8 @@ const LS_TABS = 'glassroom.tabs';
 const STATES_MS = 5000;
 
 // createTabs returns the tab bar and the launcher. deps: store, request,
-// cells, kernels, notebook, sessions, and the launcher's other
-// doors: terminal() and upload().
+// cells, kernels, notebook, sessions, listing() (the sessions panel
+// lists them now), and the launcher's other doors: terminal() and upload().
 /**
  * @param {object} deps
  * @param {Store} deps.store
@@ -56,10 +56,11 @@ const STATES_MS = 5000;
  * @param {Kernels} deps.kernels
  * @param {Notebook} deps.notebook
  * @param {() => Sessions} deps.sessions
+ * @param {() => boolean} deps.listing whether the sessions panel lists the sessions now
  * @param {() => void} deps.terminal
  * @param {() => void} deps.upload
  */
-export function createTabs({ store, request, cells, kernels, notebook, sessions, terminal, upload }) {
+export function createTabs({ store, request, cells, kernels, notebook, sessions, listing, terminal, upload }) {
   /** @type {Tab[]} */
   let tabs = [];
   let active = '';
@@ -262,20 +263,26 @@ export function createTabs({ store, request, cells, kernels, notebook, sessions,
     if (store.cells[0]) cells.edit(store.cells[0]);
   }
 
-  // refreshStates learns the other tabs' kernel states from the list.
+  // refreshStates learns the other tabs' kernel states from the list; the
+  // sessions panel, while it shows, lists them anyway (learnStates).
   function refreshStates() {
-    if (!store.token || tabs.length < 2) return;
+    if (!store.token || tabs.length < 2 || listing()) return;
     request('GET', '/v1/sessions?limit=100')
-      .then((page) => {
-        /** @type {Map<string, string>} */
-        const m = new Map();
-        for (const s of page && Array.isArray(page.sessions) ? page.sessions : []) {
-          if (s && typeof s.id === 'string') m.set(s.id, s.paused ? 'paused' : String(s.state || 'idle'));
-        }
-        states = m;
-        render();
-      })
+      .then((page) => learnStates(page && Array.isArray(page.sessions) ? page.sessions : []))
       .catch(() => {});
+  }
+
+  // learnStates takes the tabs' kernel states from a listing of the
+  // key's sessions (hostile input: anything).
+  /** @param {any[]} list */
+  function learnStates(list) {
+    /** @type {Map<string, string>} */
+    const m = new Map();
+    for (const s of list) {
+      if (s && typeof s.id === 'string') m.set(s.id, s.paused ? 'paused' : String(s.state || 'idle'));
+    }
+    states = m;
+    render();
   }
 
   let shape = ''; // the tabs the bar was built for: rebuilt only when they change
@@ -385,5 +392,5 @@ export function createTabs({ store, request, cells, kernels, notebook, sessions,
     });
   }
 
-  return { init, bind, render, activeSession, sessionOpened, openLauncher, openSession };
+  return { init, bind, render, activeSession, sessionOpened, openLauncher, openSession, learnStates };
 }
