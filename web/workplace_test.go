@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,7 +16,9 @@ import (
 // to work for a day, in real Chromium on a real gateway.
 //   - A tab whose cell runs can be left: another notebook runs meanwhile,
 //     and back in the first, the output printed while it was away is there,
-//     once each, and the run ends (replayed from the session's stream).
+//     once each, and the run ends (replayed from the session's stream);
+//     also when the tab is left again before its session reopened. A run
+//     whose session ended meanwhile is let go, and the page says so.
 //   - Ctrl+F in command mode finds in the whole notebook (sources and
 //     outputs: "1 of 5"), Enter steps, Replace all changes the sources,
 //     Esc closes.
@@ -25,7 +28,17 @@ import (
 //     variables.
 func TestBrowserBackgroundRunsFindAndAnotherBrowser(t *testing.T) {
 	bin := chromium(t)
-	gw := startGateway(t)
+	// While slowList is set, listing the sessions (how a tab reopens its
+	// session) answers late: a tab can be left again before it reopened.
+	var slowList atomic.Bool
+	gw := startGatewayWrapped(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if slowList.Load() && r.Method == http.MethodGet && r.URL.Path == "/v1/sessions" {
+				time.Sleep(1500 * time.Millisecond)
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	t.Cleanup(cancel)
 	tabCtx, perr := openTab(t, ctx, bin)
@@ -113,9 +126,57 @@ func TestBrowserBackgroundRunsFindAndAnotherBrowser(t *testing.T) {
 	j := other.run("i")
 	other.waitDone(j, "the loop's variable, 3: the same kernel", `[...out.querySelectorAll('.output-result')].some((r) => r.innerText.trim() === '3')`, 30*time.Second)
 
-	for _, p := range []*pageErrors{perr, operr} {
-		if exceptions, errs := p.snapshot(); len(exceptions)+len(errs) > 0 {
-			t.Fatalf("a page reported %q %q", exceptions, errs)
+	if exceptions, errs := operr.snapshot(); len(exceptions)+len(errs) > 0 {
+		t.Fatalf("the other browser's page reported %q %q", exceptions, errs)
+	}
+
+	// Back in the first browser: a tab left and left again before its
+	// session reopened still gets what its run printed meanwhile.
+	second := ""
+	nb.eval(`JSON.parse(localStorage.getItem('glassroom.tabs')).tabs.find((t) => t.id === 't2').sessionId`, &second)
+	nb.next = 1
+	k := nb.run("for j in range(5): print('tock', j, flush=True); time.sleep(1)")
+	nb.waitFor("the second loop to print and run on", cellJS(k, `return c.dataset.status === 'running' && out.innerText.includes('tock 0');`), 30*time.Second)
+	tab := func(id string) chromedp.Action[chromedp.Void] {
+		return chromedp.Click(chromedp.CSS(`#tab-bar .tab[data-tab="` + id + `"] .tab-title`))
+	}
+	slowList.Store(true)
+	nb.do("away, back and away again before the session reopened", tab("t2"), tab("t1"), tab("t2"))
+	nb.waitFor("the second tab with its session", `document.querySelector('#session-id').textContent === `+jsString(second), 30*time.Second)
+	slowList.Store(false)
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		var s struct {
+			State string `json:"state"`
 		}
+		return getJSON(t, gw.url+"/v1/sessions/"+first, &s) == http.StatusOK && s.State == "idle"
+	}, "the first session's second loop did not end")
+	nb.do("back to the first tab", tab("t1"))
+	nb.waitDone(k, "every tock, once, and the run's end", `document.querySelector('#session-id').textContent === `+jsString(first)+` &&
+		out.innerText.includes('tock 4') && out.innerText.split('tock 0').length === 2`, 30*time.Second)
+
+	// A session that ends while its tab is in the background: back in the
+	// tab, its run is let go (not running for ever) and it says so.
+	l := nb.run("time.sleep(120)")
+	nb.waitFor("the sleep to run", cellJS(l, `return c.dataset.status === 'running';`), 30*time.Second)
+	nb.do("away", tab("t2"))
+	nb.waitFor("the second tab with its session", `document.querySelector('#session-id').textContent === `+jsString(second), 30*time.Second)
+	req, _ := http.NewRequest(http.MethodDelete, gw.url+"/v1/sessions/"+first, nil)
+	req.Header.Set("Authorization", "Bearer "+browserKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE the first session: %d", resp.StatusCode)
+	}
+	nb.do("back to the first tab", tab("t1"))
+	nb.waitFor("a new session, the sleep let go, and a word on it", `/^[A-Za-z0-9_-]{16,}$/.test(document.querySelector('#session-id').textContent) &&
+		document.querySelector('#session-id').textContent !== `+jsString(first)+` &&
+		document.querySelector('#message').textContent.includes('ended while it was in the background') && `+
+		cellJS(l, `return c.dataset.status === 'idle';`), 30*time.Second)
+
+	if exceptions, errs := perr.snapshot(); len(exceptions)+len(errs) > 0 {
+		t.Fatalf("the page reported %q %q", exceptions, errs)
 	}
 }

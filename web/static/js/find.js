@@ -72,8 +72,12 @@ export function createFind({ store, cells }) {
     search(true);
   }
 
-  function close() {
-    const c = current >= 0 && matches[current] ? matches[current].cell : from;
+  // close hides the bar; refocus (the default) gives the keyboard back to
+  // the cell of the current match, or the one that had it.
+  /** @param {boolean} [refocus] */
+  function close(refocus) {
+    if (!isOpen()) return;
+    const c = refocus === false ? null : current >= 0 && matches[current] ? matches[current].cell : from;
     bar().hidden = true;
     mark([]);
     for (const x of store.cells) x.el.root.classList.remove('find-current');
@@ -83,11 +87,15 @@ export function createFind({ store, cells }) {
   }
 
   // search finds the matches again (the text or the notebook changed);
-  // keep: stay on the match at or after the current one.
-  /** @param {boolean} keep */
-  function search(keep) {
+  // keep: stay on the match at or after the current one (or after, where
+  // the search goes on).
+  /**
+   * @param {boolean} keep
+   * @param {Match} [after]
+   */
+  function search(keep, after) {
     const needle = input().value.toLowerCase();
-    const was = current >= 0 && matches[current] ? matches[current] : null;
+    const was = after || (current >= 0 && matches[current] ? matches[current] : null);
     /** @type {Match[]} */
     const found = [];
     if (needle) {
@@ -149,18 +157,23 @@ export function createFind({ store, cells }) {
     show();
   }
 
-  // replaceOne replaces the current match when it is in a source.
+  // replaceOne replaces the current match when it is in a source, and
+  // goes on to the next one after the replacement. The matches are found
+  // again first: the cells may have changed since.
   function replaceOne() {
+    search(true);
     const m = matches[current];
     if (!m || m.where !== 'source') return;
     const text = m.cell.editor.value();
     const by = $('find-replace').value;
     m.cell.editor.setValue(text.slice(0, m.from) + by + text.slice(m.to));
-    search(true);
+    search(true, { cell: m.cell, where: 'source', from: m.from + by.length, to: m.from + by.length });
   }
 
-  // replaceAll replaces every match in the sources; it returns how many.
+  // replaceAll replaces every match in the sources (found again first);
+  // it returns how many.
   function replaceAll() {
+    search(false);
     const by = $('find-replace').value;
     /** @type {Map<Cell, Match[]>} */
     const per = new Map();
@@ -197,7 +210,7 @@ export function createFind({ store, cells }) {
     });
     $('find-next').addEventListener('click', () => go(1));
     $('find-prev').addEventListener('click', () => go(-1));
-    $('find-close').addEventListener('click', close);
+    $('find-close').addEventListener('click', () => close());
     $('find-replace-one').addEventListener('click', replaceOne);
     $('find-replace-all').addEventListener('click', replaceAll);
     $('find-open').addEventListener('click', open);

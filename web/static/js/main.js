@@ -184,6 +184,7 @@ function start() {
     notebook,
     sessions: () => sessions,
     listing: () => sessionList.shown(),
+    onLeave: () => find.close(false),
     terminal: () => terminal.toggle(),
     upload: () => $('file-input').click()
   });

@@ -92,17 +92,20 @@ export function createNotebook({ store, cells, kernels, msg, request }) {
 
   // openFromWorkspace opens a .ipynb of the session's workspace as the
   // notebook (its cells and outputs); Ctrl+S then saves it back there.
-  // quiet: a file that is not there is no error (a session never saved).
+  // quiet: a file that is not there is no error (a session never saved);
+  // still, asked when the file came: whether the page still wants it.
   /**
    * @param {string} path
    * @param {boolean} [quiet]
+   * @param {() => boolean} [still]
    */
-  function openFromWorkspace(path, quiet) {
+  function openFromWorkspace(path, quiet, still) {
     const s = store.session;
     if (!s) return Promise.resolve();
     return request('GET', sessionPath(s.id, '/files/' + encPath(path)), { raw: true })
       .then((/** @type {Response} */ resp) => resp.text())
       .then((text) => {
+        if (still && !still()) return;
         const nb = JSON.parse(text);
         const specs = fromNotebook(nb);
         const note = kernels.fromNotebook(nb);

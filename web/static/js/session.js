@@ -253,7 +253,8 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
           return;
         }
         open(s, made ? undefined : o.resume);
-        msg(made ? 'Kernel ready (session ' + s.id + ')' : 'Reopened session ' + s.id);
+        if (made && o.resume) msg('The notebook\'s session ended while it was in the background: its runs are lost; a new session started (' + s.id + ')', 'error');
+        else msg(made ? 'Kernel ready (session ' + s.id + ')' : 'Reopened session ' + s.id);
       })
       .catch((e) => {
         if (g === autoGen) msg('Could not start a kernel: ' + e.message, 'error');
@@ -343,15 +344,19 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
   }
 
   // open makes s the page's session (closing the one open); resume, where
-  // the page left s's stream before.
+  // the page left s's stream before: the runs of the page's cells go on
+  // there. Without it, runs the cells still wait for (of another session,
+  // or of a stream that cannot be resumed) are let go (onClosed).
   /**
    * @param {Session} s
    * @param {StreamPosition} [resume]
    */
   function open(s, resume) {
-    if (store.session) close();
+    const had = !!store.session;
+    if (had) close();
     else conn.reset();
     if (resume) conn.resumeAt(resume);
+    else if (!had) onClosed();
     store.session = s;
     resetContexts(s);
     lsSet(LS_LAST_SESSION, s.id);

@@ -47,7 +47,8 @@ const STATES_MS = 5000;
 
 // createTabs returns the tab bar and the launcher. deps: store, request,
 // cells, kernels, notebook, sessions, listing() (the sessions panel
-// lists them now), and the launcher's other doors: terminal() and upload().
+// lists them now), onLeave() (the live tab gives way), and the launcher's
+// other doors: terminal() and upload().
 /**
  * @param {object} deps
  * @param {Store} deps.store
@@ -57,10 +58,11 @@ const STATES_MS = 5000;
  * @param {Notebook} deps.notebook
  * @param {() => Sessions} deps.sessions
  * @param {() => boolean} deps.listing whether the sessions panel lists the sessions now
+ * @param {() => void} deps.onLeave the live tab is about to give way
  * @param {() => void} deps.terminal
  * @param {() => void} deps.upload
  */
-export function createTabs({ store, request, cells, kernels, notebook, sessions, listing, terminal, upload }) {
+export function createTabs({ store, request, cells, kernels, notebook, sessions, listing, onLeave, terminal, upload }) {
   /** @type {Tab[]} */
   let tabs = [];
   let active = '';
@@ -69,6 +71,8 @@ export function createTabs({ store, request, cells, kernels, notebook, sessions,
   let states = new Map();
   /** @type {Map<string, Kept>} tab id -> its running cells, while another tab is live */
   const kept = new Map();
+  /** @type {{tab: string, sessionId: string, pos: StreamPosition} | null} a resume under way: the live tab's session is opening */
+  let opening = null;
 
   // cacheKey is where a tab's notebook is kept: the first tab's is the
   // page's old single notebook, so it survives the upgrade.
@@ -117,6 +121,7 @@ export function createTabs({ store, request, cells, kernels, notebook, sessions,
 
   // sessionOpened records the session the active tab now has.
   function sessionOpened() {
+    opening = null;
     if (!store.session) return;
     current().sessionId = store.session.id;
     persist();
@@ -128,14 +133,20 @@ export function createTabs({ store, request, cells, kernels, notebook, sessions,
   // leave saves the live tab before another takes the page; cells that
   // run (or wait for the kernel) are kept aside, with the stream's
   // position, until the tab is live again.
+  // A tab left again before its session reopened keeps the position it
+  // came back with.
   function leave() {
+    onLeave();
     notebook.saveNow();
     const tab = current();
     if (store.session) tab.sessionId = store.session.id;
-    if (busy()) {
-      const sessionId = store.session ? store.session.id : null;
-      kept.set(tab.id, { cells: cells.detach(), sessionId, pos: sessionId ? sessions().position() : null });
-    }
+    const at = store.session
+      ? { sessionId: store.session.id, pos: sessions().position() }
+      : opening && opening.tab === tab.id
+        ? { sessionId: opening.sessionId, pos: opening.pos }
+        : null;
+    opening = null;
+    if (busy()) kept.set(tab.id, { cells: cells.detach(), sessionId: at ? at.sessionId : null, pos: at ? at.pos : null });
   }
 
   /** @param {string} id */
@@ -169,17 +180,16 @@ export function createTabs({ store, request, cells, kernels, notebook, sessions,
     persist();
     render();
     refreshStates();
-    // The page's session closes now (its cells' runs are let go), before
-    // the kept cells come back; their session opens later.
-    const same = !!k && !!k.pos && k.sessionId === tab.sessionId;
-    const opened = same && k && k.pos ? sessions().switchTo(tab.sessionId, k.pos) : sessions().switchTo(tab.sessionId);
-    if (k) {
-      cells.attach(k.cells);
-      opened.then(() => {
-        if (active !== id || (same && store.session && store.session.id === tab.sessionId)) return;
-        cells.abandonRuns('Its session ended while this notebook was in the background');
-      });
+    // The page's session closes now, before the kept cells come back;
+    // their session opens later, resumed where they left it (or, when it
+    // cannot be, their runs are let go as it opens: sessions.open).
+    if (k && k.pos && k.sessionId && k.sessionId === tab.sessionId) {
+      opening = { tab: id, sessionId: k.sessionId, pos: k.pos };
+      sessions().switchTo(k.sessionId, k.pos);
+    } else {
+      sessions().switchTo(tab.sessionId);
     }
+    if (k) cells.attach(k.cells);
     if (store.cells[0]) cells.edit(store.cells[0]);
   }
 
@@ -257,8 +267,16 @@ export function createTabs({ store, request, cells, kernels, notebook, sessions,
     sessions()
       .switchTo(id)
       .then(() => {
-        const blank = store.cells.length === 1 && store.cells[0].editor.value() === '' && !store.cells[0].outputs.length;
-        return active === tid && blank && store.session && store.session.id === id ? notebook.openFromWorkspace(WORKSPACE_FILE, true) : undefined;
+        // Until the file comes: the tab is still live, on that session,
+        // and its notebook untouched.
+        const still = () =>
+          active === tid &&
+          !!store.session &&
+          store.session.id === id &&
+          store.cells.length === 1 &&
+          store.cells[0].editor.value() === '' &&
+          !store.cells[0].outputs.length;
+        return still() ? notebook.openFromWorkspace(WORKSPACE_FILE, true, still) : undefined;
       });
     if (store.cells[0]) cells.edit(store.cells[0]);
   }

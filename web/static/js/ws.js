@@ -22,9 +22,9 @@ import { sessionPath } from './api.js';
  */
 
 /**
- * Where a stream was read up to: the last event's seq, and where the
- * page's stream began (null before the first connection).
- * @typedef {{lastSeq: number, floor: number | null}} StreamPosition
+ * Where a stream was read up to: the last event's seq, where the page's
+ * stream began (null before the first snapshot), and the frames not sent.
+ * @typedef {{lastSeq: number, floor: number | null, unsent: Frame[]}} StreamPosition
  */
 
 /**
@@ -196,10 +196,14 @@ export function createConnection({ store, onSnapshot, onEvent, onOpen, onClose, 
     // position is where the stream was read up to; resumeAt, after a
     // reset and before connect, makes the next connection replay what
     // followed it (a notebook coming back to a session it left).
-    position: () => ({ lastSeq, floor: streamFloor }),
+    // Frames not sent yet go along. A stream left before its first
+    // snapshot (its start unknown) is replayed from its beginning: the
+    // events of executions the page does not know find no cell.
+    position: () => ({ lastSeq, floor: streamFloor, unsent: outbox.slice() }),
     resumeAt(pos) {
       lastSeq = pos.lastSeq;
-      streamFloor = pos.floor;
+      streamFloor = pos.floor === null ? 0 : pos.floor;
+      outbox = pos.unsent.slice();
     },
     // send sends a frame now, or after the next (re)connect.
     send(frame) {
