@@ -25,14 +25,7 @@ import (
 //   - With a warm pool, page load to the first result is measured (logged).
 func TestBrowserReadyOnOpen(t *testing.T) {
 	bin := chromium(t)
-	slow := startGatewayWrapped(t, func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method == http.MethodPost && r.URL.Path == "/v1/sessions" {
-				time.Sleep(1500 * time.Millisecond)
-			}
-			next.ServeHTTP(w, r)
-		})
-	})
+	slow := startGatewayWrapped(t, lateFor(http.MethodPost, "/v1/sessions", nil))
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	t.Cleanup(cancel)
 
@@ -158,19 +151,42 @@ func TestBrowserReadyOnOpen(t *testing.T) {
 // out; it returns the status.
 func getJSON(t *testing.T, url string, out any) int {
 	t.Helper()
-	req, _ := http.NewRequest("GET", url, nil)
-	req.Header.Set("Authorization", "Bearer "+browserKey)
+	return call(t, http.MethodGet, url, browserKey, out)
+}
+
+// call sends a bodiless request to url with key and, when it answers 200
+// and out is not nil, decodes the answer into out; it returns the status.
+func call(t *testing.T, method, url, key string, out any) int {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusOK {
+	if out != nil && resp.StatusCode == http.StatusOK {
 		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 			t.Fatalf("decode %s: %v", url, err)
 		}
 	}
 	return resp.StatusCode
+}
+
+// lateFor answers the requests of method on path late (1.5 s) while late
+// says so (nil: always): the page is seen while it waits for them.
+func lateFor(method, path string, late func() bool) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == method && r.URL.Path == path && (late == nil || late()) {
+				time.Sleep(1500 * time.Millisecond)
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 // nbText is an nbformat multiline string: a string, or a list of lines.

@@ -112,15 +112,5 @@ func TestBrowserTokenLink(t *testing.T) {
 // getSession is the status of GET /v1/sessions/{id} with key.
 func getSession(t *testing.T, base, key, id string) int {
 	t.Helper()
-	req, err := http.NewRequest("GET", base+"/v1/sessions/"+id, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
+	return call(t, http.MethodGet, base+"/v1/sessions/"+id, key, nil)
 }

@@ -31,14 +31,7 @@ func TestBrowserBackgroundRunsFindAndAnotherBrowser(t *testing.T) {
 	// While slowList is set, listing the sessions (how a tab reopens its
 	// session) answers late: a tab can be left again before it reopened.
 	var slowList atomic.Bool
-	gw := startGatewayWrapped(t, func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if slowList.Load() && r.Method == http.MethodGet && r.URL.Path == "/v1/sessions" {
-				time.Sleep(1500 * time.Millisecond)
-			}
-			next.ServeHTTP(w, r)
-		})
-	})
+	gw := startGatewayWrapped(t, lateFor(http.MethodGet, "/v1/sessions", slowList.Load))
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	t.Cleanup(cancel)
 	tabCtx, perr := openTab(t, ctx, bin)
@@ -160,15 +153,8 @@ func TestBrowserBackgroundRunsFindAndAnotherBrowser(t *testing.T) {
 	nb.waitFor("the sleep to run", cellJS(l, `return c.dataset.status === 'running';`), 30*time.Second)
 	nb.do("away", tab("t2"))
 	nb.waitFor("the second tab with its session", `document.querySelector('#session-id').textContent === `+jsString(second), 30*time.Second)
-	req, _ := http.NewRequest(http.MethodDelete, gw.url+"/v1/sessions/"+first, nil)
-	req.Header.Set("Authorization", "Bearer "+browserKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusOK {
-		t.Fatalf("DELETE the first session: %d", resp.StatusCode)
+	if st := call(t, http.MethodDelete, gw.url+"/v1/sessions/"+first, browserKey, nil); st != http.StatusNoContent && st != http.StatusOK {
+		t.Fatalf("DELETE the first session: %d", st)
 	}
 	nb.do("back to the first tab", tab("t1"))
 	nb.waitFor("a new session, the sleep let go, and a word on it", `/^[A-Za-z0-9_-]{16,}$/.test(document.querySelector('#session-id').textContent) &&

@@ -197,12 +197,25 @@ export function createTabs({ store, request, cells, kernels, notebook, sessions,
   // of its own (started now).
   /** @param {string} name */
   function open(name) {
+    addTab(kernelOf(name, store.kernels).display_name + ' #' + (seq + 1), null, name);
+    sessions().switchTo(null);
+    if (store.cells[0]) cells.edit(store.cells[0]);
+  }
+
+  // addTab leaves the live tab for a new one with a blank notebook in
+  // kernel name (for session sessionId, or none yet), and returns its id;
+  // the caller opens its session.
+  /**
+   * @param {string} title
+   * @param {string | null} sessionId
+   * @param {string} name
+   */
+  function addTab(title, sessionId, name) {
     leave();
     closeLauncher();
     seq++;
     const id = 't' + seq;
-    const display = kernelOf(name, store.kernels).display_name;
-    tabs.push({ id, title: display + ' #' + seq, sessionId: null, language: name });
+    tabs.push({ id, title, sessionId, language: name });
     active = id;
     notebook.useCache(cacheKey(id));
     lsDel(cacheKey(id));
@@ -212,8 +225,7 @@ export function createTabs({ store, request, cells, kernels, notebook, sessions,
     persist();
     render();
     refreshStates();
-    sessions().switchTo(null);
-    if (store.cells[0]) cells.edit(store.cells[0]);
+    return id;
   }
 
   // close drops a tab from the page; its session runs on (the sessions
@@ -249,21 +261,8 @@ export function createTabs({ store, request, cells, kernels, notebook, sessions,
       switchTo(have.id);
       return;
     }
-    leave();
-    closeLauncher();
-    seq++;
-    const tid = 't' + seq;
     const name = resolve(language, store.kernels || knownKernels()) || store.language;
-    tabs.push({ id: tid, title: kernelOf(name, store.kernels).display_name + ' ' + id.slice(0, 6), sessionId: id, language: name });
-    active = tid;
-    notebook.useCache(cacheKey(tid));
-    lsDel(cacheKey(tid));
-    cells.replaceAll([]);
-    kernels.choose(name);
-    cells.insert(0);
-    persist();
-    render();
-    refreshStates();
+    const tid = addTab(kernelOf(name, store.kernels).display_name + ' ' + id.slice(0, 6), id, name);
     sessions()
       .switchTo(id)
       .then(() => {
