@@ -269,7 +269,7 @@ func doneFor(id string) func(frame) bool {
 func TestBehaviour(t *testing.T) {
 	for name, rt := range runtimes() {
 		t.Run(name, func(t *testing.T) {
-			e := newEnv(t, rt(t), sessions.Config{MaxStreamBytes: 256 << 10, InterruptGrace: time.Second})
+			e := newEnv(t, rt(t), sessions.Config{MaxStreamBytes: 256 << 10, InterruptGrace: 10 * time.Second})
 			s := e.create(keyA, nil)
 			if s.State != "idle" || s.Runtime != strings.TrimSuffix(name, "-runsc") || len(s.ID) < 32 || !s.ExpiresAt.After(s.CreatedAt) {
 				t.Fatalf("created %+v", s)
