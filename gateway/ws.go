@@ -345,6 +345,13 @@ func handleFrame(ctx context.Context, sess *sessions.Session, f clientFrame, in 
 	return nil
 }
 
+// goingAway tells the client the connection ends because the gateway
+// does (1001); nothing when the connection is already closing.
+func goingAway(conn *websocket.Conn) {
+	_ = conn.WriteControl(websocket.CloseMessage,
+		websocket.FormatCloseMessage(websocket.CloseGoingAway, "gateway shutting down"), time.Now().Add(time.Second))
+}
+
 func send(ctx context.Context, out chan<- any, v any) {
 	select {
 	case out <- v:
@@ -392,11 +399,17 @@ func (r *wsRelay) write(ctx context.Context, conn *websocket.Conn, sess *session
 		}
 		select {
 		case <-ctx.Done():
-			_ = conn.WriteControl(websocket.CloseMessage,
-				websocket.FormatCloseMessage(websocket.CloseGoingAway, "gateway shutting down"), time.Now().Add(time.Second))
+			goingAway(conn)
 			return ctx.Err()
 		case v := <-out:
 			if v == nil {
+				// The reader ended. At a shutdown its end may come before
+				// ctx's (both are ready: a connection that entered as the
+				// gateway began to shut down): the client is still told.
+				if r.conns.ShuttingDown() {
+					goingAway(conn)
+					return ctx.Err()
+				}
 				return wsconn.ErrClientGone
 			}
 			if c, ok := v.(commSend); ok {
@@ -434,6 +447,10 @@ func (r *wsRelay) write(ctx context.Context, conn *websocket.Conn, sess *session
 				if sub.Lagged() { // fell behind: replay from the backlog
 					sub = sess.Subscribe(lastSent)
 					continue
+				}
+				if r.conns.ShuttingDown() { // the gateway ends its sessions as it goes
+					goingAway(conn)
+					return ctx.Err()
 				}
 				_ = conn.WriteControl(websocket.CloseMessage,
 					websocket.FormatCloseMessage(websocket.CloseNormalClosure, "session ended"), time.Now().Add(time.Second))
