@@ -161,7 +161,9 @@ func (s *Server) terminal(c echo.Context) error {
 	g.Go(func() (err error) {
 		defer s.conns.Recover(&err)
 		defer term.Close() // the client left: the shell ends, then the writer
-		return readTerminal(gctx, conn, term)
+		frames := s.conns.NewReader(conn, wsconn.Limits{Frame: terminalFrameBytes})
+		defer frames.Close()
+		return readTerminal(gctx, frames, term)
 	})
 	g.Go(func() (err error) {
 		defer s.conns.Recover(&err)
@@ -174,8 +176,7 @@ func (s *Server) terminal(c echo.Context) error {
 
 // readTerminal owns the terminal socket's reading side: input bytes to
 // the shell, resizes. It reads at most wsconn.FrameRate frames a second.
-func readTerminal(ctx context.Context, conn *websocket.Conn, term *sessions.Terminal) error {
-	frames := wsconn.NewReader(conn)
+func readTerminal(ctx context.Context, frames *wsconn.Reader, term *sessions.Terminal) error {
 	for {
 		kind, data, err := frames.Next(ctx)
 		if err != nil {

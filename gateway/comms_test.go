@@ -841,3 +841,49 @@ threading.Thread(target=run, daemon=True).start()`, 0)
 		t.Fatalf("stop: %+v", x)
 	}
 }
+
+// TestCommsLargeFrame: an ipywidgets FileUpload's value (a file's bytes
+// in a comm_msg buffer, 3 MiB here) goes through the native WebSocket
+// although its frame is above the code limit (1 MiB plus 64 KiB): the
+// kernel's widget holds the file, byte for byte. Only comm frames may be
+// that large: a large execute frame is rejected with its id and the
+// connection goes on.
+func TestCommsLargeFrame(t *testing.T) {
+	e := newEnv(t, localRuntime(t), sessions.Config{})
+	s := e.create(keyA, nil)
+	c := e.commConn(keyA, s.ID)
+
+	c.send(map[string]any{"type": "execute", "id": "padded", "code": "1", "padding": strings.Repeat("p", 2<<20)})
+	rej := c.answer("padded")
+	if rej.Type != api.EventRejected || rej.Code != "frame_too_large" {
+		t.Fatalf("a 2 MiB execute frame: %+v", rej)
+	}
+
+	c.send(map[string]any{"type": "execute", "id": "w", "code": "import ipywidgets as w\nu = w.FileUpload()\nu"})
+	var upload string
+	all := c.until("the upload's cell", func(ev api.Event) bool {
+		if ev.Type == api.EventComm && ev.Msg.Header.MsgType == "comm_open" && strings.Contains(string(ev.Msg.Content), "FileUploadModel") {
+			upload, _ = commContent(ev)["comm_id"].(string)
+		}
+		return ev.Type == api.EventDone && ev.ID == "w"
+	})
+	if all[len(all)-1].Status != "ok" || upload == "" {
+		t.Fatalf("the upload's cell: %+v", all)
+	}
+	file := make([]byte, 3<<20)
+	for i := range file {
+		file[i] = byte(i*7 + i>>11)
+	}
+	// What the FileUpload view sends once the user picked a file.
+	state := map[string]any{"value": []any{map[string]any{"name": "big.bin", "type": "application/octet-stream", "size": len(file), "last_modified": 1700000000000}}}
+	sent := c.comm("pick", "comm_msg", map[string]any{"comm_id": upload, "data": map[string]any{"method": "update", "state": state, "buffer_paths": []any{[]any{"value", 0, "content"}}}}, file)
+	if sent.Type != api.EventCommSent {
+		t.Fatalf("the 3 MiB upload: %+v", sent)
+	}
+	c.until("the upload's idle", idleOf(sent.MsgID))
+	sum := sha256.Sum256(file)
+	x := e.exec(keyA, s.ID, "import hashlib\nf = u.value[0]\nprint(f.name, len(f.content), hashlib.sha256(f.content).hexdigest())", 0)
+	if want := fmt.Sprintf("big.bin %d %s\n", len(file), hex.EncodeToString(sum[:])); x.Stdout != want {
+		t.Fatalf("the kernel's upload: %q (%s), want %q", x.Stdout, x.Status, want)
+	}
+}

@@ -18,6 +18,11 @@ type Config struct {
 	// and writes (default 4 MiB); the edit's body is bounded by
 	// MaxBodyBytes.
 	MaxEditBytes int64
+	// WSLargeFrameBudget is how many bytes of large WebSocket frames
+	// (a comm message above the code limit: an ipywidgets FileUpload, a
+	// big array for a widget) all connections may hold at once (default
+	// 64 MiB). Past it, such frames wait, then are refused.
+	WSLargeFrameBudget int64
 	// AllowedOrigins lists extra browser origins allowed to open WebSockets
 	// (same-origin is always allowed; non-browser clients send no Origin).
 	AllowedOrigins []string
@@ -49,6 +54,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxEditBytes == 0 {
 		c.MaxEditBytes = 4 << 20
 	}
+	if c.WSLargeFrameBudget == 0 {
+		c.WSLargeFrameBudget = 64 << 20
+	}
 	if c.WSPingInterval == 0 {
 		c.WSPingInterval = 30 * time.Second
 	}
@@ -71,7 +79,7 @@ func (c Config) Validate() error {
 			return errors.New("gateway: config: API keys must be at least 16 characters")
 		}
 	}
-	if c.MaxBodyBytes < 0 || c.MaxUploadBytes < 0 || c.MaxEditBytes < 0 || c.WSPingInterval < 0 || c.ShutdownTimeout < 0 {
+	if c.MaxBodyBytes < 0 || c.MaxUploadBytes < 0 || c.MaxEditBytes < 0 || c.WSLargeFrameBudget < 0 || c.WSPingInterval < 0 || c.ShutdownTimeout < 0 {
 		return errors.New("gateway: config: negative limit")
 	}
 	return nil

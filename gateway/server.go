@@ -46,7 +46,7 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	s := &Server{cfg: cfg, mgr: mgr, log: log, keys: tenant.NewKeys(cfg.APIKeys), conns: wsconn.NewGroup(log), fwd: newForwarder(cfg.Instance)}
+	s := &Server{cfg: cfg, mgr: mgr, log: log, keys: tenant.NewKeys(cfg.APIKeys), conns: wsconn.NewGroup(log, wsconn.LargeFrames{Budget: cfg.WSLargeFrameBudget}), fwd: newForwarder(cfg.Instance)}
 	upgrader := wsconn.NewUpgrader(cfg.AllowedOrigins)
 	s.upgrader = upgrader
 	s.watches = make(chan struct{}, maxWatchesPerGW)

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -78,10 +79,12 @@ type commSend struct {
 	id, msgType       string
 	content, metadata json.RawMessage
 	buffers           [][]byte
+	release           func() // gives back the large-frame budget the frame holds, once sent (or dropped)
 }
 
 // send sends c to the kernel for owner and returns its answer frame.
 func (c commSend) send(sess *sessions.Session, owner string) any {
+	defer c.release()
 	msgID, err := sess.SendCommID(owner, c.id, c.msgType, c.content, c.metadata, c.buffers)
 	if err != nil {
 		ae := httperr.Of(err)
@@ -209,8 +212,25 @@ func (r *wsRelay) serve(c echo.Context) error {
 		return r.write(gctx, conn, sess, owner, since, out, resume)
 	})
 	_ = g.Wait()
+	dropCommSends(out)
 	sess.CloseComms(owner) // nobody else may use them
 	return nil
+}
+
+// dropCommSends lets go of the comm frames left in out when the
+// connection ended (their large-frame budget with them). Only once out's
+// senders and receiver have ended.
+func dropCommSends(out chan any) {
+	for {
+		select {
+		case v := <-out:
+			if c, ok := v.(commSend); ok {
+				c.release()
+			}
+		default:
+			return
+		}
+	}
 }
 
 // wsInputs are where the reader hands a connection's frames.
@@ -219,6 +239,9 @@ type wsInputs struct {
 	resume     chan int64       // resubscribe requests, for the writer
 	execs      chan<- wsExecute // executes, for the submitter
 	introspect *introspector
+	// keep takes over the large-frame budget of the frame being handled
+	// (wsconn.Reader.Keep), for a comm frame handed to the writer.
+	keep func() (release func())
 }
 
 // submit owns the hand-off of a connection's executes to the session, in
@@ -245,9 +268,17 @@ func submit(ctx context.Context, sess *sessions.Session, execs <-chan wsExecute,
 // read owns the connection's reading side. It reads at most
 // wsconn.FrameRate frames a second; past that it waits before reading on,
 // so a fast client is slowed by TCP backpressure, never dropped.
+//
+// A frame may be up to the code limit plus 64 KiB; a comm frame, up to
+// what its MaxCommBytes need in base64, when the gateway's budget for
+// large frames allows (wsconn.Limits).
 func (r *wsRelay) read(ctx context.Context, conn *websocket.Conn, sess *sessions.Session, in wsInputs) error {
 	defer send(ctx, in.out, nil) // tells the writer the client is gone
-	frames := wsconn.NewReader(conn)
+	cfg := r.mgr.Config()
+	lim := wsconn.Limits{Frame: int64(cfg.MaxCodeBytes) + 64<<10, Large: wsconn.LargeFrameSize(cfg.MaxCommBytes)}
+	frames := r.conns.NewReader(conn, lim)
+	defer frames.Close()
+	in.keep = frames.Keep
 	for {
 		_, data, err := frames.Next(ctx)
 		if err != nil {
@@ -256,6 +287,11 @@ func (r *wsRelay) read(ctx context.Context, conn *websocket.Conn, sess *sessions
 		var f clientFrame
 		if err := json.Unmarshal(data, &f); err != nil {
 			send(ctx, in.out, rejected{Type: "rejected", Code: "bad_frame", Message: "frame is not a JSON object: " + err.Error()})
+			continue
+		}
+		if frames.Large() && f.Type != "comm" {
+			send(ctx, in.out, rejected{Type: "rejected", ID: f.ID, Code: "frame_too_large",
+				Message: fmt.Sprintf("only comm frames may exceed %d bytes", lim.Frame)})
 			continue
 		}
 		if rej := handleFrame(ctx, sess, f, in); rej != nil {
@@ -335,7 +371,10 @@ func handleFrame(ctx context.Context, sess *sessions.Session, f clientFrame, in 
 			}
 			buffers = append(buffers, data)
 		}
-		send(ctx, in.out, commSend{id: f.ID, msgType: f.MsgType, content: f.Content, metadata: f.Metadata, buffers: buffers})
+		c := commSend{id: f.ID, msgType: f.MsgType, content: f.Content, metadata: f.Metadata, buffers: buffers, release: in.keep()}
+		if !send(ctx, in.out, c) {
+			c.release()
+		}
 	case "comm_info":
 		in.introspect.start(f)
 	default:
@@ -352,10 +391,13 @@ func goingAway(conn *websocket.Conn) {
 		websocket.FormatCloseMessage(websocket.CloseGoingAway, "gateway shutting down"), time.Now().Add(time.Second))
 }
 
-func send(ctx context.Context, out chan<- any, v any) {
+// send hands v to the writer; false when the connection ended first.
+func send(ctx context.Context, out chan<- any, v any) bool {
 	select {
 	case out <- v:
+		return true
 	case <-ctx.Done():
+		return false
 	}
 }
 

@@ -127,6 +127,7 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.Int64Var(&o.memoryBudgetMB, "memory-budget-mb", o.memoryBudgetMB, "output the gateway keeps for clients, all sessions together (MiB)")
 	fs.Int64Var(&o.gw.MaxBodyBytes, "max-body-bytes", o.gw.MaxBodyBytes, "largest JSON request body")
 	fs.Int64Var(&o.gw.MaxUploadBytes, "max-upload-bytes", o.gw.MaxUploadBytes, "largest file upload")
+	fs.Int64Var(&o.gw.WSLargeFrameBudget, "ws-large-frame-budget", o.gw.WSLargeFrameBudget, "bytes of WebSocket frames above the code limit (large comm messages) all connections may hold at once")
 	fs.IntVar(&o.lim.MemoryMB, "memory-mb", o.lim.MemoryMB, "default kernel memory (MB)")
 	fs.IntVar(&o.max.MemoryMB, "max-memory-mb", o.max.MemoryMB, "largest kernel memory a session may ask for (MB)")
 	fs.IntVar(&o.lim.Pids, "pids", o.lim.Pids, "default process/thread limit (under --docker-runtime runsc at most 48, and memory-mb/40)")

@@ -3,6 +3,8 @@ package jupyter_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"testing"
@@ -411,5 +413,57 @@ display({'text/plain': 'outside'}, raw=True)`
 		if inside != 20 || outside != 1 {
 			t.Fatalf("run %d: %d displays inside the Output widget, %d outside, want 20 and 1", run, inside, outside)
 		}
+	}
+}
+
+// TestJupyterCommLargeMessage: an ipywidgets FileUpload's value (a 3 MiB
+// file in a comm_msg buffer, as JupyterLab sends it once the user picks a
+// file) reaches the kernel's widget byte for byte in both framings,
+// although the frame is above the code limit (1 MiB plus 256 KiB). Only
+// comm messages may be that large: a large execute_request closes the
+// connection with 1009, as any frame above the limits does.
+func TestJupyterCommLargeMessage(t *testing.T) {
+	e := newEnv(t, localRuntime(t), sessions.Config{})
+	k := e.startKernel(keyA, nil)
+	file := make([]byte, 3<<20)
+	for i := range file {
+		file[i] = byte(i*7 + i>>11)
+	}
+	sum := sha256.Sum256(file)
+	for _, v1 := range []bool{false, true} {
+		c := e.channels(t, keyA, k.ID, v1, "session_id="+randomHex(8))
+		rep, all := c.execute("import ipywidgets as w\nu = w.FileUpload()\nu")
+		ids, _ := commOpens(t, all)
+		upload := ids["FileUploadModel"]
+		if rep.Content["status"] != "ok" || upload == "" {
+			t.Fatalf("v1=%v: the upload's cell: %v %v", v1, rep, all)
+		}
+		name := fmt.Sprintf("big-%v.bin", v1)
+		state := map[string]any{"value": []any{map[string]any{"name": name, "type": "application/octet-stream", "size": len(file), "last_modified": 1700000000000}}}
+		upd := c.send("shell", "comm_msg", map[string]any{"comm_id": upload, "data": map[string]any{"method": "update", "state": state, "buffer_paths": []any{[]any{"value", 0, "content"}}}}, file)
+		got := c.until("the upload's idle", func(m jm) bool {
+			return m.Parent.MsgID == upd && m.Header.MsgType == "status" && m.Content["execution_state"] == "idle"
+		})
+		if !busyFor(got, upd) {
+			t.Fatalf("v1=%v: no busy for the upload: %v", v1, got)
+		}
+		_, iopub := c.execute("import hashlib\nf = u.value[0]\nprint(f.name, len(f.content), hashlib.sha256(f.content).hexdigest())")
+		if got, want := streamText(iopub), fmt.Sprintf("%s %d %s\n", name, len(file), hex.EncodeToString(sum[:])); got != want {
+			t.Fatalf("v1=%v: the kernel's upload: %q, want %q", v1, got, want)
+		}
+	}
+
+	c := e.channels(t, keyA, k.ID, false, "session_id="+randomHex(8))
+	c.send("shell", "execute_request", map[string]any{"code": "1", "padding": strings.Repeat("p", 2<<20)})
+	for {
+		if _, ok := c.next(30 * time.Second); !ok {
+			break
+		}
+	}
+	c.errMu.Lock()
+	err := c.err
+	c.errMu.Unlock()
+	if !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
+		t.Fatalf("a 2 MiB execute_request: the connection ended with %v, want 1009", err)
 	}
 }

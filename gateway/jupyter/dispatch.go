@@ -3,6 +3,7 @@ package jupyter
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -16,8 +17,17 @@ import (
 // read owns the socket's reading side, at most wsconn.FrameRate frames a
 // second (a faster client waits, slowed by TCP). A frame glassroom cannot
 // act on is dropped, as a kernel drops a malformed message.
+//
+// A frame may be up to the code limit plus 256 KiB; a comm_open or
+// comm_msg (an ipywidgets FileUpload's), up to what its MaxCommBytes need,
+// when the gateway's budget for large frames allows (wsconn.Limits). A
+// larger message of another type ends the connection with 1009, as a
+// frame above every limit does.
 func (jc *conn) read(ctx context.Context) error {
-	frames := wsconn.NewReader(jc.ws)
+	cfg := jc.api.mgr.Config()
+	lim := wsconn.Limits{Frame: int64(cfg.MaxCodeBytes) + 256<<10, Large: wsconn.LargeFrameSize(cfg.MaxCommBytes)}
+	frames := jc.api.conns.NewReader(jc.ws, lim)
+	defer frames.Close() // the comm path hands the message to the kernel before the next frame
 	for {
 		typ, data, err := frames.Next(ctx)
 		if err != nil {
@@ -32,6 +42,11 @@ func (jc *conn) read(ctx context.Context) error {
 		if err != nil {
 			jc.api.log.Debug().Err(err).Msg("jupyter: dropped a client message")
 			continue
+		}
+		if frames.Large() && h.MsgType != "comm_open" && h.MsgType != "comm_msg" {
+			_ = jc.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseMessageTooBig,
+				fmt.Sprintf("only comm messages may exceed %d bytes", lim.Frame)), time.Now().Add(wsconn.WriteTimeout))
+			return wsconn.Error("a large " + h.MsgType)
 		}
 		jc.noteSession(h.Session)
 		if err := jc.handle(ctx, m, h); err != nil {

@@ -14,7 +14,7 @@ import (
 // Shutdown is left running.
 func TestEnterRacesShutdown(t *testing.T) {
 	for round := 0; round < 50; round++ {
-		g := NewGroup(zerolog.Nop())
+		g := NewGroup(zerolog.Nop(), LargeFrames{})
 		var wg sync.WaitGroup
 		for i := 0; i < 8; i++ {
 			wg.Add(1)
