@@ -7,11 +7,19 @@ package web_test
 // callback, a tqdm.notebook bar while its cell runs, a reload.
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/dom"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
 
@@ -165,5 +173,72 @@ func TestBrowserWidgetsReal(t *testing.T) {
 	nb.waitFor("an idle kernel after the restart", `document.querySelector('#kernel-status').dataset.state === 'idle'`, wait)
 
 	// (f) No console error, no exception, no CSP violation (done checks).
+	done(nil)
+}
+
+// TestBrowserWidgetFileUpload: a FileUpload widget, the user picks a
+// 3 MiB file in Chromium's file chooser: the view sends the file's bytes
+// in one comm frame (4 MiB in base64, above the WebSocket's code limit),
+// and the kernel's widget holds them byte for byte. A 9 MiB file, above
+// what a comm message may carry, is refused by the page with a message.
+func TestBrowserWidgetFileUpload(t *testing.T) {
+	nb, _, done, _ := richNotebookWrapped(t, "widgets-upload", nil)
+	const wait = 60 * time.Second
+	file := make([]byte, 3<<20)
+	for i := range file {
+		file[i] = byte(i*7 + i>>11)
+	}
+	path := filepath.Join(t.TempDir(), "big.bin")
+	if err := os.WriteFile(path, file, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	upload := nb.run("import ipywidgets as w; u = w.FileUpload(); u")
+	nb.waitDone(upload, "the upload's view", `out.querySelector('button.widget-upload') && !out.querySelector('.widget-missing')`, wait)
+	// As a person does: a click on Upload opens the file chooser (here
+	// intercepted), where the file is picked.
+	nb.do("intercept the file chooser", chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, page.SetInterceptFileChooserDialog, page.SetInterceptFileChooserDialogParams{Enabled: true})
+		return err
+	}))
+	pick := func(path string) {
+		t.Helper()
+		opened, err := chromedp.Run(nb.ctx, chromedp.WaitEvent(page.FileChooserOpened, nil, chromedp.Click(chromedp.CSS(cellSel(upload)+" button.widget-upload"))))
+		if err != nil || opened.BackendNodeID == 0 {
+			t.Fatalf("the file chooser: %+v %v\n%s", opened, err, nb.diagnose())
+		}
+		nb.do("pick "+path, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := cdp.Call(ctx, t, dom.SetFileInputFiles, dom.SetFileInputFilesParams{Files: []string{path}, BackendNodeID: opened.BackendNodeID})
+			return err
+		}))
+	}
+	pick(path)
+	nb.waitFor("the button to count the file", cellJS(upload, `return out.querySelector('.widget-upload').textContent.includes('(1)');`), wait)
+	nb.do("focus the next cell", chromedp.Click(chromedp.CSS(editorSel(nb.next))))
+	sum := sha256.Sum256(file)
+	want := fmt.Sprintf("big.bin %d %s", len(file), hex.EncodeToString(sum[:]))
+	check := nb.run("import hashlib; f = u.value[0] if u.value else None; print(f.name, len(f.content), hashlib.sha256(f.content).hexdigest()) if f else print('no file')")
+	// The update may still be on its way: ask again until the kernel has it.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		nb.waitDone(check, "the kernel's file", `out.innerText.trim() !== ''`, wait)
+		got := strings.TrimSpace(nb.outputText(check))
+		if got == want {
+			break
+		}
+		if got != "no file" || time.Now().After(deadline) {
+			t.Fatalf("the kernel's file: %q, want %q\n%s", got, want, nb.diagnose())
+		}
+		nb.rerun(check)
+	}
+
+	// A file above what a comm message may carry (8 MiB) is not sent: the
+	// page says so, the connection stays, the kernel keeps the first file.
+	huge := filepath.Join(t.TempDir(), "huge.bin")
+	if err := os.WriteFile(huge, make([]byte, 9<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pick(huge)
+	nb.waitFor("the page to say the file was not sent", `document.querySelector('#message').textContent.includes('more than the 8 MiB a comm message may carry')`, wait)
+	nb.rerun(check)
+	nb.waitDone(check, "the kernel's file after the refused one", `out.innerText.trim() === `+jsString(want), wait)
 	done(nil)
 }

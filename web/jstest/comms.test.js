@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { base64ToView, bufferToBase64, createComms, parseMessage, sinkItemOfEvent } from '../static/js/comms.js';
+import { MAX_COMM_BYTES, base64ToView, bufferToBase64, createComms, parseMessage, sinkItemOfEvent } from '../static/js/comms.js';
 
 // A fake socket: the frames the page sent, and events as the gateway sends them.
 function setup({ onTarget = () => true } = {}) {
@@ -231,6 +231,34 @@ test('a rejected comm frame gets the idle a kernel would send, so the widget goe
   }
   await comms.settled();
   assert.deepEqual(calls, ['warned', 'idle ' + id]);
+});
+
+test('a message above MAX_COMM_BYTES is not sent: the user is told, the widget gets its idle', async () => {
+  const told = [];
+  const sent = [];
+  const comms = createComms({ send: (f) => sent.push(f), onTarget: () => true, newId: () => 'big', refused: (t) => told.push(t) });
+  const comm = comms.newComm('jupyter.widget', 'up1');
+  sent.length = 0; // the comm_open
+  const calls = [];
+  const warn = console.warn;
+  console.warn = () => {};
+  try {
+    const file = new Uint8Array(MAX_COMM_BYTES + (1 << 20));
+    const id = comm.send({ method: 'update', state: {}, buffer_paths: [['value', 0, 'content']] }, { iopub: { status: (m) => calls.push(m.content.execution_state + ' ' + m.parent_header.msg_id) } }, {}, [file]);
+    assert.equal(id, 'big');
+    assert.equal(sent.length, 0);
+    await comms.settled();
+    assert.deepEqual(calls, ['idle big']);
+    assert.equal(told.length, 1);
+    assert.match(told[0], /is 9 MiB, more than the 8 MiB a comm message may carry; it was not sent/);
+    // At the limit it goes, buffers in base64.
+    const fits = new Uint8Array(MAX_COMM_BYTES - 200);
+    comm.send({ method: 'update', state: {}, buffer_paths: [] }, undefined, {}, [fits]);
+    assert.equal(sent.length, 1);
+    assert.equal(sent[0].buffers[0].length, Math.ceil(fits.length / 3) * 4);
+  } finally {
+    console.warn = warn;
+  }
 });
 
 test('kernel buffers arrive as DataViews', async () => {

@@ -117,6 +117,10 @@ import { randomId } from './text.js';
 const MAX_KEPT_PER_COMM = 1000; // messages of a comm whose target is loading
 const MAX_KEPT_COMMS = 10000; // such comms
 const MAX_REQUESTS = 1000; // messages sent, waiting for their idle status
+// The largest comm message the gateway takes (its content, metadata and
+// buffers; the gateway's MaxCommBytes): a larger one (a FileUpload of
+// a bigger file) is not sent, and the page says so.
+export const MAX_COMM_BYTES = 8 << 20;
 const MAX_ALIASES = 1000; // kernel msg_id -> request id (Output widgets, comm_sent)
 const MAX_SINK_QUEUE = 1000; // outputs captured before the widget's model took them
 
@@ -155,6 +159,26 @@ export function bufferToBase64(buf) {
   const CHUNK = 0x8000;
   for (let i = 0; i < bytes.length; i += CHUNK) bin += String.fromCharCode.apply(null, Array.from(bytes.subarray(i, i + CHUNK)));
   return btoa(bin);
+}
+
+// messageBytes is the size the gateway counts of a comm message: its
+// content's and metadata's JSON (UTF-8) and its buffers.
+/**
+ * @param {JsonObject} content
+ * @param {JsonObject | undefined} metadata
+ * @param {Buffers | undefined} buffers
+ * @returns {number}
+ */
+function messageBytes(content, metadata, buffers) {
+  const enc = new TextEncoder();
+  let n = enc.encode(JSON.stringify(content)).length + enc.encode(JSON.stringify(metadata || {})).length;
+  for (const b of buffers || []) n += b.byteLength;
+  return n;
+}
+
+/** @param {number} n */
+function mebibytes(n) {
+  return (n / (1 << 20)).toFixed(1).replace(/\.0$/, '') + ' MiB';
 }
 
 // parseMessage checks the msg of a comm event (hostile input) and decodes
@@ -277,14 +301,17 @@ function boundedSet(map, key, value, max) {
 //                      true when it will be (the widget bundle loads), so
 //                      the open and what follows are kept; false drops it
 //   newId()            a frame id (default: a random UUID)
+//   refused(text)      tells the user a message of the page's widgets was
+//                      not taken (too large, rejected by the gateway)
 /**
  * @param {object} deps
  * @param {(frame: Frame) => void} deps.send
  * @param {(target: string) => boolean} deps.onTarget
  * @param {() => string} [deps.newId]
+ * @param {(text: string) => void} [deps.refused]
  * @returns {Comms}
  */
-export function createComms({ send, onTarget, newId = randomId }) {
+export function createComms({ send, onTarget, newId = randomId, refused = () => {} }) {
   /**
    * A comm, with its handlers.
    * @typedef {Comm & {context: string, onMsg: ((msg: CommMessage) => void)[], onClose: ((msg: CommMessage) => void)[], model: string}} CommState
@@ -338,6 +365,12 @@ export function createComms({ send, onTarget, newId = randomId }) {
    */
   function sendComm(msgType, content, callbacks, metadata, buffers) {
     const id = newId();
+    const size = messageBytes(content, metadata, buffers);
+    if (size > MAX_COMM_BYTES) {
+      refused(`The widget's message is ${mebibytes(size)}, more than the ${mebibytes(MAX_COMM_BYTES)} a comm message may carry; it was not sent.`);
+      idleFor(id, callbacks);
+      return id;
+    }
     boundedSet(requests, id, { callbacks }, MAX_REQUESTS);
     send({
       type: 'comm',
@@ -562,22 +595,32 @@ export function createComms({ send, onTarget, newId = randomId }) {
     if (req) {
       requests.delete(id);
       console.warn('glassroom: a comm message was rejected:', ev.code, ev.message);
-      // As a kernel answers a message it ignores: idle, so that a widget
-      // waiting for it sends its next one.
-      const st = req.callbacks && req.callbacks.iopub && req.callbacks.iopub.status;
-      /** @type {CommMessage} */
-      const idle = {
-        header: { msg_id: '', msg_type: 'status' },
-        parent_header: { msg_id: id },
-        content: { execution_state: 'idle' },
-        metadata: {},
-        buffers: [],
-        channel: 'iopub'
-      };
-      if (st) later(() => st(idle));
+      refused('A widget message was refused: ' + (ev.message || ev.code || 'bad request'));
+      idleFor(id, req.callbacks);
       return true;
     }
     return false;
+  }
+
+  // idleFor answers the page's message id, which the kernel will not see,
+  // as a kernel answers a message it ignores: idle, so that a widget
+  // waiting for it sends its next one.
+  /**
+   * @param {string} id
+   * @param {Callbacks | undefined} callbacks
+   */
+  function idleFor(id, callbacks) {
+    const st = callbacks && callbacks.iopub && callbacks.iopub.status;
+    /** @type {CommMessage} */
+    const idle = {
+      header: { msg_id: '', msg_type: 'status' },
+      parent_header: { msg_id: id },
+      content: { execution_state: 'idle' },
+      metadata: {},
+      buffers: [],
+      channel: 'iopub'
+    };
+    if (st) later(() => st(idle));
   }
 
   // ---- registering

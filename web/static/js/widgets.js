@@ -92,6 +92,7 @@ export function createWidgets({ send, msg, renderOutputs, strayOutput, importBun
   /** @type {Comms} */
   const comms = createComms({
     send,
+    refused: (text) => msg(text, 'error'),
     onTarget: (target) => {
       if (target !== TARGET) return false;
       load().catch(() => {});
