@@ -16,6 +16,7 @@ import (
 
 	"github.com/glassroom/glassroom/api"
 	glclient "github.com/glassroom/glassroom/client"
+	"github.com/glassroom/glassroom/gateway"
 	"github.com/glassroom/glassroom/sessions"
 )
 
@@ -847,9 +848,11 @@ threading.Thread(target=run, daemon=True).start()`, 0)
 // although its frame is above the code limit (1 MiB plus 64 KiB): the
 // kernel's widget holds the file, byte for byte. Only comm frames may be
 // that large: a large execute frame is rejected with its id and the
-// connection goes on.
+// connection goes on. With one large frame's share per tenant, files
+// picked one after the other all go: each frame's share comes back once
+// the frame is sent to the kernel.
 func TestCommsLargeFrame(t *testing.T) {
-	e := newEnv(t, localRuntime(t), sessions.Config{})
+	e := newEnvGateway(t, localRuntime(t), sessions.Config{}, gateway.Config{WSLargeFrameBudget: smallLargeFrameBudget})
 	s := e.create(keyA, nil)
 	c := e.commConn(keyA, s.ID)
 
@@ -874,16 +877,26 @@ func TestCommsLargeFrame(t *testing.T) {
 	for i := range file {
 		file[i] = byte(i*7 + i>>11)
 	}
-	// What the FileUpload view sends once the user picked a file.
-	state := map[string]any{"value": []any{map[string]any{"name": "big.bin", "type": "application/octet-stream", "size": len(file), "last_modified": 1700000000000}}}
-	sent := c.comm("pick", "comm_msg", map[string]any{"comm_id": upload, "data": map[string]any{"method": "update", "state": state, "buffer_paths": []any{[]any{"value", 0, "content"}}}}, file)
-	if sent.Type != api.EventCommSent {
-		t.Fatalf("the 3 MiB upload: %+v", sent)
+	// What the FileUpload view sends once the user picked a file: three
+	// files, one after the other, sent without waiting for the answers.
+	const picks = 3
+	for i := range picks {
+		file[0] = byte(i)
+		state := map[string]any{"value": []any{map[string]any{"name": fmt.Sprintf("big-%d.bin", i), "type": "application/octet-stream", "size": len(file), "last_modified": 1700000000000}}}
+		c.send(map[string]any{"type": "comm", "id": fmt.Sprint("pick-", i), "msg_type": "comm_msg", "metadata": map[string]any{},
+			"content": map[string]any{"comm_id": upload, "data": map[string]any{"method": "update", "state": state, "buffer_paths": []any{[]any{"value", 0, "content"}}}},
+			"buffers": []string{base64.StdEncoding.EncodeToString(file)}})
 	}
-	c.until("the upload's idle", idleOf(sent.MsgID))
+	for i := range picks {
+		sent := c.answer(fmt.Sprint("pick-", i))
+		if sent.Type != api.EventCommSent {
+			t.Fatalf("the 3 MiB upload %d: %+v", i, sent)
+		}
+		c.until("the upload's idle", idleOf(sent.MsgID))
+	}
 	sum := sha256.Sum256(file)
 	x := e.exec(keyA, s.ID, "import hashlib\nf = u.value[0]\nprint(f.name, len(f.content), hashlib.sha256(f.content).hexdigest())", 0)
-	if want := fmt.Sprintf("big.bin %d %s\n", len(file), hex.EncodeToString(sum[:])); x.Stdout != want {
+	if want := fmt.Sprintf("big-%d.bin %d %s\n", picks-1, len(file), hex.EncodeToString(sum[:])); x.Stdout != want {
 		t.Fatalf("the kernel's upload: %q (%s), want %q", x.Stdout, x.Status, want)
 	}
 }

@@ -21,7 +21,9 @@ type Config struct {
 	// WSLargeFrameBudget is how many bytes of large WebSocket frames
 	// (a comm message above the code limit: an ipywidgets FileUpload, a
 	// big array for a widget) all connections may hold at once (default
-	// 64 MiB). Past it, such frames wait, then are refused.
+	// 64 MiB; one tenant, half of it). Past it, such frames wait, then
+	// their connections are closed (1013). At least twice the frame of
+	// the largest comm message (sessions.Config.MaxCommBytes).
 	WSLargeFrameBudget int64
 	// AllowedOrigins lists extra browser origins allowed to open WebSockets
 	// (same-origin is always allowed; non-browser clients send no Origin).

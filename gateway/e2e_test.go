@@ -84,10 +84,23 @@ func runtimes() map[string]runtimeFactory {
 
 func newEnv(t *testing.T, rt app.Runtime, cfg sessions.Config) *env {
 	t.Helper()
-	g := apptest.Start(t, rt, apptest.Options{Sessions: cfg,
-		Gateway: gateway.Config{APIKeys: []string{keyA, keyB}, MaxBodyBytes: 1 << 20}})
+	return newEnvGateway(t, rt, cfg, gateway.Config{})
+}
+
+// newEnvGateway is newEnv with gw's settings (its keys and body limit are
+// the tests').
+func newEnvGateway(t *testing.T, rt app.Runtime, cfg sessions.Config, gw gateway.Config) *env {
+	t.Helper()
+	gw.APIKeys, gw.MaxBodyBytes = []string{keyA, keyB}, 1<<20
+	g := apptest.Start(t, rt, apptest.Options{Sessions: cfg, Gateway: gw})
 	return &env{t: t, g: g, url: g.URL, mgr: g.Manager, rt: g.App.Runtime}
 }
+
+// smallLargeFrameBudget is the smallest large-frame budget the gateway
+// takes with the default comm limit (twice an 8 MiB comm message's frame,
+// with a little room): one share per tenant, so a share that is not given
+// back holds up the tenant's next large frame.
+const smallLargeFrameBudget = 2 * (8<<20*4/3 + 256<<10 + 64<<10)
 
 // client returns a glassroom Go client with key: the helpers below go
 // through it, so the client is exercised by every end-to-end test.

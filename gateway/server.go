@@ -46,6 +46,14 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	if mgr == nil {
+		return nil, errors.New("gateway: a session manager is required")
+	}
+	// Each tenant may hold half the budget: that half must take one comm
+	// message's largest frame.
+	if need := 2 * wsconn.LargeFrameSize(mgr.Config().MaxCommBytes); cfg.WSLargeFrameBudget < need {
+		return nil, fmt.Errorf("gateway: config: the WebSocket large-frame budget (%d bytes) must be at least %d: twice the frame of the largest comm message", cfg.WSLargeFrameBudget, need)
+	}
 	s := &Server{cfg: cfg, mgr: mgr, log: log, keys: tenant.NewKeys(cfg.APIKeys), conns: wsconn.NewGroup(log, wsconn.LargeFrames{Budget: cfg.WSLargeFrameBudget}), fwd: newForwarder(cfg.Instance)}
 	upgrader := wsconn.NewUpgrader(cfg.AllowedOrigins)
 	s.upgrader = upgrader

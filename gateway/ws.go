@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/glassroom/glassroom/gateway/internal/httperr"
+	"github.com/glassroom/glassroom/gateway/internal/tenant"
 	"github.com/glassroom/glassroom/gateway/internal/wsconn"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/gorilla/websocket"
@@ -191,6 +192,7 @@ func (r *wsRelay) serve(c echo.Context) error {
 	sess.Touch()
 
 	owner := rand.Text()          // this connection, as the owner of the comms it opens (never sent)
+	tenantID := tenant.Of(c)      // whose share of the large-frame budget the connection's frames take
 	out := make(chan any, 64)     // frames for the writer besides events
 	resume := make(chan int64, 1) // resubscribe requests for the writer
 	execs := make(chan wsExecute, wsPendingExecutes)
@@ -200,7 +202,7 @@ func (r *wsRelay) serve(c echo.Context) error {
 		in := newIntrospector(gctx, sess, out, r.conns.Recover)
 		defer in.close()
 		defer close(execs)
-		return r.read(gctx, conn, sess, wsInputs{out: out, resume: resume, execs: execs, introspect: in})
+		return r.read(gctx, conn, sess, tenantID, wsInputs{out: out, resume: resume, execs: execs, introspect: in})
 	})
 	g.Go(func() (err error) {
 		defer r.conns.Recover(&err)
@@ -271,11 +273,12 @@ func submit(ctx context.Context, sess *sessions.Session, execs <-chan wsExecute,
 //
 // A frame may be up to the code limit plus 64 KiB; a comm frame, up to
 // what its MaxCommBytes need in base64, when the gateway's budget for
-// large frames allows (wsconn.Limits).
-func (r *wsRelay) read(ctx context.Context, conn *websocket.Conn, sess *sessions.Session, in wsInputs) error {
+// large frames allows (wsconn.Limits; owner, the tenant, holds at most
+// its part of it).
+func (r *wsRelay) read(ctx context.Context, conn *websocket.Conn, sess *sessions.Session, owner string, in wsInputs) error {
 	defer send(ctx, in.out, nil) // tells the writer the client is gone
 	cfg := r.mgr.Config()
-	lim := wsconn.Limits{Frame: int64(cfg.MaxCodeBytes) + 64<<10, Large: wsconn.LargeFrameSize(cfg.MaxCommBytes)}
+	lim := wsconn.Limits{Frame: int64(cfg.MaxCodeBytes) + 64<<10, Large: wsconn.LargeFrameSize(cfg.MaxCommBytes), Owner: owner}
 	frames := r.conns.NewReader(conn, lim)
 	defer frames.Close()
 	in.keep = frames.Keep

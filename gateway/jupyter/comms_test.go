@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glassroom/glassroom/gateway"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/gorilla/websocket"
 )
@@ -423,7 +424,10 @@ display({'text/plain': 'outside'}, raw=True)`
 // comm messages may be that large: a large execute_request closes the
 // connection with 1009, as any frame above the limits does.
 func TestJupyterCommLargeMessage(t *testing.T) {
-	e := newEnv(t, localRuntime(t), sessions.Config{})
+	// One large frame's share per tenant (twice an 8 MiB comm message's
+	// frame, with a little room): a share that is not given back holds
+	// up the next connection's upload.
+	e := newEnvGateway(t, localRuntime(t), sessions.Config{}, gateway.Config{WSLargeFrameBudget: 2 * (8<<20*4/3 + 256<<10 + 64<<10)})
 	k := e.startKernel(keyA, nil)
 	file := make([]byte, 3<<20)
 	for i := range file {

@@ -25,7 +25,7 @@ import (
 // frame above every limit does.
 func (jc *conn) read(ctx context.Context) error {
 	cfg := jc.api.mgr.Config()
-	lim := wsconn.Limits{Frame: int64(cfg.MaxCodeBytes) + 256<<10, Large: wsconn.LargeFrameSize(cfg.MaxCommBytes)}
+	lim := wsconn.Limits{Frame: int64(cfg.MaxCodeBytes) + 256<<10, Large: wsconn.LargeFrameSize(cfg.MaxCommBytes), Owner: jc.tenant}
 	frames := jc.api.conns.NewReader(jc.ws, lim)
 	defer frames.Close() // the comm path hands the message to the kernel before the next frame
 	for {

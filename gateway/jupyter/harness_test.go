@@ -57,8 +57,15 @@ type env struct {
 
 func newEnv(t *testing.T, rt app.Runtime, cfg sessions.Config) *env {
 	t.Helper()
-	g := apptest.Start(t, rt, apptest.Options{Sessions: cfg,
-		Gateway: gateway.Config{APIKeys: []string{keyA, keyB}, MaxBodyBytes: 1 << 20}})
+	return newEnvGateway(t, rt, cfg, gateway.Config{})
+}
+
+// newEnvGateway is newEnv with gw's settings (its keys and body limit are
+// the tests').
+func newEnvGateway(t *testing.T, rt app.Runtime, cfg sessions.Config, gw gateway.Config) *env {
+	t.Helper()
+	gw.APIKeys, gw.MaxBodyBytes = []string{keyA, keyB}, 1<<20
+	g := apptest.Start(t, rt, apptest.Options{Sessions: cfg, Gateway: gw})
 	return &env{t: t, g: g, url: g.URL}
 }
 

@@ -22,15 +22,16 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // frame is what a test server's reader saw: a frame, or the error that
 // ended the connection.
 type frame struct {
+	owner string
 	size  int
 	large bool
 	err   error
 }
 
-// largeServer serves WebSockets whose reader reads within lim and reports
-// every frame on seen. A frame whose first byte is 'k' is kept: its
-// budget is not given back by the next Next, but by the func sent on
-// kept.
+// largeServer serves WebSockets whose reader reads within lim, for the
+// owner the URL's ?owner= names, and reports every frame on seen. A frame
+// whose first byte is 'k' is kept: its share is not given back by the
+// next Next, but by the func sent on kept.
 type largeServer struct {
 	g    *Group
 	url  string
@@ -48,18 +49,21 @@ func newLargeServer(t *testing.T, large LargeFrames, lim Limits) *largeServer {
 			return
 		}
 		defer done()
+		owner := r.URL.Query().Get("owner")
+		lim := lim
+		lim.Owner = owner
 		frames := s.g.NewReader(conn, lim)
 		defer frames.Close()
 		for {
 			_, data, err := frames.Next(ctx)
 			if err != nil {
-				s.seen <- frame{err: err}
+				s.seen <- frame{owner: owner, err: err}
 				return
 			}
 			if len(data) > 0 && data[0] == 'k' {
 				s.kept <- frames.Keep()
 			}
-			s.seen <- frame{size: len(data), large: frames.Large()}
+			s.seen <- frame{owner: owner, size: len(data), large: frames.Large()}
 		}
 	}))
 	t.Cleanup(func() {
@@ -71,9 +75,9 @@ func newLargeServer(t *testing.T, large LargeFrames, lim Limits) *largeServer {
 	return s
 }
 
-func (s *largeServer) dial(t *testing.T) *websocket.Conn {
+func (s *largeServer) dial(t *testing.T, owner string) *websocket.Conn {
 	t.Helper()
-	c, _, err := websocket.DefaultDialer.Dial(s.url, nil)
+	c, _, err := websocket.DefaultDialer.Dial(s.url+"?owner="+owner, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,9 +128,9 @@ func closeCode(t *testing.T, c *websocket.Conn) int {
 // others go on; a frame above Limits.Large closes with 1009.
 func TestLargeFrames(t *testing.T) {
 	const ordinary, large = 1 << 10, 64 << 10
-	s := newLargeServer(t, LargeFrames{Budget: large, Wait: 2 * time.Second}, Limits{Frame: ordinary, Large: large})
+	s := newLargeServer(t, LargeFrames{Budget: large, PerOwner: large, Wait: 5 * time.Second}, Limits{Frame: ordinary, Large: large})
 
-	a := s.dial(t)
+	a := s.dial(t, "a")
 	send(t, a, 'x', ordinary)
 	if f := s.next(t, "an ordinary frame"); f.size != ordinary || f.large {
 		t.Fatalf("an ordinary frame: %+v", f)
@@ -147,7 +151,7 @@ func TestLargeFrames(t *testing.T) {
 
 	// Another connection's large frame waits, then its connection closes
 	// with 1013; a's ordinary frames go on meanwhile.
-	b := s.dial(t)
+	b := s.dial(t, "a")
 	send(t, b, 'x', large)
 	send(t, a, 'x', ordinary)
 	var busy, meanwhile int
@@ -169,7 +173,7 @@ func TestLargeFrames(t *testing.T) {
 	}
 
 	// A large frame waiting when the keeper gives the budget back is read.
-	c := s.dial(t)
+	c := s.dial(t, "a")
 	send(t, c, 'x', large)
 	time.Sleep(100 * time.Millisecond) // c waits meanwhile (the test passes without it too)
 	release()
@@ -186,32 +190,32 @@ func TestLargeFrames(t *testing.T) {
 	if code := closeCode(t, c); code != websocket.CloseMessageTooBig {
 		t.Fatalf("c closed with %d, want 1009", code)
 	}
-	send(t, a, 'x', large) // c's budget was given back when its reader ended
+	send(t, a, 'x', large) // c's share went back as its reader read on (gorilla refuses the frame by its header, before any share)
 	if f := s.next(t, "a's large frame at the end"); f.size != large {
 		t.Fatalf("a's large frame at the end: %+v", f)
 	}
 }
 
-// TestLargeLimitBoundedByBudget: a Limits.Large above the whole budget is
-// cut to it (a frame it lets through could never get the budget), and a
-// reader without Large reads ordinary frames only.
+// TestLargeLimitBoundedByBudget: a Limits.Large above an owner's part of
+// the budget is cut to it (a frame it lets through could never get its
+// share), and a reader without Large reads ordinary frames only.
 func TestLargeLimitBoundedByBudget(t *testing.T) {
-	s := newLargeServer(t, LargeFrames{Budget: 8 << 10}, Limits{Frame: 1 << 10, Large: 1 << 20})
-	a := s.dial(t)
+	s := newLargeServer(t, LargeFrames{Budget: 16 << 10, PerOwner: 8 << 10}, Limits{Frame: 1 << 10, Large: 1 << 20})
+	a := s.dial(t, "a")
 	send(t, a, 'x', 8<<10)
-	if f := s.next(t, "a frame of the whole budget"); f.size != 8<<10 || !f.large {
-		t.Fatalf("a frame of the whole budget: %+v", f)
+	if f := s.next(t, "a frame of an owner's whole part"); f.size != 8<<10 || !f.large {
+		t.Fatalf("a frame of an owner's whole part: %+v", f)
 	}
 	send(t, a, 'x', 8<<10+1)
-	if f := s.next(t, "a frame above the budget"); f.err == nil {
-		t.Fatalf("a frame above the budget was read: %+v", f)
+	if f := s.next(t, "a frame above an owner's part"); f.err == nil {
+		t.Fatalf("a frame above an owner's part was read: %+v", f)
 	}
 	if code := closeCode(t, a); code != websocket.CloseMessageTooBig {
 		t.Fatalf("closed with %d, want 1009", code)
 	}
 
 	o := newLargeServer(t, LargeFrames{}, Limits{Frame: 1 << 10})
-	b := o.dial(t)
+	b := o.dial(t, "a")
 	send(t, b, 'x', 1<<10)
 	if f := o.next(t, "an ordinary frame"); f.size != 1<<10 || f.large {
 		t.Fatalf("an ordinary frame: %+v", f)
@@ -225,21 +229,113 @@ func TestLargeLimitBoundedByBudget(t *testing.T) {
 	}
 }
 
-// TestLargeFrameWaitEndsWithContext: a reader waiting for the budget
+// TestLargeFrameWaitEndsWithContext: a reader waiting for its share
 // returns when its connection's context ends (a gateway shutting down).
 func TestLargeFrameWaitEndsWithContext(t *testing.T) {
-	g := NewGroup(zerolog.Nop(), LargeFrames{Budget: 10, Wait: time.Hour})
-	if err := g.large.Acquire(context.Background(), 10); err != nil {
+	b := newLargeBudget(LargeFrames{Budget: 10, PerOwner: 10, Wait: time.Hour})
+	if err := b.all.Acquire(context.Background(), 10); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { errc <- g.acquireLarge(ctx, 5) }()
+	go func() {
+		_, err := b.acquire(ctx, "a", 5)
+		errc <- err
+	}()
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
-		t.Fatalf("acquireLarge after its context ended: %v", err)
+		t.Fatalf("acquire after its context ended: %v", err)
 	}
-	g.large.Release(10)
+	b.all.Release(10)
+	if len(b.owners) != 0 {
+		t.Fatalf("owners left after a failed wait: %v", b.owners)
+	}
+}
+
+// TestLargeFrameOneSharePerConnection: a connection holds one share: its
+// next large frame waits until the kept one's share comes back, even
+// with budget to spare; its ordinary frames do not wait.
+func TestLargeFrameOneSharePerConnection(t *testing.T) {
+	const ordinary, large = 1 << 10, 16 << 10
+	s := newLargeServer(t, LargeFrames{Budget: 8 * large, PerOwner: 8 * large, Wait: 20 * time.Second}, Limits{Frame: ordinary, Large: large})
+	a := s.dial(t, "a")
+	send(t, a, 'k', large)
+	if f := s.next(t, "the kept frame"); f.size != large {
+		t.Fatalf("the kept frame: %+v", f)
+	}
+	release := <-s.kept
+	send(t, a, 'x', large)
+	select {
+	case f := <-s.seen:
+		t.Fatalf("a second large frame was read while the connection's share was kept: %+v", f)
+	case <-time.After(300 * time.Millisecond):
+	}
+	release()
+	if f := s.next(t, "the second large frame"); f.size != large || !f.large {
+		t.Fatalf("the second large frame: %+v", f)
+	}
+	send(t, a, 'x', ordinary)
+	if f := s.next(t, "an ordinary frame"); f.size != ordinary {
+		t.Fatalf("an ordinary frame: %+v", f)
+	}
+}
+
+// TestLargeFramePerOwner: an owner holding its part of the budget waits
+// (then gets 1013) while another owner's large frame is read at once.
+func TestLargeFramePerOwner(t *testing.T) {
+	const ordinary, large = 1 << 10, 16 << 10
+	s := newLargeServer(t, LargeFrames{Budget: 4 * large, PerOwner: 2 * large, Wait: time.Second}, Limits{Frame: ordinary, Large: large})
+	var releases []func()
+	for i := range 2 {
+		c := s.dial(t, "a")
+		send(t, c, 'k', large)
+		if f := s.next(t, fmt.Sprint("a's kept frame ", i)); f.size != large {
+			t.Fatalf("a's kept frame %d: %+v", i, f)
+		}
+		releases = append(releases, <-s.kept)
+	}
+	third := s.dial(t, "a")
+	send(t, third, 'x', large)
+	b := s.dial(t, "b")
+	send(t, b, 'x', large)
+	if f := s.next(t, "b's large frame"); f.owner != "b" || f.size != large {
+		t.Fatalf("b's large frame while a holds its part: %+v", f)
+	}
+	if f := s.next(t, "a's third large frame"); f.owner != "a" || !errors.Is(f.err, ErrLargeFrameBusy) {
+		t.Fatalf("a's third large frame: %+v", f)
+	}
+	if code := closeCode(t, third); code != websocket.CloseTryAgainLater {
+		t.Fatalf("a's third connection closed with %d, want 1013", code)
+	}
+	for _, r := range releases {
+		r()
+	}
+}
+
+// TestLargeFrameTrickled: a client that sends the start of a large frame
+// and stalls loses its connection after LargeFrames.Read, and its share
+// comes back: another connection of its owner reads a large frame.
+func TestLargeFrameTrickled(t *testing.T) {
+	const ordinary, large = 1 << 10, 64 << 10
+	s := newLargeServer(t, LargeFrames{Budget: large, PerOwner: large, Wait: 20 * time.Second, Read: 300 * time.Millisecond}, Limits{Frame: ordinary, Large: large})
+	a := s.dial(t, "a")
+	w, err := a.NextWriter(websocket.BinaryMessage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// More than the writer's buffer: fragments go out, the message is
+	// never finished.
+	if _, err := w.Write(bytes.Repeat([]byte{'x'}, 16<<10)); err != nil {
+		t.Fatal(err)
+	}
+	if f := s.next(t, "the stalled frame"); f.err == nil {
+		t.Fatalf("the stalled frame was read: %+v", f)
+	}
+	b := s.dial(t, "a")
+	send(t, b, 'x', large)
+	if f := s.next(t, "a large frame after the stalled one"); f.size != large || !f.large {
+		t.Fatalf("a large frame after the stalled one: %+v", f)
+	}
 }
 
 // BenchmarkReader: frames through a Reader over loopback, an ordinary

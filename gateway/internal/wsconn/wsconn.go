@@ -1,9 +1,7 @@
 package wsconn
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -12,8 +10,6 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
-	"golang.org/x/sync/semaphore"
-	"golang.org/x/time/rate"
 )
 
 const (
@@ -49,190 +45,27 @@ func NewUpgrader(allowed []string) websocket.Upgrader {
 	}
 }
 
-// Limits bound the frames a Reader reads.
-type Limits struct {
-	// Frame is the size of an ordinary frame, read at once.
-	Frame int64
-	// Large, when above Frame, lets frames up to Large bytes through
-	// when the group's budget for large frames allows (see Group): an
-	// ipywidgets FileUpload's comm_msg, a big array for a widget. A frame
-	// above max(Frame, Large) closes the connection with 1009 (message
-	// too big).
-	Large int64
-}
-
-// LargeFrameSize is the Limits.Large that lets through a frame whose
-// payload is n bytes, base64-encoded inside JSON, with room for the
-// frame's other fields.
-func LargeFrameSize(n int) int64 { return int64(n)*4/3 + 256<<10 }
-
-// ErrLargeFrameBusy is Next's error for a frame above Limits.Frame that
-// did not get the group's large-frame budget within LargeFrames.Wait. The
-// connection is over: Next has sent the client a close frame with code
-// 1013 (try again later), and the client may reconnect and send again.
-var ErrLargeFrameBusy = Error("the gateway's budget for large frames stayed in use; send the frame again later")
-
-// Reader reads a client's frames at most FrameRate a second: past that
-// it waits before reading on, so TCP slows a fast client and the server
-// never drops it. A Reader belongs to the one goroutine that owns the
-// connection's reading side, which closes it when it stops reading.
-type Reader struct {
-	conn  *websocket.Conn
-	limit *rate.Limiter
-	lim   Limits
-	group *Group
-	held  int64 // the large-frame budget the frame last returned holds
-	large bool  // the frame last returned was above lim.Frame
-}
-
-// NewReader returns a Reader of conn's frames within lim, and sets
-// conn's read limit to match. The caller closes it.
-func (g *Group) NewReader(conn *websocket.Conn, lim Limits) *Reader {
-	lim.Large = min(lim.Large, g.budget) // a frame larger than the whole budget would wait for ever
-	conn.SetReadLimit(max(lim.Frame, lim.Large))
-	return &Reader{conn: conn, limit: rate.NewLimiter(FrameRate, FrameRate), lim: lim, group: g}
-}
-
-// Next blocks until the rate allows a frame, then reads it whole. It
-// returns ctx's error if ctx ends while it waits for the rate or for the
-// large-frame budget; ctx does not interrupt the read itself (closing the
-// connection does).
-//
-// A frame above Limits.Frame holds Limits.Large bytes of the group's
-// large-frame budget until the next call to Next, or Close, unless the
-// caller Keeps it. Past LargeFrames.Wait without the budget, Next closes
-// the connection (ErrLargeFrameBusy).
-func (r *Reader) Next(ctx context.Context) (messageType int, data []byte, err error) {
-	r.Close()
-	r.large = false
-	if err := r.limit.Wait(ctx); err != nil {
-		return 0, nil, err
-	}
-	messageType, rd, err := r.conn.NextReader()
-	if err != nil {
-		return 0, nil, err
-	}
-	var buf bytes.Buffer
-	n, err := buf.ReadFrom(io.LimitReader(rd, r.lim.Frame+1))
-	if err != nil {
-		return 0, nil, err
-	}
-	if n <= r.lim.Frame {
-		return messageType, buf.Bytes(), nil
-	}
-	if r.lim.Large <= r.lim.Frame { // the connection's read limit stops it first; kept for safety
-		return 0, nil, websocket.ErrReadLimit
-	}
-	if err := r.group.acquireLarge(ctx, r.lim.Large); err != nil {
-		if ctx.Err() != nil {
-			return 0, nil, ctx.Err()
-		}
-		_ = r.conn.WriteControl(websocket.CloseMessage,
-			websocket.FormatCloseMessage(websocket.CloseTryAgainLater, "the gateway's budget for large frames is in use; send the frame again later"),
-			time.Now().Add(WriteTimeout))
-		return 0, nil, ErrLargeFrameBusy
-	}
-	r.held, r.large = r.lim.Large, true
-	// The budget is shared: a client that trickles the rest of its frame
-	// must not hold it for long (a read past the deadline ends the
-	// connection).
-	_ = r.conn.SetReadDeadline(time.Now().Add(r.group.largeRead))
-	_, err = buf.ReadFrom(rd)
-	_ = r.conn.SetReadDeadline(time.Time{})
-	if err != nil {
-		r.Close()
-		r.large = false
-		return 0, nil, err
-	}
-	return messageType, buf.Bytes(), nil
-}
-
-// Large reports whether the frame Next last returned was above
-// Limits.Frame.
-func (r *Reader) Large() bool { return r.large }
-
-// Keep takes over the large-frame budget the frame Next last returned
-// holds, for a caller that hands the frame's data on beyond its next
-// call to Next: the caller calls release once the data is let go (more
-// calls do nothing). For an ordinary frame release does nothing.
-func (r *Reader) Keep() (release func()) {
-	n := r.held
-	r.held = 0
-	if n == 0 {
-		return func() {}
-	}
-	var once sync.Once
-	return func() { once.Do(func() { r.group.large.Release(n) }) }
-}
-
-// Close gives back the large-frame budget the last frame held. The
-// Reader may read on after it (Next calls it first).
-func (r *Reader) Close() {
-	if r.held > 0 {
-		r.group.large.Release(r.held)
-		r.held = 0
-	}
-}
-
 // Group is a server's live WebSocket connections. Safe for concurrent
 // use.
 //
 // Frames larger than a connection's ordinary limit (Limits.Large) draw
-// on one budget for the whole group (LargeFrames.Budget bytes), so that
-// many connections sending large frames at once cannot take the
-// gateway's memory: past the budget they wait, then their frames are
-// refused.
+// on one budget for the whole group (see LargeFrames), so that many
+// connections sending large frames at once cannot take the gateway's
+// memory: past the budget they wait, then their connections are closed.
 type Group struct {
-	log       zerolog.Logger
-	large     *semaphore.Weighted
-	budget    int64
-	largeWait time.Duration
-	largeRead time.Duration
-	base      context.Context // cancelled when shutdown starts
-	stop      context.CancelFunc
-	mu        sync.Mutex // orders Enter's Add before Shutdown, so Wait never races an Add
-	shut      bool       // Shutdown was called: Enter counts no more connections
-	wg        sync.WaitGroup
-}
-
-// LargeFrames is a group's budget for large frames (see Limits.Large).
-// Zero fields take defaults.
-type LargeFrames struct {
-	// Budget is how many bytes of large frames the group's connections
-	// may hold at once (default 64 MiB). A frame holds its Limits.Large
-	// while it is read and handled.
-	Budget int64
-	// Wait is how long a large frame waits for the budget before its
-	// connection is closed with 1013, try again later (default 30 s).
-	// Meanwhile the reader stops reading (TCP slows the client); the
-	// budget is served first come, first served.
-	Wait time.Duration
-	// Read bounds the reading of a large frame once it has the budget
-	// (default 60 s): a client slower than that loses its connection.
-	Read time.Duration
+	log   zerolog.Logger
+	large *largeBudget
+	base  context.Context // cancelled when shutdown starts
+	stop  context.CancelFunc
+	mu    sync.Mutex // orders Enter's Add before Shutdown, so Wait never races an Add
+	shut  bool       // Shutdown was called: Enter counts no more connections
+	wg    sync.WaitGroup
 }
 
 // NewGroup returns an empty group; log gets the panics Recover catches.
 func NewGroup(log zerolog.Logger, large LargeFrames) *Group {
-	if large.Budget <= 0 {
-		large.Budget = 64 << 20
-	}
-	if large.Wait <= 0 {
-		large.Wait = 30 * time.Second
-	}
-	if large.Read <= 0 {
-		large.Read = time.Minute
-	}
 	base, stop := context.WithCancel(context.Background())
-	return &Group{log: log, base: base, stop: stop, large: semaphore.NewWeighted(large.Budget), budget: large.Budget, largeWait: large.Wait, largeRead: large.Read}
-}
-
-// acquireLarge takes n bytes of the large-frame budget (n is at most the
-// budget: NewReader sees to it), waiting at most the group's Wait.
-func (g *Group) acquireLarge(ctx context.Context, n int64) error {
-	ctx, cancel := context.WithTimeout(ctx, g.largeWait)
-	defer cancel()
-	return g.large.Acquire(ctx, n)
+	return &Group{log: log, base: base, stop: stop, large: newLargeBudget(large)}
 }
 
 // Enter counts a connection that has just been upgraded. Its context ends
