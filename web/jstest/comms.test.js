@@ -261,6 +261,20 @@ test('a message above MAX_COMM_BYTES is not sent: the user is told, the widget g
   }
 });
 
+test('a lost connection gives the messages in flight their idle, once', async () => {
+  const { comms } = setup();
+  const comm = comms.newComm('jupyter.widget', 'w9');
+  const calls = [];
+  const status = { iopub: { status: (m) => calls.push(m.content.execution_state + ' ' + m.parent_header.msg_id) } };
+  const a = comm.send({ method: 'update', state: { value: 1 } }, status);
+  const b = comm.send({ method: 'update', state: { value: 2 } }, status);
+  comms.connectionLost();
+  comms.connectionLost(); // nothing is pending any more
+  await comms.settled();
+  assert.deepEqual(calls, ['idle ' + a, 'idle ' + b]);
+  assert.equal(comms.onRejected({ type: 'rejected', id: a, code: 'x', message: 'late' }), false);
+});
+
 test('kernel buffers arrive as DataViews', async () => {
   const { comms } = setup();
   let got = null;

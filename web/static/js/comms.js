@@ -109,6 +109,7 @@ import { randomId } from './text.js';
  * @property {(target: string) => Promise<{[commId: string]: {target_name: string}}>} commInfo asks the kernel for its comms of target
  * @property {(commId: string, sink: ((item: SinkItem) => void) | null) => void} setOutputSink where an Output widget's captured outputs go
  * @property {(context: string | null) => void} closeAll closes every comm of context (null: all) as if the kernel closed it (a restart, a new session), and forgets what was pending
+ * @property {() => void} connectionLost the socket dropped: messages waiting for their idle get it now (the kernel's, if any, went with the socket), so widgets send on
  * @property {() => number} size how many comms are open (tests)
  * @property {() => Promise<void>} settled resolves once the messages received so far reached their handlers
  */
@@ -728,6 +729,12 @@ export function createComms({ send, onTarget, newId = randomId, refused = () => 
     }
   }
 
+  function connectionLost() {
+    const pending = [...requests];
+    requests.clear();
+    for (const [id, req] of pending) idleFor(id, req.callbacks);
+  }
+
   return {
     handle,
     captureEvent,
@@ -738,6 +745,7 @@ export function createComms({ send, onTarget, newId = randomId, refused = () => 
     commInfo,
     setOutputSink,
     closeAll,
+    connectionLost,
     size: () => comms.size,
     settled: () => chain
   };

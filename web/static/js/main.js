@@ -143,7 +143,8 @@ function start() {
       files.refreshSoon();
       widgets.connected();
     },
-    onClose: () => {
+    onClose: (code) => {
+      widgets.connectionLost(code);
       assist.dropAll();
       sessions.renderKernelStatus();
     },

@@ -62,6 +62,7 @@ export function widgetModelId(v) {
  * @property {(host: HTMLElement, value: unknown, plain: unknown) => boolean} renderView draws a widget-view output's view into host (false: not a view it can show)
  * @property {(root: Element) => void} disposeUnder removes the views shown inside root
  * @property {() => void} connected the WebSocket (re)opened: restore the kernel's widgets
+ * @property {(code: number) => void} connectionLost the WebSocket dropped with close code: pending widget messages get their idle; a too-large or busy close is told
  * @property {(context: string | null) => void} kernelGone the kernel of context (null: every one, a new session) restarted or died: its widgets go
  * @property {() => boolean} loaded whether the widget bundle is loaded (tests)
  */
@@ -199,6 +200,17 @@ export function createWidgets({ send, msg, renderOutputs, strayOutput, importBun
       });
   }
 
+  // connectionLost: the socket dropped. The widgets' messages in flight
+  // get their idle (none will come), and a message that was the cause is
+  // named: 1013, the gateway's budget for large messages was in use; 1009,
+  // a frame larger than the gateway takes.
+  /** @param {number} code */
+  function connectionLost(code) {
+    comms.connectionLost();
+    if (code === 1013) msg('The gateway was busy with other large messages: a widget message was not sent. Try again.', 'error');
+    else if (code === 1009) msg('A message was larger than the gateway takes: it was not sent, and the connection was reset.', 'error');
+  }
+
   /** @param {string | null} context */
   function kernelGone(context) {
     if (context === null) generation++;
@@ -214,6 +226,7 @@ export function createWidgets({ send, msg, renderOutputs, strayOutput, importBun
       if (manager) manager.disposeUnder(root);
     },
     connected,
+    connectionLost,
     kernelGone,
     loaded: () => manager !== null
   };

@@ -45,7 +45,8 @@ const BACKOFF_MAX_MS = 5000;
 //   onSnapshot(ev)  the kernel-state snapshot the server sends first
 //   onEvent(ev)     every later event, once, in order (errors are caught)
 //   onOpen()        after each (re)connect, once queued frames are sent
-//   onClose()       when the socket drops (a reconnect is scheduled)
+//   onClose(code)   when the socket drops (a reconnect is scheduled), with
+//                   the close frame's code (1006: none)
 //   checkAlive()    a Promise of whether the session still exists; asked
 //                   before each reconnect
 /**
@@ -54,7 +55,7 @@ const BACKOFF_MAX_MS = 5000;
  * @param {(ev: ServerEvent) => void} deps.onSnapshot
  * @param {(ev: ServerEvent) => void} deps.onEvent
  * @param {() => void} deps.onOpen
- * @param {() => void} deps.onClose
+ * @param {(code: number) => void} deps.onClose
  * @param {() => Promise<boolean>} deps.checkAlive
  * @returns {Connection}
  */
@@ -124,11 +125,11 @@ export function createConnection({ store, onSnapshot, onEvent, onOpen, onClose, 
       if (Array.isArray(ev)) ev.forEach(handle);
       else handle(ev);
     };
-    sock.onclose = () => {
+    sock.onclose = (e) => {
       if (myGen !== gen) return;
       open = false;
       ws = null;
-      onClose();
+      onClose(e.code);
       scheduleReconnect(myGen);
     };
     sock.onerror = () => {
