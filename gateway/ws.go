@@ -184,7 +184,12 @@ func (r *wsRelay) serve(c echo.Context) error {
 		return err
 	}
 	defer release()
-	conn, ctx, done, ok := r.conns.Accept(&r.upgrader, c.Response(), c.Request(), int64(r.mgr.Config().MaxCodeBytes)+64<<10)
+	// A frame may be up to the code limit plus 64 KiB; a comm frame, up to
+	// what its MaxCommBytes need in base64, when the gateway's budget for
+	// large frames allows (the tenant holds at most its part of it).
+	cfg := r.mgr.Config()
+	lim := wsconn.Limits{Frame: int64(cfg.MaxCodeBytes) + 64<<10, Large: wsconn.LargeFrameSize(cfg.MaxCommBytes), Owner: tenant.Of(c)}
+	conn, ctx, done, ok := r.conns.Accept(&r.upgrader, c.Response(), c.Request(), lim.Frame)
 	if !ok {
 		return nil // the upgrader has written the error response
 	}
@@ -192,7 +197,6 @@ func (r *wsRelay) serve(c echo.Context) error {
 	sess.Touch()
 
 	owner := rand.Text()          // this connection, as the owner of the comms it opens (never sent)
-	tenantID := tenant.Of(c)      // whose share of the large-frame budget the connection's frames take
 	out := make(chan any, 64)     // frames for the writer besides events
 	resume := make(chan int64, 1) // resubscribe requests for the writer
 	execs := make(chan wsExecute, wsPendingExecutes)
@@ -202,7 +206,7 @@ func (r *wsRelay) serve(c echo.Context) error {
 		in := newIntrospector(gctx, sess, out, r.conns.Recover)
 		defer in.close()
 		defer close(execs)
-		return r.read(gctx, conn, sess, tenantID, wsInputs{out: out, resume: resume, execs: execs, introspect: in})
+		return r.read(gctx, conn, sess, lim, wsInputs{out: out, resume: resume, execs: execs, introspect: in})
 	})
 	g.Go(func() (err error) {
 		defer r.conns.Recover(&err)
@@ -270,15 +274,9 @@ func submit(ctx context.Context, sess *sessions.Session, execs <-chan wsExecute,
 // read owns the connection's reading side. It reads at most
 // wsconn.FrameRate frames a second; past that it waits before reading on,
 // so a fast client is slowed by TCP backpressure, never dropped.
-//
-// A frame may be up to the code limit plus 64 KiB; a comm frame, up to
-// what its MaxCommBytes need in base64, when the gateway's budget for
-// large frames allows (wsconn.Limits; owner, the tenant, holds at most
-// its part of it).
-func (r *wsRelay) read(ctx context.Context, conn *websocket.Conn, sess *sessions.Session, owner string, in wsInputs) error {
+// Its frames are read within lim; only comm frames may be large.
+func (r *wsRelay) read(ctx context.Context, conn *websocket.Conn, sess *sessions.Session, lim wsconn.Limits, in wsInputs) error {
 	defer send(ctx, in.out, nil) // tells the writer the client is gone
-	cfg := r.mgr.Config()
-	lim := wsconn.Limits{Frame: int64(cfg.MaxCodeBytes) + 64<<10, Large: wsconn.LargeFrameSize(cfg.MaxCommBytes), Owner: owner}
 	frames := r.conns.NewReader(conn, lim)
 	defer frames.Close()
 	in.keep = frames.Keep

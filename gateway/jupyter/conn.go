@@ -10,6 +10,7 @@ import (
 
 	"github.com/glassroom/glassroom/gateway/internal/httperr"
 	"github.com/glassroom/glassroom/gateway/internal/tenant"
+	"github.com/glassroom/glassroom/gateway/internal/wsconn"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
@@ -118,7 +119,13 @@ func (a *API) channels(c echo.Context) error {
 		return err
 	}
 	defer release()
-	ws, ctx, done, ok := a.conns.Accept(&a.upgrader, c.Response(), c.Request(), int64(a.mgr.Config().MaxCodeBytes)+256<<10)
+	// A frame may be up to the code limit plus 256 KiB; a comm_open or
+	// comm_msg (an ipywidgets FileUpload's), up to what its MaxCommBytes
+	// need, when the gateway's budget for large frames allows (the tenant
+	// holds at most its part of it).
+	cfg := a.mgr.Config()
+	lim := wsconn.Limits{Frame: int64(cfg.MaxCodeBytes) + 256<<10, Large: wsconn.LargeFrameSize(cfg.MaxCommBytes), Owner: tenant.Of(c)}
+	ws, ctx, done, ok := a.conns.Accept(&a.upgrader, c.Response(), c.Request(), lim.Frame)
 	if !ok {
 		return nil // the upgrader has written the error response
 	}
@@ -126,7 +133,7 @@ func (a *API) channels(c echo.Context) error {
 	sess.Touch()
 
 	jc := &conn{
-		api: a, sess: sess, ws: ws, v1: ws.Subprotocol() == subprotocolV1, tenant: tenant.Of(c), client: clientSession, owner: rand.Text(),
+		api: a, sess: sess, ws: ws, v1: ws.Subprotocol() == subprotocolV1, tenant: lim.Owner, limits: lim, client: clientSession, owner: rand.Text(),
 		ids: newMsgIDs(), out: make(chan jbatch, 64), execs: make(chan sessions.ExecRequest, maxPendingExecutes),
 		sem: make(chan struct{}, maxKernelRequests), sessions: map[string]bool{}, own: map[string]*jparent{}, inputs: map[string]string{},
 	}
@@ -203,7 +210,8 @@ type conn struct {
 	ws     *websocket.Conn
 	v1     bool
 	tenant string
-	client string // the session_id query parameter
+	limits wsconn.Limits // of the frames read
+	client string        // the session_id query parameter
 	ids    *msgIDs
 	out    chan jbatch               // for the writer
 	execs  chan sessions.ExecRequest // for the submitter

@@ -18,14 +18,11 @@ import (
 // second (a faster client waits, slowed by TCP). A frame glassroom cannot
 // act on is dropped, as a kernel drops a malformed message.
 //
-// A frame may be up to the code limit plus 256 KiB; a comm_open or
-// comm_msg (an ipywidgets FileUpload's), up to what its MaxCommBytes need,
-// when the gateway's budget for large frames allows (wsconn.Limits). A
-// larger message of another type ends the connection with 1009, as a
-// frame above every limit does.
+// Frames are read within jc.limits. Only comm_open and comm_msg may be
+// large: a large message of another type ends the connection with 1009,
+// as a frame above every limit does.
 func (jc *conn) read(ctx context.Context) error {
-	cfg := jc.api.mgr.Config()
-	lim := wsconn.Limits{Frame: int64(cfg.MaxCodeBytes) + 256<<10, Large: wsconn.LargeFrameSize(cfg.MaxCommBytes), Owner: jc.tenant}
+	lim := jc.limits
 	frames := jc.api.conns.NewReader(jc.ws, lim)
 	defer frames.Close() // the comm path hands the message to the kernel before the next frame
 	for {

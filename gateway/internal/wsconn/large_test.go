@@ -200,32 +200,31 @@ func TestLargeFrames(t *testing.T) {
 // the budget is cut to it (a frame it lets through could never get its
 // share), and a reader without Large reads ordinary frames only.
 func TestLargeLimitBoundedByBudget(t *testing.T) {
-	s := newLargeServer(t, LargeFrames{Budget: 16 << 10, PerOwner: 8 << 10}, Limits{Frame: 1 << 10, Large: 1 << 20})
-	a := s.dial(t, "a")
-	send(t, a, 'x', 8<<10)
-	if f := s.next(t, "a frame of an owner's whole part"); f.size != 8<<10 || !f.large {
-		t.Fatalf("a frame of an owner's whole part: %+v", f)
-	}
-	send(t, a, 'x', 8<<10+1)
-	if f := s.next(t, "a frame above an owner's part"); f.err == nil {
-		t.Fatalf("a frame above an owner's part was read: %+v", f)
-	}
-	if code := closeCode(t, a); code != websocket.CloseMessageTooBig {
-		t.Fatalf("closed with %d, want 1009", code)
-	}
-
-	o := newLargeServer(t, LargeFrames{}, Limits{Frame: 1 << 10})
-	b := o.dial(t, "a")
-	send(t, b, 'x', 1<<10)
-	if f := o.next(t, "an ordinary frame"); f.size != 1<<10 || f.large {
-		t.Fatalf("an ordinary frame: %+v", f)
-	}
-	send(t, b, 'x', 1<<10+1)
-	if f := o.next(t, "a frame above the only limit"); f.err == nil {
-		t.Fatalf("a frame above the only limit was read: %+v", f)
-	}
-	if code := closeCode(t, b); code != websocket.CloseMessageTooBig {
-		t.Fatalf("closed with %d, want 1009", code)
+	for _, c := range []struct {
+		name  string
+		large LargeFrames
+		lim   Limits
+		most  int  // the largest frame read
+		big   bool // it is a large one
+	}{
+		{"Large cut to an owner's part", LargeFrames{Budget: 16 << 10, PerOwner: 8 << 10}, Limits{Frame: 1 << 10, Large: 1 << 20}, 8 << 10, true},
+		{"no Large", LargeFrames{}, Limits{Frame: 1 << 10}, 1 << 10, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newLargeServer(t, c.large, c.lim)
+			a := s.dial(t, "a")
+			send(t, a, 'x', c.most)
+			if f := s.next(t, "the largest frame"); f.size != c.most || f.large != c.big {
+				t.Fatalf("the largest frame: %+v", f)
+			}
+			send(t, a, 'x', c.most+1)
+			if f := s.next(t, "a frame above it"); f.err == nil {
+				t.Fatalf("a frame above the largest was read: %+v", f)
+			}
+			if code := closeCode(t, a); code != websocket.CloseMessageTooBig {
+				t.Fatalf("closed with %d, want 1009", code)
+			}
+		})
 	}
 }
 
