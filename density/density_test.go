@@ -37,6 +37,10 @@ func newFleet(t testing.TB, rt app.Runtime, n int) *fleet {
 	t.Helper()
 	g := apptest.Start(t, rt, apptest.Options{Sessions: sessions.Config{
 		MaxSessions: n + 8, MaxSessionsPerTenant: n + 8, ReapInterval: 500 * time.Millisecond,
+		// The timeout below checks the interrupt path: with 300 kernels on
+		// two cores, CI saw one take more than the default 3 s to raise
+		// KeyboardInterrupt (the kernel was restarted instead).
+		InterruptGrace: 15 * time.Second,
 	}})
 	f := &fleet{g: g, c: g.Client(t, apptest.KeyA), ids: make([]string, n)}
 	ctx := context.Background()
