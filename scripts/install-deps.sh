@@ -86,7 +86,9 @@ if [ ${#missing[@]} -ne 0 ] || [ ${#missing_lean[@]} -ne 0 ] || [ ${#missing_tri
   echo "install-deps: installing" ${missing[@]+"${missing[@]}"} ${missing_lean[@]+"${missing_lean[@]}"} \
     ${missing_trixie[@]+"${missing_trixie[@]}"} ${stale[@]+purging "${stale[@]}"}
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -q
+  # apt-install.sh refreshes the lists (apt-get update) when a package has
+  # no candidate or an install fails; fetch-trixie-debs.sh reads trixie
+  # with lists of its own.
   # Trixie's packages first, so that bookworm's ipywidgets 6 is never
   # installed (python3-notebook recommends python3-ipywidgets). apt takes
   # their dependencies from bookworm and purges the stale nbextension in
@@ -96,7 +98,7 @@ if [ ${#missing[@]} -ne 0 ] || [ ${#missing_lean[@]} -ne 0 ] || [ ${#missing_tri
     trap 'rm -rf "$debs"' EXIT
     chmod 0755 "$debs" # apt reads the files as _apt
     "$here/fetch-trixie-debs.sh" "$here/../images/python/trixie.txt" "$debs" >/dev/null
-    apt-get install -y -q --no-install-recommends --purge "$debs"/*.deb "${stale[@]/%/-}"
+    "$here/apt-install.sh" --no-install-recommends --purge "$debs"/*.deb ${stale[@]+"${stale[@]/%/-}"}
     rm -rf "$debs"
     trap - EXIT
   elif [ ${#stale[@]} -ne 0 ]; then
@@ -105,11 +107,11 @@ if [ ${#missing[@]} -ne 0 ] || [ ${#missing_lean[@]} -ne 0 ] || [ ${#missing_tri
   # With recommends: that is the combination tested here (docker.io recommends
   # cgroupfs-mount, matplotlib its fonts and image libraries).
   if [ ${#missing[@]} -ne 0 ]; then
-    apt-get install -y -q "${missing[@]}"
+    "$here/apt-install.sh" "${missing[@]}"
   fi
   # R's recommends are compilers and dozens of CRAN packages: not needed.
   if [ ${#missing_lean[@]} -ne 0 ]; then
-    apt-get install -y -q --no-install-recommends "${missing_lean[@]}"
+    "$here/apt-install.sh" --no-install-recommends "${missing_lean[@]}"
   fi
 fi
 # Keeps a Deno of its pinned version (without root only when it is there).

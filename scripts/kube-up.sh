@@ -88,7 +88,7 @@ packages() {
   command -v socat >/dev/null || need+=(socat)
   [ ${#need[@]} -eq 0 ] && return 0
   log "installing ${need[*]}"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >/dev/null
+  "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh" "${need[@]}" >/dev/null
 }
 
 pki() {

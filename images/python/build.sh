@@ -107,7 +107,7 @@ if ! command -v mmdebstrap >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     stage "installing mmdebstrap (apt-get)"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y mmdebstrap >&2 || { apt-get update >&2 && apt-get install -y mmdebstrap >&2; }
+    "$REPO_ROOT/scripts/apt-install.sh" mmdebstrap >&2
   fi
   command -v mmdebstrap >/dev/null 2>&1 ||
     die "mmdebstrap not found; install it with: apt-get install -y mmdebstrap"
@@ -119,13 +119,35 @@ if ! command -v npm >/dev/null 2>&1 &&
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     stage "installing npm (apt-get), for Deno"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y npm >&2 || { apt-get update >&2 && apt-get install -y npm >&2; }
+    "$REPO_ROOT/scripts/apt-install.sh" npm >&2
   fi
   command -v npm >/dev/null 2>&1 || die "npm not found (Deno comes from the npm registry); install it with: apt-get install -y npm"
 fi
 
 WORK=$(mktemp -d "${TMPDIR:-/var/tmp}/glassroom-kernel.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
+
+# The build must leave the host as it found it: its apt package lists and
+# cache (a hook that broke mmdebstrap's apt configuration once made its
+# clean-up empty the host's lists, and the next apt-get install on a fresh
+# machine found no package) and its mounts (mmdebstrap's hooks bind-mount
+# the local .deb files). host_apt prints what the host's apt has now.
+host_apt() {
+  printf 'lists %s cache %s\n' \
+    "$(find /var/lib/apt/lists -maxdepth 1 -name '*_Packages*' 2>/dev/null | wc -l)" \
+    "$(find /var/cache/apt -maxdepth 1 -name '*.bin' 2>/dev/null | wc -l)"
+}
+HOST_APT_BEFORE=$(host_apt)
+check_host() {
+  local after
+  after=$(host_apt)
+  if [ "$(echo "$HOST_APT_BEFORE" | awk '{print $2}')" -gt 0 ] && [ "$(echo "$after" | awk '{print $2}')" -eq 0 ]; then
+    die "the build emptied this host's apt package lists (/var/lib/apt/lists: $HOST_APT_BEFORE before, $after after); run apt-get update to repair them"
+  fi
+  if grep -qF -e " $WORK" -e " /tmp/mmdebstrap." /proc/self/mountinfo; then
+    die "the build left mounts behind: $(grep -F -e " $WORK" -e " /tmp/mmdebstrap." /proc/self/mountinfo | awk '{print $5}' | paste -sd' ' -)"
+  fi
+}
 
 stage "building $REF (inputs hash $HASH)"
 stage "[1/4] stub package for unused hard dependencies ($(grep -v '^[[:space:]]*\(#\|$\)' "$HERE/stubs.txt" | paste -sd' ' -))"
@@ -187,6 +209,8 @@ GLASSROOM_CTX="$HERE" mmdebstrap \
   --customize-hook="\"$REPO_ROOT/scripts/install-deno.sh\" \"\$1\" >&2" \
   --customize-hook="$HERE/customize.sh" \
   "$SUITE" "$WORK/rootfs.tar" "${MIRRORS[@]}" </dev/null
+
+check_host
 
 KERNELS=$(tar -xOf "$WORK/rootfs.tar" ./etc/glassroom/kernels)
 case "$KERNELS" in

@@ -80,8 +80,12 @@ if [ -d "$root/usr/lib/R/library/translations" ]; then
     -exec test -d {}/LC_MESSAGES \; -exec rm -rf {} +
 fi
 rm -rf "$root"/usr/share/R/doc/manual "$root"/usr/share/R/doc/html
-# Anything left in /tmp.
-find "$root/tmp" -mindepth 1 -delete
+# Anything left in /tmp, but mmdebstrap's own files: it keeps its apt
+# configuration there (MMDEBSTRAP_APT_CONFIG, "Dir" = the new root) and runs
+# apt-get update and clean with it after this hook. Without that file apt
+# falls back to the host's configuration and empties the HOST's package
+# lists and cache. mmdebstrap empties /tmp itself at the very end.
+find "$root/tmp" -mindepth 1 -maxdepth 1 ! -name 'mmdebstrap.*' -exec rm -rf {} +
 # Compiled bytecode (__pycache__/*.pyc) is deliberately KEPT: the kernel runs
 # with a read-only root filesystem, so without it every kernel start would
 # recompile numpy/pandas/matplotlib/IPython in memory (slower start).
