@@ -175,6 +175,7 @@ type Client struct {
 	msgRate       *rate.Limiter
 	dials         *dialState
 	cuts          atomic.Int64 // messages cut by the transport guard
+	published     atomic.Int64 // iopub messages other than status routed from the kernel
 
 	lastDropLog  atomic.Int64 // unix nanos of the last "dropped" log line
 	droppedSince atomic.Int64 // drops not logged since then
@@ -280,6 +281,13 @@ func Dial(ctx context.Context, info ConnectionInfo, cfg Config, log zerolog.Logg
 // Cuts returns how many kernel messages the transport guard cut for being
 // over their channel's ceiling.
 func (c *Client) Cuts() int64 { return c.cuts.Load() }
+
+// Published returns how many iopub messages other than status the kernel
+// has sent so far: output, displays, comm traffic. A rising count shows
+// that the kernel's code makes progress (a status message does not: the
+// kernel sends one for every request, an interrupt's included). Safe for
+// concurrent use.
+func (c *Client) Published() int64 { return c.published.Load() }
 
 // waitIOPub sends kernel_info requests until one of them produces an iopub
 // message, proving the subscription is live. They go on the control

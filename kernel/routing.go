@@ -175,6 +175,9 @@ func (c *Client) cut(ch Channel, frames [][]byte) {
 }
 
 func (c *Client) route(ch Channel, msg *Message) {
+	if ch == IOPub && msg.Header.MsgType != "status" {
+		c.published.Add(1)
+	}
 	c.log.Trace().Str("channel", string(ch)).Str("type", msg.Header.MsgType).Str("parent", msg.Parent.MsgID).RawJSON("content", msg.Content).Msg("kernel message")
 	cl := c.lookup(msg.Parent.MsgID)
 	if cl != nil && cl.comms && ch == IOPub && isCommMessage(msg.Header.MsgType) {

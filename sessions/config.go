@@ -23,7 +23,11 @@ type Runtime interface {
 type Config struct {
 	ExecTimeout    time.Duration // default execution timeout (60 s)
 	MaxExecTimeout time.Duration // largest timeout a request may ask for (10 min)
-	InterruptGrace time.Duration // after a timeout's interrupt, wait this long before restarting (3 s)
+	InterruptGrace time.Duration // after a timeout's interrupt, wait this long before restarting a kernel that made no progress (3 s)
+	// InterruptMaxWait bounds how long a timed-out kernel that makes
+	// progress (CPU time, output) but has not obeyed is interrupted again,
+	// a grace at a time, before it is restarted all the same (30 s).
+	InterruptMaxWait time.Duration
 
 	MaxStreamBytes   int // stdout+stderr kept per execution (1 MiB)
 	MaxRichBytes     int // rich output (displays, results, errors, prompts) kept per execution (10 MiB)
@@ -147,6 +151,7 @@ func (c Config) withDefaults() Config {
 	d(&c.ExecTimeout, 60*time.Second)
 	d(&c.MaxExecTimeout, 10*time.Minute)
 	d(&c.InterruptGrace, 3*time.Second)
+	d(&c.InterruptMaxWait, 30*time.Second)
 	i(&c.MaxStreamBytes, 1<<20)
 	i(&c.MaxRichBytes, 10<<20)
 	i(&c.MaxCodeBytes, 1<<20)
@@ -208,7 +213,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("sessions: config: per-tenant limit %d exceeds total %d", c.MaxSessionsPerTenant, c.MaxSessions)
 	case c.MaxStreamBytes < 0 || c.MaxRichBytes < 0 || c.MaxCodeBytes < 0 || c.MaxEvents < 0 || c.MaxInputRequests < 0 ||
 		c.MaxSessions < 0 || c.QueueDepth < 0 || c.BacklogEvents < 0 || c.BacklogBytes < 0 || c.SubscriberBuffer < 0 ||
-		c.SubscriberBytes < 0 || c.MaxClients < 0 || c.MaxContexts < 0 || c.InterruptGrace < 0 || c.MaxLifetime < 0 || c.MemoryBudget < 0 ||
+		c.SubscriberBytes < 0 || c.MaxClients < 0 || c.MaxContexts < 0 || c.InterruptGrace < 0 || c.InterruptMaxWait < 0 || c.MaxLifetime < 0 || c.MemoryBudget < 0 ||
 		c.MaxConcurrentStarts < 0 || c.Pool < 0 || c.MaxComms < 0 || c.CommBurst < 0 || c.MaxCommBytes < 0 || c.SideBuffer < 0 || c.SideBytes < 0:
 		return fmt.Errorf("sessions: config: negative limit")
 	case len(c.PoolPreload) > MaxPoolPreload:

@@ -24,6 +24,11 @@ import (
 //	"sleep:DUR"   takes DUR, replies ok
 //	"loop"        runs until interrupted, then replies KeyboardInterrupt
 //	"stubborn"    ignores interrupts; ends only when the connection ends
+//	"slowobey:N"  runs, printing (its Published count rises), until its
+//	              N+1th interrupt, then replies KeyboardInterrupt (a kernel
+//	              slow to obey on a busy machine)
+//	"spin"        ignores interrupts but keeps printing: it makes progress
+//	              and never obeys
 //	"die"         the kernel process exits with "exit status 1"
 //	"drain:DUR"   replies at once, then keeps sending output for DUR
 //	"side:TEXT"   sends a comm_msg on its side stream, then prints TEXT
@@ -203,6 +208,7 @@ type fakeKernel struct {
 	err       error
 	input     chan string
 	requests  atomic.Int32 // Request calls
+	published atomic.Int64 // output messages sent (Published)
 
 	// The side stream: what emit pushed, for Side; what Send sent.
 	sideMu    sync.Mutex
@@ -278,6 +284,25 @@ func (k *fakeKernel) Execute(ctx context.Context, code string, opts kernel.Execu
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+	case "slowobey", "spin":
+		ignore, _ := strconv.Atoi(arg)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				k.published.Add(1)
+			case <-k.interrupt:
+				if op == "slowobey" && ignore == 0 {
+					return reply(&kernel.ExecuteReply{Status: "error", EName: "KeyboardInterrupt"})
+				}
+				ignore--
+			case <-k.done:
+				return dead()
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
 	case "side":
 		// a comm message, then an output: the kernel's order
 		k.emit(&kernel.Message{Header: kernel.Header{MsgID: "side-" + arg, MsgType: kernel.MsgCommMsg},
@@ -311,6 +336,7 @@ func (k *fakeKernel) Execute(ctx context.Context, code string, opts kernel.Execu
 }
 
 func (k *fakeKernel) Input(v string) error { return kernel.ErrNoInputRequest }
+func (k *fakeKernel) Published() int64     { return k.published.Load() }
 func (k *fakeKernel) Interrupt(context.Context) error {
 	select {
 	case k.interrupt <- struct{}{}:

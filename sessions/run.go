@@ -3,6 +3,8 @@ package sessions
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/glassroom/glassroom/kernel"
@@ -24,6 +26,10 @@ type outcome struct {
 	err      error
 	timedOut bool
 	restart  chan error // endedRestart: where to answer the restart request
+	// After a timeout: how the interrupts went (the reply's reason).
+	interrupts int           // interrupts sent
+	waited     time.Duration // from the first interrupt to the reply or the restart
+	stuck      string        // endedStubborn: why the kernel was taken as stuck
 }
 
 // run executes j on the current kernel, once the gateway's fair scheduler
@@ -143,14 +149,33 @@ func (w *worker) execute(c KernelConn, j *job, replied func()) outcome {
 	defer timer.Stop()
 	var grace <-chan time.Time
 	timedOut := false
+	var probe *progressProbe
+	var interrupted time.Time // the first interrupt
+	interrupts := 0
+	interrupt := func() {
+		interrupts++
+		w.interruptForTimeout(c)
+		// Read after the interrupt's own reply: only what the code does
+		// from now on counts as progress.
+		if probe == nil {
+			probe = newProgressProbe(ctx, c, w.s.sandbox)
+		} else {
+			probe.read(ctx)
+		}
+		grace = time.After(w.s.cfg.InterruptGrace)
+	}
 	for {
 		select {
 		case r := <-done:
-			return outcome{ending: endedReply, reply: r.reply, err: r.err, timedOut: timedOut}
+			o := outcome{ending: endedReply, reply: r.reply, err: r.err, timedOut: timedOut, interrupts: interrupts}
+			if timedOut {
+				o.waited = time.Since(interrupted)
+			}
+			return o
 		case <-timer.C:
 			timedOut = true
-			w.interruptForTimeout(c)
-			grace = time.After(w.s.cfg.InterruptGrace)
+			interrupted = time.Now()
+			interrupt()
 		case <-grace:
 			select {
 			case <-repliedC:
@@ -160,7 +185,21 @@ func (w *worker) execute(c KernelConn, j *job, replied func()) outcome {
 				continue
 			default:
 			}
-			return abandon(outcome{ending: endedStubborn})
+			waited := time.Since(interrupted)
+			working, why := probe.advanced(ctx)
+			if working && waited < w.s.cfg.InterruptMaxWait {
+				// Slow, not stuck: the machine is busy, or the code
+				// caught the interrupt and goes on. Ask again.
+				w.s.log.Debug().Int("interrupts", interrupts).Dur("waited", waited).Str("progress", why).
+					Msg("timed-out execution still running but making progress; interrupting again")
+				interrupt()
+				continue
+			}
+			stuck := fmt.Sprintf("no progress within %v of the interrupt", w.s.cfg.InterruptGrace)
+			if working {
+				stuck = fmt.Sprintf("still running %v after the first of %d interrupts", waited.Round(time.Second), interrupts)
+			}
+			return abandon(outcome{ending: endedStubborn, interrupts: interrupts, waited: waited, stuck: stuck})
 		case rdone := <-w.s.restart:
 			return abandon(outcome{ending: endedRestart, restart: rdone})
 		case <-w.s.ctx.Done():
@@ -182,8 +221,8 @@ func (w *worker) conclude(c KernelConn, j *job, start time.Time, o outcome) {
 	switch o.ending {
 	case endedStubborn:
 		j.lost()
-		w.finish(j, start, StatusTimeout, nil, "timeout; kernel restarted")
-		_ = w.restartKernel("execution timed out and ignored the interrupt")
+		w.finish(j, start, StatusTimeout, nil, "timeout; kernel restarted: "+o.stuck)
+		_ = w.restartKernel("execution timed out and ignored the interrupt (" + o.stuck + ")")
 	case endedRestart:
 		j.lost()
 		w.finish(j, start, StatusInterrupted, nil, "kernel restarted")
@@ -201,12 +240,18 @@ func (w *worker) conclude(c KernelConn, j *job, start time.Time, o outcome) {
 			return
 		}
 		reason := ""
+		if o.timedOut && o.interrupts > 1 {
+			reason = fmt.Sprintf("timeout; the kernel obeyed the interrupt after %v (%d interrupts: the machine is busy); its variables are kept",
+				o.waited.Round(100*time.Millisecond), o.interrupts)
+		}
 		if j.req.hasSettings() {
 			r, ok := w.restoreSettings(c, j)
 			if !ok {
 				return // the session closed meanwhile; j is reported
 			}
-			reason = r
+			if r != "" {
+				reason = strings.TrimPrefix(reason+"; "+r, "; ")
+			}
 		}
 		// The session reads idle, with nothing running, before the caller
 		// has its result: a client that looks right after its execute

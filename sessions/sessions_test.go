@@ -128,6 +128,36 @@ func TestTimeoutRestartsStubbornKernel(t *testing.T) {
 	}
 }
 
+// TestTimeoutKeepsASlowKernel: a timed-out kernel that does not obey the
+// first interrupt but keeps computing (as one starved by a busy machine
+// does: its CPU time rises) is interrupted again instead of restarted, and
+// keeps its variables. This one's SIGINT handler lets two interrupts pass
+// (one interrupt may deliver SIGINT twice: those within 0.2 s count once)
+// in a busy loop that prints nothing: only its CPU time shows progress.
+func TestTimeoutKeepsASlowKernel(t *testing.T) {
+	m := newManager(t, sessions.Config{InterruptGrace: 500 * time.Millisecond})
+	s := create(t, m, "t")
+	exec(t, s, "kept = 1", 0)
+	code := `import signal, time
+n, last = 0, 0.0
+def obey_third(signum, frame):
+    global n, last
+    if time.monotonic() - last > 0.2:
+        n, last = n + 1, time.monotonic()
+    if n == 3:
+        raise KeyboardInterrupt
+signal.signal(signal.SIGINT, obey_third)
+while True:
+    pass`
+	e := exec(t, s, code, 500*time.Millisecond)
+	if e.Status != "timeout" || e.StateLost || !strings.Contains(e.Reason, "interrupts") {
+		t.Fatalf("want a timeout with the variables kept after several interrupts, got %+v", e)
+	}
+	if e := exec(t, s, "print(kept, n)", 0); e.Status != "ok" || strings.TrimSpace(e.Stdout) != "1 3" {
+		t.Fatalf("variables lost: %+v", e)
+	}
+}
+
 func TestOutputFloodIsTruncated(t *testing.T) {
 	m := newManager(t, sessions.Config{MaxStreamBytes: 64 << 10})
 	s := create(t, m, "t")

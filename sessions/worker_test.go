@@ -24,6 +24,9 @@ func fakeManager(t *testing.T, cfg sessions.Config) (*sessions.Manager, *fakeRun
 	if cfg.InterruptGrace == 0 {
 		cfg.InterruptGrace = 200 * time.Millisecond
 	}
+	if cfg.InterruptMaxWait == 0 {
+		cfg.InterruptMaxWait = time.Second
+	}
 	m, err := sessions.New(cfg, rt, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
@@ -142,6 +145,23 @@ func TestWorkerTimeouts(t *testing.T) {
 	}
 	if e := run(t, s, "stubborn", 50*time.Millisecond); e.Status != sessions.StatusTimeout || !e.StateLost {
 		t.Fatalf("stubborn timeout: %+v", e)
+	}
+	// A kernel slow to obey (it makes progress: the machine is busy) is
+	// interrupted again, each grace, and keeps its variables; the reply
+	// says so.
+	if e := run(t, s, "slowobey:2", 50*time.Millisecond); e.Status != sessions.StatusTimeout || e.StateLost ||
+		!strings.Contains(e.Reason, "3 interrupts") || !strings.Contains(e.Reason, "variables are kept") {
+		t.Fatalf("slow kernel: %+v", e)
+	}
+	// The stubborn one is restarted after one grace: no progress.
+	if e := run(t, s, "stubborn", 50*time.Millisecond); !e.StateLost || !strings.Contains(e.Reason, "no progress within") {
+		t.Fatalf("stubborn timeout's reason: %+v", e)
+	}
+	// A kernel that makes progress but never obeys: restarted once
+	// InterruptMaxWait has passed.
+	if e := run(t, s, "spin", 50*time.Millisecond); e.Status != sessions.StatusTimeout || !e.StateLost ||
+		!strings.Contains(e.Reason, "still running") {
+		t.Fatalf("spinning kernel: %+v", e)
 	}
 	// A kernel that obeyed the interrupt but whose output is still
 	// draining past the grace is not restarted.

@@ -31,9 +31,12 @@
 # Interrupt: a SIGINT to the kernel (interrupt_request) is passed to
 # bash's process group once the cell has begun, so bash drops the running
 # command and keeps its state; the reply is a KeyboardInterrupt error.
-# If the cell is still running INTERRUPT_GRACE seconds later (it traps or
-# ignores SIGINT, or waits on a process in another group), the kernel
-# kills that bash and starts a fresh one.
+# If the cell is still running INTERRUPT_GRACE seconds later, it is asked
+# again while it makes progress (bash's process group used CPU time over
+# the grace: on a busy machine an interrupt takes longer to land), up to
+# INTERRUPT_MAX_WAIT after the first; a cell that made none (it traps or
+# ignores SIGINT, or waits on a process in another group), or still runs
+# at the cap, has its bash killed, and a fresh one starts.
 #
 # Rich output: the shell function `display` (see DISPLAY_USAGE) hands a
 # file or text to the kernel through a FIFO in the private directory and
@@ -63,6 +66,9 @@ CHUNK = 64 * 1024
 JOIN = 0.05
 DISPLAY_MAX = 10 * 1024 * 1024
 INTERRUPT_GRACE = 2.0
+INTERRUPT_MAX_WAIT = 30.0
+# CPU time a cell's processes must use over a grace to count as working.
+PROGRESS_CPU = 0.02
 # How often a running cell's wait looks at the clock and the process.
 POLL = 0.25
 START_TIMEOUT = 30.0
@@ -216,6 +222,26 @@ def init_script(out, err, st, d):
     ]
     return "\n".join(lines) + "\n"
 
+
+
+def group_cpu(pgid):
+    # The CPU time (user and system, in seconds) of the live processes of
+    # process group pgid, as this pid namespace's /proc shows them.
+    total = 0
+    tick = os.sysconf("SC_CLK_TCK")
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()
+        # fields[0] is the state (field 3); pgrp is field 5, utime 14, stime 15.
+        if len(fields) > 12 and int(fields[2]) == pgid:
+            total += int(fields[11]) + int(fields[12])
+    return total / tick
 
 class Reader(threading.Thread):
     # Drains bash's stdout and stderr and the display FIFO for as long as
@@ -475,9 +501,10 @@ class Shell:
             return self.gone(None)
         try:
             while True:
-                if self.interrupted_at is not None and time.monotonic() - self.interrupted_at > INTERRUPT_GRACE:
+                why = self.stuck()
+                if why:
                     self.kill()
-                    return self.gone("it did not stop within %g s of the interrupt and was killed" % INTERRUPT_GRACE)
+                    return self.gone(why)
                 line = self.next_status(time.monotonic() + POLL)
                 if line is None:
                     if self.st_eof:
@@ -505,10 +532,33 @@ class Shell:
                 break
             except subprocess.TimeoutExpired:
                 pass
-            if self.interrupted_at is not None and time.monotonic() - self.interrupted_at > INTERRUPT_GRACE:
+            why = self.stuck()
+            if why:
                 self.kill()
-                return self.gone("it did not stop within %g s of the interrupt and was killed" % INTERRUPT_GRACE)
+                return self.gone(why)
         return self.gone(None)
+
+    def stuck(self):
+        # After an interrupt, at the end of each grace: None while the
+        # cell may still obey (the grace has not passed, or its processes
+        # used CPU time over it: interrupted again), else why it is killed.
+        if self.interrupted_at is None:
+            return None
+        now = time.monotonic()
+        if now - self.grace_from <= INTERRUPT_GRACE:
+            return None
+        cpu = group_cpu(self.proc.pid)
+        used, self.grace_cpu, self.grace_from = cpu - self.grace_cpu, cpu, now
+        waited = now - self.interrupted_at
+        if used < PROGRESS_CPU:
+            return "it made no progress within %g s of the interrupt and was killed" % INTERRUPT_GRACE
+        if waited > INTERRUPT_MAX_WAIT:
+            return "it was still running %d s after the first interrupt and was killed" % waited
+        try:
+            os.killpg(self.proc.pid, signal.SIGINT)
+        except OSError:
+            pass
+        return None
 
     def gone(self, why):
         if self.proc.poll() is None:
@@ -537,7 +587,8 @@ class Shell:
         if self.state == IDLE:
             return
         if self.interrupted_at is None:
-            self.interrupted_at = time.monotonic()
+            self.interrupted_at = self.grace_from = time.monotonic()
+            self.grace_cpu = group_cpu(self.proc.pid)
         if self.state == SENT:
             self.pending_interrupt = True
             return
