@@ -11,7 +11,6 @@ import (
 	"github.com/glassroom/glassroom/app/apptest"
 	"github.com/glassroom/glassroom/kernel/runtime/runtimetest"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
-	"github.com/glassroom/glassroom/sessions"
 	"github.com/glassroom/glassroom/testkit"
 )
 
@@ -108,7 +107,7 @@ const hostile = "a'b\"c\n$(echo pwned) `id` \\ ${HOME} $HOME %s %%\t\x01 é 日�
 func TestExecutionEnvs(t *testing.T) {
 	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := apptest.Start(t, rt(t, uidBase+7000), apptest.Options{Sessions: sessions.Config{InterruptGrace: 10 * time.Second}})
+			g := apptest.Start(t, rt(t), apptest.Options{})
 			var s api.Session
 			if st := g.Call(t, bearer, "POST", "/v1/sessions", api.CreateSessionRequest{Env: map[string]string{"GR_Y": "from the session"}}, &s); st != http.StatusCreated {
 				t.Fatalf("create: %d", st)

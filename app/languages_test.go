@@ -13,9 +13,6 @@ import (
 	"github.com/glassroom/glassroom/testkit"
 )
 
-// uidBase keeps this package's sandbox uids apart from other packages'.
-const uidBase = 450000
-
 const bearer = "Bearer " + apptest.KeyA
 
 // flood100 writes 100 MB to stdout, in each language.
@@ -86,7 +83,7 @@ func hasMIME(e api.Execution, mime string) bool {
 func TestLanguagesThroughTheGateway(t *testing.T) {
 	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := apptest.Start(t, rt(t, uidBase), apptest.Options{Sessions: sessions.Config{InterruptGrace: 5 * time.Second}})
+			g := apptest.Start(t, rt(t), apptest.Options{})
 			var s api.Session
 			if st := g.Call(t, bearer, "POST", "/v1/sessions", api.CreateSessionRequest{}, &s); st != http.StatusCreated {
 				t.Fatalf("create: %d", st)
@@ -168,7 +165,7 @@ func TestLanguagesThroughTheGateway(t *testing.T) {
 func TestContexts(t *testing.T) {
 	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := apptest.Start(t, rt(t, uidBase+5000), apptest.Options{})
+			g := apptest.Start(t, rt(t), apptest.Options{})
 			var s api.Session
 			if st := g.Call(t, bearer, "POST", "/v1/sessions", api.CreateSessionRequest{Limits: &api.Limits{MemoryMB: 2048}}, &s); st != http.StatusCreated {
 				t.Fatalf("create: %d", st)

@@ -35,12 +35,11 @@ type fleet struct {
 // newFleet starts a gateway and creates n sessions, the first holding x = 41.
 func newFleet(t testing.TB, rt app.Runtime, n int) *fleet {
 	t.Helper()
+	// The default interrupt grace: a kernel slow to raise KeyboardInterrupt
+	// on a loaded machine is interrupted again, not restarted (CI once saw
+	// one of 300 kernels on two cores take more than the 3 s grace).
 	g := apptest.Start(t, rt, apptest.Options{Sessions: sessions.Config{
 		MaxSessions: n + 8, MaxSessionsPerTenant: n + 8, ReapInterval: 500 * time.Millisecond,
-		// The timeout below checks the interrupt path: with 300 kernels on
-		// two cores, CI saw one take more than the default 3 s to raise
-		// KeyboardInterrupt (the kernel was restarted instead).
-		InterruptGrace: 15 * time.Second,
 	}})
 	f := &fleet{g: g, c: g.Client(t, apptest.KeyA), ids: make([]string, n)}
 	ctx := context.Background()
@@ -148,8 +147,8 @@ func check(t *testing.T, rt app.Runtime, n int) {
 // TestThreeHundredSessions: 300 live sessions on the local runtime, as
 // many as CI's time allows on docker.
 func TestThreeHundredSessions(t *testing.T) {
-	t.Run("local", func(t *testing.T) { check(t, apptest.Local(t, 400000), sessionsOf("DENSITY_LOCAL", 300)) })
-	t.Run("docker", func(t *testing.T) { check(t, apptest.Docker(t, 400000), sessionsOf("DENSITY_DOCKER", 60)) })
+	t.Run("local", func(t *testing.T) { check(t, apptest.Local(t), sessionsOf("DENSITY_LOCAL", 300)) })
+	t.Run("docker", func(t *testing.T) { check(t, apptest.Docker(t), sessionsOf("DENSITY_DOCKER", 60)) })
 }
 
 // sessionsOf reads an override of a session count (for trying the suite

@@ -44,16 +44,16 @@ type env struct {
 
 type runtimeFactory func(t *testing.T) app.Runtime
 
-func localRuntime(t *testing.T) app.Runtime { return apptest.Local(t, 340000) }
+func localRuntime(t *testing.T) app.Runtime { return apptest.Local(t) }
 
 // dockerRuntime is Docker with runc; outside CI a missing engine or image
 // skips loudly, in CI it fails (apptest.Start).
-func dockerRuntime(t *testing.T) app.Runtime { return apptest.DockerWith(t, "runc", 360000) }
+func dockerRuntime(t *testing.T) app.Runtime { return apptest.DockerWith(t, "runc") }
 
 // gvisorRuntime runs kernels under runsc, with the sessions' usual limits
 // (the runtime caps a gVisor session's pids at 48 and leaves the sentry's
 // threads room on the host).
-func gvisorRuntime(t *testing.T) app.Runtime { return apptest.DockerWith(t, "runsc", 365000) }
+func gvisorRuntime(t *testing.T) app.Runtime { return apptest.DockerWith(t, "runsc") }
 
 // runscRegistered reports whether the Docker engine has a runsc runtime.
 func runscRegistered() bool {
@@ -282,7 +282,7 @@ func doneFor(id string) func(frame) bool {
 func TestBehaviour(t *testing.T) {
 	for name, rt := range runtimes() {
 		t.Run(name, func(t *testing.T) {
-			e := newEnv(t, rt(t), sessions.Config{MaxStreamBytes: 256 << 10, InterruptGrace: 10 * time.Second})
+			e := newEnv(t, rt(t), sessions.Config{MaxStreamBytes: 256 << 10})
 			s := e.create(keyA, nil)
 			if s.State != "idle" || s.Runtime != strings.TrimSuffix(name, "-runsc") || len(s.ID) < 32 || !s.ExpiresAt.After(s.CreatedAt) {
 				t.Fatalf("created %+v", s)

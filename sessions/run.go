@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/glassroom/glassroom/kernel"
@@ -103,7 +104,6 @@ func (w *worker) end() {
 // still being read.
 func (w *worker) execute(c KernelConn, j *job, replied func()) outcome {
 	ctx, cancel := context.WithCancel(w.s.ctx)
-	defer cancel()
 	type result struct {
 		reply *kernel.ExecuteReply
 		err   error
@@ -147,59 +147,87 @@ func (w *worker) execute(c KernelConn, j *job, replied func()) outcome {
 	}
 	timer := time.NewTimer(j.req.Timeout)
 	defer timer.Stop()
-	var grace <-chan time.Time
-	timedOut := false
-	var probe *progressProbe
-	var interrupted time.Time // the first interrupt
-	interrupts := 0
+	// After the timeout: the interrupt request in flight (answered closes
+	// when the kernel has taken it, or it failed), the grace that starts
+	// once it is answered, and the cap on the whole wait.
+	var (
+		answered   chan struct{}
+		grace, capC <-chan time.Time
+		probe      *progressProbe
+		first      time.Time
+		interrupts int
+		timedOut   bool
+		iwg        sync.WaitGroup // the interrupt requests' goroutines
+	)
+	defer iwg.Wait() // after cancel (deferred later, run first) ends them
+	defer cancel()
 	interrupt := func() {
 		interrupts++
-		w.interruptForTimeout(c)
-		// Read after the interrupt's own reply: only what the code does
-		// from now on counts as progress.
-		if probe == nil {
-			probe = newProgressProbe(ctx, c, w.s.sandbox)
-		} else {
-			probe.read(ctx)
+		a := make(chan struct{})
+		answered, grace = a, nil
+		iwg.Add(1)
+		go func() { // owned by execute, which waits for it (iwg)
+			defer iwg.Done()
+			defer close(a)
+			w.interruptForTimeout(ctx, c)
+		}()
+	}
+	stubborn := func(why string) outcome {
+		return abandon(outcome{ending: endedStubborn, interrupts: interrupts, waited: time.Since(first), stuck: why})
+	}
+	obeyed := func() bool {
+		select {
+		case <-repliedC:
+			// The kernel obeyed; its output is still draining (the
+			// kernel's client bounds that).
+			return true
+		default:
+			return false
 		}
-		grace = time.After(w.s.cfg.InterruptGrace)
 	}
 	for {
 		select {
 		case r := <-done:
 			o := outcome{ending: endedReply, reply: r.reply, err: r.err, timedOut: timedOut, interrupts: interrupts}
 			if timedOut {
-				o.waited = time.Since(interrupted)
+				o.waited = time.Since(first)
 			}
 			return o
 		case <-timer.C:
-			timedOut = true
-			interrupted = time.Now()
+			timedOut, first = true, time.Now()
+			capC = time.After(w.s.cfg.InterruptMaxWait)
 			interrupt()
+		case <-answered:
+			// The kernel took the interrupt (a kernel slow to even take
+			// it, on a busy machine, is waited for up to the cap). Only
+			// what its code does from now on counts as progress.
+			answered = nil
+			if probe == nil {
+				probe = newProgressProbe(ctx, c, w.s.sandbox)
+			} else {
+				probe.read(ctx)
+			}
+			grace = time.After(w.s.cfg.InterruptGrace)
 		case <-grace:
-			select {
-			case <-repliedC:
-				// The kernel obeyed; its output is still draining (the
-				// kernel's client bounds that).
-				grace = nil
+			grace = nil
+			if obeyed() {
 				continue
-			default:
 			}
-			waited := time.Since(interrupted)
 			working, why := probe.advanced(ctx)
-			if working && waited < w.s.cfg.InterruptMaxWait {
-				// Slow, not stuck: the machine is busy, or the code
-				// caught the interrupt and goes on. Ask again.
-				w.s.log.Debug().Int("interrupts", interrupts).Dur("waited", waited).Str("progress", why).
-					Msg("timed-out execution still running but making progress; interrupting again")
-				interrupt()
+			if !working {
+				return stubborn(fmt.Sprintf("no progress within %v of the interrupt", w.s.cfg.InterruptGrace))
+			}
+			// Slow, not stuck: the machine is busy, or the code caught
+			// the interrupt and goes on. Ask again.
+			w.s.log.Debug().Int("interrupts", interrupts).Dur("waited", time.Since(first)).Str("progress", why).
+				Msg("timed-out execution still running but making progress; interrupting again")
+			interrupt()
+		case <-capC:
+			capC = nil
+			if obeyed() {
 				continue
 			}
-			stuck := fmt.Sprintf("no progress within %v of the interrupt", w.s.cfg.InterruptGrace)
-			if working {
-				stuck = fmt.Sprintf("still running %v after the first of %d interrupts", waited.Round(time.Second), interrupts)
-			}
-			return abandon(outcome{ending: endedStubborn, interrupts: interrupts, waited: waited, stuck: stuck})
+			return stubborn(fmt.Sprintf("still running %v after the first of %d interrupts", w.s.cfg.InterruptMaxWait, interrupts))
 		case rdone := <-w.s.restart:
 			return abandon(outcome{ending: endedRestart, restart: rdone})
 		case <-w.s.ctx.Done():
@@ -208,9 +236,9 @@ func (w *worker) execute(c KernelConn, j *job, replied func()) outcome {
 	}
 }
 
-func (w *worker) interruptForTimeout(c KernelConn) {
-	ctx, cancel := context.WithTimeout(w.s.ctx, 2*time.Second)
-	defer cancel()
+// interruptForTimeout sends the kernel an interrupt and waits for its
+// answer, the kernel's death or ctx's end.
+func (w *worker) interruptForTimeout(ctx context.Context, c KernelConn) {
 	if err := c.Interrupt(ctx); err != nil {
 		w.s.log.Debug().Err(err).Msg("interrupt after timeout failed")
 	}
