@@ -3,7 +3,7 @@ GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 ARGS ?=
 LISTEN ?= 127.0.0.1:8888
 
-.PHONY: all build run deps test-deps docker image kube vet fmt-check lint test test-go test-runsc test-heavy bench fuzz compose clean web-vendor
+.PHONY: all build run deps test-deps docker image kube vet fmt-check lint test test-go test-runsc test-heavy test-stress bench fuzz compose clean web-vendor
 
 all: build
 
@@ -75,11 +75,19 @@ kube: image
 # image, brings up the cluster.
 test: test-deps image kube vet fmt-check lint test-go test-runsc test-heavy
 
+# The flake hunt: the tests that once failed in CI, 5 times each beside 4
+# CPU burners; reports every test that failed at least once
+# (scripts/stress.sh; STRESS_ARGS="-n 2 ./mcp:TestRunCommand" picks).
+STRESS_ARGS ?=
+test-stress: test-deps image
+	scripts/stress.sh $(STRESS_ARGS)
+
 # Kernel round trip, cold start, idle memory and the first result in a new
 # context per language, change tracking in a 10k-file workspace, cold and pooled
 # session start, the first analysis cell (cold, pooled, pooled with the
 # preload), idle memory, the gateway's overhead over a direct kernel
-# client (local, and docker when an engine and the image exist), density, and
+# client (local, and docker when an engine and the image exist), density,
+# 100 timed-out cells beside 4 CPU burners (how many keep their variables), and
 # the load harness beside jupyter_server.
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 300x ./kernel/
@@ -91,6 +99,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 300x ./client/ ./mcp/
 	$(GO) test -run '^$$' -bench 'JupyterRoundTrip|GatewayOverhead' -benchtime 300x ./gateway/
 	DENSITY_SESSIONS=$${DENSITY_SESSIONS:-100} $(GO) test -tags heavy -run '^$$' -bench Density -benchtime 1x -timeout 30m ./density/
+	TIMEOUT_SESSIONS=$${TIMEOUT_SESSIONS:-100} $(GO) test -tags heavy -run '^$$' -bench TimeoutUnderLoad -benchtime 1x -timeout 30m ./density/
 	$(MAKE) build
 	scripts/bench.sh
 
