@@ -155,8 +155,10 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 
 // Close ends the sessions, then releases the store and the runtime. With
 // keep, kernels that can outlive the gateway (docker, k8s) keep running
-// for the next gateway to adopt (Manager.Detach); otherwise every kernel
-// stops (Manager.Close). ctx bounds the sessions' shutdown. Call it once,
+// for the next gateway to adopt (Manager.Detach): a docker kernel that no
+// gateway adopts ends itself at its session's end or after the runtime's
+// OrphanGrace, whichever comes first; otherwise every kernel stops
+// (Manager.Close). ctx bounds the sessions' shutdown. Call it once,
 // after Run has returned.
 func (a *App) Close(ctx context.Context, keep bool) error {
 	a.Gateway.CloseMCP()

@@ -305,7 +305,10 @@ func (m *Manager) adoptOrphan(ctx context.Context, o sandbox.Orphan) string {
 // Detach stops serving every session without stopping its kernel, for an
 // upgrade: sandboxes that outlive the gateway (sandbox.Persistent) are let
 // go, their records flushed, and the next gateway adopts them; the others
-// are closed (and forgotten). It refuses new sessions and returns when
+// are closed (and forgotten). A sandbox that ends itself once no gateway
+// holds it (sandbox.Expiring) is told its session's end first: its
+// lifetime's or its idle expiry's, whichever comes first, after which no
+// gateway would restore it. It refuses new sessions and returns when
 // every session is detached or closed, or ctx ends.
 func (m *Manager) Detach(ctx context.Context) error {
 	m.pool.close(ctx)
@@ -373,6 +376,15 @@ func (s *Session) detach(ctx context.Context) error {
 	s.cmds.close()
 	s.ctxs.closeAll(ctx, "gateway restarting")
 	s.cancel()
+	// No gateway restores the session past its lifetime or its idle
+	// expiry (restore): a sandbox that ends itself ends by then.
+	s.mu.Lock()
+	end := s.endAt
+	if idle := s.lastActive.Add(s.idle); idle.Before(end) {
+		end = idle
+	}
+	s.mu.Unlock()
+	s.tellEnd(end)
 	err := s.sandbox.(sandbox.Persistent).Detach(ctx)
 	if s.egress != nil { // its directory stays, for the next gateway to resume
 		if derr := s.egress.Detach(); derr != nil {

@@ -231,7 +231,20 @@ func newSession(p sessionParams) *Session {
 	s.side = newSideState(&s.cfg, s.LastSeq)
 	s.work = &worker{s: s, slots: p.slots, watch: p.watch}
 	s.work.start(p.client)
+	if p.parent == nil {
+		s.tellEnd(endAt)
+	}
 	return s
+}
+
+// tellEnd tells a sandbox that ends itself once no gateway holds it
+// (sandbox.Expiring) when the session ends.
+func (s *Session) tellEnd(end time.Time) {
+	if e, ok := s.sandbox.(sandbox.Expiring); ok {
+		if err := e.SetEnd(end); err != nil {
+			s.log.Warn().Err(err).Msg("telling the sandbox its end failed")
+		}
+	}
 }
 
 // Files returns the session's workspace. File calls do not go through the
@@ -281,7 +294,9 @@ func (s *Session) SetLifetime(d time.Duration) error {
 	}
 	s.mu.Lock()
 	s.endAt = time.Now().Add(d)
+	end := s.endAt
 	s.mu.Unlock()
+	s.tellEnd(end)
 	s.persist()
 	return nil
 }

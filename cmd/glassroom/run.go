@@ -29,6 +29,7 @@ import (
 const usage = `usage: glassroom serve [flags]
        glassroom mcp [flags]      (MCP server over stdio; glassroom mcp -h)
        glassroom bench [flags]    (load harness; glassroom bench -h)
+       glassroom sandboxes [flags] (this host's docker sandboxes, and who owns them; glassroom sandboxes -h)
 
 Runs the gateway. Every flag has an environment twin (GLASSROOM_<NAME>,
 upper case, dashes as underscores; GLASSROOM_API_KEYS is comma-separated).
@@ -52,6 +53,7 @@ type options struct {
 	memoryBudgetMB    int64
 	durable           bool
 	onShutdown        string
+	orphanGrace       time.Duration
 	metricsListen     string
 	metricsToken      string
 	k8s               k8sOptions
@@ -106,7 +108,8 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.dockerRuntime, "docker-runtime", "runc", "OCI runtime for kernel containers (runc, runsc, kata)")
 	fs.StringVar(&o.instance, "instance", "default", "name of this gateway in container names and labels (docker)")
 	fs.BoolVar(&o.durable, "durable", true, "keep sessions in a store under the state dir, and adopt them (docker: kernels, variables and files) when the gateway starts again")
-	fs.StringVar(&o.onShutdown, "on-shutdown", "keep", "on SIGTERM: keep (kernels that can outlive the gateway keep running, for the next one to adopt) or stop (every kernel)")
+	fs.StringVar(&o.onShutdown, "on-shutdown", "keep", "on SIGTERM: keep (kernels that can outlive the gateway keep running, for the next one to adopt: a docker kernel until its session's end or --orphan-grace, whichever comes first) or stop (every kernel)")
+	fs.DurationVar(&o.orphanGrace, "orphan-grace", 0, "how long a kernel runs on once no gateway holds it (docker: after the detach, or its gateway's death, it ends itself by then or at its session's end; k8s: other replicas delete it unadopted); 0: the runtime's default (docker 2h, k8s 10m)")
 	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve Prometheus /metrics on this separate address, without auth (e.g. 127.0.0.1:9464)")
 	fs.StringVar(&o.metricsToken, "metrics-token", "", "serve Prometheus /metrics on the main listener to requests bearing this token")
 	fs.StringVar(&o.seccompProfile, "seccomp-profile", "", "seccomp JSON profile for kernel containers (default: glassroom's, stricter than Docker's; docker-default: Docker's)")
@@ -196,6 +199,9 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	o.sess.MemoryBudget = o.memoryBudgetMB << 20
 	if o.onShutdown != "keep" && o.onShutdown != "stop" {
 		return nil, fmt.Errorf("--on-shutdown %q: want keep or stop", o.onShutdown)
+	}
+	if o.orphanGrace != 0 && o.orphanGrace < time.Second {
+		return nil, fmt.Errorf("--orphan-grace %v: want at least 1s (or 0 for the runtime's default)", o.orphanGrace)
 	}
 	if o.metricsToken != "" && len(o.metricsToken) < 16 {
 		return nil, errors.New("--metrics-token must be at least 16 characters")
@@ -298,6 +304,9 @@ func run(ctx context.Context, args, env []string, stdout io.Writer) error {
 	if len(args) > 0 && args[0] == "seccomp-profile" {
 		return writeSeccompProfile(args[1:], stdout)
 	}
+	if len(args) > 0 && args[0] == "sandboxes" {
+		return runSandboxes(ctx, args[1:], stdout)
+	}
 	o, err := parse(args, env, stdout)
 	if err != nil {
 		return err
@@ -344,7 +353,7 @@ func run(ctx context.Context, args, env []string, stdout io.Writer) error {
 	cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if o.onShutdown == "keep" {
-		log.Info().Msg("letting kernels that outlive the gateway run on, for the next gateway; stopping the others")
+		log.Info().Msg("letting kernels that outlive the gateway run on, for the next gateway (docker: until their session's end or --orphan-grace); stopping the others")
 	} else {
 		log.Info().Msg("stopping every kernel")
 	}
@@ -361,14 +370,16 @@ func run(ctx context.Context, args, env []string, stdout io.Writer) error {
 func (o *options) appConfig() app.Config {
 	gw := o.gw
 	gw.APIKeys, gw.Instance = o.apiKeys, o.instance
+	k8sCfg := o.k8s.config(o.instance)
+	k8sCfg.OrphanGrace = o.orphanGrace
 	return app.Config{
 		Runtime: app.Runtime{
 			Kind:   o.runtime,
 			Common: sandbox.Common{StateDir: o.stateDir, UIDBase: o.uidBase, Defaults: o.lim, Max: o.max},
 			Local:  local.Config{InsecureNoSandbox: o.insecureNoSandbox, InsecureNoSeccomp: o.insecureNoSeccomp},
 			Docker: docker.Config{Image: o.dockerImage, OCIRuntime: o.dockerRuntime, Instance: o.instance,
-				SeccompProfile: o.seccompProfile, Adopting: o.durable},
-			K8s: o.k8s.config(o.instance),
+				SeccompProfile: o.seccompProfile, Adopting: o.durable, OrphanGrace: o.orphanGrace},
+			K8s: k8sCfg,
 		},
 		Sessions: o.sess,
 		Gateway:  gw,

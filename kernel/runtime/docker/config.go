@@ -64,7 +64,17 @@ type Config struct {
 	// LogMaxBytes bounds what the engine keeps of a container's own output
 	// (1 MiB): the kernel writes it, so it must not fill the host's disk.
 	LogMaxBytes int
+	// OrphanGrace bounds how long a container runs on once no gateway
+	// holds it (2 h): detached (SIGTERM with keep), it ends by then after
+	// the detach; left by a gateway that died, by then after the
+	// gateway's last renewal of its deadline. It ends at its session's end
+	// if that comes first, and not at all if a gateway adopts it first.
+	// See the package doc.
+	OrphanGrace time.Duration
 }
+
+// DefaultOrphanGrace is a Config's OrphanGrace when it names none.
+const DefaultOrphanGrace = 2 * time.Hour
 
 func (c Config) withDefaults() Config {
 	c.Common = c.Common.WithDefaults(DefaultStateDir, DefaultUIDBase)
@@ -86,6 +96,9 @@ func (c Config) withDefaults() Config {
 	if c.LogMaxBytes == 0 {
 		c.LogMaxBytes = 1 << 20
 	}
+	if c.OrphanGrace == 0 {
+		c.OrphanGrace = DefaultOrphanGrace
+	}
 	return c
 }
 
@@ -103,6 +116,9 @@ func (c Config) Validate() error {
 	}
 	if c.CallTimeout < 0 || c.ReconcileInterval < 0 || c.LogMaxBytes < 4096 {
 		return errors.New("docker: config: bad timeout or log size")
+	}
+	if c.OrphanGrace < time.Second {
+		return fmt.Errorf("docker: config: orphan grace %v must be at least 1s", c.OrphanGrace)
 	}
 	return nil
 }

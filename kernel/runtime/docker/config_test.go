@@ -2,6 +2,7 @@ package docker
 
 import (
 	"testing"
+	"time"
 
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 )
@@ -16,6 +17,8 @@ func TestConfigValidate(t *testing.T) {
 		{Common: sandbox.Common{StateDir: "relative"}},
 		{Common: sandbox.Common{Defaults: d.Max, Max: d.Defaults}},
 		{LogMaxBytes: 10},
+		{OrphanGrace: 500 * time.Millisecond},
+		{OrphanGrace: -time.Hour},
 	} {
 		if err := bad.Validate(); err == nil {
 			t.Errorf("accepted %+v", bad)

@@ -99,6 +99,15 @@ func (s *dockerSandbox) Close(ctx context.Context) error {
 	return errors.Join(s.cmds.Close(ctx), s.ctxs.Close(ctx), s.Durable.Close(ctx))
 }
 
+// SetEnd implements sandbox.Expiring: the container's deadline follows
+// its session's end (see the package doc).
+func (s *dockerSandbox) SetEnd(end time.Time) error {
+	if err := s.d.end.setEnd(end, time.Now()); err != nil {
+		return fmt.Errorf("docker: set end of %s: %w", s.d.name, err)
+	}
+	return nil
+}
+
 // Detach implements sandbox.Persistent: the contexts are closed (another
 // gateway could not reach them: their supervisors end with this gateway's
 // connections), the container is left running for the next gateway.

@@ -49,4 +49,33 @@
 // which then reports it and restarts on its own Restart. Contexts end
 // with the gateway's connection to the engine, and are closed when the
 // sandbox is detached (another gateway adopts the first kernel alone).
+//
+// A container ends itself when no gateway holds it. Its PID 1 is
+// glassroom's init (init.py, on the image's python; tini's work besides),
+// which stops the container (exit code DeadlineExit, 124) once the time
+// in its deadline file has passed: <session dir>/deadline/at on the host,
+// a directory of the gateway's bound read-only at DeadlineDir, so the
+// kernel, which runs as the init's uid, can read the time but not move
+// it. The init reads it again every 5 s and when the time comes, and ends
+// the container as well when the file is gone (its state directory was
+// removed). While a gateway holds the sandbox the deadline is min(its
+// session's end (sandbox.Expiring) + 1 min, now + OrphanGrace), renewed
+// by Run: the gateway ends the session itself first, and a gateway that
+// dies leaves its containers OrphanGrace (2 h) at most. Detach writes
+// min(the session's end, or its idle expiry if sooner, now + OrphanGrace),
+// after which no gateway would restore it; Adopt writes a held deadline
+// before anything else, so an adopted container never ends under its new
+// gateway. A frozen container (docker pause) cannot end itself: Adopt
+// thaws it, or the operator removes it. The kernel cannot stop the init
+// under runc (Linux delivers no SIGKILL or SIGSTOP sent from inside a
+// pid namespace to its init, the init only passes other signals on, and
+// it is not dumpable, so not ptraced). gVisor delivers SIGSTOP to the
+// init: there a kernel that sets out to do so can stop it, and with it
+// its deadline; `glassroom sandboxes --remove` is the remedy.
+//
+// Host is the operator's view of every glassroom container of an engine,
+// whichever gateway made it (`glassroom sandboxes`): their session, state
+// directory, age, deadline, and whether a live gateway owns them (holds
+// the state directory's lock); it removes those none owns, taking the
+// lock of each free state directory meanwhile.
 package docker

@@ -32,6 +32,7 @@ type driver struct {
 	uid    int
 	env    map[string]string // to create the container again; nil for an adopted one
 	egress string            // host path of the egress proxy's socket, "" for none
+	end    *deadline         // the sandbox's deadline file (see init.py)
 
 	mu          sync.Mutex
 	containerID string
@@ -68,7 +69,7 @@ func (d *driver) create(ctx context.Context, env map[string]string) error {
 	oomScore := 500
 	cc := &container.Config{
 		Image:           cfg.Image,
-		Entrypoint:      []string{"/usr/bin/tini", "--"},
+		Entrypoint:      initEntrypoint(), // PID 1: init.py, which ends the container at its deadline
 		Cmd:             sandbox.KernelArgv("/usr/bin/python3", d.kernel, sandbox.ConnFile),
 		User:            fmt.Sprintf("%d:%d", d.uid, d.uid),
 		WorkingDir:      sandbox.WorkDir,
@@ -96,6 +97,8 @@ func (d *driver) create(ctx context.Context, env map[string]string) error {
 			// a shell's prompt and getpwuid work.
 			filepath.Join(d.dirs.Path(), "passwd") + ":/etc/passwd:ro",
 			filepath.Join(d.dirs.Path(), "group") + ":/etc/group:ro",
+			// The gateway's directory, read-only: the sandbox cannot move its deadline.
+			d.end.dir + ":" + DeadlineDir + ":ro",
 		},
 		// The kernel's own stdout/stderr (not Jupyter output): bounded, so
 		// the code cannot fill the host's disk through the engine's logs.
@@ -381,14 +384,20 @@ func (d *driver) container() string {
 }
 
 // Detach implements sandbox.DriverDetacher: stop watching, leave the
-// container running.
+// container running until its released deadline (min(its session's
+// end, now + OrphanGrace)) unless a gateway adopts it first.
 func (d *driver) Detach(context.Context) error {
+	d.r.deadlines.remove(d.id)
+	err := d.end.release(time.Now())
 	d.mu.Lock()
 	for _, stop := range d.waits {
 		stop()
 	}
 	d.mu.Unlock()
 	d.wg.Wait()
+	if err != nil {
+		return fmt.Errorf("docker: detach %s: %w", d.name, err)
+	}
 	return nil
 }
 
@@ -407,8 +416,15 @@ func (d *driver) exitReason(code int64) string {
 	if d.r.gvisor && code == gvisorSentryExit {
 		return gvisorSentryReason
 	}
+	if code == DeadlineExit && !d.end.current().After(time.Now()) {
+		return deadlineReason
+	}
 	return exitCodeReason(code)
 }
+
+// deadlineReason is the exit reason of a container its init ended at its
+// deadline.
+const deadlineReason = "exit code 124: the sandbox reached its deadline (no gateway renewed it) and ended itself"
 
 // exitCodeReason explains a container's exit code; above 128 it names the
 // signal that ended its first process.
@@ -431,6 +447,7 @@ func exitCodeReason(code int64) string {
 // Destroy implements sandbox.Driver: it force-removes the container, even
 // with a done ctx (one retry), ends the waits and waits for the waiters.
 func (d *driver) Destroy(ctx context.Context) error {
+	d.r.deadlines.remove(d.id)
 	d.mu.Lock()
 	id := d.containerID
 	d.mu.Unlock()

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
@@ -31,7 +33,8 @@ type Runtime struct {
 	slots   *sandbox.Slots
 	kernels []sandbox.KernelSpec // what the image holds (LabelKernels), read once by New
 
-	live sandbox.LiveSet // session ids with a sandbox, including ones starting
+	live      sandbox.LiveSet // session ids with a sandbox, including ones starting
+	deadlines deadlines       // the held sandboxes' deadlines, which Run renews
 }
 
 // New locks the state directory for this runtime alone (see
@@ -140,13 +143,23 @@ func (r *Runtime) Name() string { return "docker" }
 // next gateway). Sandboxes must be closed (or detached) first.
 func (r *Runtime) Close() error { return r.closer() }
 
-// Run reconciles periodically until ctx ends.
+// Run reconciles periodically, and renews the deadlines of the sandboxes
+// this gateway holds (a quarter of OrphanGrace apart, within 250 ms and 5
+// min), until ctx ends; it returns once both loops have.
 func (r *Runtime) Run(ctx context.Context) error {
-	return sandbox.Every(ctx, r.cfg.ReconcileInterval, func(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // owned by Run; ends with ctx
+		defer wg.Done()
+		_ = sandbox.Every(ctx, renewInterval(r.cfg.OrphanGrace), r.renewDeadlines)
+	}()
+	err := sandbox.Every(ctx, r.cfg.ReconcileInterval, func(ctx context.Context) {
 		if err := r.Reconcile(ctx); err != nil {
 			r.log.Warn().Err(err).Msg("reconcile failed")
 		}
 	})
+	wg.Wait()
+	return err
 }
 
 // ContainerName is the deterministic name of a session's container.
@@ -190,8 +203,13 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	if err := sandbox.WriteIdentity(dirs.Path(), uid, uid); err != nil {
 		return nil, err
 	}
-	d := &driver{r: r, id: spec.ID, kernel: spec.Kernel, name: r.ContainerName(spec.ID), limits: limits, dirs: dirs, uid: uid, egress: spec.EgressSocket, egressed: spec.EgressSocket != ""}
+	end, err := newDeadline(dirs.Path(), r.cfg.OrphanGrace, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	d := &driver{r: r, id: spec.ID, kernel: spec.Kernel, name: r.ContainerName(spec.ID), limits: limits, dirs: dirs, uid: uid, egress: spec.EgressSocket, egressed: spec.EgressSocket != "", end: end}
 	b.Use(dirs, d)
+	r.deadlines.add(spec.ID, end) // Destroy (or Detach) takes it out
 	if err := d.create(ctx, sandbox.KernelEnv(spec, limits)); err != nil {
 		return nil, err
 	}
@@ -232,8 +250,15 @@ func (r *Runtime) Adopt(ctx context.Context, st sandbox.State) (_ sandbox.Sandbo
 		return nil, err
 	}
 	b.OnClose("remove session directory", dirs.Remove)
-	d := &driver{r: r, id: st.ID, name: r.ContainerName(st.ID), limits: st.Limits, dirs: dirs, uid: st.UID, containerID: ds.Container, started: ds.Started}
+	// Held again before anything else: a container whose released deadline
+	// is close must not end while it is adopted.
+	end, err := newDeadline(dirs.Path(), r.cfg.OrphanGrace, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	d := &driver{r: r, id: st.ID, name: r.ContainerName(st.ID), limits: st.Limits, dirs: dirs, uid: st.UID, containerID: ds.Container, started: ds.Started, end: end}
 	b.Use(dirs, d)
+	r.deadlines.add(st.ID, end)
 	ictx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
 	info, err := r.cli.ContainerInspect(ictx, ds.Container)
 	cancel()
@@ -262,7 +287,11 @@ func (r *Runtime) Adopt(ctx context.Context, st sandbox.State) (_ sandbox.Sandbo
 	}
 	inc := sandbox.NewIncarnation(st.Conn)
 	if !info.State.Running {
-		inc.Exit("stopped while no gateway watched it")
+		if info.State.ExitCode == DeadlineExit {
+			inc.Exit("stopped while no gateway watched it: it reached its deadline and ended itself")
+		} else {
+			inc.Exit("stopped while no gateway watched it")
+		}
 		b.Attach(inc, &process{d: d, id: ds.Container, stop: func() {}})
 		if err := b.Restart(ctx); err != nil {
 			return nil, err
@@ -298,7 +327,7 @@ func hasEnv(env []string, name string) bool {
 
 // Interface guards: the optional capabilities of the Docker runtime and its
 // sandboxes (a sandbox.Durable: a Freezer and Persistent, whose driver
-// gives its State and Detach; and a ContextStarter), exercised by
+// gives its State and Detach; Expiring; and a ContextStarter), exercised by
 // runtimetest.Capabilities and runtimetest.Contexts.
 var (
 	_ sandbox.KernelLister   = (*Runtime)(nil)
@@ -308,6 +337,7 @@ var (
 	_ sandbox.Persistent     = (*dockerSandbox)(nil)
 	_ sandbox.Freezer        = (*dockerSandbox)(nil)
 	_ sandbox.ContextStarter = (*dockerSandbox)(nil)
+	_ sandbox.Expiring       = (*dockerSandbox)(nil)
 	_ sandbox.DriverStater   = (*driver)(nil)
 	_ sandbox.DriverDetacher = (*driver)(nil)
 	_ sandbox.DriverFreezer  = (*driver)(nil) // Freeze: docker pause

@@ -143,11 +143,11 @@ func TestContainerIsLockedDown(t *testing.T) {
 	}
 	// The session directory's ipc, workspace (twice: WorkDir and its
 	// alias) and contexts' ipc directories, and its passwd and group files
-	// (read-only), nothing else of the host.
+	// and deadline directory (read-only), nothing else of the host.
 	session := filepath.Dir(k.Sandbox.Workspace())
 	mounts := strings.Fields(inspect(t, "{{range .Mounts}}{{.Source}}:{{.Destination}}:{{.RW}} {{end}}", id))
 	slices.Sort(mounts)
-	want := []string{session + "/ctx:/run/glassroom/ctx:true", session + "/group:/etc/group:false", session + "/ipc:/run/glassroom/ipc:true",
+	want := []string{session + "/ctx:/run/glassroom/ctx:true", session + "/deadline:/run/glassroom/deadline:false", session + "/group:/etc/group:false", session + "/ipc:/run/glassroom/ipc:true",
 		session + "/passwd:/etc/passwd:false", session + "/work:/home/user:true", session + "/work:/workspace:true"}
 	if !slices.Equal(mounts, want) {
 		t.Errorf("host paths in the container: %q, want %q", mounts, want)
@@ -575,7 +575,7 @@ func TestContextsAndAdoption(t *testing.T) {
 	}
 	again := runtimetest.Kernel{Sandbox: c}
 	again.Reconnect(t)
-	if out, _ := again.Run(t, "print(open('/proc/1/cmdline').read().startswith('/usr/bin/tini'))"); strings.TrimSpace(out) != "True" {
+	if out, _ := again.Run(t, "print('glassroom sandbox init' in open('/proc/1/cmdline').read())"); strings.TrimSpace(out) != "True" {
 		t.Fatalf("the context of the adopted sandbox is not in its container: %q", out)
 	}
 	if err := sb.Close(ctx); err != nil {

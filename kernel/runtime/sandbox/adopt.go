@@ -41,6 +41,24 @@ type Persistent interface {
 	Detach(ctx context.Context) error
 }
 
+// Expiring is implemented by Persistent sandboxes that end themselves
+// once no gateway holds them (docker: the container's init stops it at a
+// deadline only the gateway can write): a sandbox whose gateway went away
+// for good, and that no other gateway adopted, does not run for ever.
+type Expiring interface {
+	// SetEnd tells the sandbox when its session ends. While a gateway
+	// holds the sandbox its deadline stays past end (the gateway ends the
+	// session itself then) and, renewed by the runtime, within the
+	// runtime's orphan grace from now; once it is detached, or its gateway
+	// dies, it ends itself at end or once the grace has passed, whichever
+	// comes first, unless a gateway adopts it. The session layer calls it
+	// when a session is created or restored, when its lifetime changes,
+	// and just before Detach with the time after which the session could
+	// no longer be restored (its idle expiry, when that is earlier). A
+	// zero end means "not known": only the grace bounds the sandbox.
+	SetEnd(end time.Time) error
+}
+
 // Adopter is implemented by runtimes whose sandboxes outlive the gateway.
 type Adopter interface {
 	// Adopt takes over the running sandbox st describes, as Start would

@@ -9,7 +9,7 @@
 //     session layer, the gateway and the operator's configuration share.
 //   - The optional capabilities a runtime or its sandboxes may have, each a
 //     named interface (Freezer, Persistent, Adopter, OrphanFinder,
-//     WorkspaceOpener, TenantRecorder, StateDirHolder, ContextStarter,
+//     WorkspaceOpener, TenantRecorder, Expiring, StateDirHolder, ContextStarter,
 //     CommandRunner, KernelLister) that callers find
 //     with a type assertion; each runtime package checks the ones it has
 //     at compile time.
@@ -35,7 +35,9 @@
 //   - The state directory's lock (LockStateDir): one runtime, so one
 //     gateway, per state directory; the kernel releases it when the
 //     gateway dies, so the next one reconciles what it left. A runtime
-//     takes it before it removes anything as an orphan.
+//     takes it before it removes anything as an orphan; an operator's
+//     tool asks who holds it (StateDirOwner) and takes it
+//     (LockExistingStateDir) to remove what a gone gateway left.
 //   - The ipc connection file (each kernel start empties the ipc directory
 //     first) and the wait for the kernel's sockets.
 //   - Slots (the per-sandbox uid numbers) and Base, which implements the

@@ -53,9 +53,52 @@ func LockStateDir(dir string) (*StateLock, error) {
 	if err := prepareStateDir(dir); err != nil {
 		return nil, err
 	}
+	return lockDir(dir)
+}
+
+// LockExistingStateDir is LockStateDir for a tool that is no gateway (an
+// operator's command removing what a gone gateway left): it creates and
+// changes nothing, and fails with an error that wraps fs.ErrNotExist when
+// dir does not exist, or with a *StateDirInUseError when a live gateway
+// holds it. While the caller holds the lock, no gateway can start on dir.
+func LockExistingStateDir(dir string) (*StateLock, error) {
+	return lockDir(dir)
+}
+
+// StateDirOwner reports, without taking the lock, whether a live process
+// holds dir's lock and its pid as this process's /proc sees it (0 when
+// unknown: another pid namespace). It reads /proc/locks, so a gateway
+// starting meanwhile is never refused because someone looked; where that
+// cannot be read it tries the lock instead (and gives it back at once).
+// It fails with an error that wraps fs.ErrNotExist when dir does not
+// exist. The answer may be stale as soon as it is given: to act on a free
+// directory, take LockExistingStateDir.
+func StateDirOwner(dir string) (held bool, pid int, err error) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("sandbox: lock state dir: %w", err)
+		return false, 0, fmt.Errorf("sandbox: state dir owner: %w", &os.PathError{Op: "open", Path: dir, Err: err})
+	}
+	defer unix.Close(fd)
+	if found, pid, ok := flockHolder(fd); ok {
+		return found, pid, nil
+	}
+	l, err := lockDir(dir)
+	var inUse *StateDirInUseError
+	switch {
+	case errors.As(err, &inUse):
+		return true, inUse.PID, nil
+	case err != nil:
+		return false, 0, fmt.Errorf("sandbox: state dir owner: %w", err)
+	}
+	l.Release()
+	return false, 0, nil
+}
+
+// lockDir takes dir's lock without waiting.
+func lockDir(dir string) (*StateLock, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: lock state dir: %w", &os.PathError{Op: "open", Path: dir, Err: err})
 	}
 	for {
 		err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
@@ -88,24 +131,35 @@ func (l *StateLock) Release() {
 }
 
 // lockHolder finds, best effort, the process holding an flock on fd's
-// file in /proc/locks ("1: FLOCK  ADVISORY  WRITE 1234 fe:00:5678 0 EOF").
+// file (see flockHolder), or 0.
 func lockHolder(fd int) int {
+	_, pid, _ := flockHolder(fd)
+	return pid
+}
+
+// flockHolder looks in /proc/locks for an flock held on fd's file ("1:
+// FLOCK  ADVISORY  WRITE 1234 fe:00:5678 0 EOF"; a waiter's line has "->"
+// after the number): found, and the holder's pid (0 when this process
+// cannot see it). ok is false when /proc/locks cannot be read.
+func flockHolder(fd int) (found bool, pid int, ok bool) {
 	var st unix.Stat_t
 	if unix.Fstat(fd, &st) != nil {
-		return 0
+		return false, 0, false
 	}
 	b, err := os.ReadFile("/proc/locks")
 	if err != nil {
-		return 0
+		return false, 0, false
 	}
 	file := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
 		if len(f) >= 6 && f[1] == "FLOCK" && f[5] == file {
-			if pid, err := strconv.Atoi(f[4]); err == nil && pid > 0 {
-				return pid
+			pid, err := strconv.Atoi(f[4])
+			if err != nil || pid < 0 {
+				pid = 0
 			}
+			return true, pid, true
 		}
 	}
-	return 0
+	return false, 0, true
 }

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bufio"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -100,4 +101,41 @@ func TestStateLockNotInherited(t *testing.T) {
 		t.Fatalf("a child process kept the released lock: %v", err)
 	}
 	l2.Release()
+}
+
+// TestStateDirOwner: StateDirOwner tells a held directory (with its
+// holder's pid) from a free one without taking the lock, and a missing
+// one by fs.ErrNotExist; LockExistingStateDir creates nothing.
+func TestStateDirOwner(t *testing.T) {
+	dir := t.TempDir()
+	pid, end := holdLock(t, dir)
+	if held, got, err := StateDirOwner(dir); err != nil || !held || got != pid {
+		t.Fatalf("held by pid %d: StateDirOwner = %v, %d, %v", pid, held, got, err)
+	}
+	var inUse *StateDirInUseError
+	if _, err := LockExistingStateDir(dir); !errors.As(err, &inUse) {
+		t.Fatalf("LockExistingStateDir of a held directory: %v", err)
+	}
+	end()
+	if held, _, err := StateDirOwner(dir); err != nil || held {
+		t.Fatalf("free: StateDirOwner = %v, %v", held, err)
+	}
+	l, err := LockExistingStateDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held, got, err := StateDirOwner(dir); err != nil || !held || got != os.Getpid() {
+		t.Fatalf("held by this process: StateDirOwner = %v, %d, %v", held, got, err)
+	}
+	l.Release()
+	gone := filepath.Join(dir, "gone")
+	if _, _, err := StateDirOwner(gone); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("StateDirOwner of a missing directory: %v, want fs.ErrNotExist", err)
+	}
+	if _, err := LockExistingStateDir(gone); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("LockExistingStateDir of a missing directory: %v, want fs.ErrNotExist", err)
+	}
+	if _, err := os.Stat(gone); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("LockExistingStateDir created %s: %v", gone, err)
+	}
 }
