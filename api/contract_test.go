@@ -28,7 +28,7 @@ func strict(t *testing.T, what string, body []byte, v any) {
 // types of package api, refusing unknown fields: the server and the SDK
 // speak one set of types.
 func TestGatewayAnswersAreTheWireTypes(t *testing.T) {
-	g := apptest.Start(t, apptest.Local(t, 430000), apptest.Options{})
+	g := apptest.Start(t, apptest.Local(t), apptest.Options{})
 	call := func(method, path, body string, want int) []byte {
 		t.Helper()
 		return g.Fetch(t, "Bearer "+apptest.KeyA, method, path, body, want)

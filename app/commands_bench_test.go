@@ -16,7 +16,7 @@ import (
 func BenchmarkCommandTrue(b *testing.B) {
 	for name, rt := range apptest.Runtimes() {
 		b.Run(name, func(b *testing.B) {
-			g := apptest.Start(b, rt(b, uidBase+7800), apptest.Options{})
+			g := apptest.Start(b, rt(b), apptest.Options{})
 			var s api.Session
 			if st := g.Call(b, bearer, "POST", "/v1/sessions", api.CreateSessionRequest{}, &s); st != http.StatusCreated {
 				b.Fatalf("create: %d", st)

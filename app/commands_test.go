@@ -57,7 +57,7 @@ func (e *events) until(what string, ok func(api.Event) bool) []api.Event {
 func TestCommandsThroughTheGateway(t *testing.T) {
 	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := apptest.Start(t, rt(t, uidBase+7000), apptest.Options{})
+			g := apptest.Start(t, rt(t), apptest.Options{})
 			var s api.Session
 			if st := g.Call(t, bearer, "POST", "/v1/sessions", api.CreateSessionRequest{}, &s); st != http.StatusCreated {
 				t.Fatalf("create: %d", st)
@@ -184,7 +184,7 @@ func TestCommandsThroughTheGateway(t *testing.T) {
 func TestTerminalThroughTheGateway(t *testing.T) {
 	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := apptest.Start(t, rt(t, uidBase+7500), apptest.Options{})
+			g := apptest.Start(t, rt(t), apptest.Options{})
 			var s api.Session
 			if st := g.Call(t, bearer, "POST", "/v1/sessions", api.CreateSessionRequest{}, &s); st != http.StatusCreated {
 				t.Fatalf("create: %d", st)

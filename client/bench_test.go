@@ -11,7 +11,7 @@ import (
 // BenchmarkRoundTrip measures `x + 1` through the client (local runtime):
 // one REST call, a Run on a fresh WebSocket, and a Run on an open Conn.
 func BenchmarkRoundTrip(b *testing.B) {
-	g := apptest.Start(b, apptest.Local(b, uidBase+2000), apptest.Options{})
+	g := apptest.Start(b, apptest.Local(b), apptest.Options{})
 	c := g.Client(b, apptest.KeyA)
 	ctx := context.Background()
 	s, err := c.CreateSession(ctx, client.CreateOptions{})

@@ -18,8 +18,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-const uidBase = 410000
-
 func ctxT(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
@@ -31,7 +29,7 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 func TestAgainstGateway(t *testing.T) {
 	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := apptest.Start(t, rt(t, uidBase), apptest.Options{Sessions: sessions.Config{InterruptGrace: time.Second}})
+			g := apptest.Start(t, rt(t), apptest.Options{Sessions: sessions.Config{InterruptGrace: time.Second}})
 			c := g.Client(t, apptest.KeyA)
 			ctx := ctxT(t, 5*time.Minute)
 
@@ -435,7 +433,7 @@ func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 // TestSessionExtras covers PATCH (idle timeout), mkdir, HEAD (exists),
 // complete and inspect, over REST and the WebSocket.
 func TestSessionExtras(t *testing.T) {
-	g := apptest.Start(t, apptest.Local(t, uidBase+1000), apptest.Options{})
+	g := apptest.Start(t, apptest.Local(t), apptest.Options{})
 	c := g.Client(t, apptest.KeyA)
 	ctx := ctxT(t, 2*time.Minute)
 	s, err := c.CreateSession(ctx, client.CreateOptions{})

@@ -15,7 +15,7 @@ import (
 // code and its timeout; a background command listed, fed stdin and
 // waited for; another killed.
 func TestCommands(t *testing.T) {
-	g := apptest.Start(t, apptest.Local(t, uidBase+2000), apptest.Options{})
+	g := apptest.Start(t, apptest.Local(t), apptest.Options{})
 	c := g.Client(t, apptest.KeyA)
 	ctx := ctxT(t, 3*time.Minute)
 	s, err := c.CreateSession(ctx, client.CreateOptions{})

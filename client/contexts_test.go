@@ -20,7 +20,7 @@ import (
 func TestContexts(t *testing.T) {
 	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := apptest.Start(t, rt(t, uidBase+2000), apptest.Options{Sessions: sessions.Config{InterruptGrace: time.Second}})
+			g := apptest.Start(t, rt(t), apptest.Options{Sessions: sessions.Config{InterruptGrace: time.Second}})
 			c := g.Client(t, apptest.KeyA)
 			ctx := ctxT(t, 5*time.Minute)
 

@@ -15,7 +15,7 @@ import (
 // TestEditFile drives EditFile against a real gateway (local runtime):
 // each command, read back by the kernel, and the errors a caller matches.
 func TestEditFile(t *testing.T) {
-	g := apptest.Start(t, apptest.Local(t, uidBase+2000), apptest.Options{})
+	g := apptest.Start(t, apptest.Local(t), apptest.Options{})
 	c := g.Client(t, apptest.KeyA)
 	ctx := ctxT(t, 2*time.Minute)
 	s, err := c.CreateSession(ctx, client.CreateOptions{})

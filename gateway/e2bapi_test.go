@@ -22,8 +22,8 @@ import (
 // files. Their uid bases are their own: CI may run the other suites at
 // the same time.
 
-func e2bLocal(t *testing.T) app.Runtime  { return apptest.Local(t, 347000) }
-func e2bDocker(t *testing.T) app.Runtime { return apptest.DockerWith(t, "runc", 367000) }
+func e2bLocal(t *testing.T) app.Runtime  { return apptest.Local(t) }
+func e2bDocker(t *testing.T) app.Runtime { return apptest.DockerWith(t, "runc") }
 
 func e2bRuntimes() map[string]runtimeFactory {
 	return map[string]runtimeFactory{"local": e2bLocal, "docker": e2bDocker}

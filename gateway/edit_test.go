@@ -25,7 +25,7 @@ type editAnswer struct {
 // file byte-identical), hostile paths and arguments, and a kernel reading
 // the file while it is edited never sees half of it.
 func TestEditFiles(t *testing.T) {
-	g := apptest.Start(t, apptest.Local(t, 360000), apptest.Options{Gateway: gateway.Config{MaxEditBytes: 1 << 20}})
+	g := apptest.Start(t, apptest.Local(t), apptest.Options{Gateway: gateway.Config{MaxEditBytes: 1 << 20}})
 	var s api.Session
 	if st := g.Call(t, "Bearer "+apptest.KeyA, "POST", "/v1/sessions", nil, &s); st != http.StatusCreated {
 		t.Fatalf("create session: %d", st)

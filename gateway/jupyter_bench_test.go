@@ -27,7 +27,7 @@ import (
 //
 //	go test -run '^$' -bench JupyterRoundTrip -benchtime 300x ./gateway/
 func BenchmarkJupyterRoundTrip(b *testing.B) {
-	g := apptest.Start(b, apptest.Local(b, 346000), apptest.Options{})
+	g := apptest.Start(b, apptest.Local(b), apptest.Options{})
 	ws := "ws" + strings.TrimPrefix(g.URL, "http")
 	hdr := http.Header{"Authorization": {"Bearer " + apptest.KeyA}}
 	// One session per client, so that no client reads another's events.

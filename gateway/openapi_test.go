@@ -206,7 +206,7 @@ func (v *validator) check(name string, data []byte) {
 // TestOpenAPIMatchesRealAnswers validates real answers and WebSocket
 // frames of a gateway (local runtime) against the document's schemas.
 func TestOpenAPIMatchesRealAnswers(t *testing.T) {
-	g := apptest.Start(t, apptest.Local(t, 350000), apptest.Options{})
+	g := apptest.Start(t, apptest.Local(t), apptest.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	v := newValidator(t, loadDoc(t, g.Server.Handler()))

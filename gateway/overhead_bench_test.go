@@ -24,7 +24,7 @@ import (
 //
 //	go test -run '^$' -bench GatewayOverhead -benchtime 1000x ./gateway/
 func BenchmarkGatewayOverhead(b *testing.B) {
-	rt := apptest.Local(b, 345000) // uids apart from the other local gateways of the package
+	rt := apptest.Local(b) // uids apart from the other local gateways of the package
 	g := apptest.Start(b, rt, apptest.Options{})
 	ctx := context.Background()
 

@@ -13,7 +13,7 @@ import (
 // the go-sdk's client over the gateway's /mcp (stateless streamable HTTP,
 // in-process client behind it), local runtime.
 func BenchmarkExecutePython(b *testing.B) {
-	g := apptest.Start(b, apptest.Local(b, uidBase+7000), apptest.Options{})
+	g := apptest.Start(b, apptest.Local(b), apptest.Options{})
 	ctx := context.Background()
 	c := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil)
 	cs, err := c.Connect(ctx, httpTransport(g.URL, apptest.KeyA), nil)

@@ -12,7 +12,7 @@ import (
 // runtime): a command's output and exit code in a new session, envs and
 // cwd in that session, a timeout, and a background start.
 func TestRunCommand(t *testing.T) {
-	g := apptest.Start(t, apptest.Local(t, uidBase+9000), apptest.Options{})
+	g := apptest.Start(t, apptest.Local(t), apptest.Options{})
 	ctx := ctxT(t, 3*time.Minute)
 	cs := connect(t, ctx, httpTransport(g.URL, apptest.KeyA))
 	res := call(t, ctx, cs, "run_command", map[string]any{"cmd": "echo hello; echo bad >&2; exit 2"})

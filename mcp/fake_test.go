@@ -207,7 +207,7 @@ func TestFileTools(t *testing.T) {
 // TestStdioClosesItsSessions: when the client goes away, `glassroom mcp`
 // deletes the sessions it started (nobody else knows their ids).
 func TestStdioClosesItsSessions(t *testing.T) {
-	g := apptest.Start(t, apptest.Local(t, uidBase+5000), apptest.Options{})
+	g := apptest.Start(t, apptest.Local(t), apptest.Options{})
 	ctx := ctxT(t, 2*time.Minute)
 	cmd := exec.Command(binary, "mcp", "--url", g.URL, "--api-key", apptest.KeyA, "--log-level", "warn")
 	cmd.Stderr = os.Stderr

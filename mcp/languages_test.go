@@ -19,7 +19,7 @@ import (
 func TestLanguages(t *testing.T) {
 	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := apptest.Start(t, rt(t, uidBase+8000), apptest.Options{})
+			g := apptest.Start(t, rt(t), apptest.Options{})
 			ctx := ctxT(t, 5*time.Minute)
 			t.Run("streamable http", func(t *testing.T) {
 				languagesFlow(t, g, connect(t, ctx, httpTransport(g.URL, apptest.KeyA)))

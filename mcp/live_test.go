@@ -128,7 +128,7 @@ func liveTransports(g *apptest.Gateway) map[string]func() sdk.Transport {
 // the test writes only after seeing them); cancelling a call interrupts
 // the kernel, which keeps its variables, or kills the command.
 func TestLiveOutputAndCancel(t *testing.T) {
-	g := apptest.Start(t, apptest.Local(t, uidBase+5000), apptest.Options{})
+	g := apptest.Start(t, apptest.Local(t), apptest.Options{})
 	gc, err := client.New(client.Config{BaseURL: g.URL, APIKey: apptest.KeyA})
 	if err != nil {
 		t.Fatal(err)
@@ -224,7 +224,7 @@ func TestLiveOutputAndCancel(t *testing.T) {
 // limits and a network allowlist within the operator's ceiling, over both
 // transports; the operator's policy is in the descriptions.
 func TestSessionTools(t *testing.T) {
-	g := apptest.Start(t, apptest.Local(t, uidBase+6000), apptest.Options{})
+	g := apptest.Start(t, apptest.Local(t), apptest.Options{})
 	for name, tr := range liveTransports(g) {
 		t.Run(name, func(t *testing.T) {
 			ctx := ctxT(t, 3*time.Minute)
@@ -290,7 +290,7 @@ func TestSessionTools(t *testing.T) {
 func TestSessionNetworkWithinCeiling(t *testing.T) {
 	scfg := sessions.Config{}
 	scfg.Egress.Allow = []string{"example.com", "*.example.org"}
-	g := apptest.Start(t, apptest.Local(t, uidBase+7000), apptest.Options{Sessions: scfg})
+	g := apptest.Start(t, apptest.Local(t), apptest.Options{Sessions: scfg})
 	ctx := ctxT(t, 2*time.Minute)
 	cs := connect(t, ctx, httpTransport(g.URL, apptest.KeyA))
 	tools, err := cs.ListTools(ctx, nil)
@@ -319,7 +319,7 @@ func TestSessionNetworkWithinCeiling(t *testing.T) {
 // bounded; read_file returns a binary as an embedded resource; an MCP
 // session cannot be used with another key.
 func TestResources(t *testing.T) {
-	g := apptest.Start(t, apptest.Local(t, uidBase+8000), apptest.Options{})
+	g := apptest.Start(t, apptest.Local(t), apptest.Options{})
 	ctx := ctxT(t, 3*time.Minute)
 	for name, tr := range liveTransports(g) {
 		t.Run(name, func(t *testing.T) {

@@ -19,8 +19,6 @@ import (
 	"go.uber.org/goleak"
 )
 
-const uidBase = 420000
-
 // binary is the glassroom command, built once for the stdio tests.
 var binary string
 
@@ -213,7 +211,7 @@ func flow(t *testing.T, ctx context.Context, cs *sdk.ClientSession) {
 func TestGoClient(t *testing.T) {
 	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := apptest.Start(t, rt(t, uidBase), apptest.Options{})
+			g := apptest.Start(t, rt(t), apptest.Options{})
 			ctx := ctxT(t, 5*time.Minute)
 			t.Run("in-memory", func(t *testing.T) {
 				srv, err := mcp.New(g.Client(t, apptest.KeyA), mcp.Config{}, zerolog.Nop())

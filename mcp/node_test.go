@@ -159,7 +159,7 @@ func checkNodeLive(t *testing.T, r nodeOutput, sid string) {
 func TestNodeClient(t *testing.T) {
 	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := apptest.Start(t, rt(t, uidBase+1000), apptest.Options{})
+			g := apptest.Start(t, rt(t), apptest.Options{})
 			t.Run("streamable http", func(t *testing.T) {
 				checkNode(t, runNode(t, "http", g.URL+"/mcp", apptest.KeyA))
 			})
@@ -173,11 +173,9 @@ func TestNodeClient(t *testing.T) {
 // TestEmbedded runs `glassroom mcp --embedded` (a gateway inside the MCP
 // process, local runtime) with the go-sdk's client over stdio.
 func TestEmbedded(t *testing.T) {
-	apptest.Local(t, uidBase+2000) // skips or fails like the other local tests
-	dir := t.TempDir()
-	os.Chmod(dir, 0o711)
+	rt := apptest.Local(t) // skips or fails like the other local tests; a state dir and uids of its own
 	cmd := exec.Command(binary, "mcp", "--embedded", "--log-level", "warn", "--",
-		"--state-dir", dir, "--uid-base", strconv.Itoa(uidBase+3000))
+		"--state-dir", rt.Common.StateDir, "--uid-base", strconv.Itoa(rt.Common.UIDBase))
 	cmd.Stderr = os.Stderr
 	ctx := ctxT(t, 3*time.Minute)
 	cs := connect(t, ctx, &sdk.CommandTransport{Command: cmd})
@@ -187,7 +185,7 @@ func TestEmbedded(t *testing.T) {
 // TestHTTPGuards checks what protects /mcp on the gateway: the API key,
 // tenant isolation, DNS-rebinding protection and cross-origin protection.
 func TestHTTPGuards(t *testing.T) {
-	g := apptest.Start(t, apptest.Local(t, uidBase+4000), apptest.Options{})
+	g := apptest.Start(t, apptest.Local(t), apptest.Options{})
 	ctx := ctxT(t, 2*time.Minute)
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
 	post := func(key, host string, hdr map[string]string) (int, string) {

@@ -51,7 +51,7 @@ func TestReadmeConfig(t *testing.T) {
 			t.Fatalf("README's mcpServers block is not one of docs/clients.md's:\n%s", r[1])
 		}
 	}
-	g := apptest.Start(t, apptest.Local(t, uidBase+6000), apptest.Options{})
+	g := apptest.Start(t, apptest.Local(t), apptest.Options{})
 	ctx := ctxT(t, 2*time.Minute)
 	const placeholder = "3f9c…"
 	for _, b := range blocks {

@@ -56,7 +56,7 @@ func TestJSSDK(t *testing.T) {
 	node := testkit.NPMInstall(t, "js")
 	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := apptest.Start(t, rt(t, uidBase+3000), apptest.Options{Sessions: sessions.Config{InterruptGrace: time.Second}})
+			g := apptest.Start(t, rt(t), apptest.Options{Sessions: sessions.Config{InterruptGrace: time.Second}})
 			out := runJS(t, "js", jsEnv(t, g), node, "--test", "--test-reporter=tap", "test/")
 			checkTAP(t, out)
 		})
@@ -85,7 +85,7 @@ func TestJSSDKDeno(t *testing.T) {
 		deno = "/usr/local/bin/deno"
 	}
 	testkit.NPMInstall(t, "js") // not needed by Deno; keeps dist's type declarations' deps present for editors
-	g := apptest.Start(t, apptest.Local(t, uidBase+4000), apptest.Options{Sessions: sessions.Config{InterruptGrace: time.Second}})
+	g := apptest.Start(t, apptest.Local(t), apptest.Options{Sessions: sessions.Config{InterruptGrace: time.Second}})
 	env := append(jsEnv(t, g), "DENO_NO_UPDATE_CHECK=1", "DENO_DIR="+t.TempDir())
 	out := runJS(t, "js", env, deno, "test", "-A", "--no-check", "test/sdk.test.mjs")
 	if !regexp.MustCompile(`ok \| \d+ passed \| 0 failed`).MatchString(out) {
@@ -112,7 +112,7 @@ func TestJSSDKBun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := apptest.Start(t, apptest.Local(t, uidBase+5000), apptest.Options{Sessions: sessions.Config{InterruptGrace: time.Second}})
+	g := apptest.Start(t, apptest.Local(t), apptest.Options{Sessions: sessions.Config{InterruptGrace: time.Second}})
 	env := append(jsEnv(t, g), "BUN_INSTALL_CACHE_DIR="+t.TempDir())
 	out := runJS(t, "js", env, bun, "test", "--timeout", "120000", "./test/sdk.test.mjs")
 	if !regexp.MustCompile(`(?m)^\s*0 fail$`).MatchString(out) || !regexp.MustCompile(`(?m)^\s*[1-9]\d* pass$`).MatchString(out) {
@@ -167,7 +167,7 @@ func listFiles(t *testing.T, root string) []string {
 func TestJSExamples(t *testing.T) {
 	testkit.NPMInstall(t, "js")
 	node := testkit.NPMInstall(t, "js/examples")
-	g := apptest.Start(t, apptest.Local(t, uidBase+6000), apptest.Options{})
+	g := apptest.Start(t, apptest.Local(t), apptest.Options{})
 	out := runJS(t, "js/examples", jsEnv(t, g), node, "--test", "--test-reporter=tap", "examples.test.mjs")
 	checkTAP(t, out)
 }
@@ -200,7 +200,7 @@ func TestJSReadmeSnippet(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Remove(script) })
-	g := apptest.Start(t, apptest.Local(t, uidBase+7000), apptest.Options{})
+	g := apptest.Start(t, apptest.Local(t), apptest.Options{})
 	out := runJS(t, "js", jsEnv(t, g), node, filepath.Base(script))
 	if !strings.Contains(out, "30\n") || !strings.Contains(out, "{ month: [ 'Jan', 'Feb' ], total: [ 10, 20 ] }") {
 		t.Fatalf("README example printed:\n%s", out)

@@ -18,8 +18,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-const uidBase = 430000
-
 // TestPythonSDK runs the Python SDK's unittest suite (sdk/python/tests,
 // the user guide's example among them) with Debian's python3 against a
 // real gateway on each runtime.
@@ -27,7 +25,7 @@ func TestPythonSDK(t *testing.T) {
 	py := testkit.Python(t, "websocket", "numpy")
 	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := apptest.Start(t, rt(t, uidBase), apptest.Options{Sessions: sessions.Config{InterruptGrace: time.Second}})
+			g := apptest.Start(t, rt(t), apptest.Options{Sessions: sessions.Config{InterruptGrace: time.Second}})
 			cmd := exec.Command(py, "-m", "unittest", "discover", "-v", "-s", "tests", "-t", ".")
 			cmd.Dir = "python"
 			cmd.Env = append(os.Environ(), "PYTHONPATH="+mustAbs(t, "python"), "GLASSROOM_URL="+g.URL,
@@ -72,7 +70,7 @@ func TestPipInstall(t *testing.T) {
 	if !strings.Contains(where, filepath.Join(venv, "lib")) {
 		t.Fatalf("glassroom imported from %s, not the venv", where)
 	}
-	g := apptest.Start(t, apptest.Local(t, uidBase+1000), apptest.Options{})
+	g := apptest.Start(t, apptest.Local(t), apptest.Options{})
 	cmd := exec.Command(vpy, mustAbs(t, "python/tests/guide_example.py"))
 	cmd.Dir = tmp
 	cmd.Env = append(os.Environ(), "GLASSROOM_URL="+g.URL, "GLASSROOM_API_KEY="+apptest.KeyA)
@@ -121,7 +119,7 @@ func TestReadmeSnippet(t *testing.T) {
 			t.Fatalf("README's Python SDK example differs from docs/clients.md's:\n%s", r[1])
 		}
 	}
-	g := apptest.Start(t, apptest.Local(t, uidBase+2000), apptest.Options{})
+	g := apptest.Start(t, apptest.Local(t), apptest.Options{})
 	dir := t.TempDir()
 	cmd := exec.Command(py, "-c", string(m[1]))
 	cmd.Dir = dir

@@ -14,6 +14,7 @@ import (
 	"github.com/glassroom/glassroom/kernel/runtime/docker"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/testkit"
 	"github.com/rs/zerolog"
 )
 
@@ -23,7 +24,7 @@ func benchRuntimes(b *testing.B) map[string]sessions.Runtime {
 		os.Chmod(p, 0o711)
 	}
 	out := map[string]sessions.Runtime{}
-	lrt, err := newLocal(dir, 380000)
+	lrt, err := newLocal(b, dir)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func benchRuntimes(b *testing.B) map[string]sessions.Runtime {
 	os.Mkdir(ddir, 0o711)
 	// GLASSROOM_TEST_KERNEL_IMAGE: another image than the default (to compare).
 	drt, err := docker.New(context.Background(), docker.Config{Instance: "bench", Image: os.Getenv("GLASSROOM_TEST_KERNEL_IMAGE"),
-		Common: sandbox.Common{StateDir: ddir, UIDBase: 390000}}, zerolog.Nop())
+		Common: sandbox.Common{StateDir: ddir, UIDBase: testkit.UIDBase(b)}}, zerolog.Nop())
 	if err == nil {
 		b.Cleanup(func() { drt.Close() })
 		out["docker"] = drt

@@ -21,8 +21,10 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func newLocal(dir string, uidBase int) (*local.Runtime, error) {
-	return local.New(local.Config{Common: sandbox.Common{StateDir: dir, UIDBase: uidBase}}, zerolog.Nop())
+// newLocal is a local runtime on dir, its sandboxes on uids no other test
+// holds (testkit.UIDBase); it is closed when the test ends.
+func newLocal(t testing.TB, dir string) (*local.Runtime, error) {
+	return newLocalWith(t, dir, 0)
 }
 
 func localRuntime(t *testing.T) *local.Runtime {
@@ -32,7 +34,7 @@ func localRuntime(t *testing.T) *local.Runtime {
 	for p := dir; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
 		os.Chmod(p, 0o711)
 	}
-	rt, err := local.New(local.Config{Common: sandbox.Common{StateDir: dir, UIDBase: 330000}}, zerolog.Nop())
+	rt, err := newLocal(t, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,8 +422,13 @@ type (
 	kernelConfig = kernel.Config
 )
 
-func newLocalWith(dir string, uidBase, slots int) (*local.Runtime, error) {
-	return local.New(local.Config{Common: sandbox.Common{StateDir: dir, UIDBase: uidBase, MaxSandboxes: slots}}, zerolog.Nop())
+// newLocalWith is newLocal with slots sandboxes at most (0: the default).
+func newLocalWith(t testing.TB, dir string, slots int) (*local.Runtime, error) {
+	rt, err := local.New(local.Config{Common: sandbox.Common{StateDir: dir, UIDBase: testkit.UIDBase(t), MaxSandboxes: slots}}, zerolog.Nop())
+	if err == nil {
+		t.Cleanup(func() { rt.Close() }) // after the managers' cleanups, registered later
+	}
+	return rt, err
 }
 
 func realDial(ctx context.Context, info kernel.ConnectionInfo, cfg kernel.Config, log zerolog.Logger) (sessions.KernelConn, error) {

@@ -249,7 +249,7 @@ func TestRealDialPanicFreesTheSandbox(t *testing.T) {
 	for p := dir; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
 		os.Chmod(p, 0o711)
 	}
-	rt, err := newLocalWith(dir, 331000, 1)
+	rt, err := newLocalWith(t, dir, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

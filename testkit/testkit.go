@@ -1,7 +1,8 @@
 // Package testkit is the test kit shared by glassroom's tests: waiting for
 // a condition without sleeping a fixed time (Eventually), the one skip that
-// knows about CI (Unavailable) and the one skip of the fast tier
-// (RealThing). Only _test.go files and test harnesses import it.
+// knows about CI (Unavailable), the one skip of the fast tier
+// (RealThing) and host uids no other test holds, for a runtime's
+// sandboxes (UIDBase). Only _test.go files and test harnesses import it.
 //
 // The test tiers:
 //   - `go test -short ./...` runs fakes only (no kernel, engine, browser or

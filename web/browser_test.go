@@ -108,7 +108,7 @@ func startGatewayWith(t *testing.T, wrap func(http.Handler) http.Handler, scfg s
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := app.New(context.Background(), app.Config{Runtime: apptest.Local(t, 370000), UI: assets, Sessions: scfg,
+	a, err := app.New(context.Background(), app.Config{Runtime: apptest.Local(t), UI: assets, Sessions: scfg,
 		Gateway: gateway.Config{APIKeys: []string{browserKey, otherKey}}}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)

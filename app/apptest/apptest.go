@@ -42,37 +42,38 @@ const (
 	KeyB = "apptest-key-b-0123456789"
 )
 
-// Runtime configures a runtime for one test. uidBase keeps the host uids
-// of different test packages apart (they may run in parallel).
-type Runtime func(t testing.TB, uidBase int) app.Runtime
+// Runtime configures a runtime for one test, its sandboxes on host uids
+// of its own (testkit.UIDBase: no other test holds them, in this package
+// or another running in parallel).
+type Runtime func(t testing.TB) app.Runtime
 
 // Local is the bubblewrap runtime, with its state in a temporary directory.
-func Local(t testing.TB, uidBase int) app.Runtime {
+func Local(t testing.TB) app.Runtime {
 	t.Helper()
 	testkit.RealThing(t, "bubblewrap and ipykernel")
 	dir := t.TempDir()
 	for p := dir; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
 		_ = os.Chmod(p, 0o711)
 	}
-	return app.Runtime{Kind: app.KindLocal, Common: sandbox.Common{StateDir: dir, UIDBase: uidBase}}
+	return app.Runtime{Kind: app.KindLocal, Common: sandbox.Common{StateDir: dir, UIDBase: testkit.UIDBase(t)}}
 }
 
 // Docker is the Docker runtime with runc, a fresh instance name and its
 // state in a temporary directory.
-func Docker(t testing.TB, uidBase int) app.Runtime {
+func Docker(t testing.TB) app.Runtime {
 	t.Helper()
-	return DockerWith(t, "runc", uidBase+50000)
+	return DockerWith(t, "runc")
 }
 
 // DockerWith is the Docker runtime under the OCI runtime oci (runc,
 // runsc), with the sessions' usual limits (the runtime caps a gVisor
 // session's pids itself).
-func DockerWith(t testing.TB, oci string, uidBase int) app.Runtime {
+func DockerWith(t testing.TB, oci string) app.Runtime {
 	t.Helper()
 	testkit.RealThing(t, "Docker")
 	dir := t.TempDir()
 	_ = os.Chmod(dir, 0o711)
-	rt := app.Runtime{Kind: app.KindDocker, Common: sandbox.Common{StateDir: dir, UIDBase: uidBase},
+	rt := app.Runtime{Kind: app.KindDocker, Common: sandbox.Common{StateDir: dir, UIDBase: testkit.UIDBase(t)},
 		Docker: docker.Config{Instance: "apptest-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36), OCIRuntime: oci}}
 	return rt
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/glassroom/glassroom/testkit"
 )
 
 // TestBenchGoals runs `glassroom bench --goals`, small, against a real
@@ -18,7 +20,7 @@ func TestBenchGoals(t *testing.T) {
 		t.Skip("real kernels")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv := serveInProcess(ctx, t, "--state-dir", stateDir(t), "--uid-base", "336000", "--pool", "1")
+	srv := serveInProcess(ctx, t, "--state-dir", stateDir(t), "--uid-base", strconv.Itoa(testkit.UIDBase(t)), "--pool", "1")
 	defer func() { cancel(); srv.wait(t) }()
 	var out syncBuffer
 	err := run(context.Background(), []string{"bench", "--goals", "--busy-sessions", "2", "--idle-sessions", "2", "--creation-clients", "2",

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glassroom/glassroom/testkit"
 	"github.com/gorilla/websocket"
 )
 
@@ -39,7 +40,7 @@ func newDurableGatewayEnv(t *testing.T, env []string, extra ...string) *durableG
 	requireDocker(t)
 	g := &durableGateway{t: t, env: env, key: "durable-test-key-0123456789", instance: "durable-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)}
 	g.args = append([]string{"--runtime", "docker", "--state-dir", stateDir(t), "--instance", g.instance,
-		"--api-key", g.key, "--log-level", "warn", "--uid-base", "317000"}, extra...)
+		"--api-key", g.key, "--log-level", "warn", "--uid-base", strconv.Itoa(testkit.UIDBase(t))}, extra...)
 	g.start()
 	t.Cleanup(func() { // whatever the test left: stop every kernel
 		g.stop(syscall.SIGTERM)

@@ -18,7 +18,7 @@ func TestGatewayRestartKeepsTemplateMetadataLifetime(t *testing.T) {
 	if err := os.WriteFile(file, []byte(`{"analysis": {"language": "python3", "limits": {"memory_mb": 900}, "env": {"TEMPLATE_ENV": "1"}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	g := newDurableGateway(t, "--templates", file, "--uid-base", "318500")
+	g := newDurableGateway(t, "--templates", file)
 	type info struct {
 		ID       string
 		Template string

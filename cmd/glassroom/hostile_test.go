@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/glassroom/glassroom/testkit"
 )
 
 // hostileCells are what a kernel under an attacker's control sends the
@@ -69,7 +71,7 @@ func TestHostileKernelsKeepGatewayMemoryBounded(t *testing.T) {
 			const key = "hostile-test-key-0123456789"
 			state := stateDir(t)
 			cmd, base := startBinary(t, "--runtime", rt, "--state-dir", state, "--api-key", key, "--log-level", "error",
-				"--instance", "hostile-"+strconv.FormatInt(time.Now().UnixNano()%1e9, 36), "--uid-base", "315000", "--on-shutdown", "stop")
+				"--instance", "hostile-"+strconv.FormatInt(time.Now().UnixNano()%1e9, 36), "--uid-base", strconv.Itoa(testkit.UIDBase(t)), "--on-shutdown", "stop")
 			pid := cmd.Process.Pid
 			// Lowering an OOM score needs CAP_SYS_RESOURCE, which some
 			// containers withhold even from root: check where it is granted.

@@ -186,7 +186,9 @@ const embeddedSlots = 32
 // orphans), and the one an embedded gateway that died left, so its
 // leftovers are reconciled. Unless --uid-base is given, slot n's sandboxes
 // run as uids of their own too, (n+1)*1024 past the runtime's default
-// base. It sets o.stateDir (and o.uidBase) to what it took.
+// base, and a slot whose uids another live gateway claimed (one started
+// with such a --uid-base) is passed over like a held directory. It sets
+// o.stateDir (and o.uidBase) to what it took.
 func newEmbeddedApp(ctx context.Context, o *options, log zerolog.Logger) (*app.App, error) {
 	var base string
 	var uidBase int
@@ -200,7 +202,7 @@ func newEmbeddedApp(ctx context.Context, o *options, log zerolog.Logger) (*app.A
 	const hint = `--state-dir DIR after "--" (glassroom mcp --embedded -- --state-dir DIR)`
 	if base == "" {
 		a, err := app.New(ctx, o.appConfig(), log)
-		return a, withFlagHint(err, hint)
+		return a, withUIDHint(withFlagHint(err, hint))
 	}
 	explicitUIDs := o.uidBase != 0
 	for n := range embeddedSlots {
@@ -213,12 +215,23 @@ func newEmbeddedApp(ctx context.Context, o *options, log zerolog.Logger) (*app.A
 		}
 		a, err := app.New(ctx, o.appConfig(), log)
 		var inUse *sandbox.StateDirInUseError
-		if errors.As(err, &inUse) {
+		var uidsInUse *sandbox.UIDRangeInUseError
+		if errors.As(err, &inUse) || (!explicitUIDs && errors.As(err, &uidsInUse)) {
 			continue
 		}
-		return a, withFlagHint(err, hint)
+		return a, withUIDHint(withFlagHint(err, hint))
 	}
-	return nil, fmt.Errorf("mcp: the %d state directories %s-mcp-0 to %s-mcp-%d are all in use by other gateways; give this one its own with %s", embeddedSlots, base, base, embeddedSlots-1, hint)
+	return nil, fmt.Errorf("mcp: the %d state directories %s-mcp-0 to %s-mcp-%d, or their uids, are all in use by other gateways; give this one its own with %s", embeddedSlots, base, base, embeddedSlots-1, hint)
+}
+
+// withUIDHint says where an embedded gateway's --uid-base goes, when
+// err is a refused uid range.
+func withUIDHint(err error) error {
+	var inUse *sandbox.UIDRangeInUseError
+	if errors.As(err, &inUse) {
+		return fmt.Errorf(`%w (after "--": glassroom mcp --embedded -- --uid-base N)`, err)
+	}
+	return err
 }
 
 // ignoreClosed treats the client closing stdin as a normal end.

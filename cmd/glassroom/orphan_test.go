@@ -13,6 +13,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/client"
+	"github.com/glassroom/glassroom/testkit"
 )
 
 // TestSIGKILLedGatewayOrphansAreRemoved runs the real binary with the
@@ -39,8 +40,9 @@ func TestSIGKILLedGatewayOrphansAreRemoved(t *testing.T) {
 	os.Chmod(state, 0o711)
 	instance := "orphan-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
 	const key = "orphan-test-key-0123456789"
+	uidBase := strconv.Itoa(testkit.UIDBase(t)) // the same for both gateways
 	serve := func(extra ...string) (*exec.Cmd, string) {
-		return startBinary(t, append([]string{"--runtime", "docker", "--instance", instance, "--state-dir", state, "--api-key", key, "--log-level", "warn"}, extra...)...)
+		return startBinary(t, append([]string{"--runtime", "docker", "--instance", instance, "--state-dir", state, "--uid-base", uidBase, "--api-key", key, "--log-level", "warn"}, extra...)...)
 	}
 	first, base := serve("--durable=false")
 	var s struct{ ID string }

@@ -101,7 +101,7 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.Var(&keys, "api-key", "API key (repeatable); each key is a tenant. Env: GLASSROOM_API_KEYS, comma-separated")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&o.stateDir, "state-dir", "", "directory for per-session sandbox state, one gateway per directory (default /run/glassroom/<runtime> as root)")
-	fs.IntVar(&o.uidBase, "uid-base", 0, "first host uid of sandboxes when running as root, one uid per session (default 200000 local, 300000 docker)")
+	fs.IntVar(&o.uidBase, "uid-base", 0, "first host uid of sandboxes when running as root, one uid per session (default 200000 local, 300000 docker); the range is claimed host-wide, and a gateway refuses to start on uids another live gateway claimed")
 	fs.BoolVar(&o.insecureNoSandbox, "insecure-no-sandbox", false, "INSECURE: run local kernels without bubblewrap")
 	fs.BoolVar(&o.insecureNoSeccomp, "insecure-no-seccomp", false, "INSECURE: run local kernels without a seccomp filter on a CPU architecture glassroom has none for (only amd64 and arm64 have one); without it the local runtime refuses to start there")
 	fs.StringVar(&o.dockerImage, "docker-image", "glassroom/python-kernel:latest", "kernel image for the docker runtime")

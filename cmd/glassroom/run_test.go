@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -65,7 +66,7 @@ func TestServeShutdownKillsKernels(t *testing.T) {
 	state := stateDir(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	srv := serveInProcess(ctx, t, "--state-dir", state, "--uid-base", "310000")
+	srv := serveInProcess(ctx, t, "--state-dir", state, "--uid-base", strconv.Itoa(testkit.UIDBase(t)))
 	base, key := srv.base, srv.key
 	if !strings.Contains(srv.out.String(), "generated one") {
 		t.Fatalf("generated key not announced: %q", srv.out.String())
@@ -273,7 +274,7 @@ func TestServeWithEgress(t *testing.T) {
 	state := stateDir(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	srv := serveInProcess(ctx, t, "--state-dir", state, "--uid-base", "312000", "--egress-allow", "pypi.org,*.pythonhosted.org")
+	srv := serveInProcess(ctx, t, "--state-dir", state, "--uid-base", strconv.Itoa(testkit.UIDBase(t)), "--egress-allow", "pypi.org,*.pythonhosted.org")
 	base, key := srv.base, srv.key
 	create := func(body string) (int, string) {
 		req, _ := http.NewRequest("POST", base+"/v1/sessions", strings.NewReader(body))
@@ -383,7 +384,7 @@ func TestServeMetrics(t *testing.T) {
 	ln.Close()
 	const token = "metrics-token-0123456789"
 	ctx, cancel := context.WithCancel(context.Background())
-	srv := serveInProcess(ctx, t, "--state-dir", stateDir(t), "--uid-base", "313000", "--metrics-listen", metricsAddr, "--metrics-token", token)
+	srv := serveInProcess(ctx, t, "--state-dir", stateDir(t), "--uid-base", strconv.Itoa(testkit.UIDBase(t)), "--metrics-listen", metricsAddr, "--metrics-token", token)
 	defer func() { cancel(); <-srv.errc }()
 	base := srv.base
 	get := func(url, auth string) (int, string) {

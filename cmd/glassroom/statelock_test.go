@@ -173,3 +173,71 @@ func TestTwoGatewaysOnOneHost(t *testing.T) {
 		t.Errorf("the live session lost its files: %+v", x)
 	}
 }
+
+// TestTwoGatewaysOnOneUIDRange (the issue's case: two gateways on one host
+// with one --uid-base shared a host uid, so one RLIMIT_NPROC budget): as
+// root, a `glassroom serve` holds uids 201024-202047; a second serve with
+// a state directory of its own and the same --uid-base refuses to start,
+// naming the holder and --uid-base with a free base; `glassroom mcp
+// --embedded` with the defaults passes over slot 0 (whose uids those are)
+// and serves code in slot 1; with that --uid-base after "--" it refuses,
+// saying where the flag goes.
+func TestTwoGatewaysOnOneUIDRange(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("per-sandbox uids need root (otherwise the local runtime's sandboxes run as the gateway's uid and no range is claimed)")
+	}
+	h := newDefaultsHost(t)
+	const key = "two-uid-ranges-key-0123456789"
+	serve := func(stateDir string) *exec.Cmd {
+		return h.command(t, "serve", "--listen", "127.0.0.1:0", "--api-key", key, "--log-level", "info",
+			"--state-dir", stateDir, "--uid-base", "201024")
+	}
+	startCommand(t, serve("/run/glassroom/first"))
+	refused := func(cmd *exec.Cmd) string {
+		t.Helper()
+		timer := time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() })
+		defer timer.Stop()
+		out, err := cmd.CombinedOutput()
+		if err == nil || urlRe.Match(out) {
+			t.Fatalf("a second gateway on uids 201024-202047 started: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	msg := refused(serve("/run/glassroom/second"))
+	t.Logf("the second gateway: %s", msg)
+	for _, want := range []string{"uids 201024-202047", "--uid-base 202048", "state dir /run/glassroom/first"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the refusal does not say %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "orphan") {
+		t.Errorf("the refused gateway reconciled its state dir:\n%s", msg)
+	}
+
+	// The embedded MCP gateway's slot 0 has those uids: it takes slot 1.
+	mcpCmd := h.command(t, "mcp", "--embedded", "--log-level", "info")
+	var mcpLog syncBuffer
+	mcpCmd.Stderr = &mcpLog
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "two-uid-ranges-test", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: mcpCmd}, nil)
+	if err != nil {
+		t.Fatalf("mcp --embedded: %v\n%s", err, mcpLog.String())
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "execute_python", Arguments: map[string]any{"code": "print(6 * 7)"}})
+	if err != nil || res.IsError || len(res.Content) == 0 || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, "42") {
+		t.Errorf("execute_python in the embedded gateway: %v %+v\n%s", err, res, mcpLog.String())
+	}
+	if m := regexp.MustCompile(`"state_dir":"([^"]+)"`).FindStringSubmatch(mcpLog.String()); m == nil || m[1] != "/run/glassroom/local-mcp-1" {
+		t.Errorf("the embedded gateway should have passed over slot 0 (its uids are claimed) to /run/glassroom/local-mcp-1: %v\n%s", m, mcpLog.String())
+	}
+	if err := cs.Close(); err != nil {
+		t.Errorf("mcp --embedded ended with %v\n%s", err, mcpLog.String())
+	}
+
+	// With --uid-base on claimed uids it refuses, naming the flag after "--".
+	msg = refused(h.command(t, "mcp", "--embedded", "--log-level", "info", "--", "--uid-base", "201500"))
+	if !strings.Contains(msg, "--uid-base 202048") || !strings.Contains(msg, `glassroom mcp --embedded -- --uid-base N`) {
+		t.Errorf("the embedded gateway's refusal does not name --uid-base after \"--\":\n%s", msg)
+	}
+}

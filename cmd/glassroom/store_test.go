@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/glassroom/glassroom/sessionstore"
+	"github.com/glassroom/glassroom/testkit"
 	"github.com/rs/zerolog"
 )
 
@@ -37,7 +38,7 @@ func TestCorruptStoreDoesNotStopTheGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	const key = "corrupt-store-test-key-0123456789"
-	_, base := startBinary(t, "--state-dir", state, "--api-key", key, "--log-level", "warn")
+	_, base := startBinary(t, "--state-dir", state, "--uid-base", strconv.Itoa(testkit.UIDBase(t)), "--api-key", key, "--log-level", "warn")
 	if aside, _ := filepath.Glob(path + ".corrupt-*"); len(aside) != 1 {
 		t.Fatalf("copies aside: %v", aside)
 	}

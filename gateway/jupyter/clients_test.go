@@ -244,7 +244,7 @@ func (c *jclient) ready() jm {
 func TestJupyterServerGateway(t *testing.T) {
 	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := apptest.Start(t, rt(t, jupyterUIDBase), apptest.Options{})
+			g := apptest.Start(t, rt(t), apptest.Options{})
 			app := startJupyterApp(t, "jupyter_server", g.URL, apptest.KeyA)
 			var k kernelModel
 			if st, body := app.call(t, "POST", "/api/kernels", map[string]string{"name": "python3"}, &k); st != http.StatusCreated {
@@ -316,7 +316,7 @@ func TestNotebookInChromium(t *testing.T) {
 	bin := chromiumPath(t)
 	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := apptest.Start(t, rt(t, jupyterUIDBase+1000), apptest.Options{})
+			g := apptest.Start(t, rt(t), apptest.Options{})
 			app := startJupyterApp(t, "notebook", g.URL, apptest.KeyA)
 			// A new, empty notebook, as File → New → Python 3 makes.
 			var nb struct{ Path string }
@@ -640,7 +640,7 @@ type jlabOutput struct {
 func TestJupyterLabServices(t *testing.T) {
 	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := apptest.Start(t, rt(t, jupyterUIDBase+2000), apptest.Options{})
+			g := apptest.Start(t, rt(t), apptest.Options{})
 			var r jlabOutput
 			stderr := testkit.RunNode(t, "testdata/jlab", "client.mjs", &r, g.URL, apptest.KeyA)
 			fail := func(what string) { t.Fatalf("%s: %+v\nstderr: %s", what, r, stderr) }
@@ -689,7 +689,7 @@ func TestReadmeJupyterLabSnippet(t *testing.T) {
 	if code, _, _ = strings.Cut(code, "```"); !ok || !strings.Contains(code, "@jupyterlab/services") {
 		t.Fatal("docs/clients.md has no @jupyterlab/services example")
 	}
-	g := apptest.Start(t, apptest.Local(t, jupyterUIDBase+4000), apptest.Options{})
+	g := apptest.Start(t, apptest.Local(t), apptest.Options{})
 	node := testkit.NPMInstall(t, "testdata/jlab")
 	code = strings.ReplaceAll(code, "http://127.0.0.1:8888", g.URL)
 	code = strings.ReplaceAll(code, "ws://127.0.0.1:8888", "ws"+strings.TrimPrefix(g.URL, "http"))
@@ -743,7 +743,7 @@ type jlabSessionsOutput struct {
 func TestJupyterLabSessions(t *testing.T) {
 	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := apptest.Start(t, rt(t, jupyterUIDBase+8000), apptest.Options{})
+			g := apptest.Start(t, rt(t), apptest.Options{})
 			const other = "bash"
 			g.NeedKernel(t, other)
 			var r jlabSessionsOutput

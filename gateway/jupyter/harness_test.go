@@ -29,24 +29,17 @@ const (
 	keyB = apptest.KeyB
 )
 
-// jupyterUIDBase keeps this package's sandbox uids apart from other
-// packages' (test packages run in parallel): the real clients use it and
-// +1000, +2000, the benchmark +3000, the documented JupyterLab snippet
-// +4000, the gateways of newEnv +5000, the languages tests +6000 and +7000,
-// JupyterLab's session manager +8000 (apptest.Docker adds 50,000).
-const jupyterUIDBase = 440000
-
 // runtimes are the runtimes the kernels API is tested on: nothing of it
 // depends on Docker's OCI runtime.
 func runtimes() map[string]func(t *testing.T) app.Runtime {
 	out := map[string]func(t *testing.T) app.Runtime{}
 	for name, rt := range apptest.Runtimes() {
-		out[name] = func(t *testing.T) app.Runtime { return rt(t, jupyterUIDBase+5000) }
+		out[name] = func(t *testing.T) app.Runtime { return rt(t) }
 	}
 	return out
 }
 
-func localRuntime(t *testing.T) app.Runtime { return apptest.Local(t, jupyterUIDBase+5000) }
+func localRuntime(t *testing.T) app.Runtime { return apptest.Local(t) }
 
 // env is a gateway on a real loopback listener over a real runtime.
 type env struct {

@@ -47,7 +47,7 @@ type jlabLanguages struct {
 func TestJupyterLabLanguages(t *testing.T) {
 	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := apptest.Start(t, rt(t, jupyterUIDBase+6000), apptest.Options{})
+			g := apptest.Start(t, rt(t), apptest.Options{})
 			installed := installedNames(g)
 			type want struct {
 				Name string `json:"name"`
@@ -112,7 +112,7 @@ func TestJupyterLabLanguages(t *testing.T) {
 func TestJupyterServerLanguages(t *testing.T) {
 	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := apptest.Start(t, rt(t, jupyterUIDBase+7000), apptest.Options{})
+			g := apptest.Start(t, rt(t), apptest.Options{})
 			app := startJupyterApp(t, "jupyter_server", g.URL, apptest.KeyA)
 			var specs struct {
 				Default     string

@@ -20,7 +20,9 @@
 // labels naming the gateway instance, its state directory and the
 // session. Every Docker call has a bounded context except the wait for a
 // container's exit. A runtime holds its state directory locked
-// (sandbox.LockStateDir) from New to Close; containers of this instance
+// (sandbox.LockStateDir) and its uid range claimed host-wide
+// (sandbox.ClaimUIDRange; a runtime on an overlapping range fails at New)
+// from New to Close; containers of this instance
 // and state directory that no live sandbox owns are removed at start and
 // periodically (Run). Another state directory's containers (another
 // gateway of the same instance) are never touched.

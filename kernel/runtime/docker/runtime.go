@@ -39,7 +39,9 @@ type Runtime struct {
 
 // New locks the state directory for this runtime alone (see
 // sandbox.LockStateDir: a *sandbox.StateDirInUseError when another
-// gateway's runtime holds it), connects to the Docker engine (DOCKER_HOST
+// gateway's runtime holds it), claims its uid range host-wide (see
+// claimUIDs: a *sandbox.UIDRangeInUseError when another live gateway's
+// overlaps it), connects to the Docker engine (DOCKER_HOST
 // or the default socket), checks that the engine has the OCI runtime (a
 // gVisor one with --oci-seccomp, else ErrSeccompNotEnforced) and the
 // image, reads which kernels the image holds (LabelKernels; see
@@ -59,6 +61,15 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (_ *Runtime, err e
 			lock.Release()
 		}
 	}()
+	uids, err := claimUIDs(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			uids.Release()
+		}
+	}()
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		return nil, fmt.Errorf("%w: docker: client: %w", sandbox.ErrUnavailable, err)
@@ -76,6 +87,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (_ *Runtime, err e
 	}
 	r.closer = func() error {
 		err := cli.Close()
+		uids.Release()
 		lock.Release()
 		return err
 	}

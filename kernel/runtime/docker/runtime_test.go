@@ -40,7 +40,7 @@ func newRuntime(t *testing.T, cfg docker.Config) *docker.Runtime {
 		os.Chmod(cfg.StateDir, 0o711)
 	}
 	if cfg.UIDBase == 0 {
-		cfg.UIDBase = 350000 // distinct from other packages' tests running in parallel
+		cfg.UIDBase = testkit.UIDBase(t) // no other test's, in this package or another
 	}
 	if os.Getenv("GLASSROOM_TEST_OCI_RUNTIME") != "" {
 		cfg.OCIRuntime = os.Getenv("GLASSROOM_TEST_OCI_RUNTIME")
@@ -95,7 +95,8 @@ func inspect(t *testing.T, format, name string) string {
 }
 
 func TestContainerIsLockedDown(t *testing.T) {
-	r := newRuntime(t, docker.Config{})
+	base := testkit.UIDBase(t)
+	r := newRuntime(t, docker.Config{Common: sandbox.Common{UIDBase: base}})
 	k := start(t, r, sandbox.Limits{MemoryMB: 512, Pids: 64})
 	k.Run(t, "x = 41")
 	if out, _ := k.Run(t, "x + 1"); out != `"42"` {
@@ -157,7 +158,7 @@ func TestContainerIsLockedDown(t *testing.T) {
 	}
 	user := inspect(t, "{{.Config.User}}", id)
 	uid, _ := strconv.Atoi(strings.Split(user, ":")[0])
-	if uid < 350000 || user != strconv.Itoa(uid)+":"+strconv.Itoa(uid) {
+	if uid < base || uid >= base+sandbox.DefaultMaxSandboxes || user != strconv.Itoa(uid)+":"+strconv.Itoa(uid) {
 		t.Errorf("container user %q: want a per-session unprivileged uid", user)
 	}
 	if out, _ := k.Run(t, "import os; print(os.getuid(), os.getcwd())"); strings.TrimSpace(out) != strconv.Itoa(uid)+" /home/user" {
@@ -304,7 +305,7 @@ func TestGatewaysOfOneInstance(t *testing.T) {
 	}
 	// Same instance and state dir, while the first lives: refused.
 	same := cfg
-	same.StateDir = first.StateDir()
+	same.StateDir, same.UIDBase = first.StateDir(), testkit.UIDBase(t)
 	_, err := docker.New(context.Background(), same, zerolog.Nop())
 	var inUse *sandbox.StateDirInUseError
 	if !errors.As(err, &inUse) {
@@ -325,6 +326,30 @@ func TestGatewaysOfOneInstance(t *testing.T) {
 	if _, err := os.Stat(k.Sandbox.Workspace()); err != nil {
 		t.Fatalf("the other gateway's session directory: %v", err)
 	}
+}
+
+// TestUIDRangeIsHeldByOneRuntime: a runtime claims its uid range
+// host-wide (containers run as those uids whoever runs the gateway): a
+// second runtime with a state dir of its own on an overlapping range
+// refuses to start, naming the holder and --uid-base; once the first is
+// closed, the range is free.
+func TestUIDRangeIsHeldByOneRuntime(t *testing.T) {
+	base := testkit.UIDBase(t)
+	first := newRuntime(t, docker.Config{Common: sandbox.Common{UIDBase: base}})
+	state := t.TempDir()
+	os.Chmod(state, 0o711)
+	cfg := docker.Config{Instance: "uids-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), Common: sandbox.Common{StateDir: state, UIDBase: base + 1000}}
+	second, err := docker.New(context.Background(), cfg, zerolog.Nop())
+	var inUse *sandbox.UIDRangeInUseError
+	switch {
+	case err == nil && os.Geteuid() != 0:
+		second.Close()
+		t.Log("not root: the claim directory is root's, so the first runtime claimed nothing (it warned)")
+	case !errors.As(err, &inUse) || inUse.OtherBase != base || inUse.StateDir != first.StateDir() || !strings.Contains(err.Error(), "--uid-base"):
+		t.Fatalf("a second runtime on uids %d+ over %d+: %v, want a UIDRangeInUseError naming the first and --uid-base", base+1000, base, err)
+	}
+	first.Close()
+	newRuntime(t, cfg)
 }
 
 func TestCloseWithCancelledContextStillRemoves(t *testing.T) {
@@ -503,9 +528,7 @@ var contextSeq int
 // with the container when its first kernel restarts, and say so. Under
 // gVisor too (GLASSROOM_TEST_OCI_RUNTIME=runsc).
 func TestContexts(t *testing.T) {
-	// A uid range of its own: RLIMIT_NPROC counts a uid's threads on the
-	// whole host, and other tests of this package use 350000 and up.
-	r := newRuntime(t, docker.Config{Common: sandbox.Common{UIDBase: 357000}})
+	r := newRuntime(t, docker.Config{})
 	runtimetest.Contexts(t, r, runtimetest.ContextOptions{
 		NewID: func() string {
 			contextSeq++
@@ -522,7 +545,7 @@ func TestContexts(t *testing.T) {
 // TestContextEgress: a context reaches the session's egress proxy through
 // the first kernel's forwarder, on the container's loopback they share.
 func TestContextEgress(t *testing.T) {
-	r := newRuntime(t, docker.Config{Common: sandbox.Common{UIDBase: 357000}})
+	r := newRuntime(t, docker.Config{})
 	runtimetest.ContextEgress(t, r, "context-egress-"+strconv.FormatInt(time.Now().UnixNano()%1e6, 10))
 }
 
@@ -532,7 +555,7 @@ func TestContextEgress(t *testing.T) {
 func TestContextsAndAdoption(t *testing.T) {
 	state := t.TempDir()
 	os.Chmod(state, 0o711)
-	cfg := docker.Config{Instance: "ctx-adopt-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), Common: sandbox.Common{StateDir: state, UIDBase: 357000}}
+	cfg := docker.Config{Instance: "ctx-adopt-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), Common: sandbox.Common{StateDir: state, UIDBase: testkit.UIDBase(t)}}
 	first := newRuntime(t, cfg)
 	k := runtimetest.Start(t, first, sandbox.Spec{ID: "ctx-adopt-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)})
 	k.Run(t, "x = 41")
@@ -634,7 +657,7 @@ func TestLibraries(t *testing.T) {
 // TestCommands: commands in a docker sandbox (runtimetest.Commands): each
 // a docker exec into the session's container.
 func TestCommands(t *testing.T) {
-	r := newRuntime(t, docker.Config{Common: sandbox.Common{UIDBase: 358000}})
+	r := newRuntime(t, docker.Config{})
 	n := 0
 	runtimetest.Commands(t, r, runtimetest.CommandsOptions{OwnProc: underGVisor(t)}, func() string {
 		n++

@@ -15,6 +15,7 @@ import (
 
 	"github.com/glassroom/glassroom/kernel/runtime/docker"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
+	"github.com/glassroom/glassroom/testkit"
 	"github.com/rs/zerolog"
 )
 
@@ -105,7 +106,7 @@ func TestStartDockerdMakesRunscEnforceSeccomp(t *testing.T) {
 		state := t.TempDir()
 		os.Chmod(state, 0o711)
 		r, err := docker.New(context.Background(), docker.Config{OCIRuntime: "runsc", Image: "glassroom/gvisor-check:test",
-			Instance: "gvisor-check", Adopting: true, Common: sandbox.Common{StateDir: state}}, zerolog.Nop())
+			Instance: "gvisor-check", Adopting: true, Common: sandbox.Common{StateDir: state, UIDBase: testkit.UIDBase(t)}}, zerolog.Nop())
 		if err == nil {
 			r.Close()
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/glassroom/glassroom/kernel/runtime/local"
 	"github.com/glassroom/glassroom/kernel/runtime/runtimetest"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
+	"github.com/glassroom/glassroom/testkit"
 	"github.com/rs/zerolog"
 )
 
@@ -26,7 +27,7 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkKernelStart -benchtime 5x ./kernel/runtime/local/
 func BenchmarkKernelStart(b *testing.B) {
-	r, err := local.New(local.Config{Common: sandbox.Common{StateDir: benchStateDir(b), UIDBase: 330000}}, zerolog.Nop())
+	r, err := local.New(local.Config{Common: sandbox.Common{StateDir: benchStateDir(b), UIDBase: testkit.UIDBase(b)}}, zerolog.Nop())
 	if err != nil {
 		b.Fatal(err)
 	}

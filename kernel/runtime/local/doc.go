@@ -47,7 +47,9 @@
 //
 // A runtime holds its state directory locked (sandbox.LockStateDir) from
 // New to Close: a second one on the same directory fails at New and
-// touches nothing. New removes the session directories a dead gateway
-// left, except one whose kernel (recorded in the directory's kernel.pid)
-// still runs.
+// touches nothing. As root it holds its uid range claimed host-wide
+// (sandbox.ClaimUIDRange) for as long: a runtime on an overlapping range,
+// whatever its state directory, fails at New too. New removes the session
+// directories a dead gateway left, except one whose kernel (recorded in
+// the directory's kernel.pid) still runs.
 package local

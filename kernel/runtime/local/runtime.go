@@ -110,7 +110,8 @@ type Runtime struct {
 	slots   *sandbox.Slots
 	cgroups cgroupLayout // zero when cgroups are unavailable (not root)
 	lock    *sandbox.StateLock
-	seccomp []byte // the filter bwrap installs; nil only with InsecureNoSeccomp
+	uids    *sandbox.UIDClaim // nil when not root: sandboxes then run as the gateway's uid
+	seccomp []byte            // the filter bwrap installs; nil only with InsecureNoSeccomp
 	// readFreezerState is each cgroup's readState (nil: os.ReadFile); set
 	// by tests before Start.
 	readFreezerState func(name string) ([]byte, error)
@@ -130,9 +131,13 @@ func DefaultStateDir() string {
 
 // New returns a runtime. It locks the state directory for this runtime
 // alone (see sandbox.LockStateDir: a *sandbox.StateDirInUseError when
-// another gateway's runtime holds it), then removes the directories and
-// cgroups of sandboxes a previous gateway left behind (their kernels died
-// with it). The caller must Close the runtime.
+// another gateway's runtime holds it); as root, it claims its sandboxes'
+// uid range host-wide (see sandbox.ClaimUIDRange: a
+// *sandbox.UIDRangeInUseError when another live gateway's overlaps it;
+// not as root, sandboxes run as the gateway's own uid and nothing is
+// claimed). Then it removes the directories and cgroups of sandboxes a
+// previous gateway left behind (their kernels died with it). The caller
+// must Close the runtime.
 func New(cfg Config, log zerolog.Logger) (_ *Runtime, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -160,6 +165,14 @@ func New(cfg Config, log zerolog.Logger) (_ *Runtime, err error) {
 		}
 	}()
 	if r.root {
+		if r.uids, err = cfg.ClaimUIDs(); err != nil {
+			return nil, fmt.Errorf("local: %w", err)
+		}
+		defer func() {
+			if err != nil {
+				r.uids.Release()
+			}
+		}()
 		if err := checkTraversable(cfg.StateDir); err != nil {
 			return nil, err
 		}
@@ -198,9 +211,10 @@ func (r *Runtime) StateDir() string { return r.cfg.StateDir }
 // Name returns "local".
 func (r *Runtime) Name() string { return "local" }
 
-// Close releases the state directory for the next gateway. Sandboxes must
-// be closed first. Later calls do nothing.
+// Close releases the uid range and the state directory for the next
+// gateway. Sandboxes must be closed first. Later calls do nothing.
 func (r *Runtime) Close() error {
+	r.uids.Release()
 	r.lock.Release()
 	return nil
 }

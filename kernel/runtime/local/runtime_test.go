@@ -32,7 +32,7 @@ func newRuntime(t *testing.T, cfg local.Config) *local.Runtime {
 	t.Helper()
 	testkit.RealThing(t, "bubblewrap and ipykernel")
 	if cfg.UIDBase == 0 {
-		cfg.UIDBase = 320000 // distinct from other packages' tests running in parallel
+		cfg.UIDBase = testkit.UIDBase(t) // no other test's, in this package or another
 	}
 	if cfg.StateDir == "" {
 		cfg.StateDir = stateDir(t)
@@ -402,7 +402,7 @@ func TestStateDirIsHeldByOneRuntime(t *testing.T) {
 	first := newRuntime(t, local.Config{Common: sandbox.Common{StateDir: state}})
 	k := start(t, first)
 	k.Run(t, "x = 41")
-	_, err := local.New(local.Config{Common: sandbox.Common{StateDir: state, UIDBase: 320000}}, zerolog.Nop())
+	_, err := local.New(local.Config{Common: sandbox.Common{StateDir: state, UIDBase: testkit.UIDBase(t)}}, zerolog.Nop())
 	var inUse *sandbox.StateDirInUseError
 	if !errors.As(err, &inUse) || inUse.Dir != state {
 		t.Fatalf("second runtime on a held state dir: %v, want a StateDirInUseError for %s", err, state)
@@ -418,6 +418,48 @@ func TestStateDirIsHeldByOneRuntime(t *testing.T) {
 	}
 	first.Close()
 	newRuntime(t, local.Config{Common: sandbox.Common{StateDir: state}})
+}
+
+// TestUIDRangeIsHeldByOneRuntime: as root, a runtime claims its uid range
+// host-wide: a second runtime (another gateway: its own state directory)
+// on the same range, or one overlapping it, refuses to start, naming the
+// holder and --uid-base, and leaves its state directory free; the live
+// sandbox runs on. Once the first is closed, the range is free.
+func TestUIDRangeIsHeldByOneRuntime(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("per-sandbox uids need root (otherwise sandboxes run as the gateway's uid and no range is claimed)")
+	}
+	base := testkit.UIDBase(t)
+	first := newRuntime(t, local.Config{Common: sandbox.Common{UIDBase: base, MaxSandboxes: 512}})
+	k := start(t, first)
+	k.Run(t, "x = 41")
+	second := stateDir(t)
+	for _, b := range []int{base, base + 511} {
+		_, err := local.New(local.Config{Common: sandbox.Common{StateDir: second, UIDBase: b, MaxSandboxes: 512}}, zerolog.Nop())
+		var inUse *sandbox.UIDRangeInUseError
+		if !errors.As(err, &inUse) || inUse.OtherBase != base || inUse.OtherSize != 512 || inUse.StateDir != first.StateDir() ||
+			inUse.PID != os.Getpid() || inUse.Free != base+512 {
+			t.Fatalf("a second runtime on uids %d+512 over %d+512: %v, want a UIDRangeInUseError naming the first", b, base, err)
+		}
+		if msg := err.Error(); !strings.Contains(msg, "--uid-base "+strconv.Itoa(base+512)) || !strings.Contains(msg, first.StateDir()) {
+			t.Fatalf("the refusal %q names neither a free --uid-base nor the holder", msg)
+		}
+		l, err := sandbox.LockStateDir(second) // a refused runtime keeps nothing
+		if err != nil {
+			t.Fatalf("the refused runtime kept its state dir: %v", err)
+		}
+		l.Release()
+	}
+	// Its neighbour's range is free.
+	newRuntime(t, local.Config{Common: sandbox.Common{StateDir: second, UIDBase: base + 512, MaxSandboxes: 512}}).Close()
+	if out, _ := k.Run(t, "x + 1"); out != `"42"` {
+		t.Fatalf("the live kernel: x + 1 = %s", out)
+	}
+	if err := k.Sandbox.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	newRuntime(t, local.Config{Common: sandbox.Common{StateDir: second, UIDBase: base, MaxSandboxes: 512}})
 }
 
 // TestReconcileLeavesLiveKernelsAlone: should a runtime take a state
@@ -439,7 +481,7 @@ func TestReconcileLeavesLiveKernelsAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	first.Close() // lets the next runtime in while the kernel runs
-	newRuntime(t, local.Config{Common: sandbox.Common{StateDir: state, UIDBase: 321100}})
+	newRuntime(t, local.Config{Common: sandbox.Common{StateDir: state}})
 	if _, err := os.Stat(k.Sandbox.Workspace()); err != nil {
 		t.Fatalf("the running kernel's directory was removed: %v", err)
 	}
@@ -465,7 +507,7 @@ func seccompMode(t *testing.T, k kern) string {
 // with none); on this machine's own architecture the kernel runs under
 // the filter.
 func TestRefusesAnArchitectureWithoutSeccomp(t *testing.T) {
-	cfg := local.Config{Common: sandbox.Common{StateDir: stateDir(t), UIDBase: 320000}, Arch: "riscv64"}
+	cfg := local.Config{Common: sandbox.Common{StateDir: stateDir(t), UIDBase: testkit.UIDBase(t)}, Arch: "riscv64"}
 	if err := cfg.Validate(); !errors.Is(err, local.ErrNoSeccomp) || !strings.Contains(err.Error(), "riscv64") {
 		t.Fatalf("Validate: %v, want ErrNoSeccomp naming the architecture", err)
 	}
@@ -730,9 +772,7 @@ func TestContexts(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the shared memory limit needs cgroups, so root")
 	}
-	// A uid range of its own: RLIMIT_NPROC counts a uid's threads on the
-	// whole host, and other tests of this package use 320000 and up.
-	runtimetest.Contexts(t, newRuntime(t, local.Config{Common: sandbox.Common{UIDBase: 327000}}), runtimetest.ContextOptions{
+	runtimetest.Contexts(t, newRuntime(t, local.Config{}), runtimetest.ContextOptions{
 		NewID: func() string {
 			contextSeq++
 			return "contexts-" + strconv.Itoa(contextSeq) + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
@@ -744,7 +784,7 @@ func TestContexts(t *testing.T) {
 // TestContextEgress: a context reaches the session's egress proxy through
 // a forwarder of its own, in its own network namespace.
 func TestContextEgress(t *testing.T) {
-	r := newRuntime(t, local.Config{Common: sandbox.Common{UIDBase: 327000}})
+	r := newRuntime(t, local.Config{})
 	runtimetest.ContextEgress(t, r, "context-egress-"+strconv.FormatInt(time.Now().UnixNano()%1e6, 10))
 }
 
@@ -788,7 +828,7 @@ func TestLibraries(t *testing.T) {
 // another bwrap in the sandbox's cgroup, killed from the host.
 func TestCommands(t *testing.T) {
 	n := 0
-	runtimetest.Commands(t, newRuntime(t, local.Config{Common: sandbox.Common{UIDBase: 328000}}), runtimetest.CommandsOptions{}, func() string {
+	runtimetest.Commands(t, newRuntime(t, local.Config{}), runtimetest.CommandsOptions{}, func() string {
 		n++
 		return "commands-" + strconv.Itoa(n) + "-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
 	})

@@ -24,9 +24,16 @@ type Common struct {
 	FileSizeMB int
 	// UIDBase is the first host uid of sandboxes: the sandbox in slot n runs
 	// as UIDBase+n, so processes limits and file ownership are per session.
+	// A runtime that runs sandboxes as these uids claims
+	// [UIDBase, UIDBase+MaxSandboxes) host-wide (see ClaimUIDRange): it
+	// refuses to start on uids another live gateway claimed.
 	UIDBase int
 	// MaxSandboxes bounds concurrent sandboxes (1024).
 	MaxSandboxes int
+	// UIDClaimDir is the host-wide directory of the gateways' uid claims
+	// (DefaultUIDClaimDir). Every gateway of a host must claim in the same
+	// one: a gateway in a container needs it bind mounted.
+	UIDClaimDir string
 	// StartTimeout bounds a kernel start (60 s).
 	StartTimeout time.Duration
 }
@@ -70,6 +77,9 @@ func (c Common) WithDefaults(stateDir string, uidBase int) Common {
 	if c.MaxSandboxes == 0 {
 		c.MaxSandboxes = DefaultMaxSandboxes
 	}
+	if c.UIDClaimDir == "" {
+		c.UIDClaimDir = DefaultUIDClaimDir
+	}
 	if c.StartTimeout == 0 {
 		c.StartTimeout = 60 * time.Second
 	}
@@ -81,6 +91,9 @@ func (c Common) WithDefaults(stateDir string, uidBase int) Common {
 func (c Common) Validate() error {
 	if !filepath.IsAbs(c.StateDir) {
 		return errors.New("sandbox: config: state dir must be an absolute path")
+	}
+	if !filepath.IsAbs(c.UIDClaimDir) {
+		return errors.New("sandbox: config: uid claim dir must be an absolute path")
 	}
 	if c.UIDBase < 1000 || c.UIDBase+c.MaxSandboxes > 1<<31-2 {
 		return fmt.Errorf("sandbox: config: uid range %d+%d invalid", c.UIDBase, c.MaxSandboxes)

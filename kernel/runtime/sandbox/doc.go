@@ -40,6 +40,12 @@
 //     (LockExistingStateDir) to remove what a gone gateway left.
 //   - The ipc connection file (each kernel start empties the ipc directory
 //     first) and the wait for the kernel's sockets.
+//   - The uid claim (ClaimUIDRange, Common.ClaimUIDs): a runtime whose
+//     sandboxes run as [UIDBase, UIDBase+MaxSandboxes) claims that range
+//     host-wide, in Common.UIDClaimDir, and a second gateway on an
+//     overlapping range refuses to start (UIDRangeInUseError, naming
+//     --uid-base), so no two gateways' sessions share a host uid and its
+//     RLIMIT_NPROC; the kernel releases a dead gateway's claim too.
 //   - Slots (the per-sandbox uid numbers) and Base, which implements the
 //     Sandbox lifecycle (restart, close, accessors) around a runtime's
 //     Driver, so a runtime writes only how to start, stop and destroy its
