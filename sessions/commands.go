@@ -502,7 +502,11 @@ func (m *Commands) close() {
 		}
 	}
 	for t := range m.terminals {
-		kill = append(kill, t.c)
+		// A terminal still starting holds its place with no shell yet
+		// (t.c nil): Terminal kills the shell it gets once it sees closed.
+		if t.c != nil {
+			kill = append(kill, t.c)
+		}
 	}
 	m.mu.Unlock()
 	for _, c := range kill {

@@ -31,12 +31,20 @@ func (s *fakeSandbox) StartCommand(_ context.Context, spec sandbox.CommandSpec) 
 	if err != nil {
 		return nil, err
 	}
+	if spec.TTY && s.rt.ttyGate != nil {
+		release := make(chan struct{})
+		s.rt.ttyGate <- release
+		<-release
+	}
 	c := &fakeCommand{out: make(chan sandbox.CommandOutput), killed: make(chan struct{})}
 	s.rt.cmds.Add(1)
 	go func() { // ends when the play does or the command is killed
 		defer s.rt.cmds.Done()
 		defer close(c.out)
 		f := strings.Fields(spec.Cmd)
+		if len(f) == 0 { // a terminal: its shell runs until killed
+			f = []string{"hang"}
+		}
 		switch f[0] {
 		case "out":
 			n, _ := strconv.Atoi(f[1])
@@ -181,5 +189,59 @@ func TestCommandLimits(t *testing.T) {
 	rt.cmds.Wait() // every command's play ended: Delete killed them
 	if _, err := cmds.Start(ctx, sessions.CommandRequest{Cmd: "hang", Background: true}); !errors.Is(err, sessions.ErrClosed) {
 		t.Fatalf("after delete: %v", err)
+	}
+}
+
+// TestTerminalStartingWhileTheSessionCloses: a terminal holds its place
+// before its shell exists; a session that closes meanwhile (a DELETE, or
+// the lifetime reaper) must not take the placeholder for a shell (a nil
+// command's Kill panicked on the reaper's goroutine and took the gateway
+// down), and the shell that starts after the close is killed.
+func TestTerminalStartingWhileTheSessionCloses(t *testing.T) {
+	for try := range 20 {
+		m, rt := commandsManager(t, sessions.Config{})
+		rt.ttyGate = make(chan chan struct{})
+		s, err := m.Create(context.Background(), "t", sessions.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		type result struct {
+			term *sessions.Terminal
+			err  error
+		}
+		started := make(chan result, 1)
+		go func() {
+			term, err := s.Commands().Terminal(context.Background(), 80, 24)
+			started <- result{term, err}
+		}()
+		release := <-rt.ttyGate // the terminal holds its place, with no shell yet
+		deleted := make(chan error, 1)
+		go func() { deleted <- m.Delete(context.Background(), "t", s.ID()) }()
+		if try%2 == 1 {
+			// Half the tries let the shell start while the close runs.
+			close(release)
+			release = nil
+		}
+		if err := <-deleted; err != nil {
+			t.Fatalf("try %d: delete while a terminal starts: %v", try, err)
+		}
+		if release != nil {
+			close(release)
+		}
+		r := <-started
+		if r.err == nil {
+			select {
+			case _, open := <-r.term.Output():
+				for open {
+					_, open = <-r.term.Output()
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("try %d: the shell started after the close was not killed (its output never ended)", try)
+			}
+			r.term.Close()
+		} else if !errors.Is(r.err, sessions.ErrClosed) {
+			t.Fatalf("try %d: terminal: %v", try, r.err)
+		}
+		rt.cmds.Wait()
 	}
 }

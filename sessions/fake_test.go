@@ -38,7 +38,11 @@ import (
 // apply that cannot enter a missing directory). Every Execute is recorded
 // (calls).
 type fakeRuntime struct {
-	cmds        sync.WaitGroup // the fake commands' goroutines
+	cmds sync.WaitGroup // the fake commands' goroutines
+	// ttyGate, when set, holds every StartCommand of a terminal: it is
+	// sent the starting command's release channel, which StartCommand
+	// waits on.
+	ttyGate     chan chan struct{}
 	mu          sync.Mutex
 	started     int
 	live        int

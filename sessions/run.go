@@ -151,13 +151,13 @@ func (w *worker) execute(c KernelConn, j *job, replied func()) outcome {
 	// when the kernel has taken it, or it failed), the grace that starts
 	// once it is answered, and the cap on the whole wait.
 	var (
-		answered   chan struct{}
+		answered    chan struct{}
 		grace, capC <-chan time.Time
-		probe      *progressProbe
-		first      time.Time
-		interrupts int
-		timedOut   bool
-		iwg        sync.WaitGroup // the interrupt requests' goroutines
+		probe       *progressProbe
+		first       time.Time
+		interrupts  int
+		timedOut    bool
+		iwg         sync.WaitGroup // the interrupt requests' goroutines
 	)
 	defer iwg.Wait() // after cancel (deferred later, run first) ends them
 	defer cancel()
