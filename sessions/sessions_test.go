@@ -146,7 +146,7 @@ def obey_third(signum, frame):
     global n, last
     if time.monotonic() - last > 0.2:
         n, last = n + 1, time.monotonic()
-    if n == 3:
+    if n >= 3:
         raise KeyboardInterrupt
 signal.signal(signal.SIGINT, obey_third)
 while True:
@@ -155,7 +155,9 @@ while True:
 	if e.Status != "timeout" || e.StateLost || !strings.Contains(e.Reason, "interrupts") {
 		t.Fatalf("want a timeout with the variables kept after several interrupts, got %+v", e)
 	}
-	if e := exec(t, s, "print(kept, n)", 0); e.Status != "ok" || strings.TrimSpace(e.Stdout) != "1 3" {
+	// One more interrupt may land while the kernel formats the traceback
+	// (it used CPU time: progress): n can be 4.
+	if e := exec(t, s, "print(kept, n >= 3)", 0); e.Status != "ok" || strings.TrimSpace(e.Stdout) != "1 True" {
 		t.Fatalf("variables lost: %+v", e)
 	}
 }
