@@ -537,7 +537,10 @@ func TestCommsAbuse(t *testing.T) {
 // it). Once the cell ends and the kernel has handled them, comm messages
 // go again.
 func commBacklog(t *testing.T) {
-	e := newEnv(t, localRuntime(t), sessions.Config{CommRate: -1})
+	// The long cell must outlast the sends, however slow a loaded machine
+	// makes them (CI once took over the default 60 s timeout): it runs
+	// until the test interrupts it, within the test's 5 minutes.
+	e := newEnv(t, localRuntime(t), sessions.Config{CommRate: -1, ExecTimeout: 6 * time.Minute})
 	s := e.create(keyA, nil)
 	c := e.commConn(keyA, s.ID)
 	c.send(map[string]any{"type": "execute", "id": "w", "code": "import ipywidgets as w\nt = w.Text()"})
@@ -548,7 +551,7 @@ func commBacklog(t *testing.T) {
 		}
 		return ev.Type == api.EventDone && ev.ID == "w"
 	})
-	c.send(map[string]any{"type": "execute", "id": "long", "code": "import time\ntime.sleep(120)"})
+	c.send(map[string]any{"type": "execute", "id": "long", "code": "import time\ntime.sleep(600)"})
 	c.until("the long cell's start", func(ev api.Event) bool { return ev.Type == api.EventKernel && ev.State == "busy" })
 	// Past the kernel's shell queue (1000 messages) and the socket's
 	// buffers: without the bound, the send of one of them blocks until
