@@ -22,6 +22,7 @@ import (
 	"github.com/glassroom/glassroom/gateway"
 	"github.com/glassroom/glassroom/kernel/runtime/docker"
 	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/testkit"
 	"github.com/gorilla/websocket"
 	"go.uber.org/goleak"
 )
@@ -410,7 +411,13 @@ func TestBehaviour(t *testing.T) {
 				evs := w.until(func(ev frame) bool { return ev.Type == "stream" && ev.ID == "long" })
 				last := evs[len(evs)-1].Seq
 				w.conn.Close() // network drop mid-execution
-				time.Sleep(time.Second)
+				// The rest of the cell runs while the client is away: it
+				// comes back once the session is idle again.
+				var info *glclient.Session
+				testkit.Eventually(t, 30*time.Second, func() bool {
+					info, _ = e.client(keyA).GetSession(context.Background(), s.ID)
+					return info != nil && info.State == "idle"
+				}, "the session to be idle after the cell its client left: last %+v", testkit.Seen(func() any { return info }))
 				w2 := e.ws(keyA, s.ID, "")
 				w2.send(map[string]any{"type": "resume", "since": last})
 				evs = w2.until(doneFor("long"))

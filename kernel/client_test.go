@@ -100,6 +100,38 @@ func run(t testing.TB, c *kernel.Client, code string, opts kernel.ExecuteOptions
 	return out
 }
 
+// runStarted runs code, whose first output says it has got to what the
+// test needs running, on a goroutine, and returns once that output has
+// arrived (not after some time that usually suffices); the channel gets
+// the execution once it ends.
+func runStarted(t testing.TB, c *kernel.Client, code string) <-chan collected {
+	t.Helper()
+	started := make(chan struct{})
+	done := make(chan collected, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		var out collected
+		first := true
+		out.reply, out.err = c.Execute(ctx, code, kernel.ExecuteOptions{}, func(ev kernel.Event) {
+			out.events = append(out.events, ev)
+			if first && ev.Kind == kernel.EventStream {
+				first = false
+				close(started)
+			}
+		})
+		done <- out
+	}()
+	select {
+	case <-started:
+	case r := <-done:
+		t.Fatalf("the cell ended before its first output: %+v", r)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the cell's first output never came within 30s: %q", code)
+	}
+	return done
+}
+
 func (c collected) text(name string) string {
 	var b strings.Builder
 	for _, ev := range c.events {
@@ -229,9 +261,7 @@ func TestInputRoundTrip(t *testing.T) {
 func TestInterrupt(t *testing.T) {
 	k := startBareKernel(t)
 	c := dial(t, k.info)
-	done := make(chan collected, 1)
-	go func() { done <- run(t, c, "while True: pass", kernel.ExecuteOptions{}) }()
-	time.Sleep(300 * time.Millisecond)
+	done := runStarted(t, c, "print('looping', flush=True)\nwhile True: pass")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := c.Interrupt(ctx); err != nil {
@@ -259,27 +289,25 @@ func TestDeathIsReported(t *testing.T) {
 			k := startBareKernel(t)
 			c := dial(t, k.info)
 			start := time.Now()
-			errc := make(chan error, 1)
-			go func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				defer cancel()
-				code := "import time; time.sleep(60)"
-				if how == "os._exit" {
-					code = "import os; os._exit(1)"
-				}
-				_, err := c.Execute(ctx, code, kernel.ExecuteOptions{}, nil)
-				errc <- err
-			}()
+			var done <-chan collected
 			switch how {
-			case "SIGKILL":
-				time.Sleep(200 * time.Millisecond)
-				k.cmd.Process.Signal(syscall.SIGKILL)
-			case "SIGSTOP":
-				time.Sleep(200 * time.Millisecond)
-				k.cmd.Process.Signal(syscall.SIGSTOP)
+			case "os._exit":
+				d := make(chan collected, 1)
+				go func() { d <- run(t, c, "import os; os._exit(1)", kernel.ExecuteOptions{}) }()
+				done = d
+			case "SIGKILL", "SIGSTOP":
+				// The signal comes once the cell runs (its first output).
+				done = runStarted(t, c, "print('sleeping', flush=True)\nimport time; time.sleep(60)")
+				start = time.Now()
+				sig := syscall.SIGKILL
+				if how == "SIGSTOP" {
+					sig = syscall.SIGSTOP
+				}
+				k.cmd.Process.Signal(sig)
 			}
 			select {
-			case err := <-errc:
+			case r := <-done:
+				err := r.err
 				if !errors.Is(err, kernel.ErrDead) {
 					t.Fatalf("want ErrDead, got %v", err)
 				}
@@ -413,15 +441,7 @@ func TestLongExecutionKeepsHeartbeat(t *testing.T) {
 func TestDialWhileBusy(t *testing.T) {
 	k := startBareKernel(t)
 	first := dial(t, k.info)
-	done := make(chan collected, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		var out collected
-		out.reply, out.err = first.Execute(ctx, "import time; time.sleep(20); z = 5", kernel.ExecuteOptions{}, nil)
-		done <- out
-	}()
-	time.Sleep(time.Second) // the cell is running
+	done := runStarted(t, first, "print('running', flush=True)\nimport time; time.sleep(20); z = 5")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	second, err := kernel.Dial(ctx, k.info, kernel.Config{ConnectTimeout: 5 * time.Second}, zerolog.Nop())

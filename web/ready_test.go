@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,12 +21,14 @@ import (
 // notebook whose kernel starts without a click, and the first cell has the
 // keyboard: typing `1 + 1` and Shift+Enter, and nothing else, gives 2.
 //   - A cell run before the kernel is ready waits for it and says so (the
-//     gateway here answers session creation 1.5 s late).
+//     gateway here holds session creation until the test has seen that).
 //   - A reload brings back the same session, the cell and its output.
 //   - With a warm pool, page load to the first result is measured (logged).
 func TestBrowserReadyOnOpen(t *testing.T) {
 	bin := chromium(t)
-	slow := startGatewayWrapped(t, lateFor(http.MethodPost, "/v1/sessions", nil))
+	// Session creation is held until the test has seen the cell queued.
+	creation, held := heldBy(t, http.MethodPost, "/v1/sessions", true)
+	slow := startGatewayWrapped(t, held)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	t.Cleanup(cancel)
 
@@ -51,6 +54,7 @@ func TestBrowserReadyOnOpen(t *testing.T) {
 	if early.Session != "none" || early.Status != "queued" || !strings.Contains(early.Message, "kernel is starting") || early.Badge != "starting" {
 		t.Fatalf("a cell run before the kernel is ready: %+v, want it queued with a word on the kernel starting", early)
 	}
+	creation.open()
 	nb.waitDone(0, "2 as the result", `[...out.querySelectorAll('.output-result')].some((r) => r.innerText.trim() === '2')`, 60*time.Second)
 	var id string
 	nb.eval(`document.querySelector('#session-id').textContent`, &id)
@@ -176,13 +180,57 @@ func call(t *testing.T, method, url, key string, out any) int {
 	return resp.StatusCode
 }
 
-// lateFor answers the requests of method on path late (1.5 s) while late
-// says so (nil: always): the page is seen while it waits for them.
-func lateFor(method, path string, late func() bool) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
+// gate holds requests while it is shut, until it is opened: the page is
+// seen while it waits for them, however long the test takes to look (a
+// fixed delay lost that race on a loaded machine). The zero gate is open.
+type gate struct {
+	mu   sync.Mutex
+	shut chan struct{} // closed when the gate opens; nil while open
+}
+
+// hold shuts the gate: requests from now on wait for open.
+func (g *gate) hold() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.shut == nil {
+		g.shut = make(chan struct{})
+	}
+}
+
+// open lets the held requests and the later ones through.
+func (g *gate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.shut != nil {
+		close(g.shut)
+		g.shut = nil
+	}
+}
+
+func (g *gate) wait(ctx context.Context) {
+	g.mu.Lock()
+	shut := g.shut
+	g.mu.Unlock()
+	if shut != nil {
+		select {
+		case <-shut:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// heldBy holds the requests of method on path at g (shut from the start
+// when held is true); the test's end opens it.
+func heldBy(t *testing.T, method, path string, held bool) (*gate, func(http.Handler) http.Handler) {
+	g := &gate{}
+	if held {
+		g.hold()
+	}
+	t.Cleanup(g.open)
+	return g, func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method == method && r.URL.Path == path && (late == nil || late()) {
-				time.Sleep(1500 * time.Millisecond)
+			if r.Method == method && r.URL.Path == path {
+				g.wait(r.Context())
 			}
 			next.ServeHTTP(w, r)
 		})

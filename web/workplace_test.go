@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,10 +27,10 @@ import (
 //     variables.
 func TestBrowserBackgroundRunsFindAndAnotherBrowser(t *testing.T) {
 	bin := chromium(t)
-	// While slowList is set, listing the sessions (how a tab reopens its
-	// session) answers late: a tab can be left again before it reopened.
-	var slowList atomic.Bool
-	gw := startGatewayWrapped(t, lateFor(http.MethodGet, "/v1/sessions", slowList.Load))
+	// While list is held, listing the sessions (how a tab reopens its
+	// session) waits: a tab can be left again before it reopened.
+	list, held := heldBy(t, http.MethodGet, "/v1/sessions", false)
+	gw := startGatewayWrapped(t, held)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	t.Cleanup(cancel)
 	tabCtx, perr := openTab(t, ctx, bin)
@@ -133,10 +132,10 @@ func TestBrowserBackgroundRunsFindAndAnotherBrowser(t *testing.T) {
 	tab := func(id string) chromedp.Action[chromedp.Void] {
 		return chromedp.Click(chromedp.CSS(`#tab-bar .tab[data-tab="` + id + `"] .tab-title`))
 	}
-	slowList.Store(true)
+	list.hold()
 	nb.do("away, back and away again before the session reopened", tab("t2"), tab("t1"), tab("t2"))
+	list.open()
 	nb.waitFor("the second tab with its session", `document.querySelector('#session-id').textContent === `+jsString(second), 30*time.Second)
-	slowList.Store(false)
 	testkit.Eventually(t, 30*time.Second, func() bool {
 		var s struct {
 			State string `json:"state"`

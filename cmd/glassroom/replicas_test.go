@@ -179,17 +179,36 @@ func TestReplicasOnARealCluster(t *testing.T) {
 		}
 	}()
 
-	// A is killed while one of its sessions executes.
+	// A is killed while one of its sessions executes: once the kernel has
+	// printed that it runs the cell, as a WebSocket on A sees (a session
+	// says busy before its kernel has the request).
+	running, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(gws[0].base, "http")+"/v1/sessions/"+ids[0]+"/ws?token="+key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer running.Close()
 	long := make(chan struct{})
 	go func() {
 		defer close(long)
-		req, _ := http.NewRequest("POST", gws[0].base+"/v1/sessions/"+ids[0]+"/execute", strings.NewReader(`{"code":"import time; time.sleep(3); y = 1"}`))
+		req, _ := http.NewRequest("POST", gws[0].base+"/v1/sessions/"+ids[0]+"/execute",
+			strings.NewReader(`{"code":"print('running', flush=True)\nimport time; time.sleep(3); y = 1"}`))
 		req.Header.Set("Authorization", "Bearer "+key)
 		if resp, err := http.DefaultClient.Do(req); err == nil { // cut short by the kill
 			resp.Body.Close()
 		}
 	}()
-	time.Sleep(time.Second)
+	running.SetReadDeadline(time.Now().Add(30 * time.Second))
+	var seen []string
+	for {
+		var ev struct{ Type, Text string }
+		if err := running.ReadJSON(&ev); err != nil {
+			t.Fatalf("the cell never printed that it runs, before the kill: %v after %q", err, seen)
+		}
+		seen = append(seen, ev.Type+" "+ev.Text)
+		if ev.Type == "stream" && ev.Text == "running\n" {
+			break
+		}
+	}
 	gws[0].stop(syscall.SIGKILL)
 	killed := time.Now()
 	<-long

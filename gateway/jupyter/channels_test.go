@@ -2,6 +2,7 @@ package jupyter_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"image/png"
@@ -154,7 +155,7 @@ func twoFaces(t *testing.T, e *env, id string) {
 		}
 	}
 	if m.Connections != 3 {
-		t.Errorf("connections %d, want 3", m.Connections)
+		t.Errorf("connections never 3 within 15s: last %d", m.Connections)
 	}
 	rep, _ := a.execute("z = 'from a'\nz")
 	reqID := rep.Parent.MsgID
@@ -181,8 +182,14 @@ func twoFaces(t *testing.T, e *env, id string) {
 		t.Fatalf("a saw %v", got)
 	}
 	// A client that reconnects with its session_id gets what it missed,
-	// its reply included.
-	a.send("shell", "execute_request", map[string]any{"code": "print('before')\nimport time\ntime.sleep(0.5)\nprint('while a was away')"})
+	// its reply included. The cell goes on only once a's connection has
+	// ended (its position saved), and a comes back once the /v1 face has
+	// seen the output a missed: that output is sent while a is away,
+	// however slowly the gateway sees a go or a comes back. The cell ends
+	// once a is back.
+	a.send("shell", "execute_request", map[string]any{"code": "print('before')\nimport os, time\n" +
+		"while not os.path.exists('a-is-away'): time.sleep(0.02)\nprint('while a was away', flush=True)\n" +
+		"while not os.path.exists('a-is-back'): time.sleep(0.02)"})
 	missed := a.until("the first output", func(m jm) bool { return m.Header.MsgType == "stream" })[0].Parent.MsgID
 	a.close()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
@@ -190,11 +197,25 @@ func twoFaces(t *testing.T, e *env, id string) {
 			break // a's connection has ended
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("a's connection did not end: %+v", m)
+			t.Fatalf("a's connection did not end within 10s: last %+v", m)
 		}
 	}
+	sid := strings.ReplaceAll(id, "-", "")
+	touch := func(name string) {
+		t.Helper()
+		if _, err := e.client(keyA).WriteFile(context.Background(), sid, name, strings.NewReader(""), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	touch("a-is-away")
+	w.until(func(f frame) bool {
+		return f.Type == "stream" && f.ID == missed && strings.Contains(f.Text, "while a was away")
+	})
 	a2 := e.channels(t, keyA, id, false, "session_id=client-a")
+	back := a2.sync() // the gateway serves a2: the reply, when it comes, is a2's
+	touch("a-is-back")
 	rep, got = a2.await(missed, "the missed execution")
+	got = append(back, got...)
 	if !strings.Contains(streamText(got), "while a was away") || strings.Contains(streamText(got), "before") || rep.Content["status"] != "ok" {
 		t.Fatalf("reconnected client got %v", got)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glassroom/glassroom/testkit"
 	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
@@ -96,6 +97,23 @@ func (s *largeServer) next(t *testing.T, what string) frame {
 	}
 }
 
+// waitUsers waits until n of owner's connections hold or wait for its part
+// of the budget: a frame sent is waiting once it is counted.
+func (s *largeServer) waitUsers(t *testing.T, owner string, n int) {
+	t.Helper()
+	users := func() int {
+		b := s.g.large
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if o := b.owners[owner]; o != nil {
+			return o.users
+		}
+		return 0
+	}
+	testkit.Eventually(t, 20*time.Second, func() bool { return users() == n },
+		"%d users of %s's part of the budget: last %d", n, owner, testkit.Seen(func() any { return users() }))
+}
+
 func send(t *testing.T, c *websocket.Conn, first byte, n int) {
 	t.Helper()
 	b := bytes.Repeat([]byte{'x'}, n)
@@ -175,7 +193,7 @@ func TestLargeFrames(t *testing.T) {
 	// A large frame waiting when the keeper gives the budget back is read.
 	c := s.dial(t, "a")
 	send(t, c, 'x', large)
-	time.Sleep(100 * time.Millisecond) // c waits meanwhile (the test passes without it too)
+	s.waitUsers(t, "a", 2) // c waits for a's part, which a's kept frame holds
 	release()
 	release() // a second call gives back nothing more
 	if f := s.next(t, "c's large frame"); f.size != large || !f.large {

@@ -3,12 +3,15 @@ package k8s
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/testkit"
 	"github.com/rs/zerolog"
+	coordv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -157,7 +160,25 @@ func TestSessionsLocatedAcrossGateways(t *testing.T) {
 	killA()
 	<-doneA
 	rtA.Close() // its Lease is renewed no more
-	time.Sleep(cfgA.LeaseDuration + 500*time.Millisecond)
+	// B adopts once A's Lease has lapsed, as B reads it.
+	var lease *coordv1.Lease
+	var leaseErr error
+	testkit.Eventually(t, 10*cfgA.LeaseDuration, func() bool {
+		lease, leaseErr = cs.CoordinationV1().Leases(ns).Get(ctx, LeasePrefix+cfgA.Instance, metav1.GetOptions{})
+		if leaseErr != nil {
+			return false
+		}
+		_, alive := leaseAlive(lease, time.Now())
+		return !alive
+	}, "A's Lease to lapse once it was renewed no more: last %v", testkit.Seen(func() any {
+		if leaseErr != nil {
+			return leaseErr
+		}
+		if lease.Spec.RenewTime == nil || lease.Spec.LeaseDurationSeconds == nil {
+			return fmt.Sprintf("%+v", lease.Spec)
+		}
+		return fmt.Sprintf("renewed at %v for %d s", lease.Spec.RenewTime.Time, *lease.Spec.LeaseDurationSeconds)
+	}))
 	var wg sync.WaitGroup
 	got := make([]*sessions.Session, 4)
 	errs := make([]error, 4)
