@@ -56,11 +56,12 @@ func TestMetricsScrape(t *testing.T) {
 		t.Fatalf("%+v", x)
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if info, _ := e.client(keyA).GetSession(context.Background(), s.ID); info != nil && info.State == "idle" {
+		info, err := e.client(keyA).GetSession(context.Background(), s.ID)
+		if info != nil && info.State == "idle" {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the kernel did not come back")
+			t.Fatalf("the kernel did not come back (idle) within 30s: last %+v %v", info, err)
 		}
 	}
 	_, fams := scrape(token)

@@ -62,7 +62,7 @@ func nextSide(t *testing.T, c <-chan sessions.SideMessage) sessions.SideMessage 
 		}
 		return m
 	case <-time.After(10 * time.Second):
-		t.Fatal("no side message")
+		t.Fatal("no side message within 10s")
 	}
 	return sessions.SideMessage{}
 }

@@ -100,13 +100,16 @@ func TestSettingsRestoredAfterInterruptAndTimeout(t *testing.T) {
 	go func() { done <- execute(t, s, settingsReq("loop")) }()
 	waitState(t, s, sessions.StateBusy)
 	var e *sessions.Execution
-	for e == nil {
+	for deadline := time.Now().Add(10 * time.Second); e == nil; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the interrupted loop never ended within 10s: state %s", s.Info().State)
+		}
 		if err := s.Interrupt(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		select {
 		case e = <-done:
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(100 * time.Millisecond): // an interrupt that came before the loop is sent again
 		}
 	}
 	if e.Status != sessions.StatusInterrupted || e.StateLost {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/testkit"
 	"github.com/rs/zerolog"
 )
 
@@ -58,7 +59,7 @@ func next(t *testing.T, sub *sessions.Subscription, typ sessions.EventType) sess
 				return ev
 			}
 		case <-timeout:
-			t.Fatalf("no %s event", typ)
+			t.Fatalf("no %s event within 10s", typ)
 		}
 	}
 }
@@ -174,6 +175,13 @@ func TestJupyterRunningNamesTheCurrentExecution(t *testing.T) {
 	}
 }
 
+// waitQueued waits until at least n executions of s wait in its queue.
+func waitQueued(t *testing.T, s *sessions.Session, n int) {
+	t.Helper()
+	testkit.Eventually(t, 10*time.Second, func() bool { return s.Info().Queued >= n },
+		"%d executions waiting in the queue: last seen %d", n, testkit.Seen(func() any { return s.Info().Queued }))
+}
+
 // TestJupyterStopOnError: when an execution sent with StopOnError fails,
 // the executions of its group queued behind it end "aborted" without
 // running; other groups' and later ones run.
@@ -194,17 +202,11 @@ func TestJupyterStopOnError(t *testing.T) {
 	a := exec("a", "loop", "g", true)
 	waitState(t, s, sessions.StateBusy)
 	b := exec("b", "print:b", "g", false)
-	for s.Info().Queued < 1 {
-		time.Sleep(time.Millisecond)
-	}
+	waitQueued(t, s, 1)
 	c := exec("c", "print:c", "other", true)
-	for s.Info().Queued < 2 {
-		time.Sleep(time.Millisecond)
-	}
+	waitQueued(t, s, 2)
 	v1 := exec("d", "print:d", "", false)
-	for s.Info().Queued < 3 {
-		time.Sleep(time.Millisecond)
-	}
+	waitQueued(t, s, 3)
 	if err := s.Interrupt(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -227,9 +229,7 @@ func TestJupyterStopOnError(t *testing.T) {
 	f := exec("f", "loop", "g", false)
 	waitState(t, s, sessions.StateBusy)
 	g := exec("g", "print:g", "g", false)
-	for s.Info().Queued < 1 {
-		time.Sleep(time.Millisecond)
-	}
+	waitQueued(t, s, 1)
 	s.Interrupt(context.Background())
 	<-f
 	if e := <-g; e.Status != sessions.StatusOK {

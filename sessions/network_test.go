@@ -104,7 +104,7 @@ func TestSessionNetworkLifecycle(t *testing.T) {
 				}
 			}
 		case <-timeout:
-			t.Fatal("no network event")
+			t.Fatal("no network event within 10s of the refusal")
 		}
 	}
 	// Deleting the session stops its proxy.

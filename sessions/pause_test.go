@@ -184,7 +184,12 @@ func TestStuckFreezeHoldsUpNoOtherSession(t *testing.T) {
 	if x := run(t, stuck, "1", 0); x.Status != "ok" {
 		t.Fatalf("%+v", x)
 	}
-	for stuckCalls() == 1 {
+	// Each round waits for the pause of a new session: a reaper tick that
+	// has passed since the use.
+	for deadline := time.Now().Add(30 * time.Second); stuckCalls() == 1; {
+		if time.Now().After(deadline) {
+			t.Fatal("the stuck session's freeze was never tried again within 30s of its use (later sessions were paused meanwhile)")
+		}
 		within("the stuck session was never tried again after its use", rt.froze(fakeSession(t, m).ID()))
 	}
 }

@@ -252,7 +252,7 @@ func (k *widgetKernel) waitFrame(what string, match func(map[string]any) bool) m
 				return f
 			}
 		case <-deadline:
-			k.t.Fatalf("the page sent no %s", what)
+			k.t.Fatalf("the page sent no %s within 20s", what)
 			return nil
 		}
 	}

@@ -90,7 +90,7 @@ func TestPodAgentCommand(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the agent never took a write over TLS within 10s: last %v", err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(ws, "hello.txt")); string(b) != "hi" {
 		t.Fatalf("file %q", b)

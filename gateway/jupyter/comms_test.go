@@ -335,7 +335,7 @@ get_ipython().kernel.comm_manager.register_target('echo', echo)`)
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("a's comm is still open in the kernel after a left")
+			t.Fatalf("a's comm still open in the kernel 30s after a left: 'a-left' in comms is %s", resultText(t, iopub))
 		}
 	}
 }
@@ -358,7 +358,7 @@ func TestJupyterCommsPausedKernel(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the kernel was never paused")
+			t.Fatalf("the kernel was never paused within 20s: last %+v", s)
 		}
 	}
 	click := c.send("shell", "comm_msg", map[string]any{"comm_id": ids["ButtonModel"], "data": map[string]any{"method": "custom", "content": map[string]any{"event": "click"}}})

@@ -29,7 +29,7 @@ func (e *env) waitConnections(key, id string, n int) {
 			return
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("kernel %s has %d connections, want %d", id, m.Connections, n)
+			e.t.Fatalf("kernel %s never had %d connections within 60s: last %d", id, n, m.Connections)
 		}
 	}
 }

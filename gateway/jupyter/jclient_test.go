@@ -282,7 +282,7 @@ func (c *jclient) until(what string, pred func(jm) bool) []jm {
 				return got
 			}
 		case <-deadline:
-			c.t.Fatalf("no %s; got %v", what, got)
+			c.t.Fatalf("no %s within 90s; got %v", what, got)
 		}
 	}
 }

@@ -158,7 +158,7 @@ func TestJupyterPausedKernel(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the kernel was never paused")
+			t.Fatalf("the kernel was never paused within 20s: last %+v", s)
 		}
 	}
 	start := time.Now()

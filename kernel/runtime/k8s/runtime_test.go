@@ -262,7 +262,7 @@ func exitOnItsOwn(t *testing.T, k runtimetest.Kernel, wait time.Duration) {
 	select {
 	case <-exited:
 	case <-time.After(wait):
-		t.Fatal("the kernel's death was not noticed")
+		t.Fatalf("the kernel's death was not noticed within %v", wait)
 	}
 	if r := k.Sandbox.ExitReason(); r != "exit code 3" {
 		t.Fatalf("exit reason %q", r)
