@@ -314,6 +314,7 @@ func (m *Manager) Detach(ctx context.Context) error {
 	m.pool.close(ctx)
 	m.flush()
 	all := m.takeAll()
+	m.retryLeft(ctx) // the sandboxes earlier closes left: once more
 	var errs []error
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -325,8 +326,7 @@ func (m *Manager) Detach(ctx context.Context) error {
 			if _, ok := s.sandbox.(sandbox.Persistent); ok {
 				err = s.detach(ctx)
 			} else {
-				s.close(ctx, "gateway shutting down")
-				err = m.store.Delete(s.id)
+				err = m.end(ctx, s, "gateway shutting down")
 			}
 			if err != nil {
 				mu.Lock()

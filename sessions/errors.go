@@ -31,6 +31,10 @@ var (
 	ErrPaused = errors.New("sessions: session paused")
 	// ErrNoPause: this runtime cannot freeze a sandbox.
 	ErrNoPause = errors.New("sessions: this runtime cannot pause a session")
+	// ErrSandboxLeft: a session's close could not remove its sandbox (the
+	// kernel may still run); the manager keeps the session, counted
+	// against the caps and listed as dead, and tries again.
+	ErrSandboxLeft = errors.New("sessions: sandbox not removed")
 )
 
 // InvalidError is a request the session layer refuses. Reason says what is

@@ -42,7 +42,11 @@ type fakeRuntime struct {
 	// ttyGate, when set, holds every StartCommand of a terminal: it is
 	// sent the starting command's release channel, which StartCommand
 	// waits on.
-	ttyGate     chan chan struct{}
+	ttyGate chan chan struct{}
+	// closeFails makes that many sandbox Closes fail; closePanics makes
+	// the next one panic.
+	closeFails  atomic.Int32
+	closePanics atomic.Bool
 	mu          sync.Mutex
 	started     int
 	live        int
@@ -182,6 +186,13 @@ func (s *fakeSandbox) Restart(context.Context) error {
 	return nil
 }
 func (s *fakeSandbox) Close(context.Context) error {
+	if s.rt.closePanics.CompareAndSwap(true, false) {
+		panic("fake: sandbox close panicked")
+	}
+	if s.rt.closeFails.Add(-1) >= 0 {
+		return errors.New("fake: the engine did not answer")
+	}
+	s.rt.closeFails.Store(0)
 	s.mu.Lock()
 	children := s.children
 	s.children = nil

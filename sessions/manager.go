@@ -35,6 +35,11 @@ type Manager struct {
 
 	mu       sync.Mutex
 	sessions map[string]*Session
+	// ending holds the sessions taken out of sessions to be closed, until
+	// their sandbox is gone: a close under way, or one whose sandbox
+	// could not be removed (left, retried by the reaper). They count
+	// against the caps; the left ones are listed, dead.
+	ending   map[string]*closingSession
 	starting map[string]int // tenant → sessions being created
 	closed   bool
 	closing  sync.WaitGroup // sessions being deleted
@@ -55,7 +60,7 @@ func New(cfg Config, rt Runtime, log zerolog.Logger) (*Manager, error) {
 		return nil, fmt.Errorf("sessions: %w", err)
 	}
 	m := &Manager{cfg: cfg, rt: rt, log: log, budget: NewBudget(cfg.MemoryBudget), starts: make(chan struct{}, cfg.MaxConcurrentStarts),
-		egress: eg, sessions: make(map[string]*Session), starting: make(map[string]int)}
+		egress: eg, sessions: make(map[string]*Session), ending: make(map[string]*closingSession), starting: make(map[string]int)}
 	m.pool = newPool(cfg.Pool, m.startPooled, log)
 	m.slots = newExecSlots(cfg.ExecSlots, cfg.ExecSlotLease)
 	m.notify = workspace.NewInotify(0)
@@ -192,7 +197,7 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 	}
 	m.mu.Unlock()
 	if closed {
-		s.close(context.WithoutCancel(ctx), "gateway shutting down")
+		_ = s.close(context.WithoutCancel(ctx), "gateway shutting down")
 		return nil, ErrClosed
 	}
 	m.persist(s)
@@ -289,12 +294,17 @@ func (m *Manager) reserve(tenant string) error {
 	if m.closed {
 		return ErrClosed
 	}
-	total, mine := len(m.sessions), m.starting[tenant]
+	total, mine := len(m.sessions)+len(m.ending), m.starting[tenant]
 	for _, n := range m.starting {
 		total += n
 	}
 	for _, s := range m.sessions {
 		if s.tenant == tenant {
+			mine++
+		}
+	}
+	for _, e := range m.ending { // a sandbox still there still counts
+		if e.s.tenant == tenant {
 			mine++
 		}
 	}
@@ -331,6 +341,11 @@ func (m *Manager) Get(tenant, id string) (*Session, error) {
 func (m *Manager) List(tenant string) []Info {
 	m.mu.Lock()
 	var mine []*Session
+	for _, e := range m.ending { // a sandbox a close left is listed (dead) until it is gone
+		if e.err != nil && e.s.tenant == tenant {
+			mine = append(mine, e.s)
+		}
+	}
 	for _, s := range m.sessions {
 		if s.tenant == tenant {
 			mine = append(mine, s)
@@ -352,8 +367,9 @@ func (m *Manager) Delete(ctx context.Context, tenant, id string) error {
 		return err
 	}
 	defer m.closing.Done()
-	s.close(ctx, "session deleted")
-	m.forget(id)
+	if err := m.end(ctx, s, "session deleted"); err != nil {
+		return err
+	}
 	m.log.Info().Str("session", id).Msg("session deleted")
 	return nil
 }
@@ -367,8 +383,80 @@ func (m *Manager) take(tenant, id string) (*Session, error) {
 		return nil, ErrNotFound
 	}
 	delete(m.sessions, id)
+	m.ending[id] = &closingSession{s: s}
 	m.closing.Add(1)
 	return s, nil
+}
+
+// closingSession is a session being closed, or whose sandbox was left (err).
+type closingSession struct {
+	s        *Session
+	err      error // the failed close, once it failed
+	retrying bool  // a retry of the sandbox's close is under way
+}
+
+// end closes s, taken out of the sessions (take, takeAll), and forgets it
+// once its sandbox is gone. A close that could not remove the sandbox
+// keeps s in ending, listed dead and counted against the caps, with its
+// store record, for the reaper to try again (retryLeft); the error says
+// so. Safe for concurrent use on distinct sessions.
+func (m *Manager) end(ctx context.Context, s *Session, reason string) error {
+	err := s.close(ctx, reason)
+	if errors.Is(err, ErrSandboxLeft) {
+		m.mu.Lock()
+		if e := m.ending[s.id]; e != nil {
+			e.err = err
+		} else {
+			m.ending[s.id] = &closingSession{s: s, err: err}
+		}
+		m.mu.Unlock()
+		m.log.Error().Err(err).Str("session", s.id).Msg("session closed but its sandbox is left; it stays listed and will be retried")
+		return err
+	}
+	if err != nil { // a step failed; nothing of the sandbox is left
+		m.log.Error().Err(err).Str("session", s.id).Msg("session close: a step failed")
+	}
+	m.mu.Lock()
+	delete(m.ending, s.id)
+	m.mu.Unlock()
+	m.forget(s.id)
+	return nil
+}
+
+// retryLeft tries again to remove the sandboxes that closes left, each in
+// a goroutine of its own (one at a time per session) that the manager's
+// closing group waits for.
+func (m *Manager) retryLeft(ctx context.Context) {
+	m.mu.Lock()
+	var left []*closingSession
+	for _, e := range m.ending {
+		if e.err != nil && !e.retrying {
+			e.retrying = true
+			m.closing.Add(1)
+			left = append(left, e)
+		}
+	}
+	m.mu.Unlock()
+	for _, e := range left {
+		go func() {
+			defer m.closing.Done()
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			err := e.s.sandbox.Close(cctx)
+			m.mu.Lock()
+			e.retrying = false
+			if err != nil {
+				e.err = fmt.Errorf("%w: %w", ErrSandboxLeft, err)
+			} else {
+				delete(m.ending, e.s.id)
+			}
+			m.mu.Unlock()
+			if err == nil {
+				m.forget(e.s.id)
+				m.log.Info().Str("session", e.s.id).Msg("a left sandbox is gone at last")
+			}
+		}()
+	}
 }
 
 // Run deletes expired sessions, pauses idle ones, keeps the warm pool
@@ -451,10 +539,10 @@ func (m *Manager) reap(ctx context.Context, now time.Time) {
 			defer m.closing.Done()
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			defer cancel()
-			s.close(cctx, reason)
-			m.forget(s.id)
+			_ = m.end(cctx, s, reason) // end logs a failure
 		}()
 	}
+	m.retryLeft(ctx)
 }
 
 // pauseTimeout bounds a freeze the reaper starts, whatever the runtime's
@@ -501,6 +589,7 @@ func (m *Manager) takeAll() []*Session {
 	for id, s := range m.sessions {
 		all = append(all, s)
 		delete(m.sessions, id)
+		m.ending[id] = &closingSession{s: s}
 	}
 	return all
 }
@@ -510,13 +599,13 @@ func (m *Manager) takeAll() []*Session {
 func (m *Manager) Close(ctx context.Context) error {
 	m.pool.close(ctx)
 	all := m.takeAll()
+	m.retryLeft(ctx) // the sandboxes earlier closes left: once more
 	var wg sync.WaitGroup
 	for _, s := range all {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.close(ctx, "gateway shutting down")
-			m.forget(s.id)
+			_ = m.end(ctx, s, "gateway shutting down")
 		}()
 	}
 	done := make(chan struct{})

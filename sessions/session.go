@@ -612,41 +612,76 @@ type ExitError struct{ Reason string }
 func (e *ExitError) Error() string { return "kernel process exited: " + e.Reason }
 
 // close stops the worker, kills the kernel and ends all subscriptions.
-func (s *Session) close(ctx context.Context, reason string) {
+// Every step runs whatever the others did: a step that panics (a bug) is
+// logged and the close goes on, so that what can be freed is freed and
+// the gateway never dies of one session's close. It returns the steps'
+// failures; a failed sandbox close (ErrSandboxLeft) means the kernel may
+// still run: the manager keeps such a session in view and tries again.
+func (s *Session) close(ctx context.Context, reason string) error {
 	s.mu.Lock()
 	if s.closeReason == "" {
 		s.closeReason = reason
 	}
 	s.mu.Unlock()
+	var errs []error
+	step := func(name string, f func() error) {
+		defer func() {
+			if r := recover(); r != nil {
+				s.log.Error().Interface("panic", r).Str("step", name).Msg("session close: a step panicked; the close goes on")
+				err := fmt.Errorf("sessions: close: %s: panic: %v", name, r)
+				if name == "sandbox" { // who knows what is left of it
+					err = fmt.Errorf("%w: %w", ErrSandboxLeft, err)
+				}
+				errs = append(errs, err)
+			}
+		}()
+		if err := f(); err != nil {
+			errs = append(errs, fmt.Errorf("sessions: close: %s: %w", name, err))
+		}
+	}
 	if s.cmds != nil { // its commands first: they end with their exited events
-		s.cmds.close()
+		step("commands", func() error { s.cmds.close(); return nil })
 	}
 	if s.ctxs != nil { // a session's other kernels go first, then its own
-		s.ctxs.closeAll(ctx, reason)
+		step("contexts", func() error { s.ctxs.closeAll(ctx, reason); return nil })
 	}
 	s.cancel()
 	// Kill the kernel first: nothing the code does can then keep the
 	// worker busy while we wait for it.
-	if err := s.sandbox.Close(ctx); err != nil {
-		s.log.Warn().Err(err).Msg("sandbox close failed")
-	}
-	if s.egress != nil { // nothing can use it once the sandbox is gone
-		if err := s.egress.Close(); err != nil {
-			s.log.Warn().Err(err).Msg("egress proxy close failed")
+	step("sandbox", func() error {
+		if err := s.sandbox.Close(ctx); err != nil {
+			s.log.Warn().Err(err).Msg("sandbox close failed")
+			return fmt.Errorf("%w: %w", ErrSandboxLeft, err)
 		}
+		return nil
+	})
+	if s.egress != nil { // nothing can use it once the sandbox is gone
+		step("egress", func() error {
+			if err := s.egress.Close(); err != nil {
+				s.log.Warn().Err(err).Msg("egress proxy close failed")
+			}
+			return nil
+		})
 	}
-	s.work.stop()
-	s.side.close()
+	step("worker", func() error { s.work.stop(); return nil })
+	step("side stream", func() error { s.side.close(); return nil })
 	s.mu.Lock()
 	s.state = StateDead
 	s.mu.Unlock()
 	if s.parent != nil { // the files and the event log are the session's
-		s.hub.publish(Event{Type: EventContext, State: "deleted", Context: s.contextID, Name: s.kernel, Reason: reason})
-		return
+		step("events", func() error {
+			s.hub.publish(Event{Type: EventContext, State: "deleted", Context: s.contextID, Name: s.kernel, Reason: reason})
+			return nil
+		})
+		return errors.Join(errs...)
 	}
-	_ = s.files.Close()
-	s.publish(Event{Type: EventKernel, State: string(StateDead), Reason: reason})
-	s.hub.close()
+	step("files", func() error { _ = s.files.Close(); return nil })
+	step("events", func() error {
+		s.publish(Event{Type: EventKernel, State: string(StateDead), Reason: reason})
+		s.hub.close()
+		return nil
+	})
+	return errors.Join(errs...)
 }
 
 // publish adds ev to the session's event log, marked with the context it

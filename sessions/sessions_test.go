@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -439,4 +440,87 @@ func realDial(ctx context.Context, info kernel.ConnectionInfo, cfg kernel.Config
 		return nil, err
 	}
 	return c, nil
+}
+
+// TestCloseThatLeavesTheSandbox: a close whose sandbox cannot be removed
+// (the engine does not answer; a bug panics) finishes its other steps,
+// says so, and keeps the session listed (dead) and counted against the
+// tenant's cap until the reaper has removed the sandbox; a panic in a
+// close never reaches the caller's goroutine.
+func TestCloseThatLeavesTheSandbox(t *testing.T) {
+	for _, how := range []string{"fails", "panics"} {
+		t.Run(how, func(t *testing.T) {
+			m, rt := fakeManager(t, sessions.Config{MaxSessionsPerTenant: 1, MaxSessions: 4, ReapInterval: 20 * time.Millisecond})
+			s := fakeSession(t, m)
+			if how == "fails" {
+				rt.closeFails.Store(3)
+			} else {
+				rt.closePanics.Store(true)
+			}
+			err := m.Delete(context.Background(), "t", s.ID())
+			if !errors.Is(err, sessions.ErrSandboxLeft) {
+				t.Fatalf("delete whose sandbox stays: %v", err)
+			}
+			if list := m.List("t"); len(list) != 1 || list[0].ID != s.ID() || list[0].State != sessions.StateDead {
+				t.Fatalf("the session whose sandbox is left is not listed dead: %+v", list)
+			}
+			if _, err := m.Create(context.Background(), "t", sessions.CreateOptions{}); !errors.Is(err, sessions.ErrTooManySessions) {
+				t.Fatalf("a left sandbox must count against the tenant's cap: %v", err)
+			}
+			if rt.liveSandboxes() != 1 {
+				t.Fatalf("%d sandboxes live", rt.liveSandboxes())
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			ran := make(chan struct{})
+			go func() { m.Run(ctx); close(ran) }()
+			defer func() { cancel(); <-ran }()
+			testkit.Eventually(t, 10*time.Second, func() bool { return len(m.List("t")) == 0 && rt.liveSandboxes() == 0 },
+				"the reaper to remove the left sandbox and forget the session")
+			if _, err := m.Create(context.Background(), "t", sessions.CreateOptions{}); err != nil {
+				t.Fatalf("create once the sandbox is gone: %v", err)
+			}
+		})
+	}
+}
+
+// TestTerminalsWhileTheLifetimeEnds: on a real sandbox, terminals open
+// and close in a loop while the session's lifetime runs out: the reaper's
+// close meets terminals that are starting (it once panicked on one and
+// took the gateway process down), and every shell ends with the session.
+func TestTerminalsWhileTheLifetimeEnds(t *testing.T) {
+	m := newManager(t, sessions.Config{ReapInterval: 50 * time.Millisecond})
+	s, err := m.Create(context.Background(), "t", sessions.CreateOptions{Lifetime: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	opened := make([]int, 3)
+	for w := range opened {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				term, err := s.Commands().Terminal(context.Background(), 80, 24)
+				if err != nil {
+					if !errors.Is(err, sessions.ErrClosed) && !errors.Is(err, sessions.ErrTooManyCommands) {
+						t.Errorf("terminal: %v", err)
+					}
+					if errors.Is(err, sessions.ErrClosed) {
+						return
+					}
+					continue
+				}
+				opened[w]++
+				term.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	if _, err := m.Get("t", s.ID()); !errors.Is(err, sessions.ErrNotFound) {
+		t.Fatalf("the session outlived its lifetime: %v", err)
+	}
+	if opened[0]+opened[1]+opened[2] == 0 {
+		t.Fatal("no terminal opened before the session ended")
+	}
+	t.Logf("terminals opened before the end: %v", opened)
 }

@@ -112,6 +112,8 @@ func Of(err error) *Error {
 		return New(http.StatusNotImplemented, "no_pause", "this gateway's runtime cannot pause a session")
 	case errors.Is(err, sessions.ErrKernelDead), errors.Is(err, sessions.ErrKernelGone):
 		return New(http.StatusConflict, "kernel_dead", "the kernel is dead; restart the session")
+	case errors.Is(err, sessions.ErrSandboxLeft):
+		return New(http.StatusServiceUnavailable, "sandbox_left", "the session is closed but its sandbox could not be removed yet; the gateway retries, and the session stays listed (dead) until it is gone")
 	case errors.Is(err, sessions.ErrClosed):
 		return New(http.StatusServiceUnavailable, "shutting_down", "the session or gateway is shutting down")
 	case errors.Is(err, sessions.ErrReplyTooLarge):
