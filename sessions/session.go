@@ -286,14 +286,20 @@ func (s *Session) Info() Info {
 	}
 }
 
-// SetLifetime makes the session end d from now (E2B's set_timeout): at
-// most Config.MaxLifetime from now.
+// SetLifetime makes the session end d from now (E2B's set_timeout),
+// shorter or longer, but never past Config.MaxLifetime after its
+// creation: a session cannot be kept alive for ever by extending it.
 func (s *Session) SetLifetime(d time.Duration) error {
 	if d <= 0 || d > s.cfg.MaxLifetime {
 		return invalid("lifetime must be within 0..%v", s.cfg.MaxLifetime)
 	}
+	now := time.Now()
+	if limit := s.created.Add(s.cfg.MaxLifetime); now.Add(d).After(limit) {
+		return invalid("a session ends at the latest %v after its creation (--max-lifetime): this one may live %v more, not %v",
+			s.cfg.MaxLifetime, max(limit.Sub(now), 0).Truncate(time.Second), d)
+	}
 	s.mu.Lock()
-	s.endAt = time.Now().Add(d)
+	s.endAt = now.Add(d)
 	end := s.endAt
 	s.mu.Unlock()
 	s.tellEnd(end)

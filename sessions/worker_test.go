@@ -298,3 +298,25 @@ func (r *startRecorder) Start(ctx context.Context, spec sandbox.Spec) (sandbox.S
 	r.ids = append(r.ids, spec.ID)
 	return r.Runtime.Start(ctx, spec)
 }
+
+// TestLifetimeNeverPastTheMax: PATCH lifetime moves the end either way,
+// but never past MaxLifetime after the creation (it set now + N, so a
+// session extended in a loop lived for ever).
+func TestLifetimeNeverPastTheMax(t *testing.T) {
+	m, _ := fakeManager(t, sessions.Config{MaxLifetime: time.Hour})
+	s, err := m.Create(context.Background(), "t", sessions.CreateOptions{Lifetime: 30 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := s.Info().CreatedAt
+	if err := s.SetLifetime(50 * time.Minute); err != nil {
+		t.Fatalf("an extension within the max: %v", err)
+	}
+	err = s.SetLifetime(time.Hour)
+	if !errors.Is(err, sessions.ErrInvalid) || !strings.Contains(err.Error(), "may live") {
+		t.Fatalf("an extension past the max after creation: %v", err)
+	}
+	if end := s.Info().EndAt; end.After(created.Add(time.Hour)) {
+		t.Fatalf("end %v is past creation + max %v", end, created.Add(time.Hour))
+	}
+}
