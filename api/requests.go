@@ -97,6 +97,10 @@ type RunCommandRequest struct {
 	TimeoutS   *float64          `json:"timeout_s,omitempty"`
 	Background bool              `json:"background,omitempty"`
 	Stdin      string            `json:"stdin,omitempty"`
+	// Login runs the command in a login shell (bash -lc), which reads
+	// /etc/profile and the workspace's ~/.bash_profile or ~/.profile;
+	// by default no start-up file runs.
+	Login bool `json:"login,omitempty"`
 }
 
 // CommandStdinRequest is the body of POST

@@ -33,7 +33,7 @@ func (s *Server) runCommand(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	cr := sessions.CommandRequest{Cmd: req.Cmd, Cwd: req.Cwd, Env: req.Envs, Timeout: timeout, Background: req.Background, Stdin: req.Stdin}
+	cr := sessions.CommandRequest{Cmd: req.Cmd, Cwd: req.Cwd, Env: req.Envs, Timeout: timeout, Background: req.Background, Stdin: req.Stdin, Login: req.Login}
 	if req.Background {
 		// The command outlives the request: only its start is bounded by it.
 		pid, err := sess.Commands().Start(c.Request().Context(), cr)
@@ -146,7 +146,12 @@ func (s *Server) terminal(c echo.Context) error {
 		return err
 	}
 	sctx, cancel := context.WithTimeout(c.Request().Context(), time.Minute)
-	term, err := sess.Commands().Terminal(sctx, cols, rows)
+	login := c.QueryParam("login")
+	if login != "" && login != "0" && login != "1" && login != "true" && login != "false" {
+		cancel()
+		return httperr.New(http.StatusBadRequest, "bad_request", "login must be 0, 1, true or false")
+	}
+	term, err := sess.Commands().Terminal(sctx, cols, rows, login == "1" || login == "true")
 	cancel()
 	if err != nil {
 		return err

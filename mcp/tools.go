@@ -96,7 +96,7 @@ type restartInput struct {
 type noInput struct{}
 
 type commandInput struct {
-	Cmd        string            `json:"cmd" jsonschema:"The shell command, run as bash -lc cmd (pipes, redirections, && and the like work)."`
+	Cmd        string            `json:"cmd" jsonschema:"The shell command, run as bash -c cmd without start-up files (pipes, redirections, && and the like work)."`
 	Cwd        string            `json:"cwd,omitempty" jsonschema:"Working directory, relative to the workspace (/home/user) or absolute under it (default: the workspace)."`
 	Envs       map[string]string `json:"envs,omitempty" jsonschema:"Environment variables for this command only."`
 	TimeoutS   float64           `json:"timeout_s,omitempty" jsonschema:"Seconds the command may run before it is killed (default: the gateway's, usually 60)."`

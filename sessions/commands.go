@@ -54,6 +54,9 @@ type CommandRequest struct {
 	// command's stdin is then closed, a background one's stays open
 	// (Commands.Stdin).
 	Stdin string
+	// Login runs a login shell, which reads the workspace's start-up
+	// files (sandbox.CommandSpec.Login).
+	Login bool
 }
 
 // CommandInfo describes one command of a session.
@@ -209,7 +212,7 @@ func (m *Commands) start(ctx context.Context, req CommandRequest) (*command, err
 	case req.Timeout == 0 && !req.Background:
 		req.Timeout = cfg.ExecTimeout
 	}
-	cr, spec, err := m.runner(sandbox.CommandSpec{Cmd: req.Cmd, Cwd: req.Cwd, Env: req.Env})
+	cr, spec, err := m.runner(sandbox.CommandSpec{Cmd: req.Cmd, Cwd: req.Cwd, Env: req.Env, Login: req.Login})
 	if err != nil {
 		return nil, err
 	}
@@ -531,12 +534,12 @@ type Terminal struct {
 	once    sync.Once
 }
 
-// Terminal starts `bash -l` on a PTY of cols × rows (0: 80 × 24) in the
-// workspace, at most MaxTerminals at once. The caller must read Output
-// until it is closed and Close the terminal; the session's close kills
-// it.
-func (m *Commands) Terminal(ctx context.Context, cols, rows int) (*Terminal, error) {
-	cr, spec, err := m.runner(sandbox.CommandSpec{TTY: true, Cols: cols, Rows: rows})
+// Terminal starts an interactive bash (a login shell, `bash -l`, with
+// login) on a PTY of cols × rows (0: 80 × 24) in the workspace, at most
+// MaxTerminals at once. The caller must read Output until it is closed
+// and Close the terminal; the session's close kills it.
+func (m *Commands) Terminal(ctx context.Context, cols, rows int, login bool) (*Terminal, error) {
+	cr, spec, err := m.runner(sandbox.CommandSpec{TTY: true, Cols: cols, Rows: rows, Login: login})
 	if err != nil {
 		return nil, err
 	}

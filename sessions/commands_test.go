@@ -211,7 +211,7 @@ func TestTerminalStartingWhileTheSessionCloses(t *testing.T) {
 		}
 		started := make(chan result, 1)
 		go func() {
-			term, err := s.Commands().Terminal(context.Background(), 80, 24)
+			term, err := s.Commands().Terminal(context.Background(), 80, 24, false)
 			started <- result{term, err}
 		}()
 		release := <-rt.ttyGate // the terminal holds its place, with no shell yet

@@ -500,7 +500,7 @@ func TestTerminalsWhileTheLifetimeEnds(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for {
-				term, err := s.Commands().Terminal(context.Background(), 80, 24)
+				term, err := s.Commands().Terminal(context.Background(), 80, 24, false)
 				if err != nil {
 					if !errors.Is(err, sessions.ErrClosed) && !errors.Is(err, sessions.ErrTooManyCommands) {
 						t.Errorf("terminal: %v", err)

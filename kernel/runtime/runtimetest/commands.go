@@ -142,6 +142,31 @@ func Commands(t *testing.T, rt Starter, opts CommandsOptions, newID func() strin
 			t.Fatalf("the kernel read %q", out)
 		}
 	})
+	t.Run("no start-up files unless a login shell", func(t *testing.T) {
+		// Code in the sandbox can write the workspace's start-up files; a
+		// command's own env must not reach them, nor a terminal's shell.
+		k.Run(t, `for f in ('.bash_profile', '.profile', '.bashrc', '.bash_login'):
+    open(f, 'w').write('echo "planted ${MINE:-none} ' + f + '" >> /home/user/planted.log\n')`)
+		r := RunCommand(t, k.Sandbox, sandbox.CommandSpec{Cmd: "echo ran", Env: map[string]string{"MINE": "secret"}}, "")
+		if r.Stdout != "ran\n" || r.Exit.Code != 0 {
+			t.Fatalf("got %+v", r)
+		}
+		term := newTerminal(t, StartCommand(t, k.Sandbox, sandbox.CommandSpec{TTY: true}))
+		term.send("echo term-$((40+2))\n")
+		term.expect("term-42", "the terminal's answer")
+		if out, _ := k.Run(t, "import os; print(os.path.exists('planted.log'))"); strings.TrimSpace(out) != "False" {
+			log, _ := k.Run(t, "print(open('planted.log').read())")
+			t.Fatalf("a planted start-up file ran in a command or terminal: %s", log)
+		}
+		// A login shell, asked for, reads them.
+		r = RunCommand(t, k.Sandbox, sandbox.CommandSpec{Cmd: "cat /home/user/planted.log", Env: map[string]string{"MINE": "mine"}, Login: true}, "")
+		if !strings.Contains(r.Stdout, "planted mine .bash_profile") {
+			t.Fatalf("a login shell did not read ~/.bash_profile: %+v", r)
+		}
+		k.Run(t, `import os
+for f in ('.bash_profile', '.profile', '.bashrc', '.bash_login', 'planted.log'):
+    os.remove(f)`)
+	})
 	t.Run("bad spec", func(t *testing.T) {
 		cr := k.Sandbox.(sandbox.CommandRunner)
 		for _, spec := range []sandbox.CommandSpec{

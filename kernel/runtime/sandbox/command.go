@@ -34,9 +34,14 @@ const (
 
 // CommandSpec describes a shell command to run in a running sandbox.
 type CommandSpec struct {
-	// Cmd is run as `bash -lc Cmd`. With TTY, "" is an interactive login
-	// shell (`bash -l`).
+	// Cmd is run as `bash -c Cmd`, without start-up files (code in the
+	// sandbox can write the workspace's ~/.bash_profile, and a command's
+	// own Env must not reach it). With TTY, "" is an interactive shell.
 	Cmd string
+	// Login runs a login shell instead (`bash -lc Cmd`, `bash -l`), which
+	// reads /etc/profile and the workspace's ~/.bash_profile or ~/.profile:
+	// only when the client asks for it.
+	Login bool
 	// Cwd is the command's working directory: WorkDir or a directory
 	// under it (SandboxPath makes it canonical); "" is WorkDir.
 	Cwd string
@@ -91,6 +96,9 @@ func (c CommandSpec) Validate() (CommandSpec, error) {
 // CommandSpec: see launcher.py's run_command.
 func CommandArgv(python string, spec CommandSpec) []string {
 	argv := []string{python, "-I", "-B", "-c", launcherCode(), "--command"}
+	if spec.Login {
+		argv = append(argv, "--login")
+	}
 	if spec.TTY {
 		return append(argv, "tty", strconv.Itoa(spec.Cols), strconv.Itoa(spec.Rows), spec.Cmd)
 	}

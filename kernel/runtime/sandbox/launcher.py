@@ -1479,10 +1479,14 @@ def seed_font_cache(mpldir):
             pass
 
 
-# A command (`--command pipe CMD` or `--command tty COLS ROWS [CMD]`): the
-# launcher starts the egress forwarder as for a kernel, then runs
-# `bash -lc CMD` (or, on a pseudo-terminal it makes, `bash -l`, or
-# `bash -lc CMD`) in a session and process group of its own, with
+# A command (`--command [--login] pipe CMD` or `--command [--login] tty
+# COLS ROWS [CMD]`): the launcher starts the egress forwarder as for a
+# kernel, then runs `bash -c CMD` (or, on a pseudo-terminal it makes, an
+# interactive `bash`, or `bash -c CMD`) without start-up files (the
+# workspace's, which code in the sandbox may have written, would see the
+# command's own environment); with --login, a login shell (`bash -lc CMD`,
+# `bash -l`) that reads them. It runs in a session and process group of
+# its own, with
 # oom_score_adj 1000 (above the kernels' 500: the OOM killer takes a
 # command first), and supervises it. It speaks frames on its stdio,
 # which work alike over bwrap's pipes and a docker exec's stream: one type
@@ -1514,13 +1518,17 @@ def run_command(args):
     import termios
     import time
 
+    login = bool(args) and args[0] == "--login"
+    if login:
+        args = args[1:]
+    bash = ["/bin/bash", "-l"] if login else ["/bin/bash", "--noprofile", "--norc"]
     mode = args[0] if args else ""
     if mode == "pipe" and len(args) == 2:
-        tty, argv = False, ["/bin/bash", "-lc", args[1]]
+        tty, argv = False, bash + ["-c", args[1]]
     elif mode == "tty" and len(args) in (3, 4):
         tty = True
         cols, rows = int(args[1]), int(args[2])
-        argv = ["/bin/bash", "-l"] if len(args) == 3 or args[3] == "" else ["/bin/bash", "-lc", args[3]]
+        argv = bash if len(args) == 3 or args[3] == "" else bash + ["-c", args[3]]
     else:
         sys.exit("glassroom launcher: bad --command arguments")
     start_egress()
