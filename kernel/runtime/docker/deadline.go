@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 )
 
 // initScript is the kernel container's PID 1: tini's work, and the
@@ -39,22 +41,7 @@ const (
 // initEntrypoint is the container's entrypoint: python running init.py
 // on DeadlineFile; the kernel's argv follows.
 func initEntrypoint() []string {
-	return []string{"/usr/bin/python3", "-I", "-S", "-B", "-c", "# glassroom sandbox init\n" + stripComments(initScript), DeadlineFile, "--"}
-}
-
-// stripComments drops init.py's comment lines and blank lines (the
-// command line shows in process listings and container inspection).
-// init.py has no multi-line strings, so this is safe.
-func stripComments(src string) string {
-	var b strings.Builder
-	for _, line := range strings.Split(src, "\n") {
-		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "#") {
-			continue
-		}
-		b.WriteString(line)
-		b.WriteByte('\n')
-	}
-	return b.String()
+	return []string{"/usr/bin/python3", "-I", "-S", "-B", "-c", sandbox.WithoutComments("# glassroom sandbox init\n", initScript), DeadlineFile, "--"}
 }
 
 // deadline is one sandbox's deadline file, as this gateway keeps it: while

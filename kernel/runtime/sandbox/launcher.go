@@ -106,24 +106,24 @@ func KernelArgv(python, kernel, connFile string) []string {
 // (the command line shows in process listings and container inspection).
 // The launcher has no multi-line strings, so this is safe.
 func launcherCode() string {
-	return withoutComments("# glassroom kernel launcher\n", launcher)
+	return WithoutComments("# glassroom kernel launcher\n", launcher)
 }
 
 // bashKernelCode is bashkernel.py stripped like launcherCode; it has no
 // multi-line strings either.
 func bashKernelCode() string {
-	return withoutComments("# glassroom bash kernel\n", bashKernel)
+	return WithoutComments("# glassroom bash kernel\n", bashKernel)
 }
 
 // richOutputCode is richoutput.py stripped like launcherCode; it has no
 // multi-line strings either.
 func richOutputCode() string {
-	return withoutComments("# glassroom rich output\n", richOutput)
+	return WithoutComments("# glassroom rich output\n", richOutput)
 }
 
-// withoutComments returns header followed by src less its comment lines
+// WithoutComments returns header followed by src less its comment lines
 // and blank lines.
-func withoutComments(header, src string) string {
+func WithoutComments(header, src string) string {
 	var b strings.Builder
 	b.WriteString(header)
 	for _, line := range strings.Split(src, "\n") {

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bufio"
 	"errors"
 	"os"
 	"os/exec"
@@ -12,31 +11,6 @@ import (
 	"testing"
 	"time"
 )
-
-// holdFile has another process (util-linux flock) hold an exclusive
-// flock on path (created if missing) until the returned function ends it.
-func holdFile(t *testing.T, path string) (pid int, end func()) {
-	t.Helper()
-	cmd := exec.Command("flock", "--exclusive", "--nonblock", path, "sh", "-c", "echo locked && exec cat")
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("flock: %v", err)
-	}
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "locked\n" {
-		t.Fatalf("flock did not take the lock: %q %v", line, err)
-	}
-	done := false
-	end = func() {
-		if !done {
-			done = true
-			stdin.Close()
-			cmd.Wait()
-		}
-	}
-	t.Cleanup(end)
-	return cmd.Process.Pid, end
-}
 
 // claimFiles lists the claim files in dir.
 func claimFiles(t *testing.T, dir string) []string {
@@ -122,7 +96,7 @@ func TestUIDClaimRefusesAnOverlap(t *testing.T) {
 func TestUIDClaimOfADeadGatewayIsTakenOver(t *testing.T) {
 	dir := t.TempDir()
 	held := filepath.Join(dir, "uids-300000-1024-123")
-	pid, end := holdFile(t, held)
+	pid, end := holdLock(t, held)
 	var inUse *UIDRangeInUseError
 	if _, err := ClaimUIDRange(dir, 300000, 1024, ""); !errors.As(err, &inUse) || inUse.PID != pid || inUse.OtherBase != 300000 {
 		t.Fatalf("claim over a live process's (pid %d): %v", pid, err)
@@ -238,7 +212,7 @@ func TestUIDClaimsRace(t *testing.T) {
 // the claim directory's lock (only while it claims), then claims.
 func TestUIDClaimWaitsForTheDirectory(t *testing.T) {
 	dir := t.TempDir()
-	_, end := holdFile(t, dir)
+	_, end := holdLock(t, dir)
 	done := make(chan error, 1)
 	go func() {
 		c, err := ClaimUIDRange(dir, 7000, 10, "")
