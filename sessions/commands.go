@@ -35,6 +35,9 @@ var (
 	ErrTooManyCommands = errors.New("sessions: too many commands running in this session")
 	// ErrCommandEnded: stdin for a command that has ended.
 	ErrCommandEnded = errors.New("sessions: the command has ended")
+	// ErrStdinBusy: a write to the command's stdin is still waiting for
+	// the command to read; one at a time may wait.
+	ErrStdinBusy = errors.New("sessions: a write to this command's stdin is still waiting for the command to read")
 	// ErrNoCommands: the session's runtime cannot run commands.
 	ErrNoCommands = sandbox.ErrNoCommands
 )
@@ -127,6 +130,10 @@ type command struct {
 	duration                  time.Duration
 	timedOut                  bool
 	stdinDone                 chan struct{} // closed once the initial stdin is written (or failed)
+	// stdinSlot is held by the one stdin write that may wait for the
+	// command to read (Stdin): a command that reads nothing holds one
+	// goroutine and one request's data, however many requests come.
+	stdinSlot chan struct{}
 }
 
 // Commands returns the session's commands (a context's are its
@@ -242,8 +249,11 @@ func (m *Commands) start(ctx context.Context, req CommandRequest) (*command, err
 		return nil, err
 	}
 	ok = true
-	cmd := &command{req: req, cwd: spec.Cwd, started: time.Now(), c: c, done: make(chan struct{}), running: true,
-		stdinDone: make(chan struct{})}
+	// A kept command keeps what List and Get show and follow needs: not
+	// its stdin or env (megabytes each), which only the start uses.
+	kept := CommandRequest{Cmd: req.Cmd, Timeout: req.Timeout, Background: req.Background, Login: req.Login}
+	cmd := &command{req: kept, cwd: spec.Cwd, started: time.Now(), c: c, done: make(chan struct{}), running: true,
+		stdinDone: make(chan struct{}), stdinSlot: make(chan struct{}, 1)}
 	m.mu.Lock()
 	m.next++
 	cmd.pid = m.next
@@ -462,13 +472,42 @@ func (m *Commands) Stdin(ctx context.Context, pid int, data string, eof bool) er
 		return fmt.Errorf("sessions: command stdin: %w", ctx.Err())
 	}
 	m.s.Touch()
+	select {
+	case cmd.stdinSlot <- struct{}{}:
+	default:
+		return ErrStdinBusy
+	}
+	// The write waits for the command to read (the pipe and the
+	// launcher's buffer are full while it does not), in a goroutine of
+	// m's that holds the slot: the request returns at its context's end,
+	// and the write ends when the command reads or ends (close kills it
+	// first, then waits).
+	written := make(chan error, 1)
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer func() { <-cmd.stdinSlot }()
+		written <- writeStdin(cmd.c, data, eof)
+	}()
+	select {
+	case err := <-written:
+		return err
+	case <-cmd.done:
+		return ErrCommandEnded
+	case <-ctx.Done():
+		return fmt.Errorf("sessions: command stdin: the command has not read it yet (the write goes on; the next waits): %w", ctx.Err())
+	}
+}
+
+// writeStdin writes data to c's stdin, then closes it if eof.
+func writeStdin(c sandbox.Command, data string, eof bool) error {
 	if data != "" {
-		if err := cmd.c.Write([]byte(data)); err != nil {
+		if err := c.Write([]byte(data)); err != nil {
 			return fmt.Errorf("%w: %w", ErrCommandEnded, err)
 		}
 	}
 	if eof {
-		if err := cmd.c.CloseStdin(); err != nil {
+		if err := c.CloseStdin(); err != nil {
 			return fmt.Errorf("%w: %w", ErrCommandEnded, err)
 		}
 	}

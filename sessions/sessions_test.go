@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -523,4 +524,42 @@ func TestTerminalsWhileTheLifetimeEnds(t *testing.T) {
 		t.Fatal("no terminal opened before the session ended")
 	}
 	t.Logf("terminals opened before the end: %v", opened)
+}
+
+// TestStdinToACommandThatDoesNotRead: a write to the stdin of a command
+// that reads nothing waits past the pipe's and the launcher's buffers; it
+// must honour its request's context, and one at a time may wait: the
+// others are refused at once, so abandoned requests hold no goroutine,
+// descriptor or buffer each (200 of them held 200 goroutines, and 100 of
+// 1.9 MiB held 260 MiB). The waiting write ends with the command.
+func TestStdinToACommandThatDoesNotRead(t *testing.T) {
+	m := newManager(t, sessions.Config{})
+	s := create(t, m, "t")
+	cmds := s.Commands()
+	pid, err := cmds.Start(context.Background(), sessions.CommandRequest{Cmd: "exec sleep 1000", Background: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := strings.Repeat("x", 2<<20) // past the pipe's and the launcher's 1 MiB
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	err = cmds.Stdin(ctx, pid, data, false)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a write the command does not read must end with its context: %v", err)
+	}
+	before := runtime.NumGoroutine()
+	for range 100 {
+		if err := cmds.Stdin(context.Background(), pid, data, false); !errors.Is(err, sessions.ErrStdinBusy) {
+			t.Fatalf("a second write while one waits: %v", err)
+		}
+	}
+	if after := runtime.NumGoroutine(); after > before+5 {
+		t.Fatalf("refused writes left goroutines behind: %d before, %d after", before, after)
+	}
+	if err := cmds.Kill(pid); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		return errors.Is(cmds.Stdin(context.Background(), pid, "x", false), sessions.ErrCommandEnded)
+	}, "the killed command's stdin to say it ended")
 }

@@ -84,6 +84,8 @@ func Of(err error) *Error {
 		return New(http.StatusNotFound, "command_not_found", "command not found in this session")
 	case errors.Is(err, sessions.ErrTooManyCommands):
 		return New(http.StatusTooManyRequests, "too_many_commands", "%s", err.Error())
+	case errors.Is(err, sessions.ErrStdinBusy):
+		return New(http.StatusConflict, "stdin_busy", "a write to this command's stdin is still waiting for the command to read it; retry once it has")
 	case errors.Is(err, sessions.ErrCommandEnded):
 		return New(http.StatusConflict, "command_ended", "the command has ended")
 	case errors.Is(err, sessions.ErrNoCommands):
