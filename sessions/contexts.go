@@ -316,7 +316,9 @@ func (c *Contexts) start(ctx context.Context, kernel, cwd string, asDefault bool
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		child.close(context.WithoutCancel(ctx), "session closed")
+		if err := child.close(context.WithoutCancel(ctx), "session closed"); err != nil {
+			child.log.Warn().Err(err).Msg("context close failed")
+		}
 		return ContextInfo{}, ErrClosed
 	}
 	c.byID[id] = &contextEntry{s: child}
@@ -349,7 +351,11 @@ func (c *Contexts) Delete(ctx context.Context, id string) error {
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrContextNotFound, id)
 	}
-	e.s.close(ctx, "context deleted")
+	// A context's kernel runs in its session's sandbox: whatever its
+	// close leaves goes with the session's.
+	if err := e.s.close(ctx, "context deleted"); err != nil {
+		e.s.log.Warn().Err(err).Msg("context close failed")
+	}
 	return nil
 }
 
@@ -424,7 +430,9 @@ func (c *Contexts) closeAll(ctx context.Context, reason string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e.s.close(ctx, reason)
+			if err := e.s.close(ctx, reason); err != nil {
+				e.s.log.Warn().Err(err).Msg("context close failed")
+			}
 		}()
 	}
 	wg.Wait()

@@ -85,7 +85,7 @@ func runSandboxes(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("sandboxes: %w", err)
 	}
-	defer h.Close()
+	defer func() { _ = h.Close() }()
 	var removed []docker.HostSandbox
 	var rerr error
 	if o.remove {

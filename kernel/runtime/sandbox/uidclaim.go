@@ -168,8 +168,10 @@ func (c *UIDClaim) hold(stateDir string) error {
 	return c.f.Chmod(0o644)
 }
 
-// Base and Size return the claimed range, [Base, Base+Size).
+// Base returns the first uid of the claimed range, [Base, Base+Size).
 func (c *UIDClaim) Base() int { return c.base }
+
+// Size returns how many uids the claimed range holds.
 func (c *UIDClaim) Size() int { return c.size }
 
 // Release gives the range up: its file is removed and its lock released.
