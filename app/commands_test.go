@@ -11,6 +11,9 @@ import (
 
 	"github.com/glassroom/glassroom/api"
 	"github.com/glassroom/glassroom/app/apptest"
+	"github.com/glassroom/glassroom/gateway"
+	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/testkit"
 	"github.com/gorilla/websocket"
 )
 
@@ -273,4 +276,51 @@ func (w *wsTerminal) exit() int {
 			return *ctl.ExitCode
 		}
 	}
+}
+
+// TestTerminalWhoseClientLeft: clients that paste more than a shell reads
+// (it runs sleep) and then vanish must not keep their terminals: the
+// reader stayed blocked in the shell's input, its handler never closed
+// the terminal, the session's terminal slots stayed taken (the fifth
+// open got 429 for ever) and a graceful shutdown never finished. Here
+// every slot is taken that way, the clients drop their connections, and
+// a new terminal must open once the gateway has seen them go.
+func TestTerminalWhoseClientLeft(t *testing.T) {
+	g := apptest.Start(t, apptest.Local(t), apptest.Options{Gateway: gateway.Config{WSPingInterval: 500 * time.Millisecond}})
+	var s api.Session
+	if st := g.Call(t, bearer, "POST", "/v1/sessions", api.CreateSessionRequest{}, &s); st != http.StatusCreated {
+		t.Fatalf("create: %d", st)
+	}
+	u := "ws" + strings.TrimPrefix(g.URL, "http") + "/v1/sessions/" + s.ID + "/terminal?token=" + url.QueryEscape(apptest.KeyA)
+	chunk := make([]byte, 60<<10)
+	for i := range chunk {
+		chunk[i] = 'a' + byte(i%26)
+	}
+	for i := range sessions.MaxTerminals {
+		conn, _, err := websocket.DefaultDialer.Dial(u, nil)
+		if err != nil {
+			t.Fatalf("terminal %d: %v", i, err)
+		}
+		term := &wsTerminal{t: t, conn: conn}
+		term.send("stty -icanon; sh -c 'echo rea\"\"dy; exec sleep 1000'\n")
+		term.expect("ready", "the output before sleep")
+		// Input until the gateway stops taking it (the shell reads none):
+		// past the pseudo-terminal's, the launcher's and the sockets'
+		// buffers.
+		for sent := 0; sent < 8<<20; sent += len(chunk) {
+			_ = conn.SetWriteDeadline(time.Now().Add(2 * time.Second))
+			if conn.WriteMessage(websocket.BinaryMessage, chunk) != nil {
+				break
+			}
+		}
+		conn.UnderlyingConn().Close() // gone, without a close frame
+	}
+	testkit.Eventually(t, 2*time.Minute, func() bool {
+		conn, _, err := websocket.DefaultDialer.Dial(u, nil)
+		if err != nil {
+			return false
+		}
+		conn.Close()
+		return true
+	}, "a terminal to open once the clients that left have lost theirs")
 }

@@ -112,6 +112,11 @@ func (s *Server) killCommand(c echo.Context) error {
 // Bounds of the terminal WebSocket.
 const (
 	terminalFrameBytes = 64 << 10 // largest frame a client may send
+	// terminalInputWait bounds how long input may wait for a shell that
+	// reads none (past the pseudo-terminal's and the launcher's 1 MiB):
+	// then the terminal is closed, so that a client that pasted into a
+	// shell that never reads, or left meanwhile, holds nothing.
+	terminalInputWait = time.Minute
 )
 
 // terminal serves GET /v1/sessions/{id}/terminal?cols=&rows=: `bash -l`
@@ -173,6 +178,7 @@ func (s *Server) terminal(c echo.Context) error {
 	g.Go(func() (err error) {
 		defer s.conns.Recover(&err)
 		defer conn.Close() // unblocks the reader
+		defer term.Close() // the client is gone: the shell ends, and input waiting for it
 		return s.writeTerminal(gctx, conn, term)
 	})
 	_ = g.Wait()
@@ -188,7 +194,10 @@ func readTerminal(ctx context.Context, frames *wsconn.Reader, term *sessions.Ter
 			return err
 		}
 		if kind == websocket.BinaryMessage {
-			if err := term.Write(data); err != nil {
+			wctx, cancel := context.WithTimeout(ctx, terminalInputWait)
+			err := term.Write(wctx, data)
+			cancel()
+			if err != nil {
 				return err
 			}
 			continue

@@ -571,6 +571,9 @@ type Terminal struct {
 	c       sandbox.Command
 	release func()
 	once    sync.Once
+	// writing is held by the one input write in flight (Write): a shell
+	// that reads nothing keeps one goroutine and one frame waiting.
+	writing chan struct{}
 }
 
 // Terminal starts an interactive bash (a login shell, `bash -l`, with
@@ -591,7 +594,7 @@ func (m *Commands) Terminal(ctx context.Context, cols, rows int, login bool) (*T
 		m.mu.Unlock()
 		return nil, fmt.Errorf("%w (at most %d terminals)", ErrTooManyCommands, MaxTerminals)
 	}
-	t := &Terminal{m: m}
+	t := &Terminal{m: m, writing: make(chan struct{}, 1)}
 	m.terminals[t] = struct{}{} // holds the place while it starts
 	m.mu.Unlock()
 	forget := func() {
@@ -618,10 +621,32 @@ func (m *Commands) Terminal(ctx context.Context, cols, rows int, login bool) (*T
 // ended (Exit is known then).
 func (t *Terminal) Output() <-chan sandbox.CommandOutput { return t.c.Output() }
 
-// Write sends input (keys) to the terminal.
-func (t *Terminal) Write(p []byte) error {
+// Write sends input (keys) to the terminal, in order. The shell takes it
+// through its pseudo-terminal and the launcher's buffer (1 MiB); past
+// that the write waits for the shell to read, in a goroutine of the
+// session's commands, and Write returns at ctx's end: the caller (a
+// client that left, a paste the shell never reads) then closes the
+// terminal, which ends the write. One goroutine at a time may call it.
+func (t *Terminal) Write(ctx context.Context, p []byte) error {
 	t.m.s.Touch()
-	return t.c.Write(p)
+	select {
+	case t.writing <- struct{}{}: // the previous write is done
+	case <-ctx.Done():
+		return fmt.Errorf("sessions: terminal input: the shell is not reading: %w", ctx.Err())
+	}
+	written := make(chan error, 1)
+	t.m.wg.Add(1)
+	go func() { // owned by t.m: a session's close kills the shell first, then waits
+		defer t.m.wg.Done()
+		defer func() { <-t.writing }()
+		written <- t.c.Write(p)
+	}()
+	select {
+	case err := <-written:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("sessions: terminal input: the shell is not reading: %w", ctx.Err())
+	}
 }
 
 // Resize changes the terminal's size.
