@@ -15,6 +15,7 @@ import (
 	"github.com/glassroom/glassroom/kernel/runtime/docker"
 	"github.com/glassroom/glassroom/kernel/runtime/runtimetest"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
+	"github.com/glassroom/glassroom/testkit"
 )
 
 // dockerClient is a client of the tests' engine, closed with the test.
@@ -79,7 +80,7 @@ func TestDetachedSandboxEndsItself(t *testing.T) {
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := newRuntime(t, docker.Config{OrphanGrace: tc.grace, Common: sandbox.Common{UIDBase: 359000 + 10*i, MaxSandboxes: 8}})
+			r := newRuntime(t, docker.Config{OrphanGrace: tc.grace, Common: sandbox.Common{MaxSandboxes: 8}})
 			id := "deadline-" + strconv.Itoa(i) + "-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
 			k := runtimetest.Start(t, r, sandbox.Spec{ID: id})
 			name := r.ContainerName(id)
@@ -146,8 +147,9 @@ print(" ".join(tries), open("/proc/1/status").read().split("State:")[1].split()[
 func TestHeldSandboxOutlivesTheGrace(t *testing.T) {
 	cli := dockerClient(t)
 	const grace = 3 * time.Second
-	cfg := docker.Config{OrphanGrace: grace, Instance: "held-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 36), Common: sandbox.Common{UIDBase: 359500, MaxSandboxes: 8}}
+	cfg := docker.Config{OrphanGrace: grace, Instance: "held-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 36), Common: sandbox.Common{MaxSandboxes: 8}}
 	cfg.StateDir = t.TempDir()
+	cfg.UIDBase = testkit.UIDBase(t) // the successor adopts on the same uids
 	os.Chmod(cfg.StateDir, 0o711)
 	run := func(r *docker.Runtime) (stop func()) {
 		ctx, cancel := context.WithCancel(context.Background())

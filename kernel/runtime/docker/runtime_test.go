@@ -381,7 +381,9 @@ func TestCloseWithCancelledContextStillRemoves(t *testing.T) {
 func TestCapabilities(t *testing.T) {
 	state := t.TempDir()
 	os.Chmod(state, 0o711)
-	cfg := docker.Config{Instance: "capability-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), Common: sandbox.Common{StateDir: state}}
+	// The successor adopts on the same uids (a sandbox is adopted only on
+	// the uids it started on).
+	cfg := docker.Config{Instance: "capability-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), Common: sandbox.Common{StateDir: state, UIDBase: testkit.UIDBase(t)}}
 	first := newRuntime(t, cfg)
 	n := 0
 	runtimetest.Capabilities(t, first, runtimetest.CapabilityOptions{
