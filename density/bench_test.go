@@ -104,6 +104,9 @@ func BenchmarkTimeoutUnderLoad(b *testing.B) {
 				}
 				waited[j] = time.Duration(x.DurationMS)*time.Millisecond - timeout
 				kept[j] = !x.StateLost
+				if x.StateLost {
+					b.Logf("session %d lost its variables: %s", j, x.Reason)
+				}
 			}()
 		}
 		wg.Wait()

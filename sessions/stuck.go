@@ -11,7 +11,8 @@ import (
 // A timed-out execution is interrupted. A kernel that has not obeyed by
 // the end of the grace is restarted only when it is stuck: it made no
 // progress over the grace. A kernel that is merely slow because the
-// machine is busy (it used CPU time, or its code sent output) is
+// machine is busy (it used CPU time, its code sent output, or its threads
+// are waiting for a CPU) is
 // interrupted again and given another grace, up to InterruptMaxWait after
 // the first interrupt; restarting it would cost the user every variable
 // for nothing.
@@ -24,11 +25,12 @@ type publishedCounter interface{ Published() int64 }
 // the CPU time of its sandbox (sandbox.UsageReader) and the output
 // messages its connection received. Used by the worker's goroutine only.
 type progressProbe struct {
-	conn  publishedCounter    // nil when the connection does not count
-	usage sandbox.UsageReader // nil when the runtime does not report use
-	msgs  int64
-	cpu   uint64
-	at    time.Time
+	conn     publishedCounter    // nil when the connection does not count
+	usage    sandbox.UsageReader // nil when the runtime does not report use
+	msgs     int64
+	cpu      uint64
+	runnable int // threads running or waiting for a CPU at the last reading
+	at       time.Time
 }
 
 // minProgressCPU is the CPU time a kernel must use over a grace of d to
@@ -66,6 +68,7 @@ func (p *progressProbe) read(ctx context.Context) (msgs int64, cpu uint64) {
 			p.usage = nil
 		} else {
 			cpu = u.CPUNanos
+			p.runnable = u.Runnable
 		}
 	}
 	p.msgs, p.cpu, p.at = msgs, cpu, time.Now()
@@ -86,6 +89,10 @@ func (p *progressProbe) advanced(ctx context.Context) (bool, string) {
 		return true, fmt.Sprintf("it sent %d messages", msgs-msgs0)
 	case hadUsage && p.usage != nil && cpu >= cpu0 && time.Duration(cpu-cpu0) >= minProgressCPU(window):
 		return true, fmt.Sprintf("it used %v of CPU time in %v", time.Duration(cpu-cpu0).Round(time.Millisecond), window.Round(100*time.Millisecond))
+	case p.usage != nil && p.runnable > 0:
+		// Starved: it computes, waiting its turn for a core (a hundred
+		// runnable processes on two cores give it a few ms a second).
+		return true, fmt.Sprintf("%d of its threads are waiting for a CPU", p.runnable)
 	case !hadUsage && p.conn == nil:
 		return true, "its progress cannot be read"
 	}

@@ -15,6 +15,10 @@ type Usage struct {
 	CPUNanos uint64 // CPU time of the sandbox's processes since it started (cumulative)
 	MemUsed  int64  // bytes of memory in use (page cache that can be dropped not counted)
 	MemLimit int64  // bytes the sandbox may use (its cgroup's limit; 0: unknown)
+	// Runnable is how many of the sandbox's threads are running or
+	// waiting for a CPU now (state R): a kernel that computes on a busy
+	// machine is runnable however little CPU it gets; a stuck one sleeps.
+	Runnable int
 }
 
 // UsageReader is a sandbox that reports its resource use (Base does, when
@@ -101,6 +105,7 @@ func CgroupV2Usage(dir string) (Usage, error) {
 	if usec, ok := readKeyed(filepath.Join(dir, "cpu.stat"))["usage_usec"]; ok {
 		u.CPUNanos = uint64(usec) * 1000
 	}
+	u.Runnable = runnableThreads(filepath.Join(dir, "cgroup.threads"))
 	return u, nil
 }
 
@@ -117,6 +122,7 @@ func CgroupV1Usage(memDir, cpuacctDir string) (Usage, error) {
 	if lim, err := readInt(filepath.Join(memDir, "memory.limit_in_bytes")); err == nil && lim < 1<<60 {
 		u.MemLimit = lim
 	}
+	u.Runnable = runnableThreads(filepath.Join(memDir, "tasks"))
 	if cpuacctDir != "" {
 		if ns, err := readInt(filepath.Join(cpuacctDir, "cpuacct.usage")); err == nil {
 			u.CPUNanos = uint64(ns)
@@ -125,6 +131,26 @@ func CgroupV1Usage(memDir, cpuacctDir string) (Usage, error) {
 	}
 	u.CPUNanos = procsCPU(filepath.Join(memDir, "cgroup.procs"))
 	return u, nil
+}
+
+// runnableThreads counts the threads listed in a cgroup's tasks (v1) or
+// cgroup.threads (v2) file whose state is R (running, or runnable).
+func runnableThreads(tasks string) int {
+	b, err := os.ReadFile(tasks)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, tid := range strings.Fields(string(b)) {
+		st, err := os.ReadFile("/proc/" + tid + "/stat")
+		if err != nil {
+			continue
+		}
+		if i := strings.LastIndexByte(string(st), ')'); i >= 0 && i+2 < len(st) && st[i+2] == 'R' {
+			n++
+		}
+	}
+	return n
 }
 
 // clockTick is USER_HZ, the unit of /proc/<pid>/stat's times (100 on
