@@ -478,24 +478,41 @@ func (m *Commands) Stdin(ctx context.Context, pid int, data string, eof bool) er
 		return ErrStdinBusy
 	}
 	// The write waits for the command to read (the pipe and the
-	// launcher's buffer are full while it does not), in a goroutine of
-	// m's that holds the slot: the request returns at its context's end,
-	// and the write ends when the command reads or ends (close kills it
-	// first, then waits).
-	written := make(chan error, 1)
+	// launcher's buffer are full while it does not); the request returns
+	// at its context's end.
+	err = m.inFlight(ctx, cmd.stdinSlot, cmd.done, func() error { return writeStdin(cmd.c, data, eof) })
+	switch {
+	case errors.Is(err, errEnded):
+		return ErrCommandEnded
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return fmt.Errorf("sessions: command stdin: the command has not read it yet (the write goes on; the next waits): %w", err)
+	}
+	return err
+}
+
+// errEnded is inFlight's error when ended closed first.
+var errEnded = errors.New("sessions: ended")
+
+// inFlight runs write, which may block until a process reads, in a
+// goroutine of m's that holds slot (taken by the caller, given back when
+// write returns): a session's close kills the process first, which ends
+// write, then waits for it. It returns write's error, errEnded once ended
+// is closed (nil: never), or ctx's error; write goes on after a return.
+func (m *Commands) inFlight(ctx context.Context, slot chan struct{}, ended <-chan struct{}, write func() error) error {
+	done := make(chan error, 1)
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		defer func() { <-cmd.stdinSlot }()
-		written <- writeStdin(cmd.c, data, eof)
+		defer func() { <-slot }()
+		done <- write()
 	}()
 	select {
-	case err := <-written:
+	case err := <-done:
 		return err
-	case <-cmd.done:
-		return ErrCommandEnded
+	case <-ended:
+		return errEnded
 	case <-ctx.Done():
-		return fmt.Errorf("sessions: command stdin: the command has not read it yet (the write goes on; the next waits): %w", ctx.Err())
+		return ctx.Err()
 	}
 }
 
@@ -634,19 +651,13 @@ func (t *Terminal) Write(ctx context.Context, p []byte) error {
 	case <-ctx.Done():
 		return fmt.Errorf("sessions: terminal input: the shell is not reading: %w", ctx.Err())
 	}
-	written := make(chan error, 1)
-	t.m.wg.Add(1)
-	go func() { // owned by t.m: a session's close kills the shell first, then waits
-		defer t.m.wg.Done()
-		defer func() { <-t.writing }()
-		written <- t.c.Write(p)
-	}()
-	select {
-	case err := <-written:
+	if err := t.m.inFlight(ctx, t.writing, nil, func() error { return t.c.Write(p) }); err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return fmt.Errorf("sessions: terminal input: the shell is not reading: %w", err)
+		}
 		return err
-	case <-ctx.Done():
-		return fmt.Errorf("sessions: terminal input: the shell is not reading: %w", ctx.Err())
 	}
+	return nil
 }
 
 // Resize changes the terminal's size.
