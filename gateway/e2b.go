@@ -10,6 +10,7 @@ import (
 
 	"github.com/glassroom/glassroom/api"
 	"github.com/glassroom/glassroom/gateway/internal/httperr"
+	"github.com/glassroom/glassroom/gateway/internal/tenant"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/glassroom/glassroom/workspace"
 	"github.com/gorilla/websocket"
@@ -153,11 +154,15 @@ func (s *Server) moveFile(c echo.Context) error {
 
 // Bounds of the files-watch sockets.
 const (
-	maxWatchDirs     = 256  // directories one recursive watch follows
-	watchBuffer      = 1024 // events waiting for a slow client before overflow
-	maxWatchesPerGW  = 32   // sockets open at once, gateway-wide (each holds an inotify instance)
-	watchWriteWait   = 10 * time.Second
-	watchFrameMaxLen = 4096
+	maxWatchDirs    = 256  // directories one recursive watch follows
+	watchBuffer     = 1024 // events waiting for a slow client before overflow
+	maxWatchesPerGW = 32   // sockets open at once, gateway-wide (each holds an inotify instance)
+	// Of those, one tenant's sessions hold at most a quarter and one
+	// session an eighth (watchShares), so one tenant cannot take them all.
+	maxWatchesPerTenant  = maxWatchesPerGW / 4
+	maxWatchesPerSession = maxWatchesPerGW / 8
+	watchWriteWait       = 10 * time.Second
+	watchFrameMaxLen     = 4096
 )
 
 // watchFiles serves the files-watch WebSocket: each change under the
@@ -179,12 +184,11 @@ func (s *Server) watchFiles(c echo.Context) error {
 	if !ok {
 		return httperr.New(http.StatusNotImplemented, "no_watch", "this gateway's runtime cannot watch files (the workspace is not on the gateway's host)")
 	}
-	select {
-	case s.watches <- struct{}{}:
-		defer func() { <-s.watches }()
-	default:
-		return httperr.New(http.StatusTooManyRequests, "too_many_watches", "%d file watches are open on this gateway", maxWatchesPerGW)
+	release, err := s.watches.acquire(tenant.Of(c), sess.ID())
+	if err != nil {
+		return err
 	}
+	defer release()
 	if st, err := root.Stat(c.QueryParam("path")); err != nil {
 		return err
 	} else if st.Type != "dir" {

@@ -36,8 +36,8 @@ type Server struct {
 	// upgrader upgrades the terminal WebSocket (the same origin rules as
 	// the others).
 	upgrader websocket.Upgrader
-	watches  chan struct{} // a token per open files-watch socket (maxWatchesPerGW)
-	fwd      *forwarder    // to the replica serving a session
+	watches  *watchShares // the open files-watch sockets: maxWatchesPerGW, shared out per tenant and session
+	fwd      *forwarder   // to the replica serving a session
 }
 
 // New builds the server. assets is the UI's static files (may be nil).
@@ -57,7 +57,7 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 	s := &Server{cfg: cfg, mgr: mgr, log: log, keys: tenant.NewKeys(cfg.APIKeys), conns: wsconn.NewGroup(log, wsconn.LargeFrames{Budget: cfg.WSLargeFrameBudget}), fwd: newForwarder(cfg.Instance)}
 	upgrader := wsconn.NewUpgrader(cfg.AllowedOrigins)
 	s.upgrader = upgrader
-	s.watches = make(chan struct{}, maxWatchesPerGW)
+	s.watches = newWatchShares(maxWatchesPerGW, maxWatchesPerTenant, maxWatchesPerSession)
 	jup, err := jupyter.New(jupyter.Config{MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.WSPingInterval}, mgr, s.keys, s.conns, upgrader, log)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
