@@ -324,3 +324,44 @@ func TestTerminalWhoseClientLeft(t *testing.T) {
 		return true
 	}, "a terminal to open once the clients that left have lost theirs")
 }
+
+// TestKeptOutputLeavesOthersTheirs: one tenant whose commands keep more
+// output than the gateway's memory budget holds neither starves another
+// tenant's execution (whose output comes back whole) nor holds more than
+// its kept share; its oldest outputs are evicted and read truncated.
+func TestKeptOutputLeavesOthersTheirs(t *testing.T) {
+	const budget = 16 << 20
+	g := apptest.Start(t, apptest.Local(t), apptest.Options{Sessions: sessions.Config{
+		MemoryBudget: budget, MaxSessions: 2, MaxSessionsPerTenant: 1, BacklogBytes: 1 << 20}})
+	var a, b api.Session
+	if st := g.Call(t, bearer, "POST", "/v1/sessions", api.CreateSessionRequest{}, &a); st != http.StatusCreated {
+		t.Fatalf("create a: %d", st)
+	}
+	bearerB := "Bearer " + apptest.KeyB
+	if st := g.Call(t, bearerB, "POST", "/v1/sessions", api.CreateSessionRequest{}, &b); st != http.StatusCreated {
+		t.Fatalf("create b: %d", st)
+	}
+	var pids []int
+	for range 20 { // 20 MB kept, more than the whole budget
+		var c api.Command
+		if st := g.Call(t, bearer, "POST", "/v1/sessions/"+a.ID+"/commands", api.RunCommandRequest{Cmd: "head -c 1000000 /dev/zero | tr '\\0' a"}, &c); st != http.StatusOK || len(c.Stdout) != 1000000 {
+			t.Fatalf("a command: %d, %d bytes, truncated %v", st, len(c.Stdout), c.Truncated)
+		}
+		pids = append(pids, c.PID)
+	}
+	share := int64(budget) / 2 / 4 // the tenant's share, of which kept output takes a quarter
+	if kept := g.Manager.Budget().Kept(); kept > share {
+		t.Fatalf("tenant a keeps %d bytes of command output; its share is %d", kept, share)
+	}
+	var e api.Execution
+	if st := g.Call(t, bearerB, "POST", "/v1/sessions/"+b.ID+"/execute", api.ExecuteRequest{Code: api.Ptr("print('hello')")}, &e); st != http.StatusOK || e.Stdout != "hello\n" || e.Truncated {
+		t.Fatalf("another tenant's execution: %d, stdout %q, truncated %v", st, e.Stdout, e.Truncated)
+	}
+	var first, last api.Command
+	g.Call(t, bearer, "GET", "/v1/sessions/"+a.ID+"/commands/"+strconv.Itoa(pids[0]), nil, &first)
+	g.Call(t, bearer, "GET", "/v1/sessions/"+a.ID+"/commands/"+strconv.Itoa(pids[len(pids)-1]), nil, &last)
+	if first.Stdout != "" || !first.Truncated || len(last.Stdout) != 1000000 || last.Truncated {
+		t.Fatalf("kept outputs: the oldest %d bytes (truncated %v), the newest %d (truncated %v)",
+			len(first.Stdout), first.Truncated, len(last.Stdout), last.Truncated)
+	}
+}

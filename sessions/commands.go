@@ -122,14 +122,14 @@ type command struct {
 	c       sandbox.Command
 	done    chan struct{} // closed once ended and recorded
 
-	events, streamBytes, held int
-	stdout, stderr            strings.Builder
-	truncated                 bool
-	running                   bool
-	exit                      int
-	duration                  time.Duration
-	timedOut                  bool
-	stdinDone                 chan struct{} // closed once the initial stdin is written (or failed)
+	events, streamBytes int
+	out                 *keptOutput // what Get shows, charged to the session's Account
+	truncated           bool
+	running             bool
+	exit                int
+	duration            time.Duration
+	timedOut            bool
+	stdinDone           chan struct{} // closed once the initial stdin is written (or failed)
 	// stdinSlot is held by the one stdin write that may wait for the
 	// command to read (Stdin): a command that reads nothing holds one
 	// goroutine and one request's data, however many requests come.
@@ -252,7 +252,7 @@ func (m *Commands) start(ctx context.Context, req CommandRequest) (*command, err
 	// A kept command keeps what List and Get show and follow needs: not
 	// its stdin or env (megabytes each), which only the start uses.
 	kept := CommandRequest{Cmd: req.Cmd, Timeout: req.Timeout, Background: req.Background, Login: req.Login}
-	cmd := &command{req: kept, cwd: spec.Cwd, started: time.Now(), c: c, done: make(chan struct{}), running: true,
+	cmd := &command{req: kept, cwd: spec.Cwd, started: time.Now(), c: c, done: make(chan struct{}), running: true, out: m.s.budget.newKept(),
 		stdinDone: make(chan struct{}), stdinSlot: make(chan struct{}, 1)}
 	m.mu.Lock()
 	m.next++
@@ -341,7 +341,8 @@ func splitUTF8(b []byte) (whole, rest []byte) {
 
 // take counts a chunk of output against the command's caps (those of an
 // execution: Config.MaxEvents, Config.MaxStreamBytes), publishes what
-// fits and keeps it for Get, charged to the gateway's Budget.
+// fits and keeps it for Get, charged to the session's Account (kept
+// output: the first to be evicted when live output needs room).
 func (m *Commands) take(cmd *command, st sandbox.Stream, data []byte) {
 	cfg := &m.s.cfg
 	m.mu.Lock()
@@ -358,14 +359,7 @@ func (m *Commands) take(cmd *command, st sandbox.Stream, data []byte) {
 		cmd.truncated = true
 	}
 	cmd.streamBytes += len(text)
-	if m.s.budget.TryAcquire(len(text)) {
-		cmd.held += len(text)
-		if st == sandbox.Stderr {
-			cmd.stderr.WriteString(text)
-		} else {
-			cmd.stdout.WriteString(text)
-		}
-	} else {
+	if !m.s.budget.keep(cmd.out, st, text) {
 		cmd.truncated = true
 	}
 	m.mu.Unlock()
@@ -391,8 +385,7 @@ func (m *Commands) end(cmd *command) {
 		old := m.byPID[m.finished[0]]
 		m.finished = m.finished[1:]
 		delete(m.byPID, old.pid)
-		m.s.budget.Release(old.held)
-		old.held = 0
+		m.s.budget.drop(old.out)
 	}
 	ev := Event{Type: EventCommand, PID: ptr(cmd.pid), State: "exited", ExitCode: ptr(cmd.exit),
 		DurationMS: ptr(cmd.duration.Milliseconds())}
@@ -418,7 +411,8 @@ func (cmd *command) infoLocked() CommandInfo {
 }
 
 func (cmd *command) statusLocked() CommandStatus {
-	return CommandStatus{CommandInfo: cmd.infoLocked(), Stdout: cmd.stdout.String(), Stderr: cmd.stderr.String(), Truncated: cmd.truncated}
+	stdout, stderr, evicted := cmd.out.text()
+	return CommandStatus{CommandInfo: cmd.infoLocked(), Stdout: stdout, Stderr: stderr, Truncated: cmd.truncated || evicted}
 }
 
 // List describes the running commands and the last KeptCommands
@@ -574,8 +568,7 @@ func (m *Commands) close() {
 	m.wg.Wait()
 	m.mu.Lock()
 	for _, cmd := range m.byPID {
-		m.s.budget.Release(cmd.held)
-		cmd.held = 0
+		m.s.budget.drop(cmd.out)
 	}
 	m.mu.Unlock()
 }

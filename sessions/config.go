@@ -70,6 +70,17 @@ type Config struct {
 	// their newest events (older ones are evicted first, session by
 	// session) and a REST execution stops collecting, with truncated set.
 	MemoryBudget int64
+	// MemoryBudgetPerTenant is the most of MemoryBudget one tenant's
+	// sessions hold together (MemoryBudget × MaxSessionsPerTenant /
+	// MaxSessions: 256 MiB with the defaults), so that one tenant cannot
+	// spend what the others' executions need.
+	MemoryBudgetPerTenant int64
+	// KeptOutputBytes bounds the command output one session keeps for
+	// later reading (Commands.Get; 16 MiB). Kept output of all tenants
+	// together takes at most a quarter of MemoryBudget, and of one tenant
+	// a quarter of its share; it is the first evicted (oldest first, the
+	// command's output then reads truncated) when live output needs room.
+	KeptOutputBytes int64
 
 	WatchDirs  int // directories watched for file events per session (256)
 	WatchPaths int // changed paths reported per execution (1000)
@@ -178,6 +189,12 @@ func (c Config) withDefaults() Config {
 	if c.MemoryBudget == 0 {
 		c.MemoryBudget = 1 << 30
 	}
+	if c.MemoryBudgetPerTenant == 0 && c.MaxSessions > 0 {
+		c.MemoryBudgetPerTenant = c.MemoryBudget / int64(c.MaxSessions) * int64(c.MaxSessionsPerTenant)
+	}
+	if c.KeptOutputBytes == 0 {
+		c.KeptOutputBytes = 16 << 20
+	}
 	i(&c.WatchDirs, 256)
 	i(&c.WatchPaths, 1000)
 	d(&c.StartTimeout, 60*time.Second)
@@ -199,6 +216,12 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// budgetShares returns the shares of MemoryBudget (withDefaults applied).
+func (c *Config) budgetShares() BudgetShares {
+	return BudgetShares{Tenant: c.MemoryBudgetPerTenant, Kept: c.MemoryBudget / 4,
+		KeptTenant: c.MemoryBudgetPerTenant / 4, KeptSession: c.KeptOutputBytes}
+}
+
 // Validate reports a configuration that cannot work.
 func (c Config) Validate() error {
 	c = c.withDefaults()
@@ -213,13 +236,15 @@ func (c Config) Validate() error {
 		return fmt.Errorf("sessions: config: per-tenant limit %d exceeds total %d", c.MaxSessionsPerTenant, c.MaxSessions)
 	case c.MaxStreamBytes < 0 || c.MaxRichBytes < 0 || c.MaxCodeBytes < 0 || c.MaxEvents < 0 || c.MaxInputRequests < 0 ||
 		c.MaxSessions < 0 || c.QueueDepth < 0 || c.BacklogEvents < 0 || c.BacklogBytes < 0 || c.SubscriberBuffer < 0 ||
-		c.SubscriberBytes < 0 || c.MaxClients < 0 || c.MaxContexts < 0 || c.InterruptGrace < 0 || c.InterruptMaxWait < 0 || c.MaxLifetime < 0 || c.MemoryBudget < 0 ||
+		c.SubscriberBytes < 0 || c.MaxClients < 0 || c.MaxContexts < 0 || c.InterruptGrace < 0 || c.InterruptMaxWait < 0 || c.MaxLifetime < 0 || c.MemoryBudget < 0 || c.MemoryBudgetPerTenant < 0 || c.KeptOutputBytes < 0 ||
 		c.MaxConcurrentStarts < 0 || c.Pool < 0 || c.MaxComms < 0 || c.CommBurst < 0 || c.MaxCommBytes < 0 || c.SideBuffer < 0 || c.SideBytes < 0:
 		return fmt.Errorf("sessions: config: negative limit")
 	case len(c.PoolPreload) > MaxPoolPreload:
 		return fmt.Errorf("sessions: config: %d modules to preload; at most %d", len(c.PoolPreload), MaxPoolPreload)
 	case c.MemoryBudget < int64(c.BacklogBytes):
 		return fmt.Errorf("sessions: config: memory budget %d is smaller than one session's backlog (%d)", c.MemoryBudget, c.BacklogBytes)
+	case c.MemoryBudgetPerTenant > c.MemoryBudget:
+		return fmt.Errorf("sessions: config: a tenant's memory budget %d exceeds the whole (%d)", c.MemoryBudgetPerTenant, c.MemoryBudget)
 	}
 	for _, mod := range c.PoolPreload {
 		if !validModuleName(mod) {

@@ -200,7 +200,7 @@ func (m *Manager) restore(ctx context.Context, adopter sandbox.Adopter, canAdopt
 	proxy, netLost := m.resumeNetwork(rec, networkNotifier(&created))
 	s := newSession(sessionParams{id: rec.ID, tenant: rec.Tenant, runtime: m.rt.Name(), cfg: m.cfg, log: m.log,
 		idle: rec.IdleTimeout, created: rec.CreatedAt, lastActive: rec.LastActive, firstSeq: rec.LastSeq + restoredSeqGap,
-		budget: m.budget, slots: m.slots, sandbox: sb, client: conn, files: files, watch: watch, egress: proxy, persist: m.persist,
+		budget: m.budget.Account(rec.Tenant), slots: m.slots, sandbox: sb, client: conn, files: files, watch: watch, egress: proxy, persist: m.persist,
 		kernel: rec.Kernel, installed: m.InstalledKernels(), template: rec.Template, metadata: copyMetadata(rec.Metadata), endAt: rec.EndAt,
 		jupyterSessions: jupyterSessions})
 	created.Store(s)
@@ -396,5 +396,6 @@ func (s *Session) detach(ctx context.Context) error {
 	_ = s.files.Close()
 	s.publish(Event{Type: EventKernel, State: string(StateRestarting), Reason: "gateway restarting"})
 	s.hub.close()
+	s.budget.Close()
 	return err
 }

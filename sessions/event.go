@@ -119,7 +119,7 @@ func ptr[T any](v T) *T { return &v }
 // guards everything below it (the subscriptions' bookkeeping too) and is
 // innermost: publish may be called with the session's mu held.
 type hub struct {
-	budget   *Budget
+	budget   *Account
 	observer Observer
 	maxItems int
 	maxBytes int
@@ -140,7 +140,7 @@ type held struct {
 }
 
 // newHub returns a hub whose first event is numbered seq+1.
-func newHub(cfg Config, budget *Budget, seq int64) *hub {
+func newHub(cfg Config, budget *Account, seq int64) *hub {
 	obs := cfg.Observer
 	if obs == nil {
 		obs = noObserver{}

@@ -159,7 +159,7 @@ type job struct {
 
 // newJob returns a job for req; collect keeps its outputs for an Execute
 // caller, charged to budget.
-func newJob(req ExecRequest, collect bool, caps outputCaps, budget *Budget) *job {
+func newJob(req ExecRequest, collect bool, caps outputCaps, budget *Account) *job {
 	exec := &Execution{ID: req.ID, Outputs: []Event{}, Files: []FileChange{}}
 	return &job{req: req, result: make(chan *Execution, 1), began: make(chan struct{}), exec: exec,
 		out: output{caps: caps, budget: budget, collect: collect, exec: exec}}

@@ -6,11 +6,11 @@ import (
 )
 
 func hubWith(events, bytes, subEvents, subBytes int, budget *Budget) *hub {
-	return newHub(Config{BacklogEvents: events, BacklogBytes: bytes, SubscriberBuffer: subEvents, SubscriberBytes: subBytes}, budget, 0)
+	return newHub(Config{BacklogEvents: events, BacklogBytes: bytes, SubscriberBuffer: subEvents, SubscriberBytes: subBytes}, budget.Account("t"), 0)
 }
 
 func TestHubReplayClampsAndReportsGaps(t *testing.T) {
-	h := hubWith(3, 1<<20, 8, 1<<20, NewBudget(1<<30))
+	h := hubWith(3, 1<<20, 8, 1<<20, NewBudget(1<<30, BudgetShares{}))
 	for i := 0; i < 5; i++ {
 		h.publish(Event{Type: EventStream, Text: "x"})
 	}
@@ -34,7 +34,7 @@ func TestHubReplayClampsAndReportsGaps(t *testing.T) {
 }
 
 func TestHubChargesTheGatewayBudget(t *testing.T) {
-	budget := NewBudget(10 << 10)
+	budget := NewBudget(10<<10, BudgetShares{})
 	a := hubWith(1000, 1<<20, 8, 1<<20, budget)
 	b := hubWith(1000, 1<<20, 8, 1<<20, budget)
 	big := strings.Repeat("x", 3000)
@@ -60,7 +60,7 @@ func TestHubChargesTheGatewayBudget(t *testing.T) {
 }
 
 func TestSlowSubscriberIsDroppedByBytes(t *testing.T) {
-	h := hubWith(1000, 1<<20, 1000, 8<<10, NewBudget(1<<30))
+	h := hubWith(1000, 1<<20, 1000, 8<<10, NewBudget(1<<30, BudgetShares{}))
 	sub := h.subscribe(0)
 	for i := 0; i < 10; i++ {
 		h.publish(Event{Type: EventStream, Text: strings.Repeat("x", 2000)})

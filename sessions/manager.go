@@ -59,7 +59,7 @@ func New(cfg Config, rt Runtime, log zerolog.Logger) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sessions: %w", err)
 	}
-	m := &Manager{cfg: cfg, rt: rt, log: log, budget: NewBudget(cfg.MemoryBudget), starts: make(chan struct{}, cfg.MaxConcurrentStarts),
+	m := &Manager{cfg: cfg, rt: rt, log: log, budget: NewBudget(cfg.MemoryBudget, cfg.budgetShares()), starts: make(chan struct{}, cfg.MaxConcurrentStarts),
 		egress: eg, sessions: make(map[string]*Session), ending: make(map[string]*closingSession), starting: make(map[string]int)}
 	m.pool = newPool(cfg.Pool, m.startPooled, log)
 	m.slots = newExecSlots(cfg.ExecSlots, cfg.ExecSlotLease)
@@ -186,7 +186,7 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 	}
 	id := k.sb.ID()
 	s := newSession(sessionParams{id: id, tenant: tenant, runtime: m.rt.Name(), cfg: m.cfg, log: m.log,
-		idle: idle, budget: m.budget, slots: m.slots, sandbox: k.sb, client: k.conn, files: k.files, watch: k.watch, egress: proxy, persist: m.persist,
+		idle: idle, budget: m.budget.Account(tenant), slots: m.slots, sandbox: k.sb, client: k.conn, files: k.files, watch: k.watch, egress: proxy, persist: m.persist,
 		kernel: kernelName, installed: m.InstalledKernels(), template: opts.Template, metadata: copyMetadata(opts.Metadata),
 		endAt: lifetimeEnd(opts.Lifetime)})
 	created.Store(s)

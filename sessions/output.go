@@ -32,7 +32,7 @@ func capsOf(cfg *Config) outputCaps {
 // kernel runs the code, then the worker (after execute has returned).
 type output struct {
 	caps    outputCaps
-	budget  *Budget
+	budget  *Account
 	collect bool       // keep outputs for an Execute caller
 	exec    *Execution // the result it fills (the job's)
 

@@ -93,7 +93,7 @@ type Session struct {
 	cfg                 Config
 	log                 zerolog.Logger
 	created             time.Time
-	budget              *Budget
+	budget              *Account
 	sandbox             sandbox.Sandbox
 	files               workspace.FS
 	egress              *egress.Proxy     // nil without a network; closed after the sandbox
@@ -150,7 +150,7 @@ type sessionParams struct {
 	idle                time.Duration
 	created, lastActive time.Time // zero: now (a restored session has its own)
 	firstSeq            int64     // the first event's number - 1 (a restored session's is past its old ones)
-	budget              *Budget
+	budget              *Account
 	slots               *execSlots
 	sandbox             sandbox.Sandbox
 	client              KernelConn
@@ -687,6 +687,7 @@ func (s *Session) close(ctx context.Context, reason string) error {
 		s.hub.close()
 		return nil
 	})
+	s.budget.Close() // what its executions' callers still hold comes back as they finish
 	return errors.Join(errs...)
 }
 

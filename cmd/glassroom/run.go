@@ -51,6 +51,7 @@ type options struct {
 	instance          string
 	seccompProfile    string
 	memoryBudgetMB    int64
+	tenantBudgetMB    int64
 	durable           bool
 	onShutdown        string
 	orphanGrace       time.Duration
@@ -128,6 +129,7 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.sess.MaxStreamBytes, "max-stream-bytes", o.sess.MaxStreamBytes, "stdout+stderr kept per execution")
 	fs.IntVar(&o.sess.MaxRichBytes, "max-rich-bytes", o.sess.MaxRichBytes, "rich output kept per execution")
 	fs.Int64Var(&o.memoryBudgetMB, "memory-budget-mb", o.memoryBudgetMB, "output the gateway keeps for clients, all sessions together (MiB)")
+	fs.Int64Var(&o.tenantBudgetMB, "memory-budget-tenant-mb", 0, "the most of --memory-budget-mb one tenant's sessions hold (MiB; 0: the budget × --max-sessions-per-key / --max-sessions)")
 	fs.Int64Var(&o.gw.MaxBodyBytes, "max-body-bytes", o.gw.MaxBodyBytes, "largest JSON request body")
 	fs.Int64Var(&o.gw.MaxUploadBytes, "max-upload-bytes", o.gw.MaxUploadBytes, "largest file upload")
 	fs.Int64Var(&o.gw.WSLargeFrameBudget, "ws-large-frame-budget", o.gw.WSLargeFrameBudget, "bytes of WebSocket frames above the code limit (large comm messages) all connections may hold at once")
@@ -197,6 +199,7 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	}
 	o.apiKeys = keys
 	o.sess.MemoryBudget = o.memoryBudgetMB << 20
+	o.sess.MemoryBudgetPerTenant = o.tenantBudgetMB << 20
 	if o.onShutdown != "keep" && o.onShutdown != "stop" {
 		return nil, fmt.Errorf("--on-shutdown %q: want keep or stop", o.onShutdown)
 	}
