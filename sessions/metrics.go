@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
-	"path/filepath"
 	"time"
 
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
+	"github.com/glassroom/glassroom/workspace"
 	"golang.org/x/sys/unix"
 )
 
@@ -29,9 +28,12 @@ type Metrics struct {
 // cpuWindow is how long Metrics measures CPU use over.
 const cpuWindow = 200 * time.Millisecond
 
-// maxDiskWalk bounds the files counted when the workspace is no file
-// system of its own.
-const maxDiskWalk = 100000
+// maxDiskWalk and maxDiskWalkTime bound the walk that counts the
+// workspace's files when it is no file system of its own.
+const (
+	maxDiskWalk     = 100000
+	maxDiskWalkTime = 2 * time.Second
+)
 
 // Metrics measures the session's resource use. It does not thaw a paused
 // sandbox (a frozen one uses no CPU) and blocks for about cpuWindow
@@ -69,16 +71,18 @@ func (s *Session) Metrics(ctx context.Context) (Metrics, error) {
 			}
 		}
 	}
-	m.DiskUsed = diskUsed(s.sandbox.Workspace(), m.DiskTotal)
+	m.DiskUsed = diskUsed(ctx, s.sandbox.Workspace(), m.DiskTotal)
 	m.Timestamp = time.Now().UTC()
 	return m, nil
 }
 
 // diskUsed is the bytes used in the workspace at dir: its file system's
 // when it is one of its own (about its limit's size), else the sizes of
-// its files (at most maxDiskWalk of them). 0 when there is no host
-// directory.
-func diskUsed(dir string, limit int64) int64 {
+// its regular files, walked by descriptor (workspace.Root.Usage: no
+// symlink the code plants or swaps in is followed) and bounded by
+// maxDiskWalk entries and maxDiskWalkTime (a lower bound then). 0 when
+// there is no host directory.
+func diskUsed(ctx context.Context, dir string, limit int64) int64 {
 	if dir == "" {
 		return 0
 	}
@@ -89,23 +93,15 @@ func diskUsed(dir string, limit int64) int64 {
 			return int64(st.Blocks-st.Bfree) * st.Bsize
 		}
 	}
-	var used int64
-	n := 0
-	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if n++; n > maxDiskWalk {
-			return filepath.SkipAll
-		}
-		if d.Type().IsRegular() {
-			if info, err := d.Info(); err == nil {
-				used += info.Size()
-			}
-		}
-		return nil
-	})
-	return used
+	root, err := workspace.Open(dir)
+	if err != nil {
+		return 0 // removed with its session
+	}
+	defer func() { _ = root.Close() }()
+	ctx, cancel := context.WithTimeout(ctx, maxDiskWalkTime)
+	defer cancel()
+	u, _ := root.Usage(ctx, maxDiskWalk)
+	return u.Bytes
 }
 
 // usageErr is a failed usage read: the session's end when it ended

@@ -15,5 +15,8 @@
 // client, on an inotify instance of its own read by one goroutine it
 // owns, through a bounded buffer (overflow events when it drops some).
 // Root.Rename (Renamer) moves an entry with renameat2(RENAME_NOREPLACE)
-// between parents resolved the same way.
+// between parents resolved the same way. Root.Usage adds up the workspace's
+// file sizes walking by descriptor the way Remove does (each directory
+// opened relative to its parent with O_NOFOLLOW, on the workspace's file
+// system only), within bounds of entries, depth and time.
 package workspace

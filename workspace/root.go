@@ -370,10 +370,10 @@ func removeAt(dirfd int, name, shown string, depth int) error {
 	if !errors.Is(err, unix.EISDIR) && !errors.Is(err, unix.EPERM) {
 		return mapErr(shown, err)
 	}
-	if depth > 64 {
+	if depth > maxTreeDepth {
 		return pathErr(ErrBadPath, shown, "directory tree too deep")
 	}
-	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := openDirAt(dirfd, name)
 	if err != nil {
 		return mapErr(shown, err)
 	}

@@ -1,0 +1,109 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// outsideSize is the size of the file outside the workspace: a sparse
+// terabyte and change, so a count that includes it cannot be mistaken.
+const outsideSize = 1<<40 + 4242
+
+// diskTree is a workspace holding insideBytes in regular files (dir "a"
+// among them) next to a directory outside it that holds a file of
+// outsideSize named like one of a's. It returns the workspace and the
+// outside directory.
+func diskTree(t *testing.T) (ws, outside string, insideBytes int64) {
+	t.Helper()
+	base := t.TempDir()
+	ws, outside = filepath.Join(base, "ws"), filepath.Join(base, "outside")
+	for _, d := range []string{ws, outside, filepath.Join(ws, "a")} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	big := filepath.Join(outside, "big")
+	if err := os.WriteFile(big, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, outsideSize); err != nil {
+		t.Fatal(err)
+	}
+	write := func(p string, n int) {
+		if err := os.WriteFile(filepath.Join(ws, p), []byte(strings.Repeat("x", n)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		insideBytes += int64(n)
+	}
+	write("top.txt", 100)
+	write("a/big", 10) // the same name as outside's: a walk by path that follows a swapped-in symlink finds that
+	for i := range 50 {
+		write(fmt.Sprintf("a/f%02d", i), 1)
+	}
+	return ws, outside, insideBytes
+}
+
+// TestDiskUsedSkipsSymlinks: a symlink in the workspace to a directory
+// or a file outside it adds nothing to the disk use.
+func TestDiskUsedSkipsSymlinks(t *testing.T) {
+	ws, outside, inside := diskTree(t)
+	for name, target := range map[string]string{"dirlink": outside, "filelink": filepath.Join(outside, "big"), "a/up": ".."} {
+		if err := os.Symlink(target, filepath.Join(ws, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := diskUsed(context.Background(), ws, 0); got != inside {
+		t.Fatalf("disk used %d, want %d (the workspace's files only)", got, inside)
+	}
+}
+
+// TestDiskUsedNeverFollowsASwappedInSymlink: while the code swaps a
+// directory of the workspace for a symlink to one outside it and back, as
+// fast as it can, no walk counts the outside file.
+func TestDiskUsedNeverFollowsASwappedInSymlink(t *testing.T) {
+	ws, outside, inside := diskTree(t)
+	dir, link := filepath.Join(ws, "a"), filepath.Join(ws, "link")
+	if err := os.Symlink(outside, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Renameat2(unix.AT_FDCWD, dir, unix.AT_FDCWD, link, unix.RENAME_EXCHANGE); err != nil {
+		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+			t.Skipf("renameat2(RENAME_EXCHANGE) unsupported here: %v", err)
+		}
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // the code: a and link trade places, atomically, in a loop
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_ = unix.Renameat2(unix.AT_FDCWD, dir, unix.AT_FDCWD, link, unix.RENAME_EXCHANGE)
+		}
+	}()
+	defer func() { close(stop); wg.Wait() }()
+	deadline := time.Now().Add(time.Second)
+	walks := 0
+	for ; walks < 5000 && time.Now().Before(deadline); walks++ {
+		// A walk may see a both as "a" and as "link" (it moved between the
+		// two names while read), never what is outside.
+		if got := diskUsed(context.Background(), ws, 0); got >= outsideSize || got > 2*inside {
+			t.Fatalf("walk %d: disk used %d: counted what a swapped-in symlink points to (the workspace holds %d)", walks, got, inside)
+		}
+	}
+	t.Logf("%d walks", walks)
+}
