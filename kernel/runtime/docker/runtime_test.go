@@ -1,7 +1,6 @@
 package docker_test
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"os"
@@ -483,22 +482,7 @@ func TestGVisorSandboxDeathIsExplained(t *testing.T) {
 	}
 	k := start(t, r, sandbox.Limits{})
 	k.Run(t, "x = 1")
-	pid := inspect(t, "{{.State.Pid}}", containerOf(t, r, k))
-	cg, err := os.ReadFile("/proc/" + pid + "/cgroup")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v1, v2 string // the pids hierarchy's directory (cgroup v1), the unified one (v2)
-	for _, line := range strings.Split(string(cg), "\n") {
-		switch f := strings.SplitN(line, ":", 3); {
-		case len(f) != 3:
-		case f[1] == "pids":
-			v1 = "/sys/fs/cgroup/pids" + f[2]
-		case f[0] == "0":
-			v2 = "/sys/fs/cgroup" + f[2]
-		}
-	}
-	dir := cmp.Or(v1, v2)
+	dir := hostCgroupDir(t, inspect(t, "{{.State.Pid}}", containerOf(t, r, k)), "pids")
 	cur, err := os.ReadFile(filepath.Join(dir, "pids.current"))
 	if err != nil {
 		t.Fatalf("the sandbox's pids cgroup (%s): %v", dir, err)
