@@ -77,6 +77,12 @@ type Config struct {
 	// SessionTimeout closes an MCP session (over HTTP) that has seen no
 	// request for this long (default 30 minutes).
 	SessionTimeout time.Duration
+	// MaxHTTPSessions caps the MCP sessions over HTTP open at once, all
+	// tenants together (default 256); MaxHTTPSessionsPerTenant caps one
+	// tenant's share of them (default 64, a quarter). An initialize past
+	// either is answered 429 and opens nothing.
+	MaxHTTPSessions          int
+	MaxHTTPSessionsPerTenant int
 }
 
 // NetworkPolicy is what the gateway's operator lets sessions reach: Allow
@@ -99,6 +105,8 @@ func (c Config) withDefaults() Config {
 	def(&c.MaxUploadBytes, 10<<20)
 	def(&c.MaxResources, 200)
 	def(&c.MaxResourceBytes, 4<<20)
+	def(&c.MaxHTTPSessions, 256)
+	def(&c.MaxHTTPSessionsPerTenant, min(64, c.MaxHTTPSessions))
 	if c.SessionTimeout == 0 {
 		c.SessionTimeout = 30 * time.Minute
 	}
@@ -114,8 +122,12 @@ func (c Config) withDefaults() Config {
 // Validate reports a configuration that cannot work.
 func (c Config) Validate() error {
 	if c.MaxTextChars < 0 || c.MaxImages < 0 || c.MaxImageBytes < 0 || c.MaxTotalImageBytes < 0 || c.MaxUploadBytes < 0 || c.MaxTimeout < 0 ||
-		c.MaxResources < 0 || c.MaxResourceBytes < 0 || c.SessionTimeout < 0 {
+		c.MaxResources < 0 || c.MaxResourceBytes < 0 || c.SessionTimeout < 0 ||
+		c.MaxHTTPSessions < 0 || c.MaxHTTPSessionsPerTenant < 0 {
 		return errors.New("mcp: config: negative limit")
+	}
+	if c.MaxHTTPSessions != 0 && c.MaxHTTPSessionsPerTenant > c.MaxHTTPSessions {
+		return errors.New("mcp: config: MaxHTTPSessionsPerTenant above MaxHTTPSessions")
 	}
 	if c.MaxTextChars != 0 && c.MaxTextChars < 1000 {
 		return errors.New("mcp: config: MaxTextChars must be at least 1000")
@@ -194,6 +206,8 @@ func (s *Server) CloseCreatedSessions(ctx context.Context) error {
 // holds for the session. The SDK's DNS-rebinding protection (a loopback
 // listener refuses non-loopback Host headers) is on, and cross-origin
 // browser requests are refused. backendFor returning an error answers 400.
+// Sessions are capped (MaxHTTPSessions, MaxHTTPSessionsPerTenant): an
+// initialize past a cap is answered 429 naming the share that is spent.
 func NewHTTPHandler(backendFor func(*http.Request) (Backend, error), tenant func(*http.Request) string, cfg Config, log zerolog.Logger) (*HTTPHandler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -207,23 +221,29 @@ func NewHTTPHandler(backendFor func(*http.Request) (Backend, error), tenant func
 		return nil, fmt.Errorf("mcp: session secret: %w", err)
 	}
 	cache := sdk.NewSchemaCache()
-	hh := &HTTPHandler{servers: map[*sdk.Server]bool{}}
+	hh := &HTTPHandler{servers: map[*sdk.Server]*tracked{}, gates: map[string]*gate{},
+		max: cfg.MaxHTTPSessions, maxTenant: cfg.MaxHTTPSessionsPerTenant, idle: cfg.SessionTimeout}
 	h := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		b, err := backendFor(r)
 		if err != nil || b == nil {
 			log.Debug().Err(err).Msg("mcp: no backend for request")
 			return nil
 		}
+		if hh.isClosed() {
+			return nil
+		}
 		who := tenant(r)
-		srv := newServer(b, cfg, log, cache, func() string {
+		// The SDK asks for a server at every request (to check its
+		// protocol version) and again to open a session; a server is
+		// tracked only once it is given a session id.
+		var srv *sdk.Server
+		srv = newServer(b, cfg, log, cache, func() string {
+			hh.track(srv, who)
 			var n [16]byte
 			_, _ = rand.Read(n[:])
 			nonce := hex.EncodeToString(n[:])
 			return nonce + "." + sessionMAC(secret[:], nonce, who)
 		}).mcp
-		if !hh.track(srv) {
-			return nil
-		}
 		return srv
 	}, &sdk.StreamableHTTPOptions{
 		SessionTimeout: cfg.SessionTimeout,
@@ -237,6 +257,10 @@ func NewHTTPHandler(backendFor func(*http.Request) (Backend, error), tenant func
 				http.Error(w, "session not found", http.StatusNotFound)
 				return
 			}
+		} else if r.Method == http.MethodPost {
+			// A request without a session opens one (initialize).
+			hh.serveInitialize(w, r, tenant(r), h)
+			return
 		}
 		h.ServeHTTP(w, r)
 	})
@@ -246,34 +270,130 @@ func NewHTTPHandler(backendFor func(*http.Request) (Backend, error), tenant func
 
 // HTTPHandler is the MCP HTTP handler. Close ends its MCP sessions.
 type HTTPHandler struct {
-	h       http.Handler
+	h              http.Handler
+	max, maxTenant int
+	idle           time.Duration // the SessionTimeout, for refusals' messages
+
 	mu      sync.Mutex
 	closed  bool
-	servers map[*sdk.Server]bool // one per MCP session; pruned when their session has ended
+	servers map[*sdk.Server]*tracked // one per MCP session; pruned when their session has ended
+	gates   map[string]*gate         // per tenant with an initialize waiting or running
 }
+
+// tracked is a server given a session id, and whose it is.
+type tracked struct {
+	tenant string
+	added  time.Time
+	seen   bool // it has had a session: once empty, the session has ended
+}
+
+// gate lets one initialize of a tenant run at a time, so that its count
+// of sessions is exact when it is admitted.
+type gate struct {
+	turn  chan struct{}
+	users int
+}
+
+// ErrTooManySessions is the error of an initialize past a cap on MCP
+// sessions over HTTP.
+var ErrTooManySessions = errors.New("too many MCP sessions")
+
+// pendingSession is how long a server given a session id may stay
+// without its session (the SDK connects it within the same request)
+// before it is forgotten.
+const pendingSession = time.Minute
 
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.h.ServeHTTP(w, r) }
 
-// track records a new session's server, and forgets those whose session
-// has ended. False once closed.
-func (h *HTTPHandler) track(s *sdk.Server) bool {
+// serveInitialize serves a request that opens a session, one per tenant
+// at a time (waiting for its turn at most as long as r's context), after
+// checking the tenant's and the gateway's caps: a cap that is spent is
+// answered 429 naming it, and opens nothing. Initializes of different
+// tenants run at once, so the gateway-wide cap may be passed by at most
+// the number of tenants initializing together.
+func (h *HTTPHandler) serveInitialize(w http.ResponseWriter, r *http.Request, tenant string, next http.Handler) {
+	h.mu.Lock()
+	g := h.gates[tenant]
+	if g == nil {
+		g = &gate{turn: make(chan struct{}, 1)}
+		h.gates[tenant] = g
+	}
+	g.users++
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		if g.users--; g.users == 0 {
+			delete(h.gates, tenant)
+		}
+		h.mu.Unlock()
+	}()
+	select {
+	case g.turn <- struct{}{}:
+		defer func() { <-g.turn }()
+	case <-r.Context().Done():
+		http.Error(w, "mcp: request cancelled", http.StatusServiceUnavailable)
+		return
+	}
+	if err := h.admit(tenant); err != nil {
+		http.Error(w, err.Error(), http.StatusTooManyRequests)
+		return
+	}
+	next.ServeHTTP(w, r)
+}
+
+// admit reports whether tenant may open one more session, forgetting
+// those that have ended. A session counts once initialized: one whose
+// initialize failed is closed by the end of its request.
+func (h *HTTPHandler) admit(tenant string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return false
+		return errors.New("mcp: shutting down")
 	}
-	for old := range h.servers {
-		empty := true
-		for range old.Sessions() {
+	mine, total := 0, 0
+	now := time.Now()
+	for srv, t := range h.servers {
+		empty, open := true, false
+		for ss := range srv.Sessions() {
 			empty = false
-			break
+			open = open || ss.InitializeParams() != nil
 		}
-		if empty {
-			delete(h.servers, old)
+		switch {
+		case !empty:
+			t.seen = true
+		case t.seen || now.Sub(t.added) > pendingSession:
+			delete(h.servers, srv)
+		}
+		if open {
+			total++
+			if t.tenant == tenant {
+				mine++
+			}
 		}
 	}
-	h.servers[s] = true
-	return true
+	switch {
+	case mine >= h.maxTenant:
+		return fmt.Errorf("%w: this tenant (API key) has %d MCP sessions open, a tenant's share of the gateway's %d; "+
+			"end one (DELETE /mcp with its Mcp-Session-Id) or let one expire (%s without a request)", ErrTooManySessions, mine, h.max, h.idle)
+	case total >= h.max:
+		return fmt.Errorf("%w: %d MCP sessions are open on this gateway; try again later", ErrTooManySessions, total)
+	}
+	return nil
+}
+
+// track records a server given a session id, for tenant.
+func (h *HTTPHandler) track(s *sdk.Server, tenant string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.closed {
+		h.servers[s] = &tracked{tenant: tenant, added: time.Now()}
+	}
+}
+
+func (h *HTTPHandler) isClosed() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closed
 }
 
 // Close closes every MCP session (their streams end, running calls are
@@ -282,7 +402,7 @@ func (h *HTTPHandler) Close() error {
 	h.mu.Lock()
 	h.closed = true
 	servers := h.servers
-	h.servers = map[*sdk.Server]bool{}
+	h.servers = map[*sdk.Server]*tracked{}
 	h.mu.Unlock()
 	for s := range servers {
 		for ss := range s.Sessions() {
