@@ -67,7 +67,7 @@ func (s *dockerSandbox) StartCommand(ctx context.Context, spec sandbox.CommandSp
 	defer cancel()
 	_, hj, err := d.startExec(cctx, id, container.ExecOptions{
 		User: user, AttachStdin: true, AttachStdout: true, AttachStderr: true,
-		Env: envList, WorkingDir: spec.Cwd, Cmd: sandbox.CommandArgv("/usr/bin/python3", spec),
+		Env: envList, WorkingDir: spec.Cwd, Cmd: sandbox.CommandArgv("/usr/bin/python3", spec, sandbox.LauncherOptions{MemoryGuard: d.r.gvisor}),
 	})
 	if err != nil {
 		return nil, err

@@ -50,7 +50,7 @@ func (s *localSandbox) StartCommand(ctx context.Context, spec sandbox.CommandSpe
 	// The sandbox's driver, in the command's working directory.
 	cd := &driver{r: d.r, id: d.id, kernel: d.kernel, env: d.env, limits: d.limits, dirs: d.dirs,
 		uid: d.uid, gid: d.gid, cg: d.cg, egress: d.egress, context: &sandbox.ContextSpec{Name: "command", Cwd: spec.Cwd}}
-	cmd, err := cd.commandLine(d.prlimit(), sandbox.CommandArgv(d.r.cfg.Python, spec), env, d.r.seccomp != nil, false)
+	cmd, err := cd.commandLine(d.prlimit(), sandbox.CommandArgv(d.r.cfg.Python, spec, sandbox.LauncherOptions{}), env, d.r.seccomp != nil, false)
 	if err != nil {
 		return nil, err
 	}

@@ -91,11 +91,25 @@ func (c CommandSpec) Validate() (CommandSpec, error) {
 	return c, nil
 }
 
+// LauncherOptions are what a runtime (not the client) sets for the
+// launcher's command mode.
+type LauncherOptions struct {
+	// MemoryGuard has the launcher kill the command when the sandbox's
+	// memory is nearly spent (launcher.py, --memory-guard): for sandboxes
+	// whose /proc/meminfo is their own (gVisor), where the host's OOM
+	// killer would end the whole sandbox, kernels included, instead of
+	// the command.
+	MemoryGuard bool
+}
+
 // CommandArgv is the launcher's command line (inside the sandbox, with
 // python the interpreter's absolute path) that runs spec, a validated
 // CommandSpec: see launcher.py's run_command.
-func CommandArgv(python string, spec CommandSpec) []string {
+func CommandArgv(python string, spec CommandSpec, opts LauncherOptions) []string {
 	argv := []string{python, "-I", "-B", "-c", launcherCode(), "--command"}
+	if opts.MemoryGuard {
+		argv = append(argv, "--memory-guard")
+	}
 	if spec.Login {
 		argv = append(argv, "--login")
 	}

@@ -57,7 +57,10 @@
 //     the launcher's command mode (CommandArgv: the egress forwarder, then
 //     bash -lc, or bash -l on a PTY, in a process group of its own with
 //     oom_score_adj 1000, above the kernels' 500, so the OOM killer takes
-//     a command first) that speaks frames on its stdio; NewCommand is the
+//     a command first; under gVisor, whose sentry the host's OOM killer
+//     sees as one process, LauncherOptions.MemoryGuard has the launcher
+//     kill the command itself when the sandbox's memory is nearly spent)
+//     that speaks frames on its stdio; NewCommand is the
 //     Go side of those frames over a runtime's transport, CommandSet the
 //     running commands a sandbox's Close kills.
 package sandbox

@@ -1504,8 +1504,40 @@ def seed_font_cache(mpldir):
 # once nothing more comes). The launcher buffers at most CMD_STDIN bytes of
 # input the command has not read: beyond that it stops reading its own
 # stdin until the command reads.
+# With --memory-guard (before --login; for sandboxes whose /proc/meminfo
+# is the sandbox's own, as gVisor's: MemTotal its memory limit,
+# MemAvailable what is left of it), the launcher also watches the
+# sandbox's memory while the command runs, and kills the command (its
+# group, as "k" does) once less than CMD_GUARD_FLOOR is left, with a line
+# on its stderr saying so: the host's OOM killer sees a gVisor sandbox as
+# one process and would end every kernel with it. It looks again after
+# the time the code needs to allocate what is left above the floor at
+# CMD_GUARD_RATE, within CMD_GUARD_POLL.
 CMD_STDIN = 1 << 20
 CMD_DRAIN = 2.0
+CMD_GUARD_RATE = 2 << 30  # bytes a second; gVisor (ptrace) allocates about 1 GiB/s
+CMD_GUARD_POLL = (0.01, 0.5)
+
+
+def guard_floor(total):
+    return max(64 << 20, total // 32)
+
+
+def sandbox_memory():
+    # (MemTotal, MemAvailable) in bytes, or None where unreadable.
+    total = avail = None
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            for line in f:
+                if line.startswith(b"MemTotal:"):
+                    total = int(line.split()[1]) * 1024
+                elif line.startswith(b"MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    if total is None or avail is None:
+        return None
+    return total, avail
 
 
 def run_command(args):
@@ -1518,6 +1550,9 @@ def run_command(args):
     import termios
     import time
 
+    guard = bool(args) and args[0] == "--memory-guard"
+    if guard:
+        args = args[1:]
     login = bool(args) and args[0] == "--login"
     if login:
         args = args[1:]
@@ -1587,6 +1622,24 @@ def run_command(args):
     close_input = False  # "e" came: close the command's stdin once pending is written
     status = None
     drain_until = None
+    guard_at = time.monotonic()  # when to look at the sandbox's memory next
+
+    def guard_memory():
+        # Kills the command when the sandbox's memory is nearly spent;
+        # returns when to look again.
+        mem = sandbox_memory()
+        if mem is None:
+            return None
+        total, avail = mem
+        floor = guard_floor(total)
+        if avail < floor:
+            frame(b"e", (
+                "\nglassroom: the command was killed: the sandbox's memory is nearly spent "
+                "(%d MiB of %d MiB left); the kernels keep their state\n" % (avail >> 20, total >> 20)).encode())
+            kill()
+            return None
+        lo, hi = CMD_GUARD_POLL
+        return time.monotonic() + min(hi, max(lo, (avail - floor) / CMD_GUARD_RATE))
 
     def processes():
         # (pid, parent pid, session id) of every process the sandbox shows.
@@ -1658,10 +1711,15 @@ def run_command(args):
         if stdin_open and len(pending) < CMD_STDIN:
             rl.append(0)
         wl = [stdin_w] if pending and stdin_w is not None and status is None else []
+        timeout = 0.5 if status is not None else None
+        if guard and status is None and guard_at is not None:
+            timeout = max(0.0, guard_at - time.monotonic())
         try:
-            r, w, _ = select.select(rl, wl, [], 0.5 if status is not None else None)
+            r, w, _ = select.select(rl, wl, [], timeout)
         except InterruptedError:
             continue
+        if guard and status is None and guard_at is not None and time.monotonic() >= guard_at:
+            guard_at = guard_memory()
         if wake_r in r:
             try:
                 while os.read(wake_r, 256):
