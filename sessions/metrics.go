@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
@@ -71,7 +73,7 @@ func (s *Session) Metrics(ctx context.Context) (Metrics, error) {
 			}
 		}
 	}
-	m.DiskUsed = diskUsed(ctx, s.sandbox.Workspace(), m.DiskTotal)
+	m.DiskUsed = s.disk.used(ctx, s.sandbox.Workspace(), m.DiskTotal)
 	m.Timestamp = time.Now().UTC()
 	return m, nil
 }
@@ -102,6 +104,57 @@ func diskUsed(ctx context.Context, dir string, limit int64) int64 {
 	defer cancel()
 	u, _ := root.Usage(ctx, maxDiskWalk)
 	return u.Bytes
+}
+
+// diskWalk runs one count of a session's disk use at a time: a request
+// that arrives while one runs waits for it (at most maxDiskWalkTime, or
+// its own ctx) and takes its figure, so a client asking for metrics in a
+// loop or all at once costs the gateway one walk per session, never one
+// per request. The zero value is ready; safe for concurrent use.
+type diskWalk struct {
+	count func(ctx context.Context, dir string, limit int64) int64 // nil: diskUsed (tests replace it)
+
+	mu      sync.Mutex
+	running *diskRun
+	walks   atomic.Int64 // walks started
+	waiting atomic.Int64 // requests waiting for another's walk
+}
+
+type diskRun struct {
+	done  chan struct{}
+	bytes int64
+}
+
+// used is diskUsed(ctx, dir, limit), shared with the walk that runs.
+func (w *diskWalk) used(ctx context.Context, dir string, limit int64) int64 {
+	w.mu.Lock()
+	if r := w.running; r != nil {
+		w.mu.Unlock()
+		w.waiting.Add(1)
+		defer w.waiting.Add(-1)
+		select {
+		case <-r.done:
+			return r.bytes
+		case <-ctx.Done():
+			return 0
+		}
+	}
+	r := &diskRun{done: make(chan struct{})}
+	w.running = r
+	w.mu.Unlock()
+	w.walks.Add(1)
+	// The walk is bounded by maxDiskWalkTime, not by this request's ctx:
+	// those waiting for it must not get a cut-short figure.
+	count := w.count
+	if count == nil {
+		count = diskUsed
+	}
+	r.bytes = count(context.WithoutCancel(ctx), dir, limit)
+	w.mu.Lock()
+	w.running = nil
+	w.mu.Unlock()
+	close(r.done)
+	return r.bytes
 }
 
 // usageErr is a failed usage read: the session's end when it ended

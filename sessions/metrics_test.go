@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glassroom/glassroom/testkit"
 	"golang.org/x/sys/unix"
 )
 
@@ -106,4 +107,38 @@ func TestDiskUsedNeverFollowsASwappedInSymlink(t *testing.T) {
 		}
 	}
 	t.Logf("%d walks", walks)
+}
+
+// TestDiskWalkShared: requests for a session's metrics that arrive while
+// its disk walk runs wait for that walk and take its figure; 16 at once
+// cost one walk, not 16.
+func TestDiskWalkShared(t *testing.T) {
+	ws, _, inside := diskTree(t)
+	release := make(chan struct{})
+	w := &diskWalk{count: func(ctx context.Context, dir string, limit int64) int64 {
+		<-release
+		return diskUsed(ctx, dir, limit)
+	}}
+	const n = 16
+	got := make(chan int64, n)
+	for range n {
+		go func() { got <- w.used(context.Background(), ws, 0) }()
+	}
+	testkit.Eventually(t, 30*time.Second, func() bool { return w.waiting.Load() == n-1 }, "15 requests waiting for the first one's walk")
+	close(release)
+	for range n {
+		if b := <-got; b != inside {
+			t.Fatalf("disk used %d, want %d", b, inside)
+		}
+	}
+	if walks := w.walks.Load(); walks != 1 {
+		t.Fatalf("%d walks for %d requests at once, want 1", walks, n)
+	}
+	// A request after the walk ended walks again: no stale figure.
+	if err := os.WriteFile(filepath.Join(ws, "later"), []byte("12345"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b := w.used(context.Background(), ws, 0); b != inside+5 || w.walks.Load() != 2 {
+		t.Fatalf("after the walk: %d bytes in %d walks, want %d in 2", b, w.walks.Load(), inside+5)
+	}
 }

@@ -111,6 +111,7 @@ type Session struct {
 	parent    *Session
 	contextID string
 
+	disk  diskWalk     // one walk of the workspace's disk use at a time (metrics.go)
 	hub   *hub         // the event log (event.go)
 	jup   jupyterState // the Jupyter face's bookkeeping (jupyter.go)
 	relay *relay       // the requests that bypass the queue (relay.go)
