@@ -104,6 +104,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (_ *App, err error
 	}
 	a.Metrics = metrics.New()
 	scfg.Observer = a.Metrics
+	scfg.WatchSockets, scfg.WatchSocketDirs = gateway.MaxWatchSockets, gateway.MaxWatchDirs
 	mgr, err := sessions.New(scfg, rt.runtime, log)
 	if err != nil {
 		return nil, fmt.Errorf("app: sessions: %w", err)

@@ -152,11 +152,15 @@ func (s *Server) moveFile(c echo.Context) error {
 	return c.JSON(http.StatusOK, e)
 }
 
-// Bounds of the files-watch sockets.
+// Bounds of the files-watch sockets. MaxWatchSockets and MaxWatchDirs are
+// what they may hold of the host's inotify ceilings at most (the app
+// counts them into sessions.Config's host check).
 const (
-	maxWatchDirs    = 256  // directories one recursive watch follows
+	MaxWatchDirs    = 256 // directories one recursive watch follows
+	MaxWatchSockets = 32  // sockets open at once, gateway-wide (each holds an inotify instance)
+	maxWatchDirs    = MaxWatchDirs
 	watchBuffer     = 1024 // events waiting for a slow client before overflow
-	maxWatchesPerGW = 32   // sockets open at once, gateway-wide (each holds an inotify instance)
+	maxWatchesPerGW = MaxWatchSockets
 	// Of those, one tenant's sessions hold at most a quarter and one
 	// session an eighth (watchShares), so one tenant cannot take them all.
 	maxWatchesPerTenant  = maxWatchesPerGW / 4

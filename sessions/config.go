@@ -84,6 +84,11 @@ type Config struct {
 
 	WatchDirs  int // directories watched for file events per session (256)
 	WatchPaths int // changed paths reported per execution (1000)
+	// WatchSockets and WatchSocketDirs are what the gateway's files-watch
+	// sockets hold of the host's inotify ceilings at most (instances and
+	// watched directories), counted into the check of those ceilings at
+	// start (none by default).
+	WatchSockets, WatchSocketDirs int
 
 	StartTimeout time.Duration // kernel start, including the first connection (60 s)
 	// MaxConcurrentStarts bounds kernels starting at once (4, warm-pool
@@ -236,7 +241,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("sessions: config: per-tenant limit %d exceeds total %d", c.MaxSessionsPerTenant, c.MaxSessions)
 	case c.MaxStreamBytes < 0 || c.MaxRichBytes < 0 || c.MaxCodeBytes < 0 || c.MaxEvents < 0 || c.MaxInputRequests < 0 ||
 		c.MaxSessions < 0 || c.QueueDepth < 0 || c.BacklogEvents < 0 || c.BacklogBytes < 0 || c.SubscriberBuffer < 0 ||
-		c.SubscriberBytes < 0 || c.MaxClients < 0 || c.MaxContexts < 0 || c.InterruptGrace < 0 || c.InterruptMaxWait < 0 || c.MaxLifetime < 0 || c.MemoryBudget < 0 || c.MemoryBudgetPerTenant < 0 || c.KeptOutputBytes < 0 ||
+		c.SubscriberBytes < 0 || c.MaxClients < 0 || c.WatchSockets < 0 || c.WatchSocketDirs < 0 || c.MaxContexts < 0 || c.InterruptGrace < 0 || c.InterruptMaxWait < 0 || c.MaxLifetime < 0 || c.MemoryBudget < 0 || c.MemoryBudgetPerTenant < 0 || c.KeptOutputBytes < 0 ||
 		c.MaxConcurrentStarts < 0 || c.Pool < 0 || c.MaxComms < 0 || c.CommBurst < 0 || c.MaxCommBytes < 0 || c.SideBuffer < 0 || c.SideBytes < 0:
 		return fmt.Errorf("sessions: config: negative limit")
 	case len(c.PoolPreload) > MaxPoolPreload:
