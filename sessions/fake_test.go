@@ -43,6 +43,9 @@ type fakeRuntime struct {
 	// sent the starting command's release channel, which StartCommand
 	// waits on.
 	ttyGate chan chan struct{}
+	// startGate, when set, holds every Start: it is sent the starting
+	// sandbox's tenant and release channel, which Start waits on.
+	startGate chan fakeStart
 	// closeFails makes that many sandbox Closes fail; closePanics makes
 	// the next one panic.
 	closeFails  atomic.Int32
@@ -60,6 +63,12 @@ type fakeRuntime struct {
 	executed    atomic.Int32  // Execute calls on all fake kernels
 	ids         []string      // the ids of the sandboxes started, in order
 	calls       []fakeCall    // every Execute on any fake kernel, in order (under mu)
+}
+
+// fakeStart is a Start held by fakeRuntime.startGate.
+type fakeStart struct {
+	tenant  string
+	release chan struct{}
 }
 
 // fakeCall is one Execute on a fake kernel.
@@ -138,6 +147,11 @@ func (r *fakeRuntime) Start(_ context.Context, spec sandbox.Spec) (sandbox.Sandb
 		}
 	}
 	time.Sleep(r.startDelay)
+	if r.startGate != nil {
+		release := make(chan struct{})
+		r.startGate <- fakeStart{spec.Tenant, release}
+		<-release
+	}
 	sb := &fakeSandbox{id: spec.ID, rt: r, ws: r.dir, inc: r.incarnation()}
 	r.mu.Lock()
 	r.live++

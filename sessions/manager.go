@@ -23,7 +23,7 @@ type Manager struct {
 	rt        Runtime
 	log       zerolog.Logger
 	budget    *Budget
-	starts    chan struct{} // a token per kernel start in progress
+	starts    *fairSlots // a slot per kernel start in progress, shared fairly by tenants
 	slots     *execSlots
 	notify    *workspace.Inotify // shared by every session's change tracking
 	store     Store
@@ -59,7 +59,7 @@ func New(cfg Config, rt Runtime, log zerolog.Logger) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sessions: %w", err)
 	}
-	m := &Manager{cfg: cfg, rt: rt, log: log, budget: NewBudget(cfg.MemoryBudget, cfg.budgetShares()), starts: make(chan struct{}, cfg.MaxConcurrentStarts),
+	m := &Manager{cfg: cfg, rt: rt, log: log, budget: NewBudget(cfg.MemoryBudget, cfg.budgetShares()), starts: newFairSlots(cfg.MaxConcurrentStarts),
 		egress: eg, sessions: make(map[string]*Session), ending: make(map[string]*closingSession), starting: make(map[string]int)}
 	m.pool = newPool(cfg.Pool, m.startPooled, log)
 	m.slots = newExecSlots(cfg.ExecSlots, cfg.ExecSlotLease)
@@ -172,7 +172,7 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 	}
 	k, pooled := m.pool.take(spec)
 	if !pooled {
-		if k, err = m.startKernel(ctx, spec); err != nil {
+		if k, err = m.startKernel(ctx, tenant, spec); err != nil {
 			if proxy != nil {
 				_ = proxy.Close()
 			}
@@ -229,17 +229,19 @@ func (k *readyKernel) close(ctx context.Context) {
 }
 
 // startKernel starts a sandbox for spec, dials its kernel and opens its
-// workspace. At most Config.MaxConcurrentStarts run at once; the others
-// wait their turn (bounded by ctx). A failure or a panic at any step
+// workspace, for tenant ("" for the warm pool). At most
+// Config.MaxConcurrentStarts run at once; the others wait their turn
+// (bounded by ctx), shared fairly between tenants (fairSlots): a tenant
+// creating many sessions at once makes another's wait for the next start
+// to end, not behind all of its own. A failure or a panic at any step
 // undoes every step before it: the sandbox is closed, its slot, uid and
 // cgroup freed.
-func (m *Manager) startKernel(ctx context.Context, spec sandbox.Spec) (_ *readyKernel, err error) {
-	select {
-	case m.starts <- struct{}{}:
-		defer func() { <-m.starts }()
-	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for a kernel start: %w", ctx.Err())
+func (m *Manager) startKernel(ctx context.Context, tenant string, spec sandbox.Spec) (_ *readyKernel, err error) {
+	release, err := m.starts.acquire(ctx, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("waiting for a kernel start: %w", err)
 	}
+	defer release()
 	var undo cleanup.Stack
 	defer undo.Unwind(&err)
 	sctx, cancel := context.WithTimeout(ctx, m.cfg.StartTimeout)
@@ -625,14 +627,15 @@ func (m *Manager) Close(ctx context.Context) error {
 
 // Stats is a snapshot of the manager for metrics.
 type Stats struct {
-	Runtime      string
-	ByState      map[State]int
-	Queued       int
-	Pool         PoolState
-	BudgetUsed   int64
-	BudgetMax    int64
-	StartsActive int
-	SlotWaiting  int // executions waiting for a slot of the fair scheduler
+	Runtime       string
+	ByState       map[State]int
+	Queued        int
+	Pool          PoolState
+	BudgetUsed    int64
+	BudgetMax     int64
+	StartsActive  int
+	StartsWaiting int // kernel starts waiting for a start slot
+	SlotWaiting   int // executions waiting for a slot of the fair scheduler
 }
 
 // Stats returns the manager's state now.
@@ -644,7 +647,7 @@ func (m *Manager) Stats() Stats {
 	}
 	m.mu.Unlock()
 	st := Stats{Runtime: m.rt.Name(), ByState: map[State]int{}, Pool: m.pool.State(),
-		BudgetUsed: m.budget.Used(), BudgetMax: m.budget.Max(), StartsActive: len(m.starts),
+		BudgetUsed: m.budget.Used(), BudgetMax: m.budget.Max(), StartsActive: m.starts.active(), StartsWaiting: m.starts.waiting(),
 		SlotWaiting: m.slots.Waiting()}
 	for _, s := range all {
 		st.ByState[s.Info().State]++

@@ -8,6 +8,7 @@ import (
 
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/testkit"
 	"github.com/rs/zerolog"
 )
 
@@ -115,4 +116,65 @@ func TestWarmPoolOnTheLocalRuntime(t *testing.T) {
 	}
 	t.Logf("create → first result from the pool: %v", time.Since(start).Round(time.Millisecond))
 	waitPool(t, m, 1)
+}
+
+// TestStartsAreSharedFairly: tenant a asks for 8 sessions at once, which
+// fill the 4 start slots and queue 4 more; tenant b's one session then
+// starts as soon as one of a's starts ends, before a's queued ones. One
+// first-come line made b wait for all of a's.
+func TestStartsAreSharedFairly(t *testing.T) {
+	t.Parallel()
+	rt := newFakeRuntime(t.TempDir())
+	rt.startGate = make(chan fakeStart)
+	m, err := sessions.New(sessions.Config{Dial: rt.dial, MaxConcurrentStarts: 4, MaxSessions: 64, MaxSessionsPerTenant: 64}, rt, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	var wg sync.WaitGroup
+	defer func() { // whatever happened, every start held is let go
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		for {
+			select {
+			case s := <-rt.startGate:
+				close(s.release)
+			case <-done:
+				return
+			}
+		}
+	}()
+	var held []fakeStart
+	defer func() {
+		for _, h := range held {
+			close(h.release)
+		}
+	}()
+	create := func(tenant string) {
+		wg.Go(func() {
+			if _, err := m.Create(context.Background(), tenant, sessions.CreateOptions{}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	for range 8 {
+		create("a")
+	}
+	for range 4 {
+		held = append(held, <-rt.startGate)
+	}
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		st := m.Stats()
+		return st.StartsActive == 4 && st.StartsWaiting == 4
+	}, "a's 4 starts to hold the 4 slots, and its 4 others to wait")
+	create("b")
+	// b waits behind a's 4 queued creations. Let one of a's starts end.
+	testkit.Eventually(t, 30*time.Second, func() bool { return m.Stats().StartsWaiting == 5 }, "a's 4 and b's 1 creation to wait for a slot")
+	close(held[0].release)
+	held = held[1:]
+	next := <-rt.startGate
+	held = append(held, next)
+	if next.tenant != "b" {
+		t.Fatalf("the slot a's start freed went to tenant %q, want b (a holds 3, b none)", next.tenant)
+	}
 }
