@@ -42,6 +42,12 @@ type Config struct {
 	MaxSessions          int // in total (64)
 	MaxSessionsPerTenant int // per tenant (16)
 	QueueDepth           int // queued executions per session (32)
+	// QueueCodeBytes bounds the code of one kernel's queued executions
+	// together (2 MiB): gateway memory no budget counts, so a tenant's
+	// 128 kernels hold at most 256 MiB of it. An execution past it is
+	// refused with ErrQueueFull, as past QueueDepth; one alone in the
+	// queue is always taken (up to MaxCodeBytes).
+	QueueCodeBytes int
 
 	BacklogEvents    int // events kept per session for replay (2000)
 	BacklogBytes     int // bytes of events kept per session for replay (16 MiB)
@@ -171,6 +177,7 @@ func (c Config) withDefaults() Config {
 	i(&c.MaxStreamBytes, 1<<20)
 	i(&c.MaxRichBytes, 10<<20)
 	i(&c.MaxCodeBytes, 1<<20)
+	i(&c.QueueCodeBytes, 2<<20)
 	i(&c.MaxEvents, 10000)
 	i(&c.MaxInputRequests, 1000)
 	d(&c.IdleTimeout, 20*time.Minute)
@@ -239,7 +246,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("sessions: config: idle timeout %v must be within 0..%v", c.IdleTimeout, c.MaxIdleTimeout)
 	case c.MaxSessionsPerTenant > c.MaxSessions:
 		return fmt.Errorf("sessions: config: per-tenant limit %d exceeds total %d", c.MaxSessionsPerTenant, c.MaxSessions)
-	case c.MaxStreamBytes < 0 || c.MaxRichBytes < 0 || c.MaxCodeBytes < 0 || c.MaxEvents < 0 || c.MaxInputRequests < 0 ||
+	case c.MaxStreamBytes < 0 || c.MaxRichBytes < 0 || c.MaxCodeBytes < 0 || c.QueueCodeBytes < 0 || c.MaxEvents < 0 || c.MaxInputRequests < 0 ||
 		c.MaxSessions < 0 || c.QueueDepth < 0 || c.BacklogEvents < 0 || c.BacklogBytes < 0 || c.SubscriberBuffer < 0 ||
 		c.SubscriberBytes < 0 || c.MaxClients < 0 || c.WatchSockets < 0 || c.WatchSocketDirs < 0 || c.MaxContexts < 0 || c.InterruptGrace < 0 || c.InterruptMaxWait < 0 || c.MaxLifetime < 0 || c.MemoryBudget < 0 || c.MemoryBudgetPerTenant < 0 || c.KeptOutputBytes < 0 ||
 		c.MaxConcurrentStarts < 0 || c.Pool < 0 || c.MaxComms < 0 || c.CommBurst < 0 || c.MaxCommBytes < 0 || c.SideBuffer < 0 || c.SideBytes < 0:

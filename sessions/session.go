@@ -122,8 +122,11 @@ type Session struct {
 	queue   chan *job       // to the worker
 	restart chan chan error // to the worker
 	queued  atomic.Int32    // jobs in queue
-	ctx     context.Context // ends when the session closes or detaches
-	cancel  context.CancelFunc
+	// queuedCode is the code bytes of the jobs in queue (QueueCodeBytes);
+	// changed under mu by enqueue, and by the worker as it takes jobs.
+	queuedCode atomic.Int64
+	ctx        context.Context // ends when the session closes or detaches
+	cancel     context.CancelFunc
 
 	mu           sync.Mutex
 	state        State
@@ -438,10 +441,15 @@ func (s *Session) enqueue(req ExecRequest, collect bool) (*job, error) {
 	if s.ctx.Err() != nil {
 		return nil, ErrClosed
 	}
+	code := int64(len(req.Code))
+	if held := s.queuedCode.Load(); held > 0 && held+code > int64(s.cfg.QueueCodeBytes) {
+		return nil, fmt.Errorf("%w: %d bytes of code waiting (at most %d)", ErrQueueFull, held, s.cfg.QueueCodeBytes)
+	}
 	s.jup.number(j)
 	pos := int(s.queued.Add(1))
 	select {
 	case s.queue <- j:
+		s.queuedCode.Add(code)
 	default:
 		s.queued.Add(-1)
 		return nil, fmt.Errorf("%w: %d executions waiting", ErrQueueFull, cap(s.queue))

@@ -85,7 +85,7 @@ func (w *worker) loop() {
 			w.drain()
 			return
 		case j := <-w.s.queue:
-			w.took()
+			w.took(j)
 			if w.s.Info().State == StateDead { // its kernel died and could not be restarted
 				w.restartThenRun(j)
 				continue
@@ -114,10 +114,11 @@ func (w *worker) runAwake(j *job) {
 	w.run(j)
 }
 
-// took records that the worker took a job off the queue, waking
-// SubmitWait callers.
-func (w *worker) took() {
+// took records that the worker took j off the queue, waking SubmitWait
+// callers.
+func (w *worker) took(j *job) {
 	w.s.queued.Add(-1)
+	w.s.queuedCode.Add(-int64(len(j.req.Code)))
 	w.s.mu.Lock()
 	close(w.s.room)
 	w.s.room = make(chan struct{})
@@ -134,7 +135,7 @@ func (w *worker) waitWhileDead() {
 	case done := <-w.s.restart:
 		done <- w.restartKernel("restart requested")
 	case j := <-w.s.queue:
-		w.took()
+		w.took(j)
 		w.restartThenRun(j)
 	}
 }
@@ -166,6 +167,7 @@ func (w *worker) drain() {
 	w.s.mu.Unlock()
 	for _, j := range jobs {
 		w.s.queued.Add(-1)
+		w.s.queuedCode.Add(-int64(len(j.req.Code)))
 		w.fail(j, StatusDied, reason)
 	}
 }

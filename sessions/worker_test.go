@@ -320,3 +320,42 @@ func TestLifetimeNeverPastTheMax(t *testing.T) {
 		t.Fatalf("end %v is past creation + max %v", end, created.Add(time.Hour))
 	}
 }
+
+// TestQueuedCodeIsBounded: behind a running execution, a kernel's queue
+// holds at most QueueCodeBytes of code (gateway memory no budget counts):
+// two executions of 1 MiB fill the default 2 MiB, a third is refused as
+// a full queue, small ones too, and once the queue drains there is room.
+// Without the bound 32 of them (32 MiB a kernel) queued.
+func TestQueuedCodeIsBounded(t *testing.T) {
+	m, _ := fakeManager(t, sessions.Config{})
+	s := fakeSession(t, m)
+	if _, err := s.Submit(sessions.ExecRequest{ID: "loop", Code: "loop"}); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, s, sessions.StateBusy)
+	big := strings.Repeat("x", 1<<20-64)
+	for i := range 2 {
+		if _, err := s.Submit(sessions.ExecRequest{Code: big}); err != nil {
+			t.Fatalf("queued execution %d of 1 MiB: %v", i+1, err)
+		}
+	}
+	_, err := s.Submit(sessions.ExecRequest{Code: big})
+	if !errors.Is(err, sessions.ErrQueueFull) || !strings.Contains(err.Error(), "bytes of code waiting") {
+		t.Fatalf("a third 1 MiB execution behind two: %v, want ErrQueueFull naming the code bytes", err)
+	}
+	if _, err := s.Submit(sessions.ExecRequest{Code: strings.Repeat("y", 200<<10)}); !errors.Is(err, sessions.ErrQueueFull) {
+		t.Fatalf("200 KiB more behind 2 MiB: %v, want ErrQueueFull", err)
+	}
+	if err := s.Interrupt(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := s.SubmitWait(ctx, sessions.ExecRequest{Code: big}); err != nil {
+		t.Fatalf("SubmitWait once the queue drains: %v", err)
+	}
+	e, err := s.Execute(ctx, sessions.ExecRequest{Code: "print:done"})
+	if err != nil || strings.TrimSpace(e.Stdout) != "done" {
+		t.Fatalf("after: %+v %v", e, err)
+	}
+}
