@@ -103,7 +103,9 @@ type Config struct {
 	MaxConcurrentStarts int
 	// ExecSlots is how many executions may run at once, gateway-wide
 	// (default: twice the number of CPUs; negative: no limit). Executions
-	// beyond wait their turn, first come first served, so that under load
+	// beyond wait their turn, in order within a tenant and fairly between
+	// tenants (a freed slot goes to the waiting tenant holding the
+	// fewest), so that under load
 	// every session sees the same latency instead of a few seeing long
 	// stalls. Twice the CPUs keeps the cores busy while a kernel waits on
 	// its sockets (40 sessions on 2 cores: 534 exec/s with p99 1.3× p50,

@@ -36,7 +36,7 @@ type outcome struct {
 // run executes j on the current kernel, once the gateway's fair scheduler
 // gives it a slot. Worker only.
 func (w *worker) run(j *job) {
-	release, err := w.slots.acquire(w.s.ctx)
+	release, err := w.slots.acquire(w.s.ctx, w.s.tenant)
 	if err != nil {
 		w.fail(j, StatusDied, w.reason())
 		return

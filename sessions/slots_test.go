@@ -2,6 +2,8 @@ package sessions_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,5 +95,54 @@ func TestFairSchedulerQueuesInOrder(t *testing.T) {
 	}
 	if w := m.Stats().SlotWaiting; w != 0 {
 		t.Fatalf("%d still waiting", w)
+	}
+}
+
+// TestFairSchedulerSharesBetweenTenants: with 2 slots held by tenant a's
+// long cells and 3 more of a's cells waiting, tenant b's cell, which asked
+// last, gets the first slot that frees: a holds one, b none. One
+// first-come line ran all of a's first.
+func TestFairSchedulerSharesBetweenTenants(t *testing.T) {
+	m, rt := fakeManager(t, sessions.Config{ExecSlots: 2, ExecSlotLease: time.Minute})
+	open := func(tenant string) *sessions.Session {
+		s, err := m.Create(context.Background(), tenant, sessions.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	var a []*sessions.Session
+	for range 5 {
+		a = append(a, open("a"))
+	}
+	b := open("b")
+	holders := []<-chan ran{runAsync(a[0], "loop"), runAsync(a[1], "loop")}
+	waitState(t, a[0], sessions.StateBusy)
+	waitState(t, a[1], sessions.StateBusy)
+	var waiting []<-chan ran
+	for i := 2; i < 5; i++ {
+		waiting = append(waiting, runAsync(a[i], fmt.Sprintf("print:a%d", i)))
+		testkit.Eventually(t, 5*time.Second, func() bool { return m.Stats().SlotWaiting == i-1 }, "a's cell %d to wait for a slot", i)
+	}
+	bDone := runAsync(b, "print:b")
+	testkit.Eventually(t, 5*time.Second, func() bool { return m.Stats().SlotWaiting == 4 }, "b's cell to wait for a slot")
+	if err := a[0].Interrupt(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	(<-bDone).check(t, "b's cell")
+	if err := a[1].Interrupt(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range append(holders, waiting...) {
+		<-c
+	}
+	var order []string
+	for _, c := range rt.executions() {
+		if strings.HasPrefix(c.code, "print:") {
+			order = append(order, strings.TrimPrefix(c.code, "print:"))
+		}
+	}
+	if len(order) != 4 || order[0] != "b" {
+		t.Fatalf("cells ran in the order %v; want b first (a already held a slot)", order)
 	}
 }
