@@ -266,3 +266,37 @@ print(" ".join(res))`)
 		}
 	}
 }
+
+// TestRealClusterPodEndsAtItsDeadline: a pod whose gateway is gone for
+// good (detached, its lease released, no other gateway) is ended by the
+// kubelet at its maximum lifetime and margin (activeDeadlineSeconds):
+// no session outlives its gateway's --max-lifetime. Without the deadline
+// the pod ran on for ever.
+func TestRealClusterPodEndsAtItsDeadline(t *testing.T) {
+	cs, namespace := realCluster(t)
+	ctx := context.Background()
+	cfg := clusterConfig(namespace, "gw-gone")
+	cfg.MaxLifetime, cfg.DeadlineMargin = 15*time.Second, time.Second
+	rt := newClusterRuntime(t, cs, cfg)
+	k := runtimetest.Start(t, rt, sandbox.Spec{ID: "deadline-0001-abcdef", Tenant: "tenant1"})
+	k.Run(t, "x = 1")
+	if err := k.Sandbox.(sandbox.Persistent).Detach(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.ReleaseLease(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rt.Close()
+	var last string
+	if !testkit.Within(2*time.Minute, func() bool {
+		pod, err := cs.CoreV1().Pods(namespace).Get(ctx, PodName("deadline-0001-abcdef"), metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return apierrors.IsNotFound(err)
+		}
+		last = string(pod.Status.Phase) + " " + pod.Status.Reason
+		return pod.Status.Phase == corev1.PodFailed && pod.Status.Reason == "DeadlineExceeded"
+	}) {
+		t.Fatalf("the pod of a gateway gone for good outlived its deadline: %s", last)
+	}
+}

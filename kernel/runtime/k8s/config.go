@@ -112,8 +112,12 @@ type Config struct {
 	// adopted before reconcile deletes them (10 min).
 	OrphanGrace time.Duration
 	// MaxLifetime is recorded as each pod's expiry; reconcile deletes pods
-	// past it (12 h, as the session layer's default).
-	MaxLifetime time.Duration
+	// past it (12 h, as the session layer's default). Each pod also gets
+	// MaxLifetime + DeadlineMargin (1 min) as its activeDeadlineSeconds,
+	// so the kubelet ends it then even if no gateway ever runs again; the
+	// margin lets the gateway end the session first, with its reason.
+	MaxLifetime    time.Duration
+	DeadlineMargin time.Duration
 	// Python is the interpreter in the kernel image (/usr/bin/python3).
 	Python string
 	// Tini is the init in the kernel image (/usr/bin/tini).
@@ -170,6 +174,7 @@ func (c Config) withDefaults() Config {
 	}
 	dur(&c.OrphanGrace, 10*time.Minute)
 	dur(&c.MaxLifetime, 12*time.Hour)
+	dur(&c.DeadlineMargin, time.Minute)
 	return c
 }
 
@@ -212,7 +217,7 @@ func (c Config) Validate() error {
 		return errors.New("k8s: config: agent or tmpfs resources too small")
 	}
 	if c.CallTimeout < 0 || c.DeleteGrace < 0 || c.ReconcileInterval <= 0 || c.RenewInterval <= 0 || c.LeaseDuration < time.Second ||
-		2*c.RenewInterval > c.LeaseDuration || c.LeaseDuration%time.Second != 0 || c.OrphanGrace < 0 || c.MaxLifetime <= 0 {
+		2*c.RenewInterval > c.LeaseDuration || c.LeaseDuration%time.Second != 0 || c.OrphanGrace < 0 || c.MaxLifetime <= 0 || c.DeadlineMargin < 0 {
 		return errors.New("k8s: config: bad durations (the lease lasts whole seconds, at least one, and at least two renewal intervals)")
 	}
 	if c.CPURequestRatio < 0 || c.CPURequestRatio > 1 {

@@ -171,6 +171,9 @@ func (c Config) buildPod(spec sandbox.Spec, limits sandbox.Limits, now time.Time
 	}
 	f, t := false, true
 	grace := int64(c.DeleteGrace / time.Second)
+	// The kubelet ends the pod at its deadline whether or not a gateway
+	// runs: no session outlives its maximum lifetime.
+	activeDeadline := int64((c.MaxLifetime + c.DeadlineMargin + time.Second - 1) / time.Second)
 	seccomp := &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
 	if c.SeccompLocalhostProfile != "" {
 		p := c.SeccompLocalhostProfile
@@ -225,6 +228,7 @@ func (c Config) buildPod(spec sandbox.Spec, limits sandbox.Limits, now time.Time
 			Hostname:                      "glassroom",
 			RuntimeClassName:              runtimeClass,
 			TerminationGracePeriodSeconds: &grace,
+			ActiveDeadlineSeconds:         &activeDeadline,
 			SecurityContext: &corev1.PodSecurityContext{
 				RunAsNonRoot: &t, RunAsUser: &uid, RunAsGroup: &uid, FSGroup: &uid, FSGroupChangePolicy: &fsPolicy,
 				SeccompProfile: seccomp,

@@ -49,6 +49,8 @@ func TestPodSpecHardening(t *testing.T) {
 	check("runtimeClassName", ps.RuntimeClassName != nil && *ps.RuntimeClassName == "gvisor")
 	check("restartPolicy Always", ps.RestartPolicy == corev1.RestartPolicyAlways)
 	check("grace period", ps.TerminationGracePeriodSeconds != nil && *ps.TerminationGracePeriodSeconds == 1)
+	check("activeDeadlineSeconds: the maximum lifetime and a minute", ps.ActiveDeadlineSeconds != nil &&
+		*ps.ActiveDeadlineSeconds == int64((cfg.MaxLifetime+time.Minute)/time.Second))
 	psc := ps.SecurityContext
 	check("pod runAsNonRoot, per-session uid, fsGroup", psc != nil && *psc.RunAsNonRoot && *psc.RunAsUser == uid && *psc.RunAsGroup == uid && *psc.FSGroup == uid)
 	check("pod seccomp RuntimeDefault", psc.SeccompProfile != nil && psc.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault)
