@@ -337,7 +337,11 @@ func TestUIDRangeIsHeldByOneRuntime(t *testing.T) {
 	first := newRuntime(t, docker.Config{Common: sandbox.Common{UIDBase: base}})
 	state := t.TempDir()
 	os.Chmod(state, 0o711)
-	cfg := docker.Config{Instance: "uids-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10), Common: sandbox.Common{StateDir: state, UIDBase: base + 1000}}
+	// The second range overlaps the first inside the test's own block
+	// (base+512, 256 sandboxes): past it, it would overlap the next
+	// block, which another test may hold.
+	cfg := docker.Config{Instance: "uids-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10),
+		Common: sandbox.Common{StateDir: state, UIDBase: base + 512, MaxSandboxes: 256}}
 	second, err := docker.New(context.Background(), cfg, zerolog.Nop())
 	var inUse *sandbox.UIDRangeInUseError
 	switch {
@@ -345,7 +349,7 @@ func TestUIDRangeIsHeldByOneRuntime(t *testing.T) {
 		second.Close()
 		t.Log("not root: the claim directory is root's, so the first runtime claimed nothing (it warned)")
 	case !errors.As(err, &inUse) || inUse.OtherBase != base || inUse.StateDir != first.StateDir() || !strings.Contains(err.Error(), "--uid-base"):
-		t.Fatalf("a second runtime on uids %d+ over %d+: %v, want a UIDRangeInUseError naming the first and --uid-base", base+1000, base, err)
+		t.Fatalf("a second runtime on uids %d+ over %d+: %v, want a UIDRangeInUseError naming the first and --uid-base", base+512, base, err)
 	}
 	first.Close()
 	newRuntime(t, cfg)
