@@ -376,8 +376,15 @@ func cellJS(i int, body string) string {
 // keyup), with modifiers, but without a char event: the page handles these
 // keys on keydown and cancels them, so a real browser types nothing either.
 func press(key, code string, vk int64, mods int64) chromedp.Action[chromedp.Void] {
+	// A Ctrl chord goes down as keyDown, as a real keyboard's reaches the
+	// page: Chromium (148) takes a rawKeyDown Ctrl+C in a text field as
+	// its own copy command, and the page never sees the key.
+	down := input.DispatchKeyEventTypeRawKeyDown
+	if mods&ctrl != 0 {
+		down = input.DispatchKeyEventTypeKeyDown
+	}
 	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		for _, typ := range []input.DispatchKeyEventType{input.DispatchKeyEventTypeRawKeyDown, input.DispatchKeyEventTypeKeyUp} {
+		for _, typ := range []input.DispatchKeyEventType{down, input.DispatchKeyEventTypeKeyUp} {
 			if _, err := cdp.Call(ctx, t, input.DispatchKeyEvent, input.DispatchKeyEventParams{
 				Type: typ, Key: key, Code: code, Modifiers: mods,
 				WindowsVirtualKeyCode: vk, NativeVirtualKeyCode: vk,
