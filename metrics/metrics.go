@@ -27,6 +27,7 @@ type Metrics struct {
 	restarts   prometheus.Counter
 	restored   *prometheus.CounterVec
 	published  prometheus.Counter
+	flushes    prometheus.Counter
 }
 
 // New returns metrics on a fresh registry (with Go and process collectors).
@@ -47,7 +48,9 @@ func New() *Metrics {
 		Help: "Stored sessions at start: adopted (variables kept), restarted (files kept) or lost."}, []string{"outcome"})
 	m.published = prometheus.NewCounter(prometheus.CounterOpts{Name: "glassroom_event_bytes_total",
 		Help: "Bytes of session events relayed to clients (approximate)."})
-	m.reg.MustRegister(m.created, m.executions, m.duration, m.deaths, m.restarts, m.restored, m.published,
+	m.flushes = prometheus.NewCounter(prometheus.CounterOpts{Name: "glassroom_store_flushes_total",
+		Help: "Writes of every session's changing state to the session store (--durable)."})
+	m.reg.MustRegister(m.created, m.executions, m.duration, m.deaths, m.restarts, m.restored, m.published, m.flushes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -84,6 +87,9 @@ func (m *Metrics) Restored(outcome string) { m.restored.WithLabelValues(outcome)
 
 // Published implements sessions.Observer.
 func (m *Metrics) Published(n int) { m.published.Add(float64(n)) }
+
+// StoreFlushed implements sessions.Observer.
+func (m *Metrics) StoreFlushed() { m.flushes.Inc() }
 
 var _ sessions.Observer = (*Metrics)(nil)
 

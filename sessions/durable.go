@@ -89,7 +89,9 @@ func (m *Manager) flush() {
 	}
 	if err := m.store.Put(recs...); err != nil {
 		m.log.Warn().Err(err).Msg("session store flush failed")
+		return
 	}
+	m.cfg.Observer.StoreFlushed()
 }
 
 // RestoreResult counts what Restore did.

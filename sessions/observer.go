@@ -20,6 +20,9 @@ type Observer interface {
 	Restored(outcome string)
 	// Published: an event of n bytes was published to a session's clients.
 	Published(n int)
+	// StoreFlushed: the session store was written with the changing parts
+	// of every session's record (Config.FlushInterval).
+	StoreFlushed()
 }
 
 type noObserver struct{}
@@ -30,3 +33,4 @@ func (noObserver) KernelDied(bool)                     {}
 func (noObserver) KernelRestarted()                    {}
 func (noObserver) Restored(string)                     {}
 func (noObserver) Published(int)                       {}
+func (noObserver) StoreFlushed()                       {}

@@ -40,7 +40,7 @@ func newDurableGatewayEnv(t *testing.T, env []string, extra ...string) *durableG
 	requireDocker(t)
 	g := &durableGateway{t: t, env: env, key: "durable-test-key-0123456789", instance: "durable-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)}
 	g.args = append([]string{"--runtime", "docker", "--state-dir", stateDir(t), "--instance", g.instance,
-		"--api-key", g.key, "--log-level", "warn", "--uid-base", strconv.Itoa(testkit.UIDBase(t))}, extra...)
+		"--api-key", g.key, "--metrics-token", durableMetricsToken, "--log-level", "warn", "--uid-base", strconv.Itoa(testkit.UIDBase(t))}, extra...)
 	g.start()
 	t.Cleanup(func() { // whatever the test left: stop every kernel
 		g.stop(syscall.SIGTERM)
@@ -52,6 +52,34 @@ func newDurableGatewayEnv(t *testing.T, env []string, extra ...string) *durableG
 }
 
 func (g *durableGateway) start() { g.cmd, g.base = startBinaryEnv(g.t, g.env, g.args...) }
+
+// durableMetricsToken is the durable gateways' --metrics-token.
+const durableMetricsToken = "durable-metrics-token-0123456789"
+
+// flushes reads how many times the gateway has written its session
+// store (glassroom_store_flushes_total on /metrics).
+func (g *durableGateway) flushes() int {
+	g.t.Helper()
+	req, _ := http.NewRequest("GET", g.base+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+durableMetricsToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "glassroom_store_flushes_total "); ok {
+			n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				g.t.Fatalf("flushes: %q", line)
+			}
+			return int(n)
+		}
+	}
+	g.t.Fatalf("no glassroom_store_flushes_total on /metrics (%d): %.300s", resp.StatusCode, body)
+	return 0
+}
 
 func (g *durableGateway) stop(sig syscall.Signal) {
 	if g.cmd.ProcessState == nil {
@@ -89,7 +117,7 @@ func TestGatewaySIGKILLKeepsEverySession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws.WriteJSON(map[string]any{"type": "execute", "id": "long-one", "code": "import time; time.sleep(2); z = 5"})
+	ws.WriteJSON(map[string]any{"type": "execute", "id": "long-one", "code": "import time; time.sleep(5); z = 5"})
 	for {
 		var ev struct{ Type, ID string }
 		if err := ws.ReadJSON(&ev); err != nil {
@@ -99,7 +127,10 @@ func TestGatewaySIGKILLKeepsEverySession(t *testing.T) {
 			break
 		}
 	}
-	time.Sleep(1500 * time.Millisecond) // the store has flushed the running execution
+	// Two flushes after "started": the second began after it, so the
+	// store holds the running execution.
+	seen := g.flushes()
+	testkit.Eventually(t, 30*time.Second, func() bool { return g.flushes() >= seen+2 }, "the session store to be flushed twice after the execution started")
 	g.stop(syscall.SIGKILL)
 	ws.Close()
 	g.start()
