@@ -1508,7 +1508,7 @@ def seed_font_cache(mpldir):
 # is the sandbox's own, as gVisor's: MemTotal its memory limit,
 # MemAvailable what is left of it), the launcher also watches the
 # sandbox's memory while the command runs, and kills the command (its
-# group, as "k" does) once less than CMD_GUARD_FLOOR is left, with a line
+# group, as "k" does) once less than guard_floor(MemTotal) is left, with a line
 # on its stderr saying so: the host's OOM killer sees a gVisor sandbox as
 # one process and would end every kernel with it. It looks again after
 # the time the code needs to allocate what is left above the floor at
