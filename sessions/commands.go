@@ -497,8 +497,13 @@ func (m *Commands) inFlight(ctx context.Context, slot chan struct{}, ended <-cha
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		defer func() { <-slot }()
-		done <- write()
+		// The slot is given back before the result is: a caller that
+		// saw its write end may write again at once.
+		err := func() error {
+			defer func() { <-slot }()
+			return write()
+		}()
+		done <- err
 	}()
 	select {
 	case err := <-done:

@@ -563,3 +563,24 @@ func TestStdinToACommandThatDoesNotRead(t *testing.T) {
 		return errors.Is(cmds.Stdin(context.Background(), pid, "x", false), sessions.ErrCommandEnded)
 	}, "the killed command's stdin to say it ended")
 }
+
+// TestStdinWritesBackToBack: a write that returned has given its place
+// back, so the next one is never refused as busy (CI's Python SDK test
+// sent two writes in a row and got stdin_busy for the second).
+func TestStdinWritesBackToBack(t *testing.T) {
+	m := newManager(t, sessions.Config{})
+	s := create(t, m, "t")
+	cmds := s.Commands()
+	pid, err := cmds.Start(context.Background(), sessions.CommandRequest{Cmd: "exec cat >/dev/null", Background: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 500 {
+		if err := cmds.Stdin(context.Background(), pid, "line\n", false); err != nil {
+			t.Fatalf("write %d right after the one before returned: %v", i, err)
+		}
+	}
+	if err := cmds.Stdin(context.Background(), pid, "", true); err != nil {
+		t.Fatal(err)
+	}
+}
