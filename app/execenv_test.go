@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/glassroom/glassroom/api"
 	"github.com/glassroom/glassroom/app/apptest"
+	"github.com/glassroom/glassroom/kernel/kernels"
 	"github.com/glassroom/glassroom/kernel/runtime/runtimetest"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/testkit"
@@ -37,10 +39,23 @@ var envView = map[string]string{
 		"})",
 	"javascript": denoView,
 	"typescript": denoView,
+	"java":       javaView,
 	"bash": "__h() { if [[ -v $1 ]]; then printf 'h%s' \"$(printf %s \"${!1}\" | od -An -tx1 | tr -d ' \\n')\"; else printf -- -; fi; }\n" +
 		"echo \"K $(__h GR_X) $(__h GR_Y) h$(printf %s \"$PWD\" | od -An -tx1 | tr -d ' \\n')\"\n" +
 		"/usr/bin/python3 -c " + shLit(subView),
 }
+
+// javaView is envView in Java: a JVM's envs are its system properties
+// (kernels.Settings.PropertiesOnly), its directory user.dir.
+var javaView = `{
+  java.util.function.Function<String, String> hx = v -> { StringBuilder b = new StringBuilder("h");
+    for (byte c : v.getBytes(java.nio.charset.StandardCharsets.UTF_8)) b.append(String.format("%02x", c)); return b.toString(); };
+  java.util.function.Function<String, String> h = k -> System.getProperty(k) == null ? "-" : hx.apply(System.getProperty(k));
+  System.out.println("K " + h.apply("GR_X") + " " + h.apply("GR_Y") + " " + hx.apply(System.getProperty("user.dir")));
+  Process p = new ProcessBuilder("/usr/bin/python3", "-c", ` + jsonLit(subView) + `).redirectErrorStream(true).start();
+  System.out.print(new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8));
+  p.waitFor();
+}`
 
 const denoView = `{
   const hx = (v) => "h" + Array.from(new TextEncoder().encode(v), (b) => b.toString(16).padStart(2, "0")).join("");
@@ -49,6 +64,12 @@ const denoView = `{
   const o = new Deno.Command("/usr/bin/python3", { args: ["-c", ` + "`" + subView + "`" + `] }).outputSync();
   console.log(new TextDecoder().decode(o.stdout).trim());
 }`
+
+// jsonLit is s as a JSON string: a Java string literal too.
+func jsonLit(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
 
 func pyLit(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`, "\n", `\n`).Replace(s) + "'"
@@ -120,13 +141,18 @@ func TestExecutionEnvs(t *testing.T) {
 			for _, lang := range runtimetest.Languages() {
 				t.Run(lang.Kernel, func(t *testing.T) {
 					g.NeedKernel(t, lang.Kernel)
+					def, _ := kernels.Lookup(lang.Kernel)
 					in := func(code string) api.ExecuteRequest {
 						return api.ExecuteRequest{Code: api.Ptr(code), Language: lang.Kernel, TimeoutS: api.Ptr(120.0)}
 					}
+					// A JVM keeps its directory (FixedCwd): its settings are
+					// envs only.
 					settings := func(code string) api.ExecuteRequest {
 						r := in(code)
 						r.Envs = map[string]string{"GR_X": hostile, "GR_Y": "overridden"}
-						r.Cwd = dir
+						if !def.Settings.FixedCwd {
+							r.Cwd = dir
+						}
 						return r
 					}
 					// Nothing of the settings is left: the session's GR_Y, no
@@ -154,8 +180,15 @@ func TestExecutionEnvs(t *testing.T) {
 					}
 					k, sub := parseViews(t, text(e))
 					want := view{hostile, "overridden", sandbox.WorkDir + "/" + dir}
-					if k != want || sub != want {
-						t.Fatalf("with settings: the kernel sees %+v, a subprocess %+v; want %+v", k, sub, want)
+					if def.Settings.FixedCwd {
+						want.cwd = sandbox.WorkDir
+					}
+					wantSub := want
+					if def.Settings.PropertiesOnly { // a subprocess has the session's environment
+						wantSub = view{unset, "from the session", want.cwd}
+					}
+					if k != want || sub != wantSub {
+						t.Fatalf("with settings: the kernel sees %+v, a subprocess %+v; want %+v and %+v", k, sub, want, wantSub)
 					}
 					if after := clean(t, "an execution with settings"); after.ExecutionCount != e.ExecutionCount+1 {
 						t.Fatalf("execution count after settings %d, with them %d", after.ExecutionCount, e.ExecutionCount)
@@ -207,17 +240,30 @@ func TestExecutionEnvs(t *testing.T) {
 					}, "the interrupt ends the loop")
 					clean(t, "an interrupt")
 
-					// A directory that is not there: a clear error, nothing applied.
-					missing := settings(envView[lang.Kernel])
-					missing.Cwd = "no/such/dir"
-					e = run(t, g, sid, missing)
-					if e.Status != "error" || e.Error == nil || !strings.Contains(e.Error.Value, "cwd "+sandbox.WorkDir+"/no/such/dir: no such directory") {
-						t.Fatalf("a missing cwd: %s %+v", e.Status, e.Error)
+					if def.Settings.FixedCwd { // any cwd: a 400 that says why
+						r := settings(envView[lang.Kernel])
+						r.Cwd = dir
+						var ae struct {
+							Error struct{ Code, Message string }
+						}
+						if st := g.Call(t, bearer, "POST", "/v1/sessions/"+sid+"/execute", r, &ae); st != http.StatusBadRequest ||
+							!strings.Contains(ae.Error.Message, "keeps the working directory it started in") {
+							t.Fatalf("a cwd for a kernel that cannot change it: %d %+v", st, ae)
+						}
+						clean(t, "a refused cwd")
+					} else {
+						// A directory that is not there: a clear error, nothing applied.
+						missing := settings(envView[lang.Kernel])
+						missing.Cwd = "no/such/dir"
+						e = run(t, g, sid, missing)
+						if e.Status != "error" || e.Error == nil || !strings.Contains(e.Error.Value, "cwd "+sandbox.WorkDir+"/no/such/dir: no such directory") {
+							t.Fatalf("a missing cwd: %s %+v", e.Status, e.Error)
+						}
+						if strings.Contains(text(e), "K ") {
+							t.Fatalf("the code ran despite a missing cwd: %q", text(e))
+						}
+						clean(t, "a missing cwd")
 					}
-					if strings.Contains(text(e), "K ") {
-						t.Fatalf("the code ran despite a missing cwd: %q", text(e))
-					}
-					clean(t, "a missing cwd")
 
 					// Refused names: a 400 that names them.
 					for _, bad := range []map[string]string{{"LD_PRELOAD": "x"}, {"PATH": "/tmp"}, {"GLASSROOM_X": "x"}, {"1X": "x"}} {

@@ -22,6 +22,7 @@ var flood100 = map[string]string{
 	"javascript": "for (let i = 0; i < 100; i++) console.log('z'.repeat(1e6))",
 	"typescript": "for (let i: number = 0; i < 100; i++) console.log('z'.repeat(1e6))",
 	"bash":       "head -c 100000000 /dev/zero | tr '\\0' z",
+	"java":       "for (int i = 0; i < 100; i++) System.out.print(\"z\".repeat(1_000_000));",
 }
 
 // writeFile writes /home/user/shared.txt ("from <kernel>") and readFile
@@ -32,6 +33,7 @@ var writeFile = map[string]string{
 	"javascript": "Deno.writeTextFileSync('/home/user/shared.txt', 'from javascript')",
 	"typescript": "Deno.writeTextFileSync('/home/user/shared.txt', 'from typescript')",
 	"bash":       "echo 'from bash' > /home/user/shared.txt",
+	"java":       "java.nio.file.Files.writeString(java.nio.file.Path.of(\"/home/user/shared.txt\"), \"from java\");",
 }
 var readFile = map[string]string{
 	"python3":    "print(open('/workspace/shared.txt').read())",
@@ -39,6 +41,7 @@ var readFile = map[string]string{
 	"javascript": "console.log(Deno.readTextFileSync('/workspace/shared.txt'))",
 	"typescript": "console.log(Deno.readTextFileSync('/workspace/shared.txt'))",
 	"bash":       "cat /workspace/shared.txt",
+	"java":       "System.out.println(java.nio.file.Files.readString(java.nio.file.Path.of(\"/workspace/shared.txt\")));",
 }
 
 // run executes code in the session through REST, in the context or

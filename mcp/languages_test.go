@@ -101,7 +101,6 @@ func languagesFlow(t *testing.T, g *apptest.Gateway, cs *sdk.ClientSession) {
 		args map[string]any
 		want string
 	}{
-		{map[string]any{"code": "1", "session_id": sid, "language": "java"}, "java is not installed"},
 		{map[string]any{"code": "1", "session_id": sid, "language": "cobol"}, `unknown language "cobol"`},
 		{map[string]any{"code": "1", "session_id": sid, "context": "python3-00000000"}, "no such context"},
 		{map[string]any{"code": "1", "language": "cobol"}, `unknown language "cobol"`},

@@ -40,6 +40,8 @@ want=(bubblewrap python3-ipykernel python3-jupyter-client python3-debugpy util-l
 # recommends (as in the kernel image); those trixie.txt lists come from
 # trixie below, never from bookworm.
 lean=(r-base-core r-cran-irkernel r-cran-ggplot2 r-cran-dplyr r-cran-tidyr r-cran-readr r-cran-data.table)
+# The Java kernel: JShell is in the JDK (kernel/kernels/java.go).
+lean+=(openjdk-17-jdk-headless)
 for p in "${libraries[@]}"; do
   from_trixie "$p" || lean+=("$p")
 done

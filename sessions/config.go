@@ -159,6 +159,12 @@ type Config struct {
 	// to the built-in "default" and "code-interpreter-v1" (which they may
 	// redefine). Checked by New.
 	Templates map[string]Template
+
+	// Kernels, when set, are the only kernels the gateway offers (names or
+	// aliases of the kernel registry; python3, the default, among them):
+	// the operator's choice of languages, among those the runtime has.
+	// Empty: every kernel the runtime has.
+	Kernels []string
 }
 
 func (c Config) withDefaults() Config {
@@ -267,6 +273,19 @@ func (c Config) Validate() error {
 	}
 	if err := c.Egress.Validate(); err != nil {
 		return fmt.Errorf("sessions: config: %w", err)
+	}
+	if len(c.Kernels) > 0 {
+		def := false
+		for _, n := range c.Kernels {
+			k, ok := sandbox.LookupKernel(n)
+			if !ok {
+				return fmt.Errorf("sessions: config: kernels: unknown kernel %q (one of: %s)", n, kernelNames(sandbox.Kernels()))
+			}
+			def = def || k.Name == sandbox.DefaultKernel
+		}
+		if !def {
+			return fmt.Errorf("sessions: config: kernels: %s, the default kernel, must be among them", sandbox.DefaultKernel)
+		}
 	}
 	return c.Kernel.Validate()
 }

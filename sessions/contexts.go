@@ -100,12 +100,32 @@ func resolveKernel(language string, installed []sandbox.KernelSpec) (string, err
 
 // InstalledKernels returns the kernels the runtime can start, the default
 // first (sandbox.KernelLister; a runtime without it runs only the default).
+//
+// Config.Kernels, when set, leaves out every other kernel.
 func (m *Manager) InstalledKernels() []sandbox.KernelSpec {
+	var all []sandbox.KernelSpec
 	if kl, ok := m.rt.(sandbox.KernelLister); ok {
-		return kl.Installed()
+		all = kl.Installed()
+	} else {
+		k, _ := sandbox.LookupKernel(sandbox.DefaultKernel)
+		all = []sandbox.KernelSpec{k}
 	}
-	k, _ := sandbox.LookupKernel(sandbox.DefaultKernel)
-	return []sandbox.KernelSpec{k}
+	if len(m.cfg.Kernels) == 0 {
+		return all
+	}
+	offered := map[string]bool{}
+	for _, n := range m.cfg.Kernels {
+		if k, ok := sandbox.LookupKernel(n); ok {
+			offered[k.Name] = true
+		}
+	}
+	out := all[:0]
+	for _, k := range all {
+		if offered[k.Name] {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 func kernelNames(ks []sandbox.KernelSpec) string {

@@ -3,6 +3,7 @@ package sessions_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,5 +108,31 @@ func TestContextsRouteAndClose(t *testing.T) {
 	}
 	if live := rt.liveSandboxes(); live != 0 {
 		t.Fatalf("%d kernels live after the session's delete", live)
+	}
+}
+
+// TestOfferedKernels: Config.Kernels leaves out the runtime's other
+// kernels, which are then refused as not installed and not listed; a
+// configuration naming an unknown kernel, or leaving out python3, is
+// refused.
+func TestOfferedKernels(t *testing.T) {
+	m, _ := fakeManager(t, sessions.Config{Kernels: []string{"python", "BASH"}})
+	var names []string
+	for _, k := range m.InstalledKernels() {
+		names = append(names, k.Name)
+	}
+	if strings.Join(names, ",") != "python3,bash" {
+		t.Fatalf("offered: %v", names)
+	}
+	if _, err := m.ResolveKernel("r"); !errors.Is(err, sessions.ErrInvalid) || !strings.Contains(err.Error(), "r is not installed on this gateway") {
+		t.Fatalf("resolve r: %v", err)
+	}
+	if k, err := m.ResolveKernel("sh"); err != nil || k != "bash" {
+		t.Fatalf("resolve sh: %q %v", k, err)
+	}
+	for _, c := range [][]string{{"python3", "cobol"}, {"r"}} {
+		if err := (sessions.Config{Kernels: c}).Validate(); err == nil {
+			t.Errorf("kernels %v accepted", c)
+		}
 	}
 }

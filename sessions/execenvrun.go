@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/kernel/kernels"
 )
 
 // The worker's side of per-execution settings (execenv.go). Worker only.
@@ -27,11 +28,11 @@ const maxSettingsDetail = 4 << 10
 // that arrives meanwhile, or the snippet's own complaint) goes to j as its
 // own; the rest is dropped. It returns the reply and what the snippet said
 // went wrong (its stderr, else the reply's error).
-func (w *worker) silently(c KernelConn, j *job, lang settingsLang, code string) (*kernel.ExecuteReply, string, error) {
+func (w *worker) silently(c KernelConn, j *job, lang kernels.Settings, code string) (*kernel.ExecuteReply, string, error) {
 	ctx, cancel := context.WithTimeout(w.s.ctx, settingsTimeout)
 	defer cancel()
 	var stderr strings.Builder
-	reply, err := c.Execute(ctx, code, kernel.ExecuteOptions{Silent: !lang.loud, NoHistory: true}, func(ev kernel.Event) {
+	reply, err := c.Execute(ctx, code, kernel.ExecuteOptions{Silent: !lang.Loud, NoHistory: true}, func(ev kernel.Event) {
 		if ev.Kind != kernel.EventStream {
 			return
 		}
@@ -54,7 +55,7 @@ func (w *worker) silently(c KernelConn, j *job, lang settingsLang, code string) 
 // it reports j (having put back whatever it changed) and returns false.
 func (w *worker) applySettings(c KernelConn, j *job, start time.Time) bool {
 	lang, _ := settingsCode(w.s.kernel) // enqueue checked the kernel has them
-	reply, detail, err := w.silently(c, j, lang, lang.apply(j.req.settingsPairs(), j.req.Cwd))
+	reply, detail, err := w.silently(c, j, lang, lang.Apply(j.req.settingsPairs(), j.req.Cwd))
 	if err != nil {
 		w.settingsLost(c, j, start, err, "the kernel did not apply the execution's envs and cwd")
 		return false
@@ -70,8 +71,8 @@ func (w *worker) applySettings(c KernelConn, j *job, start time.Time) bool {
 	if j.interrupted.Load() {
 		status = StatusInterrupted
 	}
-	if lang.explain != nil {
-		detail = lang.explain(reply.EValue, j.req.Cwd)
+	if lang.Explain != nil {
+		detail = lang.Explain(reply.EValue, j.req.Cwd)
 	}
 	msg := "the execution's envs and cwd could not be applied: " + detail
 	w.onEvent(j, kernel.Event{Kind: kernel.EventError, EName: "SettingsError", EValue: msg, Traceback: []string{"SettingsError: " + msg}})
@@ -94,7 +95,7 @@ func (w *worker) restoreSettings(c KernelConn, j *job) (reason string, ok bool) 
 	lang, _ := settingsCode(w.s.kernel)
 	why := "the kernel did not put back the execution's envs and cwd"
 	for range restoreAttempts {
-		reply, detail, err := w.silently(c, j, lang, lang.restore)
+		reply, detail, err := w.silently(c, j, lang, lang.Restore)
 		if err != nil {
 			if w.s.ctx.Err() != nil {
 				j.lost()
@@ -104,7 +105,7 @@ func (w *worker) restoreSettings(c KernelConn, j *job) (reason string, ok bool) 
 			why += ": " + err.Error()
 			break
 		}
-		if lang.restored(reply.Status, reply.EName) {
+		if lang.Restored(reply.Status, reply.EName) {
 			return "", true
 		}
 		why += ": " + detail

@@ -3,6 +3,7 @@ package apptest
 import (
 	"testing"
 
+	"github.com/glassroom/glassroom/kernel/kernels"
 	"github.com/glassroom/glassroom/testkit"
 )
 
@@ -28,24 +29,24 @@ func kernelNames(g *Gateway) []string {
 	return out
 }
 
-// Languages are the kernels glassroom ships besides Python, for tests
-// that go through each.
-func Languages() []string { return []string{"r", "javascript", "typescript", "bash"} }
+// Languages are the kernels glassroom ships besides Python (the kernel
+// registry's), for tests that go through each.
+func Languages() []string {
+	var out []string
+	for _, k := range kernels.All() {
+		if k.Name != kernels.Default {
+			out = append(out, k.Name)
+		}
+	}
+	return out
+}
 
 // Print42 returns code, in the language of kernel, that prints "42" and a
 // newline on stdout and nothing else ("" for a kernel it does not know).
 func Print42(kernel string) string {
-	switch kernel {
-	case "python3":
-		return "print(6 * 7)"
-	case "r":
-		return "cat(6 * 7, \"\\n\", sep = \"\")"
-	case "javascript":
-		return "console.log(6 * 7)"
-	case "typescript":
-		return "const n: number = 6 * 7\nconsole.log(n)"
-	case "bash":
-		return "echo $((6 * 7))"
+	k, ok := kernels.Lookup(kernel)
+	if !ok {
+		return ""
 	}
-	return ""
+	return k.Hello
 }

@@ -141,6 +141,8 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.Float64Var(&o.max.CPUs, "max-cpus", o.max.CPUs, "largest CPU quota a session may ask for")
 	fs.IntVar(&o.lim.WorkspaceMB, "workspace-mb", o.lim.WorkspaceMB, "default workspace size (MB)")
 	fs.IntVar(&o.max.WorkspaceMB, "max-workspace-mb", o.max.WorkspaceMB, "largest workspace a session may ask for (MB)")
+	var kernelList stringList
+	fs.Var(&kernelList, "kernels", "the only kernels to offer (repeatable, comma-separated names or aliases: python3,r,javascript,typescript,bash,java; python3 among them); default every kernel the runtime has")
 	var egressAllow, egressPrivate, egressAddress stringList
 	fs.Var(&egressAllow, "egress-allow", "host pattern a session may ask to reach (repeatable, comma-separated: pypi.org, *.pythonhosted.org, api.example.com:443); none: sessions get no network")
 	fs.Var(&egressPrivate, "egress-allow-private", "non-public range the egress proxy may dial all the same (repeatable CIDRs, e.g. 10.1.2.0/24); it does not open the gateway host's own addresses (but loopback) nor cloud metadata addresses; default none")
@@ -179,6 +181,7 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, err
 	}
+	o.sess.Kernels = kernelList
 	var preload stringList // the list as given, "" for none
 	_ = preload.Set(*poolPreload)
 	o.sess.PoolPreload = preload

@@ -15,6 +15,7 @@ import (
 	"github.com/glassroom/glassroom/gateway/internal/httperr"
 	"github.com/glassroom/glassroom/gateway/internal/tenant"
 	"github.com/glassroom/glassroom/gateway/internal/wsconn"
+	"github.com/glassroom/glassroom/kernel/kernels"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/gorilla/websocket"
@@ -183,26 +184,23 @@ type kernelSpecFile struct {
 }
 
 // kernelArgv is how each kernel is launched inside the sandbox, for the
-// spec's argv (clients show it; glassroom launches its kernels itself).
+// spec's argv (clients show it; glassroom launches its kernels itself):
+// its registry entry's.
 func kernelArgv(name string) []string {
-	switch name {
-	case "python3":
-		return []string{"python3", "-I", "-m", "ipykernel_launcher", "-f", "{connection_file}"}
-	case "r":
-		return []string{"R", "--slave", "-e", "IRkernel::main()", "--args", "{connection_file}"}
-	case "javascript", "typescript":
-		return []string{"deno", "jupyter", "--kernel", "--conn", "{connection_file}"}
-	case "bash": // glassroom's own kernel (kernel/runtime/sandbox/bashkernel.py)
-		return []string{"python3", "-I", "bashkernel.py", "-f", "{connection_file}"}
+	if k, ok := kernels.Lookup(name); ok && k.Name == name {
+		return k.JupyterArgv
 	}
 	return []string{name, "{connection_file}"}
 }
 
 // speaksDebugger reports whether kernel name speaks the Jupyter debugger's
-// protocol: ipykernel, with debugpy (a dependency of Debian's ipykernel,
-// in the kernel image and on a local runtime's host). A kernel's
+// protocol (ipykernel, with debugpy: a dependency of Debian's ipykernel, in
+// the kernel image and on a local runtime's host). A kernel's
 // kernel_info_reply says whether it really has it.
-func speaksDebugger(name string) bool { return name == "python3" }
+func speaksDebugger(name string) bool {
+	k, ok := kernels.Lookup(name)
+	return ok && k.Name == name && k.Debugger
+}
 
 // kernelSpecOf is the spec of an installed kernel: its name, language and
 // display name as GET /v1/kernels gives them, and in its metadata the

@@ -25,7 +25,9 @@ func TestJupyterAPI(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			// A short execution timeout, so that an interrupt the test sends
 			// and loses is not taken for one it sent and that worked.
-			e := newEnv(t, rt(t), sessions.Config{ExecTimeout: 20 * time.Second, InterruptGrace: time.Second, ReapInterval: 100 * time.Millisecond})
+			// java is left out (--kernels), to be refused as not installed.
+			e := newEnv(t, rt(t), sessions.Config{ExecTimeout: 20 * time.Second, InterruptGrace: time.Second, ReapInterval: 100 * time.Millisecond,
+				Kernels: []string{"python3", "r", "javascript", "typescript", "bash"}})
 			t.Run("rest", func(t *testing.T) { jupyterREST(t, e) })
 			k := e.startKernel(keyA, nil)
 			t.Run("channels legacy", func(t *testing.T) { channelsFlow(t, e, k.ID, false) })
@@ -165,6 +167,14 @@ func jupyterREST(t *testing.T, e *env) {
 		if st := e.jupyterCall("token "+keyA, "POST", "/api/kernels", body, &je); st != http.StatusBadRequest || !strings.Contains(je.Message, want) || je.Reason != "Bad Request" {
 			t.Errorf("POST %s: %d %+v", body, st, je)
 		}
+	}
+	// A kernel the gateway does not offer has no spec and no logos.
+	var offered struct{ Kernelspecs map[string]any }
+	if st := e.jupyterCall("token "+keyA, "GET", "/api/kernelspecs", nil, &offered); st != http.StatusOK || offered.Kernelspecs["java"] != nil || offered.Kernelspecs["python3"] == nil {
+		t.Errorf("kernelspecs: %d %v", st, offered.Kernelspecs)
+	}
+	if st := e.jupyterCall("", "GET", "/kernelspecs/java/logo-64x64.png?token="+keyA, nil, nil); st != http.StatusNotFound {
+		t.Errorf("a kernel not offered has logos: %d", st)
 	}
 	// An alias names its kernel; the model says the kernel's name.
 	alias := e.startKernel(keyA, map[string]any{"name": "python"})

@@ -8,6 +8,10 @@
 #   typescript  the same Deno
 #   bash        bash, with python3 and ipykernel (glassroom's bash kernel is
 #               a Python kernel that drives bash)
+#   java        the JDK 17 (JShell), with python3 and ipykernel (the java
+#               kernel is a Python kernel that drives a JVM)
+# These are the kernel registry's probes (kernel/kernels/*.go, Probe);
+# TestKernelsScriptMatchesRegistry checks the two agree.
 # customize.sh writes the list to ROOT/etc/glassroom/kernels, and build.sh
 # puts it in the image's io.glassroom.kernels label, which the Docker runtime
 # reads (an image without the label holds python3 only). It looks at files
@@ -38,5 +42,9 @@ if [ -x "$root/usr/local/bin/deno" ]; then
 fi
 if $python && has /bin/bash; then
   add bash
+fi
+if $python && ls "$root"/usr/lib/jvm/java-17-openjdk-*/bin/java >/dev/null 2>&1 &&
+  ls "$root"/usr/lib/jvm/java-17-openjdk-*/bin/jshell >/dev/null 2>&1; then
+  add java
 fi
 printf '%s\n' "$kernels"

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/glassroom/glassroom/kernel/kernels"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"golang.org/x/sys/unix"
 )
@@ -322,9 +323,12 @@ func (d *driver) bwrapArgs(env map[string]string, seccomp, bindIPC bool) []strin
 			b = append(b, "--symlink", t, "/"+l)
 		}
 	}
-	for _, e := range []string{"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
-		"/etc/fonts", "/etc/matplotlibrc", "/etc/python3", "/etc/python3.11", "/etc/localtime", "/etc/mime.types",
-		"/etc/R"} {
+	etc := []string{"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
+		"/etc/fonts", "/etc/localtime", "/etc/mime.types"}
+	for _, k := range kernels.All() { // every kernel's, whichever the sandbox starts: its contexts may start any
+		etc = append(etc, k.HostConfig...)
+	}
+	for _, e := range etc {
 		if _, err := os.Stat(e); err == nil {
 			b = append(b, "--ro-bind", e, e)
 		}

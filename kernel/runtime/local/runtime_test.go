@@ -2,6 +2,7 @@ package local_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/glassroom/glassroom/testkit"
 
 	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/kernel/kernels"
 	"github.com/glassroom/glassroom/kernel/runtime/local"
 	"github.com/glassroom/glassroom/kernel/runtime/runtimetest"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
@@ -649,14 +651,31 @@ func TestKernelsInstalled(t *testing.T) {
 	for _, k := range r.Installed() {
 		names = append(names, k.Name)
 	}
-	if len(names) == 0 || names[0] != sandbox.DefaultKernel || !slices.Contains(names, "bash") || slices.Contains(names, "java") {
+	if len(names) == 0 || names[0] != sandbox.DefaultKernel || !slices.Contains(names, "bash") {
 		t.Fatalf("installed: %v", names)
 	}
 	t.Logf("installed: %v", names)
-	_, err := r.Start(context.Background(), sandbox.Spec{ID: "kernel-java-local", Kernel: "java"})
+	_, err := r.Start(context.Background(), sandbox.Spec{ID: "kernel-cobol-local", Kernel: "cobol"})
 	var se *sandbox.SpecError
-	if !errors.As(err, &se) || se.Public() != "kernel java is not installed" {
-		t.Fatalf("start java: %v", err)
+	if !errors.As(err, &se) || !strings.Contains(se.Public(), `unknown kernel "cobol"`) {
+		t.Fatalf("start cobol: %v", err)
+	}
+	// What the registry's probe does not find on this host is not listed,
+	// and is refused with a reason.
+	for _, k := range kernels.All() {
+		if k.Name == sandbox.DefaultKernel || k.Probe.Found("/") {
+			if !slices.Contains(names, k.Name) {
+				t.Errorf("%s is on the host but not listed", k.Name)
+			}
+			continue
+		}
+		if slices.Contains(names, k.Name) {
+			t.Errorf("%s is listed but its files are not on the host", k.Name)
+		}
+		_, err := r.Start(context.Background(), sandbox.Spec{ID: "kernel-" + k.Name + "-local", Kernel: k.Name})
+		if !errors.As(err, &se) || se.Public() != "kernel "+k.Name+" is not installed" {
+			t.Errorf("start %s: %v", k.Name, err)
+		}
 	}
 }
 
@@ -675,7 +694,8 @@ def conn(n):
     f = d + "/kernel.json"
     json.dump({"transport": "ipc", "ip": d + "/k", "shell_port": 1, "iopub_port": 2, "stdin_port": 3, "control_port": 4, "hb_port": 5, "key": "key%d" % n, "signature_scheme": "hmac-sha256"}, open(f, "w"))
     return f
-procs = [subprocess.Popen([argv[0], b"-I", b"-B", b"-c", launcher, b"--kernel", b"javascript", b"-f", conn(n)]) for n in (1, 2)]
+profile = __PROFILE__.encode()
+procs = [subprocess.Popen([argv[0], b"-I", b"-B", b"-c", launcher, b"--kernel", b"javascript", b"--bridge", profile, b"-f", conn(n)]) for n in (1, 2)]
 clients = []
 for n in (1, 2):
     kc = BlockingKernelClient(connection_file="/tmp/js%d/kernel.json" % n)
@@ -756,7 +776,11 @@ func TestKernelsShareTheSandboxNetwork(t *testing.T) {
 		}
 	}()
 	k := runtimetest.Start(t, r, sandbox.Spec{ID: "shared-network-local", EgressSocket: sock})
-	out, ename := k.Run(t, kernelsInOneSandbox)
+	profile, err := json.Marshal(mustKernel(t, "javascript").Launch.Bridge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, ename := k.Run(t, strings.Replace(kernelsInOneSandbox, "__PROFILE__", strconv.Quote(string(profile)), 1))
 	want := "fetch: http://127.0.0.1:3128 proxied\nfetch: http://127.0.0.1:3128 proxied\nkilled forwarders: 1\nafter: http://127.0.0.1:3128 proxied\nexits: [-15, -15]\n"
 	if ename != "" || out != want {
 		t.Fatalf("got:\n%s\nwant:\n%s", out, want)
@@ -873,4 +897,13 @@ json.dump(j, open(p, "w"))`)
 // (runtimetest.QuickMessageHandling).
 func TestQuickMessageHandling(t *testing.T) {
 	runtimetest.QuickMessageHandling(t, newRuntime(t, local.Config{}), "quick-handling-local")
+}
+
+func mustKernel(t *testing.T, name string) kernels.Kernel {
+	t.Helper()
+	k, ok := kernels.Lookup(name)
+	if !ok {
+		t.Fatalf("no kernel %s in the registry", name)
+	}
+	return k
 }

@@ -74,9 +74,9 @@ const pthPlant = "import sys; ip = sys.modules.get('IPython'); " +
 	"late = ip is not None and ip.get_ipython() is not None; " +
 	"setattr(sys, 'glassroom_pth', 'late') if late else open('/home/user/" + Steered + "', 'a').write('pth early\\n')\n"
 
-// Languages returns the language table: one entry per kernel glassroom
-// launches (but java, which it has no launcher for). The bash kernel has
-// a suite of its own besides (Bash).
+// Languages returns the language table: one entry per kernel of the
+// registry (package kernels; its test requires the entry). The bash
+// kernel has a suite of its own besides (Bash).
 func Languages() []Language {
 	return []Language{
 		{
@@ -176,7 +176,42 @@ for (lib in c(path.expand(file.path("~", "R", paste0(R.version$platform, "-libra
 			},
 			Check: "echo \"${planted:-clean}\" $PWD", CheckWant: "clean " + sandbox.WorkDir,
 		},
+		{
+			Kernel: "java",
+			Set:    "int x = 41;", Get: "x + 1", Want: "42",
+			Has:     "System.out.println(" + javaDefined("x") + ");",
+			Error:   "throw new RuntimeException(\"boom\");",
+			Display: "display(\"text/html\", \"<b>rich</b>\");", MIME: "text/html",
+			Busy:  "System.out.println(\"started\");\nwhile (true) {}",
+			Lines: "for (int i = 1; i <= 200; i++) System.out.println(i);",
+			Sleep: "Thread.sleep(1000);",
+			Flood: "for (int i = 0; i < 20; i++) System.out.print(\"z\".repeat(1_000_000));\nSystem.out.println(\"end\");",
+			PlantFiles: map[string]string{
+				// HotSpot's settings file: ignored by a product JVM unless
+				// asked for (and -XX:Flags=/dev/null names none).
+				".hotspotrc":        "+UseStringDeduplication\n",
+				".hotspot_compiler": "quiet\n",
+				// JShell's tool start-up script, in its preferences under
+				// HOME: the JShell API never reads it (and the kernel's
+				// preferences root is private).
+				".java/.userPrefs/jdk/internal/jshell/tool/prefs.xml": `<?xml version="1.0" encoding="UTF-8" standalone="no"?>
+<!DOCTYPE map SYSTEM "http://java.sun.com/dtd/preferences.dtd">
+<map MAP_XML_VERSION="1.0"><entry key="STARTUP" value="int planted = 1;"/></map>
+`,
+			},
+			Check: "System.out.println(" + javaDefined("planted") + " + \" \" + java.lang.management.ManagementFactory." +
+				"getPlatformMXBean(com.sun.management.HotSpotDiagnosticMXBean.class).getVMOption(\"UseStringDeduplication\").getValue() + " +
+				"\" \" + System.getProperty(\"user.dir\"));",
+			CheckWant: "false false " + sandbox.WorkDir,
+		},
 	}
+}
+
+// javaDefined is a Java expression: whether the kernel's JShell has a
+// variable named name (the system properties are the kernel's hook, also
+// a Supplier of the variables' names: JShellKernel.java).
+func javaDefined(name string) string {
+	return "((java.util.function.Supplier<java.util.Set<String>>) (Object) System.getProperties()).get().contains(\"" + name + "\")"
 }
 
 // deno is the entry of a Deno kernel (JavaScript and TypeScript are the

@@ -18,12 +18,13 @@
 //     ipykernel isolated from the workspace (python -I, no Jupyter config
 //     from the session's files; the user site directory, where pip
 //     installs, joins sys.path only at the first execution) with output
-//     streams that flush in bounded chunks, or IRkernel or Deno's kernel (r, javascript, typescript)
-//     started so that nothing in the workspace steers them, behind a
-//     bridge from the gateway's unix sockets (see launcher.py); or the
-//     bash kernel (bashkernel.py), which the launcher runs in its own
-//     process once the egress forwarder is up, and which drives one
-//     persistent bash that reads no start-up file. The python3 kernel
+//     streams that flush in bounded chunks; or a kernel of its own (R,
+//     Deno) started as its registry entry's bridge profile says
+//     (kernels.BridgeProfile), so that nothing in the workspace steers
+//     it, behind a bridge from the gateway's unix sockets (see
+//     launcher.py); or a program kernel of ours (the bash and java
+//     kernels, package kernels), which the launcher runs in its own
+//     process once the egress forwarder is up. The python3 kernel
 //     also registers the structured rich output (richoutput.py): a
 //     matplotlib figure's chart JSON (ChartMIME) beside its PNG and a
 //     pandas DataFrame's JSON (DataFrameMIME) beside its HTML, bounded,

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/glassroom/glassroom/kernel/kernels"
 )
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
@@ -16,41 +18,32 @@ const (
 )
 
 // reservedEnv lists the names a session may not set, by prefix (upper
-// case), with the reason given to the client. They steer the interpreter,
-// the loader or the kernel's start, or glassroom sets them itself.
-var reservedEnv = []struct{ prefix, why string }{
-	{"PYTHON", "it steers the Python interpreter at kernel start"},
-	{"LD_", "it steers the dynamic loader"},
-	{"GCONV_PATH", "it steers the C library"},
-	{"GLIBC_", "it steers the C library"},
-	{"MALLOC_", "it steers the C library"},
-	{"LOCPATH", "it steers the C library"},
-	{"NLSPATH", "it steers the C library"},
-	{"HOSTALIASES", "it steers the C library"},
-	{"RES_OPTIONS", "it steers the C library"},
-	{"LOCALDOMAIN", "it steers the C library"},
-	{"R_", "it steers R at kernel start"},
-	{"DENO_", "it steers Deno at kernel start"},
-	{"NODE_OPTIONS", "it steers Deno at kernel start"},
-	{"NODE_ICU_DATA", "it steers Deno at kernel start"},
-	{"NODE_CHANNEL_", "it steers Deno at kernel start"},
-	{"NODE_UNIQUE_ID", "it steers Deno at kernel start"},
-	{"NODE_CLUSTER", "it steers Deno at kernel start"},
-	{"JUPYTER", "it steers the kernel's start-up"},
-	{"JPY_", "it steers the kernel's start-up"},
-	{"IPY", "it steers the kernel's start-up"},
-	{"PYDEVD", "debugger settings are fixed"},
-	{"MPLBACKEND", "glassroom sets it (inline plots)"},
-	{"MPLCONFIGDIR", "glassroom sets it"},
-	{"XDG_", "glassroom sets it (caches stay out of the workspace)"},
-	{"GLASSROOM", "it is reserved"},
-	{"BASH_ENV", "it steers shells started by the code"},
-	{"BASH_FUNC_", "it steers shells started by the code"},
-	{"ENV", "it steers shells started by the code"},
-	{"HTTP_PROXY", "network access comes from the session's network policy"},
-	{"HTTPS_PROXY", "network access comes from the session's network policy"},
-	{"ALL_PROXY", "network access comes from the session's network policy"},
-	{"NO_PROXY", "network access comes from the session's network policy"},
+// case), with the reason given to the client: they steer the loader, the
+// C library or the kernel's start, or glassroom sets them itself. Each
+// kernel adds the names that steer it (kernels.Kernel.ReservedEnv): a
+// session's variables reach every kernel it starts.
+func reservedEnv() []kernels.ReservedEnv {
+	out := []kernels.ReservedEnv{
+		{Prefix: "LD_", Why: "it steers the dynamic loader"},
+		{Prefix: "GCONV_PATH", Why: "it steers the C library"},
+		{Prefix: "GLIBC_", Why: "it steers the C library"},
+		{Prefix: "MALLOC_", Why: "it steers the C library"},
+		{Prefix: "LOCPATH", Why: "it steers the C library"},
+		{Prefix: "NLSPATH", Why: "it steers the C library"},
+		{Prefix: "HOSTALIASES", Why: "it steers the C library"},
+		{Prefix: "RES_OPTIONS", Why: "it steers the C library"},
+		{Prefix: "LOCALDOMAIN", Why: "it steers the C library"},
+		{Prefix: "XDG_", Why: "glassroom sets it (caches stay out of the workspace)"},
+		{Prefix: "GLASSROOM", Why: "it is reserved"},
+		{Prefix: "HTTP_PROXY", Why: "network access comes from the session's network policy"},
+		{Prefix: "HTTPS_PROXY", Why: "network access comes from the session's network policy"},
+		{Prefix: "ALL_PROXY", Why: "network access comes from the session's network policy"},
+		{Prefix: "NO_PROXY", Why: "network access comes from the session's network policy"},
+	}
+	for _, k := range kernels.All() {
+		out = append(out, k.ReservedEnv...)
+	}
+	return out
 }
 
 // reservedExact lists single reserved names (upper case).
@@ -67,6 +60,7 @@ func CheckEnv(env map[string]string) error {
 	if len(env) > MaxEnvVars {
 		return badSpec("more than %d environment variables", MaxEnvVars)
 	}
+	reserved := reservedEnv()
 	for k, v := range env {
 		if !envName.MatchString(k) {
 			return badSpec("environment name %q (letters, digits and _ only)", k)
@@ -75,9 +69,9 @@ func CheckEnv(env map[string]string) error {
 		if why, ok := reservedExact[up]; ok {
 			return badSpec("environment variable %s may not be set: %s", k, why)
 		}
-		for _, r := range reservedEnv {
-			if strings.HasPrefix(up, r.prefix) {
-				return badSpec("environment variable %s may not be set: %s", k, r.why)
+		for _, r := range reserved {
+			if strings.HasPrefix(up, r.Prefix) {
+				return badSpec("environment variable %s may not be set: %s", k, r.Why)
 			}
 		}
 		if len(v) > MaxEnvValueBytes {
@@ -112,6 +106,13 @@ const NoNetworkPip = `glassroom: this session has no network, so pip cannot reac
 // NoNetworkPipEnv carries NoNetworkPip in a session without a network.
 const NoNetworkPipEnv = "PIP_PROGRESS_BAR"
 
+// MemoryEnv and CPUsEnv give a kernel its sandbox's memory (MiB) and CPU
+// quota (cores): Limits.MemoryMB and Limits.CPUs.
+const (
+	MemoryEnv = "GLASSROOM_MEMORY_MB"
+	CPUsEnv   = "GLASSROOM_CPUS"
+)
+
 // KernelEnv returns the kernel's environment: the base every runtime uses,
 // with the session's variables (already checked by Spec.Validate) added,
 // and EgressSocketEnv when the session has a network (without one, pip is
@@ -142,6 +143,14 @@ func KernelEnv(spec Spec, l Limits) map[string]string {
 		// that too.
 		"PIP_BREAK_SYSTEM_PACKAGES":     "1",
 		"PIP_DISABLE_PIP_VERSION_CHECK": "1",
+	}
+	// The sandbox's size, for kernels that size themselves to it (the
+	// JVM's heap and compiler threads: javakernel.py).
+	if l.MemoryMB > 0 {
+		env[MemoryEnv] = strconv.Itoa(l.MemoryMB)
+	}
+	if l.CPUs > 0 {
+		env[CPUsEnv] = strconv.FormatFloat(l.CPUs, 'f', -1, 64)
 	}
 	if spec.EgressSocket == "" {
 		env[NoNetworkPipEnv] = NoNetworkPip

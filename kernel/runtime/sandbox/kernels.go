@@ -5,6 +5,9 @@ import (
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/glassroom/glassroom/kernel/kernels"
+	"github.com/glassroom/glassroom/workspace"
 )
 
 // KernelSpec describes one kind of kernel a sandbox can run: a language.
@@ -20,37 +23,32 @@ type KernelSpec struct {
 }
 
 // DefaultKernel is the kernel of a session that names none.
-const DefaultKernel = "python3"
+const DefaultKernel = kernels.Default
 
-// Kernels returns every kernel glassroom knows how to launch, the default
-// first. Whether a runtime has it installed is the runtime's to say
-// (KernelLister). The slice is fresh: the caller may keep it.
+// Kernels returns every kernel glassroom knows how to launch (the kernel
+// registry, package kernels), the default first. Whether a runtime has
+// it installed is the runtime's to say (KernelLister). The slice is
+// fresh: the caller may keep it.
 func Kernels() []KernelSpec {
-	return []KernelSpec{
-		{Name: "python3", Language: "python", DisplayName: "Python 3", Aliases: []string{"python", "py", "python3"}},
-		{Name: "r", Language: "R", DisplayName: "R", Aliases: []string{"r", "ir"}},
-		{Name: "javascript", Language: "javascript", DisplayName: "JavaScript (Deno)", Aliases: []string{"js", "javascript", "deno", "node"}},
-		{Name: "typescript", Language: "typescript", DisplayName: "TypeScript (Deno)", Aliases: []string{"ts", "typescript"}},
-		{Name: "bash", Language: "bash", DisplayName: "Bash", Aliases: []string{"bash", "sh", "shell"}},
-		{Name: "java", Language: "java", DisplayName: "Java", Aliases: []string{"java"}},
+	var out []KernelSpec
+	for _, k := range kernels.All() {
+		out = append(out, specOf(k))
 	}
+	return out
+}
+
+func specOf(k kernels.Kernel) KernelSpec {
+	return KernelSpec{Name: k.Name, Language: k.Language.Name, DisplayName: k.DisplayName, Aliases: k.Aliases}
 }
 
 // LookupKernel finds a kernel by its name or one of its aliases, ignoring
 // case.
 func LookupKernel(name string) (KernelSpec, bool) {
-	n := strings.ToLower(strings.TrimSpace(name))
-	for _, k := range Kernels() {
-		if k.Name == n {
-			return k, true
-		}
-		for _, a := range k.Aliases {
-			if a == n {
-				return k, true
-			}
-		}
+	k, ok := kernels.Lookup(name)
+	if !ok {
+		return KernelSpec{}, false
 	}
-	return KernelSpec{}, false
+	return specOf(k), true
 }
 
 // KernelLister is implemented by runtimes that know which kernels they can
@@ -120,7 +118,7 @@ func SandboxPath(p string) (string, error) {
 			return WorkDir + "/" + rest, nil
 		}
 	}
-	return "", badSpec("path %q is outside %s", p, WorkDir)
+	return "", badSpec("path %q is outside %s%s", p, WorkDir, workspace.OutsideHint(p))
 }
 
 // ContextStarter is implemented by sandboxes that hold more than one

@@ -2,7 +2,10 @@ package sandbox
 
 import (
 	_ "embed"
+	"encoding/json"
 	"strings"
+
+	"github.com/glassroom/glassroom/kernel/kernels"
 
 	"github.com/glassroom/glassroom/workspace"
 )
@@ -11,12 +14,6 @@ import (
 //
 //go:embed launcher.py
 var launcher string
-
-// bashKernel is the bash kernel: a Python program on ipykernel's Kernel
-// base that drives one persistent bash.
-//
-//go:embed bashkernel.py
-var bashKernel string
 
 // richOutput is the python3 kernel's structured rich output: display
 // formatters that add a chart's JSON to a matplotlib figure and a
@@ -69,37 +66,46 @@ const (
 )
 
 // KernelArgv returns the command that starts the kernel with python (an
-// absolute path inside the sandbox). The interpreter runs isolated (-I: no
+// absolute path inside the sandbox), as its definition in the kernel
+// registry (package kernels) says. The interpreter runs isolated (-I: no
 // PYTHON* variables, no user site directory, the working directory is not
 // on sys.path while ipykernel loads) and the launcher adds the workspace to
 // sys.path only once the kernel is up, so no file in the workspace can
-// steer the kernel's start. For r, javascript and typescript the launcher
-// starts R (/usr/bin/R with IRkernel) or Deno (/usr/local/bin/deno) as its
-// child, as hardened, and bridges the connection file's unix sockets to
-// them; it exits as the kernel does. A javascript or typescript kernel
-// cannot run under an address-space limit (RLIMIT_AS): V8 reserves far
-// more than it uses.
+// steer the kernel's start.
 //
-// kernel is the canonical name of the kernel to start (KernelSpec.Name;
-// "" is DefaultKernel) and connFile the connection file's path inside the
-// sandbox (ConnFile for a sandbox's first kernel).
+//   - The python3 kernel (kernels.IPyKernel: --ipykernel) is given its
+//     structured rich output (richoutput.py, --rich), which it registers
+//     in IPython before the workspace joins sys.path.
+//   - A program of ours (kernels.Program: the bash and java kernels) is
+//     given whole (--code), and the launcher runs it in its own process
+//     once it has started the egress forwarder.
+//   - A bridged kernel (kernels.Bridged: R, Deno) is given its profile as
+//     JSON (--bridge): the launcher starts it as its child, as hardened,
+//     and bridges the connection file's unix sockets to it; it exits as
+//     the kernel does.
 //
-// The bash kernel is a program of its own (bashkernel.py), which the
-// launcher is given (--code) and runs once it has started the egress
-// forwarder; the bash it drives reads no start-up file. The python3
-// kernel is given its structured rich output (richoutput.py, --rich),
-// which it registers in IPython before the workspace joins sys.path.
+// Everything travels on the command line: nothing in the sandbox can
+// change what starts. kernel is the canonical name of the kernel to start
+// ("" is DefaultKernel; an unknown one makes the launcher exit with a
+// reason) and connFile the connection file's path inside the sandbox
+// (ConnFile for a sandbox's first kernel).
 func KernelArgv(python, kernel, connFile string) []string {
 	if kernel == "" {
 		kernel = DefaultKernel
 	}
-	if kernel == "bash" {
-		return []string{python, "-I", "-B", "-c", launcherCode(), "--kernel", kernel, "--code", bashKernelCode(), "-f", connFile}
+	argv := []string{python, "-I", "-B", "-c", launcherCode(), "--kernel", kernel}
+	k, ok := kernels.Lookup(kernel)
+	switch {
+	case !ok || k.Name != kernel:
+	case k.Launch.Kind == kernels.IPyKernel:
+		argv = append(argv, "--ipykernel", "--rich", richOutputCode())
+	case k.Launch.Kind == kernels.Program:
+		argv = append(argv, "--code", WithoutComments("# glassroom "+k.Name+" kernel\n", k.Launch.Program))
+	case k.Launch.Kind == kernels.Bridged:
+		profile, _ := json.Marshal(k.Launch.Bridge) // strings, bools and maps of strings: it cannot fail
+		argv = append(argv, "--bridge", string(profile))
 	}
-	if kernel == "python3" {
-		return []string{python, "-I", "-B", "-c", launcherCode(), "--kernel", kernel, "--rich", richOutputCode(), "-f", connFile}
-	}
-	return []string{python, "-I", "-B", "-c", launcherCode(), "--kernel", kernel, "-f", connFile}
+	return append(argv, "-f", connFile)
 }
 
 // launcherCode is the launcher without its comment lines and blank lines
@@ -107,12 +113,6 @@ func KernelArgv(python, kernel, connFile string) []string {
 // The launcher has no multi-line strings, so this is safe.
 func launcherCode() string {
 	return WithoutComments("# glassroom kernel launcher\n", launcher)
-}
-
-// bashKernelCode is bashkernel.py stripped like launcherCode; it has no
-// multi-line strings either.
-func bashKernelCode() string {
-	return WithoutComments("# glassroom bash kernel\n", bashKernel)
 }
 
 // richOutputCode is richoutput.py stripped like launcherCode; it has no

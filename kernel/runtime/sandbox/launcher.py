@@ -105,11 +105,6 @@ MAX_FRAME = 1 << 32
 # Every message of Deno's iopub begins with its delimiter frame (no topic).
 MESSAGE_START = b"\x01\x09" + DELIM
 CHANNELS = ("shell", "iopub", "stdin", "control", "hb")
-R_BIN = "/usr/bin/R"
-DENO_BIN = "/usr/local/bin/deno"
-# R looks for user packages in R_LIBS_USER if that directory exists: this
-# one never can (/dev/null is not a directory).
-R_NO_USER_LIBRARY = "/dev/null/no-user-library"
 # The font matplotlib falls back to for the glyphs its default (DejaVu Sans)
 # lacks, Chinese, Japanese and Korean labels: fonts-wqy-microhei
 # (images/python/libraries.txt), in the kernel image and on the local
@@ -1032,7 +1027,14 @@ class Bridge:
     # (see the top of this file) and relays between the two until the
     # kernel exits.
 
-    def __init__(self, kernel, conn_file):
+    # The kernel's quirks come as its profile (kernels.BridgeProfile, JSON
+    # on the command line): transport "ipc" (it binds the gateway's
+    # sockets itself) or "tcp" (the bridge relays every channel);
+    # heartbeat "bridge" or "kernel"; interrupt "signal" or "message";
+    # chdir_code and sync_code, or none; the environment it loses and
+    # gets. Nothing here branches on a kernel's name.
+
+    def __init__(self, kernel, profile, conn_file):
         import json
         import os
         import tempfile
@@ -1042,7 +1044,10 @@ class Bridge:
             self.info = json.load(f)
         if self.info.get("transport") != "ipc":
             raise SystemExit("glassroom launcher: kernel %s needs an ipc connection file" % kernel)
+        if profile.get("transport") not in ("ipc", "tcp") or not profile.get("argv"):
+            raise SystemExit("glassroom launcher: kernel %s has no usable bridge profile" % kernel)
         self.kernel = kernel
+        self.profile = profile
         self.key = self.info["key"].encode()
         self.session = uuid.uuid4().hex
         self.cwd = os.getcwd()
@@ -1080,12 +1085,11 @@ class Bridge:
 
     def kernel_env(self):
         import os
-        env = {k: v for k, v in os.environ.items() if not k.upper().startswith(("R_", "DENO_"))}
-        if self.kernel == "r":
-            env.update({"R_LIBS_USER": R_NO_USER_LIBRARY, "R_PROFILE_USER": "/dev/null", "R_ENVIRON_USER": "/dev/null"})
-        else:
-            env.update({"DENO_DIR": os.path.join(self.private, "deno"), "DENO_NO_UPDATE_CHECK": "1",
-                        "DENO_NO_PROMPT": "1", "DENO_NO_PACKAGE_JSON": "1", "NO_COLOR": "1"})
+        drop = tuple(self.profile.get("drop_env") or ())
+        env = {k: v for k, v in os.environ.items() if not (drop and k.upper().startswith(drop))}
+        env.update(self.profile.get("env") or {})
+        for name, sub in (self.profile.get("private_env") or {}).items():
+            env[name] = os.path.join(self.private, sub)
         return env
 
     def write_private(self, name, info):
@@ -1097,13 +1101,17 @@ class Bridge:
             json.dump(info, f)
         return path
 
-    def prepare_r(self):
-        # IRkernel binds the gateway's shell, iopub and stdin sockets
-        # itself; its control and heartbeat go next to them under port
-        # numbers the gateway does not use. The launcher serves the
-        # gateway's heartbeat itself: IRkernel answers it only between
-        # cells, and a cell may run longer than the gateway waits.
+    def argv(self, conn):
         import json
+        return [a.replace("{conn_json}", json.dumps(conn)).replace("{conn}", conn) for a in self.profile["argv"]]
+
+    def prepare_ipc(self):
+        # The kernel (IRkernel) binds the gateway's shell, iopub and stdin
+        # sockets itself; its control and heartbeat go next to them under
+        # port numbers the gateway does not use. With heartbeat "bridge"
+        # the launcher serves the gateway's heartbeat itself: IRkernel
+        # answers it only between cells, and a cell may run longer than
+        # the gateway waits.
         info = dict(self.info)
         used = {self.info[ch + "_port"] for ch in CHANNELS}
         for ch in ("control", "hb"):
@@ -1112,27 +1120,22 @@ class Bridge:
                 port += 1
             used.add(port)
             info[ch + "_port"] = port
-        self.upstream = {"control": "%s-%d" % (self.info["ip"], info["control_port"]), "shell": self.gateway_path("shell")}
+        ip = self.info["ip"]
+        self.upstream = {"control": "%s-%d" % (ip, info["control_port"]), "hb": "%s-%d" % (ip, info["hb_port"]),
+                         "shell": self.gateway_path("shell")}
         conn = self.write_private("kernel.json", info)
-        code = "options(repos = c(CRAN = 'https://cloud.r-project.org')); IRkernel::main(%s)" % json.dumps(conn)
-        argv = [R_BIN, "--no-echo", "--no-save", "--no-restore", "--no-site-file", "--no-init-file",
-                "--no-environ", "--no-readline", "-e", code]
         wait = [self.gateway_path(ch) for ch in ("shell", "iopub", "stdin")] + [self.upstream["control"]]
-        return argv, self.cwd, wait
+        return self.argv(conn), self.cwd, wait
 
-    def prepare_deno(self):
-        import resource
+    def prepare_tcp(self):
+        # The kernel listens on loopback ports the launcher reserves (see
+        # the top of this file); with chdir_code it starts in "/" and
+        # enters the working directory by code (step).
         import socket
-        # V8 reserves far more address space than it uses: lift a soft
-        # limit (the sandbox's memory is bounded otherwise), refuse a hard
-        # one with a reason.
-        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-        if hard != resource.RLIM_INFINITY:
-            raise SystemExit("glassroom launcher: the %s kernel (V8) cannot run under an address-space limit (RLIMIT_AS %d)" % (self.kernel, hard))
-        if soft != hard:
-            resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
         info = {"transport": "tcp", "ip": "127.0.0.1", "key": self.info["key"],
-                "signature_scheme": self.info.get("signature_scheme", "hmac-sha256"), "kernel_name": "deno"}
+                "signature_scheme": self.info.get("signature_scheme", "hmac-sha256")}
+        if self.profile.get("kernel_name"):
+            info["kernel_name"] = self.profile["kernel_name"]
         for ch in CHANNELS:
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -1141,14 +1144,27 @@ class Bridge:
             info[ch + "_port"] = s.getsockname()[1]
             self.upstream[ch] = ("127.0.0.1", info[ch + "_port"])
         conn = self.write_private("kernel.json", info)
-        return [DENO_BIN, "jupyter", "--kernel", "--quiet", "--conn", conn], "/", None
+        return self.argv(conn), "/" if self.profile.get("chdir_code") else self.cwd, None
+
+    def lift_address_space(self):
+        # V8 reserves far more address space than it uses: lift a soft
+        # limit (the sandbox's memory is bounded otherwise), refuse a hard
+        # one with a reason.
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard != resource.RLIM_INFINITY:
+            raise SystemExit("glassroom launcher: the %s kernel cannot run under an address-space limit (RLIMIT_AS %d)" % (self.kernel, hard))
+        if soft != hard:
+            resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
 
     def spawn(self):
         import ctypes
         import os
         import subprocess
 
-        argv, cwd, wait = self.prepare_r() if self.kernel == "r" else self.prepare_deno()
+        if self.profile.get("unlimited_address_space"):
+            self.lift_address_space()
+        argv, cwd, wait = self.prepare_ipc() if self.profile["transport"] == "ipc" else self.prepare_tcp()
         libc = ctypes.CDLL(None, use_errno=True)
 
         def child_setup():
@@ -1177,7 +1193,7 @@ class Bridge:
         # One step of start-up; True once the gateway's sockets are there.
         import json
         import os
-        if self.kernel == "r":
+        if self.profile["transport"] == "ipc":
             if not all(os.path.exists(p) for p in self.startup):
                 return False
             try:
@@ -1193,7 +1209,10 @@ class Bridge:
             except OSError:
                 return False
             self.shell = ZConn(self.relay, s, self.shell_reply)
-            code = "Deno.chdir(%s)" % json.dumps(self.cwd)
+            if not self.profile.get("chdir_code"):
+                self.startup = "entered"
+                return False
+            code = self.profile["chdir_code"] % json.dumps(self.cwd)
             self.shell.send(self.message("execute_request", {"code": code, "silent": True, "store_history": False,
                                                              "user_expressions": {}, "allow_stdin": False,
                                                              "stop_on_error": True}))
@@ -1232,7 +1251,7 @@ class Bridge:
             c, _ = ls.accept()
         except OSError:
             return
-        if ch == "hb" and self.kernel == "r":
+        if ch == "hb" and self.profile.get("heartbeat") == "bridge":
             box = []
             box.append(ZConn(self.relay, c, lambda frames: box[0].send(frames), b"REP"))
             return
@@ -1265,7 +1284,7 @@ class Bridge:
             msg_type, msg_id = header["msg_type"], header["msg_id"]
         except (ValueError, TypeError, KeyError):
             return False
-        if msg_type == "interrupt_request" and self.kernel == "r":
+        if msg_type == "interrupt_request" and self.profile.get("interrupt") == "signal":
             self.interrupt()
             filt.inject(self.message("interrupt_reply", {"status": "ok"}, frames[d + 2], frames[:d]))
             return True
@@ -1278,14 +1297,15 @@ class Bridge:
         return False
 
     def synchronise(self, request_header, msg_id):
-        # Deno began the execute_request whose header this is: queue the
-        # sync execution behind it, once (see IOPubFilter).
-        if self.kernel == "r" or msg_id in self.syncs or self.shell is None or self.shell.closed:
+        # The kernel began the execute_request whose header this is: queue
+        # the sync execution behind it, once (see IOPubFilter).
+        import json
+        if not self.profile.get("sync_code") or msg_id in self.syncs or self.shell is None or self.shell.closed:
             return
         if len(self.syncs) >= 256:
             self.syncs.pop(next(iter(self.syncs)))
         self.syncs[msg_id] = True
-        code = "Deno.jupyter.broadcast(%r, {})" % SYNC
+        code = self.profile["sync_code"] % json.dumps(SYNC)
         self.shell.send(self.message("execute_request", {"code": code, "silent": True, "store_history": False,
                                                          "user_expressions": {}, "allow_stdin": False,
                                                          "stop_on_error": False}, header=request_header))
@@ -1340,7 +1360,7 @@ class Bridge:
     def interrupt(self):
         import os
         import signal
-        if self.kernel == "r":
+        if self.profile.get("interrupt") == "signal":
             try:
                 os.kill(self.child.pid, signal.SIGINT)
             except OSError:
@@ -1798,27 +1818,36 @@ def main():
         run_command(args[1:])
         return
     private_state()
-    kernel = "python3"
+    kernel = "?"
     if args[:1] == ["--kernel"]:
         kernel, args = args[1], args[2:]
-    if kernel == "python3":
-        # --rich CODE: the structured rich output (richoutput.py).
+    if args[:1] == ["--ipykernel"]:
+        # ipykernel in this interpreter; --rich CODE: the structured rich
+        # output (richoutput.py).
+        args = args[1:]
         rich = None
         if args[:1] == ["--rich"] and len(args) >= 2:
             rich, args = args[1], args[2:]
         run_ipykernel(args, rich)
         return
-    if kernel in ("r", "javascript", "typescript") and args[:1] == ["-f"] and len(args) == 2:
-        Bridge(kernel, args[1]).run()
+    if args[:1] == ["--bridge"] and args[2:3] == ["-f"] and len(args) == 4:
+        # A kernel of its own behind the bridge, with its profile
+        # (kernels.BridgeProfile as JSON).
+        import json
+        try:
+            profile = json.loads(args[1])
+        except ValueError:
+            sys.exit("glassroom launcher: kernel %r has a bridge profile that is not JSON" % kernel)
+        Bridge(kernel, profile if isinstance(profile, dict) else {}, args[3]).run()
         return
-    if kernel == "bash" and args[:1] == ["--code"] and args[2:3] == ["-f"] and len(args) == 4:
-        # The bash kernel (bashkernel.py, given whole by the gateway) runs
-        # in this interpreter once the egress forwarder is up, as if it
-        # had been started with -c.
+    if args[:1] == ["--code"] and args[2:3] == ["-f"] and len(args) == 4:
+        # A program of ours (bashkernel.py, javakernel.py, given whole by
+        # the gateway) runs in this interpreter once the egress forwarder
+        # is up, as if it had been started with -c.
         start_egress()
         code = args[1]
         sys.argv = ["-c"] + args[2:]
-        exec(compile(code, "<glassroom bash kernel>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
+        exec(compile(code, "<glassroom %s kernel>" % kernel, "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
         return
     sys.exit("glassroom launcher: kernel %r is not installed" % kernel)
 

@@ -60,10 +60,10 @@ try {
     }
   }
   try {
-    await manager.startNew({ name: 'java' });
-    out.java = { status: 0 };
+    await manager.startNew({ name: 'cobol' });
+    out.refused = { status: 0 };
   } catch (e) {
-    out.java = { status: e.response ? e.response.status : -1, message: String(e.message) };
+    out.refused = { status: e.response ? e.response.status : -1, message: String(e.message) };
   }
 } catch (e) {
   out.thrown = String(e && e.stack ? e.stack : e);
