@@ -88,6 +88,14 @@ type Kernel struct {
 	Language    string   `json:"language"`
 	DisplayName string   `json:"display_name"`
 	Aliases     []string `json:"aliases,omitempty"`
+	// Label is the notebook prompt's short label ("Python", "JS").
+	Label string `json:"label,omitempty"`
+	// Mode is the notebook editor's syntax mode ("" for plain text).
+	Mode string `json:"mode,omitempty"`
+	// LanguageInfo is the kernel's language_info without its version
+	// (name, mimetype, file_extension, codemirror_mode, pygments_lexer,
+	// nbconvert_exporter): what a saved notebook records.
+	LanguageInfo map[string]any `json:"language_info,omitempty"`
 }
 
 // Network is what a session's kernel may reach through the gateway's

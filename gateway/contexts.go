@@ -8,6 +8,7 @@ import (
 	"github.com/glassroom/glassroom/api"
 	"github.com/glassroom/glassroom/gateway/internal/httperr"
 	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/kernel/kernels"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/labstack/echo/v4"
 )
@@ -20,7 +21,11 @@ import (
 func (s *Server) listKernels(c echo.Context) error {
 	out := []api.Kernel{}
 	for _, k := range s.mgr.InstalledKernels() {
-		out = append(out, api.Kernel{Name: k.Name, Language: k.Language, DisplayName: k.DisplayName, Aliases: k.Aliases})
+		ak := api.Kernel{Name: k.Name, Language: k.Language, DisplayName: k.DisplayName, Aliases: k.Aliases}
+		if def, ok := kernels.Lookup(k.Name); ok && def.Name == k.Name {
+			ak.Label, ak.Mode, ak.LanguageInfo = def.Label, def.EditorMode, languageInfo(def.Language)
+		}
+		out = append(out, ak)
 	}
 	return c.JSON(http.StatusOK, map[string][]api.Kernel{"kernels": out})
 }
@@ -99,4 +104,19 @@ func (s *Server) kernelInfo(c echo.Context) error {
 // language fields; see api.ExecuteRequest).
 func (s *Server) target(c echo.Context, sess *sessions.Session, context, language string) (*sessions.Session, error) {
 	return sess.Contexts().Resolve(c.Request().Context(), context, language)
+}
+
+// languageInfo is li as a JSON object (what api.Kernel carries).
+func languageInfo(li kernels.LanguageInfo) map[string]any {
+	out := map[string]any{"name": li.Name, "mimetype": li.Mimetype, "file_extension": li.FileExtension}
+	if li.CodeMirrorMode != nil {
+		out["codemirror_mode"] = li.CodeMirrorMode
+	}
+	if li.PygmentsLexer != "" {
+		out["pygments_lexer"] = li.PygmentsLexer
+	}
+	if li.NbconvertExporter != "" {
+		out["nbconvert_exporter"] = li.NbconvertExporter
+	}
+	return out
 }

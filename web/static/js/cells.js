@@ -222,7 +222,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, on
 
     cell.editor = createEditor({
       source: cell.source,
-      mode: cell.type === 'code' ? editorMode(store.language) : null,
+      mode: cell.type === 'code' ? editorMode(store.language, store.kernels) : null,
       label: 'Cell editor',
       onChange: (text) => {
         cell.source = text;
@@ -317,7 +317,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, on
       cell.lastDuration = null;
     }
     cell.rendered = false;
-    cell.editor.setMode(type === 'code' ? editorMode(store.language) : null);
+    cell.editor.setMode(type === 'code' ? editorMode(store.language, store.kernels) : null);
     renderType(cell);
     onChange();
   }
@@ -754,7 +754,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, on
   // syntax mode. Cells that show outputs keep the language those came from.
   /** @param {string} previous */
   function setLanguage(previous) {
-    const mode = editorMode(store.language);
+    const mode = editorMode(store.language, store.kernels);
     for (const c of store.cells) {
       if (c.type === 'code') {
         if (!c.runLanguage && showsRun(c)) c.runLanguage = previous;

@@ -18,6 +18,9 @@
  * @property {string} language
  * @property {string} display_name
  * @property {string[]} aliases other names requests may use
+ * @property {string} [label] the prompt's label (the gateway's kernel registry)
+ * @property {string} [mode] the editor's syntax mode, '' for none
+ * @property {LanguageInfo} [info] its language_info, without the version
  */
 
 /**
@@ -96,8 +99,21 @@ const KNOWN = {
     label: 'Bash',
     mode: 'shell',
     info: { name: 'bash', file_extension: '.sh', mimetype: 'text/x-sh', codemirror_mode: 'shell', pygments_lexer: 'bash' }
+  },
+  java: {
+    kernel: { name: 'java', language: 'java', display_name: 'Java', aliases: ['java', 'jshell'] },
+    label: 'Java',
+    mode: '',
+    info: { name: 'java', file_extension: '.java', mimetype: 'text/x-java', codemirror_mode: 'text/x-java', pygments_lexer: 'java' }
   }
 };
+
+// knownTable is KNOWN as data, for the test that checks it against the
+// gateway's kernel registry (kernel/kernels).
+/** @returns {{[name: string]: Known}} */
+export function knownTable() {
+  return JSON.parse(JSON.stringify(KNOWN));
+}
 
 /**
  * isObject reports whether v is a non-null object that is not an array.
@@ -133,12 +149,27 @@ export function parseKernels(reply) {
   for (const k of reply.kernels) {
     if (!isObject(k) || !str(k.name) || seen.has(k.name)) continue;
     seen.add(k.name);
-    out.push({
+    /** @type {Kernel} */
+    const kernel = {
       name: k.name,
       language: str(k.language) || k.name,
       display_name: str(k.display_name) || k.name,
       aliases: Array.isArray(k.aliases) ? k.aliases.filter((a) => typeof a === 'string') : []
-    });
+    };
+    if (str(k.label)) kernel.label = str(k.label);
+    if (typeof k.mode === 'string') kernel.mode = k.mode;
+    const li = k.language_info;
+    if (isObject(li) && str(li.name) && str(li.file_extension) && str(li.mimetype)) {
+      /** @type {LanguageInfo} */
+      const info = { name: str(li.name), file_extension: str(li.file_extension), mimetype: str(li.mimetype) };
+      if (str(li.pygments_lexer)) info.pygments_lexer = str(li.pygments_lexer);
+      if (str(li.nbconvert_exporter)) info.nbconvert_exporter = str(li.nbconvert_exporter);
+      const cm = li.codemirror_mode;
+      if (typeof cm === 'string' && cm) info.codemirror_mode = cm;
+      else if (isObject(cm) && str(cm.name) && typeof cm.version === 'number') info.codemirror_mode = { name: cm.name, version: cm.version };
+      kernel.info = info;
+    }
+    out.push(kernel);
   }
   return out.length ? out : null;
 }
@@ -164,6 +195,8 @@ export function kernelOf(name, installed) {
  * @returns {string}
  */
 export function label(name, installed) {
+  const listed = (installed || []).find((x) => x.name === name);
+  if (listed && listed.label) return listed.label;
   if (Object.prototype.hasOwnProperty.call(KNOWN, name)) return KNOWN[name].label;
   return kernelOf(name, installed).display_name;
 }
@@ -172,9 +205,12 @@ export function label(name, installed) {
 // for plain text.
 /**
  * @param {string} name
+ * @param {Kernel[] | null} [installed]
  * @returns {string}
  */
-export function editorMode(name) {
+export function editorMode(name, installed) {
+  const listed = (installed || []).find((x) => x.name === name);
+  if (listed && typeof listed.mode === 'string') return listed.mode;
   return Object.prototype.hasOwnProperty.call(KNOWN, name) ? KNOWN[name].mode : '';
 }
 
@@ -246,11 +282,14 @@ export function kernelspec(name, installed) {
  * @returns {LanguageInfo}
  */
 export function languageInfo(name, installed, fromKernel) {
+  const listed = (installed || []).find((x) => x.name === name);
   const known = Object.prototype.hasOwnProperty.call(KNOWN, name) ? KNOWN[name] : null;
   /** @type {LanguageInfo} */
-  const info = known
-    ? Object.assign({}, known.info)
-    : { name: kernelOf(name, installed).language, file_extension: '.txt', mimetype: 'text/plain' };
+  const info = listed && listed.info
+    ? Object.assign({}, listed.info)
+    : known
+      ? Object.assign({}, known.info)
+      : { name: kernelOf(name, installed).language, file_extension: '.txt', mimetype: 'text/plain' };
   if (isObject(fromKernel) && str(fromKernel.name).toLowerCase() === info.name.toLowerCase()) {
     if (str(fromKernel.version)) info.version = fromKernel.version;
     for (const f of /** @type {const} */ (['file_extension', 'mimetype', 'pygments_lexer', 'nbconvert_exporter'])) {
