@@ -23,8 +23,9 @@
 # are this script, the files next to it that go into the image
 # (packages.txt, libraries.txt, trixie.txt, stubs.txt, mkstubs.sh, customize.sh, kernels.sh,
 # config/, users/, rootfs/), scripts/install-deno.sh (Deno's pinned version
-# and checksum) and scripts/fetch-trixie-debs.sh. If an image with that tag
-# and label exists, nothing is rebuilt.
+# and checksum), scripts/fetch-trixie-debs.sh and the kernel registry's
+# probes and smoke commands (`glassroom kernels --probes`). If an image with
+# that tag and label exists, nothing is rebuilt.
 #
 # On bookworm, the packages of trixie.txt (ipywidgets 8 and its companions,
 # Architecture: all) come from trixie: scripts/fetch-trixie-debs.sh
@@ -34,9 +35,10 @@
 # ordinary packages of the suite.
 #
 # The image is labelled io.glassroom.kernels=<names> (comma-separated,
-# python3 first): the kernels it holds, found by kernels.sh in the root
-# filesystem and each checked in the finished image (its interpreter loads
-# its kernel) before the image is tagged. The Docker runtime reads the label.
+# python3 first): the kernels it holds, found by the kernel registry's probes
+# (`glassroom kernels --root`, kernel/kernels) in the root filesystem and each
+# checked in the finished image (its registry entry's smoke command) before
+# the image is tagged. The Docker runtime reads the label.
 # The tag is written to images/python/.image-tag and printed as the last line
 # of stdout: "image: <repo>:<tag>".
 #
@@ -55,6 +57,16 @@ stage() { echo "==> $*" >&2; }
 die() { echo "build.sh: ERROR: $*" >&2; exit 1; }
 elapsed() { awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}'; }
 
+# ---- the kernel registry ---------------------------------------------------------
+# Which kernels the root file system has, and how each is checked, is the
+# kernel registry's to say (kernel/kernels): `glassroom kernels`, built here
+# as `make build` builds it.
+GO=${GO:-$(command -v go 2>/dev/null || echo /usr/local/go/bin/go)}
+GLASSROOM_BIN="$REPO_ROOT/bin/glassroom"
+(cd "$REPO_ROOT" && CGO_ENABLED=0 "$GO" build -trimpath -o "$GLASSROOM_BIN" ./cmd/glassroom) ||
+  die "cannot build $GLASSROOM_BIN (Go: $GO)"
+PROBES=$("$GLASSROOM_BIN" kernels --probes) || die "glassroom kernels --probes failed"
+
 # ---- inputs hash ---------------------------------------------------------------
 # sha256 over "sha256  relative/path" lines of every input file, sorted by path.
 inputs_hash() {
@@ -68,6 +80,8 @@ inputs_hash() {
       # exec bits matter (customize.sh, rootfs files): include the mode.
       printf '%s %s\n' "$(stat -c %a "$f" | cut -c1)" "$(sha256sum "$f")"
     done
+    # The registry's probes and smoke checks.
+    printf 'probes %s\n' "$PROBES"
     # The suite, when SUITE overrides the default (a trial build).
     [ "$SUITE" = "$DEFAULT_SUITE" ] || printf 'suite %s\n' "$SUITE"
   ) | sha256sum | cut -d' ' -f1
@@ -194,15 +208,19 @@ fi
 # inside the chroot (apt passes its host path verbatim); the first customize
 # hook removes the empty mount point they leave behind. Deno goes in before
 # customize.sh, which lists the kernels the root filesystem holds.
+# The JDK's postinst registers its man pages with update-alternatives, which
+# fails when man1 is missing (dpkg-excludes drops /usr/share/man): the
+# essential hook makes the empty directory.
 # stdin from /dev/null: mmdebstrap reads a sources.list from stdin when told
 # "-"; never let it wait on a terminal or CI pipe.
-GLASSROOM_CTX="$HERE" mmdebstrap \
+GLASSROOM_CTX="$HERE" GLASSROOM_BIN="$GLASSROOM_BIN" mmdebstrap \
   --variant=minbase \
   --aptopt='APT::Install-Recommends "false"' \
   --aptopt='APT::Install-Suggests "false"' \
   --dpkgopt="$HERE/config/dpkg-excludes" \
   --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
   --hook-dir=/usr/share/mmdebstrap/hooks/file-mirror-automount \
+  --essential-hook='mkdir -p "$1/usr/share/man/man1"' \
   "${INCLUDE_DEBS[@]}" \
   --include="$PACKAGES" \
   --customize-hook="rm -rf \"\$1$WORK\"" \
@@ -242,19 +260,15 @@ docker import \
   "$WORK/rootfs.tar" "$REF" >/dev/null
 
 # ---- check -----------------------------------------------------------------------
-# Each kernel of the label must load in the image as a kernel container runs
-# it: another uid, read-only root, tmpfs /tmp, no network. A failure removes
+# Each kernel of the label must load in the image (its registry entry's Smoke
+# command) as a kernel container runs it: another uid, read-only root, tmpfs /tmp, no network. A failure removes
 # the image, so the next run builds again instead of finding it up to date.
 stage "[4/4] checking the kernels in the image: $KERNELS"
 check_kernel() {
-  case "$1" in
-  python3) set -- python3 -I -c 'import ipykernel.kernelapp, ipywidgets, debugpy, tqdm.notebook
-assert ipywidgets.__version__.startswith("8."), "ipywidgets " + ipywidgets.__version__ + ", want 8"' ;;
-  r) set -- Rscript -e 'suppressPackageStartupMessages({library(IRkernel); library(ggplot2); library(dplyr)})' ;;
-  javascript | typescript) set -- deno jupyter --help ;;
-  bash) set -- bash -c 'exec python3 -I -c "import ipykernel.kernelbase"' ;;
-  *) die "kernels.sh listed an unknown kernel $1" ;;
-  esac
+  local smoke
+  smoke=$("$GLASSROOM_BIN" kernels --smoke "$1") || die "the registry has no kernel $1"
+  mapfile -t args <<<"$smoke" # the registry's smoke command, one argument a line
+  set -- "${args[@]}"
   docker run --rm --network none --read-only --tmpfs /tmp:mode=1777 --user 300000:300000 \
     --cap-drop ALL --security-opt no-new-privileges "$REF" "$@" >/dev/null
 }

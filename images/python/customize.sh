@@ -91,7 +91,13 @@ find "$root/tmp" -mindepth 1 -maxdepth 1 ! -name 'mmdebstrap.*' -exec rm -rf {} 
 # recompile numpy/pandas/matplotlib/IPython in memory (slower start).
 echo "customize: kernels"
 mkdir -p "$root/etc/glassroom"
-sh "$ctx/kernels.sh" "$root" >"$root/etc/glassroom/kernels"
+# The kernel registry's probes (`glassroom kernels`, which build.sh passes);
+# kernels.sh, the same probes in sh, where there is no binary (Dockerfile).
+if [ -n "${GLASSROOM_BIN:-}" ]; then
+  "$GLASSROOM_BIN" kernels --root "$root" >"$root/etc/glassroom/kernels"
+else
+  sh "$ctx/kernels.sh" "$root" >"$root/etc/glassroom/kernels"
+fi
 chmod 0644 "$root/etc/glassroom/kernels"
 echo "customize: kernels: $(cat "$root/etc/glassroom/kernels")"
 echo "customize: done"
