@@ -421,7 +421,7 @@ func sessionMAC(secret []byte, nonce, tenant string) string {
 	return hex.EncodeToString(m.Sum(nil)[:16])
 }
 
-const instructions = `glassroom runs Python (and R, JavaScript, TypeScript, Bash) in persistent, sandboxed Jupyter kernels ("sessions").
+const instructions = `glassroom runs Python (and R, JavaScript, TypeScript, Bash, Java) in persistent, sandboxed Jupyter kernels ("sessions").
 Call execute_python (or execute_code with a language) without session_id to start a session; its id is in the answer.
 Pass that session_id to every later call: variables, imports and files persist within a session.
 A session has one kernel per language, each with its own variables, all sharing the session's files.

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/glassroom/glassroom/client"
+	"github.com/glassroom/glassroom/kernel/kernels"
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
@@ -90,7 +91,7 @@ type sessionInput struct {
 
 type restartInput struct {
 	SessionID string `json:"session_id" jsonschema:"The session (from execute_python's answer)."`
-	Language  string `json:"language,omitempty" jsonschema:"Restart only the kernels of this language (python, r, javascript, typescript, bash). Omit it to restart every kernel of the session."`
+	Language  string `json:"language,omitempty" jsonschema:"Restart only the kernels of this language (python, r, javascript, typescript, bash, java). Omit it to restart every kernel of the session."`
 }
 
 type noInput struct{}
@@ -130,11 +131,13 @@ func (t *tools) register(s *sdk.Server) {
 	}, t.execute)
 
 	codeSchema := t.codeSchema(mustSchema[executeCodeInput]())
-	codeSchema.Properties["language"].Examples = []any{"python", "r", "javascript", "typescript", "bash"}
+	codeSchema.Properties["language"].Examples = languageExamples()
+	codeSchema.Properties["language"].Description = "The code's language: " + languageChoices() + "; list_languages says which this gateway runs. " +
+		"Each language has its own kernel in the session, with its own variables; all share the session's files."
 	sdk.AddTool(s, &sdk.Tool{
 		Name:  "execute_code",
 		Title: "Run code",
-		Description: "Run code in Python, R, JavaScript, TypeScript (Deno) or Bash in a persistent, sandboxed Jupyter kernel and get back its output. " +
+		Description: "Run code in " + languageNames() + " in a persistent, sandboxed Jupyter kernel and get back its output. " +
 			"A session holds one kernel per language, started on its first use: variables persist per language between calls that pass " +
 			"the same session_id, and every language sees the same workspace files (the working directory, /home/user). Without " +
 			"session_id a new session is started and its id is given in the answer: pass it on every later call. The answer has " +
@@ -821,4 +824,51 @@ func derefInt(p *int) int {
 		return -1
 	}
 	return *p
+}
+
+// languageExamples are the language names of the kernel registry, as the
+// SDKs spell them (python, r, javascript, ...).
+func languageExamples() []any {
+	var out []any
+	for _, k := range kernels.All() {
+		out = append(out, k.SDKLanguage)
+	}
+	return out
+}
+
+// languageChoices lists the registry's languages for a schema: "python
+// (default), r, javascript (js), ..., bash or java", with the short
+// aliases clients use.
+func languageChoices() string {
+	var parts []string
+	for _, k := range kernels.All() {
+		p := k.SDKLanguage
+		if k.Name == kernels.Default {
+			p += " (default)"
+		}
+		for _, a := range k.Aliases {
+			if len(a) == 2 && a != k.SDKLanguage && a != "py" && a != "sh" {
+				p += " (" + a + ")"
+			}
+		}
+		parts = append(parts, p)
+	}
+	return joinOr(parts)
+}
+
+// languageNames lists the registry's display names: "Python 3, R,
+// JavaScript (Deno), ... or Java".
+func languageNames() string {
+	var parts []string
+	for _, k := range kernels.All() {
+		parts = append(parts, k.DisplayName)
+	}
+	return joinOr(parts)
+}
+
+func joinOr(parts []string) string {
+	if len(parts) < 2 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
 }
