@@ -80,6 +80,20 @@ const (
 	SandboxAlias = "/workspace"
 )
 
+// OutsideHint says, for an absolute path outside the workspace that code
+// written for E2B often uses, what to use instead ("" for others): there
+// is no /root (a glassroom sandbox has no root user), and /tmp is the
+// sandbox's private scratch space, which only its code reaches.
+func OutsideHint(p string) string {
+	switch {
+	case p == "/root" || strings.HasPrefix(p, "/root/"):
+		return " (a glassroom sandbox has no root user and no /root: its home and workspace is " + SandboxRoot + ", also " + SandboxAlias + ")"
+	case p == "/tmp" || strings.HasPrefix(p, "/tmp/"):
+		return " (/tmp is the sandbox's private scratch space, which only code in it reaches: keep files to share in " + SandboxRoot + ")"
+	}
+	return ""
+}
+
 // relativeToRoot turns an absolute path as the kernels see it (under
 // SandboxRoot or SandboxAlias) into one relative to the workspace.
 func relativeToRoot(p string) (string, bool) {
@@ -114,7 +128,7 @@ func Clean(p string) (string, error) {
 	if strings.HasPrefix(p, "/") {
 		rel, ok := relativeToRoot(p)
 		if !ok {
-			return "", pathErr(ErrBadPath, "", "absolute path outside "+SandboxRoot)
+			return "", pathErr(ErrBadPath, "", "absolute path outside "+SandboxRoot+OutsideHint(p))
 		}
 		p = rel
 	}

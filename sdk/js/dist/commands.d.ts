@@ -13,7 +13,7 @@ export interface CommandStartOpts extends CommandRequestOpts {
     background?: boolean;
     /** Working directory (a workspace path; default /home/user). */
     cwd?: string;
-    /** Accepted for E2B compatibility: commands run as the sandbox's one user. */
+    /** E2B's: only 'user', the sandbox's one (unprivileged) user; another is refused (checkUser). */
     user?: string;
     /** Environment variables added for this command. */
     envs?: Record<string, string>;

@@ -1,5 +1,5 @@
 import { sessionPath } from './connection.js';
-import { CommandExitError, NotFoundError, SandboxError, TimeoutError } from './errors.js';
+import { checkUser, CommandExitError, NotFoundError, SandboxError, TimeoutError } from './errors.js';
 import { CommandEvents } from './events.js';
 import { toWorkspacePath } from './paths.js';
 const DEFAULT_COMMAND_TIMEOUT_MS = 60_000;
@@ -142,6 +142,7 @@ export class Commands {
         this.events = new CommandEvents(conn, sandboxId);
     }
     async run(cmd, opts = {}) {
+        checkUser(opts.user);
         const timeoutMs = opts.timeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
         const body = { cmd };
         if (opts.cwd)

@@ -111,3 +111,10 @@ export declare class CommandExitError extends SandboxError implements CommandRes
  * `{"error":{"code","message"}}`. `what` says what a 404 was about.
  */
 export declare function errorFromStatus(status: number, code: string, message: string, what?: 'sandbox' | 'file' | 'other'): Error;
+/**
+ * checkUser refuses an E2B `user` other than the sandbox's own: a
+ * glassroom sandbox has one unprivileged user ('user', home /home/user),
+ * never root, so that code in it cannot act as root on the machine it
+ * runs on.
+ */
+export declare function checkUser(user: string | undefined): void;

@@ -142,3 +142,14 @@ export function errorFromStatus(status, code, message, what = 'other') {
             return new SandboxError(`${status}: ${msg}`, opts);
     }
 }
+/**
+ * checkUser refuses an E2B `user` other than the sandbox's own: a
+ * glassroom sandbox has one unprivileged user ('user', home /home/user),
+ * never root, so that code in it cannot act as root on the machine it
+ * runs on.
+ */
+export function checkUser(user) {
+    if (user === undefined || user === 'user')
+        return;
+    throw new InvalidArgumentError(`user=${JSON.stringify(user)}: a glassroom sandbox has no other user: commands and files are the sandbox's own unprivileged user's ('user', home /home/user), never root, so that code in it cannot act as root on the machine it runs on; leave user out`);
+}

@@ -31,7 +31,7 @@ export interface WriteEntry {
 }
 export interface FilesystemRequestOpts {
     requestTimeoutMs?: number;
-    /** Accepted for E2B compatibility: files belong to the sandbox's one user. */
+    /** E2B's: only 'user', the sandbox's one (unprivileged) user; another is refused (checkUser). */
     user?: string;
 }
 export interface FilesystemListOpts extends FilesystemRequestOpts {

@@ -1,5 +1,5 @@
 import { frameText, openWebSocket, sessionPath } from './connection.js';
-import { FileNotFoundError, InvalidArgumentError, NotFoundError, SandboxError } from './errors.js';
+import { checkUser, FileNotFoundError, InvalidArgumentError, NotFoundError, SandboxError } from './errors.js';
 import { filesUrlPath, HOME, toAbsolute, toWorkspacePath } from './paths.js';
 /** What a path is. */
 export var FileType;
@@ -90,6 +90,7 @@ export class Filesystem {
         return sessionPath(this.sandboxId, 'files', filesUrlPath(p));
     }
     async read(path, opts = {}) {
+        checkUser(opts?.user);
         const p = this.filePath(path);
         const init = { timeoutMs: opts.requestTimeoutMs, what: 'file' };
         switch (opts.format ?? 'text') {
@@ -106,6 +107,7 @@ export class Filesystem {
         }
     }
     async write(pathOrFiles, dataOrOpts, opts) {
+        checkUser((typeof pathOrFiles === 'string' ? opts : dataOrOpts)?.user);
         if (Array.isArray(pathOrFiles)) {
             const o = dataOrOpts;
             const out = [];
@@ -119,6 +121,7 @@ export class Filesystem {
     }
     /** Writes several files (E2B's writeFiles). */
     async writeFiles(files, opts) {
+        checkUser(opts?.user);
         return this.write(files, opts);
     }
     async writeOne(path, data, opts) {
@@ -133,6 +136,7 @@ export class Filesystem {
     }
     /** A directory's entries (depth 1 by default; deeper levels follow their parent). */
     async list(path, opts = {}) {
+        checkUser(opts?.user);
         const depth = opts.depth ?? 1;
         if (!Number.isInteger(depth) || depth < 1)
             throw new InvalidArgumentError('depth should be at least one');
@@ -155,6 +159,7 @@ export class Filesystem {
     }
     /** Whether a file or directory exists. */
     async exists(path, opts) {
+        checkUser(opts?.user);
         try {
             await this.getInfo(path, opts);
             return true;
@@ -167,6 +172,7 @@ export class Filesystem {
     }
     /** A file's or directory's entry. FileNotFoundError if it does not exist. */
     async getInfo(path, opts) {
+        checkUser(opts?.user);
         const rel = toWorkspacePath(path).replace(/\/+$/, '');
         if (rel === '' || rel === '.') {
             return { name: 'user', type: FileType.DIR, path: HOME, size: 0, mode: 0, permissions: '', owner: 'user', group: 'user' };
@@ -197,10 +203,12 @@ export class Filesystem {
     }
     /** Removes a file, or a directory with its contents. */
     async remove(path, opts) {
+        checkUser(opts?.user);
         await this.conn.request('DELETE', this.filePath(path), 'none', { ok: [204, 200], timeoutMs: opts?.requestTimeoutMs, what: 'file' });
     }
     /** Moves a file or directory; the new path's entry. */
     async rename(oldPath, newPath, opts) {
+        checkUser(opts?.user);
         const out = await this.conn.request('POST', sessionPath(this.sandboxId, 'files-move'), 'json', {
             json: { from: toWorkspacePath(oldPath), to: toWorkspacePath(newPath) },
             timeoutMs: opts?.requestTimeoutMs,

@@ -203,7 +203,15 @@ export declare class Sandbox {
     /** glassroom: interrupts running code (of one context, or every one). */
     interrupt(context?: Context | string): Promise<void>;
     createCodeContext(opts?: CreateCodeContextOpts): Promise<Context>;
+    /**
+     * The sandbox's contexts. As E2B's, the list has a Python and a
+     * JavaScript context from the start (PENDING_DEFAULTS: the JavaScript
+     * one is listed with the id 'javascript' until its first use).
+     */
     listCodeContexts(): Promise<Context[]>;
+    private rawContexts;
+    /** The id of a pending default's context once started; null before. */
+    private startedDefault;
     restartCodeContext(context: Context | string): Promise<void>;
     removeCodeContext(context: Context | string): Promise<void>;
     /**

@@ -1,5 +1,5 @@
 import { type ConnectionConfig, sessionPath } from './connection.js'
-import { CommandExitError, type CommandResult, NotFoundError, SandboxError, TimeoutError } from './errors.js'
+import { checkUser, CommandExitError, type CommandResult, NotFoundError, SandboxError, TimeoutError } from './errors.js'
 import { CommandEvents, type CommandEvent } from './events.js'
 import { toWorkspacePath } from './paths.js'
 
@@ -17,7 +17,7 @@ export interface CommandStartOpts extends CommandRequestOpts {
   background?: boolean
   /** Working directory (a workspace path; default /home/user). */
   cwd?: string
-  /** Accepted for E2B compatibility: commands run as the sandbox's one user. */
+  /** E2B's: only 'user', the sandbox's one (unprivileged) user; another is refused (checkUser). */
   user?: string
   /** Environment variables added for this command. */
   envs?: Record<string, string>
@@ -207,6 +207,7 @@ export class Commands {
   async run(cmd: string, opts?: CommandStartOpts & { background?: false | undefined }): Promise<CommandResult>
   async run(cmd: string, opts?: CommandStartOpts): Promise<CommandHandle | CommandResult>
   async run(cmd: string, opts: CommandStartOpts = {}): Promise<CommandHandle | CommandResult> {
+    checkUser(opts.user)
     const timeoutMs = opts.timeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS
     const body: Record<string, unknown> = { cmd }
     if (opts.cwd) body.cwd = toWorkspacePath(opts.cwd)

@@ -1,5 +1,5 @@
 import { type ConnectionConfig, frameText, openWebSocket, sessionPath, type WebSocketLike } from './connection.js'
-import { FileNotFoundError, InvalidArgumentError, NotFoundError, SandboxError } from './errors.js'
+import { checkUser, FileNotFoundError, InvalidArgumentError, NotFoundError, SandboxError } from './errors.js'
 import { filesUrlPath, HOME, toAbsolute, toWorkspacePath } from './paths.js'
 
 /** What a path is. */
@@ -38,7 +38,7 @@ export interface WriteEntry {
 
 export interface FilesystemRequestOpts {
   requestTimeoutMs?: number
-  /** Accepted for E2B compatibility: files belong to the sandbox's one user. */
+  /** E2B's: only 'user', the sandbox's one (unprivileged) user; another is refused (checkUser). */
   user?: string
 }
 
@@ -142,6 +142,7 @@ export class Filesystem {
   async read(path: string, opts: FilesystemReadOpts & { format: 'blob' }): Promise<Blob>
   async read(path: string, opts: FilesystemReadOpts & { format: 'stream' }): Promise<ReadableStream<Uint8Array>>
   async read(path: string, opts: FilesystemReadOpts & { format?: 'text' | 'bytes' | 'blob' | 'stream' } = {}): Promise<unknown> {
+    checkUser(opts?.user)
     const p = this.filePath(path)
     const init = { timeoutMs: opts.requestTimeoutMs, what: 'file' as const }
     switch (opts.format ?? 'text') {
@@ -162,6 +163,7 @@ export class Filesystem {
   async write(path: string, data: WriteEntry['data'], opts?: FilesystemRequestOpts): Promise<WriteInfo>
   async write(files: WriteEntry[], opts?: FilesystemRequestOpts): Promise<WriteInfo[]>
   async write(pathOrFiles: string | WriteEntry[], dataOrOpts?: WriteEntry['data'] | FilesystemRequestOpts, opts?: FilesystemRequestOpts): Promise<WriteInfo | WriteInfo[]> {
+    checkUser((typeof pathOrFiles === 'string' ? opts : dataOrOpts as FilesystemRequestOpts | undefined)?.user)
     if (Array.isArray(pathOrFiles)) {
       const o = dataOrOpts as FilesystemRequestOpts | undefined
       const out: WriteInfo[] = []
@@ -174,6 +176,7 @@ export class Filesystem {
 
   /** Writes several files (E2B's writeFiles). */
   async writeFiles(files: WriteEntry[], opts?: FilesystemRequestOpts): Promise<WriteInfo[]> {
+    checkUser(opts?.user)
     return this.write(files, opts)
   }
 
@@ -190,6 +193,7 @@ export class Filesystem {
 
   /** A directory's entries (depth 1 by default; deeper levels follow their parent). */
   async list(path: string, opts: FilesystemListOpts = {}): Promise<EntryInfo[]> {
+    checkUser(opts?.user)
     const depth = opts.depth ?? 1
     if (!Number.isInteger(depth) || depth < 1) throw new InvalidArgumentError('depth should be at least one')
     const out: EntryInfo[] = []
@@ -211,6 +215,7 @@ export class Filesystem {
 
   /** Whether a file or directory exists. */
   async exists(path: string, opts?: FilesystemRequestOpts): Promise<boolean> {
+    checkUser(opts?.user)
     try {
       await this.getInfo(path, opts)
       return true
@@ -222,6 +227,7 @@ export class Filesystem {
 
   /** A file's or directory's entry. FileNotFoundError if it does not exist. */
   async getInfo(path: string, opts?: FilesystemRequestOpts): Promise<EntryInfo> {
+    checkUser(opts?.user)
     const rel = toWorkspacePath(path).replace(/\/+$/, '')
     if (rel === '' || rel === '.') {
       return { name: 'user', type: FileType.DIR, path: HOME, size: 0, mode: 0, permissions: '', owner: 'user', group: 'user' }
@@ -250,11 +256,13 @@ export class Filesystem {
 
   /** Removes a file, or a directory with its contents. */
   async remove(path: string, opts?: FilesystemRequestOpts): Promise<void> {
+    checkUser(opts?.user)
     await this.conn.request('DELETE', this.filePath(path), 'none', { ok: [204, 200], timeoutMs: opts?.requestTimeoutMs, what: 'file' })
   }
 
   /** Moves a file or directory; the new path's entry. */
   async rename(oldPath: string, newPath: string, opts?: FilesystemRequestOpts): Promise<EntryInfo> {
+    checkUser(opts?.user)
     const out = await this.conn.request('POST', sessionPath(this.sandboxId, 'files-move'), 'json', {
       json: { from: toWorkspacePath(oldPath), to: toWorkspacePath(newPath) },
       timeoutMs: opts?.requestTimeoutMs,

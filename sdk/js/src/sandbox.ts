@@ -1,6 +1,7 @@
 import { ConnectionConfig, type ConnectionOpts, frameText, openWebSocket, sessionPath } from './connection.js'
 import { Commands } from './commands.js'
 import { InvalidArgumentError, NotFoundError, SandboxError, TimeoutError } from './errors.js'
+import { HOME } from './paths.js'
 import { Filesystem } from './filesystem.js'
 import { Execution, ExecutionError, OutputMessage, pageResult, Result, UserExpression } from './messaging.js'
 
@@ -182,6 +183,15 @@ function toContext(c: any): Context {
 }
 
 const KILLED = 'The sandbox was killed while the request was in progress'
+
+/**
+ * The languages whose default context E2B's sandboxes list from the start
+ * (besides Python's, the first context). glassroom starts a language's
+ * default context on its first use: until then listCodeContexts shows it
+ * with the language as its id, which runCode, restartCodeContext and
+ * removeCodeContext take for that default context.
+ */
+const PENDING_DEFAULTS = ['javascript']
 
 function contextId(c: Context | string): string {
   const id = typeof c === 'string' ? c : c?.id
@@ -404,19 +414,42 @@ export class Sandbox {
     return toContext(await this.connectionConfig.request('POST', sessionPath(this.sandboxId, 'contexts'), 'json', { json: body, ok: [201], timeoutMs: opts.requestTimeoutMs ?? Math.max(this.connectionConfig.requestTimeoutMs, 120_000) }))
   }
 
+  /**
+   * The sandbox's contexts. As E2B's, the list has a Python and a
+   * JavaScript context from the start (PENDING_DEFAULTS: the JavaScript
+   * one is listed with the id 'javascript' until its first use).
+   */
   async listCodeContexts(): Promise<Context[]> {
+    const raw = await this.rawContexts()
+    const started = new Set(raw.filter((c) => c?.default).map((c) => c.language))
+    const pending = PENDING_DEFAULTS.filter((l) => !started.has(l)).map((l) => ({ id: l, language: l, cwd: HOME }))
+    const ctxs = raw.map(toContext)
+    return [...ctxs.slice(0, 1), ...pending, ...ctxs.slice(1)]
+  }
+
+  private async rawContexts(): Promise<any[]> {
     const out = await this.connectionConfig.request('GET', sessionPath(this.sandboxId, 'contexts'), 'json', { what: 'sandbox' })
-    return Array.isArray(out?.contexts) ? out.contexts.map(toContext) : []
+    return Array.isArray(out?.contexts) ? out.contexts.filter((c: unknown) => c && typeof c === 'object') : []
+  }
+
+  /** The id of a pending default's context once started; null before. */
+  private async startedDefault(id: string): Promise<string | null> {
+    if (!PENDING_DEFAULTS.includes(id)) return id
+    const c = (await this.rawContexts()).find((x) => x.default && x.language === id)
+    return c ? String(c.id) : null
   }
 
   async restartCodeContext(context: Context | string): Promise<void> {
-    const id = contextId(context)
+    const id = await this.startedDefault(contextId(context))
+    if (id === null) return // not started: nothing to restart
     const path = id === 'default' ? sessionPath(this.sandboxId, 'restart') : sessionPath(this.sandboxId, 'contexts', encodeURIComponent(id), 'restart')
     await this.connectionConfig.request('POST', path, 'none', { ok: [204], timeoutMs: Math.max(this.connectionConfig.requestTimeoutMs, 120_000) })
   }
 
   async removeCodeContext(context: Context | string): Promise<void> {
-    await this.connectionConfig.request('DELETE', sessionPath(this.sandboxId, 'contexts', encodeURIComponent(contextId(context))), 'none', { ok: [204] })
+    const id = await this.startedDefault(contextId(context))
+    if (id === null) return // not started: nothing to remove
+    await this.connectionConfig.request('DELETE', sessionPath(this.sandboxId, 'contexts', encodeURIComponent(id)), 'none', { ok: [204] })
   }
 
   /**
@@ -432,7 +465,11 @@ export class Sandbox {
     if (typeof code !== 'string') throw new InvalidArgumentError('code must be a string')
     const frame: Record<string, unknown> = { code }
     if (opts.language) frame.language = opts.language
-    if (opts.context !== undefined) frame.context = contextId(opts.context)
+    if (opts.context !== undefined) {
+      const id = contextId(opts.context)
+      if (PENDING_DEFAULTS.includes(id)) frame.language = id // its default context, started on first use
+      else frame.context = id
+    }
     if (opts.envs && Object.keys(opts.envs).length) frame.envs = opts.envs
     if (opts.cwd) frame.cwd = opts.cwd
     if (opts.userExpressions !== undefined) {

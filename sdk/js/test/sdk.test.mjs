@@ -205,6 +205,31 @@ test('contexts: create, separate variables, list, restart, remove', async () => 
   await assert.rejects(sbx.runCode('1', { context: ctx }), (e) => e instanceof SandboxError)
 })
 
+test('contexts: a fresh sandbox lists Python and JavaScript, as E2B\'s', async () => {
+  const sbx = await sandbox()
+  const ctxs = await sbx.listCodeContexts()
+  assert.deepEqual(ctxs.map((c) => c.language), ['python', 'javascript'])
+  const js = ctxs[1]
+  await sbx.restartCodeContext(js) // not started: nothing to do
+  assert.equal((await sbx.runCode('var n = 6 * 7; n', { context: js })).text, '42')
+  assert.equal((await sbx.runCode('n', { language: 'js' })).text, '42') // the same default context
+  const after = await sbx.listCodeContexts()
+  assert.deepEqual(after.map((c) => c.language), ['python', 'javascript'])
+  assert.notEqual(after[1].id, 'javascript')
+  const c = await sbx.createCodeContext({ language: 'python' })
+  assert.equal((await sbx.listCodeContexts()).at(-1).id, c.id) // created: last
+  await sbx.removeCodeContext(js.id) // the started default, by the pending id
+  assert.ok(!(await sbx.listCodeContexts()).some((x) => x.id === after[1].id))
+})
+
+test('user: only the sandbox\'s own; root is refused with the reason', async () => {
+  const sbx = await shared()
+  await assert.rejects(sbx.commands.run('whoami', { user: 'root' }), (e) => e instanceof InvalidArgumentError && /never root/.test(e.message))
+  await assert.rejects(sbx.files.write('x.txt', 'x', { user: 'root' }), (e) => e instanceof InvalidArgumentError)
+  assert.equal((await sbx.commands.run('true', { user: 'user' })).exitCode, 0)
+  await assert.rejects(sbx.createCodeContext({ cwd: '/root' }), (e) => /no root user and no \/root/.test(e.message))
+})
+
 test('files: write, read (text, bytes, blob, stream), list, exists, getInfo, makeDir, remove', async () => {
   const sbx = await shared()
   const w = await sbx.files.write('/home/user/fdir/a.txt', 'héllo')

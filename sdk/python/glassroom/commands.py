@@ -503,7 +503,10 @@ class Commands:
         if not isinstance(cmd, str) or not cmd:
             raise InvalidArgumentException("cmd must be a non-empty str")
         if user not in (None, "user"):
-            raise InvalidArgumentException(f"commands run as the sandbox's user, not {user!r}")
+            raise InvalidArgumentException(
+                f"user={user!r}: a glassroom sandbox has no other user: commands and files are the sandbox's own "
+                "unprivileged user's ('user', home /home/user), never root, so that code in it cannot act as root on "
+                "the machine it runs on; leave user out")
         body: Dict[str, Any] = {"cmd": cmd}
         if cwd:
             body["cwd"] = cwd

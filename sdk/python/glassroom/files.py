@@ -17,6 +17,16 @@ WORKSPACE_ALIAS = "/workspace"
 """The same directory under its other name."""
 
 
+def _outside_hint(p: str) -> str:
+    """What to use instead of a path outside the workspace that code
+    written for E2B often uses (the gateway says the same)."""
+    if p == "/root" or p.startswith("/root/"):
+        return f" (a glassroom sandbox has no root user and no /root: its home and workspace is {WORKSPACE}, also {WORKSPACE_ALIAS})"
+    if p == "/tmp" or p.startswith("/tmp/"):
+        return f" (/tmp is the sandbox's private scratch space, which only code in it reaches: keep files to share in {WORKSPACE})"
+    return ""
+
+
 def clean_path(path: Union[str, "os.PathLike[str]"]) -> str:
     """Maps a path to the gateway's workspace-relative form.
 
@@ -39,7 +49,8 @@ def clean_path(path: Union[str, "os.PathLike[str]"]) -> str:
                 break
         else:
             raise InvalidArgumentException(
-                f"{p!r}: glassroom paths are relative to the session's workspace ({WORKSPACE}, the kernels' working directory)")
+                f"{p!r}: glassroom paths are relative to the session's workspace ({WORKSPACE}, the kernels' working directory)"
+                + _outside_hint(norm))
     while p.startswith("./"):
         p = p[2:]
     return "" if p in (".", "") else p.rstrip("/")

@@ -19,6 +19,7 @@ PRINT42 = {
     "javascript": ("js", "console.log(6 * 7)"),
     "typescript": ("ts", "const n: number = 6 * 7\nconsole.log(n)"),
     "bash": ("bash", "echo $((6 * 7))"),
+    "java": ("jshell", "System.out.println(6 * 7);"),
 }
 
 
@@ -102,8 +103,8 @@ class ContextTest(unittest.TestCase):
         with self.assertRaises(InvalidArgumentException):
             self.sbx.run_code("1", language="cobol")
         with self.assertRaises(InvalidArgumentException) as cm:
-            self.sbx.create_code_context(language="java")
-        self.assertIn("java is not installed", str(cm.exception))
+            self.sbx.create_code_context(language="cobol")
+        self.assertIn('unknown language "cobol"', str(cm.exception))
         with self.assertRaises(InvalidArgumentException):
             self.sbx.create_code_context(cwd="/etc")
         with self.assertRaises(InvalidArgumentException):

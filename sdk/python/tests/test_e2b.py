@@ -117,6 +117,53 @@ class E2BSyncTest(unittest.TestCase):
         r = self.sbx.commands.run("echo $FOO", envs={"FOO": "bar"})
         self.assertEqual(r.stdout, "bar\n")
 
+    def test_default_contexts(self) -> None:
+        # As E2B's: a fresh sandbox lists a Python and a JavaScript context;
+        # the JavaScript one starts on its first use.
+        ctxs = self.sbx.list_code_contexts()
+        self.assertEqual([c.language for c in ctxs], ["python", "javascript"])
+        js = ctxs[1]
+        self.sbx.restart_code_context(js)  # not started: nothing to do
+        self.assertEqual(self.sbx.run_code("Deno.cwd()", context=js).text, "/home/user")
+        self.assertEqual(self.sbx.run_code("var n = 6 * 7; n", context=js.id).text, "42")
+        self.assertEqual(self.sbx.run_code("n", language="js").text, "42")  # the same default context
+        after = self.sbx.list_code_contexts()
+        self.assertEqual([c.language for c in after], ["python", "javascript"])
+        self.assertNotEqual(after[1].id, "javascript")  # started: its own id
+        self.sbx.restart_code_context(js)  # the started one, by the pending id
+        self.assertIsNotNone(self.sbx.run_code("n", context=js).error)
+        # A created context is listed last, as E2B's test_contexts expects.
+        c = self.sbx.create_code_context(language="python", cwd="/home/user")
+        self.assertEqual(self.sbx.list_code_contexts()[-1].id, c.id)
+        self.sbx.remove_code_context(c)
+
+    def test_paths_outside_the_workspace_say_what_to_use(self) -> None:
+        with self.assertRaises(InvalidArgumentException) as cm:
+            self.sbx.create_code_context(language="python", cwd="/root")
+        self.assertIn("no root user and no /root: its home and workspace is /home/user", str(cm.exception))
+        with self.assertRaises(InvalidArgumentException) as cm:
+            self.sbx.files.write("/tmp/x.txt", "x")
+        self.assertIn("/tmp is the sandbox's private scratch space", str(cm.exception))
+        with self.assertRaises(InvalidArgumentException) as cm:
+            self.sbx.commands.run("whoami", user="root")
+        self.assertIn("never root", str(cm.exception))
+        self.assertEqual(self.sbx.commands.run("whoami", user="user").exit_code, 0)
+
+    def test_java(self) -> None:
+        # E2B's Java behaviours: envs as system properties, user.dir the
+        # workspace, a String result shown as itself.
+        x = self.sbx.run_code('System.getProperty("FOO")', envs={"FOO": "bar"}, language="java")
+        self.assertEqual(x.results[0].text.strip(), "bar")
+        self.assertEqual(self.sbx.run_code('System.getProperty("FOO", "default")', language="java").results[0].text, "default")
+        self.assertEqual(self.sbx.run_code('System.getProperty("user.dir")', language="java").results[0].text, "/home/user")
+        x = self.sbx.run_code('System.out.println("Hello, World!")', language="java")
+        self.assertEqual("".join(x.logs.stdout), "Hello, World!\n")
+        with Sandbox.create(envs={"TEST_ENV_VAR": "supertest"}) as s:
+            self.assertEqual(s.run_code('System.getProperty("TEST_ENV_VAR")', language="java").results[0].text, "supertest")
+            x = s.run_code('System.getProperty("TEST_ENV_VAR")', language="java", envs={"TEST_ENV_VAR": "overwrite"})
+            self.assertEqual(x.results[0].text, "overwrite")
+            self.assertEqual(s.run_code('System.getProperty("TEST_ENV_VAR")', language="java").results[0].text, "supertest")
+
     def test_info_and_class_methods(self) -> None:
         info = Sandbox.get_info(self.sbx.sandbox_id)
         self.assertEqual(info.sandbox_id, self.sbx.sandbox_id)

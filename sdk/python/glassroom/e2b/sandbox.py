@@ -269,7 +269,10 @@ class WatchHandle:
 
 def _user(user: Optional[str]) -> None:
     if user not in (None, "user"):
-        raise InvalidArgumentException(f"glassroom runs everything as the sandbox's user, not {user!r}")
+        raise InvalidArgumentException(
+            f"user={user!r}: a glassroom sandbox has no other user: commands and files are the sandbox's own "
+            "unprivileged user's ('user', home /home/user), never root, so that code in it cannot act as root on "
+            "the machine it runs on; leave user out")
 
 
 def _abs(rel: str) -> str:
@@ -524,8 +527,41 @@ class Sandbox(_GSandbox):
         return Context(context_id=c.id, language="python" if c.language == "python3" else c.language, cwd=c.cwd)
 
     def list_code_contexts(self) -> List[Context]:  # type: ignore[override]
+        """The sandbox's contexts. As E2B's, the list has a Python and a
+        JavaScript context from the start: glassroom starts a language's
+        default context on its first use, so until then the JavaScript one
+        is listed with the id ``"javascript"`` (PENDING_DEFAULTS), which
+        ``run_code``, ``restart_code_context`` and ``remove_code_context``
+        take for that language's default context."""
         out = self._conn.call("GET", session_path(self.sandbox_id, "contexts"))
-        return [Context.from_json(c) for c in (out or {}).get("contexts") or []]
+        raw = [c for c in (out or {}).get("contexts") or [] if isinstance(c, dict)]
+        ctxs = [Context.from_json(c) for c in raw]
+        started = {c.get("language") for c in raw if c.get("default")}
+        pending = [Context(context_id=lang, language=lang, cwd=WORKSPACE) for lang in PENDING_DEFAULTS if lang not in started]
+        return ctxs[:1] + pending + ctxs[1:]
+
+    def _default_context_id(self, language: str) -> Optional[str]:
+        out = self._conn.call("GET", session_path(self.sandbox_id, "contexts"))
+        for c in (out or {}).get("contexts") or []:
+            if isinstance(c, dict) and c.get("default") and c.get("language") == language:
+                return str(c.get("id"))
+        return None
+
+    def restart_code_context(self, context: Union[Context, str]) -> None:  # type: ignore[override]
+        cid = getattr(context, "id", context)
+        if cid in PENDING_DEFAULTS:
+            cid = self._default_context_id(str(cid))
+            if cid is None:
+                return  # not started: nothing to restart
+        super().restart_code_context(cid)
+
+    def remove_code_context(self, context: Union[Context, str]) -> None:  # type: ignore[override]
+        cid = getattr(context, "id", context)
+        if cid in PENDING_DEFAULTS:
+            cid = self._default_context_id(str(cid))
+            if cid is None:
+                return  # not started: nothing to remove
+        super().remove_code_context(cid)
 
     def run_code(self, code: str, language: Optional[str] = None, context: Optional[Context] = None,  # type: ignore[override]
                  on_stdout: Optional[OutputHandler[OutputMessage]] = None,
@@ -553,7 +589,10 @@ class Sandbox(_GSandbox):
             def cb(r: _GResult) -> Any:
                 return on_result(e2b(r))
         try:
-            x = _GSandbox.run_code(self, code, language=language, context=getattr(context, "id", context), on_stdout=on_stdout,
+            cid = getattr(context, "id", context)
+            if cid in PENDING_DEFAULTS:  # the language's default context, started on first use
+                language, cid = str(cid), None
+            x = _GSandbox.run_code(self, code, language=language, context=cid, on_stdout=on_stdout,
                                    on_stderr=on_stderr, on_result=cb, on_error=on_error, timeout=t,
                                    request_timeout=None if t is None else t + (request_timeout or 30),
                                    envs=envs)
@@ -581,5 +620,9 @@ class Sandbox(_GSandbox):
     def __repr__(self) -> str:
         return f"Sandbox(sandbox_id={self.sandbox_id!r})"
 
+
+# The languages whose default context E2B's sandboxes list from the start
+# (besides Python's, the first context): listed as pending until started.
+PENDING_DEFAULTS = ("javascript",)
 
 __all__ = ["Sandbox", "Filesystem", "WatchHandle", "SandboxPaginator", "FileStream", "DEFAULT_TEMPLATE", "ALL_TRAFFIC"]
