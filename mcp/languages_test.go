@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/glassroom/glassroom/app/apptest"
+	"github.com/glassroom/glassroom/kernel/kernels"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -57,8 +58,10 @@ func languagesFlow(t *testing.T, g *apptest.Gateway, cs *sdk.ClientSession) {
 			t.Fatalf("execute_code's %s is not described: %+v", p, props)
 		}
 	}
-	if !strings.Contains(exec.Description, "R, JavaScript, TypeScript") {
-		t.Fatalf("execute_code's description: %q", exec.Description)
+	for _, k := range kernels.All() { // the registry's languages, each named
+		if !strings.Contains(exec.Description, k.DisplayName) {
+			t.Fatalf("execute_code's description lacks %s: %q", k.DisplayName, exec.Description)
+		}
 	}
 
 	langs := textOf(call(t, ctx, cs, "list_languages", map[string]any{}))
