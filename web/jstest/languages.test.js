@@ -90,6 +90,28 @@ test('kernelspec and language_info of each language', () => {
   assert.equal(languageInfo('java', [{ name: 'java', language: 'java', display_name: 'Java', aliases: [] }]).name, 'java');
 });
 
+test('the gateway\'s label, editor mode and language_info win over the page\'s table', () => {
+  const served = parseKernels({
+    kernels: [
+      {
+        name: 'java', language: 'java', display_name: 'Java', aliases: ['java'], label: 'Java', mode: '',
+        language_info: { name: 'java', file_extension: '.java', mimetype: 'text/x-java', codemirror_mode: 'text/x-java', junk: 1 }
+      },
+      { name: 'python3', language: 'python', display_name: 'Python 3', label: 'Py', mode: 'python', language_info: { name: 'python', file_extension: '.py', mimetype: 'text/x-python', codemirror_mode: { name: 'ipython', version: 3 } } },
+      { name: 'cobol', language: 'cobol', display_name: 'COBOL', label: 7, mode: 'cobol', language_info: { name: 'cobol', mimetype: 'text/x-cobol' } }
+    ]
+  });
+  assert.equal(label('python3', served), 'Py');
+  assert.equal(label('java', served), 'Java');
+  assert.equal(label('cobol', served), 'COBOL', 'a label that is not a string is ignored');
+  assert.equal(editorMode('java', served), '');
+  assert.equal(editorMode('python3', served), 'python');
+  assert.equal(editorMode('python3'), 'python', 'the page\'s table before the gateway said');
+  assert.deepEqual(languageInfo('java', served), { name: 'java', file_extension: '.java', mimetype: 'text/x-java', codemirror_mode: 'text/x-java' });
+  assert.equal(languageInfo('cobol', served).file_extension, '.txt', 'a language_info without file_extension is ignored');
+  assert.equal(languageInfo('java', null).mimetype, 'text/x-java', 'the page knows java before the gateway said');
+});
+
 test('a saved notebook carries its language, and opening it picks that language', () => {
   for (const k of ['python3', 'r', 'javascript', 'typescript', 'bash']) {
     const nb = JSON.parse(JSON.stringify(toNotebook([], false, notebookMetadata(k, all))));
