@@ -164,6 +164,16 @@ class E2BSyncTest(unittest.TestCase):
             self.assertEqual(x.results[0].text, "overwrite")
             self.assertEqual(s.run_code('System.getProperty("TEST_ENV_VAR")', language="java").results[0].text, "supertest")
 
+    def test_constructor_with_an_id_wraps_that_sandbox(self) -> None:
+        # E2B's deprecated Sandbox(sandbox_id=...) wraps the sandbox; it
+        # started a new one here once, which nobody then killed.
+        before = {i.sandbox_id for i in Sandbox.list().next_items()}
+        s = Sandbox(sandbox_id=self.sbx.sandbox_id)
+        self.assertEqual(s.sandbox_id, self.sbx.sandbox_id)
+        self.assertEqual({i.sandbox_id for i in Sandbox.list().next_items()}, before)
+        self.sbx.run_code("wrapped = 42")
+        self.assertEqual(s.run_code("wrapped").text, "42")
+
     def test_info_and_class_methods(self) -> None:
         info = Sandbox.get_info(self.sbx.sandbox_id)
         self.assertEqual(info.sandbox_id, self.sbx.sandbox_id)

@@ -373,9 +373,16 @@ class Sandbox(_GSandbox):
     default_template = DEFAULT_TEMPLATE
 
     def __init__(self, template: Optional[str] = None, timeout: Optional[int] = None, **kwargs: Any) -> None:
-        """Deprecated in E2B as here: use ``Sandbox.create()``."""
+        """Deprecated in E2B as here: use ``Sandbox.create()``, or
+        ``Sandbox.connect(id)``. With ``sandbox_id`` it wraps that sandbox,
+        as E2B's does, without a request (it neither starts one nor checks
+        that one exists)."""
         attach = kwargs.pop("_attach", None)
         conn = kwargs.pop("_conn", None)
+        sandbox_id = kwargs.pop("sandbox_id", None)
+        if attach is None and sandbox_id is not None:
+            conn = conn or connection(kwargs)
+            attach = {"id": str(sandbox_id)}
         if attach is None:
             s = type(self).create(template, timeout, **kwargs)
             attach, conn = s._info, s._conn
