@@ -6,6 +6,12 @@ import (
 	"strings"
 )
 
+// programKernel is what the program kernels share (display bundles, a
+// process group's CPU time): each Program begins with it.
+//
+//go:embed programkernel.py
+var programKernel string
+
 // bashKernel is the bash kernel: a Python program on ipykernel's Kernel
 // base that drives one persistent bash, which reads no start-up file.
 //
@@ -23,7 +29,7 @@ func bash() Kernel {
 		Language:    LanguageInfo{Name: "bash", Mimetype: "text/x-sh", FileExtension: ".sh", CodeMirrorMode: "shell", PygmentsLexer: "bash"},
 		EditorMode:  "shell",
 		SDKLanguage: "bash",
-		Launch:      Launch{Kind: Program, Program: bashKernel},
+		Launch:      Launch{Kind: Program, Program: programKernel + "\n" + bashKernel},
 		Probe:       Probe{Files: []string{"/bin/bash", "/usr/bin/python3", "/usr/lib/python3/dist-packages/ipykernel/__init__.py"}},
 		ReservedEnv: []ReservedEnv{
 			{"BASH_ENV", "it steers shells started by the code"},

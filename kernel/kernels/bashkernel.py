@@ -64,7 +64,6 @@ BASH = "/bin/bash"
 CHUNK = 64 * 1024
 # How long output may wait to be joined with more before it is sent.
 JOIN = 0.05
-DISPLAY_MAX = 10 * 1024 * 1024
 INTERRUPT_GRACE = 2.0
 INTERRUPT_MAX_WAIT = 30.0
 # CPU time a cell's processes must use over a grace to count as working.
@@ -90,7 +89,6 @@ DISPLAY_TYPES = {
     "svg": "image/svg+xml", "html": "text/html", "markdown": "text/markdown", "md": "text/markdown",
     "latex": "text/latex", "json": "application/json", "text": "text/plain",
 }
-BINARY_TYPES = ("image/png", "image/jpeg", "image/gif")
 PAYLOAD_NAME = re.compile(r"^d\.[A-Za-z0-9]{6,32}$")
 
 DISPLAY_USAGE = [
@@ -222,26 +220,6 @@ def init_script(out, err, st, d):
     ]
     return "\n".join(lines) + "\n"
 
-
-
-def group_cpu(pgid):
-    # The CPU time (user and system, in seconds) of the live processes of
-    # process group pgid, as this pid namespace's /proc shows them.
-    total = 0
-    tick = os.sysconf("SC_CLK_TCK")
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % name, "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2:].split()
-        # fields[0] is the state (field 3); pgrp is field 5, utime 14, stime 15.
-        if len(fields) > 12 and int(fields[2]) == pgid:
-            total += int(fields[11]) + int(fields[12])
-    return total / tick
 
 class Reader(threading.Thread):
     # Drains bash's stdout and stderr and the display FIFO for as long as
@@ -733,24 +711,6 @@ def read_payload(path):
     if n == 0:
         raise ValueError("nothing to show (the data is empty)")
     return b"".join(chunks)
-
-
-def bundle(mime, data):
-    n = len(data)
-    if mime in BINARY_TYPES:
-        return {mime: base64.b64encode(data).decode("ascii"), "text/plain": "<%s, %d bytes>" % (mime, n)}
-    text = data.decode("utf-8", "replace")
-    if mime == "application/json":
-        try:
-            value = json.loads(text)
-        except ValueError as e:
-            raise ValueError("not valid JSON: %s" % e)
-        return {mime: value, "text/plain": text}
-    if mime in ("text/html", "image/svg+xml"):
-        return {mime: text, "text/plain": "<%s, %d bytes>" % (mime, n)}
-    if mime == "text/plain":
-        return {mime: text}
-    return {mime: text, "text/plain": text}
 
 
 class BashKernel(Kernel):

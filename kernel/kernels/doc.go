@@ -6,7 +6,8 @@
 //     label), its language_info, the web editor's mode and its logo.
 //   - How it launches: ipykernel (python3), a program of ours that the
 //     launcher runs (the bash and java kernels: bashkernel.py,
-//     javakernel.py with JShellKernel.java), or a kernel of its own
+//     javakernel.py with JShellKernel.java, each after programkernel.py,
+//     what they share), or a kernel of its own
 //     behind the launcher's bridge, described by a BridgeProfile (R, Deno).
 //   - Where a host or an image has it (Probe), whether it needs an
 //     unlimited address space, the smoke test an image build runs.

@@ -38,7 +38,7 @@ func java() Kernel {
 		// The notebook's editor has no Java mode yet (plain text).
 		EditorMode:  "",
 		SDKLanguage: "java",
-		Launch:      Launch{Kind: Program, Program: "JSHELL_SOURCE = " + jsonLit(jshellKernel) + "\n" + javaKernel},
+		Launch:      Launch{Kind: Program, Program: "JSHELL_SOURCE = " + jsonLit(jshellKernel) + "\n" + programKernel + "\n" + javaKernel},
 		// jshell is in the JDK only (the JRE has no compiler).
 		Probe: Probe{
 			Executables: []string{javaBinary, "/usr/lib/jvm/java-17-openjdk-*/bin/jshell"},

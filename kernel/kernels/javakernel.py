@@ -93,7 +93,6 @@ JAVA_GLOB = "/usr/lib/jvm/java-17-openjdk-*/bin/java"
 CHUNK = 64 * 1024
 # How long output may wait to be joined with more before it is sent.
 JOIN = 0.05
-DISPLAY_MAX = 10 * 1024 * 1024
 # The largest frame taken from the JVM: a display's data in base64 and
 # the JSON around it.
 FRAME_MAX = 16 * 1024 * 1024
@@ -140,7 +139,6 @@ DISPLAY_TYPES = frozenset([
     "text/plain", "text/html", "text/markdown", "text/latex", "image/svg+xml", "application/json",
     "image/png", "image/jpeg", "image/gif",
 ])
-BINARY_TYPES = ("image/png", "image/jpeg", "image/gif")
 
 IDLE, RUNNING = 0, 1
 # Put in the reply queue by the reader when the JVM's reply pipe ends.
@@ -242,26 +240,6 @@ def jvm_argv(java, d, req_fd, rep_fd):
     argv += proxy_options()
     argv += ["-cp", os.path.join(d, "cp"), os.path.join(d, "JShellKernel.java"), str(req_fd), str(rep_fd)]
     return argv
-
-
-def group_cpu(pgid):
-    # The CPU time (user and system, in seconds) of the live processes of
-    # process group pgid, as this pid namespace's /proc shows them.
-    total = 0
-    tick = os.sysconf("SC_CLK_TCK")
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % name, "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2:].split()
-        # fields[0] is the state (field 3); pgrp is field 5, utime 14, stime 15.
-        if len(fields) > 12 and int(fields[2]) == pgid:
-            total += int(fields[11]) + int(fields[12])
-    return total / tick
 
 
 def utf16_len(text):
@@ -808,24 +786,6 @@ EARLY = early_jvm()
 
 from ipykernel.kernelapp import IPKernelApp
 from ipykernel.kernelbase import Kernel
-
-
-def bundle(mime, data):
-    n = len(data)
-    if mime in BINARY_TYPES:
-        return {mime: base64.b64encode(data).decode("ascii"), "text/plain": "<%s, %d bytes>" % (mime, n)}
-    text = data.decode("utf-8", "replace")
-    if mime == "application/json":
-        try:
-            value = json.loads(text)
-        except (ValueError, RecursionError) as e:
-            raise ValueError("not valid JSON: %s" % e)
-        return {mime: value, "text/plain": text}
-    if mime in ("text/html", "image/svg+xml"):
-        return {mime: text, "text/plain": "<%s, %d bytes>" % (mime, n)}
-    if mime == "text/plain":
-        return {mime: text}
-    return {mime: text, "text/plain": text}
 
 
 class JavaKernel(Kernel):
