@@ -57,7 +57,6 @@ import tempfile
 import threading
 import time
 
-from ipykernel.kernelapp import IPKernelApp
 from ipykernel.kernelbase import Kernel
 
 BASH = "/bin/bash"
@@ -713,7 +712,7 @@ def read_payload(path):
     return b"".join(chunks)
 
 
-class BashKernel(Kernel):
+class BashKernel(Publisher, Kernel):
     implementation = "glassroom-bash"
     implementation_version = "1.0"
     language_info = {
@@ -762,32 +761,13 @@ class BashKernel(Kernel):
         self.bash = sh
         return True
 
-    def publish(self, msg_type, content):
-        # Sends one iopub message (from any thread) and waits until the
-        # I/O thread has sent it, so messages never pile up in the kernel.
-        if self.quiet and msg_type == "stream":
-            return
-        self.session.send(self.iopub_socket, msg_type, content, parent=self.out_parent, ident=self._topic(msg_type))
-        done = threading.Event()
-        self.iopub_thread.schedule(done.set)
-        done.wait(10)
-
     def display(self, mime, data):
         self.publish("display_data", {"data": bundle(mime, data), "metadata": {}, "transient": {}})
         return "ok"
 
-    def pre_handler_hook(self):
-        self.saved_sigint_handler = signal.signal(signal.SIGINT, self.on_sigint)
-
-    def post_handler_hook(self):
-        signal.signal(signal.SIGINT, self.saved_sigint_handler)
-
     def on_sigint(self, signum, frame):
         if self.bash is not None:
             self.bash.interrupt()
-
-    def note(self, text):
-        self.publish("stream", {"name": "stderr", "text": "[glassroom] " + text + "\n"})
 
     def do_execute(self, code, silent, store_history=True, user_expressions=None, allow_stdin=False, **kwargs):
         self.out_parent = self.get_parent("shell")
@@ -879,12 +859,4 @@ class BashKernel(Kernel):
         return {"status": "ok", "restart": restart}
 
 
-def main():
-    import sys
-
-    app = IPKernelApp.instance(kernel_class=BashKernel)
-    app.initialize(sys.argv[1:] + ["--IPKernelApp.ignore_cwd=True"])
-    app.start()
-
-
-main()
+run_kernel(BashKernel)

@@ -784,11 +784,10 @@ def early_jvm():
 
 EARLY = early_jvm()
 
-from ipykernel.kernelapp import IPKernelApp
 from ipykernel.kernelbase import Kernel
 
 
-class JavaKernel(Kernel):
+class JavaKernel(Publisher, Kernel):
     implementation = "glassroom-java"
     implementation_version = "1.0"
     language_info = {
@@ -847,16 +846,6 @@ class JavaKernel(Kernel):
         self.jvm = jvm
         return True
 
-    def publish(self, msg_type, content):
-        # Sends one iopub message (from any thread) and waits until the
-        # I/O thread has sent it, so messages never pile up in the kernel.
-        if self.quiet and msg_type == "stream":
-            return
-        self.session.send(self.iopub_socket, msg_type, content, parent=self.out_parent, ident=self._topic(msg_type))
-        done = threading.Event()
-        self.iopub_thread.schedule(done.set)
-        done.wait(10)
-
     def display(self, mime, data, text):
         # A display frame's content: data is base64; a binary type given as
         # text (a String) is base64 already.
@@ -877,18 +866,9 @@ class JavaKernel(Kernel):
         self.publish("display_data", {"data": bundle(mime, raw), "metadata": {}, "transient": {}})
         return ""
 
-    def pre_handler_hook(self):
-        self.saved_sigint_handler = signal.signal(signal.SIGINT, self.on_sigint)
-
-    def post_handler_hook(self):
-        signal.signal(signal.SIGINT, self.saved_sigint_handler)
-
     def on_sigint(self, signum, frame):
         if self.jvm is not None:
             self.jvm.interrupt()
-
-    def note(self, text):
-        self.publish("stream", {"name": "stderr", "text": "[glassroom] " + text + "\n"})
 
     def do_execute(self, code, silent, store_history=True, user_expressions=None, allow_stdin=False, **kwargs):
         self.out_parent = self.get_parent("shell")
@@ -994,12 +974,4 @@ class JavaKernel(Kernel):
         return {"status": "ok", "restart": restart}
 
 
-def main():
-    import sys
-
-    app = IPKernelApp.instance(kernel_class=JavaKernel)
-    app.initialize(sys.argv[1:] + ["--IPKernelApp.ignore_cwd=True"])
-    app.start()
-
-
-main()
+run_kernel(JavaKernel)

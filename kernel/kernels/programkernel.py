@@ -6,6 +6,8 @@
 import base64
 import json
 import os
+import signal
+import threading
 
 # The most a display may carry, and the types sent as base64.
 DISPLAY_MAX = 10 * 1024 * 1024
@@ -52,3 +54,39 @@ def bundle(mime, data):
     if mime == "text/plain":
         return {mime: text}
     return {mime: text, "text/plain": text}
+
+
+class Publisher:
+    # Mixed into a program kernel's class before ipykernel's Kernel (whose
+    # attributes it uses): bounded publishing from any thread, SIGINT
+    # routed to the kernel's on_sigint while a request is handled, notes
+    # on stderr.
+
+    def publish(self, msg_type, content):
+        # Sends one iopub message (from any thread) and waits until the
+        # I/O thread has sent it, so messages never pile up in the kernel.
+        if self.quiet and msg_type == "stream":
+            return
+        self.session.send(self.iopub_socket, msg_type, content, parent=self.out_parent, ident=self._topic(msg_type))
+        done = threading.Event()
+        self.iopub_thread.schedule(done.set)
+        done.wait(10)
+
+    def pre_handler_hook(self):
+        self.saved_sigint_handler = signal.signal(signal.SIGINT, self.on_sigint)
+
+    def post_handler_hook(self):
+        signal.signal(signal.SIGINT, self.saved_sigint_handler)
+
+    def note(self, text):
+        self.publish("stream", {"name": "stderr", "text": "[glassroom] " + text + "\n"})
+
+
+def run_kernel(kernel_class):
+    # Serves the connection file of the command line (-f) with kernel_class
+    # until shutdown.
+    import sys
+    from ipykernel.kernelapp import IPKernelApp
+    app = IPKernelApp.instance(kernel_class=kernel_class)
+    app.initialize(sys.argv[1:] + ["--IPKernelApp.ignore_cwd=True"])
+    app.start()
