@@ -267,7 +267,10 @@ pause_image() {
 
 ctr_k8s() { ctr --address "$RUN/containerd.sock" -n k8s.io "$@"; }
 
-# import_image name: from Docker into containerd when its id differs.
+# import_image name: from Docker into containerd when its id differs,
+# unpacked now: otherwise the first pod of a new image unpacks it while the
+# pods created beside it wait (28 s for the kernel image with the JDK, under
+# load: past the deadline of the sessions a test creates at once).
 import_image() {
   local id
   id=$(docker image inspect -f '{{.Id}}' "$1")
@@ -276,7 +279,7 @@ import_image() {
     return 0
   fi
   log "importing $1 into containerd"
-  docker save "$1" | ctr_k8s images import --no-unpack - >/dev/null
+  docker save "$1" | ctr_k8s images import - >/dev/null
   mkdir -p "$(dirname "$KUBE_STATE/images/$1.id")"
   echo "$id" >"$KUBE_STATE/images/$1.id"
 }
