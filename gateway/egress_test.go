@@ -260,7 +260,7 @@ print("plain", fetch("http://allowed.test:%d/"))
 			if plain.Network != nil {
 				t.Errorf("no list, yet network %+v", plain.Network)
 			}
-			x := e.exec(keyA, plain.ID, fetchPy+fmt.Sprintf(`print(sorted(k for k in os.environ if "PROXY" in k.upper() or k.startswith("GLASSROOM")))
+			x := e.exec(keyA, plain.ID, fetchPy+fmt.Sprintf(`print(sorted(k for k in os.environ if "PROXY" in k.upper() or k.startswith("GLASSROOM_EGRESS")))
 print(os.path.exists("/run/glassroom/egress"))
 print(fetch("http://allowed.test:%d/"))
 try:

@@ -172,6 +172,9 @@ func (m *Commands) launch(ctx context.Context, cr sandbox.CommandRunner, spec sa
 	c, err := cr.StartCommand(ctx, spec)
 	if err != nil {
 		release()
+		if errors.Is(err, sandbox.ErrClosed) { // the session is closing under the request
+			return nil, nil, fmt.Errorf("sessions: %s: %w: %w", op, ErrClosed, err)
+		}
 		return nil, nil, fmt.Errorf("sessions: %s: %w", op, err)
 	}
 	return c, release, nil
