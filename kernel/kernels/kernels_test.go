@@ -60,6 +60,11 @@ func TestRegistryIsComplete(t *testing.T) {
 			if k.DisplayName == "" || k.Label == "" || k.Hello == "" || len(k.Smoke) == 0 || len(k.JupyterArgv) == 0 {
 				t.Errorf("display name, label, Hello, Smoke and JupyterArgv are required: %+v", k)
 			}
+			for _, a := range k.Smoke { // glassroom kernels --smoke prints one argument a line
+				if strings.ContainsAny(a, "\n\x00") {
+					t.Errorf("smoke argument %q holds a newline or NUL", a)
+				}
+			}
 			li := k.Language
 			if li.Name == "" || li.Mimetype == "" || !strings.HasPrefix(li.FileExtension, ".") {
 				t.Errorf("language_info needs name, mimetype and file_extension: %+v", li)
