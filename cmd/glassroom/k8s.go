@@ -71,7 +71,10 @@ func runPodAgent(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.Int64Var(&quotaMB, "quota-mb", 0, "uploads may fill the workspace up to this (MiB; 0: no quota)")
 	certFile := fs.String("tls-cert", k8s.AgentCertFile, "the agent's TLS certificate (PEM)")
 	keyFile := fs.String("tls-key", k8s.AgentKeyFile, "the agent's TLS key (PEM)")
-	kernelPorts := fs.String("kernel-ports", "50001,50002,50003,50004,50005", "the kernel's shell, iopub, stdin, control and heartbeat ports on the pod's loopback")
+	fs.StringVar(&cfg.KernelIPC, "kernel-ipc", "", "the socket prefix of the kernel's ipc connection file (its channels are PREFIX-1 to PREFIX-5)")
+	fs.StringVar(&cfg.ContextsDir, "contexts", "", "the directory of the contexts' ipc directories (\"\": no contexts)")
+	fs.StringVar(&cfg.Spawn, "spawn", "", "the supervisor's spawn socket (\"\": no contexts and no commands)")
+	kernelPorts := fs.String("kernel-ports", "50001,50002,50003,50004,50005", "without --kernel-ipc (a pod from before it): the kernel's shell, iopub, stdin, control and heartbeat ports on the pod's loopback")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

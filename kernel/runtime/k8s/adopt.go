@@ -25,10 +25,12 @@ type Adoptable struct {
 	Created time.Time      // the pod's creation
 	Expires time.Time      // its maximum lifetime (zero if unknown)
 	Limits  sandbox.Limits // the effective limits it was started with
-	// Connection says where the kernel is: its pod's IP, its ports on the
-	// pod's loopback and the session's key. The gateway reaches it only
-	// through the pod's agent (an adopted sandbox's Connection is its
-	// channel relay's).
+	// PodIP is the pod's address, where its agent listens.
+	PodIP string
+	// Connection is the kernel's connection file in its pod (its sockets
+	// there, the session's key). The gateway reaches it only through the
+	// pod's agent (an adopted sandbox's Connection is its channel
+	// relay's).
 	Connection kernel.ConnectionInfo
 
 	token string // the pod agent's
@@ -92,15 +94,16 @@ func (r *Runtime) describe(ctx context.Context, pod *corev1.Pod) (Adoptable, err
 	if err != nil {
 		return a, err
 	}
-	a.Connection, a.token, a.cert = r.cfg.connection(pod.Status.PodIP, sec.key), sec.token, sec.cert
+	a.PodIP, a.Connection, a.token, a.cert = pod.Status.PodIP, sec.conn, sec.token, sec.cert
 	return a, nil
 }
 
 // secrets are what a session's Secret holds for the gateway.
 type secrets struct {
-	key   string // the kernel's HMAC key
-	token string // the agent's bearer token
-	cert  []byte // the agent's certificate (PEM)
+	conn  kernel.ConnectionInfo // the kernel's connection file in its pod
+	key   string                // the kernel's HMAC key
+	token string                // the agent's bearer token
+	cert  []byte                // the agent's certificate (PEM)
 }
 
 // sessionSecret reads a session's Secret. A Secret without the agent's
@@ -117,7 +120,7 @@ func (r *Runtime) sessionSecret(ctx context.Context, name string) (secrets, erro
 	if err := json.Unmarshal(s.Data[SecretKernelKey], &conn); err != nil || conn.Key == "" {
 		return secrets{}, fmt.Errorf("k8s: secret %s: no kernel key", name)
 	}
-	out := secrets{key: conn.Key, token: string(s.Data[SecretAgentKey]), cert: s.Data[SecretAgentCert]}
+	out := secrets{conn: conn, key: conn.Key, token: string(s.Data[SecretAgentKey]), cert: s.Data[SecretAgentCert]}
 	if out.token == "" {
 		return secrets{}, fmt.Errorf("k8s: secret %s: no agent token", name)
 	}
@@ -219,7 +222,7 @@ func (r *Runtime) AdoptSession(ctx context.Context, id string) (_ sandbox.Sandbo
 	}
 	b.Attach(inc, &process{d: d, gen: st.Gen, inc: inc})
 	r.log.Info().Str("session", id).Str("from", a.Owner).Int64("generation", st.Gen).Msg("adopted session")
-	return &podSandbox{Durable: sandbox.Durable{Base: b}, d: d}, a, nil
+	return newPodSandbox(b, d), a, nil
 }
 
 // Orphans implements sandbox.OrphanFinder: the Adoptable sessions, each
@@ -346,6 +349,6 @@ func (r *Runtime) agentStatus(ctx context.Context, a Adoptable) (KernelStatus, e
 	}
 	t := newAgentTransport(conf)
 	defer t.CloseIdleConnections()
-	ac := &agentClient{base: "https://" + net.JoinHostPort(a.Connection.IP, strconv.Itoa(r.cfg.AgentPort)), token: a.token, http: newAgentHTTP(t)}
+	ac := &agentClient{base: "https://" + net.JoinHostPort(a.PodIP, strconv.Itoa(r.cfg.AgentPort)), token: a.token, http: newAgentHTTP(t)}
 	return ac.wait(ctx, 0, "ready", 0)
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,9 +40,20 @@ type AgentConfig struct {
 	// certificate): every request, the kernel channels included, is
 	// encrypted. Pods always have it; nil serves plain HTTP (tests).
 	TLS *tls.Config
-	// KernelHost is where the kernel listens (127.0.0.1: the pod's own
-	// loopback, which no other pod reaches), and KernelPorts its five
-	// ports in kernel.Channels order; the agent relays each channel there.
+	// KernelIPC is the socket prefix of the first kernel's ipc
+	// connection file (KernelSockets): channel N of kernel.Channels (from
+	// 1) is the unix socket KernelIPC-N, where the agent relays it.
+	KernelIPC string
+	// ContextsDir holds each context's ipc directory (its name), whose
+	// sockets use the prefix "k" (supervisor.py writes their connection
+	// files); "" relays no context.
+	ContextsDir string
+	// Spawn is the supervisor's spawn socket (SpawnSocket); "" runs no
+	// context and no command.
+	Spawn string
+	// KernelHost and KernelPorts are where a pod made before KernelIPC
+	// has its kernel listen (127.0.0.1, five ports in kernel.Channels
+	// order), used when KernelIPC is "".
 	KernelHost  string
 	KernelPorts []int
 }
@@ -96,6 +108,8 @@ func ServeAgent(ctx context.Context, cfg AgentConfig, ln net.Listener, log zerol
 	srv.Handle("PUT "+kernelPath, a.command)
 	srv.Handle("GET "+kernelPath, a.status)
 	srv.Handle("GET "+channelPath+"{name}", a.channel)
+	srv.Handle("GET "+contextPath+"{context}/channel/{name}", a.contextChannel)
+	srv.Handle("GET "+spawnPath, a.spawn)
 	if cfg.TLS != nil {
 		ln = tls.NewListener(ln, cfg.TLS)
 	}
@@ -137,24 +151,75 @@ const (
 	channelUpgrade = "glassroom-channel"
 )
 
-// channel serves one kernel channel tunnel (see channelPath). It returns
-// when the tunnel ends; the agent's shutdown ends every tunnel.
-func (a *agent) channel(w http.ResponseWriter, r *http.Request) {
-	port := 0
+// contextPath + a context's name + "/channel/" + a channel's name is a
+// context's kernel channel tunnel, and spawnPath the supervisor's spawn
+// socket as a tunnel (the request line, the answer, then the process's
+// stream; either side may end its writing first: see halfCloser). Both
+// upgrade like channelPath.
+const (
+	contextPath = "/v1/context/"
+	spawnPath   = "/v1/spawn"
+)
+
+// channelIndex returns the position of the channel name in
+// kernel.Channels, or -1.
+func channelIndex(name string) int {
 	for i, ch := range kernel.Channels {
-		if string(ch) == r.PathValue("name") && len(a.cfg.KernelPorts) == len(kernel.Channels) {
-			port = a.cfg.KernelPorts[i]
+		if string(ch) == name {
+			return i
 		}
 	}
-	if port == 0 {
+	return -1
+}
+
+// channel serves one channel tunnel of the first kernel (see channelPath).
+// It returns when the tunnel ends; the agent's shutdown ends every tunnel.
+func (a *agent) channel(w http.ResponseWriter, r *http.Request) {
+	i := channelIndex(r.PathValue("name"))
+	var network, addr string
+	switch {
+	case i < 0:
+	case a.cfg.KernelIPC != "":
+		network, addr = "unix", kernel.NewIPCConnection(a.cfg.KernelIPC).SocketPath(kernel.Channels[i])
+	case len(a.cfg.KernelPorts) == len(kernel.Channels):
+		network, addr = "tcp", net.JoinHostPort(a.cfg.KernelHost, strconv.Itoa(a.cfg.KernelPorts[i]))
+	}
+	if network == "" {
 		http.Error(w, "no such channel", http.StatusNotFound)
 		return
 	}
+	a.tunnel(w, r, network, addr, false)
+}
+
+// contextChannel serves one channel tunnel of a context's kernel.
+func (a *agent) contextChannel(w http.ResponseWriter, r *http.Request) {
+	i, name := channelIndex(r.PathValue("name")), r.PathValue("context")
+	if i < 0 || a.cfg.ContextsDir == "" || !contextName.MatchString(name) {
+		http.Error(w, "no such channel", http.StatusNotFound)
+		return
+	}
+	prefix := filepath.Join(a.cfg.ContextsDir, name, "k")
+	a.tunnel(w, r, "unix", kernel.NewIPCConnection(prefix).SocketPath(kernel.Channels[i]), false)
+}
+
+// spawn carries a tunnel to the supervisor's spawn socket.
+func (a *agent) spawn(w http.ResponseWriter, r *http.Request) {
+	if a.cfg.Spawn == "" {
+		http.Error(w, "this pod runs no contexts and no commands", http.StatusNotFound)
+		return
+	}
+	a.tunnel(w, r, "unix", a.cfg.Spawn, true)
+}
+
+// tunnel answers an upgrade request with 101 once it has connected to
+// network/addr in the pod, then carries bytes both ways until the tunnel
+// ends (with halfClose, until both sides have ended their writing).
+func (a *agent) tunnel(w http.ResponseWriter, r *http.Request, network, addr string, halfClose bool) {
 	if !strings.EqualFold(r.Header.Get("Upgrade"), channelUpgrade) {
 		http.Error(w, "upgrade required", http.StatusUpgradeRequired)
 		return
 	}
-	kc, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(r.Context(), "tcp", net.JoinHostPort(a.cfg.KernelHost, strconv.Itoa(port)))
+	kc, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(r.Context(), network, addr)
 	if err != nil {
 		http.Error(w, "the kernel does not answer on that channel", http.StatusBadGateway)
 		return
@@ -182,8 +247,17 @@ func (a *agent) channel(w http.ResponseWriter, r *http.Request) {
 	}
 	// What the client sent after its request, read ahead by the server,
 	// goes first: brw.Reader reads conn on.
-	splice(&bufferedConn{Conn: conn, r: brw.Reader}, kc)
+	client := &bufferedConn{Conn: conn, r: brw.Reader}
+	if halfClose {
+		spliceHalves(client, kc)
+		return
+	}
+	splice(client, kc)
 }
+
+// contextName is sandbox.ContextPattern, kept here so that the agent's
+// paths never depend on what another package accepts.
+var contextName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
 
 // bufferedConn reads through r (a reader over the connection that may
 // have read ahead of what it returned), and writes and closes the
@@ -209,6 +283,44 @@ func splice(a, b net.Conn) {
 	a.Close()
 	b.Close()
 	<-done
+}
+
+// halfCloser is a connection whose writing can end alone (TCP, unix and
+// TLS connections).
+type halfCloser interface {
+	CloseWrite() error
+}
+
+// CloseWrite ends the writing of the connection under c, when it can.
+func (c *bufferedConn) CloseWrite() error {
+	if hc, ok := c.Conn.(halfCloser); ok {
+		return hc.CloseWrite()
+	}
+	return c.Conn.Close()
+}
+
+// spliceHalves is splice for streams whose two directions end apart (a
+// command's stdin ends, its output goes on): the end of a's bytes ends
+// b's writing only, and the other way round; both are closed once both
+// directions have ended.
+func spliceHalves(a, b net.Conn) {
+	half := func(dst, src net.Conn) {
+		_, err := io.Copy(dst, src)
+		hc, ok := dst.(halfCloser)
+		if err != nil || !ok || hc.CloseWrite() != nil {
+			a.Close()
+			b.Close()
+		}
+	}
+	done := make(chan struct{})
+	go func() { // owned here: joined below
+		defer close(done)
+		half(a, b)
+	}()
+	half(b, a)
+	<-done
+	a.Close()
+	b.Close()
 }
 
 // track records a tunnel's two connections, unless the agent is closing.

@@ -175,6 +175,14 @@ var errChannelRefused = errors.New("k8s: the pod agent refused the kernel channe
 // (conf), then the upgrade request with the token. The answer is read
 // with a bound on its size; the caller owns the returned connection.
 func dialAgentChannel(ctx context.Context, addr string, conf *tls.Config, token string, ch kernel.Channel) (net.Conn, error) {
+	return dialAgent(ctx, addr, conf, token, channelPath+string(ch), string(ch))
+}
+
+// dialAgent opens the agent's tunnel at path (channelPath, contextPath
+// or spawnPath), what names in errors. The connection's CloseWrite ends
+// the gateway's side of the tunnel alone.
+func dialAgent(ctx context.Context, addr string, conf *tls.Config, token, path, what string) (net.Conn, error) {
+	ch := what
 	raw, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("k8s: channel %s: %w", ch, err)
@@ -191,7 +199,7 @@ func dialAgentChannel(ctx context.Context, addr string, conf *tls.Config, token 
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(dl)
 	}
-	req := "GET " + channelPath + string(ch) + " HTTP/1.1\r\nHost: " + agentServerName + "\r\nAuthorization: Bearer " + token +
+	req := "GET " + path + " HTTP/1.1\r\nHost: " + agentServerName + "\r\nAuthorization: Bearer " + token +
 		"\r\nConnection: Upgrade\r\nUpgrade: " + channelUpgrade + "\r\n\r\n"
 	if _, err := io.WriteString(conn, req); err != nil {
 		conn.Close()

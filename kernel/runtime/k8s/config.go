@@ -38,6 +38,10 @@ const (
 	// gateway trusts only that certificate for that pod.
 	SecretAgentCert   = "agent-tls.crt"
 	SecretAgentTLSKey = "agent-tls.key"
+	// The kernel container's /etc/passwd and /etc/group
+	// (sandbox.IdentityFiles): the session's uid is its user.
+	SecretPasswd = "passwd"
+	SecretGroup  = "group"
 )
 
 // Config configures the Kubernetes runtime. Zero fields take defaults.
@@ -73,8 +77,6 @@ type Config struct {
 	// session's uid is UIDBase + hash(id) mod UIDRange, the same in every
 	// gateway.
 	UIDRange int
-	// KernelPortBase is the kernel's first TCP port (50001); it uses five.
-	KernelPortBase int
 	// AgentPort is the agent's TCP port (8790).
 	AgentPort int
 	// AgentCPU and AgentMemoryMB are the agent container's resources
@@ -141,9 +143,6 @@ func (c Config) withDefaults() Config {
 	if c.UIDRange == 0 {
 		c.UIDRange = 1 << 30
 	}
-	if c.KernelPortBase == 0 {
-		c.KernelPortBase = 50001
-	}
 	if c.AgentPort == 0 {
 		c.AgentPort = 8790
 	}
@@ -209,9 +208,8 @@ func (c Config) Validate() error {
 	if c.UIDRange < 1 || int64(c.UIDBase)+int64(c.UIDRange) > 1<<31-2 {
 		return fmt.Errorf("k8s: config: uid range %d+%d", c.UIDBase, c.UIDRange)
 	}
-	if c.KernelPortBase < 1024 || c.KernelPortBase+4 > 65535 || c.AgentPort < 1024 || c.AgentPort > 65535 ||
-		(c.AgentPort >= c.KernelPortBase && c.AgentPort <= c.KernelPortBase+4) {
-		return errors.New("k8s: config: ports must be distinct and above 1023")
+	if c.AgentPort < 1024 || c.AgentPort > 65535 {
+		return errors.New("k8s: config: the agent's port must be above 1023")
 	}
 	if c.AgentCPU < 0 || c.AgentMemoryMB < 16 || c.TmpMB < 1 || c.ShmMB < 1 {
 		return errors.New("k8s: config: agent or tmpfs resources too small")

@@ -28,14 +28,14 @@ import (
 
 // simKubelet stands in for a node: it watches the fake API server's pods
 // and runs each for real on this machine. The kernel container's command
-// (the supervisor, then ipykernel) runs as a process with the pod's paths
-// mapped to a temporary directory, its conn file's ip set to the pod's IP
-// (a loopback address of its own, 127.0.0.N, as a pod has its own
-// network); the agent runs in-process (ServeAgent) on the same address.
-// Pod status follows: Running with containerIDs, Ready once the kernel's
-// port accepts, the kernel container's exit (exit code) and its restart
-// (restartPolicy Always). The supervisor's scratch directories are the
-// pod's tmp, shm and ipc directories. There is no isolation: it tests the runtime's
+// (the supervisor, then the kernel) runs as a process with the pod's paths
+// mapped to a temporary directory (its sockets, its contexts' and its
+// spawn socket there); the agent runs in-process (ServeAgent) on the
+// pod's IP (a loopback address of its own, 127.0.0.N, as a pod has its
+// own network). Pod status follows: Running with containerIDs, Ready once
+// the agent accepts, the kernel container's exit (exit code) and its
+// restart (restartPolicy Always). The supervisor's scratch directories
+// are the pod's tmp, shm, ipc and ctx directories. There is no isolation: it tests the runtime's
 // API use, the supervisor and the agent, not the pod's hardening.
 type simKubelet struct {
 	t   testing.TB
@@ -65,7 +65,13 @@ func startKubelet(t testing.TB, cs *fake.Clientset, ns string) *simKubelet {
 		t.Fatal("the simulated kubelet runs the kernel with /usr/bin/python3 and ipykernel (scripts/install-deps.sh installs them)")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	k := &simKubelet{t: t, cs: cs, ns: ns, dir: t.TempDir(), ctx: ctx, cancel: cancel, pods: map[string]*simPod{}}
+	// A short directory: unix socket paths are at most 107 bytes.
+	dir, err := os.MkdirTemp("", "gk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	k := &simKubelet{t: t, cs: cs, ns: ns, dir: dir, ctx: ctx, cancel: cancel, pods: map[string]*simPod{}}
 	w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +156,7 @@ func (k *simKubelet) run(pod *corev1.Pod) {
 
 func (k *simKubelet) runPod(ctx context.Context, p *simPod, pod *corev1.Pod) error {
 	paths := map[string]string{}
-	for _, sub := range []string{"workspace", "tmp", "shm", "ipc", "control", "status", "secret", "agent"} {
+	for _, sub := range []string{"workspace", "tmp", "shm", "ipc", "ctx", "control", "status", "secret", "agent"} {
 		paths[sub] = filepath.Join(p.dir, sub)
 		if err := os.MkdirAll(paths[sub], 0o755); err != nil {
 			return err
@@ -164,7 +170,7 @@ func (k *simKubelet) runPod(ctx context.Context, p *simPod, pod *corev1.Pod) err
 	if err := json.Unmarshal(secret.Data[SecretKernelKey], &conn); err != nil {
 		return err
 	}
-	conn.IP = p.ip // the pod's own address
+	conn.IP = filepath.Join(paths["ipc"], "k") // the pod's own ipc directory
 	b, _ := json.Marshal(conn)
 	if err := os.WriteFile(filepath.Join(paths["secret"], SecretKernelKey), b, 0o600); err != nil {
 		return err
@@ -180,27 +186,31 @@ func (k *simKubelet) runPod(ctx context.Context, p *simPod, pod *corev1.Pod) err
 	}
 	agentDone := make(chan error, 1)
 	go func() {
-		// The simulated pods share the host's loopback: each kernel listens
-		// on its pod's own 127.0.0.x, where its agent relays the channels.
+		// The simulated pods share the host's loopback: each agent listens
+		// on its pod's own 127.0.0.x.
 		agentDone <- ServeAgent(ctx, AgentConfig{Workspace: paths["workspace"], Token: string(secret.Data[SecretAgentKey]),
 			Control: filepath.Join(paths["control"], "kernel.json"), Status: filepath.Join(paths["status"], "kernel.json"),
-			QuotaBytes: 64 << 20, TLS: tlsConf, KernelHost: p.ip, KernelPorts: k.cfgPorts(pod)}, ln, zerolog.Nop())
+			QuotaBytes: 64 << 20, TLS: tlsConf, KernelIPC: conn.IP, ContextsDir: paths["ctx"],
+			Spawn: filepath.Join(paths["status"], "spawn.sock")}, ln, zerolog.Nop())
 	}()
 	defer func() { <-agentDone }()
 
 	c := pod.Spec.Containers[0]
 	var settings SupervisorSettings
-	if err := json.Unmarshal([]byte(c.Command[len(c.Command)-1]), &settings); err != nil {
+	if err := json.Unmarshal([]byte(c.Command[supervisorArgs]), &settings); err != nil {
 		return err
 	}
+	settings.Argv = append([]string{}, c.Command[supervisorArgs+1:]...)
 	settings.Secret = filepath.Join(paths["secret"], SecretKernelKey)
 	settings.Conn = filepath.Join(paths["ipc"], "kernel.json")
 	settings.Control = filepath.Join(paths["control"], "kernel.json")
 	settings.Status = filepath.Join(paths["status"], "kernel.json")
+	settings.Spawn = filepath.Join(paths["status"], "spawn.sock")
+	settings.Contexts = paths["ctx"]
 	settings.Workdir = paths["workspace"]
 	settings.KillScope = "group"
 	for i, d := range settings.Scratch {
-		settings.Scratch[i] = map[string]string{"/tmp": paths["tmp"], "/dev/shm": paths["shm"], sandbox.IPCDir: paths["ipc"]}[d]
+		settings.Scratch[i] = map[string]string{"/tmp": paths["tmp"], "/dev/shm": paths["shm"], sandbox.IPCDir: paths["ipc"], sandbox.ContextsDir: paths["ctx"]}[d]
 		if settings.Scratch[i] == "" {
 			return fmt.Errorf("scratch directory %s not simulated", d)
 		}
@@ -212,7 +222,7 @@ func (k *simKubelet) runPod(ctx context.Context, p *simPod, pod *corev1.Pod) err
 		}
 	}
 	sj, _ := json.Marshal(settings)
-	argv := append(append([]string{}, c.Command[2:len(c.Command)-1]...), string(sj)) // without tini
+	argv := append(append(append([]string{}, c.Command[2:supervisorArgs]...), string(sj)), settings.Argv...) // without tini
 	var env []string
 	for _, e := range c.Env {
 		v := strings.Replace(e.Value, sandbox.WorkDir, paths["workspace"], 1)
@@ -242,7 +252,7 @@ func (k *simKubelet) runPod(ctx context.Context, p *simPod, pod *corev1.Pod) err
 				{Name: AgentContainer, ContainerID: "sim://" + p.name + "/agent", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
 			}
 		})
-		// The readiness probe: the kernel's shell port.
+		// The readiness probe: the agent accepts.
 		go func() {
 			for {
 				select {
@@ -250,7 +260,7 @@ func (k *simKubelet) runPod(ctx context.Context, p *simPod, pod *corev1.Pod) err
 					return
 				case <-time.After(50 * time.Millisecond):
 				}
-				if c, err := net.DialTimeout("tcp", net.JoinHostPort(p.ip, strconv.Itoa(settings.Ports[0])), time.Second); err == nil {
+				if c, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second); err == nil {
 					c.Close()
 					k.setStatus(p.name, func(pod *corev1.Pod) {
 						for i := range pod.Status.Conditions {
@@ -300,18 +310,12 @@ func lastState(pod *corev1.Pod) corev1.ContainerState {
 
 func ptr[T any](v T) *T { return &v }
 
-// cfgPorts reads the kernel's ports from the agent's --kernel-ports.
-func (k *simKubelet) cfgPorts(pod *corev1.Pod) []int {
-	args := pod.Spec.Containers[1].Command
-	for i, a := range args {
-		if a == "--kernel-ports" && i+1 < len(args) {
-			var ports []int
-			for _, p := range strings.Split(args[i+1], ",") {
-				n, _ := strconv.Atoi(p)
-				ports = append(ports, n)
-			}
-			return ports
-		}
-	}
-	return nil
+// connection returns the ipc connection of a simulated pod's first kernel
+// as the gateway's machine sees it (for a client that skips the agent).
+func (k *simKubelet) connection(pod, key string) kernel.ConnectionInfo {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	info := kernel.NewIPCConnection(filepath.Join(k.pods[pod].dir, "ipc", "k"))
+	info.Key = key
+	return info
 }

@@ -7,7 +7,6 @@ import (
 	"hash/fnv"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/glassroom/glassroom/kernel"
@@ -21,15 +20,25 @@ import (
 //go:embed supervisor.py
 var supervisor string
 
+// supervisorArgs is where the supervisor's arguments begin in the kernel
+// container's command: tini, --, python, -I, -B, -c, the supervisor.
+const supervisorArgs = 7
+
 // Paths inside a kernel pod (besides sandbox.WorkDir and sandbox.IPCDir).
 const (
 	secretDir  = "/run/glassroom/secret"  // kernel container: its connection file (read-only)
 	controlDir = "/run/glassroom/control" // agent writes, kernel reads
 	statusDir  = "/run/glassroom/status"  // kernel writes, agent reads
 	agentDir   = "/run/glassroom/agent"   // agent container: its token (read-only)
-	// ControlFile and StatusFile are the supervisor protocol's files.
+	// ControlFile and StatusFile are the supervisor protocol's files,
+	// SpawnSocket where the supervisor takes the agent's requests for
+	// contexts and commands (supervisor.py).
 	ControlFile = controlDir + "/kernel.json"
 	StatusFile  = statusDir + "/kernel.json"
+	SpawnSocket = statusDir + "/spawn.sock"
+	// KernelSockets is the socket prefix of the first kernel's ipc
+	// connection file: channel N's socket is KernelSockets-N.
+	KernelSockets = sandbox.IPCDir + "/k"
 	// AgentTokenFile is where the agent reads its token, AgentCertFile
 	// and AgentKeyFile its TLS certificate and key.
 	AgentTokenFile = agentDir + "/token"
@@ -54,45 +63,37 @@ func (c Config) sessionUID(id string) int64 {
 	return int64(c.UIDBase) + int64(h.Sum64()%uint64(c.UIDRange))
 }
 
-// SupervisorSettings is the supervisor's argument (JSON). Paths are the
-// pod's; a simulation rewrites them.
+// SupervisorSettings is the supervisor's first argument (JSON); the
+// first kernel's command (Argv) follows it as arguments of their own, each
+// within the kernel's bound on one argument (128 KiB), which the whole
+// would exceed for the java kernel. Paths are the pod's; a simulation
+// rewrites them.
 type SupervisorSettings struct {
-	Argv      []string         `json:"argv"`
+	Argv      []string         `json:"-"`
 	Secret    string           `json:"secret"`
 	Conn      string           `json:"conn"`
 	Control   string           `json:"control"`
 	Status    string           `json:"status"`
+	Spawn     string           `json:"spawn"`    // SpawnSocket
+	Contexts  string           `json:"contexts"` // the contexts' ipc directories' parent
 	Workdir   string           `json:"workdir"`
-	Ports     []int            `json:"ports"`
 	Rlimits   map[string]int64 `json:"rlimits"`
 	KillScope string           `json:"kill_scope"` // "all" in a pod
 	// Scratch lists the directories emptied before each generation
 	// starts: the kernel container's writable emptyDirs but the workspace
-	// and the status directory (/tmp, /dev/shm, the ipc directory). They
+	// and the status directory (/tmp, /dev/shm, the ipc and contexts
+	// directories). They
 	// outlive a generation, and /tmp holds the kernel's start-up state
 	// (IPYTHONDIR and the caches of sandbox.KernelEnv).
 	Scratch []string `json:"scratch"`
 }
 
-// ports returns the kernel's five ports in kernel.Channels order.
-func (c Config) ports() []int {
-	return []int{c.KernelPortBase, c.KernelPortBase + 1, c.KernelPortBase + 2, c.KernelPortBase + 3, c.KernelPortBase + 4}
-}
-
-// portList returns the kernel's ports as the agent's --kernel-ports.
-func (c Config) portList() string {
-	var s []string
-	for _, p := range c.ports() {
-		s = append(s, strconv.Itoa(p))
-	}
-	return strings.Join(s, ",")
-}
-
-// connection returns tcp connection info on ip with the configured ports.
-func (c Config) connection(ip, key string) kernel.ConnectionInfo {
-	p := c.ports()
-	return kernel.ConnectionInfo{Transport: "tcp", IP: ip, ShellPort: p[0], IOPubPort: p[1], StdinPort: p[2],
-		ControlPort: p[3], HBPort: p[4], Key: key, SignatureScheme: "hmac-sha256"}
+// kernelConnection is the first kernel's connection file in the pod: ipc
+// sockets at KernelSockets, which the agent relays, with the session's key.
+func kernelConnection(key string) kernel.ConnectionInfo {
+	info := kernel.NewIPCConnection(KernelSockets)
+	info.Key = key
+	return info
 }
 
 // labels returns the labels of a session's objects.
@@ -106,20 +107,23 @@ func (c Config) labels(id, tenant string) map[string]string {
 }
 
 // buildSecret returns a session's Secret: the kernel's connection file
-// (listening on the pod's loopback only: the agent relays its channels),
+// (unix sockets in the pod's ipc directory: the agent relays its channels),
 // the agent's token, and its TLS certificate and key.
 func (c Config) buildSecret(spec sandbox.Spec, key, token string, cert, tlsKey []byte) (*corev1.Secret, error) {
-	conn, err := json.Marshal(c.connection("127.0.0.1", key))
+	conn, err := json.Marshal(kernelConnection(key))
 	if err != nil {
 		return nil, fmt.Errorf("k8s: secret: %w", err)
 	}
 	immutable := true
+	uid := int(c.sessionUID(spec.ID))
+	identity := sandbox.IdentityFiles(uid, uid)
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: PodName(spec.ID), Namespace: c.Namespace, Labels: c.labels(spec.ID, spec.Tenant)},
 		Type:       corev1.SecretTypeOpaque,
 		Immutable:  &immutable,
 		Data: map[string][]byte{SecretKernelKey: conn, SecretAgentKey: []byte(token),
-			SecretAgentCert: cert, SecretAgentTLSKey: tlsKey},
+			SecretAgentCert: cert, SecretAgentTLSKey: tlsKey,
+			SecretPasswd: []byte(identity["passwd"]), SecretGroup: []byte(identity["group"])},
 	}, nil
 }
 
@@ -136,9 +140,10 @@ func cpu(cores float64) resource.Quantity {
 func (c Config) buildPod(spec sandbox.Spec, limits sandbox.Limits, now time.Time) (*corev1.Pod, error) {
 	uid := c.sessionUID(spec.ID)
 	settings := SupervisorSettings{
-		Argv: sandbox.KernelArgv(c.Python, "", sandbox.ConnFile), Secret: secretDir + "/" + SecretKernelKey, Conn: sandbox.ConnFile,
-		Control: ControlFile, Status: StatusFile, Workdir: sandbox.WorkDir, Ports: c.ports(), KillScope: "all",
-		Scratch: []string{"/tmp", "/dev/shm", sandbox.IPCDir},
+		Argv: sandbox.KernelArgv(c.Python, spec.Kernel, sandbox.ConnFile), Secret: secretDir + "/" + SecretKernelKey, Conn: sandbox.ConnFile,
+		Control: ControlFile, Status: StatusFile, Spawn: SpawnSocket, Contexts: sandbox.ContextsDir,
+		Workdir: sandbox.WorkDir, KillScope: "all",
+		Scratch: []string{"/tmp", "/dev/shm", sandbox.IPCDir, sandbox.ContextsDir},
 		Rlimits: map[string]int64{"RLIMIT_NPROC": int64(limits.Pids), "RLIMIT_NOFILE": int64(c.NoFile),
 			"RLIMIT_FSIZE": int64(c.FileSizeMB) << 20, "RLIMIT_CORE": 0},
 	}
@@ -238,13 +243,13 @@ func (c Config) buildPod(spec sandbox.Spec, limits sandbox.Limits, now time.Time
 					Name:            KernelContainer,
 					Image:           c.Image,
 					ImagePullPolicy: corev1.PullPolicy(c.ImagePullPolicy),
-					Command:         []string{c.Tini, "--", c.Python, "-I", "-B", "-c", supervisor, string(settingsJSON)},
+					Command:         append([]string{c.Tini, "--", c.Python, "-I", "-B", "-c", supervisor, string(settingsJSON)}, settings.Argv...),
 					WorkingDir:      sandbox.WorkDir,
 					Env:             envVars,
 					Resources:       corev1.ResourceRequirements{Limits: kernelRes, Requests: kernelReq},
 					SecurityContext: hardened(),
-					// No port and no readiness probe: the kernel listens only on
-					// the pod's loopback; the agent reports its generations.
+					// No port and no readiness probe: the kernel listens on unix
+					// sockets in the pod; the agent reports its generations.
 					TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 					VolumeMounts: []corev1.VolumeMount{
 						{Name: "workspace", MountPath: sandbox.WorkDir},
@@ -252,9 +257,12 @@ func (c Config) buildPod(spec sandbox.Spec, limits sandbox.Limits, now time.Time
 						{Name: "tmp", MountPath: "/tmp"},
 						{Name: "shm", MountPath: "/dev/shm"},
 						{Name: "ipc", MountPath: sandbox.IPCDir},
+						{Name: "ctx", MountPath: sandbox.ContextsDir},
 						{Name: "control", MountPath: controlDir, ReadOnly: true},
 						{Name: "status", MountPath: statusDir},
 						{Name: "kernel-secret", MountPath: secretDir, ReadOnly: true},
+						{Name: "identity", MountPath: "/etc/passwd", SubPath: SecretPasswd, ReadOnly: true},
+						{Name: "identity", MountPath: "/etc/group", SubPath: SecretGroup, ReadOnly: true},
 					},
 				},
 				{
@@ -265,7 +273,8 @@ func (c Config) buildPod(spec sandbox.Spec, limits sandbox.Limits, now time.Time
 						"--workspace", sandbox.WorkDir, "--token-file", AgentTokenFile,
 						"--control", ControlFile, "--status", StatusFile,
 						"--quota-mb", strconv.Itoa(limits.WorkspaceMB),
-						"--tls-cert", AgentCertFile, "--tls-key", AgentKeyFile, "--kernel-ports", c.portList()},
+						"--tls-cert", AgentCertFile, "--tls-key", AgentKeyFile,
+						"--kernel-ipc", KernelSockets, "--contexts", sandbox.ContextsDir, "--spawn", SpawnSocket},
 					Ports:           []corev1.ContainerPort{{Name: "agent", ContainerPort: int32(c.AgentPort), Protocol: corev1.ProtocolTCP}},
 					Resources:       corev1.ResourceRequirements{Limits: agentRes, Requests: agentReq},
 					SecurityContext: hardened(),
@@ -276,6 +285,8 @@ func (c Config) buildPod(spec sandbox.Spec, limits sandbox.Limits, now time.Time
 					TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 					VolumeMounts: []corev1.VolumeMount{
 						{Name: "workspace", MountPath: sandbox.WorkDir},
+						{Name: "ipc", MountPath: sandbox.IPCDir, ReadOnly: true},
+						{Name: "ctx", MountPath: sandbox.ContextsDir, ReadOnly: true},
 						{Name: "control", MountPath: controlDir},
 						{Name: "status", MountPath: statusDir, ReadOnly: true},
 						{Name: "agent-secret", MountPath: agentDir, ReadOnly: true},
@@ -288,9 +299,11 @@ func (c Config) buildPod(spec sandbox.Spec, limits sandbox.Limits, now time.Time
 				memDir("tmp", c.TmpMB),
 				memDir("shm", c.ShmMB),
 				memDir("ipc", 1),
+				memDir("ctx", 1),
 				memDir("control", 1),
 				memDir("status", 1),
 				secretVol("kernel-secret", SecretKernelKey, SecretKernelKey),
+				secretVol("identity", SecretPasswd, SecretPasswd, SecretGroup, SecretGroup),
 				secretVol("agent-secret", SecretAgentKey, "token", SecretAgentCert, "tls.crt", SecretAgentTLSKey, "tls.key"),
 			},
 		},

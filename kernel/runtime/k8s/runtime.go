@@ -222,7 +222,7 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	if err := b.Launch(ctx); err != nil {
 		return nil, err
 	}
-	return &podSandbox{Durable: sandbox.Durable{Base: b}, d: d}, nil
+	return newPodSandbox(b, d), nil
 }
 
 // ownSecret makes the pod the Secret's owner, so the cluster's garbage
@@ -241,10 +241,39 @@ func (r *Runtime) ownSecret(ctx context.Context, secret *corev1.Secret, pod *cor
 // reached through the pod's agent (sandbox.WorkspaceOpener). The pod
 // outlives the gateway: it is a sandbox.Persistent, whose Detach leaves the
 // pod running for the next gateway to adopt.
+//
+// Its contexts (sandbox.ContextStarter) and commands
+// (sandbox.CommandRunner) are processes the pod's supervisor starts
+// beside the first kernel (contexts.go, commands.go).
 type podSandbox struct {
 	sandbox.Durable
-	d *driver
+	d    *driver
+	ctxs *sandbox.Contexts
+	cmds sandbox.CommandSet
 }
+
+// newPodSandbox wraps the Base of a started or adopted pod.
+func newPodSandbox(b *sandbox.Base, d *driver) *podSandbox {
+	return &podSandbox{Durable: sandbox.Durable{Base: b}, d: d, ctxs: sandbox.NewContexts(b)}
+}
+
+// Close ends the sandbox's commands and contexts, then the pod.
+func (s *podSandbox) Close(ctx context.Context) error {
+	return errors.Join(s.cmds.Close(ctx), s.ctxs.Close(ctx), s.Durable.Close(ctx))
+}
+
+// Detach implements sandbox.Persistent: the commands and contexts end
+// (their streams are this gateway's), the pod and its first kernel run
+// on for the next gateway.
+func (s *podSandbox) Detach(ctx context.Context) error {
+	return errors.Join(s.cmds.Close(ctx), s.ctxs.Close(ctx), s.Durable.Detach(ctx))
+}
+
+// Installed implements sandbox.KernelLister: every kernel of the kernel
+// registry, which the kernel image is built with (images/python/build.sh
+// installs each); a kernel missing from a custom image fails its start
+// with the launcher's reason.
+func (r *Runtime) Installed() []sandbox.KernelSpec { return sandbox.Kernels() }
 
 // RecordTenant implements sandbox.TenantRecorder: it labels the pod with
 // the session's tenant (a pooled pod was started without one), so that a
@@ -293,9 +322,9 @@ var errAgentUnreachable = errors.New("k8s: the pod agent is unreachable")
 
 // Interface guards: the optional capabilities of the Kubernetes runtime and
 // its sandboxes (a *podSandbox: Persistent, with a workspace reached
-// through the pod's agent; a Freezer whose Freeze returns
-// sandbox.ErrNoFreeze, as its driver cannot freeze a pod), exercised by
-// runtimetest.Capabilities.
+// through the pod's agent; a Freezer through the pod's supervisor, which
+// stops every process of the kernel container; contexts and commands
+// through the supervisor too), exercised by runtimetest.Capabilities.
 var (
 	_ sandbox.StateDirHolder  = (*Runtime)(nil)
 	_ sandbox.Adopter         = (*Runtime)(nil)
@@ -304,7 +333,12 @@ var (
 	_ sandbox.Persistent      = (*podSandbox)(nil)
 	_ sandbox.WorkspaceOpener = (*podSandbox)(nil)
 	_ sandbox.TenantRecorder  = (*podSandbox)(nil)
+	_ sandbox.ContextStarter  = (*podSandbox)(nil)
+	_ sandbox.CommandRunner   = (*podSandbox)(nil)
+	_ sandbox.KernelLister    = (*Runtime)(nil)
 	_ sandbox.Connector       = (*driver)(nil) // the kernel is reached over TCP, not host sockets
 	_ sandbox.DriverStater    = (*driver)(nil)
 	_ sandbox.DriverDetacher  = (*driver)(nil)
+	_ sandbox.DriverFreezer   = (*driver)(nil)
+	_ sandbox.DriverUsage     = (*driver)(nil)
 )

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -74,10 +75,26 @@ func TestPodSpecHardening(t *testing.T) {
 	check("kernel cpu limit", k.Resources.Limits.Cpu().Equal(resource.MustParse("1500m")))
 	check("kernel runs tini, python -I", k.Command[0] == "/usr/bin/tini" && k.Command[2] == "/usr/bin/python3" && k.Command[3] == "-I")
 	var settings SupervisorSettings
-	if err := json.Unmarshal([]byte(k.Command[len(k.Command)-1]), &settings); err != nil {
+	if err := json.Unmarshal([]byte(k.Command[supervisorArgs]), &settings); err != nil {
 		t.Fatal(err)
 	}
+	settings.Argv = k.Command[supervisorArgs+1:]
 	check("supervisor: the shared launcher", strings.Join(settings.Argv, " ") == strings.Join(sandbox.KernelArgv("/usr/bin/python3", "", sandbox.ConnFile), " "))
+	// Every kernel of the registry can be a pod's first, and each argument
+	// fits the kernel's bound on one (MAX_ARG_STRLEN, 128 KiB).
+	for _, ks := range sandbox.Kernels() {
+		kp, err := cfg.buildPod(sandbox.Spec{ID: spec.ID, Kernel: ks.Name}, limits, time.Unix(1000, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		command := kp.Spec.Containers[0].Command
+		fits := true
+		for _, arg := range command {
+			fits = fits && len(arg) < 128<<10
+		}
+		check("supervisor: the "+ks.Name+" kernel, each argument within the bound", fits &&
+			strings.Join(command[supervisorArgs+1:], " ") == strings.Join(sandbox.KernelArgv("/usr/bin/python3", ks.Name, sandbox.ConnFile), " "))
+	}
 	check("supervisor: rlimits nproc=pids, no core", settings.Rlimits["RLIMIT_NPROC"] == 256 && settings.Rlimits["RLIMIT_CORE"] == 0 && settings.Rlimits["RLIMIT_NOFILE"] == 1024)
 	check("supervisor kills everything between generations", settings.KillScope == "all")
 	scratch := map[string]bool{}
@@ -93,7 +110,17 @@ func TestPodSpecHardening(t *testing.T) {
 		check("supervisor empties "+m.MountPath+" between generations",
 			scratch[m.MountPath] == (emptyDirs[m.Name] && !m.ReadOnly && !kept))
 	}
-	check("supervisor empties /tmp and /dev/shm", scratch["/tmp"] && scratch["/dev/shm"] && len(scratch) == 3)
+	check("supervisor empties /tmp, /dev/shm and the ipc directories", scratch["/tmp"] && scratch["/dev/shm"] &&
+		scratch[sandbox.IPCDir] && scratch[sandbox.ContextsDir] && len(scratch) == 4)
+	check("supervisor: the spawn socket where the kernel writes and the agent reads", settings.Spawn == SpawnSocket && filepath.Dir(SpawnSocket) == statusDir &&
+		settings.Contexts == sandbox.ContextsDir)
+	agentMounts := map[string]bool{}
+	for _, m := range a.VolumeMounts {
+		agentMounts[m.MountPath] = m.ReadOnly
+	}
+	ro, mounted := agentMounts[sandbox.IPCDir]
+	ctxRO, ctxMounted := agentMounts[sandbox.ContextsDir]
+	check("the agent reaches the kernels' sockets, read-only", mounted && ro && ctxMounted && ctxRO)
 	env := map[string]string{}
 	for _, e := range k.Env {
 		env[e.Name] = e.Value
@@ -144,7 +171,8 @@ func TestPodSpecHardening(t *testing.T) {
 	check("the kernel's workspace again at /workspace", aliased)
 	check("no kernel port or probe on the pod's address; the agent's probe over TLS", k.ReadinessProbe == nil && len(k.Ports) == 0 &&
 		a.ReadinessProbe.HTTPGet.Path == "/healthz" && a.ReadinessProbe.HTTPGet.Scheme == corev1.URISchemeHTTPS)
-	check("the agent's TLS files and the kernel's ports", strings.Contains(strings.Join(a.Command, " "), "--tls-cert "+AgentCertFile+" --tls-key "+AgentKeyFile+" --kernel-ports 50001,50002,50003,50004,50005"))
+	check("the agent's TLS files and the kernels' sockets", strings.Contains(strings.Join(a.Command, " "), "--tls-cert "+AgentCertFile+" --tls-key "+AgentKeyFile+
+		" --kernel-ipc "+KernelSockets+" --contexts "+sandbox.ContextsDir+" --spawn "+SpawnSocket))
 
 	check("labels", pod.Labels[LabelSession] == spec.ID && pod.Labels[LabelTenant] == "t1" && pod.Labels[LabelInstance] == "gw-a" && pod.Labels[LabelComponent] == "kernel")
 	var got sandbox.Limits
@@ -163,7 +191,7 @@ func TestPodSpecHardening(t *testing.T) {
 		t.Fatal(err)
 	}
 	var conn kernel.ConnectionInfo
-	check("secret: kernel listens on the pod's loopback only", json.Unmarshal(sec.Data[SecretKernelKey], &conn) == nil && conn.IP == "127.0.0.1" && conn.Transport == "tcp" && conn.Key == "k3y")
+	check("secret: the kernel listens on unix sockets in the pod only", json.Unmarshal(sec.Data[SecretKernelKey], &conn) == nil && conn.IP == KernelSockets && conn.Transport == "ipc" && conn.Key == "k3y")
 	check("secret: the agent's certificate and key", string(sec.Data[SecretAgentCert]) == "CERT" && string(sec.Data[SecretAgentTLSKey]) == "KEY")
 	check("secret immutable, labelled", *sec.Immutable && sec.Labels[LabelSession] == spec.ID && string(sec.Data[SecretAgentKey]) == "t0ken")
 }
@@ -194,7 +222,7 @@ func TestCPURequestRatio(t *testing.T) {
 func TestConfigValidate(t *testing.T) {
 	for _, c := range []Config{
 		{Namespace: "Bad_NS"}, {Instance: "a/b"}, {WorkspaceMedium: "HugePages"}, {ImagePullPolicy: "Sometimes"},
-		{KernelPortBase: 80}, {AgentPort: 50002}, {LeaseDuration: time.Second, RenewInterval: 2 * time.Second}, {CPURequestRatio: 1.5}, {AdvertiseURL: "ftp://x"}, {AdvertiseURL: "http://u:p@10.0.0.1:8888"}, {AdvertiseURL: "http://10.0.0.1:8888/x"},
+		{AgentPort: 80}, {AgentPort: 70000}, {LeaseDuration: time.Second, RenewInterval: 2 * time.Second}, {CPURequestRatio: 1.5}, {AdvertiseURL: "ftp://x"}, {AdvertiseURL: "http://u:p@10.0.0.1:8888"}, {AdvertiseURL: "http://10.0.0.1:8888/x"},
 	} {
 		if err := c.Validate(); err == nil {
 			t.Errorf("accepted %+v", c)
@@ -389,7 +417,7 @@ func TestReconcile(t *testing.T) {
 	// The dead gateway's and this gateway's old pods are adoptable, the
 	// live one's not; after OrphanGrace nobody adopted them: deleted.
 	list, err := rt.Adoptable(ctx)
-	if err != nil || len(list) != 2 || list[0].ID != "sess-dead-0000001" || list[1].ID != "sess-mine-0000001" || list[0].Connection.IP != "10.0.0.1" {
+	if err != nil || len(list) != 2 || list[0].ID != "sess-dead-0000001" || list[1].ID != "sess-mine-0000001" || list[0].PodIP != "10.0.0.1" {
 		t.Fatalf("adoptable %+v %v", list, err)
 	}
 	if _, _, err := rt.AdoptSession(ctx, "sess-alive-000001"); !errors.Is(err, ErrNotAdoptable) {

@@ -201,14 +201,21 @@ func SessionDirs(stateDir string) ([]string, error) {
 // LOGNAME): whoami, id and a shell's prompt show it.
 const IdentityUser = "sandbox"
 
+// IdentityFiles returns the bodies of the synthetic passwd and group
+// files (by those names) that name uid and gid the sandbox's user.
+func IdentityFiles(uid, gid int) map[string]string {
+	return map[string]string{
+		"passwd": fmt.Sprintf("%s:x:%d:%d:%s:%s:/bin/bash\n", IdentityUser, uid, gid, IdentityUser, WorkDir),
+		"group":  fmt.Sprintf("%s:x:%d:\n", IdentityUser, gid),
+	}
+}
+
 // WriteIdentity writes dir/passwd and dir/group, the synthetic files a
 // runtime binds read-only at /etc/passwd and /etc/group in the sandbox,
 // naming uid and gid (the ids the code runs as, seen from inside) the
 // sandbox's user, with WorkDir as its home.
 func WriteIdentity(dir string, uid, gid int) error {
-	passwd := fmt.Sprintf("%s:x:%d:%d:%s:%s:/bin/bash\n", IdentityUser, uid, gid, IdentityUser, WorkDir)
-	group := fmt.Sprintf("%s:x:%d:\n", IdentityUser, gid)
-	for name, body := range map[string]string{"passwd": passwd, "group": group} {
+	for name, body := range IdentityFiles(uid, gid) {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			return fmt.Errorf("sandbox: write %s: %w", name, err)
 		}

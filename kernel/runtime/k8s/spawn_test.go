@@ -1,0 +1,108 @@
+package k8s
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/kernel/runtime/runtimetest"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
+	"github.com/rs/zerolog"
+)
+
+// TestSimulatedContextsAndCommands: the pod's supervisor starts contexts
+// and commands for the gateway through the agent's spawn tunnel (the
+// simulated kubelet runs both for real): a context is a kernel of its own
+// in its working directory, another language than the first; a command's
+// output, stdin, exit status, env and cwd come through; Kill ends a
+// command whose launcher ignores its stdin's end; a bad cwd is a
+// *sandbox.SpecError; the first kernel's restart ends the context with the
+// reason, and it starts again; Close of the context ends its kernel.
+// (The isolation of all this is the real cluster's: TestRealCluster*.)
+func TestSimulatedContextsAndCommands(t *testing.T) {
+	cs := newClientset()
+	startKubelet(t, cs, ns)
+	rt := newRuntime(t, cs, testConfig("gw-spawn"))
+	k := runtimetest.Start(t, rt, sandbox.Spec{ID: "spawn-0001-abcdef", Env: map[string]string{"SESSION_VAR": "from-session"}})
+	k.Run(t, "x = 'first'\nimport os; os.makedirs('sub/dir', exist_ok=True)")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	r := runtimetest.RunCommand(t, k.Sandbox, sandbox.CommandSpec{Cmd: "echo out $SESSION_VAR $MINE; pwd; echo err >&2; cat; exit 3",
+		Cwd: "sub", Env: map[string]string{"MINE": "mine"}}, "from stdin\n")
+	if r.Exit.Code != 3 || r.Stderr != "err\n" || !strings.HasPrefix(r.Stdout, "out from-session mine\n") ||
+		!strings.HasSuffix(r.Stdout, "/sub\nfrom stdin\n") {
+		t.Fatalf("command: %+v", r)
+	}
+	if _, err := k.Sandbox.(sandbox.CommandRunner).StartCommand(ctx, sandbox.CommandSpec{Cmd: "true", Cwd: "nowhere"}); !isSpecError(err) {
+		t.Fatalf("a cwd that does not exist: %v", err)
+	}
+	c := runtimetest.StartCommand(t, k.Sandbox, sandbox.CommandSpec{Cmd: "trap '' HUP TERM; sleep 300"})
+	if err := c.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if r := runtimetest.ReadCommand(t, c); r.Exit.Code == 0 {
+		t.Fatalf("killed command: %+v", r)
+	}
+
+	cx, err := k.Sandbox.(sandbox.ContextStarter).StartContext(ctx, sandbox.ContextSpec{Name: "b", Kernel: "bash", Cwd: sandbox.WorkDir + "/sub/dir"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := dial(t, cx.Connection())
+	if out, _ := (runtimetest.Kernel{Sandbox: cx, Client: kc}).Run(t, "x=second; echo $x $(basename $PWD)"); strings.TrimSpace(out) != "second dir" {
+		t.Fatalf("context: %q", out)
+	}
+	if out, _ := k.Run(t, "print(x)"); strings.TrimSpace(out) != "first" {
+		t.Fatalf("first kernel: %q", out)
+	}
+
+	// The first kernel's restart ends the context, which says so and
+	// starts again.
+	if err := k.Sandbox.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	k.Reconnect(t)
+	select {
+	case <-cx.Exited():
+	case <-ctx.Done():
+		t.Fatal("the context outlived its pod's first kernel")
+	}
+	if reason := cx.ExitReason(); !strings.Contains(reason, "restart this context") {
+		t.Fatalf("context's exit: %q", reason)
+	}
+	if err := cx.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	kc.Close()
+	kc = dial(t, cx.Connection())
+	defer kc.Close()
+	if out, _ := (runtimetest.Kernel{Sandbox: cx, Client: kc}).Run(t, "echo again"); strings.TrimSpace(out) != "again" {
+		t.Fatalf("context after its restart: %q", out)
+	}
+	if err := cx.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Sandbox.(sandbox.ContextStarter).StartContext(ctx, sandbox.ContextSpec{Name: "b", Kernel: "python3"}); err != nil {
+		t.Fatalf("the name of a closed context: %v", err)
+	}
+}
+
+func isSpecError(err error) bool {
+	var se *sandbox.SpecError
+	return errors.As(err, &se)
+}
+
+func dial(t *testing.T, info kernel.ConnectionInfo) *kernel.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := kernel.Dial(ctx, info, kernel.Config{}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
