@@ -3,6 +3,7 @@ package runtimetest
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,8 +29,7 @@ type HardeningOptions struct {
 	// (gVisor): its oom_score_adj is not the host's, which the runtime's
 	// own tests check.
 	OwnProc bool
-	// OOMScoreAdj is the kernel's oom_score_adj: 500 when zero (1000 for
-	// a pod's kernel, which the supervisor sets as a command's).
+	// OOMScoreAdj is the kernel's oom_score_adj: 500 when zero.
 	OOMScoreAdj int
 }
 
@@ -189,12 +189,7 @@ print(r.stdout + r.stderr)`)
 		// The Python entry of the language table (RunLanguages runs every
 		// language's).
 		py := Languages()[0]
-		ws := k.Sandbox.Workspace()
-		if ws == "" { // the workspace is not on this host (a pod's)
-			plantRemote(t, k.Sandbox, py.PlantFiles)
-		} else {
-			PlantFiles(t, ws, py.PlantFiles)
-		}
+		plant(t, k.Sandbox, py.PlantFiles)
 		if py.PlantCode != "" { // what only the kernel can plant (the user site directory)
 			if out, ename := k.Run(t, py.PlantCode); ename != "" || strings.Contains(strings.ToLower(out), "false") {
 				t.Fatalf("planting from the kernel: %q %s", out, ename)
@@ -209,8 +204,7 @@ print(r.stdout + r.stderr)`)
 		k2.Reconnect(t)
 		out, _ := k2.Run(t, py.Check+"; import os; print(os.path.exists("+strconv.Quote(sandbox.WorkDir+"/"+Steered)+"))")
 		if strings.TrimSpace(out) != py.CheckWant+"\nFalse" {
-			b, _ := os.ReadFile(filepath.Join(ws, Steered))
-			t.Fatalf("after restart: %q (steered by: %q)", out, b)
+			t.Fatalf("after restart: %q (steered by: %q)", out, takeWorkspaceFile(t, k.Sandbox, Steered))
 		}
 	})
 }
@@ -262,4 +256,52 @@ func plantRemote(t *testing.T, sb sandbox.Sandbox, files map[string]string) {
 			t.Fatalf("write %s: %v", p, err)
 		}
 	}
+}
+
+// plant writes files (paths relative to the workspace) into sb's
+// workspace: on this host, or through its WorkspaceOpener (a pod's).
+func plant(t *testing.T, sb sandbox.Sandbox, files map[string]string) {
+	t.Helper()
+	if ws := sb.Workspace(); ws != "" {
+		PlantFiles(t, ws, files)
+		return
+	}
+	plantRemote(t, sb, files)
+}
+
+// takeWorkspaceFile returns what the file p (relative to the workspace)
+// of sb holds, nil when there is none, and removes it.
+func takeWorkspaceFile(t *testing.T, sb sandbox.Sandbox, p string) []byte {
+	t.Helper()
+	if ws := sb.Workspace(); ws != "" {
+		b, _ := os.ReadFile(filepath.Join(ws, p))
+		if err := os.Remove(filepath.Join(ws, p)); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		return b
+	}
+	opener, ok := sb.(sandbox.WorkspaceOpener)
+	if !ok {
+		t.Fatalf("%T has no workspace on this host and no WorkspaceOpener", sb)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	fsys, tracker, err := opener.OpenWorkspace(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = fsys.Close(); _ = tracker.Close() }()
+	f, _, err := fsys.OpenFile(p)
+	if err != nil {
+		return nil // not there
+	}
+	b, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		t.Fatalf("read %s: %v", p, err)
+	}
+	if err := fsys.Remove(p); err != nil {
+		t.Fatalf("remove %s: %v", p, err)
+	}
+	return b
 }

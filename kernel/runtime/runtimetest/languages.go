@@ -462,19 +462,17 @@ func runLanguage(t *testing.T, rt Starter, lang Language, id string) {
 	if got := hasX(t); got != "false" {
 		t.Fatalf("a restart kept x: %q, want false", got)
 	}
-	PlantFiles(t, k.Sandbox.Workspace(), lang.PlantFiles)
+	plant(t, k.Sandbox, lang.PlantFiles)
 	if lang.PlantCode != "" {
 		if out := mustRun(t, lang.PlantCode); strings.Contains(strings.ToLower(out), "false") {
 			t.Fatalf("planting: %s", out)
 		}
 	}
 	// Only what runs from now on counts (planting may load what it plants).
-	if err := os.Remove(filepath.Join(k.Sandbox.Workspace(), Steered)); err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
+	takeWorkspaceFile(t, k.Sandbox, Steered)
 	restart(t, &k)
 	out := mustRun(t, lang.Check)
-	b, _ := os.ReadFile(filepath.Join(k.Sandbox.Workspace(), Steered))
+	b := takeWorkspaceFile(t, k.Sandbox, Steered)
 	if strings.TrimSpace(out) != lang.CheckWant || len(b) != 0 {
 		t.Fatalf("workspace files steered the kernel's start: after the restart %q, want %q (ran: %q)", out, lang.CheckWant, b)
 	}
@@ -524,6 +522,9 @@ func restart(t *testing.T, k *Kernel) {
 // workspace's owner would have.
 func PlantFiles(t *testing.T, ws string, files map[string]string) {
 	t.Helper()
+	if ws == "" {
+		t.Fatal("PlantFiles: the sandbox has no workspace on this host")
+	}
 	for p, body := range files {
 		full := filepath.Join(ws, p)
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
