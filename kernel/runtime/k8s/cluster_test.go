@@ -129,8 +129,7 @@ func TestRealClusterCapabilities(t *testing.T) {
 	cs, namespace := realCluster(t)
 	n := 0
 	runtimetest.Capabilities(t, newClusterRuntime(t, cs, clusterConfig(namespace, "gw-cap")), runtimetest.CapabilityOptions{
-		NewID:    func() string { n++; return "capability-" + strconv.Itoa(n) + "-real" },
-		NoFreeze: true,
+		NewID: func() string { n++; return "capability-" + strconv.Itoa(n) + "-real" },
 	})
 }
 
@@ -154,7 +153,7 @@ func TestRealClusterPodSecurity(t *testing.T) {
 func TestRealClusterHardening(t *testing.T) {
 	cs, namespace := realCluster(t)
 	n := 0
-	runtimetest.Hardening(t, newClusterRuntime(t, cs, clusterConfig(namespace, "gw-hard")), runtimetest.HardeningOptions{DeniedSocketErrno: int(syscall.EPERM), OOMScoreAdj: 1000}, func() string {
+	runtimetest.Hardening(t, newClusterRuntime(t, cs, clusterConfig(namespace, "gw-hard")), runtimetest.HardeningOptions{DeniedSocketErrno: int(syscall.EPERM)}, func() string {
 		n++
 		return "hardening-" + strconv.Itoa(n) + "-real"
 	})
@@ -180,17 +179,19 @@ sub.connect("tcp://%%s:50002" %% ip)
 got = sub.poll(3000)
 res.append("iopub:%%s" %% ("messages" if got else "nothing"))
 sub.close(); ctx.term()
-def tunnel(token):
+def tunnel(token, path="/v1/channel/iopub"):
     tls = ssl.create_default_context(); tls.check_hostname = False; tls.verify_mode = ssl.CERT_NONE
     with socket.create_connection((ip, 8790), timeout=5) as raw, tls.wrap_socket(raw) as c:
         auth = "Authorization: Bearer %%s\r\n" %% token if token else ""
-        c.sendall(("GET /v1/channel/iopub HTTP/1.1\r\nHost: x\r\n" + auth + "Connection: Upgrade\r\nUpgrade: glassroom-channel\r\n\r\n").encode())
+        c.sendall(("GET " + path + " HTTP/1.1\r\nHost: x\r\n" + auth + "Connection: Upgrade\r\nUpgrade: glassroom-channel\r\n\r\n").encode())
         return c.recv(100).split(b"\r\n")[0].decode()
 def plain():
     with socket.create_connection((ip, 8790), timeout=5) as s:
         s.sendall(b"GET /v1/kernel HTTP/1.1\r\nHost: x\r\n\r\n")
         return s.recv(100).split(b"\r\n")[0].decode()
-for name, f in [("tunnel-no-token", lambda: tunnel(None)), ("tunnel-wrong-token", lambda: tunnel("0" * 64)), ("plain-http", plain)]:
+for name, f in [("tunnel-no-token", lambda: tunnel(None)), ("tunnel-wrong-token", lambda: tunnel("0" * 64)),
+                ("spawn-no-token", lambda: tunnel(None, "/v1/spawn")), ("spawn-wrong-token", lambda: tunnel("0" * 64, "/v1/spawn")),
+                ("context-no-token", lambda: tunnel(None, "/v1/context/a/channel/shell")), ("plain-http", plain)]:
     try:
         res.append(name + ":" + f().replace(" ", "_"))
     except Exception as e:
@@ -199,11 +200,13 @@ print(" ".join(res))`
 
 // TestRealClusterKernelPortsUnreachable: on a cluster whose network
 // enforces nothing (the bridge plugin ignores NetworkPolicy), another
-// pod, an attacker's kernel, gets nothing from a victim's kernel pod: its
-// kernel ports are closed on the pod's address (the kernel listens on the
-// pod's loopback), a ZeroMQ subscription to its IOPub hears nothing while
-// the victim prints, and the agent's channel tunnel refuses a request
-// without the session's token or with another; the agent speaks only TLS.
+// pod, an attacker's kernel, gets nothing from a victim's kernel pod: no
+// kernel port is open on the pod's address (the kernel listens on unix
+// sockets in the pod; pods of earlier versions listened on these ports of
+// its loopback), a ZeroMQ subscription to its IOPub hears nothing while
+// the victim prints, and the agent's tunnels (a channel, a context's
+// channel, the supervisor's spawn socket) refuse a request without the
+// session's token or with another; the agent speaks only TLS.
 func TestRealClusterKernelPortsUnreachable(t *testing.T) {
 	cs, namespace := realCluster(t)
 	ctx := context.Background()
@@ -224,6 +227,7 @@ func TestRealClusterKernelPortsUnreachable(t *testing.T) {
 	got := strings.Fields(out)
 	want := []string{"50001:ConnectionRefusedError", "50002:ConnectionRefusedError", "50003:ConnectionRefusedError", "50004:ConnectionRefusedError",
 		"50005:ConnectionRefusedError", "iopub:nothing", "tunnel-no-token:HTTP/1.1_401_Unauthorized", "tunnel-wrong-token:HTTP/1.1_401_Unauthorized",
+		"spawn-no-token:HTTP/1.1_401_Unauthorized", "spawn-wrong-token:HTTP/1.1_401_Unauthorized", "context-no-token:HTTP/1.1_401_Unauthorized",
 		"plain-http:HTTP/1.0_400_Bad_Request"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("from another pod:\n got %v\nwant %v", got, want)
@@ -299,4 +303,54 @@ func TestRealClusterPodEndsAtItsDeadline(t *testing.T) {
 	}) {
 		t.Fatalf("the pod of a gateway gone for good outlived its deadline: %s", last)
 	}
+}
+
+// TestRealClusterLanguages runs the language table (runtimetest.Languages)
+// on real pods: every kernel of the registry as a pod's first kernel.
+func TestRealClusterLanguages(t *testing.T) {
+	cs, namespace := realCluster(t)
+	n := 0
+	runtimetest.RunLanguages(t, newClusterRuntime(t, cs, clusterConfig(namespace, "gw-lang")), func() string {
+		n++
+		return "language-" + strconv.Itoa(n) + "-real"
+	})
+}
+
+// TestRealClusterContexts runs the contexts suite (runtimetest.Contexts) on
+// real pods: each context one more kernel in the pod, started by its
+// supervisor, under the pod's limits (the memory limit covers them all);
+// as on docker, the first kernel's restart ends them, and they say so.
+func TestRealClusterContexts(t *testing.T) {
+	cs, namespace := realCluster(t)
+	n := 0
+	runtimetest.Contexts(t, newClusterRuntime(t, cs, clusterConfig(namespace, "gw-ctx")), runtimetest.ContextOptions{
+		NewID:                    func() string { n++; return "contexts-" + strconv.Itoa(n) + "-real" },
+		FirstRestartEndsContexts: true,
+		OOMReason:                "OOMKilled",
+	})
+}
+
+// TestRealClusterCommands runs the commands suite (runtimetest.Commands,
+// terminals included) on real pods: commands through the pod's agent and
+// supervisor, killed before a kernel when memory runs out.
+func TestRealClusterCommands(t *testing.T) {
+	cs, namespace := realCluster(t)
+	n := 0
+	runtimetest.Commands(t, newClusterRuntime(t, cs, clusterConfig(namespace, "gw-cmd")), runtimetest.CommandsOptions{PodNetwork: true}, func() string {
+		n++
+		return "commands-" + strconv.Itoa(n) + "-real"
+	})
+}
+
+// TestRealClusterRichOutput and TestRealClusterDebugger: the python3
+// kernel's structured rich output and the Jupyter debugger in a pod.
+func TestRealClusterRichOutput(t *testing.T) {
+	cs, namespace := realCluster(t)
+	runtimetest.RichOutput(t, newClusterRuntime(t, cs, clusterConfig(namespace, "gw-rich")), "rich-output-real")
+}
+
+func TestRealClusterDebugger(t *testing.T) {
+	cs, namespace := realCluster(t)
+	// The pod's network namespace is its agent's too: its port listens.
+	runtimetest.Debugger(t, newClusterRuntime(t, cs, clusterConfig(namespace, "gw-debug")), "debugger-real", clusterConfig("", "").withDefaults().AgentPort)
 }
