@@ -184,21 +184,22 @@ func (s *Server) watchFiles(c echo.Context) error {
 			return httperr.New(http.StatusBadRequest, "bad_request", "recursive must be true or false")
 		}
 	}
-	root, ok := sess.Files().(*workspace.Root)
+	files := sess.Files()
+	root, ok := files.(workspace.DirWatching)
 	if !ok {
-		return httperr.New(http.StatusNotImplemented, "no_watch", "this gateway's runtime cannot watch files (the workspace is not on the gateway's host)")
+		return httperr.New(http.StatusNotImplemented, "no_watch", "this gateway's runtime cannot watch files")
 	}
 	release, err := s.watches.acquire(tenant.Of(c), sess.ID())
 	if err != nil {
 		return err
 	}
 	defer release()
-	if st, err := root.Stat(c.QueryParam("path")); err != nil {
+	if st, err := files.Stat(c.QueryParam("path")); err != nil {
 		return err
 	} else if st.Type != "dir" {
 		return httperr.New(http.StatusBadRequest, "bad_path", "path must be a directory")
 	}
-	w, err := root.WatchDir(c.QueryParam("path"), recursive, maxWatchDirs, watchBuffer)
+	w, err := root.WatchDirectory(c.QueryParam("path"), recursive, maxWatchDirs, watchBuffer)
 	if err != nil {
 		return err
 	}

@@ -73,7 +73,7 @@ func (s *Session) Metrics(ctx context.Context) (Metrics, error) {
 			}
 		}
 	}
-	m.DiskUsed = s.disk.used(ctx, s.sandbox.Workspace(), m.DiskTotal)
+	m.DiskUsed = s.disk.used(ctx, s.sandbox.Workspace(), s.files, m.DiskTotal)
 	m.Timestamp = time.Now().UTC()
 	return m, nil
 }
@@ -82,11 +82,20 @@ func (s *Session) Metrics(ctx context.Context) (Metrics, error) {
 // when it is one of its own (about its limit's size), else the sizes of
 // its regular files, walked by descriptor (workspace.Root.Usage: no
 // symlink the code plants or swaps in is followed) and bounded by
-// maxDiskWalk entries and maxDiskWalkTime (a lower bound then). 0 when
-// there is no host directory.
-func diskUsed(ctx context.Context, dir string, limit int64) int64 {
+// maxDiskWalk entries and maxDiskWalkTime (a lower bound then). Without
+// a host directory (dir ""), files counts, when it can
+// (workspace.Measuring: a pod's agent walks the same way), else 0.
+func diskUsed(ctx context.Context, dir string, files workspace.FS, limit int64) int64 {
 	if dir == "" {
-		return 0
+		// The workspace is not on this host (a pod's): its server counts.
+		ms, ok := files.(workspace.Measuring)
+		if !ok {
+			return 0
+		}
+		ctx, cancel := context.WithTimeout(ctx, maxDiskWalkTime)
+		defer cancel()
+		u, _ := ms.Usage(ctx, maxDiskWalk)
+		return u.Bytes
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err == nil {
@@ -112,7 +121,7 @@ func diskUsed(ctx context.Context, dir string, limit int64) int64 {
 // loop or all at once costs the gateway one walk per session, never one
 // per request. The zero value is ready; safe for concurrent use.
 type diskWalk struct {
-	count func(ctx context.Context, dir string, limit int64) int64 // nil: diskUsed (tests replace it)
+	count func(ctx context.Context, dir string, files workspace.FS, limit int64) int64 // nil: diskUsed (tests replace it)
 
 	mu      sync.Mutex
 	running *diskRun
@@ -126,7 +135,7 @@ type diskRun struct {
 }
 
 // used is diskUsed(ctx, dir, limit), shared with the walk that runs.
-func (w *diskWalk) used(ctx context.Context, dir string, limit int64) int64 {
+func (w *diskWalk) used(ctx context.Context, dir string, files workspace.FS, limit int64) int64 {
 	w.mu.Lock()
 	if r := w.running; r != nil {
 		w.mu.Unlock()
@@ -149,7 +158,7 @@ func (w *diskWalk) used(ctx context.Context, dir string, limit int64) int64 {
 	if count == nil {
 		count = diskUsed
 	}
-	r.bytes = count(context.WithoutCancel(ctx), dir, limit)
+	r.bytes = count(context.WithoutCancel(ctx), dir, files, limit)
 	w.mu.Lock()
 	w.running = nil
 	w.mu.Unlock()

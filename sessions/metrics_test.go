@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/glassroom/glassroom/testkit"
+	"github.com/glassroom/glassroom/workspace"
 	"golang.org/x/sys/unix"
 )
 
@@ -62,7 +63,7 @@ func TestDiskUsedSkipsSymlinks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := diskUsed(context.Background(), ws, 0); got != inside {
+	if got := diskUsed(context.Background(), ws, nil, 0); got != inside {
 		t.Fatalf("disk used %d, want %d (the workspace's files only)", got, inside)
 	}
 }
@@ -102,7 +103,7 @@ func TestDiskUsedNeverFollowsASwappedInSymlink(t *testing.T) {
 	for ; walks < 5000 && time.Now().Before(deadline); walks++ {
 		// A walk may see a both as "a" and as "link" (it moved between the
 		// two names while read), never what is outside.
-		if got := diskUsed(context.Background(), ws, 0); got >= outsideSize || got > 2*inside {
+		if got := diskUsed(context.Background(), ws, nil, 0); got >= outsideSize || got > 2*inside {
 			t.Fatalf("walk %d: disk used %d: counted what a swapped-in symlink points to (the workspace holds %d)", walks, got, inside)
 		}
 	}
@@ -115,14 +116,14 @@ func TestDiskUsedNeverFollowsASwappedInSymlink(t *testing.T) {
 func TestDiskWalkShared(t *testing.T) {
 	ws, _, inside := diskTree(t)
 	release := make(chan struct{})
-	w := &diskWalk{count: func(ctx context.Context, dir string, limit int64) int64 {
+	w := &diskWalk{count: func(ctx context.Context, dir string, files workspace.FS, limit int64) int64 {
 		<-release
-		return diskUsed(ctx, dir, limit)
+		return diskUsed(ctx, dir, files, limit)
 	}}
 	const n = 16
 	got := make(chan int64, n)
 	for range n {
-		go func() { got <- w.used(context.Background(), ws, 0) }()
+		go func() { got <- w.used(context.Background(), ws, nil, 0) }()
 	}
 	testkit.Eventually(t, 30*time.Second, func() bool { return w.waiting.Load() == n-1 }, "15 requests waiting for the first one's walk")
 	close(release)
@@ -138,7 +139,7 @@ func TestDiskWalkShared(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "later"), []byte("12345"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if b := w.used(context.Background(), ws, 0); b != inside+5 || w.walks.Load() != 2 {
+	if b := w.used(context.Background(), ws, nil, 0); b != inside+5 || w.walks.Load() != 2 {
 		t.Fatalf("after the walk: %d bytes in %d walks, want %d in 2", b, w.walks.Load(), inside+5)
 	}
 }

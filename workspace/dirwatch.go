@@ -77,6 +77,37 @@ func (r *Root) WatchDir(dir string, recursive bool, maxDirs, buffer int) (*DirWa
 	return w, nil
 }
 
+// DirWatcher is one directory's watch: a *DirWatch, or a remote
+// workspace's (workspace/remote). Events is closed by Close, and when the
+// watch cannot go on.
+type DirWatcher interface {
+	Events() <-chan DirEvent
+	Close() error
+}
+
+// DirWatching is a workspace that watches its directories: *Root, and a
+// remote workspace.
+type DirWatching interface {
+	// WatchDirectory starts watching dir (a directory), with recursive
+	// its subdirectories too (at most maxDirs), buffering at most buffer
+	// events. The caller must Close the watch.
+	WatchDirectory(dir string, recursive bool, maxDirs, buffer int) (DirWatcher, error)
+}
+
+var (
+	_ DirWatching = (*Root)(nil)
+	_ DirWatcher  = (*DirWatch)(nil)
+)
+
+// WatchDirectory implements DirWatching with WatchDir.
+func (r *Root) WatchDirectory(dir string, recursive bool, maxDirs, buffer int) (DirWatcher, error) {
+	w, err := r.WatchDir(dir, recursive, maxDirs, buffer)
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
 // Events delivers the changes; it is closed by Close.
 func (w *DirWatch) Events() <-chan DirEvent { return w.events }
 

@@ -18,7 +18,15 @@ const maxTreeDepth = 64
 // and how often it checks its context.
 const usageBatch = 256
 
-// Usage is what Root.Usage counted.
+// Measuring is a workspace that adds up its files' sizes: *Root, and a
+// remote workspace (which asks its server to).
+type Measuring interface {
+	Usage(ctx context.Context, maxEntries int) (Usage, error)
+}
+
+var _ Measuring = (*Root)(nil)
+
+// Usage is what a walk of the workspace counted.
 type Usage struct {
 	Bytes     int64 // the sizes of the regular files counted
 	Entries   int   // the entries examined

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -487,3 +488,142 @@ func (i fileInfo) Mode() fs.FileMode  { return 0o644 }
 func (i fileInfo) ModTime() time.Time { return i.mtime }
 func (i fileInfo) IsDir() bool        { return false }
 func (i fileInfo) Sys() any           { return nil }
+
+var (
+	_ workspace.Measuring   = (*Client)(nil)
+	_ workspace.DirWatching = (*Client)(nil)
+)
+
+// Usage implements workspace.Measuring: the server walks the workspace
+// (at most maxEntries entries, within its own bound) and answers.
+func (c *Client) Usage(ctx context.Context, maxEntries int) (workspace.Usage, error) {
+	if c.isClosed() {
+		return workspace.Usage{}, &workspace.PathError{Kind: workspace.ErrClosed}
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
+	defer cancel()
+	u := *c.base
+	u.Path = strings.TrimSuffix(u.Path, "/") + usagePath
+	u.RawQuery = url.Values{"max": {strconv.Itoa(maxEntries)}}.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return workspace.Usage{}, &workspace.PathError{Kind: workspace.ErrIO, Err: err}
+	}
+	req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return workspace.Usage{}, &workspace.PathError{Kind: workspace.ErrIO, Detail: "workspace service unreachable", Err: err}
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		return workspace.Usage{}, c.answerError(resp, "")
+	}
+	var us workspace.Usage
+	if err := c.decode(resp, "", &us); err != nil {
+		return workspace.Usage{}, err
+	}
+	if us.Bytes < 0 || us.Entries < 0 {
+		return workspace.Usage{}, &workspace.PathError{Kind: workspace.ErrIO, Detail: "bad answer"}
+	}
+	return us, nil
+}
+
+// maxEventLine bounds one line of a watch's stream (an event's name is a
+// workspace path).
+const maxEventLine = 8 << 10
+
+var dirEventTypes = map[string]bool{workspace.DirCreate: true, workspace.DirWrite: true, workspace.DirRemove: true,
+	workspace.DirRename: true, workspace.DirChmod: true, workspace.DirOverflow: true}
+
+// WatchDirectory implements workspace.DirWatching: a stream of the
+// server's events (each checked: a known type, a clean relative name),
+// read by a goroutine the watch owns. Events that do not fit in buffer
+// are dropped for one overflow event. It returns once the server has
+// accepted the watch (or refused it: a *workspace.PathError).
+func (c *Client) WatchDirectory(dir string, recursive bool, maxDirs, buffer int) (workspace.DirWatcher, error) {
+	dir, err := workspace.Clean(dir)
+	if err != nil {
+		return nil, err
+	}
+	if c.isClosed() {
+		return nil, &workspace.PathError{Kind: workspace.ErrClosed, Path: dir}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	u := *c.base
+	u.Path = strings.TrimSuffix(u.Path, "/") + watchPath
+	u.RawQuery = url.Values{"path": {dir}, "recursive": {strconv.FormatBool(recursive)},
+		"max_dirs": {strconv.Itoa(maxDirs)}, "buffer": {strconv.Itoa(buffer)}}.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		cancel()
+		return nil, &workspace.PathError{Kind: workspace.ErrIO, Path: dir, Err: err}
+	}
+	req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
+	answered := time.AfterFunc(c.cfg.CallTimeout, cancel) // the answer, not the stream, is bounded
+	resp, err := c.http.Do(req)
+	if !answered.Stop() && err == nil {
+		resp.Body.Close()
+		err = context.DeadlineExceeded
+	}
+	if err != nil {
+		cancel()
+		return nil, &workspace.PathError{Kind: workspace.ErrIO, Path: dir, Detail: "workspace service unreachable", Err: err}
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		cancel()
+		return nil, c.answerError(resp, dir)
+	}
+	w := &remoteWatch{cancel: cancel, events: make(chan workspace.DirEvent, max(1, buffer)), done: make(chan struct{})}
+	go w.read(resp.Body) // owned by w: Close cancels the stream and waits
+	return w, nil
+}
+
+// remoteWatch is a watch served by the remote workspace.
+type remoteWatch struct {
+	cancel context.CancelFunc
+	events chan workspace.DirEvent
+	done   chan struct{}
+}
+
+func (w *remoteWatch) Events() <-chan workspace.DirEvent { return w.events }
+
+// Close ends the stream and waits for its reader; Events is then closed.
+func (w *remoteWatch) Close() error {
+	w.cancel()
+	<-w.done
+	return nil
+}
+
+func (w *remoteWatch) read(body io.ReadCloser) {
+	defer close(w.done)
+	defer close(w.events)
+	defer body.Close()
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 0, 4096), maxEventLine)
+	overflowed := false
+	for sc.Scan() {
+		var ev workspace.DirEvent
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || !dirEventTypes[ev.Type] {
+			continue
+		}
+		if ev.Type == workspace.DirOverflow {
+			ev.Name = ""
+		} else if n, err := workspace.Clean(ev.Name); err != nil || n != ev.Name || n == "" {
+			continue
+		}
+		if overflowed {
+			select {
+			case w.events <- workspace.DirEvent{Type: workspace.DirOverflow}:
+				overflowed = false
+			default:
+				continue
+			}
+		}
+		select {
+		case w.events <- ev:
+		default:
+			overflowed = true
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glassroom/glassroom/testkit"
 	"github.com/glassroom/glassroom/workspace"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
@@ -418,4 +419,69 @@ func TestHostileServer(t *testing.T) {
 	}
 	_, err = c.Stat("f")
 	wantKind(t, err, workspace.ErrIO)
+}
+
+// TestWatchAndUsage: a directory watch served over the wire delivers what
+// the code does in the workspace, recursively, and ends with Close; a
+// watch of a missing directory is refused with its kind; beyond the
+// server's watches at once, one more is busy. Usage counts the files.
+func TestWatchAndUsage(t *testing.T) {
+	dir, c := serve(t, 0)
+	if err := os.MkdirAll(filepath.Join(dir, "w/sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.WatchDirectory("w", true, 16, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "w/sub/a.txt"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	timeout := time.After(10 * time.Second)
+	for !seen["create sub/a.txt"] || !seen["write sub/a.txt"] {
+		select {
+		case ev, ok := <-w.Events():
+			if !ok {
+				t.Fatalf("the watch ended; seen %v", seen)
+			}
+			seen[ev.Type+" "+ev.Name] = true
+		case <-timeout:
+			t.Fatalf("events seen: %v", seen)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := <-w.Events(); ok {
+		t.Fatal("events after Close")
+	}
+	_, err = c.WatchDirectory("missing", false, 1, 1)
+	wantKind(t, err, workspace.ErrNotFound)
+
+	var held []workspace.DirWatcher
+	defer func() {
+		for _, hw := range held {
+			hw.Close()
+		}
+	}()
+	for range 8 {
+		// The server frees the closed watch's slot once it sees the
+		// client gone: a busy answer meanwhile is tried again.
+		var hw workspace.DirWatcher
+		if !testkit.Within(10*time.Second, func() bool {
+			hw, err = c.WatchDirectory("w", false, 1, 1)
+			return !errors.Is(err, workspace.ErrBusy)
+		}) || err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, hw)
+	}
+	_, err = c.WatchDirectory("w", false, 1, 1)
+	wantKind(t, err, workspace.ErrBusy)
+
+	u, err := c.Usage(t.Context(), 1000)
+	if err != nil || u.Bytes != 5 || u.Truncated {
+		t.Fatalf("usage %+v %v", u, err)
+	}
 }

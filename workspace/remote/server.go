@@ -26,6 +26,8 @@ const (
 	mkdirPath   = "/v1/mkdir"
 	resetPath   = "/v1/changes/reset"
 	changesPath = "/v1/changes"
+	usagePath   = "/v1/usage"
+	watchPath   = "/v1/watch"
 	// SizeHeader carries a downloaded file's size.
 	SizeHeader = "X-Glassroom-Size"
 )
@@ -45,6 +47,9 @@ type ServerConfig struct {
 	// MaxUsageEntries bounds the files counted when measuring usage
 	// (200,000); a larger tree counts as full.
 	MaxUsageEntries int
+	// MaxWatches bounds the directory watches served at once (8); one
+	// more is refused with workspace.ErrBusy.
+	MaxWatches int
 }
 
 // Validate reports a configuration that cannot work.
@@ -52,7 +57,7 @@ func (c ServerConfig) Validate() error {
 	if len(c.Token) < MinTokenBytes {
 		return fmt.Errorf("remote: server: token shorter than %d bytes", MinTokenBytes)
 	}
-	if c.QuotaBytes < 0 || c.MaxUsageEntries < 0 {
+	if c.QuotaBytes < 0 || c.MaxUsageEntries < 0 || c.MaxWatches < 0 {
 		return errors.New("remote: server: negative quota")
 	}
 	return nil
@@ -69,6 +74,8 @@ type Server struct {
 
 	watchMu sync.Mutex // Watcher is not safe for concurrent use
 	quotaMu sync.Mutex // one quota check and upload at a time
+
+	dirWatches chan struct{} // a slot per directory watch served
 }
 
 // NewServer returns a server of root. watch may be nil.
@@ -79,7 +86,11 @@ func NewServer(root *workspace.Root, watch *workspace.Watcher, cfg ServerConfig)
 	if cfg.MaxUsageEntries == 0 {
 		cfg.MaxUsageEntries = 200000
 	}
-	s := &Server{cfg: cfg, root: root, watch: watch, sum: sha256.Sum256([]byte(cfg.Token)), mux: http.NewServeMux()}
+	if cfg.MaxWatches == 0 {
+		cfg.MaxWatches = 8
+	}
+	s := &Server{cfg: cfg, root: root, watch: watch, sum: sha256.Sum256([]byte(cfg.Token)), mux: http.NewServeMux(),
+		dirWatches: make(chan struct{}, cfg.MaxWatches)}
 	s.mux.HandleFunc("GET "+HealthPath, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	s.mux.HandleFunc("GET "+listPath, s.auth(s.list))
 	s.mux.HandleFunc("GET "+statPath, s.auth(s.stat))
@@ -89,6 +100,8 @@ func NewServer(root *workspace.Root, watch *workspace.Watcher, cfg ServerConfig)
 	s.mux.HandleFunc("POST "+mkdirPath, s.auth(s.mkdir))
 	s.mux.HandleFunc("POST "+resetPath, s.auth(s.reset))
 	s.mux.HandleFunc("GET "+changesPath, s.auth(s.changes))
+	s.mux.HandleFunc("GET "+usagePath, s.auth(s.measure))
+	s.mux.HandleFunc("GET "+watchPath, s.auth(s.watchDir))
 	return s, nil
 }
 
@@ -318,4 +331,73 @@ func (s *Server) changes(w http.ResponseWriter, _ *http.Request) {
 func cleanName(name string) bool {
 	c, err := workspace.Clean(name)
 	return err == nil && c == name && name != "" && path.Base(name) == name
+}
+
+// Bounds of a directory watch served (the client asks within them).
+const (
+	MaxWatchDirs   = 4096
+	MaxWatchBuffer = 4096
+)
+
+// measure answers the workspace's use (workspace.Root.Usage), counting at
+// most ?max entries (within MaxUsageEntries).
+func (s *Server) measure(w http.ResponseWriter, r *http.Request) {
+	n, err := strconv.Atoi(r.URL.Query().Get("max"))
+	if err != nil || n <= 0 || n > s.cfg.MaxUsageEntries {
+		n = s.cfg.MaxUsageEntries
+	}
+	u, err := s.root.Usage(r.Context(), n)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, u)
+}
+
+// watchDir streams the changes under ?path (with ?recursive=true its
+// subdirectories too, at most ?max_dirs, ?buffer events waiting), one
+// JSON workspace.DirEvent a line, until the client goes or the watch
+// ends.
+func (s *Server) watchDir(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	recursive := q.Get("recursive") == "true"
+	maxDirs, _ := strconv.Atoi(q.Get("max_dirs"))
+	buffer, _ := strconv.Atoi(q.Get("buffer"))
+	maxDirs, buffer = min(max(maxDirs, 1), MaxWatchDirs), min(max(buffer, 1), MaxWatchBuffer)
+	select {
+	case s.dirWatches <- struct{}{}:
+		defer func() { <-s.dirWatches }()
+	default:
+		writeErr(w, &workspace.PathError{Kind: workspace.ErrBusy, Detail: "too many watches"})
+		return
+	}
+	dw, err := s.root.WatchDir(q.Get("path"), recursive, maxDirs, buffer)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	defer func() { _ = dw.Close() }()
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	enc := json.NewEncoder(w)
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case ev, ok := <-dw.Events():
+			if !ok {
+				return
+			}
+			if enc.Encode(ev) != nil {
+				return
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
+	}
 }

@@ -113,7 +113,9 @@ func ServeAgent(ctx context.Context, cfg AgentConfig, ln net.Listener, log zerol
 	if cfg.TLS != nil {
 		ln = tls.NewListener(ln, cfg.TLS)
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	// Requests live in ctx: a shutdown ends the long ones (file watches).
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }() // owned here; ends with Shutdown below
 	select {
