@@ -1,0 +1,103 @@
+package main
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glassroom/glassroom/kernel/runtime/k8s/k8stest"
+	"github.com/gorilla/websocket"
+)
+
+// TestToolboxOnARealCluster: what a session does on one machine it does
+// on the real cluster (the real binary, --runtime k8s): a Bash session
+// whose pod also runs JavaScript and Python contexts, each keeping its
+// own variables; a shell command as the session's user; a files-watch
+// socket that hears a command's write; metrics from the pod (memory in
+// use, the workspace's bytes); and pause (executions refused) and resume.
+func TestToolboxOnARealCluster(t *testing.T) {
+	_, namespace := k8stest.RealCluster(t)
+	const key = "toolbox-test-key-0123456789"
+	_, base := startBinary(t, "--runtime", "k8s", "--kubeconfig", k8stest.Kubeconfig(), "--k8s-namespace", namespace,
+		"--instance", "gw-toolbox", "--api-key", key, "--log-level", "warn", "--state-dir", t.TempDir(),
+		"--k8s-seccomp-profile", "glassroom-kernel.json", "--cpus", "1", "--memory-mb", "2048")
+
+	var s struct{ ID string }
+	if st := api(t, base, key, "POST", "/v1/sessions", map[string]any{"language": "bash"}, &s); st != http.StatusCreated {
+		t.Fatalf("create a bash session: %d", st)
+	}
+	run := func(body map[string]any) execution {
+		t.Helper()
+		var x execution
+		if st := api(t, base, key, "POST", "/v1/sessions/"+s.ID+"/execute", body, &x); st != http.StatusOK || x.Status != "ok" {
+			t.Fatalf("execute %v: %d %+v", body, st, x)
+		}
+		return x
+	}
+	if x := run(map[string]any{"code": "n=41; echo $((n + 1))"}); x.Stdout != "42\n" {
+		t.Fatalf("bash: %+v", x)
+	}
+	run(map[string]any{"code": "var n = 40", "language": "javascript"})
+	run(map[string]any{"code": "n = 39", "language": "python3"})
+	if x := run(map[string]any{"code": "console.log(n + 2)", "language": "javascript"}); x.Stdout != "42\n" {
+		t.Fatalf("javascript context: %+v", x)
+	}
+	if x := run(map[string]any{"code": "print(n + 3)", "language": "python3"}); x.Stdout != "42\n" {
+		t.Fatalf("python context: %+v", x)
+	}
+	if x := run(map[string]any{"code": "echo $n"}); x.Stdout != "41\n" {
+		t.Fatalf("bash after the contexts: %+v", x)
+	}
+
+	var cmd struct {
+		ExitCode int    `json:"exit_code"`
+		Stdout   string `json:"stdout"`
+	}
+	if st := api(t, base, key, "POST", "/v1/sessions/"+s.ID+"/commands", map[string]any{"cmd": "echo hi; id -un; pwd"}, &cmd); st != http.StatusOK ||
+		cmd.ExitCode != 0 || cmd.Stdout != "hi\nsandbox\n/home/user\n" {
+		t.Fatalf("command: %d %+v", st, cmd)
+	}
+
+	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(base, "http")+"/v1/sessions/"+s.ID+"/files-watch?path=&recursive=true&token="+key, nil)
+	if err != nil {
+		t.Fatalf("files-watch: %v", err)
+	}
+	defer ws.Close()
+	if st := api(t, base, key, "POST", "/v1/sessions/"+s.ID+"/commands", map[string]any{"cmd": "head -c 1000000 /dev/zero > big.bin"}, &cmd); st != http.StatusOK || cmd.ExitCode != 0 {
+		t.Fatalf("command that writes: %d %+v", st, cmd)
+	}
+	ws.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for {
+		var ev struct{ Type, Name string }
+		if err := ws.ReadJSON(&ev); err != nil {
+			t.Fatalf("the watch heard nothing of the command's write: %v", err)
+		}
+		if ev.Name == "big.bin" && (ev.Type == "create" || ev.Type == "write") {
+			break
+		}
+	}
+
+	var m struct {
+		MemUsed  int64 `json:"mem_used"`
+		MemTotal int64 `json:"mem_total"`
+		DiskUsed int64 `json:"disk_used"`
+	}
+	if st := api(t, base, key, "GET", "/v1/sessions/"+s.ID+"/metrics", nil, &m); st != http.StatusOK ||
+		m.MemUsed < 20<<20 || m.MemTotal != 2048<<20 || m.DiskUsed < 1000000 {
+		t.Fatalf("metrics: %d %+v", st, m)
+	}
+
+	if st := api(t, base, key, "POST", "/v1/sessions/"+s.ID+"/pause", nil, nil); st != http.StatusOK {
+		t.Fatalf("pause: %d", st)
+	}
+	if st := api(t, base, key, "POST", "/v1/sessions/"+s.ID+"/execute", map[string]any{"code": "echo paused"}, nil); st != http.StatusConflict {
+		t.Fatalf("execute while paused: %d", st)
+	}
+	if st := api(t, base, key, "POST", "/v1/sessions/"+s.ID+"/resume", nil, nil); st != http.StatusOK {
+		t.Fatalf("resume: %d", st)
+	}
+	if x := run(map[string]any{"code": "echo $n"}); x.Stdout != "41\n" {
+		t.Fatalf("bash after the resume: %+v", x)
+	}
+}
