@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -102,6 +103,18 @@ func (s *Server) listSessions(c echo.Context) error {
 	page, next, err := s.mgr.ListPage(tenant.Of(c), q)
 	if err != nil {
 		return err
+	}
+	if c.Request().Header.Get(ForwardedHeader) == "" { // a replica asking for its peer's part gets that only
+		ctx, cancel := context.WithTimeout(c.Request().Context(), peerListTimeout)
+		peers, err := s.mgr.Peers(ctx)
+		cancel()
+		if err != nil {
+			s.log.Warn().Err(err).Msg("cannot list the other replicas: the list is this replica's")
+			c.Response().Header().Set(PartialHeader, "*")
+		}
+		if len(peers) > 0 {
+			return s.listAcross(c, q, page, next, peers)
+		}
 	}
 	out := sessionPage{Sessions: page}
 	if next != "" {

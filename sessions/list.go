@@ -136,3 +136,8 @@ func parseToken(tok string) (time.Time, string, bool) {
 	}
 	return time.Unix(0, n), id, true
 }
+
+// PageToken is the next_token of a page whose last session was created
+// at createdAt with id: what ListPage returns, for a caller that merges
+// the pages of several gateways (the order is theirs too).
+func PageToken(createdAt time.Time, id string) string { return makeToken(createdAt, id) }

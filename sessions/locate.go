@@ -143,3 +143,23 @@ func (k *keyedLock) claim(ctx context.Context, key string) (release func(), err 
 		}
 	}
 }
+
+// Peers returns the other live gateway replicas of this runtime (each an
+// Elsewhere: its instance and API address), for a request that answers
+// for them all (a list of every session); none on a runtime whose
+// sessions one gateway serves. It makes API calls: ctx bounds it.
+func (m *Manager) Peers(ctx context.Context) ([]Elsewhere, error) {
+	pl, ok := m.rt.(sandbox.PeerLister)
+	if !ok {
+		return nil, nil
+	}
+	peers, err := pl.Peers(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sessions: peers: %w", err)
+	}
+	out := make([]Elsewhere, 0, len(peers))
+	for _, p := range peers {
+		out = append(out, Elsewhere{Owner: p.Instance, URL: p.URL})
+	}
+	return out, nil
+}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	coordv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -86,6 +89,36 @@ func (r *Runtime) aliveGateways(ctx context.Context) (map[string]bool, error) {
 		}
 	}
 	return alive, nil
+}
+
+// maxPeers bounds the other gateways Peers returns.
+const maxPeers = 64
+
+// Peers implements sandbox.PeerLister: the other gateways whose Lease is
+// fresh and names, as its own, an address as a replica advertises one
+// (only there may a client's credentials go), sorted by instance.
+func (r *Runtime) Peers(ctx context.Context) ([]sandbox.Peer, error) {
+	cctx, cancel := r.callCtx(ctx)
+	defer cancel()
+	list, err := r.cs.CoordinationV1().Leases(r.cfg.Namespace).List(cctx, metav1.ListOptions{LabelSelector: LabelName + "=glassroom," + LabelComponent + "=gateway"})
+	if err != nil {
+		return nil, fmt.Errorf("k8s: list leases: %w", err)
+	}
+	now := time.Now()
+	var out []sandbox.Peer
+	for i := range list.Items {
+		l := &list.Items[i]
+		holder, ok := leaseAlive(l, now)
+		if !ok || holder == r.cfg.Instance || l.Name != LeasePrefix+holder || !validAdvertiseURL(l.Annotations[AnnotationURL]) {
+			continue
+		}
+		out = append(out, sandbox.Peer{Instance: holder, URL: l.Annotations[AnnotationURL]})
+	}
+	slices.SortFunc(out, func(a, b sandbox.Peer) int { return strings.Compare(a.Instance, b.Instance) })
+	if len(out) > maxPeers {
+		out = out[:maxPeers]
+	}
+	return out, nil
 }
 
 // leaseAlive returns a gateway Lease's holder, and whether it was renewed

@@ -330,6 +330,7 @@ var (
 	_ sandbox.Adopter         = (*Runtime)(nil)
 	_ sandbox.OrphanFinder    = (*Runtime)(nil)
 	_ sandbox.Locator         = (*Runtime)(nil)
+	_ sandbox.PeerLister      = (*Runtime)(nil)
 	_ sandbox.Persistent      = (*podSandbox)(nil)
 	_ sandbox.WorkspaceOpener = (*podSandbox)(nil)
 	_ sandbox.TenantRecorder  = (*podSandbox)(nil)

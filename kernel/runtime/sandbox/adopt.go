@@ -101,6 +101,21 @@ type Locator interface {
 	Locate(ctx context.Context, id, tenant string) (Location, error)
 }
 
+// PeerLister is implemented by runtimes whose gateways share their
+// sandboxes (the k8s runtime's replicas): the other live gateways, each
+// with where it serves its API, so that a gateway can answer for them all
+// (a list of every session). It makes API calls: ctx bounds them. Safe
+// for concurrent use.
+type PeerLister interface {
+	Peers(ctx context.Context) ([]Peer, error)
+}
+
+// Peer is another live gateway of the same runtime.
+type Peer struct {
+	Instance string // its instance name
+	URL      string // its advertised API address (http://10.0.0.7:8080)
+}
+
 // ErrNotLocated is returned when the runtime knows no sandbox of that id.
 var ErrNotLocated = errors.New("sandbox: no such sandbox in the runtime")
 
