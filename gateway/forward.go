@@ -47,8 +47,18 @@ func newForwarder(instance string) *forwarder {
 // there (not a request forwarded already). Routes without a session id
 // pass.
 func (s *Server) forwardElsewhere(next echo.HandlerFunc) echo.HandlerFunc {
+	return s.forwardSession(func(c echo.Context) string { return c.Param("id") })(next)
+}
+
+// forwardSession is forwardElsewhere for routes whose session id is
+// idOf's ("" passes).
+func (s *Server) forwardSession(idOf func(echo.Context) string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc { return s.forwardTo(idOf, next) }
+}
+
+func (s *Server) forwardTo(idOf func(echo.Context) string, next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		id := c.Param("id")
+		id := idOf(c)
 		if id == "" {
 			return next(c)
 		}

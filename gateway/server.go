@@ -58,7 +58,7 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 	upgrader := wsconn.NewUpgrader(cfg.AllowedOrigins)
 	s.upgrader = upgrader
 	s.watches = newWatchShares(maxWatchesPerGW, maxWatchesPerTenant, maxWatchesPerSession)
-	jup, err := jupyter.New(jupyter.Config{MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.WSPingInterval}, mgr, s.keys, s.conns, upgrader, log)
+	jup, err := jupyter.New(jupyter.Config{MaxBodyBytes: cfg.MaxBodyBytes, PingInterval: cfg.WSPingInterval, Replicas: replicas{s}}, mgr, s.keys, s.conns, upgrader, log)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glassroom/glassroom/gateway"
 	"github.com/glassroom/glassroom/kernel/runtime/k8s"
 	"github.com/glassroom/glassroom/kernel/runtime/k8s/k8stest"
 	"github.com/glassroom/glassroom/testkit"
@@ -122,6 +125,54 @@ func TestReplicasOnARealCluster(t *testing.T) {
 		t.FailNow()
 	}
 	t.Logf("30 sessions on three replicas in %v", time.Since(start).Round(time.Millisecond))
+
+	// Every replica lists every session, paged across the replicas.
+	for _, g := range gws {
+		var got []string
+		next := ""
+		for pages := 0; pages < 10; pages++ {
+			var page struct {
+				Sessions  []struct{ ID string }
+				NextToken *string `json:"next_token"`
+			}
+			q := "/v1/sessions?limit=7"
+			if next != "" {
+				q += "&next_token=" + url.QueryEscape(next)
+			}
+			if st := api(t, g.base, key, "GET", q, nil, &page); st != http.StatusOK {
+				t.Fatalf("list on %s: %d", g.name, st)
+			}
+			for _, s := range page.Sessions {
+				got = append(got, s.ID)
+			}
+			if page.NextToken == nil {
+				break
+			}
+			next = *page.NextToken
+		}
+		if !sameSet(got, ids) {
+			t.Fatalf("%s lists %d sessions, want the 30 of all replicas: %v", g.name, len(got), got)
+		}
+	}
+
+	// A JupyterLab client on B uses a kernel A serves: lists, channels,
+	// the session's rename and its shutdown, all through B.
+	var jl struct {
+		KernelID, SessionID, ModelOnB, Status, Result, Renamed, ReadBack, Thrown string
+		KernelsOnB, SessionsOnB                                                  []string
+		AfterShutdown                                                            bool
+	}
+	stderr := testkit.RunNode(t, "../../gateway/jupyter/testdata/jlab", "replicas.mjs", &jl, gws[0].base, gws[1].base, key)
+	switch {
+	case jl.Thrown != "":
+		t.Fatalf("the Jupyter client threw: %s\nstderr: %s", jl.Thrown, stderr)
+	case !slices.Contains(jl.KernelsOnB, jl.KernelID) || !slices.Contains(jl.SessionsOnB, jl.SessionID) || jl.ModelOnB != jl.KernelID:
+		t.Fatalf("B does not list A's kernel and session: %+v", jl)
+	case jl.Status != "ok" || jl.Result != "42":
+		t.Fatalf("a cell through B on A's kernel: %+v", jl)
+	case jl.Renamed != "renamed.ipynb" || jl.ReadBack != "renamed.ipynb" || jl.AfterShutdown:
+		t.Fatalf("the session through B: %+v", jl)
+	}
 
 	// A client that alternates replicas keeps its variables.
 	for round := 0; round < 6; round++ {
@@ -292,11 +343,12 @@ func TestReplicasOnARealCluster(t *testing.T) {
 		return st == http.StatusOK && x.Result.Text == "1"
 	}, "the execution running at the kill never set y")
 
-	// Each session is served by exactly one replica, and its pod says so.
+	// Each session is served by exactly one replica (its own list, as a
+	// replica asks it), and its pod says so.
 	served := map[string]string{}
 	for _, g := range survivors {
 		var list struct{ Sessions []struct{ ID string } }
-		if st := api(t, g.base, key, "GET", "/v1/sessions?limit=100", nil, &list); st != http.StatusOK {
+		if st := ownList(t, g.base, key, &list); st != http.StatusOK {
 			t.Fatalf("list on %s: %d", g.name, st)
 		}
 		for _, s := range list.Sessions {
@@ -317,4 +369,43 @@ func TestReplicasOnARealCluster(t *testing.T) {
 			t.Fatalf("session %d: served by %q, its pod owned by %q", i, served[id], owner)
 		}
 	}
+}
+
+// sameSet reports whether a and b hold the same strings, each once.
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	seen := map[string]int{}
+	for _, s := range a {
+		seen[s]++
+	}
+	for _, s := range b {
+		if seen[s] != 1 {
+			return false
+		}
+		seen[s]++
+	}
+	return true
+}
+
+// ownList is a replica's own list of sessions (GET /v1/sessions as
+// another replica asks it: marked forwarded), decoded into out.
+func ownList(t *testing.T, base, key string, out any) int {
+	t.Helper()
+	req, err := http.NewRequest("GET", base+"/v1/sessions?limit=100", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set(gateway.ForwardedHeader, "test")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode
 }

@@ -35,6 +35,31 @@ type Config struct {
 	// PingInterval is how often idle channels WebSockets are pinged
 	// (default 30 s).
 	PingInterval time.Duration
+	// Replicas, when set, answers for the other gateway replicas of a
+	// runtime whose sessions several gateways serve (package gateway's):
+	// a JupyterLab on any replica reaches every kernel of its tenant.
+	Replicas Replicas
+}
+
+// Replicas is what the API needs of the other gateway replicas. Its
+// methods do nothing for a request another replica forwarded already.
+type Replicas interface {
+	// Forward is middleware for the routes of one kernel: the request
+	// goes to the replica serving the session idOf names, when another
+	// one does.
+	Forward(idOf func(echo.Context) string) echo.MiddlewareFunc
+	// Gather asks every other replica the same GET and returns the bodies
+	// of their 200 answers (bounded), naming in missing those that gave
+	// none.
+	Gather(c echo.Context) (bodies [][]byte, missing []string)
+	// Ask sends the request, its body read there, to each other replica
+	// in turn and relays the first answer that is not a 404; handled is
+	// false when there is none.
+	Ask(c echo.Context) (handled bool, err error)
+	// ToSession forwards the request (its body already read: body) to the
+	// replica serving tenant's session id, when another one does; handled
+	// is false otherwise (it may have been adopted here meanwhile).
+	ToSession(c echo.Context, id string, body []byte) (handled bool, err error)
 }
 
 func (c Config) withDefaults() Config {
@@ -99,11 +124,16 @@ func (a *API) Register(e *echo.Echo) {
 	api.GET("/kernelspecs/:name", a.getKernelSpec)
 	api.GET("/kernels", a.listKernels)
 	api.POST("/kernels", a.startKernel)
-	api.GET("/kernels/:id", a.getKernel)
-	api.DELETE("/kernels/:id", a.deleteKernel)
-	api.POST("/kernels/:id/interrupt", a.interrupt)
-	api.POST("/kernels/:id/restart", a.restart)
-	api.GET("/kernels/:id/channels", a.channels)
+	// A kernel another replica serves is that replica's to answer for.
+	var kernel []echo.MiddlewareFunc
+	if a.cfg.Replicas != nil {
+		kernel = append(kernel, a.cfg.Replicas.Forward(func(c echo.Context) string { return sessionIDOf(c.Param("id")) }))
+	}
+	api.GET("/kernels/:id", a.getKernel, kernel...)
+	api.DELETE("/kernels/:id", a.deleteKernel, kernel...)
+	api.POST("/kernels/:id/interrupt", a.interrupt, kernel...)
+	api.POST("/kernels/:id/restart", a.restart, kernel...)
+	api.GET("/kernels/:id/channels", a.channels, kernel...)
 	api.GET("/sessions", a.listSessions)
 	api.POST("/sessions", a.createSession)
 	api.GET("/sessions/:id", a.getSession)
@@ -294,13 +324,51 @@ func (a *API) session(c echo.Context) (*sessions.Session, error) {
 
 func (a *API) listKernels(c echo.Context) error {
 	infos := a.mgr.List(tenant.Of(c))
-	out := make([]kernelModel, 0, len(infos))
+	out := make([]json.RawMessage, 0, len(infos))
 	for _, info := range infos {
 		if sess, err := a.mgr.Get(tenant.Of(c), info.ID); err == nil {
-			out = append(out, kernelModelOf(sess))
+			b, err := json.Marshal(kernelModelOf(sess))
+			if err != nil {
+				return err
+			}
+			out = append(out, b)
 		}
 	}
-	return c.JSON(http.StatusOK, out)
+	return c.JSON(http.StatusOK, a.gather(c, out))
+}
+
+// gather adds to local, a list of models (kernels or sessions), the other
+// replicas' lists of the same request (Replicas.Gather), each model once
+// (by its id).
+func (a *API) gather(c echo.Context, local []json.RawMessage) []json.RawMessage {
+	if a.cfg.Replicas == nil {
+		return local
+	}
+	bodies, _ := a.cfg.Replicas.Gather(c)
+	type keyed struct {
+		ID string `json:"id"`
+	}
+	seen := map[string]bool{}
+	for _, m := range local {
+		var k keyed
+		_ = json.Unmarshal(m, &k)
+		seen[k.ID] = true
+	}
+	for _, b := range bodies {
+		var models []json.RawMessage
+		if json.Unmarshal(b, &models) != nil {
+			continue
+		}
+		for _, m := range models {
+			var k keyed
+			if json.Unmarshal(m, &k) != nil || k.ID == "" || seen[k.ID] {
+				continue
+			}
+			seen[k.ID] = true
+			local = append(local, m)
+		}
+	}
+	return local
 }
 
 // startKernelRequest is the body of POST /api/kernels: Name is the kernel

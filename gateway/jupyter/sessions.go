@@ -181,21 +181,21 @@ type kernelRequest struct {
 }
 
 // readSessionRequest reads and decodes a POST or PATCH body, bounded by
-// MaxBodyBytes; an empty or null body is a 400, as jupyter_server's "No
-// JSON data provided".
-func (a *API) readSessionRequest(c echo.Context) (sessionRequest, error) {
+// MaxBodyBytes, and returns it too; an empty or null body is a 400, as
+// jupyter_server's "No JSON data provided".
+func (a *API) readSessionRequest(c echo.Context) (sessionRequest, []byte, error) {
 	var req sessionRequest
 	body, err := a.readBody(c)
 	if err != nil {
-		return req, err
+		return req, nil, err
 	}
 	if t := bytes.TrimSpace(body); len(t) == 0 || bytes.Equal(t, []byte("null")) {
-		return req, httperr.New(http.StatusBadRequest, "bad_request", "No JSON data provided")
+		return req, nil, httperr.New(http.StatusBadRequest, "bad_request", "No JSON data provided")
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
-		return req, httperr.New(http.StatusBadRequest, "bad_request", "invalid JSON body: %s", err.Error())
+		return req, nil, httperr.New(http.StatusBadRequest, "bad_request", "invalid JSON body: %s", err.Error())
 	}
-	return req, nil
+	return req, body, nil
 }
 
 // checkFields refuses a path, name or type past sessions' bounds (400).
@@ -258,17 +258,38 @@ func removeFrom(kernel *sessions.Session, id string) error {
 
 func (a *API) listSessions(c echo.Context) error {
 	held := a.jupyterSessions(tenant.Of(c))
-	out := make([]sessionModel, 0, len(held))
+	out := make([]json.RawMessage, 0, len(held))
 	for _, h := range held {
-		out = append(out, sessionModelOf(h.js, h.kernel))
+		b, err := json.Marshal(sessionModelOf(h.js, h.kernel))
+		if err != nil {
+			return err
+		}
+		out = append(out, b)
 	}
-	return c.JSON(http.StatusOK, out)
+	return c.JSON(http.StatusOK, a.gather(c, out))
+}
+
+// elsewhere answers a request for a Jupyter session this replica does
+// not hold (lookup's error, a 404) through the replica that holds it, if
+// one does (Replicas.Ask); else it returns lookup's error.
+func (a *API) elsewhere(c echo.Context, lookup error) error {
+	if a.cfg.Replicas == nil || httperr.Of(lookup).Status != http.StatusNotFound {
+		return lookup
+	}
+	handled, err := a.cfg.Replicas.Ask(c)
+	switch {
+	case err != nil:
+		return err
+	case handled:
+		return nil
+	}
+	return lookup
 }
 
 func (a *API) getSession(c echo.Context) error {
 	h, err := a.findSession(tenant.Of(c), c.Param("id"))
 	if err != nil {
-		return err
+		return a.elsewhere(c, err)
 	}
 	return c.JSON(http.StatusOK, sessionModelOf(h.js, h.kernel))
 }
@@ -279,7 +300,7 @@ func (a *API) getSession(c echo.Context) error {
 // session is made on the tenant's kernel id, or on a new kernel of the
 // spec name (the default without one).
 func (a *API) createSession(c echo.Context) error {
-	req, err := a.readSessionRequest(c)
+	req, body, err := a.readSessionRequest(c)
 	if err != nil {
 		return err
 	}
@@ -310,14 +331,30 @@ func (a *API) createSession(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	defer func() { unlock() }() // unlock is replaced below
 	if h, ok := a.findPath(t, js.Path); ok {
 		return a.created(c, h.js, h.kernel)
 	}
 	var kernel *sessions.Session
 	started := false
 	if req.Kernel != nil && req.Kernel.ID != nil && *req.Kernel.ID != "" {
-		if kernel, err = a.kernelOf(t, *req.Kernel.ID); err != nil {
+		if kernel, err = a.kernelOf(t, *req.Kernel.ID); err != nil && a.cfg.Replicas != nil {
+			// A kernel another replica serves: the Jupyter session is
+			// held by its session, there.
+			unlock()
+			unlock = func() {}
+			handled, ferr := a.cfg.Replicas.ToSession(c, sessionIDOf(*req.Kernel.ID), body)
+			if handled || ferr != nil {
+				return ferr
+			}
+			relock, lerr := a.sessionLocks.lock(ctx, t)
+			if lerr != nil {
+				return lerr
+			}
+			unlock = relock
+			kernel, err = a.kernelOf(t, *req.Kernel.ID) // adopted here meanwhile, perhaps
+		}
+		if err != nil {
 			return err
 		}
 	} else {
@@ -359,7 +396,10 @@ func sessionError(err error, kernel *sessions.Session) error {
 // When its kernel changes, the old kernel is shut down, as jupyter_server
 // does (with the other Jupyter sessions it held).
 func (a *API) patchSession(c echo.Context) error {
-	req, err := a.readSessionRequest(c)
+	if _, err := a.findSession(tenant.Of(c), c.Param("id")); err != nil && a.cfg.Replicas != nil {
+		return a.elsewhere(c, err) // its body unread: the replica that holds it reads it
+	}
+	req, _, err := a.readSessionRequest(c)
 	if err != nil {
 		return err
 	}
@@ -434,6 +474,9 @@ func (a *API) patchSession(c echo.Context) error {
 // shut down (and its other Jupyter sessions with it, as in
 // jupyter_server).
 func (a *API) deleteSession(c echo.Context) error {
+	if _, err := a.findSession(tenant.Of(c), c.Param("id")); err != nil && a.cfg.Replicas != nil {
+		return a.elsewhere(c, err)
+	}
 	ctx, t := c.Request().Context(), tenant.Of(c)
 	unlock, err := a.sessionLocks.lock(ctx, t)
 	if err != nil {
