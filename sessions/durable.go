@@ -228,6 +228,7 @@ func (m *Manager) restore(ctx context.Context, adopter sandbox.Adopter, canAdopt
 	}
 	m.sessions[rec.ID] = s
 	m.mu.Unlock()
+	m.watchFence(s)
 	m.persist(s)
 	if restarted {
 		return "restarted", ""
@@ -340,6 +341,7 @@ func (m *Manager) Detach(ctx context.Context) error {
 	wg.Wait()
 	m.closing.Wait()
 	m.pausing.Wait()
+	m.fences.Wait()
 	return errors.Join(append(errs, m.notify.Close())...)
 }
 
@@ -368,15 +370,20 @@ func (m *Manager) resumeNetwork(rec sessionstore.Record, notify func(egress.Deci
 
 // detach stops the session's goroutines and lets its sandbox go, running.
 func (s *Session) detach(ctx context.Context) error {
+	return s.detachWith(ctx, "gateway restarting")
+}
+
+// detachWith is detach, telling clients reason.
+func (s *Session) detachWith(ctx context.Context, reason string) error {
 	s.mu.Lock()
 	if s.closeReason == "" {
-		s.closeReason = "gateway restarting"
+		s.closeReason = reason
 	}
 	s.mu.Unlock()
 	// The commands and other contexts do not outlive this gateway: the
 	// next one adopts the sandbox and its first kernel only.
 	s.cmds.close()
-	s.ctxs.closeAll(ctx, "gateway restarting")
+	s.ctxs.closeAll(ctx, reason)
 	s.cancel()
 	// No gateway restores the session past its lifetime or its idle
 	// expiry (restore): a sandbox that ends itself ends by then.
@@ -396,7 +403,7 @@ func (s *Session) detach(ctx context.Context) error {
 	s.work.stop()
 	s.side.close()
 	_ = s.files.Close()
-	s.publish(Event{Type: EventKernel, State: string(StateRestarting), Reason: "gateway restarting"})
+	s.publish(Event{Type: EventKernel, State: string(StateRestarting), Reason: reason})
 	s.hub.close()
 	s.budget.Close()
 	return err

@@ -43,6 +43,7 @@ type Manager struct {
 	starting map[string]int // tenant → sessions being created
 	closed   bool
 	closing  sync.WaitGroup // sessions being deleted
+	fences   sync.WaitGroup // watchFence's goroutines
 	pausing  sync.WaitGroup // the reaper's freezes in progress (pauseIdle)
 }
 
@@ -200,6 +201,7 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 		_ = s.close(context.WithoutCancel(ctx), "gateway shutting down")
 		return nil, ErrClosed
 	}
+	m.watchFence(s)
 	m.persist(s)
 	m.cfg.Observer.SessionCreated(pooled)
 	m.log.Info().Str("session", id).Str("tenant", tenant).Bool("pooled", pooled).Dur("start", time.Since(start)).Msg("session created")
@@ -615,6 +617,7 @@ func (m *Manager) Close(ctx context.Context) error {
 		wg.Wait()
 		m.closing.Wait()
 		m.pausing.Wait()
+		m.fences.Wait()
 		close(done)
 	}()
 	select {
@@ -654,4 +657,46 @@ func (m *Manager) Stats() Stats {
 		st.Queued += int(s.queued.Load())
 	}
 	return st
+}
+
+// fencedReason is what clients of a session another gateway took over
+// are told (its events end with it: they reconnect, and their requests
+// go to that gateway).
+const fencedReason = "the session moved to another gateway replica (this one lost its lease): reconnect"
+
+// watchFence starts, for a session whose sandbox another gateway can
+// take over (sandbox.Fenceable), the goroutine that lets the session go
+// once the sandbox refuses this gateway: it is forgotten here and its
+// sandbox detached, never deleted. The goroutine ends with the session;
+// Close and Detach wait for it.
+func (m *Manager) watchFence(s *Session) {
+	f, ok := s.sandbox.(sandbox.Fenceable)
+	if !ok {
+		return
+	}
+	m.fences.Add(1)
+	go func() {
+		defer m.fences.Done()
+		select {
+		case <-f.Fenced():
+		case <-s.ctx.Done():
+			return
+		}
+		m.mu.Lock()
+		mine := m.sessions[s.id] == s
+		if mine {
+			delete(m.sessions, s.id)
+		}
+		m.mu.Unlock()
+		if !mine {
+			return
+		}
+		m.forget(s.id)
+		m.log.Warn().Str("session", s.id).Msg("another gateway took the session over: letting it go")
+		ctx, cancel := context.WithTimeout(context.Background(), m.cfg.StartTimeout)
+		defer cancel()
+		if err := s.detachWith(ctx, fencedReason); err != nil {
+			m.log.Warn().Err(err).Str("session", s.id).Msg("letting a fenced session go")
+		}
+	}()
 }

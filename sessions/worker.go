@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/glassroom/glassroom/kernel"
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/workspace"
 )
 
@@ -203,6 +204,10 @@ func (w *worker) watchKernel(c KernelConn) {
 // recoverKernel restarts a kernel that died on its own.
 func (w *worker) recoverKernel(c KernelConn) {
 	reason := w.exitReason(c.Err())
+	if sandbox.IsFenced(w.s.sandbox) { // another gateway's now: the manager lets it go (watchFence)
+		w.setState(StateDead, fencedReason)
+		return
+	}
 	w.s.cfg.Observer.KernelDied(strings.Contains(reason, "OOMKilled"))
 	w.s.log.Info().Str("reason", reason).Msg("kernel died; restarting")
 	w.setState(StateDead, reason)

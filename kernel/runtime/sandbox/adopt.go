@@ -110,6 +110,29 @@ type PeerLister interface {
 	Peers(ctx context.Context) ([]Peer, error)
 }
 
+// Fenceable is implemented by sandboxes that another gateway can take
+// over while this one still holds them (a partitioned or paused k8s
+// replica whose Lease expired): Fenced is closed once the sandbox has
+// refused this gateway, which must then let the session go without
+// deleting anything (its kernel is the other gateway's now).
+type Fenceable interface {
+	Fenced() <-chan struct{}
+}
+
+// IsFenced reports whether sb is a Fenceable whose Fenced is closed.
+func IsFenced(sb Sandbox) bool {
+	f, ok := sb.(Fenceable)
+	if !ok {
+		return false
+	}
+	select {
+	case <-f.Fenced():
+		return true
+	default:
+		return false
+	}
+}
+
 // Peer is another live gateway of the same runtime.
 type Peer struct {
 	Instance string // its instance name
