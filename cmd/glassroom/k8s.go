@@ -73,6 +73,7 @@ func runPodAgent(ctx context.Context, args []string, stderr io.Writer) error {
 	keyFile := fs.String("tls-key", k8s.AgentKeyFile, "the agent's TLS key (PEM)")
 	fs.StringVar(&cfg.KernelIPC, "kernel-ipc", "", "the socket prefix of the kernel's ipc connection file (its channels are PREFIX-1 to PREFIX-5)")
 	fs.StringVar(&cfg.ContextsDir, "contexts", "", "the directory of the contexts' ipc directories (\"\": no contexts)")
+	fs.StringVar(&cfg.FenceFile, "fence", "", "where the agent keeps the highest gateway epoch it has seen (\"\": in memory)")
 	fs.StringVar(&cfg.Spawn, "spawn", "", "the supervisor's spawn socket (\"\": no contexts and no commands)")
 	kernelPorts := fs.String("kernel-ports", "50001,50002,50003,50004,50005", "without --kernel-ipc (a pod from before it): the kernel's shell, iopub, stdin, control and heartbeat ports on the pod's loopback")
 	if err := fs.Parse(args); err != nil {

@@ -35,6 +35,7 @@ type Adoptable struct {
 
 	token string // the pod agent's
 	cert  []byte // the agent's certificate (PEM)
+	epoch int64  // its owner's epoch (AnnotationEpoch; 0 on a pod from before fencing)
 }
 
 // Errors of Adopt.
@@ -83,7 +84,8 @@ func adoptablePod(pod *corev1.Pod) bool {
 
 // describe reads what a session's pod and Secret say about it.
 func (r *Runtime) describe(ctx context.Context, pod *corev1.Pod) (Adoptable, error) {
-	a := Adoptable{ID: pod.Labels[LabelSession], Tenant: pod.Labels[LabelTenant], Owner: pod.Labels[LabelInstance], Created: pod.CreationTimestamp.Time}
+	a := Adoptable{ID: pod.Labels[LabelSession], Tenant: pod.Labels[LabelTenant], Owner: pod.Labels[LabelInstance], Created: pod.CreationTimestamp.Time,
+		epoch: podEpoch(pod)}
 	if t, err := time.Parse(time.RFC3339, pod.Annotations[AnnotationExpires]); err == nil {
 		a.Expires = t
 	}
@@ -171,7 +173,15 @@ func (r *Runtime) AdoptSession(ctx context.Context, id string) (_ sandbox.Sandbo
 	if err != nil {
 		return nil, Adoptable{}, err
 	}
+	// The owner's label and a new epoch in one update: of two adopters one
+	// wins, and the agent refuses every earlier owner from the winner's
+	// first request on (fence.go).
+	epoch := podEpoch(pod) + 1
 	pod.Labels[LabelInstance] = r.cfg.Instance
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[AnnotationEpoch] = strconv.FormatInt(epoch, 10)
 	cctx, cancel = r.callCtx(ctx)
 	pod, err = r.cs.CoreV1().Pods(r.cfg.Namespace).Update(cctx, pod, metav1.UpdateOptions{})
 	cancel()
@@ -191,6 +201,7 @@ func (r *Runtime) AdoptSession(ctx context.Context, id string) (_ sandbox.Sandbo
 	b.SetOwner(uid, uid)
 	d := r.newDriver(id, a.Limits, sec.key, sec.token, sec.cert)
 	d.ip = pod.Status.PodIP
+	d.epoch.Store(epoch)
 	b.Use(nil, d)
 	claimed = false // the sandbox owns the claim now
 	defer func() {
@@ -294,7 +305,7 @@ func (r *Runtime) Locate(ctx context.Context, id, tenant string) (sandbox.Locati
 			return sandbox.Location{}, fmt.Errorf("k8s: locate %s: lease of %s: %w", id, loc.Owner, err)
 		}
 		if err == nil {
-			if holder, alive := leaseAlive(l, time.Now()); alive && holder == loc.Owner {
+			if holder, alive := r.leaseAlive(l, time.Now()); alive && holder == loc.Owner {
 				// Only an address as this replica would advertise one: the
 				// client's credentials go there.
 				if u := l.Annotations[AnnotationURL]; validAdvertiseURL(u) {
@@ -349,6 +360,17 @@ func (r *Runtime) agentStatus(ctx context.Context, a Adoptable) (KernelStatus, e
 	}
 	t := newAgentTransport(conf)
 	defer t.CloseIdleConnections()
-	ac := &agentClient{base: "https://" + net.JoinHostPort(a.PodIP, strconv.Itoa(r.cfg.AgentPort)), token: a.token, http: newAgentHTTP(t)}
+	// The current owner's epoch: admitted, and it fences nobody.
+	ac := &agentClient{base: "https://" + net.JoinHostPort(a.PodIP, strconv.Itoa(r.cfg.AgentPort)), token: a.token, epoch: a.epoch, http: newAgentHTTP(t)}
 	return ac.wait(ctx, 0, "ready", 0)
+}
+
+// podEpoch is the pod's owner's epoch (AnnotationEpoch): 0 when it has
+// none (a pod from before fencing) or a bad one.
+func podEpoch(pod *corev1.Pod) int64 {
+	e, err := strconv.ParseInt(pod.Annotations[AnnotationEpoch], 10, 64)
+	if err != nil || e < 0 {
+		return 0
+	}
+	return e
 }

@@ -51,6 +51,9 @@ type AgentConfig struct {
 	// Spawn is the supervisor's spawn socket (SpawnSocket); "" runs no
 	// context and no command.
 	Spawn string
+	// FenceFile is where the agent keeps the highest gateway epoch it has
+	// seen (fence.go); "" keeps it in memory only.
+	FenceFile string
 	// KernelHost and KernelPorts are where a pod made before KernelIPC
 	// has its kernel listen (127.0.0.1, five ports in kernel.Channels
 	// order), used when KernelIPC is "".
@@ -104,7 +107,7 @@ func ServeAgent(ctx context.Context, cfg AgentConfig, ln net.Listener, log zerol
 	if err != nil {
 		return fmt.Errorf("k8s: agent: %w", err)
 	}
-	a := &agent{cfg: cfg, tunnels: map[net.Conn]struct{}{}}
+	a := &agent{cfg: cfg, log: log, tunnels: map[net.Conn]int64{}, epoch: readFence(cfg.FenceFile)}
 	srv.Handle("PUT "+kernelPath, a.command)
 	srv.Handle("GET "+kernelPath, a.status)
 	srv.Handle("GET "+channelPath+"{name}", a.channel)
@@ -114,7 +117,7 @@ func ServeAgent(ctx context.Context, cfg AgentConfig, ln net.Listener, log zerol
 		ln = tls.NewListener(ln, cfg.TLS)
 	}
 	// Requests live in ctx: a shutdown ends the long ones (file watches).
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+	hs := &http.Server{Handler: a.fence(srv.Authorized, srv), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }() // owned here; ends with Shutdown below
@@ -136,11 +139,13 @@ func ServeAgent(ctx context.Context, cfg AgentConfig, ln net.Listener, log zerol
 
 type agent struct {
 	cfg AgentConfig
+	log zerolog.Logger
 
 	mu      sync.Mutex
 	closed  bool
-	tunnels map[net.Conn]struct{} // channel connections being relayed
-	wg      sync.WaitGroup        // their relays
+	epoch   int64              // the highest gateway epoch seen (fence.go)
+	tunnels map[net.Conn]int64 // connections being relayed, by the epoch they were opened under
+	wg      sync.WaitGroup     // their relays
 }
 
 // channelPath + a channel's name (shell, iopub, stdin, control, hb) is
@@ -237,7 +242,7 @@ func (a *agent) tunnel(w http.ResponseWriter, r *http.Request, network, addr str
 		kc.Close()
 		return
 	}
-	if !a.track(conn, kc) {
+	if !a.track(requestEpoch(r), conn, kc) {
 		conn.Close()
 		kc.Close()
 		return
@@ -325,15 +330,16 @@ func spliceHalves(a, b net.Conn) {
 	b.Close()
 }
 
-// track records a tunnel's two connections, unless the agent is closing.
-func (a *agent) track(conns ...net.Conn) bool {
+// track records a tunnel's two connections, opened under epoch, unless
+// the agent is closing or a higher epoch was seen meanwhile.
+func (a *agent) track(epoch int64, conns ...net.Conn) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.closed {
+	if a.closed || epoch < a.epoch {
 		return false
 	}
 	for _, c := range conns {
-		a.tunnels[c] = struct{}{}
+		a.tunnels[c] = epoch
 	}
 	a.wg.Add(1)
 	return true
@@ -458,12 +464,17 @@ func (a *agent) status(w http.ResponseWriter, r *http.Request) {
 	wait, _ := strconv.Atoi(q.Get("wait_ms"))
 	until := q.Get("until")
 	deadline := time.Now().Add(time.Duration(min(max(wait, 0), 25000)) * time.Millisecond)
+	epoch := requestEpoch(r)
 	st := readStatus(a.cfg.Status)
 	for !met(st, gen, until) && time.Now().Before(deadline) {
 		select {
 		case <-r.Context().Done():
 			return
 		case <-time.After(50 * time.Millisecond):
+		}
+		if a.stale(epoch) { // fenced while it waited: the old owner hears it now
+			http.Error(w, errFenced.Error(), http.StatusConflict)
+			return
 		}
 		st = readStatus(a.cfg.Status)
 	}

@@ -19,6 +19,7 @@ import (
 type agentClient struct {
 	base  string // http://<pod ip>:<port>
 	token string
+	epoch int64 // this gateway's for the pod (fence.go)
 	http  *http.Client
 }
 
@@ -45,9 +46,14 @@ func newAgentTransport(conf *tls.Config) *http.Transport {
 
 func (a *agentClient) do(req *http.Request) (*http.Response, error) {
 	req.Header.Set("Authorization", "Bearer "+a.token)
+	req.Header.Set(EpochHeader, strconv.FormatInt(a.epoch, 10))
 	resp, err := a.http.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("k8s: agent: %w", err)
+	}
+	if resp.StatusCode == http.StatusConflict {
+		resp.Body.Close()
+		return nil, errFenced
 	}
 	if resp.StatusCode/100 != 2 {
 		resp.Body.Close()

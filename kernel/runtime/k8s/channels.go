@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -174,14 +175,14 @@ var errChannelRefused = errors.New("k8s: the pod agent refused the kernel channe
 // dialAgentChannel opens one channel's tunnel to the agent at addr: TLS
 // (conf), then the upgrade request with the token. The answer is read
 // with a bound on its size; the caller owns the returned connection.
-func dialAgentChannel(ctx context.Context, addr string, conf *tls.Config, token string, ch kernel.Channel) (net.Conn, error) {
-	return dialAgent(ctx, addr, conf, token, channelPath+string(ch), string(ch))
+func dialAgentChannel(ctx context.Context, addr string, conf *tls.Config, token string, epoch int64, ch kernel.Channel) (net.Conn, error) {
+	return dialAgent(ctx, addr, conf, token, epoch, channelPath+string(ch), string(ch))
 }
 
 // dialAgent opens the agent's tunnel at path (channelPath, contextPath
 // or spawnPath), what names in errors. The connection's CloseWrite ends
 // the gateway's side of the tunnel alone.
-func dialAgent(ctx context.Context, addr string, conf *tls.Config, token, path, what string) (net.Conn, error) {
+func dialAgent(ctx context.Context, addr string, conf *tls.Config, token string, epoch int64, path, what string) (net.Conn, error) {
 	ch := what
 	raw, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -200,7 +201,7 @@ func dialAgent(ctx context.Context, addr string, conf *tls.Config, token, path, 
 		_ = conn.SetDeadline(dl)
 	}
 	req := "GET " + path + " HTTP/1.1\r\nHost: " + agentServerName + "\r\nAuthorization: Bearer " + token +
-		"\r\nConnection: Upgrade\r\nUpgrade: " + channelUpgrade + "\r\n\r\n"
+		"\r\n" + EpochHeader + ": " + strconv.FormatInt(epoch, 10) + "\r\nConnection: Upgrade\r\nUpgrade: " + channelUpgrade + "\r\n\r\n"
 	if _, err := io.WriteString(conn, req); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("k8s: channel %s: %w", ch, err)
@@ -212,6 +213,10 @@ func dialAgent(ctx context.Context, addr string, conf *tls.Config, token, path, 
 		return nil, fmt.Errorf("k8s: channel %s: %w", ch, err)
 	}
 	_ = resp.Body.Close() // none on a 101; a refusal's is bounded by br
+	if resp.StatusCode == http.StatusConflict {
+		conn.Close()
+		return nil, fmt.Errorf("%w (channel %s)", errFenced, ch)
+	}
 	if resp.StatusCode != http.StatusSwitchingProtocols || !strings.EqualFold(resp.Header.Get("Upgrade"), channelUpgrade) {
 		conn.Close()
 		return nil, fmt.Errorf("%w: %s: HTTP %d", errChannelRefused, ch, resp.StatusCode)

@@ -51,7 +51,13 @@ func echoKernel(t *testing.T) []int {
 // certificate.
 func startTLSAgent(t *testing.T, ports []int) (addr, token string, cert []byte) {
 	t.Helper()
-	dir := t.TempDir()
+	return startTLSAgentIn(t, t.TempDir(), ports)
+}
+
+// startTLSAgentIn is startTLSAgent over dir, with its fence file in
+// dir/control.
+func startTLSAgentIn(t *testing.T, dir string, ports []int) (addr, token string, cert []byte) {
+	t.Helper()
 	for _, sub := range []string{"workspace", "control", "status"} {
 		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
 			t.Fatal(err)
@@ -75,7 +81,8 @@ func startTLSAgent(t *testing.T, ports []int) (addr, token string, cert []byte) 
 	go func() {
 		done <- ServeAgent(ctx, AgentConfig{Workspace: filepath.Join(dir, "workspace"), Token: token,
 			Control: filepath.Join(dir, "control", "kernel.json"), Status: filepath.Join(dir, "status", "kernel.json"),
-			TLS: conf, KernelHost: "127.0.0.1", KernelPorts: ports}, ln, zerolog.Nop())
+			FenceFile: filepath.Join(dir, "control", "fence.json"),
+			TLS:       conf, KernelHost: "127.0.0.1", KernelPorts: ports}, ln, zerolog.Nop())
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -102,7 +109,7 @@ func TestChannelRelay(t *testing.T) {
 	defer cancel()
 
 	relay, err := newChannelRelay(func(ctx context.Context, ch kernel.Channel) (net.Conn, error) {
-		return dialAgentChannel(ctx, addr, conf, token, ch)
+		return dialAgentChannel(ctx, addr, conf, token, 1, ch)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -133,12 +140,15 @@ func TestChannelRelay(t *testing.T) {
 
 	// What others get from the agent.
 	for name, try := range map[string]func() error{
-		"no token": func() error { _, err := dialAgentChannel(ctx, addr, conf, "", kernel.IOPub); return err },
+		"no token": func() error { _, err := dialAgentChannel(ctx, addr, conf, "", 1, kernel.IOPub); return err },
 		"wrong token": func() error {
-			_, err := dialAgentChannel(ctx, addr, conf, strings.Repeat("x", 40), kernel.IOPub)
+			_, err := dialAgentChannel(ctx, addr, conf, strings.Repeat("x", 40), 1, kernel.IOPub)
 			return err
 		},
-		"unknown name": func() error { _, err := dialAgentChannel(ctx, addr, conf, token, kernel.Channel("nope")); return err },
+		"unknown name": func() error {
+			_, err := dialAgentChannel(ctx, addr, conf, token, 1, kernel.Channel("nope"))
+			return err
+		},
 	} {
 		if err := try(); !errors.Is(err, errChannelRefused) {
 			t.Errorf("%s: %v, want refused", name, err)
@@ -149,7 +159,7 @@ func TestChannelRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	otherConf, _ := AgentClientTLS(other)
-	if c, err := dialAgentChannel(ctx, addr, otherConf, token, kernel.IOPub); err == nil {
+	if c, err := dialAgentChannel(ctx, addr, otherConf, token, 1, kernel.IOPub); err == nil {
 		c.Close()
 		t.Error("an agent whose certificate is not the session's was trusted")
 	}
@@ -166,5 +176,61 @@ func TestChannelRelay(t *testing.T) {
 	}
 	if _, err := os.Stat(relay.dir); !os.IsNotExist(err) {
 		t.Fatalf("sockets left: %v", err)
+	}
+}
+
+// TestAgentFence: the agent keeps the highest gateway epoch it has seen
+// (in its fence file too): a tunnel opened under epoch 1 is closed the
+// moment a request of epoch 2 arrives, and epoch 1 is refused from then
+// on (errFenced), its calls and tunnels alike; epoch 2 goes on, and is
+// kept in the fence file (for an agent that restarts).
+func TestAgentFence(t *testing.T) {
+	ports := echoKernel(t)
+	dir := t.TempDir()
+	addr, token, cert := startTLSAgentIn(t, dir, ports)
+	conf, err := AgentClientTLS(cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	old, err := dialAgentChannel(ctx, addr, conf, token, 1, kernel.Shell)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	br := bufio.NewReader(old)
+	if line, err := br.ReadString('\n'); err != nil || line != "shell\n" {
+		t.Fatalf("epoch 1's tunnel: %q %v", line, err)
+	}
+	tr := newAgentTransport(conf)
+	defer tr.CloseIdleConnections()
+	status := func(epoch int64) error {
+		_, err := (&agentClient{base: "https://" + addr, token: token, epoch: epoch, http: newAgentHTTP(tr)}).wait(ctx, 0, "ready", 0)
+		return err
+	}
+	if err := status(2); err != nil {
+		t.Fatalf("epoch 2: %v", err)
+	}
+	_ = old.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := br.ReadString('\n'); err == nil {
+		t.Fatal("epoch 1's tunnel outlived epoch 2's first request")
+	}
+	if err := status(1); !errors.Is(err, errFenced) {
+		t.Fatalf("epoch 1 after epoch 2: %v, want fenced", err)
+	}
+	if c, err := dialAgentChannel(ctx, addr, conf, token, 1, kernel.Shell); !errors.Is(err, errFenced) {
+		if c != nil {
+			c.Close()
+		}
+		t.Fatalf("epoch 1's new tunnel: %v, want fenced", err)
+	}
+	if c, err := dialAgentChannel(ctx, addr, conf, token, 2, kernel.Shell); err != nil {
+		t.Fatalf("epoch 2's tunnel: %v", err)
+	} else {
+		c.Close()
+	}
+	if got := readFence(filepath.Join(dir, "control", "fence.json")); got != 2 {
+		t.Fatalf("fence file: %d", got)
 	}
 }

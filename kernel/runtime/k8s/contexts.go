@@ -75,7 +75,8 @@ func (x *contextDriver) dial(ctx context.Context, ch kernel.Channel) (net.Conn, 
 	if d.tls == nil {
 		return nil, fmt.Errorf("%w: k8s: no usable agent certificate for %s", sandbox.ErrUnavailable, d.name)
 	}
-	return dialAgent(ctx, d.agentAddr(), d.tls, d.token, contextPath+x.spec.Name+"/channel/"+string(ch), x.spec.Name+" "+string(ch))
+	c, err := dialAgent(ctx, d.agentAddr(), d.tls, d.token, d.epoch.Load(), contextPath+x.spec.Name+"/channel/"+string(ch), x.spec.Name+" "+string(ch))
+	return c, d.checkFenced(err)
 }
 
 // Launch implements sandbox.Driver: the supervisor starts the kernel,

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/glassroom/glassroom/kernel"
@@ -47,6 +48,10 @@ type driver struct {
 	wg     sync.WaitGroup
 	kept   bool // the objects are not ours to delete
 
+	epoch     atomic.Int64  // this gateway's epoch for the pod (fence.go); set before use
+	fenced    chan struct{} // closed when the agent refuses the epoch
+	fenceOnce sync.Once
+
 	mu        sync.Mutex
 	pod       *corev1.Pod
 	changed   chan struct{} // closed and replaced on every pod change
@@ -70,14 +75,37 @@ func (r *Runtime) newDriver(id string, limits sandbox.Limits, key, token string,
 	t := newAgentTransport(conf)
 	return &driver{r: r, id: id, name: PodName(id), limits: limits, key: key, token: token, cert: cert,
 		tls: conf, transport: t, http: newAgentHTTP(t),
-		ctx: ctx, cancel: cancel, changed: make(chan struct{})}
+		ctx: ctx, cancel: cancel, changed: make(chan struct{}), fenced: make(chan struct{})}
 }
 
 func (d *driver) keep() { d.kept = true }
 
 func (d *driver) agent() *agentClient {
-	return &agentClient{base: d.agentBase(), token: d.token, http: d.http}
+	return &agentClient{base: d.agentBase(), token: d.token, epoch: d.epoch.Load(), http: d.http}
 }
+
+// checkFenced notes err, an answer of the pod's agent: errFenced means
+// another gateway adopted the session, so this one's kernel is over here
+// (its incarnation ends, saying so) and Fenced closes. It returns err.
+func (d *driver) checkFenced(err error) error {
+	if !errors.Is(err, errFenced) {
+		return err
+	}
+	d.fenceOnce.Do(func() {
+		d.r.log.Warn().Str("session", d.id).Int64("epoch", d.epoch.Load()).Msg("fenced: another gateway adopted the session; letting it go")
+		close(d.fenced)
+	})
+	d.mu.Lock()
+	inc := d.inc
+	d.mu.Unlock()
+	if inc != nil {
+		inc.Exit(fencedReason)
+	}
+	return err
+}
+
+// fencedReason is a fenced kernel's exit reason.
+const fencedReason = "fenced: another gateway replica adopted this session (this one lost its lease); reconnect"
 
 func (d *driver) agentBase() string {
 	return "https://" + d.agentAddr()
@@ -95,7 +123,8 @@ func (d *driver) dialChannel(ctx context.Context, ch kernel.Channel) (net.Conn, 
 	if d.tls == nil {
 		return nil, fmt.Errorf("%w: k8s: no usable agent certificate for %s", sandbox.ErrUnavailable, d.name)
 	}
-	return dialAgentChannel(ctx, d.agentAddr(), d.tls, d.token, ch)
+	c, err := dialAgentChannel(ctx, d.agentAddr(), d.tls, d.token, d.epoch.Load(), ch)
+	return c, d.checkFenced(err)
 }
 
 // connection returns what the gateway's kernel client connects to: the
@@ -318,7 +347,7 @@ func (d *driver) Launch(ctx context.Context, inc *sandbox.Incarnation) (sandbox.
 		return nil, fmt.Errorf("%w: k8s: pod %s: %s", sandbox.ErrUnavailable, d.name, gone)
 	}
 	cctx, cancel := context.WithTimeout(ctx, d.r.cfg.CallTimeout)
-	err := d.agent().command(cctx, KernelCommand{Gen: gen, Run: true})
+	err := d.checkFenced(d.agent().command(cctx, KernelCommand{Gen: gen, Run: true}))
 	cancel()
 	if err != nil {
 		inc.Exit("not started: " + err.Error())
@@ -336,6 +365,9 @@ func (d *driver) waitExit(inc *sandbox.Incarnation, gen int64) {
 		defer d.wg.Done()
 		for {
 			st, err := d.agent().wait(d.ctx, gen, "ended", 20*time.Second)
+			if errors.Is(d.checkFenced(err), errFenced) {
+				return
+			}
 			if err == nil && met(st, gen, "ended") {
 				inc.Exit(d.exitReason(st, gen))
 				return
@@ -397,6 +429,7 @@ func (d *driver) WaitReady(ctx context.Context, inc *sandbox.Incarnation) error 
 			}
 		}
 		st, err := d.agent().wait(ctx, gen, "ready", time.Second)
+		err = d.checkFenced(err)
 		switch {
 		case err != nil:
 			last = err.Error()
@@ -475,7 +508,7 @@ func (d *driver) stop() {
 // period) and its Secret, even with a done ctx, and stops the goroutines.
 func (d *driver) Destroy(ctx context.Context) error {
 	d.stop()
-	if d.kept {
+	if d.kept || isDone(d.fenced) { // another gateway's now
 		return nil
 	}
 	var errs []error
@@ -509,7 +542,7 @@ type process struct {
 func (p *process) Kill(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, p.d.r.cfg.CallTimeout)
 	defer cancel()
-	if err := p.d.agent().command(cctx, KernelCommand{Gen: p.gen, Run: false}); err != nil {
+	if err := p.d.checkFenced(p.d.agent().command(cctx, KernelCommand{Gen: p.gen, Run: false})); err != nil {
 		p.inc.Exit(errAgentUnreachable.Error() + ": " + err.Error())
 		return nil
 	}

@@ -220,6 +220,7 @@ func (c Config) buildPod(spec sandbox.Spec, limits sandbox.Limits, now time.Time
 				AnnotationLimits:  string(limitsJSON),
 				AnnotationExpires: now.Add(c.MaxLifetime).UTC().Format(time.RFC3339),
 				AnnotationUID:     strconv.FormatInt(uid, 10),
+				AnnotationEpoch:   "1", // its first owner's (fence.go)
 			},
 		},
 		Spec: corev1.PodSpec{
@@ -274,7 +275,7 @@ func (c Config) buildPod(spec sandbox.Spec, limits sandbox.Limits, now time.Time
 						"--control", ControlFile, "--status", StatusFile,
 						"--quota-mb", strconv.Itoa(limits.WorkspaceMB),
 						"--tls-cert", AgentCertFile, "--tls-key", AgentKeyFile,
-						"--kernel-ipc", KernelSockets, "--contexts", sandbox.ContextsDir, "--spawn", SpawnSocket},
+						"--kernel-ipc", KernelSockets, "--contexts", sandbox.ContextsDir, "--spawn", SpawnSocket, "--fence", FenceFile},
 					Ports:           []corev1.ContainerPort{{Name: "agent", ContainerPort: int32(c.AgentPort), Protocol: corev1.ProtocolTCP}},
 					Resources:       corev1.ResourceRequirements{Limits: agentRes, Requests: agentReq},
 					SecurityContext: hardened(),

@@ -83,11 +83,20 @@ func (r *Runtime) aliveGateways(ctx context.Context) (map[string]bool, error) {
 	}
 	alive := map[string]bool{r.cfg.Instance: true}
 	now := time.Now()
+	listed := map[string]bool{}
 	for i := range list.Items {
-		if holder, ok := leaseAlive(&list.Items[i], now); ok {
+		listed[list.Items[i].Name] = true
+		if holder, ok := r.leaseAlive(&list.Items[i], now); ok {
 			alive[holder] = true
 		}
 	}
+	r.mu.Lock()
+	for name := range r.leaseSeen { // gone gateways' Leases: forget them
+		if !listed[name] {
+			delete(r.leaseSeen, name)
+		}
+	}
+	r.mu.Unlock()
 	return alive, nil
 }
 
@@ -108,7 +117,7 @@ func (r *Runtime) Peers(ctx context.Context) ([]sandbox.Peer, error) {
 	var out []sandbox.Peer
 	for i := range list.Items {
 		l := &list.Items[i]
-		holder, ok := leaseAlive(l, now)
+		holder, ok := r.leaseAlive(l, now)
 		if !ok || holder == r.cfg.Instance || l.Name != LeasePrefix+holder || !validAdvertiseURL(l.Annotations[AnnotationURL]) {
 			continue
 		}
@@ -123,11 +132,38 @@ func (r *Runtime) Peers(ctx context.Context) ([]sandbox.Peer, error) {
 
 // leaseAlive returns a gateway Lease's holder, and whether it was renewed
 // within its duration.
-func leaseAlive(l *coordv1.Lease, now time.Time) (string, bool) {
+//
+// Judged on this gateway's clock alone, so that no skew between the
+// replicas' clocks matters: a Lease is alive while its renewTime has
+// changed within its duration as this gateway saw it (it remembers when
+// it first saw each renewTime). The renewTime's own value, written with
+// the owner's clock, is never compared with this clock. So a Lease
+// expires between its duration and its duration plus the time between
+// two of this gateway's looks after the owner's last renewal; one seen
+// for the first time counts as just renewed. An adoption cannot come
+// early, whatever the clocks say; and should one come while the old
+// owner still runs (a paused replica), the pod's agent fences it.
+func (r *Runtime) leaseAlive(l *coordv1.Lease, now time.Time) (string, bool) {
 	if l.Spec.HolderIdentity == nil || l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
 		return "", false
 	}
-	return *l.Spec.HolderIdentity, l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second).After(now)
+	holder, renewed := *l.Spec.HolderIdentity, l.Spec.RenewTime.Time
+	dur := time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen, ok := r.leaseSeen[l.Name]
+	if !ok || !seen.renewed.Equal(renewed) || seen.holder != holder {
+		r.leaseSeen[l.Name] = leaseSighting{holder: holder, renewed: renewed, at: now}
+		return holder, true
+	}
+	return holder, now.Sub(seen.at) < dur
+}
+
+// leaseSighting is when this gateway first saw a Lease's renewTime.
+type leaseSighting struct {
+	holder  string
+	renewed time.Time // the Lease's renewTime (the owner's clock)
+	at      time.Time // when this gateway first saw it (its clock, monotonic)
 }
 
 // ownerless reports whether a pod's session has no gateway now: its

@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -18,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -31,8 +35,9 @@ type Runtime struct {
 	cs  kubernetes.Interface
 
 	mu          sync.Mutex
-	live        sandbox.LiveSet      // sessions with a sandbox here, including ones starting
-	orphanSince map[string]time.Time // reconcile: when a pod was first seen without a live gateway
+	live        sandbox.LiveSet          // sessions with a sandbox here, including ones starting
+	orphanSince map[string]time.Time     // reconcile: when a pod was first seen without a live gateway
+	leaseSeen   map[string]leaseSighting // by Lease name: when this gateway first saw its renewTime
 
 	// The Lease's renewal: from New to Close (or ReleaseLease), so that it
 	// runs while the gateway restores and adopts, before Run.
@@ -87,7 +92,7 @@ func New(ctx context.Context, cfg Config, cs kubernetes.Interface, log zerolog.L
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	r := &Runtime{cfg: cfg, log: log.With().Str("runtime", "k8s").Logger(), cs: cs, orphanSince: map[string]time.Time{}}
+	r := &Runtime{cfg: cfg, log: log.With().Str("runtime", "k8s").Logger(), cs: cs, orphanSince: map[string]time.Time{}, leaseSeen: map[string]leaseSighting{}}
 	cctx, cancel := context.WithTimeout(ctx, cfg.CallTimeout)
 	defer cancel()
 	if _, err := cs.CoreV1().Pods(cfg.Namespace).List(cctx, metav1.ListOptions{LabelSelector: selector(), Limit: 1}); err != nil {
@@ -188,6 +193,7 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 		return nil, err
 	}
 	d := r.newDriver(spec.ID, limits, key, randomHex(32), cert)
+	d.epoch.Store(1) // the pod's first owner (AnnotationEpoch)
 	b.Use(nil, d)
 
 	secret, err := r.cfg.buildSecret(spec, key, d.token, cert, tlsKey)
@@ -311,7 +317,7 @@ func (r *Runtime) StateDir() string { return r.cfg.StateDir }
 // pod's agent. The caller closes both (the tracker's Close does nothing).
 func (s *podSandbox) OpenWorkspace(context.Context) (workspace.FS, workspace.Tracker, error) {
 	c, err := remote.NewClient(remote.ClientConfig{BaseURL: s.d.agentBase(), Token: s.d.token, CallTimeout: s.d.r.cfg.CallTimeout * 3,
-		Transport: newAgentTransport(s.d.tls)})
+		Transport: epochTransport{base: newAgentTransport(s.d.tls), d: s.d}})
 	if err != nil {
 		return nil, nil, fmt.Errorf("k8s: workspace: %w", err)
 	}
@@ -337,9 +343,64 @@ var (
 	_ sandbox.ContextStarter  = (*podSandbox)(nil)
 	_ sandbox.CommandRunner   = (*podSandbox)(nil)
 	_ sandbox.KernelLister    = (*Runtime)(nil)
+	_ sandbox.Fenceable       = (*podSandbox)(nil)
+	_ sandbox.Expiring        = (*podSandbox)(nil)
 	_ sandbox.Connector       = (*driver)(nil) // the kernel is reached over TCP, not host sockets
 	_ sandbox.DriverStater    = (*driver)(nil)
 	_ sandbox.DriverDetacher  = (*driver)(nil)
 	_ sandbox.DriverFreezer   = (*driver)(nil)
 	_ sandbox.DriverUsage     = (*driver)(nil)
 )
+
+// SetEnd implements sandbox.Expiring: the pod's expiry annotation
+// (AnnotationExpires) becomes end, within its maximum lifetime (the pod's
+// activeDeadlineSeconds, which cannot grow); a zero end restores that
+// maximum. An adopting gateway gives the session what is left of it, and
+// reconcile deletes the pod once it is past it and no gateway holds it.
+func (s *podSandbox) SetEnd(end time.Time) error {
+	r := s.d.r
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.CallTimeout)
+	defer cancel()
+	pods := r.cs.CoreV1().Pods(r.cfg.Namespace)
+	pod, err := pods.Get(ctx, s.d.name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("k8s: set end of %s: %w", s.d.name, err)
+	}
+	limit := pod.CreationTimestamp.Add(r.cfg.MaxLifetime)
+	if end.IsZero() || end.After(limit) {
+		end = limit
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		AnnotationExpires: end.UTC().Format(time.RFC3339)}}})
+	if err != nil {
+		return fmt.Errorf("k8s: set end of %s: %w", s.d.name, err)
+	}
+	if _, err := pods.Patch(ctx, s.d.name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("k8s: set end of %s: %w", s.d.name, err)
+	}
+	return nil
+}
+
+// Fenced implements sandbox.Fenceable: closed once the pod's agent has
+// refused this gateway's epoch (another gateway adopted the session).
+func (s *podSandbox) Fenced() <-chan struct{} { return s.d.fenced }
+
+// epochTransport adds the gateway's epoch to each request to the agent
+// (the workspace client's), and notes a refusal of it.
+type epochTransport struct {
+	base *http.Transport
+	d    *driver
+}
+
+func (t epochTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Header.Set(EpochHeader, strconv.FormatInt(t.d.epoch.Load(), 10))
+	resp, err := t.base.RoundTrip(req)
+	if err == nil && resp.StatusCode == http.StatusConflict {
+		_ = t.d.checkFenced(errFenced)
+	}
+	return resp, err
+}
+
+// CloseIdleConnections lets the workspace client drop idle connections.
+func (t epochTransport) CloseIdleConnections() { t.base.CloseIdleConnections() }

@@ -37,11 +37,19 @@ func testConfig(instance string) Config {
 		LeaseDuration: time.Second, DeleteGrace: time.Second, Common: sandbox.Common{StartTimeout: 60 * time.Second}}
 }
 
-// newClientset returns a fake API server that, like a real one, refuses an
-// update whose resourceVersion is stale (409) and bumps it on success:
-// the fake's tracker does neither, and adoption relies on it.
+// newClientset returns a fake API server that, like a real one, stamps a
+// pod's creation time and refuses an update whose resourceVersion is stale
+// (409) and bumps it on success: the fake's tracker does none of it, and
+// adoption and lifetimes rely on it.
 func newClientset() *fake.Clientset {
 	cs := fake.NewClientset()
+	// Like the API server, it stamps a new pod's creation time.
+	cs.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if pod, ok := action.(k8stesting.CreateAction).GetObject().(*corev1.Pod); ok && pod.CreationTimestamp.IsZero() {
+			pod.CreationTimestamp = metav1.Now()
+		}
+		return false, nil, nil
+	})
 	var mu sync.Mutex
 	cs.PrependReactor("update", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		mu.Lock()

@@ -168,7 +168,7 @@ func TestSessionsLocatedAcrossGateways(t *testing.T) {
 		if leaseErr != nil {
 			return false
 		}
-		_, alive := leaseAlive(lease, time.Now())
+		_, alive := rtB.leaseAlive(lease, time.Now())
 		return !alive
 	}, "A's Lease to lapse once it was renewed no more: last %v", testkit.Seen(func() any {
 		if leaseErr != nil {

@@ -87,8 +87,8 @@ func (d *driver) request(ctx context.Context, req spawnRequest) (net.Conn, spawn
 	}
 	cctx, cancel := context.WithTimeout(ctx, d.r.cfg.CallTimeout)
 	defer cancel()
-	conn, err := dialAgent(cctx, d.agentAddr(), d.tls, d.token, spawnPath, "spawn")
-	if err != nil {
+	conn, err := dialAgent(cctx, d.agentAddr(), d.tls, d.token, d.epoch.Load(), spawnPath, "spawn")
+	if err = d.checkFenced(err); err != nil {
 		return nil, spawnAnswer{}, fmt.Errorf("%w: k8s: %s: %w", sandbox.ErrUnavailable, req.Kind, err)
 	}
 	stop := context.AfterFunc(cctx, func() { conn.Close() }) // the answer is bounded by ctx too

@@ -11,6 +11,7 @@ import (
 	"github.com/glassroom/glassroom/kernel/runtime/runtimetest"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/rs/zerolog"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestSimulatedContextsAndCommands: the pod's supervisor starts contexts
@@ -105,4 +106,84 @@ func dial(t *testing.T, info kernel.ConnectionInfo) *kernel.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestSimulatedFencing: gateway A still holds a session (its Lease gone:
+// as if partitioned or paused) when gateway B adopts it. B's first
+// request to the pod's agent fences A: A's sandbox says so (Fenced, its
+// kernel's exit names it) without B's doing anything more, nothing A
+// sends reaches the kernel (its cell never runs), and A's close deletes
+// nothing; B finds the variables intact.
+func TestSimulatedFencing(t *testing.T) {
+	cs := newClientset()
+	startKubelet(t, cs, ns)
+	ctx := context.Background()
+	rtA := newRuntime(t, cs, testConfig("gw-fa"))
+	k := runtimetest.Start(t, rtA, sandbox.Spec{ID: "fence-0001-abcdef", Tenant: "t1"})
+	k.Run(t, "x = 41\ncount = 0")
+	if err := rtA.ReleaseLease(ctx); err != nil { // A looks dead; it is not
+		t.Fatal(err)
+	}
+	rtB := newRuntime(t, cs, testConfig("gw-fb"))
+	won, _, err := rtB.AdoptSession(ctx, "fence-0001-abcdef")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer won.Close(ctx)
+	b := runtimetest.Kernel{Sandbox: won}
+	b.Reconnect(t)
+	defer b.Client.Close()
+	select {
+	case <-k.Sandbox.(sandbox.Fenceable).Fenced():
+	case <-time.After(30 * time.Second):
+		t.Fatal("A was not fenced after B adopted its session")
+	}
+	<-k.Sandbox.Exited()
+	if !strings.Contains(k.Sandbox.ExitReason(), "fenced") {
+		t.Fatalf("A's kernel exit: %q", k.Sandbox.ExitReason())
+	}
+	// A's cell never reaches the kernel.
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	_, err = k.Client.Execute(cctx, "count += 1", kernel.ExecuteOptions{}, nil)
+	cancel()
+	if err == nil {
+		t.Fatal("A executed a cell after it was fenced")
+	}
+	if err := k.Sandbox.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := b.Run(t, "print(x + 1, count)"); strings.TrimSpace(out) != "42 0" {
+		t.Fatalf("B after A's attempts: %q", out)
+	}
+}
+
+// TestSimulatedSetEnd: a session's end (sandbox.Expiring) is the pod's
+// expiry annotation, within its maximum lifetime; a gateway adopting the
+// session reads it, and a zero end restores the maximum.
+func TestSimulatedSetEnd(t *testing.T) {
+	cs := newClientset()
+	startKubelet(t, cs, ns)
+	ctx := context.Background()
+	rt := newRuntime(t, cs, testConfig("gw-end"))
+	k := runtimetest.Start(t, rt, sandbox.Spec{ID: "end-0001-abcdef", Tenant: "t1"})
+	exp := k.Sandbox.(sandbox.Expiring)
+	end := time.Now().Add(time.Hour).Truncate(time.Second)
+	if err := exp.SetEnd(end); err != nil {
+		t.Fatal(err)
+	}
+	pod, err := cs.CoreV1().Pods(ns).Get(ctx, PodName("end-0001-abcdef"), metav1.GetOptions{})
+	if err != nil || pod.Annotations[AnnotationExpires] != end.UTC().Format(time.RFC3339) {
+		t.Fatalf("expiry after SetEnd(%v): %v %v", end, pod.Annotations[AnnotationExpires], err)
+	}
+	a, err := rt.describe(ctx, pod)
+	if err != nil || !a.Expires.Equal(end) {
+		t.Fatalf("what an adopter reads: %v %v", a.Expires, err)
+	}
+	if err := exp.SetEnd(time.Now().Add(100 * 24 * time.Hour)); err != nil { // past the maximum
+		t.Fatal(err)
+	}
+	pod, _ = cs.CoreV1().Pods(ns).Get(ctx, PodName("end-0001-abcdef"), metav1.GetOptions{})
+	if want := pod.CreationTimestamp.Add(rt.cfg.MaxLifetime).UTC().Format(time.RFC3339); pod.Annotations[AnnotationExpires] != want {
+		t.Fatalf("an end past the maximum lifetime: %v, want %v", pod.Annotations[AnnotationExpires], want)
+	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
+	"github.com/glassroom/glassroom/testkit"
 	coordv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -363,14 +364,19 @@ func TestReconcile(t *testing.T) {
 	rt := newRuntime(t, cs, cfg)
 	rtB := newRuntime(t, cs, testConfig("gw-b")) // alive: its lease is fresh
 	_ = rtB
-	// gw-dead's lease expired long ago.
+	// gw-dead's lease is renewed no more: it lapses a second after this
+	// gateway first sees it (TestLeaseJudgedOnOwnClock).
 	old := metav1.NewMicroTime(time.Now().Add(-time.Hour))
-	secs, holder := int32(30), "gw-dead"
+	secs, holder := int32(1), "gw-dead"
 	if _, err := cs.CoordinationV1().Leases(ns).Create(ctx, &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: LeasePrefix + holder,
 		Labels: map[string]string{LabelName: "glassroom", LabelComponent: "gateway"}},
 		Spec: coordv1.LeaseSpec{HolderIdentity: &holder, RenewTime: &old, LeaseDurationSeconds: &secs}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		alive, err := rt.aliveGateways(ctx)
+		return err == nil && !alive[holder] && alive["gw-b"]
+	}, "gw-dead's lease to lapse, gw-b's to stay")
 	mk := func(id, owner string, created time.Time, phase corev1.PodPhase) {
 		c := cfg.withDefaults()
 		c.Instance = owner
@@ -432,5 +438,43 @@ func TestReconcile(t *testing.T) {
 	}
 	if p, s := count(t, cs); p != 1 || s != 1 {
 		t.Fatalf("left %d pods, %d secrets", p, s)
+	}
+}
+
+// TestLeaseJudgedOnOwnClock: whether a gateway's Lease is alive is
+// decided on the judging gateway's clock alone: a renewTime written by a
+// clock an hour ahead or an hour behind counts as a renewal when it is
+// first seen and when it changes, and the Lease lapses its duration after
+// the judge last saw it change, never earlier; a new holder on the same
+// Lease is a renewal too.
+func TestLeaseJudgedOnOwnClock(t *testing.T) {
+	r := &Runtime{leaseSeen: map[string]leaseSighting{}}
+	secs := int32(10)
+	lease := func(holder string, renewed time.Time) *coordv1.Lease {
+		rt := metav1.NewMicroTime(renewed)
+		return &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: LeasePrefix + "a"},
+			Spec: coordv1.LeaseSpec{HolderIdentity: &holder, RenewTime: &rt, LeaseDurationSeconds: &secs}}
+	}
+	now := time.Now()
+	for _, skew := range []time.Duration{time.Hour, -time.Hour} {
+		r.leaseSeen = map[string]leaseSighting{}
+		owner := now.Add(skew)
+		steps := []struct {
+			l     *coordv1.Lease
+			at    time.Duration // the judge's clock, from now
+			alive bool
+		}{
+			{lease("a", owner), 0, true},                                   // first seen
+			{lease("a", owner), 9 * time.Second, true},                     // within its duration
+			{lease("a", owner.Add(3*time.Second)), 12 * time.Second, true}, // renewed
+			{lease("a", owner.Add(3*time.Second)), 21 * time.Second, true},
+			{lease("a", owner.Add(3*time.Second)), 22 * time.Second, false}, // 10 s since the judge saw it change
+			{lease("b", owner.Add(3*time.Second)), 23 * time.Second, true},  // a new holder
+		}
+		for i, st := range steps {
+			if _, alive := r.leaseAlive(st.l, now.Add(st.at)); alive != st.alive {
+				t.Fatalf("owner's clock %v off, step %d: alive %v, want %v", skew, i, alive, st.alive)
+			}
+		}
 	}
 }
