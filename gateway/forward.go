@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/glassroom/glassroom/gateway/internal/httperr"
@@ -77,30 +78,69 @@ func (s *Server) forwardTo(idOf func(echo.Context) string, next echo.HandlerFunc
 			c.Response().Header().Set("Retry-After", "2")
 			return fmt.Errorf("%w: forwarded here, served by %s", sessions.ErrElsewhereUnreachable, where.Owner)
 		}
-		return s.forward(c, where)
+		return s.forward(c, id, where)
 	}
 }
 
 // locateTimeout bounds finding a session's replica, an adoption included.
 const locateTimeout = 30 * time.Second
 
-// forward proxies the request to the replica at where.URL. A WebSocket is
-// carried until either end closes it or this gateway shuts down.
-func (s *Server) forward(c echo.Context, where sessions.Elsewhere) error {
+// ownerCheckInterval is how often a forwarded request checks that the
+// replica it went to still serves the session.
+const ownerCheckInterval = 2 * time.Second
+
+// forward proxies the request for session id to the replica at where.URL.
+// A WebSocket is carried until either end closes it or this gateway shuts
+// down. While it is carried, the session's owner is checked every
+// ownerCheckInterval: once it no longer serves the session (its Lease
+// lapsed: it died, or it is paused or partitioned, and the session was
+// adopted), the request is cut and the client told to retry (503
+// session_moving), rather than wait on a replica that may never answer.
+// What the paused replica still holds never reaches the kernel: the pod's
+// agent fences it.
+func (s *Server) forward(c echo.Context, id string, where sessions.Elsewhere) error {
 	target, err := url.Parse(where.URL)
 	if err != nil {
 		return httperr.New(http.StatusServiceUnavailable, "session_moving", "the replica serving this session advertises a bad address")
 	}
-	req := c.Request()
-	if req.Header.Get("Upgrade") != "" {
+	ctx, cancel := context.WithCancel(c.Request().Context())
+	defer cancel()
+	if c.Request().Header.Get("Upgrade") != "" {
 		gctx, leave := s.conns.Enter()
 		defer leave()
-		ctx, cancel := context.WithCancel(req.Context())
-		defer cancel()
 		stop := context.AfterFunc(gctx, cancel) // the upgraded connection ends with the gateway
 		defer stop()
-		req = req.WithContext(ctx)
 	}
+	var moved atomic.Bool
+	watched := make(chan struct{})
+	go func() { // owned here: ends with ctx, joined below
+		defer close(watched)
+		t := time.NewTicker(ownerCheckInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			lctx, lcancel := context.WithTimeout(ctx, locateTimeout)
+			_, now, err := s.mgr.Locate(lctx, tenant.Of(c), id)
+			lcancel()
+			if ctx.Err() != nil {
+				return
+			}
+			if errors.Is(err, sessions.ErrElsewhereUnreachable) {
+				continue // the cluster cannot say now: keep waiting
+			}
+			if err != nil || now.Owner != where.Owner {
+				moved.Store(true)
+				cancel()
+				return
+			}
+		}
+	}()
+	defer func() { cancel(); <-watched }()
+	req := c.Request().WithContext(ctx)
 	var proxyErr error
 	upgraded := false // the owner switched protocols: the connection is hijacked, no answer can be written
 	p := &httputil.ReverseProxy{
@@ -123,7 +163,12 @@ func (s *Server) forward(c echo.Context, where sessions.Elsewhere) error {
 		},
 	}
 	p.ServeHTTP(c.Response(), req)
-	if proxyErr != nil && !upgraded && req.Context().Err() == nil && !c.Response().Committed {
+	if moved.Load() && !upgraded && !c.Response().Committed {
+		s.log.Warn().Str("session", id).Str("owner", where.Owner).Msg("the session's replica stopped serving it during a forwarded request")
+		c.Response().Header().Set("Retry-After", "1")
+		return httperr.New(http.StatusServiceUnavailable, "session_moving", "the gateway replica serving this session stopped serving it (it died, or lost its lease); retry: another replica has it now or will within seconds")
+	}
+	if proxyErr != nil && !upgraded && c.Request().Context().Err() == nil && !c.Response().Committed {
 		s.log.Warn().Err(proxyErr).Str("session", c.Param("id")).Str("owner", where.Owner).Msg("forwarding to the session's replica failed")
 		c.Response().Header().Set("Retry-After", "2")
 		return httperr.New(http.StatusServiceUnavailable, "session_moving", "the gateway replica serving this session cannot be reached now; retry in a few seconds (a replica that died is replaced within its lease)")

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -203,4 +204,76 @@ func TestForwardToTheOwningReplica(t *testing.T) {
 	}
 	ws.Close()
 	mgr.Close(context.Background())
+}
+
+// movingLocator says a session is on another replica until moved() is
+// called, after which it is on none (adopted here, say).
+type movingLocator struct {
+	noRuntime
+	owner, url, tenant string
+	gone               atomic.Bool
+}
+
+func (r *movingLocator) Locate(_ context.Context, id, tenant string) (sandbox.Location, error) {
+	if tenant != r.tenant || r.gone.Load() {
+		return sandbox.Location{}, sandbox.ErrNotLocated
+	}
+	return sandbox.Location{Tenant: tenant, Owner: r.owner, URL: r.url}, nil
+}
+
+// TestForwardCutWhenTheOwnerMoves (short tier): a request forwarded to a
+// replica that never answers (paused) is cut with 503 session_moving once
+// that replica no longer serves the session, so that the client retries
+// where it is now, rather than wait for ever.
+func TestForwardCutWhenTheOwnerMoves(t *testing.T) {
+	const key = "forward-moving-key-0123456789"
+	held := make(chan struct{})
+	release := make(chan struct{})
+	owner := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(held)
+		select { // a paused replica: no answer
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go owner.Serve(ln)
+	defer owner.Close()
+	defer close(release)
+	rt := &movingLocator{owner: "gw-paused", url: "http://" + ln.Addr().String(), tenant: tenantOf(key)}
+	mgr, err := sessions.New(sessions.Config{}, rt, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mgr.Close(context.Background())
+	srv, err := gateway.New(gateway.Config{APIKeys: []string{key}, Instance: "gw-b"}, mgr, nil, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		status int
+		body   string
+		retry  string
+	}
+	got := make(chan answer, 1)
+	go func() {
+		req := httptest.NewRequest("POST", "/v1/sessions/moving-0001/execute", strings.NewReader(`{"code":"x"}`))
+		req.Header.Set("Authorization", "Bearer "+key)
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, req)
+		got <- answer{rec.Code, rec.Body.String(), rec.Header().Get("Retry-After")}
+	}()
+	<-held // forwarded, and held by the paused owner
+	rt.gone.Store(true)
+	select {
+	case a := <-got:
+		if a.status != http.StatusServiceUnavailable || !strings.Contains(a.body, "session_moving") || a.retry == "" {
+			t.Fatalf("a forwarded request whose owner moved: %+v", a)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a forwarded request waited on an owner that no longer serves the session")
+	}
 }

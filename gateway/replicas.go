@@ -178,5 +178,5 @@ func (r replicas) ToSession(c echo.Context, id string, body []byte) (handled boo
 	}
 	c.Request().Body = io.NopCloser(bytes.NewReader(body))
 	c.Request().ContentLength = int64(len(body))
-	return true, r.s.forward(c, where)
+	return true, r.s.forward(c, id, where)
 }
