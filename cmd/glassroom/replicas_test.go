@@ -28,6 +28,7 @@ type replica struct {
 	name, base string
 	args       []string
 	stop       func(syscall.Signal)
+	signal     func(syscall.Signal) // without waiting (SIGSTOP, SIGCONT)
 }
 
 // freeLoopbackPort returns a port on 127.0.0.1 free a moment ago: a
@@ -56,7 +57,12 @@ func freeLoopbackPort(t *testing.T) string {
 //     on the first request after A's Lease expired), the WebSocket that
 //     went through B to A ends and its client resumes on C (told what was
 //     lost, then live), and each session is served by exactly one
-//     replica. The failover time is logged.
+//     replica. The failover time is logged;
+//   - fencing: replica C is frozen (SIGSTOP) past its Lease with a cell
+//     for one of its sessions waiting in it; B adopts that session; when
+//     C resumes, its cell never reaches the kernel (the agent refuses
+//     C's epoch), C lets the session go (its WebSocket told to reconnect)
+//     and forwards the session's requests to B from then on.
 func TestReplicasOnARealCluster(t *testing.T) {
 	cs, namespace := k8stest.RealCluster(t)
 	const key = "replica-test-key-0123456789"
@@ -73,8 +79,10 @@ func TestReplicasOnARealCluster(t *testing.T) {
 			"--k8s-cpu-request-ratio", "0.02"}
 		cmd, base := startBinaryEnv(t, nil, r.args...)
 		r.base = base
+		r.signal = func(sig syscall.Signal) { cmd.Process.Signal(sig) }
 		r.stop = func(sig syscall.Signal) {
 			if cmd.ProcessState == nil {
+				cmd.Process.Signal(syscall.SIGCONT) // a frozen one too (the fencing below)
 				cmd.Process.Signal(sig)
 				cmd.Wait()
 			}
@@ -368,6 +376,76 @@ func TestReplicasOnARealCluster(t *testing.T) {
 		if owner := pod.Labels[k8s.LabelInstance]; served[id] == "" || owner != served[id] {
 			t.Fatalf("session %d: served by %q, its pod owned by %q", i, served[id], owner)
 		}
+	}
+
+	// Fencing. A session C serves, its counter at 0; a WebSocket on C.
+	gwB, gwC := gws[1], gws[2]
+	var fencedID string
+	for _, id := range ids {
+		if served[id] == gwC.name {
+			fencedID = id
+			break
+		}
+	}
+	if fencedID == "" {
+		t.Fatal("C serves no session")
+	}
+	if x, st := exec(gwC, fencedID, "counter = 0"); st != http.StatusOK || x.Status != "ok" {
+		t.Fatalf("counter = 0 on C: %d %+v", st, x)
+	}
+	cws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(gwC.base, "http")+"/v1/sessions/"+fencedID+"/ws?token="+key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cws.Close()
+	gwC.signal(syscall.SIGSTOP)
+	frozen := time.Now()
+	late := make(chan int, 1)
+	go func() { // a cell sent to C while it is frozen
+		_, st := exec(gwC, fencedID, "counter += 1")
+		late <- st
+	}()
+	// B adopts the session once C's Lease expires.
+	var lastX execution
+	lastSt := 0
+	if !testkit.Within(90*time.Second, func() bool {
+		lastX, lastSt = exec(gwB, fencedID, "counter")
+		return lastSt == http.StatusOK && lastX.Result.Text == "0"
+	}) {
+		t.Fatalf("B never took over the frozen C's session: last %d %+v", lastSt, lastX)
+	}
+	t.Logf("B adopted the frozen C's session %v after the freeze", time.Since(frozen).Round(time.Millisecond))
+	gwC.signal(syscall.SIGCONT)
+	select {
+	case st := <-late:
+		t.Logf("the cell C held while frozen answered %d", st)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the cell sent to the frozen C never answered")
+	}
+	// C's WebSocket is told the session moved, and ends.
+	cws.SetReadDeadline(time.Now().Add(60 * time.Second))
+	moved := false
+	for {
+		var ev struct{ Type, Reason string }
+		if err := cws.ReadJSON(&ev); err != nil {
+			break
+		}
+		moved = moved || (ev.Type == "kernel" && strings.Contains(ev.Reason, "another gateway replica"))
+	}
+	if !moved {
+		t.Fatal("C's WebSocket was not told that the session moved")
+	}
+	// Requests through C now go to B; the cell C held never ran.
+	testkit.Eventually(t, 60*time.Second, func() bool {
+		x, st := exec(gwC, fencedID, "counter")
+		return st == http.StatusOK && x.Result.Text == "0"
+	}, "through C the session is not B's (or the cell C held ran)")
+	if x, st := exec(gwB, fencedID, "counter"); st != http.StatusOK || x.Result.Text != "0" {
+		t.Fatalf("the cell sent to the frozen C ran: %d %+v", st, x)
+	}
+	pod, err := cs.CoreV1().Pods(namespace).Get(ctx, k8s.PodName(fencedID), metav1.GetOptions{})
+	if err != nil || pod.Labels[k8s.LabelInstance] != gwB.name {
+		t.Fatalf("the fenced session's pod: %v %v", pod.Labels, err)
 	}
 }
 
