@@ -60,11 +60,13 @@ func BenchmarkChannelRelay(b *testing.B) {
 func BenchmarkRealClusterStart(b *testing.B) {
 	cs, namespace := realCluster(b)
 	rt := newClusterRuntime(b, cs, clusterConfig(namespace, "gw-bench"))
+	seq := 0 // ids are never reused: a closed pod may still be terminating
 	for _, k := range kernels.All() {
 		b.Run(k.Name, func(b *testing.B) {
-			for i := range b.N {
+			for range b.N {
+				seq++
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-				sb, err := rt.Start(ctx, sandbox.Spec{ID: "bench-start-" + k.Name + "-" + strconv.Itoa(i), Kernel: k.Name, Limits: sandbox.Limits{CPUs: 1}})
+				sb, err := rt.Start(ctx, sandbox.Spec{ID: "bench-start-" + k.Name + "-" + strconv.Itoa(seq), Kernel: k.Name, Limits: sandbox.Limits{CPUs: 1}})
 				if err != nil {
 					cancel()
 					b.Fatal(err)
@@ -108,11 +110,13 @@ func BenchmarkRealClusterContext(b *testing.B) {
 	cs, namespace := realCluster(b)
 	rt := newClusterRuntime(b, cs, clusterConfig(namespace, "gw-bench"))
 	k := runtimetest.Start(b, rt, sandbox.Spec{ID: "bench-context-0001", Limits: sandbox.Limits{CPUs: 1, MemoryMB: 4096}})
+	seq := 0
 	for _, kd := range kernels.All() {
 		b.Run(kd.Name, func(b *testing.B) {
-			for i := range b.N {
+			for range b.N {
+				seq++
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-				cx, err := k.Sandbox.(sandbox.ContextStarter).StartContext(ctx, sandbox.ContextSpec{Name: kd.Name + "-" + strconv.Itoa(i), Kernel: kd.Name})
+				cx, err := k.Sandbox.(sandbox.ContextStarter).StartContext(ctx, sandbox.ContextSpec{Name: kd.Name + "-" + strconv.Itoa(seq), Kernel: kd.Name})
 				if err == nil {
 					err = hello(ctx, cx, kd.Hello)
 				}
