@@ -44,7 +44,7 @@ func (s *dockerSandbox) StartCommand(ctx context.Context, spec sandbox.CommandSp
 	}
 	defer slot.EndUnlessStarted()
 	run := d.currentRun()
-	if run == nil || isDone(run.inc.Exited()) {
+	if run == nil || sandbox.IsDone(run.inc.Exited()) {
 		return nil, fmt.Errorf("%w: docker: the sandbox's first kernel is not running", sandbox.ErrUnavailable)
 	}
 	if s.Frozen() { // a paused container runs no exec
@@ -116,7 +116,7 @@ func (s *dockerSandbox) StartCommand(ctx context.Context, spec sandbox.CommandSp
 			hj.Close()
 			<-copied
 			slot.End()
-			if isDone(run.inc.Exited()) {
+			if sandbox.IsDone(run.inc.Exited()) {
 				return "the sandbox stopped (its first kernel ended or restarted)"
 			}
 			return tail.String()

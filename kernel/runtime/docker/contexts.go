@@ -152,7 +152,7 @@ type execDriver struct {
 func (x *execDriver) Launch(ctx context.Context, inc *sandbox.Incarnation) (sandbox.Process, error) {
 	d := x.d
 	run := d.currentRun()
-	if run == nil || isDone(run.inc.Exited()) {
+	if run == nil || sandbox.IsDone(run.inc.Exited()) {
 		return nil, fmt.Errorf("%w: docker: the sandbox's first kernel is not running", sandbox.ErrUnavailable)
 	}
 	var env []string
@@ -282,7 +282,7 @@ func (p *execProcess) runEndedWithin(d time.Duration) (reason string, ended bool
 // reason says why the exec ended: the kernel's status, its OOM kill, or
 // the container's stop or restart.
 func (p *execProcess) reason(readErr error) string {
-	if isDone(p.killed) {
+	if sandbox.IsDone(p.killed) {
 		return "killed (a restart or close of the context)"
 	}
 	code, err := p.exitCode()
@@ -341,15 +341,6 @@ func (p *execProcess) exitCode() (int, error) {
 		}
 	}
 	return 0, err
-}
-
-func isDone(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
 }
 
 // mainRun is one run of the container: its first kernel's incarnation,

@@ -594,17 +594,8 @@ func TestContextsAndAdoption(t *testing.T) {
 	if err := sb.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !isClosed(c.Exited()) {
+	if !sandbox.IsDone(c.Exited()) {
 		t.Fatal("a context outlived its adopted sandbox")
-	}
-}
-
-func isClosed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
 	}
 }
 

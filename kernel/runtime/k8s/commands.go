@@ -57,7 +57,7 @@ func (s *podSandbox) StartCommand(ctx context.Context, spec sandbox.CommandSpec)
 		Wait: func() string {
 			conn.Close()
 			slot.End()
-			if isDone(run.Exited()) {
+			if sandbox.IsDone(run.Exited()) {
 				return "the sandbox stopped (its first kernel ended or restarted)"
 			}
 			return ""
@@ -77,17 +77,8 @@ func (d *driver) running() (*sandbox.Incarnation, error) {
 	switch {
 	case gone != "":
 		return nil, fmt.Errorf("%w: k8s: pod %s: %s", sandbox.ErrUnavailable, d.name, gone)
-	case inc == nil || isDone(inc.Exited()):
+	case inc == nil || sandbox.IsDone(inc.Exited()):
 		return nil, fmt.Errorf("%w: k8s: the sandbox's first kernel is not running", sandbox.ErrUnavailable)
 	}
 	return inc, nil
-}
-
-func isDone(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
 }

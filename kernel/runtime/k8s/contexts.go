@@ -205,7 +205,7 @@ func (p *contextProcess) wait() {
 	reason := p.read()
 	p.conn.Close()
 	switch {
-	case isDone(p.killed):
+	case sandbox.IsDone(p.killed):
 		reason = "killed (a restart or close of the context)"
 	case reason == "" || reason == killedWithSandbox || strings.HasPrefix(reason, "killed by signal 9"):
 		// The supervisor kills every process between two generations of

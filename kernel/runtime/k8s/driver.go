@@ -508,7 +508,7 @@ func (d *driver) stop() {
 // period) and its Secret, even with a done ctx, and stops the goroutines.
 func (d *driver) Destroy(ctx context.Context) error {
 	d.stop()
-	if d.kept || isDone(d.fenced) { // another gateway's now
+	if d.kept || sandbox.IsDone(d.fenced) { // another gateway's now
 		return nil
 	}
 	var errs []error

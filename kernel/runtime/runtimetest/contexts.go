@@ -338,7 +338,7 @@ func Contexts(t *testing.T, rt Starter, opts ContextOptions) {
 		t.Logf("the context that exceeded the memory: %s", a.Sandbox.ExitReason())
 		if opts.OOMEndsSandbox {
 			for _, k := range []Kernel{first, b} {
-				testkit.Eventually(t, 30*time.Second, func() bool { return isClosed(k.Sandbox.Exited()) },
+				testkit.Eventually(t, 30*time.Second, func() bool { return sandbox.IsDone(k.Sandbox.Exited()) },
 					"the sandbox's other kernels live on after an OOM that ends the sandbox")
 			}
 			t.Logf("the OOM ended every kernel: the first kernel %q, context b %q", first.Sandbox.ExitReason(), b.Sandbox.ExitReason())
@@ -365,7 +365,7 @@ func Contexts(t *testing.T, rt Starter, opts ContextOptions) {
 			t.Fatalf("close the sandbox: %v", err)
 		}
 		for _, k := range []Kernel{a, b} {
-			if !isClosed(k.Sandbox.Exited()) {
+			if !sandbox.IsDone(k.Sandbox.Exited()) {
 				t.Fatal("a context's kernel outlived its sandbox")
 			}
 			if err := k.Sandbox.Close(ctx); err != nil {
@@ -386,15 +386,6 @@ func closeKernel(t *testing.T, k Kernel) {
 	_ = k.Client.Close()
 	if err := k.Sandbox.Close(ctx); err != nil {
 		t.Fatalf("close: %v", err)
-	}
-}
-
-func isClosed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
 	}
 }
 

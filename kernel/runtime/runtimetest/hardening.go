@@ -14,6 +14,7 @@ import (
 
 	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
+	"github.com/glassroom/glassroom/workspace"
 )
 
 // HardeningOptions says what differs between runtimes.
@@ -228,17 +229,7 @@ func chownTree(ws, file string) {
 // this host.
 func plantRemote(t *testing.T, sb sandbox.Sandbox, files map[string]string) {
 	t.Helper()
-	opener, ok := sb.(sandbox.WorkspaceOpener)
-	if !ok {
-		t.Fatalf("%T has no workspace on this host and no WorkspaceOpener", sb)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	fsys, tracker, err := opener.OpenWorkspace(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = fsys.Close(); _ = tracker.Close() }()
+	fsys := openRemote(t, sb)
 	for p, body := range files {
 		dir := ""
 		for _, part := range strings.Split(filepath.ToSlash(filepath.Dir(p)), "/") {
@@ -280,17 +271,7 @@ func takeWorkspaceFile(t *testing.T, sb sandbox.Sandbox, p string) []byte {
 		}
 		return b
 	}
-	opener, ok := sb.(sandbox.WorkspaceOpener)
-	if !ok {
-		t.Fatalf("%T has no workspace on this host and no WorkspaceOpener", sb)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	fsys, tracker, err := opener.OpenWorkspace(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = fsys.Close(); _ = tracker.Close() }()
+	fsys := openRemote(t, sb)
 	f, _, err := fsys.OpenFile(p)
 	if err != nil {
 		return nil // not there
@@ -304,4 +285,22 @@ func takeWorkspaceFile(t *testing.T, sb sandbox.Sandbox, p string) []byte {
 		t.Fatalf("remove %s: %v", p, err)
 	}
 	return b
+}
+
+// openRemote opens sb's workspace through its WorkspaceOpener (a
+// workspace not on this host); it is closed when the test ends.
+func openRemote(t *testing.T, sb sandbox.Sandbox) workspace.FS {
+	t.Helper()
+	opener, ok := sb.(sandbox.WorkspaceOpener)
+	if !ok {
+		t.Fatalf("%T has no workspace on this host and no WorkspaceOpener", sb)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	fsys, tracker, err := opener.OpenWorkspace(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fsys.Close(); _ = tracker.Close() })
+	return fsys
 }

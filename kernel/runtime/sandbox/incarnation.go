@@ -45,3 +45,13 @@ func (i *Incarnation) ExitReason() string {
 		return ""
 	}
 }
+
+// IsDone reports whether c is closed, without waiting.
+func IsDone(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
