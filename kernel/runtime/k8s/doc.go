@@ -6,15 +6,31 @@
 // labelled with the session, its tenant and the gateway instance that
 // owns it. The Secret holds the kernel's connection file (its HMAC key),
 // the pod agent's token and its TLS certificate and key (the session's
-// own); each is mounted into one container only.
+// own), and the kernel container's passwd and group files; each is
+// mounted into one container only.
 //
-// The kernel listens on the pod's loopback only. The gateway reaches it
-// through the agent (channelRelay): its kernel client connects to unix
-// sockets in a 0700 directory of the gateway, and each connection is
-// carried through a TLS 1.3 tunnel to the agent (the session's
-// certificate pinned, its token), which connects it to the kernel's port.
-// No kernel port is reachable from the pod network, whether or not a
-// NetworkPolicy is enforced.
+// The kernels listen on unix sockets in the pod (an ipc connection file,
+// as in every runtime), which the agent's container mounts read-only. The
+// gateway reaches them through the agent (channelRelay): its kernel
+// client connects to unix sockets in a 0700 directory of the gateway, and
+// each connection is carried through a TLS 1.3 tunnel to the agent (the
+// session's certificate pinned, its token), which connects it to the
+// kernel's socket. No kernel port exists on the pod network, whether or
+// not a NetworkPolicy is enforced. Any kernel of the registry can be the
+// pod's first.
+//
+// Contexts, commands, pause and usage go through the supervisor's spawn
+// socket (supervisor.py), reached through the agent's /v1/spawn tunnel
+// (spawn.go, contexts.go, commands.go): a context is one more kernel in
+// the pod with an ipc directory of its own, a command the launcher's
+// command mode; a pause stops every process of the kernel container.
+//
+// Fencing (fence.go): each adoption raises the pod's owner's epoch, which
+// every request to the agent carries; the agent refuses the old owner's
+// from the new owner's first request on, so a replica that lost its Lease
+// but still runs never reaches the kernel again, and lets the session go
+// (sandbox.Fenceable). A Lease's expiry is judged on the reader's clock
+// alone (leaseAlive).
 //
 // The pod has two containers, both non-root with the session's own uid,
 // a read-only root filesystem, no capabilities, no privilege escalation
@@ -23,9 +39,9 @@
 //
 //   - kernel: the kernel image, tini, and a small supervisor (Python, run
 //     like the shared launcher) that starts one kernel generation at a
-//     time on TCP, kills every process of the sandbox between them and
-//     empties /tmp, /dev/shm and the ipc directory before each, so a
-//     generation starts clean;
+//     time, kills every process of the sandbox between them and empties
+//     /tmp, /dev/shm and the ipc and contexts directories before each, so
+//     a generation starts clean;
 //   - agent: the gateway image running `glassroom pod-agent` (TLS only),
 //     which carries the kernel channels, serves the workspace
 //     (workspace/remote: openat2, no symlinks, the quota, change
