@@ -473,7 +473,7 @@ func (a *agent) status(w http.ResponseWriter, r *http.Request) {
 		case <-time.After(50 * time.Millisecond):
 		}
 		if a.stale(epoch) { // fenced while it waited: the old owner hears it now
-			http.Error(w, errFenced.Error(), http.StatusConflict)
+			refuseFenced(w)
 			return
 		}
 		st = readStatus(a.cfg.Status)

@@ -51,7 +51,7 @@ func (a *agentClient) do(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("k8s: agent: %w", err)
 	}
-	if resp.StatusCode == http.StatusConflict {
+	if isFenced(resp) {
 		resp.Body.Close()
 		return nil, errFenced
 	}

@@ -213,7 +213,7 @@ func dialAgent(ctx context.Context, addr string, conf *tls.Config, token string,
 		return nil, fmt.Errorf("k8s: channel %s: %w", ch, err)
 	}
 	_ = resp.Body.Close() // none on a 101; a refusal's is bounded by br
-	if resp.StatusCode == http.StatusConflict {
+	if isFenced(resp) {
 		conn.Close()
 		return nil, fmt.Errorf("%w (channel %s)", errFenced, ch)
 	}

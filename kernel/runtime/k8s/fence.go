@@ -27,6 +27,10 @@ import (
 const (
 	// EpochHeader carries the gateway's epoch for the pod.
 	EpochHeader = "Glassroom-Epoch"
+	// FencedHeader marks the agent's refusal of an epoch (its 409): the
+	// workspace's own 409s (a path that exists, or is a directory) are
+	// no fence.
+	FencedHeader = "Glassroom-Fenced"
 	// AnnotationEpoch is the pod's current owner's epoch.
 	AnnotationEpoch = "glassroom.io/epoch"
 	// FenceFile is where the agent keeps the highest epoch it has seen.
@@ -95,6 +99,19 @@ func (a *agent) admit(e int64) bool {
 	return true
 }
 
+// refuseFenced answers a request of an epoch that is no longer the
+// pod's owner's.
+func refuseFenced(w http.ResponseWriter) {
+	w.Header().Set(FencedHeader, "1")
+	http.Error(w, errFenced.Error(), http.StatusConflict)
+}
+
+// isFenced reports whether an answer of the agent is its refusal of this
+// gateway's epoch.
+func isFenced(resp *http.Response) bool {
+	return resp.StatusCode == http.StatusConflict && resp.Header.Get(FencedHeader) != ""
+}
+
 // stale reports whether a higher epoch than e has been seen.
 func (a *agent) stale(e int64) bool {
 	a.mu.Lock()
@@ -108,7 +125,7 @@ func (a *agent) stale(e int64) bool {
 func (a *agent) fence(authorized func(*http.Request) bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if authorized(r) && !a.admit(requestEpoch(r)) {
-			http.Error(w, errFenced.Error(), http.StatusConflict)
+			refuseFenced(w)
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -396,7 +396,7 @@ func (t epochTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
 	req.Header.Set(EpochHeader, strconv.FormatInt(t.d.epoch.Load(), 10))
 	resp, err := t.base.RoundTrip(req)
-	if err == nil && resp.StatusCode == http.StatusConflict {
+	if err == nil && isFenced(resp) {
 		_ = t.d.checkFenced(errFenced)
 	}
 	return resp, err

@@ -108,8 +108,9 @@ func dial(t *testing.T, info kernel.ConnectionInfo) *kernel.Client {
 	return c
 }
 
-// TestSimulatedFencing: gateway A still holds a session (its Lease gone:
-// as if partitioned or paused) when gateway B adopts it. B's first
+// TestSimulatedFencing: a 409 of the workspace's own (a path that is a
+// directory) fences nothing; then gateway A still holds a session (its
+// Lease gone: as if partitioned or paused) when gateway B adopts it. B's first
 // request to the pod's agent fences A: A's sandbox says so (Fenced, its
 // kernel's exit names it) without B's doing anything more, nothing A
 // sends reaches the kernel (its cell never runs), and A's close deletes
@@ -121,6 +122,23 @@ func TestSimulatedFencing(t *testing.T) {
 	rtA := newRuntime(t, cs, testConfig("gw-fa"))
 	k := runtimetest.Start(t, rtA, sandbox.Spec{ID: "fence-0001-abcdef", Tenant: "t1"})
 	k.Run(t, "x = 41\ncount = 0")
+	// The workspace's own 409 (a file written where a directory is) is no
+	// fence: only the agent's refusal of an epoch is.
+	fsys, tracker, err := k.Sandbox.(sandbox.WorkspaceOpener).OpenWorkspace(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.MakeDir("d"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fsys.Write("d", strings.NewReader("x")); err == nil {
+		t.Fatal("a file written over a directory")
+	}
+	fsys.Close()
+	tracker.Close()
+	if sandbox.IsFenced(k.Sandbox) {
+		t.Fatal("a workspace's 409 fenced the sandbox")
+	}
 	if err := rtA.ReleaseLease(ctx); err != nil { // A looks dead; it is not
 		t.Fatal(err)
 	}
