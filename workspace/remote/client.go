@@ -313,6 +313,40 @@ func (c *Client) MakeDir(p string) error {
 	return nil
 }
 
+// Rename implements workspace.Renamer: the server moves from to to (never
+// replacing: an existing to is ErrExists).
+func (c *Client) Rename(from, to string) error {
+	from, err := workspace.Clean(from)
+	if err != nil {
+		return err
+	}
+	if to, err = workspace.Clean(to); err != nil {
+		return err
+	}
+	if c.isClosed() {
+		return &workspace.PathError{Kind: workspace.ErrClosed, Path: from}
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	u := *c.base
+	u.Path = strings.TrimSuffix(u.Path, "/") + renamePath
+	u.RawQuery = url.Values{"path": {from}, "to": {to}}.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
+	if err != nil {
+		return &workspace.PathError{Kind: workspace.ErrIO, Path: from, Err: err}
+	}
+	req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return &workspace.PathError{Kind: workspace.ErrIO, Path: from, Detail: "workspace service unreachable", Err: err}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return c.answerError(resp, from)
+	}
+	return nil
+}
+
 // Remove implements workspace.FS.
 func (c *Client) Remove(p string) error {
 	p, err := workspace.Clean(p)
@@ -492,6 +526,7 @@ func (i fileInfo) Sys() any           { return nil }
 var (
 	_ workspace.Measuring   = (*Client)(nil)
 	_ workspace.DirWatching = (*Client)(nil)
+	_ workspace.Renamer     = (*Client)(nil)
 )
 
 // Usage implements workspace.Measuring: the server walks the workspace

@@ -485,3 +485,24 @@ func TestWatchAndUsage(t *testing.T) {
 		t.Fatalf("usage %+v %v", u, err)
 	}
 }
+
+// TestRename: a move over the wire, parents made, never replacing (an
+// existing target is ErrExists, a missing source ErrNotFound).
+func TestRename(t *testing.T) {
+	dir, c := serve(t, 0)
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "b.txt"), []byte("b"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Rename("a.txt", "sub/dir/a.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "sub/dir/a.txt")); err != nil || string(got) != "a" {
+		t.Fatalf("moved file: %q %v", got, err)
+	}
+	wantKind(t, c.Rename("b.txt", "sub/dir/a.txt"), workspace.ErrExists)
+	wantKind(t, c.Rename("missing.txt", "c.txt"), workspace.ErrNotFound)
+	wantKind(t, c.Rename("b.txt", "../escape.txt"), workspace.ErrBadPath)
+}

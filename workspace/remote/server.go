@@ -27,6 +27,7 @@ const (
 	resetPath   = "/v1/changes/reset"
 	changesPath = "/v1/changes"
 	usagePath   = "/v1/usage"
+	renamePath  = "/v1/rename"
 	watchPath   = "/v1/watch"
 	// SizeHeader carries a downloaded file's size.
 	SizeHeader = "X-Glassroom-Size"
@@ -101,6 +102,7 @@ func NewServer(root *workspace.Root, watch *workspace.Watcher, cfg ServerConfig)
 	s.mux.HandleFunc("POST "+resetPath, s.auth(s.reset))
 	s.mux.HandleFunc("GET "+changesPath, s.auth(s.changes))
 	s.mux.HandleFunc("GET "+usagePath, s.auth(s.measure))
+	s.mux.HandleFunc("POST "+renamePath, s.auth(s.rename))
 	s.mux.HandleFunc("GET "+watchPath, s.auth(s.watchDir))
 	return s, nil
 }
@@ -331,6 +333,16 @@ func (s *Server) changes(w http.ResponseWriter, _ *http.Request) {
 func cleanName(name string) bool {
 	c, err := workspace.Clean(name)
 	return err == nil && c == name && name != "" && path.Base(name) == name
+}
+
+// rename moves ?path to ?to (workspace.Root.Rename: never replacing).
+func (s *Server) rename(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if err := s.root.Rename(q.Get("path"), q.Get("to")); err != nil {
+		writeErr(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // Bounds of a directory watch served (the client asks within them).
