@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -104,17 +103,10 @@ func (s *Server) listSessions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.Request().Header.Get(ForwardedHeader) == "" { // a replica asking for its peer's part gets that only
-		ctx, cancel := context.WithTimeout(c.Request().Context(), peerListTimeout)
-		peers, err := s.mgr.Peers(ctx)
-		cancel()
-		if err != nil {
-			s.log.Warn().Err(err).Msg("cannot list the other replicas: the list is this replica's")
-			c.Response().Header().Set(PartialHeader, "*")
-		}
-		if len(peers) > 0 {
-			return s.listAcross(c, q, page, next, peers)
-		}
+	// The other replicas' parts (none for a replica's own part: a
+	// forwarded request, or a runtime whose sessions one gateway serves).
+	if bodies, missing := (replicas{s}).Gather(c); len(bodies)+len(missing) > 0 {
+		return s.listAcross(c, q, page, next, bodies, missing)
 	}
 	out := sessionPage{Sessions: page}
 	if next != "" {

@@ -37,7 +37,8 @@ func (r replicas) peers(c echo.Context) []sessions.Elsewhere {
 	defer cancel()
 	peers, err := r.s.mgr.Peers(ctx)
 	if err != nil {
-		r.s.log.Warn().Err(err).Msg("cannot list the other replicas")
+		r.s.log.Warn().Err(err).Msg("cannot list the other replicas: answering for this one")
+		c.Response().Header().Set(PartialHeader, "*")
 	}
 	return peers
 }

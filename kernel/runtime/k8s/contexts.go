@@ -105,7 +105,7 @@ func (x *contextDriver) Launch(ctx context.Context, inc *sandbox.Incarnation) (s
 // answer through the agent (each of its sockets accepts).
 func (x *contextDriver) WaitReady(ctx context.Context, inc *sandbox.Incarnation) error {
 	for {
-		err := x.dialAll(ctx)
+		err := dialAll(ctx, x.dial)
 		if err == nil {
 			return nil
 		}
@@ -118,19 +118,6 @@ func (x *contextDriver) WaitReady(ctx context.Context, inc *sandbox.Incarnation)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-func (x *contextDriver) dialAll(ctx context.Context) error {
-	for _, ch := range kernel.Channels {
-		cctx, cancel := context.WithTimeout(ctx, channelDialTimeout)
-		c, err := x.dial(cctx, ch)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("kernel %s channel: %w", ch, err)
-		}
-		c.Close()
-	}
-	return nil
 }
 
 // Destroy implements sandbox.Driver: the Base killed the process; wait

@@ -438,7 +438,7 @@ func (d *driver) WaitReady(ctx context.Context, inc *sandbox.Incarnation) error 
 			case <-time.After(100 * time.Millisecond):
 			}
 		case st.Gen == gen && st.State == "ready":
-			if err := d.dialAll(ctx); err != nil {
+			if err := dialAll(ctx, d.dialChannel); err != nil {
 				last = err.Error()
 				continue
 			}
@@ -456,11 +456,12 @@ func (d *driver) WaitReady(ctx context.Context, inc *sandbox.Incarnation) error 
 	}
 }
 
-// dialAll opens a tunnel to each of the kernel's five channels once.
-func (d *driver) dialAll(ctx context.Context) error {
+// dialAll opens a tunnel to each of a kernel's five channels once, with
+// dial (the first kernel's, or a context's).
+func dialAll(ctx context.Context, dial channelDialer) error {
 	for _, ch := range kernel.Channels {
 		cctx, cancel := context.WithTimeout(ctx, channelDialTimeout)
-		c, err := d.dialChannel(cctx, ch)
+		c, err := dial(cctx, ch)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("kernel %s channel: %w", ch, err)
