@@ -120,19 +120,23 @@ def oom_kills():
     return 0
 
 
-def others():
-    me, out = os.getpid(), []
+def states():
+    # {pid: state} of every process of the sandbox but tini and this one.
+    me, out = os.getpid(), {}
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) in (1, me):
             continue
         try:
             with open("/proc/%s/stat" % name) as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
+                out[int(name)] = f.read().rsplit(")", 1)[1].split()[0]
         except (OSError, IndexError):
-            continue
-        if state not in ("Z", "X"):
-            out.append(int(name))
+            pass
     return out
+
+
+def others():
+    # The sandbox's live processes but tini and this one.
+    return [pid for pid, st in states().items() if st not in ("Z", "X")]
 
 
 def reap():
@@ -285,20 +289,6 @@ def start():
     if pid == 0:
         exec_child(S["argv"], S["workdir"], oom=500)
     return pid
-
-
-def states():
-    # {pid: state} of every process of the sandbox but tini and this one.
-    me, out = os.getpid(), {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) in (1, me):
-            continue
-        try:
-            with open("/proc/%s/stat" % name) as f:
-                out[int(name)] = f.read().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            pass
-    return out
 
 
 def signal_all(freeze):
