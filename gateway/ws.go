@@ -406,10 +406,8 @@ func send(ctx context.Context, out chan<- any, v any) bool {
 // rejections and pings; and the sending of the client's comm frames
 // (commSend), for their answers' order.
 func (r *wsRelay) write(ctx context.Context, conn *websocket.Conn, sess *sessions.Session, owner string, since int64, out <-chan any, resume <-chan int64) error {
-	sub := sess.Subscribe(since)
-	defer func() { sub.Close() }()
-	side, cancelSide := sess.SubscribeKernel(ctx)
-	defer cancelSide()
+	stream := sess.Stream(ctx, since)
+	defer stream.Close()
 	ping := time.NewTicker(r.ping)
 	defer ping.Stop()
 	write := func(v any) error {
@@ -422,24 +420,7 @@ func (r *wsRelay) write(ctx context.Context, conn *websocket.Conn, sess *session
 	if err := write(sessions.Event{Seq: since, Type: sessions.EventKernel, State: string(info.State)}); err != nil {
 		return err
 	}
-	lastSent := since
-	// held is a side message waiting for the events published before it
-	// (its After) to be written: the side stream and the events are two
-	// channels, merged here in the session's order (see
-	// sessions.SubscribeKernel).
-	var held *sessions.SideMessage
-	writeSide := func(m sessions.SideMessage) error { return write(newCommFrame(m)) }
 	for {
-		if held != nil && held.After <= lastSent {
-			if err := writeSide(*held); err != nil {
-				return err
-			}
-			held = nil
-		}
-		sideC := side
-		if held != nil {
-			sideC = nil // one at a time: the next comes after it
-		}
 		select {
 		case <-ctx.Done():
 			goingAway(conn)
@@ -462,36 +443,10 @@ func (r *wsRelay) write(ctx context.Context, conn *websocket.Conn, sess *session
 				return err
 			}
 		case n := <-resume:
-			sub.Close()
-			sub = sess.Subscribe(n)
-			lastSent = n
-		case m, ok := <-sideC:
+			stream.Resume(n)
+		case it, ok := <-stream.C:
 			if !ok {
-				side = nil // the session ended: sub.C says so
-				continue
-			}
-			held = &m // written at the top of the loop once its events are
-		case ev, ok := <-sub.C:
-			// The side messages delivered before ev was published go
-			// first, in the kernel's order.
-			for ok {
-				if held == nil {
-					held = sessions.TakeSide(&side)
-				}
-				if held == nil || held.After >= ev.Seq {
-					break
-				}
-				if err := writeSide(*held); err != nil {
-					return err
-				}
-				held = nil
-			}
-			if !ok {
-				if sub.Lagged() { // fell behind: replay from the backlog
-					sub = sess.Subscribe(lastSent)
-					continue
-				}
-				if r.conns.ShuttingDown() { // the gateway ends its sessions as it goes
+				if ctx.Err() != nil || r.conns.ShuttingDown() { // the gateway ends its sessions as it goes
 					goingAway(conn)
 					return ctx.Err()
 				}
@@ -499,13 +454,13 @@ func (r *wsRelay) write(ctx context.Context, conn *websocket.Conn, sess *session
 					websocket.FormatCloseMessage(websocket.CloseNormalClosure, "session ended"), time.Now().Add(time.Second))
 				return wsconn.ErrSessionEnded
 			}
-			if ev.Seq <= lastSent {
-				continue
+			var v any = it.Event
+			if it.Side != nil {
+				v = newCommFrame(*it.Side)
 			}
-			if err := write(ev); err != nil {
+			if err := write(v); err != nil {
 				return err
 			}
-			lastSent = ev.Seq
 		case <-ping.C:
 			if err := conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsconn.WriteTimeout)); err != nil {
 				return err

@@ -56,7 +56,8 @@
 //     and fans the execution's own comm messages out itself, between its
 //     events (kernel.ExecuteOptions.CommEvents); each side message carries
 //     the Seq of the newest event published before it (After), so a
-//     client that merges the two channels by it writes every side message
+//     client that merges the two channels by it (Stream, stream.go: the
+//     one merge both faces range over) writes every side message
 //     before the events the kernel sent after it (an Output widget's
 //     msg_id set, the output it captures, the reset). The converse is not
 //     kept: a side message the kernel sent just after an execution's last

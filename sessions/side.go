@@ -312,14 +312,13 @@ func jsonObject(b json.RawMessage) bool {
 // bytes): a subscriber that falls behind loses the messages that do not
 // fit (SideDropped counts them), and never holds up the kernel, its
 // executions or another subscriber. The messages are not in the event
-// log: nothing is replayed. To write every side message before the
-// events of Subscribe the kernel sent after it (the converse is not
-// kept: see the package doc), write a side message m only once the events up to m.After
-// are written, and before an event whose Seq is above m.After (the
-// session publishes an execution's output only once the side messages
-// the kernel sent before it are in the channel, and fans out the
-// execution's own comm messages between its events). Safe for concurrent
-// use.
+// log: nothing is replayed. Stream merges them with the events in the
+// session's order; a reader that merges them itself must write a side
+// message m only once the events up to m.After are written, and before
+// an event whose Seq is above m.After (the session publishes an
+// execution's output only once the side messages the kernel sent before
+// it are in the channel, and fans out the execution's own comm messages
+// between its events). Safe for concurrent use.
 func (s *Session) SubscribeKernel(ctx context.Context) (<-chan SideMessage, func()) {
 	return s.side.subscribe(ctx)
 }
@@ -329,11 +328,11 @@ func (s *Session) SubscribeKernel(ctx context.Context) (<-chan SideMessage, func
 // malformed.
 func (s *Session) SideDropped() int64 { return s.side.dropped.Load() }
 
-// TakeSide returns the next side message waiting in *side (a channel from
+// takeSide returns the next side message waiting in *side (a channel from
 // SubscribeKernel), or nil without waiting; it sets *side to nil once it
-// is closed. For the faces' writers, which merge side messages with the
-// event subscription.
-func TakeSide(side *<-chan SideMessage) *SideMessage {
+// is closed. For Stream, which merges side messages with the event
+// subscription.
+func takeSide(side *<-chan SideMessage) *SideMessage {
 	if *side == nil {
 		return nil
 	}

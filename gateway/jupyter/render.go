@@ -29,10 +29,8 @@ func (jc *conn) write(ctx context.Context) error {
 			since = seq // a client that reconnects gets what it missed
 		}
 	}
-	sub := jc.sess.Subscribe(since)
-	defer func() { sub.Close() }()
-	side, cancelSide := jc.sess.SubscribeKernel(ctx)
-	defer cancelSide()
+	stream := jc.sess.Stream(ctx, since)
+	defer stream.Close()
 	w := &jwriter{parents: map[string]*jparent{}, errs: map[string]map[string]any{}, lastSent: since}
 	defer func() {
 		if jc.client != "" {
@@ -44,29 +42,10 @@ func (jc *conn) write(ctx context.Context) error {
 	}
 	ping := time.NewTicker(jc.api.cfg.PingInterval)
 	defer ping.Stop()
-	// held is a side message waiting for the events published before it
-	// (its After) to be written: the side stream and the events are two
-	// channels, merged here in the session's order (see
-	// sessions.SubscribeKernel).
-	var held *sessions.SideMessage
 	for {
-		if held != nil && held.After <= w.lastSent {
-			if err := jc.writeMsgs(jc.renderSide(w, *held)); err != nil {
-				return err
-			}
-			held = nil
-		}
-		sideC := side
-		if held != nil {
-			sideC = nil // one at a time: the next comes after it
-		}
 		select {
 		case <-ctx.Done():
-			if jc.api.conns.ShuttingDown() {
-				_ = jc.ws.WriteControl(websocket.CloseMessage,
-					websocket.FormatCloseMessage(websocket.CloseGoingAway, "gateway shutting down"), time.Now().Add(time.Second))
-			}
-			return ctx.Err()
+			return jc.ended(ctx)
 		case b := <-jc.out:
 			msgs := b.msgs
 			if p := w.parents[w.running]; b.reassert && p != nil {
@@ -78,50 +57,42 @@ func (jc *conn) write(ctx context.Context) error {
 			if b.written != nil {
 				close(b.written)
 			}
-		case m, ok := <-sideC:
+		case it, ok := <-stream.C:
 			if !ok {
-				side = nil // the session ended: sub.C says so
-				continue
-			}
-			held = &m // written at the top of the loop once its events are
-		case ev, ok := <-sub.C:
-			// The side messages delivered before ev was published go
-			// first, in the kernel's order.
-			for ok {
-				if held == nil {
-					held = sessions.TakeSide(&side)
-				}
-				if held == nil || held.After >= ev.Seq {
-					break
-				}
-				if err := jc.writeMsgs(jc.renderSide(w, *held)); err != nil {
-					return err
-				}
-				held = nil
-			}
-			if !ok {
-				if sub.Lagged() { // fell behind: replay from the backlog
-					sub = jc.sess.Subscribe(w.lastSent)
-					continue
+				if ctx.Err() != nil {
+					return jc.ended(ctx)
 				}
 				_ = jc.writeMsgs([]*outMsg{status("dead", nil)})
 				_ = jc.ws.WriteControl(websocket.CloseMessage,
 					websocket.FormatCloseMessage(websocket.CloseNormalClosure, "kernel shut down"), time.Now().Add(time.Second))
 				return wsconn.ErrSessionEnded
 			}
-			if ev.Seq <= w.lastSent {
+			if it.Side != nil {
+				if err := jc.writeMsgs(jc.renderSide(w, *it.Side)); err != nil {
+					return err
+				}
 				continue
 			}
-			if err := jc.writeMsgs(jc.render(w, ev)); err != nil {
+			if err := jc.writeMsgs(jc.render(w, *it.Event)); err != nil {
 				return err
 			}
-			w.lastSent = ev.Seq
+			w.lastSent = it.Event.Seq
 		case <-ping.C:
 			if err := jc.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsconn.WriteTimeout)); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// ended tells the client that the gateway is shutting down, if it is,
+// once the connection's context has ended; it returns ctx's error.
+func (jc *conn) ended(ctx context.Context) error {
+	if jc.api.conns.ShuttingDown() {
+		_ = jc.ws.WriteControl(websocket.CloseMessage,
+			websocket.FormatCloseMessage(websocket.CloseGoingAway, "gateway shutting down"), time.Now().Add(time.Second))
+	}
+	return ctx.Err()
 }
 
 // renderSide renders a message of the kernel's side stream (comm traffic,
