@@ -1,10 +1,6 @@
 package gateway
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"io"
 	"math"
 	"net/http"
 	"time"
@@ -15,32 +11,29 @@ import (
 	"github.com/glassroom/glassroom/gateway/internal/tenant"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/labstack/echo/v4"
+	"github.com/rs/zerolog"
 )
 
-// decodeJSON reads one JSON object from the body into v: at most
-// MaxBodyBytes (413 past it), no unknown fields, nothing after it. An empty
-// body leaves v untouched.
-func (s *Server) decodeJSON(c echo.Context, v any) error {
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, s.cfg.MaxBodyBytes))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return httperr.New(http.StatusRequestEntityTooLarge, "too_large", "request body exceeds %d bytes", s.cfg.MaxBodyBytes)
-		}
-		return httperr.New(http.StatusBadRequest, "bad_request", "could not read body")
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return httperr.New(http.StatusBadRequest, "bad_request", "invalid JSON body: %s", err.Error())
-	}
-	if dec.More() {
-		return httperr.New(http.StatusBadRequest, "bad_request", "invalid JSON body: trailing data")
-	}
-	return nil
+// sessionsAPI serves /v1/sessions: create, list (across the replicas),
+// read, change and delete sessions, and run code in them. Safe for
+// concurrent use.
+type sessionsAPI struct {
+	lookup
+	log      zerolog.Logger
+	replicas replicas // the other gateway replicas' parts of a list
+}
+
+func (s *sessionsAPI) route(v1 *echo.Group) {
+	v1.POST("/sessions", s.createSession)
+	v1.GET("/sessions", s.listSessions)
+	v1.GET("/sessions/:id", s.getSession)
+	v1.PATCH("/sessions/:id", s.updateSession)
+	v1.DELETE("/sessions/:id", s.deleteSession)
+	v1.POST("/sessions/:id/execute", s.execute)
+	v1.POST("/sessions/:id/interrupt", s.interrupt)
+	v1.POST("/sessions/:id/restart", s.restart)
+	v1.POST("/sessions/:id/complete", s.complete)
+	v1.POST("/sessions/:id/inspect", s.inspect)
 }
 
 // seconds converts a JSON number of seconds to a duration, rejecting
@@ -55,7 +48,7 @@ func seconds(field string, v *float64) (time.Duration, error) {
 	return time.Duration(*v * float64(time.Second)), nil
 }
 
-func (s *Server) createSession(c echo.Context) error {
+func (s *sessionsAPI) createSession(c echo.Context) error {
 	var req api.CreateSessionRequest
 	if err := s.decodeJSON(c, &req); err != nil {
 		return err
@@ -94,7 +87,7 @@ type sessionPage struct {
 	NextToken *string         `json:"next_token"`
 }
 
-func (s *Server) listSessions(c echo.Context) error {
+func (s *sessionsAPI) listSessions(c echo.Context) error {
 	q, err := listQuery(c)
 	if err != nil {
 		return err
@@ -105,8 +98,8 @@ func (s *Server) listSessions(c echo.Context) error {
 	}
 	// The other replicas' parts (none for a replica's own part: a
 	// forwarded request, or a runtime whose sessions one gateway serves).
-	if bodies, missing := (replicas{s}).Gather(c); len(bodies)+len(missing) > 0 {
-		return s.listAcross(c, q, page, next, bodies, missing)
+	if bodies, missing := s.replicas.Gather(c); len(bodies)+len(missing) > 0 {
+		return listAcross(c, s.log, q, page, next, bodies, missing)
 	}
 	out := sessionPage{Sessions: page}
 	if next != "" {
@@ -115,25 +108,7 @@ func (s *Server) listSessions(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-func (s *Server) session(c echo.Context) (*sessions.Session, error) {
-	return s.mgr.Get(tenant.Of(c), c.Param("id"))
-}
-
-// sessionRequest is the route's session and, decoded into v by
-// decodeJSON, the request's body. The session is looked up first: a
-// request for an unknown session fails as such, whatever its body.
-func (s *Server) sessionRequest(c echo.Context, v any) (*sessions.Session, error) {
-	sess, err := s.session(c)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.decodeJSON(c, v); err != nil {
-		return nil, err
-	}
-	return sess, nil
-}
-
-func (s *Server) getSession(c echo.Context) error {
+func (s *sessionsAPI) getSession(c echo.Context) error {
 	sess, err := s.session(c)
 	if err != nil {
 		return err
@@ -141,14 +116,14 @@ func (s *Server) getSession(c echo.Context) error {
 	return c.JSON(http.StatusOK, sess.Info())
 }
 
-func (s *Server) deleteSession(c echo.Context) error {
+func (s *sessionsAPI) deleteSession(c echo.Context) error {
 	if err := s.mgr.Delete(c.Request().Context(), tenant.Of(c), c.Param("id")); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
 
-func (s *Server) execute(c echo.Context) error {
+func (s *sessionsAPI) execute(c echo.Context) error {
 	var req api.ExecuteRequest
 	sess, err := s.sessionRequest(c, &req)
 	if err != nil {
@@ -172,7 +147,7 @@ func (s *Server) execute(c echo.Context) error {
 	return c.JSON(http.StatusOK, exec)
 }
 
-func (s *Server) interrupt(c echo.Context) error {
+func (s *sessionsAPI) interrupt(c echo.Context) error {
 	sess, err := s.session(c)
 	if err != nil {
 		return err
@@ -193,7 +168,7 @@ func (s *Server) interrupt(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-func (s *Server) restart(c echo.Context) error {
+func (s *sessionsAPI) restart(c echo.Context) error {
 	sess, err := s.session(c)
 	if err != nil {
 		return err
@@ -204,7 +179,7 @@ func (s *Server) restart(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-func (s *Server) updateSession(c echo.Context) error {
+func (s *sessionsAPI) updateSession(c echo.Context) error {
 	var req api.UpdateSessionRequest
 	sess, err := s.sessionRequest(c, &req)
 	if err != nil {
@@ -240,7 +215,7 @@ func checkIntrospect(r api.IntrospectRequest) error {
 	return nil
 }
 
-func (s *Server) complete(c echo.Context) error {
+func (s *sessionsAPI) complete(c echo.Context) error {
 	var req api.IntrospectRequest
 	sess, err := s.sessionRequest(c, &req)
 	if err != nil {
@@ -259,7 +234,7 @@ func (s *Server) complete(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-func (s *Server) inspect(c echo.Context) error {
+func (s *sessionsAPI) inspect(c echo.Context) error {
 	var req api.IntrospectRequest
 	sess, err := s.sessionRequest(c, &req)
 	if err != nil {

@@ -16,11 +16,29 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
+// commandsAPI serves a session's commands and its terminal
+// (/v1/sessions/{id}/commands, /terminal). Safe for concurrent use.
+type commandsAPI struct {
+	lookup
+	ping     time.Duration // the terminal socket's ping interval
+	conns    *wsconn.Group
+	upgrader websocket.Upgrader
+}
+
+func (s *commandsAPI) route(v1 *echo.Group) {
+	v1.POST("/sessions/:id/commands", s.runCommand)
+	v1.GET("/sessions/:id/commands", s.listCommands)
+	v1.GET("/sessions/:id/commands/:pid", s.getCommand)
+	v1.POST("/sessions/:id/commands/:pid/stdin", s.commandStdin)
+	v1.POST("/sessions/:id/commands/:pid/kill", s.killCommand)
+	v1.GET("/sessions/:id/terminal", s.terminal)
+}
+
 // The shell commands of a session: POST/GET /v1/sessions/{id}/commands,
 // GET .../commands/{pid}, POST .../commands/{pid}/stdin and .../kill, and
 // the terminal WebSocket GET /v1/sessions/{id}/terminal.
 
-func (s *Server) runCommand(c echo.Context) error {
+func (s *commandsAPI) runCommand(c echo.Context) error {
 	var req api.RunCommandRequest
 	sess, err := s.sessionRequest(c, &req)
 	if err != nil {
@@ -49,7 +67,7 @@ func (s *Server) runCommand(c echo.Context) error {
 	return c.JSON(http.StatusOK, st)
 }
 
-func (s *Server) listCommands(c echo.Context) error {
+func (s *commandsAPI) listCommands(c echo.Context) error {
 	sess, err := s.session(c)
 	if err != nil {
 		return err
@@ -59,7 +77,7 @@ func (s *Server) listCommands(c echo.Context) error {
 
 // sessionCommand is the route's session and, after it, the route's pid
 // (the session is looked up first: an unknown session fails as such).
-func (s *Server) sessionCommand(c echo.Context) (*sessions.Session, int, error) {
+func (s *commandsAPI) sessionCommand(c echo.Context) (*sessions.Session, int, error) {
 	sess, err := s.session(c)
 	if err != nil {
 		return nil, 0, err
@@ -71,7 +89,7 @@ func (s *Server) sessionCommand(c echo.Context) (*sessions.Session, int, error) 
 	return sess, pid, nil
 }
 
-func (s *Server) getCommand(c echo.Context) error {
+func (s *commandsAPI) getCommand(c echo.Context) error {
 	sess, pid, err := s.sessionCommand(c)
 	if err != nil {
 		return err
@@ -83,7 +101,7 @@ func (s *Server) getCommand(c echo.Context) error {
 	return c.JSON(http.StatusOK, st)
 }
 
-func (s *Server) commandStdin(c echo.Context) error {
+func (s *commandsAPI) commandStdin(c echo.Context) error {
 	sess, pid, err := s.sessionCommand(c)
 	if err != nil {
 		return err
@@ -98,7 +116,7 @@ func (s *Server) commandStdin(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-func (s *Server) killCommand(c echo.Context) error {
+func (s *commandsAPI) killCommand(c echo.Context) error {
 	sess, pid, err := s.sessionCommand(c)
 	if err != nil {
 		return err
@@ -126,7 +144,7 @@ const (
 // {"type":"exit","exit_code":N}, then closes. The handler owns a reader
 // and a writer goroutine and returns when both have exited; the shell is
 // killed when the client leaves.
-func (s *Server) terminal(c echo.Context) error {
+func (s *commandsAPI) terminal(c echo.Context) error {
 	sess, err := s.session(c)
 	if err != nil {
 		return err
@@ -212,8 +230,8 @@ func readTerminal(ctx context.Context, frames *wsconn.Reader, term *sessions.Ter
 
 // writeTerminal owns the writing side: the shell's output, pings, and at
 // its end the exit frame and the close.
-func (s *Server) writeTerminal(ctx context.Context, conn *websocket.Conn, term *sessions.Terminal) error {
-	ping := time.NewTicker(s.cfg.WSPingInterval)
+func (s *commandsAPI) writeTerminal(ctx context.Context, conn *websocket.Conn, term *sessions.Terminal) error {
+	ping := time.NewTicker(s.ping)
 	defer ping.Stop()
 	for {
 		select {

@@ -13,12 +13,28 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
+// contextsAPI serves the kernels a gateway offers and a session's
+// contexts (/v1/kernels, /v1/sessions/{id}/contexts). Safe for
+// concurrent use.
+type contextsAPI struct {
+	lookup
+}
+
+func (s *contextsAPI) route(v1 *echo.Group) {
+	v1.GET("/kernels", s.listKernels)
+	v1.POST("/sessions/:id/contexts", s.createContext)
+	v1.GET("/sessions/:id/contexts", s.listContexts)
+	v1.DELETE("/sessions/:id/contexts/:ctx", s.deleteContext)
+	v1.POST("/sessions/:id/contexts/:ctx/restart", s.restartContext)
+	v1.GET("/sessions/:id/contexts/:ctx/kernel_info", s.kernelInfo)
+}
+
 // The contexts of a session: POST/GET /v1/sessions/{id}/contexts,
 // DELETE /v1/sessions/{id}/contexts/{ctx}, POST .../contexts/{ctx}/restart,
 // GET .../contexts/{ctx}/kernel_info, and the languages the gateway runs
 // (GET /v1/kernels).
 
-func (s *Server) listKernels(c echo.Context) error {
+func (s *contextsAPI) listKernels(c echo.Context) error {
 	out := []api.Kernel{}
 	for _, k := range s.mgr.InstalledKernels() {
 		ak := api.Kernel{Name: k.Name, Language: k.Language, DisplayName: k.DisplayName, Aliases: k.Aliases}
@@ -30,7 +46,7 @@ func (s *Server) listKernels(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string][]api.Kernel{"kernels": out})
 }
 
-func (s *Server) createContext(c echo.Context) error {
+func (s *contextsAPI) createContext(c echo.Context) error {
 	var req api.CreateContextRequest
 	sess, err := s.sessionRequest(c, &req)
 	if err != nil {
@@ -46,7 +62,7 @@ func (s *Server) createContext(c echo.Context) error {
 	return c.JSON(http.StatusCreated, info)
 }
 
-func (s *Server) listContexts(c echo.Context) error {
+func (s *contextsAPI) listContexts(c echo.Context) error {
 	sess, err := s.session(c)
 	if err != nil {
 		return err
@@ -54,7 +70,7 @@ func (s *Server) listContexts(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string][]sessions.ContextInfo{"contexts": sess.Contexts().List()})
 }
 
-func (s *Server) deleteContext(c echo.Context) error {
+func (s *contextsAPI) deleteContext(c echo.Context) error {
 	sess, err := s.session(c)
 	if err != nil {
 		return err
@@ -65,7 +81,7 @@ func (s *Server) deleteContext(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-func (s *Server) restartContext(c echo.Context) error {
+func (s *contextsAPI) restartContext(c echo.Context) error {
 	sess, err := s.session(c)
 	if err != nil {
 		return err
@@ -79,7 +95,7 @@ func (s *Server) restartContext(c echo.Context) error {
 // kernelInfo answers with the content of a context's kernel_info_reply
 // (language_info: the language's name, version, file extension...). The
 // session caches it per kernel; it starts no context.
-func (s *Server) kernelInfo(c echo.Context) error {
+func (s *contextsAPI) kernelInfo(c echo.Context) error {
 	sess, err := s.session(c)
 	if err != nil {
 		return err
@@ -98,12 +114,6 @@ func (s *Server) kernelInfo(c echo.Context) error {
 		return fmt.Errorf("gateway: kernel_info: the kernel's reply is not a JSON object: %w", kernel.ErrMalformed)
 	}
 	return c.JSON(http.StatusOK, fields)
-}
-
-// target is the session's context a request runs in (its context and
-// language fields; see api.ExecuteRequest).
-func (s *Server) target(c echo.Context, sess *sessions.Session, context, language string) (*sessions.Session, error) {
-	return sess.Contexts().Resolve(c.Request().Context(), context, language)
 }
 
 // languageInfo is li as a JSON object (what api.Kernel carries).

@@ -11,16 +11,27 @@ import (
 	"github.com/glassroom/glassroom/api"
 	"github.com/glassroom/glassroom/gateway/internal/httperr"
 	"github.com/glassroom/glassroom/gateway/internal/tenant"
+	"github.com/glassroom/glassroom/gateway/internal/wsconn"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/glassroom/glassroom/workspace"
 	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
 )
 
+// e2bAPI serves what E2B's SDKs need beyond the core API: templates,
+// metrics, pause and resume, moves and the files-watch socket. Safe for
+// concurrent use.
+type e2bAPI struct {
+	lookup
+	conns    *wsconn.Group
+	upgrader websocket.Upgrader
+	watches  *watchShares // the open files-watch sockets: maxWatchesPerGW, shared out per tenant and session
+}
+
 // The routes E2B's SDK semantics need: templates, metrics, a client's
 // pause and resume, moving files and watching a directory.
 
-func (s *Server) routeE2B(g *echo.Group) {
+func (s *e2bAPI) route(g *echo.Group) {
 	g.GET("/templates", s.listTemplates)
 	g.GET("/sessions/:id/metrics", s.sessionMetrics)
 	g.POST("/sessions/:id/pause", s.pauseSession)
@@ -29,7 +40,7 @@ func (s *Server) routeE2B(g *echo.Group) {
 	g.GET("/sessions/:id/files-watch", s.watchFiles)
 }
 
-func (s *Server) listTemplates(c echo.Context) error {
+func (s *e2bAPI) listTemplates(c echo.Context) error {
 	ts := s.mgr.Templates()
 	out := make([]api.Template, 0, len(ts))
 	for _, t := range ts {
@@ -89,7 +100,7 @@ func listQuery(c echo.Context) (sessions.ListQuery, error) {
 	return q, nil
 }
 
-func (s *Server) sessionMetrics(c echo.Context) error {
+func (s *e2bAPI) sessionMetrics(c echo.Context) error {
 	sess, err := s.session(c)
 	if err != nil {
 		return err
@@ -103,7 +114,7 @@ func (s *Server) sessionMetrics(c echo.Context) error {
 	return c.JSON(http.StatusOK, api.Metrics(m))
 }
 
-func (s *Server) pauseSession(c echo.Context) error {
+func (s *e2bAPI) pauseSession(c echo.Context) error {
 	sess, err := s.session(c)
 	if err != nil {
 		return err
@@ -116,7 +127,7 @@ func (s *Server) pauseSession(c echo.Context) error {
 	return c.JSON(http.StatusOK, sess.Info())
 }
 
-func (s *Server) resumeSession(c echo.Context) error {
+func (s *e2bAPI) resumeSession(c echo.Context) error {
 	sess, err := s.session(c)
 	if err != nil {
 		return err
@@ -129,7 +140,7 @@ func (s *Server) resumeSession(c echo.Context) error {
 	return c.JSON(http.StatusOK, sess.Info())
 }
 
-func (s *Server) moveFile(c echo.Context) error {
+func (s *e2bAPI) moveFile(c echo.Context) error {
 	var req api.MoveFileRequest
 	sess, err := s.sessionRequest(c, &req)
 	if err != nil {
@@ -173,7 +184,7 @@ const (
 // directory is a text frame {"type","name"}. The watch (and its
 // goroutine) is closed with the socket, which ends when the client
 // closes it, the session ends, or the gateway shuts down.
-func (s *Server) watchFiles(c echo.Context) error {
+func (s *e2bAPI) watchFiles(c echo.Context) error {
 	sess, err := s.session(c)
 	if err != nil {
 		return err

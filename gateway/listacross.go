@@ -10,6 +10,7 @@ import (
 	"github.com/glassroom/glassroom/gateway/internal/tenant"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/labstack/echo/v4"
+	"github.com/rs/zerolog"
 )
 
 // PartialHeader names, on a list that answers for every replica, the
@@ -44,7 +45,7 @@ type rawPage struct {
 // none: missing), merged in the list's order (creation, then id) and cut
 // at the page's limit. Every replica pages by the same token, so the
 // merged page is exactly the first sessions after it.
-func (s *Server) listAcross(c echo.Context, q sessions.ListQuery, page []sessions.Info, next string, bodies [][]byte, missing []string) error {
+func listAcross(c echo.Context, log zerolog.Logger, q sessions.ListQuery, page []sessions.Info, next string, bodies [][]byte, missing []string) error {
 	limit := q.Limit
 	if limit == 0 {
 		limit = sessions.MaxListLimit
@@ -97,7 +98,7 @@ func (s *Server) listAcross(c echo.Context, q sessions.ListQuery, page []session
 		out.NextToken = &tok
 	}
 	if len(missing) > 0 {
-		s.log.Warn().Strs("replicas", missing).Str("tenant", tenant.Of(c)).Msg("a list left out replicas that did not answer")
+		log.Warn().Strs("replicas", missing).Str("tenant", tenant.Of(c)).Msg("a list left out replicas that did not answer")
 	}
 	return c.JSON(http.StatusOK, out)
 }

@@ -38,6 +38,7 @@ type Server struct {
 	upgrader websocket.Upgrader
 	watches  *watchShares // the open files-watch sockets: maxWatchesPerGW, shared out per tenant and session
 	fwd      *forwarder   // to the replica serving a session
+	lookup
 }
 
 // New builds the server. assets is the UI's static files (may be nil).
@@ -54,7 +55,7 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 	if need := 2 * wsconn.LargeFrameSize(mgr.Config().MaxCommBytes); cfg.WSLargeFrameBudget < need {
 		return nil, fmt.Errorf("gateway: config: the WebSocket large-frame budget (%d bytes) must be at least %d: twice the frame of the largest comm message", cfg.WSLargeFrameBudget, need)
 	}
-	s := &Server{cfg: cfg, mgr: mgr, log: log, keys: tenant.NewKeys(cfg.APIKeys), conns: wsconn.NewGroup(log, wsconn.LargeFrames{Budget: cfg.WSLargeFrameBudget}), fwd: newForwarder(cfg.Instance)}
+	s := &Server{cfg: cfg, mgr: mgr, log: log, lookup: lookup{mgr: mgr, maxBodyBytes: cfg.MaxBodyBytes}, keys: tenant.NewKeys(cfg.APIKeys), conns: wsconn.NewGroup(log, wsconn.LargeFrames{Budget: cfg.WSLargeFrameBudget}), fwd: newForwarder(cfg.Instance)}
 	upgrader := wsconn.NewUpgrader(cfg.AllowedOrigins)
 	s.upgrader = upgrader
 	s.watches = newWatchShares(maxWatchesPerGW, maxWatchesPerTenant, maxWatchesPerSession)
@@ -79,31 +80,12 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 		e.GET("/metrics", s.metrics)
 	}
 	v1 := e.Group("/v1", s.authenticate, s.forwardElsewhere)
-	v1.POST("/sessions", s.createSession)
-	v1.GET("/sessions", s.listSessions)
-	v1.GET("/sessions/:id", s.getSession)
-	v1.PATCH("/sessions/:id", s.updateSession)
-	v1.DELETE("/sessions/:id", s.deleteSession)
-	v1.POST("/sessions/:id/execute", s.execute)
-	v1.POST("/sessions/:id/interrupt", s.interrupt)
-	v1.POST("/sessions/:id/restart", s.restart)
-	v1.POST("/sessions/:id/complete", s.complete)
-	v1.POST("/sessions/:id/inspect", s.inspect)
+	(&sessionsAPI{lookup: s.lookup, log: log, replicas: replicas{s}}).route(v1)
 	v1.GET("/sessions/:id/ws", relay.serve)
-	v1.GET("/kernels", s.listKernels)
-	v1.POST("/sessions/:id/contexts", s.createContext)
-	v1.GET("/sessions/:id/contexts", s.listContexts)
-	v1.DELETE("/sessions/:id/contexts/:ctx", s.deleteContext)
-	v1.POST("/sessions/:id/contexts/:ctx/restart", s.restartContext)
-	v1.GET("/sessions/:id/contexts/:ctx/kernel_info", s.kernelInfo)
-	v1.POST("/sessions/:id/commands", s.runCommand)
-	v1.GET("/sessions/:id/commands", s.listCommands)
-	v1.GET("/sessions/:id/commands/:pid", s.getCommand)
-	v1.POST("/sessions/:id/commands/:pid/stdin", s.commandStdin)
-	v1.POST("/sessions/:id/commands/:pid/kill", s.killCommand)
-	v1.GET("/sessions/:id/terminal", s.terminal)
+	(&contextsAPI{lookup: s.lookup}).route(v1)
+	(&commandsAPI{lookup: s.lookup, ping: cfg.WSPingInterval, conns: s.conns, upgrader: upgrader}).route(v1)
 	files.route(v1)
-	s.routeE2B(v1)
+	(&e2bAPI{lookup: s.lookup, conns: s.conns, upgrader: upgrader, watches: s.watches}).route(v1)
 	s.routeMCP(e)
 	s.routeOpenAPI(e)
 	jup.Register(e)
