@@ -147,7 +147,7 @@ func (m *Manager) Restore(ctx context.Context) (RestoreResult, error) {
 		res.Restarted += o.Restarted
 		res.Lost += o.Lost
 	}
-	m.egress.RemoveStale() // the proxies of sessions not restored
+	m.networks.egress.RemoveStale() // the proxies of sessions not restored
 	if canAdopt {
 		if err := adopter.Reconcile(ctx); err != nil {
 			return res, fmt.Errorf("sessions: restore: %w", err)
@@ -188,7 +188,7 @@ func (m *Manager) restore(ctx context.Context, adopter sandbox.Adopter, canAdopt
 		_ = sb.Close(context.WithoutCancel(ctx))
 		return "lost", "its kernel does not answer: " + err.Error()
 	}
-	files, watch, err := m.openWorkspace(sctx, sb, log)
+	files, watch, err := m.launch.openWorkspace(sctx, sb, log)
 	if err != nil {
 		_ = conn.Close()
 		_ = sb.Close(context.WithoutCancel(ctx))
@@ -199,7 +199,7 @@ func (m *Manager) restore(ctx context.Context, adopter sandbox.Adopter, canAdopt
 		log.Warn().Err(err).Msg("restored session: its stored Jupyter sessions are dropped")
 	}
 	var created atomic.Pointer[Session]
-	proxy, netLost := m.resumeNetwork(rec, networkNotifier(&created))
+	proxy, netLost := m.networks.resume(rec, networkNotifier(&created))
 	s := newSession(sessionParams{id: rec.ID, tenant: rec.Tenant, runtime: m.rt.Name(), cfg: m.cfg, log: m.log,
 		idle: rec.IdleTimeout, created: rec.CreatedAt, lastActive: rec.LastActive, firstSeq: rec.LastSeq + restoredSeqGap,
 		budget: m.budget.Account(rec.Tenant), slots: m.slots, sandbox: sb, client: conn, files: files, watch: watch, egress: proxy, persist: m.persist,
@@ -342,14 +342,14 @@ func (m *Manager) Detach(ctx context.Context) error {
 	m.closing.Wait()
 	m.pausing.Wait()
 	m.fences.Wait()
-	return errors.Join(append(errs, m.notify.Close())...)
+	return errors.Join(append(errs, m.launch.notify.Close())...)
 }
 
 // resumeNetwork starts a restored session's egress proxy again, in the
 // directory its sandbox binds. When that cannot be done (the operator's
 // ceiling no longer admits the list, the directory is gone) the session
 // comes back without a network, and lost says why.
-func (m *Manager) resumeNetwork(rec sessionstore.Record, notify func(egress.Decision)) (proxy *egress.Proxy, lost string) {
+func (m *networks) resume(rec sessionstore.Record, notify func(egress.Decision)) (proxy *egress.Proxy, lost string) {
 	if len(rec.Network) == 0 {
 		return nil, ""
 	}

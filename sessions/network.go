@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/glassroom/glassroom/egress"
+	"github.com/rs/zerolog"
 )
 
 // Network is a session's network access: the destinations (egress
@@ -15,9 +16,17 @@ type Network struct {
 	Allow []string `json:"allow"`
 }
 
-// admitNetwork checks a session's list against the operator's ceiling.
+// networks admits sessions' network lists against the operator's
+// ceiling and starts (or, for a restored session, resumes) their egress
+// proxies. Safe for concurrent use.
+type networks struct {
+	egress *egress.Service
+	log    zerolog.Logger
+}
+
+// admit checks a session's list against the operator's ceiling.
 // An empty list is no network (the zero Policy).
-func (m *Manager) admitNetwork(n Network) (egress.Policy, error) {
+func (m *networks) admit(n Network) (egress.Policy, error) {
 	if len(n.Allow) == 0 {
 		return egress.Policy{}, nil
 	}

@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -166,3 +167,25 @@ func (p *pauser) unhold(ctx context.Context) error {
 // isHeld reports whether a client holds the sandbox paused. It never
 // blocks.
 func (p *pauser) isHeld() bool { return p.held.Load() }
+
+// Pause freezes the whole sandbox (every process, a running cell
+// included) for a client until Resume: meanwhile executions, commands,
+// completions and interrupts fail with ErrPaused, GET and the file API
+// still answer, idle expiry does not run, the lifetime does. Pausing a
+// paused session does nothing. ErrNoPause: the runtime cannot freeze.
+func (s *Session) Pause(ctx context.Context) error {
+	if err := s.pause.hold(ctx); err != nil {
+		return fmt.Errorf("sessions: pause: %w", err)
+	}
+	return nil
+}
+
+// Resume thaws a session a client paused; idle expiry counts from now.
+// Resuming a session not paused by a client does nothing.
+func (s *Session) Resume(ctx context.Context) error {
+	if err := s.pause.unhold(ctx); err != nil {
+		return fmt.Errorf("sessions: resume: %w", err)
+	}
+	s.Touch()
+	return nil
+}

@@ -49,7 +49,7 @@ func preloadCode(mods []string) string {
 // that fails in the kernel (a module not installed) is logged and the
 // kernel kept: it is as clean as a cold one. A kernel that dies or does
 // not answer is closed, and the start fails.
-func (m *Manager) startPooled(ctx context.Context, spec sandbox.Spec) (*readyKernel, error) {
+func (m *launcher) startPooled(ctx context.Context, spec sandbox.Spec) (*readyKernel, error) {
 	k, err := m.startKernel(ctx, "", spec)
 	if err != nil || len(m.cfg.PoolPreload) == 0 {
 		return k, err

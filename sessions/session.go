@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -17,48 +16,6 @@ import (
 	"github.com/glassroom/glassroom/workspace"
 	"github.com/rs/zerolog"
 )
-
-// State is a session's kernel state.
-type State string
-
-// Session states.
-const (
-	StateIdle       State = "idle"
-	StateBusy       State = "busy"
-	StateRestarting State = "restarting"
-	StateDead       State = "dead"
-)
-
-// Info is the public description of a session.
-type Info struct {
-	ID           string         `json:"id"`
-	State        State          `json:"state"`
-	Runtime      string         `json:"runtime"`
-	CreatedAt    time.Time      `json:"created_at"`
-	ExpiresAt    time.Time      `json:"expires_at"`
-	IdleTimeoutS int            `json:"idle_timeout_s"`
-	Queued       int            `json:"queued"`
-	Limits       sandbox.Limits `json:"limits"`
-	Network      *Network       `json:"network,omitempty"` // nil: no network
-	// Paused: the idle kernel is frozen (Config.PauseAfter); the next
-	// request thaws it in milliseconds, variables intact.
-	Paused bool `json:"paused"`
-	// Language is the first context's kernel (sandbox.KernelSpec.Name).
-	Language string `json:"language"`
-	// Template is the template the session was created from.
-	Template string `json:"template"`
-	// Metadata is the client's, as given at creation ({} when none).
-	Metadata map[string]string `json:"metadata"`
-	// EndAt is when the session's lifetime ends (CreateOptions.Lifetime,
-	// SetLifetime); ExpiresAt is the earlier of it and idle expiry.
-	EndAt time.Time `json:"end_at"`
-	// clientPaused: paused by a client (Pause), not by the idle freeze.
-	clientPaused bool
-}
-
-// ClientPaused reports whether a client paused the session (Pause), as
-// opposed to the transparent idle freeze.
-func (i Info) ClientPaused() bool { return i.clientPaused }
 
 // Session is one tenant's persistent kernel. Its methods are safe for
 // concurrent use. Executions run one at a time in submission order, on the
@@ -263,32 +220,6 @@ func (s *Session) ID() string { return s.id }
 
 // Workspace returns the host path of the session's workspace.
 func (s *Session) Workspace() string { return s.sandbox.Workspace() }
-
-// Info describes the session now.
-func (s *Session) Info() Info {
-	paused := s.pause.paused() // may wait for a freeze in progress: not under s.mu
-	held := s.pause.isHeld()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	exp := s.lastActive.Add(s.idle)
-	if held || s.endAt.Before(exp) { // no idle expiry while a client holds it paused
-		exp = s.endAt
-	}
-	md := make(map[string]string, len(s.metadata))
-	for k, v := range s.metadata {
-		md[k] = v
-	}
-	tmpl := s.template
-	if tmpl == "" {
-		tmpl = TemplateDefault
-	}
-	return Info{
-		ID: s.id, State: s.state, Runtime: s.runtime, CreatedAt: s.created,
-		ExpiresAt: exp, IdleTimeoutS: int(s.idle / time.Second),
-		Queued: int(s.queued.Load()), Limits: s.sandbox.Limits(), Network: networkOf(s.egress), Paused: paused || held, Language: s.kernel,
-		Template: tmpl, Metadata: md, EndAt: s.endAt, clientPaused: held,
-	}
-}
 
 // SetLifetime makes the session end d from now (E2B's set_timeout),
 // shorter or longer, but never past Config.MaxLifetime after its
@@ -580,47 +511,6 @@ func (s *Session) Running() (id string, info *ExecInfo, ok bool) {
 	return s.current.req.ID, s.current.info, true
 }
 
-// Complete asks the kernel for completions of code at cursor. It does not
-// wait in the execution queue: the kernel answers between executions (a
-// busy kernel answers when the running cell ends). It blocks until the
-// reply, ctx's end, or 30 s. Safe for concurrent use.
-func (s *Session) Complete(ctx context.Context, code string, cursor int) (*Completion, error) {
-	return s.relay.complete(ctx, code, cursor)
-}
-
-// Inspect asks the kernel for help on the name at cursor (detail 0: the
-// docstring, 1: the source too). Like Complete, it bypasses the execution
-// queue and blocks until the reply, ctx's end, or 30 s.
-func (s *Session) Inspect(ctx context.Context, code string, cursor, detail int) (*Inspection, error) {
-	return s.relay.inspect(ctx, code, cursor, detail)
-}
-
-// KernelRequest sends a Jupyter request to the kernel and returns its
-// reply, bypassing the execution queue (a busy kernel answers shell
-// requests when its cell ends, control requests at once). Only the
-// requests that read the kernel's state (kernel_info, complete, inspect,
-// is_complete, history, comm_info) and the debugger's debug_request (on
-// control) are relayed; the
-// content must be a JSON object of bounded size; the reply is bounded by
-// the channel's ceiling. It blocks until the reply, ctx's end, or 30 s.
-// Safe for concurrent use.
-func (s *Session) KernelRequest(ctx context.Context, ch kernel.Channel, msgType string, content json.RawMessage) (*KernelReply, error) {
-	return s.relay.request(ctx, ch, msgType, content)
-}
-
-// KernelInfo returns the content of the kernel's kernel_info_reply, asked
-// once per kernel incarnation and cached. A kernel running a cell answers
-// when the cell ends, so then an earlier incarnation's reply is used if
-// there is one; else the wait is bounded by ctx and 30 s.
-func (s *Session) KernelInfo(ctx context.Context) (json.RawMessage, error) {
-	return s.relay.kernelInfo(ctx)
-}
-
-// KernelSession returns a random id of the current kernel incarnation: it
-// changes when the kernel is restarted. The Jupyter face puts it in the
-// session field of the headers it makes, as a kernel does with its own.
-func (s *Session) KernelSession() string { return s.jup.kernelSession(s.kernelClient()) }
-
 // ExitError is the cause of death when the kernel process exited.
 type ExitError struct{ Reason string }
 
@@ -705,28 +595,6 @@ func (s *Session) close(ctx context.Context, reason string) error {
 func (s *Session) publish(ev Event) Event {
 	ev.Context = s.contextID
 	return s.hub.publish(ev)
-}
-
-// Pause freezes the whole sandbox (every process, a running cell
-// included) for a client until Resume: meanwhile executions, commands,
-// completions and interrupts fail with ErrPaused, GET and the file API
-// still answer, idle expiry does not run, the lifetime does. Pausing a
-// paused session does nothing. ErrNoPause: the runtime cannot freeze.
-func (s *Session) Pause(ctx context.Context) error {
-	if err := s.pause.hold(ctx); err != nil {
-		return fmt.Errorf("sessions: pause: %w", err)
-	}
-	return nil
-}
-
-// Resume thaws a session a client paused; idle expiry counts from now.
-// Resuming a session not paused by a client does nothing.
-func (s *Session) Resume(ctx context.Context) error {
-	if err := s.pause.unhold(ctx); err != nil {
-		return fmt.Errorf("sessions: resume: %w", err)
-	}
-	s.Touch()
-	return nil
 }
 
 // Done is closed when the session closes (or its gateway detaches it):

@@ -97,7 +97,7 @@ func (m *Manager) validateTemplates() error {
 		if t.IdleTimeout != 0 && (t.IdleTimeout < time.Second || t.IdleTimeout > m.cfg.MaxIdleTimeout) {
 			return fmt.Errorf("sessions: template %q: idle timeout must be within 1s..%v", name, m.cfg.MaxIdleTimeout)
 		}
-		if _, err := m.admitNetwork(t.Network); err != nil {
+		if _, err := m.networks.admit(t.Network); err != nil {
 			return fmt.Errorf("sessions: template %q: %w", name, err)
 		}
 	}

@@ -1,0 +1,75 @@
+package sessions
+
+import (
+	"time"
+
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
+)
+
+// State is a session's kernel state.
+type State string
+
+// Info is the public description of a session.
+type Info struct {
+	ID           string         `json:"id"`
+	State        State          `json:"state"`
+	Runtime      string         `json:"runtime"`
+	CreatedAt    time.Time      `json:"created_at"`
+	ExpiresAt    time.Time      `json:"expires_at"`
+	IdleTimeoutS int            `json:"idle_timeout_s"`
+	Queued       int            `json:"queued"`
+	Limits       sandbox.Limits `json:"limits"`
+	Network      *Network       `json:"network,omitempty"` // nil: no network
+	// Paused: the idle kernel is frozen (Config.PauseAfter); the next
+	// request thaws it in milliseconds, variables intact.
+	Paused bool `json:"paused"`
+	// Language is the first context's kernel (sandbox.KernelSpec.Name).
+	Language string `json:"language"`
+	// Template is the template the session was created from.
+	Template string `json:"template"`
+	// Metadata is the client's, as given at creation ({} when none).
+	Metadata map[string]string `json:"metadata"`
+	// EndAt is when the session's lifetime ends (CreateOptions.Lifetime,
+	// SetLifetime); ExpiresAt is the earlier of it and idle expiry.
+	EndAt time.Time `json:"end_at"`
+	// clientPaused: paused by a client (Pause), not by the idle freeze.
+	clientPaused bool
+}
+
+// ClientPaused reports whether a client paused the session (Pause), as
+// opposed to the transparent idle freeze.
+func (i Info) ClientPaused() bool { return i.clientPaused }
+
+// Session states.
+const (
+	StateIdle       State = "idle"
+	StateBusy       State = "busy"
+	StateRestarting State = "restarting"
+	StateDead       State = "dead"
+)
+
+// Info describes the session now.
+func (s *Session) Info() Info {
+	paused := s.pause.paused() // may wait for a freeze in progress: not under s.mu
+	held := s.pause.isHeld()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	exp := s.lastActive.Add(s.idle)
+	if held || s.endAt.Before(exp) { // no idle expiry while a client holds it paused
+		exp = s.endAt
+	}
+	md := make(map[string]string, len(s.metadata))
+	for k, v := range s.metadata {
+		md[k] = v
+	}
+	tmpl := s.template
+	if tmpl == "" {
+		tmpl = TemplateDefault
+	}
+	return Info{
+		ID: s.id, State: s.state, Runtime: s.runtime, CreatedAt: s.created,
+		ExpiresAt: exp, IdleTimeoutS: int(s.idle / time.Second),
+		Queued: int(s.queued.Load()), Limits: s.sandbox.Limits(), Network: networkOf(s.egress), Paused: paused || held, Language: s.kernel,
+		Template: tmpl, Metadata: md, EndAt: s.endAt, clientPaused: held,
+	}
+}
