@@ -3,6 +3,7 @@ package docs_test
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -196,6 +197,101 @@ func TestArchitectureLayers(t *testing.T) {
 			if rt, ok := row[to]; ok && rt < r {
 				t.Errorf("%s (layer %s) imports %s, a layer above it (%s)", from, name[r], to, name[rt])
 			}
+		}
+	}
+}
+
+// maxReadmeLines is how long the README may grow: it is the front door
+// (what glassroom is, the two commands, one example per client, where to
+// read on); detail belongs in docs/.
+const maxReadmeLines = 250
+
+// TestReadmeIsAFrontDoor: the README stays short, its two commands are the
+// Makefile's targets and the test command is the one CI runs.
+func TestReadmeIsAFrontDoor(t *testing.T) {
+	readme := readDoc(t, "README.md")
+	if n := strings.Count(readme, "\n"); n > maxReadmeLines {
+		t.Errorf("README.md has %d lines, more than %d: move detail to docs/ and link it", n, maxReadmeLines)
+	}
+	first := regexp.MustCompile("(?s)```sh\n(.*?)```").FindStringSubmatch(readme)
+	if first == nil {
+		t.Fatal("README.md has no sh block")
+	}
+	makefile := readDoc(t, "Makefile")
+	for _, target := range []string{"run", "test"} {
+		if !regexp.MustCompile(`(?m)^make ` + target + `\b`).MatchString(first[1]) {
+			t.Errorf("README.md's first block does not give `make %s`", target)
+		}
+		if !regexp.MustCompile(`(?m)^` + target + `:`).MatchString(makefile) {
+			t.Errorf("the Makefile has no %s target, which the README gives", target)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^make test$`).MatchString(readDoc(t, ".ci/run")) {
+		t.Error(".ci/run does not run `make test`, the README's test command")
+	}
+}
+
+// anchors returns the GitHub anchors of a Markdown file's headings.
+func anchors(md string) map[string]bool {
+	out := map[string]bool{}
+	inCode := false
+	drop := regexp.MustCompile(`[^\p{L}\p{N} _-]`)
+	for _, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(line, "```") {
+			inCode = !inCode
+		}
+		h, ok := strings.CutPrefix(line, "#")
+		if inCode || !ok {
+			continue
+		}
+		h = strings.TrimSpace(strings.TrimLeft(h, "#"))
+		a := strings.ReplaceAll(drop.ReplaceAllString(strings.ToLower(h), ""), " ", "-")
+		for i := 0; ; i++ { // GitHub numbers repeated headings
+			k := a
+			if i > 0 {
+				k = fmt.Sprintf("%s-%d", a, i)
+			}
+			if !out[k] {
+				out[k] = true
+				break
+			}
+		}
+	}
+	return out
+}
+
+// TestFrontDoorLinks: every relative link of the README and of
+// docs/kubernetes.md (which holds what the README moved out) names a file
+// of the repository and, with #anchor, a heading of that Markdown file.
+func TestFrontDoorLinks(t *testing.T) {
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	for _, doc := range []string{"README.md", "docs/kubernetes.md"} {
+		text := readDoc(t, doc)
+		n := 0
+		for _, m := range link.FindAllStringSubmatch(text, -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			n++
+			file, anchor, _ := strings.Cut(target, "#")
+			path := filepath.Join(filepath.Dir(doc), file)
+			if file == "" {
+				path = doc
+			}
+			b, err := os.ReadFile(filepath.Join("..", path))
+			if err != nil {
+				if _, serr := os.Stat(filepath.Join("..", path)); serr != nil {
+					t.Errorf("%s links %s: %v", doc, target, serr)
+				}
+				continue
+			}
+			if anchor != "" && !anchors(string(b))[anchor] {
+				t.Errorf("%s links %s: %s has no heading #%s", doc, target, path, anchor)
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s has no relative links", doc)
 		}
 	}
 }
