@@ -256,7 +256,7 @@ type limitsInput struct {
 
 type createInput struct {
 	Language     string       `json:"language,omitempty" jsonschema:"The language of the session's first kernel: python (default), r, javascript, typescript, bash or java."`
-	Limits       *limitsInput `json:"limits,omitempty" jsonschema:"Resource limits; omitted fields take the gateway's defaults. The gateway refuses values above its operator's maximum."`
+	Limits       *limitsInput `json:"limits,omitempty" jsonschema:"Resource limits; omitted fields take the gateway's defaults. Values above the operator's maximum are lowered to it (the answer states the limits the session got); values too small to run a kernel are refused."`
 	Network      []string     `json:"network,omitempty" jsonschema:"Hosts the session may reach (e.g. pypi.org, *.pythonhosted.org, api.example.com:443), within the operator's allowlist. Omit it: no network."`
 	IdleTimeoutS float64      `json:"idle_timeout_s,omitempty" jsonschema:"End the session after this many seconds without use (default: the gateway's)."`
 }

@@ -272,8 +272,9 @@ func (t *tools) register(s *sdk.Server) {
 		Name:  "create_session",
 		Title: "Start a session",
 		Description: "Start a session with chosen resource limits, network allowlist, language or idle timeout, and get its session_id " +
-			"(the other tools start a default session when called without session_id). The gateway refuses limits above its maximum " +
-			"and hosts outside its operator's allowlist, with the reason. " + networkSentence(t.cfg.Network),
+			"(the other tools start a default session when called without session_id). The gateway lowers limits above its operator's maximum " +
+			"to it (the answer states the limits the session got) and refuses hosts outside its operator's allowlist, with the reason. " +
+			networkSentence(t.cfg.Network),
 		InputSchema: createSchema,
 		Annotations: &sdk.ToolAnnotations{Title: "Start a session", DestructiveHint: jsonschema.Ptr(false), OpenWorldHint: jsonschema.Ptr(false)},
 	}, t.createSession)

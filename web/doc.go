@@ -4,32 +4,56 @@
 // build step. It talks to the gateway's REST and WebSocket API from the
 // same origin.
 //
-// The modules, one concern each: store (the little state they share: the
-// API key, the session, the cells, the notebook's language), api (REST), ws
-// (the WebSocket, resume and reconnect), session (key, session, its
-// contexts and their kernels' states), kernels (the notebook's language:
-// the chooser, GET /v1/kernels, the language a file asks for, the saved
-// metadata), languages (what the page knows of each language: prompt
-// label, syntax mode, kernelspec and language_info; pure), cells (the cells
-// and their runs, each in the notebook's language), commands (command-mode
-// keys), editor (CodeMirror with the notebook's keys and the language's
-// syntax mode), assist (completion and inspection requests, code point
-// offsets), outputs, pager (the help pane where an execution's page events,
-// obj? and obj??, are shown; set_next_input and ask_exit), comms (Jupyter's
-// comm protocol over the WebSocket: comm events and frames, comm_info, the
-// Output widget's capture of outputs; pure), widgets (the widget manager of
-// the lazily imported widgets bundle: views in outputs, restore after a
-// reload), chart (the interactive SVG chart of
-// application/vnd.glassroom.chart+json: a pure layout with each element's
-// hover text, then the <svg>), table (the sortable table of
-// application/vnd.glassroom.dataframe+json), terminal (the terminal pane:
-// xterm.js over /v1/sessions/{id}/terminal), markdown (markdown-it +
-// DOMPurify), ansi, nbformat
-// (the WebSocket's execution events -> output records, and output records
-// <-> .ipynb), notebook (local save, .ipynb), files (the files panel), text
-// and dom (helpers), and main, which builds them and hands each its
-// dependencies. The pure ones are unit-tested with Node's test runner
-// (jstest/, run by TestJSUnits).
+// The modules, one concern each, static/js/NAME.js (TestDocListsEveryModule
+// keeps this list and the directory the same):
+//
+//   - store: the little state they share: the API key, the session, the
+//     cells, the notebook's language
+//   - storage: localStorage that never throws, and its keys
+//   - api: REST
+//   - ws: the WebSocket, resume and reconnect
+//   - session: key, session, its contexts and their kernels' states
+//   - sessionlist: the sessions panel: the key's live sessions, to open,
+//     interrupt, restart or end
+//   - tabs: several notebooks at once, each with a session of its own,
+//     and the launcher that opens new ones
+//   - kernels: the notebook's language: the chooser, GET /v1/kernels, the
+//     language a file asks for, the saved metadata
+//   - languages: what the page knows of each language: prompt label,
+//     syntax mode, kernelspec and language_info; pure
+//   - cells: the cells and their runs, each in the notebook's language
+//   - commands: command-mode keys
+//   - find: find and replace in the cells' sources and their outputs'
+//     text
+//   - editor: CodeMirror with the notebook's keys and the language's
+//     syntax mode
+//   - assist: completion and inspection requests, code point offsets
+//   - outputs: a cell's outputs drawn: streams, MIME bundles, errors,
+//     input() prompts, display updates
+//   - pager: the help pane where an execution's page events, obj? and
+//     obj??, are shown; set_next_input and ask_exit
+//   - comms: Jupyter's comm protocol over the WebSocket: comm events and
+//     frames, comm_info, the Output widget's capture of outputs; pure
+//   - widgets: the widget manager of the lazily imported widgets bundle:
+//     views in outputs, restore after a reload
+//   - chart: the interactive SVG chart of
+//     application/vnd.glassroom.chart+json: a pure layout with each
+//     element's hover text, then the <svg>
+//   - table: the sortable table of application/vnd.glassroom.dataframe+json
+//   - terminal: the terminal pane: xterm.js over
+//     /v1/sessions/{id}/terminal
+//   - markdown: markdown-it + DOMPurify
+//   - ansi: ANSI escapes in text: SGR colours and styles as classes,
+//     every other escape dropped
+//   - nbformat: the WebSocket's execution events -> output records, and
+//     output records <-> .ipynb
+//   - notebook: local save, .ipynb
+//   - files: the files panel
+//   - text, dom: helpers
+//   - main: builds them and hands each its dependencies
+//
+// The pure ones are unit-tested with Node's test runner (jstest/, run by
+// TestJSUnits).
 //
 // Every module starts with // @ts-check and carries JSDoc types, checked by
 // the TypeScript compiler that package.json pins (tsconfig.json: strict,
