@@ -30,6 +30,8 @@ import (
 //	"spin"        ignores interrupts but keeps printing: it makes progress
 //	              and never obeys
 //	"die"         the kernel process exits with "exit status 1"
+//	"lateexit:T"  the kernel process exits, then (its reply still on the
+//	              wire) prints T and replies ok, 50 ms later
 //	"drain:DUR"   replies at once, then keeps sending output for DUR
 //	"side:TEXT"   sends a comm_msg on its side stream, then prints TEXT
 //	anything else replies ok with the code as its result
@@ -252,14 +254,7 @@ type fakeKernel struct {
 func newFakeKernel(inc *sandbox.Incarnation) *fakeKernel {
 	k := &fakeKernel{inc: inc, interrupt: make(chan struct{}, 1), done: make(chan struct{}), input: make(chan string, 1),
 		sideReady: make(chan struct{}, 1)}
-	go func() { // dies with its process
-		select {
-		case <-inc.Exited():
-			k.Abort(errors.New("process exited: " + inc.ExitReason()))
-		case <-k.done:
-		}
-	}()
-	return k
+	return k // the session's watch aborts it when its process exits
 }
 
 func (k *fakeKernel) Execute(ctx context.Context, code string, opts kernel.ExecuteOptions, onEvent func(kernel.Event)) (*kernel.ExecuteReply, error) {
@@ -342,6 +337,15 @@ func (k *fakeKernel) Execute(ctx context.Context, code string, opts kernel.Execu
 		k.inc.Exit("exit status 1")
 		<-k.done
 		return dead()
+	case "lateexit":
+		k.inc.Exit("exit status 0")
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-k.done:
+			return dead()
+		}
+		onEvent(kernel.Event{Kind: kernel.EventStream, Name: "stdout", Text: arg})
+		return reply(&kernel.ExecuteReply{Status: "ok", ExecutionCount: 1})
 	case "drain":
 		d, _ := time.ParseDuration(arg)
 		if opts.OnReply != nil {

@@ -184,7 +184,8 @@ func (w *worker) reason() string {
 }
 
 // watchKernel starts the goroutine that declares c dead when the sandbox's
-// kernel process exits. It is stopped by the next watchKernel or by the
+// kernel process exits, once the messages it sent before it ended have
+// had exitDrain to arrive (or c ended on its own). It is stopped by the next watchKernel or by the
 // session's end.
 func (w *worker) watchKernel(c KernelConn) {
 	ctx, cancel := context.WithCancel(w.s.ctx)
@@ -195,11 +196,26 @@ func (w *worker) watchKernel(c KernelConn) {
 		defer w.wg.Done()
 		select {
 		case <-exited:
-			c.Abort(&ExitError{Reason: w.s.sandbox.ExitReason()})
 		case <-ctx.Done():
+			return
 		}
+		// What the kernel sent before it ended is read first: an
+		// execute_reply sent just before exit() took the process down.
+		drain := time.NewTimer(exitDrain)
+		defer drain.Stop()
+		select {
+		case <-drain.C:
+		case <-c.Done():
+		case <-ctx.Done():
+			return
+		}
+		c.Abort(&ExitError{Reason: w.s.sandbox.ExitReason()})
 	}()
 }
+
+// exitDrain is how long a kernel whose process exited has to deliver the
+// messages it sent before it ended, before its connection is aborted.
+const exitDrain = 300 * time.Millisecond
 
 // recoverKernel restarts a kernel that died on its own.
 func (w *worker) recoverKernel(c KernelConn) {

@@ -359,3 +359,23 @@ func TestQueuedCodeIsBounded(t *testing.T) {
 		t.Fatalf("after: %+v %v", e, err)
 	}
 }
+
+// A kernel that replies and then exits (Python's exit(): the reply is on
+// the wire when the process ends) gives its execution's result, not a
+// death; the kernel is then restarted, as after any exit.
+func TestReplySentBeforeExitIsKept(t *testing.T) {
+	m, _ := fakeManager(t, sessions.Config{})
+	s := fakeSession(t, m)
+	sub := s.Subscribe(s.LastSeq())
+	defer sub.Close()
+	e := run(t, s, "lateexit:bye", 0)
+	if e.Status != sessions.StatusOK || e.Stdout != "bye" {
+		t.Fatalf("execution whose reply came after the process exit: %+v", e)
+	}
+	for {
+		if ev := next(t, sub, sessions.EventKernel); ev.State == string(sessions.StateDead) {
+			break
+		}
+	}
+	waitState(t, s, sessions.StateIdle)
+}
