@@ -16,7 +16,6 @@ import (
 	"github.com/glassroom/glassroom/gateway/internal/tenant"
 	"github.com/glassroom/glassroom/gateway/internal/wsconn"
 	"github.com/glassroom/glassroom/kernel/kernels"
-	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
@@ -237,7 +236,7 @@ func speaksDebugger(name string) bool {
 // runtime and the aliases POST /api/kernels also takes, and "debugger":
 // true for a kernel with the Jupyter debugger (what JupyterLab reads to
 // offer its debugger, as ipykernel's own kernelspec says it).
-func (a *API) kernelSpecOf(k sandbox.KernelSpec) kernelSpec {
+func (a *API) kernelSpecOf(k sessions.KernelSpec) kernelSpec {
 	meta := map[string]any{"runtime": a.mgr.RuntimeName()}
 	if len(k.Aliases) > 0 {
 		meta["aliases"] = k.Aliases
@@ -263,7 +262,7 @@ func (a *API) kernelSpecs(c echo.Context) error {
 	for _, k := range a.mgr.InstalledKernels() {
 		specs[k.Name] = a.kernelSpecOf(k)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"default": sandbox.DefaultKernel, "kernelspecs": specs})
+	return c.JSON(http.StatusOK, map[string]any{"default": sessions.DefaultKernel, "kernelspecs": specs})
 }
 
 func (a *API) getKernelSpec(c echo.Context) error {
