@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-zeromq/zmq4"
@@ -150,51 +149,19 @@ type Client struct {
 	codec   *Codec
 	session string
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	cancel context.CancelFunc // ends the read loops and the heartbeat
+	wg     sync.WaitGroup     // the read loops' and the heartbeat's goroutines
 
-	shell, control, stdin, iopub, hb zmq4.Socket
-	sendMu                           [3]sync.Mutex // shell, control, stdin
-
-	mu       sync.Mutex
-	pending  map[string]*call
-	inputReq *Message // the outstanding input_request, if any
-
-	side *sideQueue // messages of no pending request (side.go)
+	socks  sockets
+	calls  *pendingCalls
+	input  *pendingInput
+	side   *sideQueue // messages of no pending request (side.go)
+	router *router
+	hb     *heartbeat
 
 	deadOnce sync.Once
 	dead     chan struct{}
 	deadErr  error
-
-	pingOut atomic.Int64  // unix nanos of the unanswered ping, or 0
-	wake    chan struct{} // signalled when a request starts (capacity 1)
-
-	firstPing     chan struct{} // closed after the first ping was sent
-	firstPingOnce sync.Once
-	msgRate       *rate.Limiter
-	dials         *dialState
-	cuts          atomic.Int64 // messages cut by the transport guard
-	published     atomic.Int64 // iopub messages other than status routed from the kernel
-
-	lastDropLog  atomic.Int64 // unix nanos of the last "dropped" log line
-	droppedSince atomic.Int64 // drops not logged since then
-}
-
-type call struct {
-	// comms: the request's comm messages come as EventComm events
-	// (ExecuteOptions.CommEvents), not on the side stream.
-	comms  bool
-	events *eventQueue
-	reply  chan reply // capacity 1: the first reply wins
-	done   chan struct{}
-}
-
-// reply is a request's shell or control reply. cut reports that the reply
-// was over the channel's ceiling and was dropped unread (msg is nil).
-type reply struct {
-	msg *Message
-	cut bool
 }
 
 // Dial connects to the kernel described by info and waits until iopub
@@ -223,14 +190,19 @@ func Dial(ctx context.Context, info ConnectionInfo, cfg Config, log zerolog.Logg
 	dials := &dialState{bytes: rate.NewLimiter(rate.Limit(cfg.ByteRate), max(cfg.ByteRate, readChunk))}
 	cctx, cancel := context.WithCancel(context.WithValue(context.Background(), dialStateKey{}, dials))
 	c = &Client{
-		cfg: cfg, log: log, codec: codec, session: newID(), dials: dials,
-		ctx: cctx, cancel: cancel,
-		pending:   make(map[string]*call),
-		side:      newSideQueue(cfg.SideBuffer, cfg.SideBufferBytes),
-		dead:      make(chan struct{}),
-		wake:      make(chan struct{}, 1),
-		firstPing: make(chan struct{}),
-		msgRate:   rate.NewLimiter(rate.Limit(cfg.MessageRate), cfg.MessageRate),
+		cfg: cfg, log: log, codec: codec, session: newID(),
+		cancel: cancel,
+		socks:  sockets{dials: dials},
+		calls:  newPendingCalls(),
+		input:  &pendingInput{},
+		side:   newSideQueue(cfg.SideBuffer, cfg.SideBufferBytes),
+		dead:   make(chan struct{}),
+	}
+	c.router = &router{
+		ctx: cctx, log: log, codec: codec, maxMessageBytes: cfg.MaxMessageBytes,
+		msgRate: rate.NewLimiter(rate.Limit(cfg.MessageRate), cfg.MessageRate),
+		calls:   c.calls, input: c.input, side: c.side, drops: &dropLog{log: log},
+		dead: c.dead, abort: c.Abort,
 	}
 	defer func() {
 		// zmq4's handshake indexes into what the peer sent and panics on a
@@ -242,34 +214,42 @@ func Dial(ctx context.Context, info ConnectionInfo, cfg Config, log zerolog.Logg
 	}()
 	opts := []zmq4.Option{zmq4.WithDialerMaxRetries(2), zmq4.WithDialerRetry(100 * time.Millisecond)}
 	id := zmq4.WithID(zmq4.SocketIdentity(c.session))
-	c.shell = zmq4.NewDealer(cctx, append(opts, id)...)
-	c.control = zmq4.NewDealer(cctx, append(opts, id)...)
-	c.stdin = zmq4.NewDealer(cctx, append(opts, id)...)
-	c.iopub = zmq4.NewSub(cctx, opts...)
-	c.hb = zmq4.NewReq(cctx, opts...)
-	socks := map[Channel]zmq4.Socket{Shell: c.shell, Control: c.control, Stdin: c.stdin, IOPub: c.iopub, Heartbeat: c.hb}
+	c.socks.shell.sock = zmq4.NewDealer(cctx, append(opts, id)...)
+	c.socks.control.sock = zmq4.NewDealer(cctx, append(opts, id)...)
+	c.socks.stdin.sock = zmq4.NewDealer(cctx, append(opts, id)...)
+	c.socks.iopub = zmq4.NewSub(cctx, opts...)
+	c.socks.hb = zmq4.NewReq(cctx, opts...)
+	socks := map[Channel]zmq4.Socket{Shell: c.socks.shell.sock, Control: c.socks.control.sock, Stdin: c.socks.stdin.sock, IOPub: c.socks.iopub, Heartbeat: c.socks.hb}
 	for _, ch := range Channels {
 		if err := socks[ch].Dial(info.endpoint(ch)); err != nil {
-			c.closeSockets()
+			c.socks.close()
 			cancel()
 			return nil, fmt.Errorf("kernel: dial %s: %w", ch, err)
 		}
 	}
-	if err := c.iopub.SetOption(zmq4.OptionSubscribe, ""); err != nil {
-		c.closeSockets()
+	if err := c.socks.iopub.SetOption(zmq4.OptionSubscribe, ""); err != nil {
+		c.socks.close()
 		cancel()
 		return nil, fmt.Errorf("kernel: subscribe iopub: %w", err)
 	}
-	for _, r := range []struct {
-		ch   Channel
-		sock zmq4.Socket
-	}{{Shell, c.shell}, {Control, c.control}, {Stdin, c.stdin}, {IOPub, c.iopub}} {
+	for _, ch := range []Channel{Shell, Control, Stdin, IOPub} {
+		sock := socks[ch]
 		c.wg.Add(1)
-		go c.readLoop(r.ch, r.sock)
+		go func() {
+			defer c.wg.Done()
+			c.router.readLoop(ch, sock)
+		}()
 	}
+	c.hb = newHeartbeat(c.socks.hb, cfg, c.calls.busy, c.Abort)
 	c.wg.Add(2)
-	go c.heartbeatRecv()
-	go c.heartbeatDrive()
+	go func() {
+		defer c.wg.Done()
+		c.hb.recv(cctx)
+	}()
+	go func() {
+		defer c.wg.Done()
+		c.hb.drive(cctx)
+	}()
 
 	if err := c.waitIOPub(ctx); err != nil {
 		_ = c.Close()
@@ -280,14 +260,14 @@ func Dial(ctx context.Context, info ConnectionInfo, cfg Config, log zerolog.Logg
 
 // Cuts returns how many kernel messages the transport guard cut for being
 // over their channel's ceiling.
-func (c *Client) Cuts() int64 { return c.cuts.Load() }
+func (c *Client) Cuts() int64 { return c.router.cuts.Load() }
 
 // Published returns how many iopub messages other than status the kernel
 // has sent so far: output, displays, comm traffic. A rising count shows
 // that the kernel's code makes progress (a status message does not: the
 // kernel sends one for every request, an interrupt's included). Safe for
 // concurrent use.
-func (c *Client) Published() int64 { return c.published.Load() }
+func (c *Client) Published() int64 { return c.router.published.Load() }
 
 // waitIOPub sends kernel_info requests until one of them produces an iopub
 // message, proving the subscription is live. They go on the control
@@ -305,17 +285,17 @@ func (c *Client) waitIOPub(ctx context.Context) error {
 		select {
 		case <-cl.events.ready:
 			t.Stop()
-			c.unregister(msg.Header.MsgID)
+			c.calls.unregister(msg.Header.MsgID)
 			return nil
 		case <-t.C:
-			c.unregister(msg.Header.MsgID)
+			c.calls.unregister(msg.Header.MsgID)
 		case <-c.dead:
 			t.Stop()
-			c.unregister(msg.Header.MsgID)
+			c.calls.unregister(msg.Header.MsgID)
 			return c.deadError()
 		case <-ctx.Done():
 			t.Stop()
-			c.unregister(msg.Header.MsgID)
+			c.calls.unregister(msg.Header.MsgID)
 			return fmt.Errorf("kernel: wait for iopub: %w", ctx.Err())
 		}
 	}
@@ -344,7 +324,7 @@ func (c *Client) Abort(cause error) {
 		c.log.Debug().Err(cause).Msg("kernel declared dead")
 		close(c.dead)
 		c.cancel()
-		c.closeSockets()
+		c.socks.close()
 	})
 }
 
@@ -353,35 +333,6 @@ func (c *Client) Abort(cause error) {
 func (c *Client) Close() error {
 	c.Abort(ErrClosed)
 	c.wg.Wait()
-	c.drainQueues()
+	c.socks.drain()
 	return nil
-}
-
-// drainQueues empties zmq4's per-socket receive queues after Close. zmq4's
-// connection reader blocks, without watching its context, on a send into
-// a full queue (10 messages); one free slot lets it see the closed
-// connection and exit, instead of staying blocked with up to 11 messages.
-// After Close, Recv returns queued messages or an error at once.
-func (c *Client) drainQueues() {
-	for _, s := range []zmq4.Socket{c.shell, c.control, c.stdin, c.iopub} {
-		if s == nil {
-			continue
-		}
-		for i, misses := 0, 0; i < 64 && misses < 16; i++ {
-			if _, err := s.Recv(); err != nil {
-				misses++
-			} else {
-				misses = 0
-			}
-		}
-	}
-}
-
-func (c *Client) closeSockets() {
-	for _, s := range []zmq4.Socket{c.shell, c.control, c.stdin, c.iopub, c.hb} {
-		if s != nil {
-			_ = s.Close()
-		}
-	}
-	c.dials.closeAll() // including any zmq4 never took over
 }

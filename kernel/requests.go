@@ -72,7 +72,7 @@ func (c *Client) Execute(ctx context.Context, code string, opts ExecuteOptions, 
 	if err != nil {
 		return nil, err
 	}
-	defer c.unregister(msg.Header.MsgID)
+	defer c.calls.unregister(msg.Header.MsgID)
 	var rep *reply
 	replies := cl.reply
 	idle, truncated := false, false
@@ -224,10 +224,7 @@ var ErrNoInputRequest = errors.New("kernel: no input request is pending")
 
 // Input answers the kernel's outstanding input_request with value.
 func (c *Client) Input(value string) error {
-	c.mu.Lock()
-	req := c.inputReq
-	c.inputReq = nil
-	c.mu.Unlock()
+	req := c.input.take()
 	if req == nil {
 		return ErrNoInputRequest
 	}
@@ -246,7 +243,7 @@ func (c *Client) Request(ctx context.Context, ch Channel, msgType string, conten
 	if err != nil {
 		return nil, err
 	}
-	defer c.unregister(msg.Header.MsgID)
+	defer c.calls.unregister(msg.Header.MsgID)
 	select {
 	case r := <-cl.reply:
 		if r.cut {

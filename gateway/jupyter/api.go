@@ -15,8 +15,6 @@ import (
 	"github.com/glassroom/glassroom/gateway/internal/httperr"
 	"github.com/glassroom/glassroom/gateway/internal/tenant"
 	"github.com/glassroom/glassroom/gateway/internal/wsconn"
-	"github.com/glassroom/glassroom/kernel/kernels"
-	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
@@ -81,7 +79,10 @@ func (c Config) Validate() error {
 }
 
 // API serves the Jupyter Server kernels API over a session manager. Create
-// it with New and Register its routes; it is safe for concurrent use.
+// it with New and Register its routes; it is safe for concurrent use. It
+// serves /api/kernels (and the channels WebSocket, conn.go), /api/me and
+// /api/status itself; the kernel specs and /api/sessions are its
+// kernelSpecHandlers' and sessionHandlers'.
 type API struct {
 	cfg      Config
 	mgr      *sessions.Manager
@@ -89,11 +90,12 @@ type API struct {
 	conns    *wsconn.Group
 	upgrader websocket.Upgrader // with the v1 subprotocol offered
 	resume   *resumeMap         // where clients' channels left off (resume.go)
-	// sessionLocks serializes each tenant's changes to its Jupyter
-	// sessions (sessions.go).
-	sessionLocks tenantLocks
-	started      time.Time // when the API was made: /api/status's started
-	log          zerolog.Logger
+	body     bodyReader         // bounded by MaxBodyBytes
+	replicas replicaForwarding  // cfg.Replicas
+	specs    *kernelSpecHandlers
+	sessions *sessionHandlers
+	started  time.Time // when the API was made: /api/status's started
+	log      zerolog.Logger
 }
 
 // New builds the API. keys are the gateway's API keys (a key is a tenant
@@ -108,8 +110,13 @@ func New(cfg Config, mgr *sessions.Manager, keys *tenant.Keys, conns *wsconn.Gro
 		return nil, fmt.Errorf("jupyter: new: a session manager, keys and a connection group are required")
 	}
 	upgrader.Subprotocols = []string{subprotocolV1}
-	return &API{cfg: cfg.withDefaults(), mgr: mgr, keys: keys, conns: conns, upgrader: upgrader,
-		resume: newResumeMap(defaultResumeLimits()), started: time.Now(), log: log}, nil
+	cfg = cfg.withDefaults()
+	body, replicas := bodyReader{max: cfg.MaxBodyBytes}, replicaForwarding{r: cfg.Replicas}
+	return &API{cfg: cfg, mgr: mgr, keys: keys, conns: conns, upgrader: upgrader,
+		resume: newResumeMap(defaultResumeLimits()), body: body, replicas: replicas,
+		specs:    &kernelSpecHandlers{mgr: mgr},
+		sessions: &sessionHandlers{mgr: mgr, body: body, replicas: replicas, log: log},
+		started:  time.Now(), log: log}, nil
 }
 
 // Register adds the Jupyter Server API's routes to e, beside /v1: /api
@@ -120,25 +127,22 @@ func (a *API) Register(e *echo.Echo) {
 	e.GET("/api", a.version)
 	e.GET("/api/", a.version)
 	api := e.Group("/api", a.authenticate)
-	api.GET("/kernelspecs", a.kernelSpecs)
-	api.GET("/kernelspecs/:name", a.getKernelSpec)
+	api.GET("/kernelspecs", a.specs.list)
+	api.GET("/kernelspecs/:name", a.specs.get)
 	api.GET("/kernels", a.listKernels)
 	api.POST("/kernels", a.startKernel)
 	// A kernel another replica serves is that replica's to answer for.
-	var kernel []echo.MiddlewareFunc
-	if a.cfg.Replicas != nil {
-		kernel = append(kernel, a.cfg.Replicas.Forward(func(c echo.Context) string { return sessionIDOf(c.Param("id")) }))
-	}
+	kernel := a.replicas.kernelMiddleware()
 	api.GET("/kernels/:id", a.getKernel, kernel...)
 	api.DELETE("/kernels/:id", a.deleteKernel, kernel...)
 	api.POST("/kernels/:id/interrupt", a.interrupt, kernel...)
 	api.POST("/kernels/:id/restart", a.restart, kernel...)
 	api.GET("/kernels/:id/channels", a.channels, kernel...)
-	api.GET("/sessions", a.listSessions)
-	api.POST("/sessions", a.createSession)
-	api.GET("/sessions/:id", a.getSession)
-	api.PATCH("/sessions/:id", a.patchSession)
-	api.DELETE("/sessions/:id", a.deleteSession)
+	api.GET("/sessions", a.sessions.list)
+	api.POST("/sessions", a.sessions.create)
+	api.GET("/sessions/:id", a.sessions.get)
+	api.PATCH("/sessions/:id", a.sessions.patch)
+	api.DELETE("/sessions/:id", a.sessions.delete)
 	api.GET("/me", a.me)
 	api.PATCH("/me", a.patchMe)
 	api.GET("/status", a.status)
@@ -146,7 +150,7 @@ func (a *API) Register(e *echo.Echo) {
 		return httperr.New(http.StatusNotFound, "not_found", "no such Jupyter API route")
 	})
 	// Kernel spec resources: each kernel's logos (logos.go).
-	e.GET("/kernelspecs/:name/:file", a.kernelSpecResource, a.authenticate)
+	e.GET("/kernelspecs/:name/:file", a.specs.resource, a.authenticate)
 	e.GET("/kernelspecs/:name/*", func(c echo.Context) error {
 		return httperr.New(http.StatusNotFound, "not_found", "kernel spec %s has no such resource", clipID(c.Param("name")))
 	}, a.authenticate)
@@ -195,87 +199,6 @@ func (a *API) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 
 func (a *API) version(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"version": apiVersion})
-}
-
-// kernelSpec is a kernel spec model.
-type kernelSpec struct {
-	Name      string            `json:"name"`
-	Spec      kernelSpecFile    `json:"spec"`
-	Resources map[string]string `json:"resources"`
-}
-
-type kernelSpecFile struct {
-	Argv          []string          `json:"argv"`
-	DisplayName   string            `json:"display_name"`
-	Language      string            `json:"language"`
-	InterruptMode string            `json:"interrupt_mode"`
-	Env           map[string]string `json:"env"`
-	Metadata      map[string]any    `json:"metadata"`
-}
-
-// kernelArgv is how each kernel is launched inside the sandbox, for the
-// spec's argv (clients show it; glassroom launches its kernels itself):
-// its registry entry's.
-func kernelArgv(name string) []string {
-	if k, ok := kernels.Lookup(name); ok && k.Name == name {
-		return k.JupyterArgv
-	}
-	return []string{name, "{connection_file}"}
-}
-
-// speaksDebugger reports whether kernel name speaks the Jupyter debugger's
-// protocol (ipykernel, with debugpy: a dependency of Debian's ipykernel, in
-// the kernel image and on a local runtime's host). A kernel's
-// kernel_info_reply says whether it really has it.
-func speaksDebugger(name string) bool {
-	k, ok := kernels.Lookup(name)
-	return ok && k.Name == name && k.Debugger
-}
-
-// kernelSpecOf is the spec of an installed kernel: its name, language and
-// display name as GET /v1/kernels gives them, and in its metadata the
-// runtime and the aliases POST /api/kernels also takes, and "debugger":
-// true for a kernel with the Jupyter debugger (what JupyterLab reads to
-// offer its debugger, as ipykernel's own kernelspec says it).
-func (a *API) kernelSpecOf(k sandbox.KernelSpec) kernelSpec {
-	meta := map[string]any{"runtime": a.mgr.RuntimeName()}
-	if len(k.Aliases) > 0 {
-		meta["aliases"] = k.Aliases
-	}
-	metadata := map[string]any{"glassroom": meta}
-	if speaksDebugger(k.Name) {
-		metadata["debugger"] = true
-	}
-	return kernelSpec{Name: k.Name, Resources: kernelResources(k.Name), Spec: kernelSpecFile{
-		Argv:          kernelArgv(k.Name),
-		DisplayName:   k.DisplayName + " (glassroom)",
-		Language:      k.Language,
-		InterruptMode: "message",
-		Env:           map[string]string{},
-		Metadata:      metadata,
-	}}
-}
-
-// kernelSpecs lists every kernel the gateway's runtime has installed;
-// the default is Python's.
-func (a *API) kernelSpecs(c echo.Context) error {
-	specs := map[string]kernelSpec{}
-	for _, k := range a.mgr.InstalledKernels() {
-		specs[k.Name] = a.kernelSpecOf(k)
-	}
-	return c.JSON(http.StatusOK, map[string]any{"default": sandbox.DefaultKernel, "kernelspecs": specs})
-}
-
-func (a *API) getKernelSpec(c echo.Context) error {
-	installed := a.mgr.InstalledKernels()
-	names := make([]string, 0, len(installed))
-	for _, k := range installed {
-		if k.Name == c.Param("name") {
-			return c.JSON(http.StatusOK, a.kernelSpecOf(k))
-		}
-		names = append(names, k.Name)
-	}
-	return httperr.New(http.StatusNotFound, "not_found", "no kernel spec named %q (installed: %s)", c.Param("name"), strings.Join(names, ", "))
 }
 
 // kernelModel is a kernel as the Jupyter Server API describes it.
@@ -334,41 +257,7 @@ func (a *API) listKernels(c echo.Context) error {
 			out = append(out, b)
 		}
 	}
-	return c.JSON(http.StatusOK, a.gather(c, out))
-}
-
-// gather adds to local, a list of models (kernels or sessions), the other
-// replicas' lists of the same request (Replicas.Gather), each model once
-// (by its id).
-func (a *API) gather(c echo.Context, local []json.RawMessage) []json.RawMessage {
-	if a.cfg.Replicas == nil {
-		return local
-	}
-	bodies, _ := a.cfg.Replicas.Gather(c)
-	type keyed struct {
-		ID string `json:"id"`
-	}
-	seen := map[string]bool{}
-	for _, m := range local {
-		var k keyed
-		_ = json.Unmarshal(m, &k)
-		seen[k.ID] = true
-	}
-	for _, b := range bodies {
-		var models []json.RawMessage
-		if json.Unmarshal(b, &models) != nil {
-			continue
-		}
-		for _, m := range models {
-			var k keyed
-			if json.Unmarshal(m, &k) != nil || k.ID == "" || seen[k.ID] {
-				continue
-			}
-			seen[k.ID] = true
-			local = append(local, m)
-		}
-	}
-	return local
+	return c.JSON(http.StatusOK, a.replicas.gather(c, out))
 }
 
 // startKernelRequest is the body of POST /api/kernels: Name is the kernel
@@ -379,14 +268,19 @@ type startKernelRequest struct {
 	Env  map[string]json.RawMessage `json:"env"`
 }
 
-// readBody reads a request's body, at most MaxBodyBytes of it (a 413
-// past them).
-func (a *API) readBody(c echo.Context) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, a.cfg.MaxBodyBytes))
+// bodyReader reads request bodies, at most max bytes of one (a 413 past
+// them). Safe for concurrent use.
+type bodyReader struct {
+	max int64
+}
+
+// read reads c's request body.
+func (r bodyReader) read(c echo.Context) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, r.max))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, httperr.New(http.StatusRequestEntityTooLarge, "too_large", "request body exceeds %d bytes", a.cfg.MaxBodyBytes)
+			return nil, httperr.New(http.StatusRequestEntityTooLarge, "too_large", "request body exceeds %d bytes", r.max)
 		}
 		return nil, httperr.New(http.StatusBadRequest, "bad_request", "could not read body")
 	}
@@ -394,7 +288,7 @@ func (a *API) readBody(c echo.Context) ([]byte, error) {
 }
 
 func (a *API) startKernel(c echo.Context) error {
-	body, err := a.readBody(c)
+	body, err := a.body.read(c)
 	if err != nil {
 		return err
 	}

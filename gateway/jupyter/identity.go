@@ -98,7 +98,7 @@ func (a *API) status(c echo.Context) error {
 // patchMe is PATCH /api/me: no field of a tenant's identity is updatable
 // (a 400, as jupyter_server answers a field not in updatable_fields).
 func (a *API) patchMe(c echo.Context) error {
-	body, err := a.readBody(c)
+	body, err := a.body.read(c)
 	if err != nil {
 		return err
 	}

@@ -46,12 +46,12 @@ func kernelResources(kernel string) map[string]string {
 	return out
 }
 
-// kernelSpecResource is GET /kernelspecs/{name}/{file}: a logo of an
+// resource is GET /kernelspecs/{name}/{file}: a logo of an
 // installed kernel, or a 404.
-func (a *API) kernelSpecResource(c echo.Context) error {
+func (h *kernelSpecHandlers) resource(c echo.Context) error {
 	name, file := c.Param("name"), c.Param("file")
 	installed := false
-	for _, k := range a.mgr.InstalledKernels() {
+	for _, k := range h.mgr.InstalledKernels() {
 		installed = installed || k.Name == name
 	}
 	notFound := httperr.New(http.StatusNotFound, "not_found", "kernel spec %s has no resource %s", clipID(name), clipID(file))

@@ -6,13 +6,13 @@ import (
 	"io/fs"
 	"testing"
 
-	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
+	"github.com/glassroom/glassroom/kernel/kernels"
 )
 
 // TestEveryKernelHasLogos: every kernel glassroom knows, installed here or
 // not, has its three logos embedded: PNGs of 32 and 64 pixels and an SVG.
 func TestEveryKernelHasLogos(t *testing.T) {
-	for _, k := range sandbox.Kernels() {
+	for _, k := range kernels.All() {
 		res := kernelResources(k.Name)
 		if len(res) != 3 || res["logo-32x32"] == "" || res["logo-64x64"] == "" || res["logo-svg"] == "" {
 			t.Errorf("%s: resources %v", k.Name, res)

@@ -16,6 +16,7 @@ import (
 	"github.com/glassroom/glassroom/gateway/internal/tenant"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/labstack/echo/v4"
+	"github.com/rs/zerolog"
 )
 
 // The Jupyter Server sessions API (/api/sessions), which clients that
@@ -67,6 +68,17 @@ func (l *tenantLocks) lock(ctx context.Context, tenant string) (unlock func(), e
 	}
 }
 
+// sessionHandlers serve /api/sessions for the API, over its session
+// manager: the Jupyter sessions are held by the tenant's glassroom
+// sessions. Safe for concurrent use.
+type sessionHandlers struct {
+	mgr      *sessions.Manager
+	body     bodyReader
+	replicas replicaForwarding
+	locks    tenantLocks // each tenant's changes, one at a time
+	log      zerolog.Logger
+}
+
 // sessionModel is a session as the Jupyter Server API describes it;
 // Notebook is jupyter_server's deprecated view, given for type notebook.
 type sessionModel struct {
@@ -100,8 +112,8 @@ type heldSession struct {
 
 // jupyterSessions returns tenant's Jupyter sessions, by their kernels'
 // creation, then in each kernel's order.
-func (a *API) jupyterSessions(tenant string) []heldSession {
-	infos := a.mgr.List(tenant)
+func (s *sessionHandlers) jupyterSessions(tenant string) []heldSession {
+	infos := s.mgr.List(tenant)
 	sort.Slice(infos, func(i, j int) bool {
 		if !infos[i].CreatedAt.Equal(infos[j].CreatedAt) {
 			return infos[i].CreatedAt.Before(infos[j].CreatedAt)
@@ -110,7 +122,7 @@ func (a *API) jupyterSessions(tenant string) []heldSession {
 	})
 	var out []heldSession
 	for _, info := range infos {
-		sess, err := a.mgr.Get(tenant, info.ID)
+		sess, err := s.mgr.Get(tenant, info.ID)
 		if err != nil {
 			continue // ended meanwhile: its Jupyter sessions with it
 		}
@@ -122,8 +134,8 @@ func (a *API) jupyterSessions(tenant string) []heldSession {
 }
 
 // findSession returns tenant's Jupyter session id, or a 404.
-func (a *API) findSession(tenant, id string) (heldSession, error) {
-	for _, h := range a.jupyterSessions(tenant) {
+func (s *sessionHandlers) findSession(tenant, id string) (heldSession, error) {
+	for _, h := range s.jupyterSessions(tenant) {
 		if h.js.ID == id {
 			return h, nil
 		}
@@ -132,8 +144,8 @@ func (a *API) findSession(tenant, id string) (heldSession, error) {
 }
 
 // findPath returns tenant's first Jupyter session of path.
-func (a *API) findPath(tenant, path string) (heldSession, bool) {
-	for _, h := range a.jupyterSessions(tenant) {
+func (s *sessionHandlers) findPath(tenant, path string) (heldSession, bool) {
+	for _, h := range s.jupyterSessions(tenant) {
 		if h.js.Path == path {
 			return h, true
 		}
@@ -183,9 +195,9 @@ type kernelRequest struct {
 // readSessionRequest reads and decodes a POST or PATCH body, bounded by
 // MaxBodyBytes, and returns it too; an empty or null body is a 400, as
 // jupyter_server's "No JSON data provided".
-func (a *API) readSessionRequest(c echo.Context) (sessionRequest, []byte, error) {
+func (s *sessionHandlers) readSessionRequest(c echo.Context) (sessionRequest, []byte, error) {
 	var req sessionRequest
-	body, err := a.readBody(c)
+	body, err := s.body.read(c)
 	if err != nil {
 		return req, nil, err
 	}
@@ -211,8 +223,8 @@ func publicInvalid(err error) string { return httperr.Of(err).Message }
 
 // kernelOf is tenant's kernel id (either shape), or a 400 as
 // jupyter_server answers a PATCH naming a kernel it does not have.
-func (a *API) kernelOf(tenant, id string) (*sessions.Session, error) {
-	sess, err := a.mgr.Get(tenant, sessionIDOf(id))
+func (s *sessionHandlers) kernelOf(tenant, id string) (*sessions.Session, error) {
+	sess, err := s.mgr.Get(tenant, sessionIDOf(id))
 	if errors.Is(err, sessions.ErrNotFound) {
 		return nil, httperr.New(http.StatusBadRequest, "bad_request", "No such kernel: %s", clipID(id))
 	}
@@ -221,21 +233,21 @@ func (a *API) kernelOf(tenant, id string) (*sessions.Session, error) {
 
 // startSessionKernel starts a kernel of spec name ("" for the default)
 // for a Jupyter session: a new glassroom session of tenant.
-func (a *API) startSessionKernel(ctx context.Context, tenant, name string) (*sessions.Session, error) {
-	kernel, err := a.mgr.ResolveKernel(name)
+func (s *sessionHandlers) startSessionKernel(ctx context.Context, tenant, name string) (*sessions.Session, error) {
+	kernel, err := s.mgr.ResolveKernel(name)
 	if err != nil {
 		return nil, err // a 400 that says which are installed
 	}
-	return a.mgr.Create(ctx, tenant, sessions.CreateOptions{Kernel: kernel})
+	return s.mgr.Create(ctx, tenant, sessions.CreateOptions{Kernel: kernel})
 }
 
 // shutDown deletes a kernel the API started or replaced, whatever became
 // of the request that did (bounded).
-func (a *API) shutDown(ctx context.Context, tenant string, sess *sessions.Session) {
+func (s *sessionHandlers) shutDown(ctx context.Context, tenant string, sess *sessions.Session) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	if err := a.mgr.Delete(ctx, tenant, sess.ID()); err != nil && !errors.Is(err, sessions.ErrNotFound) {
-		a.log.Warn().Err(err).Str("session", sess.ID()).Msg("jupyter: shutting down a session's kernel failed")
+	if err := s.mgr.Delete(ctx, tenant, sess.ID()); err != nil && !errors.Is(err, sessions.ErrNotFound) {
+		s.log.Warn().Err(err).Str("session", sess.ID()).Msg("jupyter: shutting down a session's kernel failed")
 	}
 }
 
@@ -256,8 +268,10 @@ func removeFrom(kernel *sessions.Session, id string) error {
 	return kernel.SetJupyterSessions(out)
 }
 
-func (a *API) listSessions(c echo.Context) error {
-	held := a.jupyterSessions(tenant.Of(c))
+// list is GET /api/sessions: the tenant's Jupyter sessions, the other
+// replicas' included.
+func (s *sessionHandlers) list(c echo.Context) error {
+	held := s.jupyterSessions(tenant.Of(c))
 	out := make([]json.RawMessage, 0, len(held))
 	for _, h := range held {
 		b, err := json.Marshal(sessionModelOf(h.js, h.kernel))
@@ -266,41 +280,26 @@ func (a *API) listSessions(c echo.Context) error {
 		}
 		out = append(out, b)
 	}
-	return c.JSON(http.StatusOK, a.gather(c, out))
+	return c.JSON(http.StatusOK, s.replicas.gather(c, out))
 }
 
-// elsewhere answers a request for a Jupyter session this replica does
-// not hold (lookup's error, a 404) through the replica that holds it, if
-// one does (Replicas.Ask); else it returns lookup's error.
-func (a *API) elsewhere(c echo.Context, lookup error) error {
-	if a.cfg.Replicas == nil || httperr.Of(lookup).Status != http.StatusNotFound {
-		return lookup
-	}
-	handled, err := a.cfg.Replicas.Ask(c)
-	switch {
-	case err != nil:
-		return err
-	case handled:
-		return nil
-	}
-	return lookup
-}
-
-func (a *API) getSession(c echo.Context) error {
-	h, err := a.findSession(tenant.Of(c), c.Param("id"))
+// get is GET /api/sessions/{id}, answered by the replica that holds the
+// session.
+func (s *sessionHandlers) get(c echo.Context) error {
+	h, err := s.findSession(tenant.Of(c), c.Param("id"))
 	if err != nil {
-		return a.elsewhere(c, err)
+		return s.replicas.elsewhere(c, err)
 	}
 	return c.JSON(http.StatusOK, sessionModelOf(h.js, h.kernel))
 }
 
-// createSession is POST /api/sessions: {"path", "type", "name"?,
+// create is POST /api/sessions: {"path", "type", "name"?,
 // "kernel"?: {"id"} or {"name"}}. A path that has a session answers it
 // (201, the body's kernel ignored), as jupyter_server does; else the
 // session is made on the tenant's kernel id, or on a new kernel of the
 // spec name (the default without one).
-func (a *API) createSession(c echo.Context) error {
-	req, body, err := a.readSessionRequest(c)
+func (s *sessionHandlers) create(c echo.Context) error {
+	req, body, err := s.readSessionRequest(c)
 	if err != nil {
 		return err
 	}
@@ -327,32 +326,32 @@ func (a *API) createSession(c echo.Context) error {
 		return err
 	}
 	ctx, t := c.Request().Context(), tenant.Of(c)
-	unlock, err := a.sessionLocks.lock(ctx, t)
+	unlock, err := s.locks.lock(ctx, t)
 	if err != nil {
 		return err
 	}
 	defer func() { unlock() }() // unlock is replaced below
-	if h, ok := a.findPath(t, js.Path); ok {
-		return a.created(c, h.js, h.kernel)
+	if h, ok := s.findPath(t, js.Path); ok {
+		return s.created(c, h.js, h.kernel)
 	}
 	var kernel *sessions.Session
 	started := false
 	if req.Kernel != nil && req.Kernel.ID != nil && *req.Kernel.ID != "" {
-		if kernel, err = a.kernelOf(t, *req.Kernel.ID); err != nil && a.cfg.Replicas != nil {
+		if kernel, err = s.kernelOf(t, *req.Kernel.ID); err != nil && s.replicas.enabled() {
 			// A kernel another replica serves: the Jupyter session is
 			// held by its session, there.
 			unlock()
 			unlock = func() {}
-			handled, ferr := a.cfg.Replicas.ToSession(c, sessionIDOf(*req.Kernel.ID), body)
+			handled, ferr := s.replicas.toSession(c, sessionIDOf(*req.Kernel.ID), body)
 			if handled || ferr != nil {
 				return ferr
 			}
-			relock, lerr := a.sessionLocks.lock(ctx, t)
+			relock, lerr := s.locks.lock(ctx, t)
 			if lerr != nil {
 				return lerr
 			}
 			unlock = relock
-			kernel, err = a.kernelOf(t, *req.Kernel.ID) // adopted here meanwhile, perhaps
+			kernel, err = s.kernelOf(t, *req.Kernel.ID) // adopted here meanwhile, perhaps
 		}
 		if err != nil {
 			return err
@@ -362,21 +361,22 @@ func (a *API) createSession(c echo.Context) error {
 		if req.Kernel != nil && req.Kernel.Name != nil {
 			name = *req.Kernel.Name
 		}
-		if kernel, err = a.startSessionKernel(ctx, t, name); err != nil {
+		if kernel, err = s.startSessionKernel(ctx, t, name); err != nil {
 			return err
 		}
 		started = true
 	}
 	if err := addTo(kernel, js); err != nil {
 		if started {
-			a.shutDown(ctx, t, kernel)
+			s.shutDown(ctx, t, kernel)
 		}
 		return sessionError(err, kernel)
 	}
-	return a.created(c, js, kernel)
+	return s.created(c, js, kernel)
 }
 
-func (a *API) created(c echo.Context, js sessions.JupyterSession, kernel *sessions.Session) error {
+// created answers a POST with js, held by kernel (201, its Location).
+func (s *sessionHandlers) created(c echo.Context, js sessions.JupyterSession, kernel *sessions.Session) error {
 	c.Response().Header().Set("Location", "/api/sessions/"+js.ID)
 	return c.JSON(http.StatusCreated, sessionModelOf(js, kernel))
 }
@@ -390,26 +390,26 @@ func sessionError(err error, kernel *sessions.Session) error {
 	return err
 }
 
-// patchSession is PATCH /api/sessions/{id}: path, name and type rename
+// patch is PATCH /api/sessions/{id}: path, name and type rename
 // the session; kernel {"id"} moves it to that kernel of the tenant (a
 // 400 if there is none), kernel {"name"} to a new kernel of that spec.
 // When its kernel changes, the old kernel is shut down, as jupyter_server
 // does (with the other Jupyter sessions it held).
-func (a *API) patchSession(c echo.Context) error {
-	if _, err := a.findSession(tenant.Of(c), c.Param("id")); err != nil && a.cfg.Replicas != nil {
-		return a.elsewhere(c, err) // its body unread: the replica that holds it reads it
+func (s *sessionHandlers) patch(c echo.Context) error {
+	if _, err := s.findSession(tenant.Of(c), c.Param("id")); err != nil && s.replicas.enabled() {
+		return s.replicas.elsewhere(c, err) // its body unread: the replica that holds it reads it
 	}
-	req, _, err := a.readSessionRequest(c)
+	req, _, err := s.readSessionRequest(c)
 	if err != nil {
 		return err
 	}
 	ctx, t := c.Request().Context(), tenant.Of(c)
-	unlock, err := a.sessionLocks.lock(ctx, t)
+	unlock, err := s.locks.lock(ctx, t)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	h, err := a.findSession(t, c.Param("id"))
+	h, err := s.findSession(t, c.Param("id"))
 	if err != nil {
 		return err
 	}
@@ -434,11 +434,11 @@ func (a *API) patchSession(c echo.Context) error {
 	if req.Kernel != nil {
 		switch {
 		case req.Kernel.ID != nil:
-			if target, err = a.kernelOf(t, *req.Kernel.ID); err != nil {
+			if target, err = s.kernelOf(t, *req.Kernel.ID); err != nil {
 				return err
 			}
 		case req.Kernel.Name != nil:
-			if target, err = a.startSessionKernel(ctx, t, *req.Kernel.Name); err != nil {
+			if target, err = s.startSessionKernel(ctx, t, *req.Kernel.Name); err != nil {
 				return err
 			}
 			started = true
@@ -459,35 +459,35 @@ func (a *API) patchSession(c echo.Context) error {
 	// A new kernel: the session moves to it, then the old one is shut down.
 	if err := addTo(target, js); err != nil {
 		if started {
-			a.shutDown(ctx, t, target)
+			s.shutDown(ctx, t, target)
 		}
 		return sessionError(err, target)
 	}
 	if err := removeFrom(h.kernel, js.ID); err != nil && !errors.Is(err, sessions.ErrNotFound) {
 		return err
 	}
-	a.shutDown(ctx, t, h.kernel)
+	s.shutDown(ctx, t, h.kernel)
 	return c.JSON(http.StatusOK, sessionModelOf(js, target))
 }
 
-// deleteSession is DELETE /api/sessions/{id}: the session's kernel is
+// delete is DELETE /api/sessions/{id}: the session's kernel is
 // shut down (and its other Jupyter sessions with it, as in
 // jupyter_server).
-func (a *API) deleteSession(c echo.Context) error {
-	if _, err := a.findSession(tenant.Of(c), c.Param("id")); err != nil && a.cfg.Replicas != nil {
-		return a.elsewhere(c, err)
+func (s *sessionHandlers) delete(c echo.Context) error {
+	if _, err := s.findSession(tenant.Of(c), c.Param("id")); err != nil && s.replicas.enabled() {
+		return s.replicas.elsewhere(c, err)
 	}
 	ctx, t := c.Request().Context(), tenant.Of(c)
-	unlock, err := a.sessionLocks.lock(ctx, t)
+	unlock, err := s.locks.lock(ctx, t)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	h, err := a.findSession(t, c.Param("id"))
+	h, err := s.findSession(t, c.Param("id"))
 	if err != nil {
 		return err
 	}
-	if err := a.mgr.Delete(ctx, t, h.kernel.ID()); err != nil {
+	if err := s.mgr.Delete(ctx, t, h.kernel.ID()); err != nil {
 		if errors.Is(err, sessions.ErrNotFound) { // it ended meanwhile: so did the session
 			return httperr.New(http.StatusNotFound, "not_found", "session %s not found (its kernel ended)", h.js.ID)
 		}
