@@ -136,10 +136,11 @@ func (s *sessionsAPI) execute(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if sess, err = s.target(c, sess, req.Context, req.Language); err != nil {
+	k, err := s.target(c, sess, req.Context, req.Language)
+	if err != nil {
 		return err
 	}
-	exec, err := sess.Execute(c.Request().Context(), sessions.ExecRequest{ID: req.ID, Code: *req.Code, Timeout: timeout,
+	exec, err := k.Execute(c.Request().Context(), sessions.ExecRequest{ID: req.ID, Code: *req.Code, Timeout: timeout,
 		Envs: req.Envs, Cwd: req.Cwd, UserExpressions: req.UserExpressions})
 	if err != nil {
 		return err
@@ -155,10 +156,11 @@ func (s *sessionsAPI) interrupt(c echo.Context) error {
 	// ?context= interrupts that context; without it, every context
 	// running an execution is interrupted.
 	if id := c.QueryParam("context"); id != "" {
-		if sess, err = sess.Contexts().Get(id); err != nil {
+		var k *sessions.Kernel
+		if k, err = sess.Contexts().Get(id); err != nil {
 			return err
 		}
-		err = sess.Interrupt(c.Request().Context())
+		err = k.Interrupt(c.Request().Context())
 	} else {
 		err = sess.Contexts().Interrupt(c.Request().Context())
 	}
@@ -173,7 +175,7 @@ func (s *sessionsAPI) restart(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := sess.Restart(c.Request().Context()); err != nil {
+	if err := sess.First().Restart(c.Request().Context()); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -224,10 +226,11 @@ func (s *sessionsAPI) complete(c echo.Context) error {
 	if err := checkIntrospect(req); err != nil {
 		return err
 	}
-	if sess, err = s.target(c, sess, req.Context, req.Language); err != nil {
+	k, err := s.target(c, sess, req.Context, req.Language)
+	if err != nil {
 		return err
 	}
-	out, err := sess.Complete(c.Request().Context(), *req.Code, *req.CursorPos)
+	out, err := k.Complete(c.Request().Context(), *req.Code, *req.CursorPos)
 	if err != nil {
 		return err
 	}
@@ -243,10 +246,11 @@ func (s *sessionsAPI) inspect(c echo.Context) error {
 	if err := checkIntrospect(req); err != nil {
 		return err
 	}
-	if sess, err = s.target(c, sess, req.Context, req.Language); err != nil {
+	k, err := s.target(c, sess, req.Context, req.Language)
+	if err != nil {
 		return err
 	}
-	out, err := sess.Inspect(c.Request().Context(), *req.Code, *req.CursorPos, req.DetailLevel)
+	out, err := k.Inspect(c.Request().Context(), *req.Code, *req.CursorPos, req.DetailLevel)
 	if err != nil {
 		return err
 	}

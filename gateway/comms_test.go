@@ -627,7 +627,7 @@ func kernelOpensMany(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := sess.OpenComms(); n == 0 || n > 10000 {
+	if n := sess.First().Comms().OpenComms(); n == 0 || n > 10000 {
 		t.Fatalf("the session tracks %d comms", n)
 	}
 	c.send(map[string]any{"type": "execute", "id": "after", "code": "1 + 1"})

@@ -60,25 +60,25 @@ func (in *introspector) start(f clientFrame) {
 		var err error
 		defer in.recoverPanic(&err)
 		var reply any
-		sess := in.sess // comm_info: the comms of the session's first context, as the comm frames
+		k := in.sess.First() // comm_info: the comms of the session's first kernel, as the comm frames
 		if f.Type != "comm_info" {
-			sess, err = in.sess.Contexts().Resolve(ctx, f.Context, f.Language)
+			k, err = in.sess.Contexts().Resolve(ctx, f.Context, f.Language)
 		}
 		switch {
 		case err != nil:
 		case f.Type == "comm_info":
 			var comms map[string]sessions.CommTarget
-			if comms, err = sess.CommInfo(ctx, f.TargetName); err == nil {
+			if comms, err = k.Comms().CommInfo(ctx, f.TargetName); err == nil {
 				reply = commInfoReply{Type: "comm_info_reply", ID: f.ID, Comms: comms}
 			}
 		case f.Type == "complete":
 			var c *sessions.Completion
-			if c, err = sess.Complete(ctx, *f.Code, *f.CursorPos); err == nil {
+			if c, err = k.Complete(ctx, *f.Code, *f.CursorPos); err == nil {
 				reply = completeReply{Type: "complete_reply", ID: f.ID, Completion: c}
 			}
 		default:
 			var r *sessions.Inspection
-			if r, err = sess.Inspect(ctx, *f.Code, *f.CursorPos, f.DetailLevel); err == nil {
+			if r, err = k.Inspect(ctx, *f.Code, *f.CursorPos, f.DetailLevel); err == nil {
 				reply = inspectReply{Type: "inspect_reply", ID: f.ID, Inspection: r}
 			}
 		}

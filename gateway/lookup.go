@@ -68,6 +68,6 @@ func (s lookup) sessionRequest(c echo.Context, v any) (*sessions.Session, error)
 
 // target is the session's context a request runs in (its context and
 // language fields; see api.ExecuteRequest).
-func (s lookup) target(c echo.Context, sess *sessions.Session, context, language string) (*sessions.Session, error) {
+func (s lookup) target(c echo.Context, sess *sessions.Session, context, language string) (*sessions.Kernel, error) {
 	return sess.Contexts().Resolve(c.Request().Context(), context, language)
 }

@@ -86,7 +86,7 @@ type commSend struct {
 // send sends c to the kernel for owner and returns its answer frame.
 func (c commSend) send(sess *sessions.Session, owner string) any {
 	defer c.release()
-	msgID, err := sess.SendCommID(owner, c.id, c.msgType, c.content, c.metadata, c.buffers)
+	msgID, err := sess.First().Comms().SendCommID(owner, c.id, c.msgType, c.content, c.metadata, c.buffers)
 	if err != nil {
 		ae := httperr.Of(err)
 		return rejected{Type: "rejected", ID: c.id, Code: ae.Code, Message: ae.Message}
@@ -219,7 +219,7 @@ func (r *wsRelay) serve(c echo.Context) error {
 	})
 	_ = g.Wait()
 	dropCommSends(out)
-	sess.CloseComms(owner) // nobody else may use them
+	sess.First().Comms().CloseComms(owner) // nobody else may use them
 	return nil
 }
 
@@ -329,7 +329,7 @@ func handleFrame(ctx context.Context, sess *sessions.Session, f clientFrame, in 
 		defer cancel()
 		var err error
 		if f.Context != "" {
-			var target *sessions.Session
+			var target *sessions.Kernel
 			if target, err = sess.Contexts().Get(f.Context); err == nil {
 				err = target.Interrupt(ictx)
 			}

@@ -49,7 +49,7 @@ func createAndAnswer(b *testing.B, m *sessions.Manager) *sessions.Session {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, err := s.Execute(context.Background(), sessions.ExecRequest{Code: "x = 41\nx + 1"})
+	e, err := s.First().Execute(context.Background(), sessions.ExecRequest{Code: "x = 41\nx + 1"})
 	if err != nil || string(e.Result) != `{"text/plain":"42"}` {
 		b.Fatalf("x + 1: %v %+v", err, e)
 	}
@@ -92,7 +92,7 @@ func BenchmarkFirstImport(b *testing.B) {
 				b.StopTimer()
 				s := createAndAnswer(b, m)
 				b.StartTimer()
-				e, err := s.Execute(context.Background(), sessions.ExecRequest{Code: "import pandas; import matplotlib.pyplot"})
+				e, err := s.First().Execute(context.Background(), sessions.ExecRequest{Code: "import pandas; import matplotlib.pyplot"})
 				b.StopTimer()
 				if err != nil || e.Status != sessions.StatusOK {
 					b.Fatalf("import: %v %+v", err, e)
@@ -131,7 +131,7 @@ func createAndAnalyse(b *testing.B, m *sessions.Manager) *sessions.Session {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, err := s.Execute(context.Background(), sessions.ExecRequest{Code: firstAnalysisCell})
+	e, err := s.First().Execute(context.Background(), sessions.ExecRequest{Code: firstAnalysisCell})
 	png := false
 	for _, ev := range e.Outputs {
 		png = png || strings.Contains(string(ev.Data), `"image/png"`)
@@ -230,10 +230,10 @@ func BenchmarkIdleMemory(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				s.Execute(context.Background(), sessions.ExecRequest{Code: "x = 41\nx + 1"})
+				s.First().Execute(context.Background(), sessions.ExecRequest{Code: "x = 41\nx + 1"})
 				time.Sleep(300 * time.Millisecond)
 				bare = rssMiB(b, s.Workspace())
-				s.Execute(context.Background(), sessions.ExecRequest{Code: "import numpy, pandas, matplotlib.pyplot"})
+				s.First().Execute(context.Background(), sessions.ExecRequest{Code: "import numpy, pandas, matplotlib.pyplot"})
 				time.Sleep(300 * time.Millisecond)
 				loaded = rssMiB(b, s.Workspace())
 				m.Delete(context.Background(), "bench", s.ID())
@@ -290,7 +290,7 @@ func BenchmarkExecuteAfterPause(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := s.Execute(context.Background(), sessions.ExecRequest{Code: "x = 41"}); err != nil {
+				if _, err := s.First().Execute(context.Background(), sessions.ExecRequest{Code: "x = 41"}); err != nil {
 					b.Fatal(err)
 				}
 				b.ResetTimer()
@@ -300,7 +300,7 @@ func BenchmarkExecuteAfterPause(b *testing.B) {
 						time.Sleep(5 * time.Millisecond)
 					}
 					b.StartTimer()
-					e, err := s.Execute(context.Background(), sessions.ExecRequest{Code: "x + 1"})
+					e, err := s.First().Execute(context.Background(), sessions.ExecRequest{Code: "x + 1"})
 					if err != nil || string(e.Result) != `{"text/plain":"42"}` {
 						b.Fatalf("x + 1: %v %+v", err, e)
 					}

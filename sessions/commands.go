@@ -136,15 +136,6 @@ type command struct {
 	stdinSlot chan struct{}
 }
 
-// Commands returns the session's commands (a context's are its
-// session's).
-func (s *Session) Commands() *Commands {
-	if s.parent != nil {
-		return s.parent.cmds
-	}
-	return s.cmds
-}
-
 // runner validates spec (see sandbox.CommandSpec.Validate) and returns
 // it with the sandbox's CommandRunner.
 func (m *Commands) runner(spec sandbox.CommandSpec) (sandbox.CommandRunner, sandbox.CommandSpec, error) {
@@ -266,7 +257,7 @@ func (m *Commands) start(ctx context.Context, req CommandRequest) (*command, err
 	if closed { // close began meanwhile: it may not have seen this one
 		_ = c.Kill()
 	}
-	m.s.publish(Event{Type: EventCommand, PID: ptr(cmd.pid), State: "started", Text: truncateUTF8(req.Cmd, 4096)})
+	m.s.hub.publish(Event{Type: EventCommand, PID: ptr(cmd.pid), State: "started", Text: truncateUTF8(req.Cmd, 4096)})
 	m.wg.Add(1)
 	go func() { // owned by m: close waits for it; ends when the command's stdin is written or the command ends
 		defer m.wg.Done()
@@ -367,7 +358,7 @@ func (m *Commands) take(cmd *command, st sandbox.Stream, data []byte) {
 	}
 	m.mu.Unlock()
 	if text != "" {
-		m.s.publish(Event{Type: EventCommand, PID: ptr(cmd.pid), Name: st.String(), Text: text})
+		m.s.hub.publish(Event{Type: EventCommand, PID: ptr(cmd.pid), Name: st.String(), Text: text})
 	}
 }
 
@@ -399,7 +390,7 @@ func (m *Commands) end(cmd *command) {
 		ev.Reason = exit.Reason
 	}
 	m.mu.Unlock()
-	m.s.publish(ev)
+	m.s.hub.publish(ev)
 	m.s.Touch()
 	close(cmd.done)
 }

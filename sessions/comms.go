@@ -363,8 +363,17 @@ type commContent struct {
 	Data       json.RawMessage `json:"data"`
 }
 
+// Comms is the comm door of one kernel: clients' comm messages to it,
+// checked against its table of open comms (ownership, Config's MaxComms,
+// CommRate, MaxCommBytes) and sent beside its queue, and comm_info. Safe
+// for concurrent use; a Kernel's Comms returns it.
+type Comms struct{ k *Kernel }
+
+// Comms returns the kernel's comm door.
+func (s *Kernel) Comms() *Comms { return &Comms{k: s} }
+
 // checkComm validates a client's comm message and returns its comm id.
-func (s *Session) checkComm(owner string, parent json.RawMessage, msgType string, content, metadata json.RawMessage, buffers [][]byte) (string, error) {
+func (cm *Comms) checkComm(owner string, parent json.RawMessage, msgType string, content, metadata json.RawMessage, buffers [][]byte) (string, error) {
 	switch msgType {
 	case kernel.MsgCommOpen, kernel.MsgCommMsg, kernel.MsgCommClose:
 	default:
@@ -380,8 +389,8 @@ func (s *Session) checkComm(owner string, parent json.RawMessage, msgType string
 	for _, b := range buffers {
 		size += len(b)
 	}
-	if size > s.cfg.MaxCommBytes {
-		return "", commErr(ErrBadComm, "comm message of %d bytes exceeds %d", size, s.cfg.MaxCommBytes)
+	if size > cm.k.cfg.MaxCommBytes {
+		return "", commErr(ErrBadComm, "comm message of %d bytes exceeds %d", size, cm.k.cfg.MaxCommBytes)
 	}
 	if len(buffers) > MaxCommBuffers {
 		return "", commErr(ErrBadComm, "comm message with %d buffers; at most %d", len(buffers), MaxCommBuffers)
@@ -420,8 +429,8 @@ func (s *Session) checkComm(owner string, parent json.RawMessage, msgType string
 // wait for the kernel. Errors: a *CommError (ErrBadComm, ErrCommNotOwned,
 // ErrCommLimit, ErrCommRate), ErrPaused, ErrKernelGone. Safe for
 // concurrent use.
-func (s *Session) SendComm(owner, msgType string, content, metadata json.RawMessage, buffers [][]byte) (string, error) {
-	return s.sendComm(owner, "", nil, msgType, content, metadata, buffers)
+func (cm *Comms) SendComm(owner, msgType string, content, metadata json.RawMessage, buffers [][]byte) (string, error) {
+	return cm.sendComm(owner, "", nil, msgType, content, metadata, buffers)
 }
 
 // SendCommID is SendComm with the msg_id the client chose for its message
@@ -433,46 +442,46 @@ func (s *Session) SendComm(owner, msgType string, content, metadata json.RawMess
 // no message the session remembers sending (a comm message of any client,
 // an execution of the Jupyter face) has it; else the message gets a new
 // one. It returns the msg_id used.
-func (s *Session) SendCommID(owner, msgID, msgType string, content, metadata json.RawMessage, buffers [][]byte) (string, error) {
-	if running, _, ok := s.Running(); ok && running == msgID {
+func (cm *Comms) SendCommID(owner, msgID, msgType string, content, metadata json.RawMessage, buffers [][]byte) (string, error) {
+	if running, _, ok := cm.k.Running(); ok && running == msgID {
 		msgID = "" // the execution's output would take the handler's
 	}
-	return s.sendComm(owner, msgID, nil, msgType, content, metadata, buffers)
+	return cm.sendComm(owner, msgID, nil, msgType, content, metadata, buffers)
 }
 
 // SendCommParent is SendComm with the header the client gave its message
 // (a JSON object, at most MaxParentBytes; nil for none): the side
 // messages the kernel sends while handling it carry it as their Parent,
 // so that a Jupyter client matches them to its message.
-func (s *Session) SendCommParent(owner string, parent json.RawMessage, msgType string, content, metadata json.RawMessage, buffers [][]byte) (string, error) {
-	return s.sendComm(owner, "", parent, msgType, content, metadata, buffers)
+func (cm *Comms) SendCommParent(owner string, parent json.RawMessage, msgType string, content, metadata json.RawMessage, buffers [][]byte) (string, error) {
+	return cm.sendComm(owner, "", parent, msgType, content, metadata, buffers)
 }
 
 // sendComm sends a client's comm message with msg_id want when it may
 // (see comms.claim; "": a new one).
-func (s *Session) sendComm(owner, want string, parent json.RawMessage, msgType string, content, metadata json.RawMessage, buffers [][]byte) (string, error) {
-	id, err := s.checkComm(owner, parent, msgType, content, metadata, buffers)
+func (cm *Comms) sendComm(owner, want string, parent json.RawMessage, msgType string, content, metadata json.RawMessage, buffers [][]byte) (string, error) {
+	id, err := cm.checkComm(owner, parent, msgType, content, metadata, buffers)
 	if err != nil {
 		return "", err
 	}
-	if s.side.comms.limiter != nil && !s.side.comms.limiter.Allow() {
-		return "", commErr(ErrCommRate, "more than %d comm messages a second (bursts of %d) in this session", s.cfg.CommRate, s.cfg.CommBurst)
+	if cm.k.side.comms.limiter != nil && !cm.k.side.comms.limiter.Allow() {
+		return "", commErr(ErrCommRate, "more than %d comm messages a second (bursts of %d) in this session", cm.k.cfg.CommRate, cm.k.cfg.CommBurst)
 	}
-	s.Touch()
-	return s.sendClaimed(owner, want, parent, msgType, id, content, metadata, buffers)
+	cm.k.s.Touch()
+	return cm.sendClaimed(owner, want, parent, msgType, id, content, metadata, buffers)
 }
 
 // sendClaimed sends a checked comm message (of comm id) to the kernel,
 // thawing a kernel frozen while idle, once comms.claim allows it
 // (ownership, the backlog).
-func (s *Session) sendClaimed(owner, want string, parent json.RawMessage, msgType, id string, content, metadata json.RawMessage, buffers [][]byte) (string, error) {
-	release, err := s.pause.use(s.ctx) // a frozen kernel reads nothing
+func (cm *Comms) sendClaimed(owner, want string, parent json.RawMessage, msgType, id string, content, metadata json.RawMessage, buffers [][]byte) (string, error) {
+	release, err := cm.k.pause.use(cm.k.ctx) // a frozen kernel reads nothing
 	if err != nil {
 		return "", fmt.Errorf("sessions: %s: %w", msgType, err)
 	}
 	defer release()
-	c := s.kernelClient()
-	msgID, done, err := s.side.comms.claim(c, owner, msgType, id, want, parent)
+	c := cm.k.kernelClient()
+	msgID, done, err := cm.k.side.comms.claim(c, owner, msgType, id, want, parent)
 	if err != nil {
 		return "", err
 	}
@@ -493,20 +502,20 @@ func (s *Session) sendClaimed(owner, want string, parent json.RawMessage, msgTyp
 // It returns how many were closed and how many were left. It does not
 // wait for the kernel; a session a client paused closes none. Safe for
 // concurrent use.
-func (s *Session) CloseComms(owner string) (closed, left int) {
-	ids := s.side.comms.ownedBy(owner)
-	if len(ids) == 0 || s.ctx.Err() != nil { // a closed session's kernel goes with its comms
+func (cm *Comms) CloseComms(owner string) (closed, left int) {
+	ids := cm.k.side.comms.ownedBy(owner)
+	if len(ids) == 0 || cm.k.ctx.Err() != nil { // a closed session's kernel goes with its comms
 		return 0, len(ids)
 	}
 	for _, id := range ids {
 		content, _ := json.Marshal(map[string]any{"comm_id": id, "data": map[string]any{}}) // a comm id is a valid string
-		if _, err := s.sendClaimed(owner, "", nil, kernel.MsgCommClose, id, content, nil, nil); err != nil {
+		if _, err := cm.sendClaimed(owner, "", nil, kernel.MsgCommClose, id, content, nil, nil); err != nil {
 			break
 		}
 		closed++
 	}
 	if left = len(ids) - closed; left > 0 {
-		s.log.Info().Int("closed", closed).Int("left", left).Msg("a gone client's comms left open (the kernel's backlog is full, or the session is paused)")
+		cm.k.log.Info().Int("closed", closed).Int("left", left).Msg("a gone client's comms left open (the kernel's backlog is full, or the session is paused)")
 	}
 	return closed, left
 }
@@ -521,7 +530,7 @@ const maxCommInfoBytes = kernel.MaxShellMessageBytes
 // that the session did not know of become every client's (a gateway
 // that restarted learns its kernel's widgets so). Safe for concurrent
 // use.
-func (s *Session) CommInfo(ctx context.Context, targetName string) (map[string]CommTarget, error) {
+func (cm *Comms) CommInfo(ctx context.Context, targetName string) (map[string]CommTarget, error) {
 	if len(targetName) > MaxCommTargetBytes || !printableString(targetName) {
 		return nil, commErr(ErrBadComm, "target_name must be at most %d printable bytes", MaxCommTargetBytes)
 	}
@@ -529,8 +538,8 @@ func (s *Session) CommInfo(ctx context.Context, targetName string) (map[string]C
 	if targetName != "" {
 		content, _ = json.Marshal(map[string]string{"target_name": targetName})
 	}
-	c := s.kernelClient()
-	rep, err := s.relay.request(ctx, kernel.Shell, "comm_info_request", content)
+	c := cm.k.kernelClient()
+	rep, err := cm.k.relay.request(ctx, kernel.Shell, "comm_info_request", content)
 	if err != nil {
 		return nil, err
 	}
@@ -543,10 +552,10 @@ func (s *Session) CommInfo(ctx context.Context, targetName string) (map[string]C
 	if err := json.Unmarshal(rep.Content, &r); err != nil {
 		return nil, fmt.Errorf("sessions: comm_info_reply: %w: %w", kernel.ErrMalformed, err)
 	}
-	out := make(map[string]CommTarget, min(len(r.Comms), s.cfg.MaxComms))
+	out := make(map[string]CommTarget, min(len(r.Comms), cm.k.cfg.MaxComms))
 	ids := make([]string, 0, len(out))
 	for id, raw := range r.Comms {
-		if len(out) == s.cfg.MaxComms {
+		if len(out) == cm.k.cfg.MaxComms {
 			break
 		}
 		var t CommTarget
@@ -556,10 +565,10 @@ func (s *Session) CommInfo(ctx context.Context, targetName string) (map[string]C
 		out[id] = t
 		ids = append(ids, id)
 	}
-	s.side.comms.learn(c, ids)
+	cm.k.side.comms.learn(c, ids)
 	return out, nil
 }
 
 // OpenComms returns how many comms of the current kernel the session
 // tracks.
-func (s *Session) OpenComms() int { return s.side.comms.count() }
+func (cm *Comms) OpenComms() int { return cm.k.side.comms.count() }

@@ -87,7 +87,7 @@ func TestCommOwnership(t *testing.T) {
 	m, kernels := commManager(t, sessions.Config{})
 	s := fakeSession(t, m)
 	k := kernels()[0]
-	side, cancel := s.SubscribeKernel(context.Background())
+	side, cancel := s.First().SubscribeKernel(context.Background())
 	defer cancel()
 
 	k.emit(kernelMsg("o1", kernel.MsgCommOpen, `{"comm_id":"k1","target_name":"jupyter.widget","data":{"state":{}}}`))
@@ -95,36 +95,36 @@ func TestCommOwnership(t *testing.T) {
 		t.Fatalf("side message %+v", got)
 	}
 	for _, owner := range []string{"a", "b"} {
-		if _, err := s.SendComm(owner, kernel.MsgCommMsg, comm("k1"), nil, nil); err != nil {
+		if _, err := s.First().Comms().SendComm(owner, kernel.MsgCommMsg, comm("k1"), nil, nil); err != nil {
 			t.Fatalf("%s messaging the kernel's comm: %v", owner, err)
 		}
 	}
-	if _, err := s.SendComm("a", kernel.MsgCommOpen, comm("a1", `,"target_name":"t"`), json.RawMessage(`{"m":1}`), [][]byte{{1, 2}}); err != nil {
+	if _, err := s.First().Comms().SendComm("a", kernel.MsgCommOpen, comm("a1", `,"target_name":"t"`), json.RawMessage(`{"m":1}`), [][]byte{{1, 2}}); err != nil {
 		t.Fatalf("a opens a1: %v", err)
 	}
-	_, err := s.SendComm("b", kernel.MsgCommMsg, comm("a1"), nil, nil)
+	_, err := s.First().Comms().SendComm("b", kernel.MsgCommMsg, comm("a1"), nil, nil)
 	wantErr(t, "b messages a's comm", err, sessions.ErrCommNotOwned)
-	_, err = s.SendComm("b", kernel.MsgCommClose, comm("a1"), nil, nil)
+	_, err = s.First().Comms().SendComm("b", kernel.MsgCommClose, comm("a1"), nil, nil)
 	wantErr(t, "b closes a's comm", err, sessions.ErrCommNotOwned)
-	_, err = s.SendComm("b", kernel.MsgCommOpen, comm("a1", `,"target_name":"t"`), nil, nil)
+	_, err = s.First().Comms().SendComm("b", kernel.MsgCommOpen, comm("a1", `,"target_name":"t"`), nil, nil)
 	wantErr(t, "b reopens a's comm", err, sessions.ErrBadComm)
-	_, err = s.SendComm("b", kernel.MsgCommOpen, comm("k1", `,"target_name":"t"`), nil, nil)
+	_, err = s.First().Comms().SendComm("b", kernel.MsgCommOpen, comm("k1", `,"target_name":"t"`), nil, nil)
 	wantErr(t, "b reopens the kernel's comm", err, sessions.ErrBadComm)
-	if _, err := s.SendComm("a", kernel.MsgCommMsg, comm("a1"), nil, nil); err != nil {
+	if _, err := s.First().Comms().SendComm("a", kernel.MsgCommMsg, comm("a1"), nil, nil); err != nil {
 		t.Fatalf("a messages a1: %v", err)
 	}
-	if _, err := s.SendComm("a", kernel.MsgCommClose, comm("a1"), nil, nil); err != nil {
+	if _, err := s.First().Comms().SendComm("a", kernel.MsgCommClose, comm("a1"), nil, nil); err != nil {
 		t.Fatalf("a closes a1: %v", err)
 	}
-	_, err = s.SendComm("a", kernel.MsgCommMsg, comm("a1"), nil, nil)
+	_, err = s.First().Comms().SendComm("a", kernel.MsgCommMsg, comm("a1"), nil, nil)
 	wantErr(t, "a messages its closed comm", err, sessions.ErrBadComm)
-	_, err = s.SendComm("a", kernel.MsgCommMsg, comm("nope"), nil, nil)
+	_, err = s.First().Comms().SendComm("a", kernel.MsgCommMsg, comm("nope"), nil, nil)
 	wantErr(t, "an unknown comm", err, sessions.ErrBadComm)
 
 	// The kernel closes k1: nobody may message it.
 	k.emit(kernelMsg("c1", kernel.MsgCommClose, `{"comm_id":"k1","data":{}}`))
 	nextSide(t, side)
-	_, err = s.SendComm("a", kernel.MsgCommMsg, comm("k1"), nil, nil)
+	_, err = s.First().Comms().SendComm("a", kernel.MsgCommMsg, comm("k1"), nil, nil)
 	wantErr(t, "the kernel's closed comm", err, sessions.ErrBadComm)
 
 	sent := k.sentMessages()
@@ -136,8 +136,8 @@ func TestCommOwnership(t *testing.T) {
 		len(open.Buffers) != 1 || open.Buffers[0][1] != 2 {
 		t.Fatalf("comm_open as sent: %+v", open)
 	}
-	if s.OpenComms() != 0 {
-		t.Fatalf("%d comms open, want none", s.OpenComms())
+	if s.First().Comms().OpenComms() != 0 {
+		t.Fatalf("%d comms open, want none", s.First().Comms().OpenComms())
 	}
 }
 
@@ -156,19 +156,19 @@ func TestCloseComms(t *testing.T) {
 	m, kernels := commManager(t, sessions.Config{})
 	s := fakeSession(t, m)
 	k := kernels()[0]
-	side, cancel := s.SubscribeKernel(context.Background())
+	side, cancel := s.First().SubscribeKernel(context.Background())
 	defer cancel()
 	k.emit(kernelMsg("o1", kernel.MsgCommOpen, `{"comm_id":"k1","target_name":"jupyter.widget","data":{}}`))
 	nextSide(t, side)
 	for _, c := range []struct{ owner, id string }{{"a", "a1"}, {"a", "a2"}, {"b", "b1"}} {
-		if _, err := s.SendComm(c.owner, kernel.MsgCommOpen, comm(c.id, `,"target_name":"t"`), nil, nil); err != nil {
+		if _, err := s.First().Comms().SendComm(c.owner, kernel.MsgCommOpen, comm(c.id, `,"target_name":"t"`), nil, nil); err != nil {
 			t.Fatalf("%s opens %s: %v", c.owner, c.id, err)
 		}
 	}
-	if closed, left := s.CloseComms("nobody"); closed != 0 || left != 0 {
+	if closed, left := s.First().Comms().CloseComms("nobody"); closed != 0 || left != 0 {
 		t.Fatalf("an owner without comms: closed %d, left %d", closed, left)
 	}
-	if closed, left := s.CloseComms("a"); closed != 2 || left != 0 {
+	if closed, left := s.First().Comms().CloseComms("a"); closed != 2 || left != 0 {
 		t.Fatalf("a's comms: closed %d, left %d", closed, left)
 	}
 	sent := k.sentMessages()
@@ -182,13 +182,13 @@ func TestCloseComms(t *testing.T) {
 	if len(sent) != 5 || !closes["a1"] || !closes["a2"] {
 		t.Fatalf("the kernel got %d messages, closing %v", len(sent), closes)
 	}
-	if s.OpenComms() != 2 {
-		t.Fatalf("%d comms open, want the kernel's and b's", s.OpenComms())
+	if s.First().Comms().OpenComms() != 2 {
+		t.Fatalf("%d comms open, want the kernel's and b's", s.First().Comms().OpenComms())
 	}
-	if _, err := s.SendComm("b", kernel.MsgCommMsg, comm("b1"), nil, nil); err != nil {
+	if _, err := s.First().Comms().SendComm("b", kernel.MsgCommMsg, comm("b1"), nil, nil); err != nil {
 		t.Fatalf("b's comm after a's went: %v", err)
 	}
-	_, err := s.SendComm("a", kernel.MsgCommMsg, comm("a1"), nil, nil)
+	_, err := s.First().Comms().SendComm("a", kernel.MsgCommMsg, comm("a1"), nil, nil)
 	wantErr(t, "a closed comm", err, sessions.ErrBadComm)
 }
 
@@ -221,10 +221,10 @@ func TestCommMalformed(t *testing.T) {
 		if c.metadata != "" {
 			md = json.RawMessage(c.metadata)
 		}
-		_, err := s.SendComm(c.owner, c.msgType, json.RawMessage(c.content), md, c.buffers)
+		_, err := s.First().Comms().SendComm(c.owner, c.msgType, json.RawMessage(c.content), md, c.buffers)
 		wantErr(t, c.what, err, sessions.ErrBadComm)
 	}
-	if _, err := s.SendCommParent("a", json.RawMessage(`[]`), kernel.MsgCommOpen, comm("x", `,"target_name":"t"`), nil, nil); !errors.Is(err, sessions.ErrBadComm) {
+	if _, err := s.First().Comms().SendCommParent("a", json.RawMessage(`[]`), kernel.MsgCommOpen, comm("x", `,"target_name":"t"`), nil, nil); !errors.Is(err, sessions.ErrBadComm) {
 		t.Fatalf("a parent header that is no object: %v", err)
 	}
 	if n := len(k.sentMessages()); n != 0 {
@@ -238,25 +238,25 @@ func TestCommLimits(t *testing.T) {
 	m, kernels := commManager(t, sessions.Config{MaxComms: 3, CommRate: -1})
 	s := fakeSession(t, m)
 	k := kernels()[0]
-	side, cancel := s.SubscribeKernel(context.Background())
+	side, cancel := s.First().SubscribeKernel(context.Background())
 	defer cancel()
 	for _, id := range []string{"a", "b", "c"} {
-		if _, err := s.SendComm("o", kernel.MsgCommOpen, comm(id, `,"target_name":"t"`), nil, nil); err != nil {
+		if _, err := s.First().Comms().SendComm("o", kernel.MsgCommOpen, comm(id, `,"target_name":"t"`), nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err := s.SendComm("o", kernel.MsgCommOpen, comm("d", `,"target_name":"t"`), nil, nil)
+	_, err := s.First().Comms().SendComm("o", kernel.MsgCommOpen, comm("d", `,"target_name":"t"`), nil, nil)
 	wantErr(t, "a comm past the limit", err, sessions.ErrCommLimit)
 	k.emit(kernelMsg("o1", kernel.MsgCommOpen, `{"comm_id":"k","target_name":"t","data":{}}`))
 	if got := nextSide(t, side); commIDOf(got) != "k" {
 		t.Fatalf("the kernel's comm past the limit was not relayed: %+v", got)
 	}
-	_, err = s.SendComm("o", kernel.MsgCommMsg, comm("k"), nil, nil)
+	_, err = s.First().Comms().SendComm("o", kernel.MsgCommMsg, comm("k"), nil, nil)
 	wantErr(t, "an untracked comm", err, sessions.ErrBadComm)
-	if _, err := s.SendComm("o", kernel.MsgCommClose, comm("a"), nil, nil); err != nil {
+	if _, err := s.First().Comms().SendComm("o", kernel.MsgCommClose, comm("a"), nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SendComm("o", kernel.MsgCommOpen, comm("d", `,"target_name":"t"`), nil, nil); err != nil {
+	if _, err := s.First().Comms().SendComm("o", kernel.MsgCommOpen, comm("d", `,"target_name":"t"`), nil, nil); err != nil {
 		t.Fatalf("a comm after one closed: %v", err)
 	}
 }
@@ -268,14 +268,14 @@ func TestCommRate(t *testing.T) {
 	s2 := fakeSession(t, m2)
 	k2 := kernels2()[0]
 	k2.emit(kernelMsg("o1", kernel.MsgCommOpen, `{"comm_id":"k","target_name":"t","data":{}}`))
-	side2, cancel2 := s2.SubscribeKernel(context.Background())
+	side2, cancel2 := s2.First().SubscribeKernel(context.Background())
 	defer cancel2()
 	k2.emit(kernelMsg("o2", kernel.MsgCommMsg, `{"comm_id":"k","data":{}}`))
 	nextSide(t, side2) // the comm_open is tracked before anything after it is delivered
 	start := time.Now()
 	ok, refused := 0, 0
 	for range 50 {
-		_, err := s2.SendComm("o", kernel.MsgCommMsg, comm("k"), nil, nil)
+		_, err := s2.First().Comms().SendComm("o", kernel.MsgCommMsg, comm("k"), nil, nil)
 		switch {
 		case err == nil:
 			ok++
@@ -303,19 +303,19 @@ func TestCommBacklog(t *testing.T) {
 	m, kernels := commManager(t, sessions.Config{CommRate: -1})
 	s := fakeSession(t, m)
 	k := kernels()[0]
-	side, cancel := s.SubscribeKernel(context.Background())
+	side, cancel := s.First().SubscribeKernel(context.Background())
 	defer cancel()
 	k.emit(kernelMsg("o1", kernel.MsgCommOpen, `{"comm_id":"k","target_name":"t","data":{}}`))
 	nextSide(t, side)
 	ids := make([]string, 0, sessions.MaxCommBacklog)
 	for i := range sessions.MaxCommBacklog {
-		id, err := s.SendComm("o", kernel.MsgCommMsg, comm("k"), nil, nil)
+		id, err := s.First().Comms().SendComm("o", kernel.MsgCommMsg, comm("k"), nil, nil)
 		if err != nil {
 			t.Fatalf("message %d of the backlog: %v", i, err)
 		}
 		ids = append(ids, id)
 	}
-	_, err := s.SendComm("other", kernel.MsgCommMsg, comm("k"), nil, nil)
+	_, err := s.First().Comms().SendComm("other", kernel.MsgCommMsg, comm("k"), nil, nil)
 	wantErr(t, "a message past the backlog", err, sessions.ErrCommRate)
 	if n := len(k.sentMessages()); n != sessions.MaxCommBacklog {
 		t.Fatalf("the kernel got %d messages", n)
@@ -331,25 +331,25 @@ func TestCommBacklog(t *testing.T) {
 	// busy for the 11th: the first ten are handled.
 	status(ids[10], "busy")
 	for i := range 10 {
-		if _, err := s.SendComm("o", kernel.MsgCommMsg, comm("k"), nil, nil); err != nil {
+		if _, err := s.First().Comms().SendComm("o", kernel.MsgCommMsg, comm("k"), nil, nil); err != nil {
 			t.Fatalf("message %d after ten were handled: %v", i, err)
 		}
 	}
-	_, err = s.SendComm("o", kernel.MsgCommMsg, comm("k"), nil, nil)
+	_, err = s.First().Comms().SendComm("o", kernel.MsgCommMsg, comm("k"), nil, nil)
 	wantErr(t, "past the backlog again", err, sessions.ErrCommRate)
 	// idle for the 11th: it is handled too.
 	status(ids[10], "idle")
-	if _, err := s.SendComm("o", kernel.MsgCommMsg, comm("k"), nil, nil); err != nil {
+	if _, err := s.First().Comms().SendComm("o", kernel.MsgCommMsg, comm("k"), nil, nil); err != nil {
 		t.Fatalf("after the 11th's idle: %v", err)
 	}
-	_, err = s.SendComm("o", kernel.MsgCommMsg, comm("k"), nil, nil)
+	_, err = s.First().Comms().SendComm("o", kernel.MsgCommMsg, comm("k"), nil, nil)
 	wantErr(t, "past the backlog once more", err, sessions.ErrCommRate)
 	// An execution's reply: everything sent before it is handled.
 	if x := exec(t, s, "1", 0); x.Status != sessions.StatusOK {
 		t.Fatalf("execution: %+v", x)
 	}
 	for i := range sessions.MaxCommBacklog {
-		if _, err := s.SendComm("o", kernel.MsgCommMsg, comm("k"), nil, nil); err != nil {
+		if _, err := s.First().Comms().SendComm("o", kernel.MsgCommMsg, comm("k"), nil, nil); err != nil {
 			t.Fatalf("message %d after an execution: %v", i, err)
 		}
 	}
@@ -363,12 +363,12 @@ func TestSideSubscribers(t *testing.T) {
 	m, kernels := commManager(t, sessions.Config{SideBuffer: 4})
 	s := fakeSession(t, m)
 	k := kernels()[0]
-	stalled, cancelStalled := s.SubscribeKernel(context.Background())
+	stalled, cancelStalled := s.First().SubscribeKernel(context.Background())
 	defer cancelStalled()
-	reader, cancelReader := s.SubscribeKernel(context.Background())
+	reader, cancelReader := s.First().SubscribeKernel(context.Background())
 	defer cancelReader()
 	ctx, cancelCtx := context.WithCancel(context.Background())
-	byCtx, cancelByCtx := s.SubscribeKernel(ctx)
+	byCtx, cancelByCtx := s.First().SubscribeKernel(ctx)
 	defer cancelByCtx()
 	cancelCtx()
 	if _, ok := <-byCtx; ok {
@@ -383,8 +383,8 @@ func TestSideSubscribers(t *testing.T) {
 			t.Fatalf("execution while a subscriber stalls: %+v", e)
 		}
 	}
-	if len(stalled) != 4 || s.SideDropped() != 6 {
-		t.Fatalf("the stalled subscriber holds %d, %d dropped; want 4 and 6", len(stalled), s.SideDropped())
+	if len(stalled) != 4 || s.First().SideDropped() != 6 {
+		t.Fatalf("the stalled subscriber holds %d, %d dropped; want 4 and 6", len(stalled), s.First().SideDropped())
 	}
 	if got := <-stalled; got.MsgID != "m0" {
 		t.Fatalf("the stalled subscriber kept %s first, want the oldest", got.MsgID)
@@ -398,7 +398,7 @@ func TestSideSubscribers(t *testing.T) {
 	}
 	for range reader { // closed by the session's end
 	}
-	if c, _ := s.SubscribeKernel(context.Background()); c != nil {
+	if c, _ := s.First().SubscribeKernel(context.Background()); c != nil {
 		if _, ok := <-c; ok {
 			t.Fatal("a subscription of a closed session got a message")
 		}
@@ -410,30 +410,30 @@ func TestSideSubscribers(t *testing.T) {
 func TestSideAcrossRestart(t *testing.T) {
 	m, kernels := commManager(t, sessions.Config{})
 	s := fakeSession(t, m)
-	side, cancel := s.SubscribeKernel(context.Background())
+	side, cancel := s.First().SubscribeKernel(context.Background())
 	defer cancel()
 	kernels()[0].emit(kernelMsg("o1", kernel.MsgCommOpen, `{"comm_id":"k1","target_name":"t","data":{}}`))
 	nextSide(t, side)
-	if _, err := s.SendComm("a", kernel.MsgCommOpen, comm("a1", `,"target_name":"t"`), nil, nil); err != nil {
+	if _, err := s.First().Comms().SendComm("a", kernel.MsgCommOpen, comm("a1", `,"target_name":"t"`), nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if s.OpenComms() != 2 {
-		t.Fatalf("%d comms open, want 2", s.OpenComms())
+	if s.First().Comms().OpenComms() != 2 {
+		t.Fatalf("%d comms open, want 2", s.First().Comms().OpenComms())
 	}
-	if err := s.Restart(context.Background()); err != nil {
+	if err := s.First().Restart(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if s.OpenComms() != 0 {
-		t.Fatalf("%d comms open after the restart", s.OpenComms())
+	if s.First().Comms().OpenComms() != 0 {
+		t.Fatalf("%d comms open after the restart", s.First().Comms().OpenComms())
 	}
-	_, err := s.SendComm("a", kernel.MsgCommMsg, comm("k1"), nil, nil)
+	_, err := s.First().Comms().SendComm("a", kernel.MsgCommMsg, comm("k1"), nil, nil)
 	wantErr(t, "the old kernel's comm", err, sessions.ErrBadComm)
 	ks := kernels()
 	ks[len(ks)-1].emit(kernelMsg("o2", kernel.MsgCommOpen, `{"comm_id":"k2","target_name":"t","data":{}}`))
 	if got := nextSide(t, side); got.MsgID != "o2" {
 		t.Fatalf("after the restart: %+v", got)
 	}
-	if _, err := s.SendComm("b", kernel.MsgCommMsg, comm("k2"), nil, nil); err != nil {
+	if _, err := s.First().Comms().SendComm("b", kernel.MsgCommMsg, comm("k2"), nil, nil); err != nil {
 		t.Fatalf("the new kernel's comm: %v", err)
 	}
 }
@@ -446,17 +446,17 @@ func TestSideParentAndCommInfo(t *testing.T) {
 	m, kernels := commManager(t, sessions.Config{})
 	s := fakeSession(t, m)
 	k := kernels()[0]
-	side, cancel := s.SubscribeKernel(context.Background())
+	side, cancel := s.First().SubscribeKernel(context.Background())
 	defer cancel()
 	k.sideMu.Lock()
 	k.commInfo = `{"status":"ok","comms":{"old1":{"target_name":"jupyter.widget"},"old2":{"target_name":"jupyter.widget"},"bad\n":{"target_name":"x"}}}`
 	k.sideMu.Unlock()
-	info, err := s.CommInfo(context.Background(), "jupyter.widget")
+	info, err := s.First().Comms().CommInfo(context.Background(), "jupyter.widget")
 	if err != nil || len(info) != 2 || info["old1"].TargetName != "jupyter.widget" {
 		t.Fatalf("comm info %v %v", info, err)
 	}
 	parent := json.RawMessage(`{"msg_id":"client-7","msg_type":"comm_msg","session":"s"}`)
-	id, err := s.SendCommParent("b", parent, kernel.MsgCommMsg, comm("old1"), nil, nil)
+	id, err := s.First().Comms().SendCommParent("b", parent, kernel.MsgCommMsg, comm("old1"), nil, nil)
 	if err != nil {
 		t.Fatalf("a comm comm_info listed: %v", err)
 	}
@@ -489,10 +489,10 @@ func TestSideParentAndCommInfo(t *testing.T) {
 		t.Fatalf("thread output %+v, want the kernel's parent", got)
 	}
 	k.emit(kernelMsg("out4", "stream", `{"name":"stdout","text":"next"}`))
-	if got := nextSide(t, side); got.MsgID != "out4" || s.SideDropped() != 1 {
-		t.Fatalf("after a malformed message: %+v, %d dropped", got, s.SideDropped())
+	if got := nextSide(t, side); got.MsgID != "out4" || s.First().SideDropped() != 1 {
+		t.Fatalf("after a malformed message: %+v, %d dropped", got, s.First().SideDropped())
 	}
-	if _, err := s.CommInfo(context.Background(), "bad\x00"); !errors.Is(err, sessions.ErrBadComm) {
+	if _, err := s.First().Comms().CommInfo(context.Background(), "bad\x00"); !errors.Is(err, sessions.ErrBadComm) {
 		t.Fatalf("a bad target name: %v", err)
 	}
 }
@@ -505,12 +505,12 @@ func TestSideBeforeOutput(t *testing.T) {
 	m, kernels := commManager(t, sessions.Config{})
 	s := fakeSession(t, m)
 	kernels()[0].sideDelay.Store(int64(50 * time.Millisecond))
-	side, cancel := s.SubscribeKernel(context.Background())
+	side, cancel := s.First().SubscribeKernel(context.Background())
 	defer cancel()
 	sub := s.Subscribe(s.LastSeq())
 	defer sub.Close()
 	for _, n := range []string{"1", "2", "3"} {
-		if _, err := s.Submit(sessions.ExecRequest{ID: "x" + n, Code: "side:" + n}); err != nil {
+		if _, err := s.First().Submit(sessions.ExecRequest{ID: "x" + n, Code: "side:" + n}); err != nil {
 			t.Fatal(err)
 		}
 		ev := next(t, sub, sessions.EventStream)

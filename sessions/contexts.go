@@ -33,20 +33,21 @@ type ContextInfo struct {
 }
 
 // Contexts are the kernels of one session: its first (FirstContext), and
-// those started since in the same sandbox (sandbox.ContextStarter). Each
-// context other than the first is a Session of its own (its queue, worker
-// and Jupyter bookkeeping) that shares the first's sandbox, workspace,
-// event log, idle pause and activity. Its methods are safe for concurrent
-// use. Starting a context blocks for the kernel's start (about as long as
-// a new session's); the others never block on a kernel.
+// those started since in the same sandbox (sandbox.ContextStarter), each
+// a Kernel of its own (its queue, worker and Jupyter bookkeeping) sharing
+// the session's sandbox, workspace, event log, idle pause and activity.
+// Its methods are safe for concurrent use. Starting a context blocks for
+// the kernel's start (about as long as a new session's); the others never
+// block on a kernel.
 //
-// Lock order: a Session's mu, then Contexts.mu, then another context's
-// Session mu (busy, from the first's expired).
+// Lock order: Session.mu, then Contexts.mu, then a Kernel's mu (busy,
+// from the session's expired).
 type Contexts struct {
-	first *Session
+	s     *Session
+	first *Kernel
 
 	mu       sync.Mutex
-	byID     map[string]*contextEntry // the first context is not in it
+	byID     map[string]*Kernel       // the first context is not in it
 	defaults map[string]string        // kernel name → the id of its default context
 	pending  map[string]chan struct{} // kernel name → closed when its default context's start ends
 	starting int                      // contexts being started (they count toward the limit)
@@ -55,14 +56,10 @@ type Contexts struct {
 	installed []sandbox.KernelSpec
 }
 
-type contextEntry struct {
-	s *Session
-}
-
-func newContexts(first *Session, installed []sandbox.KernelSpec) *Contexts {
-	c := &Contexts{first: first, byID: map[string]*contextEntry{}, defaults: map[string]string{},
+func newContexts(s *Session, installed []sandbox.KernelSpec) *Contexts {
+	c := &Contexts{s: s, first: s.first, byID: map[string]*Kernel{}, defaults: map[string]string{},
 		pending: map[string]chan struct{}{}, installed: installed}
-	c.defaults[first.kernel] = FirstContext
+	c.defaults[s.first.kernel] = FirstContext
 	return c
 }
 
@@ -139,55 +136,43 @@ func kernelNames(ks []sandbox.KernelSpec) string {
 	return s
 }
 
-// Contexts returns the session's contexts. On a context's own Session (one
-// returned by Contexts.Get) it returns its session's.
-func (s *Session) Contexts() *Contexts {
-	if s.parent != nil {
-		return s.parent.ctxs
-	}
-	return s.ctxs
-}
-
-// Kernel returns the canonical name of the session's (or context's) kernel.
-func (s *Session) Kernel() string { return s.kernel }
+// Name returns the canonical name of the kernel (sandbox.KernelSpec.Name).
+func (s *Kernel) Name() string { return s.kernel }
 
 // List describes every context, the first first, then by id.
 func (c *Contexts) List() []ContextInfo {
 	c.mu.Lock()
 	out := []ContextInfo{c.infoLocked(FirstContext, c.first)}
-	for id, e := range c.byID {
-		out = append(out, c.infoLocked(id, e.s))
+	for id, k := range c.byID {
+		out = append(out, c.infoLocked(id, k))
 	}
 	c.mu.Unlock()
 	sort.Slice(out[1:], func(i, j int) bool { return out[1+i].ID < out[1+j].ID })
 	for i := range out { // after c.mu: a session's lock comes before it
-		s, err := c.Get(out[i].ID)
+		k, err := c.Get(out[i].ID)
 		if err != nil {
 			out[i].State = StateDead
 			continue
 		}
-		s.mu.Lock()
-		out[i].State = s.state
-		s.mu.Unlock()
+		out[i].State = k.State()
 	}
 	return out
 }
 
 // infoLocked describes context id but its state. Called with c.mu held.
-func (c *Contexts) infoLocked(id string, s *Session) ContextInfo {
+func (c *Contexts) infoLocked(id string, s *Kernel) ContextInfo {
 	return ContextInfo{ID: id, Language: s.kernel, Cwd: s.cwd, Default: c.defaults[s.kernel] == id}
 }
 
-// Get returns the Session that runs context id: FirstContext is the
-// session itself.
-func (c *Contexts) Get(id string) (*Session, error) {
+// Get returns the kernel of context id (FirstContext or "": the first).
+func (c *Contexts) Get(id string) (*Kernel, error) {
 	if id == FirstContext || id == "" {
 		return c.first, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.byID[id]; ok {
-		return e.s, nil
+	if k, ok := c.byID[id]; ok {
+		return k, nil
 	}
 	return nil, fmt.Errorf("%w: %q", ErrContextNotFound, id)
 }
@@ -196,7 +181,7 @@ func (c *Contexts) Get(id string) (*Session, error) {
 // the default context of language when it names only that (started on
 // first use, which blocks for the kernel's start), else in the first
 // context. A context and a language that disagree are an *InvalidError.
-func (c *Contexts) Resolve(ctx context.Context, id, language string) (*Session, error) {
+func (c *Contexts) Resolve(ctx context.Context, id, language string) (*Kernel, error) {
 	if id != "" {
 		s, err := c.Get(id)
 		if err != nil {
@@ -261,7 +246,7 @@ func (c *Contexts) Create(ctx context.Context, language, cwd string) (ContextInf
 // start starts a context; asDefault makes it its language's default
 // (Resolve lets one such start run per language at a time).
 func (c *Contexts) start(ctx context.Context, kernel, cwd string, asDefault bool) (_ ContextInfo, err error) {
-	first := c.first
+	first := c.s
 	cs, ok := first.sandbox.(sandbox.ContextStarter)
 	if !ok {
 		return ContextInfo{}, fmt.Errorf("%w (%s)", ErrNoContexts, first.runtime)
@@ -329,19 +314,18 @@ func (c *Contexts) start(ctx context.Context, kernel, cwd string, asDefault bool
 		return ContextInfo{}, fmt.Errorf("sessions: start context: %w: %w", sandbox.ErrUnavailable, err)
 	}
 	undo.Release()
-	child := newSession(sessionParams{id: first.id, tenant: first.tenant, runtime: first.runtime, cfg: first.cfg, log: log,
-		idle: first.idle, budget: first.budget, slots: first.work.slots, sandbox: sb, client: conn, files: first.files,
-		parent: first, contextID: id, kernel: kernel, cwd: spec.Cwd})
+	child := newKernel(first, kernelParams{contextID: id, kernel: kernel, cwd: spec.Cwd, log: log,
+		slots: c.first.work.slots, sandbox: sb, client: conn})
 
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		if err := child.close(context.WithoutCancel(ctx), "session closed"); err != nil {
+		if err := child.closeContext(context.WithoutCancel(ctx), "session closed"); err != nil {
 			child.log.Warn().Err(err).Msg("context close failed")
 		}
 		return ContextInfo{}, ErrClosed
 	}
-	c.byID[id] = &contextEntry{s: child}
+	c.byID[id] = child
 	if asDefault {
 		c.defaults[kernel] = id
 	}
@@ -360,11 +344,11 @@ func (c *Contexts) Delete(ctx context.Context, id string) error {
 		return invalid("the first context is the session's own kernel: delete the session, or restart the context")
 	}
 	c.mu.Lock()
-	e, ok := c.byID[id]
+	k, ok := c.byID[id]
 	if ok {
 		delete(c.byID, id)
-		if c.defaults[e.s.kernel] == id {
-			delete(c.defaults, e.s.kernel)
+		if c.defaults[k.kernel] == id {
+			delete(c.defaults, k.kernel)
 		}
 	}
 	c.mu.Unlock()
@@ -373,8 +357,8 @@ func (c *Contexts) Delete(ctx context.Context, id string) error {
 	}
 	// A context's kernel runs in its session's sandbox: whatever its
 	// close leaves goes with the session's.
-	if err := e.s.close(ctx, "context deleted"); err != nil {
-		e.s.log.Warn().Err(err).Msg("context close failed")
+	if err := k.closeContext(ctx, "context deleted"); err != nil {
+		k.log.Warn().Err(err).Msg("context close failed")
 	}
 	return nil
 }
@@ -412,21 +396,21 @@ func (c *Contexts) Input(owner, id, value string) error {
 	return ErrNoInputPending
 }
 
-// all returns the first context's session and then the others'.
-func (c *Contexts) all() []*Session {
+// all returns the first kernel and then the others.
+func (c *Contexts) all() []*Kernel {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := []*Session{c.first}
-	for _, e := range c.byID {
-		out = append(out, e.s)
+	out := []*Kernel{c.first}
+	for _, k := range c.byID {
+		out = append(out, k)
 	}
 	return out
 }
 
-// busy reports whether a context other than the first runs or waits to
-// run an execution (the first's own state is the session's).
+// busy reports whether a kernel of the session runs or waits to run an
+// execution.
 func (c *Contexts) busy() bool {
-	for _, s := range c.all()[1:] {
+	for _, s := range c.all() {
 		s.mu.Lock()
 		b := s.state == StateBusy || s.queued.Load() > 0
 		s.mu.Unlock()
@@ -443,15 +427,15 @@ func (c *Contexts) closeAll(ctx context.Context, reason string) {
 	c.mu.Lock()
 	c.closed = true
 	entries := c.byID
-	c.byID = map[string]*contextEntry{}
+	c.byID = map[string]*Kernel{}
 	c.mu.Unlock()
 	var wg sync.WaitGroup
-	for _, e := range entries {
+	for _, k := range entries {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := e.s.close(ctx, reason); err != nil {
-				e.s.log.Warn().Err(err).Msg("context close failed")
+			if err := k.closeContext(ctx, reason); err != nil {
+				k.log.Warn().Err(err).Msg("context close failed")
 			}
 		}()
 	}

@@ -24,16 +24,16 @@ func TestContextsRouteAndClose(t *testing.T) {
 		t.Fatalf("a new session's contexts: %+v", got)
 	}
 	// "python" is the first context; "r" starts R's default context once.
-	if first, err := cs.Resolve(ctx, "", "python"); err != nil || first != s {
-		t.Fatalf("python resolves to %v, %v; want the session itself", first, err)
+	if first, err := cs.Resolve(ctx, "", "python"); err != nil || first != s.First() {
+		t.Fatalf("python resolves to %v, %v; want the first kernel", first, err)
 	}
 	r1, err := cs.Resolve(ctx, "", "R")
 	if err != nil {
 		t.Fatal(err)
 	}
 	r2, err := cs.Resolve(ctx, "", "r")
-	if err != nil || r2 != r1 || r1.Kernel() != "r" {
-		t.Fatalf("second r: %v (kernel %s), %v", r2, r1.Kernel(), err)
+	if err != nil || r2 != r1 || r1.Name() != "r" {
+		t.Fatalf("second r: %v (kernel %s), %v", r2, r1.Name(), err)
 	}
 	sub := s.Subscribe(0)
 	defer sub.Close()

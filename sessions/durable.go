@@ -44,11 +44,11 @@ func (s *Session) storeRecord() sessionstore.Record {
 	if s.template != TemplateDefault {
 		r.Template = s.template
 	}
-	if s.kernel != sandbox.DefaultKernel {
-		r.Kernel = s.kernel
+	if s.first.kernel != sandbox.DefaultKernel {
+		r.Kernel = s.first.kernel
 	}
-	if s.current != nil {
-		r.Running = s.current.req.ID
+	if id, _, ok := s.first.Running(); ok {
+		r.Running = id
 	}
 	s.mu.Unlock()
 	if n := networkOf(s.egress); n != nil {
@@ -213,9 +213,9 @@ func (m *Manager) restore(ctx context.Context, adopter sandbox.Adopter, canAdopt
 	if netLost != "" {
 		reason += "; " + netLost
 	}
-	s.publish(Event{Type: EventKernel, State: string(StateIdle), Reason: reason})
+	s.first.publish(Event{Type: EventKernel, State: string(StateIdle), Reason: reason})
 	if rec.Running != "" {
-		s.publish(Event{Type: EventDone, ID: rec.Running, Status: StatusUnknown, Reason: "the gateway restarted while this execution ran; it went on in the kernel, its status and output are lost",
+		s.first.publish(Event{Type: EventDone, ID: rec.Running, Status: StatusUnknown, Reason: "the gateway restarted while this execution ran; it went on in the kernel, its status and output are lost",
 			StateLost: ptr(restarted), Truncated: ptr(true)})
 	}
 	m.mu.Lock()
@@ -380,6 +380,7 @@ func (s *Session) detachWith(ctx context.Context, reason string) error {
 		s.closeReason = reason
 	}
 	s.mu.Unlock()
+	s.first.noteClose(reason) // before its context ends with the session's
 	// The commands and other contexts do not outlive this gateway: the
 	// next one adopts the sandbox and its first kernel only.
 	s.cmds.close()
@@ -400,10 +401,9 @@ func (s *Session) detachWith(ctx context.Context, reason string) error {
 			s.log.Warn().Err(derr).Msg("egress proxy detach failed")
 		}
 	}
-	s.work.stop()
-	s.side.close()
+	s.first.detach(reason)
 	_ = s.files.Close()
-	s.publish(Event{Type: EventKernel, State: string(StateRestarting), Reason: reason})
+	s.first.publish(Event{Type: EventKernel, State: string(StateRestarting), Reason: reason})
 	s.hub.close()
 	s.budget.Close()
 	return err

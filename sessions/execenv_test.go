@@ -24,7 +24,7 @@ func execute(t *testing.T, s *sessions.Session, req sessions.ExecRequest) *sessi
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	e, err := s.Execute(ctx, req)
+	e, err := s.First().Execute(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestSettingsRestoredAfterInterruptAndTimeout(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the interrupted loop never ended within 10s: state %s", s.Info().State)
 		}
-		if err := s.Interrupt(context.Background()); err != nil {
+		if err := s.First().Interrupt(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -173,7 +173,7 @@ func TestSettingsRefused(t *testing.T) {
 		{cwd: "/etc", want: "outside"},
 		{cwd: "a\x00b", want: "NUL"},
 	} {
-		_, err := s.Execute(context.Background(), sessions.ExecRequest{Code: "print:x", Envs: tc.envs, Cwd: tc.cwd})
+		_, err := s.First().Execute(context.Background(), sessions.ExecRequest{Code: "print:x", Envs: tc.envs, Cwd: tc.cwd})
 		var ie *sessions.InvalidError
 		if !errors.As(err, &ie) || !errors.Is(err, sessions.ErrInvalid) || !strings.Contains(ie.Public(), tc.want) {
 			t.Errorf("envs %q cwd %q: %v; want an InvalidError naming %q", tc.envs, tc.cwd, err, tc.want)

@@ -67,9 +67,9 @@ func (s *Session) Info() Info {
 		tmpl = TemplateDefault
 	}
 	return Info{
-		ID: s.id, State: s.state, Runtime: s.runtime, CreatedAt: s.created,
+		ID: s.id, State: s.first.State(), Runtime: s.runtime, CreatedAt: s.created,
 		ExpiresAt: exp, IdleTimeoutS: int(s.idle / time.Second),
-		Queued: int(s.queued.Load()), Limits: s.sandbox.Limits(), Network: networkOf(s.egress), Paused: paused || held, Language: s.kernel,
+		Queued: int(s.first.queued.Load()), Limits: s.sandbox.Limits(), Network: networkOf(s.egress), Paused: paused || held, Language: s.first.kernel,
 		Template: tmpl, Metadata: md, EndAt: s.endAt, clientPaused: held,
 	}
 }

@@ -70,7 +70,7 @@ func TestJupyterStartedCarriesTheRequest(t *testing.T) {
 	sub := s.Subscribe(s.LastSeq())
 	defer sub.Close()
 	parent := json.RawMessage(`{"msg_id":"m1","session":"c1","msg_type":"execute_request"}`)
-	if _, err := s.Execute(context.Background(), sessions.ExecRequest{ID: "m1", Code: "x", Parent: parent}); err != nil {
+	if _, err := s.First().Execute(context.Background(), sessions.ExecRequest{ID: "m1", Code: "x", Parent: parent}); err != nil {
 		t.Fatal(err)
 	}
 	ev := next(t, sub, sessions.EventStarted)
@@ -82,32 +82,32 @@ func TestJupyterStartedCarriesTheRequest(t *testing.T) {
 	}
 	// The fake kernel replies with count 1: the next execution is
 	// announced as 2, a silent one keeps the count.
-	s.Execute(context.Background(), sessions.ExecRequest{Code: "y", Silent: true})
+	s.First().Execute(context.Background(), sessions.ExecRequest{Code: "y", Silent: true})
 	if ev := next(t, sub, sessions.EventStarted); ev.Exec.ExecutionCount != 1 || !ev.Exec.Silent || ev.Exec.Parent != nil {
 		t.Fatalf("silent /v1 execution: %+v", ev.Exec)
 	}
-	s.Execute(context.Background(), sessions.ExecRequest{Code: "z"})
+	s.First().Execute(context.Background(), sessions.ExecRequest{Code: "z"})
 	if ev := next(t, sub, sessions.EventStarted); ev.Exec.ExecutionCount != 2 {
 		t.Fatalf("after a reply with count 1: %+v", ev.Exec)
 	}
 	// A new kernel counts from 1 again.
-	if err := s.Restart(context.Background()); err != nil {
+	if err := s.First().Restart(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	s.Execute(context.Background(), sessions.ExecRequest{Code: "w"})
+	s.First().Execute(context.Background(), sessions.ExecRequest{Code: "w"})
 	if ev := next(t, sub, sessions.EventStarted); ev.Exec.ExecutionCount != 1 {
 		t.Fatalf("after a restart: %+v", ev.Exec)
 	}
 	// Parents are bounded and must be JSON.
 	for _, p := range []json.RawMessage{json.RawMessage(`{"a":` + strings.Repeat(" ", sessions.MaxParentBytes) + `1}`), json.RawMessage(`{nope`)} {
-		if _, err := s.Submit(sessions.ExecRequest{Code: "x", Parent: p}); !errors.Is(err, sessions.ErrInvalid) {
+		if _, err := s.First().Submit(sessions.ExecRequest{Code: "x", Parent: p}); !errors.Is(err, sessions.ErrInvalid) {
 			t.Fatalf("parent %.20q: %v", p, err)
 		}
 	}
-	if _, err := s.Submit(sessions.ExecRequest{Code: "x", Group: strings.Repeat("g", sessions.MaxGroupBytes+1)}); !errors.Is(err, sessions.ErrInvalid) {
+	if _, err := s.First().Submit(sessions.ExecRequest{Code: "x", Group: strings.Repeat("g", sessions.MaxGroupBytes+1)}); !errors.Is(err, sessions.ErrInvalid) {
 		t.Fatalf("long group: %v", err)
 	}
-	if _, err := s.Submit(sessions.ExecRequest{Code: "x", Owner: strings.Repeat("o", sessions.MaxOwnerBytes+1)}); !errors.Is(err, sessions.ErrInvalid) {
+	if _, err := s.First().Submit(sessions.ExecRequest{Code: "x", Owner: strings.Repeat("o", sessions.MaxOwnerBytes+1)}); !errors.Is(err, sessions.ErrInvalid) {
 		t.Fatalf("long owner: %v", err)
 	}
 }
@@ -121,28 +121,28 @@ func TestJupyterInputOwner(t *testing.T) {
 	s := create(t, m, "t")
 	sub := s.Subscribe(s.LastSeq())
 	defer sub.Close()
-	if _, err := s.Submit(sessions.ExecRequest{ID: "in", Code: "print('hi', input('who?'))", AllowStdin: true, Owner: "conn-1"}); err != nil {
+	if _, err := s.First().Submit(sessions.ExecRequest{ID: "in", Code: "print('hi', input('who?'))", AllowStdin: true, Owner: "conn-1"}); err != nil {
 		t.Fatal(err)
 	}
 	if ev := next(t, sub, sessions.EventStarted); ev.Exec == nil || ev.Exec.Owner != "conn-1" {
 		t.Fatalf("started: %+v", ev.Exec)
 	}
 	next(t, sub, sessions.EventInputRequest)
-	if _, err := s.Submit(sessions.ExecRequest{ID: "in", Code: "'same id'", Owner: "conn-2"}); err != nil {
+	if _, err := s.First().Submit(sessions.ExecRequest{ID: "in", Code: "'same id'", Owner: "conn-2"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, try := range []struct{ owner, id string }{{"", "in"}, {"conn-2", "in"}, {"conn-1", "other"}} {
 		var err error
 		if try.owner == "" {
-			err = s.Input(try.id, "wrong")
+			err = s.First().Input(try.id, "wrong")
 		} else {
-			err = s.InputAs(try.owner, try.id, "wrong")
+			err = s.First().InputAs(try.owner, try.id, "wrong")
 		}
 		if !errors.Is(err, sessions.ErrNoInputPending) {
 			t.Errorf("input as %q for %q: %v", try.owner, try.id, err)
 		}
 	}
-	if err := s.InputAs("conn-1", "in", "ada"); err != nil {
+	if err := s.First().InputAs("conn-1", "in", "ada"); err != nil {
 		t.Fatal(err)
 	}
 	if ev := next(t, sub, sessions.EventStream); ev.ID != "in" || !strings.Contains(ev.Text, "hi ada") {
@@ -153,24 +153,24 @@ func TestJupyterInputOwner(t *testing.T) {
 func TestJupyterRunningNamesTheCurrentExecution(t *testing.T) {
 	m, _, _ := jupyterManager(t)
 	s := fakeSession(t, m)
-	if _, _, ok := s.Running(); ok {
+	if _, _, ok := s.First().Running(); ok {
 		t.Fatal("idle session reports a running execution")
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.Execute(context.Background(), sessions.ExecRequest{ID: "long", Code: "loop", Parent: json.RawMessage(`{"msg_id":"long"}`)})
+		s.First().Execute(context.Background(), sessions.ExecRequest{ID: "long", Code: "loop", Parent: json.RawMessage(`{"msg_id":"long"}`)})
 	}()
 	waitState(t, s, sessions.StateBusy)
-	id, info, ok := s.Running()
+	id, info, ok := s.First().Running()
 	if !ok || id != "long" || info.Code != "loop" || string(info.Parent) != `{"msg_id":"long"}` || info.Started.IsZero() {
 		t.Fatalf("running: %q %+v %v", id, info, ok)
 	}
-	if err := s.Interrupt(context.Background()); err != nil {
+	if err := s.First().Interrupt(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	<-done
-	if _, _, ok := s.Running(); ok {
+	if _, _, ok := s.First().Running(); ok {
 		t.Fatal("finished execution still running")
 	}
 }
@@ -191,7 +191,7 @@ func TestJupyterStopOnError(t *testing.T) {
 	exec := func(id, code, group string, stop bool) chan *sessions.Execution {
 		c := make(chan *sessions.Execution, 1)
 		go func() {
-			e, err := s.Execute(context.Background(), sessions.ExecRequest{ID: id, Code: code, Group: group, StopOnError: stop})
+			e, err := s.First().Execute(context.Background(), sessions.ExecRequest{ID: id, Code: code, Group: group, StopOnError: stop})
 			if err != nil {
 				t.Error(err)
 			}
@@ -207,7 +207,7 @@ func TestJupyterStopOnError(t *testing.T) {
 	waitQueued(t, s, 2)
 	v1 := exec("d", "print:d", "", false)
 	waitQueued(t, s, 3)
-	if err := s.Interrupt(context.Background()); err != nil {
+	if err := s.First().Interrupt(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if e := <-a; e.Status != sessions.StatusInterrupted {
@@ -230,7 +230,7 @@ func TestJupyterStopOnError(t *testing.T) {
 	waitState(t, s, sessions.StateBusy)
 	g := exec("g", "print:g", "g", false)
 	waitQueued(t, s, 1)
-	s.Interrupt(context.Background())
+	s.First().Interrupt(context.Background())
 	<-f
 	if e := <-g; e.Status != sessions.StatusOK {
 		t.Fatalf("g: %+v", e)
@@ -241,7 +241,7 @@ func TestJupyterKernelRequests(t *testing.T) {
 	m, _, kernels := jupyterManager(t)
 	s := fakeSession(t, m)
 	ctx := context.Background()
-	r, err := s.KernelRequest(ctx, kernel.Shell, "complete_request", json.RawMessage(`{"code":"pri","cursor_pos":3}`))
+	r, err := s.First().KernelRequest(ctx, kernel.Shell, "complete_request", json.RawMessage(`{"code":"pri","cursor_pos":3}`))
 	if err != nil || r.MsgType != "complete_reply" || string(r.Content) != `{"status":"ok"}` {
 		t.Fatalf("complete: %+v %v", r, err)
 	}
@@ -259,34 +259,34 @@ func TestJupyterKernelRequests(t *testing.T) {
 		{kernel.Shell, "complete_request", `null`},                                      // not an object
 		{kernel.Shell, "comm_info_request", `{"x":` + strings.Repeat("1", 2<<20) + `}`}, // too big
 	} {
-		if _, err := s.KernelRequest(ctx, bad.ch, bad.typ, json.RawMessage(bad.content)); !errors.Is(err, sessions.ErrInvalid) {
+		if _, err := s.First().KernelRequest(ctx, bad.ch, bad.typ, json.RawMessage(bad.content)); !errors.Is(err, sessions.ErrInvalid) {
 			t.Errorf("%s on %s: %v", bad.typ, bad.ch, err)
 		}
 	}
 	before := kernels()[0].requests.Load()
-	id := s.KernelSession()
+	id := s.First().KernelSession()
 	for i := 0; i < 3; i++ {
-		info, err := s.KernelInfo(ctx)
+		info, err := s.First().KernelInfo(ctx)
 		if err != nil || !strings.Contains(string(info), `"implementation":"fake"`) {
 			t.Fatalf("kernel info: %s %v", info, err)
 		}
-		if s.KernelSession() != id {
+		if s.First().KernelSession() != id {
 			t.Fatal("kernel session changed without a restart")
 		}
 	}
 	if n := kernels()[0].requests.Load() - before; n != 1 {
 		t.Fatalf("kernel_info asked %d times, want once per kernel", n)
 	}
-	if err := s.Restart(ctx); err != nil {
+	if err := s.First().Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.KernelInfo(ctx); err != nil {
+	if _, err := s.First().KernelInfo(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if ks := kernels(); len(ks) != 2 || ks[1].requests.Load() != 1 {
 		t.Fatalf("the new kernel was not asked: %d kernels", len(ks))
 	}
-	if s.KernelSession() == id {
+	if s.First().KernelSession() == id {
 		t.Fatal("kernel session kept across a restart")
 	}
 }

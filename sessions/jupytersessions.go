@@ -89,9 +89,6 @@ func (s *Session) JupyterSessions() []JupyterSession {
 // (JupyterSessions, then SetJupyterSessions) is not atomic: the Jupyter
 // face serializes its changes itself.
 func (s *Session) SetJupyterSessions(list []JupyterSession) error {
-	if s.parent != nil {
-		return invalid("a context other than the first holds no Jupyter sessions")
-	}
 	if err := CheckJupyterSessions(list); err != nil {
 		return err
 	}

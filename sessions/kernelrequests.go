@@ -11,14 +11,14 @@ import (
 // wait in the execution queue: the kernel answers between executions (a
 // busy kernel answers when the running cell ends). It blocks until the
 // reply, ctx's end, or 30 s. Safe for concurrent use.
-func (s *Session) Complete(ctx context.Context, code string, cursor int) (*Completion, error) {
+func (s *Kernel) Complete(ctx context.Context, code string, cursor int) (*Completion, error) {
 	return s.relay.complete(ctx, code, cursor)
 }
 
 // Inspect asks the kernel for help on the name at cursor (detail 0: the
 // docstring, 1: the source too). Like Complete, it bypasses the execution
 // queue and blocks until the reply, ctx's end, or 30 s.
-func (s *Session) Inspect(ctx context.Context, code string, cursor, detail int) (*Inspection, error) {
+func (s *Kernel) Inspect(ctx context.Context, code string, cursor, detail int) (*Inspection, error) {
 	return s.relay.inspect(ctx, code, cursor, detail)
 }
 
@@ -31,7 +31,7 @@ func (s *Session) Inspect(ctx context.Context, code string, cursor, detail int) 
 // content must be a JSON object of bounded size; the reply is bounded by
 // the channel's ceiling. It blocks until the reply, ctx's end, or 30 s.
 // Safe for concurrent use.
-func (s *Session) KernelRequest(ctx context.Context, ch kernel.Channel, msgType string, content json.RawMessage) (*KernelReply, error) {
+func (s *Kernel) KernelRequest(ctx context.Context, ch kernel.Channel, msgType string, content json.RawMessage) (*KernelReply, error) {
 	return s.relay.request(ctx, ch, msgType, content)
 }
 
@@ -39,11 +39,11 @@ func (s *Session) KernelRequest(ctx context.Context, ch kernel.Channel, msgType 
 // once per kernel incarnation and cached. A kernel running a cell answers
 // when the cell ends, so then an earlier incarnation's reply is used if
 // there is one; else the wait is bounded by ctx and 30 s.
-func (s *Session) KernelInfo(ctx context.Context) (json.RawMessage, error) {
+func (s *Kernel) KernelInfo(ctx context.Context) (json.RawMessage, error) {
 	return s.relay.kernelInfo(ctx)
 }
 
 // KernelSession returns a random id of the current kernel incarnation: it
 // changes when the kernel is restarted. The Jupyter face puts it in the
 // session field of the headers it makes, as a kernel does with its own.
-func (s *Session) KernelSession() string { return s.jup.kernelSession(s.kernelClient()) }
+func (s *Kernel) KernelSession() string { return s.jup.kernelSession(s.kernelClient()) }

@@ -23,8 +23,8 @@ var benchLanguages = []struct{ kernel, code, want string }{
 
 // answered runs code in s and fails b unless its result or stdout holds
 // want.
-func answered(b *testing.B, s *sessions.Session, code, want string) {
-	e, err := s.Execute(context.Background(), sessions.ExecRequest{Code: code})
+func answered(b *testing.B, k *sessions.Kernel, code, want string) {
+	e, err := k.Execute(context.Background(), sessions.ExecRequest{Code: code})
 	shown := ""
 	if err == nil {
 		shown = string(e.Result) + e.Stdout
@@ -63,7 +63,7 @@ func BenchmarkLanguageColdSession(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					answered(b, s, l.code, l.want)
+					answered(b, s.First(), l.code, l.want)
 					b.StopTimer()
 					m.Delete(context.Background(), "bench", s.ID())
 					b.StartTimer()
@@ -137,7 +137,7 @@ func BenchmarkLanguageIdleMemory(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					answered(b, s, l.code, l.want)
+					answered(b, s.First(), l.code, l.want)
 					time.Sleep(300 * time.Millisecond)
 					mib = rssMiB(b, s.Workspace())
 					m.Delete(context.Background(), "bench", s.ID())

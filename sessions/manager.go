@@ -284,7 +284,7 @@ func (m *Manager) Stats() Stats {
 		SlotWaiting: m.slots.Waiting()}
 	for _, s := range all {
 		st.ByState[s.Info().State]++
-		st.Queued += int(s.queued.Load())
+		st.Queued += int(s.first.queued.Load())
 	}
 	return st
 }

@@ -60,6 +60,6 @@ func networkNotifier(created *atomic.Pointer[Session]) func(egress.Decision) {
 		if s == nil || d.Allowed {
 			return
 		}
-		s.publish(Event{Type: EventNetwork, Host: d.Host, Port: ptr(d.Port), Allowed: ptr(false), Reason: d.Reason})
+		s.first.publish(Event{Type: EventNetwork, Host: d.Host, Port: ptr(d.Port), Allowed: ptr(false), Reason: d.Reason})
 	}
 }

@@ -36,7 +36,7 @@ type outcome struct {
 // run executes j on the current kernel, once the gateway's fair scheduler
 // gives it a slot. Worker only.
 func (w *worker) run(j *job) {
-	release, err := w.slots.acquire(w.s.ctx, w.s.tenant)
+	release, err := w.slots.acquire(w.s.ctx, w.s.s.tenant)
 	if err != nil {
 		w.fail(j, StatusDied, w.reason())
 		return
@@ -76,9 +76,9 @@ func (w *worker) begin(j *job) (KernelConn, bool) {
 	w.s.mu.Lock()
 	w.s.current = j
 	j.info = info
-	w.s.lastActive = time.Now()
 	w.s.publish(Event{Type: EventStarted, ID: j.req.ID, Exec: info})
 	w.s.mu.Unlock()
+	w.s.s.Touch()
 	w.setState(StateBusy, "")
 	if w.watch != nil {
 		w.watch.Reset()
@@ -93,8 +93,8 @@ func (w *worker) end() {
 	w.s.mu.Lock()
 	w.s.current = nil
 	w.s.inputPending = ""
-	w.s.lastActive = time.Now()
 	w.s.mu.Unlock()
+	w.s.s.Touch()
 }
 
 // execute runs j's code on c and waits for one of: the reply, the

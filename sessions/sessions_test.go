@@ -82,7 +82,7 @@ func execWithin(t *testing.T, s *sessions.Session, code string, timeout, limit t
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	e, err := s.Execute(ctx, sessions.ExecRequest{Code: code, Timeout: timeout})
+	e, err := s.First().Execute(ctx, sessions.ExecRequest{Code: code, Timeout: timeout})
 	if err != nil {
 		t.Fatalf("execute %q: %v", code, err)
 	}
@@ -179,7 +179,7 @@ func TestQueueRunsInOrder(t *testing.T) {
 	sub := s.Subscribe(s.LastSeq())
 	defer sub.Close()
 	for _, id := range []string{"a", "b", "c"} {
-		if _, err := s.Submit(sessions.ExecRequest{ID: id, Code: "import time; time.sleep(0.1); print('" + id + "')"}); err != nil {
+		if _, err := s.First().Submit(sessions.ExecRequest{ID: id, Code: "import time; time.sleep(0.1); print('" + id + "')"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -205,8 +205,8 @@ func TestInterruptAndInput(t *testing.T) {
 	s := create(t, m, "t")
 	sub := s.Subscribe(s.LastSeq())
 	defer sub.Close()
-	s.Submit(sessions.ExecRequest{ID: "in", Code: "print('hi', input('who?'))", AllowStdin: true})
-	s.Submit(sessions.ExecRequest{ID: "loop", Code: "while True: pass"})
+	s.First().Submit(sessions.ExecRequest{ID: "in", Code: "print('hi', input('who?'))", AllowStdin: true})
+	s.First().Submit(sessions.ExecRequest{ID: "loop", Code: "while True: pass"})
 	deadline := time.After(30 * time.Second)
 	var statuses []string
 	for len(statuses) < 2 {
@@ -214,17 +214,17 @@ func TestInterruptAndInput(t *testing.T) {
 		case ev := <-sub.C:
 			switch {
 			case ev.Type == "input_request":
-				if err := s.Input("wrong-id", "x"); !errors.Is(err, sessions.ErrNoInputPending) {
+				if err := s.First().Input("wrong-id", "x"); !errors.Is(err, sessions.ErrNoInputPending) {
 					t.Errorf("input for wrong id: %v", err)
 				}
-				if err := s.Input("in", "ada"); err != nil {
+				if err := s.First().Input("in", "ada"); err != nil {
 					t.Error(err)
 				}
 			case ev.Type == "stream" && ev.ID == "in" && !strings.Contains(ev.Text, "hi ada"):
 				t.Errorf("echo %q", ev.Text)
 			case ev.Type == "kernel" && ev.State == "busy" && len(statuses) == 1:
 				time.Sleep(200 * time.Millisecond)
-				if err := s.Interrupt(context.Background()); err != nil {
+				if err := s.First().Interrupt(context.Background()); err != nil {
 					t.Error(err)
 				}
 			case ev.Type == "done":
@@ -255,7 +255,7 @@ func TestRestartKeepsIDLosesVariables(t *testing.T) {
 	m := newManager(t, sessions.Config{})
 	s := create(t, m, "t")
 	exec(t, s, "v = 1", 0)
-	if err := s.Restart(context.Background()); err != nil {
+	if err := s.First().Restart(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if e := exec(t, s, "v", 0); e.Status != "error" {
@@ -318,7 +318,7 @@ func TestLimitsAndTenants(t *testing.T) {
 	if _, err := m.Create(context.Background(), "a", sessions.CreateOptions{Env: map[string]string{"BAD NAME": "x"}}); !errors.Is(err, sessions.ErrInvalid) {
 		t.Fatalf("bad env: %v", err)
 	}
-	if _, err := a.Execute(context.Background(), sessions.ExecRequest{Code: "1", Timeout: time.Hour}); !errors.Is(err, sessions.ErrInvalid) {
+	if _, err := a.First().Execute(context.Background(), sessions.ExecRequest{Code: "1", Timeout: time.Hour}); !errors.Is(err, sessions.ErrInvalid) {
 		t.Fatalf("timeout over max: %v", err)
 	}
 }
@@ -327,7 +327,7 @@ func TestReplayAfterReconnect(t *testing.T) {
 	m := newManager(t, sessions.Config{})
 	s := create(t, m, "t")
 	first := s.Subscribe(s.LastSeq())
-	s.Submit(sessions.ExecRequest{ID: "long", Code: "import time\nfor i in range(5):\n    print(i, flush=True); time.sleep(0.1)"})
+	s.First().Submit(sessions.ExecRequest{ID: "long", Code: "import time\nfor i in range(5):\n    print(i, flush=True); time.sleep(0.1)"})
 	var seen int64
 	for ev := range first.C {
 		if ev.Type == "stream" {

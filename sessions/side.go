@@ -319,14 +319,14 @@ func jsonObject(b json.RawMessage) bool {
 // execution's output only once the side messages the kernel sent before
 // it are in the channel, and fans out the execution's own comm messages
 // between its events). Safe for concurrent use.
-func (s *Session) SubscribeKernel(ctx context.Context) (<-chan SideMessage, func()) {
+func (s *Kernel) SubscribeKernel(ctx context.Context) (<-chan SideMessage, func()) {
 	return s.side.subscribe(ctx)
 }
 
 // SideDropped returns how many side messages the session's subscribers
 // lost because they fell behind, and kernel messages dropped as
 // malformed.
-func (s *Session) SideDropped() int64 { return s.side.dropped.Load() }
+func (s *Kernel) SideDropped() int64 { return s.side.dropped.Load() }
 
 // takeSide returns the next side message waiting in *side (a channel from
 // SubscribeKernel), or nil without waiting; it sets *side to nil once it

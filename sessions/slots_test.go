@@ -25,7 +25,7 @@ func runAsync(s *sessions.Session, code string) <-chan ran {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		e, err := s.Execute(ctx, sessions.ExecRequest{Code: code})
+		e, err := s.First().Execute(ctx, sessions.ExecRequest{Code: code})
 		c <- ran{e, err}
 	}()
 	return c
@@ -126,11 +126,11 @@ func TestFairSchedulerSharesBetweenTenants(t *testing.T) {
 	}
 	bDone := runAsync(b, "print:b")
 	testkit.Eventually(t, 5*time.Second, func() bool { return m.Stats().SlotWaiting == 4 }, "b's cell to wait for a slot")
-	if err := a[0].Interrupt(context.Background()); err != nil {
+	if err := a[0].First().Interrupt(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	(<-bDone).check(t, "b's cell")
-	if err := a[1].Interrupt(context.Background()); err != nil {
+	if err := a[1].First().Interrupt(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range append(holders, waiting...) {

@@ -64,7 +64,7 @@ func streamInOrder(t *testing.T, late bool) {
 	}
 	for _, n := range runs {
 		if !late {
-			if _, err := s.Submit(sessions.ExecRequest{ID: "x" + n, Code: "side:" + n}); err != nil {
+			if _, err := s.First().Submit(sessions.ExecRequest{ID: "x" + n, Code: "side:" + n}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -23,7 +23,7 @@ import (
 // kernel's connection, the running job, the queue) is the Session's and
 // guarded by s.mu; its fields below are its own.
 type worker struct {
-	s         *Session
+	s         *Kernel
 	slots     *execSlots         // the gateway's fair scheduler
 	watch     workspace.Tracker  // nil when changes are not tracked
 	stopWatch context.CancelFunc // ends the current kernel watcher
@@ -87,7 +87,7 @@ func (w *worker) loop() {
 			return
 		case j := <-w.s.queue:
 			w.took(j)
-			if w.s.Info().State == StateDead { // its kernel died and could not be restarted
+			if w.s.State() == StateDead { // its kernel died and could not be restarted
 				w.restartThenRun(j)
 				continue
 			}
@@ -95,7 +95,7 @@ func (w *worker) loop() {
 		case done := <-w.s.restart:
 			done <- w.restartKernel("restart requested")
 		case <-c.Done():
-			if w.s.Info().State == StateDead {
+			if w.s.State() == StateDead {
 				w.waitWhileDead() // restarting failed before
 				continue
 			}
@@ -287,7 +287,7 @@ func (w *worker) restartKernel(reason string) error {
 	w.startSide(c)
 	w.setState(StateIdle, "")
 	w.s.cfg.Observer.KernelRestarted()
-	w.s.persist() // a new kernel, a new key: the store must know it
+	w.s.s.persist() // a new kernel, a new key: the store must know it
 	return nil
 }
 

@@ -65,11 +65,11 @@ func TestWorkerRestartDuringARun(t *testing.T) {
 	s := fakeSession(t, m)
 	j := make(chan *sessions.Execution, 1)
 	go func() {
-		e, _ := s.Execute(context.Background(), sessions.ExecRequest{Code: "stubborn"})
+		e, _ := s.First().Execute(context.Background(), sessions.ExecRequest{Code: "stubborn"})
 		j <- e
 	}()
 	waitState(t, s, sessions.StateBusy)
-	if err := s.Restart(context.Background()); err != nil {
+	if err := s.First().Restart(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	e := <-j
@@ -94,7 +94,7 @@ func TestWorkerDeathDuringARestart(t *testing.T) {
 	if e := run(t, s, "print:x", 0); e.Status != sessions.StatusDied || !strings.HasPrefix(e.Reason, "kernel is dead: ") || !strings.Contains(e.Reason, "restart failed") {
 		t.Fatalf("job on a dead kernel: %+v", e)
 	}
-	if err := s.Restart(context.Background()); !errors.Is(err, sessions.ErrKernelDead) {
+	if err := s.First().Restart(context.Background()); !errors.Is(err, sessions.ErrKernelDead) {
 		t.Fatalf("restart while restarts fail: %v", err)
 	}
 	rt.failRestart.Store(false)
@@ -104,7 +104,7 @@ func TestWorkerDeathDuringARestart(t *testing.T) {
 		t.Fatalf("job once restarts work again: %+v", e)
 	}
 	waitState(t, s, sessions.StateIdle)
-	if err := s.Restart(context.Background()); err != nil {
+	if err := s.First().Restart(context.Background()); err != nil {
 		t.Fatalf("restart once they work again: %v", err)
 	}
 }
@@ -115,7 +115,7 @@ func TestWorkerDrainsTheQueueOnClose(t *testing.T) {
 	results := make(chan *sessions.Execution, 4)
 	for i := 0; i < 4; i++ {
 		go func() {
-			e, err := s.Execute(context.Background(), sessions.ExecRequest{Code: "stubborn"})
+			e, err := s.First().Execute(context.Background(), sessions.ExecRequest{Code: "stubborn"})
 			if err == nil {
 				results <- e
 			}
@@ -210,11 +210,11 @@ func TestCreateUndoesEverythingOnAPanic(t *testing.T) {
 	// A panic when re-dialling after a restart leaves the session dead,
 	// not the gateway.
 	rt.panicDial.Store(true)
-	if err := s.Restart(context.Background()); !errors.Is(err, sessions.ErrKernelDead) || !strings.Contains(err.Error(), "panicked") {
+	if err := s.First().Restart(context.Background()); !errors.Is(err, sessions.ErrKernelDead) || !strings.Contains(err.Error(), "panicked") {
 		t.Fatalf("restart with a panicking dial: %v", err)
 	}
 	rt.panicDial.Store(false)
-	if err := s.Restart(context.Background()); err != nil {
+	if err := s.First().Restart(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -222,21 +222,21 @@ func TestCreateUndoesEverythingOnAPanic(t *testing.T) {
 func TestSubmitWaitsForRoom(t *testing.T) {
 	m, _ := fakeManager(t, sessions.Config{QueueDepth: 2})
 	s := fakeSession(t, m)
-	if _, err := s.Submit(sessions.ExecRequest{Code: "sleep:100ms"}); err != nil {
+	if _, err := s.First().Submit(sessions.ExecRequest{Code: "sleep:100ms"}); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, s, sessions.StateBusy)
 	for i := 0; i < 2; i++ { // one running, two queued
-		if _, err := s.Submit(sessions.ExecRequest{Code: "sleep:50ms"}); err != nil {
+		if _, err := s.First().Submit(sessions.ExecRequest{Code: "sleep:50ms"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Submit(sessions.ExecRequest{Code: "print:x"}); !errors.Is(err, sessions.ErrQueueFull) {
+	if _, err := s.First().Submit(sessions.ExecRequest{Code: "print:x"}); !errors.Is(err, sessions.ErrQueueFull) {
 		t.Fatalf("full queue: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := s.SubmitWait(ctx, sessions.ExecRequest{Code: "print:x"}); err != nil {
+	if _, err := s.First().SubmitWait(ctx, sessions.ExecRequest{Code: "print:x"}); err != nil {
 		t.Fatalf("SubmitWait: %v", err)
 	}
 }
@@ -329,32 +329,32 @@ func TestLifetimeNeverPastTheMax(t *testing.T) {
 func TestQueuedCodeIsBounded(t *testing.T) {
 	m, _ := fakeManager(t, sessions.Config{})
 	s := fakeSession(t, m)
-	if _, err := s.Submit(sessions.ExecRequest{ID: "loop", Code: "loop"}); err != nil {
+	if _, err := s.First().Submit(sessions.ExecRequest{ID: "loop", Code: "loop"}); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, s, sessions.StateBusy)
 	big := strings.Repeat("x", 1<<20-64)
 	for i := range 2 {
-		if _, err := s.Submit(sessions.ExecRequest{Code: big}); err != nil {
+		if _, err := s.First().Submit(sessions.ExecRequest{Code: big}); err != nil {
 			t.Fatalf("queued execution %d of 1 MiB: %v", i+1, err)
 		}
 	}
-	_, err := s.Submit(sessions.ExecRequest{Code: big})
+	_, err := s.First().Submit(sessions.ExecRequest{Code: big})
 	if !errors.Is(err, sessions.ErrQueueFull) || !strings.Contains(err.Error(), "bytes of code waiting") {
 		t.Fatalf("a third 1 MiB execution behind two: %v, want ErrQueueFull naming the code bytes", err)
 	}
-	if _, err := s.Submit(sessions.ExecRequest{Code: strings.Repeat("y", 200<<10)}); !errors.Is(err, sessions.ErrQueueFull) {
+	if _, err := s.First().Submit(sessions.ExecRequest{Code: strings.Repeat("y", 200<<10)}); !errors.Is(err, sessions.ErrQueueFull) {
 		t.Fatalf("200 KiB more behind 2 MiB: %v, want ErrQueueFull", err)
 	}
-	if err := s.Interrupt(context.Background()); err != nil {
+	if err := s.First().Interrupt(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := s.SubmitWait(ctx, sessions.ExecRequest{Code: big}); err != nil {
+	if _, err := s.First().SubmitWait(ctx, sessions.ExecRequest{Code: big}); err != nil {
 		t.Fatalf("SubmitWait once the queue drains: %v", err)
 	}
-	e, err := s.Execute(ctx, sessions.ExecRequest{Code: "print:done"})
+	e, err := s.First().Execute(ctx, sessions.ExecRequest{Code: "print:done"})
 	if err != nil || strings.TrimSpace(e.Stdout) != "done" {
 		t.Fatalf("after: %+v %v", e, err)
 	}

@@ -212,7 +212,7 @@ type kernelModel struct {
 
 func kernelModelOf(sess *sessions.Session) kernelModel {
 	info := sess.Info()
-	return kernelModel{ID: kernelID(info.ID), Name: sess.Kernel(), LastActivity: formatDate(sess.LastActivity()),
+	return kernelModel{ID: kernelID(info.ID), Name: sess.First().Name(), LastActivity: formatDate(sess.LastActivity()),
 		ExecutionState: string(info.State), Connections: sess.Clients()}
 }
 
@@ -354,7 +354,7 @@ func (a *API) interrupt(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := sess.Interrupt(c.Request().Context()); err != nil {
+	if err := sess.First().Interrupt(c.Request().Context()); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -378,7 +378,7 @@ func (a *API) restart(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := sess.Restart(c.Request().Context()); err != nil {
+	if err := sess.First().Restart(c.Request().Context()); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, kernelModelOf(sess))

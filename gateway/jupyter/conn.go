@@ -158,7 +158,7 @@ func (a *API) channels(c echo.Context) error {
 	_ = g.Wait()
 	jc.wg.Wait() // the kernel requests the reader started end with gctx
 	// The comms this connection opened: nobody else may use them.
-	sess.CloseComms(jc.owner)
+	sess.First().Comms().CloseComms(jc.owner)
 	return nil
 }
 
@@ -248,7 +248,7 @@ func (jc *conn) ownsInput(id string, p *jparent) bool {
 	if p.exec {
 		return p.owner == jc.owner
 	}
-	rid, x, ok := jc.sess.Running()
+	rid, x, ok := jc.sess.First().Running()
 	return ok && rid == id && x != nil && x.Owner == jc.owner
 }
 

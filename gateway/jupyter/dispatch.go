@@ -90,7 +90,7 @@ func (jc *conn) control(ctx context.Context, channel string, m *jmsg, h jheader)
 			ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
 			content := map[string]any{"status": "ok"}
-			if err := jc.sess.Interrupt(ictx); err != nil {
+			if err := jc.sess.First().Interrupt(ictx); err != nil {
 				content = errorReply("InterruptError", httperr.Of(err).Message)
 			}
 			return answer(m.Header, reply(channel, "interrupt_reply", m.Header, content))
@@ -136,7 +136,7 @@ func (jc *conn) spawn(ctx context.Context, f func(context.Context) jbatch) {
 // instead): false unless the kernel says it has one.
 func (jc *conn) kernelInfo(ctx context.Context, channel string, m *jmsg) {
 	jc.spawn(ctx, func(ctx context.Context) jbatch {
-		raw, err := jc.sess.KernelInfo(ctx)
+		raw, err := jc.sess.First().KernelInfo(ctx)
 		var content any
 		if err != nil {
 			content = errorReply("KernelInfoError", httperr.Of(err).Message)
@@ -185,7 +185,7 @@ func (jc *conn) debug(ctx context.Context, m *jmsg) {
 	jc.spawn(ctx, func(ctx context.Context) jbatch {
 		req, why := checkDebug(m.Content)
 		if why == "" && req.Command == "initialize" {
-			if _, _, running := jc.sess.Running(); running {
+			if _, _, running := jc.sess.First().Running(); running {
 				// ipykernel starts debugpy by running code on its shell
 				// from its control thread, which waits for the running
 				// cell meanwhile: interrupts (control) would wait too.
@@ -195,7 +195,7 @@ func (jc *conn) debug(ctx context.Context, m *jmsg) {
 		if why != "" {
 			return answer(m.Header, reply("control", "debug_reply", m.Header, req.failure(why)))
 		}
-		r, err := jc.sess.KernelRequest(ctx, sessions.ControlChannel, "debug_request", m.Content)
+		r, err := jc.sess.First().KernelRequest(ctx, sessions.ControlChannel, "debug_request", m.Content)
 		if err != nil {
 			return answer(m.Header, reply("control", "debug_reply", m.Header, req.failure(httperr.Of(err).Message)))
 		}
@@ -296,7 +296,7 @@ func (jc *conn) relay(ctx context.Context, m *jmsg, h jheader) {
 		if why := checkRelayed(h.MsgType, m.Content); why != "" {
 			return answer(m.Header, reply("shell", replyType, m.Header, errorReply("BadRequest", why)))
 		}
-		r, err := jc.sess.KernelRequest(ctx, sessions.ShellChannel, h.MsgType, m.Content)
+		r, err := jc.sess.First().KernelRequest(ctx, sessions.ShellChannel, h.MsgType, m.Content)
 		if err != nil {
 			return answer(m.Header, reply("shell", replyType, m.Header, errorReply("KernelRequestError", httperr.Of(err).Message)))
 		}
@@ -316,7 +316,7 @@ func (jc *conn) relay(ctx context.Context, m *jmsg, h jheader) {
 // refused comm_open is closed at once (comm_close), as a kernel closes a
 // comm of an unknown target.
 func (jc *conn) comm(ctx context.Context, m *jmsg, h jheader) {
-	if _, err := jc.sess.SendCommParent(jc.owner, m.Header, h.MsgType, m.Content, m.Metadata, m.Buffers); err != nil {
+	if _, err := jc.sess.First().Comms().SendCommParent(jc.owner, m.Header, h.MsgType, m.Content, m.Metadata, m.Buffers); err != nil {
 		jc.api.log.Debug().Err(err).Str("msg_type", h.MsgType).Msg("jupyter: comm message refused")
 		var msgs []*outMsg
 		if h.MsgType == "comm_open" {
@@ -339,7 +339,7 @@ func (jc *conn) commInfo(ctx context.Context, m *jmsg) {
 			TargetName string `json:"target_name"`
 		}
 		_ = json.Unmarshal(m.Content, &req)
-		comms, err := jc.sess.CommInfo(ctx, req.TargetName)
+		comms, err := jc.sess.First().Comms().CommInfo(ctx, req.TargetName)
 		var content any
 		if err != nil {
 			content = errorReply("CommInfoError", httperr.Of(err).Message)
@@ -407,7 +407,7 @@ func (jc *conn) shutdown(ctx context.Context, channel string, m *jmsg) error {
 		return ctx.Err()
 	}
 	if req.Restart {
-		if err := jc.sess.Restart(ctx); err != nil {
+		if err := jc.sess.First().Restart(ctx); err != nil {
 			jc.api.log.Debug().Err(err).Msg("jupyter: restart for shutdown_request failed")
 		}
 		return nil
@@ -487,7 +487,7 @@ func (jc *conn) execute(ctx context.Context, m *jmsg, h jheader) error {
 // in order; a refused one is answered with an error reply.
 func (jc *conn) submit(ctx context.Context) error {
 	for req := range jc.execs {
-		if _, err := jc.sess.SubmitWait(ctx, req); err != nil {
+		if _, err := jc.sess.First().SubmitWait(ctx, req); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -522,14 +522,14 @@ func (jc *conn) inputReply(m *jmsg) {
 	delete(jc.inputs, parent.MsgID)
 	jc.mu.Unlock()
 	if id == "" { // a reply that does not name our input_request: the running execution's, if it is this connection's
-		rid, _, ok := jc.sess.Running()
+		rid, _, ok := jc.sess.First().Running()
 		if !ok {
 			jc.api.log.Debug().Msg("jupyter: input_reply while nothing runs")
 			return
 		}
 		id = rid
 	}
-	if err := jc.sess.InputAs(jc.owner, id, c.Value); err != nil {
+	if err := jc.sess.First().InputAs(jc.owner, id, c.Value); err != nil {
 		jc.api.log.Debug().Err(err).Msg("jupyter: input_reply refused (no input() of this connection pending)")
 	}
 }

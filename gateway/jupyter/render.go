@@ -111,7 +111,7 @@ func (jc *conn) renderSide(w *jwriter, m sessions.SideMessage) []*outMsg {
 }
 
 func (jc *conn) writeMsgs(msgs []*outMsg) error {
-	session := jc.sess.KernelSession()
+	session := jc.sess.First().KernelSession()
 	now := time.Now()
 	for _, m := range msgs {
 		id := m.msgID
@@ -140,7 +140,7 @@ func (jc *conn) writeMsgs(msgs []*outMsg) error {
 func (jc *conn) initialStatus(w *jwriter) []*outMsg {
 	switch jc.sess.Info().State {
 	case sessions.StateBusy:
-		if id, x, ok := jc.sess.Running(); ok {
+		if id, x, ok := jc.sess.First().Running(); ok {
 			p := jc.parentOf(id, x)
 			w.parents[id], w.running = p, id
 			return []*outMsg{status("busy", p.raw)}

@@ -99,7 +99,7 @@ func execute(t *testing.T, s *sessions.Session, code string) *sessions.Execution
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	e, err := s.Execute(ctx, sessions.ExecRequest{Code: code})
+	e, err := s.First().Execute(ctx, sessions.ExecRequest{Code: code})
 	if err != nil {
 		t.Fatalf("execute %q: %v", code, err)
 	}
