@@ -105,3 +105,11 @@ func WireCommTargets(comms map[string]CommTarget) map[string]api.CommTarget {
 	}
 	return out
 }
+
+// LimitsFromWire is a request's limits (api.Limits) as the session's. A
+// Go conversion: the two types must keep the same fields, or this does
+// not compile.
+func LimitsFromWire(l api.Limits) Limits { return Limits(l) }
+
+// WireLimits is l as the wire's api.Limits (see LimitsFromWire).
+func WireLimits(l Limits) api.Limits { return api.Limits(l) }
