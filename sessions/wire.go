@@ -7,8 +7,8 @@ import (
 	"github.com/glassroom/glassroom/api"
 )
 
-// ErrUnknownEvent: an event of a type that has no wire frame (a bug: a
-// test proves every type the package publishes has one).
+// ErrUnknownEvent is the error of an event whose type has no wire frame
+// (a bug: a test proves every type the package publishes has one).
 var ErrUnknownEvent = errors.New("sessions: event type without a wire frame")
 
 // Frame converts the event to the frame the native WebSocket writes for

@@ -32,7 +32,8 @@ const (
 	SDKFile     = "sdk/js/src/wire.ts"
 )
 
-// ErrNoSchemas: the OpenAPI document has no components.schemas object.
+// ErrNoSchemas is the error of an OpenAPI document without a
+// components.schemas object (or a hand-written schema).
 var ErrNoSchemas = errors.New("wiregen: no components.schemas in the document")
 
 // handWritten are the schemas of shapes with no Go type in api (the
