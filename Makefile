@@ -3,9 +3,14 @@ GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 ARGS ?=
 LISTEN ?= 127.0.0.1:8888
 
-.PHONY: all build run deps test-deps docker image kube vet fmt-check lint test test-go test-runsc test-heavy test-stress bench fuzz compose clean web-vendor
+.PHONY: all generate build run deps test-deps docker image kube vet fmt-check lint test test-go test-runsc test-heavy test-stress bench fuzz compose clean web-vendor
 
 all: build
+
+# Regenerates what package api's types determine: the OpenAPI document's
+# schemas and the TypeScript declarations of the web UI and sdk/js.
+generate:
+	$(GO) generate ./gateway/
 
 deps:
 	scripts/install-deps.sh runtime

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/glassroom/glassroom/api"
 	"github.com/gorilla/websocket"
 )
 
@@ -246,24 +247,10 @@ func (k *Conn) Execute(ctx context.Context, req ExecuteRequest) error {
 	if req.ID == "" {
 		return errors.New("client: Execute: the request needs an ID")
 	}
-	f := map[string]any{"type": "execute", "id": req.ID, "code": req.Code}
+	f := api.ExecuteFrame{Type: api.FrameExecute, ID: req.ID, Code: req.Code, Context: req.Context, Language: req.Language,
+		Envs: req.Envs, Cwd: req.Cwd, UserExpressions: req.UserExpressions}
 	if req.Timeout > 0 {
-		f["timeout_s"] = req.Timeout.Seconds()
-	}
-	if req.Context != "" {
-		f["context"] = req.Context
-	}
-	if req.Language != "" {
-		f["language"] = req.Language
-	}
-	if len(req.Envs) > 0 {
-		f["envs"] = req.Envs
-	}
-	if req.Cwd != "" {
-		f["cwd"] = req.Cwd
-	}
-	if len(req.UserExpressions) > 0 {
-		f["user_expressions"] = req.UserExpressions
+		f.TimeoutS = api.Ptr(req.Timeout.Seconds())
 	}
 	return k.send(ctx, f)
 }
@@ -271,30 +258,30 @@ func (k *Conn) Execute(ctx context.Context, req ExecuteRequest) error {
 // Interrupt interrupts the running execution of every context of the
 // session that runs one.
 func (k *Conn) Interrupt(ctx context.Context) error {
-	return k.send(ctx, map[string]string{"type": "interrupt"})
+	return k.send(ctx, api.InterruptFrame{Type: api.FrameInterrupt})
 }
 
 // InterruptContext interrupts the running execution of one context.
 func (k *Conn) InterruptContext(ctx context.Context, contextID string) error {
-	return k.send(ctx, map[string]string{"type": "interrupt", "context": contextID})
+	return k.send(ctx, api.InterruptFrame{Type: api.FrameInterrupt, Context: contextID})
 }
 
 // SendInput answers an input_request of execution id.
 func (k *Conn) SendInput(ctx context.Context, id, value string) error {
-	return k.send(ctx, map[string]string{"type": "input_reply", "id": id, "value": value})
+	return k.send(ctx, api.InputReplyFrame{Type: api.FrameInputReply, ID: id, Value: value})
 }
 
 // Resume asks for every event after seq to be replayed (a gap event says
 // when some have already left the gateway's backlog).
 func (k *Conn) Resume(ctx context.Context, seq int64) error {
-	return k.send(ctx, map[string]any{"type": "resume", "since": seq})
+	return k.send(ctx, api.ResumeFrame{Type: api.FrameResume, Since: seq})
 }
 
-// request sends a frame that the gateway answers to this client only and
-// waits for the answer.
-func (k *Conn) request(ctx context.Context, frame map[string]any, out any) error {
+// request sends the frame frameWithID makes with a new request id, which
+// the gateway answers to this client only, and waits for the answer.
+func (k *Conn) request(ctx context.Context, frameWithID func(id string) api.ClientFrame, out any) error {
 	id := "q-" + randomID()
-	frame["id"] = id
+	frame := frameWithID(id)
 	ch := make(chan json.RawMessage, 1)
 	k.pmu.Lock()
 	k.pending[id] = ch
@@ -324,18 +311,6 @@ func (k *Conn) request(ctx context.Context, frame map[string]any, out any) error
 	}
 }
 
-// withIn adds an In's context and language to a frame.
-func withIn(f map[string]any, where []In) map[string]any {
-	w := in(where)
-	if w.Context != "" {
-		f["context"] = w.Context
-	}
-	if w.Language != "" {
-		f["language"] = w.Language
-	}
-	return f
-}
-
 // Complete asks for completions of code at cursor over this connection;
 // an In picks the context (at most one). Calls are serialized (the
 // gateway would drop an older request of a kind unanswered); while a cell
@@ -344,7 +319,11 @@ func (k *Conn) Complete(ctx context.Context, code string, cursor int, where ...I
 	k.complMu.Lock()
 	defer k.complMu.Unlock()
 	var out Completion
-	if err := k.request(ctx, withIn(map[string]any{"type": "complete", "code": code, "cursor_pos": cursor}, where), &out); err != nil {
+	w := in(where)
+	frame := func(id string) api.ClientFrame {
+		return api.CompleteFrame{Type: api.FrameComplete, ID: id, Code: code, CursorPos: cursor, Context: w.Context, Language: w.Language}
+	}
+	if err := k.request(ctx, frame, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -356,7 +335,11 @@ func (k *Conn) Inspect(ctx context.Context, code string, cursor, detail int, whe
 	k.inspMu.Lock()
 	defer k.inspMu.Unlock()
 	var out Inspection
-	frame := withIn(map[string]any{"type": "inspect", "code": code, "cursor_pos": cursor, "detail_level": detail}, where)
+	w := in(where)
+	frame := func(id string) api.ClientFrame {
+		return api.InspectFrame{Type: api.FrameInspect, ID: id, Code: code, CursorPos: cursor, DetailLevel: detail,
+			Context: w.Context, Language: w.Language}
+	}
 	if err := k.request(ctx, frame, &out); err != nil {
 		return nil, err
 	}

@@ -67,7 +67,7 @@ func (s *sessionsAPI) createSession(c echo.Context) error {
 		opts.Network = sessions.Network{Allow: req.Network.Allow}
 	}
 	if l := req.Limits; l != nil {
-		opts.Limits = sessions.Limits{MemoryMB: l.MemoryMB, CPUs: l.CPUs, Pids: l.Pids, WorkspaceMB: l.WorkspaceMB}
+		opts.Limits = sessions.LimitsFromWire(*l)
 		// 0 means the default; anything else must be enough to run a
 		// kernel (a 400 with the reason: httperr.Of maps ErrBadSpec).
 		if err := opts.Limits.Validate(); err != nil {

@@ -45,7 +45,7 @@ func (s *e2bAPI) listTemplates(c echo.Context) error {
 	out := make([]api.Template, 0, len(ts))
 	for _, t := range ts {
 		out = append(out, api.Template{Name: t.Name, Description: t.Description, Language: t.Language,
-			Limits:  api.Limits{MemoryMB: t.Limits.MemoryMB, CPUs: t.Limits.CPUs, Pids: t.Limits.Pids, WorkspaceMB: t.Limits.WorkspaceMB},
+			Limits:  sessions.WireLimits(t.Limits),
 			Network: api.Network{Allow: t.Network.Allow}, IdleTimeoutS: t.IdleS})
 	}
 	return c.JSON(http.StatusOK, map[string][]api.Template{"templates": out})

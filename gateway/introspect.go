@@ -4,27 +4,13 @@ import (
 	"context"
 	"sync"
 
-	"github.com/glassroom/glassroom/gateway/internal/httperr"
+	"github.com/glassroom/glassroom/api"
 	"github.com/glassroom/glassroom/sessions"
 )
 
-// completeReply and inspectReply answer one WebSocket client's complete
-// and inspect frames (commInfoReply, in ws.go, its comm_info frames). They go to that client only, not to the session's
-// event log.
-type completeReply struct {
-	Type string `json:"type"`
-	ID   string `json:"id"`
-	*sessions.Completion
-}
-
-type inspectReply struct {
-	Type string `json:"type"`
-	ID   string `json:"id"`
-	*sessions.Inspection
-}
-
 // introspector runs a connection's complete, inspect and comm_info requests beside
-// its reader, so a busy kernel (which answers them only between cells)
+// its reader (their answers, complete_reply, inspect_reply and
+// comm_info_reply, go to that client only, not to the event log), so a busy kernel (which answers them only between cells)
 // never stalls the connection. A newer request of a kind cancels the older
 // one (a typing user only wants the latest). It owns its goroutines:
 // close cancels them and waits.
@@ -45,7 +31,7 @@ func newIntrospector(ctx context.Context, sess *sessions.Session, out chan<- any
 
 // start runs f (a complete or inspect frame with id, code and cursor_pos,
 // or a comm_info frame).
-func (in *introspector) start(f clientFrame) {
+func (in *introspector) start(f api.AnyClientFrame) {
 	ctx, cancel := context.WithCancel(in.ctx)
 	in.mu.Lock()
 	if prev := in.cancels[f.Type]; prev != nil {
@@ -61,33 +47,32 @@ func (in *introspector) start(f clientFrame) {
 		defer in.recoverPanic(&err)
 		var reply any
 		k := in.sess.First() // comm_info: the comms of the session's first kernel, as the comm frames
-		if f.Type != "comm_info" {
+		if f.Type != api.FrameCommInfo {
 			k, err = in.sess.Contexts().Resolve(ctx, f.Context, f.Language)
 		}
 		switch {
 		case err != nil:
-		case f.Type == "comm_info":
+		case f.Type == api.FrameCommInfo:
 			var comms map[string]sessions.CommTarget
 			if comms, err = k.Comms().CommInfo(ctx, f.TargetName); err == nil {
-				reply = commInfoReply{Type: "comm_info_reply", ID: f.ID, Comms: comms}
+				reply = api.CommInfoReplyFrame{Type: api.EventCommInfoReply, ID: f.ID, Comms: sessions.WireCommTargets(comms)}
 			}
-		case f.Type == "complete":
+		case f.Type == api.FrameComplete:
 			var c *sessions.Completion
 			if c, err = k.Complete(ctx, *f.Code, *f.CursorPos); err == nil {
-				reply = completeReply{Type: "complete_reply", ID: f.ID, Completion: c}
+				reply = c.WireCompletion(f.ID)
 			}
 		default:
 			var r *sessions.Inspection
 			if r, err = k.Inspect(ctx, *f.Code, *f.CursorPos, f.DetailLevel); err == nil {
-				reply = inspectReply{Type: "inspect_reply", ID: f.ID, Inspection: r}
+				reply = r.WireInspection(f.ID)
 			}
 		}
 		if ctx.Err() != nil {
 			return // superseded or the connection ended
 		}
 		if err != nil {
-			ae := httperr.Of(err)
-			reply = rejected{Type: "rejected", ID: f.ID, Code: ae.Code, Message: ae.Message}
+			reply = rejection(f.ID, err)
 		}
 		send(ctx, in.out, reply)
 	}()

@@ -8,7 +8,11 @@ import (
 )
 
 // openAPI describes /v1, /mcp and the WebSocket frames (OpenAPI 3.1).
+// Its paths are written by hand; its components.schemas are generated
+// from package api's types (with web/types/wire.d.ts and
+// sdk/js/src/wire.ts) by the directive below: `make generate`.
 //
+//go:generate go run ./internal/wiregen/gen
 //go:embed openapi.json
 var openAPI []byte
 

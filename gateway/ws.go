@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/glassroom/glassroom/api"
 	"github.com/glassroom/glassroom/gateway/internal/httperr"
 	"github.com/glassroom/glassroom/gateway/internal/tenant"
 	"github.com/glassroom/glassroom/gateway/internal/wsconn"
@@ -19,33 +20,6 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// clientFrame is any frame a WebSocket client may send.
-type clientFrame struct {
-	Type        string   `json:"type"`
-	ID          string   `json:"id"`
-	Code        *string  `json:"code"`
-	Timeout     *float64 `json:"timeout_s"`
-	Value       *string  `json:"value"`
-	Since       *int64   `json:"since"`
-	CursorPos   *int     `json:"cursor_pos"`
-	DetailLevel int      `json:"detail_level"`
-	Context     string   `json:"context"`  // execute, interrupt, complete, inspect: see api.ExecuteRequest
-	Language    string   `json:"language"` // execute, complete, inspect
-	// execute: settings of that execution only (see api.ExecuteRequest)
-	Envs map[string]string `json:"envs"`
-	Cwd  string            `json:"cwd"`
-	// UserExpressions: see api.ExecuteRequest.
-	UserExpressions map[string]string `json:"user_expressions"`
-	// comm: the message's type (comm_open, comm_msg, comm_close), its
-	// content and metadata (JSON objects) and binary buffers (base64).
-	// comm_info: the target whose comms are listed ("": all).
-	MsgType    string          `json:"msg_type"`
-	Content    json.RawMessage `json:"content"`
-	Metadata   json.RawMessage `json:"metadata"`
-	Buffers    []string        `json:"buffers"`
-	TargetName string          `json:"target_name"`
-}
-
 // wsExecute is an execute frame on its way to the submitter, which finds
 // its context (starting a language's default context on first use) in
 // order.
@@ -54,21 +28,15 @@ type wsExecute struct {
 	context, language string
 }
 
-// rejected is sent for a frame the server cannot act on.
-type rejected struct {
-	Type    string `json:"type"`
-	ID      string `json:"id,omitempty"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
+// rejection is the rejected frame answering frame id with err's code.
+func rejection(id string, err error) api.RejectedFrame {
+	ae := httperr.Of(err)
+	return api.RejectedFrame{Type: api.EventRejected, ID: id, Code: ae.Code, Message: ae.Message}
 }
 
-// commSent answers a client's comm frame: MsgID is the msg_id the message
-// went to the kernel with, the parent_header.msg_id of what the kernel
-// sends while handling it.
-type commSent struct {
-	Type  string `json:"type"`
-	ID    string `json:"id"`
-	MsgID string `json:"msg_id"`
+// badFrame is the rejected frame of a malformed frame.
+func badFrame(id, code, message string) *api.RejectedFrame {
+	return &api.RejectedFrame{Type: api.EventRejected, ID: id, Code: code, Message: message}
 }
 
 // commSend is a client's comm frame, checked by the reader, for the
@@ -88,48 +56,9 @@ func (c commSend) send(sess *sessions.Session, owner string) any {
 	defer c.release()
 	msgID, err := sess.First().Comms().SendCommID(owner, c.id, c.msgType, c.content, c.metadata, c.buffers)
 	if err != nil {
-		ae := httperr.Of(err)
-		return rejected{Type: "rejected", ID: c.id, Code: ae.Code, Message: ae.Message}
+		return rejection(c.id, err)
 	}
-	return commSent{Type: "comm_sent", ID: c.id, MsgID: msgID}
-}
-
-// commInfoReply answers a client's comm_info frame.
-type commInfoReply struct {
-	Type  string                         `json:"type"`
-	ID    string                         `json:"id"`
-	Comms map[string]sessions.CommTarget `json:"comms"`
-}
-
-// commFrame carries one message of the kernel's side stream
-// (sessions.SideMessage) to a client: {"type":"comm","msg":{...}}.
-type commFrame struct {
-	Type string     `json:"type"`
-	Msg  commFields `json:"msg"`
-}
-
-type commFields struct {
-	Header struct {
-		MsgID   string `json:"msg_id"`
-		MsgType string `json:"msg_type"`
-	} `json:"header"`
-	ParentHeader struct {
-		MsgID string `json:"msg_id"`
-	} `json:"parent_header"`
-	Content  json.RawMessage `json:"content"`
-	Metadata json.RawMessage `json:"metadata"`
-	Buffers  [][]byte        `json:"buffers"` // base64 strings
-}
-
-func newCommFrame(m sessions.SideMessage) commFrame {
-	f := commFrame{Type: "comm"}
-	f.Msg.Header.MsgID, f.Msg.Header.MsgType = m.MsgID, m.MsgType
-	f.Msg.ParentHeader.MsgID = m.ParentID
-	f.Msg.Content, f.Msg.Metadata, f.Msg.Buffers = m.Content, m.Metadata, m.Buffers
-	if f.Msg.Buffers == nil {
-		f.Msg.Buffers = [][]byte{}
-	}
-	return f
+	return api.CommSentFrame{Type: api.EventCommSent, ID: c.id, MsgID: msgID}
 }
 
 // wsPendingExecutes is how many executes a connection may have waiting for
@@ -264,8 +193,7 @@ func submit(ctx context.Context, sess *sessions.Session, execs <-chan wsExecute,
 			if ctx.Err() != nil {
 				return nil
 			}
-			ae := httperr.Of(err)
-			send(ctx, out, rejected{Type: "rejected", ID: x.req.ID, Code: ae.Code, Message: ae.Message})
+			send(ctx, out, rejection(x.req.ID, err))
 		}
 	}
 	return nil
@@ -285,14 +213,13 @@ func (r *wsRelay) read(ctx context.Context, conn *websocket.Conn, sess *sessions
 		if err != nil {
 			return err
 		}
-		var f clientFrame
+		var f api.AnyClientFrame
 		if err := json.Unmarshal(data, &f); err != nil {
-			send(ctx, in.out, rejected{Type: "rejected", Code: "bad_frame", Message: "frame is not a JSON object: " + err.Error()})
+			send(ctx, in.out, *badFrame("", "bad_frame", "frame is not a JSON object: "+err.Error()))
 			continue
 		}
-		if frames.Large() && f.Type != "comm" {
-			send(ctx, in.out, rejected{Type: "rejected", ID: f.ID, Code: "frame_too_large",
-				Message: fmt.Sprintf("only comm frames may exceed %d bytes", lim.Frame)})
+		if frames.Large() && f.Type != api.FrameComm {
+			send(ctx, in.out, *badFrame(f.ID, "frame_too_large", fmt.Sprintf("only comm frames may exceed %d bytes", lim.Frame)))
 			continue
 		}
 		if rej := handleFrame(ctx, sess, f, in); rej != nil {
@@ -301,20 +228,20 @@ func (r *wsRelay) read(ctx context.Context, conn *websocket.Conn, sess *sessions
 	}
 }
 
-func handleFrame(ctx context.Context, sess *sessions.Session, f clientFrame, in wsInputs) *rejected {
-	reject := func(err error) *rejected {
-		ae := httperr.Of(err)
-		return &rejected{Type: "rejected", ID: f.ID, Code: ae.Code, Message: ae.Message}
+func handleFrame(ctx context.Context, sess *sessions.Session, f api.AnyClientFrame, in wsInputs) *api.RejectedFrame {
+	reject := func(err error) *api.RejectedFrame {
+		r := rejection(f.ID, err)
+		return &r
 	}
 	switch f.Type {
-	case "execute":
+	case api.FrameExecute:
 		if f.Code == nil {
-			return &rejected{Type: "rejected", ID: f.ID, Code: "bad_frame", Message: "execute needs code"}
+			return badFrame(f.ID, "bad_frame", "execute needs code")
 		}
 		if f.ID == "" {
-			return &rejected{Type: "rejected", Code: "bad_frame", Message: "execute needs an id"}
+			return badFrame("", "bad_frame", "execute needs an id")
 		}
-		timeout, err := seconds("timeout_s", f.Timeout)
+		timeout, err := seconds("timeout_s", f.TimeoutS)
 		if err != nil {
 			return reject(err)
 		}
@@ -324,7 +251,7 @@ func handleFrame(ctx context.Context, sess *sessions.Session, f clientFrame, in 
 			context: f.Context, language: f.Language}:
 		case <-ctx.Done():
 		}
-	case "interrupt":
+	case api.FrameInterrupt:
 		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		var err error
@@ -339,28 +266,28 @@ func handleFrame(ctx context.Context, sess *sessions.Session, f clientFrame, in 
 		if err != nil {
 			return reject(err)
 		}
-	case "input_reply":
+	case api.FrameInputReply:
 		if f.Value == nil {
-			return &rejected{Type: "rejected", ID: f.ID, Code: "bad_frame", Message: "input_reply needs value"}
+			return badFrame(f.ID, "bad_frame", "input_reply needs value")
 		}
 		if err := sess.Contexts().Input("", f.ID, *f.Value); err != nil {
 			return reject(err)
 		}
-	case "resume":
+	case api.FrameResume:
 		if f.Since == nil || *f.Since < 0 {
-			return &rejected{Type: "rejected", ID: f.ID, Code: "bad_frame", Message: "resume needs since >= 0"}
+			return badFrame(f.ID, "bad_frame", "resume needs since >= 0")
 		}
 		select {
 		case <-in.resume:
 		default:
 		}
 		in.resume <- *f.Since
-	case "complete", "inspect":
+	case api.FrameComplete, api.FrameInspect:
 		if f.Code == nil || f.CursorPos == nil || f.ID == "" {
-			return &rejected{Type: "rejected", ID: f.ID, Code: "bad_frame", Message: f.Type + " needs id, code and cursor_pos"}
+			return badFrame(f.ID, "bad_frame", f.Type+" needs id, code and cursor_pos")
 		}
 		in.introspect.start(f)
-	case "comm":
+	case api.FrameComm:
 		buffers := make([][]byte, 0, len(f.Buffers))
 		for _, b := range f.Buffers {
 			if len(buffers) > sessions.MaxCommBuffers {
@@ -368,7 +295,7 @@ func handleFrame(ctx context.Context, sess *sessions.Session, f clientFrame, in 
 			}
 			data, err := base64.StdEncoding.DecodeString(b)
 			if err != nil {
-				return &rejected{Type: "rejected", ID: f.ID, Code: "bad_comm", Message: "comm buffers must be base64 strings"}
+				return badFrame(f.ID, "bad_comm", "comm buffers must be base64 strings")
 			}
 			buffers = append(buffers, data)
 		}
@@ -376,11 +303,11 @@ func handleFrame(ctx context.Context, sess *sessions.Session, f clientFrame, in 
 		if !send(ctx, in.out, c) {
 			c.release()
 		}
-	case "comm_info":
+	case api.FrameCommInfo:
 		in.introspect.start(f)
 	default:
-		return &rejected{Type: "rejected", ID: f.ID, Code: "unknown_type",
-			Message: "unknown frame type " + strconv.Quote(f.Type) + "; expected execute, interrupt, input_reply, resume, complete, inspect, comm or comm_info"}
+		return badFrame(f.ID, "unknown_type",
+			"unknown frame type "+strconv.Quote(f.Type)+"; expected execute, interrupt, input_reply, resume, complete, inspect, comm or comm_info")
 	}
 	return nil
 }
@@ -417,7 +344,7 @@ func (r *wsRelay) write(ctx context.Context, conn *websocket.Conn, sess *session
 	// A snapshot of the kernel state; its seq is where this stream resumes
 	// from (every later event has a larger one).
 	info := sess.Info()
-	if err := write(sessions.Event{Seq: since, Type: sessions.EventKernel, State: string(info.State)}); err != nil {
+	if err := write(api.KernelEvent{Envelope: api.Envelope{Seq: since, Type: api.EventKernel}, State: string(info.State)}); err != nil {
 		return err
 	}
 	for {
@@ -454,9 +381,15 @@ func (r *wsRelay) write(ctx context.Context, conn *websocket.Conn, sess *session
 					websocket.FormatCloseMessage(websocket.CloseNormalClosure, "session ended"), time.Now().Add(time.Second))
 				return wsconn.ErrSessionEnded
 			}
-			var v any = it.Event
+			var v any
 			if it.Side != nil {
-				v = newCommFrame(*it.Side)
+				v = it.Side.WireComm()
+			} else {
+				frame, err := it.Event.Frame()
+				if err != nil {
+					return err
+				}
+				v = frame
 			}
 			if err := write(v); err != nil {
 				return err

@@ -274,7 +274,7 @@ func (t *tools) createSession(ctx context.Context, _ *sdk.CallToolRequest, in cr
 		opts.Language = strings.ToLower(strings.TrimSpace(in.Language))
 	}
 	if in.Limits != nil {
-		opts.Limits = client.Limits{MemoryMB: in.Limits.MemoryMB, CPUs: in.Limits.CPUs, Pids: in.Limits.Pids, WorkspaceMB: in.Limits.WorkspaceMB}
+		opts.Limits = client.Limits(*in.Limits) // limitsInput has api.Limits's fields (with the tool's descriptions)
 	}
 	if len(in.Network) > 0 {
 		opts.Network = &client.Network{Allow: in.Network}

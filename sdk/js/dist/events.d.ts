@@ -1,15 +1,12 @@
 import { type ConnectionConfig } from './connection.js';
-/** A command event from the session's WebSocket. */
-export interface CommandEvent {
-    type: 'command';
+import type { CommandEvent as WireCommandEvent } from './wire.js';
+/**
+ * A command event from the session's WebSocket (the wire's CommandEvent,
+ * generated from the gateway's Go types in wire.ts) with its pid.
+ */
+export type CommandEvent = WireCommandEvent & {
     pid: number;
-    state?: 'started' | 'exited';
-    name?: 'stdout' | 'stderr';
-    text?: string;
-    exit_code?: number;
-    timed_out?: boolean;
-    reason?: string;
-}
+};
 type Listener = (ev: CommandEvent) => void;
 type Lost = (err: Error) => void;
 /**

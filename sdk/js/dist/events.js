@@ -74,15 +74,16 @@ export class CommandEvents {
         };
     }
     route(data) {
-        let ev;
+        let frame;
         try {
-            ev = JSON.parse(frameText(data));
+            frame = JSON.parse(frameText(data));
         }
         catch {
             return;
         }
-        if (!ev || ev.type !== 'command' || typeof ev.pid !== 'number')
+        if (!frame || frame.type !== 'command' || typeof frame.pid !== 'number')
             return;
+        const ev = { ...frame, pid: frame.pid };
         const l = this.listeners.get(ev.pid);
         if (l) {
             l.on(ev);

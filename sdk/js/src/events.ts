@@ -1,18 +1,13 @@
 import { type ConnectionConfig, frameText, openWebSocket, type WebSocketLike } from './connection.js'
 import { SandboxError } from './errors.js'
+import type { CommandEvent as WireCommandEvent, ServerFrame } from './wire.js'
 import { sessionPath } from './connection.js'
 
-/** A command event from the session's WebSocket. */
-export interface CommandEvent {
-  type: 'command'
-  pid: number
-  state?: 'started' | 'exited'
-  name?: 'stdout' | 'stderr'
-  text?: string
-  exit_code?: number
-  timed_out?: boolean
-  reason?: string
-}
+/**
+ * A command event from the session's WebSocket (the wire's CommandEvent,
+ * generated from the gateway's Go types in wire.ts) with its pid.
+ */
+export type CommandEvent = WireCommandEvent & { pid: number }
 
 type Listener = (ev: CommandEvent) => void
 type Lost = (err: Error) => void
@@ -88,13 +83,14 @@ export class CommandEvents {
   }
 
   private route(data: unknown): void {
-    let ev: any
+    let frame: ServerFrame | null
     try {
-      ev = JSON.parse(frameText(data))
+      frame = JSON.parse(frameText(data)) as ServerFrame | null
     } catch {
       return
     }
-    if (!ev || ev.type !== 'command' || typeof ev.pid !== 'number') return
+    if (!frame || frame.type !== 'command' || typeof frame.pid !== 'number') return
+    const ev: CommandEvent = { ...frame, pid: frame.pid }
     const l = this.listeners.get(ev.pid)
     if (l) {
       l.on(ev)

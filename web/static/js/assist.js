@@ -8,6 +8,7 @@
 // Positions: the Jupyter protocol counts Unicode code points, JavaScript
 // strings (and CodeMirror) count UTF-16 units. cpIndex and utf16Index
 // convert.
+/** @import { CompleteReplyFrame, InspectReplyFrame, RejectedFrame } from '../../types/wire' */
 
 import { sessionPath } from './api.js';
 
@@ -15,7 +16,7 @@ import { sessionPath } from './api.js';
  * @import { Request } from './api.js'
  * @import { JsonObject } from './nbformat.js'
  * @import { Store } from './store.js'
- * @import { Frame, ServerEvent } from './ws.js'
+ * @import { Frame } from './ws.js'
  */
 
 /** @typedef {'complete' | 'inspect'} AssistKind */
@@ -175,14 +176,14 @@ export function createAssist({ store, conn, request }) {
     // waiting says whether a request of kind waits for an answer.
     waiting: (/** @type {AssistKind} */ kind) => !!latest[kind],
     // onReply takes a complete_reply or inspect_reply frame.
-    /** @param {ServerEvent} ev */
+    /** @param {CompleteReplyFrame | InspectReplyFrame} ev */
     onReply(ev) {
       settle(String(ev.id), 'resolve', ev);
     },
     // onRejected takes a rejected frame; it reports whether the frame was
     // about one of these requests.
     /**
-     * @param {ServerEvent} ev
+     * @param {RejectedFrame} ev
      * @returns {boolean}
      */
     onRejected(ev) {

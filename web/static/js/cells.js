@@ -17,6 +17,7 @@
 //
 // Focus tells the mode, as in Jupyter: in the editor is edit mode; on the
 // cell itself (its root element) is command mode (see commands.js).
+/** @import { DoneEvent, LogEvent, RejectedFrame, SetNextInputEvent } from '../../types/wire' */
 
 import { $, clear, el, toolButton } from './dom.js';
 import { createEditor } from './editor.js';
@@ -32,7 +33,7 @@ import { fmtElapsed, randomId } from './text.js';
  * @import { CellData, OutputRecord } from './nbformat.js'
  * @import { Outputs } from './outputs.js'
  * @import { Store } from './store.js'
- * @import { Frame, ServerEvent } from './ws.js'
+ * @import { Frame } from './ws.js'
  */
 
 /** @typedef {'code' | 'markdown' | 'raw'} CellType */
@@ -698,7 +699,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, on
 
   /**
    * @param {Cell} cell
-   * @param {ServerEvent} ev the done event
+   * @param {DoneEvent} ev the done event
    */
   function finish(cell, ev) {
     execs.delete(String(ev.id));
@@ -809,7 +810,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, on
   }
 
   // onExecEvent applies an event that carries an execute id.
-  /** @param {ServerEvent} ev */
+  /** @param {LogEvent} ev */
   function onExecEvent(ev) {
     const cell = cellOf(ev.id);
     if (!cell) return;
@@ -872,7 +873,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, on
   // new code cell below.
   /**
    * @param {Cell} cell
-   * @param {ServerEvent} ev
+   * @param {SetNextInputEvent} ev
    */
   function setNextInput(cell, ev) {
     const next = nextInput(ev);
@@ -895,7 +896,7 @@ export function createCells({ store, outputs, send, msg, onChange, onRunDone, on
 
   // onRejected shows a rejected frame in the cell it was about, or as a
   // message.
-  /** @param {ServerEvent} ev */
+  /** @param {RejectedFrame} ev */
   function onRejected(ev) {
     const text = 'Rejected' + (ev.code ? ' (' + ev.code + ')' : '') + ': ' + (ev.message || 'bad request');
     const cell = cellOf(ev.id);

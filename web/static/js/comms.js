@@ -52,6 +52,7 @@
 // names it (the execution's or the frame's id): the layer maps one to the
 // other. What it captures goes to the widget's output sink (setOutputSink),
 // kept until the model sets one.
+/** @import { CommEvent, CommInfoReplyFrame, CommSentFrame, LogEvent, RejectedFrame } from '../../types/wire' */
 
 import { randomId } from './text.js';
 
@@ -100,9 +101,9 @@ import { randomId } from './text.js';
 
 /**
  * @typedef {object} Comms
- * @property {(ev: ServerEvent) => void} handle applies a comm, comm_sent or comm_info_reply event
- * @property {(ev: ServerEvent) => boolean} captureEvent gives an execution's output event to the Output widget that captures it; false when none does
- * @property {(ev: ServerEvent) => boolean} onRejected takes a rejected frame of the layer's (false: not one of its frames)
+ * @property {(ev: CommEvent | CommSentFrame | CommInfoReplyFrame) => void} handle applies a comm, comm_sent or comm_info_reply event
+ * @property {(ev: LogEvent) => boolean} captureEvent gives an execution's output event to the Output widget that captures it; false when none does
+ * @property {(ev: RejectedFrame) => boolean} onRejected takes a rejected frame of the layer's (false: not one of its frames)
  * @property {(target: string, handler: ((comm: Comm, msg: CommMessage) => unknown) | null) => void} registerCommTarget sets (null: removes) the handler of comm_opens of target (it may return a promise: later messages wait for it), and gives it those kept for it
  * @property {(target: string) => void} dropTarget forgets the comm_opens kept for target (it will not be registered)
  * @property {(target: string, commId?: string) => Comm} newComm a comm the page opens (call its open) or, with an id the kernel has, re-attaches to
@@ -544,7 +545,7 @@ export function createComms({ send, onTarget, newId = randomId, refused = () => 
     }
   }
 
-  /** @param {ServerEvent} ev */
+  /** @param {CommEvent | CommSentFrame | CommInfoReplyFrame} ev */
   function handle(ev) {
     if (ev.type === 'comm_info_reply') {
       const p = infos.get(String(ev.id));
@@ -571,19 +572,21 @@ export function createComms({ send, onTarget, newId = randomId, refused = () => 
     if (!msg) return;
     const frameId = sentAs.get(msg.parent_header.msg_id);
     if (frameId) msg.parent_header.msg_id = frameId;
-    const context = typeof ev.context === 'string' && ev.context ? ev.context : 'default';
+    // The gateway's comm frames carry no context today (comms are the first
+    // context's); one that did would name its context here.
+    const context = 'context' in ev && typeof ev.context === 'string' && ev.context ? ev.context : 'default';
     if (msg.channel === 'shell') onCommMessage(msg, context);
     else onIopub(msg);
   }
 
-  /** @param {ServerEvent} ev */
+  /** @param {LogEvent} ev */
   function captureEvent(ev) {
     if (typeof ev.id !== 'string' || !captures.size) return false;
     const item = sinkItemOfEvent(ev);
     return !!item && capture(ev.id, item);
   }
 
-  /** @param {ServerEvent} ev */
+  /** @param {RejectedFrame} ev */
   function onRejected(ev) {
     const id = String(ev.id);
     const p = infos.get(id);

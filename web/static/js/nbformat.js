@@ -13,6 +13,7 @@
 //   {output_type: 'input', prompt, password, value, ...}   (input() and its answer)
 //   {output_type: 'notice', cls, text}                      (UI notes, not saved)
 // The outputs module adds el and cell to the records it shows.
+/** @import { UpdateDisplayEvent } from '../../types/wire' */
 
 import { DEFAULT_KERNEL, notebookMetadata } from './languages.js';
 import { joinText, splitLines } from './text.js';
@@ -137,7 +138,7 @@ function dataToNb(data) {
 // displayIdOf returns the display_id an event names (at the top level or
 // in transient, as Jupyter sends it), or null.
 /**
- * @param {ServerEvent} ev
+ * @param {{display_id?: unknown, transient?: unknown}} ev
  * @returns {string | null}
  */
 export function displayIdOf(ev) {
@@ -205,7 +206,7 @@ export function mergeStream(outputs, chunk) {
 // displayUpdate returns what an update_display event puts into the outputs
 // showing its display_id, or null when it names none.
 /**
- * @param {ServerEvent} ev
+ * @param {UpdateDisplayEvent} ev
  * @returns {{display_id: string, data: MimeBundle, metadata: JsonObject} | null}
  */
 export function displayUpdate(ev) {

@@ -7,6 +7,7 @@
 // HTML only into <iframe sandbox=""> via srcdoc (no scripts, opaque
 // origin), and Markdown through markdown.js's sanitiser, so nothing the
 // kernel prints can run script here.
+/** @import { InputRequestEvent, UpdateDisplayEvent } from '../../types/wire' */
 
 import { clear, el } from './dom.js';
 import { renderAnsi } from './ansi.js';
@@ -18,7 +19,7 @@ import { applyCR, joinText, utf8ToBase64 } from './text.js';
 
 /**
  * @import { Cell } from './cells.js'
- * @import { Frame, ServerEvent } from './ws.js'
+ * @import { Frame } from './ws.js'
  * @import { InputOutput, JsonObject, MimeBundle, OutputRecord, StreamOutput } from './nbformat.js'
  */
 
@@ -28,8 +29,8 @@ import { applyCR, joinText, utf8ToBase64 } from './text.js';
  * @property {(cell: Cell) => void} clear removes the cell's outputs
  * @property {(cell: Cell) => void} dropDisplays forgets the cell's outputs as targets of display updates
  * @property {(cell: Cell, chunk: StreamOutput) => void} appendStream adds a stream chunk (to the last output when it is a stream of that name)
- * @property {(ev: ServerEvent) => void} updateDisplay applies an update_display event
- * @property {(cell: Cell, ev: ServerEvent) => void} showInputRequest puts an input() prompt into the cell
+ * @property {(ev: UpdateDisplayEvent) => void} updateDisplay applies an update_display event
+ * @property {(cell: Cell, ev: InputRequestEvent) => void} showInputRequest puts an input() prompt into the cell
  * @property {(cell: Cell) => void} cancelPendingInputs closes the cell's unanswered input() boxes
  * @property {(w: HTMLElement, data: MimeBundle, metadata?: JsonObject) => void} render draws a MIME bundle into w as an output shows it (the help pane's)
  * @property {(el: HTMLElement, outputs: unknown[]) => void} renderList draws nbformat outputs into el, replacing what it shows (an Output widget's)
@@ -412,7 +413,7 @@ export function createOutputs({ send, onChange, focusCell, fileUrl, widgetView, 
 
   // updateDisplay applies an update_display event to every output that
   // shows its display_id.
-  /** @param {ServerEvent} ev */
+  /** @param {UpdateDisplayEvent} ev */
   function updateDisplay(ev) {
     const u = displayUpdate(ev);
     if (!u) return;
@@ -431,7 +432,7 @@ export function createOutputs({ send, onChange, focusCell, fileUrl, widgetView, 
   // into the cell and focuses it.
   /**
    * @param {Cell} cell
-   * @param {ServerEvent} ev
+   * @param {InputRequestEvent} ev
    */
   function showInputRequest(cell, ev) {
     const rec = add(cell, {

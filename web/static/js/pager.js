@@ -7,13 +7,13 @@
 //
 // Also the pure helpers of the other payload events: set_next_input
 // (%load's text for the next cell) and ask_exit.
+/** @import { SetNextInputEvent } from '../../types/wire' */
 
 import { clear } from './dom.js';
 import { joinText } from './text.js';
 
 /**
  * @import { MimeBundle } from './nbformat.js'
- * @import { ServerEvent } from './ws.js'
  */
 
 // The MIME types the pane shows, in the order it prefers them.
@@ -72,7 +72,7 @@ export function helpSubject(code) {
 // whether it replaces the text of the cell that ran (%load does), or null
 // when the event carries no text.
 /**
- * @param {ServerEvent} ev
+ * @param {SetNextInputEvent} ev
  * @returns {{text: string, replace: boolean} | null}
  */
 export function nextInput(ev) {

@@ -7,6 +7,7 @@
 // ran in (the gateway starts a language's default context on the first
 // execute that names the language). The kernel badge and Restart are about
 // the context of the notebook's language (store.language).
+/** @import { ContextEvent } from '../../types/wire' */
 
 import { $ } from './dom.js';
 import { ApiError, sessionPath } from './api.js';
@@ -25,7 +26,7 @@ const FIRST = 'default';
  * @import { Cell } from './cells.js'
  * @import { Msg } from './dom.js'
  * @import { Session, Store } from './store.js'
- * @import { Connection, ServerEvent, StreamPosition } from './ws.js'
+ * @import { Connection, StreamPosition } from './ws.js'
  */
 
 /** @typedef {ReturnType<typeof createSessions>} Sessions */
@@ -593,7 +594,7 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
   }
 
   // onContextEvent applies a context event: one was created or deleted.
-  /** @param {ServerEvent} ev */
+  /** @param {ContextEvent} ev */
   function onContextEvent(ev) {
     const id = typeof ev.context === 'string' ? ev.context : '';
     if (!id || id === FIRST) return;

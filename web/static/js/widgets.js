@@ -15,6 +15,7 @@
 // session's widgets do. Output widgets' outputs are drawn by outputs.js,
 // as a cell's are. An output of a widget's callback that no Output widget
 // takes (print() in on_click) goes to the cell that shows the widget.
+/** @import { CommEvent, CommInfoReplyFrame, CommSentFrame, LogEvent, RejectedFrame } from '../../types/wire' */
 
 import { createComms, sinkItemOfMessage } from './comms.js';
 import { outputFromNb } from './nbformat.js';
@@ -23,7 +24,7 @@ import { outputFromNb } from './nbformat.js';
  * @import { Comms } from './comms.js'
  * @import { Msg } from './dom.js'
  * @import { JsonObject, OutputRecord } from './nbformat.js'
- * @import { Frame, ServerEvent } from './ws.js'
+ * @import { Frame } from './ws.js'
  * @import { WidgetManager, NbOutputJson } from '../vendor/widgets.js'
  */
 
@@ -56,9 +57,9 @@ export function widgetModelId(v) {
 
 /**
  * @typedef {object} Widgets
- * @property {(ev: ServerEvent) => void} handle applies a comm, comm_sent or comm_info_reply event
- * @property {(ev: ServerEvent) => boolean} captureEvent whether an Output widget took an execution's output event
- * @property {(ev: ServerEvent) => boolean} onRejected takes a rejected frame of the widgets' (false: not one)
+ * @property {(ev: CommEvent | CommSentFrame | CommInfoReplyFrame) => void} handle applies a comm, comm_sent or comm_info_reply event
+ * @property {(ev: LogEvent) => boolean} captureEvent whether an Output widget took an execution's output event
+ * @property {(ev: RejectedFrame) => boolean} onRejected takes a rejected frame of the widgets' (false: not one)
  * @property {(host: HTMLElement, value: unknown, plain: unknown) => boolean} renderView draws a widget-view output's view into host (false: not a view it can show)
  * @property {(root: Element) => void} disposeUnder removes the views shown inside root
  * @property {() => void} connected the WebSocket (re)opened: restore the kernel's widgets

@@ -2,18 +2,18 @@
 // The session's WebSocket: connects, reconnects with backoff, resumes the
 // event stream where it left off (no event lost, none handled twice) and
 // queues frames sent while it is down.
+/** @import { KernelEvent, ServerFrame } from '../../types/wire' */
 
 import { sessionPath } from './api.js';
 
 /** @import { Store } from './store.js' */
 
 /**
- * An event from the session's WebSocket: a parsed JSON object the server
- * sent (type 'kernel', 'stream', 'display', 'result', 'error', 'done',
- * 'queued', 'input_request', 'update_display', 'rejected', ...; seq for
- * events of the stream, id for those about a request). Nothing in it is
- * checked beyond being an object: read its fields defensively.
- * @typedef {{type?: unknown, id?: unknown, seq?: unknown, [field: string]: any}} ServerEvent
+ * A frame from the session's WebSocket: one of the frames the gateway
+ * writes (web/types/wire.d.ts, generated from the Go wire types: `make
+ * generate`), discriminated by its type; seq on events of the stream, id
+ * on those about a request. The socket checks only that it is an object.
+ * @typedef {ServerFrame} ServerEvent
  */
 
 /**
@@ -52,7 +52,7 @@ const BACKOFF_MAX_MS = 5000;
 /**
  * @param {object} deps
  * @param {Store} deps.store
- * @param {(ev: ServerEvent) => void} deps.onSnapshot
+ * @param {(ev: KernelEvent) => void} deps.onSnapshot
  * @param {(ev: ServerEvent) => void} deps.onEvent
  * @param {() => void} deps.onOpen
  * @param {(code: number) => void} deps.onClose
