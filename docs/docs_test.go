@@ -201,6 +201,24 @@ func TestArchitectureLayers(t *testing.T) {
 	}
 }
 
+// TestGatewayReachesKernelsThroughSessions: the HTTP face (gateway,
+// gateway/jupyter) imports nothing of the kernel protocol or the
+// sandboxes: it reaches kernels through sessions only. (kernel/kernels,
+// the registry of kernel definitions, is data every layer reads.)
+func TestGatewayReachesKernelsThroughSessions(t *testing.T) {
+	imported := imports(t)
+	for _, from := range []string{"gateway", "gateway/jupyter"} {
+		if _, ok := imported[from]; !ok {
+			t.Fatalf("go list: no package %s", from)
+		}
+		for _, to := range imported[from] {
+			if to == "kernel" || strings.HasPrefix(to, "kernel/runtime") {
+				t.Errorf("%s imports %s: the gateway reaches kernels through sessions", from, to)
+			}
+		}
+	}
+}
+
 // maxReadmeLines is how long the README may grow: it is the front door
 // (what glassroom is, the two commands, one example per client, where to
 // read on); detail belongs in docs/.

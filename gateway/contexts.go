@@ -7,7 +7,6 @@ import (
 
 	"github.com/glassroom/glassroom/api"
 	"github.com/glassroom/glassroom/gateway/internal/httperr"
-	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/kernel/kernels"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/labstack/echo/v4"
@@ -111,7 +110,7 @@ func (s *contextsAPI) kernelInfo(c echo.Context) error {
 	// The kernel is untrusted: pass on a JSON object, nothing else.
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
-		return fmt.Errorf("gateway: kernel_info: the kernel's reply is not a JSON object: %w", kernel.ErrMalformed)
+		return fmt.Errorf("gateway: kernel_info: the kernel's reply is not a JSON object: %w", sessions.ErrBadKernelReply)
 	}
 	return c.JSON(http.StatusOK, fields)
 }

@@ -3,6 +3,8 @@ package sessions
 import (
 	"errors"
 	"fmt"
+
+	"github.com/glassroom/glassroom/kernel"
 )
 
 // Sentinel errors. Callers (the gateway) map them to protocol status codes.
@@ -35,6 +37,9 @@ var (
 	// kernel may still run); the manager keeps the session, counted
 	// against the caps and listed as dead, and tries again.
 	ErrSandboxLeft = errors.New("sessions: sandbox not removed")
+	// ErrBadKernelReply: a kernel (code the sandbox runs controls it)
+	// answered with a message that is not what the protocol promises.
+	ErrBadKernelReply = kernel.ErrMalformed
 )
 
 // InvalidError is a request the session layer refuses. Reason says what is
