@@ -13,7 +13,7 @@
 //     edits, PATCH, through package workspace/fileedit).
 //   - contexts.go: a session's contexts (its kernels, one language each),
 //     their kernel_info, and the languages the gateway runs (/v1/kernels).
-//   - ws.go, introspect.go: wsRelay, the native WebSocket
+//   - ws.go, introspect.go: sessionSocket, the native WebSocket
 //     (/v1/sessions/{id}/ws): events, the kernel's comm traffic (comm
 //     frames, beside the event log), a client's comm frames, and its
 //     complete, inspect and comm_info requests.

@@ -68,7 +68,7 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	files := &filesAPI{session: s.session, maxUpload: cfg.MaxUploadBytes, decode: s.decodeJSON, editor: editor}
-	relay := &wsRelay{session: s.session, mgr: mgr, conns: s.conns, upgrader: upgrader, ping: cfg.WSPingInterval}
+	socket := &sessionSocket{session: s.session, mgr: mgr, conns: s.conns, upgrader: upgrader, ping: cfg.WSPingInterval}
 	e := echo.New()
 	s.echo = e // routes added below may take the in-process transport, which serves through it
 	e.HideBanner, e.HidePort = true, true
@@ -81,7 +81,7 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 	}
 	v1 := e.Group("/v1", s.authenticate, s.forwardElsewhere)
 	(&sessionsAPI{lookup: s.lookup, log: log, replicas: replicas{s}}).route(v1)
-	v1.GET("/sessions/:id/ws", relay.serve)
+	v1.GET("/sessions/:id/ws", socket.serve)
 	(&contextsAPI{lookup: s.lookup}).route(v1)
 	(&commandsAPI{lookup: s.lookup, ping: cfg.WSPingInterval, conns: s.conns, upgrader: upgrader}).route(v1)
 	files.route(v1)

@@ -65,9 +65,9 @@ func (c commSend) send(sess *sessions.Session, owner string) any {
 // room in the session's queue before its socket stops being read.
 const wsPendingExecutes = 8
 
-// wsRelay serves the native WebSocket, GET /v1/sessions/{id}/ws. Safe for
+// sessionSocket serves the native WebSocket, GET /v1/sessions/{id}/ws. Safe for
 // concurrent use; each connection's state is in its handler's goroutines.
-type wsRelay struct {
+type sessionSocket struct {
 	session  func(echo.Context) (*sessions.Session, error) // the session a route names, of the request's tenant
 	mgr      *sessions.Manager
 	conns    *wsconn.Group // the gateway's live WebSockets
@@ -95,7 +95,7 @@ type wsRelay struct {
 // answered comm_info_reply (the introspector's, as complete). Comm
 // frames are not in the event log: a client that lags or reconnects
 // loses them, and asks comm_info and the widgets' state again.
-func (r *wsRelay) serve(c echo.Context) error {
+func (r *sessionSocket) serve(c echo.Context) error {
 	sess, err := r.session(c)
 	if err != nil {
 		return err
@@ -203,7 +203,7 @@ func submit(ctx context.Context, sess *sessions.Session, execs <-chan wsExecute,
 // wsconn.FrameRate frames a second; past that it waits before reading on,
 // so a fast client is slowed by TCP backpressure, never dropped.
 // Its frames are read within lim; only comm frames may be large.
-func (r *wsRelay) read(ctx context.Context, conn *websocket.Conn, sess *sessions.Session, lim wsconn.Limits, in wsInputs) error {
+func (r *sessionSocket) read(ctx context.Context, conn *websocket.Conn, sess *sessions.Session, lim wsconn.Limits, in wsInputs) error {
 	defer send(ctx, in.out, nil) // tells the writer the client is gone
 	frames := r.conns.NewReader(conn, lim)
 	defer frames.Close()
@@ -332,7 +332,7 @@ func send(ctx context.Context, out chan<- any, v any) bool {
 // write owns the connection's writing side: events, side messages,
 // rejections and pings; and the sending of the client's comm frames
 // (commSend), for their answers' order.
-func (r *wsRelay) write(ctx context.Context, conn *websocket.Conn, sess *sessions.Session, owner string, since int64, out <-chan any, resume <-chan int64) error {
+func (r *sessionSocket) write(ctx context.Context, conn *websocket.Conn, sess *sessions.Session, owner string, since int64, out <-chan any, resume <-chan int64) error {
 	stream := sess.Stream(ctx, since)
 	defer stream.Close()
 	ping := time.NewTicker(r.ping)

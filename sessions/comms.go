@@ -539,7 +539,7 @@ func (cm *Comms) CommInfo(ctx context.Context, targetName string) (map[string]Co
 		content, _ = json.Marshal(map[string]string{"target_name": targetName})
 	}
 	c := cm.k.kernelClient()
-	rep, err := cm.k.relay.request(ctx, kernel.Shell, "comm_info_request", content)
+	rep, err := cm.k.direct.request(ctx, kernel.Shell, "comm_info_request", content)
 	if err != nil {
 		return nil, err
 	}

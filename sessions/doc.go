@@ -18,12 +18,15 @@
 // Restore and Detach (durable.go) bring sessions back after a restart or
 // let them go, running, for the next gateway.
 //
-// A Session (session.go) is the door to one kernel: its methods check and
-// queue requests and report the state, under the session's mutex. The
-// work is done by the types it holds, each with its own lock or owned by
-// one goroutine:
+// A Session (session.go) is one sandbox and what lives in it: its
+// workspace, egress proxy, lifetime and idle expiry, pause, event log,
+// commands and kernels. A Kernel (kernel.go) is one kernel in it, the
+// first (Session.First) or another context's: its methods check and
+// queue requests and report its state, under the kernel's mutex. The
+// lock order is Session → Contexts → Kernel. The work is done by the
+// types they hold, each with its own lock or owned by one goroutine:
 //
-//   - worker (worker.go, run.go) owns the kernel. Its one goroutine runs
+//   - worker (worker.go, run.go) owns a kernel. Its one goroutine runs
 //     queued executions one at a time and performs every restart, so
 //     kernel lifecycle transitions never race.
 //   - output (output.go), one per execution, counts what the kernel sends
@@ -32,7 +35,10 @@
 //   - hub (event.go) is the event log: it numbers every event, keeps a
 //     bounded backlog (charged to the Budget) for late subscribers and
 //     fans events out to Subscriptions, dropping one that lags.
-//   - pauser (pause.go) freezes the sandbox while its kernel goes unused;
+//   - Stream (stream.go) merges the event log with the first kernel's
+//     side stream in the session's order, lag recovered inside: the one
+//     merge both faces' writers range over.
+//   - pauser (pause.go) freezes the sandbox while its kernels go unused;
 //     whatever uses the kernel holds it awake. A client's Pause holds it
 //     frozen until Resume: meanwhile every use fails with ErrPaused.
 //
@@ -41,7 +47,7 @@
 // (SetLifetime moves its end), and are listed by page and filter
 // (list.go); Metrics (metrics.go) reads the sandbox's cgroup
 // (sandbox.UsageReader) and the workspace's use.
-//   - relay (relay.go) sends the requests that bypass the queue
+//   - direct (direct.go) sends the requests that bypass the queue
 //     (completion, inspection, the Jupyter face's read-only
 //     KernelRequests) and caches the kernel_info reply per kernel.
 //   - side (side.go) is the kernel's side stream: the messages of no
@@ -85,10 +91,11 @@
 //     reads its output into command events (the caps of an execution's
 //     output) and its timeout; a bounded number run and are kept; the
 //     terminals (a PTY each) are its too. Close kills them all.
-//   - Contexts (contexts.go) are the session's kernels: its first (the
-//     Session itself) and one more Session per context started in the
-//     same sandbox (sandbox.ContextStarter), each with its own queue,
-//     worker and kernel, sharing the first's sandbox, files, event log,
+//   - Contexts (contexts.go) is the table of the session's kernels: its
+//     first and one more Kernel per context started in the same sandbox
+//     (sandbox.ContextStarter), each with its own queue, worker, kernel
+//     connection, Jupyter state, requests, side stream and comms (a
+//     kernel's Comms), sharing the session's sandbox, files, event log,
 //     idle pause and activity. Resolve finds where a request runs (a
 //     context id, a language's default context started on first use, or
 //     the first).
@@ -97,7 +104,7 @@
 // clients; what it needs beyond the /v1 view (execute options and parent
 // headers on the started event, the owner of an execution's input(),
 // stop_on_error, the kernel's identity and a bounded pass-through of its
-// read-only requests) is in jupyter.go and relay.go; the Jupyter Server
+// read-only requests) is in jupyter.go and direct.go; the Jupyter Server
 // sessions (/api/sessions) whose kernel a session is are held by it and
 // kept in its store record (jupytersessions.go); comms, which both faces
 // relay, are in side.go and comms.go.

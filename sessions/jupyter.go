@@ -19,7 +19,7 @@ import (
 // channels connection), Jupyter's stop_on_error queue semantics, the
 // kernel's identity per incarnation (jupyterState, here), and a bounded
 // pass-through for the kernel's own shell and control requests
-// (kernel_info, complete, inspect, ...: relay.go). The owner check of
+// (kernel_info, complete, inspect, ...: direct.go). The owner check of
 // input() is InputAs, on the running job (session.go).
 // Executions from Jupyter clients go through the same queue, timeouts,
 // caps and event log as /v1 executions: the Jupyter face renders the

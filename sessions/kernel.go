@@ -15,7 +15,7 @@ import (
 
 // Kernel is one kernel of a session: the session's first (the language
 // it was created with) or one of its other contexts (Contexts), each with
-// its own queue, worker, kernel connection, Jupyter bookkeeping, relay
+// its own queue, worker, kernel connection, Jupyter bookkeeping, direct
 // and side stream, sharing its session's workspace, event log, idle
 // pause and activity. Its methods are safe for concurrent use. Executions
 // run one at a time in submission order, on the kernel's worker goroutine
@@ -29,8 +29,8 @@ import (
 //     the jobs and restarts;
 //   - jup (jupyter.go): the Jupyter face's bookkeeping of executions and
 //     kernel incarnations (jup.mu, innermost);
-//   - relay (relay.go): the requests that bypass the queue and the cached
-//     kernel_info (relay.infoMu, relay.mu);
+//   - direct (direct.go): the requests that bypass the queue and the cached
+//     kernel_info (direct.infoMu, direct.mu);
 //   - side (side.go, comms.go): the kernel's side stream, its
 //     subscribers and the table of open comms (side.subMu, side.progMu,
 //     side.comms.mu, each innermost), read by one owner goroutine per
@@ -38,8 +38,8 @@ import (
 //   - each job's output (output.go): the caps and budget of one
 //     execution's output (owned by its execute goroutine).
 //
-// Lock order: Session.mu → Contexts.mu → relay.infoMu → Kernel.mu →
-// hub.mu, jup.mu, relay.mu. k.mu is held while publishing the queued and
+// Lock order: Session.mu → Contexts.mu → direct.infoMu → Kernel.mu →
+// hub.mu, jup.mu, direct.mu. k.mu is held while publishing the queued and
 // started events (so a job's started never precedes its queued), never
 // around pause.use, a kernel call or the session's lock (Touch).
 type Kernel struct {
@@ -55,10 +55,10 @@ type Kernel struct {
 	hub       *hub            // the session's event log (event.go)
 	pause     *pauser         // the session's idle freeze (pause.go)
 
-	jup   jupyterState // the Jupyter face's bookkeeping (jupyter.go)
-	relay *relay       // the requests that bypass the queue (relay.go)
-	side  *sideState   // the kernel's side stream and comms (side.go, comms.go)
-	work  *worker      // owns the kernel (worker.go)
+	jup    jupyterState    // the Jupyter face's bookkeeping (jupyter.go)
+	direct *directRequests // the requests that bypass the queue (direct.go)
+	side   *sideState      // the kernel's side stream and comms (side.go, comms.go)
+	work   *worker         // owns the kernel (worker.go)
 
 	queue   chan *job       // to the worker
 	restart chan chan error // to the worker
@@ -109,7 +109,7 @@ func newKernel(s *Session, p kernelParams) *Kernel {
 		ctx:     ctx, cancel: cancel,
 		state: StateIdle, client: p.client, room: make(chan struct{}),
 	}
-	k.relay = &relay{maxCode: s.cfg.MaxCodeBytes, pause: k.pause, touch: s.Touch, conn: k.kernelClient,
+	k.direct = &directRequests{maxCode: s.cfg.MaxCodeBytes, pause: k.pause, touch: s.Touch, conn: k.kernelClient,
 		busy: func() bool { return k.State() == StateBusy }}
 	k.side = newSideState(&k.cfg, s.LastSeq)
 	k.work = &worker{s: k, slots: p.slots, watch: p.watch}

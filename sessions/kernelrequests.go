@@ -12,14 +12,14 @@ import (
 // busy kernel answers when the running cell ends). It blocks until the
 // reply, ctx's end, or 30 s. Safe for concurrent use.
 func (s *Kernel) Complete(ctx context.Context, code string, cursor int) (*Completion, error) {
-	return s.relay.complete(ctx, code, cursor)
+	return s.direct.complete(ctx, code, cursor)
 }
 
 // Inspect asks the kernel for help on the name at cursor (detail 0: the
 // docstring, 1: the source too). Like Complete, it bypasses the execution
 // queue and blocks until the reply, ctx's end, or 30 s.
 func (s *Kernel) Inspect(ctx context.Context, code string, cursor, detail int) (*Inspection, error) {
-	return s.relay.inspect(ctx, code, cursor, detail)
+	return s.direct.inspect(ctx, code, cursor, detail)
 }
 
 // KernelRequest sends a Jupyter request to the kernel and returns its
@@ -32,7 +32,7 @@ func (s *Kernel) Inspect(ctx context.Context, code string, cursor, detail int) (
 // the channel's ceiling. It blocks until the reply, ctx's end, or 30 s.
 // Safe for concurrent use.
 func (s *Kernel) KernelRequest(ctx context.Context, ch kernel.Channel, msgType string, content json.RawMessage) (*KernelReply, error) {
-	return s.relay.request(ctx, ch, msgType, content)
+	return s.direct.request(ctx, ch, msgType, content)
 }
 
 // KernelInfo returns the content of the kernel's kernel_info_reply, asked
@@ -40,7 +40,7 @@ func (s *Kernel) KernelRequest(ctx context.Context, ch kernel.Channel, msgType s
 // when the cell ends, so then an earlier incarnation's reply is used if
 // there is one; else the wait is bounded by ctx and 30 s.
 func (s *Kernel) KernelInfo(ctx context.Context) (json.RawMessage, error) {
-	return s.relay.kernelInfo(ctx)
+	return s.direct.kernelInfo(ctx)
 }
 
 // KernelSession returns a random id of the current kernel incarnation: it

@@ -184,7 +184,7 @@ class End:
         self.client = client
 
 
-class Relay:
+class SpliceLoop:
     # A single-threaded select loop: it splices pairs of stream sockets and
     # calls handlers for other file descriptors (listeners, the signal
     # pipe, the launcher's own kernel connections). Each direction of a
@@ -312,7 +312,7 @@ def relay_egress(listener, path, parent):
     import os
     import socket
 
-    relay = Relay()
+    splice = SpliceLoop()
     listener.setblocking(False)
 
     def accept(_):
@@ -332,11 +332,11 @@ def relay_egress(listener, path, parent):
                 pass
             c.close()
             return
-        relay.pair(c, u)
+        splice.pair(c, u)
 
-    relay.watch(listener, accept)
+    splice.watch(listener, accept)
     while True:
-        relay.poll(1.0)
+        splice.poll(1.0)
         if os.getppid() != parent:
             return
 
@@ -965,8 +965,8 @@ class ZConn:
     # Whatever waits to be sent is bounded by HOLD messages' worth; a peer
     # that lets more pile up is dropped.
 
-    def __init__(self, relay, sock, on_message, socket_type=b"DEALER"):
-        self.relay = relay
+    def __init__(self, splice, sock, on_message, socket_type=b"DEALER"):
+        self.splice = splice
         self.sock = sock
         self.on_message = on_message
         self.reader = FrameReader(1 << 20)
@@ -988,25 +988,25 @@ class ZConn:
     def update(self):
         if self.closed:
             return
-        mask = self.relay.R | (self.relay.W if self.out else 0)
+        mask = self.splice.R | (self.splice.W if self.out else 0)
         if mask != self.mask:
             if self.mask:
-                self.relay.sel.modify(self.sock, mask, self.ready)
+                self.splice.sel.modify(self.sock, mask, self.ready)
             else:
-                self.relay.sel.register(self.sock, mask, self.ready)
+                self.splice.sel.register(self.sock, mask, self.ready)
             self.mask = mask
 
     def close(self):
         if not self.closed:
             self.closed = True
-            self.relay.unwatch(self.sock)
+            self.splice.unwatch(self.sock)
             self.sock.close()
 
     def ready(self, mask):
         try:
-            if mask & self.relay.W and self.out:
+            if mask & self.splice.W and self.out:
                 self.out = self.out[self.sock.send(self.out):]
-            if mask & self.relay.R:
+            if mask & self.splice.R:
                 data = self.sock.recv(READ)
                 if not data:
                     self.close()
@@ -1052,7 +1052,7 @@ class Bridge:
         self.session = uuid.uuid4().hex
         self.cwd = os.getcwd()
         self.private = tempfile.mkdtemp(prefix="glassroom-kernel-")
-        self.relay = Relay()
+        self.splice = SpliceLoop()
         self.child = None
         self.shell = None
         self.asked = {}  # kernel_info msg_id -> (control filter, identities)
@@ -1200,7 +1200,7 @@ class Bridge:
                 s = self.connect(self.upstream["shell"])
             except OSError:
                 return False
-            self.shell = ZConn(self.relay, s, self.shell_reply)
+            self.shell = ZConn(self.splice, s, self.shell_reply)
             self.listen(["control", "hb"])
             return True
         if self.shell is None:
@@ -1208,7 +1208,7 @@ class Bridge:
                 s = self.connect(self.upstream["shell"])
             except OSError:
                 return False
-            self.shell = ZConn(self.relay, s, self.shell_reply)
+            self.shell = ZConn(self.splice, s, self.shell_reply)
             if not self.profile.get("chdir_code"):
                 self.startup = "entered"
                 return False
@@ -1244,7 +1244,7 @@ class Bridge:
             ls.listen(128)
             ls.setblocking(False)
             self.listeners.append(ls)
-            self.relay.watch(ls, lambda _, ls=ls, ch=ch: self.accept(ls, ch))
+            self.splice.watch(ls, lambda _, ls=ls, ch=ch: self.accept(ls, ch))
 
     def accept(self, ls, ch):
         try:
@@ -1253,7 +1253,7 @@ class Bridge:
             return
         if ch == "hb" and self.profile.get("heartbeat") == "bridge":
             box = []
-            box.append(ZConn(self.relay, c, lambda frames: box[0].send(frames), b"REP"))
+            box.append(ZConn(self.splice, c, lambda frames: box[0].send(frames), b"REP"))
             return
         try:
             k = self.connect(self.upstream[ch])
@@ -1266,7 +1266,7 @@ class Bridge:
         elif ch == "iopub":
             filt = IOPubFilter(self)
             self.iopubs = [f for f in self.iopubs if not f.closed] + [filt]
-        self.relay.pair(c, k, filt)
+        self.splice.pair(c, k, filt)
 
     def control(self, filt, frames):
         # A message from the gateway on control: True when the bridge
@@ -1338,7 +1338,7 @@ class Bridge:
         if filt.closed:
             return
         filt.inject(list(idents) + frames[d:])
-        self.relay.push(filt.client, filt.take())
+        self.splice.push(filt.client, filt.take())
 
     def tick(self):
         # Sends the held idle statuses that are due; returns how long the
@@ -1351,7 +1351,7 @@ class Bridge:
                 continue
             data = f.due(now)
             if data:
-                self.relay.push(f.client, data)
+                self.splice.push(f.client, data)
             deadline = f.next_deadline()
             if deadline is not None:
                 wait = min(wait, max(deadline - now, 0.005))
@@ -1371,7 +1371,7 @@ class Bridge:
         except OSError:
             return
         box = []
-        box.append(ZConn(self.relay, s, lambda frames: box[0].close()))
+        box.append(ZConn(self.splice, s, lambda frames: box[0].close()))
         box[0].send(self.message("interrupt_request", {}))
 
     def exit_like_child(self, status):
@@ -1416,7 +1416,7 @@ class Bridge:
             except (BlockingIOError, InterruptedError):
                 pass
 
-        self.relay.watch(rfd, drain)
+        self.splice.watch(rfd, drain)
         try:
             self.serve()
         except BaseException:
@@ -1430,7 +1430,7 @@ class Bridge:
         self.spawn()
         wait = 0.02
         while True:
-            self.relay.poll(wait)
+            self.splice.poll(wait)
             while self.got:
                 s = self.got.pop(0)
                 if s == signal.SIGINT:

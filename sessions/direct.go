@@ -68,7 +68,7 @@ var kernelRequests = map[kernel.Channel]map[string]bool{
 	kernel.Control: {"kernel_info_request": true, "debug_request": true},
 }
 
-// relay sends the requests that bypass the execution queue to the
+// directRequests sends the requests that bypass the execution queue to the
 // session's current kernel, between executions (a busy kernel answers
 // when its cell ends): completion and inspection, and the Jupyter face's
 // read-only pass-through (KernelRequest) with the kernel_info reply it
@@ -78,11 +78,11 @@ var kernelRequests = map[kernel.Channel]map[string]bool{
 //
 // Lock order: infoMu, then the session's mu (through conn and busy), then
 // mu; mu is innermost.
-type relay struct {
+type directRequests struct {
 	maxCode int               // Config.MaxCodeBytes
 	pause   *pauser           // the session's
 	touch   func()            // records activity (Session.Touch)
-	conn    func() KernelConn // the current kernel (Session.kernelClient)
+	conn    func() KernelConn // the current kernel (Kernel.kernelClient)
 	busy    func() bool       // whether a cell runs now
 
 	infoMu   sync.Mutex // one kernel_info request at a time
@@ -94,7 +94,7 @@ type relay struct {
 // use records activity and thaws the kernel, keeping it awake until the
 // returned release is called (exactly once); op names the request in
 // errors. It returns the current kernel.
-func (r *relay) use(ctx context.Context, op string) (KernelConn, func(), error) {
+func (r *directRequests) use(ctx context.Context, op string) (KernelConn, func(), error) {
 	r.touch()
 	release, err := r.pause.use(ctx) // a frozen kernel answers nothing
 	if err != nil {
@@ -103,7 +103,7 @@ func (r *relay) use(ctx context.Context, op string) (KernelConn, func(), error) 
 	return r.conn(), release, nil
 }
 
-func (r *relay) checkCursor(code string, cursor int) error {
+func (r *directRequests) checkCursor(code string, cursor int) error {
 	if len(code) > r.maxCode {
 		return invalid("code of %d bytes exceeds %d", len(code), r.maxCode)
 	}
@@ -114,7 +114,7 @@ func (r *relay) checkCursor(code string, cursor int) error {
 }
 
 // complete is Session.Complete.
-func (r *relay) complete(ctx context.Context, code string, cursor int) (*Completion, error) {
+func (r *directRequests) complete(ctx context.Context, code string, cursor int) (*Completion, error) {
 	if err := r.checkCursor(code, cursor); err != nil {
 		return nil, err
 	}
@@ -165,7 +165,7 @@ func (r *relay) complete(ctx context.Context, code string, cursor int) (*Complet
 }
 
 // inspect is Session.Inspect.
-func (r *relay) inspect(ctx context.Context, code string, cursor, detail int) (*Inspection, error) {
+func (r *directRequests) inspect(ctx context.Context, code string, cursor, detail int) (*Inspection, error) {
 	if err := r.checkCursor(code, cursor); err != nil {
 		return nil, err
 	}
@@ -199,7 +199,7 @@ func (r *relay) inspect(ctx context.Context, code string, cursor, detail int) (*
 }
 
 // request is Session.KernelRequest.
-func (r *relay) request(ctx context.Context, ch kernel.Channel, msgType string, content json.RawMessage) (*KernelReply, error) {
+func (r *directRequests) request(ctx context.Context, ch kernel.Channel, msgType string, content json.RawMessage) (*KernelReply, error) {
 	if !kernelRequests[ch][msgType] {
 		return nil, invalid("%s is not relayed on %s", msgType, ch)
 	}
@@ -229,7 +229,7 @@ func (r *relay) request(ctx context.Context, ch kernel.Channel, msgType string, 
 }
 
 // kernelInfo is Session.KernelInfo.
-func (r *relay) kernelInfo(ctx context.Context) (json.RawMessage, error) {
+func (r *directRequests) kernelInfo(ctx context.Context) (json.RawMessage, error) {
 	r.infoMu.Lock()
 	defer r.infoMu.Unlock()
 	c := r.conn()
