@@ -43,7 +43,7 @@ type CreateOptions struct {
 // starts cold, waiting for its turn among MaxConcurrentStarts (about half a
 // second for the start itself). The session's id is its sandbox's.
 func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions) (*Session, error) {
-	opts, err := m.applyTemplate(opts)
+	opts, err := m.templates.apply(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -82,10 +82,10 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.reserve(tenant); err != nil {
+	if err := m.table.reserve(tenant, m.cfg.MaxSessions, m.cfg.MaxSessionsPerTenant); err != nil {
 		return nil, err
 	}
-	defer m.unreserve(tenant)
+	defer m.table.unreserve(tenant)
 
 	start := time.Now()
 	// A session with a network gets its proxy first (the sandbox binds its
@@ -114,22 +114,16 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 	}
 	id := k.sb.ID()
 	s := newSession(sessionParams{id: id, tenant: tenant, runtime: m.rt.Name(), cfg: m.cfg, log: m.log,
-		idle: idle, budget: m.budget.Account(tenant), slots: m.slots, sandbox: k.sb, client: k.conn, files: k.files, watch: k.watch, egress: proxy, persist: m.persist,
+		idle: idle, budget: m.budget.Account(tenant), slots: m.slots, sandbox: k.sb, client: k.conn, files: k.files, watch: k.watch, egress: proxy, persist: m.records.put,
 		kernel: kernelName, installed: m.InstalledKernels(), template: opts.Template, metadata: copyMetadata(opts.Metadata),
 		endAt: lifetimeEnd(opts.Lifetime)})
 	created.Store(s)
-	m.mu.Lock()
-	closed := m.closed
-	if !closed {
-		m.sessions[id] = s
-	}
-	m.mu.Unlock()
-	if closed {
+	if !m.table.insert(s) {
 		_ = s.close(context.WithoutCancel(ctx), "gateway shutting down")
 		return nil, ErrClosed
 	}
 	m.watchFence(s)
-	m.persist(s)
+	m.records.put(s)
 	m.cfg.Observer.SessionCreated(pooled)
 	m.log.Info().Str("session", id).Str("tenant", tenant).Bool("pooled", pooled).Dur("start", time.Since(start)).Msg("session created")
 	return s, nil
@@ -209,42 +203,4 @@ func (m *launcher) openWorkspace(ctx context.Context, sb sandbox.Sandbox, log ze
 		return nil, nil, fmt.Errorf("%w: tracking workspace changes: %w", sandbox.ErrUnavailable, err)
 	}
 	return root, w, nil
-}
-
-func (m *Manager) reserve(tenant string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return ErrClosed
-	}
-	total, mine := len(m.sessions)+len(m.ending), m.starting[tenant]
-	for _, n := range m.starting {
-		total += n
-	}
-	for _, s := range m.sessions {
-		if s.tenant == tenant {
-			mine++
-		}
-	}
-	for _, e := range m.ending { // a sandbox still there still counts
-		if e.s.tenant == tenant {
-			mine++
-		}
-	}
-	if total >= m.cfg.MaxSessions {
-		return fmt.Errorf("%w: %d sessions in total", ErrTooManySessions, m.cfg.MaxSessions)
-	}
-	if mine >= m.cfg.MaxSessionsPerTenant {
-		return fmt.Errorf("%w: %d sessions per key", ErrTooManySessions, m.cfg.MaxSessionsPerTenant)
-	}
-	m.starting[tenant]++
-	return nil
-}
-
-func (m *Manager) unreserve(tenant string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.starting[tenant]--; m.starting[tenant] <= 0 {
-		delete(m.starting, tenant)
-	}
 }

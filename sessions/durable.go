@@ -63,37 +63,6 @@ func (s *Session) storeRecord() sessionstore.Record {
 	return r
 }
 
-// persist writes s's record now (create, kernel restart).
-func (m *Manager) persist(s *Session) {
-	if err := m.store.Put(s.storeRecord()); err != nil {
-		m.log.Warn().Err(err).Str("session", s.id).Msg("session store write failed")
-	}
-}
-
-// flush writes the records of every session, in one transaction (last
-// activity, event numbers and the running execution change all the time;
-// a crash loses at most one flush interval of them).
-func (m *Manager) flush() {
-	m.mu.Lock()
-	all := make([]*Session, 0, len(m.sessions))
-	for _, s := range m.sessions {
-		all = append(all, s)
-	}
-	m.mu.Unlock()
-	if len(all) == 0 {
-		return
-	}
-	recs := make([]sessionstore.Record, 0, len(all))
-	for _, s := range all {
-		recs = append(recs, s.storeRecord())
-	}
-	if err := m.store.Put(recs...); err != nil {
-		m.log.Warn().Err(err).Msg("session store flush failed")
-		return
-	}
-	m.cfg.Observer.StoreFlushed()
-}
-
 // RestoreResult counts what Restore did.
 type RestoreResult struct {
 	Adopted, Restarted, Lost int
@@ -108,7 +77,7 @@ type RestoreResult struct {
 // Call it once, before serving.
 func (m *Manager) Restore(ctx context.Context) (RestoreResult, error) {
 	var res RestoreResult
-	recs, err := m.store.Sessions()
+	recs, err := m.cfg.Store.Sessions()
 	if err != nil {
 		m.log.Warn().Err(err).Msg("session store: some records unreadable")
 	}
@@ -133,7 +102,7 @@ func (m *Manager) Restore(ctx context.Context) (RestoreResult, error) {
 			default:
 				res.Lost++
 				m.log.Warn().Str("session", rec.ID).Str("reason", reason).Msg("session not restored")
-				if err := m.store.MarkLost(rec, reason); err != nil {
+				if err := m.cfg.Store.MarkLost(rec, reason); err != nil {
 					m.log.Warn().Err(err).Msg("session store write failed")
 				}
 			}
@@ -202,7 +171,7 @@ func (m *Manager) restore(ctx context.Context, adopter sandbox.Adopter, canAdopt
 	proxy, netLost := m.networks.resume(rec, networkNotifier(&created))
 	s := newSession(sessionParams{id: rec.ID, tenant: rec.Tenant, runtime: m.rt.Name(), cfg: m.cfg, log: m.log,
 		idle: rec.IdleTimeout, created: rec.CreatedAt, lastActive: rec.LastActive, firstSeq: rec.LastSeq + restoredSeqGap,
-		budget: m.budget.Account(rec.Tenant), slots: m.slots, sandbox: sb, client: conn, files: files, watch: watch, egress: proxy, persist: m.persist,
+		budget: m.budget.Account(rec.Tenant), slots: m.slots, sandbox: sb, client: conn, files: files, watch: watch, egress: proxy, persist: m.records.put,
 		kernel: rec.Kernel, installed: m.InstalledKernels(), template: rec.Template, metadata: copyMetadata(rec.Metadata), endAt: rec.EndAt,
 		jupyterSessions: jupyterSessions})
 	created.Store(s)
@@ -218,18 +187,14 @@ func (m *Manager) restore(ctx context.Context, adopter sandbox.Adopter, canAdopt
 		s.first.publish(Event{Type: EventDone, ID: rec.Running, Status: StatusUnknown, Reason: "the gateway restarted while this execution ran; it went on in the kernel, its status and output are lost",
 			StateLost: ptr(restarted), Truncated: ptr(true)})
 	}
-	m.mu.Lock()
-	if m.closed { // shutting down while an orphan was adopted: let it go again
-		m.mu.Unlock()
+	if !m.table.insert(s) { // shutting down while an orphan was adopted: let it go again
 		if err := s.detach(context.WithoutCancel(ctx)); err != nil {
 			m.log.Warn().Err(err).Str("session", rec.ID).Msg("detach after adoption failed")
 		}
 		return "lost", "the gateway is shutting down"
 	}
-	m.sessions[rec.ID] = s
-	m.mu.Unlock()
 	m.watchFence(s)
-	m.persist(s)
+	m.records.put(s)
 	if restarted {
 		return "restarted", ""
 	}
@@ -250,7 +215,7 @@ func (m *Manager) adoptOrphans(ctx context.Context, finder sandbox.OrphanFinder)
 		return res
 	}
 	for _, o := range orphans {
-		if m.isClosed() || ctx.Err() != nil {
+		if m.table.isClosed() || ctx.Err() != nil {
 			return res
 		}
 		switch m.adoptOrphan(ctx, o) {
@@ -281,10 +246,7 @@ func (m *Manager) adoptOrphan(ctx context.Context, o sandbox.Orphan) string {
 		return ""
 	}
 	defer release()
-	m.mu.Lock()
-	_, live := m.sessions[id]
-	m.mu.Unlock()
-	if live {
+	if m.table.get(id) != nil {
 		return ""
 	}
 	now := time.Now()
@@ -315,8 +277,8 @@ func (m *Manager) adoptOrphan(ctx context.Context, o sandbox.Orphan) string {
 // every session is detached or closed, or ctx ends.
 func (m *Manager) Detach(ctx context.Context) error {
 	m.pool.close(ctx)
-	m.flush()
-	all := m.takeAll()
+	m.records.putAll(m.table.snapshot())
+	all := m.table.takeAll()
 	m.retryLeft(ctx) // the sandboxes earlier closes left: once more
 	var errs []error
 	var mu sync.Mutex

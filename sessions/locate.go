@@ -56,13 +56,9 @@ func (m *Manager) Locate(ctx context.Context, tenant, id string) (*Session, Else
 		// The adoption is the session's, not the request's: a client that
 		// gives up must not cut it short (a failed adoption closes what it
 		// took over). Waiters give up with their own ctx.
-		m.mu.Lock()
-		if m.closed {
-			m.mu.Unlock()
+		if !m.table.ifOpen(func() { m.closing.Add(1) }) { // Close and Detach wait for the adoption
 			return nil, Elsewhere{}, ErrClosed
 		}
-		m.closing.Add(1) // Close and Detach wait for the adoption
-		m.mu.Unlock()
 		done := make(chan string, 1)
 		o := *loc.Orphan
 		go func() { // owned by the manager (closing); bounded by StartTimeout (restore)
@@ -100,13 +96,6 @@ func (m *Manager) getElsewhere(ctx context.Context, tenant, id string) (*Session
 		return nil, Elsewhere{}, fmt.Errorf("%w: %s is moving", ErrElsewhereUnreachable, id)
 	}
 	return s, Elsewhere{}, err
-}
-
-// isClosed reports whether the manager was closed or detached.
-func (m *Manager) isClosed() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.closed
 }
 
 // keyedLock lets one holder per key at a time; the zero value is ready.

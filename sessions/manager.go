@@ -23,25 +23,17 @@ type Manager struct {
 	budget    *Budget
 	launch    *launcher // starts sandboxes with their kernels and workspaces
 	slots     *execSlots
-	store     Store
+	records   *records // the sessions' records in the store
 	pool      *pool
-	networks  *networks           // admits network lists and runs the egress proxies
-	templates map[string]Template // the built-in ones and Config.Templates; never changed
+	networks  *networks   // admits network lists and runs the egress proxies
+	templates templateSet // the built-in ones and Config.Templates; never changed
 
 	adoptions keyedLock // one adoption of a session at a time (adoptOrphan)
 
-	mu       sync.Mutex
-	sessions map[string]*Session
-	// ending holds the sessions taken out of sessions to be closed, until
-	// their sandbox is gone: a close under way, or one whose sandbox
-	// could not be removed (left, retried by the reaper). They count
-	// against the caps; the left ones are listed, dead.
-	ending   map[string]*closingSession
-	starting map[string]int // tenant → sessions being created
-	closed   bool
-	closing  sync.WaitGroup // sessions being deleted
-	fences   sync.WaitGroup // watchFence's goroutines
-	pausing  sync.WaitGroup // the reaper's freezes in progress (pauseIdle)
+	table   *table         // the sessions: live, ending (being closed or left), starting
+	closing sync.WaitGroup // sessions being deleted
+	fences  sync.WaitGroup // watchFence's goroutines
+	pausing sync.WaitGroup // the reaper's freezes in progress (pauseIdle)
 }
 
 // New returns a manager that starts kernels with rt.
@@ -59,16 +51,17 @@ func New(cfg Config, rt Runtime, log zerolog.Logger) (*Manager, error) {
 	}
 	m := &Manager{cfg: cfg, rt: rt, log: log, budget: NewBudget(cfg.MemoryBudget, cfg.budgetShares()),
 		launch:   &launcher{cfg: cfg, rt: rt, log: log, starts: newFairSlots(cfg.MaxConcurrentStarts), notify: workspace.NewInotify(0)},
-		networks: &networks{egress: eg, log: log}, sessions: make(map[string]*Session), ending: make(map[string]*closingSession), starting: make(map[string]int)}
+		networks: &networks{egress: eg, log: log}}
+	m.table = newTable(&m.closing)
 	m.pool = newPool(cfg.Pool, m.launch.startPooled, log)
 	m.slots = newExecSlots(cfg.ExecSlots, cfg.ExecSlotLease)
-	m.store = cfg.Store
+	m.records = &records{store: cfg.Store, log: log, flushed: cfg.Observer.StoreFlushed}
 	m.templates = builtinTemplates()
 	for name, t := range cfg.Templates {
 		t.Name = name
 		m.templates[name] = t
 	}
-	if err := m.validateTemplates(); err != nil {
+	if err := m.templates.validate(cfg.MaxIdleTimeout, m.networks.admit); err != nil {
 		return nil, err
 	}
 	checkHostLimits(cfg, log)
@@ -108,10 +101,8 @@ func (k *readyKernel) close(ctx context.Context) {
 
 // Get returns tenant's session id. Another tenant's session is ErrNotFound.
 func (m *Manager) Get(tenant, id string) (*Session, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s, ok := m.sessions[id]
-	if !ok || s.tenant != tenant {
+	s := m.table.get(id)
+	if s == nil || s.tenant != tenant {
 		return nil, ErrNotFound
 	}
 	return s, nil
@@ -119,19 +110,7 @@ func (m *Manager) Get(tenant, id string) (*Session, error) {
 
 // List returns tenant's sessions, oldest first.
 func (m *Manager) List(tenant string) []Info {
-	m.mu.Lock()
-	var mine []*Session
-	for _, e := range m.ending { // a sandbox a close left is listed (dead) until it is gone
-		if e.err != nil && e.s.tenant == tenant {
-			mine = append(mine, e.s)
-		}
-	}
-	for _, s := range m.sessions {
-		if s.tenant == tenant {
-			mine = append(mine, s)
-		}
-	}
-	m.mu.Unlock()
+	mine := m.table.listed(tenant)
 	infos := make([]Info, 0, len(mine))
 	for _, s := range mine {
 		infos = append(infos, s.Info())
@@ -142,7 +121,7 @@ func (m *Manager) List(tenant string) []Info {
 
 // Delete kills tenant's session id and waits until its sandbox is gone.
 func (m *Manager) Delete(ctx context.Context, tenant, id string) error {
-	s, err := m.take(tenant, id)
+	s, err := m.table.take(tenant, id)
 	if err != nil {
 		return err
 	}
@@ -154,27 +133,6 @@ func (m *Manager) Delete(ctx context.Context, tenant, id string) error {
 	return nil
 }
 
-// take removes a session from the map so no new call finds it.
-func (m *Manager) take(tenant, id string) (*Session, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s, ok := m.sessions[id]
-	if !ok || (tenant != "" && s.tenant != tenant) {
-		return nil, ErrNotFound
-	}
-	delete(m.sessions, id)
-	m.ending[id] = &closingSession{s: s}
-	m.closing.Add(1)
-	return s, nil
-}
-
-// closingSession is a session being closed, or whose sandbox was left (err).
-type closingSession struct {
-	s        *Session
-	err      error // the failed close, once it failed
-	retrying bool  // a retry of the sandbox's close is under way
-}
-
 // end closes s, taken out of the sessions (take, takeAll), and forgets it
 // once its sandbox is gone. A close that could not remove the sandbox
 // keeps s in ending, listed dead and counted against the caps, with its
@@ -183,56 +141,26 @@ type closingSession struct {
 func (m *Manager) end(ctx context.Context, s *Session, reason string) error {
 	err := s.close(ctx, reason)
 	if errors.Is(err, ErrSandboxLeft) {
-		m.mu.Lock()
-		if e := m.ending[s.id]; e != nil {
-			e.err = err
-		} else {
-			m.ending[s.id] = &closingSession{s: s, err: err}
-		}
-		m.mu.Unlock()
+		m.table.ended(s, err)
 		m.log.Error().Err(err).Str("session", s.id).Msg("session closed but its sandbox is left; it stays listed and will be retried")
 		return err
 	}
 	if err != nil { // a step failed; nothing of the sandbox is left
 		m.log.Error().Err(err).Str("session", s.id).Msg("session close: a step failed")
 	}
-	m.mu.Lock()
-	delete(m.ending, s.id)
-	m.mu.Unlock()
-	m.forget(s.id)
+	m.table.ended(s, nil)
+	m.records.forget(s.id)
 	return nil
-}
-
-// forget removes a deleted or expired session from the store.
-func (m *Manager) forget(id string) {
-	if err := m.store.Delete(id); err != nil {
-		m.log.Warn().Err(err).Str("session", id).Msg("session store write failed")
-	}
 }
 
 // Pool describes the warm pool now.
 func (m *Manager) Pool() PoolState { return m.pool.State() }
 
-// takeAll closes the manager to new sessions and takes every session out
-// of it, for the caller to end.
-func (m *Manager) takeAll() []*Session {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.closed = true
-	all := make([]*Session, 0, len(m.sessions))
-	for id, s := range m.sessions {
-		all = append(all, s)
-		delete(m.sessions, id)
-		m.ending[id] = &closingSession{s: s}
-	}
-	return all
-}
-
 // Close deletes every session, in parallel, and refuses new ones. It
 // returns when every sandbox is gone or ctx ends.
 func (m *Manager) Close(ctx context.Context) error {
 	m.pool.close(ctx)
-	all := m.takeAll()
+	all := m.table.takeAll()
 	m.retryLeft(ctx) // the sandboxes earlier closes left: once more
 	var wg sync.WaitGroup
 	for _, s := range all {
@@ -273,12 +201,7 @@ type Stats struct {
 
 // Stats returns the manager's state now.
 func (m *Manager) Stats() Stats {
-	m.mu.Lock()
-	all := make([]*Session, 0, len(m.sessions))
-	for _, s := range m.sessions {
-		all = append(all, s)
-	}
-	m.mu.Unlock()
+	all := m.table.snapshot()
 	st := Stats{Runtime: m.rt.Name(), ByState: map[State]int{}, Pool: m.pool.State(),
 		BudgetUsed: m.budget.Used(), BudgetMax: m.budget.Max(), StartsActive: m.launch.starts.active(), StartsWaiting: m.launch.starts.waiting(),
 		SlotWaiting: m.slots.Waiting()}
@@ -312,16 +235,10 @@ func (m *Manager) watchFence(s *Session) {
 		case <-s.ctx.Done():
 			return
 		}
-		m.mu.Lock()
-		mine := m.sessions[s.id] == s
-		if mine {
-			delete(m.sessions, s.id)
-		}
-		m.mu.Unlock()
-		if !mine {
+		if !m.table.release(s) {
 			return
 		}
-		m.forget(s.id)
+		m.records.forget(s.id)
 		m.log.Warn().Str("session", s.id).Msg("another gateway took the session over: letting it go")
 		ctx, cancel := context.WithTimeout(context.Background(), m.cfg.StartTimeout)
 		defer cancel()

@@ -2,7 +2,6 @@ package sessions
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -13,32 +12,15 @@ import (
 // a goroutine of its own (one at a time per session) that the manager's
 // closing group waits for.
 func (m *Manager) retryLeft(ctx context.Context) {
-	m.mu.Lock()
-	var left []*closingSession
-	for _, e := range m.ending {
-		if e.err != nil && !e.retrying {
-			e.retrying = true
-			m.closing.Add(1)
-			left = append(left, e)
-		}
-	}
-	m.mu.Unlock()
-	for _, e := range left {
+	for _, e := range m.table.left() {
 		go func() {
 			defer m.closing.Done()
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			defer cancel()
 			err := e.s.sandbox.Close(cctx)
-			m.mu.Lock()
-			e.retrying = false
-			if err != nil {
-				e.err = fmt.Errorf("%w: %w", ErrSandboxLeft, err)
-			} else {
-				delete(m.ending, e.s.id)
-			}
-			m.mu.Unlock()
+			m.table.retried(e, err)
 			if err == nil {
-				m.forget(e.s.id)
+				m.records.forget(e.s.id)
 				m.log.Info().Str("session", e.s.id).Msg("a left sandbox is gone at last")
 			}
 		}()
@@ -85,7 +67,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		case now := <-t.C:
 			m.reap(ctx, now)
 		case <-flush.C:
-			m.flush()
+			m.records.putAll(m.table.snapshot())
 		}
 	}
 }
@@ -95,19 +77,13 @@ func (m *Manager) Run(ctx context.Context) error {
 // its own, so that one slow or stuck sandbox holds up neither the next
 // tick nor any other session.
 func (m *Manager) reap(ctx context.Context, now time.Time) {
-	m.mu.Lock()
-	all := make([]*Session, 0, len(m.sessions))
-	for _, s := range m.sessions {
-		all = append(all, s)
-	}
-	m.mu.Unlock()
-	for _, s := range all {
+	for _, s := range m.table.snapshot() {
 		reason := s.expired(now)
 		if reason == "" {
 			m.pauseIdle(ctx, s, now)
 			continue
 		}
-		if _, err := m.take("", s.id); err != nil {
+		if _, err := m.table.take("", s.id); err != nil {
 			continue
 		}
 		m.log.Info().Str("session", s.id).Str("reason", reason).Msg("session expired")
@@ -134,13 +110,7 @@ func (m *Manager) pauseIdle(ctx context.Context, s *Session, now time.Time) {
 	if !s.pause.claim() {
 		return
 	}
-	m.mu.Lock()
-	closed := m.closed
-	if !closed {
-		m.pausing.Add(1)
-	}
-	m.mu.Unlock()
-	if closed {
+	if !m.table.ifOpen(func() { m.pausing.Add(1) }) {
 		s.pause.unclaim()
 		return
 	}

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"sort"
 	"time"
+
+	"github.com/glassroom/glassroom/egress"
 )
 
 // Template is an operator-defined preset a session is created from
@@ -39,8 +41,8 @@ const maxTemplates = 256
 var templateName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // builtinTemplates are the templates every gateway has.
-func builtinTemplates() map[string]Template {
-	return map[string]Template{
+func builtinTemplates() templateSet {
+	return templateSet{
 		TemplateDefault:         {Name: TemplateDefault, Language: "python3", Description: "Python 3, the gateway's default limits, no network"},
 		TemplateCodeInterpreter: {Name: TemplateCodeInterpreter, Language: "python3", Description: "Python 3, the gateway's default limits, no network (E2B's code interpreter)"},
 	}
@@ -82,10 +84,15 @@ func LoadTemplates(path string) (map[string]Template, error) {
 	return out, nil
 }
 
-// validateTemplates checks the configured templates' names, limits,
+// templateSet is the gateway's templates by name: the built-in ones and
+// Config.Templates. Never changed once the manager is made; safe for
+// concurrent reads.
+type templateSet map[string]Template
+
+// validate checks the configured templates' names, limits,
 // languages and networks; it is called by New.
-func (m *Manager) validateTemplates() error {
-	for name, t := range m.templates {
+func (ts templateSet) validate(maxIdle time.Duration, admit func(Network) (egress.Policy, error)) error {
+	for name, t := range ts {
 		if !templateName.MatchString(name) {
 			return fmt.Errorf("sessions: template %q: the name must be 1..64 of [A-Za-z0-9._-]", name)
 		}
@@ -94,10 +101,10 @@ func (m *Manager) validateTemplates() error {
 				return fmt.Errorf("sessions: template %q: %w", name, err)
 			}
 		}
-		if t.IdleTimeout != 0 && (t.IdleTimeout < time.Second || t.IdleTimeout > m.cfg.MaxIdleTimeout) {
-			return fmt.Errorf("sessions: template %q: idle timeout must be within 1s..%v", name, m.cfg.MaxIdleTimeout)
+		if t.IdleTimeout != 0 && (t.IdleTimeout < time.Second || t.IdleTimeout > maxIdle) {
+			return fmt.Errorf("sessions: template %q: idle timeout must be within 1s..%v", name, maxIdle)
 		}
-		if _, err := m.networks.admit(t.Network); err != nil {
+		if _, err := admit(t.Network); err != nil {
 			return fmt.Errorf("sessions: template %q: %w", name, err)
 		}
 	}
@@ -118,14 +125,14 @@ func (m *Manager) Templates() []Template {
 	return out
 }
 
-// applyTemplate fills opts's unset fields from its template. An unknown
+// apply fills opts's unset fields from its template. An unknown
 // template is ErrInvalid ("unknown template").
-func (m *Manager) applyTemplate(opts CreateOptions) (CreateOptions, error) {
+func (ts templateSet) apply(opts CreateOptions) (CreateOptions, error) {
 	name := opts.Template
 	if name == "" {
 		name = TemplateDefault
 	}
-	t, ok := m.templates[name]
+	t, ok := ts[name]
 	if !ok {
 		return opts, invalid("unknown template %q (GET /v1/templates lists them)", truncate(name, 64))
 	}

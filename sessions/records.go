@@ -1,0 +1,48 @@
+package sessions
+
+import (
+	"github.com/glassroom/glassroom/sessionstore"
+	"github.com/rs/zerolog"
+)
+
+// records writes the sessions' records to the store (Config.Store): one
+// at its creation and at each kernel restart (put), all of them every
+// Config.FlushInterval (putAll: last activity, event numbers and the
+// running execution change all the time; a crash loses at most one
+// interval of them), and its removal when it ends (forget). A failed
+// write is logged: the session goes on. Safe for concurrent use.
+type records struct {
+	store   Store
+	log     zerolog.Logger
+	flushed func() // Config.Observer.StoreFlushed
+}
+
+// put writes s's record now.
+func (r *records) put(s *Session) {
+	if err := r.store.Put(s.storeRecord()); err != nil {
+		r.log.Warn().Err(err).Str("session", s.id).Msg("session store write failed")
+	}
+}
+
+// putAll writes the records of all, in one transaction.
+func (r *records) putAll(all []*Session) {
+	if len(all) == 0 {
+		return
+	}
+	recs := make([]sessionstore.Record, 0, len(all))
+	for _, s := range all {
+		recs = append(recs, s.storeRecord())
+	}
+	if err := r.store.Put(recs...); err != nil {
+		r.log.Warn().Err(err).Msg("session store flush failed")
+		return
+	}
+	r.flushed()
+}
+
+// forget removes a deleted or expired session from the store.
+func (r *records) forget(id string) {
+	if err := r.store.Delete(id); err != nil {
+		r.log.Warn().Err(err).Str("session", id).Msg("session store write failed")
+	}
+}
