@@ -25,12 +25,14 @@ type reply struct {
 // of its reply and output. Safe for concurrent use: requests register and
 // unregister their calls, the read loops look them up.
 type pendingCalls struct {
+	order *outputOrder // the iopub numbers its calls' undelivered events hold
+
 	mu    sync.Mutex
 	calls map[string]*call
 }
 
-func newPendingCalls() *pendingCalls {
-	return &pendingCalls{calls: make(map[string]*call)}
+func newPendingCalls(order *outputOrder) *pendingCalls {
+	return &pendingCalls{order: order, calls: make(map[string]*call)}
 }
 
 // register adds cl under id, unless id is "", longer than MaxMsgIDBytes or
@@ -46,15 +48,21 @@ func (p *pendingCalls) register(id, fallback string, cl *call) string {
 	return id
 }
 
-// unregister removes the call pending under msgID, if any, and closes its
-// done channel.
+// unregister removes the call pending under msgID, if any, closes its
+// done channel and releases the events its caller left undelivered.
 func (p *pendingCalls) unregister(msgID string) {
 	p.mu.Lock()
-	if cl, ok := p.calls[msgID]; ok {
+	cl, ok := p.calls[msgID]
+	if ok {
 		delete(p.calls, msgID)
 		close(cl.done)
 	}
 	p.mu.Unlock()
+	if ok {
+		for _, ev := range cl.events.takeAll(nil) {
+			p.order.release(ev.order)
+		}
+	}
 }
 
 // lookup returns the call pending under msgID, or nil.

@@ -154,6 +154,7 @@ type Client struct {
 
 	socks  sockets
 	calls  *pendingCalls
+	order  *outputOrder // iopub's order across requests' events and the side stream
 	input  *pendingInput
 	side   *sideQueue // messages of no pending request (side.go)
 	router *router
@@ -189,11 +190,12 @@ func Dial(ctx context.Context, info ConnectionInfo, cfg Config, log zerolog.Logg
 	}
 	dials := &dialState{bytes: rate.NewLimiter(rate.Limit(cfg.ByteRate), max(cfg.ByteRate, readChunk))}
 	cctx, cancel := context.WithCancel(context.WithValue(context.Background(), dialStateKey{}, dials))
+	order := newOutputOrder()
 	c = &Client{
-		cfg: cfg, log: log, codec: codec, session: newID(),
+		cfg: cfg, log: log, codec: codec, session: newID(), order: order,
 		cancel: cancel,
 		socks:  sockets{dials: dials},
-		calls:  newPendingCalls(),
+		calls:  newPendingCalls(order),
 		input:  &pendingInput{},
 		side:   newSideQueue(cfg.SideBuffer, cfg.SideBufferBytes),
 		dead:   make(chan struct{}),
@@ -201,7 +203,7 @@ func Dial(ctx context.Context, info ConnectionInfo, cfg Config, log zerolog.Logg
 	c.router = &router{
 		ctx: cctx, log: log, codec: codec, maxMessageBytes: cfg.MaxMessageBytes,
 		msgRate: rate.NewLimiter(rate.Limit(cfg.MessageRate), cfg.MessageRate),
-		calls:   c.calls, input: c.input, side: c.side, drops: &dropLog{log: log},
+		calls:   c.calls, input: c.input, side: c.side, order: order, drops: &dropLog{log: log},
 		dead: c.dead, abort: c.Abort,
 	}
 	defer func() {

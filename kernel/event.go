@@ -36,6 +36,15 @@ type MimeBundle map[string]json.RawMessage
 type Event struct {
 	Kind EventKind
 
+	// SideBefore is how many messages the side stream had taken in
+	// (Client.SideAccepted) when this event was routed: a caller that
+	// relays both writes those first (see Client.SideReady for the
+	// converse).
+	SideBefore int64
+	// order is the event's iopub number (0 for another channel's): the
+	// caller releases it once handled (outputOrder).
+	order int64
+
 	// stream
 	Name string // "stdout" or "stderr"
 	Text string

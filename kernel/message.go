@@ -38,6 +38,10 @@ type Message struct {
 	Metadata json.RawMessage
 	Content  json.RawMessage
 	Buffers  [][]byte
+
+	// order is a side message's iopub number (outputOrder; 0 when it was
+	// not numbered).
+	order int64
 }
 
 // Errors returned by Decode. A message that fails to decode must be dropped.

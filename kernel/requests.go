@@ -113,6 +113,7 @@ func (c *Client) Execute(ctx context.Context, code string, opts ExecuteOptions, 
 						onEvent(ev)
 					}
 				}
+				c.order.release(ev.order) // handled: the side messages the kernel sent after it may go
 			}
 		case <-grace:
 			// The idle status was dropped (iopub is PUB/SUB) or is stuck

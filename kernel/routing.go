@@ -28,6 +28,7 @@ type router struct {
 	calls           *pendingCalls
 	input           *pendingInput
 	side            *sideQueue
+	order           *outputOrder // iopub's order across requests' events and the side stream
 	drops           *dropLog
 	dead            <-chan struct{} // closed when the kernel is dead
 	abort           func(error)     // declares the kernel dead
@@ -121,8 +122,12 @@ func (r *router) cut(ch Channel, frames [][]byte) {
 // parent header names, to the side stream, or nowhere. It waits while the
 // call's event queue is full, until the call ends or the kernel dies.
 func (r *router) route(ch Channel, msg *Message) {
-	if ch == IOPub && msg.Header.MsgType != "status" {
-		r.published.Add(1)
+	var n int64 // its iopub number
+	if ch == IOPub {
+		n = r.order.next()
+		if msg.Header.MsgType != "status" {
+			r.published.Add(1)
+		}
 	}
 	r.log.Trace().Str("channel", string(ch)).Str("type", msg.Header.MsgType).Str("parent", msg.Parent.MsgID).RawJSON("content", msg.Content).Msg("kernel message")
 	cl := r.calls.lookup(msg.Parent.MsgID)
@@ -132,15 +137,19 @@ func (r *router) route(ch Channel, msg *Message) {
 		// output it captures, the msg_id reset). Like the side stream, it
 		// never holds up the reader: a flood the caller cannot keep up
 		// with is dropped and counted, not waited for.
-		if !cl.events.tryPush(Event{Kind: EventComm, Msg: msg}) {
+		r.order.hold(n)
+		if !cl.events.tryPush(Event{Kind: EventComm, Msg: msg, SideBefore: r.side.acceptedCount(), order: n}) {
+			r.order.release(n)
 			r.side.mu.Lock()
 			r.side.dropped++
 			r.side.mu.Unlock()
 			r.drops.dropped(ch, ErrSideFull)
 		}
+		r.releaseIfEnded(cl, n)
 		return
 	}
 	if isSide(ch, msg, cl != nil) {
+		msg.order = n
 		if !r.side.push(msg, sideBound(msg)) {
 			r.drops.dropped(ch, ErrSideFull)
 		}
@@ -171,7 +180,23 @@ func (r *router) route(ch Channel, msg *Message) {
 	if !ok {
 		return
 	}
-	cl.events.push(ev, cl.done, r.dead)
+	ev.SideBefore, ev.order = r.side.acceptedCount(), n
+	r.order.hold(n)
+	if !cl.events.push(ev, cl.done, r.dead) {
+		r.order.release(n)
+	}
+	r.releaseIfEnded(cl, n)
+}
+
+// releaseIfEnded releases message n, routed to cl, if cl's request has
+// ended: its caller will never handle it (its unregister may have
+// drained the queue before n was in it).
+func (r *router) releaseIfEnded(cl *call, n int64) {
+	select {
+	case <-cl.done:
+		r.order.release(n)
+	default:
+	}
 }
 
 // dropLog logs dropped kernel messages: the kernel controls how many it

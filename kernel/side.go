@@ -67,6 +67,13 @@ func (q *sideQueue) push(msg *Message, size int) bool {
 	return true
 }
 
+// acceptedCount returns how many messages push has accepted.
+func (q *sideQueue) acceptedCount() int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.accepted
+}
+
 func (q *sideQueue) takeAll(buf []*Message) []*Message {
 	q.mu.Lock()
 	buf = append(buf, q.items...)
@@ -131,6 +138,32 @@ func (c *Client) SideDropped() int64 {
 	c.side.mu.Lock()
 	defer c.side.mu.Unlock()
 	return c.side.dropped
+}
+
+// SideReady waits until every request event the kernel sent on iopub
+// before side message m (a message Side returned) has been handled by its
+// request's caller (Execute's onEvent returned for it), or the request
+// ended: a consumer that waits before it relays m keeps the kernel's
+// order, so that a comm handler's output never overtakes the cell's last
+// output. (The converse, a side message before the events the kernel
+// sent after it, is Event.SideBefore's.) It returns ctx's error if ctx
+// ends first, a DeadError if the kernel dies. Safe for concurrent use;
+// callers must not wait in onEvent for a side message the kernel sent
+// after the event being handled.
+func (c *Client) SideReady(ctx context.Context, m *Message) error {
+	for {
+		ch := c.order.blocker(m.order)
+		if ch == nil {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.dead:
+			return c.deadError()
+		}
+	}
 }
 
 // SideAccepted returns how many messages the side stream has taken in so

@@ -226,3 +226,75 @@ func TestCommEventsInOrder(t *testing.T) {
 		t.Fatalf("SideAccepted %d after a cell that sent at least 3 comm messages (was %d)", n, before)
 	}
 }
+
+// TestSideReadyKeepsTheCellsOutputFirst: a comm handler's output that
+// the kernel sends after a cell's output waits (SideReady) until the
+// cell's caller has handled that output: here a click sent while the
+// cell's first output is being handled runs its callback once the cell
+// ends, and its output, already on the side stream, is not ready until
+// onEvent has returned and the cell's events are all handled.
+func TestSideReadyKeepsTheCellsOutputFirst(t *testing.T) {
+	k := startBareKernel(t)
+	c := dial(t, k.info)
+	side := &sideReader{c: c}
+	if r := run(t, c, "import ipywidgets as w\nb = w.Button()\nb.on_click(lambda _: print('handled'))", kernel.ExecuteOptions{}); r.err != nil || r.reply.Status != "ok" {
+		t.Fatalf("button: %+v", r)
+	}
+	button := contentOf(t, side.until(t, "the button's comm_open", func(m *kernel.Message) bool {
+		return m.Header.MsgType == kernel.MsgCommOpen && strings.Contains(string(m.Content), `"ButtonModel"`)
+	})).CommID
+	click, _ := json.Marshal(map[string]any{"comm_id": button, "data": map[string]any{"method": "custom", "content": map[string]any{"event": "click"}}})
+
+	handlerOut := make(chan *kernel.Message, 1)
+	go func() { // the side stream's consumer
+		defer close(handlerOut)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for {
+			msgs, err := c.Side(ctx, nil)
+			for _, m := range msgs {
+				if m.Header.MsgType == "stream" && m.Parent.MsgID == "the-click" {
+					handlerOut <- m
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	var out *kernel.Message
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel() // SideReady with it answers at once: ready (nil) or not (its error)
+	ctx, stop := context.WithTimeout(context.Background(), 30*time.Second)
+	defer stop()
+	handled := false
+	_, err := c.Execute(ctx, "print('first')", kernel.ExecuteOptions{}, func(ev kernel.Event) {
+		if ev.Kind != kernel.EventStream || handled {
+			return
+		}
+		handled = true
+		if _, err := c.SendID(kernel.Shell, "the-click", kernel.MsgCommMsg, click, nil, nil); err != nil {
+			t.Errorf("click: %v", err)
+			return
+		}
+		// The kernel ends the cell, then runs the callback: its output
+		// reaches the side stream while this event is being handled.
+		if out = <-handlerOut; out == nil {
+			t.Error("no callback output on the side stream")
+			return
+		}
+		if err := c.SideReady(canceled, out); err == nil {
+			t.Error("the callback's output was ready while the cell's earlier output was still being handled")
+		}
+	})
+	if err != nil || !handled || out == nil {
+		t.Fatalf("cell: %v (handled %v, callback output %v)", err, handled, out != nil)
+	}
+	if err := c.SideReady(ctx, out); err != nil {
+		t.Fatalf("the callback's output once the cell's output was handled: %v", err)
+	}
+	if got := contentOf(t, out).Text; got != "handled\n" {
+		t.Fatalf("callback output %q", got)
+	}
+}

@@ -65,9 +65,13 @@
 //     client that merges the two channels by it (Stream, stream.go: the
 //     one merge both faces range over) writes every side message
 //     before the events the kernel sent after it (an Output widget's
-//     msg_id set, the output it captures, the reset). The converse is not
-//     kept: a side message the kernel sent just after an execution's last
-//     output may be delivered before the worker has published that output.
+//     msg_id set, the output it captures, the reset). The converse is
+//     kept too: the side owner delivers a message only once the output
+//     the kernel sent before it has been published (SideReady), so a comm
+//     handler's output never overtakes the cell's last output. Each side
+//     waits only for what the kernel sent before the message it holds
+//     (the worker for kernel.Event.SideBefore side messages), so the two
+//     never wait for each other.
 //   - comms (comms.go) is the table of the kernel's open comms: the
 //     kernel's are every client's, a client's are its owner's; SendComm
 //     checks a client's comm message against it (ownership, Config's

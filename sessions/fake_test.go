@@ -277,6 +277,11 @@ func (k *fakeKernel) Execute(ctx context.Context, code string, opts kernel.Execu
 	if strings.Contains(code, fakeFailApply) {
 		return reply(&kernel.ExecuteReply{Status: "error", EName: "NotADirectoryError", EValue: "cwd " + fakeFailApply + ": no such directory in the sandbox"})
 	}
+	inner := onEvent
+	onEvent = func(ev kernel.Event) { // as the kernel client stamps them
+		ev.SideBefore = k.SideAccepted()
+		inner(ev)
+	}
 	op, arg, _ := strings.Cut(code, ":")
 	switch op {
 	case "print":
@@ -436,6 +441,10 @@ func (k *fakeKernel) Side(ctx context.Context, buf []*kernel.Message) ([]*kernel
 		}
 	}
 }
+
+// SideReady does not wait: the fake's side messages are emitted, and
+// taken, after the output the code sent before them.
+func (k *fakeKernel) SideReady(context.Context, *kernel.Message) error { return nil }
 
 func (k *fakeKernel) SideAccepted() int64 {
 	k.sideMu.Lock()

@@ -32,9 +32,13 @@ type KernelConn interface {
 	// the kernel dies. One goroutine at a time calls it (the session's
 	// side owner, side.go). SideAccepted counts the messages the side
 	// stream has taken in so far, in the kernel's order with the
-	// requests' output.
+	// requests' output (each event carries the count at its routing:
+	// kernel.Event.SideBefore). SideReady waits until the requests'
+	// output the kernel sent before side message m has been handled
+	// (kernel.Client.SideReady).
 	Side(ctx context.Context, buf []*kernel.Message) ([]*kernel.Message, error)
 	SideAccepted() int64
+	SideReady(ctx context.Context, m *kernel.Message) error
 	// SendID sends a message that has no reply (a client's comm_open,
 	// comm_msg, comm_close on shell) with the msg_id given, without
 	// waiting for the kernel, and returns its header.

@@ -131,7 +131,7 @@ func (w *worker) execute(c KernelConn, j *job, replied func()) outcome {
 		}}
 	go func() { // owned by execute, which always waits for done
 		reply, err := c.Execute(ctx, j.req.Code, opts, func(ev kernel.Event) {
-			w.s.side.barrier(ctx, c) // the side messages the kernel sent before ev go first
+			w.s.side.barrier(ctx, c, ev.SideBefore) // the side messages the kernel sent before ev go first
 			if ev.Kind == kernel.EventComm {
 				w.s.side.deliver(c, ev.Msg)
 				return
@@ -345,7 +345,8 @@ func (w *worker) report(j *job, start time.Time, status Status, reply *kernel.Ex
 		}
 	}
 	w.s.jup.finished(j, w.s.kernelClient(), status, reply)
-	w.s.side.barrier(w.s.ctx, w.s.kernelClient()) // a widget's last update before the cell's end
+	c := w.s.kernelClient()
+	w.s.side.barrier(w.s.ctx, c, c.SideAccepted()) // a widget's last update before the cell's end
 	for _, p := range payload {
 		if ev, ok := payloadEvent(j.req.ID, p); ok {
 			j.out.record(w.s.publish(ev))

@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"sync/atomic"
 
@@ -183,16 +184,17 @@ func (ss *sideState) advance(c KernelConn, n int, ended bool) {
 	ss.progress = make(chan struct{})
 }
 
-// barrier waits until every side message c accepted before now has been
-// delivered to the subscribers (or c's owner has ended, or ctx ends). The
-// worker calls it before it publishes an execution's output, so that a
-// client that reads its side messages before each event (as the faces
-// do) sees them in the kernel's order: a widget's comm_open before the
-// display that shows it. It costs a lock and a comparison when the owner
-// is not behind; the owner never waits on a subscriber, so the wait is
-// short.
-func (ss *sideState) barrier(ctx context.Context, c KernelConn) {
-	target := c.SideAccepted()
+// barrier waits until the first target side messages of c (the count
+// when an event was routed, kernel.Event.SideBefore; or SideAccepted)
+// have been delivered to the subscribers (or c's owner has ended, or ctx
+// ends). The worker calls it before it publishes an execution's output,
+// so that a client that reads its side messages before each event (as
+// the faces do) sees them in the kernel's order: a widget's comm_open
+// before the display that shows it. It costs a lock and a comparison
+// when the owner is not behind; the owner never waits on a subscriber,
+// and waits (SideReady) only for output sent before the message it
+// delivers, so the wait is short and never circular.
+func (ss *sideState) barrier(ctx context.Context, c KernelConn, target int64) {
 	ss.progMu.Lock()
 	for ss.progConn == c && !ss.ownerDone && ss.delivered < target {
 		ch := ss.progress
@@ -216,11 +218,18 @@ func (ss *sideState) run(ctx context.Context, c KernelConn) {
 	for {
 		msgs, err := c.Side(ctx, buf[:0])
 		for _, km := range msgs {
+			// The output of the cell the kernel sent before it goes first
+			// (a comm handler's output after the cell's last); the worker
+			// waits only for side messages sent before what it publishes
+			// (barrier), so the two never wait for each other.
+			if werr := c.SideReady(ctx, km); werr != nil {
+				err = errors.Join(err, werr)
+			}
 			if m, ok := ss.convert(c, km); ok {
 				ss.fanout(m)
 			}
+			ss.advance(c, 1, false) // one at a time: the worker may wait for this one
 		}
-		ss.advance(c, len(msgs), false)
 		clear(msgs)
 		buf = msgs
 		if err != nil {
