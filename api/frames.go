@@ -228,8 +228,11 @@ type InspectReplyFrame struct {
 // CommEvent is a message of the kernel's side stream, to every client
 // of the session (not in the event log: no seq, never replayed).
 type CommEvent struct {
-	Type EventType   `json:"type"`
-	Msg  CommMessage `json:"msg"`
+	Type EventType `json:"type"`
+	// Context is the context whose kernel sent it; absent for the
+	// session's first.
+	Context string      `json:"context,omitempty"`
+	Msg     CommMessage `json:"msg"`
 }
 
 // CommSentFrame answers a client's comm frame: MsgID is the msg_id it
@@ -407,8 +410,12 @@ type InspectFrame struct {
 // CommFrame sends a comm message (comm_open, comm_msg or comm_close) to
 // the session's first kernel; comm_sent or rejected answers.
 type CommFrame struct {
-	Type     string          `json:"type"`
-	ID       string          `json:"id"`
+	Type string `json:"type"`
+	ID   string `json:"id"`
+	// Context is where a comm_open goes ("" or absent: the session's
+	// first context); a comm_msg or comm_close goes to the kernel whose
+	// comm it names.
+	Context  string          `json:"context,omitempty"`
 	MsgType  string          `json:"msg_type"`
 	Content  json.RawMessage `json:"content"`            // a JSON object
 	Metadata json.RawMessage `json:"metadata,omitempty"` // a JSON object
@@ -420,6 +427,9 @@ type CommInfoFrame struct {
 	Type       string `json:"type"`
 	ID         string `json:"id"`
 	TargetName string `json:"target_name,omitempty"`
+	// Context is whose comms are listed ("" or absent: the session's
+	// first context's).
+	Context string `json:"context,omitempty"`
 }
 
 // ClientFrameType implements ClientFrame.

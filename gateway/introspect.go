@@ -46,10 +46,7 @@ func (in *introspector) start(f api.AnyClientFrame) {
 		var err error
 		defer in.recoverPanic(&err)
 		var reply any
-		k := in.sess.First() // comm_info: the comms of the session's first kernel, as the comm frames
-		if f.Type != api.FrameCommInfo {
-			k, err = in.sess.Contexts().Resolve(ctx, f.Context, f.Language)
-		}
+		k, err := in.sess.Contexts().Resolve(ctx, f.Context, f.Language) // comm_info: that context's comms
 		switch {
 		case err != nil:
 		case f.Type == api.FrameCommInfo:

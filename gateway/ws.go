@@ -46,6 +46,7 @@ func badFrame(id, code, message string) *api.RejectedFrame {
 // writer's too).
 type commSend struct {
 	id, msgType       string
+	context           string // where a comm_open goes (api.CommFrame.Context)
 	content, metadata json.RawMessage
 	buffers           [][]byte
 	release           func() // gives back the large-frame budget the frame holds, once sent (or dropped)
@@ -54,7 +55,15 @@ type commSend struct {
 // send sends c to the kernel for owner and returns its answer frame.
 func (c commSend) send(sess *sessions.Session, owner string) any {
 	defer c.release()
-	msgID, err := sess.First().Comms().SendCommID(owner, c.id, c.msgType, c.content, c.metadata, c.buffers)
+	var named struct {
+		CommID string `json:"comm_id"`
+	}
+	_ = json.Unmarshal(c.content, &named) // a bad content is SendCommID's to refuse
+	k, err := sess.Contexts().CommKernel(named.CommID, c.context)
+	if err != nil {
+		return rejection(c.id, err)
+	}
+	msgID, err := k.Comms().SendCommID(owner, c.id, c.msgType, c.content, c.metadata, c.buffers)
 	if err != nil {
 		return rejection(c.id, err)
 	}
@@ -81,8 +90,10 @@ type sessionSocket struct {
 // returns when all have exited. A client that disconnects does not stop
 // its executions.
 //
-// Comms (widgets) of the session's first context go both ways beside the
-// queue: every message of the kernel's side stream (comm_open, comm_msg,
+// Comms (widgets) of every context go both ways beside the queue (a
+// client's comm_msg and comm_close to the kernel whose comm they name, a
+// comm_open to the frame's context): every message of a kernel's side
+// stream (comm_open, comm_msg,
 // comm_close, a comm handler's output and status) goes to every client
 // as a comm frame, before the events the kernel sent after it; a
 // client's comm frame goes to the kernel (Session.SendCommID, as this
@@ -148,7 +159,7 @@ func (r *sessionSocket) serve(c echo.Context) error {
 	})
 	_ = g.Wait()
 	dropCommSends(out)
-	sess.First().Comms().CloseComms(owner) // nobody else may use them
+	sess.Contexts().CloseComms(owner) // nobody else may use them
 	return nil
 }
 
@@ -299,7 +310,7 @@ func handleFrame(ctx context.Context, sess *sessions.Session, f api.AnyClientFra
 			}
 			buffers = append(buffers, data)
 		}
-		c := commSend{id: f.ID, msgType: f.MsgType, content: f.Content, metadata: f.Metadata, buffers: buffers, release: in.keep()}
+		c := commSend{id: f.ID, context: f.Context, msgType: f.MsgType, content: f.Content, metadata: f.Metadata, buffers: buffers, release: in.keep()}
 		if !send(ctx, in.out, c) {
 			c.release()
 		}

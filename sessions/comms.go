@@ -332,6 +332,14 @@ func (t *comms) ownedBy(owner string) []string {
 	return ids
 }
 
+// has reports whether comm id is open.
+func (t *comms) has(id string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.open[id]
+	return ok
+}
+
 // count returns how many comms are open (for tests and metrics).
 func (t *comms) count() int {
 	t.mu.Lock()

@@ -87,7 +87,7 @@ func TestCommOwnership(t *testing.T) {
 	m, kernels := commManager(t, sessions.Config{})
 	s := fakeSession(t, m)
 	k := kernels()[0]
-	side, cancel := s.First().SubscribeKernel(context.Background())
+	side, cancel := s.SubscribeKernel(context.Background())
 	defer cancel()
 
 	k.emit(kernelMsg("o1", kernel.MsgCommOpen, `{"comm_id":"k1","target_name":"jupyter.widget","data":{"state":{}}}`))
@@ -156,7 +156,7 @@ func TestCloseComms(t *testing.T) {
 	m, kernels := commManager(t, sessions.Config{})
 	s := fakeSession(t, m)
 	k := kernels()[0]
-	side, cancel := s.First().SubscribeKernel(context.Background())
+	side, cancel := s.SubscribeKernel(context.Background())
 	defer cancel()
 	k.emit(kernelMsg("o1", kernel.MsgCommOpen, `{"comm_id":"k1","target_name":"jupyter.widget","data":{}}`))
 	nextSide(t, side)
@@ -238,7 +238,7 @@ func TestCommLimits(t *testing.T) {
 	m, kernels := commManager(t, sessions.Config{MaxComms: 3, CommRate: -1})
 	s := fakeSession(t, m)
 	k := kernels()[0]
-	side, cancel := s.First().SubscribeKernel(context.Background())
+	side, cancel := s.SubscribeKernel(context.Background())
 	defer cancel()
 	for _, id := range []string{"a", "b", "c"} {
 		if _, err := s.First().Comms().SendComm("o", kernel.MsgCommOpen, comm(id, `,"target_name":"t"`), nil, nil); err != nil {
@@ -268,7 +268,7 @@ func TestCommRate(t *testing.T) {
 	s2 := fakeSession(t, m2)
 	k2 := kernels2()[0]
 	k2.emit(kernelMsg("o1", kernel.MsgCommOpen, `{"comm_id":"k","target_name":"t","data":{}}`))
-	side2, cancel2 := s2.First().SubscribeKernel(context.Background())
+	side2, cancel2 := s2.SubscribeKernel(context.Background())
 	defer cancel2()
 	k2.emit(kernelMsg("o2", kernel.MsgCommMsg, `{"comm_id":"k","data":{}}`))
 	nextSide(t, side2) // the comm_open is tracked before anything after it is delivered
@@ -303,7 +303,7 @@ func TestCommBacklog(t *testing.T) {
 	m, kernels := commManager(t, sessions.Config{CommRate: -1})
 	s := fakeSession(t, m)
 	k := kernels()[0]
-	side, cancel := s.First().SubscribeKernel(context.Background())
+	side, cancel := s.SubscribeKernel(context.Background())
 	defer cancel()
 	k.emit(kernelMsg("o1", kernel.MsgCommOpen, `{"comm_id":"k","target_name":"t","data":{}}`))
 	nextSide(t, side)
@@ -363,12 +363,12 @@ func TestSideSubscribers(t *testing.T) {
 	m, kernels := commManager(t, sessions.Config{SideBuffer: 4})
 	s := fakeSession(t, m)
 	k := kernels()[0]
-	stalled, cancelStalled := s.First().SubscribeKernel(context.Background())
+	stalled, cancelStalled := s.SubscribeKernel(context.Background())
 	defer cancelStalled()
-	reader, cancelReader := s.First().SubscribeKernel(context.Background())
+	reader, cancelReader := s.SubscribeKernel(context.Background())
 	defer cancelReader()
 	ctx, cancelCtx := context.WithCancel(context.Background())
-	byCtx, cancelByCtx := s.First().SubscribeKernel(ctx)
+	byCtx, cancelByCtx := s.SubscribeKernel(ctx)
 	defer cancelByCtx()
 	cancelCtx()
 	if _, ok := <-byCtx; ok {
@@ -383,8 +383,8 @@ func TestSideSubscribers(t *testing.T) {
 			t.Fatalf("execution while a subscriber stalls: %+v", e)
 		}
 	}
-	if len(stalled) != 4 || s.First().SideDropped() != 6 {
-		t.Fatalf("the stalled subscriber holds %d, %d dropped; want 4 and 6", len(stalled), s.First().SideDropped())
+	if len(stalled) != 4 || s.SideDropped() != 6 {
+		t.Fatalf("the stalled subscriber holds %d, %d dropped; want 4 and 6", len(stalled), s.SideDropped())
 	}
 	if got := <-stalled; got.MsgID != "m0" {
 		t.Fatalf("the stalled subscriber kept %s first, want the oldest", got.MsgID)
@@ -398,7 +398,7 @@ func TestSideSubscribers(t *testing.T) {
 	}
 	for range reader { // closed by the session's end
 	}
-	if c, _ := s.First().SubscribeKernel(context.Background()); c != nil {
+	if c, _ := s.SubscribeKernel(context.Background()); c != nil {
 		if _, ok := <-c; ok {
 			t.Fatal("a subscription of a closed session got a message")
 		}
@@ -410,7 +410,7 @@ func TestSideSubscribers(t *testing.T) {
 func TestSideAcrossRestart(t *testing.T) {
 	m, kernels := commManager(t, sessions.Config{})
 	s := fakeSession(t, m)
-	side, cancel := s.First().SubscribeKernel(context.Background())
+	side, cancel := s.SubscribeKernel(context.Background())
 	defer cancel()
 	kernels()[0].emit(kernelMsg("o1", kernel.MsgCommOpen, `{"comm_id":"k1","target_name":"t","data":{}}`))
 	nextSide(t, side)
@@ -446,7 +446,7 @@ func TestSideParentAndCommInfo(t *testing.T) {
 	m, kernels := commManager(t, sessions.Config{})
 	s := fakeSession(t, m)
 	k := kernels()[0]
-	side, cancel := s.First().SubscribeKernel(context.Background())
+	side, cancel := s.SubscribeKernel(context.Background())
 	defer cancel()
 	k.sideMu.Lock()
 	k.commInfo = `{"status":"ok","comms":{"old1":{"target_name":"jupyter.widget"},"old2":{"target_name":"jupyter.widget"},"bad\n":{"target_name":"x"}}}`
@@ -489,8 +489,8 @@ func TestSideParentAndCommInfo(t *testing.T) {
 		t.Fatalf("thread output %+v, want the kernel's parent", got)
 	}
 	k.emit(kernelMsg("out4", "stream", `{"name":"stdout","text":"next"}`))
-	if got := nextSide(t, side); got.MsgID != "out4" || s.First().SideDropped() != 1 {
-		t.Fatalf("after a malformed message: %+v, %d dropped", got, s.First().SideDropped())
+	if got := nextSide(t, side); got.MsgID != "out4" || s.SideDropped() != 1 {
+		t.Fatalf("after a malformed message: %+v, %d dropped", got, s.SideDropped())
 	}
 	if _, err := s.First().Comms().CommInfo(context.Background(), "bad\x00"); !errors.Is(err, sessions.ErrBadComm) {
 		t.Fatalf("a bad target name: %v", err)
@@ -505,7 +505,7 @@ func TestSideBeforeOutput(t *testing.T) {
 	m, kernels := commManager(t, sessions.Config{})
 	s := fakeSession(t, m)
 	kernels()[0].sideDelay.Store(int64(50 * time.Millisecond))
-	side, cancel := s.First().SubscribeKernel(context.Background())
+	side, cancel := s.SubscribeKernel(context.Background())
 	defer cancel()
 	sub := s.Subscribe(s.LastSeq())
 	defer sub.Close()
@@ -523,5 +523,57 @@ func TestSideBeforeOutput(t *testing.T) {
 			t.Fatalf("output %s was published before the side message the kernel sent first", ev.Text)
 		}
 		next(t, sub, sessions.EventDone)
+	}
+}
+
+// TestCommsInEveryContext: a context's kernel's comm_open reaches the
+// session's side stream marked with its context; a client's comm_msg to
+// that comm goes to that kernel (CommKernel), not the first; a client's
+// comm_open goes to the context it names; and a client's comms are
+// closed in every kernel when it leaves.
+func TestCommsInEveryContext(t *testing.T) {
+	m, kernels := commManager(t, sessions.Config{})
+	s := fakeSession(t, m)
+	info, err := s.Contexts().Create(context.Background(), "r", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks := kernels()
+	if len(ks) != 2 {
+		t.Fatalf("%d kernels, want the first and the context's", len(ks))
+	}
+	rk := ks[1]
+	side, cancel := s.SubscribeKernel(context.Background())
+	defer cancel()
+
+	rk.emit(kernelMsg("o1", kernel.MsgCommOpen, `{"comm_id":"rc","target_name":"jupyter.widget","data":{}}`))
+	if got := nextSide(t, side); got.Context != info.ID || commIDOf(got) != "rc" {
+		t.Fatalf("the context's comm_open: %+v, want context %s", got, info.ID)
+	}
+	k, err := s.Contexts().CommKernel("rc", "")
+	if err != nil || k.ID() != info.ID {
+		t.Fatalf("CommKernel(rc): %v %v, want the context's kernel", k, err)
+	}
+	if _, err := k.Comms().SendComm("a", kernel.MsgCommMsg, comm("rc"), nil, nil); err != nil {
+		t.Fatalf("a messages the context's comm: %v", err)
+	}
+	_, err = s.First().Comms().SendComm("a", kernel.MsgCommMsg, comm("rc"), nil, nil)
+	wantErr(t, "the context's comm through the first kernel", err, sessions.ErrBadComm)
+
+	opener, err := s.Contexts().CommKernel("", info.ID)
+	if err != nil || opener != k {
+		t.Fatalf("CommKernel for a comm_open naming the context: %v %v", opener, err)
+	}
+	if _, err := opener.Comms().SendComm("a", kernel.MsgCommOpen, comm("a1", `,"target_name":"t"`), nil, nil); err != nil {
+		t.Fatalf("a opens a1 in the context: %v", err)
+	}
+	s.Contexts().CloseComms("a")
+	sent := rk.sentMessages()
+	last := sent[len(sent)-1]
+	if last.Header.MsgType != kernel.MsgCommClose || !strings.Contains(string(last.Content), `"a1"`) {
+		t.Fatalf("the context's kernel got %s %s last, want a1's comm_close", last.Header.MsgType, last.Content)
+	}
+	if n := s.First().Comms().OpenComms(); n != 0 {
+		t.Fatalf("the first kernel has %d comms open", n)
 	}
 }

@@ -396,6 +396,29 @@ func (c *Contexts) Input(owner, id, value string) error {
 	return ErrNoInputPending
 }
 
+// CommKernel returns the kernel a client's comm message goes to: the one
+// whose open comm is commID (a comm_msg, a comm_close), else context's
+// (FirstContext or "": the first; a client's comm_open names its kernel
+// so). Comms work in every context: each kernel keeps its own table.
+func (c *Contexts) CommKernel(commID, context string) (*Kernel, error) {
+	if commID != "" {
+		for _, k := range c.all() {
+			if k.side.comms.has(commID) {
+				return k, nil
+			}
+		}
+	}
+	return c.Get(context)
+}
+
+// CloseComms closes owner's comms in every kernel (its client left; see
+// Comms.CloseComms).
+func (c *Contexts) CloseComms(owner string) {
+	for _, k := range c.all() {
+		k.Comms().CloseComms(owner)
+	}
+}
+
 // all returns the first kernel and then the others.
 func (c *Contexts) all() []*Kernel {
 	c.mu.Lock()

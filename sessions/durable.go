@@ -188,7 +188,7 @@ func (m *Manager) restore(ctx context.Context, adopter sandbox.Adopter, canAdopt
 			StateLost: ptr(restarted), Truncated: ptr(true)})
 	}
 	if !m.table.insert(s) { // shutting down while an orphan was adopted: let it go again
-		if err := s.detach(context.WithoutCancel(ctx)); err != nil {
+		if err := s.detach(context.WithoutCancel(ctx), restartingReason); err != nil {
 			m.log.Warn().Err(err).Str("session", rec.ID).Msg("detach after adoption failed")
 		}
 		return "lost", "the gateway is shutting down"
@@ -289,7 +289,7 @@ func (m *Manager) Detach(ctx context.Context) error {
 			defer wg.Done()
 			var err error
 			if _, ok := s.sandbox.(sandbox.Persistent); ok {
-				err = s.detach(ctx)
+				err = s.detach(ctx, restartingReason)
 			} else {
 				err = m.end(ctx, s, "gateway shutting down")
 			}
@@ -330,13 +330,13 @@ func (m *networks) resume(rec sessionstore.Record, notify func(egress.Decision))
 	return proxy, ""
 }
 
-// detach stops the session's goroutines and lets its sandbox go, running.
-func (s *Session) detach(ctx context.Context) error {
-	return s.detachWith(ctx, "gateway restarting")
-}
+// restartingReason is what clients of a session detached for the next
+// gateway are told.
+const restartingReason = "gateway restarting"
 
-// detachWith is detach, telling clients reason.
-func (s *Session) detachWith(ctx context.Context, reason string) error {
+// detach stops the session's goroutines and lets its sandbox go,
+// running, telling clients reason.
+func (s *Session) detach(ctx context.Context, reason string) error {
 	s.mu.Lock()
 	if s.closeReason == "" {
 		s.closeReason = reason
@@ -364,6 +364,7 @@ func (s *Session) detachWith(ctx context.Context, reason string) error {
 		}
 	}
 	s.first.detach(reason)
+	s.side.close()
 	_ = s.files.Close()
 	s.first.publish(Event{Type: EventKernel, State: string(StateRestarting), Reason: reason})
 	s.hub.close()

@@ -111,7 +111,7 @@ func newKernel(s *Session, p kernelParams) *Kernel {
 	}
 	k.direct = &directRequests{maxCode: s.cfg.MaxCodeBytes, pause: k.pause, touch: s.Touch, conn: k.kernelClient,
 		busy: func() bool { return k.State() == StateBusy }}
-	k.side = newSideState(&k.cfg, s.LastSeq)
+	k.side = newSideState(&k.cfg, s.side, p.contextID)
 	k.work = &worker{s: k, slots: p.slots, watch: p.watch}
 	k.work.start(p.client)
 	return k
@@ -337,7 +337,6 @@ func (s *Kernel) close(ctx context.Context, reason string, steps *closeSteps) {
 		return nil
 	})
 	steps.run("worker", func() error { s.work.stop(); return nil })
-	steps.run("side stream", func() error { s.side.close(); return nil })
 	s.mu.Lock()
 	s.state = StateDead
 	s.mu.Unlock()
@@ -355,7 +354,6 @@ func (s *Kernel) detach(reason string) {
 	s.noteClose(reason)
 	s.cancel()
 	s.work.stop()
-	s.side.close()
 }
 
 // noteClose records why the kernel ends (its queued jobs fail with it),

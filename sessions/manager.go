@@ -242,7 +242,7 @@ func (m *Manager) watchFence(s *Session) {
 		m.log.Warn().Str("session", s.id).Msg("another gateway took the session over: letting it go")
 		ctx, cancel := context.WithTimeout(context.Background(), m.cfg.StartTimeout)
 		defer cancel()
-		if err := s.detachWith(ctx, fencedReason); err != nil {
+		if err := s.detach(ctx, fencedReason); err != nil {
 			m.log.Warn().Err(err).Str("session", s.id).Msg("letting a fenced session go")
 		}
 	}()

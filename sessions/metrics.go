@@ -49,7 +49,7 @@ func (s *Session) Metrics(ctx context.Context) (Metrics, error) {
 		switch {
 		case errors.Is(err, sandbox.ErrNoUsage):
 		case err != nil:
-			return Metrics{}, s.usageErr(err)
+			return Metrics{}, usageErr(s, err)
 		default:
 			t := time.NewTimer(cpuWindow)
 			select {
@@ -60,7 +60,7 @@ func (s *Session) Metrics(ctx context.Context) (Metrics, error) {
 			}
 			u2, err := ur.Usage(ctx)
 			if err != nil {
-				return Metrics{}, s.usageErr(err)
+				return Metrics{}, usageErr(s, err)
 			}
 			wall := time.Since(t1)
 			if u2.CPUNanos >= u1.CPUNanos && wall > 0 {
@@ -166,9 +166,9 @@ func (w *diskWalk) used(ctx context.Context, dir string, files workspace.FS, lim
 	return r.bytes
 }
 
-// usageErr is a failed usage read: the session's end when it ended
+// usageErr is a failed usage read of s: the session's end when it ended
 // meanwhile (its sandbox's cgroup went with it), else the error.
-func (s *Session) usageErr(err error) error {
+func usageErr(s *Session, err error) error {
 	select {
 	case <-s.Done():
 		return fmt.Errorf("sessions: metrics: %w (it ended)", ErrNotFound)

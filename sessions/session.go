@@ -44,6 +44,7 @@ type Session struct {
 	metadata            map[string]string // the client's; never changed
 	disk                diskWalk          // one walk of the workspace's disk use at a time (metrics.go)
 	hub                 *hub              // the event log (event.go)
+	side                *sideHub          // its kernels' side streams, fanned out (side.go)
 	pause               *pauser           // freezes the sandbox while its kernels go unused (pause.go)
 	first               *Kernel           // the kernel it was created with
 	ctxs                *Contexts         // its kernels: the first and the others
@@ -118,6 +119,7 @@ func newSession(p sessionParams) *Session {
 		s.persist = func() { p.persist(s) }
 	}
 	s.hub = newHub(p.cfg, p.budget, p.firstSeq)
+	s.side = newSideHub(&s.cfg, s.hub.last)
 	var frozen func()
 	if p.egress != nil {
 		frozen = p.egress.CloseConnections // a frozen kernel holds no tunnel open
@@ -168,6 +170,7 @@ func (s *Session) close(ctx context.Context, reason string) error {
 			return nil
 		})
 	}
+	steps.run("side stream", func() error { s.side.close(); return nil })
 	steps.run("files", func() error { _ = s.files.Close(); return nil })
 	steps.run("events", func() error {
 		s.first.publish(Event{Type: EventKernel, State: string(StateDead), Reason: reason})

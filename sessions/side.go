@@ -46,6 +46,9 @@ type SideMessage struct {
 	Metadata json.RawMessage
 	Content  json.RawMessage
 	Buffers  [][]byte
+	// Context is the context whose kernel sent it ("" for the session's
+	// first).
+	Context string
 	// After is the Seq of the newest event the session had published
 	// when it delivered the message: the events up to After came before
 	// it, the later ones after it (see SubscribeKernel).
@@ -70,14 +73,10 @@ type sideSub struct {
 	queued int
 }
 
-// sideState is a session's (a context's) side of its kernel: the
-// subscribers of the side stream, the table of open comms (comms.go), and
-// how far the owner goroutine has delivered, which keeps side messages
-// ahead of the execution output that followed them (barrier). Safe for
-// concurrent use. Its mutexes are innermost and never held together:
-// subMu guards the subscribers, progMu the delivery count, comms.mu the
-// comm table.
-type sideState struct {
+// sideHub is a session's side stream: the subscribers every kernel of
+// the session fans its side messages out to (each marked with its
+// context). Safe for concurrent use; subMu is innermost.
+type sideHub struct {
 	subItems, subBytes int
 	lastSeq            func() int64 // the Seq of the session's newest event
 
@@ -85,6 +84,21 @@ type sideState struct {
 	subs    map[*sideSub]struct{}
 	closed  bool
 	dropped atomic.Int64 // messages dropped for subscribers that lagged, or invalid
+}
+
+func newSideHub(cfg *Config, lastSeq func() int64) *sideHub {
+	return &sideHub{subItems: cfg.SideBuffer, subBytes: cfg.SideBytes, lastSeq: lastSeq, subs: map[*sideSub]struct{}{}}
+}
+
+// sideState is one kernel's side: the table of its open comms
+// (comms.go), and how far its owner goroutine has delivered its side
+// messages to the session's hub, which keeps side messages ahead of the
+// execution output that followed them (barrier). Safe for concurrent
+// use. Its mutexes are innermost and never held together: progMu guards
+// the delivery count, comms.mu the comm table.
+type sideState struct {
+	hub     *sideHub // the session's
+	context string   // the kernel's context id ("" for the session's first)
 
 	progMu    sync.Mutex
 	progConn  KernelConn    // the incarnation the count below is of
@@ -95,30 +109,37 @@ type sideState struct {
 	comms comms
 }
 
-func newSideState(cfg *Config, lastSeq func() int64) *sideState {
-	ss := &sideState{subItems: cfg.SideBuffer, subBytes: cfg.SideBytes, lastSeq: lastSeq, subs: map[*sideSub]struct{}{}, progress: make(chan struct{})}
+func newSideState(cfg *Config, hub *sideHub, context string) *sideState {
+	ss := &sideState{hub: hub, context: context, progress: make(chan struct{})}
 	ss.comms.init(cfg)
 	return ss
 }
 
+// fanout offers m, marked with the kernel's context, to the session's
+// subscribers.
+func (ss *sideState) fanout(m SideMessage) {
+	m.Context = ss.context
+	ss.hub.fanout(m)
+}
+
 // subscribe adds a subscriber until ctx ends or cancel is called.
-func (ss *sideState) subscribe(ctx context.Context) (<-chan SideMessage, func()) {
-	sub := &sideSub{c: make(chan SideMessage, ss.subItems)}
-	ss.subMu.Lock()
-	if ss.closed {
-		ss.subMu.Unlock()
+func (h *sideHub) subscribe(ctx context.Context) (<-chan SideMessage, func()) {
+	sub := &sideSub{c: make(chan SideMessage, h.subItems)}
+	h.subMu.Lock()
+	if h.closed {
+		h.subMu.Unlock()
 		close(sub.c)
 		return sub.c, func() {}
 	}
-	ss.subs[sub] = struct{}{}
-	ss.subMu.Unlock()
+	h.subs[sub] = struct{}{}
+	h.subMu.Unlock()
 	var once sync.Once
 	cancel := func() {
 		once.Do(func() {
-			ss.subMu.Lock()
-			defer ss.subMu.Unlock()
-			if _, ok := ss.subs[sub]; ok {
-				delete(ss.subs, sub)
+			h.subMu.Lock()
+			defer h.subMu.Unlock()
+			if _, ok := h.subs[sub]; ok {
+				delete(h.subs, sub)
 				close(sub.c)
 			}
 		})
@@ -129,18 +150,18 @@ func (ss *sideState) subscribe(ctx context.Context) (<-chan SideMessage, func())
 
 // fanout offers m to every subscriber, without waiting for any, stamped
 // with the newest event's Seq.
-func (ss *sideState) fanout(m SideMessage) {
-	m.After = ss.lastSeq()
+func (h *sideHub) fanout(m SideMessage) {
+	m.After = h.lastSeq()
 	n := m.size()
-	ss.subMu.Lock()
-	defer ss.subMu.Unlock()
-	for sub := range ss.subs {
+	h.subMu.Lock()
+	defer h.subMu.Unlock()
+	for sub := range h.subs {
 		for len(sub.sizes) > len(sub.c) { // consumed since the last offer
 			sub.queued -= sub.sizes[0]
 			sub.sizes = sub.sizes[1:]
 		}
-		if len(sub.c) == cap(sub.c) || (len(sub.sizes) > 0 && sub.queued+n > ss.subBytes) {
-			ss.dropped.Add(1)
+		if len(sub.c) == cap(sub.c) || (len(sub.sizes) > 0 && sub.queued+n > h.subBytes) {
+			h.dropped.Add(1)
 			continue
 		}
 		sub.c <- m
@@ -150,12 +171,12 @@ func (ss *sideState) fanout(m SideMessage) {
 }
 
 // close ends every subscription (the session closed).
-func (ss *sideState) close() {
-	ss.subMu.Lock()
-	defer ss.subMu.Unlock()
-	ss.closed = true
-	for sub := range ss.subs {
-		delete(ss.subs, sub)
+func (h *sideHub) close() {
+	h.subMu.Lock()
+	defer h.subMu.Unlock()
+	h.closed = true
+	for sub := range h.subs {
+		delete(h.subs, sub)
 		close(sub.c)
 	}
 }
@@ -256,7 +277,7 @@ func (ss *sideState) convert(c KernelConn, km *kernel.Message) (SideMessage, boo
 		metadata = json.RawMessage("{}")
 	}
 	if !jsonObject(km.Content) || !jsonObject(metadata) {
-		ss.dropped.Add(1)
+		ss.hub.dropped.Add(1)
 		return SideMessage{}, false
 	}
 	switch km.Header.MsgType {
@@ -312,10 +333,10 @@ func jsonObject(b json.RawMessage) bool {
 	return false
 }
 
-// SubscribeKernel returns the kernel's side stream (see SideMessage):
-// every message the kernel sends that belongs to no pending request, from
-// now on, through every restart of the kernel (each incarnation's in
-// turn), until ctx ends, cancel is called (either may come first; both
+// SubscribeKernel returns the side stream of the session's kernels (see
+// SideMessage; each message names its Context): every message a kernel
+// sends that belongs to no pending request, from now on, through every
+// restart of each kernel (each incarnation's in turn), until ctx ends, cancel is called (either may come first; both
 // are safe), or the session closes; then the channel is closed. The
 // channel is bounded (Config.SideBuffer messages, Config.SideBytes
 // bytes): a subscriber that falls behind loses the messages that do not
@@ -328,14 +349,14 @@ func jsonObject(b json.RawMessage) bool {
 // execution's output only once the side messages the kernel sent before
 // it are in the channel, and fans out the execution's own comm messages
 // between its events). Safe for concurrent use.
-func (s *Kernel) SubscribeKernel(ctx context.Context) (<-chan SideMessage, func()) {
+func (s *Session) SubscribeKernel(ctx context.Context) (<-chan SideMessage, func()) {
 	return s.side.subscribe(ctx)
 }
 
 // SideDropped returns how many side messages the session's subscribers
 // lost because they fell behind, and kernel messages dropped as
 // malformed.
-func (s *Kernel) SideDropped() int64 { return s.side.dropped.Load() }
+func (s *Session) SideDropped() int64 { return s.side.dropped.Load() }
 
 // takeSide returns the next side message waiting in *side (a channel from
 // SubscribeKernel), or nil without waiting; it sets *side to nil once it

@@ -51,7 +51,7 @@ func (s *Session) Stream(ctx context.Context, since int64) *Stream {
 	c := make(chan StreamItem)
 	st := &Stream{C: c, c: c, resume: make(chan int64), cancel: cancel, done: make(chan struct{})}
 	sub := s.Subscribe(since)
-	side, cancelSide := s.first.SubscribeKernel(ctx)
+	side, cancelSide := s.SubscribeKernel(ctx)
 	m := &streamMerge{s: s, sub: sub, side: side, last: since}
 	go func() {
 		defer close(st.done)

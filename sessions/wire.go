@@ -83,7 +83,7 @@ func (r *Inspection) WireInspection(id string) api.InspectReplyFrame {
 
 // WireComm is m as a comm frame.
 func (m SideMessage) WireComm() api.CommEvent {
-	f := api.CommEvent{Type: api.EventComm, Msg: api.CommMessage{
+	f := api.CommEvent{Type: api.EventComm, Context: m.Context, Msg: api.CommMessage{
 		Header:       api.CommHeader{MsgID: m.MsgID, MsgType: m.MsgType},
 		ParentHeader: api.CommParent{MsgID: m.ParentID},
 		Content:      m.Content, Metadata: m.Metadata, Buffers: m.Buffers,

@@ -68,6 +68,9 @@ func (jc *conn) write(ctx context.Context) error {
 				return wsconn.ErrSessionEnded
 			}
 			if it.Side != nil {
+				if it.Side.Context != "" { // a Jupyter kernel is the session's first
+					continue
+				}
 				if err := jc.writeMsgs(jc.renderSide(w, *it.Side)); err != nil {
 					return err
 				}

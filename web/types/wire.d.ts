@@ -705,6 +705,8 @@ export interface InspectReplyFrame {
 /** CommEvent is a message of the kernel's side stream, to every client of the session (not in the event log: no seq, never replayed). */
 export interface CommEvent {
   type: "comm"
+  /** Context is the context whose kernel sent it; absent for the session's first. */
+  context?: string
   msg: CommMessage
 }
 
@@ -781,6 +783,8 @@ export interface InspectFrame {
 export interface CommFrame {
   type: "comm"
   id: string
+  /** Context is where a comm_open goes ("" or absent: the session's first context); a comm_msg or comm_close goes to the kernel whose comm it names. */
+  context?: string
   msg_type: string
   /** a JSON object */
   content: unknown
@@ -795,6 +799,8 @@ export interface CommInfoFrame {
   type: "comm_info"
   id: string
   target_name?: string
+  /** Context is whose comms are listed ("" or absent: the session's first context's). */
+  context?: string
 }
 
 /** ExecError is an exception raised by executed code. Traceback lines are as the kernel sent them (with ANSI colour codes). */

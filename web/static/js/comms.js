@@ -572,8 +572,8 @@ export function createComms({ send, onTarget, newId = randomId, refused = () => 
     if (!msg) return;
     const frameId = sentAs.get(msg.parent_header.msg_id);
     if (frameId) msg.parent_header.msg_id = frameId;
-    // The gateway's comm frames carry no context today (comms are the first
-    // context's); one that did would name its context here.
+    // A comm frame of another context's kernel names its context; the
+    // first's carry none.
     const context = 'context' in ev && typeof ev.context === 'string' && ev.context ? ev.context : 'default';
     if (msg.channel === 'shell') onCommMessage(msg, context);
     else onIopub(msg);
