@@ -5,105 +5,18 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/sessions/sessionstest"
 	"github.com/glassroom/glassroom/testkit"
-	"github.com/rs/zerolog"
 )
-
-// fakeCommand plays a command: "out N" writes N bytes (in 1000-byte
-// chunks, the first byte of a 2-byte rune cut at each chunk's end),
-// "exit K" exits K at once, "hang" runs until killed.
-type fakeCommand struct {
-	out    chan sandbox.CommandOutput
-	killed chan struct{}
-	once   sync.Once
-	mu     sync.Mutex
-	exit   sandbox.CommandExit
-}
-
-func (s *fakeSandbox) StartCommand(_ context.Context, spec sandbox.CommandSpec) (sandbox.Command, error) {
-	spec, err := spec.Validate()
-	if err != nil {
-		return nil, err
-	}
-	if spec.TTY && s.rt.ttyGate != nil {
-		release := make(chan struct{})
-		s.rt.ttyGate <- release
-		<-release
-	}
-	c := &fakeCommand{out: make(chan sandbox.CommandOutput), killed: make(chan struct{})}
-	s.rt.cmds.Add(1)
-	go func() { // ends when the play does or the command is killed
-		defer s.rt.cmds.Done()
-		defer close(c.out)
-		f := strings.Fields(spec.Cmd)
-		if len(f) == 0 { // a terminal: its shell runs until killed
-			f = []string{"hang"}
-		}
-		switch f[0] {
-		case "out":
-			n, _ := strconv.Atoi(f[1])
-			for sent := 0; sent < n; sent += 1000 {
-				chunk := []byte(strings.Repeat("é", 499) + "\xc3")
-				if sent > 0 {
-					chunk = append([]byte{0xa9}, chunk...)
-				}
-				select {
-				case c.out <- sandbox.CommandOutput{Stream: sandbox.Stdout, Data: chunk}:
-				case <-c.killed:
-					c.setExit(137)
-					return
-				}
-			}
-			c.setExit(0)
-		case "exit":
-			k, _ := strconv.Atoi(f[1])
-			c.setExit(k)
-		default:
-			<-c.killed
-			c.setExit(137)
-		}
-	}()
-	return c, nil
-}
-
-func (c *fakeCommand) setExit(code int) {
-	c.mu.Lock()
-	c.exit = sandbox.CommandExit{Code: code}
-	c.mu.Unlock()
-}
-func (c *fakeCommand) Output() <-chan sandbox.CommandOutput { return c.out }
-func (c *fakeCommand) Write([]byte) error                   { return nil }
-func (c *fakeCommand) CloseStdin() error                    { return nil }
-func (c *fakeCommand) Resize(int, int) error                { return nil }
-func (c *fakeCommand) Kill() error                          { c.once.Do(func() { close(c.killed) }); return nil }
-func (c *fakeCommand) Exit() sandbox.CommandExit {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.exit
-}
-
-func commandsManager(t *testing.T, cfg sessions.Config) (*sessions.Manager, *fakeRuntime) {
-	t.Helper()
-	rt := newFakeRuntime(t.TempDir())
-	cfg.Dial = rt.dial
-	m, err := sessions.New(cfg, rt, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close(context.Background()) })
-	return m, rt
-}
 
 // TestCommandCaps: a command's output is cut at MaxStreamBytes (valid
 // UTF-8 across chunks), and so are its events; the cut is reported.
 func TestCommandCaps(t *testing.T) {
-	m, _ := commandsManager(t, sessions.Config{MaxStreamBytes: 3000})
+	m, _ := sessionstest.NewManager(t, sessions.Config{MaxStreamBytes: 3000})
 	s, err := m.Create(context.Background(), "t", sessions.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +49,7 @@ func TestCommandCaps(t *testing.T) {
 // ones are kept; unknown pids are ErrCommandNotFound; Close kills what
 // runs and waits for it.
 func TestCommandLimits(t *testing.T) {
-	m, rt := commandsManager(t, sessions.Config{})
+	m, rt := sessionstest.NewManager(t, sessions.Config{})
 	s, err := m.Create(context.Background(), "t", sessions.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -186,7 +99,7 @@ func TestCommandLimits(t *testing.T) {
 	if err := m.Delete(ctx, "t", s.ID()); err != nil {
 		t.Fatal(err)
 	}
-	rt.cmds.Wait() // every command's play ended: Delete killed them
+	rt.WaitCommands() // every command's play ended: Delete killed them
 	if _, err := cmds.Start(ctx, sessions.CommandRequest{Cmd: "hang", Background: true}); !errors.Is(err, sessions.ErrClosed) {
 		t.Fatalf("after delete: %v", err)
 	}
@@ -199,8 +112,8 @@ func TestCommandLimits(t *testing.T) {
 // down), and the shell that starts after the close is killed.
 func TestTerminalStartingWhileTheSessionCloses(t *testing.T) {
 	for try := range 20 {
-		m, rt := commandsManager(t, sessions.Config{})
-		rt.ttyGate = make(chan chan struct{})
+		m, rt := sessionstest.NewManager(t, sessions.Config{})
+		gate := rt.GateTerminals()
 		s, err := m.Create(context.Background(), "t", sessions.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -214,19 +127,20 @@ func TestTerminalStartingWhileTheSessionCloses(t *testing.T) {
 			term, err := s.Commands().Terminal(context.Background(), 80, 24, false)
 			started <- result{term, err}
 		}()
-		release := <-rt.ttyGate // the terminal holds its place, with no shell yet
+		held := <-gate // the terminal holds its place, with no shell yet
+		released := false
 		deleted := make(chan error, 1)
 		go func() { deleted <- m.Delete(context.Background(), "t", s.ID()) }()
 		if try%2 == 1 {
 			// Half the tries let the shell start while the close runs.
-			close(release)
-			release = nil
+			held.Release()
+			released = true
 		}
 		if err := <-deleted; err != nil {
 			t.Fatalf("try %d: delete while a terminal starts: %v", try, err)
 		}
-		if release != nil {
-			close(release)
+		if !released {
+			held.Release()
 		}
 		r := <-started
 		if r.err == nil {
@@ -242,6 +156,6 @@ func TestTerminalStartingWhileTheSessionCloses(t *testing.T) {
 		} else if !errors.Is(r.err, sessions.ErrClosed) {
 			t.Fatalf("try %d: terminal: %v", try, r.err)
 		}
-		rt.cmds.Wait()
+		rt.WaitCommands()
 	}
 }

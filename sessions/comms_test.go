@@ -5,47 +5,25 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/sessions"
-	"github.com/rs/zerolog"
+	"github.com/glassroom/glassroom/sessions/sessionstest"
 )
 
 // The session's side of comms with the fake kernel: ownership, limits,
 // the subscribers of the side stream, restarts. The real kernels'
 // widgets are tested through the gateway's two faces.
 
-// commManager is a fake manager with cfg that hands out the fake kernels
-// it dials, newest last.
-func commManager(t *testing.T, cfg sessions.Config) (*sessions.Manager, func() []*fakeKernel) {
+// commManager is a fake manager with cfg, run in parallel, and the fake
+// kernels it dialed so far, newest last.
+func commManager(t *testing.T, cfg sessions.Config) (*sessions.Manager, func() []*sessionstest.Kernel) {
 	t.Helper()
 	t.Parallel()
-	rt := newFakeRuntime(t.TempDir())
-	var mu sync.Mutex
-	var kernels []*fakeKernel
-	cfg.InterruptGrace = 200 * time.Millisecond
-	cfg.Dial = func(ctx context.Context, info kernel.ConnectionInfo, kc kernel.Config, log zerolog.Logger) (sessions.KernelConn, error) {
-		c, err := rt.dial(ctx, info, kc, log)
-		if err == nil {
-			mu.Lock()
-			kernels = append(kernels, c.(*fakeKernel))
-			mu.Unlock()
-		}
-		return c, err
-	}
-	m, err := sessions.New(cfg, rt, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close(context.Background()) })
-	return m, func() []*fakeKernel {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]*fakeKernel(nil), kernels...)
-	}
+	m, rt := sessionstest.NewManager(t, cfg)
+	return m, rt.Kernels
 }
 
 func kernelMsg(id, msgType, content string) *kernel.Message {
@@ -90,7 +68,7 @@ func TestCommOwnership(t *testing.T) {
 	side, cancel := s.SubscribeKernel(context.Background())
 	defer cancel()
 
-	k.emit(kernelMsg("o1", kernel.MsgCommOpen, `{"comm_id":"k1","target_name":"jupyter.widget","data":{"state":{}}}`))
+	k.Emit(kernelMsg("o1", kernel.MsgCommOpen, `{"comm_id":"k1","target_name":"jupyter.widget","data":{"state":{}}}`))
 	if got := nextSide(t, side); got.MsgType != kernel.MsgCommOpen || got.MsgID != "o1" || commIDOf(got) != "k1" || string(got.Parent) != "{}" {
 		t.Fatalf("side message %+v", got)
 	}
@@ -122,12 +100,12 @@ func TestCommOwnership(t *testing.T) {
 	wantErr(t, "an unknown comm", err, sessions.ErrBadComm)
 
 	// The kernel closes k1: nobody may message it.
-	k.emit(kernelMsg("c1", kernel.MsgCommClose, `{"comm_id":"k1","data":{}}`))
+	k.Emit(kernelMsg("c1", kernel.MsgCommClose, `{"comm_id":"k1","data":{}}`))
 	nextSide(t, side)
 	_, err = s.First().Comms().SendComm("a", kernel.MsgCommMsg, comm("k1"), nil, nil)
 	wantErr(t, "the kernel's closed comm", err, sessions.ErrBadComm)
 
-	sent := k.sentMessages()
+	sent := k.SentMessages()
 	if len(sent) != 5 {
 		t.Fatalf("the kernel got %d messages, want 5: %v", len(sent), sent)
 	}
@@ -158,7 +136,7 @@ func TestCloseComms(t *testing.T) {
 	k := kernels()[0]
 	side, cancel := s.SubscribeKernel(context.Background())
 	defer cancel()
-	k.emit(kernelMsg("o1", kernel.MsgCommOpen, `{"comm_id":"k1","target_name":"jupyter.widget","data":{}}`))
+	k.Emit(kernelMsg("o1", kernel.MsgCommOpen, `{"comm_id":"k1","target_name":"jupyter.widget","data":{}}`))
 	nextSide(t, side)
 	for _, c := range []struct{ owner, id string }{{"a", "a1"}, {"a", "a2"}, {"b", "b1"}} {
 		if _, err := s.First().Comms().SendComm(c.owner, kernel.MsgCommOpen, comm(c.id, `,"target_name":"t"`), nil, nil); err != nil {
@@ -171,7 +149,7 @@ func TestCloseComms(t *testing.T) {
 	if closed, left := s.First().Comms().CloseComms("a"); closed != 2 || left != 0 {
 		t.Fatalf("a's comms: closed %d, left %d", closed, left)
 	}
-	sent := k.sentMessages()
+	sent := k.SentMessages()
 	closes := map[string]bool{}
 	for _, msg := range sent[3:] {
 		if msg.Header.MsgType != kernel.MsgCommClose {
@@ -227,7 +205,7 @@ func TestCommMalformed(t *testing.T) {
 	if _, err := s.First().Comms().SendCommParent("a", json.RawMessage(`[]`), kernel.MsgCommOpen, comm("x", `,"target_name":"t"`), nil, nil); !errors.Is(err, sessions.ErrBadComm) {
 		t.Fatalf("a parent header that is no object: %v", err)
 	}
-	if n := len(k.sentMessages()); n != 0 {
+	if n := len(k.SentMessages()); n != 0 {
 		t.Fatalf("%d malformed messages reached the kernel", n)
 	}
 }
@@ -247,7 +225,7 @@ func TestCommLimits(t *testing.T) {
 	}
 	_, err := s.First().Comms().SendComm("o", kernel.MsgCommOpen, comm("d", `,"target_name":"t"`), nil, nil)
 	wantErr(t, "a comm past the limit", err, sessions.ErrCommLimit)
-	k.emit(kernelMsg("o1", kernel.MsgCommOpen, `{"comm_id":"k","target_name":"t","data":{}}`))
+	k.Emit(kernelMsg("o1", kernel.MsgCommOpen, `{"comm_id":"k","target_name":"t","data":{}}`))
 	if got := nextSide(t, side); commIDOf(got) != "k" {
 		t.Fatalf("the kernel's comm past the limit was not relayed: %+v", got)
 	}
@@ -267,10 +245,10 @@ func TestCommRate(t *testing.T) {
 	m2, kernels2 := commManager(t, sessions.Config{CommRate: 1, CommBurst: 3})
 	s2 := fakeSession(t, m2)
 	k2 := kernels2()[0]
-	k2.emit(kernelMsg("o1", kernel.MsgCommOpen, `{"comm_id":"k","target_name":"t","data":{}}`))
+	k2.Emit(kernelMsg("o1", kernel.MsgCommOpen, `{"comm_id":"k","target_name":"t","data":{}}`))
 	side2, cancel2 := s2.SubscribeKernel(context.Background())
 	defer cancel2()
-	k2.emit(kernelMsg("o2", kernel.MsgCommMsg, `{"comm_id":"k","data":{}}`))
+	k2.Emit(kernelMsg("o2", kernel.MsgCommMsg, `{"comm_id":"k","data":{}}`))
 	nextSide(t, side2) // the comm_open is tracked before anything after it is delivered
 	start := time.Now()
 	ok, refused := 0, 0
@@ -288,7 +266,7 @@ func TestCommRate(t *testing.T) {
 	if allowed := 3 + int(time.Since(start)/time.Second) + 1; ok > allowed || refused == 0 || ok < 3 {
 		t.Fatalf("%d sent and %d refused at 1/s in bursts of 3", ok, refused)
 	}
-	if n := len(k2.sentMessages()); n != ok {
+	if n := len(k2.SentMessages()); n != ok {
 		t.Fatalf("the kernel got %d, %d were accepted", n, ok)
 	}
 }
@@ -305,7 +283,7 @@ func TestCommBacklog(t *testing.T) {
 	k := kernels()[0]
 	side, cancel := s.SubscribeKernel(context.Background())
 	defer cancel()
-	k.emit(kernelMsg("o1", kernel.MsgCommOpen, `{"comm_id":"k","target_name":"t","data":{}}`))
+	k.Emit(kernelMsg("o1", kernel.MsgCommOpen, `{"comm_id":"k","target_name":"t","data":{}}`))
 	nextSide(t, side)
 	ids := make([]string, 0, sessions.MaxCommBacklog)
 	for i := range sessions.MaxCommBacklog {
@@ -317,12 +295,12 @@ func TestCommBacklog(t *testing.T) {
 	}
 	_, err := s.First().Comms().SendComm("other", kernel.MsgCommMsg, comm("k"), nil, nil)
 	wantErr(t, "a message past the backlog", err, sessions.ErrCommRate)
-	if n := len(k.sentMessages()); n != sessions.MaxCommBacklog {
+	if n := len(k.SentMessages()); n != sessions.MaxCommBacklog {
 		t.Fatalf("the kernel got %d messages", n)
 	}
 	status := func(parent, state string) {
 		t.Helper()
-		k.emit(&kernel.Message{Header: kernel.Header{MsgID: "st-" + parent + state, MsgType: "status"},
+		k.Emit(&kernel.Message{Header: kernel.Header{MsgID: "st-" + parent + state, MsgType: "status"},
 			Parent: kernel.Header{MsgID: parent}, Content: json.RawMessage(`{"execution_state":"` + state + `"}`)})
 		if got := nextSide(t, side); got.ParentID != parent {
 			t.Fatalf("side message %+v", got)
@@ -375,7 +353,7 @@ func TestSideSubscribers(t *testing.T) {
 		t.Fatal("a subscription whose context ended got a message")
 	}
 	for i := range 10 {
-		k.emit(kernelMsg("m"+string(rune('0'+i)), "stream", `{"name":"stdout","text":"x"}`))
+		k.Emit(kernelMsg("m"+string(rune('0'+i)), "stream", `{"name":"stdout","text":"x"}`))
 		if got := nextSide(t, reader); got.MsgID != "m"+string(rune('0'+i)) {
 			t.Fatalf("reader got %s, want m%d", got.MsgID, i)
 		}
@@ -412,7 +390,7 @@ func TestSideAcrossRestart(t *testing.T) {
 	s := fakeSession(t, m)
 	side, cancel := s.SubscribeKernel(context.Background())
 	defer cancel()
-	kernels()[0].emit(kernelMsg("o1", kernel.MsgCommOpen, `{"comm_id":"k1","target_name":"t","data":{}}`))
+	kernels()[0].Emit(kernelMsg("o1", kernel.MsgCommOpen, `{"comm_id":"k1","target_name":"t","data":{}}`))
 	nextSide(t, side)
 	if _, err := s.First().Comms().SendComm("a", kernel.MsgCommOpen, comm("a1", `,"target_name":"t"`), nil, nil); err != nil {
 		t.Fatal(err)
@@ -429,7 +407,7 @@ func TestSideAcrossRestart(t *testing.T) {
 	_, err := s.First().Comms().SendComm("a", kernel.MsgCommMsg, comm("k1"), nil, nil)
 	wantErr(t, "the old kernel's comm", err, sessions.ErrBadComm)
 	ks := kernels()
-	ks[len(ks)-1].emit(kernelMsg("o2", kernel.MsgCommOpen, `{"comm_id":"k2","target_name":"t","data":{}}`))
+	ks[len(ks)-1].Emit(kernelMsg("o2", kernel.MsgCommOpen, `{"comm_id":"k2","target_name":"t","data":{}}`))
 	if got := nextSide(t, side); got.MsgID != "o2" {
 		t.Fatalf("after the restart: %+v", got)
 	}
@@ -448,9 +426,7 @@ func TestSideParentAndCommInfo(t *testing.T) {
 	k := kernels()[0]
 	side, cancel := s.SubscribeKernel(context.Background())
 	defer cancel()
-	k.sideMu.Lock()
-	k.commInfo = `{"status":"ok","comms":{"old1":{"target_name":"jupyter.widget"},"old2":{"target_name":"jupyter.widget"},"bad\n":{"target_name":"x"}}}`
-	k.sideMu.Unlock()
+	k.SetCommInfo(`{"status":"ok","comms":{"old1":{"target_name":"jupyter.widget"},"old2":{"target_name":"jupyter.widget"},"bad\n":{"target_name":"x"}}}`)
 	info, err := s.First().Comms().CommInfo(context.Background(), "jupyter.widget")
 	if err != nil || len(info) != 2 || info["old1"].TargetName != "jupyter.widget" {
 		t.Fatalf("comm info %v %v", info, err)
@@ -464,21 +440,21 @@ func TestSideParentAndCommInfo(t *testing.T) {
 	// relayed; a comm handler's status is.
 	late := kernelMsg("st0", "status", `{"execution_state":"idle"}`)
 	late.Parent = kernel.Header{MsgID: "a-kernel-info-request", MsgType: "kernel_info_request"}
-	k.emit(late)
+	k.Emit(late)
 	busy := kernelMsg("st1", "status", `{"execution_state":"busy"}`)
 	busy.Parent = kernel.Header{MsgID: id, MsgType: kernel.MsgCommMsg}
-	k.emit(busy)
+	k.Emit(busy)
 	if got := nextSide(t, side); got.MsgID != "st1" || string(got.Parent) != string(parent) {
 		t.Fatalf("the comm handler's status: %+v", got)
 	}
 	out := kernelMsg("out1", "stream", `{"name":"stdout","text":"clicked"}`)
 	out.Parent = kernel.Header{MsgID: id, MsgType: kernel.MsgCommMsg}
-	k.emit(out)
+	k.Emit(out)
 	other := kernelMsg("out2", "stream", `{"name":"stdout","text":"thread"}`)
 	other.Parent = kernel.Header{MsgID: "an-old-cell", MsgType: "execute_request"}
-	k.emit(other)
+	k.Emit(other)
 	bad := kernelMsg("out3", "stream", `not json`)
-	k.emit(bad)
+	k.Emit(bad)
 	got := nextSide(t, side)
 	if got.ParentID != id || string(got.Parent) != string(parent) {
 		t.Fatalf("handler output %+v, want the sender's header as parent", got)
@@ -488,7 +464,7 @@ func TestSideParentAndCommInfo(t *testing.T) {
 	if json.Unmarshal(got.Parent, &p) != nil || p.MsgID != "an-old-cell" || got.ParentID != "an-old-cell" {
 		t.Fatalf("thread output %+v, want the kernel's parent", got)
 	}
-	k.emit(kernelMsg("out4", "stream", `{"name":"stdout","text":"next"}`))
+	k.Emit(kernelMsg("out4", "stream", `{"name":"stdout","text":"next"}`))
 	if got := nextSide(t, side); got.MsgID != "out4" || s.SideDropped() != 1 {
 		t.Fatalf("after a malformed message: %+v, %d dropped", got, s.SideDropped())
 	}
@@ -504,7 +480,7 @@ func TestSideParentAndCommInfo(t *testing.T) {
 func TestSideBeforeOutput(t *testing.T) {
 	m, kernels := commManager(t, sessions.Config{})
 	s := fakeSession(t, m)
-	kernels()[0].sideDelay.Store(int64(50 * time.Millisecond))
+	kernels()[0].SetSideDelay(50 * time.Millisecond)
 	side, cancel := s.SubscribeKernel(context.Background())
 	defer cancel()
 	sub := s.Subscribe(s.LastSeq())
@@ -546,7 +522,7 @@ func TestCommsInEveryContext(t *testing.T) {
 	side, cancel := s.SubscribeKernel(context.Background())
 	defer cancel()
 
-	rk.emit(kernelMsg("o1", kernel.MsgCommOpen, `{"comm_id":"rc","target_name":"jupyter.widget","data":{}}`))
+	rk.Emit(kernelMsg("o1", kernel.MsgCommOpen, `{"comm_id":"rc","target_name":"jupyter.widget","data":{}}`))
 	if got := nextSide(t, side); got.Context != info.ID || commIDOf(got) != "rc" {
 		t.Fatalf("the context's comm_open: %+v, want context %s", got, info.ID)
 	}
@@ -568,7 +544,7 @@ func TestCommsInEveryContext(t *testing.T) {
 		t.Fatalf("a opens a1 in the context: %v", err)
 	}
 	s.Contexts().CloseComms("a")
-	sent := rk.sentMessages()
+	sent := rk.SentMessages()
 	last := sent[len(sent)-1]
 	if last.Header.MsgType != kernel.MsgCommClose || !strings.Contains(string(last.Content), `"a1"`) {
 		t.Fatalf("the context's kernel got %s %s last, want a1's comm_close", last.Header.MsgType, last.Content)

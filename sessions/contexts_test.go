@@ -100,13 +100,13 @@ func TestContextsRouteAndClose(t *testing.T) {
 	if _, err := r1.Execute(ctx, sessions.ExecRequest{Code: "print:still"}); err != nil {
 		t.Fatalf("the R context after another's delete: %v", err)
 	}
-	if live := rt.liveSandboxes(); live != 2 {
+	if live := rt.LiveSandboxes(); live != 2 {
 		t.Fatalf("%d kernels live, want 2 (first and r)", live)
 	}
 	if err := m.Delete(ctx, "t", s.ID()); err != nil {
 		t.Fatal(err)
 	}
-	if live := rt.liveSandboxes(); live != 0 {
+	if live := rt.LiveSandboxes(); live != 0 {
 		t.Fatalf("%d kernels live after the session's delete", live)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/sessions/sessionstest"
 )
 
 // The plumbing of an execution's envs and cwd on fake kernels: which
@@ -32,27 +33,27 @@ func execute(t *testing.T, s *sessions.Session, req sessions.ExecRequest) *sessi
 }
 
 // isApply and isRestore recognise Python's snippets.
-func isApply(c fakeCall) bool {
-	return c.silent && c.noHist && strings.Contains(c.code, "_glassroom_exec_settings = saved") &&
-		strings.Contains(c.code, `\"/home/user/sub\"`) && strings.Contains(c.code, `[\"A_VAR\", \"1\"], [\"B_VAR\"`)
+func isApply(c sessionstest.Call) bool {
+	return c.Silent && c.NoHistory && strings.Contains(c.Code, "_glassroom_exec_settings = saved") &&
+		strings.Contains(c.Code, `\"/home/user/sub\"`) && strings.Contains(c.Code, `[\"A_VAR\", \"1\"], [\"B_VAR\"`)
 }
 
-func isRestore(c fakeCall) bool {
-	return c.silent && c.noHist && strings.Contains(c.code, "del sys._glassroom_exec_settings")
+func isRestore(c sessionstest.Call) bool {
+	return c.Silent && c.NoHistory && strings.Contains(c.Code, "del sys._glassroom_exec_settings")
 }
 
 // tail returns the kernel's executions after the first n.
-func tail(rt *fakeRuntime, n int) []fakeCall { return rt.executions()[n:] }
+func tail(rt *sessionstest.Runtime, n int) []sessionstest.Call { return rt.Executions()[n:] }
 
 func TestSettingsRunAroundTheCode(t *testing.T) {
 	m, rt := fakeManager(t, sessions.Config{})
 	s := fakeSession(t, m)
 	sub := s.Subscribe(0)
 	defer sub.Close()
-	n := len(rt.executions())
+	n := len(rt.Executions())
 	e := execute(t, s, settingsReq("print:hi"))
 	calls := tail(rt, n)
-	if len(calls) != 3 || !isApply(calls[0]) || calls[1].code != "print:hi" || calls[1].silent || !isRestore(calls[2]) {
+	if len(calls) != 3 || !isApply(calls[0]) || calls[1].Code != "print:hi" || calls[1].Silent || !isRestore(calls[2]) {
 		t.Fatalf("the kernel ran %+v; want the apply, the code, the restore", calls)
 	}
 	// What the snippets answer (the fake shows their code as a result) is
@@ -72,9 +73,9 @@ func TestSettingsRunAroundTheCode(t *testing.T) {
 		}
 	}
 	// Without settings the code runs alone.
-	n = len(rt.executions())
+	n = len(rt.Executions())
 	execute(t, s, sessions.ExecRequest{Code: "print:plain"})
-	if calls := tail(rt, n); len(calls) != 1 || calls[0].code != "print:plain" {
+	if calls := tail(rt, n); len(calls) != 1 || calls[0].Code != "print:plain" {
 		t.Fatalf("without settings the kernel ran %+v", calls)
 	}
 }
@@ -84,18 +85,18 @@ func TestSettingsRestoredAfterInterruptAndTimeout(t *testing.T) {
 	s := fakeSession(t, m)
 
 	// A timeout's interrupt that the code obeys.
-	n := len(rt.executions())
+	n := len(rt.Executions())
 	req := settingsReq("loop")
 	req.Timeout = 50 * time.Millisecond
 	if e := execute(t, s, req); e.Status != sessions.StatusTimeout || e.StateLost {
 		t.Fatalf("timed out: %+v", e)
 	}
-	if calls := tail(rt, n); len(calls) != 3 || !isApply(calls[0]) || calls[1].code != "loop" || !isRestore(calls[2]) {
+	if calls := tail(rt, n); len(calls) != 3 || !isApply(calls[0]) || calls[1].Code != "loop" || !isRestore(calls[2]) {
 		t.Fatalf("after a timeout the kernel ran %+v", calls)
 	}
 
 	// A client's interrupt.
-	n = len(rt.executions())
+	n = len(rt.Executions())
 	done := make(chan *sessions.Execution, 1)
 	go func() { done <- execute(t, s, settingsReq("loop")) }()
 	waitState(t, s, sessions.StateBusy)
@@ -115,19 +116,19 @@ func TestSettingsRestoredAfterInterruptAndTimeout(t *testing.T) {
 	if e.Status != sessions.StatusInterrupted || e.StateLost {
 		t.Fatalf("interrupted: %+v", e)
 	}
-	if calls := tail(rt, n); len(calls) != 3 || calls[1].code != "loop" || !isRestore(calls[2]) {
+	if calls := tail(rt, n); len(calls) != 3 || calls[1].Code != "loop" || !isRestore(calls[2]) {
 		t.Fatalf("after an interrupt the kernel ran %+v", calls)
 	}
 
 	// A timeout the code ignores: the kernel is restarted instead (it
 	// comes back with the session's own environment); nothing to put back.
-	n = len(rt.executions())
+	n = len(rt.Executions())
 	req = settingsReq("stubborn")
 	req.Timeout = 50 * time.Millisecond
 	if e := execute(t, s, req); e.Status != sessions.StatusTimeout || !e.StateLost {
 		t.Fatalf("stubborn: %+v", e)
 	}
-	if calls := tail(rt, n); len(calls) != 2 || calls[1].code != "stubborn" {
+	if calls := tail(rt, n); len(calls) != 2 || calls[1].Code != "stubborn" {
 		t.Fatalf("after a stubborn timeout the kernel ran %+v", calls)
 	}
 	if e := execute(t, s, sessions.ExecRequest{Code: "print:next"}); e.Status != sessions.StatusOK {
@@ -138,7 +139,7 @@ func TestSettingsRestoredAfterInterruptAndTimeout(t *testing.T) {
 func TestSettingsApplyFails(t *testing.T) {
 	m, rt := fakeManager(t, sessions.Config{})
 	s := fakeSession(t, m)
-	n := len(rt.executions())
+	n := len(rt.Executions())
 	req := settingsReq("print:never")
 	req.Cwd = "missing"
 	e := execute(t, s, req)
@@ -147,7 +148,7 @@ func TestSettingsApplyFails(t *testing.T) {
 		t.Fatalf("a failed apply: %+v %+v", e, e.Error)
 	}
 	calls := tail(rt, n)
-	if len(calls) != 2 || !strings.Contains(calls[0].code, fakeFailApply) || !isRestore(calls[1]) {
+	if len(calls) != 2 || !strings.Contains(calls[0].Code, sessionstest.MissingDir) || !isRestore(calls[1]) {
 		t.Fatalf("a failed apply: the kernel ran %+v; want the apply and the restore, not the code", calls)
 	}
 	if len(e.Outputs) != 1 || e.Outputs[0].Type != sessions.EventError {
@@ -158,7 +159,7 @@ func TestSettingsApplyFails(t *testing.T) {
 func TestSettingsRefused(t *testing.T) {
 	m, rt := fakeManager(t, sessions.Config{})
 	s := fakeSession(t, m)
-	n := len(rt.executions())
+	n := len(rt.Executions())
 	for _, tc := range []struct {
 		envs map[string]string
 		cwd  string

@@ -8,6 +8,7 @@ import (
 
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/sessions/sessionstest"
 	"github.com/rs/zerolog"
 )
 
@@ -15,17 +16,17 @@ import (
 // and end themselves (sandbox.Persistent and sandbox.Expiring): each
 // records the ends it is told and when it was detached.
 type expiringRuntime struct {
-	*fakeRuntime
+	*sessionstest.Runtime
 	mu  sync.Mutex
 	sbs []*expiringSandbox
 }
 
 func (r *expiringRuntime) Start(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
-	sb, err := r.fakeRuntime.Start(ctx, spec)
+	sb, err := r.Runtime.Start(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
-	e := &expiringSandbox{fakeSandbox: sb.(*fakeSandbox), detached: -1}
+	e := &expiringSandbox{Sandbox: sb.(*sessionstest.Sandbox), detached: -1}
 	r.mu.Lock()
 	r.sbs = append(r.sbs, e)
 	r.mu.Unlock()
@@ -33,7 +34,7 @@ func (r *expiringRuntime) Start(ctx context.Context, spec sandbox.Spec) (sandbox
 }
 
 type expiringSandbox struct {
-	*fakeSandbox
+	*sessionstest.Sandbox
 	mu       sync.Mutex
 	ends     []time.Time
 	detached int // len(ends) when Detach was called, or -1
@@ -46,7 +47,7 @@ func (s *expiringSandbox) SetEnd(end time.Time) error {
 	return nil
 }
 
-func (s *expiringSandbox) State() sandbox.State { return sandbox.State{ID: s.id} }
+func (s *expiringSandbox) State() sandbox.State { return sandbox.State{ID: s.ID()} }
 
 func (s *expiringSandbox) Detach(context.Context) error {
 	s.mu.Lock()
@@ -67,8 +68,8 @@ func (s *expiringSandbox) told() (ends []time.Time, detachedAfter int) {
 // detached, the time after which no gateway would restore the session:
 // its idle expiry, when that comes before its lifetime's end.
 func TestSandboxToldItsEnd(t *testing.T) {
-	rt := &expiringRuntime{fakeRuntime: newFakeRuntime(t.TempDir())}
-	m, err := sessions.New(sessions.Config{Dial: rt.dial}, rt, zerolog.Nop())
+	rt := &expiringRuntime{Runtime: sessionstest.NewRuntime(t.TempDir())}
+	m, err := sessions.New(sessions.Config{Dial: rt.Dial}, rt, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,34 +9,35 @@ import (
 
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/sessions/sessionstest"
 	"github.com/rs/zerolog"
 )
 
 // fencedRuntime's sandboxes another gateway can take over
 // (sandbox.Fenceable, sandbox.Persistent): fence() takes them.
 type fencedRuntime struct {
-	*fakeRuntime
+	*sessionstest.Runtime
 	sbs chan *fencedSandbox
 }
 
 func (r *fencedRuntime) Start(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
-	sb, err := r.fakeRuntime.Start(ctx, spec)
+	sb, err := r.Runtime.Start(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
-	f := &fencedSandbox{fakeSandbox: sb.(*fakeSandbox), fenced: make(chan struct{}), detached: make(chan struct{})}
+	f := &fencedSandbox{Sandbox: sb.(*sessionstest.Sandbox), fenced: make(chan struct{}), detached: make(chan struct{})}
 	r.sbs <- f
 	return f, nil
 }
 
 type fencedSandbox struct {
-	*fakeSandbox
+	*sessionstest.Sandbox
 	fenced   chan struct{}
 	detached chan struct{}
 }
 
 func (s *fencedSandbox) Fenced() <-chan struct{} { return s.fenced }
-func (s *fencedSandbox) State() sandbox.State    { return sandbox.State{ID: s.id} }
+func (s *fencedSandbox) State() sandbox.State    { return sandbox.State{ID: s.ID()} }
 func (s *fencedSandbox) Detach(context.Context) error {
 	close(s.detached)
 	return nil
@@ -49,8 +50,8 @@ func (s *fencedSandbox) Detach(context.Context) error {
 // is the other gateway's), and its event subscribers told why, then
 // ended.
 func TestFencedSessionIsLetGo(t *testing.T) {
-	rt := &fencedRuntime{fakeRuntime: newFakeRuntime(t.TempDir()), sbs: make(chan *fencedSandbox, 1)}
-	m, err := sessions.New(sessions.Config{Dial: rt.dial}, rt, zerolog.Nop())
+	rt := &fencedRuntime{Runtime: sessionstest.NewRuntime(t.TempDir()), sbs: make(chan *fencedSandbox, 1)}
+	m, err := sessions.New(sessions.Config{Dial: rt.Dial}, rt, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestFencedSessionIsLetGo(t *testing.T) {
 	if !told {
 		t.Fatal("the session's subscribers were not told it moved")
 	}
-	if rt.liveSandboxes() != 1 {
+	if rt.LiveSandboxes() != 1 {
 		t.Fatal("the fenced sandbox was closed: its kernel is another gateway's")
 	}
 }

@@ -5,44 +5,21 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/sessions/sessionstest"
 	"github.com/glassroom/glassroom/testkit"
-	"github.com/rs/zerolog"
 )
 
-// jupyterManager is fakeManager that also hands out the fake kernels it
-// dials, newest last.
-func jupyterManager(t *testing.T) (*sessions.Manager, *fakeRuntime, func() []*fakeKernel) {
+// jupyterManager is fakeManager that also returns the fake kernels it
+// dialed so far, newest last.
+func jupyterManager(t *testing.T) (*sessions.Manager, *sessionstest.Runtime, func() []*sessionstest.Kernel) {
 	t.Helper()
-	t.Parallel()
-	rt := newFakeRuntime(t.TempDir())
-	var mu sync.Mutex
-	var kernels []*fakeKernel
-	cfg := sessions.Config{InterruptGrace: 200 * time.Millisecond}
-	cfg.Dial = func(ctx context.Context, info kernel.ConnectionInfo, kc kernel.Config, log zerolog.Logger) (sessions.KernelConn, error) {
-		c, err := rt.dial(ctx, info, kc, log)
-		if err == nil {
-			mu.Lock()
-			kernels = append(kernels, c.(*fakeKernel))
-			mu.Unlock()
-		}
-		return c, err
-	}
-	m, err := sessions.New(cfg, rt, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close(context.Background()) })
-	return m, rt, func() []*fakeKernel {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]*fakeKernel(nil), kernels...)
-	}
+	m, rt := fakeManager(t, sessions.Config{})
+	return m, rt, rt.Kernels
 }
 
 // next returns the next event of sub of type typ.
@@ -263,7 +240,7 @@ func TestJupyterKernelRequests(t *testing.T) {
 			t.Errorf("%s on %s: %v", bad.typ, bad.ch, err)
 		}
 	}
-	before := kernels()[0].requests.Load()
+	before := kernels()[0].Requests()
 	id := s.First().KernelSession()
 	for i := 0; i < 3; i++ {
 		info, err := s.First().KernelInfo(ctx)
@@ -274,7 +251,7 @@ func TestJupyterKernelRequests(t *testing.T) {
 			t.Fatal("kernel session changed without a restart")
 		}
 	}
-	if n := kernels()[0].requests.Load() - before; n != 1 {
+	if n := kernels()[0].Requests() - before; n != 1 {
 		t.Fatalf("kernel_info asked %d times, want once per kernel", n)
 	}
 	if err := s.First().Restart(ctx); err != nil {
@@ -283,7 +260,7 @@ func TestJupyterKernelRequests(t *testing.T) {
 	if _, err := s.First().KernelInfo(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if ks := kernels(); len(ks) != 2 || ks[1].requests.Load() != 1 {
+	if ks := kernels(); len(ks) != 2 || ks[1].Requests() != 1 {
 		t.Fatalf("the new kernel was not asked: %d kernels", len(ks))
 	}
 	if s.First().KernelSession() == id {

@@ -10,13 +10,14 @@ import (
 	"github.com/glassroom/glassroom/api"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/sessions/sessionstest"
 	"github.com/rs/zerolog"
 )
 
 // limitsRuntime records the spec's limits and starts sandboxes whose
 // effective limits are the runtime's (sandbox.Common.Limits) of them.
 type limitsRuntime struct {
-	*fakeRuntime
+	*sessionstest.Runtime
 	common sandbox.Common
 	mu     sync.Mutex
 	spec   sandbox.Limits
@@ -36,7 +37,7 @@ func (r *limitsRuntime) Start(ctx context.Context, spec sandbox.Spec) (sandbox.S
 	r.mu.Lock()
 	r.spec = spec.Limits
 	r.mu.Unlock()
-	sb, err := r.fakeRuntime.Start(ctx, spec)
+	sb, err := r.Runtime.Start(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -71,8 +72,8 @@ func TestEveryLimitReachesTheSandboxAndInfo(t *testing.T) {
 	var maxima, defaults sandbox.Limits
 	distinct(&maxima, 1_000_000)
 	distinct(&defaults, 500)
-	rt := &limitsRuntime{fakeRuntime: newFakeRuntime(t.TempDir()), common: sandbox.Common{Defaults: defaults, Max: maxima}}
-	m, err := sessions.New(sessions.Config{Dial: rt.dial}, rt, zerolog.Nop())
+	rt := &limitsRuntime{Runtime: sessionstest.NewRuntime(t.TempDir()), common: sandbox.Common{Defaults: defaults, Max: maxima}}
+	m, err := sessions.New(sessions.Config{Dial: rt.Dial}, rt, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,12 +15,13 @@ import (
 	"github.com/glassroom/glassroom/egress/egresstest"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/sessions/sessionstest"
 	"github.com/rs/zerolog"
 )
 
 // specRuntime records the specs it is given and can refuse to start.
 type specRuntime struct {
-	*fakeRuntime
+	*sessionstest.Runtime
 	mu    sync.Mutex
 	specs []sandbox.Spec
 	fail  bool
@@ -34,7 +35,7 @@ func (r *specRuntime) Start(ctx context.Context, spec sandbox.Spec) (sandbox.San
 	if fail {
 		return nil, errors.New("fake: cannot start")
 	}
-	return r.fakeRuntime.Start(ctx, spec)
+	return r.Runtime.Start(ctx, spec)
 }
 
 func (r *specRuntime) last() sandbox.Spec {
@@ -49,8 +50,8 @@ func TestSessionNetworkLifecycle(t *testing.T) {
 		os.Chmod(p, 0o711)
 	}
 	egressDir := filepath.Join(dir, "egress")
-	rt := &specRuntime{fakeRuntime: newFakeRuntime(t.TempDir())}
-	m, err := sessions.New(sessions.Config{Dial: rt.dial, Egress: egress.Config{
+	rt := &specRuntime{Runtime: sessionstest.NewRuntime(t.TempDir())}
+	m, err := sessions.New(sessions.Config{Dial: rt.Dial, Egress: egress.Config{
 		Dir: egressDir, Allow: []string{"*.test:*"}, Resolver: egresstest.NewResolver(nil),
 	}}, rt, zerolog.Nop())
 	if err != nil {
@@ -155,8 +156,8 @@ func TestNetworkedSessionsStartCold(t *testing.T) {
 	for p := dir; p != os.TempDir() && p != "/"; p = filepath.Dir(p) {
 		os.Chmod(p, 0o711)
 	}
-	rt := &specRuntime{fakeRuntime: newFakeRuntime(t.TempDir())}
-	m, err := sessions.New(sessions.Config{Dial: rt.dial, Pool: 1, Egress: egress.Config{
+	rt := &specRuntime{Runtime: sessionstest.NewRuntime(t.TempDir())}
+	m, err := sessions.New(sessions.Config{Dial: rt.Dial, Pool: 1, Egress: egress.Config{
 		Dir: filepath.Join(dir, "egress"), Allow: []string{"*.test"}, Resolver: egresstest.NewResolver(nil),
 	}}, rt, zerolog.Nop())
 	if err != nil {

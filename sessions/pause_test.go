@@ -8,6 +8,7 @@ import (
 
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/sessions/sessionstest"
 	"github.com/rs/zerolog"
 )
 
@@ -15,7 +16,7 @@ import (
 // The first sandbox's freeze never completes until unstick is closed, and
 // ignores its context: a runtime that does not bound its freezes.
 type freezingRuntime struct {
-	*fakeRuntime
+	*sessionstest.Runtime
 	stuckStarted chan struct{} // closed when the first sandbox's freeze begins
 	unstick      chan struct{}
 
@@ -53,7 +54,7 @@ func (r *freezingRuntime) markFrozen(id string) {
 }
 
 func (r *freezingRuntime) Start(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
-	sb, err := r.fakeRuntime.Start(ctx, spec)
+	sb, err := r.Runtime.Start(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -62,11 +63,11 @@ func (r *freezingRuntime) Start(ctx context.Context, spec sandbox.Spec) (sandbox
 		r.first = spec.ID
 	}
 	r.mu.Unlock()
-	return &freezableSandbox{fakeSandbox: sb.(*fakeSandbox), rt: r}, nil
+	return &freezableSandbox{Sandbox: sb.(*sessionstest.Sandbox), rt: r}, nil
 }
 
 type freezableSandbox struct {
-	*fakeSandbox
+	*sessionstest.Sandbox
 	rt     *freezingRuntime
 	mu     sync.Mutex
 	frozen bool
@@ -74,7 +75,7 @@ type freezableSandbox struct {
 
 func (s *freezableSandbox) Freeze(context.Context) error {
 	s.rt.mu.Lock()
-	stuck := s.id == s.rt.first
+	stuck := s.ID() == s.rt.first
 	if stuck {
 		if s.rt.stuckCalled++; s.rt.stuckCalled == 1 {
 			close(s.rt.stuckStarted)
@@ -88,7 +89,7 @@ func (s *freezableSandbox) Freeze(context.Context) error {
 	s.mu.Lock()
 	s.frozen = true
 	s.mu.Unlock()
-	s.rt.markFrozen(s.id)
+	s.rt.markFrozen(s.ID())
 	return nil
 }
 
@@ -112,9 +113,9 @@ func (s *freezableSandbox) Frozen() bool {
 // has been used, not at every tick.
 func TestStuckFreezeHoldsUpNoOtherSession(t *testing.T) {
 	t.Parallel()
-	rt := &freezingRuntime{fakeRuntime: newFakeRuntime(t.TempDir()), stuckStarted: make(chan struct{}),
+	rt := &freezingRuntime{Runtime: sessionstest.NewRuntime(t.TempDir()), stuckStarted: make(chan struct{}),
 		unstick: make(chan struct{}), frozen: map[string]chan struct{}{}}
-	m, err := sessions.New(sessions.Config{Dial: rt.dial, PauseAfter: 20 * time.Millisecond, ReapInterval: 5 * time.Millisecond}, rt, zerolog.Nop())
+	m, err := sessions.New(sessions.Config{Dial: rt.Dial, PauseAfter: 20 * time.Millisecond, ReapInterval: 5 * time.Millisecond}, rt, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/sessions/sessionstest"
 	"github.com/glassroom/glassroom/testkit"
 	"github.com/rs/zerolog"
 )
@@ -19,6 +20,15 @@ func runManager(t *testing.T, m *sessions.Manager) {
 	done := make(chan struct{})
 	go func() { m.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
+}
+
+// started is the set of the ids of the sandboxes rt started so far.
+func started(rt *sessionstest.Runtime) map[string]bool {
+	set := map[string]bool{}
+	for _, id := range rt.StartedIDs() {
+		set[id] = true
+	}
+	return set
 }
 
 func waitPool(t *testing.T, m *sessions.Manager, ready int) {
@@ -35,10 +45,10 @@ func TestWarmPool(t *testing.T) {
 	m, rt := fakeManager(t, sessions.Config{Pool: 2})
 	runManager(t, m)
 	waitPool(t, m, 2)
-	if rt.executed.Load() != 0 {
+	if len(rt.Executions()) != 0 {
 		t.Fatal("a pooled kernel ran code before a session took it")
 	}
-	pooled := rt.startedIDs()
+	pooled := started(rt)
 	s, err := m.Create(context.Background(), "t", sessions.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +61,7 @@ func TestWarmPool(t *testing.T) {
 		t.Fatalf("pooled session: %+v", e)
 	}
 	// Anything but the default spec starts cold.
-	pooled = rt.startedIDs()
+	pooled = started(rt)
 	for _, opts := range []sessions.CreateOptions{{Env: map[string]string{"A": "1"}}, {Limits: sandbox.Limits{MemoryMB: 512}}} {
 		c, err := m.Create(context.Background(), "t", opts)
 		if err != nil {
@@ -62,16 +72,16 @@ func TestWarmPool(t *testing.T) {
 		}
 	}
 	m.Close(context.Background())
-	if n := rt.liveSandboxes(); n != 0 {
+	if n := rt.LiveSandboxes(); n != 0 {
 		t.Fatalf("%d sandboxes left after Close (pooled ones included)", n)
 	}
 }
 
 func TestStartsAreBounded(t *testing.T) {
 	t.Parallel()
-	rt := newFakeRuntime(t.TempDir())
-	rt.startDelay = 30 * time.Millisecond
-	m, err := sessions.New(sessions.Config{Dial: rt.dial, MaxConcurrentStarts: 3, MaxSessions: 64, MaxSessionsPerTenant: 64}, rt, zerolog.Nop())
+	rt := sessionstest.NewRuntime(t.TempDir())
+	rt.SetStartDelay(30 * time.Millisecond)
+	m, err := sessions.New(sessions.Config{Dial: rt.Dial, MaxConcurrentStarts: 3, MaxSessions: 64, MaxSessionsPerTenant: 64}, rt, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +97,7 @@ func TestStartsAreBounded(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if got := rt.maxInStart.Load(); got > 3 || got == 0 {
+	if got := rt.MaxConcurrentStarts(); got > 3 || got == 0 {
 		t.Fatalf("%d kernels started at once, limit 3", got)
 	}
 	if len(m.List("t")) != 20 {
@@ -124,9 +134,9 @@ func TestWarmPoolOnTheLocalRuntime(t *testing.T) {
 // first-come line made b wait for all of a's.
 func TestStartsAreSharedFairly(t *testing.T) {
 	t.Parallel()
-	rt := newFakeRuntime(t.TempDir())
-	rt.startGate = make(chan fakeStart)
-	m, err := sessions.New(sessions.Config{Dial: rt.dial, MaxConcurrentStarts: 4, MaxSessions: 64, MaxSessionsPerTenant: 64}, rt, zerolog.Nop())
+	rt := sessionstest.NewRuntime(t.TempDir())
+	gate := rt.GateStarts()
+	m, err := sessions.New(sessions.Config{Dial: rt.Dial, MaxConcurrentStarts: 4, MaxSessions: 64, MaxSessionsPerTenant: 64}, rt, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,17 +147,17 @@ func TestStartsAreSharedFairly(t *testing.T) {
 		go func() { wg.Wait(); close(done) }()
 		for {
 			select {
-			case s := <-rt.startGate:
-				close(s.release)
+			case h := <-gate:
+				h.Release()
 			case <-done:
 				return
 			}
 		}
 	}()
-	var held []fakeStart
+	var held []sessionstest.Held
 	defer func() {
 		for _, h := range held {
-			close(h.release)
+			h.Release()
 		}
 	}()
 	create := func(tenant string) {
@@ -161,7 +171,7 @@ func TestStartsAreSharedFairly(t *testing.T) {
 		create("a")
 	}
 	for range 4 {
-		held = append(held, <-rt.startGate)
+		held = append(held, <-gate)
 	}
 	testkit.Eventually(t, 30*time.Second, func() bool {
 		st := m.Stats()
@@ -170,11 +180,11 @@ func TestStartsAreSharedFairly(t *testing.T) {
 	create("b")
 	// b waits behind a's 4 queued creations. Let one of a's starts end.
 	testkit.Eventually(t, 30*time.Second, func() bool { return m.Stats().StartsWaiting == 5 }, "a's 4 and b's 1 creation to wait for a slot")
-	close(held[0].release)
+	held[0].Release()
 	held = held[1:]
-	next := <-rt.startGate
+	next := <-gate
 	held = append(held, next)
-	if next.tenant != "b" {
-		t.Fatalf("the slot a's start freed went to tenant %q, want b (a holds 3, b none)", next.tenant)
+	if next.Tenant != "b" {
+		t.Fatalf("the slot a's start freed went to tenant %q, want b (a holds 3, b none)", next.Tenant)
 	}
 }

@@ -454,9 +454,9 @@ func TestCloseThatLeavesTheSandbox(t *testing.T) {
 			m, rt := fakeManager(t, sessions.Config{MaxSessionsPerTenant: 1, MaxSessions: 4, ReapInterval: 20 * time.Millisecond})
 			s := fakeSession(t, m)
 			if how == "fails" {
-				rt.closeFails.Store(3)
+				rt.FailCloses(3)
 			} else {
-				rt.closePanics.Store(true)
+				rt.PanicNextClose()
 			}
 			err := m.Delete(context.Background(), "t", s.ID())
 			if !errors.Is(err, sessions.ErrSandboxLeft) {
@@ -468,14 +468,14 @@ func TestCloseThatLeavesTheSandbox(t *testing.T) {
 			if _, err := m.Create(context.Background(), "t", sessions.CreateOptions{}); !errors.Is(err, sessions.ErrTooManySessions) {
 				t.Fatalf("a left sandbox must count against the tenant's cap: %v", err)
 			}
-			if rt.liveSandboxes() != 1 {
-				t.Fatalf("%d sandboxes live", rt.liveSandboxes())
+			if rt.LiveSandboxes() != 1 {
+				t.Fatalf("%d sandboxes live", rt.LiveSandboxes())
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			ran := make(chan struct{})
 			go func() { m.Run(ctx); close(ran) }()
 			defer func() { cancel(); <-ran }()
-			testkit.Eventually(t, 10*time.Second, func() bool { return len(m.List("t")) == 0 && rt.liveSandboxes() == 0 },
+			testkit.Eventually(t, 10*time.Second, func() bool { return len(m.List("t")) == 0 && rt.LiveSandboxes() == 0 },
 				"the reaper to remove the left sandbox and forget the session")
 			if _, err := m.Create(context.Background(), "t", sessions.CreateOptions{}); err != nil {
 				t.Fatalf("create once the sandbox is gone: %v", err)

@@ -137,9 +137,9 @@ func TestFairSchedulerSharesBetweenTenants(t *testing.T) {
 		<-c
 	}
 	var order []string
-	for _, c := range rt.executions() {
-		if strings.HasPrefix(c.code, "print:") {
-			order = append(order, strings.TrimPrefix(c.code, "print:"))
+	for _, c := range rt.Executions() {
+		if strings.HasPrefix(c.Code, "print:") {
+			order = append(order, strings.TrimPrefix(c.Code, "print:"))
 		}
 	}
 	if len(order) != 4 || order[0] != "b" {

@@ -52,7 +52,7 @@ func TestStreamMergesSideMessagesInOrder(t *testing.T) {
 func streamInOrder(t *testing.T, late bool) {
 	m, kernels := commManager(t, sessions.Config{})
 	s := fakeSession(t, m)
-	kernels()[0].sideDelay.Store(int64(5 * time.Millisecond))
+	kernels()[0].SetSideDelay(5 * time.Millisecond)
 	st := s.Stream(context.Background(), s.LastSeq())
 	defer st.Close()
 	last := s.LastSeq()

@@ -11,28 +11,16 @@ import (
 
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/sessions/sessionstest"
 	"github.com/rs/zerolog"
 )
 
-// fakeManager is a manager over the fake runtime; it runs in parallel with
-// the other fast tests.
-func fakeManager(t *testing.T, cfg sessions.Config) (*sessions.Manager, *fakeRuntime) {
+// fakeManager is a manager over the fake runtime (sessionstest); it runs
+// in parallel with the other fast tests.
+func fakeManager(t *testing.T, cfg sessions.Config) (*sessions.Manager, *sessionstest.Runtime) {
 	t.Helper()
 	t.Parallel()
-	rt := newFakeRuntime(t.TempDir())
-	cfg.Dial = rt.dial
-	if cfg.InterruptGrace == 0 {
-		cfg.InterruptGrace = 200 * time.Millisecond
-	}
-	if cfg.InterruptMaxWait == 0 {
-		cfg.InterruptMaxWait = time.Second
-	}
-	m, err := sessions.New(cfg, rt, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close(context.Background()) })
-	return m, rt
+	return sessionstest.NewManager(t, cfg)
 }
 
 func fakeSession(t *testing.T, m *sessions.Manager) *sessions.Session {
@@ -84,7 +72,7 @@ func TestWorkerRestartDuringARun(t *testing.T) {
 func TestWorkerDeathDuringARestart(t *testing.T) {
 	m, rt := fakeManager(t, sessions.Config{})
 	s := fakeSession(t, m)
-	rt.failRestart.Store(true)
+	rt.FailRestarts(true)
 	e := run(t, s, "die", 0)
 	if e.Status != sessions.StatusDied || !e.StateLost || !strings.Contains(e.Reason, "exit status 1") {
 		t.Fatalf("dying job: %+v", e)
@@ -97,7 +85,7 @@ func TestWorkerDeathDuringARestart(t *testing.T) {
 	if err := s.First().Restart(context.Background()); !errors.Is(err, sessions.ErrKernelDead) {
 		t.Fatalf("restart while restarts fail: %v", err)
 	}
-	rt.failRestart.Store(false)
+	rt.FailRestarts(false)
 	// Once restarts work again (the engine is back), the next job restarts
 	// the kernel and runs.
 	if e := run(t, s, "print:back", 0); e.Status != sessions.StatusOK || e.Stdout != "back" {
@@ -132,7 +120,7 @@ func TestWorkerDrainsTheQueueOnClose(t *testing.T) {
 			t.Fatalf("job %d after close: %+v", i, e)
 		}
 	}
-	if rt.liveSandboxes() != 0 {
+	if rt.LiveSandboxes() != 0 {
 		t.Fatal("sandbox not closed")
 	}
 }
@@ -197,23 +185,23 @@ func TestWorkerRecoversADeadKernel(t *testing.T) {
 
 func TestCreateUndoesEverythingOnAPanic(t *testing.T) {
 	m, rt := fakeManager(t, sessions.Config{})
-	rt.panicDial.Store(true)
+	rt.PanicDials(true)
 	_, err := m.Create(context.Background(), "t", sessions.CreateOptions{})
 	if err == nil || !strings.Contains(err.Error(), "truncated READY") {
 		t.Fatalf("create with a panicking dial: %v", err)
 	}
-	if rt.liveSandboxes() != 0 {
+	if rt.LiveSandboxes() != 0 {
 		t.Fatal("sandbox of the failed create left running")
 	}
-	rt.panicDial.Store(false)
+	rt.PanicDials(false)
 	s := fakeSession(t, m)
 	// A panic when re-dialling after a restart leaves the session dead,
 	// not the gateway.
-	rt.panicDial.Store(true)
+	rt.PanicDials(true)
 	if err := s.First().Restart(context.Background()); !errors.Is(err, sessions.ErrKernelDead) || !strings.Contains(err.Error(), "panicked") {
 		t.Fatalf("restart with a panicking dial: %v", err)
 	}
-	rt.panicDial.Store(false)
+	rt.PanicDials(false)
 	if err := s.First().Restart(context.Background()); err != nil {
 		t.Fatal(err)
 	}

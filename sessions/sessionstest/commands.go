@@ -1,0 +1,94 @@
+package sessionstest
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
+)
+
+// StartCommand implements sandbox.CommandRunner: it plays spec.Cmd (see
+// the package doc; a terminal's shell runs until killed), after the
+// Runtime's gate for terminals (GateTerminals) for a TTY command.
+func (s *Sandbox) StartCommand(_ context.Context, spec sandbox.CommandSpec) (sandbox.Command, error) {
+	spec, err := spec.Validate()
+	if err != nil {
+		return nil, err
+	}
+	if spec.TTY {
+		s.rt.mu.Lock()
+		gate := s.rt.ttyGate
+		s.rt.mu.Unlock()
+		hold(gate, "")
+	}
+	c := &command{out: make(chan sandbox.CommandOutput), killed: make(chan struct{})}
+	s.rt.cmds.Add(1)
+	go func() { // ends when the play does or the command is killed
+		defer s.rt.cmds.Done()
+		defer close(c.out)
+		c.play(strings.Fields(spec.Cmd))
+	}()
+	return c, nil
+}
+
+// command is a fake sandbox.Command.
+type command struct {
+	out    chan sandbox.CommandOutput
+	killed chan struct{}
+	once   sync.Once
+	mu     sync.Mutex
+	exit   sandbox.CommandExit
+}
+
+// play runs the command line f until it ends or the command is killed.
+func (c *command) play(f []string) {
+	if len(f) == 0 { // a terminal: its shell runs until killed
+		f = []string{"hang"}
+	}
+	arg := ""
+	if len(f) > 1 {
+		arg = f[1]
+	}
+	switch f[0] {
+	case "out":
+		n, _ := strconv.Atoi(arg)
+		for sent := 0; sent < n; sent += 1000 {
+			chunk := []byte(strings.Repeat("é", 499) + "\xc3")
+			if sent > 0 {
+				chunk = append([]byte{0xa9}, chunk...)
+			}
+			select {
+			case c.out <- sandbox.CommandOutput{Stream: sandbox.Stdout, Data: chunk}:
+			case <-c.killed:
+				c.setExit(137)
+				return
+			}
+		}
+		c.setExit(0)
+	case "exit":
+		k, _ := strconv.Atoi(arg)
+		c.setExit(k)
+	default:
+		<-c.killed
+		c.setExit(137)
+	}
+}
+
+func (c *command) setExit(code int) {
+	c.mu.Lock()
+	c.exit = sandbox.CommandExit{Code: code}
+	c.mu.Unlock()
+}
+
+func (c *command) Output() <-chan sandbox.CommandOutput { return c.out }
+func (c *command) Write([]byte) error                   { return nil }
+func (c *command) CloseStdin() error                    { return nil }
+func (c *command) Resize(int, int) error                { return nil }
+func (c *command) Kill() error                          { c.once.Do(func() { close(c.killed) }); return nil }
+func (c *command) Exit() sandbox.CommandExit {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.exit
+}
