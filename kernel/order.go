@@ -32,8 +32,12 @@ func (o *outputOrder) next() int64 {
 }
 
 // hold records that message n went to a request's caller, in the order
-// next gave (the iopub read loop only).
+// next gave (the iopub read loop only); 0 (a message of another channel,
+// never numbered) is ignored.
 func (o *outputOrder) hold(n int64) {
+	if n == 0 {
+		return
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.pending = append(o.pending, n)
