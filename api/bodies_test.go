@@ -1,35 +1,14 @@
-package sessions_test
+package api_test
 
 import (
 	"encoding/json"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/glassroom/glassroom/api"
 	"github.com/glassroom/glassroom/sessions"
 )
-
-// bodyFields returns the JSON name of every field a struct type writes
-// (embedded structs flattened; "-" and unexported left out).
-func bodyFields(t reflect.Type) map[string]reflect.Type {
-	out := map[string]reflect.Type{}
-	for _, f := range reflect.VisibleFields(t) {
-		if f.Anonymous || !f.IsExported() {
-			continue
-		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		out[name] = f.Type
-	}
-	return out
-}
 
 var (
 	timeType   = reflect.TypeFor[time.Time]()
@@ -61,7 +40,7 @@ func sameWire(t *testing.T, path string, w, r reflect.Type) {
 	}
 	switch w.Kind() {
 	case reflect.Struct:
-		wf, rf := bodyFields(w), bodyFields(r)
+		wf, rf := jsonFields(w), jsonFields(r)
 		for name, typ := range wf {
 			if rt, ok := rf[name]; ok {
 				sameWire(t, path+"."+name, typ, rt)
