@@ -1,6 +1,9 @@
 package kernel
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // outputOrder keeps the kernel's iopub order across the two ways its
 // messages leave the client: a request's events, which its caller takes
@@ -12,8 +15,9 @@ import "sync"
 // output never overtakes the cell's last output. Safe for concurrent use:
 // the iopub read loop numbers and holds, callers release, consumers wait.
 type outputOrder struct {
+	last atomic.Int64 // the number of the last iopub message routed (only the iopub read loop adds)
+
 	mu      sync.Mutex
-	last    int64          // the number of the last iopub message routed
 	pending []int64        // held numbers, ascending (its front may be released already)
 	held    map[int64]bool // the numbers still held
 	changed chan struct{}  // closed (and replaced) when the lowest held number moves on
@@ -24,12 +28,7 @@ func newOutputOrder() *outputOrder {
 }
 
 // next numbers the next iopub message. The iopub read loop only.
-func (o *outputOrder) next() int64 {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.last++
-	return o.last
-}
+func (o *outputOrder) next() int64 { return o.last.Add(1) }
 
 // hold records that message n went to a request's caller, in the order
 // next gave (the iopub read loop only); 0 (a message of another channel,

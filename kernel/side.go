@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // The side stream carries the kernel messages that belong to no pending
@@ -43,7 +44,7 @@ type sideQueue struct {
 	items    []*Message
 	bytes    int
 	dropped  int64
-	accepted int64         // messages pushed so far (not the dropped)
+	accepted atomic.Int64  // messages pushed so far (not the dropped); read without mu on every routed event
 	ready    chan struct{} // signalled when a message was pushed
 }
 
@@ -61,18 +62,14 @@ func (q *sideQueue) push(msg *Message, size int) bool {
 	}
 	q.items = append(q.items, msg)
 	q.bytes += size
-	q.accepted++
+	q.accepted.Add(1)
 	q.mu.Unlock()
 	signal(q.ready)
 	return true
 }
 
 // acceptedCount returns how many messages push has accepted.
-func (q *sideQueue) acceptedCount() int64 {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.accepted
-}
+func (q *sideQueue) acceptedCount() int64 { return q.accepted.Load() }
 
 func (q *sideQueue) takeAll(buf []*Message) []*Message {
 	q.mu.Lock()
@@ -173,11 +170,7 @@ func (c *Client) SideReady(ctx context.Context, m *Message) error {
 // other message (a request's output) once its count reaches SideAccepted
 // read after that message arrived: how a consumer keeps the two streams
 // in the kernel's order (a widget's comm_open before its display).
-func (c *Client) SideAccepted() int64 {
-	c.side.mu.Lock()
-	defer c.side.mu.Unlock()
-	return c.side.accepted
-}
+func (c *Client) SideAccepted() int64 { return c.side.acceptedCount() }
 
 // Send sends one message that has no reply on ch (Shell or Control):
 // comm_open, comm_msg and comm_close on shell. content and metadata must
