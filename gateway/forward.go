@@ -23,6 +23,11 @@ import (
 // retry (503 session_moving).
 const ForwardedHeader = "Glassroom-Forwarded-By"
 
+// ServedByHeader names, on the answer to a session's request, the replica
+// (Config.Instance) whose kernel served it: the replica asked, or the one
+// it forwarded the request to.
+const ServedByHeader = "Glassroom-Served-By"
+
 // forwarder sends a session's requests to the replica that serves it
 // (sessions.Manager.Locate says which), WebSockets included. The target is
 // an address another replica wrote on its Lease; the client's own
@@ -72,6 +77,9 @@ func (s *Server) forwardTo(idOf func(echo.Context) string, next echo.HandlerFunc
 			return err
 		}
 		if err != nil || where.URL == "" {
+			if err == nil {
+				c.Response().Header().Set(ServedByHeader, s.fwd.instance)
+			}
 			return next(c) // served here now, or not found: the handler says which
 		}
 		if c.Request().Header.Get(ForwardedHeader) != "" { // moved again meanwhile: one hop only

@@ -76,6 +76,7 @@ func TestForwardToTheOwningReplica(t *testing.T) {
 		body, _ := io.ReadAll(r.Body)
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set(gateway.ServedByHeader, "gw-a")
 		w.WriteHeader(http.StatusAccepted)
 		json.NewEncoder(w).Encode(map[string]string{"method": r.Method, "path": r.URL.Path, "query": r.URL.RawQuery,
 			"auth": r.Header.Get("Authorization"), "by": r.Header.Get(gateway.ForwardedHeader), "body": string(body)})
@@ -137,6 +138,9 @@ func TestForwardToTheOwningReplica(t *testing.T) {
 	}
 	if v := resp.Header.Values("X-Content-Type-Options"); len(v) != 1 {
 		t.Fatalf("the owner's headers and this replica's both: %v", v)
+	}
+	if v := resp.Header.Values(gateway.ServedByHeader); len(v) != 1 || v[0] != "gw-a" {
+		t.Fatalf("a forwarded answer names %v as its server, want the owner gw-a only", v)
 	}
 
 	// A WebSocket is carried both ways.
