@@ -145,6 +145,14 @@ func (w *worker) waitWhileDead() {
 // on the new kernel, or fails it with the reason.
 func (w *worker) restartThenRun(j *job) {
 	if err := w.restartKernel("the kernel was dead: started again for a new execution, variables lost"); err != nil {
+		switch {
+		case sandbox.IsFenced(w.s.sandbox): // another replica has the session now
+			w.fail(j, StatusDied, fencedReason)
+			return
+		case w.s.ctx.Err() != nil: // the session ended meanwhile: say why
+			w.fail(j, StatusDied, w.reason())
+			return
+		}
 		w.fail(j, StatusDied, "kernel is dead: "+err.Error())
 		return
 	}
