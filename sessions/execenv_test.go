@@ -198,3 +198,40 @@ func TestSettingsRefused(t *testing.T) {
 		t.Fatalf("PS1 in Python: %+v", e)
 	}
 }
+
+// TestErrorReplyWithoutErrorMessage (short tier): a kernel that replies
+// an error but sent no error message (IPython's UsageError) gives the
+// execution its error from the reply, on the event stream too; a silent
+// or Jupyter execution keeps the kernel's messages as they were.
+func TestErrorReplyWithoutErrorMessage(t *testing.T) {
+	m, _ := fakeManager(t, sessions.Config{})
+	s := fakeSession(t, m)
+	sub := s.Subscribe(s.LastSeq())
+	defer sub.Close()
+	e := execute(t, s, sessions.ExecRequest{ID: "usage-1", Code: "usageerror:Line magic function `%lprun` not found."})
+	if e.Status != sessions.StatusError || e.Error == nil || e.Error.Name != "UsageError" ||
+		e.Error.Value != "Line magic function `%lprun` not found." || !strings.Contains(e.Stderr, "UsageError") {
+		t.Fatalf("an error reply without an error message: %+v error %+v", e, e.Error)
+	}
+	var types []sessions.EventType
+	for ev := range sub.C {
+		if ev.ID != "usage-1" {
+			continue
+		}
+		types = append(types, ev.Type)
+		if ev.Type == sessions.EventDone {
+			break
+		}
+	}
+	if len(types) < 2 || types[len(types)-2] != sessions.EventError {
+		t.Fatalf("the stream's events: %v; want the error just before done", types)
+	}
+	for _, req := range []sessions.ExecRequest{
+		{Code: "usageerror:quiet", Silent: true},
+		{Code: "usageerror:jupyter", Parent: []byte(`{"msg_id":"j"}`)},
+	} {
+		if e := execute(t, s, req); e.Status != sessions.StatusError || e.Error != nil {
+			t.Fatalf("%q: %+v error %+v; want the kernel's messages only", req.Code, e, e.Error)
+		}
+	}
+}

@@ -38,7 +38,8 @@ type output struct {
 
 	events, inputs         int
 	streamBytes, richBytes int
-	held                   int // bytes of the budget the collected outputs hold
+	held                   int  // bytes of the budget the collected outputs hold
+	errored                bool // the kernel sent an error message (kept or not)
 	stdout, stderr         strings.Builder
 }
 
@@ -49,6 +50,7 @@ func (o *output) take(id string, ev kernel.Event) (Event, bool) {
 	if ev.Truncated {
 		o.exec.Truncated = true
 	}
+	o.errored = o.errored || ev.Kind == kernel.EventError
 	if !o.admit(ev) {
 		o.exec.Truncated = true
 		return Event{}, false

@@ -329,6 +329,15 @@ func (w *worker) report(j *job, start time.Time, status Status, reply *kernel.Ex
 	e.Reason = reason
 	e.DurationMS = time.Since(start).Milliseconds()
 	var payload []json.RawMessage
+	if reply != nil && status == StatusError && !j.out.errored && (reply.EName != "" || reply.EValue != "") &&
+		!j.req.Silent && j.req.Parent == nil {
+		// An error reply without an error message (IPython's UsageError
+		// writes its text to stderr): the reply's ename, evalue and
+		// traceback are the /v1 execution's error, for its clients. (A
+		// Jupyter client's execution keeps the kernel's messages as
+		// they were.)
+		w.onEvent(j, kernel.Event{Kind: kernel.EventError, EName: reply.EName, EValue: reply.EValue, Traceback: reply.Traceback})
+	}
 	if reply != nil {
 		e.ExecutionCount = reply.ExecutionCount
 		e.Truncated = e.Truncated || reply.Truncated

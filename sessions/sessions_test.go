@@ -102,6 +102,18 @@ func TestStatePersistsAndSessionsAreSeparate(t *testing.T) {
 	}
 }
 
+// TestUsageErrorFillsTheError: IPython answers a missing magic with a
+// UsageError on stderr and an error reply, no error message; the
+// execution's error comes from the reply.
+func TestUsageErrorFillsTheError(t *testing.T) {
+	m := newManager(t, sessions.Config{})
+	s := create(t, m, "t")
+	e := exec(t, s, "%lprun -f print print(1)", 0)
+	if e.Status != "error" || e.Error == nil || e.Error.Name != "UsageError" || !strings.Contains(e.Error.Value, "lprun") {
+		t.Fatalf("a UsageError: %+v error %+v", e, e.Error)
+	}
+}
+
 func TestTimeoutInterruptsAndKeepsState(t *testing.T) {
 	m := newManager(t, sessions.Config{})
 	s := create(t, m, "t")

@@ -25,6 +25,9 @@
 //	              slow to obey on a busy machine)
 //	"spin"        ignores interrupts but keeps printing: it makes progress
 //	              and never obeys
+//	"usageerror:T" prints "UsageError: T" on stderr and replies an error
+//	              (ename UsageError, evalue T) with no error message, as
+//	              IPython does for a UsageError
 //	"die"         the kernel process exits with "exit status 1"
 //	"lateexit:T"  the kernel process exits, then (its reply still on the
 //	              wire) prints T and replies ok, 50 ms later

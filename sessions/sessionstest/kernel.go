@@ -128,6 +128,9 @@ func (k *Kernel) Execute(ctx context.Context, code string, opts kernel.ExecuteOp
 			Content: json.RawMessage(`{"comm_id":"w","data":{"n":` + string(n) + `}}`)})
 		onEvent(kernel.Event{Kind: kernel.EventStream, Name: "stdout", Text: arg})
 		return reply(&kernel.ExecuteReply{Status: "ok", ExecutionCount: 1})
+	case "usageerror": // IPython's UsageError: the text on stderr, an error reply, no error message
+		onEvent(kernel.Event{Kind: kernel.EventStream, Name: "stderr", Text: "UsageError: " + arg + "\n"})
+		return reply(&kernel.ExecuteReply{Status: "error", ExecutionCount: 1, EName: "UsageError", EValue: arg})
 	case "die":
 		k.inc.Exit("exit status 1")
 		<-k.done
