@@ -127,7 +127,7 @@ type Config struct {
 	// only sys.modules differs. nil: none. At most MaxPoolPreload dotted
 	// module names.
 	PoolPreload  []string
-	ReapInterval time.Duration // how often expiry (and pausing) is checked (5 s)
+	ReapInterval time.Duration // how often pausing is checked, and expiry at the latest (5 s; a deadline wakes the reaper sooner)
 	// PauseAfter freezes a session's sandbox (docker pause, the cgroup
 	// freezer) once its kernel has gone unused this long, so an idle
 	// kernel costs no CPU; the next use thaws it. 0: never. Code left

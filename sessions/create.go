@@ -114,7 +114,7 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 	}
 	id := k.sb.ID()
 	s := newSession(sessionParams{id: id, tenant: tenant, runtime: m.rt.Name(), cfg: m.cfg, log: m.log,
-		idle: idle, budget: m.budget.Account(tenant), slots: m.slots, sandbox: k.sb, client: k.conn, files: k.files, watch: k.watch, egress: proxy, persist: m.records.put,
+		idle: idle, budget: m.budget.Account(tenant), slots: m.slots, sandbox: k.sb, client: k.conn, files: k.files, watch: k.watch, egress: proxy, persist: m.records.put, wake: m.clock.wake,
 		kernel: kernelName, installed: m.InstalledKernels(), template: opts.Template, metadata: copyMetadata(opts.Metadata),
 		endAt: lifetimeEnd(opts.Lifetime)})
 	created.Store(s)
@@ -124,6 +124,7 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 	}
 	m.watchFence(s)
 	m.records.put(s)
+	m.clock.wake() // its deadlines count from now
 	m.cfg.Observer.SessionCreated(pooled)
 	m.log.Info().Str("session", id).Str("tenant", tenant).Bool("pooled", pooled).Dur("start", time.Since(start)).Msg("session created")
 	return s, nil

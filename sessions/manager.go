@@ -30,6 +30,7 @@ type Manager struct {
 
 	adoptions keyedLock // one adoption of a session at a time (adoptOrphan)
 
+	clock   *reapClock     // when the reaper runs next
 	table   *table         // the sessions: live, ending (being closed or left), starting
 	closing sync.WaitGroup // sessions being deleted
 	fences  sync.WaitGroup // watchFence's goroutines
@@ -53,6 +54,7 @@ func New(cfg Config, rt Runtime, log zerolog.Logger) (*Manager, error) {
 		launch:   &launcher{cfg: cfg, rt: rt, log: log, starts: newFairSlots(cfg.MaxConcurrentStarts), notify: workspace.NewInotify(0)},
 		networks: &networks{egress: eg, log: log}}
 	m.table = newTable(&m.closing)
+	m.clock = newReapClock(cfg.ReapInterval)
 	m.pool = newPool(cfg.Pool, m.launch.startPooled, log)
 	m.slots = newExecSlots(cfg.ExecSlots, cfg.ExecSlotLease)
 	m.records = &records{store: cfg.Store, log: log, flushed: cfg.Observer.StoreFlushed}

@@ -56,7 +56,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		}()
 	}
 	defer wg.Wait()
-	t := time.NewTicker(m.cfg.ReapInterval)
+	t := time.NewTimer(m.cfg.ReapInterval)
 	defer t.Stop()
 	flush := time.NewTicker(m.cfg.FlushInterval)
 	defer flush.Stop()
@@ -66,10 +66,66 @@ func (m *Manager) Run(ctx context.Context) error {
 			return nil
 		case now := <-t.C:
 			m.reap(ctx, now)
+			t.Reset(m.clock.next(time.Now(), m.table.snapshot()))
+		case <-m.clock.poke:
+			t.Reset(m.clock.next(time.Now(), m.table.snapshot()))
 		case <-flush.C:
 			m.records.putAll(m.table.snapshot())
 		}
 	}
+}
+
+// reapClock says when the reaper runs next: every interval, and at the
+// first session deadline (a lifetime's end, an idle expiry) that comes
+// sooner, so that a session ends on time rather than up to an interval
+// late. Sessions poke it when a deadline moves. Safe for concurrent use.
+type reapClock struct {
+	every time.Duration
+	poke  chan struct{} // one pending poke is enough
+}
+
+func newReapClock(every time.Duration) *reapClock {
+	return &reapClock{every: every, poke: make(chan struct{}, 1)}
+}
+
+// wake tells the reaper to look at the deadlines again. It never blocks.
+func (c *reapClock) wake() {
+	select {
+	case c.poke <- struct{}{}:
+	default:
+	}
+}
+
+// reapSlack is how long after a deadline the reaper runs (expired checks
+// "after" the deadline).
+const reapSlack = 5 * time.Millisecond
+
+// next is how long from now the reaper waits: until the first future
+// deadline of sessions (plus reapSlack), at most the interval. A
+// deadline already past is the interval's (a busy session past its idle
+// time is not expired: looking again at once would spin).
+func (c *reapClock) next(now time.Time, sessions []*Session) time.Duration {
+	wait := c.every
+	for _, s := range sessions {
+		for _, d := range deadlines(s) {
+			if in := d.Sub(now) + reapSlack; d.After(now) && in < wait {
+				wait = in
+			}
+		}
+	}
+	return wait
+}
+
+// deadlines are when s expires unless it is used meanwhile: its
+// lifetime's end and, unless a client paused it, its idle expiry.
+func deadlines(s *Session) []time.Time {
+	held := s.pause.isHeld()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if held {
+		return []time.Time{s.endAt}
+	}
+	return []time.Time{s.endAt, s.lastActive.Add(s.idle)}
 }
 
 // reap deletes the expired sessions and pauses the idle ones. It never

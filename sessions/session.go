@@ -40,6 +40,7 @@ type Session struct {
 	files               workspace.FS
 	egress              *egress.Proxy     // nil without a network; closed after the sandbox
 	persist             func()            // writes the session's record to the store (set by the manager)
+	wake                func()            // tells the reaper a deadline moved (set by the manager)
 	template            string            // the template it was created from
 	metadata            map[string]string // the client's; never changed
 	disk                diskWalk          // one walk of the workspace's disk use at a time (metrics.go)
@@ -81,6 +82,7 @@ type sessionParams struct {
 	watch               workspace.Tracker // may be nil
 	egress              *egress.Proxy     // nil without a network
 	persist             func(*Session)    // writes the session's record (nil: nothing to write)
+	wake                func()            // tells the reaper a deadline moved (nil: nobody to tell)
 	kernel, cwd         string            // the first kernel's; "": the default kernel, in the workspace
 	installed           []sandbox.KernelSpec
 	template            string
@@ -112,11 +114,14 @@ func newSession(p sessionParams) *Session {
 	}
 	s := &Session{
 		id: p.id, tenant: p.tenant, runtime: p.runtime, cfg: p.cfg, log: log, template: p.template, metadata: p.metadata, endAt: endAt,
-		created: created, idle: p.idle, persist: func() {}, budget: p.budget, sandbox: p.sandbox, files: p.files, egress: p.egress,
+		created: created, idle: p.idle, persist: func() {}, wake: func() {}, budget: p.budget, sandbox: p.sandbox, files: p.files, egress: p.egress,
 		ctx: ctx, cancel: cancel, lastActive: active, jupyterSessions: p.jupyterSessions,
 	}
 	if p.persist != nil { // set before the worker starts: a kernel death persists at once
 		s.persist = func() { p.persist(s) }
+	}
+	if p.wake != nil {
+		s.wake = p.wake
 	}
 	s.hub = newHub(p.cfg, p.budget, p.firstSeq)
 	s.side = newSideHub(&s.cfg, s.hub.last)
@@ -245,6 +250,7 @@ func (s *Session) SetLifetime(d time.Duration) error {
 	s.mu.Unlock()
 	s.tellEnd(end)
 	s.persist()
+	s.wake() // the reaper ends it on time, not at its next tick
 	return nil
 }
 
@@ -309,6 +315,7 @@ func (s *Session) SetIdleTimeout(d time.Duration) error {
 	s.idle = d
 	s.lastActive = time.Now()
 	s.mu.Unlock()
+	s.wake()
 	return nil
 }
 
