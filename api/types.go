@@ -31,6 +31,10 @@ type Session struct {
 	Template     string            `json:"template"`          // the template it was created from
 	Metadata     map[string]string `json:"metadata"`          // the client's, as given at creation
 	EndAt        time.Time         `json:"end_at"`            // when its lifetime ends (ExpiresAt: the earlier of this and idle expiry)
+	// PausedByClient: a client paused it (PauseSession): frozen until
+	// ResumeSession. Paused without it is the idle freeze, which the next
+	// request thaws: to E2B's SDKs such a session is running.
+	PausedByClient bool `json:"paused_by_client"`
 }
 
 // Template is an operator's session preset (GET /v1/templates).

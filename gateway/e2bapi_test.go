@@ -334,7 +334,7 @@ time.sleep(0.2)`, 60)
 				t.Fatal(err)
 			}
 			pausedAt := time.Now()
-			if !p.Paused {
+			if !p.Paused || !p.PausedByClient {
 				t.Errorf("pause answered %+v", p)
 			}
 			if _, err := c.Execute(ctx, s.ID, "n", glclient.ExecuteOptions{}); !glclient.IsPaused(err) {
@@ -345,7 +345,7 @@ time.sleep(0.2)`, 60)
 			if _, err := c.RunCommand(ctx, s.ID, "true", glclient.CommandOptions{}); !glclient.IsPaused(err) {
 				t.Errorf("a command on a paused session: %v", err)
 			}
-			if got, err := c.GetSession(ctx, s.ID); err != nil || !got.Paused {
+			if got, err := c.GetSession(ctx, s.ID); err != nil || !got.Paused || !got.PausedByClient {
 				t.Errorf("GET a paused session: %+v %v", got, err)
 			}
 			if page, _, err := c.ListSessionsPage(ctx, glclient.ListQuery{State: []string{"paused"}}); err != nil || len(page) != 1 || page[0].ID != s.ID {

@@ -62,6 +62,9 @@ time.sleep(0.1)`, 30)
 				return strings.TrimSpace(string(b))
 			}
 			waitPaused(true)
+			if info, _ := c.GetSession(ctx, s.ID); info.PausedByClient {
+				t.Errorf("the idle freeze reads as a client's pause: %+v", info)
+			}
 			frozen := ticks()
 			time.Sleep(300 * time.Millisecond) // a running thread would tick 15 times: the absence of a tick is the point
 			if again := ticks(); again != frozen {

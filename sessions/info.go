@@ -32,13 +32,11 @@ type Info struct {
 	// EndAt is when the session's lifetime ends (CreateOptions.Lifetime,
 	// SetLifetime); ExpiresAt is the earlier of it and idle expiry.
 	EndAt time.Time `json:"end_at"`
-	// clientPaused: paused by a client (Pause), not by the idle freeze.
-	clientPaused bool
+	// PausedByClient: a client paused the session (Pause; E2B's
+	// pause): it stays frozen until resumed. The idle freeze (Paused
+	// alone) is transparent: to E2B's SDKs that session is running.
+	PausedByClient bool `json:"paused_by_client"`
 }
-
-// ClientPaused reports whether a client paused the session (Pause), as
-// opposed to the transparent idle freeze.
-func (i Info) ClientPaused() bool { return i.clientPaused }
 
 // Session states.
 const (
@@ -70,6 +68,6 @@ func (s *Session) Info() Info {
 		ID: s.id, State: s.first.State(), Runtime: s.runtime, CreatedAt: s.created,
 		ExpiresAt: exp, IdleTimeoutS: int(s.idle / time.Second),
 		Queued: int(s.first.queued.Load()), Limits: s.sandbox.Limits(), Network: networkOf(s.egress), Paused: paused || held, Language: s.first.kernel,
-		Template: tmpl, Metadata: md, EndAt: s.endAt, clientPaused: held,
+		Template: tmpl, Metadata: md, EndAt: s.endAt, PausedByClient: held,
 	}
 }

@@ -93,7 +93,7 @@ func (m *Manager) ListPage(tenant string, q ListQuery) ([]Info, string, error) {
 		if q.NextToken != "" && (in.CreatedAt.Before(after) || (in.CreatedAt.Equal(after) && in.ID <= afterID)) {
 			continue
 		}
-		if q.Paused != nil && in.clientPaused != *q.Paused {
+		if q.Paused != nil && in.PausedByClient != *q.Paused {
 			continue
 		}
 		if !matches(in.Metadata, q.Metadata) {

@@ -73,6 +73,8 @@ export interface Session {
     } | null;
     /** when its lifetime ends (ExpiresAt: the earlier of this and idle expiry) */
     end_at: string;
+    /** PausedByClient: a client paused it (PauseSession): frozen until ResumeSession. Paused without it is the idle freeze, which the next request thaws: to E2B's SDKs such a session is running. */
+    paused_by_client: boolean;
 }
 /** SessionList is the body of GET /v1/sessions: a page of sessions and the token of the next (nil on the last). */
 export interface SessionList {

@@ -129,7 +129,8 @@ export function sandboxInfo(s: any): SandboxInfo {
     metadata: s?.metadata && typeof s.metadata === 'object' ? { ...s.metadata } : {},
     startedAt: new Date(s?.created_at ?? 0),
     endAt: new Date(s?.end_at ?? s?.expires_at ?? 0),
-    state: s?.paused ? 'paused' : 'running',
+    // A client's pause only: the idle freeze is transparent (the next request thaws it).
+    state: (s?.paused_by_client ?? s?.paused) ? 'paused' : 'running',
     cpuCount: Number(limits.cpus ?? 0),
     memoryMB: Number(limits.memory_mb ?? 0),
     envdVersion: '',
@@ -370,7 +371,8 @@ export class Sandbox {
   /** Whether the sandbox exists and its kernel is not dead. */
   async isRunning(opts?: { requestTimeoutMs?: number }): Promise<boolean> {
     try {
-      return (await this.getInfo(opts)).kernelState !== 'dead'
+      const info = await this.getInfo(opts)
+      return info.kernelState !== 'dead' && info.state !== 'paused'
     } catch (e) {
       if (e instanceof NotFoundError) return false
       throw e

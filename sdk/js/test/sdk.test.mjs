@@ -388,11 +388,14 @@ e2bTest('getMetrics, pause and resume', async () => {
   await sbx.runCode('x = bytearray(50 * 1024 * 1024)')
   const [m] = await sbx.getMetrics()
   assert.ok(m.memUsed > 0 && m.timestamp instanceof Date, JSON.stringify(m))
+  assert.equal(await sbx.isRunning(), true)
   assert.equal(await sbx.pause(), true)
   assert.equal((await sbx.getInfo()).state, 'paused')
+  assert.equal(await sbx.isRunning(), false) // E2B's: a paused sandbox does not run
   await assert.rejects(sbx.runCode('1'), SandboxError)
   const again = await Sandbox.connect(sbx.sandboxId)
   assert.equal((await again.getInfo()).state, 'running')
+  assert.equal(await again.isRunning(), true)
   assert.equal((await again.runCode('len(x)')).text, String(50 * 1024 * 1024))
 })
 

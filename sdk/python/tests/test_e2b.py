@@ -225,11 +225,14 @@ class E2BSessionModelTest(unittest.TestCase):
             m = sbx.get_metrics()[-1]
             self.assertGreater(m.mem_used, 200 << 20)
             self.assertGreater(m.mem_total, m.mem_used)
+            self.assertTrue(sbx.is_running())
             sbx.pause()
             self.assertEqual(str(Sandbox.get_info(sbx.sandbox_id).state), "paused")
+            self.assertFalse(sbx.is_running())  # E2B's: a paused sandbox does not run
             with self.assertRaises(Exception):
                 sbx.run_code("1")
             again = Sandbox.connect(sbx.sandbox_id)  # connect resumes, as in E2B
+            self.assertTrue(again.is_running())
             self.assertEqual(again.run_code("len(big) >> 20").text, "200")
         finally:
             Sandbox.kill(sbx.sandbox_id)

@@ -183,7 +183,8 @@ def sandbox_info(s: Dict[str, Any]) -> SandboxInfo:
         sandbox_id=str(s.get("id", "")), sandbox_domain=None, template_id=template, name=template,
         metadata={str(k): str(v) for k, v in meta.items()} if isinstance(meta, dict) else {},
         started_at=parse_time(s.get("created_at")), end_at=parse_time(s.get("end_at") or s.get("expires_at")),
-        state=SandboxState.PAUSED if s.get("paused") else SandboxState.RUNNING,
+        # A client's pause only: the idle freeze is transparent (the next request thaws it).
+        state=SandboxState.PAUSED if s.get("paused_by_client", s.get("paused")) else SandboxState.RUNNING,
         cpu_count=max(1, int(-(-float(cpus) // 1))) if cpus else 0, memory_mb=int(limits.get("memory_mb") or 0),
         envd_version="glassroom", allow_internet_access=bool(allow), network={"allow_out": allow} if allow else None,
         lifecycle={"on_timeout": "kill", "auto_resume": False}, language=str(s.get("language") or "python3"), limits=limits)

@@ -515,12 +515,13 @@ class Sandbox(_GSandbox):
     beta_pause = pause
 
     def is_running(self, request_timeout: Optional[float] = None) -> bool:
-        """Whether the sandbox still exists (killed or expired: False)."""
+        """Whether the sandbox runs: False once killed or expired, and while
+        a client holds it paused (``pause``; the idle freeze is transparent)."""
         try:
-            self._conn.call("GET", session_path(self.sandbox_id), timeout=request_timeout or self._conn.request_timeout)
-            return True
+            info = self._conn.call("GET", session_path(self.sandbox_id), timeout=request_timeout or self._conn.request_timeout)
         except NotFoundException:
             return False
+        return not (isinstance(info, dict) and info.get("paused_by_client"))
 
     @classmethod
     def list(cls, query: Optional[SandboxQuery] = None, limit: Optional[int] = None, next_token: Optional[str] = None,  # type: ignore[override]
