@@ -105,7 +105,7 @@ export declare class Filesystem {
     exists(path: string, opts?: FilesystemRequestOpts): Promise<boolean>;
     /** A file's or directory's entry. FileNotFoundError if it does not exist. */
     getInfo(path: string, opts?: FilesystemRequestOpts): Promise<EntryInfo>;
-    /** Removes a file, or a directory with its contents. */
+    /** Removes a file, or a directory with its contents; a missing path is no error (as in E2B). */
     remove(path: string, opts?: FilesystemRequestOpts): Promise<void>;
     /** Moves a file or directory; the new path's entry. */
     rename(oldPath: string, newPath: string, opts?: FilesystemRequestOpts): Promise<EntryInfo>;

@@ -195,7 +195,7 @@ export class Filesystem {
   async list(path: string, opts: FilesystemListOpts = {}): Promise<EntryInfo[]> {
     checkUser(opts?.user)
     const depth = opts.depth ?? 1
-    if (!Number.isInteger(depth) || depth < 1) throw new InvalidArgumentError('depth should be at least one')
+    if (!Number.isInteger(depth) || depth < 1) throw new InvalidArgumentError('depth should be at least 1')
     const out: EntryInfo[] = []
     const walk = async (dir: string, level: number) => {
       const res = await this.conn.request('GET', sessionPath(this.sandboxId, 'files'), 'json', {
@@ -254,10 +254,15 @@ export class Filesystem {
     return entry(found)
   }
 
-  /** Removes a file, or a directory with its contents. */
+  /** Removes a file, or a directory with its contents; a missing path is no error (as in E2B). */
   async remove(path: string, opts?: FilesystemRequestOpts): Promise<void> {
     checkUser(opts?.user)
-    await this.conn.request('DELETE', this.filePath(path), 'none', { ok: [204, 200], timeoutMs: opts?.requestTimeoutMs, what: 'file' })
+    try {
+      await this.conn.request('DELETE', this.filePath(path), 'none', { ok: [204, 200], timeoutMs: opts?.requestTimeoutMs, what: 'other' })
+    } catch (e) {
+      // The file is missing: fine. The sandbox is missing: an error.
+      if (!(e instanceof NotFoundError && e.code === 'file_not_found')) throw e
+    }
   }
 
   /** Moves a file or directory; the new path's entry. */

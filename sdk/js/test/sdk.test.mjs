@@ -181,6 +181,7 @@ test('runCode: a sandbox killed during the call is a TimeoutError saying so', as
   await running
   assert.equal(await sbx.kill(), true)
   await check
+  await assert.rejects(sbx.files.remove('gone.txt'), NotFoundError) // a missing sandbox is an error
 })
 
 test('contexts: create, separate variables, list, restart, remove', async () => {
@@ -262,6 +263,8 @@ test('files: write, read (text, bytes, blob, stream), list, exists, getInfo, mak
   assert.equal((await sbx.files.getInfo('made/deep')).type, FileType.DIR)
   await sbx.files.remove('fdir')
   assert.equal(await sbx.files.exists('fdir/a.txt'), false)
+  await sbx.files.remove('fdir') // E2B's: removing a missing path is no error
+  await assert.rejects(sbx.files.list('made', { depth: 0 }), /depth should be at least 1/)
   await assert.rejects(sbx.files.write('/etc/passwd', 'x'), InvalidArgumentError)
 })
 

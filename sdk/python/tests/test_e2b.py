@@ -9,8 +9,8 @@ import unittest
 from unittest import mock
 
 from glassroom.e2b import (AsyncSandbox, BarChart, ChartType, Context, EntryInfo, FileNotFoundException, FileType,
-                           InvalidArgumentException, LineChart, Result, Sandbox, SandboxNotFoundException,
-                           SandboxQuery, TimeoutException)
+                           InvalidArgumentException, LineChart, NotFoundException, Result, Sandbox,
+                           SandboxNotFoundException, SandboxQuery, TimeoutException)
 
 CHART_CODE = """
 import matplotlib.pyplot as plt
@@ -87,6 +87,8 @@ class E2BSyncTest(unittest.TestCase):
         with self.assertRaisesRegex(TimeoutException, "sandbox was killed while the request was in progress"):
             self.sbx.run_code("import time; time.sleep(120)")
         self.assertFalse(self.sbx.is_running())
+        with self.assertRaises(NotFoundException):  # a missing file is no error; a missing sandbox is
+            self.sbx.files.remove("gone.txt")
         self.assertFalse(Sandbox.kill(self.sbx.sandbox_id))
         with self.assertRaises(SandboxNotFoundException):
             Sandbox.connect(self.sbx.sandbox_id)
@@ -108,6 +110,11 @@ class E2BSyncTest(unittest.TestCase):
         self.assertTrue(f.exists("/home/user/m"))
         f.remove("/home/user/m")
         self.assertFalse(f.exists("/home/user/m"))
+        f.remove("/home/user/m")  # E2B's: removing a missing path is no error
+        with self.assertRaises(FileNotFoundException):
+            f.get_info("/home/user/m")
+        with self.assertRaisesRegex(InvalidArgumentException, "depth should be at least 1"):
+            f.list("/home/user/d", depth=0)
         with self.assertRaises(FileNotFoundException):
             f.read("/home/user/nope.txt")
         with self.assertRaises(InvalidArgumentException):

@@ -9,8 +9,8 @@ from datetime import datetime, timezone
 from typing import IO, Any, Callable, Dict, List, Optional, Type, TypeVar, Union
 
 from .._http import Connection, session_path
-from ..exceptions import (ConflictException, InvalidArgumentException, NotFoundException, SandboxException,
-                          SandboxNotFoundException, TimeoutException)
+from ..exceptions import (ConflictException, FileNotFoundException, InvalidArgumentException, NotFoundException,
+                          SandboxException, SandboxNotFoundException, TimeoutException)
 from ..files import Filesystem as _Filesystem
 from ..files import FileStream, clean_path
 from ..models import Execution, ExecutionError, FileType, OutputMessage, parse_time
@@ -133,7 +133,7 @@ class Filesystem:
         """The entries of a directory, down to ``depth`` levels."""
         _user(user)
         if depth is not None and depth < 1:
-            raise InvalidArgumentException("depth should be at least one")
+            raise InvalidArgumentException("depth should be at least 1")
         return [_entry(e) for e in self._files.list(path, depth or 1)]
 
     def exists(self, path: str, user: Optional[str] = None, request_timeout: Optional[float] = None) -> bool:
@@ -145,11 +145,21 @@ class Filesystem:
         p = clean_path(path)
         if not p:
             return EntryInfo(name="user", type=FileType.DIR, path=WORKSPACE, mode=0o755, permissions="drwxr-xr-x")
-        return _entry(self._files.get_info(p))
+        try:
+            return _entry(self._files.get_info(p))
+        except FileNotFoundException:
+            raise
+        except NotFoundException as e:  # E2B's: a missing path is FileNotFoundException
+            raise FileNotFoundException(f"path '{path}' does not exist", e.status, e.code) from None
 
     def remove(self, path: str, user: Optional[str] = None, request_timeout: Optional[float] = None) -> None:
+        """Removes a file or a directory tree; a missing path is no error (as in E2B)."""
         _user(user)
-        self._files.remove(path)
+        try:
+            self._files.remove(path)
+        except NotFoundException as e:
+            if e.code != "file_not_found":  # the sandbox is gone: that is an error
+                raise
 
     def rename(self, old_path: str, new_path: str, user: Optional[str] = None,
                request_timeout: Optional[float] = None) -> EntryInfo:
