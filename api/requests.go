@@ -37,6 +37,17 @@ type MoveFileRequest struct {
 	To   string `json:"to"`
 }
 
+// FileURLRequest is the body of POST /v1/sessions/{id}/files-url: a
+// signed URL that grants Operation ("read": GET and HEAD; "write": PUT
+// of the body, or POST of a multipart form's "file" part) on the one
+// file Path, without the API key, for ExpiresS seconds (default 3600; at
+// most a day; zero or less: already expired).
+type FileURLRequest struct {
+	Path      string   `json:"path"`
+	Operation string   `json:"operation"`
+	ExpiresS  *float64 `json:"expires_s,omitempty"`
+}
+
 // ExecuteRequest is the body of POST /v1/sessions/{id}/execute. Code is
 // required.
 // Context names the context to run in; Language, a language whose

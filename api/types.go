@@ -430,6 +430,17 @@ type FileInfo struct {
 	Type string `json:"type,omitempty"` // "dir" for MakeDir
 }
 
+// FileURL is a signed file URL (POST /v1/sessions/{id}/files-url). URL
+// is the gateway's path and query (/v1/signed-files/{token}): the client
+// puts its own base URL before it. It works until ExpiresAt or the
+// session's end, whichever is first.
+type FileURL struct {
+	URL       string    `json:"url"`
+	Path      string    `json:"path"`
+	Operation string    `json:"operation"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
 // FileEntry is one entry of a directory listing.
 type FileEntry struct {
 	Name  string    `json:"name"`

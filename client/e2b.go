@@ -136,6 +136,24 @@ func (c *Client) MoveFile(ctx context.Context, sessionID, from, to string) (*Fil
 	return &fi, nil
 }
 
+// FileURL asks for a signed URL granting operation ("read" or "write")
+// on the one file path of the session, without the API key, for expires
+// (zero: the gateway's default, an hour; at most a day) or until the
+// session ends. The answer's URL is absolute (this client's BaseURL).
+func (c *Client) FileURL(ctx context.Context, sessionID, path, operation string, expires time.Duration) (*api.FileURL, error) {
+	body := api.FileURLRequest{Path: path, Operation: operation}
+	if expires != 0 {
+		s := expires.Seconds()
+		body.ExpiresS = &s
+	}
+	var u api.FileURL
+	if err := c.do(ctx, request{method: http.MethodPost, path: sessionPath(sessionID, "files-url"), json: body}, &u, http.StatusOK); err != nil {
+		return nil, err
+	}
+	u.URL = c.cfg.BaseURL + u.URL
+	return &u, nil
+}
+
 // Watch is an open files-watch WebSocket. It owns a reader goroutine;
 // Close ends it and waits for it.
 type Watch struct {

@@ -2,8 +2,11 @@ package gateway
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/glassroom/glassroom/gateway/internal/urlsign"
 )
 
 // Config configures the HTTP server. Zero fields take defaults.
@@ -41,6 +44,11 @@ type Config struct {
 	// gives it, so that the gateway imports neither the MCP server nor the
 	// Go client it uses.
 	MCP func(inProcess http.RoundTripper) (http.Handler, error)
+	// URLSigningKey signs the tokens of signed file URLs (at least 32
+	// bytes; replicas must share it). Empty: a key derived from APIKeys,
+	// which replicas with the same keys share, and which changes (revoking
+	// every URL) when the keys do.
+	URLSigningKey []byte
 	// Instance names this replica in the requests it forwards to the
 	// replica serving a session (ForwardedHeader); default "gateway".
 	Instance string
@@ -80,6 +88,9 @@ func (c Config) Validate() error {
 		if len(k) < 16 {
 			return errors.New("gateway: config: API keys must be at least 16 characters")
 		}
+	}
+	if len(c.URLSigningKey) > 0 && len(c.URLSigningKey) < urlsign.MinKeyBytes {
+		return fmt.Errorf("gateway: config: the URL signing key must be at least %d bytes", urlsign.MinKeyBytes)
 	}
 	if c.MaxBodyBytes < 0 || c.MaxUploadBytes < 0 || c.MaxEditBytes < 0 || c.WSLargeFrameBudget < 0 || c.WSPingInterval < 0 || c.ShutdownTimeout < 0 {
 		return errors.New("gateway: config: negative limit")

@@ -83,6 +83,12 @@ func (f *filesAPI) download(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	return f.serveFile(c, sess, p)
+}
+
+// serveFile streams the workspace file p of sess (Range and HEAD too),
+// never as something the browser runs on the gateway's origin.
+func (f *filesAPI) serveFile(c echo.Context, sess *sessions.Session, p string) error {
 	file, info, err := sess.Files().OpenFile(p)
 	if err != nil {
 		return err
@@ -127,10 +133,16 @@ func (f *filesAPI) upload(c echo.Context) error {
 	default:
 		return httperr.New(http.StatusBadRequest, "bad_request", "type must be file or dir")
 	}
+	return f.writeFile(c, sess, p, c.Request().Body)
+}
+
+// writeFile writes body (at most MaxUploadBytes) to the workspace file p
+// of sess, replacing it, and answers 201 with its path and size.
+func (f *filesAPI) writeFile(c echo.Context, sess *sessions.Session, p string, body io.Reader) error {
 	if c.Request().ContentLength > f.maxUpload {
 		return f.tooLarge()
 	}
-	n, err := sess.Files().Write(p, http.MaxBytesReader(c.Response(), c.Request().Body, f.maxUpload))
+	n, err := sess.Files().Write(p, http.MaxBytesReader(c.Response(), io.NopCloser(body), f.maxUpload))
 	if err != nil {
 		return f.uploadError(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/glassroom/glassroom/gateway/internal/httperr"
 	"github.com/glassroom/glassroom/gateway/internal/tenant"
+	"github.com/glassroom/glassroom/gateway/internal/urlsign"
 	"github.com/glassroom/glassroom/gateway/internal/wsconn"
 	"github.com/glassroom/glassroom/gateway/jupyter"
 	"github.com/glassroom/glassroom/sessions"
@@ -68,6 +69,14 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	files := &filesAPI{session: s.session, maxUpload: cfg.MaxUploadBytes, decode: s.decodeJSON, editor: editor}
+	key := cfg.URLSigningKey
+	if len(key) == 0 {
+		key = urlsign.DeriveKey(cfg.APIKeys)
+	}
+	signer, err := urlsign.New(key)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
 	socket := &sessionSocket{session: s.session, mgr: mgr, conns: s.conns, upgrader: upgrader, ping: cfg.WSPingInterval}
 	e := echo.New()
 	s.echo = e // routes added below may take the in-process transport, which serves through it
@@ -85,6 +94,7 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 	(&contextsAPI{lookup: s.lookup}).route(v1)
 	(&commandsAPI{lookup: s.lookup, ping: cfg.WSPingInterval, conns: s.conns, upgrader: upgrader}).route(v1)
 	files.route(v1)
+	(&signedFiles{lookup: s.lookup, signer: signer, files: files}).route(v1, e, s.forwardSession(sessionOf))
 	(&e2bAPI{lookup: s.lookup, conns: s.conns, upgrader: upgrader, watches: s.watches}).route(v1)
 	s.routeMCP(e)
 	s.routeOpenAPI(e)

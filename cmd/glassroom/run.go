@@ -57,6 +57,7 @@ type options struct {
 	orphanGrace       time.Duration
 	metricsListen     string
 	metricsToken      string
+	urlSigningKey     string
 	k8s               k8sOptions
 	egressDir         string
 	templates         string // --templates: the file of session templates
@@ -113,6 +114,7 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.orphanGrace, "orphan-grace", 0, "how long a kernel runs on once no gateway holds it (docker: after the detach, or its gateway's death, it ends itself by then or at its session's end; k8s: other replicas delete it unadopted); 0: the runtime's default (docker 2h, k8s 10m)")
 	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve Prometheus /metrics on this separate address, without auth (e.g. 127.0.0.1:9464)")
 	fs.StringVar(&o.metricsToken, "metrics-token", "", "serve Prometheus /metrics on the main listener to requests bearing this token")
+	fs.StringVar(&o.urlSigningKey, "url-signing-key", "", "the secret that signs file URLs (at least 32 characters; replicas share it); default: derived from the API keys")
 	fs.StringVar(&o.seccompProfile, "seccomp-profile", "", "seccomp JSON profile for kernel containers (default: glassroom's, stricter than Docker's; docker-default: Docker's)")
 	o.k8s.flags(fs)
 	fs.DurationVar(&o.sess.ExecTimeout, "exec-timeout", o.sess.ExecTimeout, "default execution timeout")
@@ -211,6 +213,9 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	}
 	if o.metricsToken != "" && len(o.metricsToken) < 16 {
 		return nil, errors.New("--metrics-token must be at least 16 characters")
+	}
+	if o.urlSigningKey != "" && len(o.urlSigningKey) < 32 {
+		return nil, errors.New("--url-signing-key must be at least 32 characters")
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
@@ -339,6 +344,9 @@ func run(ctx context.Context, args, env []string, stdout io.Writer) error {
 	cfg := o.appConfig()
 	cfg.Durable, cfg.UI, cfg.MetricsListen = o.durable, assets, o.metricsListen
 	cfg.Gateway.MetricsToken = o.metricsToken
+	if o.urlSigningKey != "" {
+		cfg.Gateway.URLSigningKey = []byte(o.urlSigningKey)
+	}
 	a, err := app.New(ctx, cfg, log)
 	if err != nil {
 		return withFlagHint(err, "--state-dir DIR (or GLASSROOM_STATE_DIR)")

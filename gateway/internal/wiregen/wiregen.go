@@ -59,6 +59,7 @@ func roots() []named {
 		{"CommandStarted", reflect.TypeFor[api.CommandStarted]()}, {"TerminalControl", reflect.TypeFor[api.TerminalControl]()},
 		{"Template", reflect.TypeFor[api.Template]()}, {"Metrics", reflect.TypeFor[api.Metrics]()},
 		{"MoveFile", reflect.TypeFor[api.MoveFileRequest]()}, {"FileWatchEvent", reflect.TypeFor[api.FileEvent]()},
+		{"FileURLRequest", reflect.TypeFor[api.FileURLRequest]()}, {"FileURL", reflect.TypeFor[api.FileURL]()},
 	}
 }
 

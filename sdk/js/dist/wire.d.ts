@@ -317,6 +317,19 @@ export interface FileWatchEvent {
     type: string;
     name?: string;
 }
+/** FileURLRequest is the body of POST /v1/sessions/{id}/files-url: a signed URL that grants Operation ("read": GET and HEAD; "write": PUT of the body, or POST of a multipart form's "file" part) on the one file Path, without the API key, for ExpiresS seconds (default 3600; at most a day; zero or less: already expired). */
+export interface FileURLRequest {
+    path: string;
+    operation: string;
+    expires_s?: number;
+}
+/** FileURL is a signed file URL (POST /v1/sessions/{id}/files-url). URL is the gateway's path and query (/v1/signed-files/{token}): the client puts its own base URL before it. It works until ExpiresAt or the session's end, whichever is first. */
+export interface FileURL {
+    url: string;
+    path: string;
+    operation: string;
+    expires_at: string;
+}
 /** KernelEvent is the session's kernel state (idle, busy, restarting or dead); the first frame of every connection. */
 export interface KernelEvent {
     /** Seq increases by one for every event of a session; a client resumes after the last one it saw. */
