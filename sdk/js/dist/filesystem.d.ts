@@ -109,6 +109,16 @@ export declare class Filesystem {
     remove(path: string, opts?: FilesystemRequestOpts): Promise<void>;
     /** Moves a file or directory; the new path's entry. */
     rename(oldPath: string, newPath: string, opts?: FilesystemRequestOpts): Promise<EntryInfo>;
+    /**
+     * glassroom: a signed URL for one file that a browser or a bare HTTP
+     * client uses without the API key: `operation` 'read' (GET) or 'write'
+     * (PUT of the body, or POST of a multipart form's "file" part), for
+     * `expiresS` seconds (default 3600, at most a day) or until the sandbox ends.
+     */
+    url(path: string, operation?: 'read' | 'write', opts?: {
+        expiresS?: number;
+        requestTimeoutMs?: number;
+    }): Promise<string>;
     /** Makes a directory and its parents; false if it already existed. */
     makeDir(path: string, opts?: FilesystemRequestOpts): Promise<boolean>;
     /**

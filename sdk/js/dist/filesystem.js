@@ -225,6 +225,19 @@ export class Filesystem {
             return entry({ ...out, path: out.path ?? toWorkspacePath(newPath) });
         return this.getInfo(newPath, opts);
     }
+    /**
+     * glassroom: a signed URL for one file that a browser or a bare HTTP
+     * client uses without the API key: `operation` 'read' (GET) or 'write'
+     * (PUT of the body, or POST of a multipart form's "file" part), for
+     * `expiresS` seconds (default 3600, at most a day) or until the sandbox ends.
+     */
+    async url(path, operation = 'read', opts) {
+        const body = { path: toWorkspacePath(path), operation };
+        if (opts?.expiresS !== undefined)
+            body.expires_s = opts.expiresS;
+        const out = await this.conn.request('POST', sessionPath(this.sandboxId, 'files-url'), 'json', { json: body, timeoutMs: opts?.requestTimeoutMs, what: 'sandbox' });
+        return this.conn.baseUrl + String(out?.url ?? '');
+    }
     /** Makes a directory and its parents; false if it already existed. */
     async makeDir(path, opts) {
         try {

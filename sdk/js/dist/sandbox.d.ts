@@ -189,6 +189,16 @@ export declare class Sandbox {
         requestTimeoutMs?: number;
     }): Promise<boolean>;
     /** CPU and memory (the sandbox's cgroup) and disk (the workspace): one sample, as a one-element list like E2B's. */
+    /** A signed URL that downloads `path` without the API key (E2B's); it expires after `useSignatureExpiration` seconds (default an hour, at most a day) or with the sandbox. */
+    downloadUrl(path: string, opts?: {
+        user?: string;
+        useSignatureExpiration?: number;
+    }): Promise<string>;
+    /** A signed URL that uploads `path` without the API key (E2B's): a multipart form's "file" part by POST, or the body by PUT. */
+    uploadUrl(path?: string, opts?: {
+        user?: string;
+        useSignatureExpiration?: number;
+    }): Promise<string>;
     getMetrics(opts?: {
         requestTimeoutMs?: number;
     }): Promise<SandboxMetrics[]>;

@@ -1,6 +1,6 @@
 import { ConnectionConfig, frameText, openWebSocket, sessionPath } from './connection.js';
 import { Commands } from './commands.js';
-import { InvalidArgumentError, NotFoundError, SandboxError, TimeoutError } from './errors.js';
+import { checkUser, InvalidArgumentError, NotFoundError, SandboxError, TimeoutError } from './errors.js';
 import { HOME } from './paths.js';
 import { Filesystem } from './filesystem.js';
 import { Execution, ExecutionError, OutputMessage, pageResult, Result, UserExpression } from './messaging.js';
@@ -263,6 +263,18 @@ export class Sandbox {
         }
     }
     /** CPU and memory (the sandbox's cgroup) and disk (the workspace): one sample, as a one-element list like E2B's. */
+    /** A signed URL that downloads `path` without the API key (E2B's); it expires after `useSignatureExpiration` seconds (default an hour, at most a day) or with the sandbox. */
+    async downloadUrl(path, opts) {
+        checkUser(opts?.user);
+        return this.files.url(path, 'read', { expiresS: opts?.useSignatureExpiration });
+    }
+    /** A signed URL that uploads `path` without the API key (E2B's): a multipart form's "file" part by POST, or the body by PUT. */
+    async uploadUrl(path, opts) {
+        checkUser(opts?.user);
+        if (!path)
+            throw new InvalidArgumentError("glassroom's upload URLs name their file: pass a path");
+        return this.files.url(path, 'write', { expiresS: opts?.useSignatureExpiration });
+    }
     async getMetrics(opts) {
         const m = await this.connectionConfig.request('GET', sessionPath(this.sandboxId, 'metrics'), 'json', { timeoutMs: opts?.requestTimeoutMs, what: 'sandbox' });
         return [{

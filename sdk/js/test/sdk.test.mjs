@@ -268,6 +268,23 @@ test('files: write, read (text, bytes, blob, stream), list, exists, getInfo, mak
   await assert.rejects(sbx.files.write('/etc/passwd', 'x'), InvalidArgumentError)
 })
 
+test('downloadUrl and uploadUrl: signed, without the key, refused once expired', async () => {
+  const sbx = await sandbox()
+  await sbx.files.write('signed/r.txt', 'report')
+  const res = await fetch(await sbx.downloadUrl('/home/user/signed/r.txt')) // no API key
+  assert.equal(res.status, 200)
+  assert.equal(await res.text(), 'report')
+  const expired = await fetch(await sbx.downloadUrl('signed/r.txt', { useSignatureExpiration: -120 }))
+  assert.equal(expired.status, 401)
+  assert.deepEqual(await expired.json(), { code: 401, message: 'signature is already expired' })
+  const form = new FormData()
+  form.append('file', new Blob(['posted through a URL']), 'whatever.txt')
+  const up = await fetch(await sbx.uploadUrl('signed/up.txt'), { method: 'POST', body: form })
+  assert.equal(up.status, 201)
+  assert.equal(await sbx.files.read('signed/up.txt'), 'posted through a URL')
+  await assert.rejects(sbx.uploadUrl(), InvalidArgumentError)
+})
+
 test('commands: run, exit codes, streaming, background with stdin, kill, list, timeout', async () => {
   const sbx = await shared()
   const r = await sbx.commands.run('echo out; echo err >&2; pwd', { cwd: '/home/user', envs: { CMDV: 'x' } })

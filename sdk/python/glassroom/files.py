@@ -178,6 +178,17 @@ class Filesystem:
         """Deletes a file, or a directory with its contents."""
         self._conn.call("DELETE", self._file(clean_path(path)), ok=(204,))
 
+    def url(self, path: str, operation: str = "read", expires: Optional[float] = None) -> str:
+        """A signed URL for one file that a browser or a bare HTTP client uses
+        without the API key: ``operation`` "read" (GET) or "write" (PUT of the
+        body, or POST of a multipart form's "file" part), for ``expires``
+        seconds (default 3600, at most a day) or until the session ends."""
+        body: Dict[str, Any] = {"path": clean_path(path), "operation": operation}
+        if expires is not None:
+            body["expires_s"] = expires
+        out = self._conn.call("POST", session_path(self._id, "files-url"), json_body=body)
+        return self._conn.base_url + str(out["url"])
+
     def make_dir(self, path: str) -> bool:
         """Creates a directory and its parents. Returns False if it already existed."""
         p = clean_path(path)

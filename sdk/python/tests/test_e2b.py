@@ -2,10 +2,13 @@
 real gateway (GLASSROOM_URL; the key from GLASSROOM_API_KEY, or E2B_API_KEY)."""
 
 import asyncio
+import json
 import os
 import threading
 import time
 import unittest
+import urllib.error
+import urllib.request
 from unittest import mock
 
 from glassroom.e2b import (AsyncSandbox, BarChart, ChartType, Context, EntryInfo, FileNotFoundException, FileType,
@@ -119,6 +122,23 @@ class E2BSyncTest(unittest.TestCase):
             f.read("/home/user/nope.txt")
         with self.assertRaises(InvalidArgumentException):
             f.read("/etc/passwd")
+
+    def test_signed_urls(self) -> None:
+        self.sbx.files.write("/home/user/signed/r.txt", "report")
+        url = self.sbx.download_url("/home/user/signed/r.txt")
+        with urllib.request.urlopen(url) as resp:  # no API key
+            self.assertEqual(resp.read(), b"report")
+        with self.assertRaises(urllib.error.HTTPError) as cm:
+            urllib.request.urlopen(self.sbx.download_url("signed/r.txt", use_signature_expiration=-120))
+        self.assertEqual(cm.exception.code, 401)
+        self.assertEqual(json.loads(cm.exception.read()), {"code": 401, "message": "signature is already expired"})
+        up = self.sbx.upload_url("signed/up.txt")
+        req = urllib.request.Request(up, data=b"put through a URL", method="PUT")
+        with urllib.request.urlopen(req) as resp:
+            self.assertEqual(resp.status, 201)
+        self.assertEqual(self.sbx.files.read("signed/up.txt"), "put through a URL")
+        with self.assertRaises(InvalidArgumentException):
+            self.sbx.upload_url()
 
     def test_commands(self) -> None:
         r = self.sbx.commands.run("echo $FOO", envs={"FOO": "bar"})

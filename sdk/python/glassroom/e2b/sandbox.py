@@ -474,6 +474,23 @@ class Sandbox(_GSandbox):
             self.set_timeout(timeout)
         return self
 
+    def download_url(self, path: str, user: Optional[str] = None,
+                     use_signature_expiration: Optional[int] = None) -> str:
+        """A signed URL that downloads ``path`` without the API key (E2B's):
+        it expires after ``use_signature_expiration`` seconds (default an
+        hour, at most a day) or with the sandbox."""
+        _user(user)
+        return self.files._files.url(clean_path(path), "read", use_signature_expiration)  # type: ignore[attr-defined]
+
+    def upload_url(self, path: Optional[str] = None, user: Optional[str] = None,
+                   use_signature_expiration: Optional[int] = None) -> str:
+        """A signed URL that uploads ``path`` without the API key (E2B's): a
+        multipart form's "file" part by POST, or the body by PUT."""
+        _user(user)
+        if not path:
+            raise InvalidArgumentException("glassroom's upload URLs name their file: pass path")
+        return self.files._files.url(clean_path(path), "write", use_signature_expiration)  # type: ignore[attr-defined]
+
     @class_or_instance
     def kill(self, **opts: Any) -> bool:  # type: ignore[override]
         """Kills the sandbox; False if it was not found."""
