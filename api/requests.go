@@ -112,6 +112,18 @@ type RunCommandRequest struct {
 	// /etc/profile and the workspace's ~/.bash_profile or ~/.profile;
 	// by default no start-up file runs.
 	Login bool `json:"login,omitempty"`
+	// PTY runs the command on a pseudo-terminal of this size (E2B's
+	// pty): its output is stdout only, its stdin the terminal's keys
+	// (\x03 is Ctrl-C), .../resize changes its size. With PTY, cmd may
+	// be empty: an interactive bash.
+	PTY *TerminalSize `json:"pty,omitempty"`
+}
+
+// TerminalSize is a pseudo-terminal's size (each 1..1000; 0: 80 × 24),
+// and the body of POST /v1/sessions/{id}/commands/{pid}/resize.
+type TerminalSize struct {
+	Cols int `json:"cols"`
+	Rows int `json:"rows"`
 }
 
 // CommandStdinRequest is the body of POST

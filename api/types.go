@@ -513,6 +513,7 @@ type CommandInfo struct {
 	StartedAt  time.Time `json:"started_at"`
 	DurationMS *int64    `json:"duration_ms,omitempty"`
 	TimedOut   bool      `json:"timed_out,omitempty"`
+	PTY        bool      `json:"pty,omitempty"` // it runs on a pseudo-terminal
 }
 
 // Command is a command with its output so far (GET

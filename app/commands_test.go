@@ -184,6 +184,95 @@ func TestCommandsThroughTheGateway(t *testing.T) {
 // TestTerminalThroughTheGateway opens the terminal WebSocket of a real
 // session (authenticated by ?token=, as a browser does): a real PTY,
 // input echo, python3, ^C, resize, and the exit frame.
+// TestPTYCommandsThroughTheGateway runs E2B-style PTYs as background
+// commands: an interactive bash on a pseudo-terminal of the asked size,
+// its keys sent as stdin, its size changed while it runs, its output on
+// the command's events, and kill; resizing a command without a PTY, or
+// to a size out of range, is a 400.
+func TestPTYCommandsThroughTheGateway(t *testing.T) {
+	for name, rt := range apptest.Runtimes() {
+		t.Run(name, func(t *testing.T) {
+			g := apptest.Start(t, rt(t), apptest.Options{})
+			var s api.Session
+			if st := g.Call(t, bearer, "POST", "/v1/sessions", api.CreateSessionRequest{}, &s); st != http.StatusCreated {
+				t.Fatalf("create: %d", st)
+			}
+			base := "/v1/sessions/" + s.ID + "/commands"
+			ws := subscribe(t, g, s.ID)
+			start := func(req api.RunCommandRequest) int {
+				t.Helper()
+				var started api.CommandStarted
+				if st := g.Call(t, bearer, "POST", base, req, &started); st != http.StatusCreated {
+					t.Fatalf("start %+v: %d", req, st)
+				}
+				return started.PID
+			}
+			stdin := func(pid int, keys string) {
+				t.Helper()
+				if st := g.Call(t, bearer, "POST", base+"/"+strconv.Itoa(pid)+"/stdin", api.CommandStdinRequest{Data: keys}, nil); st != http.StatusNoContent {
+					t.Fatalf("stdin %q: %d", keys, st)
+				}
+			}
+			var out strings.Builder // the output of the PTY being read
+			upTo := func(pid int, what string) {
+				t.Helper()
+				ws.until(what, func(ev api.Event) bool {
+					if ev.Type == api.EventCommand && ev.PID == pid && ev.Name != "" {
+						out.WriteString(ev.Text)
+					}
+					return strings.Contains(out.String(), what)
+				})
+			}
+			output := func(pid int) (string, int) {
+				t.Helper()
+				evs := ws.until("the PTY's exit", func(ev api.Event) bool {
+					if ev.Type == api.EventCommand && ev.PID == pid && ev.Name != "" {
+						out.WriteString(ev.Text)
+					}
+					return ev.Type == api.EventCommand && ev.PID == pid && ev.State == "exited"
+				})
+				defer out.Reset()
+				return out.String(), *evs[len(evs)-1].ExitCode
+			}
+
+			pid := start(api.RunCommandRequest{Background: true, PTY: &api.TerminalSize{Cols: 80, Rows: 24}, Envs: map[string]string{"ABC": "123"}})
+			var info api.Command
+			if g.Call(t, bearer, "GET", base+"/"+strconv.Itoa(pid), nil, &info); !info.PTY || !info.Running {
+				t.Fatalf("a PTY command: %+v", info)
+			}
+			stdin(pid, "echo $ABC; tty; tput cols\n")
+			upTo(pid, "\r\n80\r\n") // the first size, before the resize
+			if st := g.Call(t, bearer, "POST", base+"/"+strconv.Itoa(pid)+"/resize", api.TerminalSize{Cols: 100, Rows: 30}, nil); st != http.StatusNoContent {
+				t.Fatalf("resize: %d", st)
+			}
+			stdin(pid, "tput cols; exit 0\n")
+			text, code := output(pid)
+			if code != 0 || !strings.Contains(text, "123") || !strings.Contains(text, "/dev/pts/") || !strings.Contains(text, "\n80\r\n") || !strings.Contains(text, "\r100\r\n") {
+				t.Fatalf("the PTY's output (exit %d): %q", code, text)
+			}
+
+			// Kill ends it; a pipe command has no size to change.
+			pid = start(api.RunCommandRequest{Background: true, PTY: &api.TerminalSize{}})
+			if st := g.Call(t, bearer, "POST", base+"/"+strconv.Itoa(pid)+"/resize", api.TerminalSize{Cols: 0, Rows: 24}, nil); st != http.StatusBadRequest {
+				t.Fatalf("resize to 0 columns: %d", st)
+			}
+			if st := g.Call(t, bearer, "POST", base+"/"+strconv.Itoa(pid)+"/kill", nil, nil); st != http.StatusNoContent {
+				t.Fatalf("kill: %d", st)
+			}
+			if _, code := output(pid); code == 0 {
+				t.Fatal("a killed PTY exited 0")
+			}
+			pipe := start(api.RunCommandRequest{Cmd: "sleep 60", Background: true})
+			if st := g.Call(t, bearer, "POST", base+"/"+strconv.Itoa(pipe)+"/resize", api.TerminalSize{Cols: 80, Rows: 24}, nil); st != http.StatusBadRequest {
+				t.Fatalf("resize of a command without a PTY: %d", st)
+			}
+			if st := g.Call(t, bearer, "POST", base, api.RunCommandRequest{Background: true}, nil); st != http.StatusBadRequest {
+				t.Fatalf("no cmd and no pty: %d", st)
+			}
+		})
+	}
+}
+
 func TestTerminalThroughTheGateway(t *testing.T) {
 	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {

@@ -31,6 +31,7 @@ func (s *commandsAPI) route(v1 *echo.Group) {
 	v1.GET("/sessions/:id/commands/:pid", s.getCommand)
 	v1.POST("/sessions/:id/commands/:pid/stdin", s.commandStdin)
 	v1.POST("/sessions/:id/commands/:pid/kill", s.killCommand)
+	v1.POST("/sessions/:id/commands/:pid/resize", s.resizeCommand)
 	v1.GET("/sessions/:id/terminal", s.terminal)
 }
 
@@ -44,14 +45,17 @@ func (s *commandsAPI) runCommand(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if req.Cmd == "" {
-		return httperr.New(http.StatusBadRequest, "bad_request", "field cmd is required")
+	if req.Cmd == "" && req.PTY == nil {
+		return httperr.New(http.StatusBadRequest, "bad_request", "field cmd is required (or pty, for an interactive shell)")
 	}
 	timeout, err := seconds("timeout_s", req.TimeoutS)
 	if err != nil {
 		return err
 	}
 	cr := sessions.CommandRequest{Cmd: req.Cmd, Cwd: req.Cwd, Env: req.Envs, Timeout: timeout, Background: req.Background, Stdin: req.Stdin, Login: req.Login}
+	if req.PTY != nil {
+		cr.PTY = &sessions.TerminalSize{Cols: req.PTY.Cols, Rows: req.PTY.Rows}
+	}
 	if req.Background {
 		// The command outlives the request: only its start is bounded by it.
 		pid, err := sess.Commands().Start(c.Request().Context(), cr)
@@ -122,6 +126,21 @@ func (s *commandsAPI) killCommand(c echo.Context) error {
 		return err
 	}
 	if err := sess.Commands().Kill(pid); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (s *commandsAPI) resizeCommand(c echo.Context) error {
+	sess, pid, err := s.sessionCommand(c)
+	if err != nil {
+		return err
+	}
+	var req api.TerminalSize
+	if err := s.decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if err := sess.Commands().Resize(pid, req.Cols, req.Rows); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -60,6 +60,16 @@ type CommandRequest struct {
 	// Login runs a login shell, which reads the workspace's start-up
 	// files (sandbox.CommandSpec.Login).
 	Login bool
+	// PTY runs the command on a pseudo-terminal of this size (E2B's
+	// pty): its output is one stream (stdout), its stdin the terminal's
+	// keys, Resize changes its size; an empty Cmd is an interactive bash.
+	PTY *TerminalSize
+}
+
+// TerminalSize is a pseudo-terminal's size, each within
+// 1..sandbox.MaxTerminalSize (0: 80 × 24).
+type TerminalSize struct {
+	Cols, Rows int
 }
 
 // CommandInfo describes one command of a session.
@@ -72,6 +82,7 @@ type CommandInfo struct {
 	StartedAt  time.Time `json:"started_at"`
 	DurationMS *int64    `json:"duration_ms,omitempty"` // once ended
 	TimedOut   bool      `json:"timed_out,omitempty"`
+	PTY        bool      `json:"pty,omitempty"` // it runs on a pseudo-terminal (CommandRequest.PTY)
 }
 
 // CommandStatus is a command with its output so far (stdout and stderr
@@ -213,7 +224,13 @@ func (m *Commands) start(ctx context.Context, req CommandRequest) (*command, err
 	case req.Timeout == 0 && !req.Background:
 		req.Timeout = cfg.ExecTimeout
 	}
-	cr, spec, err := m.runner(sandbox.CommandSpec{Cmd: req.Cmd, Cwd: req.Cwd, Env: req.Env, Login: req.Login})
+	spec := sandbox.CommandSpec{Cmd: req.Cmd, Cwd: req.Cwd, Env: req.Env, Login: req.Login}
+	if req.PTY != nil {
+		spec.TTY, spec.Cols, spec.Rows = true, req.PTY.Cols, req.PTY.Rows
+	} else if req.Cmd == "" {
+		return nil, invalid("the command is empty")
+	}
+	cr, spec, err := m.runner(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +262,7 @@ func (m *Commands) start(ctx context.Context, req CommandRequest) (*command, err
 	ok = true
 	// A kept command keeps what List and Get show and follow needs: not
 	// its stdin or env (megabytes each), which only the start uses.
-	kept := CommandRequest{Cmd: req.Cmd, Timeout: req.Timeout, Background: req.Background, Login: req.Login}
+	kept := CommandRequest{Cmd: req.Cmd, Timeout: req.Timeout, Background: req.Background, Login: req.Login, PTY: req.PTY}
 	cmd := &command{req: kept, cwd: spec.Cwd, started: time.Now(), c: c, done: make(chan struct{}), running: true, out: m.s.budget.newKept(),
 		stdinDone: make(chan struct{}), stdinSlot: make(chan struct{}, 1)}
 	m.mu.Lock()
@@ -396,7 +413,7 @@ func (m *Commands) end(cmd *command) {
 }
 
 func (cmd *command) infoLocked() CommandInfo {
-	in := CommandInfo{PID: cmd.pid, Cmd: cmd.req.Cmd, Cwd: cmd.cwd, Running: cmd.running, StartedAt: cmd.started, TimedOut: cmd.timedOut}
+	in := CommandInfo{PID: cmd.pid, Cmd: cmd.req.Cmd, Cwd: cmd.cwd, Running: cmd.running, StartedAt: cmd.started, TimedOut: cmd.timedOut, PTY: cmd.req.PTY != nil}
 	if !cmd.running {
 		in.ExitCode = ptr(cmd.exit)
 		in.DurationMS = ptr(cmd.duration.Milliseconds())
@@ -442,96 +459,6 @@ func (m *Commands) lookup(pid int) (*command, error) {
 		return nil, fmt.Errorf("%w: %d", ErrCommandNotFound, pid)
 	}
 	return cmd, nil
-}
-
-// Stdin writes data to command pid's stdin, after its initial stdin, and
-// then ends it with eof. It blocks while the command reads none (1 MiB
-// waits in the sandbox), until ctx ends.
-func (m *Commands) Stdin(ctx context.Context, pid int, data string, eof bool) error {
-	cmd, err := m.lookup(pid)
-	if err != nil {
-		return err
-	}
-	select {
-	case <-cmd.stdinDone:
-	case <-cmd.done:
-		return ErrCommandEnded
-	case <-ctx.Done():
-		return fmt.Errorf("sessions: command stdin: %w", ctx.Err())
-	}
-	m.s.Touch()
-	select {
-	case cmd.stdinSlot <- struct{}{}:
-	default:
-		return ErrStdinBusy
-	}
-	// The write waits for the command to read (the pipe and the
-	// launcher's buffer are full while it does not); the request returns
-	// at its context's end.
-	err = m.inFlight(ctx, cmd.stdinSlot, cmd.done, func() error { return writeStdin(cmd.c, data, eof) })
-	switch {
-	case errors.Is(err, errEnded):
-		return ErrCommandEnded
-	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
-		return fmt.Errorf("sessions: command stdin: the command has not read it yet (the write goes on; the next waits): %w", err)
-	}
-	return err
-}
-
-// errEnded is inFlight's error when ended closed first.
-var errEnded = errors.New("sessions: ended")
-
-// inFlight runs write, which may block until a process reads, in a
-// goroutine of m's that holds slot (taken by the caller, given back when
-// write returns): a session's close kills the process first, which ends
-// write, then waits for it. It returns write's error, errEnded once ended
-// is closed (nil: never), or ctx's error; write goes on after a return.
-func (m *Commands) inFlight(ctx context.Context, slot chan struct{}, ended <-chan struct{}, write func() error) error {
-	done := make(chan error, 1)
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		// The slot is given back before the result is: a caller that
-		// saw its write end may write again at once.
-		err := func() error {
-			defer func() { <-slot }()
-			return write()
-		}()
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-ended:
-		return errEnded
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// writeStdin writes data to c's stdin, then closes it if eof.
-func writeStdin(c sandbox.Command, data string, eof bool) error {
-	if data != "" {
-		if err := c.Write([]byte(data)); err != nil {
-			return fmt.Errorf("%w: %w", ErrCommandEnded, err)
-		}
-	}
-	if eof {
-		if err := c.CloseStdin(); err != nil {
-			return fmt.Errorf("%w: %w", ErrCommandEnded, err)
-		}
-	}
-	return nil
-}
-
-// Kill kills command pid's process group (SIGKILL); nothing for one that
-// has ended. It does not wait for the end (its exited event says it).
-func (m *Commands) Kill(pid int) error {
-	cmd, err := m.lookup(pid)
-	if err != nil {
-		return err
-	}
-	return cmd.c.Kill()
 }
 
 // running reports whether a command or terminal runs (the session is

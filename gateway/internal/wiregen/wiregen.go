@@ -60,6 +60,7 @@ func roots() []named {
 		{"Template", reflect.TypeFor[api.Template]()}, {"Metrics", reflect.TypeFor[api.Metrics]()},
 		{"MoveFile", reflect.TypeFor[api.MoveFileRequest]()}, {"FileWatchEvent", reflect.TypeFor[api.FileEvent]()},
 		{"FileURLRequest", reflect.TypeFor[api.FileURLRequest]()}, {"FileURL", reflect.TypeFor[api.FileURL]()},
+		{"TerminalSize", reflect.TypeFor[api.TerminalSize]()},
 	}
 }
 
