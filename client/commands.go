@@ -33,10 +33,16 @@ type CommandOptions struct {
 	// Stdin is written to its stdin first. A foreground command's stdin
 	// is then closed; a background one's stays open (SendStdin).
 	Stdin string
+	// PTY runs it on a pseudo-terminal of this size (cmd "": an
+	// interactive bash); its output is stdout only, Resize changes it.
+	PTY *api.TerminalSize
+	// Login runs a login shell (bash -l), which reads the workspace's
+	// start-up files.
+	Login bool
 }
 
 func (o CommandOptions) request(cmd string, background bool) api.RunCommandRequest {
-	r := api.RunCommandRequest{Cmd: cmd, Cwd: o.Cwd, Envs: o.Envs, Background: background, Stdin: o.Stdin}
+	r := api.RunCommandRequest{Cmd: cmd, Cwd: o.Cwd, Envs: o.Envs, Background: background, Stdin: o.Stdin, PTY: o.PTY, Login: o.Login}
 	if o.Timeout != 0 {
 		r.TimeoutS = api.Ptr(o.Timeout.Seconds())
 	}
@@ -119,6 +125,12 @@ func (h *CommandHandle) SendStdin(ctx context.Context, data string, eof bool) er
 // its end (Wait does).
 func (h *CommandHandle) Kill(ctx context.Context) error {
 	return h.c.do(ctx, request{method: http.MethodPost, path: h.path("kill")}, nil, http.StatusNoContent)
+}
+
+// Resize changes the size of a PTY command's pseudo-terminal.
+// ErrConflict once the command has ended.
+func (h *CommandHandle) Resize(ctx context.Context, cols, rows int) error {
+	return h.c.do(ctx, request{method: http.MethodPost, path: h.path("resize"), json: api.TerminalSize{Cols: cols, Rows: rows}}, nil, http.StatusNoContent)
 }
 
 // Wait polls the command (10 ms, growing to 500 ms between polls) until

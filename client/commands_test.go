@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glassroom/glassroom/api"
 	"github.com/glassroom/glassroom/app/apptest"
 	"github.com/glassroom/glassroom/client"
 )
@@ -64,5 +65,23 @@ func TestCommands(t *testing.T) {
 	}
 	if !strings.Contains(out.Cmd, "sleep") {
 		t.Fatalf("cmd %q", out.Cmd)
+	}
+	// A PTY: an interactive bash whose size changes while it runs.
+	p, err := c.StartCommand(ctx, s.ID, "", client.CommandOptions{PTY: &api.TerminalSize{Cols: 80, Rows: 24}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Resize(ctx, 123, 40); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SendStdin(ctx, "tput cols; exit\n", false); err != nil {
+		t.Fatal(err)
+	}
+	out, err = p.Wait(ctx)
+	if err != nil || !strings.Contains(out.Stdout, "123") || *out.ExitCode != 0 || !out.PTY {
+		t.Fatalf("a PTY: %+v %v", out, err)
+	}
+	if err := p.Resize(ctx, 80, 24); !errors.Is(err, client.ErrConflict) {
+		t.Fatalf("resize after the end: %v", err)
 	}
 }

@@ -116,6 +116,8 @@ export declare class Commands {
         background?: false | undefined;
     }): Promise<CommandResult>;
     run(cmd: string, opts?: CommandStartOpts): Promise<CommandHandle | CommandResult>;
+    /** @internal: starts a background command (body) and follows its events. */
+    _start(body: Record<string, unknown>, onStdout?: (data: string) => void | Promise<void>, onStderr?: (data: string) => void | Promise<void>, requestTimeoutMs?: number): Promise<CommandHandle>;
     /** Follows a running command's output again (a CommandHandle), by pid. */
     connect(pid: number, opts?: CommandConnectOpts): Promise<CommandHandle>;
     /** The running commands (E2B lists running processes only). */
@@ -134,4 +136,48 @@ export declare class Commands {
     _release(h: CommandHandle): void;
     /** @internal: stops following every command (the sandbox was killed). */
     _close(): void;
+}
+/** Options of `pty.create` (E2B's). */
+export interface PtyCreateOpts extends CommandRequestOpts {
+    cols: number;
+    rows: number;
+    /** Called with each chunk of the terminal's output, as bytes. */
+    onData?: (data: Uint8Array) => void | Promise<void>;
+    cwd?: string;
+    /** E2B's: only 'user', the sandbox's one (unprivileged) user. */
+    user?: string;
+    envs?: Record<string, string>;
+    /** How long the terminal may live (ms; default 60 000, E2B's); 0: no limit. */
+    timeoutMs?: number;
+}
+/** Options of `pty.connect` (E2B's). */
+export interface PtyConnectOpts extends CommandRequestOpts {
+    onData?: (data: Uint8Array) => void | Promise<void>;
+    timeoutMs?: number;
+}
+/**
+ * Pseudo-terminals in the sandbox (`sbx.pty`, E2B's): each an interactive
+ * bash on a PTY, a command of the sandbox with its own pid, that lives
+ * until it exits, is killed, reaches its timeout or the sandbox ends,
+ * whoever is connected to it.
+ */
+export declare class Pty {
+    private readonly conn;
+    private readonly sandboxId;
+    private readonly cmds;
+    /** @internal */
+    constructor(conn: ConnectionConfig, sandboxId: string, cmds: Commands);
+    /** Starts `bash -l` on a PTY of cols × rows; its handle's `onData` gets the output as bytes. */
+    create(opts: PtyCreateOpts): Promise<CommandHandle>;
+    /** Follows a running PTY's output again, by pid. */
+    connect(pid: number, opts?: PtyConnectOpts): Promise<CommandHandle>;
+    /** Types `data` into the PTY (`\x03` is Ctrl-C). */
+    sendInput(pid: number, data: Uint8Array | string, opts?: CommandRequestOpts): Promise<void>;
+    /** Changes the PTY's size. */
+    resize(pid: number, size: {
+        cols: number;
+        rows: number;
+    }, opts?: CommandRequestOpts): Promise<void>;
+    /** Kills the PTY and everything it started; false if it was not running. */
+    kill(pid: number, opts?: CommandRequestOpts): Promise<boolean>;
 }

@@ -174,11 +174,21 @@ export class Commands {
             return result;
         }
         body.background = true;
+        const handle = await this._start(body, opts.onStdout, opts.onStderr, opts.requestTimeoutMs);
+        if (!opts.stdin && !opts.background) {
+            await this.closeStdin(handle.pid).catch(() => { });
+        }
+        if (opts.background)
+            return handle;
+        return await handle.wait();
+    }
+    /** @internal: starts a background command (body) and follows its events. */
+    async _start(body, onStdout, onStderr, requestTimeoutMs) {
         await this.events.acquire();
         let handle;
         try {
-            const started = await this.conn.request('POST', path, 'json', { json: body, ok: [201], timeoutMs: opts.requestTimeoutMs, what: 'sandbox' });
-            handle = new CommandHandle(Number(started.pid), this, opts.onStdout, opts.onStderr);
+            const started = await this.conn.request('POST', sessionPath(this.sandboxId, 'commands'), 'json', { json: body, ok: [201], timeoutMs: requestTimeoutMs, what: 'sandbox' });
+            handle = new CommandHandle(Number(started.pid), this, onStdout, onStderr);
         }
         catch (e) {
             this.events.release();
@@ -186,12 +196,7 @@ export class Commands {
         }
         this.held.add(handle);
         handle.attach(this.events);
-        if (!opts.stdin && !opts.background) {
-            await this.closeStdin(handle.pid).catch(() => { });
-        }
-        if (opts.background)
-            return handle;
-        return await handle.wait();
+        return handle;
     }
     /** Follows a running command's output again (a CommandHandle), by pid. */
     async connect(pid, opts = {}) {
@@ -274,5 +279,66 @@ export class Commands {
     _close() {
         for (const h of [...this.held])
             void h.disconnect();
+    }
+}
+function bytesOf(onData) {
+    if (!onData)
+        return undefined;
+    const enc = new TextEncoder();
+    return (text) => onData(enc.encode(text));
+}
+/**
+ * Pseudo-terminals in the sandbox (`sbx.pty`, E2B's): each an interactive
+ * bash on a PTY, a command of the sandbox with its own pid, that lives
+ * until it exits, is killed, reaches its timeout or the sandbox ends,
+ * whoever is connected to it.
+ */
+export class Pty {
+    conn;
+    sandboxId;
+    cmds;
+    /** @internal */
+    constructor(conn, sandboxId, cmds) {
+        this.conn = conn;
+        this.sandboxId = sandboxId;
+        this.cmds = cmds;
+    }
+    /** Starts `bash -l` on a PTY of cols × rows; its handle's `onData` gets the output as bytes. */
+    async create(opts) {
+        checkUser(opts.user);
+        const timeoutMs = opts.timeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
+        const body = {
+            cmd: '',
+            login: true,
+            envs: { LANG: 'C.UTF-8', ...(opts.envs ?? {}) },
+            pty: { cols: opts.cols, rows: opts.rows },
+            background: true,
+        };
+        if (opts.cwd)
+            body.cwd = toWorkspacePath(opts.cwd);
+        if (timeoutMs > 0)
+            body.timeout_s = timeoutMs / 1000;
+        return this.cmds._start(body, bytesOf(opts.onData), undefined, opts.requestTimeoutMs);
+    }
+    /** Follows a running PTY's output again, by pid. */
+    async connect(pid, opts = {}) {
+        return this.cmds.connect(pid, { onStdout: bytesOf(opts.onData), requestTimeoutMs: opts.requestTimeoutMs });
+    }
+    /** Types `data` into the PTY (`\x03` is Ctrl-C). */
+    async sendInput(pid, data, opts) {
+        const text = typeof data === 'string' ? data : new TextDecoder().decode(data);
+        await this.cmds.sendStdin(pid, text, opts);
+    }
+    /** Changes the PTY's size. */
+    async resize(pid, size, opts) {
+        await this.conn.request('POST', sessionPath(this.sandboxId, 'commands', String(pid), 'resize'), 'none', {
+            json: { cols: size.cols, rows: size.rows },
+            ok: [204],
+            timeoutMs: opts?.requestTimeoutMs,
+        });
+    }
+    /** Kills the PTY and everything it started; false if it was not running. */
+    async kill(pid, opts) {
+        return this.cmds.kill(pid, opts);
     }
 }

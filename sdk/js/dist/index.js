@@ -11,7 +11,7 @@ export { Sandbox, SandboxPaginator, sandboxInfo } from './sandbox.js';
 export { Execution, ExecutionError, OutputMessage, Result, UserExpression, CHART_MIME, DATAFRAME_MIME } from './messaging.js';
 export { ChartType, ScaleType, deserializeChart } from './charts.js';
 export { Filesystem, FileType, FilesystemEventType, WatchHandle } from './filesystem.js';
-export { Commands, CommandHandle } from './commands.js';
+export { Commands, CommandHandle, Pty } from './commands.js';
 export { SandboxError, TimeoutError, InvalidArgumentError, NotEnoughSpaceError, NotFoundError, FileNotFoundError, SandboxNotFoundError, AuthenticationError, RateLimitError, TemplateError, CommandExitError, } from './errors.js';
 export { ConnectionConfig, DEFAULT_BASE_URL, DEFAULT_REQUEST_TIMEOUT_MS } from './connection.js';
 import { Sandbox } from './sandbox.js';

@@ -1,5 +1,5 @@
 import { ConnectionConfig, type ConnectionOpts } from './connection.js';
-import { Commands } from './commands.js';
+import { Commands, Pty } from './commands.js';
 import { Filesystem } from './filesystem.js';
 import { Execution, ExecutionError, OutputMessage, Result } from './messaging.js';
 /** A context: one kernel of the sandbox with its own language, working directory and variables. */
@@ -147,6 +147,8 @@ export declare class Sandbox {
     readonly files: Filesystem;
     /** Shell commands in the sandbox. */
     readonly commands: Commands;
+    /** Pseudo-terminals in the sandbox (E2B's `sbx.pty`). */
+    readonly pty: Pty;
     /** @internal */
     readonly connectionConfig: ConnectionConfig;
     /** @internal: use Sandbox.create or Sandbox.connect. */

@@ -1,5 +1,5 @@
 import { ConnectionConfig, frameText, openWebSocket, sessionPath } from './connection.js';
-import { Commands } from './commands.js';
+import { Commands, Pty } from './commands.js';
 import { checkUser, InvalidArgumentError, NotFoundError, SandboxError, TimeoutError } from './errors.js';
 import { HOME } from './paths.js';
 import { Filesystem } from './filesystem.js';
@@ -152,6 +152,8 @@ export class Sandbox {
     files;
     /** Shell commands in the sandbox. */
     commands;
+    /** Pseudo-terminals in the sandbox (E2B's `sbx.pty`). */
+    pty;
     /** @internal */
     connectionConfig;
     /** @internal: use Sandbox.create or Sandbox.connect. */
@@ -160,6 +162,7 @@ export class Sandbox {
         this.sandboxId = opts.sandboxId;
         this.files = new Filesystem(this.connectionConfig, this.sandboxId);
         this.commands = new Commands(this.connectionConfig, this.sandboxId);
+        this.pty = new Pty(this.connectionConfig, this.sandboxId, this.commands);
     }
     static async create(templateOrOpts, maybeOpts) {
         const opts = typeof templateOrOpts === 'string' ? { ...(maybeOpts ?? {}), template: templateOrOpts } : { ...(templateOrOpts ?? {}) };

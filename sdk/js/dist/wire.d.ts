@@ -243,6 +243,8 @@ export interface RunCommand {
     stdin?: string;
     /** Login runs the command in a login shell (bash -lc), which reads /etc/profile and the workspace's ~/.bash_profile or ~/.profile; by default no start-up file runs. */
     login?: boolean;
+    /** PTY runs the command on a pseudo-terminal of this size (E2B's pty): its output is stdout only, its stdin the terminal's keys (\x03 is Ctrl-C), .../resize changes its size. With PTY, cmd may be empty: an interactive bash. */
+    pty?: TerminalSize;
 }
 /** CommandStdinRequest is the body of POST /v1/sessions/{id}/commands/{pid}/stdin: Data is written to the command's stdin, then it is closed if EOF. */
 export interface CommandStdin {
@@ -259,6 +261,8 @@ export interface CommandInfo {
     started_at: string;
     duration_ms?: number;
     timed_out?: boolean;
+    /** it runs on a pseudo-terminal */
+    pty?: boolean;
 }
 /** Command is a command with its output so far (GET /v1/sessions/{id}/commands/{pid}), or a foreground command's result (POST /v1/sessions/{id}/commands). Stdout and Stderr together keep at most the gateway's per-execution stream cap; Truncated says some was not kept. */
 export interface Command {
@@ -270,6 +274,8 @@ export interface Command {
     started_at: string;
     duration_ms?: number;
     timed_out?: boolean;
+    /** it runs on a pseudo-terminal */
+    pty?: boolean;
     stdout: string;
     stderr: string;
     truncated: boolean;
@@ -329,6 +335,11 @@ export interface FileURL {
     path: string;
     operation: string;
     expires_at: string;
+}
+/** TerminalSize is a pseudo-terminal's size (each 1..1000; 0: 80 × 24), and the body of POST /v1/sessions/{id}/commands/{pid}/resize. */
+export interface TerminalSize {
+    cols: number;
+    rows: number;
 }
 /** KernelEvent is the session's kernel state (idle, busy, restarting or dead); the first frame of every connection. */
 export interface KernelEvent {

@@ -234,22 +234,33 @@ export class Commands {
       return result
     }
     body.background = true
+    const handle = await this._start(body, opts.onStdout, opts.onStderr, opts.requestTimeoutMs)
+    if (!opts.stdin && !opts.background) {
+      await this.closeStdin(handle.pid).catch(() => {})
+    }
+    if (opts.background) return handle
+    return await handle.wait()
+  }
+
+  /** @internal: starts a background command (body) and follows its events. */
+  async _start(
+    body: Record<string, unknown>,
+    onStdout?: (data: string) => void | Promise<void>,
+    onStderr?: (data: string) => void | Promise<void>,
+    requestTimeoutMs?: number
+  ): Promise<CommandHandle> {
     await this.events.acquire()
     let handle: CommandHandle
     try {
-      const started = await this.conn.request('POST', path, 'json', { json: body, ok: [201], timeoutMs: opts.requestTimeoutMs, what: 'sandbox' })
-      handle = new CommandHandle(Number(started.pid), this, opts.onStdout, opts.onStderr)
+      const started = await this.conn.request('POST', sessionPath(this.sandboxId, 'commands'), 'json', { json: body, ok: [201], timeoutMs: requestTimeoutMs, what: 'sandbox' })
+      handle = new CommandHandle(Number(started.pid), this, onStdout, onStderr)
     } catch (e) {
       this.events.release()
       throw e
     }
     this.held.add(handle)
     handle.attach(this.events)
-    if (!opts.stdin && !opts.background) {
-      await this.closeStdin(handle.pid).catch(() => {})
-    }
-    if (opts.background) return handle
-    return await handle.wait()
+    return handle
   }
 
   /** Follows a running command's output again (a CommandHandle), by pid. */
@@ -331,5 +342,83 @@ export class Commands {
   /** @internal: stops following every command (the sandbox was killed). */
   _close(): void {
     for (const h of [...this.held]) void h.disconnect()
+  }
+}
+
+/** Options of `pty.create` (E2B's). */
+export interface PtyCreateOpts extends CommandRequestOpts {
+  cols: number
+  rows: number
+  /** Called with each chunk of the terminal's output, as bytes. */
+  onData?: (data: Uint8Array) => void | Promise<void>
+  cwd?: string
+  /** E2B's: only 'user', the sandbox's one (unprivileged) user. */
+  user?: string
+  envs?: Record<string, string>
+  /** How long the terminal may live (ms; default 60 000, E2B's); 0: no limit. */
+  timeoutMs?: number
+}
+
+/** Options of `pty.connect` (E2B's). */
+export interface PtyConnectOpts extends CommandRequestOpts {
+  onData?: (data: Uint8Array) => void | Promise<void>
+  timeoutMs?: number
+}
+
+function bytesOf(onData?: (data: Uint8Array) => void | Promise<void>): ((text: string) => void | Promise<void>) | undefined {
+  if (!onData) return undefined
+  const enc = new TextEncoder()
+  return (text: string) => onData(enc.encode(text))
+}
+
+/**
+ * Pseudo-terminals in the sandbox (`sbx.pty`, E2B's): each an interactive
+ * bash on a PTY, a command of the sandbox with its own pid, that lives
+ * until it exits, is killed, reaches its timeout or the sandbox ends,
+ * whoever is connected to it.
+ */
+export class Pty {
+  /** @internal */
+  constructor(private readonly conn: ConnectionConfig, private readonly sandboxId: string, private readonly cmds: Commands) {}
+
+  /** Starts `bash -l` on a PTY of cols × rows; its handle's `onData` gets the output as bytes. */
+  async create(opts: PtyCreateOpts): Promise<CommandHandle> {
+    checkUser(opts.user)
+    const timeoutMs = opts.timeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS
+    const body: Record<string, unknown> = {
+      cmd: '',
+      login: true,
+      envs: { LANG: 'C.UTF-8', ...(opts.envs ?? {}) },
+      pty: { cols: opts.cols, rows: opts.rows },
+      background: true,
+    }
+    if (opts.cwd) body.cwd = toWorkspacePath(opts.cwd)
+    if (timeoutMs > 0) body.timeout_s = timeoutMs / 1000
+    return this.cmds._start(body, bytesOf(opts.onData), undefined, opts.requestTimeoutMs)
+  }
+
+  /** Follows a running PTY's output again, by pid. */
+  async connect(pid: number, opts: PtyConnectOpts = {}): Promise<CommandHandle> {
+    return this.cmds.connect(pid, { onStdout: bytesOf(opts.onData), requestTimeoutMs: opts.requestTimeoutMs })
+  }
+
+  /** Types `data` into the PTY (`\x03` is Ctrl-C). */
+  async sendInput(pid: number, data: Uint8Array | string, opts?: CommandRequestOpts): Promise<void> {
+    const text = typeof data === 'string' ? data : new TextDecoder().decode(data)
+    await this.cmds.sendStdin(pid, text, opts)
+  }
+
+  /** Changes the PTY's size. */
+  async resize(pid: number, size: { cols: number; rows: number }, opts?: CommandRequestOpts): Promise<void> {
+    await this.conn.request('POST', sessionPath(this.sandboxId, 'commands', String(pid), 'resize'), 'none', {
+      json: { cols: size.cols, rows: size.rows },
+      ok: [204],
+      timeoutMs: opts?.requestTimeoutMs,
+    })
+  }
+
+  /** Kills the PTY and everything it started; false if it was not running. */
+  async kill(pid: number, opts?: CommandRequestOpts): Promise<boolean> {
+    return this.cmds.kill(pid, opts)
   }
 }

@@ -39,8 +39,8 @@ export type {
 } from './charts.js'
 export { Filesystem, FileType, FilesystemEventType, WatchHandle } from './filesystem.js'
 export type { EntryInfo, WriteInfo, WriteEntry, FilesystemEvent, FilesystemListOpts, FilesystemRequestOpts, WatchOpts } from './filesystem.js'
-export { Commands, CommandHandle } from './commands.js'
-export type { CommandStartOpts, CommandConnectOpts, CommandRequestOpts, ProcessInfo } from './commands.js'
+export { Commands, CommandHandle, Pty } from './commands.js'
+export type { CommandStartOpts, CommandConnectOpts, CommandRequestOpts, ProcessInfo, PtyCreateOpts, PtyConnectOpts } from './commands.js'
 export {
   SandboxError,
   TimeoutError,

@@ -1,5 +1,5 @@
 import { ConnectionConfig, type ConnectionOpts, frameText, openWebSocket, sessionPath } from './connection.js'
-import { Commands } from './commands.js'
+import { Commands, Pty } from './commands.js'
 import { checkUser, InvalidArgumentError, NotFoundError, SandboxError, TimeoutError } from './errors.js'
 import { HOME } from './paths.js'
 import { Filesystem } from './filesystem.js'
@@ -262,6 +262,8 @@ export class Sandbox {
   readonly files: Filesystem
   /** Shell commands in the sandbox. */
   readonly commands: Commands
+  /** Pseudo-terminals in the sandbox (E2B's `sbx.pty`). */
+  readonly pty: Pty
   /** @internal */
   readonly connectionConfig: ConnectionConfig
 
@@ -271,6 +273,7 @@ export class Sandbox {
     this.sandboxId = opts.sandboxId
     this.files = new Filesystem(this.connectionConfig, this.sandboxId)
     this.commands = new Commands(this.connectionConfig, this.sandboxId)
+    this.pty = new Pty(this.connectionConfig, this.sandboxId, this.commands)
   }
 
   /**

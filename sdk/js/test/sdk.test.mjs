@@ -268,6 +268,26 @@ test('files: write, read (text, bytes, blob, stream), list, exists, getInfo, mak
   await assert.rejects(sbx.files.write('/etc/passwd', 'x'), InvalidArgumentError)
 })
 
+test('pty: create with envs, sendInput, resize, connect by pid, kill', async () => {
+  const sbx = await sandbox()
+  const dec = new TextDecoder()
+  let first = ''
+  let second = ''
+  const t = await sbx.pty.create({ cols: 80, rows: 24, envs: { ABC: '123' }, onData: (d) => { assert.ok(d instanceof Uint8Array); first += dec.decode(d) } })
+  await sbx.pty.sendInput(t.pid, new TextEncoder().encode('echo $ABC; tput cols\n'))
+  const again = await sbx.pty.connect(t.pid, { onData: (d) => { second += dec.decode(d) } })
+  await sbx.pty.resize(t.pid, { cols: 100, rows: 24 })
+  await sbx.pty.sendInput(t.pid, 'tput cols; exit\n')
+  await again.wait()
+  assert.equal(again.exitCode, 0)
+  assert.equal(again.pid, t.pid)
+  assert.match(first + second, /123/)
+  assert.match(second, /100/)
+  const k = await sbx.pty.create({ cols: 80, rows: 24 })
+  assert.equal(await sbx.pty.kill(k.pid), true)
+  assert.equal(await sbx.pty.kill(999999), false)
+})
+
 test('downloadUrl and uploadUrl: signed, without the key, refused once expired', async () => {
   const sbx = await sandbox()
   await sbx.files.write('signed/r.txt', 'report')

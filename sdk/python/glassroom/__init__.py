@@ -32,10 +32,10 @@ __all__ = [
 
 from ._edit import EditResult  # noqa: E402  (text edits: sbx.files.edit)
 
-__all__ += ["EditResult"]
+__all__ += ["EditResult", "Pty", "PtySize"]
 
 from .async_sandbox import AsyncCommandHandle, AsyncCommands  # noqa: E402  (shell commands: sbx.commands)
-from .commands import CommandHandle, CommandOutputHandler, Commands  # noqa: E402
+from .commands import CommandHandle, CommandOutputHandler, Commands, Pty, PtySize  # noqa: E402
 from .exceptions import CommandExitException  # noqa: E402
 from .models import CommandResult, ProcessInfo  # noqa: E402
 

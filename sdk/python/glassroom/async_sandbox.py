@@ -11,7 +11,7 @@ import threading
 from typing import IO, Any, Awaitable, Callable, Dict, List, Mapping, Optional, Tuple, Type, TypeVar, Union
 
 from ._edit import EditResult
-from .commands import DEFAULT_TIMEOUT, CommandHandle, Commands
+from .commands import DEFAULT_TIMEOUT, CommandHandle, Commands, Pty, PtySize
 from .files import Filesystem
 from .models import CommandResult, Context, EntryInfo, Execution, ProcessInfo, SandboxInfo, WriteInfo
 from .sandbox import Sandbox
@@ -178,6 +178,44 @@ class AsyncCommands:
         await asyncio.to_thread(self._commands.close_stdin, pid, request_timeout)
 
 
+def _as_bytes(cb: Any) -> Any:
+    """A text output handler that hands ``cb`` (a PTY's on_data, maybe a coroutine) UTF-8 bytes."""
+    if cb is None:
+        return None
+    if asyncio.iscoroutinefunction(cb):
+        async def call_async(text: str) -> None:
+            await cb(text.encode("utf-8"))
+        return call_async
+    return lambda text: cb(text.encode("utf-8"))
+
+
+class AsyncPty:
+    """The asyncio twin of ``Pty`` (``sbx.pty``); ``on_data`` may be a coroutine."""
+
+    def __init__(self, pty: Pty) -> None:
+        self._pty = pty
+
+    async def create(self, size: PtySize, on_data: Any = None, user: Optional[str] = None, cwd: Optional[str] = None,
+                     envs: Optional[Dict[str, str]] = None, timeout: Optional[float] = 60,
+                     request_timeout: Optional[float] = None) -> AsyncCommandHandle:
+        h = await asyncio.to_thread(self._pty.create, size, None, user, cwd, envs, timeout, request_timeout)
+        return AsyncCommandHandle(h, _as_bytes(on_data), None)
+
+    async def connect(self, pid: int, on_data: Any = None, timeout: Optional[float] = 60,
+                      request_timeout: Optional[float] = None) -> AsyncCommandHandle:
+        h = await asyncio.to_thread(self._pty.connect, pid, None, timeout, request_timeout)
+        return AsyncCommandHandle(h, _as_bytes(on_data), None)
+
+    async def send_stdin(self, pid: int, data: Union[str, bytes], request_timeout: Optional[float] = None) -> None:
+        await asyncio.to_thread(self._pty.send_stdin, pid, data, request_timeout)
+
+    async def resize(self, pid: int, size: PtySize, request_timeout: Optional[float] = None) -> None:
+        await asyncio.to_thread(self._pty.resize, pid, size, request_timeout)
+
+    async def kill(self, pid: int, request_timeout: Optional[float] = None) -> bool:
+        return await asyncio.to_thread(self._pty.kill, pid, request_timeout)
+
+
 class AsyncSandbox:
     """The asyncio twin of ``Sandbox``: ``await AsyncSandbox.create()``,
     ``await sbx.run_code(...)``, ``async with``."""
@@ -187,6 +225,7 @@ class AsyncSandbox:
         self._sbx = sandbox
         self.files = AsyncFilesystem(sandbox.files)
         self.commands = AsyncCommands(sandbox.commands)
+        self.pty = AsyncPty(sandbox.pty)
 
     @classmethod
     async def create(cls: Type[A], api_key: Optional[str] = None, base_url: Optional[str] = None, timeout: Optional[float] = None,

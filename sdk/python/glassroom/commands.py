@@ -15,6 +15,7 @@ import json
 import queue
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 from ._http import Connection, session_path
@@ -299,6 +300,7 @@ class CommandHandle:
         self._seen = [0, 0]  # characters of stdout, stderr handed out (for polling)
         self._exited: Optional[Dict[str, Any]] = None
         self._result: Optional[CommandResult] = None
+        self._on_pty: Optional[Callable[[bytes], None]] = None
 
     @property
     def pid(self) -> int:
@@ -332,10 +334,12 @@ class CommandHandle:
             yield (text, None, None) if name == "stdout" else (None, text, None)
 
     def wait(self, on_stdout: Optional[CommandOutputHandler] = None,
-             on_stderr: Optional[CommandOutputHandler] = None) -> CommandResult:
+             on_stderr: Optional[CommandOutputHandler] = None,
+             on_pty: Optional[Callable[[bytes], None]] = None) -> CommandResult:
         """Waits for the command to end, calling the callbacks with each
         chunk of output not handed out yet (default: the ones given to
-        ``run``), and returns its CommandResult.
+        ``run``), and returns its CommandResult. ``on_pty`` (a PTY's, as
+        in E2B) is called with each chunk of its output as bytes.
 
         Raises CommandExitException (which carries the result) when the exit
         code is not 0, TimeoutException (``result`` set) when the command
@@ -343,7 +347,11 @@ class CommandHandle:
         """
         on_stdout = on_stdout or self._on_stdout
         on_stderr = on_stderr or self._on_stderr
+        on_pty = on_pty or self._on_pty
         for name, text in self._chunks():
+            if on_pty is not None and name == "stdout":
+                on_pty(text.encode("utf-8"))
+                continue
             cb = on_stdout if name == "stdout" else on_stderr
             if cb is not None:
                 cb(text)
@@ -631,6 +639,67 @@ class Commands:
         self._events.close()
 
 
+@dataclass
+class PtySize:
+    """A pseudo-terminal's size (E2B's order: rows, then cols)."""
+    rows: int
+    cols: int
+
+
+class Pty:
+    """Pseudo-terminals in the sandbox (``sbx.pty``, E2B's): each an
+    interactive bash on a PTY, a command of the sandbox with its own pid,
+    that lives until it exits, is killed, reaches its timeout or the
+    sandbox ends, whoever is connected to it. Thread-safe."""
+
+    def __init__(self, commands: Commands) -> None:
+        self._commands = commands
+
+    def create(self, size: PtySize, on_data: Optional[Callable[[bytes], None]] = None, user: Optional[str] = None,
+               cwd: Optional[str] = None, envs: Optional[Dict[str, str]] = None, timeout: Optional[float] = 60,
+               request_timeout: Optional[float] = None) -> CommandHandle:
+        """Starts ``bash -i -l`` on a PTY of ``size`` and returns its handle
+        (``wait(on_pty=...)`` streams its output as bytes). ``timeout``:
+        seconds before it is killed (default 60, as in E2B; 0 or None: no
+        limit)."""
+        if user not in (None, "user"):
+            raise InvalidArgumentException(f"user={user!r}: a glassroom sandbox has one user ('user'); leave user out")
+        if timeout is not None and timeout < 0:
+            raise InvalidArgumentException("timeout must not be negative")
+        env = {str(k): str(v) for k, v in (envs or {}).items()}
+        env.setdefault("LANG", "C.UTF-8")
+        body: Dict[str, Any] = {"cmd": "", "login": True, "envs": env,
+                                "pty": {"cols": int(size.cols), "rows": int(size.rows)}}
+        if cwd:
+            body["cwd"] = cwd
+        if timeout:
+            body["timeout_s"] = timeout
+        h = self._commands._start(body, None, None, request_timeout)
+        h._on_pty = on_data
+        return h
+
+    def connect(self, pid: int, on_data: Optional[Callable[[bytes], None]] = None, timeout: Optional[float] = 60,
+                request_timeout: Optional[float] = None) -> CommandHandle:
+        """A handle on a running PTY (its output from about now on)."""
+        h = self._commands.connect(pid)
+        h._on_pty = on_data
+        return h
+
+    def send_stdin(self, pid: int, data: Union[str, bytes], request_timeout: Optional[float] = None) -> None:
+        """Types ``data`` into the PTY (``b"\\x03"`` is Ctrl-C)."""
+        self._commands.send_stdin(pid, data, request_timeout)
+
+    def resize(self, pid: int, size: PtySize, request_timeout: Optional[float] = None) -> None:
+        """Changes the PTY's size."""
+        kw: Dict[str, Any] = {} if request_timeout is None else {"timeout": request_timeout}
+        self._commands._conn.call("POST", session_path(self._commands._id, "commands", str(int(pid)), "resize"),
+                                  json_body={"cols": int(size.cols), "rows": int(size.rows)}, ok=(204,), **kw)
+
+    def kill(self, pid: int, request_timeout: Optional[float] = None) -> bool:
+        """Kills the PTY and everything it started; False if it was not running."""
+        return self._commands.kill(pid, request_timeout)
+
+
 def _size(ev: Dict[str, Any]) -> int:
     """What an event costs a queue: its text and some overhead."""
     text = ev.get("text")
@@ -659,4 +728,4 @@ def _result(out: Any) -> CommandResult:
     return r
 
 
-__all__ = ["Commands", "CommandHandle", "CommandOutputHandler", "DEFAULT_TIMEOUT"]
+__all__ = ["Commands", "CommandHandle", "CommandOutputHandler", "DEFAULT_TIMEOUT", "Pty", "PtySize"]

@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Type, TypeVar, 
 
 from ._http import Connection, session_path
 from .exceptions import InvalidArgumentException, NotFoundException, SandboxException, TimeoutException
-from .commands import Commands
+from .commands import Commands, Pty
 from .files import Filesystem
 from .models import (Context, Execution, ExecutionError, FileChange, NextInput, OutputMessage, Result, SandboxInfo, page,
                      sandbox_info, user_expressions)
@@ -87,6 +87,8 @@ class Sandbox:
         self.files = Filesystem(conn, self.sandbox_id)
         self.commands = Commands(conn, self.sandbox_id)
         """Shell commands in the sandbox: ``sbx.commands.run("ls -la")``."""
+        self.pty = Pty(self.commands)
+        """Pseudo-terminals in the sandbox (E2B's ``sbx.pty``)."""
 
     @classmethod
     def create(cls: Type[S], api_key: Optional[str] = None, base_url: Optional[str] = None, timeout: Optional[float] = None,

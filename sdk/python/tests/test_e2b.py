@@ -12,7 +12,7 @@ import urllib.request
 from unittest import mock
 
 from glassroom.e2b import (AsyncSandbox, BarChart, ChartType, Context, EntryInfo, FileNotFoundException, FileType,
-                           InvalidArgumentException, LineChart, NotFoundException, Result, Sandbox,
+                           InvalidArgumentException, LineChart, NotFoundException, PtySize, Result, Sandbox,
                            SandboxNotFoundException, SandboxQuery, TimeoutException)
 
 CHART_CODE = """
@@ -122,6 +122,24 @@ class E2BSyncTest(unittest.TestCase):
             f.read("/home/user/nope.txt")
         with self.assertRaises(InvalidArgumentException):
             f.read("/etc/passwd")
+
+    def test_pty(self) -> None:
+        pty = self.sbx.pty
+        t = pty.create(PtySize(rows=24, cols=80), envs={"ABC": "123"}, cwd="/home/user")
+        pty.send_stdin(t.pid, b"echo $ABC; tput cols\n")
+        seen: list = []
+        again = pty.connect(t.pid)  # a second handle on the same PTY, by pid
+        t.disconnect()
+        pty.resize(t.pid, PtySize(rows=24, cols=100))
+        pty.send_stdin(t.pid, "tput cols; exit\n")
+        r = again.wait(on_pty=seen.append)
+        out = b"".join(seen).decode()
+        self.assertEqual(r.exit_code, 0)
+        self.assertTrue(all(isinstance(b, bytes) for b in seen))
+        self.assertIn("100", out)
+        k = pty.create(PtySize(24, 80))
+        self.assertTrue(pty.kill(k.pid))
+        self.assertFalse(pty.kill(999999))
 
     def test_signed_urls(self) -> None:
         self.sbx.files.write("/home/user/signed/r.txt", "report")

@@ -10,7 +10,7 @@ The names, signatures, defaults and exception types are E2B's
 what a glassroom gateway does differently is listed in the SDK's README.
 """
 
-from ..commands import CommandHandle, Commands
+from ..commands import CommandHandle, Commands, Pty, PtySize
 from ..exceptions import (AuthenticationException, CommandExitException, ConflictException, FileNotFoundException,
                           InvalidArgumentException, NotEnoughSpaceException, NotFoundException, RateLimitException,
                           SandboxException, SandboxNotFoundException, TimeoutException)
@@ -39,7 +39,7 @@ __all__ = [
     "BoxAndWhiskerChart", "SuperChart", "EntryInfo", "WriteInfo", "FileType", "FilesystemEvent", "FilesystemEventType",
     "SandboxInfo", "SandboxQuery", "SandboxState", "SandboxMetrics", "SandboxListOrder", "SandboxPaginator",
     "AsyncSandboxPaginator", "Filesystem", "AsyncFilesystem", "WatchHandle", "AsyncWatchHandle", "Commands",
-    "AsyncCommands", "CommandHandle", "AsyncCommandHandle", "CommandResult", "ProcessInfo", "Username", "ALL_TRAFFIC",
+    "AsyncCommands", "Pty", "PtySize", "CommandHandle", "AsyncCommandHandle", "CommandResult", "ProcessInfo", "Username", "ALL_TRAFFIC",
     "Stdout", "Stderr",
     "SandboxException", "TimeoutException", "NotFoundException", "FileNotFoundException", "SandboxNotFoundException",
     "InvalidArgumentException", "AuthenticationException", "RateLimitException", "NotEnoughSpaceException",

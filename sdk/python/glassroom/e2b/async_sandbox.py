@@ -9,7 +9,7 @@ import functools
 import threading
 from typing import IO, Any, Awaitable, Callable, Dict, List, Optional, Type, TypeVar, Union
 
-from ..async_sandbox import AsyncCommands, _on_loop
+from ..async_sandbox import AsyncCommands, AsyncPty, _on_loop
 from ..models import Execution
 from .models import Context, EntryInfo, FilesystemEvent, SandboxInfo, SandboxListOrder, SandboxQuery, WriteInfo
 from .sandbox import Filesystem, Sandbox, SandboxPaginator, WatchHandle, _open_watch, _user
@@ -131,6 +131,7 @@ class AsyncSandbox:
         self._sbx = sandbox
         self.files = AsyncFilesystem(sandbox.files)  # type: ignore[arg-type]
         self.commands = AsyncCommands(sandbox.commands)
+        self.pty = AsyncPty(sandbox.pty)
 
     @property
     def sandbox_id(self) -> str:
