@@ -34,6 +34,7 @@ const (
 	hostSubdomains                 // *.pythonhosted.org: strict subdomains, any depth
 	hostAny                        // *: every DNS name (never an IP literal)
 	hostIP                         // 203.0.113.7 or [2001:db8::1]: that literal only
+	hostCIDR                       // 203.0.113.0/24 or [2001:db8::/48]: an IP literal in it, or an address a name resolves to
 )
 
 // Pattern is one entry of an allowlist: a host (an exact DNS name,
@@ -41,10 +42,11 @@ const (
 // an IP literal) and a port (DefaultPorts, AnyPort or one port). The zero
 // Pattern matches nothing useful; build one with ParsePattern.
 type Pattern struct {
-	kind hostKind
-	name string     // lower case, no trailing dot; the suffix for hostSubdomains
-	ip   netip.Addr // hostIP
-	port int
+	kind   hostKind
+	name   string       // lower case, no trailing dot; the suffix for hostSubdomains
+	ip     netip.Addr   // hostIP
+	prefix netip.Prefix // hostCIDR, masked
+	port   int
 }
 
 // ParsePattern parses "host", "host:port" or "host:*". host is a DNS name
@@ -86,6 +88,18 @@ func ParsePattern(s string) (Pattern, error) {
 		p.kind, p.name = hostSubdomains, name
 	case strings.Contains(host, "*"):
 		return bad(`a wildcard must be the whole first label ("*.example.com") or the whole host ("*")`)
+	case strings.Contains(host, "/"):
+		pre, err := netip.ParsePrefix(host)
+		if err != nil || pre.Addr().Zone() != "" {
+			return bad("not a CIDR block (203.0.113.0/24, [2001:db8::/48])")
+		}
+		if pre.Addr().Is4In6() {
+			return bad("an IPv4 block is written as IPv4 (203.0.113.0/24)")
+		}
+		if pre.Bits() < minPrefixBits(pre.Addr()) {
+			return bad(fmt.Sprintf("a block wider than /%d: name the hosts, or ask for smaller blocks", minPrefixBits(pre.Addr())))
+		}
+		p.kind, p.prefix = hostCIDR, pre.Masked()
 	default:
 		if ip, err := netip.ParseAddr(host); err == nil {
 			if ip.Zone() != "" {
@@ -113,7 +127,9 @@ func splitPattern(s string) (host, port string, err error) {
 		}
 		host, rest := s[1:end], s[end+1:]
 		if _, err := netip.ParseAddr(host); err != nil || !strings.Contains(host, ":") {
-			return "", "", fmt.Errorf("brackets hold an IPv6 address only")
+			if pre, perr := netip.ParsePrefix(host); perr != nil || !pre.Addr().Is6() {
+				return "", "", fmt.Errorf("brackets hold an IPv6 address or block only")
+			}
 		}
 		if rest == "" {
 			return host, "", nil
@@ -190,6 +206,11 @@ func (p Pattern) String() string {
 		if p.ip.Is6() {
 			host = "[" + host + "]"
 		}
+	case hostCIDR:
+		host = p.prefix.String()
+		if p.prefix.Addr().Is6() {
+			host = "[" + host + "]"
+		}
 	}
 	switch p.port {
 	case DefaultPorts:
@@ -212,8 +233,27 @@ func (p Pattern) matchesHost(name string, ip netip.Addr) bool {
 		return name != ""
 	case hostIP:
 		return name == "" && ip == p.ip
+	case hostCIDR:
+		return name == "" && ip.IsValid() && p.prefix.Contains(ip)
 	}
 	return false
+}
+
+// minPrefixBits is the widest block a pattern may name: a /8 of IPv4, a
+// /16 of IPv6. Wider ones are all but "everything", which a list of
+// destinations is not for.
+func minPrefixBits(a netip.Addr) int {
+	if a.Is4() {
+		return 8
+	}
+	return 16
+}
+
+// matchesAddr reports whether the pattern is a block holding a, an
+// address a name resolved to (names never match by their addresses
+// otherwise).
+func (p Pattern) matchesAddr(a netip.Addr) bool {
+	return p.kind == hostCIDR && p.prefix.Contains(a)
 }
 
 // matchesPort reports whether the pattern allows port, for a CONNECT
@@ -232,7 +272,9 @@ func (p Pattern) matchesPort(port int, connect bool) bool {
 func (p Pattern) coversHosts(q Pattern) bool {
 	switch q.kind {
 	case hostIP:
-		return p.kind == hostIP && p.ip == q.ip
+		return p.kind == hostIP && p.ip == q.ip || p.kind == hostCIDR && p.prefix.Contains(q.ip)
+	case hostCIDR:
+		return p.kind == hostCIDR && p.prefix.Bits() <= q.prefix.Bits() && p.prefix.Contains(q.prefix.Addr())
 	case hostExact:
 		return p.matchesHost(q.name, netip.Addr{})
 	case hostSubdomains:
@@ -311,6 +353,29 @@ func (pol Policy) check(name string, ip netip.Addr, port int, connect bool) verd
 		}
 	}
 	return v
+}
+
+// allowsAddr reports whether a block of the policy lets a connection to
+// address a (one a name resolved to) on port through, when the name
+// itself is not allowed.
+func (pol Policy) allowsAddr(a netip.Addr, port int, connect bool) bool {
+	for _, p := range pol.patterns {
+		if p.matchesAddr(a) && p.matchesPort(port, connect) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasBlocks reports whether the policy has CIDR blocks (a name it does
+// not allow may still resolve into one).
+func (pol Policy) hasBlocks() bool {
+	for _, p := range pol.patterns {
+		if p.kind == hostCIDR {
+			return true
+		}
+	}
+	return false
 }
 
 // Allows reports whether the policy lets a request with method (CONNECT,

@@ -365,16 +365,25 @@ func (p *Proxy) check(host string, port int, connect bool) ([]netip.Addr, refusa
 	forbid := func(why string) ([]netip.Addr, refusal) {
 		return nil, refusal{status: http.StatusForbidden, reason: why}
 	}
-	switch p.pol.check(name, ip, port, connect) {
+	v := p.pol.check(name, ip, port, connect)
+	var refused refusal
+	switch v {
 	case verdictHost:
 		if ip.IsValid() {
-			return forbid("IP address " + shown + " is not in this session's network allowlist (ask for a host name)")
+			refused = refusal{status: http.StatusForbidden, reason: "IP address " + shown + " is not in this session's network allowlist (ask for a host name)"}
+		} else {
+			refused = refusal{status: http.StatusForbidden, reason: "host " + shown + " is not in this session's network allowlist"}
 		}
-		return forbid("host " + shown + " is not in this session's network allowlist")
 	case verdictPort:
-		return forbid("port " + strconv.Itoa(port) + " is not allowed for " + shown + " by this session's network allowlist")
+		refused = refusal{status: http.StatusForbidden, reason: "port " + strconv.Itoa(port) + " is not allowed for " + shown + " by this session's network allowlist"}
 	case verdictConnectPort:
-		return forbid("CONNECT to port " + strconv.Itoa(port) + " of " + shown + " is not allowed: a pattern without a port tunnels to 443 only (plain http:// goes as a proxied request)")
+		refused = refusal{status: http.StatusForbidden, reason: "CONNECT to port " + strconv.Itoa(port) + " of " + shown + " is not allowed: a pattern without a port tunnels to 443 only (plain http:// goes as a proxied request)"}
+	}
+	// A name the list does not allow may still resolve into one of its
+	// CIDR blocks: then only the addresses in a block may be dialed.
+	inBlocks := v != verdictAllowed && name != "" && p.pol.hasBlocks()
+	if v != verdictAllowed && !inBlocks {
+		return nil, refused
 	}
 	if ip.IsValid() { // the client named this address: no secret in saying it
 		if why := p.rules.forbidden(ip); why != "" {
@@ -393,6 +402,14 @@ func (p *Proxy) check(host string, port int, connect bool) ([]netip.Addr, refusa
 	var no refusal
 	for _, a := range found[:min(len(found), 32)] {
 		a = a.Unmap()
+		if inBlocks && !p.pol.allowsAddr(a, port, connect) {
+			if !no.addr.IsValid() {
+				// The name's own refusal: which address is never said.
+				no = refused
+				no.addr = a
+			}
+			continue
+		}
 		if why := p.rules.forbidden(a); why != "" {
 			if !no.addr.IsValid() {
 				// Why, never which address: the reason reaches the session.

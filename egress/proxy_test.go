@@ -608,3 +608,54 @@ func TestHostileDestinationHead(t *testing.T) {
 	h.proxy.Close()
 	<-done
 }
+
+// TestCIDRBlocks: a block in a session's list lets through an IP literal
+// in it and the addresses in it that a name resolves to (only those are
+// dialed), on its ports; a name whose addresses are all outside is
+// refused without saying where it resolves; a block must be within the
+// operator's ceiling, and narrower than a /8.
+func TestCIDRBlocks(t *testing.T) {
+	plain, _ := newUpstream(t)
+	port := strconv.Itoa(plain.port)
+	cfg := egress.Config{AllowPrivate: loopback, Allow: []string{"*.test:*", "127.0.0.0/8:*", "10.0.0.0/16:*", "[2001:db8::/32]:*"}}
+	h := startProxy(t, cfg, "127.0.0.0/24:"+port)
+	c := h.client(nil)
+	for _, u := range []string{"http://allowed.test:" + port + "/", "http://127.0.0.1:" + port + "/", "http://mixed.test:" + port + "/"} {
+		if status, body, err := get(t, c, u); status != 200 || err != nil {
+			t.Fatalf("%s through a block: %d %q %v", u, status, body, err)
+		}
+	}
+	if ds := h.decisions(); ds[2].Addr != netip.MustParseAddr("127.0.0.1") {
+		t.Fatalf("mixed.test dialed %v, not its address in the block", ds[2].Addr)
+	}
+	hits := plain.hits.Load()
+	for u, want := range map[string]string{
+		"http://internal.test:" + port + "/": "host internal.test is not in this session's network allowlist",
+		"http://allowed.test:1/":             "host allowed.test is not in this session's network allowlist",
+	} {
+		status, body, _ := get(t, c, u)
+		if status != http.StatusForbidden || !strings.Contains(body, want) || strings.Contains(body, "10.0.0.1") {
+			t.Errorf("%s: %d %q, want 403 %q without the address", u, status, body, want)
+		}
+	}
+	if plain.hits.Load() != hits {
+		t.Error("a refused destination was reached")
+	}
+
+	svc, err := egress.NewService(egress.Config{Dir: egressDir(t), AllowPrivate: loopback, Allow: cfg.Allow}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := svc.Admit([]string{"10.0.5.0/24:443", "[2001:db8::/48]", "127.0.0.1"})
+	if err != nil {
+		t.Fatalf("blocks within the ceiling: %v", err)
+	}
+	if got := strings.Join(pol.Strings(), " "); got != "10.0.5.0/24:443 [2001:db8::/48] 127.0.0.1" {
+		t.Fatalf("canonical blocks: %q", got)
+	}
+	for _, bad := range []string{"10.0.0.0/8", "192.168.0.0/24", "0.0.0.0/0", "[::/0]", "10.0.0.0/33", "[::ffff:10.0.0.0/120]", "10.0.0.0/16/1"} {
+		if _, err := svc.Admit([]string{bad}); err == nil {
+			t.Errorf("%s was admitted", bad)
+		}
+	}
+}
