@@ -448,6 +448,7 @@ type FileEntry struct {
 	Size  int64     `json:"size"`
 	MTime time.Time `json:"mtime"`
 	Type  string    `json:"type"` // file, dir, symlink or other
+	Mode  int       `json:"mode"` // permission bits, at most 0o7777
 }
 
 // Listing is a directory listing; Truncated says it was cut at the

@@ -266,6 +266,7 @@ type Entry struct {
 	Size  int64     `json:"size"`
 	MTime time.Time `json:"mtime"`
 	Type  string    `json:"type"` // file, dir, symlink or other
+	Mode  uint32    `json:"mode"` // permission bits (with setuid, setgid and sticky): at most 0o7777
 }
 
 // MaxListEntries bounds one listing.
@@ -302,7 +303,7 @@ func (r *Root) List(dir string) (entries []Entry, truncated bool, err error) {
 			continue // removed meanwhile
 		}
 		entries = append(entries, Entry{Name: name, Path: path.Join(dir, name), Size: st.Size,
-			MTime: time.Unix(st.Mtim.Unix()).UTC(), Type: fileType(st.Mode)})
+			MTime: time.Unix(st.Mtim.Unix()).UTC(), Type: fileType(st.Mode), Mode: st.Mode & 0o7777})
 	}
 	return entries, truncated, nil
 }
@@ -338,7 +339,7 @@ func (r *Root) Stat(p string) (Entry, error) {
 	if err := unix.Fstatat(fd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return Entry{}, mapErr(p, err)
 	}
-	return Entry{Name: base, Path: p, Size: st.Size, MTime: time.Unix(st.Mtim.Unix()).UTC(), Type: fileType(st.Mode)}, nil
+	return Entry{Name: base, Path: p, Size: st.Size, MTime: time.Unix(st.Mtim.Unix()).UTC(), Type: fileType(st.Mode), Mode: st.Mode & 0o7777}, nil
 }
 
 // Remove deletes the file, symlink (not its target) or directory tree at p.

@@ -181,6 +181,16 @@ func TestWriteListRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
+	// Entries carry their permission bits.
+	if err := os.Chmod(filepath.Join(ws, "data/sub/a.csv"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := r.Stat("data/sub/a.csv"); err != nil || e.Mode != 0o640 || e.Type != "file" {
+		t.Fatalf("stat: %+v %v", e, err)
+	}
+	if ents, _, err := r.List("data/sub"); err != nil || len(ents) != 1 || ents[0].Mode != 0o640 {
+		t.Fatalf("list of a 0640 file: %+v %v", ents, err)
+	}
 	if _, _, err := r.OpenFile("data"); !errors.Is(err, workspace.ErrIsDir) {
 		t.Fatalf("open dir: %v", err)
 	}

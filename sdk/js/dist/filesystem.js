@@ -58,15 +58,21 @@ function baseName(p) {
     const parts = p.replace(/\/+$/, '').split('/');
     return parts[parts.length - 1] || '';
 }
+/** `ls -l`'s form of a type and permission bits: "drwxr-xr-x". */
+function permissions(type, mode) {
+    const first = type === 'dir' ? 'd' : type === 'symlink' ? 'l' : '-';
+    return first + [...'rwxrwxrwx'].map((ch, i) => (mode & (1 << (8 - i)) ? ch : '-')).join('');
+}
 function entry(e) {
     const rel = String(e.path ?? e.name ?? '');
+    const mode = (Number(e.mode) & 0o7777) || (e.type === 'dir' ? 0o755 : 0o644);
     return {
         name: String(e.name ?? baseName(rel)),
         type: e.type === 'dir' ? FileType.DIR : FileType.FILE,
         path: toAbsolute(rel),
         size: Number(e.size ?? 0),
-        mode: 0,
-        permissions: '',
+        mode,
+        permissions: permissions(String(e.type ?? 'file'), mode),
         owner: 'user',
         group: 'user',
         ...(e.mtime ? { modifiedTime: new Date(e.mtime) } : {}),

@@ -864,6 +864,8 @@ export interface FileEntry {
   mtime: string
   /** file, dir, symlink or other */
   type: string
+  /** permission bits, at most 0o7777 */
+  mode: number
 }
 
 /** Pool is the gateway's warm pool of pre-started kernels: how many it keeps (Target), has ready and is starting. */

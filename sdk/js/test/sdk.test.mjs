@@ -256,6 +256,9 @@ test('files: write, read (text, bytes, blob, stream), list, exists, getInfo, mak
   assert.equal(info.name, 'b.bin')
   assert.ok(info.modifiedTime instanceof Date)
   assert.equal((await sbx.files.getInfo('fdir/sub')).type, FileType.DIR)
+  await sbx.commands.run('chmod 750 /home/user/fdir/sub')
+  const sub = await sbx.files.getInfo('fdir/sub') // the directory's own bits, from the gateway
+  assert.deepEqual([sub.mode, sub.permissions], [0o750, 'drwxr-x---'])
   await assert.rejects(sbx.files.getInfo('fdir/nope'), FileNotFoundError)
   await assert.rejects(sbx.files.read('fdir/nope.txt'), (e) => e instanceof FileNotFoundError && e instanceof NotFoundError)
   assert.equal(await sbx.files.makeDir('/home/user/made/deep'), true)

@@ -144,7 +144,8 @@ class Filesystem:
         entries = []
         for e in out.get("entries") or []:
             info = EntryInfo(name=str(e.get("name", "")), type=file_type(e.get("type")), path=str(e.get("path", "")),
-                             size=int(e.get("size") or 0), modified_time=parse_time(e.get("mtime")))
+                             size=int(e.get("size") or 0), modified_time=parse_time(e.get("mtime")),
+                             mode=int(e.get("mode") or 0) & 0o7777)
             entries.append(info)
             if depth > 1 and info.type == FileType.DIR:
                 entries.extend(self.list(info.path, depth - 1))

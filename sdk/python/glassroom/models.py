@@ -327,6 +327,8 @@ class EntryInfo:
     path: str
     size: int
     modified_time: datetime
+    mode: int = 0
+    """Permission bits (0o644...); 0 from a gateway that does not say."""
 
 
 @dataclass

@@ -108,6 +108,9 @@ class E2BSyncTest(unittest.TestCase):
         info = f.get_info("/home/user/d/x.txt")
         self.assertIsInstance(info, EntryInfo)
         self.assertEqual((info.size, info.path), (2, "/home/user/d/x.txt"))
+        self.sbx.commands.run("chmod 640 /home/user/d/x.txt")
+        info = f.get_info("/home/user/d/x.txt")  # the file's own bits, from the gateway
+        self.assertEqual((info.mode, info.permissions), (0o640, "-rw-r-----"))
         self.assertTrue(f.make_dir("/home/user/m"))
         self.assertFalse(f.make_dir("/home/user/m"))
         self.assertTrue(f.exists("/home/user/m"))

@@ -111,7 +111,7 @@ class EntryInfo(WriteInfo):
 
     size: int = 0
     mode: int = 0
-    """Permission bits: 0o644 for files, 0o755 for directories (the gateway does not report them)."""
+    """Permission bits (0o644...); ``permissions`` is their ``ls -l`` form."""
     permissions: str = ""
     owner: str = "user"
     group: str = "user"

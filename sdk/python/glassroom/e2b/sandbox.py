@@ -289,10 +289,17 @@ def _abs(rel: str) -> str:
     return WORKSPACE + ("/" + rel if rel else "")
 
 
+def _permissions(t: Any, mode: int) -> str:
+    """``ls -l``'s form of a type and permission bits: "drwxr-xr-x"."""
+    first = {FileType.DIR: "d", FileType.SYMLINK: "l"}.get(t, "-")
+    return first + "".join(ch if mode & (1 << (8 - i)) else "-" for i, ch in enumerate("rwxrwxrwx"))
+
+
 def _entry(e: Any) -> EntryInfo:
     is_dir = e.type == FileType.DIR
-    return EntryInfo(name=e.name, type=e.type, path=_abs(e.path), size=e.size, mode=0o755 if is_dir else 0o644,
-                     permissions="drwxr-xr-x" if is_dir else "-rw-r--r--", modified_time=e.modified_time)
+    mode = getattr(e, "mode", 0) or (0o755 if is_dir else 0o644)
+    return EntryInfo(name=e.name, type=e.type, path=_abs(e.path), size=e.size, mode=mode,
+                     permissions=_permissions(e.type, mode), modified_time=e.modified_time)
 
 
 def _entry_json(e: Dict[str, Any]) -> EntryInfo:
@@ -300,9 +307,9 @@ def _entry_json(e: Dict[str, Any]) -> EntryInfo:
     rel = clean_path(str(e.get("path", "")))
     t = file_type(e.get("type") or "file")
     is_dir = t == FileType.DIR
+    mode = (int(e.get("mode") or 0) & 0o7777) or (0o755 if is_dir else 0o644)
     return EntryInfo(name=str(e.get("name") or posixpath.basename(rel)), type=t, path=_abs(rel), size=int(e.get("size") or 0),
-                     mode=0o755 if is_dir else 0o644, permissions="drwxr-xr-x" if is_dir else "-rw-r--r--",
-                     modified_time=parse_time(e.get("mtime")))
+                     mode=mode, permissions=_permissions(t, mode), modified_time=parse_time(e.get("mtime")))
 
 
 class SandboxPaginator:
