@@ -285,10 +285,50 @@ func (p Pattern) coversHosts(q Pattern) bool {
 	return false
 }
 
-// Policy is a parsed allowlist. The zero Policy allows nothing. It is
+// Policy is a parsed allowlist, with the destinations it denies even
+// when they are allowed (WithDeny). The zero Policy allows nothing. It is
 // immutable and safe for concurrent use.
 type Policy struct {
 	patterns []Pattern
+	deny     []Pattern
+}
+
+// WithDeny returns the policy that refuses, before anything the list
+// allows, every destination one of deny's patterns matches (names,
+// literals, and for blocks and literals the addresses a name resolves
+// to), at most MaxPatterns. A deny list needs no ceiling: it only takes
+// away.
+func (pol Policy) WithDeny(deny []string) (Policy, error) {
+	d, err := ParsePolicy(deny)
+	if err != nil {
+		return Policy{}, err
+	}
+	pol.deny = d.patterns
+	return pol, nil
+}
+
+// DenyStrings returns the deny patterns in canonical form.
+func (pol Policy) DenyStrings() []string {
+	out := make([]string, len(pol.deny))
+	for i, p := range pol.deny {
+		out[i] = p.String()
+	}
+	return out
+}
+
+// denies reports whether a deny pattern matches the destination: name
+// (or ip, a literal) on port, or addr, an address it resolved to (the
+// zero Addr when there is none yet).
+func (pol Policy) denies(name string, ip, addr netip.Addr, port int) bool {
+	for _, p := range pol.deny {
+		if p.port > 0 && p.port != port { // a deny pattern without a port denies every port
+			continue
+		}
+		if p.matchesHost(name, ip) || addr.IsValid() && (p.matchesAddr(addr) || p.kind == hostIP && p.ip == addr) {
+			return true
+		}
+	}
+	return false
 }
 
 // ParsePolicy parses an allowlist of at most MaxPatterns patterns

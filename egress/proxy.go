@@ -49,7 +49,7 @@ type Proxy struct {
 	cfg    Config
 	rules  *addressRules
 	id     string
-	pol    Policy
+	pol    atomic.Pointer[Policy] // SetPolicy replaces it
 	dir    string
 	notify func(Decision)
 	log    zerolog.Logger
@@ -68,7 +68,7 @@ type Proxy struct {
 	bytesUp, bytesDown atomic.Int64
 
 	mu     sync.Mutex
-	conns  map[net.Conn]struct{} // client and upstream connections, closed by Close
+	conns  map[net.Conn]*dest // client and upstream connections (an upstream's: where it goes), closed by Close
 	closed bool
 
 	closeOnce sync.Once
@@ -99,7 +99,7 @@ func newProxy(s *Service, id string, pol Policy, dir string, notify func(Decisio
 	burst := int(min(max(s.cfg.RateBytes, 4<<10), 256<<10))
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Proxy{
-		cfg: s.cfg, rules: s.rules, id: id, pol: pol, dir: dir, notify: notify, ln: ln,
+		cfg: s.cfg, rules: s.rules, id: id, dir: dir, notify: notify, ln: ln,
 		log: s.log.With().Str("session", id).Logger(),
 		ctx: ctx, cancel: cancel,
 		slots:    make(chan struct{}, s.cfg.MaxConns),
@@ -107,8 +107,9 @@ func newProxy(s *Service, id string, pol Policy, dir string, notify func(Decisio
 		accepts:  rate.NewLimiter(rate.Limit(s.cfg.ConnRate), max(1, int(2*s.cfg.ConnRate))),
 		up:       rate.NewLimiter(rate.Limit(s.cfg.RateBytes), burst),
 		down:     rate.NewLimiter(rate.Limit(s.cfg.RateBytes), burst),
-		conns:    map[net.Conn]struct{}{},
+		conns:    map[net.Conn]*dest{},
 	}
+	p.pol.Store(&pol)
 	p.wg.Add(1)
 	go p.acceptLoop()
 	p.log.Info().Strs("allow", pol.Strings()).Msg("egress proxy started")
@@ -119,8 +120,38 @@ func newProxy(s *Service, id string, pol Policy, dir string, notify func(Decisio
 // its directory.
 func (p *Proxy) Socket() string { return filepath.Join(p.dir, SocketName) }
 
-// Policy returns the session's allowlist.
-func (p *Proxy) Policy() Policy { return p.pol }
+// Policy returns the session's allowlist (and deny list).
+func (p *Proxy) Policy() Policy { return *p.pol.Load() }
+
+// dest is where an upstream connection goes, as it was checked: the
+// name or literal the client asked for, the address dialed, the port and
+// whether it is a tunnel.
+type dest struct {
+	name    string
+	ip      netip.Addr // the literal asked for; zero for a name
+	addr    netip.Addr
+	port    int
+	connect bool
+}
+
+// SetPolicy replaces the policy (a session's network changed while it
+// runs): new connections are checked against pol at once, and every
+// open connection pol refuses is closed now (an allowed one goes on).
+// It returns how many were closed.
+func (p *Proxy) SetPolicy(pol Policy) int {
+	p.pol.Store(&pol)
+	p.mu.Lock()
+	n := 0
+	for c, d := range p.conns {
+		if d != nil && !pol.admits(*d) {
+			c.Close()
+			n++
+		}
+	}
+	p.mu.Unlock()
+	p.log.Info().Strs("allow", pol.Strings()).Strs("deny", pol.DenyStrings()).Int("closed", n).Msg("egress policy changed")
+	return n
+}
 
 // Stats returns the counters so far.
 func (p *Proxy) Stats() Stats {
@@ -179,15 +210,28 @@ func (p *Proxy) CloseConnections() {
 	}
 }
 
-// track registers c so Close can end it; false once the proxy is closed.
-func (p *Proxy) track(c net.Conn) bool {
+// track registers c so Close can end it (and SetPolicy, when d, where
+// it goes, is refused); false once the proxy is closed.
+func (p *Proxy) track(c net.Conn, d *dest) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	if p.closed || d != nil && !p.pol.Load().admits(*d) { // checked before a SetPolicy that refuses it
 		return false
 	}
-	p.conns[c] = struct{}{}
+	p.conns[c] = d
 	return true
+}
+
+// admits reports whether pol lets a connection that was checked as d
+// (by an earlier policy) go on.
+func (pol Policy) admits(d dest) bool {
+	if pol.denies(d.name, d.ip, d.addr, d.port) {
+		return false
+	}
+	if pol.check(d.name, d.ip, d.port, d.connect) == verdictAllowed {
+		return true
+	}
+	return d.name != "" && pol.allowsAddr(d.addr, d.port, d.connect)
 }
 
 func (p *Proxy) untrack(c net.Conn) {
@@ -234,7 +278,7 @@ func (p *Proxy) acceptLoop() {
 		if busy {
 			release = func() { <-p.overflow }
 		}
-		if !p.track(c) {
+		if !p.track(c, nil) {
 			c.Close()
 			release()
 			return
@@ -289,7 +333,8 @@ func (p *Proxy) serve(c net.Conn, busy bool, release func()) {
 		p.refuseAddr(c, d, no)
 		return
 	}
-	up, addr, err := p.dial(addrs, port)
+	name, literal, _ := parseHost(host) // check parsed it already
+	up, addr, err := p.dial(addrs, dest{name: name, ip: literal, port: port, connect: req.Method == http.MethodConnect})
 	if err != nil {
 		p.unreachable(c, d, "cannot connect to "+d.Host+":"+strconv.Itoa(port), err)
 		return
@@ -365,7 +410,11 @@ func (p *Proxy) check(host string, port int, connect bool) ([]netip.Addr, refusa
 	forbid := func(why string) ([]netip.Addr, refusal) {
 		return nil, refusal{status: http.StatusForbidden, reason: why}
 	}
-	v := p.pol.check(name, ip, port, connect)
+	pol := p.pol.Load()
+	if pol.denies(name, ip, netip.Addr{}, port) {
+		return forbid(shown + " is denied by this session's network rules")
+	}
+	v := pol.check(name, ip, port, connect)
 	var refused refusal
 	switch v {
 	case verdictHost:
@@ -381,7 +430,7 @@ func (p *Proxy) check(host string, port int, connect bool) ([]netip.Addr, refusa
 	}
 	// A name the list does not allow may still resolve into one of its
 	// CIDR blocks: then only the addresses in a block may be dialed.
-	inBlocks := v != verdictAllowed && name != "" && p.pol.hasBlocks()
+	inBlocks := v != verdictAllowed && name != "" && pol.hasBlocks()
 	if v != verdictAllowed && !inBlocks {
 		return nil, refused
 	}
@@ -402,7 +451,13 @@ func (p *Proxy) check(host string, port int, connect bool) ([]netip.Addr, refusa
 	var no refusal
 	for _, a := range found[:min(len(found), 32)] {
 		a = a.Unmap()
-		if inBlocks && !p.pol.allowsAddr(a, port, connect) {
+		if pol.denies(name, netip.Addr{}, a, port) {
+			if !no.addr.IsValid() {
+				no = refusal{status: http.StatusForbidden, reason: name + " is denied by this session's network rules", addr: a}
+			}
+			continue
+		}
+		if inBlocks && !pol.allowsAddr(a, port, connect) {
 			if !no.addr.IsValid() {
 				// The name's own refusal: which address is never said.
 				no = refused
@@ -430,7 +485,8 @@ var errDialForbidden = errors.New("egress: refusing to connect to an unchecked a
 // dial connects to the first of addrs that answers, within DialTimeout.
 // The dialer checks each address again at the socket: only addresses
 // checked by check, never a name, are connected to.
-func (p *Proxy) dial(addrs []netip.Addr, port int) (net.Conn, netip.Addr, error) {
+func (p *Proxy) dial(addrs []netip.Addr, to dest) (net.Conn, netip.Addr, error) {
+	port := to.port
 	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.DialTimeout)
 	defer cancel()
 	checked := map[netip.Addr]bool{}
@@ -448,7 +504,8 @@ func (p *Proxy) dial(addrs []netip.Addr, port int) (net.Conn, netip.Addr, error)
 	for _, a := range addrs {
 		c, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())
 		if err == nil {
-			if !p.track(c) {
+			to.addr = a
+			if !p.track(c, &to) {
 				c.Close()
 				return nil, a, ErrClosed
 			}

@@ -659,3 +659,98 @@ func TestCIDRBlocks(t *testing.T) {
 		}
 	}
 }
+
+// tunnelTo opens a CONNECT tunnel through h to host:port (an upstream
+// that accepts on ln) and returns the client's end and the upstream's.
+func tunnelTo(t *testing.T, h *harness, ln net.Listener, host string) (net.Conn, net.Conn) {
+	t.Helper()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	c, err := egresstest.Dial(context.Background(), h.proxy.Socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	fmt.Fprintf(c, "CONNECT %s:%d HTTP/1.1\r\n\r\n", host, ln.Addr().(*net.TCPAddr).Port)
+	br := bufio.NewReader(c)
+	if line, _ := br.ReadString('\n'); !strings.HasPrefix(line, "HTTP/1.1 200") {
+		t.Fatalf("CONNECT %s: %q", host, line)
+	}
+	br.ReadString('\n')
+	upc := <-accepted
+	t.Cleanup(func() { upc.Close() })
+	return c, upc
+}
+
+// TestDenyAndPolicyChange: a deny list refuses, before the allowlist, a
+// name, a literal and a name that resolves into a denied block; a new
+// policy (a session's network changed while it runs) applies to new
+// connections at once and closes the open ones it refuses, not the
+// others.
+func TestDenyAndPolicyChange(t *testing.T) {
+	plain, _ := newUpstream(t)
+	port := strconv.Itoa(plain.port)
+	h := startProxy(t, egress.Config{AllowPrivate: loopback}, "*.test:*", "127.0.0.1:*")
+	svc, err := egress.NewService(egress.Config{Dir: egressDir(t), AllowPrivate: loopback, Allow: []string{"*.test:*", "127.0.0.1:*", "127.0.0.0/8:*"}}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := svc.Admit([]string{"*.test:*", "127.0.0.1:*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	denied, err := pol.WithDeny([]string{"blocked.test", "127.0.0.0/30:" + port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(denied.DenyStrings(), " "); got != "blocked.test 127.0.0.0/30:"+port {
+		t.Fatalf("deny strings %q", got)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	keep, keepUp := tunnelTo(t, h, ln, "kept.test")
+	lose, loseUp := tunnelTo(t, h, ln, "blocked.test")
+
+	if n := h.proxy.SetPolicy(denied); n != 1 {
+		t.Fatalf("SetPolicy closed %d connections, want the one it refuses", n)
+	}
+	lose.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := lose.Read(make([]byte, 1)); err == nil {
+		t.Fatal("the tunnel to the denied name outlived the change")
+	}
+	keep.Write([]byte("ping"))
+	buf := make([]byte, 4)
+	keepUp.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadFull(keepUp, buf); err != nil || string(buf) != "ping" {
+		t.Fatalf("the allowed tunnel after the change: %q %v", buf, err)
+	}
+	_ = loseUp
+
+	c := h.client(nil)
+	for u, want := range map[string]string{
+		"http://blocked.test:" + port + "/": "blocked.test is denied by this session's network rules",
+		"http://127.0.0.1:" + port + "/":    "127.0.0.1 is denied by this session's network rules",
+		"http://allowed.test:" + port + "/": "allowed.test is denied by this session's network rules", // resolves into the denied block
+	} {
+		if status, body, _ := get(t, c, u); status != http.StatusForbidden || !strings.Contains(body, want) {
+			t.Errorf("%s: %d %q, want 403 %q", u, status, body, want)
+		}
+	}
+	// Back to the plain list: allowed again.
+	h.proxy.SetPolicy(pol)
+	if status, _, err := get(t, c, "http://allowed.test:"+port+"/"); status != 200 || err != nil {
+		t.Fatalf("after the deny list went: %d %v", status, err)
+	}
+	if got := h.proxy.Policy().DenyStrings(); len(got) != 0 {
+		t.Fatalf("Policy after the change back: deny %v", got)
+	}
+}
