@@ -29,6 +29,11 @@ type UpdateSessionRequest struct {
 	// LifetimeS: the session now ends this long from now (at most the
 	// gateway's --max-lifetime).
 	LifetimeS *float64 `json:"lifetime_s,omitempty"`
+	// Network replaces the session's network rules while it runs (E2B's
+	// update_network): checked as at creation; new connections follow
+	// it at once and the open ones it refuses are closed. Only a session
+	// created with a network has one to change (409 no_network).
+	Network *Network `json:"network,omitempty"`
 }
 
 // MoveFileRequest is the body of POST /v1/sessions/{id}/files-move.

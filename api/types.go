@@ -107,6 +107,9 @@ type Kernel struct {
 // "api.example.com:443"), within what the gateway's operator allows.
 type Network struct {
 	Allow []string `json:"allow"`
+	// Deny lists destinations refused even when Allow has them (names,
+	// literals, CIDR blocks; without a port, every port).
+	Deny []string `json:"deny,omitempty"`
 }
 
 // Limits are a session's resource limits. In CreateOptions a zero field

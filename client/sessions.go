@@ -89,6 +89,19 @@ func (c *Client) SetIdleTimeout(ctx context.Context, id string, d time.Duration)
 	return &s, nil
 }
 
+// SetNetwork replaces the session's network rules while it runs (E2B's
+// update_network): new connections follow n at once and the open ones it
+// refuses are closed. ErrConflict for a session created without a
+// network; a rule beyond the gateway's ceiling is refused (400).
+func (c *Client) SetNetwork(ctx context.Context, id string, n Network) (*Session, error) {
+	var s Session
+	body := api.UpdateSessionRequest{Network: &n}
+	if err := c.do(ctx, request{method: http.MethodPatch, path: sessionPath(id), json: body}, &s, http.StatusOK); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
 // ExecuteOptions tune one execution.
 type ExecuteOptions struct {
 	// Timeout bounds the execution on the gateway (0: its default). A

@@ -64,7 +64,7 @@ func (s *sessionsAPI) createSession(c echo.Context) error {
 	opts := sessions.CreateOptions{Kernel: req.Language, Env: req.Env, IdleTimeout: idle, Template: req.Template,
 		Metadata: req.Metadata, Lifetime: life}
 	if req.Network != nil {
-		opts.Network = sessions.Network{Allow: req.Network.Allow}
+		opts.Network = sessions.Network{Allow: req.Network.Allow, Deny: req.Network.Deny}
 	}
 	if l := req.Limits; l != nil {
 		opts.Limits = sessions.LimitsFromWire(*l)
@@ -202,6 +202,11 @@ func (s *sessionsAPI) updateSession(c echo.Context) error {
 			return err
 		}
 		if err := sess.SetLifetime(life); err != nil {
+			return err
+		}
+	}
+	if req.Network != nil {
+		if err := sess.SetNetwork(sessions.Network{Allow: req.Network.Allow, Deny: req.Network.Deny}); err != nil {
 			return err
 		}
 	}

@@ -509,3 +509,88 @@ t2 = tunnel()`, 60)
 		})
 	}
 }
+
+// TestNetworkRulesChangeWhileRunning: a session's network has a deny list
+// over its allowlist, and its rules change while it runs (E2B's
+// update_network): new connections follow at once, an open tunnel the
+// new rules refuse is closed while the kernel holds it, an allowed one
+// is not; a change beyond the ceiling is refused and the rules stay; a
+// session without a network has none to change.
+func TestNetworkRulesChangeWhileRunning(t *testing.T) {
+	for name, rt := range runtimes() {
+		t.Run(name, func(t *testing.T) {
+			up := startEgressUpstreams(t)
+			e := newEnv(t, rt(t), egressConfig(t, egresstest.NewResolver(nil), "*.test:*"))
+			c := e.client(keyA)
+			ctx := context.Background()
+			tests := fmt.Sprintf("*.test:%d", up.plain)
+			s, err := c.CreateSession(ctx, glclient.CreateOptions{Network: &glclient.Network{Allow: []string{tests}, Deny: []string{"blocked.test"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Network == nil || len(s.Network.Deny) != 1 || s.Network.Deny[0] != "blocked.test" {
+				t.Fatalf("the session's network: %+v", s.Network)
+			}
+			run := func(code string) string {
+				t.Helper()
+				x := e.exec(keyA, s.ID, fetchPy+fmt.Sprintf("P = %d\n", up.plain)+code, 120)
+				if x.Status != "ok" {
+					t.Fatalf("%s: %+v", code, x)
+				}
+				return strings.TrimSpace(x.Stdout)
+			}
+			if out := run(`print(fetch("http://allowed.test:%d/" % P)); print(fetch("http://blocked.test:%d/" % P))`); !strings.Contains(out, "OK 200") ||
+				!strings.Contains(out, "HTTP 403 glassroom egress: blocked.test is denied by this session's network rules") {
+				t.Fatalf("allow and deny: %q", out)
+			}
+			// Two tunnels the kernel holds open: one to a name the change
+			// denies, one to a name it keeps.
+			if out := run(`import socket
+def tunnel(host):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+    s.sendall(b"CONNECT %s:%d HTTP/1.1\r\n\r\n" % (host.encode(), P))
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += s.recv(1)
+    return s, head.split(b"\r\n")[0].decode()
+lose, a = tunnel("allowed.test")
+keep, b = tunnel("kept.test")
+print(a, "|", b)`); out != "HTTP/1.1 200 Connection established | HTTP/1.1 200 Connection established" {
+				t.Fatalf("tunnels: %q", out)
+			}
+			s2, err := c.SetNetwork(ctx, s.ID, glclient.Network{Allow: []string{tests}, Deny: []string{"allowed.test"}})
+			if err != nil || len(s2.Network.Deny) != 1 || s2.Network.Deny[0] != "allowed.test" {
+				t.Fatalf("SetNetwork: %+v %v", s2, err)
+			}
+			out := run(`def relay(s):
+    try:
+        s.sendall(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n")
+        data = s.recv(200)
+        return "relayed" if data.startswith(b"HTTP/1.0 200") else "closed %r" % data[:20]
+    except OSError as e:
+        return "closed %s" % type(e).__name__
+print(relay(lose), "|", relay(keep))
+print(fetch("http://allowed.test:%d/" % P))
+print(fetch("http://blocked.test:%d/" % P))`)
+			lines := strings.Split(out, "\n")
+			if len(lines) != 3 || !strings.HasPrefix(lines[0], "closed") || !strings.HasSuffix(lines[0], "| relayed") ||
+				!strings.Contains(lines[1], "allowed.test is denied") || !strings.HasPrefix(lines[2], "OK 200") {
+				t.Fatalf("after the change: %q", out)
+			}
+			// Beyond the ceiling: refused, the rules stay.
+			if _, err := c.SetNetwork(ctx, s.ID, glclient.Network{Allow: []string{"example.com"}}); err == nil {
+				t.Fatal("a rule beyond the ceiling was taken")
+			}
+			if got, _ := c.GetSession(ctx, s.ID); got.Network == nil || got.Network.Deny[0] != "allowed.test" {
+				t.Fatalf("the rules after a refused change: %+v", got.Network)
+			}
+			bare, err := c.CreateSession(ctx, glclient.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.SetNetwork(ctx, bare.ID, glclient.Network{Allow: []string{tests}}); !errors.Is(err, glclient.ErrConflict) {
+				t.Fatalf("a session without a network: %v", err)
+			}
+		})
+	}
+}

@@ -52,7 +52,7 @@ func (s *Session) storeRecord() sessionstore.Record {
 	}
 	s.mu.Unlock()
 	if n := networkOf(s.egress); n != nil {
-		r.Network = n.Allow
+		r.Network, r.NetworkDeny = n.Allow, n.Deny
 	}
 	r.LastSeq = s.LastSeq()
 	if p, ok := s.sandbox.(sandbox.Persistent); ok {
@@ -171,7 +171,7 @@ func (m *Manager) restore(ctx context.Context, adopter sandbox.Adopter, canAdopt
 	proxy, netLost := m.networks.resume(rec, networkNotifier(&created))
 	s := newSession(sessionParams{id: rec.ID, tenant: rec.Tenant, runtime: m.rt.Name(), cfg: m.cfg, log: m.log,
 		idle: rec.IdleTimeout, created: rec.CreatedAt, lastActive: rec.LastActive, firstSeq: rec.LastSeq + restoredSeqGap,
-		budget: m.budget.Account(rec.Tenant), slots: m.slots, sandbox: sb, client: conn, files: files, watch: watch, egress: proxy, persist: m.records.put, wake: m.clock.wake,
+		budget: m.budget.Account(rec.Tenant), slots: m.slots, sandbox: sb, client: conn, files: files, watch: watch, egress: proxy, persist: m.records.put, wake: m.clock.wake, networks: m.networks,
 		kernel: rec.Kernel, installed: m.InstalledKernels(), template: rec.Template, metadata: copyMetadata(rec.Metadata), endAt: rec.EndAt,
 		jupyterSessions: jupyterSessions})
 	created.Store(s)
@@ -316,6 +316,9 @@ func (m *networks) resume(rec sessionstore.Record, notify func(egress.Decision))
 		return nil, ""
 	}
 	pol, err := m.egress.Admit(rec.Network)
+	if err == nil {
+		pol, err = pol.WithDeny(rec.NetworkDeny)
+	}
 	if err == nil {
 		proxy, err = m.egress.Resume(rec.ID, pol, notify)
 	}

@@ -23,6 +23,9 @@ var (
 	ErrClosed = errors.New("sessions: closed")
 	// ErrTooManyClients: the session has as many WebSocket clients as allowed.
 	ErrTooManyClients = errors.New("sessions: too many clients attached")
+	// ErrNoNetwork: the session was created without a network: it has no
+	// egress proxy, and its network cannot be changed.
+	ErrNoNetwork = errors.New("sessions: this session was created without a network: its network cannot be changed (create one with a network)")
 	// ErrKernelDead: the kernel is dead and could not be restarted.
 	ErrKernelDead = errors.New("sessions: kernel is dead")
 	// ErrTooManyContexts: the session holds as many contexts as allowed

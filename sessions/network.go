@@ -9,11 +9,13 @@ import (
 )
 
 // Network is a session's network access: the destinations (egress
-// patterns: "pypi.org", "*.pythonhosted.org", "api.example.com:443") its
-// kernel may reach through the session's egress proxy. The zero value is
-// no network at all.
+// patterns: "pypi.org", "*.pythonhosted.org", "api.example.com:443",
+// "203.0.113.0/24") its kernel may reach through the session's egress
+// proxy, except those Deny matches (checked first). The zero value is no
+// network at all.
 type Network struct {
 	Allow []string `json:"allow"`
+	Deny  []string `json:"deny,omitempty"`
 }
 
 // networks admits sessions' network lists against the operator's
@@ -31,6 +33,9 @@ func (m *networks) admit(n Network) (egress.Policy, error) {
 		return egress.Policy{}, nil
 	}
 	pol, err := m.egress.Admit(n.Allow)
+	if err == nil {
+		pol, err = pol.WithDeny(n.Deny)
+	}
 	if err != nil {
 		var pe *egress.PatternError
 		if errors.As(err, &pe) {
@@ -47,7 +52,32 @@ func networkOf(p *egress.Proxy) *Network {
 	if p == nil {
 		return nil
 	}
-	return &Network{Allow: p.Policy().Strings()}
+	pol := p.Policy()
+	n := &Network{Allow: pol.Strings()}
+	if d := pol.DenyStrings(); len(d) > 0 {
+		n.Deny = d
+	}
+	return n
+}
+
+// SetNetwork changes the session's network while it runs (E2B's
+// update_network): n is admitted as at creation; new connections follow
+// it at once, and the open ones it refuses are closed. A session created
+// without a network has no proxy and cannot gain one (ErrNoNetwork); an
+// empty allowlist refuses everything (the proxy stays, for a later
+// change). The change is kept with the session's record.
+func (s *Session) SetNetwork(n Network) error {
+	if s.egress == nil {
+		return ErrNoNetwork
+	}
+	pol, err := s.networks.admit(n)
+	if err != nil {
+		return err
+	}
+	closed := s.egress.SetPolicy(pol)
+	s.log.Info().Strs("allow", pol.Strings()).Strs("deny", pol.DenyStrings()).Int("closed", closed).Msg("session network changed")
+	s.persist()
+	return nil
 }
 
 // networkNotifier returns the proxy's callback: each refused connection

@@ -41,6 +41,7 @@ type Session struct {
 	egress              *egress.Proxy     // nil without a network; closed after the sandbox
 	persist             func()            // writes the session's record to the store (set by the manager)
 	wake                func()            // tells the reaper a deadline moved (set by the manager)
+	networks            *networks         // admits a network change (SetNetwork); nil in tests without one
 	template            string            // the template it was created from
 	metadata            map[string]string // the client's; never changed
 	disk                diskWalk          // one walk of the workspace's disk use at a time (metrics.go)
@@ -83,7 +84,8 @@ type sessionParams struct {
 	egress              *egress.Proxy     // nil without a network
 	persist             func(*Session)    // writes the session's record (nil: nothing to write)
 	wake                func()            // tells the reaper a deadline moved (nil: nobody to tell)
-	kernel, cwd         string            // the first kernel's; "": the default kernel, in the workspace
+	networks            *networks
+	kernel, cwd         string // the first kernel's; "": the default kernel, in the workspace
 	installed           []sandbox.KernelSpec
 	template            string
 	metadata            map[string]string
@@ -114,7 +116,7 @@ func newSession(p sessionParams) *Session {
 	}
 	s := &Session{
 		id: p.id, tenant: p.tenant, runtime: p.runtime, cfg: p.cfg, log: log, template: p.template, metadata: p.metadata, endAt: endAt,
-		created: created, idle: p.idle, persist: func() {}, wake: func() {}, budget: p.budget, sandbox: p.sandbox, files: p.files, egress: p.egress,
+		created: created, idle: p.idle, persist: func() {}, wake: func() {}, networks: p.networks, budget: p.budget, sandbox: p.sandbox, files: p.files, egress: p.egress,
 		ctx: ctx, cancel: cancel, lastActive: active, jupyterSessions: p.jupyterSessions,
 	}
 	if p.persist != nil { // set before the worker starts: a kernel death persists at once

@@ -42,6 +42,8 @@ type Record struct {
 	// Network is the session's egress allowlist (canonical patterns), nil
 	// for none: a restored session's proxy is resumed with it.
 	Network []string `json:"network,omitempty"`
+	// NetworkDeny is its deny list (canonical patterns), nil for none.
+	NetworkDeny []string `json:"network_deny,omitempty"`
 	// Kernel is the session's first kernel ("" for sandbox.DefaultKernel);
 	// its other contexts are not kept (they do not outlive a gateway).
 	Kernel  string        `json:"kernel,omitempty"`

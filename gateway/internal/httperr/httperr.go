@@ -108,6 +108,8 @@ func Of(err error) *Error {
 		return New(http.StatusTooManyRequests, "queue_full", "%s", err.Error())
 	case errors.Is(err, sessions.ErrNoInputPending):
 		return New(http.StatusConflict, "no_input_pending", "%s", err.Error())
+	case errors.Is(err, sessions.ErrNoNetwork):
+		return New(http.StatusConflict, "no_network", "this session was created without a network: its network cannot be changed (create a session with a network)")
 	case errors.Is(err, sessions.ErrPaused):
 		return New(http.StatusConflict, "session_paused", "the session is paused: resume it first (POST /v1/sessions/{id}/resume)")
 	case errors.Is(err, sessions.ErrNoPause):
