@@ -57,15 +57,17 @@ export interface SandboxOpts extends ConnectionOpts {
     /** E2B: false means no network, which is glassroom's default; true needs `network.allow` on glassroom. */
     allowInternetAccess?: boolean;
     /**
-     * glassroom: `{allow: ["pypi.org", ...]}`, within the operator's
-     * allowlist. E2B's `allowOut` (a list of hosts) is taken as `allow`;
-     * E2B's other network settings (`denyOut`, `allowPublicTraffic`, rules,
-     * proxies) have no glassroom counterpart and are ignored: a sandbox
-     * reaches nothing but what `allow` names.
+     * glassroom: `{allow: [...], deny: [...]}`, within the operator's
+     * allowlist. E2B's `allowOut` is taken as `allow`, its `denyOut` as
+     * `deny` (`['0.0.0.0/0']`: only what allowOut lists; on glassroom a deny
+     * wins over an allow); its other settings (`allowPublicTraffic`, rules,
+     * proxies) have no glassroom counterpart and are ignored.
      */
     network?: {
         allow?: string[];
         allowOut?: unknown;
+        deny?: string[];
+        denyOut?: unknown;
     } & Record<string, unknown>;
     /** glassroom: memory_mb, cpus, pids, workspace_mb. */
     limits?: {
@@ -191,6 +193,18 @@ export declare class Sandbox {
         requestTimeoutMs?: number;
     }): Promise<boolean>;
     /** CPU and memory (the sandbox's cgroup) and disk (the workspace): one sample, as a one-element list like E2B's. */
+    /**
+     * Replaces the sandbox's network rules while it runs (E2B's):
+     * `{ allowOut, denyOut }`. New connections follow them at once and open
+     * ones they refuse are closed. A sandbox created without a network has
+     * none to change (a SandboxError, status 409).
+     */
+    updateNetwork(network: {
+        allowOut?: string[];
+        denyOut?: string[];
+    }, opts?: {
+        requestTimeoutMs?: number;
+    }): Promise<void>;
     /** A signed URL that downloads `path` without the API key (E2B's); it expires after `useSignatureExpiration` seconds (default an hour, at most a day) or with the sandbox. */
     downloadUrl(path: string, opts?: {
         user?: string;

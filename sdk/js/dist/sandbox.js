@@ -58,15 +58,33 @@ export class SandboxPaginator {
         return (Array.isArray(out?.sessions) ? out.sessions : []).map(sandboxInfo);
     }
 }
-function networkAllow(opts) {
-    const n = opts.network;
-    if (!n)
+const ALL_TRAFFIC = '0.0.0.0/0';
+/**
+ * glassroom's rules for E2B's `{ allowOut, denyOut }`: allowOut is the
+ * allowlist; denyOut ['0.0.0.0/0'] means "only allowOut"; other denyOut
+ * entries are the deny list (on glassroom a deny wins over an allow), over
+ * every name when allowOut is empty. undefined: no rules given.
+ */
+function networkRules(n) {
+    const strings = (v) => (Array.isArray(v) ? v.filter((x) => typeof x === 'string') : undefined);
+    const allow = strings(n.allow ?? n.allowOut);
+    const denied = strings(n.deny ?? n.denyOut) ?? [];
+    if (allow?.includes(ALL_TRAFFIC))
+        throw new InvalidArgumentError('glassroom networks are allowlists of host names and blocks: allowOut cannot be all traffic');
+    const onlyAllowed = denied.includes(ALL_TRAFFIC);
+    const deny = denied.filter((d) => d !== ALL_TRAFFIC);
+    let out;
+    if (allow?.length)
+        out = { allow };
+    else if (onlyAllowed || (allow && !deny.length))
+        return { allow: [] };
+    else if (deny.length)
+        out = { allow: ['*'] };
+    else
         return undefined;
-    const list = Array.isArray(n.allow) ? n.allow : Array.isArray(n.allowOut) ? n.allowOut : undefined;
-    if (!list)
-        return undefined;
-    const hosts = list.filter((h) => typeof h === 'string');
-    return hosts.length ? hosts : undefined;
+    if (deny.length)
+        out.deny = deny;
+    return out;
 }
 /** A context as the gateway answers it, with E2B's language name for Python (`python`, not the kernel's `python3`). */
 function toContext(c) {
@@ -179,9 +197,9 @@ export class Sandbox {
                 throw new InvalidArgumentError('timeoutMs must be positive');
             body.lifetime_s = Math.ceil(opts.timeoutMs / 1000);
         }
-        const allow = networkAllow(opts);
-        if (allow)
-            body.network = { allow };
+        const rules = opts.network ? networkRules(opts.network) : undefined;
+        if (rules?.allow.length)
+            body.network = rules;
         if (opts.limits)
             body.limits = opts.limits;
         if (opts.language)
@@ -266,6 +284,20 @@ export class Sandbox {
         }
     }
     /** CPU and memory (the sandbox's cgroup) and disk (the workspace): one sample, as a one-element list like E2B's. */
+    /**
+     * Replaces the sandbox's network rules while it runs (E2B's):
+     * `{ allowOut, denyOut }`. New connections follow them at once and open
+     * ones they refuse are closed. A sandbox created without a network has
+     * none to change (a SandboxError, status 409).
+     */
+    async updateNetwork(network, opts) {
+        const rules = networkRules(network) ?? { allow: ['*'] };
+        await this.connectionConfig.request('PATCH', sessionPath(this.sandboxId), 'json', {
+            json: { network: rules },
+            timeoutMs: opts?.requestTimeoutMs,
+            what: 'sandbox',
+        });
+    }
     /** A signed URL that downloads `path` without the API key (E2B's); it expires after `useSignatureExpiration` seconds (default an hour, at most a day) or with the sandbox. */
     async downloadUrl(path, opts) {
         checkUser(opts?.user);

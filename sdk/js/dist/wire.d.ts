@@ -20,6 +20,8 @@ export interface Limits {
 /** Network is what a session's kernel may reach through the gateway's egress proxy: host patterns ("pypi.org", "*.pythonhosted.org", "api.example.com:443"), within what the gateway's operator allows. */
 export interface Network {
     allow: string[] | null;
+    /** Deny lists destinations refused even when Allow has them (names, literals, CIDR blocks; without a port, every port). */
+    deny?: string[];
 }
 /** CreateSessionRequest is the body of POST /v1/sessions. */
 export interface CreateSession {
@@ -47,6 +49,8 @@ export interface UpdateSession {
     idle_timeout_s?: number;
     /** LifetimeS: the session now ends this long from now (at most the gateway's --max-lifetime). */
     lifetime_s?: number;
+    /** Network replaces the session's network rules while it runs (E2B's update_network): checked as at creation; new connections follow it at once and the open ones it refuses are closed. Only a session created with a network has one to change (409 no_network). */
+    network?: Network;
 }
 /** Session is a session as the gateway reports it. */
 export interface Session {

@@ -64,13 +64,13 @@ export interface SandboxOpts extends ConnectionOpts {
   /** E2B: false means no network, which is glassroom's default; true needs `network.allow` on glassroom. */
   allowInternetAccess?: boolean
   /**
-   * glassroom: `{allow: ["pypi.org", ...]}`, within the operator's
-   * allowlist. E2B's `allowOut` (a list of hosts) is taken as `allow`;
-   * E2B's other network settings (`denyOut`, `allowPublicTraffic`, rules,
-   * proxies) have no glassroom counterpart and are ignored: a sandbox
-   * reaches nothing but what `allow` names.
+   * glassroom: `{allow: [...], deny: [...]}`, within the operator's
+   * allowlist. E2B's `allowOut` is taken as `allow`, its `denyOut` as
+   * `deny` (`['0.0.0.0/0']`: only what allowOut lists; on glassroom a deny
+   * wins over an allow); its other settings (`allowPublicTraffic`, rules,
+   * proxies) have no glassroom counterpart and are ignored.
    */
-  network?: { allow?: string[]; allowOut?: unknown } & Record<string, unknown>
+  network?: { allow?: string[]; allowOut?: unknown; deny?: string[]; denyOut?: unknown } & Record<string, unknown>
   /** glassroom: memory_mb, cpus, pids, workspace_mb. */
   limits?: { memory_mb?: number; cpus?: number; pids?: number; workspace_mb?: number }
   /** glassroom: the first context's language (default python). */
@@ -169,13 +169,28 @@ export class SandboxPaginator {
   }
 }
 
-function networkAllow(opts: SandboxOpts): string[] | undefined {
-  const n = opts.network
-  if (!n) return undefined
-  const list = Array.isArray(n.allow) ? n.allow : Array.isArray(n.allowOut) ? n.allowOut : undefined
-  if (!list) return undefined
-  const hosts = list.filter((h): h is string => typeof h === 'string')
-  return hosts.length ? hosts : undefined
+const ALL_TRAFFIC = '0.0.0.0/0'
+
+/**
+ * glassroom's rules for E2B's `{ allowOut, denyOut }`: allowOut is the
+ * allowlist; denyOut ['0.0.0.0/0'] means "only allowOut"; other denyOut
+ * entries are the deny list (on glassroom a deny wins over an allow), over
+ * every name when allowOut is empty. undefined: no rules given.
+ */
+function networkRules(n: { allowOut?: string[]; denyOut?: string[]; allow?: string[]; deny?: string[] }): { allow: string[]; deny?: string[] } | undefined {
+  const strings = (v: unknown) => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : undefined)
+  const allow = strings(n.allow ?? n.allowOut)
+  const denied = strings(n.deny ?? n.denyOut) ?? []
+  if (allow?.includes(ALL_TRAFFIC)) throw new InvalidArgumentError('glassroom networks are allowlists of host names and blocks: allowOut cannot be all traffic')
+  const onlyAllowed = denied.includes(ALL_TRAFFIC)
+  const deny = denied.filter((d) => d !== ALL_TRAFFIC)
+  let out: { allow: string[]; deny?: string[] }
+  if (allow?.length) out = { allow }
+  else if (onlyAllowed || (allow && !deny.length)) return { allow: [] }
+  else if (deny.length) out = { allow: ['*'] }
+  else return undefined
+  if (deny.length) out.deny = deny
+  return out
 }
 
 /** A context as the gateway answers it, with E2B's language name for Python (`python`, not the kernel's `python3`). */
@@ -293,8 +308,8 @@ export class Sandbox {
       if (!(opts.timeoutMs > 0)) throw new InvalidArgumentError('timeoutMs must be positive')
       body.lifetime_s = Math.ceil(opts.timeoutMs / 1000)
     }
-    const allow = networkAllow(opts)
-    if (allow) body.network = { allow }
+    const rules = opts.network ? networkRules(opts.network as any) : undefined
+    if (rules?.allow.length) body.network = rules
     if (opts.limits) body.limits = opts.limits
     if (opts.language) body.language = opts.language
     if (opts.idleTimeoutS) body.idle_timeout_s = opts.idleTimeoutS
@@ -383,6 +398,21 @@ export class Sandbox {
   }
 
   /** CPU and memory (the sandbox's cgroup) and disk (the workspace): one sample, as a one-element list like E2B's. */
+  /**
+   * Replaces the sandbox's network rules while it runs (E2B's):
+   * `{ allowOut, denyOut }`. New connections follow them at once and open
+   * ones they refuse are closed. A sandbox created without a network has
+   * none to change (a SandboxError, status 409).
+   */
+  async updateNetwork(network: { allowOut?: string[]; denyOut?: string[] }, opts?: { requestTimeoutMs?: number }): Promise<void> {
+    const rules = networkRules(network) ?? { allow: ['*'] }
+    await this.connectionConfig.request('PATCH', sessionPath(this.sandboxId), 'json', {
+      json: { network: rules },
+      timeoutMs: opts?.requestTimeoutMs,
+      what: 'sandbox',
+    })
+  }
+
   /** A signed URL that downloads `path` without the API key (E2B's); it expires after `useSignatureExpiration` seconds (default an hour, at most a day) or with the sandbox. */
   async downloadUrl(path: string, opts?: { user?: string; useSignatureExpiration?: number }): Promise<string> {
     checkUser(opts?.user)

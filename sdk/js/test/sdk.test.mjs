@@ -291,6 +291,11 @@ test('pty: create with envs, sendInput, resize, connect by pid, kill', async () 
   assert.equal(await sbx.pty.kill(999999), false)
 })
 
+test('updateNetwork: a sandbox created without a network has none to change', async () => {
+  const sbx = await sandbox()
+  await assert.rejects(sbx.updateNetwork({ allowOut: ['pypi.org'], denyOut: ['203.0.113.0/24'] }), (e) => e instanceof SandboxError && e.status === 409 && /created without a network/.test(e.message))
+})
+
 test('downloadUrl and uploadUrl: signed, without the key, refused once expired', async () => {
   const sbx = await sandbox()
   await sbx.files.write('signed/r.txt', 'report')

@@ -11,8 +11,8 @@ import urllib.error
 import urllib.request
 from unittest import mock
 
-from glassroom.e2b import (AsyncSandbox, BarChart, ChartType, Context, EntryInfo, FileNotFoundException, FileType,
-                           InvalidArgumentException, LineChart, NotFoundException, PtySize, Result, Sandbox,
+from glassroom.e2b import (AsyncSandbox, BarChart, ChartType, ConflictException, Context, EntryInfo, FileNotFoundException,
+                           FileType, InvalidArgumentException, LineChart, NotFoundException, PtySize, Result, Sandbox,
                            SandboxNotFoundException, SandboxQuery, TimeoutException)
 
 CHART_CODE = """
@@ -143,6 +143,11 @@ class E2BSyncTest(unittest.TestCase):
         k = pty.create(PtySize(24, 80))
         self.assertTrue(pty.kill(k.pid))
         self.assertFalse(pty.kill(999999))
+
+    def test_update_network(self) -> None:
+        # This sandbox was created without a network: it has none to change (the gateway's 409).
+        with self.assertRaisesRegex(ConflictException, "created without a network"):
+            self.sbx.update_network({"allow_out": ["pypi.org"], "deny_out": ["203.0.113.0/24"]})
 
     def test_signed_urls(self) -> None:
         self.sbx.files.write("/home/user/signed/r.txt", "report")

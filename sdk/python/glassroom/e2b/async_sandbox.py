@@ -176,6 +176,7 @@ class AsyncSandbox:
     get_metrics = _async_class_or_instance("get_metrics")
     pause = _async_class_or_instance("pause")
     beta_pause = _async_class_or_instance("pause")
+    update_network = _async_class_or_instance("update_network")
 
     async def __aenter__(self: A) -> A:
         return self

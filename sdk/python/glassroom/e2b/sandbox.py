@@ -81,21 +81,25 @@ def _network(allow_internet_access: bool, network: Optional[Dict[str, Any]]) -> 
         raise InvalidArgumentException(f"network options glassroom does not have: {', '.join(sorted(net))}")
     if callable(allow) or callable(deny):
         raise InvalidArgumentException("network selectors must be lists on glassroom")
-    if deny:
-        if list(deny) != [ALL_TRAFFIC]:
-            raise InvalidArgumentException(
-                "glassroom networks are allowlists: deny_out may only be ['0.0.0.0/0'] (no network); list what may be "
-                "reached in allow_out")
-        if allow:
-            return {"allow": [str(a) for a in allow]}
+    if allow is not None and ALL_TRAFFIC in allow:
+        raise InvalidArgumentException("glassroom networks are allowlists of host names and blocks: allow_out cannot be all "
+                                       "traffic")
+    denied = [str(d) for d in (deny or [])]
+    only_allowed = ALL_TRAFFIC in denied  # E2B's "deny everything but allow_out"
+    denied = [d for d in denied if d != ALL_TRAFFIC]
+    if allow:
+        out: Dict[str, Any] = {"allow": [str(a) for a in allow]}
+    elif only_allowed or (allow is not None and not denied):
         return {"allow": []}
-    if allow is not None:
-        if ALL_TRAFFIC in allow:
-            raise InvalidArgumentException("glassroom networks are allowlists of host names: allow_out cannot be all traffic")
-        return {"allow": [str(a) for a in allow]}
-    if not allow_internet_access:
+    elif denied:
+        out = {"allow": ["*"]}  # every name but the denied ones, if the operator allows every name
+    elif not allow_internet_access:
         return {"allow": []}
-    return None
+    else:
+        return None
+    if denied:
+        out["deny"] = denied
+    return out
 
 
 class Filesystem:
@@ -497,6 +501,15 @@ class Sandbox(_GSandbox):
         if not path:
             raise InvalidArgumentException("glassroom's upload URLs name their file: pass path")
         return self.files._files.url(clean_path(path), "write", use_signature_expiration)  # type: ignore[attr-defined]
+
+    @class_or_instance
+    def update_network(self, network: Dict[str, Any], **opts: Any) -> None:
+        """Replaces the sandbox's network rules while it runs (E2B's):
+        ``{"allow_out": [...], "deny_out": [...]}``. New connections follow
+        them at once and open ones they refuse are closed. A sandbox
+        created without a network has none to change (ConflictException)."""
+        rules = _network(True, network) or {"allow": ["*"]}
+        self._conn.call("PATCH", session_path(self.sandbox_id), json_body={"network": rules})
 
     @class_or_instance
     def kill(self, **opts: Any) -> bool:  # type: ignore[override]
