@@ -51,6 +51,18 @@ func (e *events) until(what string, ok func(api.Event) bool) []api.Event {
 	}
 }
 
+// gatewayWithSession starts a gateway on rt and creates one session on
+// it, whose id it returns.
+func gatewayWithSession(t *testing.T, rt apptest.Runtime) (*apptest.Gateway, string) {
+	t.Helper()
+	g := apptest.Start(t, rt(t), apptest.Options{})
+	var s api.Session
+	if st := g.Call(t, bearer, "POST", "/v1/sessions", api.CreateSessionRequest{}, &s); st != http.StatusCreated {
+		t.Fatalf("create: %d", st)
+	}
+	return g, s.ID
+}
+
 // TestCommandsThroughTheGateway runs shell commands in a real session of
 // each runtime through the REST API: a foreground command returns its
 // output and exit code and streams command events; one past its timeout
@@ -60,12 +72,7 @@ func (e *events) until(what string, ok func(api.Event) bool) []api.Event {
 func TestCommandsThroughTheGateway(t *testing.T) {
 	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := apptest.Start(t, rt(t), apptest.Options{})
-			var s api.Session
-			if st := g.Call(t, bearer, "POST", "/v1/sessions", api.CreateSessionRequest{}, &s); st != http.StatusCreated {
-				t.Fatalf("create: %d", st)
-			}
-			sid := s.ID
+			g, sid := gatewayWithSession(t, rt)
 			base := "/v1/sessions/" + sid + "/commands"
 			if e := run(t, g, sid, api.ExecuteRequest{Code: api.Ptr("x = 41 + 1\nimport os; os.makedirs('sub', exist_ok=True)")}); e.Status != "ok" {
 				t.Fatalf("set x: %+v", e)
@@ -192,13 +199,9 @@ func TestCommandsThroughTheGateway(t *testing.T) {
 func TestPTYCommandsThroughTheGateway(t *testing.T) {
 	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := apptest.Start(t, rt(t), apptest.Options{})
-			var s api.Session
-			if st := g.Call(t, bearer, "POST", "/v1/sessions", api.CreateSessionRequest{}, &s); st != http.StatusCreated {
-				t.Fatalf("create: %d", st)
-			}
-			base := "/v1/sessions/" + s.ID + "/commands"
-			ws := subscribe(t, g, s.ID)
+			g, sid := gatewayWithSession(t, rt)
+			base := "/v1/sessions/" + sid + "/commands"
+			ws := subscribe(t, g, sid)
 			start := func(req api.RunCommandRequest) int {
 				t.Helper()
 				var started api.CommandStarted

@@ -86,12 +86,7 @@ func hasMIME(e api.Execution, mime string) bool {
 func TestLanguagesThroughTheGateway(t *testing.T) {
 	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := apptest.Start(t, rt(t), apptest.Options{})
-			var s api.Session
-			if st := g.Call(t, bearer, "POST", "/v1/sessions", api.CreateSessionRequest{}, &s); st != http.StatusCreated {
-				t.Fatalf("create: %d", st)
-			}
-			sid := s.ID
+			g, sid := gatewayWithSession(t, rt)
 			for _, lang := range runtimetest.Languages() {
 				t.Run(lang.Kernel, func(t *testing.T) {
 					if _, err := g.Manager.ResolveKernel(lang.Kernel); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -382,6 +383,28 @@ func TestReplicasOnARealCluster(t *testing.T) {
 		}
 		if owner := pod.Labels[k8s.LabelInstance]; served[id] == "" || owner != served[id] {
 			t.Fatalf("session %d: served by %q, its pod owned by %q", i, served[id], owner)
+		}
+	}
+
+	// A signed file URL minted on one replica works through another
+	// without the API key: the replicas share the signing key (derived
+	// from their common API keys) and forward it to the session's owner.
+	if x, st := exec(survivors[0], ids[0], "open('signed.txt', 'w').write('shared key')"); st != http.StatusOK || x.Status != "ok" {
+		t.Fatalf("write signed.txt: %d %+v", st, x)
+	}
+	var fu struct{ URL string }
+	if st := api(t, survivors[0].base, key, "POST", "/v1/sessions/"+ids[0]+"/files-url", map[string]string{"path": "signed.txt", "operation": "read"}, &fu); st != http.StatusOK {
+		t.Fatalf("files-url: %d", st)
+	}
+	for _, g := range survivors {
+		resp, err := http.Get(g.base + fu.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || string(b) != "shared key" {
+			t.Fatalf("the signed URL through %s: %d %q", g.name, resp.StatusCode, b)
 		}
 	}
 
