@@ -452,6 +452,10 @@ type FileEntry struct {
 	MTime time.Time `json:"mtime"`
 	Type  string    `json:"type"` // file, dir, symlink or other
 	Mode  int       `json:"mode"` // permission bits, at most 0o7777
+	// SymlinkTarget (a symlink's): where it points, an absolute sandbox
+	// path when in the workspace; TargetType: what that is, when known.
+	SymlinkTarget string `json:"symlink_target,omitempty"`
+	TargetType    string `json:"target_type,omitempty"`
 }
 
 // Listing is a directory listing; Truncated says it was cut at the

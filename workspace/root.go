@@ -267,6 +267,13 @@ type Entry struct {
 	MTime time.Time `json:"mtime"`
 	Type  string    `json:"type"` // file, dir, symlink or other
 	Mode  uint32    `json:"mode"` // permission bits (with setuid, setgid and sticky): at most 0o7777
+	// For a symlink: SymlinkTarget is where it points, as the kernels see
+	// it (an absolute path under SandboxRoot when that is in the
+	// workspace, else the link's text, at most MaxPathBytes), and
+	// TargetType the type of what it points to when that is in the
+	// workspace and no further symlink ("" otherwise).
+	SymlinkTarget string `json:"symlink_target,omitempty"`
+	TargetType    string `json:"target_type,omitempty"`
 }
 
 // MaxListEntries bounds one listing.
@@ -302,8 +309,12 @@ func (r *Root) List(dir string) (entries []Entry, truncated bool, err error) {
 		if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
 			continue // removed meanwhile
 		}
-		entries = append(entries, Entry{Name: name, Path: path.Join(dir, name), Size: st.Size,
-			MTime: time.Unix(st.Mtim.Unix()).UTC(), Type: fileType(st.Mode), Mode: st.Mode & 0o7777})
+		e := Entry{Name: name, Path: path.Join(dir, name), Size: st.Size,
+			MTime: time.Unix(st.Mtim.Unix()).UTC(), Type: fileType(st.Mode), Mode: st.Mode & 0o7777}
+		if e.Type == "symlink" {
+			r.describeLink(fd, dir, name, &e)
+		}
+		entries = append(entries, e)
 	}
 	return entries, truncated, nil
 }
@@ -321,7 +332,11 @@ func fileType(mode uint32) string {
 }
 
 // Stat describes p without following a final symlink.
-func (r *Root) Stat(p string) (Entry, error) {
+func (r *Root) Stat(p string) (Entry, error) { return r.stat(p, true) }
+
+// stat is Stat; describe says whether a symlink's target is described
+// (not for a target itself: a cycle of links would never end).
+func (r *Root) stat(p string, describe bool) (Entry, error) {
 	p, err := Clean(p)
 	if err != nil {
 		return Entry{}, err
@@ -339,7 +354,40 @@ func (r *Root) Stat(p string) (Entry, error) {
 	if err := unix.Fstatat(fd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return Entry{}, mapErr(p, err)
 	}
-	return Entry{Name: base, Path: p, Size: st.Size, MTime: time.Unix(st.Mtim.Unix()).UTC(), Type: fileType(st.Mode), Mode: st.Mode & 0o7777}, nil
+	e := Entry{Name: base, Path: p, Size: st.Size, MTime: time.Unix(st.Mtim.Unix()).UTC(), Type: fileType(st.Mode), Mode: st.Mode & 0o7777}
+	if e.Type == "symlink" && describe {
+		r.describeLink(fd, path.Clean("/" + dir)[1:], base, &e)
+	}
+	return e, nil
+}
+
+// describeLink fills a symlink's SymlinkTarget and TargetType: name in
+// dirfd (the directory dir of the workspace). Its target is looked at
+// only inside the workspace, through Stat (never following a link).
+func (r *Root) describeLink(dirfd int, dir, name string, e *Entry) {
+	buf := make([]byte, MaxPathBytes+1)
+	n, err := unix.Readlinkat(dirfd, name, buf)
+	if err != nil || n == 0 || n > MaxPathBytes {
+		return
+	}
+	text := string(buf[:n])
+	e.SymlinkTarget = text
+	target := text
+	if !path.IsAbs(text) {
+		target = path.Join(SandboxRoot, dir, text)
+	}
+	rel, ok := relativeToRoot(path.Clean(target))
+	if !ok {
+		return // outside the workspace: its text, no type
+	}
+	e.SymlinkTarget = path.Join(SandboxRoot, rel)
+	if rel == "" {
+		e.TargetType = "dir"
+		return
+	}
+	if t, err := r.stat(rel, false); err == nil && t.Type != "symlink" {
+		e.TargetType = t.Type
+	}
 }
 
 // Remove deletes the file, symlink (not its target) or directory tree at p.

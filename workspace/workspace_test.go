@@ -399,3 +399,58 @@ func TestWriteKeepsTheModeOfAReplacedFile(t *testing.T) {
 		t.Fatalf("symlink replaced by %v %v", st.Mode(), err)
 	}
 }
+
+// TestSymlinkEntries: a symlink's entry says where it points (an
+// absolute sandbox path when in the workspace, else the link's text) and
+// what that is when it is in the workspace; its target is never followed
+// out of it, and a cycle of links ends.
+func TestSymlinkEntries(t *testing.T) {
+	r, ws, _ := setup(t)
+	if _, err := r.Write("d/file.txt", strings.NewReader("x")); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{
+		"d/rel":      "file.txt",
+		"d/abs":      "/home/user/d/file.txt",
+		"d/alias":    "/workspace/d",
+		"d/outside":  "/etc/passwd",
+		"d/escape":   "../../etc",
+		"d/cycle-a":  "cycle-b",
+		"d/cycle-b":  "cycle-a",
+		"d/dangling": "nope",
+	} {
+		if err := os.Symlink(target, filepath.Join(ws, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string][2]string{
+		"rel":      {"/home/user/d/file.txt", "file"},
+		"abs":      {"/home/user/d/file.txt", "file"},
+		"alias":    {"/home/user/d", "dir"},
+		"outside":  {"/etc/passwd", ""},
+		"escape":   {"../../etc", ""},
+		"cycle-a":  {"/home/user/d/cycle-b", ""},
+		"dangling": {"/home/user/d/nope", ""},
+	}
+	ents, _, err := r.List("d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, e := range ents {
+		w, ok := want[e.Name]
+		if !ok {
+			continue
+		}
+		seen++
+		if e.Type != "symlink" || e.SymlinkTarget != w[0] || e.TargetType != w[1] {
+			t.Errorf("%s: %+v, want target %q type %q", e.Name, e, w[0], w[1])
+		}
+	}
+	if seen != len(want) {
+		t.Fatalf("listed %d of the links: %+v", seen, ents)
+	}
+	if e, err := r.Stat("d/rel"); err != nil || e.SymlinkTarget != "/home/user/d/file.txt" || e.TargetType != "file" {
+		t.Fatalf("stat of a link: %+v %v", e, err)
+	}
+}

@@ -186,7 +186,8 @@ var fileTypes = map[string]bool{"file": true, "dir": true, "symlink": true, "oth
 // checkEntry validates an entry of directory dir as the server gave it and
 // recomputes its path.
 func checkEntry(dir string, e workspace.Entry) (workspace.Entry, bool) {
-	if !cleanName(e.Name) || !fileTypes[e.Type] || e.Size < 0 || e.Mode > 0o7777 {
+	if !cleanName(e.Name) || !fileTypes[e.Type] || e.Size < 0 || e.Mode > 0o7777 ||
+		len(e.SymlinkTarget) > workspace.MaxPathBytes || (e.TargetType != "" && !fileTypes[e.TargetType]) {
 		return e, false
 	}
 	e.Path = path.Join(dir, e.Name)

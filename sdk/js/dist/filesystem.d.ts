@@ -15,7 +15,7 @@ export interface WriteInfo {
 /** One directory entry. */
 export interface EntryInfo extends WriteInfo {
     size: number;
-    /** Not known to glassroom's API: 0. */
+    /** Permission bits (0o644...). */
     mode: number;
     /** Not known to glassroom's API: ''. */
     permissions: string;

@@ -66,9 +66,12 @@ function permissions(type, mode) {
 function entry(e) {
     const rel = String(e.path ?? e.name ?? '');
     const mode = (Number(e.mode) & 0o7777) || (e.type === 'dir' ? 0o755 : 0o644);
+    // E2B's: a symlink is the type of what it points to, with its target.
+    const type = e.type === 'symlink' && e.target_type ? e.target_type : e.type;
     return {
+        ...(typeof e.symlink_target === 'string' && e.symlink_target ? { symlinkTarget: e.symlink_target } : {}),
         name: String(e.name ?? baseName(rel)),
-        type: e.type === 'dir' ? FileType.DIR : FileType.FILE,
+        type: type === 'dir' ? FileType.DIR : FileType.FILE,
         path: toAbsolute(rel),
         size: Number(e.size ?? 0),
         mode,

@@ -755,6 +755,9 @@ export interface FileEntry {
     type: string;
     /** permission bits, at most 0o7777 */
     mode: number;
+    /** SymlinkTarget (a symlink's): where it points, an absolute sandbox path when in the workspace; TargetType: what that is, when known. */
+    symlink_target?: string;
+    target_type?: string;
 }
 /** Pool is the gateway's warm pool of pre-started kernels: how many it keeps (Target), has ready and is starting. */
 export interface Pool {

@@ -20,7 +20,7 @@ export interface WriteInfo {
 /** One directory entry. */
 export interface EntryInfo extends WriteInfo {
   size: number
-  /** Not known to glassroom's API: 0. */
+  /** Permission bits (0o644...). */
   mode: number
   /** Not known to glassroom's API: ''. */
   permissions: string
@@ -117,9 +117,12 @@ function permissions(type: string, mode: number): string {
 function entry(e: any): EntryInfo {
   const rel = String(e.path ?? e.name ?? '')
   const mode = (Number(e.mode) & 0o7777) || (e.type === 'dir' ? 0o755 : 0o644)
+  // E2B's: a symlink is the type of what it points to, with its target.
+  const type = e.type === 'symlink' && e.target_type ? e.target_type : e.type
   return {
+    ...(typeof e.symlink_target === 'string' && e.symlink_target ? { symlinkTarget: e.symlink_target } : {}),
     name: String(e.name ?? baseName(rel)),
-    type: e.type === 'dir' ? FileType.DIR : FileType.FILE,
+    type: type === 'dir' ? FileType.DIR : FileType.FILE,
     path: toAbsolute(rel),
     size: Number(e.size ?? 0),
     mode,

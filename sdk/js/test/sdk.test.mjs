@@ -259,6 +259,9 @@ test('files: write, read (text, bytes, blob, stream), list, exists, getInfo, mak
   await sbx.commands.run('chmod 750 /home/user/fdir/sub')
   const sub = await sbx.files.getInfo('fdir/sub') // the directory's own bits, from the gateway
   assert.deepEqual([sub.mode, sub.permissions], [0o750, 'drwxr-x---'])
+  await sbx.commands.run('ln -s sub /home/user/fdir/link')
+  const link = await sbx.files.getInfo('fdir/link') // E2B's: the type of what it points to, and where
+  assert.deepEqual([link.type, link.symlinkTarget], [FileType.DIR, '/home/user/fdir/sub'])
   await assert.rejects(sbx.files.getInfo('fdir/nope'), FileNotFoundError)
   await assert.rejects(sbx.files.read('fdir/nope.txt'), (e) => e instanceof FileNotFoundError && e instanceof NotFoundError)
   assert.equal(await sbx.files.makeDir('/home/user/made/deep'), true)

@@ -145,7 +145,9 @@ class Filesystem:
         for e in out.get("entries") or []:
             info = EntryInfo(name=str(e.get("name", "")), type=file_type(e.get("type")), path=str(e.get("path", "")),
                              size=int(e.get("size") or 0), modified_time=parse_time(e.get("mtime")),
-                             mode=int(e.get("mode") or 0) & 0o7777)
+                             mode=int(e.get("mode") or 0) & 0o7777,
+                             symlink_target=str(e["symlink_target"]) if e.get("symlink_target") else None,
+                             target_type=file_type(e.get("target_type")) if e.get("target_type") else None)
             entries.append(info)
             if depth > 1 and info.type == FileType.DIR:
                 entries.extend(self.list(info.path, depth - 1))

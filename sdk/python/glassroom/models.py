@@ -329,6 +329,10 @@ class EntryInfo:
     modified_time: datetime
     mode: int = 0
     """Permission bits (0o644...); 0 from a gateway that does not say."""
+    symlink_target: Optional[str] = None
+    """A symlink's target: an absolute sandbox path when in the workspace."""
+    target_type: Optional[FileType] = None
+    """What a symlink points to, when that is in the workspace."""
 
 
 @dataclass

@@ -111,6 +111,9 @@ class E2BSyncTest(unittest.TestCase):
         self.sbx.commands.run("chmod 640 /home/user/d/x.txt")
         info = f.get_info("/home/user/d/x.txt")  # the file's own bits, from the gateway
         self.assertEqual((info.mode, info.permissions), (0o640, "-rw-r-----"))
+        self.sbx.commands.run("ln -s x.txt /home/user/d/link")
+        link = f.get_info("/home/user/d/link")  # E2B's: the type of what it points to, and where
+        self.assertEqual((link.type, link.symlink_target), (FileType.FILE, "/home/user/d/x.txt"))
         self.assertTrue(f.make_dir("/home/user/m"))
         self.assertFalse(f.make_dir("/home/user/m"))
         self.assertTrue(f.exists("/home/user/m"))

@@ -302,8 +302,11 @@ def _permissions(t: Any, mode: int) -> str:
 def _entry(e: Any) -> EntryInfo:
     is_dir = e.type == FileType.DIR
     mode = getattr(e, "mode", 0) or (0o755 if is_dir else 0o644)
-    return EntryInfo(name=e.name, type=e.type, path=_abs(e.path), size=e.size, mode=mode,
-                     permissions=_permissions(e.type, mode), modified_time=e.modified_time)
+    # E2B's: a symlink is the type of what it points to, with its target.
+    t = (getattr(e, "target_type", None) or e.type) if e.type == FileType.SYMLINK else e.type
+    return EntryInfo(name=e.name, type=t, path=_abs(e.path), size=e.size, mode=mode,
+                     permissions=_permissions(e.type, mode), modified_time=e.modified_time,
+                     symlink_target=getattr(e, "symlink_target", None))
 
 
 def _entry_json(e: Dict[str, Any]) -> EntryInfo:
@@ -312,8 +315,10 @@ def _entry_json(e: Dict[str, Any]) -> EntryInfo:
     t = file_type(e.get("type") or "file")
     is_dir = t == FileType.DIR
     mode = (int(e.get("mode") or 0) & 0o7777) or (0o755 if is_dir else 0o644)
-    return EntryInfo(name=str(e.get("name") or posixpath.basename(rel)), type=t, path=_abs(rel), size=int(e.get("size") or 0),
-                     mode=mode, permissions=_permissions(t, mode), modified_time=parse_time(e.get("mtime")))
+    shown = (file_type(e.get("target_type")) or t) if t == FileType.SYMLINK else t
+    return EntryInfo(name=str(e.get("name") or posixpath.basename(rel)), type=shown, path=_abs(rel), size=int(e.get("size") or 0),
+                     mode=mode, permissions=_permissions(t, mode), modified_time=parse_time(e.get("mtime")),
+                     symlink_target=str(e["symlink_target"]) if e.get("symlink_target") else None)
 
 
 class SandboxPaginator:
