@@ -456,6 +456,10 @@ type FileEntry struct {
 	// path when in the workspace; TargetType: what that is, when known.
 	SymlinkTarget string `json:"symlink_target,omitempty"`
 	TargetType    string `json:"target_type,omitempty"`
+	// Metadata is a regular file's (uploaded with the
+	// Glassroom-File-Metadata header, or set by its code as user.e2b.
+	// attributes).
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // Listing is a directory listing; Truncated says it was cut at the

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"mime"
@@ -133,12 +134,39 @@ func (f *filesAPI) upload(c echo.Context) error {
 	default:
 		return httperr.New(http.StatusBadRequest, "bad_request", "type must be file or dir")
 	}
-	return f.writeFile(c, sess, p, c.Request().Body)
+	meta, err := metadataHeader(c)
+	if err != nil {
+		return err
+	}
+	return f.writeFile(c, sess, p, c.Request().Body, meta)
+}
+
+// MetadataHeader carries, on a file upload (PUT), the file's metadata as
+// a JSON object of strings (workspace.CheckMetadata's rules; E2B's
+// files.write(..., metadata=)). Without it the new file has none.
+const MetadataHeader = "Glassroom-File-Metadata"
+
+// metadataHeader reads MetadataHeader: nil when absent; a bad one is an
+// error before anything is written.
+func metadataHeader(c echo.Context) (map[string]string, error) {
+	h := c.Request().Header.Get(MetadataHeader)
+	if h == "" {
+		return nil, nil
+	}
+	var meta map[string]string
+	if err := json.Unmarshal([]byte(h), &meta); err != nil {
+		return nil, httperr.New(http.StatusBadRequest, "bad_request", "%s must be a JSON object of strings", MetadataHeader)
+	}
+	if err := workspace.CheckMetadata(meta); err != nil {
+		return nil, err
+	}
+	return meta, nil
 }
 
 // writeFile writes body (at most MaxUploadBytes) to the workspace file p
-// of sess, replacing it, and answers 201 with its path and size.
-func (f *filesAPI) writeFile(c echo.Context, sess *sessions.Session, p string, body io.Reader) error {
+// of sess, replacing it, with meta as its metadata (nil: none), and
+// answers 201 with its path, size and metadata.
+func (f *filesAPI) writeFile(c echo.Context, sess *sessions.Session, p string, body io.Reader, meta map[string]string) error {
 	if c.Request().ContentLength > f.maxUpload {
 		return f.tooLarge()
 	}
@@ -147,7 +175,18 @@ func (f *filesAPI) writeFile(c echo.Context, sess *sessions.Session, p string, b
 		return f.uploadError(err)
 	}
 	clean, _ := workspace.Clean(p)
-	return c.JSON(http.StatusCreated, map[string]any{"path": clean, "size": n})
+	answer := map[string]any{"path": clean, "size": n}
+	if len(meta) > 0 {
+		ms, ok := sess.Files().(workspace.MetadataSetter)
+		if !ok {
+			return httperr.New(http.StatusNotImplemented, "no_metadata", "this gateway's workspaces keep no file metadata")
+		}
+		if err := ms.SetMetadata(clean, meta); err != nil {
+			return err
+		}
+		answer["metadata"] = meta
+	}
+	return c.JSON(http.StatusCreated, answer)
 }
 
 func (f *filesAPI) tooLarge() error {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glassroom/glassroom/gateway"
 	"github.com/glassroom/glassroom/sessions"
 )
 
@@ -312,5 +313,86 @@ func TestUploadStreams(t *testing.T) {
 	}
 	if st, _, _ := e.raw("GET", "/v1/sessions/"+s.ID+"/files/huge.bin", nil, ""); st != http.StatusNotFound {
 		t.Fatalf("oversized upload stored: %d", st)
+	}
+}
+
+// TestFileMetadata: a file uploaded with metadata (E2B's
+// files.write(..., metadata=)) carries it in listings and stats, as does
+// one whose code set a user.e2b. attribute; writing it again without
+// metadata clears it; bad metadata is a 400 and writes nothing.
+func TestFileMetadata(t *testing.T) {
+	for name, rt := range runtimes() {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, rt(t), sessions.Config{})
+			s := e.create(keyA, nil)
+			base := "/v1/sessions/" + s.ID
+			put := func(p, body, meta string) (int, []byte) {
+				t.Helper()
+				req, _ := http.NewRequest("PUT", e.url+base+"/files/"+p, strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+keyA)
+				if meta != "" {
+					req.Header.Set(gateway.MetadataHeader, meta)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				return resp.StatusCode, b
+			}
+			listed := func(name string) map[string]string {
+				t.Helper()
+				var l struct {
+					Entries []struct {
+						Name     string
+						Metadata map[string]string
+					}
+				}
+				if st := e.call(keyA, "GET", base+"/files?path=m", nil, &l); st != http.StatusOK {
+					t.Fatalf("list: %d", st)
+				}
+				for _, en := range l.Entries {
+					if en.Name == name {
+						return en.Metadata
+					}
+				}
+				t.Fatalf("%s not listed: %+v", name, l.Entries)
+				return nil
+			}
+			if st, b := put("m/a.txt", "a", `{"author":"mish","purpose":"upload"}`); st != http.StatusCreated || !strings.Contains(string(b), `"metadata":{"author":"mish","purpose":"upload"}`) {
+				t.Fatalf("upload with metadata: %d %s", st, b)
+			}
+			if m := listed("a.txt"); m["author"] != "mish" || m["purpose"] != "upload" || len(m) != 2 {
+				t.Fatalf("listed metadata: %v", m)
+			}
+			// The code sees and sets the attributes too (not under gVisor,
+			// whose file system keeps no extended attributes for it).
+			if name != "docker-runsc" {
+				if x := e.exec(keyA, s.ID, "import os; os.getxattr('m/a.txt', 'user.e2b.author').decode()", 30); !strings.Contains(string(x.Result), "mish") {
+					t.Fatalf("the code's view: %+v %s", x, x.Result)
+				}
+				if x := e.exec(keyA, s.ID, "import os; open('m/b.txt','w').write('b'); os.setxattr('m/b.txt', 'user.e2b.stage', b'code')", 30); x.Status != "ok" {
+					t.Fatalf("setxattr: %+v", x)
+				}
+				if m := listed("b.txt"); m["stage"] != "code" {
+					t.Fatalf("metadata the code set: %v", m)
+				}
+			}
+			if st, _ := put("m/a.txt", "again", ""); st != http.StatusCreated {
+				t.Fatalf("rewrite: %d", st)
+			}
+			if m := listed("a.txt"); m != nil {
+				t.Fatalf("a rewrite without metadata kept %v", m)
+			}
+			for _, bad := range []string{`{"bad key":"v"}`, `{"":"v"}`, `{"k":"bad\nvalue"}`, `not json`} {
+				if st, b := put("m/bad.txt", "x", bad); st != http.StatusBadRequest {
+					t.Fatalf("metadata %q: %d %s", bad, st, b)
+				}
+			}
+			if st, _, _ := e.raw("HEAD", base+"/files/m/bad.txt", nil, ""); st != http.StatusNotFound {
+				t.Fatalf("a refused upload wrote the file: %d", st)
+			}
+		})
 	}
 }

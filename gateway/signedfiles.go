@@ -135,7 +135,7 @@ func (f *signedFiles) serve(c echo.Context) error {
 		return f.files.serveFile(c, sess, cl.Path)
 	}
 	if c.Request().Method == http.MethodPut {
-		return f.files.writeFile(c, sess, cl.Path, c.Request().Body)
+		return f.files.writeFile(c, sess, cl.Path, c.Request().Body, nil)
 	}
 	return f.writeMultipart(c, sess, cl.Path)
 }
@@ -145,7 +145,7 @@ func (f *signedFiles) serve(c echo.Context) error {
 // fields are ignored, a second file part is refused.
 func (f *signedFiles) writeMultipart(c echo.Context, sess *sessions.Session, p string) error {
 	if !strings.HasPrefix(c.Request().Header.Get("Content-Type"), "multipart/form-data") {
-		return f.files.writeFile(c, sess, p, c.Request().Body) // a raw body, as with PUT
+		return f.files.writeFile(c, sess, p, c.Request().Body, nil) // a raw body, as with PUT
 	}
 	if c.Request().ContentLength > f.files.maxUpload {
 		return f.files.tooLarge()

@@ -274,6 +274,9 @@ type Entry struct {
 	// workspace and no further symlink ("" otherwise).
 	SymlinkTarget string `json:"symlink_target,omitempty"`
 	TargetType    string `json:"target_type,omitempty"`
+	// Metadata is a regular file's (SetMetadata, or user.e2b. attributes
+	// its code set), nil when it has none.
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // MaxListEntries bounds one listing.
@@ -311,8 +314,11 @@ func (r *Root) List(dir string) (entries []Entry, truncated bool, err error) {
 		}
 		e := Entry{Name: name, Path: path.Join(dir, name), Size: st.Size,
 			MTime: time.Unix(st.Mtim.Unix()).UTC(), Type: fileType(st.Mode), Mode: st.Mode & 0o7777}
-		if e.Type == "symlink" {
+		switch e.Type {
+		case "symlink":
 			r.describeLink(fd, dir, name, &e)
+		case "file":
+			e.Metadata = readMetadata(fd, name)
 		}
 		entries = append(entries, e)
 	}
@@ -355,8 +361,11 @@ func (r *Root) stat(p string, describe bool) (Entry, error) {
 		return Entry{}, mapErr(p, err)
 	}
 	e := Entry{Name: base, Path: p, Size: st.Size, MTime: time.Unix(st.Mtim.Unix()).UTC(), Type: fileType(st.Mode), Mode: st.Mode & 0o7777}
-	if e.Type == "symlink" && describe {
+	switch {
+	case e.Type == "symlink" && describe:
 		r.describeLink(fd, path.Clean("/" + dir)[1:], base, &e)
+	case e.Type == "file":
+		e.Metadata = readMetadata(fd, base)
 	}
 	return e, nil
 }

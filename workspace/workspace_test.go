@@ -454,3 +454,56 @@ func TestSymlinkEntries(t *testing.T) {
 		t.Fatalf("stat of a link: %+v %v", e, err)
 	}
 }
+
+// TestMetadata: a regular file's metadata is set, replaced and cleared
+// as a whole, shown by Stat and List, kept by a rename and dropped by a
+// new write; bad pairs and directories are refused.
+func TestMetadata(t *testing.T) {
+	r, _, _ := setup(t)
+	if _, err := r.Write("f.txt", strings.NewReader("x")); err != nil {
+		t.Fatal(err)
+	}
+	meta := func(p string) map[string]string {
+		t.Helper()
+		e, err := r.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.Metadata
+	}
+	if err := r.SetMetadata("f.txt", map[string]string{"a": "1", "b": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	if m := meta("f.txt"); len(m) != 2 || m["a"] != "1" || m["b"] != "2" {
+		t.Fatalf("set: %v", m)
+	}
+	if err := r.SetMetadata("f.txt", map[string]string{"c": "3"}); err != nil {
+		t.Fatal(err)
+	}
+	if m := meta("f.txt"); len(m) != 1 || m["c"] != "3" {
+		t.Fatalf("replaced: %v", m)
+	}
+	if err := r.Rename("f.txt", "g.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _, _ := r.List(""); len(ents) != 1 || ents[0].Metadata["c"] != "3" {
+		t.Fatalf("after a rename, listed: %+v", ents)
+	}
+	if _, err := r.Write("g.txt", strings.NewReader("new")); err != nil {
+		t.Fatal(err)
+	}
+	if m := meta("g.txt"); m != nil {
+		t.Fatalf("a new write kept %v", m)
+	}
+	for _, bad := range []map[string]string{{"bad key": "v"}, {"": "v"}, {"k": "line\n"}, {"k": "é"}} {
+		if err := r.SetMetadata("g.txt", bad); !errors.Is(err, workspace.ErrBadMetadata) {
+			t.Fatalf("%v: %v", bad, err)
+		}
+	}
+	if err := r.MakeDir("d"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetMetadata("d", map[string]string{"k": "v"}); !errors.Is(err, workspace.ErrIsDir) {
+		t.Fatalf("on a directory: %v", err)
+	}
+}

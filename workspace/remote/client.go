@@ -2,6 +2,7 @@ package remote
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -187,7 +188,8 @@ var fileTypes = map[string]bool{"file": true, "dir": true, "symlink": true, "oth
 // recomputes its path.
 func checkEntry(dir string, e workspace.Entry) (workspace.Entry, bool) {
 	if !cleanName(e.Name) || !fileTypes[e.Type] || e.Size < 0 || e.Mode > 0o7777 ||
-		len(e.SymlinkTarget) > workspace.MaxPathBytes || (e.TargetType != "" && !fileTypes[e.TargetType]) {
+		len(e.SymlinkTarget) > workspace.MaxPathBytes || (e.TargetType != "" && !fileTypes[e.TargetType]) ||
+		workspace.CheckMetadata(e.Metadata) != nil {
 		return e, false
 	}
 	e.Path = path.Join(dir, e.Name)
@@ -307,6 +309,31 @@ func (c *Client) MakeDir(p string) error {
 	ctx, cancel := c.ctx()
 	defer cancel()
 	resp, err := c.call(ctx, http.MethodPost, mkdirPath, p, nil, nil)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
+}
+
+var _ workspace.MetadataSetter = (*Client)(nil)
+
+// SetMetadata implements workspace.MetadataSetter: the server sets it.
+func (c *Client) SetMetadata(p string, meta map[string]string) error {
+	if err := workspace.CheckMetadata(meta); err != nil {
+		return err
+	}
+	p, err := workspace.Clean(p)
+	if err != nil {
+		return err
+	}
+	body, err := json.Marshal(meta)
+	if err != nil {
+		return &workspace.PathError{Kind: workspace.ErrIO, Path: p, Err: err}
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	resp, err := c.call(ctx, http.MethodPost, metadataPath, p, bytes.NewReader(body), http.Header{"Content-Type": {"application/json"}})
 	if err != nil {
 		return err
 	}

@@ -84,6 +84,15 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil || st.Size != int64(len(body)) || st.Type != "file" || st.Name != "big.bin" {
 		t.Fatalf("stat: %+v %v", st, err)
 	}
+	if err := c.SetMetadata("data/sub/big.bin", map[string]string{"k": "v"}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := c.Stat("data/sub/big.bin"); err != nil || st.Metadata["k"] != "v" {
+		t.Fatalf("metadata through the server: %+v %v", st, err)
+	}
+	if err := c.SetMetadata("data/sub/big.bin", map[string]string{"bad key": "v"}); !errors.Is(err, workspace.ErrBadMetadata) {
+		t.Fatalf("bad metadata: %v", err)
+	}
 	f, info, err := c.OpenFile("data/sub/big.bin")
 	if err != nil || info.Size() != int64(len(body)) || info.Name() != "big.bin" {
 		t.Fatalf("open: %v %v", info, err)

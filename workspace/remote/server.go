@@ -19,16 +19,17 @@ import (
 
 // Routes served (all but HealthPath need the token).
 const (
-	HealthPath  = "/healthz"
-	listPath    = "/v1/list"
-	statPath    = "/v1/stat"
-	filePath    = "/v1/file"
-	mkdirPath   = "/v1/mkdir"
-	resetPath   = "/v1/changes/reset"
-	changesPath = "/v1/changes"
-	usagePath   = "/v1/usage"
-	renamePath  = "/v1/rename"
-	watchPath   = "/v1/watch"
+	HealthPath   = "/healthz"
+	listPath     = "/v1/list"
+	statPath     = "/v1/stat"
+	filePath     = "/v1/file"
+	mkdirPath    = "/v1/mkdir"
+	resetPath    = "/v1/changes/reset"
+	changesPath  = "/v1/changes"
+	usagePath    = "/v1/usage"
+	renamePath   = "/v1/rename"
+	metadataPath = "/v1/metadata"
+	watchPath    = "/v1/watch"
 	// SizeHeader carries a downloaded file's size.
 	SizeHeader = "X-Glassroom-Size"
 )
@@ -103,6 +104,7 @@ func NewServer(root *workspace.Root, watch *workspace.Watcher, cfg ServerConfig)
 	s.mux.HandleFunc("GET "+changesPath, s.auth(s.changes))
 	s.mux.HandleFunc("GET "+usagePath, s.auth(s.measure))
 	s.mux.HandleFunc("POST "+renamePath, s.auth(s.rename))
+	s.mux.HandleFunc("POST "+metadataPath, s.auth(s.setMetadata))
 	s.mux.HandleFunc("GET "+watchPath, s.auth(s.watchDir))
 	return s, nil
 }
@@ -148,6 +150,7 @@ var statusOf = map[workspace.Kind]int{
 	workspace.ErrSymlink: http.StatusForbidden, workspace.ErrFull: http.StatusInsufficientStorage,
 	workspace.ErrExists: http.StatusConflict, workspace.ErrBusy: http.StatusLocked,
 	workspace.ErrClosed: http.StatusGone, workspace.ErrIO: http.StatusInternalServerError,
+	workspace.ErrBadMetadata: http.StatusBadRequest,
 }
 
 func writeErr(w http.ResponseWriter, err error) {
@@ -287,6 +290,19 @@ func (s *Server) usage() (int64, error) {
 
 func (s *Server) remove(w http.ResponseWriter, r *http.Request) {
 	if err := s.root.Remove(r.URL.Query().Get("path")); err != nil {
+		writeErr(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) setMetadata(w http.ResponseWriter, r *http.Request) {
+	var meta map[string]string
+	if err := json.NewDecoder(io.LimitReader(r.Body, 2*workspace.MaxMetadataBytes)).Decode(&meta); err != nil {
+		writeErr(w, &workspace.PathError{Kind: workspace.ErrBadMetadata, Detail: "not a JSON object of strings"})
+		return
+	}
+	if err := s.root.SetMetadata(r.URL.Query().Get("path"), meta); err != nil {
 		writeErr(w, err)
 		return
 	}

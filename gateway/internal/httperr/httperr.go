@@ -60,7 +60,7 @@ func Of(err error) *Error {
 		return New(http.StatusRequestEntityTooLarge, "too_large", "%s", publicMessage(err))
 	case errors.Is(err, fileedit.ErrNotText):
 		return New(http.StatusUnprocessableEntity, "not_text", "%s", publicMessage(err))
-	case errors.Is(err, workspace.ErrBadPath), errors.Is(err, workspace.ErrSymlink):
+	case errors.Is(err, workspace.ErrBadPath), errors.Is(err, workspace.ErrSymlink), errors.Is(err, workspace.ErrBadMetadata):
 		return New(http.StatusBadRequest, "bad_path", "%s", publicMessage(err))
 	case errors.Is(err, workspace.ErrNotFound):
 		return New(http.StatusNotFound, "file_not_found", "%s", publicMessage(err))

@@ -33,6 +33,8 @@ export interface RequestInit2 {
     /** What a 404 is about, for the error type. */
     what?: 'sandbox' | 'file' | 'other';
     signal?: AbortSignal;
+    /** Headers of this request only. */
+    headers?: Record<string, string>;
 }
 /**
  * A resolved connection: base URL, key, timeout. Immutable; safe to share

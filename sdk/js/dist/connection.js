@@ -83,6 +83,7 @@ export class ConnectionConfig {
     async request(method, path, as, init = {}) {
         const headers = {
             ...this.headers,
+            ...(init.headers ?? {}),
             Authorization: 'Bearer ' + this.apiKey,
         };
         let body = init.body;

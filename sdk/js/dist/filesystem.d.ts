@@ -11,6 +11,8 @@ export interface WriteInfo {
     type?: FileType;
     /** The absolute path in the sandbox (/home/user/...). */
     path: string;
+    /** A file's metadata (written with `metadata`), undefined when it has none. */
+    metadata?: Record<string, string>;
 }
 /** One directory entry. */
 export interface EntryInfo extends WriteInfo {
@@ -33,6 +35,8 @@ export interface FilesystemRequestOpts {
     requestTimeoutMs?: number;
     /** E2B's: only 'user', the sandbox's one (unprivileged) user; another is refused (checkUser). */
     user?: string;
+    /** write: string pairs kept with the file (keys HTTP tokens, values printable ASCII); a file written without them has none. */
+    metadata?: Record<string, string>;
 }
 export interface FilesystemListOpts extends FilesystemRequestOpts {
     /** How deep to list (1: the directory's own entries, the default). */

@@ -58,6 +58,12 @@ function baseName(p) {
     const parts = p.replace(/\/+$/, '').split('/');
     return parts[parts.length - 1] || '';
 }
+/** `{ metadata }` when m is a non-empty object of strings, else nothing. */
+function metadataOf(m) {
+    if (!m || typeof m !== 'object' || Array.isArray(m) || !Object.keys(m).length)
+        return {};
+    return { metadata: Object.fromEntries(Object.entries(m).map(([k, v]) => [k, String(v)])) };
+}
 /** `ls -l`'s form of a type and permission bits: "drwxr-xr-x". */
 function permissions(type, mode) {
     const first = type === 'dir' ? 'd' : type === 'symlink' ? 'l' : '-';
@@ -69,6 +75,7 @@ function entry(e) {
     // E2B's: a symlink is the type of what it points to, with its target.
     const type = e.type === 'symlink' && e.target_type ? e.target_type : e.type;
     return {
+        ...metadataOf(e.metadata),
         ...(typeof e.symlink_target === 'string' && e.symlink_target ? { symlinkTarget: e.symlink_target } : {}),
         name: String(e.name ?? baseName(rel)),
         type: type === 'dir' ? FileType.DIR : FileType.FILE,
@@ -139,9 +146,10 @@ export class Filesystem {
             contentType: 'application/octet-stream',
             ok: [200, 201],
             timeoutMs: opts?.requestTimeoutMs,
+            ...(opts?.metadata && Object.keys(opts.metadata).length ? { headers: { 'Glassroom-File-Metadata': JSON.stringify(opts.metadata) } } : {}),
         });
         const rel = String(out?.path ?? toWorkspacePath(path));
-        return { name: baseName(rel), type: FileType.FILE, path: toAbsolute(rel) };
+        return { name: baseName(rel), type: FileType.FILE, path: toAbsolute(rel), ...metadataOf(out?.metadata) };
     }
     /** A directory's entries (depth 1 by default; deeper levels follow their parent). */
     async list(path, opts = {}) {

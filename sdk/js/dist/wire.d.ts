@@ -758,6 +758,10 @@ export interface FileEntry {
     /** SymlinkTarget (a symlink's): where it points, an absolute sandbox path when in the workspace; TargetType: what that is, when known. */
     symlink_target?: string;
     target_type?: string;
+    /** Metadata is a regular file's (uploaded with the Glassroom-File-Metadata header, or set by its code as user.e2b. attributes). */
+    metadata?: {
+        [key: string]: string;
+    };
 }
 /** Pool is the gateway's warm pool of pre-started kernels: how many it keeps (Target), has ready and is starting. */
 export interface Pool {

@@ -56,6 +56,8 @@ export interface RequestInit2 {
   /** What a 404 is about, for the error type. */
   what?: 'sandbox' | 'file' | 'other'
   signal?: AbortSignal
+  /** Headers of this request only. */
+  headers?: Record<string, string>
 }
 
 /**
@@ -127,6 +129,7 @@ export class ConnectionConfig {
   async request(method: string, path: string, as: ReadAs, init: RequestInit2 = {}): Promise<any> {
     const headers: Record<string, string> = {
       ...this.headers,
+      ...(init.headers ?? {}),
       Authorization: 'Bearer ' + this.apiKey,
     }
     let body: BodyInit | undefined = init.body

@@ -15,6 +15,8 @@ export interface WriteInfo {
   type?: FileType
   /** The absolute path in the sandbox (/home/user/...). */
   path: string
+  /** A file's metadata (written with `metadata`), undefined when it has none. */
+  metadata?: Record<string, string>
 }
 
 /** One directory entry. */
@@ -40,6 +42,8 @@ export interface FilesystemRequestOpts {
   requestTimeoutMs?: number
   /** E2B's: only 'user', the sandbox's one (unprivileged) user; another is refused (checkUser). */
   user?: string
+  /** write: string pairs kept with the file (keys HTTP tokens, values printable ASCII); a file written without them has none. */
+  metadata?: Record<string, string>
 }
 
 export interface FilesystemListOpts extends FilesystemRequestOpts {
@@ -108,6 +112,12 @@ function baseName(p: string): string {
   return parts[parts.length - 1] || ''
 }
 
+/** `{ metadata }` when m is a non-empty object of strings, else nothing. */
+function metadataOf(m: unknown): { metadata?: Record<string, string> } {
+  if (!m || typeof m !== 'object' || Array.isArray(m) || !Object.keys(m).length) return {}
+  return { metadata: Object.fromEntries(Object.entries(m as Record<string, unknown>).map(([k, v]) => [k, String(v)])) }
+}
+
 /** `ls -l`'s form of a type and permission bits: "drwxr-xr-x". */
 function permissions(type: string, mode: number): string {
   const first = type === 'dir' ? 'd' : type === 'symlink' ? 'l' : '-'
@@ -120,6 +130,7 @@ function entry(e: any): EntryInfo {
   // E2B's: a symlink is the type of what it points to, with its target.
   const type = e.type === 'symlink' && e.target_type ? e.target_type : e.type
   return {
+    ...metadataOf(e.metadata),
     ...(typeof e.symlink_target === 'string' && e.symlink_target ? { symlinkTarget: e.symlink_target } : {}),
     name: String(e.name ?? baseName(rel)),
     type: type === 'dir' ? FileType.DIR : FileType.FILE,
@@ -196,9 +207,10 @@ export class Filesystem {
       contentType: 'application/octet-stream',
       ok: [200, 201],
       timeoutMs: opts?.requestTimeoutMs,
+      ...(opts?.metadata && Object.keys(opts.metadata).length ? { headers: { 'Glassroom-File-Metadata': JSON.stringify(opts.metadata) } } : {}),
     })
     const rel = String(out?.path ?? toWorkspacePath(path))
-    return { name: baseName(rel), type: FileType.FILE, path: toAbsolute(rel) }
+    return { name: baseName(rel), type: FileType.FILE, path: toAbsolute(rel), ...metadataOf(out?.metadata) }
   }
 
   /** A directory's entries (depth 1 by default; deeper levels follow their parent). */

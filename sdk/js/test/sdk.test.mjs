@@ -294,6 +294,18 @@ test('pty: create with envs, sendInput, resize, connect by pid, kill', async () 
   assert.equal(await sbx.pty.kill(999999), false)
 })
 
+test('files: metadata written with a file, listed, kept by a rename, dropped by a rewrite', async () => {
+  const sbx = await sandbox()
+  const w = await sbx.files.write('meta/a.txt', 'a', { metadata: { author: 'mish' } })
+  assert.deepEqual(w.metadata, { author: 'mish' })
+  assert.deepEqual((await sbx.files.getInfo('meta/a.txt')).metadata, { author: 'mish' })
+  assert.deepEqual((await sbx.files.rename('meta/a.txt', 'meta/b.txt')).metadata, { author: 'mish' })
+  assert.equal((await sbx.files.write('meta/b.txt', 'again')).metadata, undefined)
+  assert.equal((await sbx.files.getInfo('meta/b.txt')).metadata, undefined)
+  await assert.rejects(sbx.files.write('meta/bad.txt', 'x', { metadata: { 'bad key': 'v' } }), InvalidArgumentError)
+  assert.equal(await sbx.files.exists('meta/bad.txt'), false)
+})
+
 test('updateNetwork: a sandbox created without a network has none to change', async () => {
   const sbx = await sandbox()
   await assert.rejects(sbx.updateNetwork({ allowOut: ['pypi.org'], denyOut: ['203.0.113.0/24'] }), (e) => e instanceof SandboxError && e.status === 409 && /created without a network/.test(e.message))

@@ -45,7 +45,7 @@ class Connection:
 
     def open(self, method: str, path: str, *, query: Optional[Mapping[str, str]] = None, body: Body = None,
              json_body: Any = None, content_type: Optional[str] = None, timeout: Any = "default",
-             ok: Tuple[int, ...] = (200,)) -> Any:
+             ok: Tuple[int, ...] = (200,), headers: Optional[Mapping[str, str]] = None) -> Any:
         """Does one request and returns the open response (the caller closes it).
 
         An answer outside ``ok`` raises the matching SandboxException.
@@ -54,7 +54,7 @@ class Connection:
         url = self.base_url + path
         if query:
             url += "?" + urllib.parse.urlencode(query)
-        headers = {"Authorization": "Bearer " + self.api_key, "User-Agent": "glassroom-python"}
+        headers = {**(headers or {}), "Authorization": "Bearer " + self.api_key, "User-Agent": "glassroom-python"}
         data: Any = body
         if json_body is not None:
             data = json.dumps(json_body).encode()

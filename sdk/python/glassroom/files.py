@@ -1,5 +1,6 @@
 """Workspace files of a sandbox: ``sbx.files``."""
 
+import json
 import os
 import posixpath
 from typing import IO, Any, Dict, Iterator, List, Literal, Optional, Sequence, Union, overload
@@ -54,6 +55,13 @@ def clean_path(path: Union[str, "os.PathLike[str]"]) -> str:
     while p.startswith("./"):
         p = p[2:]
     return "" if p in (".", "") else p.rstrip("/")
+
+
+def _metadata(v: Any) -> Optional[Dict[str, str]]:
+    """A file's metadata as the gateway gives it: None when it has none."""
+    if not isinstance(v, dict) or not v:
+        return None
+    return {str(k): str(x) for k, x in v.items()}
 
 
 class FileStream:
@@ -114,10 +122,19 @@ class Filesystem:
             data = resp.read()
         return data.decode("utf-8") if format == "text" else bytearray(data)
 
-    def write(self, path: str, data: Union[str, bytes, bytearray, IO[Any]], request_timeout: Optional[float] = None) -> WriteInfo:
+    def write(self, path: str, data: Union[str, bytes, bytearray, IO[Any]], request_timeout: Optional[float] = None,
+              metadata: Optional[Dict[str, str]] = None) -> WriteInfo:
         """Writes a file (parents are created, an existing file replaced).
-        ``data`` is str (UTF-8), bytes, or a file object (streamed)."""
+        ``data`` is str (UTF-8), bytes, or a file object (streamed).
+        ``metadata``: string pairs kept with the file (as user.e2b.
+        attributes; keys HTTP tokens, values printable ASCII); a file
+        written without it has none."""
         p = clean_path(path)
+        headers: Dict[str, str] = {}
+        if metadata:
+            if not isinstance(metadata, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
+                raise InvalidArgumentException("metadata must be a dict of str to str")
+            headers["Glassroom-File-Metadata"] = json.dumps(metadata)
         body: Any
         if isinstance(data, str):
             body = data.encode("utf-8")
@@ -128,8 +145,11 @@ class Filesystem:
         else:
             raise InvalidArgumentException("data must be str, bytes or a file object")
         kw: Dict[str, Any] = {} if request_timeout is None else {"timeout": request_timeout}
-        out = self._conn.call("PUT", self._file(p), body=body, content_type="application/octet-stream", ok=(201,), **kw)
-        return WriteInfo(name=posixpath.basename(out["path"]), type=FileType.FILE, path=out["path"], size=int(out.get("size", 0)))
+        out = self._conn.call("PUT", self._file(p), body=body, content_type="application/octet-stream", ok=(201,),
+                              headers=headers, **kw)
+        meta = out.get("metadata")
+        return WriteInfo(name=posixpath.basename(out["path"]), type=FileType.FILE, path=out["path"], size=int(out.get("size", 0)),
+                         metadata={str(k): str(v) for k, v in meta.items()} if isinstance(meta, dict) and meta else None)
 
     def write_files(self, files: List[Dict[str, Any]], request_timeout: Optional[float] = None) -> List[WriteInfo]:
         """Writes several files: each a dict with ``path`` and ``data``."""
@@ -147,7 +167,8 @@ class Filesystem:
                              size=int(e.get("size") or 0), modified_time=parse_time(e.get("mtime")),
                              mode=int(e.get("mode") or 0) & 0o7777,
                              symlink_target=str(e["symlink_target"]) if e.get("symlink_target") else None,
-                             target_type=file_type(e.get("target_type")) if e.get("target_type") else None)
+                             target_type=file_type(e.get("target_type")) if e.get("target_type") else None,
+                             metadata=_metadata(e.get("metadata")))
             entries.append(info)
             if depth > 1 and info.type == FileType.DIR:
                 entries.extend(self.list(info.path, depth - 1))

@@ -316,6 +316,8 @@ class WriteInfo:
     type: Optional[FileType]
     path: str
     size: int = 0
+    metadata: Optional[Dict[str, str]] = None
+    """What it was written with (``files.write(..., metadata=)``)."""
 
 
 @dataclass
@@ -333,6 +335,8 @@ class EntryInfo:
     """A symlink's target: an absolute sandbox path when in the workspace."""
     target_type: Optional[FileType] = None
     """What a symlink points to, when that is in the workspace."""
+    metadata: Optional[Dict[str, str]] = None
+    """A file's metadata (``files.write(..., metadata=)``), None when it has none."""
 
 
 @dataclass

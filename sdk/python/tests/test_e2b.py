@@ -147,6 +147,19 @@ class E2BSyncTest(unittest.TestCase):
         self.assertTrue(pty.kill(k.pid))
         self.assertFalse(pty.kill(999999))
 
+    def test_file_metadata(self) -> None:
+        f = self.sbx.files
+        w = f.write("meta/a.txt", "a", metadata={"author": "mish"})
+        self.assertEqual(w.metadata, {"author": "mish"})
+        self.assertEqual(f.get_info("meta/a.txt").metadata, {"author": "mish"})
+        self.assertEqual([e.metadata for e in f.list("meta")], [{"author": "mish"}])
+        self.assertEqual(f.rename("meta/a.txt", "meta/b.txt").metadata, {"author": "mish"})
+        self.assertIsNone(f.write("meta/b.txt", "again").metadata)
+        self.assertIsNone(f.get_info("meta/b.txt").metadata)
+        with self.assertRaises(InvalidArgumentException):
+            f.write("meta/bad.txt", "x", metadata={"bad key": "v"})
+        self.assertFalse(f.exists("meta/bad.txt"))
+
     def test_update_network(self) -> None:
         # This sandbox was created without a network: it has none to change (the gateway's 409).
         with self.assertRaisesRegex(ConflictException, "created without a network"):

@@ -121,16 +121,20 @@ class Filesystem:
     def write(self, path: str, data: Union[str, bytes, IO[Any]], user: Optional[str] = None,
               request_timeout: Optional[float] = None, gzip: bool = False, use_octet_stream: Optional[bool] = None,
               metadata: Optional[Dict[str, str]] = None) -> WriteInfo:
-        """Writes a file (parents made, an existing one replaced)."""
+        """Writes a file (parents made, an existing one replaced), with
+        ``metadata`` kept beside it (a file written without it has none)."""
         _user(user)
-        w = self._files.write(path, data, request_timeout)
-        return WriteInfo(name=w.name, type=FileType.FILE, path=_abs(w.path))
+        w = self._files.write(path, data, request_timeout, metadata)
+        return WriteInfo(name=w.name, type=FileType.FILE, path=_abs(w.path), metadata=w.metadata)
 
     def write_files(self, files: List[Dict[str, Any]], user: Optional[str] = None, request_timeout: Optional[float] = None,
                     gzip: bool = False, use_octet_stream: Optional[bool] = None,
                     metadata: Optional[Dict[str, str]] = None) -> List[WriteInfo]:
-        """Writes several files: each ``{"path": ..., "data": ...}``."""
-        return [self.write(f["path"], f["data"], user, request_timeout) for f in files]
+        """Writes several files: each ``{"path": ..., "data": ...}`` (or a
+        WriteEntry), every one with ``metadata``."""
+        def field(f: Any, name: str) -> Any:
+            return f[name] if isinstance(f, dict) else getattr(f, name)
+        return [self.write(field(f, "path"), field(f, "data"), user, request_timeout, metadata=metadata) for f in files]
 
     def list(self, path: str, depth: Optional[int] = 1, user: Optional[str] = None,
              request_timeout: Optional[float] = None) -> List[EntryInfo]:
@@ -306,7 +310,7 @@ def _entry(e: Any) -> EntryInfo:
     t = (getattr(e, "target_type", None) or e.type) if e.type == FileType.SYMLINK else e.type
     return EntryInfo(name=e.name, type=t, path=_abs(e.path), size=e.size, mode=mode,
                      permissions=_permissions(e.type, mode), modified_time=e.modified_time,
-                     symlink_target=getattr(e, "symlink_target", None))
+                     symlink_target=getattr(e, "symlink_target", None), metadata=getattr(e, "metadata", None))
 
 
 def _entry_json(e: Dict[str, Any]) -> EntryInfo:
@@ -318,7 +322,9 @@ def _entry_json(e: Dict[str, Any]) -> EntryInfo:
     shown = (file_type(e.get("target_type")) or t) if t == FileType.SYMLINK else t
     return EntryInfo(name=str(e.get("name") or posixpath.basename(rel)), type=shown, path=_abs(rel), size=int(e.get("size") or 0),
                      mode=mode, permissions=_permissions(t, mode), modified_time=parse_time(e.get("mtime")),
-                     symlink_target=str(e["symlink_target"]) if e.get("symlink_target") else None)
+                     symlink_target=str(e["symlink_target"]) if e.get("symlink_target") else None,
+                     metadata={str(k): str(v) for k, v in e["metadata"].items()} if isinstance(e.get("metadata"), dict) and e["metadata"]
+                     else None)
 
 
 class SandboxPaginator:
