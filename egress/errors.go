@@ -15,16 +15,21 @@ var ErrClosed = errors.New("egress: closed")
 type PatternError struct {
 	Pattern string
 	Reason  string
+	List    string // the request's field: "network.allow" ("" too) or "network.deny"
 }
 
 func (e *PatternError) Error() string { return "egress: " + e.Public() }
 
 // Public says which pattern was refused and why.
 func (e *PatternError) Public() string {
-	if e.Pattern == "" {
-		return "network.allow: " + e.Reason
+	list := e.List
+	if list == "" {
+		list = "network.allow"
 	}
-	return "network.allow " + quote(e.Pattern) + ": " + e.Reason
+	if e.Pattern == "" {
+		return list + ": " + e.Reason
+	}
+	return list + " " + quote(e.Pattern) + ": " + e.Reason
 }
 
 // Unwrap makes errors.Is(err, ErrPolicy) true.

@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -301,6 +302,10 @@ type Policy struct {
 func (pol Policy) WithDeny(deny []string) (Policy, error) {
 	d, err := ParsePolicy(deny)
 	if err != nil {
+		var pe *PatternError
+		if errors.As(err, &pe) {
+			pe.List = "network.deny"
+		}
 		return Policy{}, err
 	}
 	pol.deny = d.patterns

@@ -305,7 +305,9 @@ func TestEgressPolicyRequests(t *testing.T) {
 		{open, `{"network":{"allow":["pythonhosted.org"]}}`, `network.allow "pythonhosted.org": not within`},
 		{open, `{"network":{"allow":["bad pattern"]}}`, `network.allow "bad pattern": host name`},
 		{open, `{"network":{"allow":["*.pypi.org:*"]}}`, `network.allow "*.pypi.org:*"`},
-		{open, `{"network":{"deny":["x"]}}`, `unknown field`},
+		{open, `{"network":{"deny":["x"]}}`, `network.deny without network.allow`},
+		{open, `{"network":{"allow":["pypi.org"],"deny":["bad pattern"]}}`, `network.deny "bad pattern": host name`},
+		{open, `{"network":{"allow":["pypi.org"],"bad":["x"]}}`, `unknown field`},
 		{open, `{"network":{"allow":"pypi.org"}}`, `invalid JSON body`},
 	}
 	for _, tc := range cases {

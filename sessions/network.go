@@ -30,6 +30,9 @@ type networks struct {
 // An empty list is no network (the zero Policy).
 func (m *networks) admit(n Network) (egress.Policy, error) {
 	if len(n.Allow) == 0 {
+		if len(n.Deny) > 0 {
+			return egress.Policy{}, invalid("network.deny without network.allow: a session reaches nothing unless its allow list names it (deny takes destinations out of that list)")
+		}
 		return egress.Policy{}, nil
 	}
 	pol, err := m.egress.Admit(n.Allow)

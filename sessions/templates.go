@@ -141,7 +141,7 @@ func (ts templateSet) apply(opts CreateOptions) (CreateOptions, error) {
 		opts.Kernel = t.Language
 	}
 	opts.Limits = opts.Limits.Or(t.Limits)
-	if len(opts.Network.Allow) == 0 {
+	if len(opts.Network.Allow) == 0 && len(opts.Network.Deny) == 0 {
 		opts.Network = t.Network
 	}
 	if opts.IdleTimeout == 0 {
