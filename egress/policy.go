@@ -35,7 +35,7 @@ const (
 	hostSubdomains                 // *.pythonhosted.org: strict subdomains, any depth
 	hostAny                        // *: every DNS name (never an IP literal)
 	hostIP                         // 203.0.113.7 or [2001:db8::1]: that literal only
-	hostCIDR                       // 203.0.113.0/24 or [2001:db8::/48]: an IP literal in it, or an address a name resolves to
+	hostCIDR                       // 203.0.113.0/24 or [2001:db8::/48]: an IP literal in it (in a deny list, also an address a name resolves to)
 )
 
 // Pattern is one entry of an allowlist: a host (an exact DNS name,
@@ -251,8 +251,8 @@ func minPrefixBits(a netip.Addr) int {
 }
 
 // matchesAddr reports whether the pattern is a block holding a, an
-// address a name resolved to (names never match by their addresses
-// otherwise).
+// address a name resolved to (for deny lists: an allowed name never
+// reaches an address a block denies).
 func (p Pattern) matchesAddr(a netip.Addr) bool {
 	return p.kind == hostCIDR && p.prefix.Contains(a)
 }
@@ -398,29 +398,6 @@ func (pol Policy) check(name string, ip netip.Addr, port int, connect bool) verd
 		}
 	}
 	return v
-}
-
-// allowsAddr reports whether a block of the policy lets a connection to
-// address a (one a name resolved to) on port through, when the name
-// itself is not allowed.
-func (pol Policy) allowsAddr(a netip.Addr, port int, connect bool) bool {
-	for _, p := range pol.patterns {
-		if p.matchesAddr(a) && p.matchesPort(port, connect) {
-			return true
-		}
-	}
-	return false
-}
-
-// hasBlocks reports whether the policy has CIDR blocks (a name it does
-// not allow may still resolve into one).
-func (pol Policy) hasBlocks() bool {
-	for _, p := range pol.patterns {
-		if p.kind == hostCIDR {
-			return true
-		}
-	}
-	return false
 }
 
 // Allows reports whether the policy lets a request with method (CONNECT,

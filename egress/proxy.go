@@ -228,10 +228,7 @@ func (pol Policy) admits(d dest) bool {
 	if pol.denies(d.name, d.ip, d.addr, d.port) {
 		return false
 	}
-	if pol.check(d.name, d.ip, d.port, d.connect) == verdictAllowed {
-		return true
-	}
-	return d.name != "" && pol.allowsAddr(d.addr, d.port, d.connect)
+	return pol.check(d.name, d.ip, d.port, d.connect) == verdictAllowed
 }
 
 func (p *Proxy) untrack(c net.Conn) {
@@ -428,10 +425,10 @@ func (p *Proxy) check(host string, port int, connect bool) ([]netip.Addr, refusa
 	case verdictConnectPort:
 		refused = refusal{status: http.StatusForbidden, reason: "CONNECT to port " + strconv.Itoa(port) + " of " + shown + " is not allowed: a pattern without a port tunnels to 443 only (plain http:// goes as a proxied request)"}
 	}
-	// A name the list does not allow may still resolve into one of its
-	// CIDR blocks: then only the addresses in a block may be dialed.
-	inBlocks := v != verdictAllowed && name != "" && pol.hasBlocks()
-	if v != verdictAllowed && !inBlocks {
+	// A name the list does not allow is refused before any lookup (a
+	// CIDR block matches IP literals only): the code cannot make the
+	// gateway resolve names it was not given.
+	if v != verdictAllowed {
 		return nil, refused
 	}
 	if ip.IsValid() { // the client named this address: no secret in saying it
@@ -454,14 +451,6 @@ func (p *Proxy) check(host string, port int, connect bool) ([]netip.Addr, refusa
 		if pol.denies(name, netip.Addr{}, a, port) {
 			if !no.addr.IsValid() {
 				no = refusal{status: http.StatusForbidden, reason: name + " is denied by this session's network rules", addr: a}
-			}
-			continue
-		}
-		if inBlocks && !pol.allowsAddr(a, port, connect) {
-			if !no.addr.IsValid() {
-				// The name's own refusal: which address is never said.
-				no = refused
-				no.addr = a
 			}
 			continue
 		}

@@ -126,6 +126,7 @@ func refuseSigned(c echo.Context, msg string) error {
 // serve reads or writes the token's file. A session that ended is 404:
 // its URLs end with it.
 func (f *signedFiles) serve(c echo.Context) error {
+	c.Response().Header().Del(ServedByHeader) // a holder of a URL is no client of the API: replica names are not theirs
 	cl := c.Get(claimsKey).(urlsign.Claims)
 	sess, err := f.mgr.Get(cl.Tenant, cl.Session)
 	if err != nil {

@@ -18,10 +18,13 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 )
 
-// RecordVersion is the version of the records this package writes. A
-// record of a later version (a newer gateway's, before a downgrade) is
-// not read; one without a version is of version 1.
-const RecordVersion = 1
+// RecordVersion is the latest version of the records this package
+// writes and reads. A record of a later version (a newer gateway's,
+// before a downgrade) is not read; one without a version is of version
+// 1. Version 2 is a record with a network deny list: a gateway that
+// knew no deny lists would resume its network without them, so it must
+// not read it.
+const RecordVersion = 2
 
 // Record is one session as the store keeps it.
 type Record struct {
@@ -331,7 +334,10 @@ func (s *Store) Put(recs ...Record) error {
 		skipped = skipped[:0]
 		b := tx.Bucket(bucketSessions)
 		for _, r := range recs {
-			r.Version = RecordVersion
+			r.Version = 1 // what every gateway reads
+			if len(r.NetworkDeny) > 0 {
+				r.Version = 2
+			}
 			v, err := json.Marshal(r)
 			switch {
 			case err != nil:

@@ -57,8 +57,21 @@ func TestStore(t *testing.T) {
 	if err != nil || len(all) != 2 || all[0].Sandbox.Conn.Key != "secret" || all[0].LastSeq != 7 || !all[0].CreatedAt.Equal(r.CreatedAt) {
 		t.Fatalf("read back: %+v %v", all, err)
 	}
-	if all[0].Version != sessionstore.RecordVersion {
+	if all[0].Version != 1 { // no deny list: the version every gateway reads
 		t.Fatalf("record version %d", all[0].Version)
+	}
+	// A record with a network deny list is of version 2: a gateway that
+	// knew no deny lists must not resume the network without it.
+	withDeny := all[0]
+	withDeny.NetworkDeny = []string{"blocked.example"}
+	if err := s.Put(withDeny); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := s.Sessions(); err != nil || again[0].Version != 2 || again[0].NetworkDeny[0] != "blocked.example" {
+		t.Fatalf("a record with a deny list: %+v %v", again, err)
+	}
+	if err := s.Put(all[0]); err != nil { // as it was, for what follows
+		t.Fatal(err)
 	}
 	if err := s.MarkLost(all[1], "container gone"); err != nil {
 		t.Fatal(err)

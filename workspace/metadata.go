@@ -21,6 +21,9 @@ const (
 	MaxMetadataKeys = 32
 	// MaxMetadataBytes bounds its keys and values together.
 	MaxMetadataBytes = 8 << 10
+	// maxMetadataKey bounds a key: an attribute name is at most 255
+	// bytes, MetadataPrefix included.
+	maxMetadataKey = 255 - len(MetadataPrefix)
 )
 
 // ErrBadMetadata is a metadata key or value that is not allowed: a key
@@ -38,8 +41,8 @@ func CheckMetadata(meta map[string]string) error {
 	n := 0
 	for k, v := range meta {
 		n += len(k) + len(v)
-		if k == "" || strings.IndexFunc(k, func(c rune) bool { return !tokenChar(c) }) >= 0 {
-			return bad("metadata key " + strconv.Quote(truncated(k, 64)) + ": letters, digits and !#$%&'*+-.^_`|~ only")
+		if k == "" || len(k) > maxMetadataKey || strings.IndexFunc(k, func(c rune) bool { return !tokenChar(c) }) >= 0 {
+			return bad("metadata key " + strconv.Quote(truncated(k, 64)) + ": 1.." + strconv.Itoa(maxMetadataKey) + " letters, digits and !#$%&'*+-.^_`|~")
 		}
 		if strings.IndexFunc(v, func(c rune) bool { return c < 0x20 || c > 0x7e }) >= 0 {
 			return bad("metadata value of " + strconv.Quote(truncated(k, 64)) + ": printable ASCII only")
@@ -109,9 +112,15 @@ func (r *Root) SetMetadata(p string, meta map[string]string) error {
 }
 
 // metadataKeys lists the keys (without MetadataPrefix) that list, a
-// listxattr call, answers: nil when there are none or it fails.
+// listxattr call, answers: nil when there are none or it fails. A file
+// without attributes costs one call and nothing allocated; names are
+// read up to 64 KiB.
 func metadataKeys(list func([]byte) (int, error)) []string {
-	buf := make([]byte, 64<<10)
+	size, err := list(nil)
+	if err != nil || size <= 0 {
+		return nil
+	}
+	buf := make([]byte, min(size, 64<<10))
 	n, err := list(buf)
 	if err != nil || n <= 0 {
 		return nil
@@ -138,6 +147,9 @@ func readMetadata(dirfd int, name string) map[string]string {
 	}
 	meta := map[string]string{}
 	buf := make([]byte, MaxMetadataBytes+1)
+	if len(keys) > MaxMetadataKeys {
+		return nil
+	}
 	for _, k := range keys {
 		n, err := unix.Lgetxattr(p, MetadataPrefix+k, buf)
 		if err != nil || n > MaxMetadataBytes {

@@ -282,6 +282,11 @@ type Entry struct {
 // MaxListEntries bounds one listing.
 const MaxListEntries = 10000
 
+// maxListMetadata bounds the metadata one listing carries (code in the
+// sandbox sets it on as many files as it likes): past it, entries come
+// without (Stat still gives a file's).
+const maxListMetadata = 1 << 20
+
 // List returns the entries of directory dir, sorted by name, at most
 // MaxListEntries (truncated reports more). Symlinks are listed, not followed.
 func (r *Root) List(dir string) (entries []Entry, truncated bool, err error) {
@@ -304,6 +309,7 @@ func (r *Root) List(dir string) (entries []Entry, truncated bool, err error) {
 	}
 	sort.Strings(names)
 	entries = make([]Entry, 0, len(names))
+	metaBytes := 0 // the listing's metadata so far: past maxListMetadata, the rest goes without
 	for _, name := range names {
 		if len(name) > len(".glassroom-upload-") && name[:len(".glassroom-upload-")] == ".glassroom-upload-" {
 			continue
@@ -318,7 +324,12 @@ func (r *Root) List(dir string) (entries []Entry, truncated bool, err error) {
 		case "symlink":
 			r.describeLink(fd, dir, name, &e)
 		case "file":
-			e.Metadata = readMetadata(fd, name)
+			if metaBytes < maxListMetadata {
+				e.Metadata = readMetadata(fd, name)
+				for k, v := range e.Metadata {
+					metaBytes += len(k) + len(v)
+				}
+			}
 		}
 		entries = append(entries, e)
 	}

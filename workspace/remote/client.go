@@ -184,12 +184,17 @@ func (c *Client) ctx() (context.Context, context.CancelFunc) {
 
 var fileTypes = map[string]bool{"file": true, "dir": true, "symlink": true, "other": true}
 
+// validFields reports whether an entry's fields besides its name and
+// type are within their bounds (the agent's answers are the sandbox's).
+func validFields(e workspace.Entry) bool {
+	return e.Size >= 0 && e.Mode <= 0o7777 && len(e.SymlinkTarget) <= workspace.MaxPathBytes &&
+		(e.TargetType == "" || fileTypes[e.TargetType]) && workspace.CheckMetadata(e.Metadata) == nil
+}
+
 // checkEntry validates an entry of directory dir as the server gave it and
 // recomputes its path.
 func checkEntry(dir string, e workspace.Entry) (workspace.Entry, bool) {
-	if !cleanName(e.Name) || !fileTypes[e.Type] || e.Size < 0 || e.Mode > 0o7777 ||
-		len(e.SymlinkTarget) > workspace.MaxPathBytes || (e.TargetType != "" && !fileTypes[e.TargetType]) ||
-		workspace.CheckMetadata(e.Metadata) != nil {
+	if !cleanName(e.Name) || !fileTypes[e.Type] || !validFields(e) {
 		return e, false
 	}
 	e.Path = path.Join(dir, e.Name)
@@ -248,7 +253,7 @@ func (c *Client) Stat(p string) (workspace.Entry, error) {
 		base = "."
 	}
 	e.Name, e.Path = base, p
-	if !fileTypes[e.Type] || e.Size < 0 {
+	if !fileTypes[e.Type] || !validFields(e) {
 		return workspace.Entry{}, &workspace.PathError{Kind: workspace.ErrIO, Path: p, Detail: "bad answer"}
 	}
 	return e, nil

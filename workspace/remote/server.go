@@ -298,7 +298,7 @@ func (s *Server) remove(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) setMetadata(w http.ResponseWriter, r *http.Request) {
 	var meta map[string]string
-	if err := json.NewDecoder(io.LimitReader(r.Body, 2*workspace.MaxMetadataBytes)).Decode(&meta); err != nil {
+	if err := json.NewDecoder(io.LimitReader(r.Body, 8*workspace.MaxMetadataBytes)).Decode(&meta); err != nil { // JSON may escape a byte in 6
 		writeErr(w, &workspace.PathError{Kind: workspace.ErrBadMetadata, Detail: "not a JSON object of strings"})
 		return
 	}
