@@ -31,7 +31,8 @@ type Config struct {
 	// filled in here (from Durable and the metrics).
 	Sessions sessions.Config
 	// Gateway configures the HTTP server. MCP is filled in here; Metrics
-	// too, when Gateway.MetricsToken is set.
+	// too, when Gateway.MetricsToken is set; URLSigningKey, when empty and
+	// Durable, from a random key kept in the state dir (url-signing.key).
 	Gateway gateway.Config
 	// Durable keeps sessions in a store under the runtime's state dir and
 	// restores them (adopting kernels that outlived the last gateway) in New.
@@ -92,6 +93,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (_ *App, err error
 	a.release.PushFunc("runtime", rt.release)
 
 	scfg := cfg.Sessions
+	gcfg := cfg.Gateway
 	if cfg.Durable {
 		if sd, ok := rt.runtime.(sandbox.StateDirHolder); ok && sd.StateDir() != "" {
 			st, err := sessionstore.Open(sessionstore.Config{Dir: sd.StateDir()}, log)
@@ -100,6 +102,11 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (_ *App, err error
 			}
 			a.release.Push("session store", st.Close)
 			scfg.Store = st
+			if len(gcfg.URLSigningKey) == 0 {
+				if gcfg.URLSigningKey, err = storedSigningKey(sd.StateDir()); err != nil {
+					return nil, err
+				}
+			}
 		}
 	}
 	a.Metrics = metrics.New()
@@ -112,7 +119,6 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (_ *App, err error
 	a.Manager = mgr
 	a.Metrics.Watch(mgr)
 
-	gcfg := cfg.Gateway
 	if gcfg.MetricsToken != "" {
 		gcfg.Metrics = a.Metrics.Handler()
 	}

@@ -44,10 +44,10 @@ type Config struct {
 	// gives it, so that the gateway imports neither the MCP server nor the
 	// Go client it uses.
 	MCP func(inProcess http.RoundTripper) (http.Handler, error)
-	// URLSigningKey signs the tokens of signed file URLs (at least 32
-	// bytes; replicas must share it). Empty: a key derived from APIKeys,
-	// which replicas with the same keys share, and which changes (revoking
-	// every URL) when the keys do.
+	// URLSigningKey seals the tokens of signed file URLs and previews (at
+	// least 32 bytes of secret; replicas must share it). Empty: a random
+	// key of this process, so that its URLs end with it and no other
+	// replica honours them.
 	URLSigningKey []byte
 	// Instance names this replica in the requests it forwards to the
 	// replica serving a session (ForwardedHeader); default "gateway".

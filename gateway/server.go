@@ -71,7 +71,7 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 	files := &filesAPI{session: s.session, maxUpload: cfg.MaxUploadBytes, decode: s.decodeJSON, editor: editor}
 	key := cfg.URLSigningKey
 	if len(key) == 0 {
-		key = urlsign.DeriveKey(cfg.APIKeys)
+		key = urlsign.NewKey()
 	}
 	signer, err := urlsign.New(key)
 	if err != nil {

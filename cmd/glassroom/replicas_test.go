@@ -76,6 +76,8 @@ func TestReplicasOnARealCluster(t *testing.T) {
 		r.args = []string{"--runtime", "k8s", "--kubeconfig", k8stest.Kubeconfig(), "--k8s-namespace", namespace,
 			"--instance", r.name, "--listen", "127.0.0.1:" + port, "--k8s-advertise-url", "http://127.0.0.1:" + port,
 			"--api-key", key, "--log-level", "warn", "--state-dir", t.TempDir(),
+			// Shared, so that a URL minted on one replica opens on all.
+			"--url-signing-key", "replica-test-url-signing-key-0123456789",
 			"--k8s-seccomp-profile", "glassroom-kernel.json", "--cpus", "0.5", "--memory-mb", "192",
 			// 30 sessions on a two-core node: each requests a fiftieth of
 			// its CPU limit.

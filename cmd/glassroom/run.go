@@ -114,7 +114,7 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.orphanGrace, "orphan-grace", 0, "how long a kernel runs on once no gateway holds it (docker: after the detach, or its gateway's death, it ends itself by then or at its session's end; k8s: other replicas delete it unadopted); 0: the runtime's default (docker 2h, k8s 10m)")
 	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve Prometheus /metrics on this separate address, without auth (e.g. 127.0.0.1:9464)")
 	fs.StringVar(&o.metricsToken, "metrics-token", "", "serve Prometheus /metrics on the main listener to requests bearing this token")
-	fs.StringVar(&o.urlSigningKey, "url-signing-key", "", "the secret that signs file URLs (at least 32 characters; replicas share it); default: derived from the API keys")
+	fs.StringVar(&o.urlSigningKey, "url-signing-key", "", "the secret that seals signed file and preview URLs (at least 32 characters; replicas must share it); default: a random key kept in the state dir (url-signing.key), or of this process without --durable")
 	fs.StringVar(&o.seccompProfile, "seccomp-profile", "", "seccomp JSON profile for kernel containers (default: glassroom's, stricter than Docker's; docker-default: Docker's)")
 	o.k8s.flags(fs)
 	fs.DurationVar(&o.sess.ExecTimeout, "exec-timeout", o.sess.ExecTimeout, "default execution timeout")

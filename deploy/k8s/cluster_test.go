@@ -49,6 +49,10 @@ func TestBaseOnTheRealCluster(t *testing.T) {
 		StringData: map[string]string{"keys": key}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := cs.CoreV1().Secrets(namespace).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "glassroom-url-signing-key"},
+		StringData: map[string]string{"key": "deploy-test-url-signing-key-0123456789abcdef"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	var dep *appsv1.Deployment
 	for _, o := range build(t, ".") {
 		if d, ok := o.(*appsv1.Deployment); ok {

@@ -117,7 +117,8 @@ func TestBase(t *testing.T) {
 		env[e.Name] = e
 	}
 	if env["GLASSROOM_INSTANCE"].ValueFrom.FieldRef.FieldPath != "metadata.name" || env["GLASSROOM_K8S_NAMESPACE"].ValueFrom.FieldRef.FieldPath != "metadata.namespace" ||
-		env["GLASSROOM_API_KEYS"].ValueFrom.SecretKeyRef.Name != "glassroom-api-keys" {
+		env["GLASSROOM_API_KEYS"].ValueFrom.SecretKeyRef.Name != "glassroom-api-keys" ||
+		env["GLASSROOM_URL_SIGNING_KEY"].ValueFrom.SecretKeyRef.Name != "glassroom-url-signing-key" {
 		t.Fatalf("env %+v", c.Env)
 	}
 	// The advertised address is the pod's, on the container's port; POD_IP

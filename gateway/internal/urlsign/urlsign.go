@@ -1,21 +1,26 @@
-// Package urlsign signs and verifies the tokens of signed file URLs:
-// expiring, single-purpose, path-bound grants that a browser or a bare
-// HTTP client uses without the API key.
+// Package urlsign seals and opens the tokens of signed URLs: expiring,
+// single-purpose, path-bound grants that a browser or a bare HTTP client
+// uses without the API key.
 //
-// A token is base64url(JSON claims) "." base64url(HMAC-SHA256(key,
-// claims)). Replicas that share the key honour each other's tokens. A
-// Signer is immutable and safe for concurrent use.
+// A token is base64url(nonce || AES-256-GCM(claims)), under a key drawn
+// from the gateway's signing key. It is opaque (a holder reads neither
+// the tenant nor the session in it) and authenticated (a changed byte is
+// refused). The signing key is a random secret of its own, never derived
+// from the API keys: a token then gives nothing to test guesses of a key
+// against. Replicas that share the signing key honour each other's
+// tokens. A Signer is immutable and safe for concurrent use.
 package urlsign
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 )
 
@@ -23,6 +28,9 @@ import (
 const (
 	Read  = "read"
 	Write = "write"
+	// Preview grants a browser the previews of a session's port (Path
+	// holds the port).
+	Preview = "preview"
 )
 
 // MinKeyBytes is the shortest signing key accepted.
@@ -32,10 +40,9 @@ const MinKeyBytes = 32
 const MaxTokenBytes = 8 << 10
 
 var (
-	// ErrBadToken is a malformed token, or one whose signature is not this
-	// key's.
+	// ErrBadToken is a malformed token, or one not sealed with this key.
 	ErrBadToken = errors.New("urlsign: invalid signature")
-	// ErrExpired is a token signed correctly whose time is past.
+	// ErrExpired is a token sealed correctly whose time is past.
 	ErrExpired = errors.New("urlsign: signature is already expired")
 )
 
@@ -49,69 +56,68 @@ type Claims struct {
 	Expires int64  `json:"e"` // Unix seconds
 }
 
-// Signer signs and verifies tokens with one key.
+// Signer seals and opens tokens with one key.
 type Signer struct {
-	key []byte
+	aead cipher.AEAD
 }
 
-// New returns a signer with key (at least MinKeyBytes).
+// New returns a signer with key (at least MinKeyBytes of secret).
 func New(key []byte) (*Signer, error) {
 	if len(key) < MinKeyBytes {
 		return nil, fmt.Errorf("urlsign: the signing key must be at least %d bytes", MinKeyBytes)
 	}
-	return &Signer{key: append([]byte(nil), key...)}, nil
-}
-
-// DeriveKey is the signing key of gateways that were given none: a hash
-// of their API keys, so that replicas with the same keys share it, and
-// changing the keys revokes every URL. Knowing one API key does not give
-// it: it takes all of them.
-func DeriveKey(apiKeys []string) []byte {
-	keys := append([]string(nil), apiKeys...)
-	sort.Strings(keys)
-	m := hmac.New(sha256.New, []byte("glassroom signed file URLs v1"))
-	for _, k := range keys {
-		m.Write([]byte(k))
-		m.Write([]byte{0})
+	// The cipher's key is the signing key's HMAC over a label, so that a
+	// key of any length (and one also used elsewhere) gives a 256-bit key
+	// of its own.
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("glassroom signed URLs v2"))
+	block, err := aes.NewCipher(m.Sum(nil))
+	if err != nil {
+		return nil, fmt.Errorf("urlsign: %w", err)
 	}
-	return m.Sum(nil)
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, fmt.Errorf("urlsign: %w", err)
+	}
+	return &Signer{aead: aead}, nil
 }
 
-// Sign returns the token of c.
+// NewKey returns a fresh random signing key.
+func NewKey() []byte {
+	k := make([]byte, MinKeyBytes)
+	_, _ = rand.Read(k) // crypto/rand.Read never fails (Go 1.24)
+	return k
+}
+
+// Sign returns the sealed token of c.
 func (s *Signer) Sign(c Claims) string {
 	body, _ := json.Marshal(c) // plain strings and an int: cannot fail
-	enc := base64.RawURLEncoding
-	return enc.EncodeToString(body) + "." + enc.EncodeToString(s.mac(body))
+	nonce := make([]byte, s.aead.NonceSize(), s.aead.NonceSize()+len(body)+s.aead.Overhead())
+	_, _ = rand.Read(nonce)
+	return base64.RawURLEncoding.EncodeToString(s.aead.Seal(nonce, nonce, body, nil))
 }
 
-// Verify returns the claims of token if it is this key's and not
-// expired at now: ErrBadToken or ErrExpired otherwise.
+// Verify returns the claims of token if it was sealed with this key and
+// has not expired at now: ErrBadToken or ErrExpired otherwise.
 func (s *Signer) Verify(token string, now time.Time) (Claims, error) {
 	if len(token) > MaxTokenBytes {
 		return Claims{}, ErrBadToken
 	}
-	b64, sig64, ok := strings.Cut(token, ".")
-	if !ok {
+	raw, err := base64.RawURLEncoding.DecodeString(token)
+	ns := s.aead.NonceSize()
+	if err != nil || len(raw) < ns+s.aead.Overhead() {
 		return Claims{}, ErrBadToken
 	}
-	enc := base64.RawURLEncoding
-	body, err1 := enc.DecodeString(b64)
-	sig, err2 := enc.DecodeString(sig64)
-	if err1 != nil || err2 != nil || !hmac.Equal(sig, s.mac(body)) {
+	body, err := s.aead.Open(nil, raw[:ns], raw[ns:], nil)
+	if err != nil {
 		return Claims{}, ErrBadToken
 	}
 	var c Claims
-	if err := json.Unmarshal(body, &c); err != nil || c.Session == "" || (c.Op != Read && c.Op != Write) {
+	if err := json.Unmarshal(body, &c); err != nil || c.Session == "" || (c.Op != Read && c.Op != Write && c.Op != Preview) {
 		return Claims{}, ErrBadToken
 	}
 	if now.Unix() >= c.Expires {
 		return c, ErrExpired
 	}
 	return c, nil
-}
-
-func (s *Signer) mac(body []byte) []byte {
-	m := hmac.New(sha256.New, s.key)
-	m.Write(body)
-	return m.Sum(nil)
 }
