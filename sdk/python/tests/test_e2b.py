@@ -341,8 +341,11 @@ class E2BAsyncTest(unittest.IsolatedAsyncioTestCase):
             self.assertIs(x.results[0], got[0])
             x = await sbx.run_code("import os; os.getenv('A')", envs={"A": "b"})
             self.assertEqual(x.text, "b")
-            await sbx.files.write("/home/user/q.txt", "q")
+            await sbx.files.write("/home/user/q.txt", "q", metadata={"owner": "async"})
             self.assertEqual(await sbx.files.read("/home/user/q.txt"), "q")
+            self.assertEqual((await sbx.files.get_info("/home/user/q.txt")).metadata, {"owner": "async"})
+            with urllib.request.urlopen(sbx.download_url("/home/user/q.txt")) as r:  # no API key
+                self.assertEqual(r.read(), b"q")
             self.assertTrue(await sbx.is_running())
             again = await AsyncSandbox.connect(sbx.sandbox_id)
             self.assertEqual((await again.run_code("1 + 1")).text, "2")

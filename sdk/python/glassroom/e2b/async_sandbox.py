@@ -66,12 +66,14 @@ class AsyncFilesystem:
         return await asyncio.to_thread(self._files.read, path, format, user, request_timeout)
 
     async def write(self, path: str, data: Union[str, bytes, IO[Any]], user: Optional[str] = None,
-                    request_timeout: Optional[float] = None, **kw: Any) -> WriteInfo:
-        return await asyncio.to_thread(self._files.write, path, data, user, request_timeout)
+                    request_timeout: Optional[float] = None, metadata: Optional[Dict[str, str]] = None,
+                    **kw: Any) -> WriteInfo:
+        return await asyncio.to_thread(self._files.write, path, data, user, request_timeout, metadata=metadata)
 
     async def write_files(self, files: List[Dict[str, Any]], user: Optional[str] = None,
-                          request_timeout: Optional[float] = None, **kw: Any) -> List[WriteInfo]:
-        return await asyncio.to_thread(self._files.write_files, files, user, request_timeout)
+                          request_timeout: Optional[float] = None, metadata: Optional[Dict[str, str]] = None,
+                          **kw: Any) -> List[WriteInfo]:
+        return await asyncio.to_thread(self._files.write_files, files, user, request_timeout, metadata=metadata)
 
     async def list(self, path: str, depth: Optional[int] = 1, user: Optional[str] = None,
                    request_timeout: Optional[float] = None) -> List[EntryInfo]:
@@ -183,6 +185,17 @@ class AsyncSandbox:
 
     async def __aexit__(self, *exc: Any) -> None:
         await self.kill()
+
+    def download_url(self, path: str, user: Optional[str] = None,
+                     use_signature_expiration: Optional[int] = None) -> str:
+        """A signed download URL (see ``Sandbox.download_url``). Not a
+        coroutine, as E2B's is not: it makes one short request."""
+        return self._sbx.download_url(path, user, use_signature_expiration)
+
+    def upload_url(self, path: Optional[str] = None, user: Optional[str] = None,
+                   use_signature_expiration: Optional[int] = None) -> str:
+        """A signed upload URL (see ``Sandbox.upload_url``); not a coroutine."""
+        return self._sbx.upload_url(path, user, use_signature_expiration)
 
     async def is_running(self, request_timeout: Optional[float] = None) -> bool:
         return await asyncio.to_thread(self._sbx.is_running, request_timeout)
