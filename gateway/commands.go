@@ -140,7 +140,9 @@ func (s *commandsAPI) resizeCommand(c echo.Context) error {
 	if err := s.decodeJSON(c, &req); err != nil {
 		return err
 	}
-	if err := sess.Commands().Resize(pid, req.Cols, req.Rows); err != nil {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), resizeWait)
+	defer cancel()
+	if err := sess.Commands().Resize(ctx, pid, req.Cols, req.Rows); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -154,6 +156,9 @@ const (
 	// then the terminal is closed, so that a client that pasted into a
 	// shell that never reads, or left meanwhile, holds nothing.
 	terminalInputWait = time.Minute
+	// resizeWait bounds a command's resize waiting behind stdin it has
+	// not read.
+	resizeWait = 10 * time.Second
 )
 
 // terminal serves GET /v1/sessions/{id}/terminal?cols=&rows=: `bash -l`

@@ -103,8 +103,10 @@ func (m *Commands) Kill(pid int) error {
 
 // Resize changes the size of command pid's pseudo-terminal (cols, rows
 // within 1..sandbox.MaxTerminalSize). ErrCommandEnded once it ended; an
-// invalid error for a command without one.
-func (m *Commands) Resize(pid, cols, rows int) error {
+// invalid error for a command without one; ErrStdinBusy while an earlier
+// resize still waits. The resize travels on the stdin channel, so it
+// waits behind a stdin write the command has not read, until ctx ends.
+func (m *Commands) Resize(ctx context.Context, pid, cols, rows int) error {
 	cmd, err := m.lookup(pid)
 	if err != nil {
 		return err
@@ -112,19 +114,24 @@ func (m *Commands) Resize(pid, cols, rows int) error {
 	if cmd.req.PTY == nil {
 		return invalid("command %d has no pseudo-terminal", pid)
 	}
-	if cols < 1 || rows < 1 || cols > sandbox.MaxTerminalSize || rows > sandbox.MaxTerminalSize {
-		return invalid("terminal size %d×%d out of 1..%d", cols, rows, sandbox.MaxTerminalSize)
-	}
 	select {
 	case <-cmd.done:
 		return ErrCommandEnded
+	case cmd.resizeSlot <- struct{}{}:
 	default:
+		return ErrStdinBusy
 	}
-	if err := cmd.c.Resize(cols, rows); err != nil {
-		if errors.Is(err, sandbox.ErrCommandDone) {
-			return ErrCommandEnded
-		}
-		return fmt.Errorf("sessions: resize command: %w", err)
+	err = m.inFlight(ctx, cmd.resizeSlot, cmd.done, func() error { return cmd.c.Resize(cols, rows) })
+	var se *sandbox.SpecError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &se):
+		return invalid("%s", se.Public())
+	case errors.Is(err, errEnded), errors.Is(err, sandbox.ErrCommandDone):
+		return ErrCommandEnded
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return fmt.Errorf("sessions: resize command: waiting behind stdin the command has not read: %w", err)
 	}
-	return nil
+	return fmt.Errorf("sessions: resize command: %w", err)
 }

@@ -145,6 +145,8 @@ type command struct {
 	// command to read (Stdin): a command that reads nothing holds one
 	// goroutine and one request's data, however many requests come.
 	stdinSlot chan struct{}
+	// resizeSlot is held by the one resize in flight (Resize).
+	resizeSlot chan struct{}
 }
 
 // runner validates spec (see sandbox.CommandSpec.Validate) and returns
@@ -264,7 +266,7 @@ func (m *Commands) start(ctx context.Context, req CommandRequest) (*command, err
 	// its stdin or env (megabytes each), which only the start uses.
 	kept := CommandRequest{Cmd: req.Cmd, Timeout: req.Timeout, Background: req.Background, Login: req.Login, PTY: req.PTY}
 	cmd := &command{req: kept, cwd: spec.Cwd, started: time.Now(), c: c, done: make(chan struct{}), running: true, out: m.s.budget.newKept(),
-		stdinDone: make(chan struct{}), stdinSlot: make(chan struct{}, 1)}
+		stdinDone: make(chan struct{}), stdinSlot: make(chan struct{}, 1), resizeSlot: make(chan struct{}, 1)}
 	m.mu.Lock()
 	m.next++
 	cmd.pid = m.next
