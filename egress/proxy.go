@@ -231,6 +231,13 @@ func (pol Policy) admits(d dest) bool {
 	return pol.check(d.name, d.ip, d.port, d.connect) == verdictAllowed
 }
 
+// isClosed reports whether Close has begun.
+func (p *Proxy) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}
+
 func (p *Proxy) untrack(c net.Conn) {
 	p.mu.Lock()
 	delete(p.conns, c)
@@ -332,6 +339,10 @@ func (p *Proxy) serve(c net.Conn, busy bool, release func()) {
 	}
 	name, literal, _ := parseHost(host) // check parsed it already
 	up, addr, err := p.dial(addrs, dest{name: name, ip: literal, port: port, connect: req.Method == http.MethodConnect})
+	if errors.Is(err, errPolicyChanged) {
+		p.refuseAddr(c, d, refusal{status: http.StatusForbidden, reason: errPolicyChanged.Error()[len("egress: "):]})
+		return
+	}
 	if err != nil {
 		p.unreachable(c, d, "cannot connect to "+d.Host+":"+strconv.Itoa(port), err)
 		return
@@ -471,6 +482,10 @@ func (p *Proxy) check(host string, port int, connect bool) ([]netip.Addr, refusa
 
 var errDialForbidden = errors.New("egress: refusing to connect to an unchecked address")
 
+// errPolicyChanged is dial's error when a SetPolicy during the dial
+// refuses the destination: a refusal, not an unreachable host.
+var errPolicyChanged = errors.New("egress: the session's network rules changed and no longer allow this destination")
+
 // dial connects to the first of addrs that answers, within DialTimeout.
 // The dialer checks each address again at the socket: only addresses
 // checked by check, never a name, are connected to.
@@ -496,7 +511,10 @@ func (p *Proxy) dial(addrs []netip.Addr, to dest) (net.Conn, netip.Addr, error) 
 			to.addr = a
 			if !p.track(c, &to) {
 				c.Close()
-				return nil, a, ErrClosed
+				if p.isClosed() {
+					return nil, a, ErrClosed
+				}
+				return nil, a, errPolicyChanged
 			}
 			return c, a, nil
 		}

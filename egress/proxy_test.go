@@ -685,6 +685,52 @@ func tunnelTo(t *testing.T, h *harness, ln net.Listener, host string) (net.Conn,
 	return c, upc
 }
 
+// TestPolicyChangeDuringALookup: a connection whose name was allowed
+// when checked, but that a SetPolicy refuses before it is dialed, is a
+// refusal (403, logged as refused), not an unreachable host (502).
+func TestPolicyChangeDuringALookup(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	h := startProxy(t, egress.Config{AllowPrivate: loopback}, "*.test:*")
+	svc, err := egress.NewService(egress.Config{Dir: egressDir(t), AllowPrivate: loopback, Allow: []string{"*.test:*"}}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := svc.Admit([]string{"*.test:*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	denied, err := pol.WithDeny([]string{"race.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reached, release := h.res.Hold("race.test")
+	defer release()
+	c, err := egresstest.Dial(context.Background(), h.proxy.Socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "CONNECT race.test:%d HTTP/1.1\r\n\r\n", ln.Addr().(*net.TCPAddr).Port)
+	<-reached
+	h.proxy.SetPolicy(denied)
+	release()
+	line, _ := bufio.NewReader(c).ReadString('\n')
+	if !strings.HasPrefix(line, "HTTP/1.1 403") {
+		t.Fatalf("a destination the new rules refuse: %q", line)
+	}
+	seen := h.decisions()
+	if len(seen) == 0 {
+		t.Fatal("no decision")
+	}
+	if d := seen[len(seen)-1]; d.Allowed || d.Status != http.StatusForbidden || !strings.Contains(d.Reason, "rules changed") {
+		t.Fatalf("decision %+v", d)
+	}
+}
+
 // TestDenyAndPolicyChange: a deny list refuses, before the allowlist, a
 // name, a literal and a name that resolves into a denied block; a new
 // policy (a session's network changed while it runs) applies to new

@@ -33,6 +33,14 @@ type Resolver struct {
 
 	mu      sync.Mutex
 	lookups map[string]int
+	held    map[string]*hold
+}
+
+// hold is a name whose lookups wait: reached closes at the first, and
+// they answer once release closes (or their context ends).
+type hold struct {
+	reached, release chan struct{}
+	once             sync.Once
 }
 
 // NewResolver returns a resolver with the given extra names
@@ -57,8 +65,34 @@ func (r *Resolver) Set(name, addrs string) {
 	}
 }
 
+// Hold makes lookups of name wait until release is called; reached
+// closes when the first one begins. For tests of what changes while a
+// connection is resolving.
+func (r *Resolver) Hold(name string) (reached <-chan struct{}, release func()) {
+	h := &hold{reached: make(chan struct{}), release: make(chan struct{})}
+	r.mu.Lock()
+	if r.held == nil {
+		r.held = map[string]*hold{}
+	}
+	r.held[name] = h
+	r.mu.Unlock()
+	var once sync.Once
+	return h.reached, func() { once.Do(func() { close(h.release) }) }
+}
+
 // LookupNetIP implements egress.Resolver.
-func (r *Resolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+func (r *Resolver) LookupNetIP(ctx context.Context, _, host string) ([]netip.Addr, error) {
+	r.mu.Lock()
+	h := r.held[host]
+	r.mu.Unlock()
+	if h != nil {
+		h.once.Do(func() { close(h.reached) })
+		select {
+		case <-h.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.lookups == nil {
