@@ -104,13 +104,12 @@ var ErrNoDirectory = errors.New("egress: resume: the proxy's directory is gone")
 // Resume starts session id's proxy again, in the directory a previous
 // gateway's proxy of the session left (Proxy.Detach, or a crash): the
 // sandbox, which binds the directory, reaches the new socket at the same
-// path. A socket file left there is replaced. pol must come from Admit.
+// path. A socket file left there is replaced. pol must come from Admit,
+// or be empty: the proxy of a session whose network was closed
+// (SetPolicy with an empty policy) comes back refusing everything.
 func (s *Service) Resume(id string, pol Policy, notify func(Decision)) (*Proxy, error) {
 	if !idPattern.MatchString(id) {
 		return nil, fmt.Errorf("egress: resume: session id %q", id)
-	}
-	if pol.Empty() {
-		return nil, errors.New("egress: resume: empty policy")
 	}
 	dir := filepath.Join(s.cfg.Dir, id)
 	st, err := os.Lstat(dir)

@@ -52,7 +52,7 @@ func (s *Session) storeRecord() sessionstore.Record {
 	}
 	s.mu.Unlock()
 	if n := networkOf(s.egress); n != nil {
-		r.Network, r.NetworkDeny = n.Allow, n.Deny
+		r.Network, r.NetworkDeny, r.NetworkClosed = n.Allow, n.Deny, len(n.Allow) == 0
 	}
 	r.LastSeq = s.LastSeq()
 	if p, ok := s.sandbox.(sandbox.Persistent); ok {
@@ -312,12 +312,16 @@ func (m *Manager) Detach(ctx context.Context) error {
 // ceiling no longer admits the list, the directory is gone) the session
 // comes back without a network, and lost says why.
 func (m *networks) resume(rec sessionstore.Record, notify func(egress.Decision)) (proxy *egress.Proxy, lost string) {
-	if len(rec.Network) == 0 {
+	if len(rec.Network) == 0 && !rec.NetworkClosed {
 		return nil, ""
 	}
-	pol, err := m.egress.Admit(rec.Network)
-	if err == nil {
-		pol, err = pol.WithDeny(rec.NetworkDeny)
+	var pol egress.Policy // closed: the zero policy, refusing everything
+	var err error
+	if len(rec.Network) > 0 {
+		pol, err = m.egress.Admit(rec.Network)
+		if err == nil {
+			pol, err = pol.WithDeny(rec.NetworkDeny)
+		}
 	}
 	if err == nil {
 		proxy, err = m.egress.Resume(rec.ID, pol, notify)

@@ -227,6 +227,23 @@ print(r.status, r.read().decode())`, port)
 	if api(t, g.base, g.key, "GET", "/v1/sessions/"+s.ID, nil, &info); len(info.Network.Allow) != 1 {
 		t.Errorf("the restored session's network: %+v", info)
 	}
+	// Closed (an empty allowlist) across a restart: the proxy is resumed
+	// refusing everything, so the network can be opened again after.
+	patch := func(allow []string) {
+		t.Helper()
+		if st := api(t, g.base, g.key, "PATCH", "/v1/sessions/"+s.ID, map[string]any{"network": map[string]any{"allow": allow}}, nil); st != http.StatusOK {
+			t.Fatalf("PATCH network %v: %d", allow, st)
+		}
+	}
+	patch([]string{})
+	g.stop(syscall.SIGTERM)
+	g.start()
+	var closed struct{ Network *struct{ Allow []string } }
+	if api(t, g.base, g.key, "GET", "/v1/sessions/"+s.ID, nil, &closed); closed.Network == nil || len(closed.Network.Allow) != 0 {
+		t.Fatalf("the closed network after a restart: %+v", closed.Network)
+	}
+	patch([]string{fmt.Sprintf("127.0.0.1:%d", port)})
+	check("reopened")
 }
 
 // TestPausedSessionsSurviveRestarts: a session whose idle kernel is
