@@ -16,8 +16,11 @@ var _ sandbox.CommandRunner = (*localSandbox)(nil)
 // StartCommand implements sandbox.CommandRunner. A command is one more
 // bwrap process like a context's kernel (the same uid, workspace binds,
 // egress socket bind, seccomp filter, rlimits and cgroup, its own pid,
-// network, ipc and uts namespaces and its own /tmp) without the kernel's
-// ipc directory, which runs the launcher's command mode in spec.Cwd. Kill
+// ipc and uts namespaces and its own /tmp) without the kernel's ipc
+// directory, which runs the launcher's command mode in spec.Cwd. As root
+// it joins the first kernel's network namespace (sharedNetns: the
+// sandbox has one loopback, as a container has); otherwise it has one of
+// its own. Kill
 // kills the whole bwrap from the host (its pid namespace with it). Without
 // bubblewrap (InsecureNoSandbox) there are no commands (ErrNoCommands).
 func (s *localSandbox) StartCommand(ctx context.Context, spec sandbox.CommandSpec) (sandbox.Command, error) {
@@ -50,6 +53,17 @@ func (s *localSandbox) StartCommand(ctx context.Context, spec sandbox.CommandSpe
 	// The sandbox's driver, in the command's working directory.
 	cd := &driver{r: d.r, id: d.id, kernel: d.kernel, env: d.env, limits: d.limits, dirs: d.dirs,
 		uid: d.uid, gid: d.gid, cg: d.cg, egress: d.egress, context: &sandbox.ContextSpec{Name: "command", Cwd: spec.Cwd}}
+	// The first kernel's network namespace, when it can be joined: a
+	// server a command or a cell starts is reached by the next command,
+	// and by a preview's relay.
+	var netns *os.File
+	if d.netns != nil {
+		netns = d.netns.dup()
+	}
+	if netns != nil {
+		defer netns.Close()
+		cd.joinNet = true
+	}
 	cmd, err := cd.commandLine(d.prlimit(), sandbox.CommandArgv(d.r.cfg.Python, spec, sandbox.LauncherOptions{}), env, d.r.seccomp != nil, false)
 	if err != nil {
 		return nil, err
@@ -98,7 +112,7 @@ func (s *localSandbox) StartCommand(ctx context.Context, spec sandbox.CommandSpe
 	// Once the launcher has exited, Wait gives up on a stderr that a
 	// process which outlived the kill still holds (see Abandon).
 	cmd.WaitDelay = 2 * time.Second
-	if err := cmd.Start(); err != nil {
+	if err := startInNetns(netns, cmd); err != nil {
 		infoR.Close()
 		return nil, fmt.Errorf("local: start command: %w", err)
 	}

@@ -34,6 +34,11 @@ type driver struct {
 	// its name and working directory. Its dirs are then the context's
 	// view (its own ipc directory), and it records no pid file.
 	context *sandbox.ContextSpec
+	// netns is the sandbox's shared network namespace (the first
+	// kernel's), nil when commands cannot join it (not root); joinNet is
+	// set on a command's driver that joins it (bwrap makes no new one).
+	netns   *sharedNetns
+	joinNet bool
 
 	wg sync.WaitGroup // waiter goroutines
 }
@@ -108,7 +113,13 @@ func (d *driver) Launch(_ context.Context, inc *sandbox.Incarnation) (sandbox.Pr
 	}
 	if infoR != nil {
 		cmd.ExtraFiles[0].Close()
-		p.pidfd = readChildPidfd(infoR)
+		var child int
+		p.pidfd, child = readChildPidfd(infoR)
+		if d.context == nil && d.netns != nil {
+			if err := d.netns.hold(child, p.pidfd); err != nil {
+				d.r.log.Warn().Err(err).Str("session", d.id).Msg("commands get a network namespace of their own")
+			}
+		}
 	}
 	d.wg.Add(1)
 	go func() { // owned by the driver: Destroy waits for it
@@ -130,6 +141,9 @@ func (d *driver) Launch(_ context.Context, inc *sandbox.Incarnation) (sandbox.Pr
 // Destroy implements sandbox.Driver: Base has killed the process; wait for
 // the waiters to have reaped it (bounded by ctx).
 func (d *driver) Destroy(ctx context.Context) error {
+	if d.context == nil && d.netns != nil {
+		d.netns.close()
+	}
 	done := make(chan struct{})
 	go func() { d.wg.Wait(); close(done) }()
 	select {
@@ -164,21 +178,21 @@ func (d *driver) Thaw(ctx context.Context) error {
 }
 
 // readChildPidfd reads bwrap's info JSON and opens a pidfd for the
-// sandbox's init process. It returns -1 if that fails (the process group
-// kill still applies).
-func readChildPidfd(r *os.File) int {
+// sandbox's init process, whose pid it also returns. The pidfd is -1 if
+// that fails (the process group kill still applies).
+func readChildPidfd(r *os.File) (int, int) {
 	_ = r.SetReadDeadline(time.Now().Add(10 * time.Second))
 	var info struct {
 		ChildPid int `json:"child-pid"`
 	}
 	if err := json.NewDecoder(r).Decode(&info); err != nil || info.ChildPid <= 0 {
-		return -1
+		return -1, 0
 	}
 	fd, err := unix.PidfdOpen(info.ChildPid, 0)
 	if err != nil {
-		return -1
+		return -1, 0
 	}
-	return fd
+	return fd, info.ChildPid
 }
 
 // prelude runs first, as the sandbox's uid, before anything the sandbox
@@ -314,9 +328,12 @@ func (d *driver) cwd() string {
 func (d *driver) bwrapArgs(env map[string]string, seccomp, bindIPC bool) []string {
 	b := []string{d.r.bwrap,
 		"--die-with-parent", "--new-session",
-		"--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
 		"--uid", "1000", "--gid", "1000", "--hostname", "glassroom",
 		"--ro-bind", "/usr", "/usr",
+	}
+	if !d.joinNet { // never without a namespace joined instead (startInNetns)
+		b = append(b, "--unshare-net")
 	}
 	for _, l := range []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"} {
 		if t, err := os.Readlink("/" + l); err == nil {

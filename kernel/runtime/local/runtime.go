@@ -283,6 +283,9 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 		return nil, err
 	}
 	d := &driver{r: r, id: spec.ID, kernel: spec.Kernel, env: sandbox.KernelEnv(spec, limits), limits: limits, dirs: dirs, uid: uid, gid: gid, egress: spec.EgressSocket}
+	if r.root && r.bwrap != "" {
+		d.netns = &sharedNetns{}
+	}
 	if r.root && r.cgroups.usable() {
 		cg, err := r.cgroups.create(spec.ID, limits, uid)
 		if err != nil {

@@ -348,6 +348,53 @@ for f in ('.bash_profile', '.profile', '.bashrc', '.bash_login', 'planted.log'):
 			t.Fatalf("exit: %+v", e)
 		}
 	})
+	t.Run("relay to a port of the sandbox", func(t *testing.T) {
+		// An upper-casing echo server on the sandbox's loopback, one
+		// connection; its first line is its port.
+		srv := StartCommand(t, k.Sandbox, sandbox.CommandSpec{Cmd: "exec python3 -c '" +
+			"import socket\ns = socket.socket()\ns.bind((\"127.0.0.1\", 0))\ns.listen()\nprint(s.getsockname()[1], flush=True)\n" +
+			"c, _ = s.accept()\nfor d in iter(lambda: c.recv(4096), b\"\"):\n c.sendall(d.upper())\nc.close()'"})
+		var port int
+		for o := range srv.Output() {
+			if p, err := strconv.Atoi(strings.TrimSpace(string(o.Data))); err == nil {
+				port = p
+				break
+			}
+		}
+		if port == 0 {
+			t.Fatal("the server said no port")
+		}
+		c := StartCommand(t, k.Sandbox, sandbox.CommandSpec{Relay: port})
+		if o := <-c.Output(); o.Stream != sandbox.Stderr || string(o.Data) != sandbox.RelayConnected {
+			t.Fatalf("first output %s %q", o.Stream, o.Data)
+		}
+		if err := c.Write([]byte("hello through the relay")); err != nil {
+			t.Fatal(err)
+		}
+		var got strings.Builder
+		for got.Len() < len("hello through the relay") {
+			o, ok := <-c.Output()
+			if !ok {
+				t.Fatalf("the relay ended after %q", got.String())
+			}
+			got.Write(o.Data)
+		}
+		if got.String() != "HELLO THROUGH THE RELAY" {
+			t.Fatalf("echo %q", got.String())
+		}
+		// The client's end reaches the server, which closes: the relay ends.
+		if err := c.CloseStdin(); err != nil {
+			t.Fatal(err)
+		}
+		if r := ReadCommand(t, c); r.Exit.Code != 0 || r.Stdout != "" {
+			t.Fatalf("after the half-close: %+v", r)
+		}
+		// Nothing listens: refused, with why.
+		r := ReadCommand(t, StartCommand(t, k.Sandbox, sandbox.CommandSpec{Relay: 9}))
+		if r.Exit.Code != 1 || !strings.HasPrefix(r.Stderr, "refused: nothing listens on port 9") {
+			t.Fatalf("a port nothing listens on: %+v", r)
+		}
+	})
 	keeps("after every command")
 	t.Run("close", func(t *testing.T) {
 		c := StartCommand(t, k.Sandbox, sandbox.CommandSpec{Cmd: "sleep 1000"})

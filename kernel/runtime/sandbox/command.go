@@ -52,13 +52,28 @@ type CommandSpec struct {
 	// when 0), with TERM=xterm-256color; its output is one stream.
 	TTY        bool
 	Cols, Rows int
+	// Relay, when not 0, runs no shell: the launcher connects to that TCP
+	// port on the sandbox's own loopback and relays the connection's
+	// bytes as the command's stdin and stdout (a preview's connection;
+	// launcher.py's run_relay). Its first output is on Stderr:
+	// RelayConnected, or why nothing answered; Cmd and TTY must be unset.
+	Relay int
 }
+
+// RelayConnected is a relay's first output (on Stderr) once it has
+// connected to its port.
+const RelayConnected = "connected"
 
 // Validate checks the spec (Cmd's size and NUL bytes, Cwd, Env, the
 // terminal's size) and returns it with Cwd canonical and the terminal's
 // size defaulted. Its errors are *SpecError.
 func (c CommandSpec) Validate() (CommandSpec, error) {
 	switch {
+	case c.Relay != 0 && (c.Relay < 1 || c.Relay > 65535):
+		return c, badSpec("port %d out of 1..65535", c.Relay)
+	case c.Relay != 0 && (c.Cmd != "" || c.TTY || c.Login):
+		return c, badSpec("a relay runs no command")
+	case c.Relay != 0:
 	case c.Cmd == "" && !c.TTY:
 		return c, badSpec("the command is empty")
 	case len(c.Cmd) > MaxCommandBytes:
@@ -106,6 +121,9 @@ type LauncherOptions struct {
 // python the interpreter's absolute path) that runs spec, a validated
 // CommandSpec: see launcher.py's run_command.
 func CommandArgv(python string, spec CommandSpec, opts LauncherOptions) []string {
+	if spec.Relay != 0 {
+		return []string{python, "-I", "-B", "-c", launcherCode(), "--relay", strconv.Itoa(spec.Relay)}
+	}
 	argv := []string{python, "-I", "-B", "-c", launcherCode(), "--command"}
 	if opts.MemoryGuard {
 		argv = append(argv, "--memory-guard")

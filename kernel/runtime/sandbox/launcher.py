@@ -1812,10 +1812,121 @@ def run_command(args):
     frame(b"x", str(status).encode())
 
 
+# A relay (`--relay PORT`) carries one connection of a preview: the
+# launcher connects to PORT on the sandbox's own loopback (127.0.0.1, then
+# ::1), in a session of its own, and relays bytes between that connection
+# and its stdio, in the frames of a command:
+#  - out: "p" its process group, then "e" "connected" once connected (or
+#    "e" "refused: why" and "x" 1 when nothing listens), "o" what the
+#    server sends, and "x" 0 once the server has ended its side.
+#  - in: "i" bytes for the server, "e" the end of what the client sends (a
+#    half-close), "k" or the end of stdin: the connection is closed.
+# It holds at most RELAY_HOLD bytes the server has not read: beyond that
+# it stops reading its stdin until the server reads.
+RELAY_HOLD = 1 << 20
+RELAY_CONNECT = 5.0
+
+
+def run_relay(args):
+    import os
+    import select
+    import socket
+
+    try:
+        port = int(args[0]) if len(args) == 1 else 0
+    except ValueError:
+        port = 0
+    if not 0 < port < 65536:
+        sys.exit("glassroom launcher: bad --relay arguments")
+    try:
+        os.setsid()
+    except OSError:
+        pass  # a group leader already
+    out = sys.stdout.buffer
+
+    def frame(kind, data):
+        out.write(kind + len(data).to_bytes(4, "big") + data)
+        out.flush()
+
+    frame(b"p", str(os.getpgrp()).encode())
+    sock, why = None, "nothing listens"
+    for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+        s = socket.socket(family, socket.SOCK_STREAM)
+        s.settimeout(RELAY_CONNECT)
+        try:
+            s.connect((host, port))
+            sock = s
+            break
+        except OSError as e:
+            s.close()
+            if not isinstance(e, ConnectionRefusedError):
+                why = e.strerror or str(e)
+    if sock is None:
+        frame(b"e", ("refused: %s on port %d of the sandbox" % (why, port)).encode())
+        frame(b"x", b"1")
+        return
+    frame(b"e", b"connected")
+    sock.setblocking(False)
+    inbuf = b""  # frames read from stdin, not yet whole
+    pending = b""  # bytes for the server it has not read
+    stdin_open, half_close = True, False
+    while True:
+        if half_close and not pending:
+            try:
+                sock.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+            half_close = False
+        rs = [sock]
+        if stdin_open and len(pending) < RELAY_HOLD:
+            rs.append(0)
+        ws = [sock] if pending else []
+        r, w, _ = select.select(rs, ws, [])
+        if sock in w:
+            try:
+                n = sock.send(pending[:READ])
+                pending = pending[n:]
+            except BlockingIOError:
+                pass
+            except OSError:
+                break
+        if sock in r:
+            try:
+                data = sock.recv(READ)
+            except BlockingIOError:
+                data = None
+            except OSError:
+                data = b""
+            if data == b"":
+                break
+            if data:
+                frame(b"o", data)
+        if 0 in r:
+            data = os.read(0, READ)
+            if not data:
+                return  # the gateway is gone
+            inbuf += data
+            while len(inbuf) >= 5:
+                n = int.from_bytes(inbuf[1:5], "big")
+                if len(inbuf) < 5 + n:
+                    break
+                kind, body, inbuf = inbuf[:1], inbuf[5:5 + n], inbuf[5 + n:]
+                if kind == b"i" and stdin_open:
+                    pending += body
+                elif kind == b"e":
+                    half_close, stdin_open = True, False
+                elif kind == b"k":
+                    return
+    frame(b"x", b"0")
+
+
 def main():
     args = sys.argv[1:]
     if args[:1] == ["--command"]:
         run_command(args[1:])
+        return
+    if args[:1] == ["--relay"]:
+        run_relay(args[1:])
         return
     private_state()
     kernel = "?"
