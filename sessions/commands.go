@@ -114,13 +114,14 @@ type Commands struct {
 	next      int
 	running   int
 	terminals map[*Terminal]struct{}
+	relays    map[*PortConn]struct{} // open connections to the sandbox's ports
 	byPID     map[int]*command
 	finished  []int // pids of ended commands, oldest first
 	wg        sync.WaitGroup
 }
 
 func newCommands(s *Session) *Commands {
-	return &Commands{s: s, byPID: map[int]*command{}, terminals: map[*Terminal]struct{}{}}
+	return &Commands{s: s, byPID: map[int]*command{}, terminals: map[*Terminal]struct{}{}, relays: map[*PortConn]struct{}{}}
 }
 
 // command is one command: what its goroutine records, under
@@ -487,6 +488,11 @@ func (m *Commands) close() {
 		// (t.c nil): Terminal kills the shell it gets once it sees closed.
 		if t.c != nil {
 			kill = append(kill, t.c)
+		}
+	}
+	for p := range m.relays { // as terminals: one still starting has no relay yet
+		if p.c != nil {
+			kill = append(kill, p.c)
 		}
 	}
 	m.mu.Unlock()

@@ -1,0 +1,28 @@
+package sessions
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// parseListeners keeps the listening sockets the loopback reaches, once
+// each, without the egress forwarder's port.
+func TestParseListeners(t *testing.T) {
+	proc := `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 1 1 0000000000000000 100 0 0 10 0
+   1: 00000000:1388 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 2 1 0000000000000000 100 0 0 10 0
+   2: 0100007F:0C38 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 3 1 0000000000000000 100 0 0 10 0
+   3: 0100007F:1F40 0100007F:D431 01 00000000:00000000 00:00000000 00000000  1000        0 4 1 0000000000000000 100 0 0 10 0
+   4: 0201A8C0:0050 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 5 1 0000000000000000 100 0 0 10 0
+  sl  local_address                         remote_address                        st
+   0: 00000000000000000000000001000000:1F41 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  1000 0 6
+   1: 00000000000000000000000000000000:1388 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  1000 0 7
+   2: garbage
+`
+	got := parseListeners(strings.NewReader(proc))
+	want := []Port{{5000, "0.0.0.0"}, {5000, "::"}, {8000, "127.0.0.1"}, {8001, "::1"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+}
