@@ -53,6 +53,15 @@ type FileURLRequest struct {
 	ExpiresS  *float64 `json:"expires_s,omitempty"`
 }
 
+// PreviewRequest is the body of POST /v1/sessions/{id}/previews: a URL
+// of the preview of Port (a server in the sandbox, 1..65535) that a
+// browser opens without the API key, for ExpiresS seconds (default 3600;
+// at most a day).
+type PreviewRequest struct {
+	Port     int      `json:"port"`
+	ExpiresS *float64 `json:"expires_s,omitempty"`
+}
+
 // ExecuteRequest is the body of POST /v1/sessions/{id}/execute. Code is
 // required.
 // Context names the context to run in; Language, a language whose

@@ -444,6 +444,33 @@ type FileURL struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
+// Preview is a preview of a server in the sandbox (POST
+// /v1/sessions/{id}/previews), on the gateway's preview origin: Host is
+// {port}-{session}.{preview domain}, one origin per session and port.
+// URL opens it in a browser (its token becomes a cookie of that host);
+// Token, sent in the Glassroom-Preview-Token header, lets a program in.
+// Both work until ExpiresAt or the session's end, whichever is first.
+type Preview struct {
+	Port      int       `json:"port"`
+	Host      string    `json:"host"`
+	URL       string    `json:"url"`
+	Token     string    `json:"token"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// Port is a TCP port a process of the sandbox listens on
+// (GET /v1/sessions/{id}/ports): Address is where (0.0.0.0, 127.0.0.1,
+// ::, ::1). The kernels' own listeners are among them.
+type Port struct {
+	Port    int    `json:"port"`
+	Address string `json:"address"`
+}
+
+// PortList is the answer of GET /v1/sessions/{id}/ports, lowest first.
+type PortList struct {
+	Ports []Port `json:"ports"`
+}
+
 // FileEntry is one entry of a directory listing.
 type FileEntry struct {
 	Name  string    `json:"name"`

@@ -42,6 +42,9 @@ type Config struct {
 	// MetricsListen, when set, serves /metrics on that separate address
 	// without auth (Run listens on it).
 	MetricsListen string
+	// PreviewListen, when set, serves the preview origin
+	// (Gateway.PreviewBase) on that separate address.
+	PreviewListen string
 }
 
 // App is an assembled gateway. Build it with New; Run serves until its
@@ -145,9 +148,16 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (_ *App, err error
 
 // Run serves the gateway on ln (nil: no listener, for in-process use),
 // the manager's expiry loop, the runtime's reconciliation and, when
-// configured, the metrics listener, until ctx ends or one of them fails.
+// configured, the metrics and preview listeners, until ctx ends or one of them fails.
 // It returns the first error; the sessions keep running (Close ends them).
 func (a *App) Run(ctx context.Context, ln net.Listener) error {
+	var pln net.Listener
+	if a.cfg.PreviewListen != "" {
+		var err error
+		if pln, err = net.Listen("tcp", a.cfg.PreviewListen); err != nil {
+			return fmt.Errorf("app: preview listener: %w", err)
+		}
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	if ln != nil {
 		g.Go(func() error { return a.Gateway.Serve(gctx, ln) })
@@ -156,6 +166,9 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	g.Go(func() error { return a.loop(gctx) })
 	if a.cfg.MetricsListen != "" {
 		g.Go(func() error { return serveMetrics(gctx, a.cfg.MetricsListen, a.Metrics.Handler()) })
+	}
+	if pln != nil {
+		g.Go(func() error { return a.Gateway.ServePreviews(gctx, pln) })
 	}
 	return g.Wait()
 }

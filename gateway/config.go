@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/glassroom/glassroom/gateway/internal/urlsign"
@@ -49,6 +50,12 @@ type Config struct {
 	// key of this process, so that its URLs end with it and no other
 	// replica honours them.
 	URLSigningKey []byte
+	// PreviewBase is the preview origin's scheme and domain, with its port
+	// when not the scheme's ("http://localhost:8890"): a preview of port
+	// P of session S is served at {P}-{S}.{domain} by ServePreviews.
+	// Empty: no previews. It must be another site than the gateway's own
+	// (a page of the sandbox may set cookies for its whole domain).
+	PreviewBase string
 	// Instance names this replica in the requests it forwards to the
 	// replica serving a session (ForwardedHeader); default "gateway".
 	Instance string
@@ -87,6 +94,12 @@ func (c Config) Validate() error {
 	for _, k := range c.APIKeys {
 		if len(k) < 16 {
 			return errors.New("gateway: config: API keys must be at least 16 characters")
+		}
+	}
+	if c.PreviewBase != "" {
+		u, err := url.Parse(c.PreviewBase)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+			return fmt.Errorf("gateway: config: the preview base %q must be http(s)://domain[:port]", c.PreviewBase)
 		}
 	}
 	if len(c.URLSigningKey) > 0 && len(c.URLSigningKey) < urlsign.MinKeyBytes {

@@ -39,6 +39,7 @@ type Server struct {
 	upgrader websocket.Upgrader
 	watches  *watchShares // the open files-watch sockets: maxWatchesPerGW, shared out per tenant and session
 	fwd      *forwarder   // to the replica serving a session
+	previews *previews
 	lookup
 }
 
@@ -95,6 +96,8 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 	(&commandsAPI{lookup: s.lookup, ping: cfg.WSPingInterval, conns: s.conns, upgrader: upgrader}).route(v1)
 	files.route(v1)
 	(&signedFiles{lookup: s.lookup, signer: signer, files: files}).route(v1, e, s.forwardSession(sessionOf))
+	s.previews = newPreviews(s.lookup, signer, strings.TrimSuffix(cfg.PreviewBase, "/"), log.With().Str("component", "previews").Logger())
+	s.previews.route(v1)
 	(&e2bAPI{lookup: s.lookup, conns: s.conns, upgrader: upgrader, watches: s.watches}).route(v1)
 	s.routeMCP(e)
 	s.routeOpenAPI(e)
@@ -143,6 +146,40 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	if err != nil {
 		return fmt.Errorf("gateway: shutdown: %w", err)
+	}
+	return nil
+}
+
+// ServePreviews serves the preview origin (Config.PreviewBase) on ln
+// until ctx ends, then closes every preview connection, upgraded ones
+// too. It fails at once without a PreviewBase.
+func (s *Server) ServePreviews(ctx context.Context, ln net.Listener) error {
+	if s.previews.base == nil {
+		return errors.New("gateway: serve previews: no preview base configured")
+	}
+	srv := &http.Server{
+		Handler:           s.previews,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }() // owned by ServePreviews: it ends with the listener
+	var err error
+	select {
+	case err = <-errc:
+		err = fmt.Errorf("gateway: serve previews: %w", err)
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+		err = srv.Shutdown(sctx)
+		cancel()
+		if serr := <-errc; err == nil && serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+			err = serr
+		}
+	}
+	s.previews.shutdown()
+	if err != nil {
+		return fmt.Errorf("gateway: previews shutdown: %w", err)
 	}
 	return nil
 }

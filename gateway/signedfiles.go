@@ -76,20 +76,31 @@ func (f *signedFiles) mint(c echo.Context) error {
 	if p == "" {
 		return httperr.New(http.StatusBadRequest, "bad_path", "a signed URL names a file, not the workspace")
 	}
+	exp, err := grantExpiry(req.ExpiresS, sess)
+	if err != nil {
+		return err
+	}
+	tok := f.signer.Sign(urlsign.Claims{Session: sess.ID(), Tenant: tenant.Of(c), Path: p, Op: req.Operation, Expires: exp.Unix()})
+	return c.JSON(http.StatusOK, api.FileURL{URL: "/v1/signed-files/" + tok, Path: p, Operation: req.Operation, ExpiresAt: exp.UTC()})
+}
+
+// grantExpiry is when a signed URL asked to last expiresS seconds
+// (nil: an hour; at most a day; zero or less: already expired) ends: at
+// the session's end at the latest, as it could not outlive it anyway.
+func grantExpiry(expiresS *float64, sess *sessions.Session) (time.Time, error) {
 	life := defaultFileURLLifetime
-	if req.ExpiresS != nil {
-		s := *req.ExpiresS
+	if expiresS != nil {
+		s := *expiresS
 		if math.IsNaN(s) || math.IsInf(s, 0) || s > maxFileURLLifetime.Seconds() {
-			return httperr.New(http.StatusBadRequest, "bad_request", "expires_s must be at most %v", maxFileURLLifetime.Seconds())
+			return time.Time{}, httperr.New(http.StatusBadRequest, "bad_request", "expires_s must be at most %v", maxFileURLLifetime.Seconds())
 		}
 		life = time.Duration(max(s, -maxFileURLLifetime.Seconds()) * float64(time.Second))
 	}
 	exp := time.Now().Add(life).Truncate(time.Second)
-	if end := sess.Info().EndAt; exp.After(end) { // it could not outlive the session anyway
+	if end := sess.Info().EndAt; exp.After(end) {
 		exp = end.Truncate(time.Second)
 	}
-	tok := f.signer.Sign(urlsign.Claims{Session: sess.ID(), Tenant: tenant.Of(c), Path: p, Op: req.Operation, Expires: exp.Unix()})
-	return c.JSON(http.StatusOK, api.FileURL{URL: "/v1/signed-files/" + tok, Path: p, Operation: req.Operation, ExpiresAt: exp.UTC()})
+	return exp, nil
 }
 
 // verify checks the token and that it grants the request's method (GET

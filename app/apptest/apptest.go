@@ -17,6 +17,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -87,14 +88,21 @@ func Runtimes() map[string]Runtime {
 type Options struct {
 	Sessions sessions.Config
 	Gateway  gateway.Config // APIKeys default to KeyA and KeyB
+	// Previews serves the preview origin on a loopback listener of its
+	// own, as http://localhost:<port> (Gateway.PreviewBase is set).
+	Previews bool
 }
 
 // Gateway is a real gateway, assembled by app.New, on a loopback listener.
 type Gateway struct {
-	URL     string
-	App     *app.App
-	Server  *gateway.Server
-	Manager *sessions.Manager
+	URL string
+	// PreviewAddr is the preview listener's loopback address (with
+	// Options.Previews): a preview's host name, {port}-{session}.localhost,
+	// resolves to it.
+	PreviewAddr string
+	App         *app.App
+	Server      *gateway.Server
+	Manager     *sessions.Manager
 }
 
 // Start assembles a gateway over rt and serves it until the test ends;
@@ -105,6 +113,15 @@ func Start(t testing.TB, rt app.Runtime, opts Options) *Gateway {
 	gcfg := opts.Gateway
 	if len(gcfg.APIKeys) == 0 {
 		gcfg.APIKeys = []string{KeyA, KeyB}
+	}
+	var pln net.Listener
+	if opts.Previews {
+		var err error
+		if pln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { pln.Close() })
+		gcfg.PreviewBase = "http://localhost:" + strconv.Itoa(pln.Addr().(*net.TCPAddr).Port)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	a, err := app.New(ctx, app.Config{Runtime: rt, Sessions: opts.Sessions, Gateway: gcfg}, zerolog.Nop())
@@ -119,18 +136,29 @@ func Start(t testing.TB, rt app.Runtime, opts Options) *Gateway {
 	rctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = a.Run(rctx, nil); close(done) }()
+	previewsDone := make(chan struct{})
+	if pln != nil {
+		go func() { _ = a.Gateway.ServePreviews(rctx, pln); close(previewsDone) }()
+	} else {
+		close(previewsDone)
+	}
 	t.Cleanup(func() {
 		hs.CloseClientConnections()
 		hs.Close()
 		stop()
 		<-done
+		<-previewsDone
 		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if err := a.Close(cctx, false); err != nil {
 			t.Logf("apptest: gateway close: %v", err) // what a later TempDir cleanup failure comes from
 		}
 	})
-	return &Gateway{URL: hs.URL, App: a, Server: a.Gateway, Manager: a.Manager}
+	g := &Gateway{URL: hs.URL, App: a, Server: a.Gateway, Manager: a.Manager}
+	if pln != nil {
+		g.PreviewAddr = pln.Addr().String()
+	}
+	return g
 }
 
 // Client returns a Go client of g with key.

@@ -56,6 +56,8 @@ type options struct {
 	onShutdown        string
 	orphanGrace       time.Duration
 	metricsListen     string
+	previewListen     string
+	previewDomain     string
 	metricsToken      string
 	urlSigningKey     string
 	k8s               k8sOptions
@@ -113,6 +115,8 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.onShutdown, "on-shutdown", "keep", "on SIGTERM: keep (kernels that can outlive the gateway keep running, for the next one to adopt: a docker kernel until its session's end or --orphan-grace, whichever comes first) or stop (every kernel)")
 	fs.DurationVar(&o.orphanGrace, "orphan-grace", 0, "how long a kernel runs on once no gateway holds it (docker: after the detach, or its gateway's death, it ends itself by then or at its session's end; k8s: other replicas delete it unadopted); 0: the runtime's default (docker 2h, k8s 10m)")
 	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve Prometheus /metrics on this separate address, without auth (e.g. 127.0.0.1:9464)")
+	fs.StringVar(&o.previewListen, "preview-listen", "", "serve previews of the sandboxes' servers on this separate address (e.g. 127.0.0.1:8890); each preview is the origin {port}-{session}.<preview-domain>")
+	fs.StringVar(&o.previewDomain, "preview-domain", "", "the previews' domain as browsers reach it, [https://]domain[:port]: another site than the gateway's (default localhost:<port of --preview-listen>, which browsers resolve to loopback)")
 	fs.StringVar(&o.metricsToken, "metrics-token", "", "serve Prometheus /metrics on the main listener to requests bearing this token")
 	fs.StringVar(&o.urlSigningKey, "url-signing-key", "", "the secret that seals signed file and preview URLs (at least 32 characters; replicas must share it); default: a random key kept in the state dir (url-signing.key), or of this process without --durable")
 	fs.StringVar(&o.seccompProfile, "seccomp-profile", "", "seccomp JSON profile for kernel containers (default: glassroom's, stricter than Docker's; docker-default: Docker's)")
@@ -210,6 +214,9 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	}
 	if o.orphanGrace != 0 && o.orphanGrace < time.Second {
 		return nil, fmt.Errorf("--orphan-grace %v: want at least 1s (or 0 for the runtime's default)", o.orphanGrace)
+	}
+	if o.previewDomain != "" && o.previewListen == "" {
+		return nil, errors.New("--preview-domain needs --preview-listen")
 	}
 	if o.metricsToken != "" && len(o.metricsToken) < 16 {
 		return nil, errors.New("--metrics-token must be at least 16 characters")
@@ -343,6 +350,9 @@ func run(ctx context.Context, args, env []string, stdout io.Writer) error {
 	}
 	cfg := o.appConfig()
 	cfg.Durable, cfg.UI, cfg.MetricsListen = o.durable, assets, o.metricsListen
+	if cfg.PreviewListen = o.previewListen; o.previewListen != "" {
+		cfg.Gateway.PreviewBase = previewBase(o.previewListen, o.previewDomain)
+	}
 	cfg.Gateway.MetricsToken = o.metricsToken
 	if o.urlSigningKey != "" {
 		cfg.Gateway.URLSigningKey = []byte(o.urlSigningKey)
@@ -426,4 +436,17 @@ func protectFromOOMKiller(log zerolog.Logger) {
 	if err := os.WriteFile("/proc/self/oom_score_adj", []byte("-900"), 0); err != nil {
 		log.Warn().Err(err).Msg("could not lower the gateway's OOM score")
 	}
+}
+
+// previewBase is the preview origin's base URL: domain as given (http://
+// when it names no scheme), or localhost on listen's port.
+func previewBase(listen, domain string) string {
+	if domain == "" {
+		_, port, _ := net.SplitHostPort(listen)
+		domain = "localhost:" + port
+	}
+	if !strings.Contains(domain, "://") {
+		domain = "http://" + domain
+	}
+	return domain
 }

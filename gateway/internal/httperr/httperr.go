@@ -86,6 +86,10 @@ func Of(err error) *Error {
 		return New(http.StatusTooManyRequests, "too_many_commands", "%s", err.Error())
 	case errors.Is(err, sessions.ErrStdinBusy):
 		return New(http.StatusConflict, "stdin_busy", "a write to this command's stdin is still waiting for the command to read it; retry once it has")
+	case errors.Is(err, sessions.ErrNoListener):
+		return New(http.StatusBadGateway, "no_listener", "nothing in the sandbox listens on this port")
+	case errors.Is(err, sessions.ErrTooManyPortConns):
+		return New(http.StatusTooManyRequests, "too_many_connections", "%s", err.Error())
 	case errors.Is(err, sessions.ErrCommandEnded):
 		return New(http.StatusConflict, "command_ended", "the command has ended")
 	case errors.Is(err, sessions.ErrNoCommands):

@@ -1,0 +1,193 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glassroom/glassroom/api"
+	"github.com/glassroom/glassroom/app/apptest"
+	"github.com/glassroom/glassroom/gateway"
+	"github.com/glassroom/glassroom/testkit"
+	"github.com/gorilla/websocket"
+)
+
+// previewServer is a server a session runs in its sandbox: it answers
+// with the path and headers it was sent, and echoes WebSocket messages
+// on /ws (a handshake by hand: the standard library only).
+const previewServer = `import base64, hashlib, http.server, json, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        if self.path == "/ws":
+            key = self.headers["Sec-WebSocket-Key"]
+            accept = base64.b64encode(hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()).decode()
+            self.send_response(101)
+            self.send_header("Upgrade", "websocket")
+            self.send_header("Connection", "Upgrade")
+            self.send_header("Sec-WebSocket-Accept", accept)
+            self.end_headers()
+            self.wfile.flush()
+            while True:
+                h = self.rfile.read(2)
+                if len(h) < 2 or h[0] & 15 == 8:
+                    self.close_connection = True
+                    return
+                mask = self.rfile.read(4)
+                data = bytes(b ^ mask[i % 4] for i, b in enumerate(self.rfile.read(h[1] & 127)))
+                out = b"echo:" + data
+                self.wfile.write(bytes([0x81, len(out)]) + out)
+                self.wfile.flush()
+        body = json.dumps({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+http.server.ThreadingHTTPServer(("0.0.0.0", int(sys.argv[1])), H).serve_forever()
+`
+
+// TestPreviews: a server a command starts in the sandbox is listed among
+// its ports and reached, WebSocket included, on its preview origin
+// through the session's channel (the sandbox's network stays closed); the
+// token (link, cookie or header) grants one session's one port and never
+// reaches the server; without it, for another port or session, expired,
+// or once the session ended, the preview is refused.
+func TestPreviews(t *testing.T) {
+	for name, rt := range runtimes() {
+		t.Run(name, func(t *testing.T) {
+			g := apptest.Start(t, rt(t), apptest.Options{Gateway: gateway.Config{APIKeys: []string{keyA, keyB}}, Previews: true})
+			e := &env{t: t, g: g, url: g.URL, mgr: g.Manager, rt: g.App.Runtime}
+			// Every preview host name reaches the preview listener.
+			dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
+				return (&net.Dialer{}).DialContext(ctx, network, g.PreviewAddr)
+			}
+			hc := &http.Client{Transport: &http.Transport{DialContext: dial},
+				CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+			get := func(u string, hdr map[string]string) (int, string, http.Header) {
+				t.Helper()
+				req, _ := http.NewRequest("GET", u, nil)
+				for k, v := range hdr {
+					req.Header.Set(k, v)
+				}
+				resp, err := hc.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				return resp.StatusCode, string(b), resp.Header
+			}
+			s := e.create(keyA, nil)
+			other := e.create(keyA, nil)
+			mint := func(id string, port int, expires *float64) api.Preview {
+				t.Helper()
+				var p api.Preview
+				if st := e.call(keyA, "POST", "/v1/sessions/"+id+"/previews", api.PreviewRequest{Port: port, ExpiresS: expires}, &p); st != http.StatusOK {
+					t.Fatalf("previews: %d", st)
+				}
+				return p
+			}
+			p := mint(s.ID, 8765, nil)
+			if !strings.HasPrefix(p.Host, "8765-"+s.ID+".localhost:") || !strings.HasPrefix(p.URL, "http://"+p.Host+"/?glassroom_preview_token=") {
+				t.Fatalf("preview %+v", p)
+			}
+			base := "http://" + p.Host
+			if st, body, _ := get(base+"/", map[string]string{gateway.PreviewTokenHeader: p.Token}); st != http.StatusBadGateway || !strings.Contains(body, "listens on this port") {
+				t.Fatalf("before the server runs: %d %q", st, body)
+			}
+
+			script, _ := json.Marshal(previewServer)
+			if x := e.exec(keyA, s.ID, "open('srv.py', 'w').write("+string(script)+")", 30); x.Status != "ok" {
+				t.Fatalf("%+v", x)
+			}
+			if st := e.call(keyA, "POST", "/v1/sessions/"+s.ID+"/commands", api.RunCommandRequest{Cmd: "exec python3 srv.py 8765", Background: true}, nil); st != http.StatusCreated {
+				t.Fatalf("start the server: %d", st)
+			}
+			testkit.Eventually(t, 60*time.Second, func() bool {
+				var pl api.PortList
+				e.call(keyA, "GET", "/v1/sessions/"+s.ID+"/ports", nil, &pl)
+				for _, pt := range pl.Ports {
+					if pt.Port == 8765 && pt.Address == "0.0.0.0" {
+						return true
+					}
+				}
+				return false
+			}, "port 8765 listed")
+
+			// The link: its token becomes an HttpOnly cookie of this host,
+			// and leaves the address.
+			st, _, h := get(p.URL+"&keep=1", nil)
+			if st != http.StatusSeeOther || h.Get("Location") != "/?keep=1" {
+				t.Fatalf("the link: %d %v", st, h)
+			}
+			ck := (&http.Response{Header: h}).Cookies()
+			if len(ck) != 1 || !ck[0].HttpOnly || ck[0].Name != "glassroom_preview" || ck[0].Value != p.Token || ck[0].Domain != "" {
+				t.Fatalf("cookie %+v", ck)
+			}
+			st, body, _ := get(base+"/echo?x=1", map[string]string{"Cookie": "app=1; glassroom_preview=" + p.Token})
+			var seen struct {
+				Path    string
+				Headers map[string]string
+			}
+			_ = json.Unmarshal([]byte(body), &seen)
+			if st != http.StatusOK || seen.Path != "/echo?x=1" || seen.Headers["cookie"] != "app=1" || seen.Headers["host"] != p.Host ||
+				seen.Headers["x-forwarded-proto"] != "http" || strings.Contains(body, p.Token) {
+				t.Fatalf("with the cookie: %d %s", st, body)
+			}
+			if st, body, _ := get(base+"/h", map[string]string{gateway.PreviewTokenHeader: p.Token}); st != http.StatusOK || strings.Contains(body, p.Token) {
+				t.Fatalf("with the header: %d %s", st, body)
+			}
+
+			// Refused: no token, another port's, another session's, expired,
+			// the API key, an unknown host.
+			zero := 0.0
+			for what, hdr := range map[string]map[string]string{
+				"no token":          nil,
+				"another port's":    {gateway.PreviewTokenHeader: mint(s.ID, 8766, nil).Token},
+				"another session's": {gateway.PreviewTokenHeader: mint(other.ID, 8765, nil).Token},
+				"expired":           {gateway.PreviewTokenHeader: mint(s.ID, 8765, &zero).Token},
+				"the API key":       {"Authorization": "Bearer " + keyA, gateway.PreviewTokenHeader: keyA},
+			} {
+				if st, body, _ := get(base+"/", hdr); st != http.StatusUnauthorized || strings.Contains(body, `"path"`) {
+					t.Fatalf("%s: %d %q", what, st, body)
+				}
+			}
+			if st, _, _ := get("http://8765-"+other.ID+".elsewhere.test/", map[string]string{gateway.PreviewTokenHeader: p.Token}); st != http.StatusNotFound {
+				t.Fatalf("another domain: %d", st)
+			}
+
+			// A WebSocket through the preview, ended by the session's end.
+			d := websocket.Dialer{NetDialContext: dial}
+			ws, resp, err := d.Dial("ws://"+p.Host+"/ws", http.Header{"Cookie": {"glassroom_preview=" + url.QueryEscape(p.Token)}})
+			if err != nil {
+				t.Fatalf("websocket: %v %v", err, resp)
+			}
+			defer ws.Close()
+			if err := ws.WriteMessage(websocket.TextMessage, []byte("hot reload")); err != nil {
+				t.Fatal(err)
+			}
+			if _, msg, err := ws.ReadMessage(); err != nil || string(msg) != "echo:hot reload" {
+				t.Fatalf("echo %q %v", msg, err)
+			}
+			if st := e.call(keyA, "DELETE", "/v1/sessions/"+s.ID, nil, nil); st != http.StatusNoContent {
+				t.Fatalf("delete: %d", st)
+			}
+			_ = ws.SetReadDeadline(time.Now().Add(30 * time.Second))
+			if _, _, err := ws.ReadMessage(); err == nil || strings.Contains(err.Error(), "timeout") {
+				t.Fatalf("the WebSocket outlived its session: %v", err)
+			}
+			if st, body, _ := get(base+"/", map[string]string{gateway.PreviewTokenHeader: p.Token}); st != http.StatusNotFound || !strings.Contains(body, "ended") {
+				t.Fatalf("after the session's end: %d %q", st, body)
+			}
+		})
+	}
+}
