@@ -40,7 +40,7 @@ const (
 	// not browsers.
 	PreviewTokenHeader = "Glassroom-Preview-Token"
 	// e2bTrafficHeader is E2B's name for it (traffic access token).
-	e2bTrafficHeader = "E2b-Traffic-Access-Token"
+	e2bTrafficHeader  = "E2b-Traffic-Access-Token"
 	previewTokenParam = "glassroom_preview_token"
 	previewCookie     = "glassroom_preview"
 	// previewIdle ends a preview connection with no byte either way for
