@@ -60,6 +60,8 @@ func roots() []named {
 		{"Template", reflect.TypeFor[api.Template]()}, {"Metrics", reflect.TypeFor[api.Metrics]()},
 		{"MoveFile", reflect.TypeFor[api.MoveFileRequest]()}, {"FileWatchEvent", reflect.TypeFor[api.FileEvent]()},
 		{"FileURLRequest", reflect.TypeFor[api.FileURLRequest]()}, {"FileURL", reflect.TypeFor[api.FileURL]()},
+		{"PreviewRequest", reflect.TypeFor[api.PreviewRequest]()}, {"Preview", reflect.TypeFor[api.Preview]()},
+		{"Port", reflect.TypeFor[api.Port]()}, {"PortList", reflect.TypeFor[api.PortList]()},
 		{"TerminalSize", reflect.TypeFor[api.TerminalSize]()},
 	}
 }

@@ -340,6 +340,28 @@ export interface FileURL {
     operation: string;
     expires_at: string;
 }
+/** PreviewRequest is the body of POST /v1/sessions/{id}/previews: a URL of the preview of Port (a server in the sandbox, 1..65535) that a browser opens without the API key, for ExpiresS seconds (default 3600; at most a day). */
+export interface PreviewRequest {
+    port: number;
+    expires_s?: number;
+}
+/** Preview is a preview of a server in the sandbox (POST /v1/sessions/{id}/previews), on the gateway's preview origin: Host is {port}-{session}.{preview domain}, one origin per session and port. URL opens it in a browser (its token becomes a cookie of that host); Token, sent in the Glassroom-Preview-Token header, lets a program in. Both work until ExpiresAt or the session's end, whichever is first. */
+export interface Preview {
+    port: number;
+    host: string;
+    url: string;
+    token: string;
+    expires_at: string;
+}
+/** Port is a TCP port a process of the sandbox listens on (GET /v1/sessions/{id}/ports): Address is where (0.0.0.0, 127.0.0.1, ::, ::1). The kernels' own listeners are among them. */
+export interface Port {
+    port: number;
+    address: string;
+}
+/** PortList is the answer of GET /v1/sessions/{id}/ports, lowest first. */
+export interface PortList {
+    ports: Port[] | null;
+}
 /** TerminalSize is a pseudo-terminal's size (each 1..1000; 0: 80 × 24), and the body of POST /v1/sessions/{id}/commands/{pid}/resize. */
 export interface TerminalSize {
     cols: number;
