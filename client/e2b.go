@@ -154,6 +154,33 @@ func (c *Client) FileURL(ctx context.Context, sessionID, path, operation string,
 	return &u, nil
 }
 
+// Ports lists the TCP ports the session's sandbox listens on (its
+// kernels' own listeners among them).
+func (c *Client) Ports(ctx context.Context, sessionID string) ([]api.Port, error) {
+	var pl api.PortList
+	if err := c.do(ctx, request{method: http.MethodGet, path: sessionPath(sessionID, "ports")}, &pl, http.StatusOK); err != nil {
+		return nil, err
+	}
+	return pl.Ports, nil
+}
+
+// Preview asks for the preview of port (a server in the sandbox) on the
+// gateway's preview origin, for expires (zero: an hour; at most a day)
+// or until the session ends: URL opens it in a browser, Token goes in
+// the Glassroom-Preview-Token header of other clients' requests.
+func (c *Client) Preview(ctx context.Context, sessionID string, port int, expires time.Duration) (*api.Preview, error) {
+	body := api.PreviewRequest{Port: port}
+	if expires != 0 {
+		s := expires.Seconds()
+		body.ExpiresS = &s
+	}
+	var p api.Preview
+	if err := c.do(ctx, request{method: http.MethodPost, path: sessionPath(sessionID, "previews"), json: body}, &p, http.StatusOK); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
 // Watch is an open files-watch WebSocket. It owns a reader goroutine;
 // Close ends it and waits for it.
 type Watch struct {

@@ -90,11 +90,18 @@ func TestPreviews(t *testing.T) {
 			other := e.create(keyA, nil)
 			mint := func(id string, port int, expires *float64) api.Preview {
 				t.Helper()
-				var p api.Preview
-				if st := e.call(keyA, "POST", "/v1/sessions/"+id+"/previews", api.PreviewRequest{Port: port, ExpiresS: expires}, &p); st != http.StatusOK {
-					t.Fatalf("previews: %d", st)
+				var life time.Duration
+				if expires != nil {
+					life = time.Duration(*expires * float64(time.Second))
+					if life == 0 {
+						life = -time.Second // the client's zero is the default
+					}
 				}
-				return p
+				p, err := e.client(keyA).Preview(context.Background(), id, port, life)
+				if err != nil {
+					t.Fatalf("preview: %v", err)
+				}
+				return *p
 			}
 			p := mint(s.ID, 8765, nil)
 			if !strings.HasPrefix(p.Host, "8765-"+s.ID+".localhost:") || !strings.HasPrefix(p.URL, "http://"+p.Host+"/?glassroom_preview_token=") {
@@ -113,9 +120,8 @@ func TestPreviews(t *testing.T) {
 				t.Fatalf("start the server: %d", st)
 			}
 			testkit.Eventually(t, 60*time.Second, func() bool {
-				var pl api.PortList
-				e.call(keyA, "GET", "/v1/sessions/"+s.ID+"/ports", nil, &pl)
-				for _, pt := range pl.Ports {
+				ports, _ := e.client(keyA).Ports(context.Background(), s.ID)
+				for _, pt := range ports {
 					if pt.Port == 8765 && pt.Address == "0.0.0.0" {
 						return true
 					}
