@@ -32,7 +32,9 @@ import (
 // the URL that POST /v1/sessions/{id}/previews mints (its token, sealed
 // as signed file URLs are, becomes an HttpOnly cookie of that host), or
 // by a program that sends the token in PreviewTokenHeader; never with the
-// API key. Its bytes reach the sandbox through the session's own channel
+// API key. The answer's Host, {port}-{session}-{tag}, carries its grant
+// itself (E2B's get_host: a host that works as it is): a MAC of the
+// session and port, valid until the session ends. Its bytes reach the sandbox through the session's own channel
 // (a relay per connection, sessions.Commands.DialPort): the sandbox's
 // network stays closed to the host.
 const (
@@ -131,9 +133,10 @@ func (p *previews) mint(c echo.Context) error {
 		return err
 	}
 	tok := p.signer.Sign(urlsign.Claims{Session: sess.ID(), Tenant: tenant.Of(c), Path: strconv.Itoa(req.Port), Op: urlsign.Preview, Expires: exp.Unix()})
-	host := strconv.Itoa(req.Port) + "-" + sess.ID() + "." + p.base.Host
-	return c.JSON(http.StatusOK, api.Preview{Port: req.Port, Host: host, Token: tok, ExpiresAt: exp.UTC(),
-		URL: p.base.Scheme + "://" + host + "/?" + previewTokenParam + "=" + tok})
+	label := strconv.Itoa(req.Port) + "-" + sess.ID()
+	return c.JSON(http.StatusOK, api.Preview{Port: req.Port, Token: tok, ExpiresAt: exp.UTC(),
+		URL:  p.base.Scheme + "://" + label + "." + p.base.Host + "/?" + previewTokenParam + "=" + tok,
+		Host: label + "-" + p.signer.HostTag(sess.ID(), req.Port) + "." + p.base.Host})
 }
 
 // previewTarget is what the dial of a preview's request connects to.
@@ -156,9 +159,22 @@ func (p *previews) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "glassroom preview: internal error", http.StatusInternalServerError)
 		}
 	}()
-	port, id, ok := p.parseHost(r.Host)
+	port, id, tag, ok := p.parseHost(r.Host)
 	if !ok {
-		previewRefusal(w, http.StatusNotFound, "no such preview: a preview's host is {port}-{session}."+p.baseHost())
+		previewRefusal(w, http.StatusNotFound, "no such preview: a preview's host is {port}-{session}[-{tag}]."+p.baseHost())
+		return
+	}
+	if tag != "" { // the host is the grant
+		if !p.signer.CheckHostTag(tag, id, port) {
+			previewRefusal(w, http.StatusUnauthorized, "this preview host's tag is not the gateway's")
+			return
+		}
+		sess, err := p.mgr.Granted(id)
+		if err != nil {
+			previewRefusal(w, http.StatusNotFound, "this preview's session has ended")
+			return
+		}
+		p.forward(w, r, sess, port)
 		return
 	}
 	cl, fromQuery, why := p.grant(r, id, port)
@@ -181,6 +197,11 @@ func (p *previews) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		previewRefusal(w, http.StatusNotFound, "this preview's session has ended")
 		return
 	}
+	p.forward(w, r, sess, port)
+}
+
+// forward proxies r to port of sess.
+func (p *previews) forward(w http.ResponseWriter, r *http.Request, sess *sessions.Session, port int) {
 	ctx := context.WithValue(r.Context(), previewTargetKey{}, previewTarget{sess: sess, port: port})
 	p.proxy.ServeHTTP(w, r.WithContext(ctx))
 }
@@ -192,22 +213,31 @@ func (p *previews) baseHost() string {
 	return p.base.Host
 }
 
-// parseHost reads {port}-{session}.{domain}[:port] (the domain and its
-// port as in the base).
-func (p *previews) parseHost(host string) (int, string, bool) {
+// parseHost reads {port}-{session}[-{tag}].{domain}[:port] (the domain
+// and its port as in the base); tag is "" in a host without one.
+func (p *previews) parseHost(host string) (port int, id, tag string, ok bool) {
 	if p.base == nil {
-		return 0, "", false
+		return 0, "", "", false
 	}
 	label, rest, ok := strings.Cut(strings.ToLower(host), ".")
 	if !ok || rest != strings.ToLower(p.base.Host) {
-		return 0, "", false
+		return 0, "", "", false
 	}
-	ps, id, ok := strings.Cut(label, "-")
-	port, err := strconv.Atoi(ps)
-	if !ok || err != nil || port < 1 || port > 65535 || ps != strconv.Itoa(port) || !sessionIDPattern(id) {
-		return 0, "", false
+	parts := strings.Split(label, "-")
+	if len(parts) == 3 {
+		tag = parts[2]
+		if len(tag) != urlsign.HostTagLen {
+			return 0, "", "", false
+		}
 	}
-	return port, id, true
+	if len(parts) < 2 || len(parts) > 3 {
+		return 0, "", "", false
+	}
+	port, err := strconv.Atoi(parts[0])
+	if err != nil || port < 1 || port > 65535 || parts[0] != strconv.Itoa(port) || !sessionIDPattern(parts[1]) {
+		return 0, "", "", false
+	}
+	return port, parts[1], tag, true
 }
 
 func sessionIDPattern(id string) bool {

@@ -104,10 +104,12 @@ func TestPreviews(t *testing.T) {
 				return *p
 			}
 			p := mint(s.ID, 8765, nil)
-			if !strings.HasPrefix(p.Host, "8765-"+s.ID+".localhost:") || !strings.HasPrefix(p.URL, "http://"+p.Host+"/?glassroom_preview_token=") {
+			if !strings.HasPrefix(p.URL, "http://8765-"+s.ID+".localhost:") || !strings.Contains(p.URL, "/?glassroom_preview_token=") ||
+				!strings.HasPrefix(p.Host, "8765-"+s.ID+"-") {
 				t.Fatalf("preview %+v", p)
 			}
-			base := "http://" + p.Host
+			u, _ := url.Parse(p.URL)
+			base := "http://" + u.Host
 			if st, body, _ := get(base+"/", map[string]string{gateway.PreviewTokenHeader: p.Token}); st != http.StatusBadGateway || !strings.Contains(body, "listens on this port") {
 				t.Fatalf("before the server runs: %d %q", st, body)
 			}
@@ -145,12 +147,29 @@ func TestPreviews(t *testing.T) {
 				Headers map[string]string
 			}
 			_ = json.Unmarshal([]byte(body), &seen)
-			if st != http.StatusOK || seen.Path != "/echo?x=1" || seen.Headers["cookie"] != "app=1" || seen.Headers["host"] != p.Host ||
+			if st != http.StatusOK || seen.Path != "/echo?x=1" || seen.Headers["cookie"] != "app=1" || seen.Headers["host"] != u.Host ||
 				seen.Headers["x-forwarded-proto"] != "http" || strings.Contains(body, p.Token) {
 				t.Fatalf("with the cookie: %d %s", st, body)
 			}
 			if st, body, _ := get(base+"/h", map[string]string{gateway.PreviewTokenHeader: p.Token}); st != http.StatusOK || strings.Contains(body, p.Token) {
 				t.Fatalf("with the header: %d %s", st, body)
+			}
+			// The tagged host (E2B's get_host) is its own grant; another
+			// port's or session's tag is not.
+			if st, body, _ := get("http://"+p.Host+"/tagged", nil); st != http.StatusOK || !strings.Contains(body, `"/tagged"`) {
+				t.Fatalf("the tagged host: %d %s", st, body)
+			}
+			tag := p.Host[strings.LastIndex(p.Host[:strings.Index(p.Host, ".")], "-")+1 : strings.Index(p.Host, ".")]
+			otherTag := mint(other.ID, 8765, nil).Host
+			otherTag = otherTag[strings.LastIndex(otherTag[:strings.Index(otherTag, ".")], "-")+1 : strings.Index(otherTag, ".")]
+			for what, host := range map[string]string{
+				"another port":      strings.Replace(p.Host, "8765-", "8766-", 1),
+				"another session's": strings.Replace(p.Host, tag, otherTag, 1),
+				"a tag changed":     strings.Replace(p.Host, tag, strings.Repeat("a", len(tag)), 1),
+			} {
+				if st, _, _ := get("http://"+host+"/", nil); st != http.StatusUnauthorized {
+					t.Fatalf("%s: %d", what, st)
+				}
 			}
 
 			// Refused: no token, another port's, another session's, expired,
@@ -173,7 +192,7 @@ func TestPreviews(t *testing.T) {
 
 			// A WebSocket through the preview, ended by the session's end.
 			d := websocket.Dialer{NetDialContext: dial}
-			ws, resp, err := d.Dial("ws://"+p.Host+"/ws", http.Header{"Cookie": {"glassroom_preview=" + url.QueryEscape(p.Token)}})
+			ws, resp, err := d.Dial("ws://"+u.Host+"/ws", http.Header{"Cookie": {"glassroom_preview=" + url.QueryEscape(p.Token)}})
 			if err != nil {
 				t.Fatalf("websocket: %v %v", err, resp)
 			}
@@ -193,6 +212,9 @@ func TestPreviews(t *testing.T) {
 			}
 			if st, body, _ := get(base+"/", map[string]string{gateway.PreviewTokenHeader: p.Token}); st != http.StatusNotFound || !strings.Contains(body, "ended") {
 				t.Fatalf("after the session's end: %d %q", st, body)
+			}
+			if st, _, _ := get("http://"+p.Host+"/", nil); st != http.StatusNotFound {
+				t.Fatalf("the tagged host after the session's end: %d", st)
 			}
 		})
 	}

@@ -110,6 +110,16 @@ func (m *Manager) Get(tenant, id string) (*Session, error) {
 	return s, nil
 }
 
+// Granted returns session id whatever its tenant: for a grant that names
+// the session itself and was checked by the caller (a preview host's
+// tag, signed by the gateway). ErrNotFound when there is none.
+func (m *Manager) Granted(id string) (*Session, error) {
+	if s := m.table.get(id); s != nil {
+		return s, nil
+	}
+	return nil, ErrNotFound
+}
+
 // List returns tenant's sessions, oldest first.
 func (m *Manager) List(tenant string) []Info {
 	mine := m.table.listed(tenant)

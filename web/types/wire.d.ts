@@ -430,7 +430,7 @@ export interface PreviewRequest {
   expires_s?: number
 }
 
-/** Preview is a preview of a server in the sandbox (POST /v1/sessions/{id}/previews), on the gateway's preview origin: Host is {port}-{session}.{preview domain}, one origin per session and port. URL opens it in a browser (its token becomes a cookie of that host); Token, sent in the Glassroom-Preview-Token header, lets a program in. Both work until ExpiresAt or the session's end, whichever is first. */
+/** Preview is a preview of a server in the sandbox (POST /v1/sessions/{id}/previews), on the gateway's preview origin, one origin per session and port. URL is an expiring link to {port}-{session}.{preview domain}: its token becomes an HttpOnly cookie of that host; Token, sent in the Glassroom-Preview-Token header, lets a program in; both work until ExpiresAt or the session's end. Host ({port}-{session}-{tag}.{preview domain}, E2B's get_host) carries its own grant: whoever has it reaches the server until the session ends. */
 export interface Preview {
   port: number
   host: string

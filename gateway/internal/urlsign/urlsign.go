@@ -17,10 +17,13 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -58,7 +61,8 @@ type Claims struct {
 
 // Signer seals and opens tokens with one key.
 type Signer struct {
-	aead cipher.AEAD
+	aead    cipher.AEAD
+	hostKey []byte // HostTag's MAC key
 }
 
 // New returns a signer with key (at least MinKeyBytes of secret).
@@ -72,6 +76,8 @@ func New(key []byte) (*Signer, error) {
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte("glassroom signed URLs v2"))
 	block, err := aes.NewCipher(m.Sum(nil))
+	hk := hmac.New(sha256.New, key)
+	hk.Write([]byte("glassroom preview hosts v1"))
 	if err != nil {
 		return nil, fmt.Errorf("urlsign: %w", err)
 	}
@@ -79,7 +85,7 @@ func New(key []byte) (*Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("urlsign: %w", err)
 	}
-	return &Signer{aead: aead}, nil
+	return &Signer{aead: aead, hostKey: hk.Sum(nil)}, nil
 }
 
 // NewKey returns a fresh random signing key.
@@ -95,6 +101,27 @@ func (s *Signer) Sign(c Claims) string {
 	nonce := make([]byte, s.aead.NonceSize(), s.aead.NonceSize()+len(body)+s.aead.Overhead())
 	_, _ = rand.Read(nonce)
 	return base64.RawURLEncoding.EncodeToString(s.aead.Seal(nonce, nonce, body, nil))
+}
+
+// HostTagLen is the length of a HostTag.
+const HostTagLen = 16
+
+// HostTag is the grant a preview host name carries for port of session
+// ({port}-{session}-{tag}): 80 bits of MAC, in lower-case base32 (a DNS
+// label's letters), the same on every replica. It has no expiry of its
+// own: it ends with its session.
+func (s *Signer) HostTag(session string, port int) string {
+	m := hmac.New(sha256.New, s.hostKey)
+	m.Write([]byte(session))
+	m.Write([]byte{0})
+	m.Write([]byte(strconv.Itoa(port)))
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(m.Sum(nil)[:10]))
+}
+
+// CheckHostTag reports whether tag is HostTag(session, port), in
+// constant time.
+func (s *Signer) CheckHostTag(tag, session string, port int) bool {
+	return hmac.Equal([]byte(tag), []byte(s.HostTag(session, port)))
 }
 
 // Verify returns the claims of token if it was sealed with this key and

@@ -68,4 +68,13 @@ func TestSignVerify(t *testing.T) {
 	if _, err := s.Verify(s.Sign(urlsign.Claims{Session: "s1", Op: "delete", Expires: c.Expires}), now); !errors.Is(err, urlsign.ErrBadToken) {
 		t.Fatalf("an unknown operation: %v", err)
 	}
+	// Host tags: 16 DNS-label letters, the same for a replica, another
+	// for another port, session or key.
+	tag := s.HostTag("s1", 8000)
+	if len(tag) != urlsign.HostTagLen || strings.ToLower(tag) != tag || !replica.CheckHostTag(tag, "s1", 8000) {
+		t.Fatalf("tag %q", tag)
+	}
+	if s.CheckHostTag(tag, "s1", 8001) || s.CheckHostTag(tag, "s2", 8000) || stranger.CheckHostTag(tag, "s1", 8000) {
+		t.Fatal("a tag granted what it was not for")
+	}
 }
