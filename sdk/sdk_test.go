@@ -25,11 +25,11 @@ func TestPythonSDK(t *testing.T) {
 	py := testkit.Python(t, "websocket", "numpy")
 	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := apptest.Start(t, rt(t), apptest.Options{Sessions: sessions.Config{InterruptGrace: time.Second}})
+			g := apptest.Start(t, rt(t), apptest.Options{Sessions: sessions.Config{InterruptGrace: time.Second}, Previews: true})
 			cmd := exec.Command(py, "-m", "unittest", "discover", "-v", "-s", "tests", "-t", ".")
 			cmd.Dir = "python"
 			cmd.Env = append(os.Environ(), "PYTHONPATH="+mustAbs(t, "python"), "GLASSROOM_URL="+g.URL,
-				"GLASSROOM_API_KEY="+apptest.KeyA, "PYTHONDONTWRITEBYTECODE=1")
+				"GLASSROOM_API_KEY="+apptest.KeyA, "PYTHONDONTWRITEBYTECODE=1", "GLASSROOM_PREVIEW_ADDR="+g.PreviewAddr)
 			out, err := cmd.CombinedOutput()
 			if err != nil || !strings.Contains(string(out), "\nOK") {
 				t.Fatalf("python SDK tests: %v\n%s", err, out)

@@ -34,6 +34,10 @@ from ._edit import EditResult  # noqa: E402  (text edits: sbx.files.edit)
 
 __all__ += ["EditResult", "Pty", "PtySize"]
 
+from .models import Port, Preview  # noqa: E402  (servers in the sandbox: sbx.ports(), sbx.preview(port))
+
+__all__ += ["Port", "Preview"]
+
 from .async_sandbox import AsyncCommandHandle, AsyncCommands  # noqa: E402  (shell commands: sbx.commands)
 from .commands import CommandHandle, CommandOutputHandler, Commands, Pty, PtySize  # noqa: E402
 from .exceptions import CommandExitException  # noqa: E402

@@ -13,7 +13,7 @@ from typing import IO, Any, Awaitable, Callable, Dict, List, Mapping, Optional, 
 from ._edit import EditResult
 from .commands import DEFAULT_TIMEOUT, CommandHandle, Commands, Pty, PtySize
 from .files import Filesystem
-from .models import CommandResult, Context, EntryInfo, Execution, ProcessInfo, SandboxInfo, WriteInfo
+from .models import CommandResult, Context, EntryInfo, Execution, Port, Preview, ProcessInfo, SandboxInfo, WriteInfo
 from .sandbox import Sandbox
 
 A = TypeVar("A", bound="AsyncSandbox")
@@ -252,6 +252,19 @@ class AsyncSandbox:
 
     async def kill(self) -> bool:
         return bool(await asyncio.to_thread(self._sbx.kill))
+
+    async def ports(self) -> List[Port]:
+        """The TCP ports the sandbox listens on (see ``Sandbox.ports``)."""
+        return await asyncio.to_thread(self._sbx.ports)
+
+    async def preview(self, port: int, expires: Optional[float] = None) -> Preview:
+        """The preview of ``port`` (see ``Sandbox.preview``)."""
+        return await asyncio.to_thread(self._sbx.preview, port, expires)
+
+    def get_host(self, port: int) -> str:
+        """The preview's host (E2B's ``get_host``); not a coroutine, as
+        E2B's is not: it makes one short request."""
+        return self._sbx.get_host(port)
 
     async def close(self) -> bool:
         return await self.kill()

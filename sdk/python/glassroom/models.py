@@ -454,3 +454,32 @@ def iter_chunks(resp: Any, size: int = 64 << 10) -> Iterator[bytes]:
         if not chunk:
             return
         yield chunk
+
+
+@dataclass
+class Preview:
+    """A preview of a server in the sandbox (``Sandbox.preview``), on the
+    gateway's preview origin: one origin per session and port, never the
+    gateway's.
+
+    ``url`` is an expiring link for a browser (its token becomes a cookie
+    of the preview's host); ``token`` lets another program in, in the
+    ``Glassroom-Preview-Token`` header; both end at ``expires_at`` or with
+    the sandbox. ``host`` (E2B's ``get_host``) carries its own grant:
+    whoever has it reaches the server until the sandbox ends."""
+
+    port: int
+    host: str
+    url: str
+    token: str
+    expires_at: datetime
+
+
+@dataclass
+class Port:
+    """A TCP port a process of the sandbox listens on (``Sandbox.ports``):
+    ``address`` is where (0.0.0.0, 127.0.0.1, ::, ::1). The kernels' own
+    listeners are among them."""
+
+    port: int
+    address: str

@@ -12,8 +12,8 @@ from ._http import Connection, session_path
 from .exceptions import InvalidArgumentException, NotFoundException, SandboxException, TimeoutException
 from .commands import Commands, Pty
 from .files import Filesystem
-from .models import (Context, Execution, ExecutionError, FileChange, NextInput, OutputMessage, Result, SandboxInfo, page,
-                     sandbox_info, user_expressions)
+from .models import (Context, Execution, ExecutionError, FileChange, NextInput, OutputMessage, Port, Preview, Result, SandboxInfo, page,
+                     parse_time, sandbox_info, user_expressions)
 
 T = TypeVar("T")
 S = TypeVar("S", bound="Sandbox")
@@ -164,6 +164,28 @@ class Sandbox:
             return self.get_info().state != "dead"
         except NotFoundException:
             return False
+
+    def ports(self) -> List[Port]:
+        """The TCP ports the sandbox's processes listen on, lowest first."""
+        out = self._conn.call("GET", session_path(self.sandbox_id, "ports"))
+        return [Port(port=int(p["port"]), address=str(p["address"])) for p in out.get("ports") or []]
+
+    def preview(self, port: int, expires: Optional[float] = None) -> Preview:
+        """The preview of a server the sandbox runs on ``port``: ``url``
+        opens it in a browser (for ``expires`` seconds, default an hour, at
+        most a day, or until the sandbox ends). The gateway must serve
+        previews (``--preview-listen``)."""
+        body: Dict[str, Any] = {"port": int(port)}
+        if expires is not None:
+            body["expires_s"] = float(expires)
+        out = self._conn.call("POST", session_path(self.sandbox_id, "previews"), json_body=body)
+        return Preview(port=int(out["port"]), host=str(out["host"]), url=str(out["url"]), token=str(out["token"]),
+                       expires_at=parse_time(out["expires_at"]))
+
+    def get_host(self, port: int) -> str:
+        """The host name of the preview of ``port`` (E2B's): it works as it
+        is, ``http(s)://`` + host, until the sandbox ends."""
+        return self.preview(port).host
 
     def interrupt(self, context: Optional[Union[Context, str]] = None) -> None:
         """Interrupts the running code (Python raises KeyboardInterrupt): of

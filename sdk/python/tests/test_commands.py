@@ -1,8 +1,12 @@
 """sbx.commands against a real gateway (GLASSROOM_URL, GLASSROOM_API_KEY)."""
 
 import asyncio
+import http.client
+import os
 import threading
+import time
 import unittest
+import urllib.parse
 from typing import List
 
 from glassroom import (AsyncSandbox, CommandExitException, CommandHandle, CommandResult, InvalidArgumentException,
@@ -29,6 +33,35 @@ class CommandsTest(unittest.TestCase):
             assert cls.sbx.run_code("kept").text == "state"
         finally:
             cls.sbx.kill()
+
+    def test_preview(self) -> None:
+        # A server the sandbox runs, reached on the gateway's preview origin
+        # (GLASSROOM_PREVIEW_ADDR: where its *.localhost names lead).
+        addr = os.environ.get("GLASSROOM_PREVIEW_ADDR")
+        if not addr:
+            self.skipTest("the gateway serves no previews (GLASSROOM_PREVIEW_ADDR)")
+        self.sbx.commands.run("mkdir -p site && echo hi > site/index.html && exec python3 -m http.server -d site 8123",
+                              background=True)
+        for _ in range(300):
+            if any(p.port == 8123 for p in self.sbx.ports()):
+                break
+            time.sleep(0.1)
+        else:
+            self.fail("port 8123 never listed: %r" % self.sbx.ports())
+
+        def get(host: str, path: str, headers: dict) -> http.client.HTTPResponse:
+            conn = http.client.HTTPConnection(addr, timeout=30)
+            conn.request("GET", path, headers={"Host": host, **headers})
+            return conn.getresponse()
+
+        r = get(self.sbx.get_host(8123), "/index.html", {})  # the host is its own grant
+        self.assertEqual((r.status, r.read()), (200, b"hi\n"))
+        p = self.sbx.preview(8123, expires=60)
+        link = urllib.parse.urlsplit(p.url)
+        r = get(link.netloc, "/index.html", {"Glassroom-Preview-Token": p.token})
+        self.assertEqual((r.status, r.read()), (200, b"hi\n"))
+        r = get(link.netloc, "/index.html", {})
+        self.assertEqual(r.status, 401)
 
     def test_run(self) -> None:
         r = self.sbx.commands.run("echo hi")

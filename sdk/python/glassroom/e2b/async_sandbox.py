@@ -186,6 +186,11 @@ class AsyncSandbox:
     async def __aexit__(self, *exc: Any) -> None:
         await self.kill()
 
+    def get_host(self, port: int) -> str:
+        """The host of the preview of ``port`` (see ``Sandbox.get_host``);
+        not a coroutine, as E2B's is not."""
+        return self._sbx.get_host(port)
+
     def download_url(self, path: str, user: Optional[str] = None,
                      use_signature_expiration: Optional[int] = None) -> str:
         """A signed download URL (see ``Sandbox.download_url``). Not a
