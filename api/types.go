@@ -35,6 +35,10 @@ type Session struct {
 	// ResumeSession. Paused without it is the idle freeze, which the next
 	// request thaws: to E2B's SDKs such a session is running.
 	PausedByClient bool `json:"paused_by_client"`
+	// PreviewHost, on a gateway that serves previews: the preview of
+	// port P is at {P}-{PreviewHost} (E2B's get_host), a host that
+	// carries its grant and works until the session ends.
+	PreviewHost string `json:"preview_host,omitempty"`
 }
 
 // Template is an operator's session preset (GET /v1/templates).

@@ -78,7 +78,7 @@ func (s *sessionsAPI) createSession(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, sess.Info())
+	return c.JSON(http.StatusCreated, s.info(sess))
 }
 
 // sessionPage is the body of GET /v1/sessions (api.SessionList).
@@ -95,6 +95,9 @@ func (s *sessionsAPI) listSessions(c echo.Context) error {
 	page, next, err := s.mgr.ListPage(tenant.Of(c), q)
 	if err != nil {
 		return err
+	}
+	for i := range page {
+		page[i] = s.annotate(page[i])
 	}
 	// The other replicas' parts (none for a replica's own part: a
 	// forwarded request, or a runtime whose sessions one gateway serves).
@@ -113,7 +116,7 @@ func (s *sessionsAPI) getSession(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, sess.Info())
+	return c.JSON(http.StatusOK, s.info(sess))
 }
 
 func (s *sessionsAPI) deleteSession(c echo.Context) error {
@@ -210,7 +213,7 @@ func (s *sessionsAPI) updateSession(c echo.Context) error {
 			return err
 		}
 	}
-	return c.JSON(http.StatusOK, sess.Info())
+	return c.JSON(http.StatusOK, s.info(sess))
 }
 
 // checkIntrospect refuses a complete or inspect body without its

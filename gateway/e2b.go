@@ -124,7 +124,7 @@ func (s *e2bAPI) pauseSession(c echo.Context) error {
 	if err := sess.Pause(ctx); err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, sess.Info())
+	return c.JSON(http.StatusOK, s.info(sess))
 }
 
 func (s *e2bAPI) resumeSession(c echo.Context) error {
@@ -137,7 +137,7 @@ func (s *e2bAPI) resumeSession(c echo.Context) error {
 	if err := sess.Resume(ctx); err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, sess.Info())
+	return c.JSON(http.StatusOK, s.info(sess))
 }
 
 func (s *e2bAPI) moveFile(c echo.Context) error {

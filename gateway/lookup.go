@@ -20,6 +20,21 @@ import (
 type lookup struct {
 	mgr          *sessions.Manager
 	maxBodyBytes int64
+	// previewHost is the PreviewHost of a session; nil without previews.
+	previewHost func(id string) string
+}
+
+// info is sess's description as the API shows it.
+func (s lookup) info(sess *sessions.Session) sessions.Info {
+	return s.annotate(sess.Info())
+}
+
+// annotate adds what the gateway knows of a session to in.
+func (s lookup) annotate(in sessions.Info) sessions.Info {
+	if s.previewHost != nil {
+		in.PreviewHost = s.previewHost(in.ID)
+	}
+	return in
 }
 
 // decodeJSON reads one JSON object from the body into v: at most

@@ -34,7 +34,9 @@ import (
 // by a program that sends the token in PreviewTokenHeader; never with the
 // API key. The answer's Host, {port}-{session}-{tag}, carries its grant
 // itself (E2B's get_host: a host that works as it is): a MAC of the
-// session and port, valid until the session ends. Its bytes reach the sandbox through the session's own channel
+// session, for any of its ports, valid until the session ends (the
+// session's preview_host gives it, so that a client builds the host of
+// any port without asking). Its bytes reach the sandbox through the session's own channel
 // (a relay per connection, sessions.Commands.DialPort): the sandbox's
 // network stays closed to the host.
 const (
@@ -133,10 +135,16 @@ func (p *previews) mint(c echo.Context) error {
 		return err
 	}
 	tok := p.signer.Sign(urlsign.Claims{Session: sess.ID(), Tenant: tenant.Of(c), Path: strconv.Itoa(req.Port), Op: urlsign.Preview, Expires: exp.Unix()})
-	label := strconv.Itoa(req.Port) + "-" + sess.ID()
+	port := strconv.Itoa(req.Port)
 	return c.JSON(http.StatusOK, api.Preview{Port: req.Port, Token: tok, ExpiresAt: exp.UTC(),
-		URL:  p.base.Scheme + "://" + label + "." + p.base.Host + "/?" + previewTokenParam + "=" + tok,
-		Host: label + "-" + p.signer.HostTag(sess.ID(), req.Port) + "." + p.base.Host})
+		URL:  p.base.Scheme + "://" + port + "-" + sess.ID() + "." + p.base.Host + "/?" + previewTokenParam + "=" + tok,
+		Host: port + "-" + p.sessionHost(sess.ID())})
+}
+
+// sessionHost is the tagged part of session id's preview hosts,
+// {session}-{tag}.{domain}: the preview of port P is at {P}-{it}.
+func (p *previews) sessionHost(id string) string {
+	return id + "-" + p.signer.HostTag(id) + "." + p.base.Host
 }
 
 // previewTarget is what the dial of a preview's request connects to.
@@ -165,7 +173,7 @@ func (p *previews) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if tag != "" { // the host is the grant
-		if !p.signer.CheckHostTag(tag, id, port) {
+		if !p.signer.CheckHostTag(tag, id) {
 			previewRefusal(w, http.StatusUnauthorized, "this preview host's tag is not the gateway's")
 			return
 		}

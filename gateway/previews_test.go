@@ -154,16 +154,23 @@ func TestPreviews(t *testing.T) {
 			if st, body, _ := get(base+"/h", map[string]string{gateway.PreviewTokenHeader: p.Token}); st != http.StatusOK || strings.Contains(body, p.Token) {
 				t.Fatalf("with the header: %d %s", st, body)
 			}
-			// The tagged host (E2B's get_host) is its own grant; another
-			// port's or session's tag is not.
+			// The tagged host (E2B's get_host) is its own grant, for any
+			// port of the session (the session shows it); another session's
+			// tag is not.
 			if st, body, _ := get("http://"+p.Host+"/tagged", nil); st != http.StatusOK || !strings.Contains(body, `"/tagged"`) {
 				t.Fatalf("the tagged host: %d %s", st, body)
+			}
+			var info api.Session
+			if e.call(keyA, "GET", "/v1/sessions/"+s.ID, nil, &info); "8765-"+info.PreviewHost != p.Host {
+				t.Fatalf("the session's preview host %q, the preview's %q", info.PreviewHost, p.Host)
+			}
+			if st, _, _ := get("http://8766-"+info.PreviewHost+"/", nil); st != http.StatusBadGateway {
+				t.Fatalf("another port of the tagged host: %d", st)
 			}
 			tag := p.Host[strings.LastIndex(p.Host[:strings.Index(p.Host, ".")], "-")+1 : strings.Index(p.Host, ".")]
 			otherTag := mint(other.ID, 8765, nil).Host
 			otherTag = otherTag[strings.LastIndex(otherTag[:strings.Index(otherTag, ".")], "-")+1 : strings.Index(otherTag, ".")]
 			for what, host := range map[string]string{
-				"another port":      strings.Replace(p.Host, "8765-", "8766-", 1),
 				"another session's": strings.Replace(p.Host, tag, otherTag, 1),
 				"a tag changed":     strings.Replace(p.Host, tag, strings.Repeat("a", len(tag)), 1),
 			} {

@@ -78,6 +78,10 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
+	s.previews = newPreviews(s.lookup, signer, strings.TrimSuffix(cfg.PreviewBase, "/"), log.With().Str("component", "previews").Logger())
+	if s.previews.base != nil {
+		s.lookup.previewHost = s.previews.sessionHost
+	}
 	socket := &sessionSocket{session: s.session, mgr: mgr, conns: s.conns, upgrader: upgrader, ping: cfg.WSPingInterval}
 	e := echo.New()
 	s.echo = e // routes added below may take the in-process transport, which serves through it
@@ -96,7 +100,6 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 	(&commandsAPI{lookup: s.lookup, ping: cfg.WSPingInterval, conns: s.conns, upgrader: upgrader}).route(v1)
 	files.route(v1)
 	(&signedFiles{lookup: s.lookup, signer: signer, files: files}).route(v1, e, s.forwardSession(sessionOf))
-	s.previews = newPreviews(s.lookup, signer, strings.TrimSuffix(cfg.PreviewBase, "/"), log.With().Str("component", "previews").Logger())
 	s.previews.route(v1)
 	(&e2bAPI{lookup: s.lookup, conns: s.conns, upgrader: upgrader, watches: s.watches}).route(v1)
 	s.routeMCP(e)

@@ -36,6 +36,9 @@ type Info struct {
 	// pause): it stays frozen until resumed. The idle freeze (Paused
 	// alone) is transparent: to E2B's SDKs that session is running.
 	PausedByClient bool `json:"paused_by_client"`
+	// PreviewHost is set by the gateway that serves previews: the preview
+	// of port P is at {P}-{PreviewHost}, a host that carries its grant.
+	PreviewHost string `json:"preview_host,omitempty"`
 }
 
 // Session states.

@@ -22,7 +22,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -106,22 +105,20 @@ func (s *Signer) Sign(c Claims) string {
 // HostTagLen is the length of a HostTag.
 const HostTagLen = 16
 
-// HostTag is the grant a preview host name carries for port of session
-// ({port}-{session}-{tag}): 80 bits of MAC, in lower-case base32 (a DNS
-// label's letters), the same on every replica. It has no expiry of its
-// own: it ends with its session.
-func (s *Signer) HostTag(session string, port int) string {
+// HostTag is the grant a preview host name carries for the ports of
+// session ({port}-{session}-{tag}): 80 bits of MAC, in lower-case base32
+// (a DNS label's letters), the same on every replica. It has no expiry
+// of its own: it ends with its session.
+func (s *Signer) HostTag(session string) string {
 	m := hmac.New(sha256.New, s.hostKey)
 	m.Write([]byte(session))
-	m.Write([]byte{0})
-	m.Write([]byte(strconv.Itoa(port)))
 	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(m.Sum(nil)[:10]))
 }
 
-// CheckHostTag reports whether tag is HostTag(session, port), in
-// constant time.
-func (s *Signer) CheckHostTag(tag, session string, port int) bool {
-	return hmac.Equal([]byte(tag), []byte(s.HostTag(session, port)))
+// CheckHostTag reports whether tag is HostTag(session), in constant
+// time.
+func (s *Signer) CheckHostTag(tag, session string) bool {
+	return hmac.Equal([]byte(tag), []byte(s.HostTag(session)))
 }
 
 // Verify returns the claims of token if it was sealed with this key and

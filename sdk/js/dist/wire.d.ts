@@ -79,6 +79,8 @@ export interface Session {
     end_at: string;
     /** PausedByClient: a client paused it (PauseSession): frozen until ResumeSession. Paused without it is the idle freeze, which the next request thaws: to E2B's SDKs such a session is running. */
     paused_by_client: boolean;
+    /** PreviewHost, on a gateway that serves previews: the preview of port P is at {P}-{PreviewHost} (E2B's get_host), a host that carries its grant and works until the session ends. */
+    preview_host?: string;
 }
 /** SessionList is the body of GET /v1/sessions: a page of sessions and the token of the next (nil on the last). */
 export interface SessionList {
