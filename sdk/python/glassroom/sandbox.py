@@ -185,7 +185,16 @@ class Sandbox:
     def get_host(self, port: int) -> str:
         """The host name of the preview of ``port`` (E2B's): it works as it
         is, ``http(s)://`` + host, until the sandbox ends."""
-        return self.preview(port).host
+        port = int(port)
+        if not 0 < port < 65536:
+            raise InvalidArgumentException("port must be within 1..65535")
+        host = (self._info or {}).get("preview_host") if isinstance(self._info, dict) else None
+        if not host:
+            self._info = self._conn.call("GET", session_path(self.sandbox_id))
+            host = self._info.get("preview_host")
+        if not host:
+            raise SandboxException("this gateway serves no previews (start it with --preview-listen)")
+        return "%d-%s" % (port, host)
 
     def interrupt(self, context: Optional[Union[Context, str]] = None) -> None:
         """Interrupts the running code (Python raises KeyboardInterrupt): of
