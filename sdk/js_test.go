@@ -22,6 +22,9 @@ import (
 // so the SDK's tests of them must pass rather than skip.
 func jsEnv(t *testing.T, g *apptest.Gateway) []string {
 	env := append(os.Environ(), "GLASSROOM_URL="+g.URL, "GLASSROOM_API_KEY="+apptest.KeyA, "NO_COLOR=1", "NODE_OPTIONS=")
+	if g.PreviewAddr != "" {
+		env = append(env, "GLASSROOM_PREVIEW_ADDR="+g.PreviewAddr)
+	}
 	spec, err := os.ReadFile("../gateway/openapi.json")
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +59,7 @@ func TestJSSDK(t *testing.T) {
 	node := testkit.NPMInstall(t, "js")
 	for name, rt := range apptest.Runtimes() {
 		t.Run(name, func(t *testing.T) {
-			g := apptest.Start(t, rt(t), apptest.Options{Sessions: sessions.Config{InterruptGrace: time.Second}})
+			g := apptest.Start(t, rt(t), apptest.Options{Sessions: sessions.Config{InterruptGrace: time.Second}, Previews: true})
 			out := runJS(t, "js", jsEnv(t, g), node, "--test", "--test-reporter=tap", "test/")
 			checkTAP(t, out)
 		})
@@ -85,7 +88,7 @@ func TestJSSDKDeno(t *testing.T) {
 		deno = "/usr/local/bin/deno"
 	}
 	testkit.NPMInstall(t, "js") // not needed by Deno; keeps dist's type declarations' deps present for editors
-	g := apptest.Start(t, apptest.Local(t), apptest.Options{Sessions: sessions.Config{InterruptGrace: time.Second}})
+	g := apptest.Start(t, apptest.Local(t), apptest.Options{Sessions: sessions.Config{InterruptGrace: time.Second}, Previews: true})
 	env := append(jsEnv(t, g), "DENO_NO_UPDATE_CHECK=1", "DENO_DIR="+t.TempDir())
 	out := runJS(t, "js", env, deno, "test", "-A", "--no-check", "test/sdk.test.mjs")
 	if !regexp.MustCompile(`ok \| \d+ passed \| 0 failed`).MatchString(out) {
@@ -112,7 +115,7 @@ func TestJSSDKBun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := apptest.Start(t, apptest.Local(t), apptest.Options{Sessions: sessions.Config{InterruptGrace: time.Second}})
+	g := apptest.Start(t, apptest.Local(t), apptest.Options{Sessions: sessions.Config{InterruptGrace: time.Second}, Previews: true})
 	env := append(jsEnv(t, g), "BUN_INSTALL_CACHE_DIR="+t.TempDir())
 	out := runJS(t, "js", env, bun, "test", "--timeout", "120000", "./test/sdk.test.mjs")
 	if !regexp.MustCompile(`(?m)^\s*0 fail$`).MatchString(out) || !regexp.MustCompile(`(?m)^\s*[1-9]\d* pass$`).MatchString(out) {

@@ -1,5 +1,22 @@
 import { ConnectionConfig, type ConnectionOpts } from './connection.js';
 import { Commands, Pty } from './commands.js';
+/** A TCP port a process of the sandbox listens on (`sbx.ports()`). */
+export interface Port {
+    port: number;
+    /** Where it listens: 0.0.0.0, 127.0.0.1, ::, ::1. */
+    address: string;
+}
+/** A preview of a server in the sandbox (`sbx.preview(port)`), on the gateway's preview origin. */
+export interface Preview {
+    port: number;
+    /** Carries its own grant (E2B's getHost): works until the sandbox ends. */
+    host: string;
+    /** An expiring link for a browser; its token becomes a cookie of its host. */
+    url: string;
+    /** For the Glassroom-Preview-Token header of other programs. */
+    token: string;
+    expiresAt: Date;
+}
 import { Filesystem } from './filesystem.js';
 import { Execution, ExecutionError, OutputMessage, Result } from './messaging.js';
 /** A context: one kernel of the sandbox with its own language, working directory and variables. */
@@ -153,9 +170,12 @@ export declare class Sandbox {
     readonly pty: Pty;
     /** @internal */
     readonly connectionConfig: ConnectionConfig;
+    /** @internal: the session's preview_host, known once created or connected. */
+    protected previewHost?: string;
     /** @internal: use Sandbox.create or Sandbox.connect. */
     constructor(opts: {
         sandboxId: string;
+        previewHost?: string;
     } & ConnectionOpts);
     /**
      * Starts a sandbox. `template` (optional) names a preset of the
@@ -205,6 +225,26 @@ export declare class Sandbox {
     }, opts?: {
         requestTimeoutMs?: number;
     }): Promise<void>;
+    /**
+     * The host of the preview of a server the sandbox runs on `port` (E2B's
+     * getHost): `http(s)://` + host opens it, until the sandbox ends. The
+     * gateway must serve previews (`--preview-listen`).
+     */
+    getHost(port: number): string;
+    /** The TCP ports the sandbox's processes listen on, lowest first (its kernels' own among them). */
+    ports(opts?: {
+        requestTimeoutMs?: number;
+    }): Promise<Port[]>;
+    /**
+     * The preview of `port`: `url` opens it in a browser (its token becomes
+     * a cookie of the preview's host) for `expiresS` seconds (default an
+     * hour, at most a day) or until the sandbox ends; `token` goes in the
+     * `Glassroom-Preview-Token` header of other programs' requests.
+     */
+    preview(port: number, opts?: {
+        expiresS?: number;
+        requestTimeoutMs?: number;
+    }): Promise<Preview>;
     /** A signed URL that downloads `path` without the API key (E2B's); it expires after `useSignatureExpiration` seconds (default an hour, at most a day) or with the sandbox. */
     downloadUrl(path: string, opts?: {
         user?: string;

@@ -174,10 +174,13 @@ export class Sandbox {
     pty;
     /** @internal */
     connectionConfig;
+    /** @internal: the session's preview_host, known once created or connected. */
+    previewHost;
     /** @internal: use Sandbox.create or Sandbox.connect. */
     constructor(opts) {
         this.connectionConfig = new ConnectionConfig(opts);
         this.sandboxId = opts.sandboxId;
+        this.previewHost = opts.previewHost;
         this.files = new Filesystem(this.connectionConfig, this.sandboxId);
         this.commands = new Commands(this.connectionConfig, this.sandboxId);
         this.pty = new Pty(this.connectionConfig, this.sandboxId, this.commands);
@@ -207,7 +210,7 @@ export class Sandbox {
         if (opts.idleTimeoutS)
             body.idle_timeout_s = opts.idleTimeoutS;
         const out = await conn.request('POST', '/v1/sessions', 'json', { json: body, ok: [201] });
-        return new this({ ...conn.toOpts(), sandboxId: String(out.id) });
+        return new this({ ...conn.toOpts(), sandboxId: String(out.id), previewHost: out.preview_host || undefined });
     }
     /** Attaches to an existing sandbox (SandboxNotFoundError if it is gone); a paused one is resumed. */
     static async connect(sandboxId, opts) {
@@ -219,6 +222,8 @@ export class Sandbox {
     /** Checks the sandbox is there (resuming it if a client paused it); `timeoutMs` sets its lifetime from now. */
     async connect(opts) {
         const s = await this.connectionConfig.request('GET', sessionPath(this.sandboxId), 'json', { what: 'sandbox' });
+        if (s?.preview_host)
+            this.previewHost = String(s.preview_host);
         if (s?.paused)
             await this.resume().catch(() => { });
         if (opts?.timeoutMs)
@@ -297,6 +302,36 @@ export class Sandbox {
             timeoutMs: opts?.requestTimeoutMs,
             what: 'sandbox',
         });
+    }
+    /**
+     * The host of the preview of a server the sandbox runs on `port` (E2B's
+     * getHost): `http(s)://` + host opens it, until the sandbox ends. The
+     * gateway must serve previews (`--preview-listen`).
+     */
+    getHost(port) {
+        if (!Number.isInteger(port) || port < 1 || port > 65535)
+            throw new InvalidArgumentError('port must be within 1..65535');
+        if (!this.previewHost)
+            throw new SandboxError('this gateway serves no previews (start it with --preview-listen), or the sandbox was not created or connected by this object');
+        return `${port}-${this.previewHost}`;
+    }
+    /** The TCP ports the sandbox's processes listen on, lowest first (its kernels' own among them). */
+    async ports(opts) {
+        const out = await this.connectionConfig.request('GET', sessionPath(this.sandboxId, 'ports'), 'json', { timeoutMs: opts?.requestTimeoutMs, what: 'sandbox' });
+        return (out?.ports ?? []).map((p) => ({ port: Number(p.port), address: String(p.address) }));
+    }
+    /**
+     * The preview of `port`: `url` opens it in a browser (its token becomes
+     * a cookie of the preview's host) for `expiresS` seconds (default an
+     * hour, at most a day) or until the sandbox ends; `token` goes in the
+     * `Glassroom-Preview-Token` header of other programs' requests.
+     */
+    async preview(port, opts) {
+        const body = { port };
+        if (opts?.expiresS !== undefined)
+            body.expires_s = opts.expiresS;
+        const out = await this.connectionConfig.request('POST', sessionPath(this.sandboxId, 'previews'), 'json', { json: body, timeoutMs: opts?.requestTimeoutMs, what: 'sandbox' });
+        return { port: Number(out.port), host: String(out.host), url: String(out.url), token: String(out.token), expiresAt: new Date(out.expires_at) };
     }
     /** A signed URL that downloads `path` without the API key (E2B's); it expires after `useSignatureExpiration` seconds (default an hour, at most a day) or with the sandbox. */
     async downloadUrl(path, opts) {

@@ -19,6 +19,8 @@ export type {
   SandboxMetrics,
   SandboxListOpts,
   SandboxState,
+  Port,
+  Preview,
 } from './sandbox.js'
 export { Execution, ExecutionError, OutputMessage, Result, UserExpression, CHART_MIME, DATAFRAME_MIME } from './messaging.js'
 export type { Logs, MIMEType, RawData, FileChange, NextInput } from './messaging.js'

@@ -2,6 +2,25 @@ import { ConnectionConfig, type ConnectionOpts, frameText, openWebSocket, sessio
 import { Commands, Pty } from './commands.js'
 import { checkUser, InvalidArgumentError, NotFoundError, SandboxError, TimeoutError } from './errors.js'
 import { HOME } from './paths.js'
+
+/** A TCP port a process of the sandbox listens on (`sbx.ports()`). */
+export interface Port {
+  port: number
+  /** Where it listens: 0.0.0.0, 127.0.0.1, ::, ::1. */
+  address: string
+}
+
+/** A preview of a server in the sandbox (`sbx.preview(port)`), on the gateway's preview origin. */
+export interface Preview {
+  port: number
+  /** Carries its own grant (E2B's getHost): works until the sandbox ends. */
+  host: string
+  /** An expiring link for a browser; its token becomes a cookie of its host. */
+  url: string
+  /** For the Glassroom-Preview-Token header of other programs. */
+  token: string
+  expiresAt: Date
+}
 import { Filesystem } from './filesystem.js'
 import { Execution, ExecutionError, OutputMessage, pageResult, Result, UserExpression } from './messaging.js'
 
@@ -281,11 +300,14 @@ export class Sandbox {
   readonly pty: Pty
   /** @internal */
   readonly connectionConfig: ConnectionConfig
+  /** @internal: the session's preview_host, known once created or connected. */
+  protected previewHost?: string
 
   /** @internal: use Sandbox.create or Sandbox.connect. */
-  constructor(opts: { sandboxId: string } & ConnectionOpts) {
+  constructor(opts: { sandboxId: string; previewHost?: string } & ConnectionOpts) {
     this.connectionConfig = new ConnectionConfig(opts)
     this.sandboxId = opts.sandboxId
+    this.previewHost = opts.previewHost
     this.files = new Filesystem(this.connectionConfig, this.sandboxId)
     this.commands = new Commands(this.connectionConfig, this.sandboxId)
     this.pty = new Pty(this.connectionConfig, this.sandboxId, this.commands)
@@ -314,7 +336,7 @@ export class Sandbox {
     if (opts.language) body.language = opts.language
     if (opts.idleTimeoutS) body.idle_timeout_s = opts.idleTimeoutS
     const out = await conn.request('POST', '/v1/sessions', 'json', { json: body, ok: [201] })
-    return new this({ ...conn.toOpts(), sandboxId: String(out.id) }) as InstanceType<S>
+    return new this({ ...conn.toOpts(), sandboxId: String(out.id), previewHost: out.preview_host || undefined }) as InstanceType<S>
   }
 
   /** Attaches to an existing sandbox (SandboxNotFoundError if it is gone); a paused one is resumed. */
@@ -328,6 +350,7 @@ export class Sandbox {
   /** Checks the sandbox is there (resuming it if a client paused it); `timeoutMs` sets its lifetime from now. */
   async connect(opts?: { timeoutMs?: number }): Promise<this> {
     const s = await this.connectionConfig.request('GET', sessionPath(this.sandboxId), 'json', { what: 'sandbox' })
+    if (s?.preview_host) this.previewHost = String(s.preview_host)
     if (s?.paused) await this.resume().catch(() => {})
     if (opts?.timeoutMs) await this.setTimeout(opts.timeoutMs)
     return this
@@ -411,6 +434,36 @@ export class Sandbox {
       timeoutMs: opts?.requestTimeoutMs,
       what: 'sandbox',
     })
+  }
+
+  /**
+   * The host of the preview of a server the sandbox runs on `port` (E2B's
+   * getHost): `http(s)://` + host opens it, until the sandbox ends. The
+   * gateway must serve previews (`--preview-listen`).
+   */
+  getHost(port: number): string {
+    if (!Number.isInteger(port) || port < 1 || port > 65535) throw new InvalidArgumentError('port must be within 1..65535')
+    if (!this.previewHost) throw new SandboxError('this gateway serves no previews (start it with --preview-listen), or the sandbox was not created or connected by this object')
+    return `${port}-${this.previewHost}`
+  }
+
+  /** The TCP ports the sandbox's processes listen on, lowest first (its kernels' own among them). */
+  async ports(opts?: { requestTimeoutMs?: number }): Promise<Port[]> {
+    const out = await this.connectionConfig.request('GET', sessionPath(this.sandboxId, 'ports'), 'json', { timeoutMs: opts?.requestTimeoutMs, what: 'sandbox' })
+    return (out?.ports ?? []).map((p: any) => ({ port: Number(p.port), address: String(p.address) }))
+  }
+
+  /**
+   * The preview of `port`: `url` opens it in a browser (its token becomes
+   * a cookie of the preview's host) for `expiresS` seconds (default an
+   * hour, at most a day) or until the sandbox ends; `token` goes in the
+   * `Glassroom-Preview-Token` header of other programs' requests.
+   */
+  async preview(port: number, opts?: { expiresS?: number; requestTimeoutMs?: number }): Promise<Preview> {
+    const body: Record<string, unknown> = { port }
+    if (opts?.expiresS !== undefined) body.expires_s = opts.expiresS
+    const out = await this.connectionConfig.request('POST', sessionPath(this.sandboxId, 'previews'), 'json', { json: body, timeoutMs: opts?.requestTimeoutMs, what: 'sandbox' })
+    return { port: Number(out.port), host: String(out.host), url: String(out.url), token: String(out.token), expiresAt: new Date(out.expires_at) }
   }
 
   /** A signed URL that downloads `path` without the API key (E2B's); it expires after `useSignatureExpiration` seconds (default an hour, at most a day) or with the sandbox. */

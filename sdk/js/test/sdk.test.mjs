@@ -4,6 +4,7 @@
 // templates, metadata, lifetimes, metrics, pause/resume, files-move and
 // files-watch, so those tests must pass rather than skip.
 import { test, after } from 'node:test'
+import http from 'node:http'
 import assert from 'node:assert/strict'
 import {
   Sandbox, Result, CommandExitError, TimeoutError, NotFoundError, SandboxNotFoundError, FileNotFoundError,
@@ -309,6 +310,36 @@ test('files: metadata written with a file, listed, kept by a rename, dropped by 
 test('updateNetwork: a sandbox created without a network has none to change', async () => {
   const sbx = await sandbox()
   await assert.rejects(sbx.updateNetwork({ allowOut: ['pypi.org'], denyOut: ['203.0.113.0/24'] }), (e) => e instanceof SandboxError && e.status === 409 && /created without a network/.test(e.message))
+})
+
+test('previews: a server in the sandbox, by its host and by its link', async (t) => {
+  const addr = env('GLASSROOM_PREVIEW_ADDR')
+  if (!addr) return t.skip('the gateway serves no previews (GLASSROOM_PREVIEW_ADDR)')
+  const sbx = await sandbox()
+  await sbx.commands.run('mkdir -p site && echo hi > site/index.html && exec python3 -m http.server -d site 8124', { background: true })
+  for (let i = 0; !(await sbx.ports()).some((p) => p.port === 8124); i++) {
+    if (i === 300) assert.fail('port 8124 never listed')
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  // Every preview host leads to the preview listener (its names are *.localhost).
+  const [ph, pp] = [addr.slice(0, addr.lastIndexOf(':')), Number(addr.slice(addr.lastIndexOf(':') + 1))]
+  const get = (host, path, headers = {}) => new Promise((resolve, reject) => {
+    const req = http.request({ host: ph, port: pp, path, headers: { host, ...headers } }, (res) => {
+      let body = ''
+      res.on('data', (d) => { body += d })
+      res.on('end', () => resolve({ status: res.statusCode, body }))
+    })
+    req.on('error', reject)
+    req.end()
+  })
+  assert.deepEqual(await get(sbx.getHost(8124), '/index.html'), { status: 200, body: 'hi\n' })
+  const p = await sbx.preview(8124, { expiresS: 60 })
+  const linkHost = new URL(p.url).host
+  assert.deepEqual(await get(linkHost, '/index.html', { 'glassroom-preview-token': p.token }), { status: 200, body: 'hi\n' })
+  assert.equal((await get(linkHost, '/index.html')).status, 401)
+  const viaE2B = await e2b.Sandbox.connect(sbx.sandboxId)
+  assert.equal(viaE2B.getHost(8124), sbx.getHost(8124))
+  assert.throws(() => sbx.getHost(0), InvalidArgumentError)
 })
 
 test('downloadUrl and uploadUrl: signed, without the key, refused once expired', async () => {
