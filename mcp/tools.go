@@ -279,6 +279,7 @@ func (t *tools) register(s *sdk.Server) {
 		Annotations: &sdk.ToolAnnotations{Title: "Start a session", DestructiveHint: jsonschema.Ptr(false), OpenWorldHint: jsonschema.Ptr(false)},
 	}, t.createSession)
 
+	t.registerPreview(s)
 	t.registerResources(s)
 }
 
