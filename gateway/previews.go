@@ -358,6 +358,8 @@ func (p *previews) proxyError(w http.ResponseWriter, _ *http.Request, err error)
 	switch {
 	case errors.Is(err, sessions.ErrNoListener):
 		previewRefusal(w, http.StatusBadGateway, "nothing in the sandbox listens on this port (yet): start the server, on 127.0.0.1 or 0.0.0.0, then reload")
+	case errors.Is(err, sessions.ErrNoCommands):
+		previewRefusal(w, http.StatusNotImplemented, "this gateway's runtime cannot reach a sandbox's ports")
 	case errors.Is(err, sessions.ErrTooManyPortConns):
 		previewRefusal(w, http.StatusTooManyRequests, fmt.Sprintf("too many open connections to this session's previews (at most %d)", sessions.MaxPortConns))
 	case errors.Is(err, context.Canceled):
