@@ -2,6 +2,8 @@
 GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 ARGS ?=
 LISTEN ?= 127.0.0.1:8888
+# The preview origin (servers the sandboxes run, at {port}-{session}.localhost:8890).
+PREVIEW_LISTEN ?= 127.0.0.1:8890
 
 .PHONY: all generate build run deps test-deps docker image kube vet fmt-check lint test test-go test-runsc test-heavy test-stress bench fuzz compose clean web-vendor
 
@@ -23,7 +25,7 @@ build:
 
 # Serves on loopback with the local (bubblewrap) runtime; prints a ready-to-click URL.
 run: deps build
-	./bin/glassroom serve --listen $(LISTEN) $(ARGS)
+	./bin/glassroom serve --listen $(LISTEN) --preview-listen $(PREVIEW_LISTEN) $(ARGS)
 
 # Starts dockerd if needed and builds the kernel image (skipped when unchanged).
 docker:

@@ -372,6 +372,9 @@ func run(ctx context.Context, args, env []string, stdout io.Writer) error {
 	}
 	url := "http://" + ln.Addr().String()
 	fmt.Fprintf(stdout, "glassroom: serving on %s (runtime %s)\n    open %s/?token=%s\n", url, a.Runtime.Name(), url, o.apiKeys[0])
+	if cfg.Gateway.PreviewBase != "" {
+		fmt.Fprintf(stdout, "glassroom: previews of the sandboxes' servers on %s (as {port}-{session}.%s)\n", o.previewListen, strings.SplitN(cfg.Gateway.PreviewBase, "://", 2)[1])
+	}
 
 	err = a.Run(ctx, ln)
 	cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

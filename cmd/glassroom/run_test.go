@@ -206,6 +206,37 @@ func TestPoolPreloadFlag(t *testing.T) {
 	}
 }
 
+// TestPreviewFlags: --preview-listen alone serves previews at
+// localhost:<its port>; --preview-domain names them as browsers reach
+// them (http:// unless it says https://) and needs --preview-listen.
+func TestPreviewFlags(t *testing.T) {
+	var sink bytes.Buffer
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"--preview-listen", "127.0.0.1:8890"}, "http://localhost:8890"},
+		{[]string{"--preview-listen", "0.0.0.0:8890", "--preview-domain", "https://previews.example.net"}, "https://previews.example.net"},
+		{[]string{"--preview-listen", "[::1]:9000", "--preview-domain", "p.test:9000"}, "http://p.test:9000"},
+	} {
+		o, err := parse(append([]string{"serve"}, c.args...), nil, &sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		if o.previewListen != "" {
+			got = previewBase(o.previewListen, o.previewDomain)
+		}
+		if got != c.want {
+			t.Errorf("%q: %q, want %q", c.args, got, c.want)
+		}
+	}
+	if _, err := parse([]string{"serve", "--preview-domain", "p.test"}, nil, &sink); err == nil {
+		t.Fatal("--preview-domain without --preview-listen was taken")
+	}
+}
+
 // TestInsecureNoSeccompFlag: --insecure-no-seccomp (or its variable)
 // reaches the local runtime's InsecureNoSeccomp; it is off by default.
 func TestInsecureNoSeccompFlag(t *testing.T) {
