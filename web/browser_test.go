@@ -147,6 +147,13 @@ func startGatewayWith(t *testing.T, wrap func(http.Handler) http.Handler, scfg s
 // browser is gone when the test's cleanups have run.
 func openTab(t *testing.T, ctx context.Context, bin string) (context.Context, *pageErrors) {
 	t.Helper()
+	// Nothing but the loopback gateway is ever reached by name.
+	return openTabWith(t, ctx, bin, "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
+}
+
+// openTabWith is openTab with Chromium's host resolver rules.
+func openTabWith(t *testing.T, ctx context.Context, bin, resolverRules string) (context.Context, *pageErrors) {
+	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(bin),
 		chromedp.Headless,
@@ -157,8 +164,7 @@ func openTab(t *testing.T, ctx context.Context, bin string) (context.Context, *p
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("no-proxy-server", true),
-		// Nothing but the loopback gateway is ever reached by name.
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"),
+		chromedp.Flag("host-resolver-rules", resolverRules),
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1280, 1000),
 	)

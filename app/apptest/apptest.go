@@ -17,6 +17,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -91,6 +92,8 @@ type Options struct {
 	// Previews serves the preview origin on a loopback listener of its
 	// own, as http://localhost:<port> (Gateway.PreviewBase is set).
 	Previews bool
+	// UI is the web notebook's files (nil: none).
+	UI fs.FS
 }
 
 // Gateway is a real gateway, assembled by app.New, on a loopback listener.
@@ -124,7 +127,7 @@ func Start(t testing.TB, rt app.Runtime, opts Options) *Gateway {
 		gcfg.PreviewBase = "http://localhost:" + strconv.Itoa(pln.Addr().(*net.TCPAddr).Port)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	a, err := app.New(ctx, app.Config{Runtime: rt, Sessions: opts.Sessions, Gateway: gcfg}, zerolog.Nop())
+	a, err := app.New(ctx, app.Config{Runtime: rt, Sessions: opts.Sessions, Gateway: gcfg, UI: opts.UI}, zerolog.Nop())
 	cancel()
 	if err != nil {
 		if rt.Kind == app.KindDocker {
