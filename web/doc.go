@@ -40,6 +40,8 @@
 //     application/vnd.glassroom.chart+json: a pure layout with each
 //     element's hover text, then the <svg>
 //   - table: the sortable table of application/vnd.glassroom.dataframe+json
+//   - ports: the servers panel: the ports the sandbox listens on, each
+//     a link to its preview (the gateway's preview origin)
 //   - terminal: the terminal pane: xterm.js over
 //     /v1/sessions/{id}/terminal
 //   - markdown: markdown-it + DOMPurify

@@ -153,3 +153,42 @@ func TestBrowserPreviewIsolation(t *testing.T) {
 	}
 	t.Logf("the preview page found: %v", got)
 }
+
+// TestBrowserServersPanel: a cell that starts a server (and one that
+// serves until interrupted) puts a link to its preview in the servers
+// panel; the link opens the server's page on its own origin. The
+// kernel's own listeners are not listed.
+func TestBrowserServersPanel(t *testing.T) {
+	bin := chromium(t)
+	assets, err := web.Assets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := apptest.Start(t, apptest.Local(t), apptest.Options{Gateway: gateway.Config{APIKeys: []string{browserKey, otherKey}}, Previews: true, UI: assets})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	tabCtx, _ := openTabWith(t, ctx, bin, "MAP *.localhost 127.0.0.1, MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
+	nb := &notebook{t: t, ctx: tabCtx}
+	nb.do("open the page", chromedp.Navigate(g.URL+"/?token="+browserKey))
+	nb.waitFor("the app to start", `window.glassroomReady === true`, 30*time.Second)
+	nb.do("click New session", chromedp.Click(chromedp.CSS("#new-session")))
+	nb.waitFor("an idle kernel", `document.querySelector('#kernel-status').dataset.state === 'idle'`, 60*time.Second)
+
+	i := nb.run("import subprocess, pathlib\npathlib.Path('site').mkdir(exist_ok=True)\npathlib.Path('site/index.html').write_text('<title>from the sandbox</title>')\n" +
+		"srv = subprocess.Popen(['python3', '-m', 'http.server', '-d', 'site', '8131'])")
+	nb.waitDone(i, "the server started", `true`, 30*time.Second)
+	nb.waitFor("a link to port 8131", `!!document.querySelector('#port-list a[data-port="8131"]')`, 30*time.Second)
+	var links []string
+	nb.eval(`[...document.querySelectorAll('#port-list a')].map((a) => a.dataset.port + ' ' + a.href + ' ' + a.rel)`, &links)
+	if len(links) != 1 || !strings.Contains(links[0], "8131-") || !strings.Contains(links[0], ".localhost:") || !strings.HasSuffix(links[0], "noopener noreferrer") {
+		t.Fatalf("the servers panel: %q (only the cell's server, opened without an opener)", links)
+	}
+	href := strings.Fields(links[0])[1]
+	// A cell that serves until interrupted: found while it runs.
+	nb.run("import http.server\nhttp.server.ThreadingHTTPServer(('0.0.0.0', 8132), http.server.SimpleHTTPRequestHandler).serve_forever()")
+	nb.waitFor("a link to port 8132 while its cell runs", `!!document.querySelector('#port-list a[data-port="8132"]')`, 30*time.Second)
+	nb.do("interrupt", chromedp.Click(chromedp.CSS("#interrupt-btn")))
+	nb.waitFor("the kernel idle again", `document.querySelector('#kernel-status').dataset.state === 'idle'`, 30*time.Second)
+	nb.do("open the link", chromedp.Navigate(href))
+	nb.waitFor("the server's page", `document.title === 'from the sandbox' && location.hostname.startsWith('8131-')`, 30*time.Second)
+}

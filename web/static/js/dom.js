@@ -67,6 +67,9 @@
  * @property {HTMLElement} message
  * @property {HTMLElement} cells
  * @property {HTMLElement} files-panel
+ * @property {HTMLElement} ports-panel
+ * @property {HTMLButtonElement} ports-refresh
+ * @property {HTMLElement} port-list
  * @property {HTMLButtonElement} files-refresh
  * @property {HTMLButtonElement} files-up
  * @property {HTMLElement} files-path

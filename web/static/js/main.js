@@ -15,6 +15,7 @@ import { createKernels } from './kernels.js';
 import { createNotebook } from './notebook.js';
 import { createOutputs } from './outputs.js';
 import { createHelp } from './pager.js';
+import { createPorts } from './ports.js';
 import { createSessions } from './session.js';
 import { createSessionList } from './sessionlist.js';
 import { LS_LAST_SESSION, lsGet } from './storage.js';
@@ -100,6 +101,7 @@ function start() {
     onRunDone: () => {
       sessions.refreshSoon();
       kernels.askInfo();
+      ports.refresh();
     },
     onContext: (context, language) => sessions.learnContext(context, language),
     assist: editorAssist,
@@ -125,6 +127,7 @@ function start() {
   });
   notebook = createNotebook({ store, cells, kernels, msg, request });
   files = createFiles({ store, request, msg, openNotebook: (path) => notebook.openFromWorkspace(path) });
+  const ports = createPorts({ store, request, busy: () => !!store.session && sessions.notebookState() === 'busy' });
   const terminal = createTerminal({
     store,
     msg,
@@ -160,6 +163,7 @@ function start() {
       kernels.askInfo();
       files.reset();
       files.refresh();
+      ports.sessionChanged();
       cells.refreshMarkdown();
       terminal.sessionChanged();
       cells.runWaiting();
@@ -173,6 +177,7 @@ function start() {
       cells.abandonRuns(null);
       cells.refreshMarkdown();
       files.refresh();
+      ports.sessionChanged();
     },
     onKernelDead: (note, context) => cells.abandonRuns(note, sessions.inContext(context))
   });
