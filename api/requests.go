@@ -21,6 +21,18 @@ type CreateSessionRequest struct {
 	// LifetimeS: the session is deleted this long after creation (at
 	// most the gateway's --max-lifetime, its default).
 	LifetimeS *float64 `json:"lifetime_s,omitempty"`
+	// Volumes are the tenant's volumes to mount (POST /v1/volumes): name →
+	// a directory under /home/user (absolute, or relative to it), made if
+	// missing. At most 8; the paths must not overlap.
+	Volumes map[string]string `json:"volumes,omitempty"`
+}
+
+// CreateVolumeRequest is the body of POST /v1/volumes: Name is 1 to 63
+// lower-case letters, digits, - and _; SizeMB is its quota (default the
+// gateway's, usually 1024).
+type CreateVolumeRequest struct {
+	Name   string `json:"name"`
+	SizeMB int    `json:"size_mb,omitempty"`
 }
 
 // UpdateSessionRequest is the body of PATCH /v1/sessions/{id}.

@@ -39,6 +39,8 @@ type Session struct {
 	// port P is at {P}-{PreviewHost} (E2B's get_host), a host that
 	// carries its grant and works until the session ends.
 	PreviewHost string `json:"preview_host,omitempty"`
+	// Volumes are the tenant's volumes it mounts: name → path.
+	Volumes map[string]string `json:"volumes,omitempty"`
 }
 
 // Template is an operator's session preset (GET /v1/templates).
@@ -462,6 +464,22 @@ type Preview struct {
 	URL       string    `json:"url"`
 	Token     string    `json:"token"`
 	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// Volume is a tenant's named volume (GET /v1/volumes/{name}): SizeMB is
+// its quota, UsedBytes what it holds, Mounts how many live sessions
+// mount it.
+type Volume struct {
+	Name      string    `json:"name"`
+	SizeMB    int       `json:"size_mb"`
+	UsedBytes int64     `json:"used_bytes"`
+	CreatedAt time.Time `json:"created_at"`
+	Mounts    int       `json:"mounts"`
+}
+
+// VolumeList is the answer of GET /v1/volumes, by name.
+type VolumeList struct {
+	Volumes []Volume `json:"volumes"`
 }
 
 // Port is a TCP port a process of the sandbox listens on

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/glassroom/glassroom/metrics"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/glassroom/glassroom/sessionstore"
+	"github.com/glassroom/glassroom/volumes"
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 )
@@ -110,6 +112,18 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (_ *App, err error
 					return nil, err
 				}
 			}
+		}
+	}
+	if sd, ok := rt.runtime.(sandbox.StateDirHolder); ok && sd.StateDir() != "" && rt.runtime.Name() != "k8s" {
+		vs, err := volumes.Open(ctx, volumes.Config{Dir: filepath.Join(sd.StateDir(), "volumes")}, log.With().Str("component", "volumes").Logger())
+		switch {
+		case errors.Is(err, volumes.ErrUnsupported):
+			log.Info().Err(err).Msg("no volumes")
+		case err != nil:
+			return nil, fmt.Errorf("app: volumes: %w", err)
+		default:
+			scfg.Volumes, gcfg.Volumes = vs, vs
+			a.release.Push("volumes", vs.Close) // after the sessions: what they held stays mounted only if kept
 		}
 	}
 	a.Metrics = metrics.New()

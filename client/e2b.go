@@ -181,6 +181,31 @@ func (c *Client) Preview(ctx context.Context, sessionID string, port int, expire
 	return &p, nil
 }
 
+// CreateVolume makes a named volume of sizeMB (0: the gateway's
+// default) for this key's sessions to mount (CreateOptions.Volumes).
+func (c *Client) CreateVolume(ctx context.Context, name string, sizeMB int) (*api.Volume, error) {
+	var v api.Volume
+	if err := c.do(ctx, request{method: http.MethodPost, path: "/v1/volumes", json: api.CreateVolumeRequest{Name: name, SizeMB: sizeMB}}, &v, http.StatusCreated); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// Volumes lists this key's volumes.
+func (c *Client) Volumes(ctx context.Context) ([]api.Volume, error) {
+	var l api.VolumeList
+	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/volumes"}, &l, http.StatusOK); err != nil {
+		return nil, err
+	}
+	return l.Volumes, nil
+}
+
+// DeleteVolume deletes a volume and what it holds; a volume a session
+// mounts is refused (an *APIError, code volume_in_use).
+func (c *Client) DeleteVolume(ctx context.Context, name string) error {
+	return c.do(ctx, request{method: http.MethodDelete, path: "/v1/volumes/" + url.PathEscape(name)}, nil, http.StatusNoContent)
+}
+
 // Watch is an open files-watch WebSocket. It owns a reader goroutine;
 // Close ends it and waits for it.
 type Watch struct {

@@ -28,12 +28,15 @@ type CreateOptions struct {
 	// Lifetime: the session is deleted this long after creation (0: the
 	// gateway's maximum).
 	Lifetime time.Duration
+	// Volumes are the key's volumes to mount (CreateVolume): name → a
+	// directory under /home/user.
+	Volumes map[string]string
 }
 
 // CreateSession starts a kernel and returns its session. It blocks until
 // the kernel answers (about a second; longer under gVisor).
 func (c *Client) CreateSession(ctx context.Context, opts CreateOptions) (*Session, error) {
-	body := api.CreateSessionRequest{Language: opts.Language, Env: opts.Env, Network: opts.Network, Template: opts.Template, Metadata: opts.Metadata}
+	body := api.CreateSessionRequest{Language: opts.Language, Env: opts.Env, Network: opts.Network, Template: opts.Template, Metadata: opts.Metadata, Volumes: opts.Volumes}
 	if opts.Lifetime != 0 {
 		body.LifetimeS = api.Ptr(opts.Lifetime.Seconds())
 	}

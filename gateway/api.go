@@ -62,7 +62,7 @@ func (s *sessionsAPI) createSession(c echo.Context) error {
 		return err
 	}
 	opts := sessions.CreateOptions{Kernel: req.Language, Env: req.Env, IdleTimeout: idle, Template: req.Template,
-		Metadata: req.Metadata, Lifetime: life}
+		Metadata: req.Metadata, Lifetime: life, Volumes: req.Volumes}
 	if req.Network != nil {
 		opts.Network = sessions.Network{Allow: req.Network.Allow, Deny: req.Network.Deny}
 	}

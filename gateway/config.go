@@ -56,6 +56,9 @@ type Config struct {
 	// Empty: no previews. It must be another site than the gateway's own
 	// (a page of the sandbox may set cookies for its whole domain).
 	PreviewBase string
+	// Volumes keeps tenants' named volumes (/v1/volumes); nil: the routes
+	// answer 501.
+	Volumes VolumeStore
 	// Instance names this replica in the requests it forwards to the
 	// replica serving a session (ForwardedHeader); default "gateway".
 	Instance string

@@ -159,10 +159,11 @@ func (e *env) create(key string, body any) session {
 		Env         map[string]string `json:"env"`
 		IdleTimeout float64           `json:"idle_timeout_s"`
 		Limits      glclient.Limits   `json:"limits"`
+		Volumes     map[string]string `json:"volumes"`
 	}
 	reencode(e.t, body, &req)
 	cs, err := e.client(key).CreateSession(context.Background(), glclient.CreateOptions{
-		Env: req.Env, IdleTimeout: time.Duration(req.IdleTimeout * float64(time.Second)), Limits: req.Limits,
+		Env: req.Env, IdleTimeout: time.Duration(req.IdleTimeout * float64(time.Second)), Limits: req.Limits, Volumes: req.Volumes,
 	})
 	if err != nil {
 		e.t.Fatalf("create: %v", err)

@@ -101,6 +101,7 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 	files.route(v1)
 	(&signedFiles{lookup: s.lookup, signer: signer, files: files}).route(v1, e, s.forwardSession(sessionOf))
 	s.previews.route(v1)
+	(&volumesAPI{lookup: s.lookup, store: cfg.Volumes}).route(v1)
 	(&e2bAPI{lookup: s.lookup, conns: s.conns, upgrader: upgrader, watches: s.watches}).route(v1)
 	s.routeMCP(e)
 	s.routeOpenAPI(e)

@@ -151,6 +151,10 @@ type Config struct {
 	// session may ask for (none by default: no session gets a network),
 	// and the limits of each session's egress proxy.
 	Egress egress.Config
+	// Volumes lends tenants' named volumes to their sessions
+	// (CreateOptions.Volumes); nil: sessions with volumes are refused
+	// (ErrNoVolumes).
+	Volumes VolumeStore
 	// Dial connects to a sandbox's kernel (default: kernel.Dial). Tests
 	// replace it with a fake kernel.
 	Dial DialFunc

@@ -35,6 +35,10 @@ type CreateOptions struct {
 	// Lifetime: the session is deleted this long after creation; 0 is
 	// Config.MaxLifetime, more is refused.
 	Lifetime time.Duration
+	// Volumes are the tenant's volumes to mount: name → a directory of the
+	// workspace (absolute under it, or relative to it), made if missing.
+	// Such a session starts cold; ErrNoVolumes without Config.Volumes.
+	Volumes map[string]string
 }
 
 // Create returns a new session of tenant once its kernel answers. A
@@ -86,6 +90,25 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 		return nil, err
 	}
 	defer m.table.unreserve(tenant)
+	mounts, volumes, releaseVolumes, err := m.acquireVolumes(ctx, tenant, opts.Volumes)
+	if err != nil {
+		return nil, err
+	}
+	kept := false
+	defer func() {
+		if !kept {
+			releaseVolumes()
+		}
+	}()
+	if spec.Volumes = mounts; len(mounts) > 0 {
+		if err := spec.Validate(); err != nil {
+			var se *sandbox.SpecError
+			if errors.As(err, &se) {
+				return nil, &InvalidError{Reason: se.Public(), Err: err}
+			}
+			return nil, err
+		}
+	}
 
 	start := time.Now()
 	// A session with a network gets its proxy first (the sandbox binds its
@@ -116,7 +139,8 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 	s := newSession(sessionParams{id: id, tenant: tenant, runtime: m.rt.Name(), cfg: m.cfg, log: m.log,
 		idle: idle, budget: m.budget.Account(tenant), slots: m.slots, sandbox: k.sb, client: k.conn, files: k.files, watch: k.watch, egress: proxy, persist: m.records.put, wake: m.clock.wake, networks: m.networks,
 		kernel: kernelName, installed: m.InstalledKernels(), template: opts.Template, metadata: copyMetadata(opts.Metadata),
-		endAt: lifetimeEnd(opts.Lifetime)})
+		endAt: lifetimeEnd(opts.Lifetime), volumes: volumes, releaseVolumes: releaseVolumes})
+	kept = true // the session gives them back at its close
 	created.Store(s)
 	if !m.table.insert(s) {
 		_ = s.close(context.WithoutCancel(ctx), "gateway shutting down")

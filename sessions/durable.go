@@ -54,6 +54,7 @@ func (s *Session) storeRecord() sessionstore.Record {
 	if n := networkOf(s.egress); n != nil {
 		r.Network, r.NetworkDeny, r.NetworkClosed = n.Allow, n.Deny, len(n.Allow) == 0
 	}
+	r.Volumes = s.volumes
 	r.LastSeq = s.LastSeq()
 	if p, ok := s.sandbox.(sandbox.Persistent); ok {
 		r.Sandbox = p.State()
@@ -169,11 +170,12 @@ func (m *Manager) restore(ctx context.Context, adopter sandbox.Adopter, canAdopt
 	}
 	var created atomic.Pointer[Session]
 	proxy, netLost := m.networks.resume(rec, networkNotifier(&created))
+	releaseVolumes := m.reacquireVolumes(ctx, rec, log) // their binds outlived the gateway with the workspace
 	s := newSession(sessionParams{id: rec.ID, tenant: rec.Tenant, runtime: m.rt.Name(), cfg: m.cfg, log: m.log,
 		idle: rec.IdleTimeout, created: rec.CreatedAt, lastActive: rec.LastActive, firstSeq: rec.LastSeq + restoredSeqGap,
 		budget: m.budget.Account(rec.Tenant), slots: m.slots, sandbox: sb, client: conn, files: files, watch: watch, egress: proxy, persist: m.records.put, wake: m.clock.wake, networks: m.networks,
 		kernel: rec.Kernel, installed: m.InstalledKernels(), template: rec.Template, metadata: copyMetadata(rec.Metadata), endAt: rec.EndAt,
-		jupyterSessions: jupyterSessions})
+		jupyterSessions: jupyterSessions, volumes: rec.Volumes, releaseVolumes: releaseVolumes})
 	created.Store(s)
 	reason = "the gateway restarted; events before this one are gone"
 	if restarted {

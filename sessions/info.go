@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"maps"
 	"time"
 
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
@@ -39,6 +40,8 @@ type Info struct {
 	// PreviewHost is set by the gateway that serves previews: the preview
 	// of port P is at {P}-{PreviewHost}, a host that carries its grant.
 	PreviewHost string `json:"preview_host,omitempty"`
+	// Volumes are the volumes it mounts: name → path in the sandbox.
+	Volumes map[string]string `json:"volumes,omitempty"`
 }
 
 // Session states.
@@ -71,6 +74,6 @@ func (s *Session) Info() Info {
 		ID: s.id, State: s.first.State(), Runtime: s.runtime, CreatedAt: s.created,
 		ExpiresAt: exp, IdleTimeoutS: int(s.idle / time.Second),
 		Queued: int(s.first.queued.Load()), Limits: s.sandbox.Limits(), Network: networkOf(s.egress), Paused: paused || held, Language: s.first.kernel,
-		Template: tmpl, Metadata: md, EndAt: s.endAt, PausedByClient: held,
+		Template: tmpl, Metadata: md, EndAt: s.endAt, PausedByClient: held, Volumes: maps.Clone(s.volumes),
 	}
 }

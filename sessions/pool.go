@@ -42,7 +42,7 @@ func newPool(target int, start func(context.Context, sandbox.Spec) (*readyKernel
 
 // eligible reports whether a session of spec may use a pooled kernel.
 func eligible(spec sandbox.Spec) bool {
-	return len(spec.Env) == 0 && spec.Limits == (sandbox.Limits{}) && spec.EgressSocket == "" && spec.Kernel == ""
+	return len(spec.Env) == 0 && spec.Limits == (sandbox.Limits{}) && spec.EgressSocket == "" && spec.Kernel == "" && len(spec.Volumes) == 0
 }
 
 // take hands out a ready kernel for spec, if spec is the default one and

@@ -39,6 +39,8 @@ type Session struct {
 	sandbox             sandbox.Sandbox
 	files               workspace.FS
 	egress              *egress.Proxy     // nil without a network; closed after the sandbox
+	volumes             map[string]string // its volumes: name → path in the sandbox (nil: none)
+	releaseVolumes      func()            // gives them back once the sandbox is gone (nil: none)
 	persist             func()            // writes the session's record to the store (set by the manager)
 	wake                func()            // tells the reaper a deadline moved (set by the manager)
 	networks            *networks         // admits a network change (SetNetwork); nil in tests without one
@@ -91,6 +93,8 @@ type sessionParams struct {
 	metadata            map[string]string
 	endAt               time.Time        // zero: created + Config.MaxLifetime
 	jupyterSessions     []JupyterSession // a restored session's (checked)
+	volumes             map[string]string // name → path in the sandbox
+	releaseVolumes      func()            // gives them back to the store (nil: none)
 }
 
 // newSessionID returns 128 random bits in hex.
@@ -116,7 +120,7 @@ func newSession(p sessionParams) *Session {
 	}
 	s := &Session{
 		id: p.id, tenant: p.tenant, runtime: p.runtime, cfg: p.cfg, log: log, template: p.template, metadata: p.metadata, endAt: endAt,
-		created: created, idle: p.idle, persist: func() {}, wake: func() {}, networks: p.networks, budget: p.budget, sandbox: p.sandbox, files: p.files, egress: p.egress,
+		created: created, idle: p.idle, persist: func() {}, wake: func() {}, networks: p.networks, budget: p.budget, sandbox: p.sandbox, files: p.files, egress: p.egress, volumes: p.volumes, releaseVolumes: p.releaseVolumes,
 		ctx: ctx, cancel: cancel, lastActive: active, jupyterSessions: p.jupyterSessions,
 	}
 	if p.persist != nil { // set before the worker starts: a kernel death persists at once
@@ -179,6 +183,9 @@ func (s *Session) close(ctx context.Context, reason string) error {
 	}
 	steps.run("side stream", func() error { s.side.close(); return nil })
 	steps.run("files", func() error { _ = s.files.Close(); return nil })
+	if len(steps.errs) == 0 && s.releaseVolumes != nil { // a sandbox that may still run keeps them (the manager closes it again)
+		steps.run("volumes", func() error { s.releaseVolumes(); return nil })
+	}
 	steps.run("events", func() error {
 		s.first.publish(Event{Type: EventKernel, State: string(StateDead), Reason: reason})
 		s.hub.close()

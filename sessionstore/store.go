@@ -21,9 +21,10 @@ import (
 // RecordVersion is the latest version of the records this package
 // writes and reads. A record of a later version (a newer gateway's,
 // before a downgrade) is not read; one without a version is of version
-// 1. Version 2 is a record with a network deny list or a closed network:
-// a gateway that knew neither would resume its network without the deny
-// list (or with no proxy), so it must not read it.
+// 1. Version 2 is a record with a network deny list, a closed network or
+// volumes: a gateway that knew none of them would resume its network
+// without the deny list (or with no proxy), or let its volumes be
+// deleted under it, so it must not read it.
 const RecordVersion = 2
 
 // Record is one session as the store keeps it.
@@ -51,6 +52,8 @@ type Record struct {
 	// (its network was changed to refuse everything): it is resumed so,
 	// ready for a later change, rather than as a session without one.
 	NetworkClosed bool `json:"network_closed,omitempty"`
+	// Volumes are the tenant's volumes the session mounts: name → path.
+	Volumes map[string]string `json:"volumes,omitempty"`
 	// Kernel is the session's first kernel ("" for sandbox.DefaultKernel);
 	// its other contexts are not kept (they do not outlive a gateway).
 	Kernel  string        `json:"kernel,omitempty"`
@@ -339,7 +342,7 @@ func (s *Store) Put(recs ...Record) error {
 		b := tx.Bucket(bucketSessions)
 		for _, r := range recs {
 			r.Version = 1 // what every gateway reads
-			if len(r.NetworkDeny) > 0 || r.NetworkClosed {
+			if len(r.NetworkDeny) > 0 || r.NetworkClosed || len(r.Volumes) > 0 {
 				r.Version = 2
 			}
 			v, err := json.Marshal(r)

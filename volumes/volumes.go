@@ -424,3 +424,22 @@ func run(ctx context.Context, name string, args ...string) error {
 	}
 	return nil
 }
+
+// Close unmounts the volumes no session holds (those a session kept for
+// the next gateway stay mounted); Open mounts them again. The store
+// must not be used after.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	mnts, _ := filepath.Glob(filepath.Join(s.cfg.Dir, "*", "*"))
+	var errs []error
+	for _, m := range mnts {
+		if s.refs[m] > 0 || strings.Contains(filepath.Base(m), ".") {
+			continue
+		}
+		if err := unmount(m); err != nil {
+			errs = append(errs, fmt.Errorf("volumes: unmount %s: %w", filepath.Base(m), err))
+		}
+	}
+	return errors.Join(errs...)
+}

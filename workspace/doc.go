@@ -3,8 +3,9 @@
 //
 // Every path is validated (relative, no "..", no NUL, no backslash,
 // bounded length) and then resolved with openat2(RESOLVE_BENEATH |
-// RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV) relative to
-// a descriptor of the workspace root: a symlink planted by the code, even
+// RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS) relative to a descriptor
+// of the workspace root (crossing the gateway's volume mounts, the only
+// mounts under it on the host): a symlink planted by the code, even
 // one swapped in between a check and a use, makes the call fail instead of
 // reaching outside the workspace. Writes go to a temporary file in the
 // same directory and are renamed into place.

@@ -86,7 +86,10 @@ func (r *Root) resolve(p string, flags uint64, mode uint64) (int, error) {
 	how := &unix.OpenHow{
 		Flags:   flags | unix.O_CLOEXEC | unix.O_NOFOLLOW,
 		Mode:    mode,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
+		// Mount points are crossed: the only mounts under a workspace on
+		// the host are the gateway's (volumes); the code's own mounts
+		// stay in its namespace.
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 	}
 	for {
 		fd, err := r.openat2(p, how)

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/volumes"
 	"github.com/glassroom/glassroom/workspace"
 	"github.com/glassroom/glassroom/workspace/fileedit"
 	"github.com/labstack/echo/v4"
@@ -86,6 +88,18 @@ func Of(err error) *Error {
 		return New(http.StatusTooManyRequests, "too_many_commands", "%s", err.Error())
 	case errors.Is(err, sessions.ErrStdinBusy):
 		return New(http.StatusConflict, "stdin_busy", "a write to this command's stdin is still waiting for the command to read it; retry once it has")
+	case errors.As(err, new(*volumes.InvalidError)):
+		return New(http.StatusBadRequest, "bad_request", "%s", publicMessage(err))
+	case errors.Is(err, volumes.ErrNotFound):
+		return New(http.StatusNotFound, "volume_not_found", "volume not found (a volume is its tenant's: POST /v1/volumes makes one)")
+	case errors.Is(err, volumes.ErrExists):
+		return New(http.StatusConflict, "volume_exists", "a volume of this name exists")
+	case errors.Is(err, volumes.ErrInUse):
+		return New(http.StatusConflict, "volume_in_use", "%s", strings.TrimPrefix(err.Error(), "volumes: "))
+	case errors.Is(err, volumes.ErrTooMany):
+		return New(http.StatusTooManyRequests, "too_many_volumes", "%s", strings.TrimPrefix(err.Error(), "volumes: "))
+	case errors.Is(err, volumes.ErrUnsupported), errors.Is(err, sessions.ErrNoVolumes):
+		return New(http.StatusNotImplemented, "no_volumes", "this gateway keeps no volumes (they need a root gateway on the local or docker runtime)")
 	case errors.Is(err, sessions.ErrNoListener):
 		return New(http.StatusBadGateway, "no_listener", "nothing in the sandbox listens on this port")
 	case errors.Is(err, sessions.ErrTooManyPortConns):

@@ -212,6 +212,14 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 		return nil, err
 	}
 	b.OnClose("remove session directory", dirs.Remove)
+	if len(spec.Volumes) > 0 {
+		if !r.root {
+			return nil, &sandbox.SpecError{Reason: "volumes need a root gateway"}
+		}
+		if err := dirs.BindVolumes(spec.Volumes); err != nil {
+			return nil, err
+		}
+	}
 	if err := sandbox.WriteIdentity(dirs.Path(), uid, uid); err != nil {
 		return nil, err
 	}

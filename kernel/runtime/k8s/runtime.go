@@ -175,6 +175,9 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 	if spec.EgressSocket != "" {
 		return nil, &sandbox.SpecError{Reason: "network allowlists are not available on the k8s runtime"}
 	}
+	if len(spec.Volumes) > 0 {
+		return nil, &sandbox.SpecError{Reason: "volumes are not available on the k8s runtime"}
+	}
 	if len(spec.ID) > 63 {
 		return nil, &sandbox.SpecError{Reason: "session id longer than 63 characters (a label value)"}
 	}

@@ -279,6 +279,14 @@ func (r *Runtime) Start(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandb
 		return nil, err
 	}
 	b.OnClose("remove session directory", dirs.Remove)
+	if len(spec.Volumes) > 0 {
+		if !r.root || r.bwrap == "" {
+			return nil, &sandbox.SpecError{Reason: "volumes need a root gateway with bubblewrap"}
+		}
+		if err := dirs.BindVolumes(spec.Volumes); err != nil {
+			return nil, err
+		}
+	}
 	if err := sandbox.WriteIdentity(dirs.Path(), 1000, 1000); err != nil { // bwrap maps the uid to 1000 inside
 		return nil, err
 	}

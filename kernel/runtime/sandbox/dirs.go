@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/glassroom/glassroom/cleanup"
 	"golang.org/x/sys/unix"
@@ -168,9 +171,48 @@ func (d *Dirs) RemoveContext(name string) error {
 // Remove unmounts and deletes the session directory.
 func (d *Dirs) Remove() error { return RemoveDir(d.path) }
 
+// BindVolumes binds each volume's host directory at its path in the
+// workspace, on the host: the files API and every process of the sandbox
+// (whose binds of the workspace are recursive) see it there. It must run
+// on a fresh workspace (CreateDirs with mount), before anything runs in
+// the sandbox: the paths are made as the sandbox's user, and nothing in
+// the workspace can be a symlink yet. vols must have passed
+// Spec.Validate.
+func (d *Dirs) BindVolumes(vols []VolumeMount) error {
+	for _, v := range vols {
+		dst := filepath.Join(d.Work(), v.Path)
+		rel := ""
+		for _, part := range strings.Split(v.Path, "/") { // made one by one, each checked to be a plain directory
+			rel = filepath.Join(rel, part)
+			p := filepath.Join(d.Work(), rel)
+			if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+				return fmt.Errorf("sandbox: volume mount point: %w", err)
+			}
+			if st, err := os.Lstat(p); err != nil || !st.IsDir() {
+				return fmt.Errorf("sandbox: volume mount point %s is not a directory", rel)
+			}
+			if err := os.Lchown(p, d.uid, d.gid); err != nil {
+				return fmt.Errorf("sandbox: volume mount point: %w", err)
+			}
+		}
+		if err := unix.Mount(v.HostDir, dst, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("sandbox: bind volume at %s: %w", v.Path, err)
+		}
+		if err := unix.Mount("", dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+			return fmt.Errorf("sandbox: bind volume at %s: %w", v.Path, err)
+		}
+	}
+	return nil
+}
+
 // RemoveDir unmounts the tmpfs of a session directory (a live one, or one a
-// crashed gateway left) and deletes it.
+// crashed gateway left) and deletes it. Whatever else is mounted under it
+// (volumes) is unmounted first, never walked: a volume outlives its
+// sessions.
 func RemoveDir(path string) error {
+	if err := unmountUnder(path); err != nil {
+		return err
+	}
 	for _, sub := range []string{"work", "ipc", "ctx"} {
 		if err := unix.Unmount(filepath.Join(path, sub), unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EPERM) {
 			return fmt.Errorf("sandbox: unmount %s: %w", sub, err)
@@ -180,6 +222,53 @@ func RemoveDir(path string) error {
 		return fmt.Errorf("sandbox: remove %s: %w", path, err)
 	}
 	return nil
+}
+
+// unmountUnder detaches every mount strictly under path (deepest
+// first), as /proc/self/mountinfo lists them.
+func unmountUnder(path string) error {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return fmt.Errorf("sandbox: mounts: %w", err)
+	}
+	var under []string
+	prefix := filepath.Clean(path) + "/"
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		mp := unescapeMountPath(f[4])
+		if strings.HasPrefix(mp, prefix) {
+			under = append(under, mp)
+		}
+	}
+	sort.Slice(under, func(i, j int) bool { return len(under[i]) > len(under[j]) })
+	for _, mp := range under {
+		if err := unix.Unmount(mp, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("sandbox: unmount %s: %w", mp, err)
+		}
+	}
+	return nil
+}
+
+// unescapeMountPath undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMountPath(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // SessionDirs lists the ids of the session directories under stateDir.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/glassroom/glassroom/kernel"
 	"github.com/glassroom/glassroom/workspace"
@@ -37,6 +38,45 @@ type Spec struct {
 	// EgressDir, and the launcher's forwarder reaches the proxy through it
 	// (see KernelEnv). The directory must hold nothing else.
 	EgressSocket string
+	// Volumes are host directories (a volume store's mounts) bound into
+	// the workspace before anything runs in the sandbox (Dirs.BindVolumes):
+	// the files API and every process of the sandbox see them at their
+	// paths. Runtimes that cannot bind them refuse a spec with any.
+	Volumes []VolumeMount
+}
+
+// VolumeMount is one volume of a Spec: HostDir (absolute, on the
+// gateway's host) at Path, a directory of the workspace (relative to
+// WorkDir, clean, not the workspace itself).
+type VolumeMount struct {
+	HostDir string
+	Path    string
+}
+
+// MaxVolumes bounds a Spec's volumes.
+const MaxVolumes = 8
+
+// checkVolumes checks vols: their count, clean relative paths, none
+// within another.
+func checkVolumes(vols []VolumeMount) error {
+	if len(vols) > MaxVolumes {
+		return badSpec("at most %d volumes", MaxVolumes)
+	}
+	for i, v := range vols {
+		p := v.Path
+		if !filepath.IsAbs(v.HostDir) || filepath.Clean(v.HostDir) != v.HostDir {
+			return badSpec("volume host directory %q", v.HostDir)
+		}
+		if p == "" || p == "." || filepath.IsAbs(p) || filepath.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../") || len(p) > 1024 {
+			return badSpec("volume path %q: a directory of the workspace", p)
+		}
+		for _, o := range vols[:i] {
+			if o.Path == p || strings.HasPrefix(p, o.Path+"/") || strings.HasPrefix(o.Path, p+"/") {
+				return badSpec("volume paths %q and %q overlap", o.Path, p)
+			}
+		}
+	}
+	return nil
 }
 
 // TenantPattern is the shape of a Spec's Tenant (it must fit a Kubernetes
@@ -191,7 +231,7 @@ func (s Spec) Validate() error {
 	if e := s.EgressSocket; e != "" && (!filepath.IsAbs(e) || filepath.Clean(e) != e || !socketName.MatchString(filepath.Base(e))) {
 		return badSpec("egress socket %q", e)
 	}
-	return nil
+	return checkVolumes(s.Volumes)
 }
 
 // WorkspaceOpener is implemented by sandboxes whose workspace is not a
