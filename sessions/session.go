@@ -91,8 +91,8 @@ type sessionParams struct {
 	installed           []sandbox.KernelSpec
 	template            string
 	metadata            map[string]string
-	endAt               time.Time        // zero: created + Config.MaxLifetime
-	jupyterSessions     []JupyterSession // a restored session's (checked)
+	endAt               time.Time         // zero: created + Config.MaxLifetime
+	jupyterSessions     []JupyterSession  // a restored session's (checked)
 	volumes             map[string]string // name → path in the sandbox
 	releaseVolumes      func()            // gives them back to the store (nil: none)
 }

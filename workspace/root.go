@@ -84,8 +84,8 @@ func (r *Root) resolve(p string, flags uint64, mode uint64) (int, error) {
 		p = "."
 	}
 	how := &unix.OpenHow{
-		Flags:   flags | unix.O_CLOEXEC | unix.O_NOFOLLOW,
-		Mode:    mode,
+		Flags: flags | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+		Mode:  mode,
 		// Mount points are crossed: the only mounts under a workspace on
 		// the host are the gateway's (volumes); the code's own mounts
 		// stay in its namespace.
