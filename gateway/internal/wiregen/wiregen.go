@@ -62,6 +62,8 @@ func roots() []named {
 		{"FileURLRequest", reflect.TypeFor[api.FileURLRequest]()}, {"FileURL", reflect.TypeFor[api.FileURL]()},
 		{"PreviewRequest", reflect.TypeFor[api.PreviewRequest]()}, {"Preview", reflect.TypeFor[api.Preview]()},
 		{"Port", reflect.TypeFor[api.Port]()}, {"PortList", reflect.TypeFor[api.PortList]()},
+		{"CreateVolumeRequest", reflect.TypeFor[api.CreateVolumeRequest]()}, {"Volume", reflect.TypeFor[api.Volume]()},
+		{"VolumeList", reflect.TypeFor[api.VolumeList]()},
 		{"TerminalSize", reflect.TypeFor[api.TerminalSize]()},
 	}
 }

@@ -109,6 +109,8 @@ export interface CreateSession {
   metadata?: { [key: string]: string }
   /** LifetimeS: the session is deleted this long after creation (at most the gateway's --max-lifetime, its default). */
   lifetime_s?: number
+  /** Volumes are the tenant's volumes to mount (POST /v1/volumes): name → a directory under /home/user (absolute, or relative to it), made if missing. At most 8; the paths must not overlap. */
+  volumes?: { [key: string]: string }
 }
 
 /** UpdateSessionRequest is the body of PATCH /v1/sessions/{id}. */
@@ -147,6 +149,8 @@ export interface Session {
   paused_by_client: boolean
   /** PreviewHost, on a gateway that serves previews: the preview of port P is at {P}-{PreviewHost} (E2B's get_host), a host that carries its grant and works until the session ends. */
   preview_host?: string
+  /** Volumes are the tenant's volumes it mounts: name → path. */
+  volumes?: { [key: string]: string }
 }
 
 /** SessionList is the body of GET /v1/sessions: a page of sessions and the token of the next (nil on the last). */
@@ -450,6 +454,26 @@ export interface Port {
 /** PortList is the answer of GET /v1/sessions/{id}/ports, lowest first. */
 export interface PortList {
   ports: Port[] | null
+}
+
+/** CreateVolumeRequest is the body of POST /v1/volumes: Name is 1 to 63 lower-case letters, digits, - and _; SizeMB is its quota (default the gateway's, usually 1024). */
+export interface CreateVolumeRequest {
+  name: string
+  size_mb?: number
+}
+
+/** Volume is a tenant's named volume (GET /v1/volumes/{name}): SizeMB is its quota, UsedBytes what it holds, Mounts how many live sessions mount it. */
+export interface Volume {
+  name: string
+  size_mb: number
+  used_bytes: number
+  created_at: string
+  mounts: number
+}
+
+/** VolumeList is the answer of GET /v1/volumes, by name. */
+export interface VolumeList {
+  volumes: Volume[] | null
 }
 
 /** TerminalSize is a pseudo-terminal's size (each 1..1000; 0: 80 × 24), and the body of POST /v1/sessions/{id}/commands/{pid}/resize. */
