@@ -38,6 +38,10 @@ from .models import Port, Preview  # noqa: E402  (servers in the sandbox: sbx.po
 
 __all__ += ["Port", "Preview"]
 
+from .volumes import Volume  # noqa: E402  (named volumes: Volume.create, Sandbox(volumes=...))
+
+__all__ += ["Volume"]
+
 from .async_sandbox import AsyncCommandHandle, AsyncCommands  # noqa: E402  (shell commands: sbx.commands)
 from .commands import CommandHandle, CommandOutputHandler, Commands, Pty, PtySize  # noqa: E402
 from .exceptions import CommandExitException  # noqa: E402

@@ -54,7 +54,8 @@ class Sandbox:
 
     def __init__(self, api_key: Optional[str] = None, base_url: Optional[str] = None, timeout: Optional[float] = None,
                  envs: Optional[Mapping[str, str]] = None, limits: Optional[Mapping[str, Any]] = None,
-                 request_timeout: Optional[float] = None, language: Optional[str] = None, **kwargs: Any) -> None:
+                 request_timeout: Optional[float] = None, language: Optional[str] = None,
+                 volumes: Optional[Mapping[str, str]] = None, **kwargs: Any) -> None:
         """Starts a new session.
 
         :param timeout: seconds the session may stay idle before the gateway
@@ -65,6 +66,8 @@ class Sandbox:
         :param language: the language of the session's first context, the
             one ``run_code`` uses when given neither language nor context
             (default Python); other languages start on first use
+        :param volumes: this key's volumes to mount (``Volume.create``):
+            name → a directory under /home/user
         """
         conn = Connection(api_key, base_url, request_timeout)
         attach = kwargs.pop("_attach", None)
@@ -80,6 +83,8 @@ class Sandbox:
                 body["limits"] = dict(limits)
             if language:
                 body["language"] = language
+            if volumes:
+                body["volumes"] = {str(k): str(v) for k, v in volumes.items()}
             attach = conn.call("POST", "/v1/sessions", json_body=body, ok=(201,))
         self._conn = conn
         self._info = attach

@@ -23,6 +23,7 @@ from .models import (Context, EntryInfo, FilesystemEvent, FilesystemEventType, M
                      RunCodeLanguage, SandboxInfo, SandboxListOrder, SandboxMetrics, SandboxQuery, SandboxState, Username,
                      WriteInfo)
 from .sandbox import ALL_TRAFFIC, Filesystem, Sandbox, SandboxPaginator, WatchHandle
+from ..volumes import Volume
 
 
 class TemplateException(SandboxException):
@@ -40,7 +41,7 @@ __all__ = [
     "SandboxInfo", "SandboxQuery", "SandboxState", "SandboxMetrics", "SandboxListOrder", "SandboxPaginator",
     "AsyncSandboxPaginator", "Filesystem", "AsyncFilesystem", "WatchHandle", "AsyncWatchHandle", "Commands",
     "AsyncCommands", "Pty", "PtySize", "CommandHandle", "AsyncCommandHandle", "CommandResult", "ProcessInfo", "Username", "ALL_TRAFFIC",
-    "Stdout", "Stderr",
+    "Stdout", "Stderr", "Volume",
     "SandboxException", "TimeoutException", "NotFoundException", "FileNotFoundException", "SandboxNotFoundException",
     "InvalidArgumentException", "AuthenticationException", "RateLimitException", "NotEnoughSpaceException",
     "CommandExitException", "TemplateException", "ConflictException",

@@ -442,9 +442,9 @@ class Sandbox(_GSandbox):
             raise InvalidArgumentException("glassroom sandboxes have no MCP gateway inside (glassroom serves MCP itself)")
         if lifecycle and (lifecycle.get("on_timeout") not in (None, "kill") or lifecycle.get("auto_resume")):
             raise InvalidArgumentException("glassroom sandboxes are killed at their timeout")
-        for k in ("iam", "volume_mounts"):
-            if opts.pop(k, None):
-                raise InvalidArgumentException(f"glassroom has no {k}")
+        if opts.pop("iam", None):
+            raise InvalidArgumentException("glassroom has no iam")
+        mounts = opts.pop("volume_mounts", None)
         opts.pop("logger", None)
         conn = connection(opts)
         t = DEFAULT_SANDBOX_TIMEOUT if timeout is None else timeout
@@ -458,6 +458,8 @@ class Sandbox(_GSandbox):
         net = _network(allow_internet_access, network)
         if net is not None:
             body["network"] = net
+        if mounts:  # E2B's {path: Volume or name}
+            body["volumes"] = {str(getattr(v, "name", v)): str(p) for p, v in mounts.items()}
         try:
             info = conn.call("POST", "/v1/sessions", json_body=body, ok=(201,))
         except InvalidArgumentException as e:
