@@ -95,6 +95,12 @@ export interface SandboxOpts extends ConnectionOpts {
     };
     /** glassroom: the first context's language (default python). */
     language?: string;
+    /** glassroom: this key's volumes to mount (`Volume.create`): name → a directory under /home/user. */
+    volumes?: Record<string, string>;
+    /** E2B: `{ path: Volume or name }`, the same mounts the other way round. */
+    volumeMounts?: Record<string, {
+        name: string;
+    } | string>;
     /** glassroom: seconds without activity before the gateway deletes the sandbox. */
     idleTimeoutS?: number;
 }

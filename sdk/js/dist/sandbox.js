@@ -207,6 +207,11 @@ export class Sandbox {
             body.limits = opts.limits;
         if (opts.language)
             body.language = opts.language;
+        const volumes = { ...(opts.volumes ?? {}) };
+        for (const [path, v] of Object.entries(opts.volumeMounts ?? {}))
+            volumes[typeof v === 'string' ? v : v.name] = path;
+        if (Object.keys(volumes).length)
+            body.volumes = volumes;
         if (opts.idleTimeoutS)
             body.idle_timeout_s = opts.idleTimeoutS;
         const out = await conn.request('POST', '/v1/sessions', 'json', { json: body, ok: [201] });

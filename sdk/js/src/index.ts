@@ -8,6 +8,7 @@
  *     await sbx.kill()
  */
 export { Sandbox, SandboxPaginator, sandboxInfo } from './sandbox.js'
+export { Volume } from './volume.js'
 export type {
   Context,
   RunCodeLanguage,

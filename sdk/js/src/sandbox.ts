@@ -94,6 +94,10 @@ export interface SandboxOpts extends ConnectionOpts {
   limits?: { memory_mb?: number; cpus?: number; pids?: number; workspace_mb?: number }
   /** glassroom: the first context's language (default python). */
   language?: string
+  /** glassroom: this key's volumes to mount (`Volume.create`): name → a directory under /home/user. */
+  volumes?: Record<string, string>
+  /** E2B: `{ path: Volume or name }`, the same mounts the other way round. */
+  volumeMounts?: Record<string, { name: string } | string>
   /** glassroom: seconds without activity before the gateway deletes the sandbox. */
   idleTimeoutS?: number
 }
@@ -334,6 +338,9 @@ export class Sandbox {
     if (rules?.allow.length) body.network = rules
     if (opts.limits) body.limits = opts.limits
     if (opts.language) body.language = opts.language
+    const volumes: Record<string, string> = { ...(opts.volumes ?? {}) }
+    for (const [path, v] of Object.entries(opts.volumeMounts ?? {})) volumes[typeof v === 'string' ? v : v.name] = path
+    if (Object.keys(volumes).length) body.volumes = volumes
     if (opts.idleTimeoutS) body.idle_timeout_s = opts.idleTimeoutS
     const out = await conn.request('POST', '/v1/sessions', 'json', { json: body, ok: [201] })
     return new this({ ...conn.toOpts(), sandboxId: String(out.id), previewHost: out.preview_host || undefined }) as InstanceType<S>

@@ -8,7 +8,7 @@ import http from 'node:http'
 import assert from 'node:assert/strict'
 import {
   Sandbox, Result, CommandExitError, TimeoutError, NotFoundError, SandboxNotFoundError, FileNotFoundError,
-  AuthenticationError, InvalidArgumentError, SandboxError, TemplateError, FileType, ChartType, UserExpression,
+  AuthenticationError, InvalidArgumentError, SandboxError, TemplateError, FileType, ChartType, UserExpression, Volume,
 } from '../dist/index.js'
 import * as e2b from '../dist/e2b.js'
 import E2BDefault from '../dist/e2b.js'
@@ -340,6 +340,32 @@ test('previews: a server in the sandbox, by its host and by its link', async (t)
   const viaE2B = await e2b.Sandbox.connect(sbx.sandboxId)
   assert.equal(viaE2B.getHost(8124), sbx.getHost(8124))
   assert.throws(() => sbx.getHost(0), InvalidArgumentError)
+})
+
+test('volumes: written in one sandbox, read in the next; a mounted one is kept', async (t) => {
+  const name = 'js-' + Math.random().toString(36).slice(2, 10)
+  let v
+  try {
+    v = await Volume.create(name, { sizeMB: 32 })
+  } catch (e) {
+    if (e instanceof SandboxError && e.status === 501) return t.skip('this gateway keeps no volumes (not root)')
+    throw e
+  }
+  try {
+    assert.equal(v.sizeMB, 32)
+    assert.ok((await Volume.list()).some((x) => x.name === name))
+    const first = await sandbox({ volumes: { [name]: '/home/user/data' } })
+    await first.files.write('/home/user/data/kept.txt', 'kept')
+    await assert.rejects(Volume.destroy(name), (e) => e instanceof SandboxError && e.status === 409)
+    await first.kill()
+    const next = await e2b.Sandbox.create({ volumeMounts: { '/home/user/again': v } })
+    made.push(next)
+    assert.equal(await next.files.read('/home/user/again/kept.txt'), 'kept')
+    await next.kill()
+  } finally {
+    await Volume.destroy(name)
+  }
+  assert.equal(await Volume.destroy(name), false)
 })
 
 test('downloadUrl and uploadUrl: signed, without the key, refused once expired', async () => {
