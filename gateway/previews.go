@@ -345,7 +345,7 @@ func (p *previews) dial(ctx context.Context, _, _ string) (net.Conn, error) {
 	p.mu.Lock()
 	if p.ended {
 		p.mu.Unlock()
-		c.Close()
+		_ = c.Close()
 		return nil, net.ErrClosed
 	}
 	p.open[lc] = struct{}{}
@@ -390,7 +390,7 @@ func (p *previews) shutdown() {
 	}
 	p.mu.Unlock()
 	for _, c := range open {
-		c.Close()
+		_ = c.Close()
 	}
 	p.tr.CloseIdleConnections()
 }
@@ -406,7 +406,7 @@ type limitedConn struct {
 
 func (c *limitedConn) spend(n int) error {
 	if c.left.Add(-int64(n)) < 0 {
-		c.Close()
+		_ = c.Close()
 		return fmt.Errorf("gateway: preview connection past %d bytes: %w", previewConnBytes, net.ErrClosed)
 	}
 	return nil

@@ -30,9 +30,11 @@ import (
 const MaxPortConns = 32
 
 var (
-	// ErrNoListener: nothing in the sandbox listens on the port.
+	// ErrNoListener is DialPort's error when nothing in the sandbox
+	// listens on the port.
 	ErrNoListener = errors.New("sessions: nothing in the sandbox listens on this port")
-	// ErrTooManyPortConns: MaxPortConns connections are open.
+	// ErrTooManyPortConns is DialPort's error while MaxPortConns
+	// connections are open.
 	ErrTooManyPortConns = errors.New("sessions: too many open connections to this session's ports")
 )
 
@@ -85,7 +87,7 @@ func parseListeners(r io.Reader) []Port {
 			continue
 		}
 		addr, ok := procAddr(host)
-		if !ok || !(addr.IsUnspecified() || addr.Unmap().IsLoopback()) {
+		if !ok || (!addr.IsUnspecified() && !addr.Unmap().IsLoopback()) {
 			continue
 		}
 		p := Port{Port: int(port), Address: addr.Unmap().String()}
@@ -149,7 +151,7 @@ func (m *Commands) DialPort(ctx context.Context, port int, idle time.Duration) (
 	closed := m.closed
 	m.mu.Unlock()
 	if closed {
-		p.Close()
+		_ = p.Close()
 		return nil, ErrClosed
 	}
 	// The relay's first output says whether it connected.
@@ -157,14 +159,14 @@ func (m *Commands) DialPort(ctx context.Context, port int, idle time.Duration) (
 	case o, ok := <-c.Output():
 		if !ok || o.Stream != sandbox.Stderr || string(o.Data) != sandbox.RelayConnected {
 			why := strings.TrimPrefix(string(o.Data), "refused: ")
-			p.Close()
+			_ = p.Close()
 			if !ok || why == "" {
 				return nil, fmt.Errorf("sessions: connect to port %d: %w", port, ErrNoListener)
 			}
 			return nil, fmt.Errorf("sessions: connect to port %d: %w (%s)", port, ErrNoListener, truncateUTF8(why, 200))
 		}
 	case <-ctx.Done():
-		p.Close()
+		_ = p.Close()
 		return nil, fmt.Errorf("sessions: connect to port %d: %w", port, ctx.Err())
 	}
 	if idle > 0 {

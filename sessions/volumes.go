@@ -20,8 +20,8 @@ type VolumeStore interface {
 	Acquire(ctx context.Context, tenant, name string) (hostDir string, release func(), err error)
 }
 
-// ErrNoVolumes: a session asks for volumes and the gateway keeps none
-// (Config.Volumes is nil).
+// ErrNoVolumes is Create's error for a session that asks for volumes
+// when the gateway keeps none (Config.Volumes is nil).
 var ErrNoVolumes = errors.New("sessions: this gateway keeps no volumes")
 
 // acquireVolumes checks a session's volumes (name → path in the

@@ -22,15 +22,15 @@ import (
 )
 
 var (
-	// ErrNotFound: the tenant has no volume of that name.
+	// ErrNotFound says the tenant has no volume of that name.
 	ErrNotFound = errors.New("volumes: volume not found")
-	// ErrExists: the tenant has a volume of that name already.
+	// ErrExists says the tenant has a volume of that name already.
 	ErrExists = errors.New("volumes: a volume of this name exists")
-	// ErrInUse: a session mounts the volume.
+	// ErrInUse says a session mounts the volume.
 	ErrInUse = errors.New("volumes: the volume is mounted by a session")
-	// ErrTooMany: the tenant has Config.MaxPerTenant volumes.
+	// ErrTooMany says the tenant has Config.MaxPerTenant volumes.
 	ErrTooMany = errors.New("volumes: too many volumes")
-	// ErrUnsupported: this gateway keeps no volumes (not root, no loop
+	// ErrUnsupported says this gateway keeps no volumes (not root, no loop
 	// devices).
 	ErrUnsupported = errors.New("volumes: this gateway keeps no volumes")
 )
