@@ -65,13 +65,11 @@ def ws():
 app.run(host="0.0.0.0", port=5000)
 `
 
-// TestBrowserPreviewIsolation: a Flask server that a command starts in
-// the sandbox is reached from Chromium through its preview link, its
-// WebSocket included; the page it serves, on its own origin, reads
-// neither the notebook's key nor the preview's own cookie, cannot call
-// the API or frame the notebook, and the server never sees the grant.
-// Real Chromium, gateway, sandbox and Flask.
-func TestBrowserPreviewIsolation(t *testing.T) {
+// previewBrowser starts a gateway that serves the UI and previews, and
+// Chromium with a tab that resolves *.localhost (the previews) and
+// 127.0.0.1 (the gateway) only; ctx bounds the test.
+func previewBrowser(t *testing.T) (*apptest.Gateway, *notebook, context.Context) {
+	t.Helper()
 	bin := chromium(t)
 	assets, err := web.Assets()
 	if err != nil {
@@ -80,9 +78,18 @@ func TestBrowserPreviewIsolation(t *testing.T) {
 	g := apptest.Start(t, apptest.Local(t), apptest.Options{Gateway: gateway.Config{APIKeys: []string{browserKey, otherKey}}, Previews: true, UI: assets})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
-	// *.localhost (the previews) and 127.0.0.1 (the gateway) only.
 	tabCtx, _ := openTabWith(t, ctx, bin, "MAP *.localhost 127.0.0.1, MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
-	nb := &notebook{t: t, ctx: tabCtx}
+	return g, &notebook{t: t, ctx: tabCtx}, ctx
+}
+
+// TestBrowserPreviewIsolation: a Flask server that a command starts in
+// the sandbox is reached from Chromium through its preview link, its
+// WebSocket included; the page it serves, on its own origin, reads
+// neither the notebook's key nor the preview's own cookie, cannot call
+// the API or frame the notebook, and the server never sees the grant.
+// Real Chromium, gateway, sandbox and Flask.
+func TestBrowserPreviewIsolation(t *testing.T) {
+	g, nb, ctx := previewBrowser(t)
 
 	// The notebook keeps its key in its origin's storage.
 	nb.do("open the notebook", chromedp.Navigate(g.URL+"/?token="+browserKey))
@@ -159,16 +166,7 @@ func TestBrowserPreviewIsolation(t *testing.T) {
 // panel; the link opens the server's page on its own origin. The
 // kernel's own listeners are not listed.
 func TestBrowserServersPanel(t *testing.T) {
-	bin := chromium(t)
-	assets, err := web.Assets()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := apptest.Start(t, apptest.Local(t), apptest.Options{Gateway: gateway.Config{APIKeys: []string{browserKey, otherKey}}, Previews: true, UI: assets})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	tabCtx, _ := openTabWith(t, ctx, bin, "MAP *.localhost 127.0.0.1, MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
-	nb := &notebook{t: t, ctx: tabCtx}
+	g, nb, _ := previewBrowser(t)
 	nb.do("open the page", chromedp.Navigate(g.URL+"/?token="+browserKey))
 	nb.waitFor("the app to start", `window.glassroomReady === true`, 30*time.Second)
 	nb.do("click New session", chromedp.Click(chromedp.CSS("#new-session")))

@@ -1499,6 +1499,28 @@ def seed_font_cache(mpldir):
             pass
 
 
+# The frames of a command's (and a relay's) stdio: one type byte, a 4-byte
+# big-endian length, the payload.
+def frame_writer(out):
+    # Writes one frame (kind, 4-byte big-endian length, payload) to out.
+    def frame(kind, data):
+        out.write(kind + len(data).to_bytes(4, "big") + data)
+        out.flush()
+    return frame
+
+
+def whole_frames(buf):
+    # Splits buf into its whole frames [(kind, body)] and the rest.
+    frames = []
+    while len(buf) >= 5:
+        n = int.from_bytes(buf[1:5], "big")
+        if len(buf) < 5 + n:
+            break
+        frames.append((buf[:1], buf[5:5 + n]))
+        buf = buf[5 + n:]
+    return frames, buf
+
+
 # A command (`--command [--login] pipe CMD` or `--command [--login] tty
 # COLS ROWS [CMD]`): the launcher starts the egress forwarder as for a
 # kernel, then runs `bash -c CMD` (or, on a pseudo-terminal it makes, an
@@ -1587,11 +1609,7 @@ def run_command(args):
     else:
         sys.exit("glassroom launcher: bad --command arguments")
     start_egress()
-    out = sys.stdout.buffer
-
-    def frame(kind, data):
-        out.write(kind + len(data).to_bytes(4, "big") + data)
-        out.flush()
+    frame = frame_writer(sys.stdout.buffer)
 
     if tty:
         master, slave = os.openpty()
@@ -1770,12 +1788,8 @@ def run_command(args):
             if not data:
                 stdin_open = False
                 kill()
-            inbuf += data
-            while len(inbuf) >= 5:
-                n = int.from_bytes(inbuf[1:5], "big")
-                if len(inbuf) < 5 + n:
-                    break
-                kind, body, inbuf = inbuf[:1], inbuf[5:5 + n], inbuf[5 + n:]
+            frames, inbuf = whole_frames(inbuf + data)
+            for kind, body in frames:
                 if kind == b"i" and not close_input:
                     pending += body
                     if tty and b"\x03" in body:
@@ -1842,12 +1856,7 @@ def run_relay(args):
         os.setsid()
     except OSError:
         pass  # a group leader already
-    out = sys.stdout.buffer
-
-    def frame(kind, data):
-        out.write(kind + len(data).to_bytes(4, "big") + data)
-        out.flush()
-
+    frame = frame_writer(sys.stdout.buffer)
     frame(b"p", str(os.getpgrp()).encode())
     sock, why = None, "nothing listens"
     for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
@@ -1905,12 +1914,8 @@ def run_relay(args):
             data = os.read(0, READ)
             if not data:
                 return  # the gateway is gone
-            inbuf += data
-            while len(inbuf) >= 5:
-                n = int.from_bytes(inbuf[1:5], "big")
-                if len(inbuf) < 5 + n:
-                    break
-                kind, body, inbuf = inbuf[:1], inbuf[5:5 + n], inbuf[5 + n:]
+            frames, inbuf = whole_frames(inbuf + data)
+            for kind, body in frames:
                 if kind == b"i" and stdin_open:
                     pending += body
                 elif kind == b"e":
