@@ -6,7 +6,8 @@
 // listeners, there when the session opened and on ephemeral ports, are
 // left out. It looks again after each run, every few seconds while the
 // notebook's kernel is busy (a cell that serves until interrupted), and
-// on Refresh.
+// on Refresh. On a gateway that serves no previews (the session has no
+// preview_host) it does nothing: the panel stays hidden.
 
 import { $, clear, el } from './dom.js';
 import { sessionPath } from './api.js';
@@ -37,7 +38,6 @@ export function createPorts({ store, request, busy }) {
   /** @type {Map<number, string>} */
   const links = new Map(); // port → its preview link, minted once per session
   let req = 0;
-  let previews = true; // false once the gateway says it serves none
   let sessionId = '';
 
   setInterval(() => {
@@ -49,7 +49,6 @@ export function createPorts({ store, request, busy }) {
   function sessionChanged() {
     baseline = null;
     links.clear();
-    previews = true;
     sessionId = store.session ? store.session.id : '';
     render([]);
     refresh();
@@ -72,7 +71,7 @@ export function createPorts({ store, request, busy }) {
         a.title = 'Open the server on port ' + port + ' in a new tab (its own origin)';
         row.appendChild(a);
       } else {
-        row.appendChild(el('span', 'port-plain', 'Port ' + port + (previews ? '' : ' (this gateway serves no previews)')));
+        row.appendChild(el('span', 'port-plain', 'Port ' + port));
       }
       list.appendChild(row);
     }
@@ -80,7 +79,7 @@ export function createPorts({ store, request, busy }) {
 
   function refresh() {
     const session = store.session;
-    if (!session) return Promise.resolve();
+    if (!session || !session.preview_host) return Promise.resolve();
     const mine = ++req;
     return request('GET', sessionPath(session.id, '/ports'))
       .then(async (out) => {
@@ -91,13 +90,9 @@ export function createPorts({ store, request, busy }) {
         const base = baseline;
         const shown = [...new Set(ports)].filter((p) => p < EPHEMERAL || !base.has(p)).sort((a, b) => a - b);
         for (const port of shown) {
-          if (links.has(port) || !previews) continue;
-          try {
-            const p = await request('POST', sessionPath(session.id, '/previews'), { json: { port } });
-            if (p && p.url) links.set(port, String(p.url));
-          } catch (e) {
-            if (e && /** @type {{code?: string}} */ (e).code === 'no_previews') previews = false;
-          }
+          if (links.has(port)) continue;
+          const p = await request('POST', sessionPath(session.id, '/previews'), { json: { port } }).catch(() => null);
+          if (p && p.url) links.set(port, String(p.url));
         }
         if (mine === req) render(shown);
       })

@@ -20,6 +20,7 @@ import { DEFAULT_KERNEL } from './languages.js';
  * @property {string} [created_at]
  * @property {string} [expires_at]
  * @property {string} [language] the kernel of its first context
+ * @property {string} [preview_host] where its servers' previews are ({port}-{it}), on a gateway that serves them
  */
 
 /**
