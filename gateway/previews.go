@@ -194,10 +194,15 @@ func (p *previews) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The token becomes this host's cookie, and leaves the address bar.
 		http.SetCookie(w, &http.Cookie{Name: previewCookie, Value: r.URL.Query().Get(previewTokenParam), Path: "/",
 			Expires: time.Unix(cl.Expires, 0), HttpOnly: true, Secure: p.base.Scheme == "https", SameSite: http.SameSiteLaxMode})
-		u := *r.URL
-		u.RawQuery = withoutParam(u.Query(), previewTokenParam).Encode()
+		// Back to the same path of this host: "//elsewhere/x" would be
+		// another host's address.
+		target := "/" + strings.TrimLeft(r.URL.EscapedPath(), "/")
+		if q := withoutParam(r.URL.Query(), previewTokenParam).Encode(); q != "" {
+			target += "?" + q
+		}
 		w.Header().Set("Cache-Control", "no-store")
-		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+		w.Header().Set("Location", target)
+		w.WriteHeader(http.StatusSeeOther)
 		return
 	}
 	sess, err := p.mgr.Get(cl.Tenant, id)
@@ -287,10 +292,10 @@ func (p *previews) grant(r *http.Request, id string, port int) (urlsign.Claims, 
 			}
 		}
 	}
-	for i, c := range r.CookiesNamed(previewCookie) {
-		if i == 8 {
-			break
-		}
+	// Every one of them (a page may plant others, for the whole preview
+	// domain, with longer paths that come first); the request's headers
+	// bound how many there are.
+	for _, c := range r.CookiesNamed(previewCookie) {
 		if cl, ok := try(c.Value); ok {
 			return cl, false, ""
 		}

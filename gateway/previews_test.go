@@ -141,7 +141,13 @@ func TestPreviews(t *testing.T) {
 			if len(ck) != 1 || !ck[0].HttpOnly || ck[0].Name != "glassroom_preview" || ck[0].Value != p.Token || ck[0].Domain != "" {
 				t.Fatalf("cookie %+v", ck)
 			}
-			st, body, _ := get(base+"/echo?x=1", map[string]string{"Cookie": "app=1; glassroom_preview=" + p.Token})
+			// "//elsewhere" keeps the redirect on this host (no open redirect).
+			if st, _, h := get(base+"//elsewhere.test/x?glassroom_preview_token="+url.QueryEscape(p.Token), nil); st != http.StatusSeeOther || h.Get("Location") != "/elsewhere.test/x" {
+				t.Fatalf("a network-path redirect: %d %q", st, h.Get("Location"))
+			}
+			// Cookies a page planted for the whole domain do not hide the grant.
+			planted := strings.Repeat("glassroom_preview=planted; ", 20)
+			st, body, _ := get(base+"/echo?x=1", map[string]string{"Cookie": planted + "app=1; glassroom_preview=" + p.Token})
 			var seen struct {
 				Path    string
 				Headers map[string]string

@@ -72,6 +72,14 @@ func TestVolumes(t *testing.T) {
 			if st, _, f := e.raw("GET", "/v1/sessions/"+next.ID+"/files/shared/vol/kept.txt", nil, ""); st != http.StatusOK || string(f) != "from the first session" {
 				t.Fatalf("files API: %d %q", st, f)
 			}
+			// Removing the directory that holds the mount, through the files
+			// API, never empties the volume.
+			if st, _, b := e.raw("DELETE", "/v1/sessions/"+next.ID+"/files/shared", nil, ""); st != http.StatusConflict {
+				t.Fatalf("remove the volume's parent: %d %s", st, b)
+			}
+			if x := e.exec(keyA, next.ID, "print(open('/home/user/shared/vol/kept.txt').read())", 30); strings.TrimSpace(x.Stdout) != "from the first session" {
+				t.Fatalf("after a refused remove: %+v", x)
+			}
 			if st := e.call(keyA, "DELETE", "/v1/sessions/"+next.ID, nil, nil); st != http.StatusNoContent {
 				t.Fatal(st)
 			}

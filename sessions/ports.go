@@ -29,6 +29,11 @@ import (
 // more.
 const MaxPortConns = 32
 
+// relayConnectWait bounds DialPort's wait for the relay to connect (the
+// launcher gives a connection 5 s), whatever the caller's context: an
+// HTTP transport dials with one that never ends.
+const relayConnectWait = 15 * time.Second
+
 var (
 	// ErrNoListener is DialPort's error when nothing in the sandbox
 	// listens on the port.
@@ -154,8 +159,14 @@ func (m *Commands) DialPort(ctx context.Context, port int, idle time.Duration) (
 		_ = p.Close()
 		return nil, ErrClosed
 	}
-	// The relay's first output says whether it connected.
+	// The relay's first output says whether it connected; a relay that
+	// says nothing (stopped by the code) gives its place back.
+	wait := time.NewTimer(relayConnectWait)
+	defer wait.Stop()
 	select {
+	case <-wait.C:
+		_ = p.Close()
+		return nil, fmt.Errorf("sessions: connect to port %d: %w (the sandbox's relay did not answer)", port, ErrNoListener)
 	case o, ok := <-c.Output():
 		if !ok || o.Stream != sandbox.Stderr || string(o.Data) != sandbox.RelayConnected {
 			why := strings.TrimPrefix(string(o.Data), "refused: ")

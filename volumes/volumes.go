@@ -208,6 +208,9 @@ func (s *Store) create(ctx context.Context, dir, name string, sizeMB int) (meta,
 	if metas, _ := filepath.Glob(filepath.Join(dir, "*.json")); len(metas) >= s.cfg.MaxPerTenant {
 		return meta{}, fmt.Errorf("%w (at most %d)", ErrTooMany, s.cfg.MaxPerTenant)
 	}
+	if err := s.roomFor(int64(sizeMB) << 20); err != nil {
+		return meta{}, err
+	}
 	img := filepath.Join(dir, name+".img")
 	f, err := os.OpenFile(img, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -232,6 +235,37 @@ func (s *Store) create(ctx context.Context, dir, name string, sizeMB int) (meta,
 		return meta{}, fmt.Errorf("volumes: create %s: %w", name, err)
 	}
 	return m, nil
+}
+
+// ErrNoRoom says the disk under the store cannot hold a new volume of
+// that size beside what the others may still grow to.
+var ErrNoRoom = errors.New("volumes: no room on the gateway's disk for a volume of this size")
+
+// roomFor checks that the store's file system can hold size more bytes
+// on top of what every volume may still grow to (their images are
+// sparse: nothing is overcommitted).
+func (s *Store) roomFor(size int64) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(s.cfg.Dir, &st); err != nil {
+		return fmt.Errorf("volumes: %w", err)
+	}
+	free := int64(st.Bavail) * st.Bsize
+	metas, _ := filepath.Glob(filepath.Join(s.cfg.Dir, "*", "*.json"))
+	var owed int64
+	for _, p := range metas {
+		m, err := readMeta(p)
+		if err != nil {
+			continue
+		}
+		var img unix.Stat_t
+		if unix.Stat(strings.TrimSuffix(p, ".json")+".img", &img) == nil {
+			owed += max(0, int64(m.SizeMB)<<20-img.Blocks*512) // what its image may still take
+		}
+	}
+	if free-owed < size {
+		return fmt.Errorf("%w (%d MiB free, %d MiB promised to the other volumes)", ErrNoRoom, free>>20, owed>>20)
+	}
+	return nil
 }
 
 // mountImage mounts dir/name.img on dir/name and opens its root to the

@@ -57,6 +57,14 @@ func TestVolumes(t *testing.T) {
 	if _, err := s.Create(ctx, "tenant-a", "data", 1<<20); err == nil {
 		t.Fatal("a size past the maximum was taken")
 	}
+	// No overcommit: a volume bigger than the disk's free space is refused.
+	big, err := volumes.Open(ctx, volumes.Config{Dir: dir, DefaultMB: 16, MaxMB: 1 << 30}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := big.Create(ctx, "tenant-a", "huge", 1<<30); !errors.Is(err, volumes.ErrNoRoom) {
+		t.Fatalf("a volume of 1 PiB: %v", err)
+	}
 	v, err := s.Create(ctx, "tenant-a", "data", 0)
 	if err != nil || v.SizeMB != 16 || v.Name != "data" {
 		t.Fatalf("create: %+v %v", v, err)

@@ -451,6 +451,13 @@ func removeAt(dirfd int, name, shown string, depth int) error {
 	}
 	f := os.NewFile(uintptr(fd), name)
 	defer f.Close()
+	// Another file system is a volume the gateway mounted there: it
+	// outlives the session, and is never emptied by a remove of the
+	// workspace's (files inside it are removed one path at a time).
+	var parent, here unix.Stat_t
+	if unix.Fstat(dirfd, &parent) != nil || unix.Fstat(fd, &here) != nil || parent.Dev != here.Dev {
+		return pathErr(ErrBusy, shown, "a volume is mounted here: it is removed with its volume (DELETE /v1/volumes/{name}), not as a directory")
+	}
 	for {
 		// Read a batch, remove it, and read again from the start: removing
 		// entries while reading on can make a directory stream skip some.

@@ -96,6 +96,8 @@ func Of(err error) *Error {
 		return New(http.StatusConflict, "volume_exists", "a volume of this name exists")
 	case errors.Is(err, volumes.ErrInUse):
 		return New(http.StatusConflict, "volume_in_use", "%s", strings.TrimPrefix(err.Error(), "volumes: "))
+	case errors.Is(err, volumes.ErrNoRoom):
+		return New(http.StatusInsufficientStorage, "no_room", "%s", strings.TrimPrefix(err.Error(), "volumes: "))
 	case errors.Is(err, volumes.ErrTooMany):
 		return New(http.StatusTooManyRequests, "too_many_volumes", "%s", strings.TrimPrefix(err.Error(), "volumes: "))
 	case errors.Is(err, volumes.ErrUnsupported), errors.Is(err, sessions.ErrNoVolumes):

@@ -116,7 +116,7 @@ func (d *driver) Launch(_ context.Context, inc *sandbox.Incarnation) (sandbox.Pr
 		var child int
 		p.pidfd, child = readChildPidfd(infoR)
 		if d.context == nil && d.netns != nil {
-			if err := d.netns.hold(child, p.pidfd); err != nil {
+			if err := d.netns.hold(child, p.pidfd, d.uid); err != nil {
 				d.r.log.Warn().Err(err).Str("session", d.id).Msg("commands get a network namespace of their own")
 			}
 		}

@@ -26,11 +26,11 @@ type sharedNetns struct {
 }
 
 // hold makes the namespace of the process pid (a kernel's sandbox init,
-// whose pidfd is pidfd) the shared one, replacing (and closing) the one
+// whose pidfd is pidfd, running as uid) the shared one, replacing (and closing) the one
 // before: a restarted kernel has a new namespace. It holds none when the
 // namespace cannot be opened safely.
-func (n *sharedNetns) hold(pid, pidfd int) error {
-	f, err := openNetns(pid, pidfd)
+func (n *sharedNetns) hold(pid, pidfd, uid int) error {
+	f, err := openNetns(pid, pidfd, uid)
 	n.mu.Lock()
 	old := n.f
 	n.f = f
@@ -68,10 +68,10 @@ func (n *sharedNetns) close() {
 }
 
 // openNetns opens the network namespace of pid, checking through pidfd
-// that pid was still that process once it was opened (a pid reused by
-// another process must not lend its namespace), and that it is not the
-// gateway's own (the host's network).
-func openNetns(pid, pidfd int) (*os.File, error) {
+// that pid was still that process once it was opened and that it runs as
+// uid (a pid reused by another process must not lend its namespace), and
+// that it is not the gateway's own (the host's network).
+func openNetns(pid, pidfd, uid int) (*os.File, error) {
 	if pid <= 0 || pidfd < 0 {
 		return nil, errors.New("local: network namespace: no sandbox process")
 	}
@@ -82,6 +82,13 @@ func openNetns(pid, pidfd int) (*os.File, error) {
 	if err := unix.PidfdSendSignal(pidfd, 0, nil, 0); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("local: network namespace: the sandbox's process is gone: %w", err)
+	}
+	// The pid is this sandbox's process, not one that took its number
+	// before the pidfd was opened: it runs as the sandbox's uid.
+	var proc unix.Stat_t
+	if err := unix.Stat("/proc/"+strconv.Itoa(pid), &proc); err != nil || int(proc.Uid) != uid {
+		f.Close()
+		return nil, errors.New("local: network namespace: the process is not the sandbox's")
 	}
 	var theirs, ours unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &theirs); err != nil {

@@ -1834,7 +1834,8 @@ def run_command(args):
 #    "e" "refused: why" and "x" 1 when nothing listens), "o" what the
 #    server sends, and "x" 0 once the server has ended its side.
 #  - in: "i" bytes for the server, "e" the end of what the client sends (a
-#    half-close), "k" or the end of stdin: the connection is closed.
+#    half-close; stdin is still read, for "k"), "k" or the end of stdin:
+#    the connection is closed.
 # It holds at most RELAY_HOLD bytes the server has not read: beyond that
 # it stops reading its stdin until the server reads.
 RELAY_HOLD = 1 << 20
@@ -1878,7 +1879,9 @@ def run_relay(args):
     sock.setblocking(False)
     inbuf = b""  # frames read from stdin, not yet whole
     pending = b""  # bytes for the server it has not read
-    stdin_open, half_close = True, False
+    # accepting: "i" is still taken (until "e"); stdin is read to the end
+    # whatever, so that "k" or the gateway's going ends the relay.
+    accepting, half_close = True, False
     while True:
         if half_close and not pending:
             try:
@@ -1887,7 +1890,7 @@ def run_relay(args):
                 pass
             half_close = False
         rs = [sock]
-        if stdin_open and len(pending) < RELAY_HOLD:
+        if len(pending) < RELAY_HOLD:
             rs.append(0)
         ws = [sock] if pending else []
         r, w, _ = select.select(rs, ws, [])
@@ -1916,10 +1919,10 @@ def run_relay(args):
                 return  # the gateway is gone
             frames, inbuf = whole_frames(inbuf + data)
             for kind, body in frames:
-                if kind == b"i" and stdin_open:
+                if kind == b"i" and accepting:
                     pending += body
-                elif kind == b"e":
-                    half_close, stdin_open = True, False
+                elif kind == b"e" and accepting:
+                    half_close, accepting = True, False
                 elif kind == b"k":
                     return
     frame(b"x", b"0")
