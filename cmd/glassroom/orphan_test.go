@@ -64,11 +64,7 @@ func TestSIGKILLedGatewayOrphansAreRemoved(t *testing.T) {
 	if _, err := cli.ContainerInspect(ctx, name); !cerrdefs.IsNotFound(err) {
 		t.Fatalf("orphan %s not removed at startup: %v", name, err)
 	}
-	if ents, _ := os.ReadDir(state); len(ents) != 1 || ents[0].Name() != "sessions.db" {
-		names := []string{}
-		for _, e := range ents {
-			names = append(names, e.Name())
-		}
-		t.Fatalf("orphaned session dirs left: %s", strings.Join(names, ","))
+	if left := sessionDirs(state); len(left) != 0 {
+		t.Fatalf("orphaned session dirs left: %s", strings.Join(left, ","))
 	}
 }

@@ -161,11 +161,8 @@ func TestDetachedKernelsEndThemselves(t *testing.T) {
 			t.Errorf("the unowned container %s is left: %v", name, err)
 		}
 	}
-	ents, _ := os.ReadDir(gone.state)
-	for _, e := range ents {
-		if e.IsDir() && e.Name() != "egress" {
-			t.Errorf("a session directory of the gone gateway is left: %s", e.Name())
-		}
+	for _, name := range sessionDirs(gone.state) {
+		t.Errorf("a session directory of the gone gateway is left: %s", name)
 	}
 	var s session
 	if st := api(t, live.base, key, "POST", "/v1/sessions", nil, &s); st != http.StatusCreated {

@@ -271,6 +271,10 @@ func unescapeMountPath(s string) string {
 	return b.String()
 }
 
+// GatewayDirs are the gateway's own directories in a state dir (the
+// egress sockets, the volumes): never a session's, whatever their names.
+var GatewayDirs = map[string]bool{"egress": true, "volumes": true}
+
 // SessionDirs lists the ids of the session directories under stateDir.
 func SessionDirs(stateDir string) ([]string, error) {
 	ents, err := os.ReadDir(stateDir)
@@ -279,7 +283,7 @@ func SessionDirs(stateDir string) ([]string, error) {
 	}
 	var ids []string
 	for _, e := range ents {
-		if e.IsDir() && IDPattern.MatchString(e.Name()) {
+		if e.IsDir() && IDPattern.MatchString(e.Name()) && !GatewayDirs[e.Name()] {
 			ids = append(ids, e.Name())
 		}
 	}
