@@ -271,9 +271,10 @@ func unescapeMountPath(s string) string {
 	return b.String()
 }
 
-// GatewayDirs are the gateway's own directories in a state dir (the
-// egress sockets, the volumes): never a session's, whatever their names.
-var GatewayDirs = map[string]bool{"egress": true, "volumes": true}
+// gatewayDir reports whether name is one of the gateway's own
+// directories in a state dir (the egress sockets, the volumes): never a
+// session's, whatever pattern it matches.
+func gatewayDir(name string) bool { return name == "egress" || name == "volumes" }
 
 // SessionDirs lists the ids of the session directories under stateDir.
 func SessionDirs(stateDir string) ([]string, error) {
@@ -283,7 +284,7 @@ func SessionDirs(stateDir string) ([]string, error) {
 	}
 	var ids []string
 	for _, e := range ents {
-		if e.IsDir() && IDPattern.MatchString(e.Name()) && !GatewayDirs[e.Name()] {
+		if e.IsDir() && IDPattern.MatchString(e.Name()) && !gatewayDir(e.Name()) {
 			ids = append(ids, e.Name())
 		}
 	}
