@@ -13,8 +13,8 @@ import (
 )
 
 // BenchmarkPreviewRoundTrip measures a GET of a small page that a server
-// in the sandbox (python -m http.server, local runtime) answers through
-// the preview origin: each iteration once on a kept-alive connection (a
+// in the sandbox (python -m http.server, HTTP/1.1, local runtime) answers
+// through the preview origin: each iteration once on a kept-alive connection (a
 // relay already open) and once on a new connection (a relay started in
 // the sandbox for it), alternating. It reports each one's p50 and mean.
 //
@@ -27,7 +27,7 @@ func BenchmarkPreviewRoundTrip(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := c.StartCommand(ctx, s.ID, "mkdir -p site && echo hi > site/index.html && exec python3 -m http.server -d site 8200", glclient.CommandOptions{}); err != nil {
+	if _, err := c.StartCommand(ctx, s.ID, "mkdir -p site && echo hi > site/index.html && exec python3 -m http.server --protocol HTTP/1.1 -d site 8200", glclient.CommandOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	p, err := c.Preview(ctx, s.ID, 8200, 0)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/glassroom/glassroom/testkit"
+	"github.com/rs/zerolog"
 )
 
 // TestPortsAndConnections: a server that a command starts in a real
@@ -80,5 +81,46 @@ func TestPortsAndConnections(t *testing.T) {
 	}
 	if _, err := cmds.DialPort(ctx, 8765, time.Minute); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Fatalf("a connection after the end: %v", err)
+	}
+}
+
+// BenchmarkDialPort measures a new connection to a port of a real
+// sandbox (local runtime): a relay started in the sandbox, connected,
+// then closed.
+//
+//	go test -run '^$' -bench DialPort -benchtime 100x ./sessions/
+func BenchmarkDialPort(b *testing.B) {
+	testkit.RealThing(b, "bubblewrap")
+	m, err := sessions.New(sessions.Config{}, localRuntime(b), zerolog.Nop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	b.Cleanup(func() { cancel(); <-done; m.Close(context.Background()) })
+	s, err := m.Create(context.Background(), "t", sessions.CreateOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmds := s.Commands()
+	if _, err := cmds.Start(context.Background(), sessions.CommandRequest{Cmd: "exec python3 -m http.server --bind 127.0.0.1 8766", Background: true}); err != nil {
+		b.Fatal(err)
+	}
+	for {
+		c, err := cmds.DialPort(context.Background(), 8766, time.Minute)
+		if err == nil {
+			c.Close()
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b.ResetTimer()
+	for range b.N {
+		c, err := cmds.DialPort(context.Background(), 8766, time.Minute)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.Close()
 	}
 }

@@ -29,7 +29,7 @@ func newLocal(t testing.TB, dir string) (*local.Runtime, error) {
 	return newLocalWith(t, dir, 0)
 }
 
-func localRuntime(t *testing.T) *local.Runtime {
+func localRuntime(t testing.TB) *local.Runtime {
 	t.Helper()
 	testkit.RealThing(t, "bubblewrap and ipykernel")
 	dir := t.TempDir()

@@ -1877,6 +1877,23 @@ def run_relay(args):
         return
     frame(b"e", b"connected")
     sock.setblocking(False)
+    # Acknowledge at once: a server that writes its headers and its body
+    # apart (Nagle's algorithm) would otherwise wait 40 ms on the relay's
+    # delayed ACK for every answer.
+    quickack = getattr(socket, "TCP_QUICKACK", None)
+
+    def ack_now():
+        if quickack is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, quickack, 1)
+            except OSError:
+                pass
+
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except OSError:
+        pass
+    ack_now()
     inbuf = b""  # frames read from stdin, not yet whole
     pending = b""  # bytes for the server it has not read
     # accepting: "i" is still taken (until "e"); stdin is read to the end
@@ -1912,6 +1929,7 @@ def run_relay(args):
             if data == b"":
                 break
             if data:
+                ack_now()  # the kernel leaves quick-ack mode by itself
                 frame(b"o", data)
         if 0 in r:
             data = os.read(0, READ)
