@@ -154,9 +154,15 @@ func (c *Client) FileURL(ctx context.Context, sessionID, path, operation string,
 	return &u, nil
 }
 
+// Port is a TCP port a process of a sandbox listens on (Ports).
+type Port = api.Port
+
+// Preview is a preview of a server in a sandbox (Preview).
+type Preview = api.Preview
+
 // Ports lists the TCP ports the session's sandbox listens on (its
 // kernels' own listeners among them).
-func (c *Client) Ports(ctx context.Context, sessionID string) ([]api.Port, error) {
+func (c *Client) Ports(ctx context.Context, sessionID string) ([]Port, error) {
 	var pl api.PortList
 	if err := c.do(ctx, request{method: http.MethodGet, path: sessionPath(sessionID, "ports")}, &pl, http.StatusOK); err != nil {
 		return nil, err
@@ -168,7 +174,7 @@ func (c *Client) Ports(ctx context.Context, sessionID string) ([]api.Port, error
 // gateway's preview origin, for expires (zero: an hour; at most a day)
 // or until the session ends: URL opens it in a browser, Token goes in
 // the Glassroom-Preview-Token header of other clients' requests.
-func (c *Client) Preview(ctx context.Context, sessionID string, port int, expires time.Duration) (*api.Preview, error) {
+func (c *Client) Preview(ctx context.Context, sessionID string, port int, expires time.Duration) (*Preview, error) {
 	body := api.PreviewRequest{Port: port}
 	if expires != 0 {
 		s := expires.Seconds()

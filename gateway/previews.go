@@ -177,7 +177,7 @@ func (p *previews) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			previewRefusal(w, http.StatusUnauthorized, "this preview host's tag is not the gateway's")
 			return
 		}
-		sess, err := p.mgr.Granted(id)
+		sess, err := sessions.Granted(p.mgr, id)
 		if err != nil {
 			previewRefusal(w, http.StatusNotFound, "this preview's session has ended")
 			return

@@ -15,7 +15,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/glassroom/glassroom/api"
 	"github.com/glassroom/glassroom/app/apptest"
 	"github.com/glassroom/glassroom/client"
 	"github.com/glassroom/glassroom/mcp"
@@ -242,12 +241,12 @@ func (f *fakeBackend) Interrupt(context.Context, string) error { return nil }
 
 func (f *fakeBackend) InterruptContext(context.Context, string, string) error { return nil }
 
-func (f *fakeBackend) Ports(context.Context, string) ([]api.Port, error) {
-	return []api.Port{{Port: 5000, Address: "0.0.0.0"}}, nil
+func (f *fakeBackend) Ports(context.Context, string) ([]client.Port, error) {
+	return []client.Port{{Port: 5000, Address: "0.0.0.0"}}, nil
 }
 
-func (f *fakeBackend) Preview(_ context.Context, id string, port int, _ time.Duration) (*api.Preview, error) {
+func (f *fakeBackend) Preview(_ context.Context, id string, port int, _ time.Duration) (*client.Preview, error) {
 	host := fmt.Sprintf("%d-%s-tag.localhost:8890", port, id)
-	return &api.Preview{Port: port, Host: host, URL: fmt.Sprintf("http://%d-%s.localhost:8890/?glassroom_preview_token=t", port, id), Token: "t",
+	return &client.Preview{Port: port, Host: host, URL: fmt.Sprintf("http://%d-%s.localhost:8890/?glassroom_preview_token=t", port, id), Token: "t",
 		ExpiresAt: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}, nil
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/glassroom/glassroom/api"
 	"github.com/glassroom/glassroom/client"
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -56,7 +55,7 @@ func (t *tools) preview(ctx context.Context, _ *sdk.CallToolRequest, in previewI
 		return nil, nil, explain(err, in.SessionID, "")
 	}
 	ports, _ := t.b.Ports(ctx, in.SessionID)
-	listening := slices.ContainsFunc(ports, func(pt api.Port) bool { return pt.Port == in.Port })
+	listening := slices.ContainsFunc(ports, func(pt client.Port) bool { return pt.Port == in.Port })
 	out := &PreviewOutput{URL: p.URL, Host: p.Host, ExpiresAt: p.ExpiresAt.Format(time.RFC3339), Listening: listening}
 	text := fmt.Sprintf("Preview of port %d of session %s: %s\n(works until %s or the session's end; give this URL to the user)",
 		in.Port, in.SessionID, p.URL, out.ExpiresAt)

@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/glassroom/glassroom/api"
 	"github.com/glassroom/glassroom/client"
 	"github.com/gorilla/websocket"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -41,8 +40,8 @@ type Backend interface {
 	ListSessions(ctx context.Context) ([]client.Session, error)
 	Interrupt(ctx context.Context, sessionID string) error
 	InterruptContext(ctx context.Context, sessionID, contextID string) error
-	Ports(ctx context.Context, sessionID string) ([]api.Port, error)
-	Preview(ctx context.Context, sessionID string, port int, expires time.Duration) (*api.Preview, error)
+	Ports(ctx context.Context, sessionID string) ([]client.Port, error)
+	Preview(ctx context.Context, sessionID string, port int, expires time.Duration) (*client.Preview, error)
 }
 
 var _ Backend = (*client.Client)(nil)

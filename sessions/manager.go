@@ -110,10 +110,12 @@ func (m *Manager) Get(tenant, id string) (*Session, error) {
 	return s, nil
 }
 
-// Granted returns session id whatever its tenant: for a grant that names
-// the session itself and was checked by the caller (a preview host's
-// tag, signed by the gateway). ErrNotFound when there is none.
-func (m *Manager) Granted(id string) (*Session, error) {
+// Granted returns session id of m whatever its tenant: for a grant that
+// names the session itself and was checked by the caller (a preview
+// host's tag, signed by the gateway). ErrNotFound when there is none. It
+// is no method of Manager's, whose lookups all check the tenant, so that
+// each use of it stands out.
+func Granted(m *Manager, id string) (*Session, error) {
 	if s := m.table.get(id); s != nil {
 		return s, nil
 	}
