@@ -239,6 +239,21 @@ for f in ('.bash_profile', '.profile', '.bashrc', '.bash_login', 'planted.log'):
 			out, _ := k.Run(t, "print(x)")
 			return strings.TrimSpace(out) == "kept"
 		}, "the kernel to answer after the fork bomb")
+		// The bomb's processes take a while to go (under gVisor, under
+		// load): the next subtest starts once a command runs again.
+		testkit.Eventually(t, time.Minute, func() bool {
+			cr := k.Sandbox.(sandbox.CommandRunner)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c, err := cr.StartCommand(ctx, sandbox.CommandSpec{Cmd: "true"})
+			if err != nil {
+				return false
+			}
+			_ = c.CloseStdin()
+			for range c.Output() {
+			}
+			return c.Exit().Code == 0
+		}, "a command to run again after the fork bomb")
 	})
 	// Under gVisor the host's OOM killer sees the sandbox as one process
 	// (the sentry): a command that filled the memory limit would end the
