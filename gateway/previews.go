@@ -18,7 +18,6 @@ import (
 	"github.com/glassroom/glassroom/gateway/internal/httperr"
 	"github.com/glassroom/glassroom/gateway/internal/tenant"
 	"github.com/glassroom/glassroom/gateway/internal/urlsign"
-	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
@@ -248,17 +247,22 @@ func (p *previews) parseHost(host string) (port int, id, tag string, ok bool) {
 		return 0, "", "", false
 	}
 	port, err := strconv.Atoi(parts[0])
-	if err != nil || port < 1 || port > 65535 || parts[0] != strconv.Itoa(port) || !previewable(parts[1]) {
+	if err != nil || port < 1 || port > 65535 || parts[0] != strconv.Itoa(port) || !sessionIDPattern(parts[1]) {
 		return 0, "", "", false
 	}
 	return port, parts[1], tag, true
 }
 
-// previewable reports whether id is a session id a preview host can
-// name: a sandbox id (sandbox.IDPattern) without '-', which separates the
-// host label's parts (the gateway's ids are hex).
-func previewable(id string) bool {
-	return sandbox.IDPattern.MatchString(id) && !strings.Contains(id, "-")
+func sessionIDPattern(id string) bool {
+	if len(id) < 8 || len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'z') {
+			return false
+		}
+	}
+	return true
 }
 
 // grant finds a token that grants session id's port: the query's, the
