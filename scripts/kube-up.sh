@@ -140,7 +140,19 @@ current-context: glassroom
 EOF
 }
 
-running() { [ -f "$RUN/$1.pid" ] && kill -0 "$(cat "$RUN/$1.pid")" 2>/dev/null; }
+# running NAME: whether the component NAME runs. Its pid file is not
+# enough: the pid of a component killed without its file being removed can
+# belong to another process by now (a long-lived test machine reuses
+# pids), so the process must also be the component's program.
+running() {
+  local pid prog want
+  [ -f "$RUN/$1.pid" ] || return 1
+  pid=$(cat "$RUN/$1.pid")
+  kill -0 "$pid" 2>/dev/null || return 1
+  case $1 in api-forwarder) want=socat ;; *) want=$1 ;; esac
+  prog=$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | head -n 1)
+  [ "${prog##*/}" = "$want" ]
+}
 
 start() { # name command...
   local name=$1; shift
