@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # install-deps.sh [runtime|test|--print-libraries|--print-trixie]: install the Debian packages glassroom needs.
-#   runtime: bubblewrap and Debian's Python with ipykernel; the libraries generated code
+#   runtime: bubblewrap and Debian's Python with ipykernel (and python-is-python3 and curl:
+#            the local runtime's sandboxes see the host's /usr); the libraries generated code
 #            expects (images/python/libraries.txt, as in the kernel image: numpy, pandas,
 #            matplotlib, scipy, scikit-learn, ..., pip, and a CJK font; without recommends);
 #            python3-debugpy (the kernel's debugger); ipywidgets 8 and its companions from
@@ -35,7 +36,7 @@ if [ "${1:-}" = --print-trixie ]; then
   exit 0
 fi
 from_trixie() { printf '%s\n' "${trixie[@]}" | awk -v p="$1" '$1 == p { f = 1 } END { exit !f }'; }
-want=(bubblewrap python3-ipykernel python3-jupyter-client python3-debugpy util-linux)
+want=(bubblewrap python3-ipykernel python3-jupyter-client python3-debugpy util-linux python-is-python3 curl)
 # The R kernel's packages and the Python libraries, installed without
 # recommends (as in the kernel image); those trixie.txt lists come from
 # trixie below, never from bookworm.
