@@ -77,9 +77,13 @@ type Metrics struct {
 // FileEvent is a frame of the files-watch WebSocket (E2B's
 // FilesystemEvent): Type create, write, remove, rename, chmod, or
 // overflow (events were dropped); Name relative to the watched directory.
+// Entry, with ?entry=true, describes the path as it is when the event is
+// sent (best effort: none once it is gone, and none for remove, rename
+// and overflow).
 type FileEvent struct {
-	Type string `json:"type"`
-	Name string `json:"name,omitempty"`
+	Type  string     `json:"type"`
+	Name  string     `json:"name,omitempty"`
+	Entry *FileEntry `json:"entry,omitempty"`
 }
 
 // Context is one kernel of a session: its own language, working
@@ -437,6 +441,16 @@ type FileInfo struct {
 	Path string `json:"path"`
 	Size int64  `json:"size"`
 	Type string `json:"type,omitempty"` // "dir" for MakeDir
+}
+
+// UploadedFile is what a signed upload URL's multipart form stored, in
+// E2B's shape (its envd answers a form with a list of these): Path is
+// the file's absolute path in the sandbox.
+type UploadedFile struct {
+	Name string `json:"name"`
+	Path string `json:"path"`
+	Type string `json:"type"` // "file"
+	Size int64  `json:"size"`
 }
 
 // FileURL is a signed file URL (POST /v1/sessions/{id}/files-url). URL

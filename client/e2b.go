@@ -51,6 +51,10 @@ type ListQuery struct {
 	State     []string          // "running", "paused"; none: both
 	Limit     int               // 1..100; 0: the gateway's default (100)
 	NextToken string            // from the previous page
+	Newest    bool              // newest first (the default: oldest first)
+	Template  string            // only this template's sessions
+	After     time.Time         // only sessions created at or after it
+	Before    time.Time         // only sessions created at or before it
 }
 
 // ListSessionsPage returns one page of the key's sessions matching q and
@@ -68,6 +72,18 @@ func (c *Client) ListSessionsPage(ctx context.Context, q ListQuery) ([]Session, 
 	}
 	if q.NextToken != "" {
 		v.Set("next_token", q.NextToken)
+	}
+	if q.Newest {
+		v.Set("order", "desc")
+	}
+	if q.Template != "" {
+		v.Set("template", q.Template)
+	}
+	if !q.After.IsZero() {
+		v.Set("started_after", q.After.Format(time.RFC3339Nano))
+	}
+	if !q.Before.IsZero() {
+		v.Set("started_before", q.Before.Format(time.RFC3339Nano))
 	}
 	var out api.SessionList
 	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/sessions", query: v}, &out, http.StatusOK); err != nil {
@@ -226,7 +242,23 @@ type Watch struct {
 // subdirectories too). Events are delivered until Close, the session's
 // end or the gateway's; an "overflow" event says some were dropped.
 func (c *Client) WatchDir(ctx context.Context, sessionID, dir string, recursive bool) (*Watch, error) {
-	ws, err := c.dialSession(ctx, sessionID, "files-watch", url.Values{"path": {dir}, "recursive": {strconv.FormatBool(recursive)}}, "watch")
+	return c.WatchDirWith(ctx, sessionID, dir, WatchOptions{Recursive: recursive})
+}
+
+// WatchOptions are WatchDirWith's: Recursive follows the subdirectories
+// too; Entry describes each event's path (FileEvent.Entry, best effort).
+type WatchOptions struct {
+	Recursive bool
+	Entry     bool
+}
+
+// WatchDirWith is WatchDir with options.
+func (c *Client) WatchDirWith(ctx context.Context, sessionID, dir string, o WatchOptions) (*Watch, error) {
+	q := url.Values{"path": {dir}, "recursive": {strconv.FormatBool(o.Recursive)}}
+	if o.Entry {
+		q.Set("entry", "true")
+	}
+	ws, err := c.dialSession(ctx, sessionID, "files-watch", q, "watch")
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -52,7 +53,8 @@ func (s *e2bAPI) listTemplates(c echo.Context) error {
 }
 
 // listQuery reads GET /v1/sessions's query: metadata.KEY=VALUE
-// (repeatable), state=running|paused (repeatable), limit, next_token.
+// (repeatable), state=running|paused (repeatable), limit, next_token,
+// order=asc|desc, template, started_after and started_before (RFC 3339).
 func listQuery(c echo.Context) (sessions.ListQuery, error) {
 	var q sessions.ListQuery
 	params := c.QueryParams()
@@ -97,6 +99,23 @@ func listQuery(c echo.Context) (sessions.ListQuery, error) {
 		q.Limit = n
 	}
 	q.NextToken = c.QueryParam("next_token")
+	switch c.QueryParam("order") {
+	case "", "asc":
+	case "desc":
+		q.Descending = true
+	default:
+		return q, httperr.New(http.StatusBadRequest, "bad_request", "order must be asc or desc")
+	}
+	q.Template = c.QueryParam("template")
+	for name, at := range map[string]*time.Time{"started_after": &q.After, "started_before": &q.Before} {
+		if v := c.QueryParam(name); v != "" {
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				return q, httperr.New(http.StatusBadRequest, "bad_request", "%s must be an RFC 3339 time", name)
+			}
+			*at = t
+		}
+	}
 	return q, nil
 }
 
@@ -181,7 +200,8 @@ const (
 )
 
 // watchFiles serves the files-watch WebSocket: each change under the
-// directory is a text frame {"type","name"}. The watch (and its
+// directory is a text frame {"type","name"} (with ?entry=true, and
+// "entry" describing the path). The watch (and its
 // goroutine) is closed with the socket, which ends when the client
 // closes it, the session ends, or the gateway shuts down.
 func (s *e2bAPI) watchFiles(c echo.Context) error {
@@ -189,10 +209,12 @@ func (s *e2bAPI) watchFiles(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	recursive := false
-	if v := c.QueryParam("recursive"); v != "" {
-		if recursive, err = strconv.ParseBool(v); err != nil {
-			return httperr.New(http.StatusBadRequest, "bad_request", "recursive must be true or false")
+	var recursive, withEntry bool
+	for name, flag := range map[string]*bool{"recursive": &recursive, "entry": &withEntry} {
+		if v := c.QueryParam(name); v != "" {
+			if *flag, err = strconv.ParseBool(v); err != nil {
+				return httperr.New(http.StatusBadRequest, "bad_request", "%s must be true or false", name)
+			}
 		}
 	}
 	files := sess.Files()
@@ -244,13 +266,33 @@ func (s *e2bAPI) watchFiles(c echo.Context) error {
 			if !ok {
 				return nil
 			}
-			b, _ := json.Marshal(api.FileEvent(ev))
+			out := api.FileEvent{Type: ev.Type, Name: ev.Name}
+			if withEntry {
+				out.Entry = watchedEntry(files, c.QueryParam("path"), ev)
+			}
+			b, _ := json.Marshal(out)
 			_ = conn.SetWriteDeadline(time.Now().Add(watchWriteWait))
 			if err := conn.WriteMessage(websocket.TextMessage, b); err != nil {
 				return nil
 			}
 		}
 	}
+}
+
+// watchedEntry describes the path of ev under the watched dir as it is
+// now: nil for the events without one (remove, rename, overflow) and for
+// a path gone already.
+func watchedEntry(files workspace.FS, dir string, ev workspace.DirEvent) *api.FileEntry {
+	switch ev.Type {
+	case workspace.DirRemove, workspace.DirRename, workspace.DirOverflow:
+		return nil
+	}
+	e, err := files.Stat(path.Join(dir, ev.Name))
+	if err != nil {
+		return nil
+	}
+	return &api.FileEntry{Name: e.Name, Path: e.Path, Size: e.Size, MTime: e.MTime, Type: e.Type, Mode: int(e.Mode),
+		SymlinkTarget: e.SymlinkTarget, TargetType: e.TargetType, Metadata: e.Metadata}
 }
 
 // lifetime converts a lifetime_s field.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,7 +110,8 @@ func TestTemplatesApply(t *testing.T) {
 
 // TestMetadataFilterAndPages: metadata comes back as given, filters the
 // list (all pairs must match), and the list pages by limit and
-// next_token, oldest first, each session once; bad metadata is a 400.
+// next_token, oldest first (or newest first), each session once; the
+// template and creation-time filters hold; bad metadata is a 400.
 func TestMetadataFilterAndPages(t *testing.T) {
 	e := newEnv(t, e2bLocal(t), sessions.Config{})
 	c := e.client(keyA)
@@ -137,30 +139,29 @@ func TestMetadataFilterAndPages(t *testing.T) {
 	if err != nil || len(page) != 1 || page[0].ID != ids[1] {
 		t.Fatalf("team=a, i=1: %+v %v", page, err)
 	}
-	// Pages of one, in creation order.
-	var seen []string
-	tok := ""
-	for n := 0; ; n++ {
-		if n > 10 {
-			t.Fatal("paging does not end")
+	// Pages of one, in creation order, then newest first.
+	reversed := slices.Clone(ids)
+	slices.Reverse(reversed)
+	for _, order := range []struct {
+		newest bool
+		want   []string
+	}{{false, ids}, {true, reversed}} {
+		if seen := pageOfOne(t, c, glclient.ListQuery{Newest: order.newest}); strings.Join(seen, ",") != strings.Join(order.want, ",") {
+			t.Errorf("paged (newest first: %v): %v, want %v", order.newest, seen, order.want)
 		}
-		page, next, err := c.ListSessionsPage(ctx, glclient.ListQuery{Limit: 1, NextToken: tok})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range page {
-			seen = append(seen, s.ID)
-		}
-		if next == "" {
-			break
-		}
-		if len(page) != 1 {
-			t.Fatalf("a page of %d with a next token", len(page))
-		}
-		tok = next
 	}
-	if strings.Join(seen, ",") != strings.Join(ids, ",") {
-		t.Errorf("paged: %v, want %v", seen, ids)
+	third, err := c.GetSession(ctx, ids[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen := pageOfOne(t, c, glclient.ListQuery{After: third.CreatedAt, Template: third.Template}); strings.Join(seen, ",") != strings.Join(ids[2:], ",") {
+		t.Errorf("started after the third, of its template: %v, want %v", seen, ids[2:])
+	}
+	if seen := pageOfOne(t, c, glclient.ListQuery{Before: third.CreatedAt.Add(-time.Nanosecond)}); strings.Join(seen, ",") != strings.Join(ids[:2], ",") {
+		t.Errorf("started before the third: %v, want %v", seen, ids[:2])
+	}
+	if seen := pageOfOne(t, c, glclient.ListQuery{Template: "no-such-template"}); len(seen) != 0 {
+		t.Errorf("another template lists %v", seen)
 	}
 	// Another key sees none of them.
 	if page, _, err := e.client(keyB).ListSessionsPage(ctx, glclient.ListQuery{Metadata: map[string]string{"team": "a"}}); err != nil || len(page) != 0 {
@@ -177,10 +178,37 @@ func TestMetadataFilterAndPages(t *testing.T) {
 			t.Errorf("metadata with %s: %v", name, err)
 		}
 	}
-	for _, q := range []string{"limit=0", "limit=101", "next_token=%21", "state=gone"} {
+	for _, q := range []string{"limit=0", "limit=101", "next_token=%21", "state=gone", "order=up", "started_after=yesterday"} {
 		if st := e.call(keyA, "GET", "/v1/sessions?"+q, nil, nil); st != 400 {
 			t.Errorf("GET /v1/sessions?%s: %d", q, st)
 		}
+	}
+}
+
+// pageOfOne lists q's sessions a page of one at a time, following the
+// next tokens, and returns their ids.
+func pageOfOne(t *testing.T, c *glclient.Client, q glclient.ListQuery) []string {
+	t.Helper()
+	var seen []string
+	q.Limit = 1
+	for n := 0; ; n++ {
+		if n > 10 {
+			t.Fatal("paging does not end")
+		}
+		page, next, err := c.ListSessionsPage(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range page {
+			seen = append(seen, s.ID)
+		}
+		if next == "" {
+			return seen
+		}
+		if len(page) != 1 {
+			t.Fatalf("a page of %d with a next token", len(page))
+		}
+		q.NextToken = next
 	}
 }
 
@@ -451,6 +479,23 @@ func TestFilesMoveAndWatch(t *testing.T) {
 			}
 		case <-timeout:
 			t.Fatalf("events missing: %v", want)
+		}
+	}
+	// A files-API write (a temporary file renamed into place) shows as
+	// the file's create, chmod and write, in that order, as E2B's
+	// in-place write of a new file does; with entries, each describes it.
+	we, err := c.WatchDirWith(ctx, s.ID, "sub", glclient.WatchOptions{Entry: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer we.Close()
+	if _, err := c.WriteFile(ctx, s.ID, "sub/put.txt", strings.NewReader("put"), 3); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"create", "chmod", "write"} {
+		ev := <-we.Events()
+		if ev.Type != want || ev.Name != "put.txt" || ev.Entry == nil || ev.Entry.Path != "sub/put.txt" || ev.Entry.Size != 3 || ev.Entry.Type != "file" {
+			t.Fatalf("event %+v (entry %+v), want %s put.txt with its entry", ev, ev.Entry, want)
 		}
 	}
 	if _, err := c.WatchDir(ctx, s.ID, "sub/b.txt", false); !errors.Is(err, glclient.ErrBadRequest) {

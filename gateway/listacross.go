@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/glassroom/glassroom/gateway/internal/tenant"
@@ -42,7 +41,7 @@ type rawPage struct {
 // listAcross answers the list for every replica of the runtime: this
 // one's page and the other replicas' (bodies, their answers to the same
 // request: replicas.Gather, which names in PartialHeader those that gave
-// none: missing), merged in the list's order (creation, then id) and cut
+// none: missing), merged in the list's order (creation, then id; or reversed) and cut
 // at the page's limit. Every replica pages by the same token, so the
 // merged page is exactly the first sessions after it.
 func listAcross(c echo.Context, log zerolog.Logger, q sessions.ListQuery, page []sessions.Info, next string, bodies [][]byte, missing []string) error {
@@ -80,10 +79,7 @@ func listAcross(c echo.Context, log zerolog.Logger, q sessions.ListQuery, page [
 		}
 	}
 	slices.SortFunc(items, func(a, b listedSession) int {
-		if c := a.createdAt.Compare(b.createdAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.id, b.id)
+		return sessions.ListOrder(a.createdAt, a.id, b.createdAt, b.id, q.Descending)
 	})
 	if len(items) > limit {
 		items, more = items[:limit], true

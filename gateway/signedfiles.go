@@ -1,11 +1,11 @@
 package gateway
 
 import (
-	"encoding/json"
 	"errors"
 	"io"
 	"math"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 
@@ -154,7 +154,8 @@ func (f *signedFiles) serve(c echo.Context) error {
 
 // writeMultipart stores the one "file" part of a multipart form (what
 // E2B's upload URLs take: a browser's form or curl -F) at p; other
-// fields are ignored, a second file part is refused.
+// fields are ignored, a second file part is refused. It answers as E2B's
+// envd does: 200 and the list of what it stored.
 func (f *signedFiles) writeMultipart(c echo.Context, sess *sessions.Session, p string) error {
 	if !strings.HasPrefix(c.Request().Header.Get("Content-Type"), "multipart/form-data") {
 		return f.files.writeFile(c, sess, p, c.Request().Body, nil) // a raw body, as with PUT
@@ -167,7 +168,7 @@ func (f *signedFiles) writeMultipart(c echo.Context, sess *sessions.Session, p s
 	if err != nil {
 		return httperr.New(http.StatusBadRequest, "bad_request", "expected a multipart/form-data body")
 	}
-	var stored *api.FileInfo
+	var stored *api.UploadedFile
 	for {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
@@ -187,13 +188,12 @@ func (f *signedFiles) writeMultipart(c echo.Context, sess *sessions.Session, p s
 		if err != nil {
 			return f.files.uploadError(err)
 		}
-		stored = &api.FileInfo{Path: p, Size: n}
+		clean, _ := workspace.Clean(p) // Write took it
+		stored = &api.UploadedFile{Name: path.Base(clean), Path: path.Join(workspace.SandboxRoot, clean), Type: "file", Size: n}
 		_ = part.Close()
 	}
 	if stored == nil {
 		return httperr.New(http.StatusBadRequest, "bad_request", "no file part (field name \"file\")")
 	}
-	c.Response().Header().Set("Content-Type", "application/json")
-	c.Response().WriteHeader(http.StatusCreated)
-	return json.NewEncoder(c.Response()).Encode([]api.FileInfo{*stored})
+	return c.JSON(http.StatusOK, []api.UploadedFile{*stored}) // E2B's status and shape
 }

@@ -112,7 +112,9 @@ func TestSignedFileURLs(t *testing.T) {
 			fw, _ := mw.CreateFormFile("file", "ignored-name.txt")
 			fw.Write([]byte("form body"))
 			mw.Close()
-			if st, b, _ := bare("POST", w.URL, &form, mw.FormDataContentType()); st != http.StatusCreated {
+			// E2B's answer to a form: 200 and the list of what it stored.
+			if st, b, _ := bare("POST", w.URL, &form, mw.FormDataContentType()); st != http.StatusOK ||
+				strings.TrimSpace(string(b)) != `[{"name":"up.bin","path":"/home/user/in/up.bin","type":"file","size":9}]` {
 				t.Fatalf("a signed multipart POST: %d %s", st, b)
 			}
 			if x := e.exec(keyA, s.ID, "open('in/up.bin').read()", 30); x.Status != "ok" || !strings.Contains(string(x.Result), "form body") {

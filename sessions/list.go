@@ -58,14 +58,20 @@ type ListQuery struct {
 	Paused    *bool
 	Limit     int    // 1..100; 0 is 100
 	NextToken string // from the previous page; "" the first
+	// Descending lists the newest first (E2B's order=desc); the default
+	// is the oldest first.
+	Descending bool
+	Template   string    // only sessions of this template, when set
+	After      time.Time // only sessions created at or after it, when set
+	Before     time.Time // only sessions created at or before it, when set
 }
 
 // MaxListLimit is the largest page of ListPage.
 const MaxListLimit = 100
 
 // ListPage returns a page of tenant's sessions matching q, ordered by
-// creation time then id, and the token of the next page ("" when this is
-// the last). A malformed token is ErrInvalid.
+// creation time then id (reversed with Descending), and the token of the
+// next page ("" when this is the last). A malformed token is ErrInvalid.
 func (m *Manager) ListPage(tenant string, q ListQuery) ([]Info, string, error) {
 	if q.Limit == 0 {
 		q.Limit = MaxListLimit
@@ -83,20 +89,14 @@ func (m *Manager) ListPage(tenant string, q ListQuery) ([]Info, string, error) {
 	}
 	all := m.List(tenant)
 	sort.Slice(all, func(i, j int) bool {
-		if !all[i].CreatedAt.Equal(all[j].CreatedAt) {
-			return all[i].CreatedAt.Before(all[j].CreatedAt)
-		}
-		return all[i].ID < all[j].ID
+		return ListOrder(all[i].CreatedAt, all[i].ID, all[j].CreatedAt, all[j].ID, q.Descending) < 0
 	})
 	out := make([]Info, 0, min(len(all), q.Limit))
 	for _, in := range all {
-		if q.NextToken != "" && (in.CreatedAt.Before(after) || (in.CreatedAt.Equal(after) && in.ID <= afterID)) {
+		if q.NextToken != "" && ListOrder(in.CreatedAt, in.ID, after, afterID, q.Descending) <= 0 {
 			continue
 		}
-		if q.Paused != nil && in.PausedByClient != *q.Paused {
-			continue
-		}
-		if !matches(in.Metadata, q.Metadata) {
+		if !q.selects(in) {
 			continue
 		}
 		if len(out) == q.Limit {
@@ -106,6 +106,31 @@ func (m *Manager) ListPage(tenant string, q ListQuery) ([]Info, string, error) {
 		out = append(out, in)
 	}
 	return out, "", nil
+}
+
+// ListOrder compares two sessions, by creation time then id, in the
+// list's order: negative when (at, aid) comes first.
+func ListOrder(at time.Time, aid string, bt time.Time, bid string, descending bool) int {
+	c := at.Compare(bt)
+	if c == 0 {
+		c = strings.Compare(aid, bid)
+	}
+	if descending {
+		return -c
+	}
+	return c
+}
+
+// selects reports whether in passes q's filters.
+func (q ListQuery) selects(in Info) bool {
+	switch {
+	case q.Paused != nil && in.PausedByClient != *q.Paused,
+		q.Template != "" && in.Template != q.Template,
+		!q.After.IsZero() && in.CreatedAt.Before(q.After),
+		!q.Before.IsZero() && in.CreatedAt.After(q.Before):
+		return false
+	}
+	return matches(in.Metadata, q.Metadata)
 }
 
 func matches(md, want map[string]string) bool {

@@ -22,6 +22,14 @@ type DirEvent struct {
 	Name string `json:"name,omitempty"`
 }
 
+// uploadPrefix names Root.Write's temporary files, which a watch never
+// reports by their own name.
+const uploadPrefix = ".glassroom-upload-"
+
+// maxPendingUploads bounds the renames of temporary files a watch waits
+// to see land.
+const maxPendingUploads = 256
+
 // DirWatch types.
 const (
 	DirCreate   = "create"
@@ -177,6 +185,7 @@ func (w *DirWatch) run(overflow bool) {
 	defer close(w.done)
 	defer close(w.events)
 	buf := make([]byte, 64*1024)
+	uploads := map[uint32]bool{} // cookies of files-API writes being renamed into place
 	emit := func(ev DirEvent) {
 		if overflow {
 			select {
@@ -225,13 +234,31 @@ func (w *DirWatch) run(overflow bool) {
 				ok = false
 			}
 			w.mu.Unlock()
-			if !ok || name == "" || strings.HasPrefix(name, ".glassroom-upload-") {
+			if !ok || name == "" {
+				continue
+			}
+			if strings.HasPrefix(name, uploadPrefix) {
+				if ev.Mask&unix.IN_MOVED_FROM != 0 {
+					if len(uploads) >= maxPendingUploads {
+						clear(uploads)
+					}
+					uploads[ev.Cookie] = true
+				}
 				continue
 			}
 			p := path.Join(dir, name)
 			rel := strings.TrimPrefix(strings.TrimPrefix(p, w.base), "/")
 			isDir := ev.Mask&unix.IN_ISDIR != 0
 			switch {
+			case ev.Mask&unix.IN_MOVED_TO != 0 && !isDir && uploads[ev.Cookie]:
+				// A files-API write landing (Root.Write: a temporary
+				// file renamed into place): the file's create, its owner
+				// and mode, and its content, as an in-place write of a
+				// new file shows them.
+				delete(uploads, ev.Cookie)
+				emit(DirEvent{Type: DirCreate, Name: rel})
+				emit(DirEvent{Type: DirChmod, Name: rel})
+				emit(DirEvent{Type: DirWrite, Name: rel})
 			case ev.Mask&unix.IN_CREATE != 0:
 				emit(DirEvent{Type: DirCreate, Name: rel})
 				if isDir && w.recursive && w.add(p, 0) {

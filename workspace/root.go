@@ -219,7 +219,7 @@ func (r *Root) Write(p string, src io.Reader) (int64, error) {
 	defer unix.Close(dirfd)
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
-	tmp := ".glassroom-upload-" + hex.EncodeToString(rnd[:])
+	tmp := uploadPrefix + hex.EncodeToString(rnd[:])
 	fd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 	if err != nil {
 		return 0, mapErr(p, err)

@@ -243,6 +243,15 @@ export interface FileInfo {
   type?: string
 }
 
+/** UploadedFile is what a signed upload URL's multipart form stored, in E2B's shape (its envd answers a form with a list of these): Path is the file's absolute path in the sandbox. */
+export interface UploadedFile {
+  name: string
+  path: string
+  /** "file" */
+  type: string
+  size: number
+}
+
 /** Listing is a directory listing; Truncated says it was cut at the gateway's limit. */
 export interface Listing {
   entries: FileEntry[] | null
@@ -409,10 +418,11 @@ export interface MoveFile {
   to: string
 }
 
-/** FileEvent is a frame of the files-watch WebSocket (E2B's FilesystemEvent): Type create, write, remove, rename, chmod, or overflow (events were dropped); Name relative to the watched directory. */
+/** FileEvent is a frame of the files-watch WebSocket (E2B's FilesystemEvent): Type create, write, remove, rename, chmod, or overflow (events were dropped); Name relative to the watched directory. Entry, with ?entry=true, describes the path as it is when the event is sent (best effort: none once it is gone, and none for remove, rename and overflow). */
 export interface FileWatchEvent {
   type: string
   name?: string
+  entry?: FileEntry
 }
 
 /** FileURLRequest is the body of POST /v1/sessions/{id}/files-url: a signed URL that grants Operation ("read": GET and HEAD; "write": PUT of the body, or POST of a multipart form's "file" part) on the one file Path, without the API key, for ExpiresS seconds (default 3600; at most a day; zero or less: already expired). */

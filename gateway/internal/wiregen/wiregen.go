@@ -51,7 +51,7 @@ func roots() []named {
 		{"ExecuteRequest", reflect.TypeFor[api.ExecuteRequest]()}, {"Execution", reflect.TypeFor[api.Execution]()},
 		{"CompleteRequest", reflect.TypeFor[api.IntrospectRequest]()}, {"InspectRequest", reflect.TypeFor[api.IntrospectRequest]()},
 		{"Completion", reflect.TypeFor[api.Completion]()}, {"Inspection", reflect.TypeFor[api.Inspection]()},
-		{"FileInfo", reflect.TypeFor[api.FileInfo]()}, {"Listing", reflect.TypeFor[api.Listing]()}, {"Health", reflect.TypeFor[api.Health]()},
+		{"FileInfo", reflect.TypeFor[api.FileInfo]()}, {"UploadedFile", reflect.TypeFor[api.UploadedFile]()}, {"Listing", reflect.TypeFor[api.Listing]()}, {"Health", reflect.TypeFor[api.Health]()},
 		{"Context", reflect.TypeFor[api.Context]()}, {"CreateContext", reflect.TypeFor[api.CreateContextRequest]()},
 		{"Kernel", reflect.TypeFor[api.Kernel]()}, {"EditRequest", reflect.TypeFor[api.EditRequest]()}, {"EditResult", reflect.TypeFor[api.EditResult]()},
 		{"RunCommand", reflect.TypeFor[api.RunCommandRequest]()}, {"CommandStdin", reflect.TypeFor[api.CommandStdinRequest]()},
