@@ -81,13 +81,14 @@ export declare class CommandHandle implements Partial<CommandResult> {
     /**
      * Waits for the end. Resolves with the result when it exits 0; throws
      * CommandExitError otherwise, TimeoutError when it was killed at its
-     * timeout.
+     * timeout or when the sandbox ended (killed, or at its end of life)
+     * while it ran.
      */
     wait(): Promise<CommandResult>;
     /** Kills the command's process group (SIGKILL). False if it had ended or does not exist. */
     kill(): Promise<boolean>;
     /** Writes to the command's stdin (started with `stdin: true` or in the background). */
-    sendStdin(data: string, opts?: CommandRequestOpts): Promise<void>;
+    sendStdin(data: string | Uint8Array, opts?: CommandRequestOpts): Promise<void>;
     /** Closes the command's stdin. */
     closeStdin(opts?: CommandRequestOpts): Promise<void>;
     /** Stops following the output; the command keeps running. */
@@ -126,12 +127,14 @@ export declare class Commands {
     }): Promise<ProcessInfo[]>;
     /** Kills a command's process group. False if it does not exist or had ended. */
     kill(pid: number, opts?: CommandRequestOpts): Promise<boolean>;
-    /** Writes `data` to a command's stdin. */
-    sendStdin(pid: number, data: string, opts?: CommandRequestOpts): Promise<void>;
+    /** Writes `data` (a string, or UTF-8 bytes) to a command's stdin. */
+    sendStdin(pid: number, data: string | Uint8Array, opts?: CommandRequestOpts): Promise<void>;
     /** Closes a command's stdin (it reads EOF). */
     closeStdin(pid: number, opts?: CommandRequestOpts): Promise<void>;
     /** @internal */
     _get(pid: number, timeoutMs?: number): Promise<any>;
+    /** @internal: whether the sandbox is still there (a 404 says it is not). */
+    _sandboxExists(): Promise<boolean>;
     /** @internal */
     _release(h: CommandHandle): void;
     /** @internal: stops following every command (the sandbox was killed). */

@@ -1,5 +1,5 @@
 import { sessionPath } from './connection.js';
-import { checkUser, CommandExitError, NotFoundError, SandboxError, TimeoutError } from './errors.js';
+import { checkUser, CommandExitError, InvalidArgumentError, NotFoundError, SandboxError, TimeoutError } from './errors.js';
 import { CommandEvents } from './events.js';
 import { toWorkspacePath } from './paths.js';
 const DEFAULT_COMMAND_TIMEOUT_MS = 60_000;
@@ -74,7 +74,8 @@ export class CommandHandle {
     /**
      * Waits for the end. Resolves with the result when it exits 0; throws
      * CommandExitError otherwise, TimeoutError when it was killed at its
-     * timeout.
+     * timeout or when the sandbox ended (killed, or at its end of life)
+     * while it ran.
      */
     async wait() {
         await this.done;
@@ -87,6 +88,9 @@ export class CommandHandle {
                 info = await this.cmds._get(this.pid);
             }
             catch (e) {
+                if (e instanceof NotFoundError && !(await this.cmds._sandboxExists())) {
+                    throw new TimeoutError(`command ${this.pid} did not finish: the sandbox was killed or reached its end of life while it ran`);
+                }
                 throw this.failure ?? e;
             }
             if (info.running) {
@@ -258,8 +262,18 @@ export class Commands {
             throw e;
         }
     }
-    /** Writes `data` to a command's stdin. */
+    /** Writes `data` (a string, or UTF-8 bytes) to a command's stdin. */
     async sendStdin(pid, data, opts) {
+        if (data instanceof Uint8Array) {
+            try {
+                data = new TextDecoder('utf-8', { fatal: true }).decode(data);
+            }
+            catch {
+                throw new InvalidArgumentError('stdin bytes must be UTF-8');
+            }
+        }
+        if (typeof data !== 'string')
+            throw new InvalidArgumentError('stdin data must be a string or a Uint8Array');
         await this.conn.request('POST', sessionPath(this.sandboxId, 'commands', String(pid), 'stdin'), 'none', { json: { data }, ok: [204], timeoutMs: opts?.requestTimeoutMs });
     }
     /** Closes a command's stdin (it reads EOF). */
@@ -269,6 +283,18 @@ export class Commands {
     /** @internal */
     async _get(pid, timeoutMs) {
         return this.conn.request('GET', sessionPath(this.sandboxId, 'commands', String(pid)), 'json', { timeoutMs });
+    }
+    /** @internal: whether the sandbox is still there (a 404 says it is not). */
+    async _sandboxExists() {
+        try {
+            await this.conn.request('GET', sessionPath(this.sandboxId), 'json', {});
+            return true;
+        }
+        catch (e) {
+            if (e instanceof NotFoundError)
+                return false;
+            throw e;
+        }
     }
     /** @internal */
     _release(h) {

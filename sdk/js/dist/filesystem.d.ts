@@ -51,6 +51,8 @@ export interface WatchOpts extends FilesystemRequestOpts {
     onExit?: (err?: Error) => void | Promise<void>;
     /** Also report changes in subdirectories. */
     recursive?: boolean;
+    /** Describe each event's path in `entry` (best effort: not for remove and rename, nor once the path is gone). */
+    includeEntry?: boolean;
 }
 export declare enum FilesystemEventType {
     CHMOD = "chmod",
@@ -63,6 +65,8 @@ export declare enum FilesystemEventType {
 export interface FilesystemEvent {
     name: string;
     type: FilesystemEventType;
+    /** With `includeEntry`: the path as it was when the event was sent. */
+    entry?: EntryInfo;
 }
 /** A running `watchDir`; `stop()` ends it. */
 export declare class WatchHandle {
@@ -127,7 +131,9 @@ export declare class Filesystem {
     makeDir(path: string, opts?: FilesystemRequestOpts): Promise<boolean>;
     /**
      * Watches a directory: `onEvent` is called with each change under it
-     * (its direct entries; with `recursive`, its subdirectories' too).
+     * (its direct entries; with `recursive`, its subdirectories' too). A
+     * files-API write shows as the file's create, chmod and write (it
+     * lands by a rename).
      */
     watchDir(path: string, onEvent: (event: FilesystemEvent) => void | Promise<void>, opts?: WatchOpts): Promise<WatchHandle>;
 }

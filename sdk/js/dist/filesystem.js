@@ -124,6 +124,9 @@ export class Filesystem {
     }
     async write(pathOrFiles, dataOrOpts, opts) {
         checkUser((typeof pathOrFiles === 'string' ? opts : dataOrOpts)?.user);
+        if (typeof pathOrFiles !== 'string' && !Array.isArray(pathOrFiles)) {
+            throw new InvalidArgumentError('Path or files are required'); // E2B's words
+        }
         if (Array.isArray(pathOrFiles)) {
             const o = dataOrOpts;
             const out = [];
@@ -156,7 +159,7 @@ export class Filesystem {
         checkUser(opts?.user);
         const depth = opts.depth ?? 1;
         if (!Number.isInteger(depth) || depth < 1)
-            throw new InvalidArgumentError('depth should be at least 1');
+            throw new InvalidArgumentError('depth should be at least one'); // E2B's words
         const out = [];
         const walk = async (dir, level) => {
             const res = await this.conn.request('GET', sessionPath(this.sandboxId, 'files'), 'json', {
@@ -271,7 +274,9 @@ export class Filesystem {
     }
     /**
      * Watches a directory: `onEvent` is called with each change under it
-     * (its direct entries; with `recursive`, its subdirectories' too).
+     * (its direct entries; with `recursive`, its subdirectories' too). A
+     * files-API write shows as the file's create, chmod and write (it
+     * lands by a rename).
      */
     async watchDir(path, onEvent, opts = {}) {
         let ws;
@@ -279,6 +284,7 @@ export class Filesystem {
             ws = await openWebSocket(this.conn, sessionPath(this.sandboxId, 'files-watch'), {
                 path: toWorkspacePath(path),
                 recursive: opts.recursive ? 'true' : 'false',
+                ...(opts.includeEntry ? { entry: 'true' } : {}),
             }, opts.requestTimeoutMs);
         }
         catch (e) {
@@ -297,7 +303,10 @@ export class Filesystem {
             }
             if (!ev || typeof ev.type !== 'string' || ev.type === 'overflow' || typeof ev.name !== 'string')
                 return;
-            chain = chain.then(() => onEvent({ name: ev.name, type: ev.type })).catch(() => { });
+            const event = { name: ev.name, type: ev.type };
+            if (ev.entry && typeof ev.entry === 'object')
+                event.entry = entry(ev.entry);
+            chain = chain.then(() => onEvent(event)).catch(() => { });
         };
         return new WatchHandle(ws, opts.onExit, opts.timeoutMs ?? 0);
     }

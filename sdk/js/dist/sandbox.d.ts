@@ -141,9 +141,14 @@ export interface SandboxListOpts extends ConnectionOpts {
     query?: {
         metadata?: Record<string, string>;
         state?: SandboxState[];
+        template?: string;
+        startedAfter?: Date;
+        startedBefore?: Date;
     };
     limit?: number;
     nextToken?: string;
+    /** 'desc' (the default, as E2B's: the newest first) or 'asc'. */
+    order?: 'asc' | 'desc';
 }
 /** The session JSON as a SandboxInfo. */
 export declare function sandboxInfo(s: any): SandboxInfo;
@@ -191,7 +196,11 @@ export declare class Sandbox {
     static create<S extends typeof Sandbox>(this: S, template: string, opts?: SandboxOpts): Promise<InstanceType<S>>;
     /** Attaches to an existing sandbox (SandboxNotFoundError if it is gone); a paused one is resumed. */
     static connect<S extends typeof Sandbox>(this: S, sandboxId: string, opts?: SandboxConnectOpts): Promise<InstanceType<S>>;
-    /** Checks the sandbox is there (resuming it if a client paused it); `timeoutMs` sets its lifetime from now. */
+    /**
+     * Checks the sandbox is there (resuming it if a client paused it); with
+     * `timeoutMs`, its end moves to `timeoutMs` from now if that is later
+     * (as E2B's: a connect never shortens a sandbox's life).
+     */
     connect(opts?: {
         timeoutMs?: number;
     }): Promise<this>;
@@ -201,8 +210,13 @@ export declare class Sandbox {
     static kill(sandboxId: string, opts?: ConnectionOpts): Promise<boolean>;
     static setTimeout(sandboxId: string, timeoutMs: number, opts?: ConnectionOpts): Promise<void>;
     static getInfo(sandboxId: string, opts?: ConnectionOpts): Promise<SandboxInfo>;
-    static getMetrics(sandboxId: string, opts?: ConnectionOpts): Promise<SandboxMetrics[]>;
+    static getMetrics(sandboxId: string, opts?: ConnectionOpts & {
+        start?: Date | string | number;
+        end?: Date | string | number;
+    }): Promise<SandboxMetrics[]>;
     static pause(sandboxId: string, opts?: ConnectionOpts): Promise<boolean>;
+    /** E2B's name for `pause` while it was in beta. */
+    static betaPause(sandboxId: string, opts?: ConnectionOpts): Promise<boolean>;
     /** Deletes the sandbox (kernels, commands, files); false if it did not exist. */
     kill(opts?: {
         requestTimeoutMs?: number;
@@ -261,11 +275,23 @@ export declare class Sandbox {
         user?: string;
         useSignatureExpiration?: number;
     }): Promise<string>;
+    /**
+     * The sandbox's CPU, memory and disk use: glassroom samples it when
+     * asked, so the list has the one sample of now, or none when now is
+     * not within `start`..`end` (each widened by 5 s, E2B's collection
+     * interval).
+     */
     getMetrics(opts?: {
         requestTimeoutMs?: number;
+        start?: Date | string | number;
+        end?: Date | string | number;
     }): Promise<SandboxMetrics[]>;
     /** Freezes the whole sandbox until `resume()` (or `Sandbox.connect`); code and commands are refused meanwhile. */
     pause(opts?: {
+        requestTimeoutMs?: number;
+    }): Promise<boolean>;
+    /** E2B's name for `pause` while it was in beta. */
+    betaPause(opts?: {
         requestTimeoutMs?: number;
     }): Promise<boolean>;
     /** glassroom: thaws a paused sandbox. */

@@ -31,6 +31,9 @@ export class SandboxPaginator {
     conn;
     constructor(opts = {}) {
         this.opts = opts;
+        if (opts.order !== undefined && opts.order !== 'asc' && opts.order !== 'desc') {
+            throw new InvalidArgumentError(`invalid order ${JSON.stringify(opts.order)}: 'asc' or 'desc'`);
+        }
         this.conn = new ConnectionConfig(opts);
         this._nextToken = opts.nextToken;
     }
@@ -48,6 +51,13 @@ export class SandboxPaginator {
             query['metadata.' + k] = v;
         if (this.opts.query?.state?.length)
             query.state = this.opts.query.state;
+        if (this.opts.query?.template)
+            query.template = this.opts.query.template;
+        if (this.opts.query?.startedAfter)
+            query.started_after = new Date(this.opts.query.startedAfter).toISOString();
+        if (this.opts.query?.startedBefore)
+            query.started_before = new Date(this.opts.query.startedBefore).toISOString();
+        query.order = this.opts.order ?? 'desc';
         if (this.opts.limit)
             query.limit = String(this.opts.limit);
         if (this._nextToken)
@@ -59,6 +69,10 @@ export class SandboxPaginator {
     }
 }
 const ALL_TRAFFIC = '0.0.0.0/0';
+/** Why `mcp` is refused: E2B's words first, which its users match. */
+const MCP_REFUSED = 'Failed to start MCP gateway: a glassroom sandbox runs no MCP gateway inside (glassroom serves MCP itself: docs/mcp.md)';
+/** E2B's metrics collection interval: getMetrics' range is widened by it. */
+const METRICS_INTERVAL_MS = 5_000;
 /**
  * glassroom's rules for E2B's `{ allowOut, denyOut }`: allowOut is the
  * allowlist; denyOut ['0.0.0.0/0'] means "only allowOut"; other denyOut
@@ -66,7 +80,12 @@ const ALL_TRAFFIC = '0.0.0.0/0';
  * every name when allowOut is empty. undefined: no rules given.
  */
 function networkRules(n) {
-    const strings = (v) => (Array.isArray(v) ? v.filter((x) => typeof x === 'string') : undefined);
+    // E2B's selectors may be functions of a context ({ allTraffic, rules }).
+    const selected = (v) => (typeof v === 'function' ? v({ allTraffic: ALL_TRAFFIC, rules: {} }) : v);
+    const strings = (v) => {
+        const list = selected(v);
+        return Array.isArray(list) ? list.filter((x) => typeof x === 'string') : undefined;
+    };
     const allow = strings(n.allow ?? n.allowOut);
     const denied = strings(n.deny ?? n.denyOut) ?? [];
     if (allow?.includes(ALL_TRAFFIC))
@@ -187,6 +206,14 @@ export class Sandbox {
     }
     static async create(templateOrOpts, maybeOpts) {
         const opts = typeof templateOrOpts === 'string' ? { ...(maybeOpts ?? {}), template: templateOrOpts } : { ...(templateOrOpts ?? {}) };
+        const e2bOnly = opts;
+        if (e2bOnly.mcp !== undefined && e2bOnly.mcp !== null) {
+            throw new InvalidArgumentError(MCP_REFUSED);
+        }
+        const life = e2bOnly.lifecycle;
+        if (life && ((life.onTimeout !== undefined && life.onTimeout !== 'kill') || life.autoResume)) {
+            throw new InvalidArgumentError('glassroom sandboxes are killed at their timeout');
+        }
         const conn = new ConnectionConfig(opts);
         const body = {};
         if (opts.template)
@@ -224,14 +251,19 @@ export class Sandbox {
         await sbx.connect(opts);
         return sbx;
     }
-    /** Checks the sandbox is there (resuming it if a client paused it); `timeoutMs` sets its lifetime from now. */
+    /**
+     * Checks the sandbox is there (resuming it if a client paused it); with
+     * `timeoutMs`, its end moves to `timeoutMs` from now if that is later
+     * (as E2B's: a connect never shortens a sandbox's life).
+     */
     async connect(opts) {
         const s = await this.connectionConfig.request('GET', sessionPath(this.sandboxId), 'json', { what: 'sandbox' });
         if (s?.preview_host)
             this.previewHost = String(s.preview_host);
         if (s?.paused)
             await this.resume().catch(() => { });
-        if (opts?.timeoutMs)
+        const end = new Date(s?.end_at ?? s?.expires_at ?? NaN).getTime();
+        if (opts?.timeoutMs && !(end >= Date.now() + opts.timeoutMs))
             await this.setTimeout(opts.timeoutMs);
         return this;
     }
@@ -250,10 +282,14 @@ export class Sandbox {
         return new Sandbox({ ...(opts ?? {}), sandboxId }).getInfo();
     }
     static async getMetrics(sandboxId, opts) {
-        return new Sandbox({ ...(opts ?? {}), sandboxId }).getMetrics();
+        return new Sandbox({ ...(opts ?? {}), sandboxId }).getMetrics(opts);
     }
     static async pause(sandboxId, opts) {
         return new Sandbox({ ...(opts ?? {}), sandboxId }).pause();
+    }
+    /** E2B's name for `pause` while it was in beta. */
+    static async betaPause(sandboxId, opts) {
+        return Sandbox.pause(sandboxId, opts);
     }
     /** Deletes the sandbox (kernels, commands, files); false if it did not exist. */
     async kill(opts) {
@@ -350,8 +386,19 @@ export class Sandbox {
             throw new InvalidArgumentError("glassroom's upload URLs name their file: pass a path");
         return this.files.url(path, 'write', { expiresS: opts?.useSignatureExpiration });
     }
+    /**
+     * The sandbox's CPU, memory and disk use: glassroom samples it when
+     * asked, so the list has the one sample of now, or none when now is
+     * not within `start`..`end` (each widened by 5 s, E2B's collection
+     * interval).
+     */
     async getMetrics(opts) {
         const m = await this.connectionConfig.request('GET', sessionPath(this.sandboxId, 'metrics'), 'json', { timeoutMs: opts?.requestTimeoutMs, what: 'sandbox' });
+        const at = new Date(m?.timestamp ?? Date.now()).getTime();
+        if (opts?.start !== undefined && at < new Date(opts.start).getTime() - METRICS_INTERVAL_MS)
+            return [];
+        if (opts?.end !== undefined && at > new Date(opts.end).getTime() + METRICS_INTERVAL_MS)
+            return [];
         return [{
                 timestamp: new Date(m?.timestamp ?? Date.now()),
                 cpuUsedPct: Number(m?.cpu_used_pct ?? 0),
@@ -367,6 +414,10 @@ export class Sandbox {
     async pause(opts) {
         await this.connectionConfig.request('POST', sessionPath(this.sandboxId, 'pause'), 'json', { timeoutMs: opts?.requestTimeoutMs, what: 'sandbox' });
         return true;
+    }
+    /** E2B's name for `pause` while it was in beta. */
+    async betaPause(opts) {
+        return this.pause(opts);
     }
     /** glassroom: thaws a paused sandbox. */
     async resume(opts) {

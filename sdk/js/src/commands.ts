@@ -1,5 +1,5 @@
 import { type ConnectionConfig, sessionPath } from './connection.js'
-import { checkUser, CommandExitError, type CommandResult, NotFoundError, SandboxError, TimeoutError } from './errors.js'
+import { checkUser, CommandExitError, type CommandResult, InvalidArgumentError, NotFoundError, SandboxError, TimeoutError } from './errors.js'
 import { CommandEvents, type CommandEvent } from './events.js'
 import { toWorkspacePath } from './paths.js'
 
@@ -131,7 +131,8 @@ export class CommandHandle implements Partial<CommandResult> {
   /**
    * Waits for the end. Resolves with the result when it exits 0; throws
    * CommandExitError otherwise, TimeoutError when it was killed at its
-   * timeout.
+   * timeout or when the sandbox ended (killed, or at its end of life)
+   * while it ran.
    */
   async wait(): Promise<CommandResult> {
     await this.done
@@ -143,6 +144,9 @@ export class CommandHandle implements Partial<CommandResult> {
       try {
         info = await this.cmds._get(this.pid)
       } catch (e) {
+        if (e instanceof NotFoundError && !(await this.cmds._sandboxExists())) {
+          throw new TimeoutError(`command ${this.pid} did not finish: the sandbox was killed or reached its end of life while it ran`)
+        }
         throw this.failure ?? e
       }
       if (info.running) {
@@ -168,7 +172,7 @@ export class CommandHandle implements Partial<CommandResult> {
   }
 
   /** Writes to the command's stdin (started with `stdin: true` or in the background). */
-  async sendStdin(data: string, opts?: CommandRequestOpts): Promise<void> {
+  async sendStdin(data: string | Uint8Array, opts?: CommandRequestOpts): Promise<void> {
     return this.cmds.sendStdin(this.pid, data, opts)
   }
 
@@ -319,8 +323,16 @@ export class Commands {
     }
   }
 
-  /** Writes `data` to a command's stdin. */
-  async sendStdin(pid: number, data: string, opts?: CommandRequestOpts): Promise<void> {
+  /** Writes `data` (a string, or UTF-8 bytes) to a command's stdin. */
+  async sendStdin(pid: number, data: string | Uint8Array, opts?: CommandRequestOpts): Promise<void> {
+    if (data instanceof Uint8Array) {
+      try {
+        data = new TextDecoder('utf-8', { fatal: true }).decode(data)
+      } catch {
+        throw new InvalidArgumentError('stdin bytes must be UTF-8')
+      }
+    }
+    if (typeof data !== 'string') throw new InvalidArgumentError('stdin data must be a string or a Uint8Array')
     await this.conn.request('POST', sessionPath(this.sandboxId, 'commands', String(pid), 'stdin'), 'none', { json: { data }, ok: [204], timeoutMs: opts?.requestTimeoutMs })
   }
 
@@ -332,6 +344,17 @@ export class Commands {
   /** @internal */
   async _get(pid: number, timeoutMs?: number): Promise<any> {
     return this.conn.request('GET', sessionPath(this.sandboxId, 'commands', String(pid)), 'json', { timeoutMs })
+  }
+
+  /** @internal: whether the sandbox is still there (a 404 says it is not). */
+  async _sandboxExists(): Promise<boolean> {
+    try {
+      await this.conn.request('GET', sessionPath(this.sandboxId), 'json', {})
+      return true
+    } catch (e) {
+      if (e instanceof NotFoundError) return false
+      throw e
+    }
   }
 
   /** @internal */

@@ -60,6 +60,8 @@ export interface WatchOpts extends FilesystemRequestOpts {
   onExit?: (err?: Error) => void | Promise<void>
   /** Also report changes in subdirectories. */
   recursive?: boolean
+  /** Describe each event's path in `entry` (best effort: not for remove and rename, nor once the path is gone). */
+  includeEntry?: boolean
 }
 
 export enum FilesystemEventType {
@@ -74,6 +76,8 @@ export enum FilesystemEventType {
 export interface FilesystemEvent {
   name: string
   type: FilesystemEventType
+  /** With `includeEntry`: the path as it was when the event was sent. */
+  entry?: EntryInfo
 }
 
 /** A running `watchDir`; `stop()` ends it. */
@@ -185,6 +189,9 @@ export class Filesystem {
   async write(files: WriteEntry[], opts?: FilesystemRequestOpts): Promise<WriteInfo[]>
   async write(pathOrFiles: string | WriteEntry[], dataOrOpts?: WriteEntry['data'] | FilesystemRequestOpts, opts?: FilesystemRequestOpts): Promise<WriteInfo | WriteInfo[]> {
     checkUser((typeof pathOrFiles === 'string' ? opts : dataOrOpts as FilesystemRequestOpts | undefined)?.user)
+    if (typeof pathOrFiles !== 'string' && !Array.isArray(pathOrFiles)) {
+      throw new InvalidArgumentError('Path or files are required') // E2B's words
+    }
     if (Array.isArray(pathOrFiles)) {
       const o = dataOrOpts as FilesystemRequestOpts | undefined
       const out: WriteInfo[] = []
@@ -217,7 +224,7 @@ export class Filesystem {
   async list(path: string, opts: FilesystemListOpts = {}): Promise<EntryInfo[]> {
     checkUser(opts?.user)
     const depth = opts.depth ?? 1
-    if (!Number.isInteger(depth) || depth < 1) throw new InvalidArgumentError('depth should be at least 1')
+    if (!Number.isInteger(depth) || depth < 1) throw new InvalidArgumentError('depth should be at least one') // E2B's words
     const out: EntryInfo[] = []
     const walk = async (dir: string, level: number) => {
       const res = await this.conn.request('GET', sessionPath(this.sandboxId, 'files'), 'json', {
@@ -326,7 +333,9 @@ export class Filesystem {
 
   /**
    * Watches a directory: `onEvent` is called with each change under it
-   * (its direct entries; with `recursive`, its subdirectories' too).
+   * (its direct entries; with `recursive`, its subdirectories' too). A
+   * files-API write shows as the file's create, chmod and write (it
+   * lands by a rename).
    */
   async watchDir(path: string, onEvent: (event: FilesystemEvent) => void | Promise<void>, opts: WatchOpts = {}): Promise<WatchHandle> {
     let ws: WebSocketLike
@@ -334,6 +343,7 @@ export class Filesystem {
       ws = await openWebSocket(this.conn, sessionPath(this.sandboxId, 'files-watch'), {
         path: toWorkspacePath(path),
         recursive: opts.recursive ? 'true' : 'false',
+        ...(opts.includeEntry ? { entry: 'true' } : {}),
       }, opts.requestTimeoutMs)
     } catch (e) {
       // The socket does not say why; the directory tells.
@@ -349,7 +359,9 @@ export class Filesystem {
         return
       }
       if (!ev || typeof ev.type !== 'string' || ev.type === 'overflow' || typeof ev.name !== 'string') return
-      chain = chain.then(() => onEvent({ name: ev.name, type: ev.type as FilesystemEventType })).catch(() => {})
+      const event: FilesystemEvent = { name: ev.name, type: ev.type as FilesystemEventType }
+      if (ev.entry && typeof ev.entry === 'object') event.entry = entry(ev.entry)
+      chain = chain.then(() => onEvent(event)).catch(() => {})
     }
     return new WatchHandle(ws, opts.onExit, opts.timeoutMs ?? 0)
   }

@@ -138,9 +138,11 @@ export interface SandboxMetrics {
 }
 
 export interface SandboxListOpts extends ConnectionOpts {
-  query?: { metadata?: Record<string, string>; state?: SandboxState[] }
+  query?: { metadata?: Record<string, string>; state?: SandboxState[]; template?: string; startedAfter?: Date; startedBefore?: Date }
   limit?: number
   nextToken?: string
+  /** 'desc' (the default, as E2B's: the newest first) or 'asc'. */
+  order?: 'asc' | 'desc'
 }
 
 /** The session JSON as a SandboxInfo. */
@@ -169,6 +171,9 @@ export class SandboxPaginator {
   private _nextToken?: string
   private readonly conn: ConnectionConfig
   constructor(private readonly opts: SandboxListOpts = {}) {
+    if (opts.order !== undefined && opts.order !== 'asc' && opts.order !== 'desc') {
+      throw new InvalidArgumentError(`invalid order ${JSON.stringify(opts.order)}: 'asc' or 'desc'`)
+    }
     this.conn = new ConnectionConfig(opts)
     this._nextToken = opts.nextToken
   }
@@ -183,6 +188,10 @@ export class SandboxPaginator {
     const query: Record<string, string | string[] | undefined> = {}
     for (const [k, v] of Object.entries(this.opts.query?.metadata ?? {})) query['metadata.' + k] = v
     if (this.opts.query?.state?.length) query.state = this.opts.query.state
+    if (this.opts.query?.template) query.template = this.opts.query.template
+    if (this.opts.query?.startedAfter) query.started_after = new Date(this.opts.query.startedAfter).toISOString()
+    if (this.opts.query?.startedBefore) query.started_before = new Date(this.opts.query.startedBefore).toISOString()
+    query.order = this.opts.order ?? 'desc'
     if (this.opts.limit) query.limit = String(this.opts.limit)
     if (this._nextToken) query.next_token = this._nextToken
     const out = await this.conn.request('GET', '/v1/sessions', 'json', { query })
@@ -194,14 +203,25 @@ export class SandboxPaginator {
 
 const ALL_TRAFFIC = '0.0.0.0/0'
 
+/** Why `mcp` is refused: E2B's words first, which its users match. */
+const MCP_REFUSED = 'Failed to start MCP gateway: a glassroom sandbox runs no MCP gateway inside (glassroom serves MCP itself: docs/mcp.md)'
+
+/** E2B's metrics collection interval: getMetrics' range is widened by it. */
+const METRICS_INTERVAL_MS = 5_000
+
 /**
  * glassroom's rules for E2B's `{ allowOut, denyOut }`: allowOut is the
  * allowlist; denyOut ['0.0.0.0/0'] means "only allowOut"; other denyOut
  * entries are the deny list (on glassroom a deny wins over an allow), over
  * every name when allowOut is empty. undefined: no rules given.
  */
-function networkRules(n: { allowOut?: string[]; denyOut?: string[]; allow?: string[]; deny?: string[] }): { allow: string[]; deny?: string[] } | undefined {
-  const strings = (v: unknown) => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : undefined)
+function networkRules(n: { allowOut?: unknown; denyOut?: unknown; allow?: unknown; deny?: unknown }): { allow: string[]; deny?: string[] } | undefined {
+  // E2B's selectors may be functions of a context ({ allTraffic, rules }).
+  const selected = (v: unknown) => (typeof v === 'function' ? v({ allTraffic: ALL_TRAFFIC, rules: {} }) : v)
+  const strings = (v: unknown) => {
+    const list = selected(v)
+    return Array.isArray(list) ? list.filter((x): x is string => typeof x === 'string') : undefined
+  }
   const allow = strings(n.allow ?? n.allowOut)
   const denied = strings(n.deny ?? n.denyOut) ?? []
   if (allow?.includes(ALL_TRAFFIC)) throw new InvalidArgumentError('glassroom networks are allowlists of host names and blocks: allowOut cannot be all traffic')
@@ -325,6 +345,14 @@ export class Sandbox {
   static async create<S extends typeof Sandbox>(this: S, template: string, opts?: SandboxOpts): Promise<InstanceType<S>>
   static async create<S extends typeof Sandbox>(this: S, templateOrOpts?: string | SandboxOpts, maybeOpts?: SandboxOpts): Promise<InstanceType<S>> {
     const opts: SandboxOpts = typeof templateOrOpts === 'string' ? { ...(maybeOpts ?? {}), template: templateOrOpts } : { ...(templateOrOpts ?? {}) }
+    const e2bOnly = opts as { mcp?: unknown; lifecycle?: { onTimeout?: string; autoResume?: boolean } }
+    if (e2bOnly.mcp !== undefined && e2bOnly.mcp !== null) {
+      throw new InvalidArgumentError(MCP_REFUSED)
+    }
+    const life = e2bOnly.lifecycle
+    if (life && ((life.onTimeout !== undefined && life.onTimeout !== 'kill') || life.autoResume)) {
+      throw new InvalidArgumentError('glassroom sandboxes are killed at their timeout')
+    }
     const conn = new ConnectionConfig(opts)
     const body: Record<string, unknown> = {}
     if (opts.template) body.template = opts.template
@@ -354,12 +382,17 @@ export class Sandbox {
     return sbx
   }
 
-  /** Checks the sandbox is there (resuming it if a client paused it); `timeoutMs` sets its lifetime from now. */
+  /**
+   * Checks the sandbox is there (resuming it if a client paused it); with
+   * `timeoutMs`, its end moves to `timeoutMs` from now if that is later
+   * (as E2B's: a connect never shortens a sandbox's life).
+   */
   async connect(opts?: { timeoutMs?: number }): Promise<this> {
     const s = await this.connectionConfig.request('GET', sessionPath(this.sandboxId), 'json', { what: 'sandbox' })
     if (s?.preview_host) this.previewHost = String(s.preview_host)
     if (s?.paused) await this.resume().catch(() => {})
-    if (opts?.timeoutMs) await this.setTimeout(opts.timeoutMs)
+    const end = new Date(s?.end_at ?? s?.expires_at ?? NaN).getTime()
+    if (opts?.timeoutMs && !(end >= Date.now() + opts.timeoutMs)) await this.setTimeout(opts.timeoutMs)
     return this
   }
 
@@ -381,12 +414,17 @@ export class Sandbox {
     return new Sandbox({ ...(opts ?? {}), sandboxId }).getInfo()
   }
 
-  static async getMetrics(sandboxId: string, opts?: ConnectionOpts): Promise<SandboxMetrics[]> {
-    return new Sandbox({ ...(opts ?? {}), sandboxId }).getMetrics()
+  static async getMetrics(sandboxId: string, opts?: ConnectionOpts & { start?: Date | string | number; end?: Date | string | number }): Promise<SandboxMetrics[]> {
+    return new Sandbox({ ...(opts ?? {}), sandboxId }).getMetrics(opts)
   }
 
   static async pause(sandboxId: string, opts?: ConnectionOpts): Promise<boolean> {
     return new Sandbox({ ...(opts ?? {}), sandboxId }).pause()
+  }
+
+  /** E2B's name for `pause` while it was in beta. */
+  static async betaPause(sandboxId: string, opts?: ConnectionOpts): Promise<boolean> {
+    return Sandbox.pause(sandboxId, opts)
   }
 
   /** Deletes the sandbox (kernels, commands, files); false if it did not exist. */
@@ -486,8 +524,17 @@ export class Sandbox {
     return this.files.url(path, 'write', { expiresS: opts?.useSignatureExpiration })
   }
 
-  async getMetrics(opts?: { requestTimeoutMs?: number }): Promise<SandboxMetrics[]> {
+  /**
+   * The sandbox's CPU, memory and disk use: glassroom samples it when
+   * asked, so the list has the one sample of now, or none when now is
+   * not within `start`..`end` (each widened by 5 s, E2B's collection
+   * interval).
+   */
+  async getMetrics(opts?: { requestTimeoutMs?: number; start?: Date | string | number; end?: Date | string | number }): Promise<SandboxMetrics[]> {
     const m = await this.connectionConfig.request('GET', sessionPath(this.sandboxId, 'metrics'), 'json', { timeoutMs: opts?.requestTimeoutMs, what: 'sandbox' })
+    const at = new Date(m?.timestamp ?? Date.now()).getTime()
+    if (opts?.start !== undefined && at < new Date(opts.start).getTime() - METRICS_INTERVAL_MS) return []
+    if (opts?.end !== undefined && at > new Date(opts.end).getTime() + METRICS_INTERVAL_MS) return []
     return [{
       timestamp: new Date(m?.timestamp ?? Date.now()),
       cpuUsedPct: Number(m?.cpu_used_pct ?? 0),
@@ -504,6 +551,11 @@ export class Sandbox {
   async pause(opts?: { requestTimeoutMs?: number }): Promise<boolean> {
     await this.connectionConfig.request('POST', sessionPath(this.sandboxId, 'pause'), 'json', { timeoutMs: opts?.requestTimeoutMs, what: 'sandbox' })
     return true
+  }
+
+  /** E2B's name for `pause` while it was in beta. */
+  async betaPause(opts?: { requestTimeoutMs?: number }): Promise<boolean> {
+    return this.pause(opts)
   }
 
   /** glassroom: thaws a paused sandbox. */

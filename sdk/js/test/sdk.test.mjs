@@ -271,7 +271,7 @@ test('files: write, read (text, bytes, blob, stream), list, exists, getInfo, mak
   await sbx.files.remove('fdir')
   assert.equal(await sbx.files.exists('fdir/a.txt'), false)
   await sbx.files.remove('fdir') // E2B's: removing a missing path is no error
-  await assert.rejects(sbx.files.list('made', { depth: 0 }), /depth should be at least 1/)
+  await assert.rejects(sbx.files.list('made', { depth: 0 }), /depth should be at least one/) // E2B's words
   await assert.rejects(sbx.files.write('/etc/passwd', 'x'), InvalidArgumentError)
 })
 
@@ -380,7 +380,9 @@ test('downloadUrl and uploadUrl: signed, without the key, refused once expired',
   const form = new FormData()
   form.append('file', new Blob(['posted through a URL']), 'whatever.txt')
   const up = await fetch(await sbx.uploadUrl('signed/up.txt'), { method: 'POST', body: form })
-  assert.equal(up.status, 201)
+  // E2B's answer to a form: 200 and what was stored
+  assert.equal(up.status, 200)
+  assert.deepEqual(await up.json(), [{ name: 'up.txt', path: '/home/user/signed/up.txt', type: 'file', size: 20 }])
   assert.equal(await sbx.files.read('signed/up.txt'), 'posted through a URL')
   await assert.rejects(sbx.uploadUrl(), InvalidArgumentError)
 })
@@ -446,6 +448,10 @@ test('create: E2B network settings map to glassroom (allowOut to allow; the rest
   assert.equal((await sbx.getInfo()).raw.network, undefined)
   // a host the operator has not allowed is the gateway's 400, so allowOut was sent as allow
   await assert.rejects(Sandbox.create({ network: { allowOut: ['example.invalid'] } }), (e) => e instanceof InvalidArgumentError && /example\.invalid/.test(e.message))
+  // E2B's selectors may be functions of a context
+  await assert.rejects(Sandbox.create({ network: { allowOut: ({ allTraffic }) => ['example.invalid', allTraffic].slice(0, 1) } }), (e) => e instanceof InvalidArgumentError && /example\.invalid/.test(e.message))
+  const closed = await sandbox({ network: { denyOut: ({ allTraffic }) => [allTraffic] } })
+  assert.equal((await closed.getInfo()).raw.network, undefined)
 })
 
 test('errors: a wrong API key, a missing key, a bad language', async () => {
@@ -486,11 +492,21 @@ e2bTest('templates, metadata and Sandbox.list with a query and pages', async () 
     ids.push(...(await p.nextItems()).map((s) => s.sandboxId))
     pages++
   }
-  assert.deepEqual(ids.sort(), [a.sandboxId, b.sandboxId].sort())
+  assert.deepEqual(ids, [b.sandboxId, a.sandboxId]) // newest first, as E2B's
   assert.ok(pages >= 2)
+  const asc = await Sandbox.list({ query: { metadata: { tag } }, order: 'asc' }).nextItems()
+  assert.deepEqual(asc.map((s) => s.sandboxId), [a.sandboxId, b.sandboxId])
+  const ofTemplate = await Sandbox.list({ query: { metadata: { tag }, template: 'code-interpreter-v1' } }).nextItems()
+  assert.deepEqual(ofTemplate.map((s) => s.sandboxId), [a.sandboxId])
+  const later = await Sandbox.list({ query: { metadata: { tag }, startedAfter: (await b.getInfo()).startedAt } }).nextItems()
+  assert.deepEqual(later.map((s) => s.sandboxId), [b.sandboxId])
   const only = await Sandbox.list({ query: { metadata: { tag, n: '1' } } }).nextItems()
   assert.deepEqual(only.map((s) => s.sandboxId), [a.sandboxId])
   await assert.rejects(Sandbox.create('no-such-template'), (e) => e instanceof TemplateError || e instanceof InvalidArgumentError)
+  // What glassroom has no part of is refused before any sandbox starts, in E2B's words.
+  await assert.rejects(Sandbox.create({ mcp: { server: {} }, metadata: { tag } }), /^InvalidArgumentError: Failed to start MCP gateway/)
+  await assert.rejects(Sandbox.create({ lifecycle: { onTimeout: 'pause' }, metadata: { tag } }), InvalidArgumentError)
+  assert.equal((await Sandbox.list({ query: { metadata: { tag } } }).nextItems()).length, 2)
 })
 
 e2bTest('timeoutMs is the lifetime; setTimeout moves it', async () => {
@@ -501,6 +517,11 @@ e2bTest('timeoutMs is the lifetime; setTimeout moves it', async () => {
   await sbx.setTimeout(600_000)
   const i2 = await sbx.getInfo()
   assert.ok(i2.endAt - Date.now() > 500_000, `end ${i2.endAt}`)
+  // connect never shortens the life, and extends it, as E2B's.
+  await Sandbox.connect(sbx.sandboxId, { timeoutMs: 10_000 })
+  assert.equal((await sbx.getInfo()).endAt.getTime(), i2.endAt.getTime())
+  await sbx.connect({ timeoutMs: 900_000 })
+  assert.ok((await sbx.getInfo()).endAt > i2.endAt)
 })
 
 e2bTest('getMetrics, pause and resume', async () => {
@@ -508,6 +529,9 @@ e2bTest('getMetrics, pause and resume', async () => {
   await sbx.runCode('x = bytearray(50 * 1024 * 1024)')
   const [m] = await sbx.getMetrics()
   assert.ok(m.memUsed > 0 && m.timestamp instanceof Date, JSON.stringify(m))
+  // A range before the sandbox existed has no sample; one around now has it.
+  assert.deepEqual(await sbx.getMetrics({ start: new Date(Date.now() - 3_600_000), end: new Date(Date.now() - 1_800_000) }), [])
+  assert.equal((await sbx.getMetrics({ start: new Date(Date.now() - 60_000), end: new Date() })).length, 1)
   assert.equal(await sbx.isRunning(), true)
   assert.equal(await sbx.pause(), true)
   assert.equal((await sbx.getInfo()).state, 'paused')
@@ -532,10 +556,14 @@ e2bTest('files.rename and files.watchDir', async () => {
   const seen = new Promise((r) => { got = r })
   const h = await sbx.files.watchDir('/home/user/w', (ev) => {
     events.push(ev)
-    if (ev.name === 'new.txt') got()
-  })
+    if (ev.name === 'new.txt' && ev.type === 'write') got()
+  }, { includeEntry: true })
   await sbx.files.write('w/new.txt', 'n')
   await seen
   await h.stop()
-  assert.ok(events.some((e) => e.name === 'new.txt' && ['create', 'write'].includes(e.type)), JSON.stringify(events))
+  // A files-API write: the file's create, chmod and write, each with its entry.
+  const mine = events.filter((e) => e.name === 'new.txt')
+  assert.deepEqual(mine.map((e) => e.type), ['create', 'chmod', 'write'], JSON.stringify(events))
+  assert.ok(mine.every((e) => e.entry?.path === '/home/user/w/new.txt' && e.entry?.size === 1), JSON.stringify(mine))
+  await assert.rejects(sbx.files.watchDir('/home/user/no-such-dir', () => {}), NotFoundError)
 })

@@ -330,8 +330,13 @@ class CommandHandle:
         return f"CommandHandle(pid={self._pid}, exit_code={self.exit_code})"
 
     def __iter__(self) -> Iterator[Tuple[Optional[str], Optional[str], None]]:
+        """Yields the output until the command ends; raises
+        TimeoutException when it was killed at its timeout (as E2B's)."""
         for name, text in self._chunks():
             yield (text, None, None) if name == "stdout" else (None, text, None)
+        r = self._result
+        if r is not None and r.timed_out:
+            raise TimeoutException(f"command {r.pid} ran past its timeout and was killed", code="timeout", result=r)
 
     def wait(self, on_stdout: Optional[CommandOutputHandler] = None,
              on_stderr: Optional[CommandOutputHandler] = None,
@@ -343,7 +348,8 @@ class CommandHandle:
 
         Raises CommandExitException (which carries the result) when the exit
         code is not 0, TimeoutException (``result`` set) when the command
-        was killed at its timeout.
+        was killed at its timeout, and TimeoutException too when the
+        sandbox ended (killed, or at its end of life) while it ran.
         """
         on_stdout = on_stdout or self._on_stdout
         on_stderr = on_stderr or self._on_stderr
@@ -385,7 +391,18 @@ class CommandHandle:
             w.q.put(_DETACHED)
 
     def _chunks(self) -> Iterator[Tuple[str, str]]:
-        """Yields (name, text) for each new chunk until the command ends; then ``_result`` is set."""
+        """Yields (name, text) for each new chunk until the command ends;
+        then ``_result`` is set. A sandbox that ends meanwhile is a
+        TimeoutException, as E2B's."""
+        try:
+            yield from self._read_chunks()
+        except NotFoundException:
+            if self._commands._sandbox_exists():
+                raise
+            raise TimeoutException(f"command {self._pid} did not finish: the sandbox was killed or reached its "
+                                   "end of life while it ran", code="sandbox_ended") from None
+
+    def _read_chunks(self) -> Iterator[Tuple[str, str]]:
         if self._result is not None:
             return
         while self._exited is None:
@@ -449,6 +466,8 @@ class CommandHandle:
             try:
                 st = self._commands._status(self._pid)
             except NotFoundException:  # no longer kept: what the events said
+                if not self._commands._sandbox_exists():
+                    raise
                 st = {}
         exit_code = _int(st.get("exit_code", ex.get("exit_code")), -1)
         timed_out = bool(st.get("timed_out", ex.get("timed_out", False)))
@@ -630,6 +649,14 @@ class Commands:
     def _stdin(self, pid: int, body: Dict[str, Any], request_timeout: Optional[float]) -> None:
         kw: Dict[str, Any] = {} if request_timeout is None else {"timeout": request_timeout}
         self._conn.call("POST", session_path(self._id, "commands", str(int(pid)), "stdin"), json_body=body, ok=(204,), **kw)
+
+    def _sandbox_exists(self) -> bool:
+        """Whether the sandbox is still there (a 404 says it is not)."""
+        try:
+            self._conn.call("GET", session_path(self._id))
+        except NotFoundException:
+            return False
+        return True
 
     def _status(self, pid: int, **kw: Any) -> Dict[str, Any]:
         out = self._conn.call("GET", session_path(self._id, "commands", str(int(pid))), **kw)

@@ -9,10 +9,11 @@ import time
 import unittest
 import urllib.error
 import urllib.request
+from datetime import datetime, timedelta, timezone
 from unittest import mock
 
 from glassroom.e2b import (AsyncSandbox, BarChart, ChartType, ConflictException, Context, EntryInfo, FileNotFoundException,
-                           FileType, InvalidArgumentException, LineChart, NotFoundException, PtySize, Result, Sandbox,
+                           FileType, FilesystemEventType, InvalidArgumentException, LineChart, NotFoundException, PtySize, Result, Sandbox,
                            SandboxNotFoundException, SandboxQuery, TimeoutException)
 
 CHART_CODE = """
@@ -160,6 +161,16 @@ class E2BSyncTest(unittest.TestCase):
             f.write("meta/bad.txt", "x", metadata={"bad key": "v"})
         self.assertFalse(f.exists("meta/bad.txt"))
 
+    def test_network_selectors(self) -> None:
+        # E2B's selectors may be callables of a context; the gateway judges what they give.
+        with self.assertRaisesRegex(InvalidArgumentException, "example.invalid"):
+            Sandbox.create(timeout=60, network={"allow_out": lambda ctx: ["example.invalid"]})
+        closed = Sandbox.create(timeout=60, network={"deny_out": lambda ctx: [ctx.all_traffic]})
+        try:
+            self.assertFalse(closed.get_info().allow_internet_access)
+        finally:
+            closed.kill()
+
     def test_update_network(self) -> None:
         # This sandbox was created without a network: it has none to change (the gateway's 409).
         with self.assertRaisesRegex(ConflictException, "created without a network"):
@@ -264,12 +275,19 @@ class E2BSessionModelTest(unittest.TestCase):
             pages, seen = Sandbox.list(query=SandboxQuery(metadata={"suite": tag}), limit=2), []
             while pages.has_next:
                 seen.append([s.sandbox_id for s in pages.next_items()])
-            self.assertEqual(len(seen[0]), 2)
-            self.assertEqual(sorted(i for page in seen for i in page), sorted(b.sandbox_id for b in boxes))
+            # Newest first, as E2B's; the gateway pages in that order.
+            self.assertEqual(seen, [[boxes[2].sandbox_id, boxes[1].sandbox_id], [boxes[0].sandbox_id]])
+            oldest = Sandbox.list(query=SandboxQuery(metadata={"suite": tag}), order="asc").next_items()
+            self.assertEqual([s.sandbox_id for s in oldest], [b.sandbox_id for b in boxes])
+            later = Sandbox.list(query=SandboxQuery(metadata={"suite": tag}, started_after=boxes[1].get_info().started_at)).next_items()
+            self.assertEqual([s.sandbox_id for s in later], [boxes[2].sandbox_id, boxes[1].sandbox_id])
             one = Sandbox.list(query=SandboxQuery(metadata={"suite": tag, "n": "1"})).next_items()
             self.assertEqual([s.sandbox_id for s in one], [boxes[1].sandbox_id])
             with self.assertRaises(InvalidArgumentException):
                 Sandbox.create("no-such-template", timeout=60)
+            with self.assertRaisesRegex(InvalidArgumentException, "^Failed to start MCP gateway"):
+                Sandbox.create(timeout=60, metadata={"suite": tag}, mcp={"server": {}})
+            self.assertEqual(len(Sandbox.list(query=SandboxQuery(metadata={"suite": tag})).next_items()), 3)
         finally:
             for b in boxes:
                 b.kill()
@@ -294,6 +312,10 @@ class E2BSessionModelTest(unittest.TestCase):
             m = sbx.get_metrics()[-1]
             self.assertGreater(m.mem_used, 200 << 20)
             self.assertGreater(m.mem_total, m.mem_used)
+            # A range before the sandbox existed has no sample; one around now has it.
+            now = datetime.now(timezone.utc)
+            self.assertEqual(sbx.get_metrics(start=now - timedelta(hours=1), end=now - timedelta(minutes=30)), [])
+            self.assertEqual(len(sbx.get_metrics(start=now - timedelta(minutes=1), end=datetime.now(timezone.utc))), 1)
             self.assertTrue(sbx.is_running())
             sbx.pause()
             self.assertEqual(str(Sandbox.get_info(sbx.sandbox_id).state), "paused")
@@ -320,6 +342,21 @@ class E2BSessionModelTest(unittest.TestCase):
                 self.assertTrue(any(e.name == "a.txt" for e in events), events)
             finally:
                 h.stop()
+            # A files-API write: create, chmod and write, each with its entry.
+            h = sbx.files.watch_dir("/home/user/w", include_entry=True)
+            try:
+                sbx.files.write("/home/user/w/put.txt", "put")
+                events, deadline = [], time.monotonic() + 30
+                while len([e for e in events if e.name == "put.txt"]) < 3 and time.monotonic() < deadline:
+                    events += h.get_new_events()
+                    time.sleep(0.2)
+                put = [e for e in events if e.name == "put.txt"]
+                self.assertEqual([e.type for e in put], [FilesystemEventType.CREATE, FilesystemEventType.CHMOD, FilesystemEventType.WRITE])
+                self.assertEqual({(e.entry.path, e.entry.size) for e in put if e.entry}, {("/home/user/w/put.txt", 3)})
+            finally:
+                h.stop()
+            with self.assertRaises(FileNotFoundException):
+                sbx.files.watch_dir("/home/user/no-such-dir")
             info = sbx.files.rename("/home/user/w/a.txt", "/home/user/b.txt")
             self.assertEqual(info.path, "/home/user/b.txt")
             self.assertFalse(sbx.files.exists("/home/user/w/a.txt"))
@@ -330,7 +367,8 @@ class E2BSessionModelTest(unittest.TestCase):
 
 class E2BAsyncTest(unittest.IsolatedAsyncioTestCase):
     async def test_async(self) -> None:
-        sbx = await AsyncSandbox.create(timeout=120)
+        tag = "a" + os.urandom(6).hex()
+        sbx = await AsyncSandbox.create(timeout=120, metadata={"suite": tag})
         try:
             got = []
 
@@ -344,6 +382,10 @@ class E2BAsyncTest(unittest.IsolatedAsyncioTestCase):
             await sbx.files.write("/home/user/q.txt", "q", metadata={"owner": "async"})
             self.assertEqual(await sbx.files.read("/home/user/q.txt"), "q")
             self.assertEqual((await sbx.files.get_info("/home/user/q.txt")).metadata, {"owner": "async"})
+            async with await sbx.files.read("/home/user/q.txt", format="stream") as stream:
+                self.assertEqual(b"".join([c async for c in stream]), b"q")
+            pages = AsyncSandbox.list(query=SandboxQuery(metadata={"suite": tag}))  # not a coroutine, as E2B's
+            self.assertEqual([s.sandbox_id for s in await pages.next_items()], [sbx.sandbox_id])
             with urllib.request.urlopen(sbx.download_url("/home/user/q.txt")) as r:  # no API key
                 self.assertEqual(r.read(), b"q")
             self.assertTrue(await sbx.is_running())

@@ -18,6 +18,37 @@ A = TypeVar("A", bound="AsyncSandbox")
 AsyncOutputHandler = Callable[[Any], Union[Any, Awaitable[Any]]]
 
 
+class AsyncFileStream:
+    """A download being read (``await files.read(path, format="stream")``):
+    ``async for chunk in stream``, or ``await stream.read(n)``; close it
+    (``await stream.aclose()``, or ``async with``) when done. Each read
+    runs in a worker thread."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    async def read(self, n: int = -1) -> bytes:
+        return await asyncio.to_thread(self._stream.read, n)
+
+    def __aiter__(self) -> "AsyncFileStream":
+        return self
+
+    async def __anext__(self) -> bytes:
+        chunk = await asyncio.to_thread(self._stream.read, 64 << 10)
+        if not chunk:
+            raise StopAsyncIteration
+        return chunk
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self._stream.close)
+
+    async def __aenter__(self) -> "AsyncFileStream":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+
 class AsyncWatchHandle:
     """A directory being watched: ``on_event`` is called for each change until ``stop``."""
 
@@ -63,7 +94,8 @@ class AsyncFilesystem:
 
     async def read(self, path: str, format: str = "text", user: Optional[str] = None,
                    request_timeout: Optional[float] = None, **kw: Any) -> Any:
-        return await asyncio.to_thread(self._files.read, path, format, user, request_timeout)
+        out = await asyncio.to_thread(self._files.read, path, format, user, request_timeout)
+        return AsyncFileStream(out) if format == "stream" else out
 
     async def write(self, path: str, data: Union[str, bytes, IO[Any]], user: Optional[str] = None,
                     request_timeout: Optional[float] = None, metadata: Optional[Dict[str, str]] = None,
@@ -98,11 +130,12 @@ class AsyncFilesystem:
     async def watch_dir(self, path: str, on_event: Callable[[FilesystemEvent], Any],
                         on_exit: Optional[Callable[[Optional[Exception]], Any]] = None, user: Optional[str] = None,
                         request_timeout: Optional[float] = None, timeout: Optional[float] = 60, recursive: bool = False,
-                        **kw: Any) -> AsyncWatchHandle:
-        """Watches a directory: ``on_event`` (plain or async) gets each change until ``stop()``."""
+                        include_entry: bool = False, **kw: Any) -> AsyncWatchHandle:
+        """Watches a directory: ``on_event`` (plain or async) gets each change
+        until ``stop()`` (see ``Sandbox.files.watch_dir``)."""
         _user(user)
         f = self._files
-        ws = await asyncio.to_thread(_open_watch, f._conn, f._id, path, recursive, request_timeout)
+        ws = await asyncio.to_thread(_open_watch, f._conn, f._id, path, recursive, request_timeout, include_entry)
         return AsyncWatchHandle(WatchHandle(ws), on_event, on_exit, asyncio.get_running_loop())
 
 
@@ -126,6 +159,9 @@ class _async_class_or_instance:
 
 class AsyncSandbox:
     """E2B's ``AsyncSandbox`` on a glassroom gateway: ``await AsyncSandbox.create()``."""
+
+    _envd_version: str = Sandbox._envd_version
+    _envd_access_token: Optional[str] = Sandbox._envd_access_token
 
     default_template = Sandbox.default_template
 
@@ -168,8 +204,10 @@ class AsyncSandbox:
         return cls(await asyncio.to_thread(functools.partial(Sandbox.resume, sandbox_id, timeout, **opts)))
 
     @classmethod
-    async def list(cls, query: Optional[SandboxQuery] = None, limit: Optional[int] = None, next_token: Optional[str] = None,
-                   order: Optional[SandboxListOrder] = None, **opts: Any) -> "AsyncSandboxPaginator":
+    def list(cls, query: Optional[SandboxQuery] = None, limit: Optional[int] = None, next_token: Optional[str] = None,
+             order: Optional[SandboxListOrder] = None, **opts: Any) -> "AsyncSandboxPaginator":
+        """The sandboxes of this key, a page at a time (``await p.next_items()``).
+        As E2B's, not a coroutine; awaiting it still gives the paginator."""
         return AsyncSandboxPaginator(query=query, limit=limit, next_token=next_token, order=order, **opts)
 
     kill = _async_class_or_instance("kill")
@@ -232,10 +270,16 @@ class AsyncSandbox:
 
 
 class AsyncSandboxPaginator:
-    """Pages of ``await AsyncSandbox.list()``: ``while p.has_next: await p.next_items()``."""
+    """Pages of ``AsyncSandbox.list()``: ``while p.has_next: await p.next_items()``."""
 
     def __init__(self, **kw: Any) -> None:
         self._p = SandboxPaginator(**kw)
+
+    def __await__(self) -> Any:
+        """``await AsyncSandbox.list()`` (glassroom's earlier form) is the paginator itself."""
+        if False:  # pragma: no cover - makes this a generator
+            yield
+        return self
 
     @property
     def has_next(self) -> bool:
@@ -249,4 +293,4 @@ class AsyncSandboxPaginator:
         return await asyncio.to_thread(functools.partial(self._p.next_items, **opts))
 
 
-__all__ = ["AsyncSandbox", "AsyncFilesystem", "AsyncWatchHandle", "AsyncSandboxPaginator"]
+__all__ = ["AsyncSandbox", "AsyncFileStream", "AsyncFilesystem", "AsyncWatchHandle", "AsyncSandboxPaginator"]

@@ -5,6 +5,7 @@ import json
 import os
 import posixpath
 import threading
+import types
 from datetime import datetime, timezone
 from typing import IO, Any, Callable, Dict, List, Optional, Type, TypeVar, Union
 
@@ -79,8 +80,10 @@ def _network(allow_internet_access: bool, network: Optional[Dict[str, Any]]) -> 
         net.pop(k, None)  # inbound traffic: glassroom sandboxes take none
     if net:
         raise InvalidArgumentException(f"network options glassroom does not have: {', '.join(sorted(net))}")
-    if callable(allow) or callable(deny):
-        raise InvalidArgumentException("network selectors must be lists on glassroom")
+    # E2B's selectors may be callables of a context (ctx.all_traffic, ctx.rules).
+    selector_ctx = types.SimpleNamespace(all_traffic=ALL_TRAFFIC, rules={})
+    allow = list(allow(selector_ctx)) if callable(allow) else allow
+    deny = list(deny(selector_ctx)) if callable(deny) else deny
     if allow is not None and ALL_TRAFFIC in allow:
         raise InvalidArgumentException("glassroom networks are allowlists of host names and blocks: allow_out cannot be all "
                                        "traffic")
@@ -187,21 +190,26 @@ class Filesystem:
 
     def watch_dir(self, path: str, user: Optional[str] = None, request_timeout: Optional[float] = None,
                   recursive: bool = False, include_entry: bool = False, allow_network_mounts: bool = False) -> "WatchHandle":
-        """Watches a directory; ``get_new_events()`` returns the changes since the last call."""
+        """Watches a directory; ``get_new_events()`` returns the changes since
+        the last call. A files-API write shows as the file's create, chmod
+        and write (it lands by a rename). With ``include_entry`` each event
+        but remove and rename describes its path (best effort)."""
         _user(user)
-        return WatchHandle(_open_watch(self._conn, self._id, path, recursive, request_timeout))
+        return WatchHandle(_open_watch(self._conn, self._id, path, recursive, request_timeout, include_entry))
 
     def edit(self, *args: Any, **kwargs: Any) -> Any:
         """glassroom's text editor tool (see glassroom.Filesystem.edit)."""
         return self._files.edit(*args, **kwargs)
 
 
-def _open_watch(conn: Connection, sandbox_id: str, path: str, recursive: bool, request_timeout: Optional[float]) -> Any:
+def _open_watch(conn: Connection, sandbox_id: str, path: str, recursive: bool, request_timeout: Optional[float],
+                include_entry: bool = False) -> Any:
     import urllib.parse
 
     import websocket  # Debian: python3-websocket
     p = clean_path(path)
-    q = urllib.parse.urlencode({"path": p, "recursive": "true" if recursive else "false"})
+    q = urllib.parse.urlencode({"path": p, "recursive": "true" if recursive else "false",
+                                **({"entry": "true"} if include_entry else {})})
     url = conn.ws_url + session_path(sandbox_id, "files-watch") + "?" + q
     try:
         return websocket.create_connection(url, header=["Authorization: Bearer " + conn.api_key],
@@ -211,6 +219,12 @@ def _open_watch(conn: Connection, sandbox_id: str, path: str, recursive: bool, r
         status = int(getattr(e, "status_code", 0) or 0)
         body = getattr(e, "resp_body", b"") or b""
         msg = f"watching {path!r} was refused (HTTP {status})"
+        if status == 404 and not body:  # websocket-client < 1.4 keeps no body: ask which is missing
+            try:
+                conn.call("GET", session_path(sandbox_id))
+            except NotFoundException:
+                raise SandboxNotFoundException(f"Sandbox {sandbox_id} not found", 404, "not_found") from None
+            raise FileNotFoundException(f"path {path!r} not found", 404, "file_not_found") from None
         try:
             err = json.loads(body)["error"]
             return _raise(from_status(status, str(err.get("code", "")), str(err.get("message", msg))))
@@ -227,7 +241,9 @@ def _raise(e: Exception) -> Any:
 def _event(raw: Any) -> Optional[FilesystemEvent]:
     try:
         ev = json.loads(raw)
-        return FilesystemEvent(name=str(ev.get("name", "")), type=FilesystemEventType(ev.get("type")))
+        entry = ev.get("entry")
+        return FilesystemEvent(name=str(ev.get("name", "")), type=FilesystemEventType(ev.get("type")),
+                               entry=_entry_json(entry) if isinstance(entry, dict) else None)
     except (ValueError, TypeError, AttributeError):
         return None
 
@@ -328,10 +344,14 @@ def _entry_json(e: Dict[str, Any]) -> EntryInfo:
 
 
 class SandboxPaginator:
-    """Pages of ``Sandbox.list``: ``while p.has_next: p.next_items()``."""
+    """Pages of ``Sandbox.list``: ``while p.has_next: p.next_items()``.
+    As E2B's, the newest sandboxes come first unless ``order="asc"``; the
+    gateway filters and orders, so every page but the last is full."""
 
     def __init__(self, query: Optional[SandboxQuery] = None, limit: Optional[int] = None, next_token: Optional[str] = None,
                  order: Optional[SandboxListOrder] = None, **opts: Any) -> None:
+        if order not in (None, "asc", "desc"):
+            raise InvalidArgumentException(f"Invalid order {order!r}, expected 'asc' or 'desc'")
         self._opts = opts
         self.query = query
         self.limit = limit
@@ -348,12 +368,16 @@ class SandboxPaginator:
         return self._next_token
 
     def _query(self) -> List[Any]:
-        q: List[Any] = []
+        q: List[Any] = [("order", self.order or "desc")]
         if self.query is not None:
             for k, v in (self.query.metadata or {}).items():
                 q.append(("metadata." + str(k), str(v)))
             for s in self.query.state or []:
                 q.append(("state", str(s.value if isinstance(s, SandboxState) else s)))
+            if self.query.template:
+                q.append(("template", str(self.query.template)))
+            if self.query.started_after:
+                q.append(("started_after", _rfc3339(self.query.started_after)))
         if self.limit:
             q.append(("limit", str(int(self.limit))))
         if self._next_token:
@@ -364,34 +388,27 @@ class SandboxPaginator:
         """The next page of sandboxes."""
         if not self._has_next:
             raise SandboxException("No more items to fetch")
-        if self.order not in (None, "asc", "desc"):
-            raise InvalidArgumentException(f"Invalid order {self.order!r}, expected 'asc' or 'desc'")
         import urllib.parse
         conn = connection({**self._opts, **opts})
         out = conn.call("GET", "/v1/sessions?" + urllib.parse.urlencode(self._query()))
         out = out if isinstance(out, dict) else {}
         self._next_token = out.get("next_token") or None
         self._has_next = bool(self._next_token)
-        items = [sandbox_info(s) for s in out.get("sessions") or [] if isinstance(s, dict)]
-        if self.query is not None:  # also filter here: a gateway without the filters answers them all
-            items = [i for i in items if _matches(i, self.query)]
-        if self.order == "desc":
-            items.reverse()
-        return items
+        return [sandbox_info(s) for s in out.get("sessions") or [] if isinstance(s, dict)]
 
 
-def _matches(i: SandboxInfo, q: SandboxQuery) -> bool:
-    if q.metadata and any(i.metadata.get(k) != v for k, v in q.metadata.items()):
-        return False
-    if q.state and i.state not in [SandboxState(s) for s in q.state]:
-        return False
-    if q.template and q.template not in (i.template_id, i.name):
-        return False
-    if q.started_after:
-        after = q.started_after if q.started_after.tzinfo else q.started_after.astimezone()
-        if i.started_at < after:
-            return False
-    return True
+# E2B's metrics collection interval: get_metrics' range is widened by it.
+_METRICS_INTERVAL_S = 5
+
+
+def _aware(t: datetime) -> datetime:
+    """t with its time zone (a naive t is local time)."""
+    return t if t.tzinfo else t.astimezone()
+
+
+def _rfc3339(t: datetime) -> str:
+    """t as the gateway reads times: RFC 3339 in UTC (a naive t is local)."""
+    return _aware(t).astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 class Sandbox(_GSandbox):
@@ -403,6 +420,10 @@ class Sandbox(_GSandbox):
     """
 
     default_template = DEFAULT_TEMPLATE
+    #: What E2B code reads of its envd: glassroom has no envd, and a
+    #: sandbox no access token of its own (the API key is the credential).
+    _envd_version: str = "glassroom"
+    _envd_access_token: Optional[str] = None
 
     def __init__(self, template: Optional[str] = None, timeout: Optional[int] = None, **kwargs: Any) -> None:
         """Deprecated in E2B as here: use ``Sandbox.create()``, or
@@ -439,7 +460,9 @@ class Sandbox(_GSandbox):
         ceiling); ``allow_internet_access=False`` or ``deny_out=['0.0.0.0/0']``
         take the network away. ``secure`` is accepted and has no effect."""
         if mcp is not None:
-            raise InvalidArgumentException("glassroom sandboxes have no MCP gateway inside (glassroom serves MCP itself)")
+            # E2B's words first, which its users match.
+            raise InvalidArgumentException("Failed to start MCP gateway: a glassroom sandbox runs no MCP gateway inside "
+                                           "(glassroom serves MCP itself: docs/mcp.md)")
         if lifecycle and (lifecycle.get("on_timeout") not in (None, "kill") or lifecycle.get("auto_resume")):
             raise InvalidArgumentException("glassroom sandboxes are killed at their timeout")
         if opts.pop("iam", None):
@@ -552,14 +575,21 @@ class Sandbox(_GSandbox):
 
     @class_or_instance
     def get_metrics(self, start: Optional[datetime] = None, end: Optional[datetime] = None, **opts: Any) -> List[SandboxMetrics]:
-        """The sandbox's CPU, memory and disk use now (one entry)."""
+        """The sandbox's CPU, memory and disk use: glassroom samples it when
+        asked, so the list has the one sample of now, or none when now is
+        not within ``start``..``end`` (each widened by 5 s, E2B's
+        collection interval)."""
         m = self._conn.call("GET", session_path(self.sandbox_id, "metrics"))
         m = m if isinstance(m, dict) else {}
+        ts = parse_time(m.get("timestamp")) if m.get("timestamp") else datetime.now(timezone.utc)
+        if start is not None and ts.timestamp() < _aware(start).timestamp() - _METRICS_INTERVAL_S:
+            return []
+        if end is not None and ts.timestamp() > _aware(end).timestamp() + _METRICS_INTERVAL_S:
+            return []
 
         def n(k: str) -> int:
             v = m.get(k)
             return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
-        ts = parse_time(m.get("timestamp")) if m.get("timestamp") else datetime.now(timezone.utc)
         pct = m.get("cpu_used_pct")
         return [SandboxMetrics(cpu_count=n("cpu_count"), cpu_used_pct=float(pct) if isinstance(pct, (int, float)) else 0.0,
                                disk_total=n("disk_total"), disk_used=n("disk_used"), mem_total=n("mem_total"),
