@@ -199,6 +199,10 @@ export class Filesystem {
       return out
     }
     if (dataOrOpts === undefined || dataOrOpts === null) throw new InvalidArgumentError('data is required')
+    if (Array.isArray(dataOrOpts)) {
+      // E2B's words
+      throw new InvalidArgumentError('Cannot specify both path and array of files. You have to specify either path and data for a single file or an array for multiple files.')
+    }
     return this.writeOne(pathOrFiles, dataOrOpts as WriteEntry['data'], opts)
   }
 

@@ -272,6 +272,8 @@ test('files: write, read (text, bytes, blob, stream), list, exists, getInfo, mak
   assert.equal(await sbx.files.exists('fdir/a.txt'), false)
   await sbx.files.remove('fdir') // E2B's: removing a missing path is no error
   await assert.rejects(sbx.files.list('made', { depth: 0 }), /depth should be at least one/) // E2B's words
+  await assert.rejects(sbx.files.write('made/x.txt', [{ path: 'y.txt', data: 'y' }]), /^InvalidArgumentError: Cannot specify both path and array of files/)
+  await assert.rejects(sbx.files.write(undefined, 'x'), /^InvalidArgumentError: Path or files are required/)
   await assert.rejects(sbx.files.write('/etc/passwd', 'x'), InvalidArgumentError)
 })
 
