@@ -227,12 +227,13 @@ func (s *e2bAPI) watchFiles(c echo.Context) error {
 		return err
 	}
 	defer release()
-	if st, err := files.Stat(c.QueryParam("path")); err != nil {
+	dir := c.QueryParam("path")
+	if st, err := files.Stat(dir); err != nil {
 		return err
 	} else if st.Type != "dir" {
 		return httperr.New(http.StatusBadRequest, "bad_path", "path must be a directory")
 	}
-	w, err := root.WatchDirectory(c.QueryParam("path"), recursive, maxWatchDirs, watchBuffer)
+	w, err := root.WatchDirectory(dir, recursive, maxWatchDirs, watchBuffer)
 	if err != nil {
 		return err
 	}
@@ -268,7 +269,7 @@ func (s *e2bAPI) watchFiles(c echo.Context) error {
 			}
 			out := api.FileEvent{Type: ev.Type, Name: ev.Name}
 			if withEntry {
-				out.Entry = watchedEntry(files, c.QueryParam("path"), ev)
+				out.Entry = watchedEntry(files, dir, ev)
 			}
 			b, _ := json.Marshal(out)
 			_ = conn.SetWriteDeadline(time.Now().Add(watchWriteWait))

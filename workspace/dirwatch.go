@@ -22,10 +22,6 @@ type DirEvent struct {
 	Name string `json:"name,omitempty"`
 }
 
-// uploadPrefix names Root.Write's temporary files, which a watch never
-// reports by their own name.
-const uploadPrefix = ".glassroom-upload-"
-
 // maxPendingUploads bounds the renames of temporary files a watch waits
 // to see land.
 const maxPendingUploads = 256

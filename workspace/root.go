@@ -197,6 +197,10 @@ func splitPath(p string) []string {
 	return out
 }
 
+// uploadPrefix names Write's temporary files: listings, the execution
+// tracker and watches never show them by their own name.
+const uploadPrefix = ".glassroom-upload-"
+
 // Write stores src at p: parents are created, the data goes to a temporary
 // file that is renamed into place, so a failed or oversized upload leaves
 // the previous content untouched and a reader sees the old content or the
@@ -314,7 +318,7 @@ func (r *Root) List(dir string) (entries []Entry, truncated bool, err error) {
 	entries = make([]Entry, 0, len(names))
 	metaBytes := 0 // the listing's metadata so far: past maxListMetadata, the rest goes without
 	for _, name := range names {
-		if len(name) > len(".glassroom-upload-") && name[:len(".glassroom-upload-")] == ".glassroom-upload-" {
+		if len(name) > len(uploadPrefix) && strings.HasPrefix(name, uploadPrefix) {
 			continue
 		}
 		var st unix.Stat_t

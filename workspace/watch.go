@@ -313,7 +313,7 @@ func (w *Watcher) handle(ev *unix.InotifyEvent, name string) {
 		delete(w.in.owners, ev.Wd)
 		return
 	}
-	if name == "" || strings.HasPrefix(name, ".glassroom-upload-") {
+	if name == "" || strings.HasPrefix(name, uploadPrefix) {
 		return
 	}
 	p := path.Join(dir, name)
