@@ -70,7 +70,15 @@ func (m *Commands) inFlight(ctx context.Context, slot chan struct{}, ended <-cha
 	case err := <-done:
 		return err
 	case <-ended:
-		return errEnded
+		// Both may be ready (a stdin closed at once ends a cat): the
+		// write's own result wins, so a write that succeeded is no
+		// "ended" error.
+		select {
+		case err := <-done:
+			return err
+		default:
+			return errEnded
+		}
 	case <-ctx.Done():
 		return ctx.Err()
 	}
