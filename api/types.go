@@ -79,12 +79,28 @@ type Metrics struct {
 // overflow (events were dropped); Name relative to the watched directory.
 // Entry, with ?entry=true, describes the path as it is when the event is
 // sent (best effort: none once it is gone, and none for remove, rename
-// and overflow).
+// and overflow). Type synced, with ID, answers the client's
+// WatchSyncRequest of that ID: every event of a change made before the
+// request was sent came before it.
 type FileEvent struct {
 	Type  string     `json:"type"`
 	Name  string     `json:"name,omitempty"`
 	Entry *FileEntry `json:"entry,omitempty"`
+	ID    string     `json:"id,omitempty"`
 }
+
+// WatchSyncRequest is the one frame a client sends on the files-watch
+// WebSocket: {"type": "sync", "id": ...} (an ID of at most
+// MaxWatchSyncID bytes) asks for a FileEvent of type synced with that ID,
+// a barrier: a client that wrote a file and then syncs has its events
+// once the answer comes.
+type WatchSyncRequest struct {
+	Type string `json:"type"`
+	ID   string `json:"id"`
+}
+
+// MaxWatchSyncID bounds WatchSyncRequest.ID.
+const MaxWatchSyncID = 64
 
 // Context is one kernel of a session: its own language, working
 // directory and variables, sharing the session's workspace and limits.

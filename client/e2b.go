@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -233,9 +235,15 @@ func (c *Client) DeleteVolume(ctx context.Context, name string) error {
 type Watch struct {
 	ws     *websocket.Conn
 	events chan FileEvent
-	done   chan struct{}
+	done   chan struct{} // closed by Close
+	ended  chan struct{} // closed when the reader returns
 	once   sync.Once
 	err    error
+
+	writeMu sync.Mutex // one writer of ws at a time
+	mu      sync.Mutex // guards what follows
+	nextID  uint64
+	synced  map[string]chan struct{} // Sync's waiters, by id
 }
 
 // WatchDir watches dir in the session's workspace (recursive: its
@@ -263,12 +271,13 @@ func (c *Client) WatchDirWith(ctx context.Context, sessionID, dir string, o Watc
 		return nil, err
 	}
 	ws.SetReadLimit(64 << 10)
-	w := &Watch{ws: ws, events: make(chan FileEvent, 256), done: make(chan struct{})}
+	w := &Watch{ws: ws, events: make(chan FileEvent, 256), done: make(chan struct{}), ended: make(chan struct{}), synced: map[string]chan struct{}{}}
 	go w.read()
 	return w, nil
 }
 
 func (w *Watch) read() {
+	defer close(w.ended)
 	defer close(w.events)
 	for {
 		_, b, err := w.ws.ReadMessage()
@@ -278,6 +287,15 @@ func (w *Watch) read() {
 		}
 		var ev FileEvent
 		if json.Unmarshal(b, &ev) != nil {
+			continue
+		}
+		if ev.Type == "synced" {
+			w.mu.Lock()
+			if ch, ok := w.synced[ev.ID]; ok {
+				close(ch)
+				delete(w.synced, ev.ID)
+			}
+			w.mu.Unlock()
 			continue
 		}
 		select {
@@ -290,6 +308,39 @@ func (w *Watch) read() {
 
 // Events delivers the changes; it is closed when the watch ends.
 func (w *Watch) Events() <-chan FileEvent { return w.events }
+
+// Sync blocks until the events of every change made before it are on
+// Events (a barrier: write a file, Sync, then read what it caused),
+// until ctx ends, or until the watch does. Safe for concurrent use; the
+// events must be read meanwhile (Events holds 256).
+func (w *Watch) Sync(ctx context.Context) error {
+	w.mu.Lock()
+	w.nextID++
+	id := strconv.FormatUint(w.nextID, 10)
+	ch := make(chan struct{})
+	w.synced[id] = ch
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.synced, id)
+		w.mu.Unlock()
+	}()
+	b, _ := json.Marshal(api.WatchSyncRequest{Type: "sync", ID: id})
+	w.writeMu.Lock()
+	err := w.ws.WriteMessage(websocket.TextMessage, b)
+	w.writeMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("client: watch sync: %w", err)
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("client: watch sync: %w", ctx.Err())
+	case <-w.ended:
+		return fmt.Errorf("client: watch sync: %w", net.ErrClosed)
+	}
+}
 
 // Close ends the watch.
 func (w *Watch) Close() error {

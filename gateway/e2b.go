@@ -201,7 +201,9 @@ const (
 
 // watchFiles serves the files-watch WebSocket: each change under the
 // directory is a text frame {"type","name"} (with ?entry=true, and
-// "entry" describing the path). The watch (and its
+// "entry" describing the path); a client's {"type":"sync","id"} is
+// answered {"type":"synced","id"} once the events of the changes made
+// before it are sent (api.WatchSyncRequest). The watch (and its
 // goroutine) is closed with the socket, which ends when the client
 // closes it, the session ends, or the gateway shuts down.
 func (s *e2bAPI) watchFiles(c echo.Context) error {
@@ -243,16 +245,35 @@ func (s *e2bAPI) watchFiles(c echo.Context) error {
 		return nil // the upgrader has written the error response
 	}
 	defer done()
+	syncer, _ := w.(workspace.DirSyncer)
+	asked := make(chan watchSync, maxWatchSyncs)
 	gone := make(chan struct{})
-	go func() { // the reading side: only to see the client leave; ends with conn.Close
+	go func() { // the reading side: the client's syncs, and its leaving; ends with conn.Close
 		defer close(gone)
 		for {
-			if _, _, err := conn.ReadMessage(); err != nil {
+			_, b, err := conn.ReadMessage()
+			if err != nil {
+				return
+			}
+			ask, ok := readWatchSync(b, syncer)
+			if !ok {
+				continue
+			}
+			select {
+			case asked <- ask:
+			case <-ctx.Done():
 				return
 			}
 		}
 	}()
 	defer func() { _ = conn.Close(); <-gone }()
+	var pending []watchSync // asked, their mark not seen yet; oldest first
+	var marked uint64        // the last mark seen (it may come before its ask)
+	write := func(out api.FileEvent) bool {
+		b, _ := json.Marshal(out)
+		_ = conn.SetWriteDeadline(time.Now().Add(watchWriteWait))
+		return conn.WriteMessage(websocket.TextMessage, b) == nil
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -263,21 +284,66 @@ func (s *e2bAPI) watchFiles(c echo.Context) error {
 			return nil
 		case <-gone:
 			return nil
+		case ask := <-asked:
+			if ask.seq <= marked || len(pending) == maxWatchSyncs { // marked already, no barrier here (0), or too many waiting: at once
+				if !write(api.FileEvent{Type: "synced", ID: ask.id}) {
+					return nil
+				}
+				continue
+			}
+			pending = append(pending, ask)
 		case ev, ok := <-w.Events():
 			if !ok {
 				return nil
+			}
+			if ev.Type == workspace.DirSync {
+				seq, _ := strconv.ParseUint(ev.Name, 10, 64)
+				marked = max(marked, seq)
+				for len(pending) > 0 && pending[0].seq <= marked {
+					if !write(api.FileEvent{Type: "synced", ID: pending[0].id}) {
+						return nil
+					}
+					pending = pending[1:]
+				}
+				continue
 			}
 			out := api.FileEvent{Type: ev.Type, Name: ev.Name}
 			if withEntry {
 				out.Entry = watchedEntry(files, dir, ev)
 			}
-			b, _ := json.Marshal(out)
-			_ = conn.SetWriteDeadline(time.Now().Add(watchWriteWait))
-			if err := conn.WriteMessage(websocket.TextMessage, b); err != nil {
+			if !write(out) {
 				return nil
 			}
 		}
 	}
+}
+
+// watchSync is a client's sync on a files-watch socket: its ID, and the
+// mark asked of the watch (0: none, answered at once).
+type watchSync struct {
+	id  string
+	seq uint64
+}
+
+// maxWatchSyncs bounds the syncs a socket waits on; one more is answered
+// at once.
+const maxWatchSyncs = 16
+
+// readWatchSync reads a client's frame on a files-watch socket: a
+// WatchSyncRequest asks syncer (nil on a runtime without a barrier) for a
+// mark. Anything else is ignored (ok false).
+func readWatchSync(b []byte, syncer workspace.DirSyncer) (ask watchSync, ok bool) {
+	var req api.WatchSyncRequest
+	if json.Unmarshal(b, &req) != nil || req.Type != "sync" || len(req.ID) > api.MaxWatchSyncID {
+		return watchSync{}, false
+	}
+	ask.id = req.ID
+	if syncer != nil {
+		if seq, err := syncer.Sync(); err == nil {
+			ask.seq = seq
+		}
+	}
+	return ask, true
 }
 
 // watchedEntry describes the path of ev under the watched dir as it is

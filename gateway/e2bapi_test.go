@@ -498,6 +498,27 @@ func TestFilesMoveAndWatch(t *testing.T) {
 			t.Fatalf("event %+v (entry %+v), want %s put.txt with its entry", ev, ev.Entry, want)
 		}
 	}
+	// A sync is a barrier: once it is answered, the events of a write
+	// made before it are on Events already.
+	for i := range 3 {
+		name := fmt.Sprintf("sync%d.txt", i)
+		if _, err := c.WriteFile(ctx, s.ID, "sub/"+name, strings.NewReader("s"), 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := we.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"create", "chmod", "write"} {
+			select {
+			case ev := <-we.Events():
+				if ev.Type != want || ev.Name != name {
+					t.Fatalf("after sync %d: event %+v, want %s %s", i, ev, want, name)
+				}
+			default:
+				t.Fatalf("after sync %d: no %s event of %s yet", i, want, name)
+			}
+		}
+	}
 	if _, err := c.WatchDir(ctx, s.ID, "sub/b.txt", false); !errors.Is(err, glclient.ErrBadRequest) {
 		t.Errorf("watching a file: %v", err)
 	}

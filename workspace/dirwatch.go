@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"unsafe"
@@ -15,8 +17,9 @@ import (
 // DirEvent is one change under a watched directory (E2B's
 // FilesystemEvent): Type is create, write, remove, rename or chmod, or
 // overflow (events were dropped: the client was too slow, or the watch
-// limits were reached); Name is the path relative to the watched
-// directory ("" for overflow).
+// limits were reached), or sync (DirSyncer's barrier); Name is the path
+// relative to the watched directory ("" for overflow; the sequence
+// number for sync).
 type DirEvent struct {
 	Type string `json:"type"`
 	Name string `json:"name,omitempty"`
@@ -34,6 +37,9 @@ const (
 	DirRename   = "rename"
 	DirChmod    = "chmod"
 	DirOverflow = "overflow"
+	// DirSync is the barrier DirSyncer.Sync asks for; its Name is the
+	// sequence number Sync returned (decimal).
+	DirSync = "sync"
 )
 
 // DirWatch watches one workspace directory (and with recursive, its
@@ -51,8 +57,14 @@ type DirWatch struct {
 	events    chan DirEvent
 	done      chan struct{}
 
-	mu   sync.Mutex // guards dirs
-	dirs map[int32]string
+	mu     sync.Mutex // guards dirs and syncWd
+	dirs   map[int32]string
+	syncWd int32 // the watch of syncDir; 0: none yet
+
+	syncMu     sync.Mutex // guards what follows; taken before mu
+	syncDir    string     // a private directory in which Sync makes its marks, made by the first Sync
+	syncSeq    uint64
+	syncClosed bool
 }
 
 const dirWatchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MODIFY | unix.IN_ATTRIB |
@@ -103,6 +115,63 @@ var (
 	_ DirWatcher  = (*DirWatch)(nil)
 )
 
+// DirSyncer is a DirWatcher with a barrier: *DirWatch (a remote
+// workspace's watch has none).
+type DirSyncer interface {
+	// Sync returns a sequence number n and makes the watch deliver a
+	// DirSync event named n after the events of every change made before
+	// Sync was called. Numbers grow: a DirSync named n answers the Syncs
+	// up to n (one dropped with a full buffer, as any event may be, is
+	// answered by the next). Safe for concurrent use; it fails once the
+	// watch is closed.
+	Sync() (uint64, error)
+}
+
+var _ DirSyncer = (*DirWatch)(nil)
+
+// Sync implements DirSyncer. Its mark is a file created (and removed at
+// once) in a private directory outside the workspace that the watch's
+// own inotify instance watches: inotify queues an instance's events in
+// the order they happen, so the mark's event comes after those of every
+// change that completed before it. Unique names keep inotify from
+// merging two marks into one event.
+func (w *DirWatch) Sync() (uint64, error) {
+	w.syncMu.Lock()
+	defer w.syncMu.Unlock()
+	if w.syncClosed {
+		return 0, fmt.Errorf("workspace: watch sync: %w", os.ErrClosed)
+	}
+	if w.syncDir == "" {
+		dir, err := os.MkdirTemp("", "glassroom-watch-sync-")
+		if err != nil {
+			return 0, fmt.Errorf("workspace: watch sync: %w", err)
+		}
+		var wd int
+		err = w.withFd(func(ifd int) error {
+			var aerr error
+			wd, aerr = unix.InotifyAddWatch(ifd, dir, unix.IN_CREATE|unix.IN_ONLYDIR)
+			return aerr
+		})
+		if err != nil {
+			_ = os.Remove(dir)
+			return 0, fmt.Errorf("workspace: watch sync: %w", err)
+		}
+		w.mu.Lock()
+		w.syncWd = int32(wd)
+		w.mu.Unlock()
+		w.syncDir = dir
+	}
+	w.syncSeq++
+	mark := filepath.Join(w.syncDir, strconv.FormatUint(w.syncSeq, 10))
+	f, err := os.OpenFile(mark, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return 0, fmt.Errorf("workspace: watch sync: %w", err)
+	}
+	_ = f.Close()
+	_ = os.Remove(mark)
+	return w.syncSeq, nil
+}
+
 // WatchDirectory implements DirWatching with WatchDir.
 func (r *Root) WatchDirectory(dir string, recursive bool, maxDirs, buffer int) (DirWatcher, error) {
 	w, err := r.WatchDir(dir, recursive, maxDirs, buffer)
@@ -115,10 +184,17 @@ func (r *Root) WatchDirectory(dir string, recursive bool, maxDirs, buffer int) (
 // Events delivers the changes; it is closed by Close.
 func (w *DirWatch) Events() <-chan DirEvent { return w.events }
 
-// Close stops watching and waits for the reading goroutine.
+// Close stops watching, waits for the reading goroutine and removes
+// Sync's directory.
 func (w *DirWatch) Close() error {
 	err := w.f.Close() // ends the goroutine's read
 	<-w.done
+	w.syncMu.Lock()
+	defer w.syncMu.Unlock()
+	w.syncClosed = true
+	if w.syncDir != "" {
+		_ = os.RemoveAll(w.syncDir)
+	}
 	return err
 }
 
@@ -224,6 +300,13 @@ func (w *DirWatch) run(overflow bool) {
 				continue
 			}
 			w.mu.Lock()
+			if w.syncWd != 0 && ev.Wd == w.syncWd {
+				w.mu.Unlock()
+				if ev.Mask&unix.IN_CREATE != 0 {
+					emit(DirEvent{Type: DirSync, Name: name})
+				}
+				continue
+			}
 			dir, ok := w.dirs[ev.Wd]
 			if ok && ev.Mask&(unix.IN_IGNORED|unix.IN_DELETE_SELF) != 0 {
 				delete(w.dirs, ev.Wd)

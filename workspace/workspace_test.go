@@ -3,6 +3,7 @@ package workspace_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -505,5 +506,60 @@ func TestMetadata(t *testing.T) {
 	}
 	if err := r.SetMetadata("d", map[string]string{"k": "v"}); !errors.Is(err, workspace.ErrIsDir) {
 		t.Fatalf("on a directory: %v", err)
+	}
+}
+
+// TestDirWatchSync: Sync's mark comes after the events of every change
+// made before it, whatever the watch has not read yet, and its directory
+// is gone with the watch.
+func TestDirWatchSync(t *testing.T) {
+	r, ws, _ := setup(t)
+	w, err := r.WatchDir("", false, 4, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dir string
+	for i := 1; i <= 3; i++ {
+		for j := range 5 {
+			if err := os.WriteFile(filepath.Join(ws, fmt.Sprintf("f%d-%d", i, j)), []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		seq, err := w.Sync()
+		if err != nil || seq != uint64(i) {
+			t.Fatalf("sync %d: %d, %v", i, seq, err)
+		}
+		created := 0
+		for ev := range w.Events() {
+			if ev.Type == workspace.DirSync {
+				if ev.Name != strconv.Itoa(i) {
+					t.Fatalf("mark %q, want %d", ev.Name, i)
+				}
+				break
+			}
+			if ev.Type == workspace.DirCreate && strings.HasPrefix(ev.Name, fmt.Sprintf("f%d-", i)) {
+				created++
+			}
+		}
+		if created != 5 {
+			t.Fatalf("round %d: %d creates before the mark, want 5", i, created)
+		}
+	}
+	marks, _ := filepath.Glob(filepath.Join(os.TempDir(), "glassroom-watch-sync-*"))
+	for _, m := range marks {
+		if ents, err := os.ReadDir(m); err == nil && len(ents) == 0 {
+			dir = m
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if dir != "" {
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Fatalf("%s left after Close: %v", dir, err)
+		}
+	}
+	if _, err := w.Sync(); err == nil {
+		t.Fatal("sync after close: no error")
 	}
 }

@@ -59,6 +59,7 @@ func roots() []named {
 		{"CommandStarted", reflect.TypeFor[api.CommandStarted]()}, {"TerminalControl", reflect.TypeFor[api.TerminalControl]()},
 		{"Template", reflect.TypeFor[api.Template]()}, {"Metrics", reflect.TypeFor[api.Metrics]()},
 		{"MoveFile", reflect.TypeFor[api.MoveFileRequest]()}, {"FileWatchEvent", reflect.TypeFor[api.FileEvent]()},
+		{"WatchSyncRequest", reflect.TypeFor[api.WatchSyncRequest]()},
 		{"FileURLRequest", reflect.TypeFor[api.FileURLRequest]()}, {"FileURL", reflect.TypeFor[api.FileURL]()},
 		{"PreviewRequest", reflect.TypeFor[api.PreviewRequest]()}, {"Preview", reflect.TypeFor[api.Preview]()},
 		{"Port", reflect.TypeFor[api.Port]()}, {"PortList", reflect.TypeFor[api.PortList]()},

@@ -418,11 +418,18 @@ export interface MoveFile {
   to: string
 }
 
-/** FileEvent is a frame of the files-watch WebSocket (E2B's FilesystemEvent): Type create, write, remove, rename, chmod, or overflow (events were dropped); Name relative to the watched directory. Entry, with ?entry=true, describes the path as it is when the event is sent (best effort: none once it is gone, and none for remove, rename and overflow). */
+/** FileEvent is a frame of the files-watch WebSocket (E2B's FilesystemEvent): Type create, write, remove, rename, chmod, or overflow (events were dropped); Name relative to the watched directory. Entry, with ?entry=true, describes the path as it is when the event is sent (best effort: none once it is gone, and none for remove, rename and overflow). Type synced, with ID, answers the client's WatchSyncRequest of that ID: every event of a change made before the request was sent came before it. */
 export interface FileWatchEvent {
   type: string
   name?: string
   entry?: FileEntry
+  id?: string
+}
+
+/** WatchSyncRequest is the one frame a client sends on the files-watch WebSocket: {"type": "sync", "id": ...} (an ID of at most MaxWatchSyncID bytes) asks for a FileEvent of type synced with that ID, a barrier: a client that wrote a file and then syncs has its events once the answer comes. */
+export interface WatchSyncRequest {
+  type: string
+  id: string
 }
 
 /** FileURLRequest is the body of POST /v1/sessions/{id}/files-url: a signed URL that grants Operation ("read": GET and HEAD; "write": PUT of the body, or POST of a multipart form's "file" part) on the one file Path, without the API key, for ExpiresS seconds (default 3600; at most a day; zero or less: already expired). */

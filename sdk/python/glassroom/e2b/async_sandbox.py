@@ -62,7 +62,7 @@ class AsyncWatchHandle:
             err: Optional[Exception] = None
             while not self._stopped.is_set():
                 try:
-                    evs = handle.get_new_events()
+                    evs = handle._take()  # pushed events as they come: no sync needed
                 except Exception as e:
                     err = None if self._stopped.is_set() else e
                     break

@@ -238,9 +238,8 @@ def _raise(e: Exception) -> Any:
     raise e
 
 
-def _event(raw: Any) -> Optional[FilesystemEvent]:
+def _event(ev: Any) -> Optional[FilesystemEvent]:
     try:
-        ev = json.loads(raw)
         entry = ev.get("entry")
         return FilesystemEvent(name=str(ev.get("name", "")), type=FilesystemEventType(ev.get("type")),
                                entry=_entry_json(entry) if isinstance(entry, dict) else None)
@@ -248,9 +247,15 @@ def _event(raw: Any) -> Optional[FilesystemEvent]:
         return None
 
 
+# How long get_new_events waits for the gateway's answer to its sync.
+_WATCH_SYNC_WAIT = 5.0
+
+
 class WatchHandle:
     """A directory being watched (E2B's sync ``WatchHandle``): a thread
-    reads the events as they come; ``get_new_events`` hands them out."""
+    reads the events as they come; ``get_new_events`` hands them out,
+    after a sync with the gateway (a barrier: the events of what was
+    written before the call are among them)."""
 
     def __init__(self, ws: Any) -> None:
         self._ws = ws
@@ -258,6 +263,8 @@ class WatchHandle:
         self._events: List[FilesystemEvent] = []
         self._closed = False
         self._error: Optional[Exception] = None
+        self._syncs: Dict[str, threading.Event] = {}
+        self._next_sync = 0
         self._thread = threading.Thread(target=self._read, name="glassroom-watch", daemon=True)
         self._thread.start()
 
@@ -268,22 +275,59 @@ class WatchHandle:
             try:
                 raw = ws.recv()
             except Exception as e:  # closed: by stop, or the sandbox went
-                with self._lock:
-                    if not self._closed:
-                        self._error = SandboxException(f"the watch ended: {e}")
-                        self._closed = True
+                self._end(SandboxException(f"the watch ended: {e}"))
                 return
             if not raw:
-                with self._lock:
-                    self._closed = True
+                self._end(None)
                 return
-            ev = _event(raw)
+            try:
+                frame = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(frame, dict) and frame.get("type") == "synced":
+                with self._lock:
+                    done = self._syncs.pop(str(frame.get("id")), None)
+                if done is not None:
+                    done.set()
+                continue
+            ev = _event(frame)
             if ev is not None:
                 with self._lock:
                     self._events.append(ev)
 
+    def _end(self, error: Optional[Exception]) -> None:
+        with self._lock:
+            if not self._closed:
+                self._error = error
+                self._closed = True
+            for done in self._syncs.values():
+                done.set()
+
+    def _sync(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._next_sync += 1
+            sid = str(self._next_sync)
+            done = self._syncs[sid] = threading.Event()
+        try:
+            self._ws.send(json.dumps({"type": "sync", "id": sid}))
+            done.wait(_WATCH_SYNC_WAIT)
+        except Exception:  # the watch ended: get_new_events says so
+            pass
+        finally:
+            with self._lock:
+                self._syncs.pop(sid, None)
+
     def get_new_events(self) -> List[FilesystemEvent]:
-        """The events since the last call. Raises SandboxException once the watch has stopped."""
+        """The events since the last call, those of every change made
+        before it among them. Raises SandboxException once the watch has
+        stopped."""
+        self._sync()
+        return self._take()
+
+    def _take(self) -> List[FilesystemEvent]:
+        """The events since the last call, without a sync."""
         with self._lock:
             if self._closed and not self._events:
                 raise self._error or SandboxException("The watcher is already stopped")
