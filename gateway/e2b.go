@@ -268,7 +268,7 @@ func (s *e2bAPI) watchFiles(c echo.Context) error {
 	}()
 	defer func() { _ = conn.Close(); <-gone }()
 	var pending []watchSync // asked, their mark not seen yet; oldest first
-	var marked uint64        // the last mark seen (it may come before its ask)
+	var marked uint64       // the last mark seen (it may come before its ask)
 	write := func(out api.FileEvent) bool {
 		b, _ := json.Marshal(out)
 		_ = conn.SetWriteDeadline(time.Now().Add(watchWriteWait))
