@@ -20,8 +20,9 @@ from .async_sandbox import AsyncFilesystem, AsyncSandbox, AsyncSandboxPaginator,
 from .charts import (BarChart, BarData, BoxAndWhiskerChart, BoxAndWhiskerData, Chart, Chart2D, ChartType, ChartTypes,
                      LineChart, PieChart, PieData, PointChart, PointData, ScaleType, ScatterChart, SuperChart)
 from .models import (Context, EntryInfo, FilesystemEvent, FilesystemEventType, MIMEType, OutputHandler, Result,
-                     RunCodeLanguage, SandboxInfo, SandboxListOrder, SandboxMetrics, SandboxQuery, SandboxState, Username,
-                     WriteInfo)
+                     RunCodeLanguage, SandboxInfo, SandboxLifecycle, SandboxListOrder, SandboxMetrics,
+                     SandboxNetworkOpts, SandboxNetworkSelector, SandboxNetworkSelectorContext, SandboxNetworkUpdate,
+                     SandboxOnTimeout, SandboxQuery, SandboxState, Username, WriteEntry, WriteInfo)
 from .sandbox import ALL_TRAFFIC, Filesystem, Sandbox, SandboxPaginator, WatchHandle
 from ..volumes import Volume
 
@@ -41,7 +42,8 @@ __all__ = [
     "SandboxInfo", "SandboxQuery", "SandboxState", "SandboxMetrics", "SandboxListOrder", "SandboxPaginator",
     "AsyncSandboxPaginator", "Filesystem", "AsyncFilesystem", "WatchHandle", "AsyncWatchHandle", "Commands",
     "AsyncCommands", "Pty", "PtySize", "CommandHandle", "AsyncCommandHandle", "CommandResult", "ProcessInfo", "Username", "ALL_TRAFFIC",
-    "Stdout", "Stderr", "Volume",
+    "Stdout", "Stderr", "Volume", "WriteEntry", "SandboxNetworkOpts", "SandboxNetworkSelector",
+    "SandboxNetworkSelectorContext", "SandboxNetworkUpdate", "SandboxOnTimeout", "SandboxLifecycle",
     "SandboxException", "TimeoutException", "NotFoundException", "FileNotFoundException", "SandboxNotFoundException",
     "InvalidArgumentException", "AuthenticationException", "RateLimitException", "NotEnoughSpaceException",
     "CommandExitException", "TemplateException", "ConflictException",

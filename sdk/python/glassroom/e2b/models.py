@@ -3,7 +3,7 @@
 import enum
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Dict, List, Literal, Optional, TypeVar, Union
+from typing import IO, Any, Callable, Dict, List, Literal, Mapping, Optional, TypedDict, TypeVar, Union
 
 from ..exceptions import TimeoutException
 from ..models import Execution, ExecutionError, FileType, Logs, OutputMessage, parse_time
@@ -217,6 +217,56 @@ class SandboxMetrics:
     timestamp: datetime
 
 
+class WriteEntry(TypedDict):
+    """One file of ``files.write_files`` (E2B's ``WriteEntry``)."""
+
+    path: str
+    data: Union[str, bytes, IO]
+
+
+@dataclass(frozen=True)
+class SandboxNetworkSelectorContext:
+    """What an ``allow_out``/``deny_out`` callable is given: ``all_traffic``
+    is ``"0.0.0.0/0"``; ``rules`` is empty (glassroom has no per-host
+    request rules)."""
+
+    all_traffic: str
+    rules: Mapping[str, List[Dict[str, Any]]]
+
+
+SandboxNetworkSelector = Union[List[str], Callable[[SandboxNetworkSelectorContext], List[str]]]
+SandboxOnTimeout = Literal["kill", "pause"]
+
+
+class SandboxNetworkOpts(TypedDict, total=False):
+    """``Sandbox.create(network=...)`` (E2B's): ``allow_out`` and
+    ``deny_out`` are host names, IP addresses and CIDR blocks, or
+    callables of a SandboxNetworkSelectorContext; the gateway's ceiling
+    bounds them. ``allow_public_traffic`` and ``mask_request_host`` are
+    about inbound traffic, which a glassroom sandbox takes only through
+    previews: they are accepted and ignored."""
+
+    allow_out: SandboxNetworkSelector
+    deny_out: SandboxNetworkSelector
+    allow_public_traffic: bool
+    mask_request_host: str
+
+
+class SandboxNetworkUpdate(TypedDict, total=False):
+    """``update_network``'s rules (E2B's): ``allow_out`` and ``deny_out`` as in SandboxNetworkOpts."""
+
+    allow_out: SandboxNetworkSelector
+    deny_out: SandboxNetworkSelector
+
+
+class SandboxLifecycle(TypedDict, total=False):
+    """``Sandbox.create(lifecycle=...)`` (E2B's): glassroom kills a sandbox
+    at its timeout (``on_timeout="kill"``); pause is refused."""
+
+    on_timeout: SandboxOnTimeout
+    auto_resume: bool
+
+
 def format_request_timeout_error() -> TimeoutException:
     return TimeoutException("Request timed out — the 'request_timeout' option can be used to increase this timeout")
 
@@ -234,4 +284,6 @@ def format_sandbox_killed_error() -> TimeoutException:
 
 __all__ = ["Result", "Execution", "ExecutionError", "Logs", "OutputMessage", "OutputHandler", "RunCodeLanguage", "MIMEType",
            "Context", "WriteInfo", "EntryInfo", "FileType", "FilesystemEvent", "FilesystemEventType", "SandboxState",
-           "SandboxInfo", "SandboxQuery", "SandboxMetrics", "SandboxListOrder", "Username"]
+           "SandboxInfo", "SandboxQuery", "SandboxMetrics", "SandboxListOrder", "Username", "WriteEntry",
+           "SandboxNetworkOpts", "SandboxNetworkSelector", "SandboxNetworkSelectorContext", "SandboxNetworkUpdate",
+           "SandboxOnTimeout", "SandboxLifecycle"]

@@ -5,7 +5,6 @@ import json
 import os
 import posixpath
 import threading
-import types
 from datetime import datetime, timezone
 from typing import IO, Any, Callable, Dict, List, Optional, Type, TypeVar, Union
 
@@ -18,7 +17,7 @@ from ..models import Execution, ExecutionError, FileType, OutputMessage, parse_t
 from ..models import Result as _GResult
 from ..sandbox import Sandbox as _GSandbox
 from .models import (WORKSPACE, Context, EntryInfo, FilesystemEvent, FilesystemEventType, OutputHandler, Result,
-                     SandboxInfo, SandboxListOrder, SandboxMetrics, SandboxQuery, SandboxState, WriteInfo,
+                     SandboxInfo, SandboxListOrder, SandboxMetrics, SandboxNetworkSelectorContext, SandboxQuery, SandboxState, WriteInfo,
                      format_execution_timeout_error, format_request_timeout_error, format_sandbox_killed_error,
                      sandbox_info)
 
@@ -81,7 +80,7 @@ def _network(allow_internet_access: bool, network: Optional[Dict[str, Any]]) -> 
     if net:
         raise InvalidArgumentException(f"network options glassroom does not have: {', '.join(sorted(net))}")
     # E2B's selectors may be callables of a context (ctx.all_traffic, ctx.rules).
-    selector_ctx = types.SimpleNamespace(all_traffic=ALL_TRAFFIC, rules={})
+    selector_ctx = SandboxNetworkSelectorContext(all_traffic=ALL_TRAFFIC, rules={})
     allow = list(allow(selector_ctx)) if callable(allow) else allow
     deny = list(deny(selector_ctx)) if callable(deny) else deny
     if allow is not None and ALL_TRAFFIC in allow:
