@@ -189,6 +189,12 @@ export declare class Sandbox {
         previewHost?: string;
     } & ConnectionOpts);
     /**
+     * The lifetime `create` asks for when `timeoutMs` is not given:
+     * undefined here (the gateway's maximum), 300 s in `glassroom/e2b`'s
+     * Sandbox (E2B's default).
+     */
+    static readonly defaultTimeoutMs: number | undefined;
+    /**
      * Starts a sandbox. `template` (optional) names a preset of the
      * gateway's operator; without it the gateway's defaults apply.
      */

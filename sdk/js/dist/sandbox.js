@@ -204,6 +204,12 @@ export class Sandbox {
         this.commands = new Commands(this.connectionConfig, this.sandboxId);
         this.pty = new Pty(this.connectionConfig, this.sandboxId, this.commands);
     }
+    /**
+     * The lifetime `create` asks for when `timeoutMs` is not given:
+     * undefined here (the gateway's maximum), 300 s in `glassroom/e2b`'s
+     * Sandbox (E2B's default).
+     */
+    static defaultTimeoutMs = undefined;
     static async create(templateOrOpts, maybeOpts) {
         const opts = typeof templateOrOpts === 'string' ? { ...(maybeOpts ?? {}), template: templateOrOpts } : { ...(templateOrOpts ?? {}) };
         const e2bOnly = opts;
@@ -222,10 +228,11 @@ export class Sandbox {
             body.metadata = opts.metadata;
         if (opts.envs && Object.keys(opts.envs).length)
             body.env = opts.envs;
-        if (opts.timeoutMs !== undefined) {
-            if (!(opts.timeoutMs > 0))
+        const timeoutMs = opts.timeoutMs ?? this.defaultTimeoutMs;
+        if (timeoutMs !== undefined) {
+            if (!(timeoutMs > 0))
                 throw new InvalidArgumentError('timeoutMs must be positive');
-            body.lifetime_s = Math.ceil(opts.timeoutMs / 1000);
+            body.lifetime_s = Math.ceil(timeoutMs / 1000);
         }
         const rules = opts.network ? networkRules(opts.network) : undefined;
         if (rules?.allow.length)

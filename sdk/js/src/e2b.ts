@@ -4,8 +4,24 @@
  *
  *     import { Sandbox } from 'glassroom/e2b'   // was '@e2b/code-interpreter'
  *
- * The same classes as `glassroom`'s main entry point.
+ * The same classes as `glassroom`'s main entry point, but for Sandbox:
+ * a subclass with E2B's defaults.
  */
 export * from './index.js'
-import { Sandbox } from './sandbox.js'
+import { Sandbox as GlassroomSandbox } from './sandbox.js'
+
+/**
+ * glassroom's Sandbox with E2B's defaults: a sandbox lives 300 s unless
+ * `timeoutMs` says otherwise, and `envdApi.version` (which E2B code reads
+ * to tell its daemon's version) is `'glassroom'`.
+ */
+export class Sandbox extends GlassroomSandbox {
+  static override readonly defaultTimeoutMs: number | undefined = 300_000
+
+  /** @internal E2B's daemon client: here only its version. */
+  get envdApi(): { readonly version: string } {
+    return { version: 'glassroom' }
+  }
+}
+
 export default Sandbox

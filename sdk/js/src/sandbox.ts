@@ -338,6 +338,13 @@ export class Sandbox {
   }
 
   /**
+   * The lifetime `create` asks for when `timeoutMs` is not given:
+   * undefined here (the gateway's maximum), 300 s in `glassroom/e2b`'s
+   * Sandbox (E2B's default).
+   */
+  static readonly defaultTimeoutMs: number | undefined = undefined
+
+  /**
    * Starts a sandbox. `template` (optional) names a preset of the
    * gateway's operator; without it the gateway's defaults apply.
    */
@@ -358,9 +365,10 @@ export class Sandbox {
     if (opts.template) body.template = opts.template
     if (opts.metadata && Object.keys(opts.metadata).length) body.metadata = opts.metadata
     if (opts.envs && Object.keys(opts.envs).length) body.env = opts.envs
-    if (opts.timeoutMs !== undefined) {
-      if (!(opts.timeoutMs > 0)) throw new InvalidArgumentError('timeoutMs must be positive')
-      body.lifetime_s = Math.ceil(opts.timeoutMs / 1000)
+    const timeoutMs = opts.timeoutMs ?? this.defaultTimeoutMs
+    if (timeoutMs !== undefined) {
+      if (!(timeoutMs > 0)) throw new InvalidArgumentError('timeoutMs must be positive')
+      body.lifetime_s = Math.ceil(timeoutMs / 1000)
     }
     const rules = opts.network ? networkRules(opts.network as any) : undefined
     if (rules?.allow.length) body.network = rules

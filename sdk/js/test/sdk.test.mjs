@@ -466,8 +466,10 @@ test('errors: a wrong API key, a missing key, a bad language', async () => {
 })
 
 test('glassroom/e2b carries the same names', () => {
-  assert.equal(e2b.Sandbox, Sandbox)
-  assert.equal(E2BDefault, Sandbox)
+  assert.ok(e2b.Sandbox.prototype instanceof Sandbox)
+  assert.equal(E2BDefault, e2b.Sandbox)
+  assert.equal(Sandbox.defaultTimeoutMs, undefined)
+  assert.equal(e2b.Sandbox.defaultTimeoutMs, 300_000)
   for (const n of ['SandboxError', 'TimeoutError', 'NotFoundError', 'InvalidArgumentError', 'AuthenticationError', 'RateLimitError', 'NotEnoughSpaceError', 'CommandExitError', 'FileNotFoundError', 'Result', 'Execution', 'ExecutionError', 'OutputMessage', 'ChartType', 'FileType']) {
     assert.equal(typeof e2b[n], n === 'ChartType' || n === 'FileType' ? 'object' : 'function', n)
   }
@@ -524,6 +526,15 @@ e2bTest('timeoutMs is the lifetime; setTimeout moves it', async () => {
   assert.equal((await sbx.getInfo()).endAt.getTime(), i2.endAt.getTime())
   await sbx.connect({ timeoutMs: 900_000 })
   assert.ok((await sbx.getInfo()).endAt > i2.endAt)
+})
+
+e2bTest("glassroom/e2b's Sandbox lives E2B's 300 s by default", async () => {
+  const sbx = await e2b.Sandbox.create()
+  made.push(sbx)
+  const info = await sbx.getInfo()
+  assert.equal(Math.round((info.endAt - info.startedAt) / 1000), 300)
+  assert.equal(sbx.envdApi.version, 'glassroom')
+  await sbx.kill()
 })
 
 e2bTest('getMetrics, pause and resume', async () => {
