@@ -41,6 +41,13 @@ type Session struct {
 	PreviewHost string `json:"preview_host,omitempty"`
 	// Volumes are the tenant's volumes it mounts: name → path.
 	Volumes map[string]string `json:"volumes,omitempty"`
+	// AccessToken, in the answers of POST /v1/sessions and GET
+	// /v1/sessions/{id} (E2B's envd access token): sent as the
+	// X-Access-Token header instead of the API key, it grants what runs
+	// inside this session (its code, files, commands, terminals and
+	// previews), not its lifecycle nor any other session, until the
+	// session ends.
+	AccessToken string `json:"access_token,omitempty"`
 }
 
 // Template is an operator's session preset (GET /v1/templates).

@@ -21,6 +21,16 @@ type sessionsAPI struct {
 	lookup
 	log      zerolog.Logger
 	replicas replicas // the other gateway replicas' parts of a list
+	// accessToken is a session's (tenant, id) access token.
+	accessToken func(tenant, session string) string
+}
+
+// owned is sess's description for a holder of the API key: with its
+// access token.
+func (s *sessionsAPI) owned(c echo.Context, sess *sessions.Session) sessions.Info {
+	in := s.info(sess)
+	in.AccessToken = s.accessToken(tenant.Of(c), sess.ID())
+	return in
 }
 
 func (s *sessionsAPI) route(v1 *echo.Group) {
@@ -78,7 +88,7 @@ func (s *sessionsAPI) createSession(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, s.info(sess))
+	return c.JSON(http.StatusCreated, s.owned(c, sess))
 }
 
 // sessionPage is the body of GET /v1/sessions (api.SessionList).
@@ -116,7 +126,7 @@ func (s *sessionsAPI) getSession(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, s.info(sess))
+	return c.JSON(http.StatusOK, s.owned(c, sess))
 }
 
 func (s *sessionsAPI) deleteSession(c echo.Context) error {

@@ -40,6 +40,7 @@ type Server struct {
 	watches  *watchShares // the open files-watch sockets: maxWatchesPerGW, shared out per tenant and session
 	fwd      *forwarder   // to the replica serving a session
 	previews *previews
+	signer   *urlsign.Signer // signed URLs' and access tokens'
 	lookup
 }
 
@@ -94,7 +95,8 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 		e.GET("/metrics", s.metrics)
 	}
 	v1 := e.Group("/v1", s.authenticate, s.forwardElsewhere)
-	(&sessionsAPI{lookup: s.lookup, log: log, replicas: replicas{s}}).route(v1)
+	s.signer = signer
+	(&sessionsAPI{lookup: s.lookup, log: log, replicas: replicas{s}, accessToken: signer.AccessToken}).route(v1)
 	v1.GET("/sessions/:id/ws", socket.serve)
 	(&contextsAPI{lookup: s.lookup}).route(v1)
 	(&commandsAPI{lookup: s.lookup, ping: cfg.WSPingInterval, conns: s.conns, upgrader: upgrader}).route(v1)
@@ -247,9 +249,14 @@ func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// AccessTokenHeader carries a session's access token
+// (api.Session.AccessToken; E2B's envd header).
+const AccessTokenHeader = "X-Access-Token"
+
 // authenticate accepts "Authorization: Bearer <key>", or ?token=<key> on
 // WebSocket upgrades (the session's and the terminal's) and GET/HEAD file
-// downloads, and stores the tenant.
+// downloads, and stores the tenant. Without a key, a session's access
+// token (AccessTokenHeader) is accepted on the routes it grants.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		key := ""
@@ -259,6 +266,9 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			key = c.QueryParam("token")
 		}
 		t, ok := s.keys.Lookup(key)
+		if !ok && key == "" {
+			t, ok = s.accessTenant(c)
+		}
 		if !ok {
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="glassroom"`)
 			return httperr.New(http.StatusUnauthorized, "unauthorized", "missing or invalid API key")
@@ -266,6 +276,24 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		tenant.Set(c, t)
 		return next(c)
 	}
+}
+
+// accessTenant is the tenant of a request that bears its session's
+// access token on a route the token grants: one under
+// /v1/sessions/{id}/ (what runs inside the session) but for pause and
+// resume (its lifecycle, as the session itself, /v1/sessions/{id}, is).
+func (s *Server) accessTenant(c echo.Context) (string, bool) {
+	tok := c.Request().Header.Get(AccessTokenHeader)
+	id := c.Param("id")
+	rest, inside := strings.CutPrefix(c.Path(), "/v1/sessions/:id/")
+	if tok == "" || id == "" || !inside || rest == "pause" || rest == "resume" {
+		return "", false
+	}
+	cl, err := s.signer.Verify(tok, time.Now())
+	if err != nil || cl.Op != urlsign.Access || cl.Session != id {
+		return "", false
+	}
+	return cl.Tenant, true
 }
 
 // health is the body of GET /healthz.

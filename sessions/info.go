@@ -42,6 +42,9 @@ type Info struct {
 	PreviewHost string `json:"preview_host,omitempty"`
 	// Volumes are the volumes it mounts: name → path in the sandbox.
 	Volumes map[string]string `json:"volumes,omitempty"`
+	// AccessToken is set by the gateway on a session's creation and
+	// lookup: the session's own credential (api.Session.AccessToken).
+	AccessToken string `json:"access_token,omitempty"`
 }
 
 // Session states.

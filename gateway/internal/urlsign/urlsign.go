@@ -33,6 +33,9 @@ const (
 	// Preview grants a browser the previews of a session's port (Path
 	// holds the port).
 	Preview = "preview"
+	// Access grants what runs inside a session (its code, files and
+	// commands) for as long as it lives: AccessToken's (Expires 0).
+	Access = "access"
 )
 
 // MinKeyBytes is the shortest signing key accepted.
@@ -60,8 +63,9 @@ type Claims struct {
 
 // Signer seals and opens tokens with one key.
 type Signer struct {
-	aead    cipher.AEAD
-	hostKey []byte // HostTag's MAC key
+	aead     cipher.AEAD
+	hostKey  []byte // HostTag's MAC key
+	nonceKey []byte // AccessToken's nonces' MAC key
 }
 
 // New returns a signer with key (at least MinKeyBytes of secret).
@@ -77,6 +81,8 @@ func New(key []byte) (*Signer, error) {
 	block, err := aes.NewCipher(m.Sum(nil))
 	hk := hmac.New(sha256.New, key)
 	hk.Write([]byte("glassroom preview hosts v1"))
+	nk := hmac.New(sha256.New, key)
+	nk.Write([]byte("glassroom access tokens v1"))
 	if err != nil {
 		return nil, fmt.Errorf("urlsign: %w", err)
 	}
@@ -84,7 +90,7 @@ func New(key []byte) (*Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("urlsign: %w", err)
 	}
-	return &Signer{aead: aead, hostKey: hk.Sum(nil)}, nil
+	return &Signer{aead: aead, hostKey: hk.Sum(nil), nonceKey: nk.Sum(nil)}, nil
 }
 
 // NewKey returns a fresh random signing key.
@@ -99,6 +105,19 @@ func (s *Signer) Sign(c Claims) string {
 	body, _ := json.Marshal(c) // plain strings and an int: cannot fail
 	nonce := make([]byte, s.aead.NonceSize(), s.aead.NonceSize()+len(body)+s.aead.Overhead())
 	_, _ = rand.Read(nonce)
+	return base64.RawURLEncoding.EncodeToString(s.aead.Seal(nonce, nonce, body, nil))
+}
+
+// AccessToken is the sealed Access grant of a session of tenant: the
+// same token each time it is asked for, on every replica (its nonce is a
+// MAC of its claims, so that equal claims, and only they, share one), so
+// that a client that connects again gets the token it had. It has no
+// expiry of its own: it ends with its session.
+func (s *Signer) AccessToken(tenant, session string) string {
+	body, _ := json.Marshal(Claims{Session: session, Tenant: tenant, Op: Access})
+	m := hmac.New(sha256.New, s.nonceKey)
+	m.Write(body)
+	nonce := m.Sum(nil)[:s.aead.NonceSize()]
 	return base64.RawURLEncoding.EncodeToString(s.aead.Seal(nonce, nonce, body, nil))
 }
 
@@ -137,8 +156,11 @@ func (s *Signer) Verify(token string, now time.Time) (Claims, error) {
 		return Claims{}, ErrBadToken
 	}
 	var c Claims
-	if err := json.Unmarshal(body, &c); err != nil || c.Session == "" || (c.Op != Read && c.Op != Write && c.Op != Preview) {
+	if err := json.Unmarshal(body, &c); err != nil || c.Session == "" || (c.Op != Read && c.Op != Write && c.Op != Preview && c.Op != Access) {
 		return Claims{}, ErrBadToken
+	}
+	if c.Op == Access && c.Expires == 0 { // AccessToken's: it ends with its session
+		return c, nil
 	}
 	if now.Unix() >= c.Expires {
 		return c, ErrExpired

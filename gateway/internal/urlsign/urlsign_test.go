@@ -78,3 +78,41 @@ func TestSignVerify(t *testing.T) {
 		t.Fatal("a tag granted what it was not for")
 	}
 }
+
+// TestAccessToken: a session's access token is the same each time and on
+// every replica with the key, opaque, open-ended, bound to its session and
+// tenant, and refused under another key.
+func TestAccessToken(t *testing.T) {
+	key := urlsign.NewKey()
+	a, _ := urlsign.New(key)
+	b, _ := urlsign.New(key)
+	tok := a.AccessToken("tenant-secret", "s1")
+	if tok != a.AccessToken("tenant-secret", "s1") || tok != b.AccessToken("tenant-secret", "s1") {
+		t.Fatal("the access token of one session differs between asks or replicas")
+	}
+	if tok == a.AccessToken("tenant-secret", "s2") || tok == a.AccessToken("other", "s1") {
+		t.Fatal("two sessions share an access token")
+	}
+	raw, _ := base64.RawURLEncoding.DecodeString(tok)
+	if bytes.Contains(raw, []byte("tenant-secret")) || bytes.Contains(raw, []byte(`"s1"`)) {
+		t.Fatal("the access token shows its claims")
+	}
+	got, err := b.Verify(tok, time.Now().Add(100*365*24*time.Hour))
+	if err != nil || got != (urlsign.Claims{Session: "s1", Tenant: "tenant-secret", Op: urlsign.Access}) {
+		t.Fatalf("verify: %+v %v", got, err)
+	}
+	other, _ := urlsign.New(urlsign.NewKey())
+	if _, err := other.Verify(tok, time.Now()); !errors.Is(err, urlsign.ErrBadToken) {
+		t.Fatalf("under another key: %v", err)
+	}
+	flipped := []byte(tok)
+	flipped[len(flipped)/2] ^= 1
+	if _, err := a.Verify(string(flipped), time.Now()); err == nil {
+		t.Fatal("a changed token was accepted")
+	}
+	// A token of another operation never lives forever: Expires 0 is
+	// only an access token's.
+	if _, err := a.Verify(a.Sign(urlsign.Claims{Session: "s1", Tenant: "t", Path: "a", Op: urlsign.Read}), time.Now()); !errors.Is(err, urlsign.ErrExpired) {
+		t.Fatalf("a read token without expiry: %v", err)
+	}
+}

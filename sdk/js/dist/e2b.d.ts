@@ -20,5 +20,7 @@ export declare class Sandbox extends GlassroomSandbox {
     get envdApi(): {
         readonly version: string;
     };
+    /** E2B's name of `accessToken`. */
+    get envdAccessToken(): string | undefined;
 }
 export default Sandbox;

@@ -20,5 +20,9 @@ export class Sandbox extends GlassroomSandbox {
     get envdApi() {
         return { version: 'glassroom' };
     }
+    /** E2B's name of `accessToken`. */
+    get envdAccessToken() {
+        return this.accessToken;
+    }
 }
 export default Sandbox;

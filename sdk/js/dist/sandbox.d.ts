@@ -69,7 +69,7 @@ export interface SandboxOpts extends ConnectionOpts {
     envs?: Record<string, string>;
     /** The sandbox's lifetime (ms): it is killed this long after creation (`setTimeout` moves it). Default: the gateway's maximum lifetime. */
     timeoutMs?: number;
-    /** Accepted for E2B compatibility (glassroom's traffic is always authenticated). */
+    /** false: the sandbox's `accessToken` is not kept (E2B's `secure`; the API key works either way). */
     secure?: boolean;
     /** E2B: false means no network, which is glassroom's default; true needs `network.allow` on glassroom. */
     allowInternetAccess?: boolean;
@@ -183,10 +183,18 @@ export declare class Sandbox {
     readonly connectionConfig: ConnectionConfig;
     /** @internal: the session's preview_host, known once created or connected. */
     protected previewHost?: string;
+    /**
+     * The sandbox's access token, known once created or connected (E2B's
+     * envd access token; none after `secure: false`): sent as the
+     * `X-Access-Token` header instead of the API key, it grants what runs
+     * inside this sandbox (code, files, commands), nothing else, until it ends.
+     */
+    accessToken?: string;
     /** @internal: use Sandbox.create or Sandbox.connect. */
     constructor(opts: {
         sandboxId: string;
         previewHost?: string;
+        accessToken?: string;
     } & ConnectionOpts);
     /**
      * The lifetime `create` asks for when `timeoutMs` is not given:

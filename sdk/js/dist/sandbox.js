@@ -195,11 +195,19 @@ export class Sandbox {
     connectionConfig;
     /** @internal: the session's preview_host, known once created or connected. */
     previewHost;
+    /**
+     * The sandbox's access token, known once created or connected (E2B's
+     * envd access token; none after `secure: false`): sent as the
+     * `X-Access-Token` header instead of the API key, it grants what runs
+     * inside this sandbox (code, files, commands), nothing else, until it ends.
+     */
+    accessToken;
     /** @internal: use Sandbox.create or Sandbox.connect. */
     constructor(opts) {
         this.connectionConfig = new ConnectionConfig(opts);
         this.sandboxId = opts.sandboxId;
         this.previewHost = opts.previewHost;
+        this.accessToken = opts.accessToken;
         this.files = new Filesystem(this.connectionConfig, this.sandboxId);
         this.commands = new Commands(this.connectionConfig, this.sandboxId);
         this.pty = new Pty(this.connectionConfig, this.sandboxId, this.commands);
@@ -249,7 +257,9 @@ export class Sandbox {
         if (opts.idleTimeoutS)
             body.idle_timeout_s = opts.idleTimeoutS;
         const out = await conn.request('POST', '/v1/sessions', 'json', { json: body, ok: [201] });
-        return new this({ ...conn.toOpts(), sandboxId: String(out.id), previewHost: out.preview_host || undefined });
+        const secure = opts.secure !== false;
+        return new this({ ...conn.toOpts(), sandboxId: String(out.id), previewHost: out.preview_host || undefined,
+            accessToken: (secure && out.access_token) || undefined });
     }
     /** Attaches to an existing sandbox (SandboxNotFoundError if it is gone); a paused one is resumed. */
     static async connect(sandboxId, opts) {
@@ -267,6 +277,8 @@ export class Sandbox {
         const s = await this.connectionConfig.request('GET', sessionPath(this.sandboxId), 'json', { what: 'sandbox' });
         if (s?.preview_host)
             this.previewHost = String(s.preview_host);
+        if (s?.access_token)
+            this.accessToken = String(s.access_token);
         if (s?.paused)
             await this.resume().catch(() => { });
         const end = new Date(s?.end_at ?? s?.expires_at ?? NaN).getTime();

@@ -22,6 +22,11 @@ export class Sandbox extends GlassroomSandbox {
   get envdApi(): { readonly version: string } {
     return { version: 'glassroom' }
   }
+
+  /** E2B's name of `accessToken`. */
+  get envdAccessToken(): string | undefined {
+    return this.accessToken
+  }
 }
 
 export default Sandbox

@@ -78,7 +78,7 @@ export interface SandboxOpts extends ConnectionOpts {
   envs?: Record<string, string>
   /** The sandbox's lifetime (ms): it is killed this long after creation (`setTimeout` moves it). Default: the gateway's maximum lifetime. */
   timeoutMs?: number
-  /** Accepted for E2B compatibility (glassroom's traffic is always authenticated). */
+  /** false: the sandbox's `accessToken` is not kept (E2B's `secure`; the API key works either way). */
   secure?: boolean
   /** E2B: false means no network, which is glassroom's default; true needs `network.allow` on glassroom. */
   allowInternetAccess?: boolean
@@ -326,12 +326,20 @@ export class Sandbox {
   readonly connectionConfig: ConnectionConfig
   /** @internal: the session's preview_host, known once created or connected. */
   protected previewHost?: string
+  /**
+   * The sandbox's access token, known once created or connected (E2B's
+   * envd access token; none after `secure: false`): sent as the
+   * `X-Access-Token` header instead of the API key, it grants what runs
+   * inside this sandbox (code, files, commands), nothing else, until it ends.
+   */
+  accessToken?: string
 
   /** @internal: use Sandbox.create or Sandbox.connect. */
-  constructor(opts: { sandboxId: string; previewHost?: string } & ConnectionOpts) {
+  constructor(opts: { sandboxId: string; previewHost?: string; accessToken?: string } & ConnectionOpts) {
     this.connectionConfig = new ConnectionConfig(opts)
     this.sandboxId = opts.sandboxId
     this.previewHost = opts.previewHost
+    this.accessToken = opts.accessToken
     this.files = new Filesystem(this.connectionConfig, this.sandboxId)
     this.commands = new Commands(this.connectionConfig, this.sandboxId)
     this.pty = new Pty(this.connectionConfig, this.sandboxId, this.commands)
@@ -379,7 +387,9 @@ export class Sandbox {
     if (Object.keys(volumes).length) body.volumes = volumes
     if (opts.idleTimeoutS) body.idle_timeout_s = opts.idleTimeoutS
     const out = await conn.request('POST', '/v1/sessions', 'json', { json: body, ok: [201] })
-    return new this({ ...conn.toOpts(), sandboxId: String(out.id), previewHost: out.preview_host || undefined }) as InstanceType<S>
+    const secure = opts.secure !== false
+    return new this({ ...conn.toOpts(), sandboxId: String(out.id), previewHost: out.preview_host || undefined,
+      accessToken: (secure && out.access_token) || undefined }) as InstanceType<S>
   }
 
   /** Attaches to an existing sandbox (SandboxNotFoundError if it is gone); a paused one is resumed. */
@@ -398,6 +408,7 @@ export class Sandbox {
   async connect(opts?: { timeoutMs?: number }): Promise<this> {
     const s = await this.connectionConfig.request('GET', sessionPath(this.sandboxId), 'json', { what: 'sandbox' })
     if (s?.preview_host) this.previewHost = String(s.preview_host)
+    if (s?.access_token) this.accessToken = String(s.access_token)
     if (s?.paused) await this.resume().catch(() => {})
     const end = new Date(s?.end_at ?? s?.expires_at ?? NaN).getTime()
     if (opts?.timeoutMs && !(end >= Date.now() + opts.timeoutMs)) await this.setTimeout(opts.timeoutMs)

@@ -151,6 +151,8 @@ export interface Session {
   preview_host?: string
   /** Volumes are the tenant's volumes it mounts: name → path. */
   volumes?: { [key: string]: string }
+  /** AccessToken, in the answers of POST /v1/sessions and GET /v1/sessions/{id} (E2B's envd access token): sent as the X-Access-Token header instead of the API key, it grants what runs inside this session (its code, files, commands, terminals and previews), not its lifecycle nor any other session, until the session ends. */
+  access_token?: string
 }
 
 /** SessionList is the body of GET /v1/sessions: a page of sessions and the token of the next (nil on the last). */

@@ -456,6 +456,22 @@ test('create: E2B network settings map to glassroom (allowOut to allow; the rest
   assert.equal((await closed.getInfo()).raw.network, undefined)
 })
 
+test("accessToken: the sandbox's own credential, for what runs inside it only", async () => {
+  const sbx = await sandbox()
+  assert.ok(sbx.accessToken)
+  assert.equal((await Sandbox.connect(sbx.sandboxId)).accessToken, sbx.accessToken)
+  assert.equal((await e2b.Sandbox.connect(sbx.sandboxId)).envdAccessToken, sbx.accessToken)
+  const base = `${sbx.connectionConfig.baseUrl}/v1/sessions/${sbx.sandboxId}`
+  const headers = { 'X-Access-Token': sbx.accessToken, 'Content-Type': 'application/json' }
+  const run = await fetch(`${base}/execute`, { method: 'POST', headers, body: JSON.stringify({ code: '6 * 7' }) })
+  assert.equal(run.status, 200)
+  assert.match(await run.text(), /42/)
+  assert.equal((await fetch(base, { method: 'DELETE', headers })).status, 401)
+  assert.equal(await sbx.isRunning(), true)
+  const plain = await sandbox({ secure: false })
+  assert.equal(plain.accessToken, undefined)
+})
+
 test('errors: a wrong API key, a missing key, a bad language', async () => {
   await assert.rejects(Sandbox.create({ apiKey: 'wrong-key-000000000000' }), AuthenticationError)
   await assert.rejects(Sandbox.create({ language: 'cobol' }), InvalidArgumentError)

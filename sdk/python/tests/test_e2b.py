@@ -193,6 +193,27 @@ class E2BSyncTest(unittest.TestCase):
         with self.assertRaises(InvalidArgumentException):
             self.sbx.upload_url()
 
+    def test_access_token(self) -> None:
+        # secure=True (the default): the sandbox's own credential, the same
+        # on a connect; it grants what runs inside it, not the sandbox.
+        tok = self.sbx._envd_access_token
+        self.assertTrue(tok)
+        self.assertEqual(Sandbox.connect(self.sbx.sandbox_id)._envd_access_token, tok)
+        base = os.environ["GLASSROOM_URL"].rstrip("/") + "/v1/sessions/" + self.sbx.sandbox_id
+        req = urllib.request.Request(base + "/execute", data=json.dumps({"code": "6 * 7"}).encode(), method="POST",
+                                     headers={"X-Access-Token": tok, "Content-Type": "application/json"})
+        with urllib.request.urlopen(req) as resp:  # no API key
+            self.assertIn("42", resp.read().decode())
+        with self.assertRaises(urllib.error.HTTPError) as cm:
+            urllib.request.urlopen(urllib.request.Request(base, method="DELETE", headers={"X-Access-Token": tok}))
+        self.assertEqual(cm.exception.code, 401)
+        self.assertTrue(self.sbx.is_running())
+        plain = Sandbox.create(timeout=60, secure=False)
+        try:
+            self.assertIsNone(plain._envd_access_token)
+        finally:
+            plain.kill()
+
     def test_commands(self) -> None:
         r = self.sbx.commands.run("echo $FOO", envs={"FOO": "bar"})
         self.assertEqual(r.stdout, "bar\n")

@@ -161,7 +161,6 @@ class AsyncSandbox:
     """E2B's ``AsyncSandbox`` on a glassroom gateway: ``await AsyncSandbox.create()``."""
 
     _envd_version: str = Sandbox._envd_version
-    _envd_access_token: Optional[str] = Sandbox._envd_access_token
 
     default_template = Sandbox.default_template
 
@@ -174,6 +173,11 @@ class AsyncSandbox:
     @property
     def sandbox_id(self) -> str:
         return self._sbx.sandbox_id
+
+    @property
+    def _envd_access_token(self) -> Optional[str]:
+        """The sandbox's access token (see ``Sandbox._envd_access_token``)."""
+        return self._sbx._envd_access_token
 
     @classmethod
     async def create(cls: Type[A], template: Optional[str] = None, timeout: Optional[int] = None,

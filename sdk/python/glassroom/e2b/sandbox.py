@@ -463,10 +463,8 @@ class Sandbox(_GSandbox):
     """
 
     default_template = DEFAULT_TEMPLATE
-    #: What E2B code reads of its envd: glassroom has no envd, and a
-    #: sandbox no access token of its own (the API key is the credential).
+    #: What E2B code reads of its envd: glassroom has no envd.
     _envd_version: str = "glassroom"
-    _envd_access_token: Optional[str] = None
 
     def __init__(self, template: Optional[str] = None, timeout: Optional[int] = None, **kwargs: Any) -> None:
         """Deprecated in E2B as here: use ``Sandbox.create()``, or
@@ -485,6 +483,15 @@ class Sandbox(_GSandbox):
         conn = conn or connection(kwargs)
         super().__init__(api_key=conn.api_key, base_url=conn.base_url, request_timeout=conn.request_timeout, _attach=attach)
         self.files = Filesystem(conn, self.sandbox_id)  # type: ignore[assignment]
+        self._access_token: Optional[str] = attach.get("access_token") or None
+
+    @property
+    def _envd_access_token(self) -> Optional[str]:
+        """The sandbox's access token (E2B's envd access token; None after
+        ``secure=False``, or for a sandbox wrapped by id without a request):
+        sent as the ``X-Access-Token`` header instead of the API key, it
+        grants what runs inside this sandbox, nothing else, until it ends."""
+        return self._access_token
 
     @classmethod
     def _bare(cls: Type[S], sandbox_id: str, conn: Connection) -> S:
@@ -501,7 +508,8 @@ class Sandbox(_GSandbox):
         ``envs`` are the kernels' and commands' environment; ``network``
         ``allow_out`` lists host patterns it may reach (within the gateway's
         ceiling); ``allow_internet_access=False`` or ``deny_out=['0.0.0.0/0']``
-        take the network away. ``secure`` is accepted and has no effect."""
+        take the network away. With ``secure`` (the default) the sandbox's
+        access token is ``_envd_access_token``; the API key works either way."""
         if mcp is not None:
             # E2B's words first, which its users match.
             raise InvalidArgumentException("Failed to start MCP gateway: a glassroom sandbox runs no MCP gateway inside "
@@ -536,7 +544,10 @@ class Sandbox(_GSandbox):
             for k in ("template", "lifetime_s"):
                 body.pop(k)
             info = conn.call("POST", "/v1/sessions", json_body=body, ok=(201,))
-        return cls(_attach=info, _conn=conn)
+        sbx = cls(_attach=info, _conn=conn)
+        if not secure:
+            sbx._access_token = None
+        return sbx
 
     @class_or_instance
     def connect(self: S, timeout: Optional[int] = None, **opts: Any) -> S:
@@ -554,6 +565,7 @@ class Sandbox(_GSandbox):
             if end.timestamp() < datetime.now(timezone.utc).timestamp() + timeout:
                 self.set_timeout(timeout)
         self._info = info
+        self._access_token = info.get("access_token") or self._access_token
         return self
 
     @class_or_instance
