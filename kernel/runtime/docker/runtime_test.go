@@ -640,7 +640,7 @@ func TestLibraries(t *testing.T) {
 func TestCommands(t *testing.T) {
 	r := newRuntime(t, docker.Config{})
 	n := 0
-	runtimetest.Commands(t, r, runtimetest.CommandsOptions{OwnProc: underGVisor(t), Image: true}, func() string {
+	runtimetest.Commands(t, r, runtimetest.CommandsOptions{OwnProc: underGVisor(t)}, func() string {
 		n++
 		return "commands-" + strconv.Itoa(n) + "-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
 	})

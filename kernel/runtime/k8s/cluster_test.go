@@ -336,7 +336,7 @@ func TestRealClusterContexts(t *testing.T) {
 func TestRealClusterCommands(t *testing.T) {
 	cs, namespace := realCluster(t)
 	n := 0
-	runtimetest.Commands(t, newClusterRuntime(t, cs, clusterConfig(namespace, "gw-cmd")), runtimetest.CommandsOptions{PodNetwork: true, Image: true}, func() string {
+	runtimetest.Commands(t, newClusterRuntime(t, cs, clusterConfig(namespace, "gw-cmd")), runtimetest.CommandsOptions{PodNetwork: true}, func() string {
 		n++
 		return "commands-" + strconv.Itoa(n) + "-real"
 	})

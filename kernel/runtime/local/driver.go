@@ -358,6 +358,7 @@ func (d *driver) bwrapArgs(env map[string]string, seccomp, bindIPC bool) []strin
 		"--size", strconv.Itoa(256<<20), "--tmpfs", "/tmp",
 		"--bind", d.dirs.Work(), sandbox.WorkDir,
 		"--bind", d.dirs.Work(), sandbox.WorkspaceAlias,
+		"--ro-bind", filepath.Join(d.r.cfg.StateDir, sandbox.ShimStateDir), sandbox.ShimDir,
 	)
 	if st, err := os.Stat(d.r.cfg.FontCache); err == nil && st.IsDir() && filepath.IsAbs(d.r.cfg.FontCache) {
 		b = append(b, "--ro-bind", d.r.cfg.FontCache, sandbox.FontCacheDir)

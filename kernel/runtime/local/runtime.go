@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/glassroom/glassroom/images/python"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/rs/zerolog"
 )
@@ -183,8 +184,32 @@ func New(cfg Config, log zerolog.Logger) (_ *Runtime, err error) {
 	} else {
 		r.log.Warn().Msg("not running as root: sandboxes share the gateway's uid (RLIMIT_NPROC is shared), workspaces have no size limit, and no cgroup bounds memory or CPU")
 	}
+	if err := r.writeShims(); err != nil {
+		return nil, err
+	}
 	r.reconcile()
 	return r, nil
+}
+
+// writeShims writes what the sandboxes find at sandbox.ShimDir (the
+// image's sudo, which the host's /usr may lack) into the state dir's
+// sandbox.ShimStateDir, which bwrapArgs binds read-only.
+func (r *Runtime) writeShims() error {
+	dir := filepath.Join(r.cfg.StateDir, sandbox.ShimStateDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("local: shims: %w", err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return fmt.Errorf("local: shims: %w", err)
+	}
+	sudo := filepath.Join(dir, "sudo")
+	if err := os.WriteFile(sudo, []byte(python.SudoShim()), 0o755); err != nil {
+		return fmt.Errorf("local: shims: %w", err)
+	}
+	if err := os.Chmod(sudo, 0o755); err != nil { // a file left by an older gateway keeps its mode otherwise
+		return fmt.Errorf("local: shims: %w", err)
+	}
+	return nil
 }
 
 // checkTraversable makes sure unprivileged sandbox uids can reach dir: bwrap

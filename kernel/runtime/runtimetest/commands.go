@@ -98,10 +98,6 @@ type CommandsOptions struct {
 	// command sees the pod's interfaces, and must still not reach this
 	// host's loopback.
 	PodNetwork bool
-	// Image is set for sandboxes of the kernel image (docker, k8s), which
-	// has the sudo of images/python/rootfs (the local runtime's sandbox
-	// sees the host's /usr).
-	Image bool
 }
 
 // Commands exercises sandbox.CommandRunner on real sandboxes of rt: a
@@ -152,14 +148,12 @@ func Commands(t *testing.T, rt Starter, opts CommandsOptions, newID func() strin
 		}
 	})
 	t.Run("python, curl and sudo, as E2B's templates have them", func(t *testing.T) {
-		cmd := "python -c 'print(6*7)' && curl --version >/dev/null && echo curl"
-		want := "42\ncurl\n"
-		if opts.Image {
-			// sudo runs the command as the sandbox's user: it has no root.
-			cmd += " && sudo -E sh -c 'id -u'"
-			uid, _ := k.Run(t, "import os; print(os.getuid())")
-			want += strings.TrimSpace(uid) + "\n"
-		}
+		// sudo (the image's, or on the local runtime the same file at
+		// sandbox.ShimDir) runs the command as the sandbox's user: it has
+		// no root.
+		cmd := "python -c 'print(6*7)' && curl --version >/dev/null && echo curl && sudo -E sh -c 'id -u' && sudo echo ok"
+		uid, _ := k.Run(t, "import os; print(os.getuid())")
+		want := "42\ncurl\n" + strings.TrimSpace(uid) + "\nok\n"
 		r := RunCommand(t, k.Sandbox, sandbox.CommandSpec{Cmd: cmd}, "")
 		if r.Exit.Code != 0 || r.Stdout != want {
 			t.Fatalf("got %+v, want stdout %q", r, want)

@@ -272,9 +272,15 @@ func unescapeMountPath(s string) string {
 }
 
 // gatewayDir reports whether name is one of the gateway's own
-// directories in a state dir (the egress sockets, the volumes): never a
-// session's, whatever pattern it matches.
-func gatewayDir(name string) bool { return name == "egress" || name == "volumes" }
+// directories in a state dir (the egress sockets, the volumes, the local
+// runtime's shims): never a session's, whatever pattern it matches.
+func gatewayDir(name string) bool {
+	return name == "egress" || name == "volumes" || name == ShimStateDir
+}
+
+// ShimStateDir is the directory of a state dir where a runtime keeps the
+// programs it binds into its sandboxes at ShimDir.
+const ShimStateDir = "shims"
 
 // SessionDirs lists the ids of the session directories under stateDir.
 func SessionDirs(stateDir string) ([]string, error) {

@@ -84,6 +84,12 @@ func CheckEnv(env map[string]string) error {
 	return nil
 }
 
+// ShimDir is first on a sandbox's PATH: where a runtime whose sandboxes
+// see the host's /usr (local) puts what the kernel image has in
+// /usr/local/bin and a host may lack (sudo), so that every runtime's
+// commands find it. The image has no such directory.
+const ShimDir = "/opt/glassroom/bin"
+
 // UserBin is where pip puts the scripts of the packages it installs (the
 // user base's bin, in the workspace): last on PATH, after the system's.
 const UserBin = WorkDir + "/.local/bin"
@@ -121,7 +127,7 @@ const (
 // never in the workspace; Jupyter config files are not read at all.
 func KernelEnv(spec Spec, l Limits) map[string]string {
 	env := map[string]string{
-		"PATH":                           "/usr/local/bin:/usr/bin:/bin:" + UserBin,
+		"PATH":                           ShimDir + ":/usr/local/bin:/usr/bin:/bin:" + UserBin,
 		"HOME":                           WorkDir,
 		"USER":                           "sandbox",
 		"LOGNAME":                        "sandbox",

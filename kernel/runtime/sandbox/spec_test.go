@@ -133,7 +133,7 @@ func TestPipEnv(t *testing.T) {
 	if env["PIP_BREAK_SYSTEM_PACKAGES"] != "1" || env[NoNetworkPipEnv] != NoNetworkPip {
 		t.Errorf("no network: %v", env)
 	}
-	if !strings.HasSuffix(env["PATH"], ":"+WorkDir+"/.local/bin") || !strings.HasPrefix(env["PATH"], "/usr/local/bin:") {
+	if !strings.HasSuffix(env["PATH"], ":"+WorkDir+"/.local/bin") || !strings.HasPrefix(env["PATH"], ShimDir+":/usr/local/bin:") {
 		t.Errorf("PATH %q", env["PATH"])
 	}
 	if strings.ContainsAny(NoNetworkPip, "'\\") {
