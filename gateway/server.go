@@ -79,6 +79,7 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
+	s.signer = signer
 	s.previews = newPreviews(s.lookup, signer, strings.TrimSuffix(cfg.PreviewBase, "/"), log.With().Str("component", "previews").Logger())
 	if s.previews.base != nil {
 		s.lookup.previewHost = s.previews.sessionHost
@@ -95,7 +96,6 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 		e.GET("/metrics", s.metrics)
 	}
 	v1 := e.Group("/v1", s.authenticate, s.forwardElsewhere)
-	s.signer = signer
 	(&sessionsAPI{lookup: s.lookup, log: log, replicas: replicas{s}, accessToken: signer.AccessToken}).route(v1)
 	v1.GET("/sessions/:id/ws", socket.serve)
 	(&contextsAPI{lookup: s.lookup}).route(v1)
