@@ -258,8 +258,11 @@ func TestRealDialPanicFreesTheSandbox(t *testing.T) {
 	if _, err := m.Create(context.Background(), "t", sessions.CreateOptions{}); err == nil {
 		t.Fatal("create succeeded with a panicking dial")
 	}
-	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
-		t.Fatalf("state dir not empty after the failed create: %v", ents)
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if e.Name() != sandbox.ShimStateDir { // the runtime's own
+			t.Fatalf("state dir not empty after the failed create: %v", ents)
+		}
 	}
 	if len(started.ids) != 1 {
 		t.Fatalf("started %v", started.ids)

@@ -514,11 +514,12 @@ func TestMetadata(t *testing.T) {
 // is gone with the watch.
 func TestDirWatchSync(t *testing.T) {
 	r, ws, _ := setup(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // where Sync makes its directory (os.TempDir)
 	w, err := r.WatchDir("", false, 4, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dir string
 	for i := 1; i <= 3; i++ {
 		for j := range 5 {
 			if err := os.WriteFile(filepath.Join(ws, fmt.Sprintf("f%d-%d", i, j)), []byte("x"), 0o644); err != nil {
@@ -545,19 +546,14 @@ func TestDirWatchSync(t *testing.T) {
 			t.Fatalf("round %d: %d creates before the mark, want 5", i, created)
 		}
 	}
-	marks, _ := filepath.Glob(filepath.Join(os.TempDir(), "glassroom-watch-sync-*"))
-	for _, m := range marks {
-		if ents, err := os.ReadDir(m); err == nil && len(ents) == 0 {
-			dir = m
-		}
+	if marks, _ := filepath.Glob(filepath.Join(tmp, "glassroom-watch-sync-*")); len(marks) != 1 {
+		t.Fatalf("sync directories %v, want one", marks)
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if dir != "" {
-		if _, err := os.Stat(dir); !os.IsNotExist(err) {
-			t.Fatalf("%s left after Close: %v", dir, err)
-		}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Fatalf("%v left after Close", left)
 	}
 	if _, err := w.Sync(); err == nil {
 		t.Fatal("sync after close: no error")
