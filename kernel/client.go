@@ -52,7 +52,10 @@ type Config struct {
 	// IdleGrace bounds the wait for iopub's idle status once the reply has
 	// arrived: iopub is PUB/SUB, which drops messages when the subscriber
 	// falls behind, so the idle of a flooding request can be lost
-	// (default 2 s without any output of the request).
+	// (default 2 s without any output of the request, and without any
+	// status of another request: a backlog of earlier requests' iopub
+	// messages, such as a widget flood's echoes, still being read holds
+	// the wait open, up to MaxDrain, since the idle is behind them).
 	IdleGrace time.Duration
 	// MaxDrain bounds how long output is still read after the reply
 	// (default 10 s): a kernel that keeps sending output for a finished

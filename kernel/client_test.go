@@ -403,6 +403,37 @@ func TestExecuteEndsWhenIopubDropsIdle(t *testing.T) {
 	}
 }
 
+// TestExecuteWaitsBehindABacklog: requests sent before an execution
+// (a client's burst of widget updates) leave a backlog of their status
+// messages on iopub, ahead of the execution's output and idle. A reader
+// slower than the kernel gets the reply well before them; Execute must
+// keep waiting while that backlog drains, not declare the idle lost after
+// IdleGrace and drop the result.
+func TestExecuteWaitsBehindABacklog(t *testing.T) {
+	k := startBareKernel(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := kernel.Dial(ctx, k.info, kernel.Config{MessageRate: 200, IdleGrace: 100 * time.Millisecond, MaxDrain: time.Minute}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for range 300 {
+		if _, err := c.Send(kernel.Shell, "kernel_info_request", json.RawMessage(`{}`), nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var result *kernel.Event
+	reply, err := c.Execute(ctx, "40 + 2", kernel.ExecuteOptions{}, func(ev kernel.Event) {
+		if ev.Kind == kernel.EventResult {
+			result = &ev
+		}
+	})
+	if err != nil || reply.Status != "ok" || reply.Truncated || result == nil || !strings.Contains(string(result.Data["text/plain"]), "42") {
+		t.Fatalf("execute behind the backlog: %v %+v, result %+v", err, reply, result)
+	}
+}
+
 // TestIdleClientSendsNoHeartbeat: an idle client pings nothing (no timers,
 // no wake-ups), so a kernel frozen while idle is not noticed until the next
 // request, which then finds it within the heartbeat timeout.

@@ -78,6 +78,7 @@ func (c *Client) Execute(ctx context.Context, code string, opts ExecuteOptions, 
 	idle, truncated := false, false
 	var grace <-chan time.Time // runs once the reply is in; reset by output
 	var graceTimer *time.Timer
+	var statuses int64         // the router's status count when grace last started
 	var drain <-chan time.Time // runs once the reply is in; never reset
 	var drainTimer *time.Timer
 	defer func() {
@@ -116,6 +117,14 @@ func (c *Client) Execute(ctx context.Context, code string, opts ExecuteOptions, 
 				c.order.release(ev.order) // handled: the side messages the kernel sent after it may go
 			}
 		case <-grace:
+			if n := c.router.statuses.Load(); n != statuses {
+				// The kernel's loop published statuses meanwhile (a
+				// backlog of earlier requests): the idle, published after
+				// them, may still be on its way.
+				statuses = n
+				graceTimer.Reset(c.cfg.IdleGrace)
+				continue
+			}
 			// The idle status was dropped (iopub is PUB/SUB) or is stuck
 			// behind a backlog: output may be missing, so say so.
 			c.log.Debug().Msg("iopub idle not seen after the reply; assuming it was dropped")
@@ -126,6 +135,7 @@ func (c *Client) Execute(ctx context.Context, code string, opts ExecuteOptions, 
 		case r := <-replies:
 			rep = &r
 			replies = nil // received; never select it again
+			statuses = c.router.statuses.Load()
 			graceTimer = time.NewTimer(c.cfg.IdleGrace)
 			grace = graceTimer.C
 			drainTimer = time.NewTimer(c.cfg.MaxDrain)

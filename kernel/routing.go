@@ -35,6 +35,7 @@ type router struct {
 
 	cuts      atomic.Int64 // messages cut by the transport guard
 	published atomic.Int64 // iopub messages other than status routed from the kernel
+	statuses  atomic.Int64 // iopub status messages read, whatever their parent
 }
 
 // readLoop owns sock's receiving side: it verifies each message and routes
@@ -127,6 +128,8 @@ func (r *router) route(ch Channel, msg *Message) {
 		n = r.order.next()
 		if msg.Header.MsgType != "status" {
 			r.published.Add(1)
+		} else {
+			r.statuses.Add(1)
 		}
 	}
 	r.log.Trace().Str("channel", string(ch)).Str("type", msg.Header.MsgType).Str("parent", msg.Parent.MsgID).RawJSON("content", msg.Content).Msg("kernel message")
