@@ -67,7 +67,8 @@ func (c *Client) RunCommand(ctx context.Context, sessionID, cmd string, opts Com
 type CommandHandle struct {
 	c         *Client
 	sessionID string
-	// PID is the command's number in its session (not an OS pid).
+	// PID is the command's process id in the sandbox (on the local
+	// runtime, the session's own number: see api.CommandInfo).
 	PID int
 }
 

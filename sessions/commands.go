@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -97,7 +98,8 @@ type CommandStatus struct {
 
 // Commands are the shell commands of one session (its first context's),
 // run in its sandbox beside its kernels (sandbox.CommandRunner). Each
-// command has a small pid (1, 2, ...) of the session, one goroutine that
+// command has a pid, its process id in the sandbox where the sandbox's
+// processes share one pid namespace (else OwnPIDBase and up), one goroutine that
 // reads its output (publishing EventCommand events under the same caps
 // as an execution's output) until it ends, and holds the sandbox awake
 // (no pause) and the session alive (no idle expiry) while it runs.
@@ -268,10 +270,11 @@ func (m *Commands) start(ctx context.Context, req CommandRequest) (*command, err
 	kept := CommandRequest{Cmd: req.Cmd, Timeout: req.Timeout, Background: req.Background, Login: req.Login, PTY: req.PTY}
 	cmd := &command{req: kept, cwd: spec.Cwd, started: time.Now(), c: c, done: make(chan struct{}), running: true, out: m.s.budget.newKept(),
 		stdinDone: make(chan struct{}), stdinSlot: make(chan struct{}, 1), resizeSlot: make(chan struct{}, 1)}
+	pidCtx, cancel := context.WithTimeout(ctx, pidWait)
+	real := c.PID(pidCtx) // the launcher tells it as it starts the command
+	cancel()
 	m.mu.Lock()
-	m.next++
-	cmd.pid = m.next
-	m.byPID[cmd.pid] = cmd
+	m.assignPID(cmd, real)
 	closed := m.closed
 	m.mu.Unlock()
 	if closed { // close began meanwhile: it may not have seen this one
@@ -380,6 +383,35 @@ func (m *Commands) take(cmd *command, st sandbox.Stream, data []byte) {
 	if text != "" {
 		m.s.hub.publish(Event{Type: EventCommand, PID: ptr(cmd.pid), Name: st.String(), Text: text})
 	}
+}
+
+// OwnPIDBase is the first of the pids a session numbers itself, for
+// commands whose process id the sandbox's other processes do not see (on
+// the local runtime each command has a pid namespace of its own): above
+// any pid_max, so that `kill -0 PID` in another command never finds an
+// unrelated process.
+const OwnPIDBase = 1 << 22
+
+// pidWait bounds the wait for the launcher to tell a command's pid.
+const pidWait = 10 * time.Second
+
+// assignPID gives cmd its pid: real, the command's process id in the
+// sandbox, unless it is unknown (0) or still names a running command (a
+// reused pid whose end has not been recorded yet); then the session's
+// own next number from OwnPIDBase. A finished command that had the same
+// pid is forgotten. Called with m.mu held.
+func (m *Commands) assignPID(cmd *command, real int) {
+	if old, taken := m.byPID[real]; real <= 0 || real >= OwnPIDBase || taken && old.running {
+		m.next++
+		cmd.pid = OwnPIDBase + m.next
+	} else {
+		if taken {
+			m.finished = slices.DeleteFunc(m.finished, func(p int) bool { return p == real })
+			m.s.budget.drop(old.out)
+		}
+		cmd.pid = real
+	}
+	m.byPID[cmd.pid] = cmd
 }
 
 // end records how cmd ended, publishes it and forgets the oldest finished

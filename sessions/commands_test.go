@@ -159,3 +159,43 @@ func TestTerminalStartingWhileTheSessionCloses(t *testing.T) {
 		rt.WaitCommands()
 	}
 }
+
+// TestCommandPIDs: a command's pid is the one the sandbox tells, unless
+// the sandbox tells none (then the session's own, from OwnPIDBase) or it
+// still names a running command; a finished command whose pid was reused
+// is forgotten, and the newer one is found by it.
+func TestCommandPIDs(t *testing.T) {
+	m, _ := sessionstest.NewManager(t, sessions.Config{})
+	s, err := m.Create(context.Background(), "t", sessions.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds, ctx := s.Commands(), context.Background()
+	st, err := cmds.Run(ctx, sessions.CommandRequest{Cmd: "pid=42 exit 3"})
+	if err != nil || st.PID != 42 {
+		t.Fatalf("the told pid: %+v %v", st, err)
+	}
+	again, err := cmds.Start(ctx, sessions.CommandRequest{Cmd: "pid=42 hang", Background: true})
+	if err != nil || again != 42 {
+		t.Fatalf("a reused pid: %d %v", again, err)
+	}
+	if got, err := cmds.Get(42); err != nil || !got.Running {
+		t.Fatalf("the pid names the newer command: %+v %v", got, err)
+	}
+	if n := len(cmds.List()); n != 1 {
+		t.Fatalf("the finished command with the reused pid is forgotten: %d listed", n)
+	}
+	clash, err := cmds.Start(ctx, sessions.CommandRequest{Cmd: "pid=42 hang", Background: true})
+	if err != nil || clash != sessions.OwnPIDBase+1 {
+		t.Fatalf("a pid of a running command: %d %v", clash, err)
+	}
+	own, err := cmds.Start(ctx, sessions.CommandRequest{Cmd: "hang", Background: true})
+	if err != nil || own != sessions.OwnPIDBase+2 {
+		t.Fatalf("no pid told: %d %v", own, err)
+	}
+	for _, pid := range []int{42, clash, own} {
+		if err := cmds.Kill(pid); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

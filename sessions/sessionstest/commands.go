@@ -24,17 +24,23 @@ func (s *Sandbox) StartCommand(_ context.Context, spec sandbox.CommandSpec) (san
 		hold(gate, "")
 	}
 	c := &command{out: make(chan sandbox.CommandOutput), killed: make(chan struct{})}
+	f := strings.Fields(spec.Cmd)
+	if len(f) > 0 && strings.HasPrefix(f[0], "pid=") { // the pid the sandbox tells
+		c.pid, _ = strconv.Atoi(strings.TrimPrefix(f[0], "pid="))
+		f = f[1:]
+	}
 	s.rt.cmds.Add(1)
 	go func() { // ends when the play does or the command is killed
 		defer s.rt.cmds.Done()
 		defer close(c.out)
-		c.play(strings.Fields(spec.Cmd))
+		c.play(f)
 	}()
 	return c, nil
 }
 
 // command is a fake sandbox.Command.
 type command struct {
+	pid    int // 0: the sandbox does not tell it
 	out    chan sandbox.CommandOutput
 	killed chan struct{}
 	once   sync.Once
@@ -83,6 +89,7 @@ func (c *command) setExit(code int) {
 }
 
 func (c *command) Output() <-chan sandbox.CommandOutput { return c.out }
+func (c *command) PID(context.Context) int              { return c.pid }
 func (c *command) Write([]byte) error                   { return nil }
 func (c *command) CloseStdin() error                    { return nil }
 func (c *command) Resize(int, int) error                { return nil }

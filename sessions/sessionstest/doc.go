@@ -14,6 +14,9 @@
 //	"exit K"  exits K at once
 //	anything else (a terminal's shell included) runs until killed
 //
+// after an optional first word "pid=N", the pid the sandbox tells for it
+// (without it, none: as on the local runtime).
+//
 // The fake kernel (Kernel) does what the code it runs says:
 //
 //	"print:TEXT"  prints TEXT on stdout and replies ok

@@ -25,7 +25,7 @@ const killGroup = `kill -9 "-$1"` // dash: no "--", no -s KILL before a negative
 // exec into the session's container, like a context's kernel (the same
 // uid, file system, network namespace, seccomp profile, capabilities,
 // rlimits and cgroup; the first kernel's egress forwarder), that runs the
-// launcher's command mode in spec.Cwd. Kill closes the exec's stdin (the
+// launcher's command mode in spec.StartDir(). Kill closes the exec's stdin (the
 // launcher then kills the command's group) and kills the group with an
 // exec of its own, which works too when the launcher is stuck. It fails
 // with sandbox.ErrUnavailable while the container does not run.
@@ -35,7 +35,7 @@ func (s *dockerSandbox) StartCommand(ctx context.Context, spec sandbox.CommandSp
 		return nil, err
 	}
 	d := s.d
-	if err := sandbox.CheckCwd(d.dirs.Work(), spec.Cwd); err != nil {
+	if err := sandbox.CheckCwd(d.dirs.Work(), spec.StartDir()); err != nil {
 		return nil, err
 	}
 	slot, err := s.cmds.Begin()
@@ -67,7 +67,7 @@ func (s *dockerSandbox) StartCommand(ctx context.Context, spec sandbox.CommandSp
 	defer cancel()
 	_, hj, err := d.startExec(cctx, id, container.ExecOptions{
 		User: user, AttachStdin: true, AttachStdout: true, AttachStderr: true,
-		Env: envList, WorkingDir: spec.Cwd, Cmd: sandbox.CommandArgv("/usr/bin/python3", spec, sandbox.LauncherOptions{MemoryGuard: d.r.gvisor}),
+		Env: envList, WorkingDir: spec.StartDir(), Cmd: sandbox.CommandArgv("/usr/bin/python3", spec, sandbox.LauncherOptions{MemoryGuard: d.r.gvisor}),
 	})
 	if err != nil {
 		return nil, err

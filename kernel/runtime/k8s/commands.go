@@ -40,7 +40,7 @@ func (s *podSandbox) StartCommand(ctx context.Context, spec sandbox.CommandSpec)
 		}
 	}
 	conn, err := d.spawn(ctx, spawnRequest{Kind: "command", Argv: sandbox.CommandArgv(d.r.cfg.Python, spec, sandbox.LauncherOptions{}),
-		Cwd: relativeCwd(spec.Cwd), Env: spec.Env})
+		Cwd: relativeCwd(spec.StartDir()), Env: spec.Env})
 	if err != nil {
 		return nil, fmt.Errorf("k8s: start command: %w", err)
 	}

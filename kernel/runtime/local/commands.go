@@ -17,7 +17,7 @@ var _ sandbox.CommandRunner = (*localSandbox)(nil)
 // bwrap process like a context's kernel (the same uid, workspace binds,
 // egress socket bind, seccomp filter, rlimits and cgroup, its own pid,
 // ipc and uts namespaces and its own /tmp) without the kernel's ipc
-// directory, which runs the launcher's command mode in spec.Cwd. As root
+// directory, which runs the launcher's command mode in spec.StartDir(). As root
 // it joins the first kernel's network namespace (sharedNetns: the
 // sandbox has one loopback, as a container has); otherwise it has one of
 // its own. Kill
@@ -32,7 +32,7 @@ func (s *localSandbox) StartCommand(ctx context.Context, spec sandbox.CommandSpe
 	if d.r.bwrap == "" {
 		return nil, fmt.Errorf("%w: not without bubblewrap (InsecureNoSandbox)", sandbox.ErrNoCommands)
 	}
-	if err := sandbox.CheckCwd(d.dirs.Work(), spec.Cwd); err != nil {
+	if err := sandbox.CheckCwd(d.dirs.Work(), spec.StartDir()); err != nil {
 		return nil, err
 	}
 	if d.r.seccomp == nil && !d.r.cfg.InsecureNoSeccomp {
@@ -52,7 +52,7 @@ func (s *localSandbox) StartCommand(ctx context.Context, spec sandbox.CommandSpe
 	maps.Copy(env, spec.Env)
 	// The sandbox's driver, in the command's working directory.
 	cd := &driver{r: d.r, id: d.id, kernel: d.kernel, env: d.env, limits: d.limits, dirs: d.dirs,
-		uid: d.uid, gid: d.gid, cg: d.cg, egress: d.egress, context: &sandbox.ContextSpec{Name: "command", Cwd: spec.Cwd}}
+		uid: d.uid, gid: d.gid, cg: d.cg, egress: d.egress, context: &sandbox.ContextSpec{Name: "command", Cwd: spec.StartDir()}}
 	// The first kernel's network namespace, when it can be joined: a
 	// server a command or a cell starts is reached by the next command,
 	// and by a preview's relay.
@@ -118,8 +118,9 @@ func (s *localSandbox) StartCommand(ctx context.Context, spec sandbox.CommandSpe
 	}
 	pid := cmd.Process.Pid
 	c := sandbox.NewCommand(sandbox.CommandTransport{
-		In:  stdin,
-		Out: stdout,
+		OwnPIDNamespace: true, // its bwrap's --unshare-pid
+		In:              stdin,
+		Out:             stdout,
 		Kill: func(int) {
 			_ = syscall.Kill(-pid, syscall.SIGKILL) // prelude → prlimit → bwrap, and its pid namespace
 		},

@@ -855,7 +855,7 @@ func TestLibraries(t *testing.T) {
 // another bwrap in the sandbox's cgroup, killed from the host.
 func TestCommands(t *testing.T) {
 	n := 0
-	runtimetest.Commands(t, newRuntime(t, local.Config{}), runtimetest.CommandsOptions{}, func() string {
+	runtimetest.Commands(t, newRuntime(t, local.Config{}), runtimetest.CommandsOptions{OwnPIDs: true}, func() string {
 		n++
 		return "commands-" + strconv.Itoa(n) + "-" + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
 	})

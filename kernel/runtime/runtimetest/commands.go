@@ -98,6 +98,10 @@ type CommandsOptions struct {
 	// command sees the pod's interfaces, and must still not reach this
 	// host's loopback.
 	PodNetwork bool
+	// OwnPIDs is set for runtimes that run each command in a pid
+	// namespace of its own (local): its pid means nothing to the
+	// sandbox's other processes, and PID is 0.
+	OwnPIDs bool
 }
 
 // Commands exercises sandbox.CommandRunner on real sandboxes of rt: a
@@ -140,6 +144,14 @@ func Commands(t *testing.T, rt Starter, opts CommandsOptions, newID func() strin
 		want := "got hello\nmine from-session\n" + sandbox.WorkDir + "/sub/dir\n" + strings.TrimSpace(uid) + "\n" + sandbox.IdentityUser + "\n" + sandbox.WorkDir + "\n"
 		if r.Stdout != want {
 			t.Fatalf("stdout %q, want %q", r.Stdout, want)
+		}
+		// A directory outside the workspace, as E2B's cwd="/" (the
+		// launcher changes to it), and one that is missing.
+		if r := RunCommand(t, k.Sandbox, sandbox.CommandSpec{Cmd: "pwd", Cwd: "/usr/bin/../lib"}, ""); r.Stdout != "/usr/lib\n" || r.Exit.Code != 0 {
+			t.Fatalf("cwd outside the workspace: %+v", r)
+		}
+		if r := RunCommand(t, k.Sandbox, sandbox.CommandSpec{Cmd: "pwd", Cwd: "/no/such/dir"}, ""); r.Stdout != "" || r.Exit.Code != 1 || !strings.Contains(r.Stderr, "cwd /no/such/dir: No such file") {
+			t.Fatalf("a missing cwd outside the workspace: %+v", r)
 		}
 		// The kernel sees what the command writes, and the other way.
 		r = RunCommand(t, k.Sandbox, sandbox.CommandSpec{Cmd: "echo from-command > /home/user/shared.txt"}, "")
@@ -187,7 +199,7 @@ for f in ('.bash_profile', '.profile', '.bashrc', '.bash_login', 'planted.log'):
 	t.Run("bad spec", func(t *testing.T) {
 		cr := k.Sandbox.(sandbox.CommandRunner)
 		for _, spec := range []sandbox.CommandSpec{
-			{Cmd: ""}, {Cmd: "true", Cwd: "/etc"}, {Cmd: "true", Cwd: "missing"},
+			{Cmd: ""}, {Cmd: "true", Cwd: "../etc"}, {Cmd: "true", Cwd: "missing"}, {Cmd: "true", Cwd: "/" + strings.Repeat("x", 5000)},
 			{Cmd: "true", Env: map[string]string{"LD_PRELOAD": "x"}}, {Cmd: "a\x00b"},
 			{Cmd: strings.Repeat("x", sandbox.MaxCommandBytes+1)},
 		} {
@@ -235,6 +247,31 @@ for f in ('.bash_profile', '.profile', '.bashrc', '.bash_login', 'planted.log'):
 		}
 		testkit.Eventually(t, 30*time.Second, func() bool { return !runs() }, "the command's sleeps to end")
 		keeps("after a kill")
+	})
+	t.Run("pid", func(t *testing.T) {
+		c := StartCommand(t, k.Sandbox, sandbox.CommandSpec{Cmd: "sleep 1000"})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		pid := c.PID(ctx)
+		if opts.OwnPIDs {
+			if pid != 0 {
+				t.Fatalf("a command in its own pid namespace told pid %d", pid)
+			}
+			return
+		}
+		probe := func() int {
+			return RunCommand(t, k.Sandbox, sandbox.CommandSpec{Cmd: "kill -0 " + strconv.Itoa(pid) + " && grep -q sleep /proc/" + strconv.Itoa(pid) + "/cmdline"}, "").Exit.Code
+		}
+		if pid <= 0 || probe() != 0 {
+			t.Fatalf("pid %d is not the running command's in another command", pid)
+		}
+		if err := c.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		ReadCommand(t, c)
+		if code := probe(); code == 0 {
+			t.Fatalf("pid %d still runs after the kill", pid)
+		}
 	})
 	t.Run("fork bomb", func(t *testing.T) {
 		c := StartCommand(t, k.Sandbox, sandbox.CommandSpec{Cmd: "f() { f | f & }; f; sleep 1000"})

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -42,8 +44,12 @@ type CommandSpec struct {
 	// reads /etc/profile and the workspace's ~/.bash_profile or ~/.profile:
 	// only when the client asks for it.
 	Login bool
-	// Cwd is the command's working directory: WorkDir or a directory
-	// under it (SandboxPath makes it canonical); "" is WorkDir.
+	// Cwd is the command's working directory: "" is WorkDir; a path in
+	// the workspace is made canonical (SandboxPath); any other absolute
+	// path is a directory of the sandbox's own file system (code in it
+	// can cd anywhere it can read): the runtime starts the launcher in
+	// StartDir, and the launcher changes to Cwd, failing the command
+	// (exit 1, why on stderr) when it cannot.
 	Cwd string
 	// Env is added to the sandbox's environment (the kernels'); see
 	// CheckEnv.
@@ -85,10 +91,16 @@ func (c CommandSpec) Validate() (CommandSpec, error) {
 		}
 	}
 	cwd, err := SandboxPath(c.Cwd)
-	if err != nil {
+	switch {
+	case err == nil:
+		c.Cwd = cwd
+	case path.IsAbs(c.Cwd) && !strings.ContainsRune(c.Cwd, 0) && len(c.Cwd) <= maxCwdBytes:
+		c.Cwd = path.Clean(c.Cwd)
+	case len(c.Cwd) > maxCwdBytes:
+		return c, badSpec("cwd is over %d bytes", maxCwdBytes)
+	default:
 		return c, err
 	}
-	c.Cwd = cwd
 	if err := CheckEnv(c.Env); err != nil {
 		return c, err
 	}
@@ -104,6 +116,23 @@ func (c CommandSpec) Validate() (CommandSpec, error) {
 		}
 	}
 	return c, nil
+}
+
+// maxCwdBytes bounds a command's Cwd outside the workspace (PATH_MAX).
+const maxCwdBytes = 4096
+
+// StartDir is where the runtime starts the launcher of c (validated):
+// Cwd when it is in the workspace, else WorkDir (the launcher changes to
+// Cwd itself; see CommandArgv).
+func (c CommandSpec) StartDir() string {
+	if c.inWorkspace() {
+		return c.Cwd
+	}
+	return WorkDir
+}
+
+func (c CommandSpec) inWorkspace() bool {
+	return c.Cwd == WorkDir || strings.HasPrefix(c.Cwd, WorkDir+"/")
 }
 
 // LauncherOptions are what a runtime (not the client) sets for the
@@ -130,6 +159,9 @@ func CommandArgv(python string, spec CommandSpec, opts LauncherOptions) []string
 	}
 	if spec.Login {
 		argv = append(argv, "--login")
+	}
+	if spec.Cwd != "" && !spec.inWorkspace() {
+		argv = append(argv, "--cwd", spec.Cwd)
 	}
 	if spec.TTY {
 		return append(argv, "tty", strconv.Itoa(spec.Cols), strconv.Itoa(spec.Rows), spec.Cmd)
@@ -206,6 +238,12 @@ type Command interface {
 	Kill() error
 	// Exit is how the command ended, once Output is closed.
 	Exit() CommandExit
+	// PID is the command's process id as the sandbox's other processes
+	// see it (`kill -0 PID` in another command finds it while it runs):
+	// it blocks until the launcher has told it, the command has ended, or
+	// ctx ends. It is 0 when not known then, or when the command's pid
+	// namespace is its own (CommandTransport.OwnPIDNamespace).
+	PID(ctx context.Context) int
 }
 
 // CommandTransport is the runtime's side of a started launcher (see
@@ -233,6 +271,10 @@ type CommandTransport struct {
 	// AbandonAfter is how long after a kill Abandon waits (default
 	// DefaultAbandonAfter).
 	AbandonAfter time.Duration
+	// OwnPIDNamespace says the command runs in a pid namespace of its own
+	// (the local runtime's), so that its pid means nothing to the
+	// sandbox's other processes: PID is 0.
+	OwnPIDNamespace bool
 }
 
 // DefaultAbandonAfter is how long a killed command's output may go on
@@ -243,7 +285,7 @@ const DefaultAbandonAfter = 5 * time.Second
 // Command owns, reads its frames until the exit frame or the end of Out,
 // then calls t.Wait and closes Output.
 func NewCommand(t CommandTransport) Command {
-	c := &framed{t: t, out: make(chan CommandOutput), done: make(chan struct{})}
+	c := &framed{t: t, out: make(chan CommandOutput), done: make(chan struct{}), told: make(chan struct{})}
 	go c.read() // owned by c: ends with the launcher's output; Output's close says it has
 	return c
 }
@@ -253,6 +295,8 @@ type framed struct {
 	t    CommandTransport
 	out  chan CommandOutput
 	done chan struct{}
+	told chan struct{} // closed once pgid is known or the command has ended
+	tell sync.Once
 
 	wmu sync.Mutex // one frame at a time to the launcher
 
@@ -265,6 +309,20 @@ type framed struct {
 }
 
 func (c *framed) Output() <-chan CommandOutput { return c.out }
+
+func (c *framed) PID(ctx context.Context) int {
+	select {
+	case <-c.told:
+	case <-ctx.Done():
+		return 0
+	}
+	if c.t.OwnPIDNamespace {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pgid
+}
 
 func (c *framed) Exit() CommandExit {
 	<-c.done
@@ -373,6 +431,7 @@ func (c *framed) read() {
 				if killed { // Kill came before the launcher said whom to kill
 					c.t.Kill(pgid)
 				}
+				c.tell.Do(func() { close(c.told) })
 			}
 		case 'o', 'e':
 			s := Stdout
@@ -386,6 +445,7 @@ func (c *framed) read() {
 			}
 		}
 	}
+	c.tell.Do(func() { close(c.told) })
 	c.mu.Lock()
 	c.ended = true
 	if c.abandon != nil {

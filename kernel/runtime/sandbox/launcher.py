@@ -1598,6 +1598,9 @@ def run_command(args):
     login = bool(args) and args[0] == "--login"
     if login:
         args = args[1:]
+    cwd = None  # a directory outside the workspace, where the runtime did not start us
+    if len(args) > 1 and args[0] == "--cwd":
+        cwd, args = args[1], args[2:]
     bash = ["/bin/bash", "-l"] if login else ["/bin/bash", "--noprofile", "--norc"]
     mode = args[0] if args else ""
     if mode == "pipe" and len(args) == 2:
@@ -1610,6 +1613,13 @@ def run_command(args):
         sys.exit("glassroom launcher: bad --command arguments")
     start_egress()
     frame = frame_writer(sys.stdout.buffer)
+    if cwd is not None:
+        try:
+            os.chdir(cwd)
+        except OSError as e:
+            frame(b"e", ("glassroom: cwd %s: %s\n" % (cwd, e.strerror)).encode())
+            frame(b"x", b"1")
+            return
 
     if tty:
         master, slave = os.openpty()

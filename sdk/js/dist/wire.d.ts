@@ -275,7 +275,7 @@ export interface CommandStdin {
     data?: string;
     eof?: boolean;
 }
-/** CommandInfo describes one shell command of a session (GET /v1/sessions/{id}/commands). PID is the session's number for it (1, 2, ...), not an OS pid. ExitCode and DurationMS are set once it has ended: bash's status, 128+n when it died of signal n, -1 when it was killed before it had one (TimedOut: at its timeout). */
+/** CommandInfo describes one shell command of a session (GET /v1/sessions/{id}/commands). PID is its process id in the sandbox where the sandbox's commands share a pid namespace (docker, k8s), else the session's own number for it (sessions.OwnPIDBase and up). ExitCode and DurationMS are set once it has ended: bash's status, 128+n when it died of signal n, -1 when it was killed before it had one (TimedOut: at its timeout). */
 export interface CommandInfo {
     pid: number;
     cmd: string;

@@ -40,7 +40,7 @@ export type CommandConnectOpts = Pick<CommandStartOpts, 'onStdout' | 'onStderr' 
 
 /** A command the sandbox runs or ran. */
 export interface ProcessInfo {
-  /** The gateway's number of the command in its session (1, 2, ...), not an OS pid. */
+  /** The command's process id in the sandbox (on the local runtime, the session's own number). */
   pid: number
   tag?: string
   /** The command line (it runs as `bash -lc cmd`). */

@@ -304,7 +304,7 @@ class CommandHandle:
 
     @property
     def pid(self) -> int:
-        """The command's number in its sandbox (1, 2, ...; not an OS pid)."""
+        """The command's process id in the sandbox (on the local runtime, the session's own number)."""
         return self._pid
 
     @property
