@@ -81,6 +81,13 @@ type Metrics struct {
 	DiskTotal  int64     `json:"disk_total"`
 }
 
+// MetricsHistory is a session's samples within a time range (GET
+// /v1/sessions/{id}/metrics/history), oldest first: one every
+// collection interval (5 s) while it runs, the last ten minutes or so.
+type MetricsHistory struct {
+	Samples []Metrics `json:"samples"`
+}
+
 // FileEvent is a frame of the files-watch WebSocket (E2B's
 // FilesystemEvent): Type create, write, remove, rename, chmod, or
 // overflow (events were dropped); Name relative to the watched directory.
@@ -467,13 +474,13 @@ type FileInfo struct {
 }
 
 // UploadedFile is what a signed upload URL's multipart form stored, in
-// E2B's shape (its envd answers a form with a list of these): Path is
-// the file's absolute path in the sandbox.
+// E2B's shape exactly (its envd answers a form with a list of these, and
+// its users compare the whole answer): Path is the file's absolute path
+// in the sandbox.
 type UploadedFile struct {
 	Name string `json:"name"`
 	Path string `json:"path"`
 	Type string `json:"type"` // "file"
-	Size int64  `json:"size"`
 }
 
 // FileURL is a signed file URL (POST /v1/sessions/{id}/files-url). URL

@@ -184,12 +184,11 @@ func (f *signedFiles) writeMultipart(c echo.Context, sess *sessions.Session, p s
 		if stored != nil {
 			return httperr.New(http.StatusBadRequest, "bad_request", "a signed upload URL takes one file part")
 		}
-		n, err := sess.Files().Write(p, part)
-		if err != nil {
+		if _, err := sess.Files().Write(p, part); err != nil {
 			return f.files.uploadError(err)
 		}
 		clean, _ := workspace.Clean(p) // Write took it
-		stored = &api.UploadedFile{Name: path.Base(clean), Path: path.Join(workspace.SandboxRoot, clean), Type: "file", Size: n}
+		stored = &api.UploadedFile{Name: path.Base(clean), Path: path.Join(workspace.SandboxRoot, clean), Type: "file"}
 		_ = part.Close()
 	}
 	if stored == nil {
