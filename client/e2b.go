@@ -122,6 +122,25 @@ func (c *Client) SessionMetrics(ctx context.Context, id string) (*Metrics, error
 	return &m, nil
 }
 
+// SessionMetricsHistory returns the session's samples taken within
+// start..end (a zero bound is open), oldest first: one every 5 s while it
+// runs, the last ten minutes or so; when end is zero or not yet past,
+// the gateway takes a sample of now first.
+func (c *Client) SessionMetricsHistory(ctx context.Context, id string, start, end time.Time) ([]Metrics, error) {
+	q := url.Values{}
+	if !start.IsZero() {
+		q.Set("start", start.UTC().Format(time.RFC3339Nano))
+	}
+	if !end.IsZero() {
+		q.Set("end", end.UTC().Format(time.RFC3339Nano))
+	}
+	var h api.MetricsHistory
+	if err := c.do(ctx, request{method: http.MethodGet, path: sessionPath(id, "metrics/history"), query: q}, &h, http.StatusOK); err != nil {
+		return nil, err
+	}
+	return h.Samples, nil
+}
+
 // PauseSession freezes the whole session (a running cell included) until
 // ResumeSession; meanwhile executions and commands fail with
 // session_paused (IsPaused).

@@ -35,6 +35,7 @@ type e2bAPI struct {
 func (s *e2bAPI) route(g *echo.Group) {
 	g.GET("/templates", s.listTemplates)
 	g.GET("/sessions/:id/metrics", s.sessionMetrics)
+	g.GET("/sessions/:id/metrics/history", s.sessionMetricsHistory)
 	g.POST("/sessions/:id/pause", s.pauseSession)
 	g.POST("/sessions/:id/resume", s.resumeSession)
 	g.POST("/sessions/:id/files-move", s.moveFile)
@@ -126,11 +127,44 @@ func (s *e2bAPI) sessionMetrics(c echo.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 10*time.Second)
 	defer cancel()
-	m, err := sess.Metrics(ctx)
+	m, err := sess.Metrics().Now(ctx)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, api.Metrics(m))
+}
+
+// sessionMetricsHistory answers GET .../metrics/history?start=&end=
+// (RFC 3339, each optional): the session's samples in that range.
+func (s *e2bAPI) sessionMetricsHistory(c echo.Context) error {
+	var start, end time.Time
+	for name, at := range map[string]*time.Time{"start": &start, "end": &end} {
+		if v := c.QueryParam(name); v != "" {
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				return httperr.New(http.StatusBadRequest, "bad_request", "%s must be an RFC 3339 time", name)
+			}
+			*at = t
+		}
+	}
+	if !start.IsZero() && !end.IsZero() && end.Before(start) {
+		return httperr.New(http.StatusBadRequest, "bad_request", "end is before start")
+	}
+	sess, err := s.session(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 10*time.Second)
+	defer cancel()
+	ms, err := sess.Metrics().History(ctx, start, end)
+	if err != nil {
+		return err
+	}
+	out := api.MetricsHistory{Samples: make([]api.Metrics, len(ms))}
+	for i, m := range ms {
+		out.Samples[i] = api.Metrics(m)
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 func (s *e2bAPI) pauseSession(c echo.Context) error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/glassroom/glassroom/app/apptest"
 	glclient "github.com/glassroom/glassroom/client"
 	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/testkit"
 )
 
 // The gateway side of E2B's SDK semantics (issue 25): templates, metadata,
@@ -326,6 +328,62 @@ func TestSessionMetrics(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSessionMetricsHistory: the sampler keeps a session's samples in
+// time order, each within the range asked for; CPU use measured between
+// two samples shows a kernel that spins; a range before the session has
+// none; bad ranges are 400 and another tenant's session 404.
+func TestSessionMetricsHistory(t *testing.T) {
+	e := newEnv(t, e2bLocal(t), sessions.Config{MetricsInterval: 100 * time.Millisecond})
+	c := e.client(keyA)
+	ctx := context.Background()
+	created := time.Now()
+	s, err := c.CreateSession(ctx, glclient.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An end in the past: the gateway takes no sample of now, so what
+	// comes back is the sampler's.
+	var got []glclient.Metrics
+	testkit.Eventually(t, time.Minute, func() bool {
+		got, err = c.SessionMetricsHistory(ctx, s.ID, created, time.Now().Add(-time.Millisecond))
+		return err == nil && len(got) >= 3
+	}, "three samples of the sampler")
+	for i, m := range got {
+		if m.Timestamp.Before(created) || m.CPUCount < 1 || m.MemTotal != int64(s.Limits.MemoryMB)<<20 || m.MemUsed <= 0 || m.DiskTotal != int64(s.Limits.WorkspaceMB)<<20 ||
+			i > 0 && m.Timestamp.Before(got[i-1].Timestamp) {
+			t.Fatalf("sample %d of %+v", i, got)
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, _ = c.Execute(ctx, s.ID, "while True: pass", glclient.ExecuteOptions{Timeout: 2 * time.Minute})
+	}()
+	defer wg.Wait()
+	defer func() { _ = c.Interrupt(ctx, s.ID) }()
+	spinning := time.Now()
+	testkit.Eventually(t, time.Minute, func() bool {
+		got, err = c.SessionMetricsHistory(ctx, s.ID, spinning, time.Now().Add(-time.Millisecond))
+		return err == nil && slices.ContainsFunc(got, func(m glclient.Metrics) bool { return m.CPUUsedPct > 50 })
+	}, "a sample of the spinning kernel over 50% of a CPU")
+	if now, err := c.SessionMetricsHistory(ctx, s.ID, time.Time{}, time.Time{}); err != nil || len(now) == 0 || time.Since(now[len(now)-1].Timestamp) > 30*time.Second {
+		t.Fatalf("the whole history ends with a sample of now: %v %v", err, now)
+	}
+	if before, err := c.SessionMetricsHistory(ctx, s.ID, created.Add(-time.Hour), created.Add(-30*time.Minute)); err != nil || len(before) != 0 {
+		t.Fatalf("samples from before the session: %v %+v", err, before)
+	}
+	for _, q := range []string{"start=yesterday", "end=2026-13-01T00:00:00Z", "start=2026-01-02T00:00:00Z&end=2026-01-01T00:00:00Z"} {
+		var out map[string]any
+		if st := e.g.Call(t, "Bearer "+keyA, "GET", "/v1/sessions/"+s.ID+"/metrics/history?"+q, nil, &out); st != http.StatusBadRequest {
+			t.Errorf("%s: %d %v", q, st, out)
+		}
+	}
+	if _, err := e.client(keyB).SessionMetricsHistory(ctx, s.ID, time.Time{}, time.Time{}); !errors.Is(err, glclient.ErrNotFound) {
+		t.Fatalf("another tenant's session: %v", err)
 	}
 }
 

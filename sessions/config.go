@@ -139,6 +139,13 @@ type Config struct {
 	// numbers, the running execution) are written (1 s).
 	Store         Store
 	FlushInterval time.Duration
+	// MetricsInterval is how often every running session's resource use
+	// is sampled for its history (Session.MetricsHistory; 5 s, E2B's
+	// collection interval; negative: never, only Metrics calls add to
+	// it); MetricsHistory is how many samples a session keeps (120, ten
+	// minutes; at most MaxMetricsHistory).
+	MetricsInterval time.Duration
+	MetricsHistory  int
 	// AdoptInterval is how often a runtime that finds orphaned sandboxes
 	// itself (sandbox.OrphanFinder: k8s) is asked for them, to adopt the
 	// sessions of a gateway that went away (10 s).
@@ -233,6 +240,8 @@ func (c Config) withDefaults() Config {
 		c.Store = noStore{}
 	}
 	d(&c.FlushInterval, time.Second)
+	d(&c.MetricsInterval, DefaultMetricsInterval)
+	i(&c.MetricsHistory, DefaultMetricsHistory)
 	d(&c.AdoptInterval, 10*time.Second)
 	if c.Observer == nil {
 		c.Observer = noObserver{}
@@ -263,6 +272,8 @@ func (c Config) Validate() error {
 		c.SubscriberBytes < 0 || c.MaxClients < 0 || c.WatchSockets < 0 || c.WatchSocketDirs < 0 || c.MaxContexts < 0 || c.InterruptGrace < 0 || c.InterruptMaxWait < 0 || c.MaxLifetime < 0 || c.MemoryBudget < 0 || c.MemoryBudgetPerTenant < 0 || c.KeptOutputBytes < 0 ||
 		c.MaxConcurrentStarts < 0 || c.Pool < 0 || c.MaxComms < 0 || c.CommBurst < 0 || c.MaxCommBytes < 0 || c.SideBuffer < 0 || c.SideBytes < 0:
 		return fmt.Errorf("sessions: config: negative limit")
+	case c.MetricsHistory < 0 || c.MetricsHistory > MaxMetricsHistory:
+		return fmt.Errorf("sessions: config: metrics history of %d samples must be within 1..%d", c.MetricsHistory, MaxMetricsHistory)
 	case len(c.PoolPreload) > MaxPoolPreload:
 		return fmt.Errorf("sessions: config: %d modules to preload; at most %d", len(c.PoolPreload), MaxPoolPreload)
 	case c.MemoryBudget < int64(c.BacklogBytes):

@@ -37,10 +37,15 @@ const (
 	maxDiskWalkTime = 2 * time.Second
 )
 
-// Metrics measures the session's resource use. It does not thaw a paused
-// sandbox (a frozen one uses no CPU) and blocks for about cpuWindow
-// (bounded by ctx). Safe for concurrent use.
-func (s *Session) Metrics(ctx context.Context) (Metrics, error) {
+// Metrics returns the session's resource use: now, and its history.
+func (s *Session) Metrics() *MetricsLog { return s.metrics }
+
+// Now measures the session's resource use, and keeps the sample in its
+// history (History). It does not thaw a paused sandbox (a frozen one
+// uses no CPU) and blocks for about cpuWindow (bounded by ctx). Safe for
+// concurrent use.
+func (l *MetricsLog) Now(ctx context.Context) (Metrics, error) {
+	s := l.s
 	lim := s.sandbox.Limits()
 	m := Metrics{CPUCount: max(1, int(math.Ceil(lim.CPUs))), MemTotal: int64(lim.MemoryMB) << 20, DiskTotal: int64(lim.WorkspaceMB) << 20}
 	if ur, ok := s.sandbox.(sandbox.UsageReader); ok {
@@ -73,8 +78,10 @@ func (s *Session) Metrics(ctx context.Context) (Metrics, error) {
 			}
 		}
 	}
-	m.DiskUsed = s.disk.used(ctx, s.sandbox.Workspace(), s.files, m.DiskTotal)
+	m.DiskUsed = l.walk.used(ctx, s.sandbox.Workspace(), s.files, m.DiskTotal)
 	m.Timestamp = time.Now().UTC()
+	l.noteDisk(m.DiskUsed, m.Timestamp)
+	l.add(m)
 	return m, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -141,5 +142,45 @@ func TestDiskWalkShared(t *testing.T) {
 	}
 	if b := w.used(context.Background(), ws, nil, 0); b != inside+5 || w.walks.Load() != 2 {
 		t.Fatalf("after the walk: %d bytes in %d walks, want %d in 2", b, w.walks.Load(), inside+5)
+	}
+}
+
+// TestMetricsHistoryRing: the ring keeps the last samples in time order
+// across its wrap, drops one older than the newest, and between filters
+// by an inclusive range (a zero bound open).
+func TestMetricsHistoryRing(t *testing.T) {
+	h := newMetricsLog(nil, 3)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Second) }
+	stamps := func(ms []Metrics) []int {
+		var out []int
+		for _, m := range ms {
+			out = append(out, int(m.Timestamp.Sub(t0)/time.Second))
+		}
+		return out
+	}
+	if got := h.between(time.Time{}, time.Time{}); len(got) != 0 {
+		t.Fatalf("empty: %v", got)
+	}
+	for i := range 5 {
+		h.add(Metrics{Timestamp: at(i)})
+		if i == 1 {
+			if got := stamps(h.between(time.Time{}, time.Time{})); !slices.Equal(got, []int{0, 1}) {
+				t.Fatalf("before the wrap: %v", got)
+			}
+		}
+	}
+	h.add(Metrics{Timestamp: at(3)}) // older than the newest: dropped
+	if got := stamps(h.between(time.Time{}, time.Time{})); !slices.Equal(got, []int{2, 3, 4}) {
+		t.Fatalf("after the wrap: %v", got)
+	}
+	if got := stamps(h.between(at(3), at(4))); !slices.Equal(got, []int{3, 4}) {
+		t.Fatalf("3..4: %v", got)
+	}
+	if got := stamps(h.between(time.Time{}, at(2))); !slices.Equal(got, []int{2}) {
+		t.Fatalf("..2: %v", got)
+	}
+	if got := h.between(at(5), time.Time{}); len(got) != 0 {
+		t.Fatalf("5..: %v", got)
 	}
 }

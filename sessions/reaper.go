@@ -28,7 +28,7 @@ func (m *Manager) retryLeft(ctx context.Context) {
 }
 
 // Run deletes expired sessions, pauses idle ones, keeps the warm pool
-// full and, on a runtime that finds orphaned sandboxes
+// full, samples the sessions' metrics (Config.MetricsInterval) and, on a runtime that finds orphaned sandboxes
 // (sandbox.OrphanFinder), adopts them, until ctx ends; it returns once its
 // loops and the freezes it started have stopped.
 func (m *Manager) Run(ctx context.Context) error {
@@ -51,6 +51,22 @@ func (m *Manager) Run(ctx context.Context) error {
 					return
 				case <-t.C:
 					m.adoptOrphans(ctx, finder)
+				}
+			}
+		}()
+	}
+	if m.cfg.MetricsInterval > 0 {
+		wg.Add(1)
+		go func() { // the metrics history's sampler, owned by Run
+			defer wg.Done()
+			t := time.NewTicker(m.cfg.MetricsInterval)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case now := <-t.C:
+					sampleSessions(ctx, m.table.snapshot(), now, m.cfg.MetricsInterval)
 				}
 			}
 		}()

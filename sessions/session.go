@@ -46,7 +46,7 @@ type Session struct {
 	networks            *networks         // admits a network change (SetNetwork); nil in tests without one
 	template            string            // the template it was created from
 	metadata            map[string]string // the client's; never changed
-	disk                diskWalk          // one walk of the workspace's disk use at a time (metrics.go)
+	metrics             *MetricsLog       // its resource use, now and its last samples (metricshistory.go)
 	hub                 *hub              // the event log (event.go)
 	side                *sideHub          // its kernels' side streams, fanned out (side.go)
 	pause               *pauser           // freezes the sandbox while its kernels go unused (pause.go)
@@ -123,6 +123,7 @@ func newSession(p sessionParams) *Session {
 		created: created, idle: p.idle, persist: func() {}, wake: func() {}, networks: p.networks, budget: p.budget, sandbox: p.sandbox, files: p.files, egress: p.egress, volumes: p.volumes, releaseVolumes: p.releaseVolumes,
 		ctx: ctx, cancel: cancel, lastActive: active, jupyterSessions: p.jupyterSessions,
 	}
+	s.metrics = newMetricsLog(s, p.cfg.MetricsHistory)
 	if p.persist != nil { // set before the worker starts: a kernel death persists at once
 		s.persist = func() { p.persist(s) }
 	}

@@ -57,7 +57,7 @@ func roots() []named {
 		{"RunCommand", reflect.TypeFor[api.RunCommandRequest]()}, {"CommandStdin", reflect.TypeFor[api.CommandStdinRequest]()},
 		{"CommandInfo", reflect.TypeFor[api.CommandInfo]()}, {"Command", reflect.TypeFor[api.Command]()},
 		{"CommandStarted", reflect.TypeFor[api.CommandStarted]()}, {"TerminalControl", reflect.TypeFor[api.TerminalControl]()},
-		{"Template", reflect.TypeFor[api.Template]()}, {"Metrics", reflect.TypeFor[api.Metrics]()},
+		{"Template", reflect.TypeFor[api.Template]()}, {"Metrics", reflect.TypeFor[api.Metrics]()}, {"MetricsHistory", reflect.TypeFor[api.MetricsHistory]()},
 		{"MoveFile", reflect.TypeFor[api.MoveFileRequest]()}, {"FileWatchEvent", reflect.TypeFor[api.FileEvent]()},
 		{"WatchSyncRequest", reflect.TypeFor[api.WatchSyncRequest]()},
 		{"FileURLRequest", reflect.TypeFor[api.FileURLRequest]()}, {"FileURL", reflect.TypeFor[api.FileURL]()},

@@ -290,10 +290,11 @@ export declare class Sandbox {
         useSignatureExpiration?: number;
     }): Promise<string>;
     /**
-     * The sandbox's CPU, memory and disk use: glassroom samples it when
-     * asked, so the list has the one sample of now, or none when now is
-     * not within `start`..`end` (each widened by 5 s, E2B's collection
-     * interval).
+     * The sandbox's CPU, memory and disk use over time: the gateway samples
+     * it every 5 s (E2B's collection interval) and keeps the last ten
+     * minutes; the list holds the samples within `start`..`end` (each
+     * widened by 5 s, as E2B's buckets are), oldest first, ending with a
+     * sample of now when the range reaches now.
      */
     getMetrics(opts?: {
         requestTimeoutMs?: number;

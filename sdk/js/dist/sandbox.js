@@ -406,28 +406,31 @@ export class Sandbox {
         return this.files.url(path, 'write', { expiresS: opts?.useSignatureExpiration });
     }
     /**
-     * The sandbox's CPU, memory and disk use: glassroom samples it when
-     * asked, so the list has the one sample of now, or none when now is
-     * not within `start`..`end` (each widened by 5 s, E2B's collection
-     * interval).
+     * The sandbox's CPU, memory and disk use over time: the gateway samples
+     * it every 5 s (E2B's collection interval) and keeps the last ten
+     * minutes; the list holds the samples within `start`..`end` (each
+     * widened by 5 s, as E2B's buckets are), oldest first, ending with a
+     * sample of now when the range reaches now.
      */
     async getMetrics(opts) {
-        const m = await this.connectionConfig.request('GET', sessionPath(this.sandboxId, 'metrics'), 'json', { timeoutMs: opts?.requestTimeoutMs, what: 'sandbox' });
-        const at = new Date(m?.timestamp ?? Date.now()).getTime();
-        if (opts?.start !== undefined && at < new Date(opts.start).getTime() - METRICS_INTERVAL_MS)
-            return [];
-        if (opts?.end !== undefined && at > new Date(opts.end).getTime() + METRICS_INTERVAL_MS)
-            return [];
-        return [{
-                timestamp: new Date(m?.timestamp ?? Date.now()),
-                cpuUsedPct: Number(m?.cpu_used_pct ?? 0),
-                cpuCount: Number(m?.cpu_count ?? 0),
-                memUsed: Number(m?.mem_used ?? 0),
-                memTotal: Number(m?.mem_total ?? 0),
-                memCache: Number(m?.mem_cache ?? 0),
-                diskUsed: Number(m?.disk_used ?? 0),
-                diskTotal: Number(m?.disk_total ?? 0),
-            }];
+        const q = new URLSearchParams();
+        if (opts?.start !== undefined)
+            q.set('start', new Date(new Date(opts.start).getTime() - METRICS_INTERVAL_MS).toISOString());
+        if (opts?.end !== undefined)
+            q.set('end', new Date(new Date(opts.end).getTime() + METRICS_INTERVAL_MS).toISOString());
+        const path = sessionPath(this.sandboxId, 'metrics/history') + (q.toString() !== '' ? `?${q}` : '');
+        const h = await this.connectionConfig.request('GET', path, 'json', { timeoutMs: opts?.requestTimeoutMs, what: 'sandbox' });
+        const samples = Array.isArray(h?.samples) ? h.samples : [];
+        return samples.map((m) => ({
+            timestamp: new Date(m?.timestamp ?? Date.now()),
+            cpuUsedPct: Number(m?.cpu_used_pct ?? 0),
+            cpuCount: Number(m?.cpu_count ?? 0),
+            memUsed: Number(m?.mem_used ?? 0),
+            memTotal: Number(m?.mem_total ?? 0),
+            memCache: Number(m?.mem_cache ?? 0),
+            diskUsed: Number(m?.disk_used ?? 0),
+            diskTotal: Number(m?.disk_total ?? 0),
+        }));
     }
     /** Freezes the whole sandbox until `resume()` (or `Sandbox.connect`); code and commands are refused meanwhile. */
     async pause(opts) {

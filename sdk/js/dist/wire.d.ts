@@ -178,13 +178,12 @@ export interface FileInfo {
     /** "dir" for MakeDir */
     type?: string;
 }
-/** UploadedFile is what a signed upload URL's multipart form stored, in E2B's shape (its envd answers a form with a list of these): Path is the file's absolute path in the sandbox. */
+/** UploadedFile is what a signed upload URL's multipart form stored, in E2B's shape exactly (its envd answers a form with a list of these, and its users compare the whole answer): Path is the file's absolute path in the sandbox. */
 export interface UploadedFile {
     name: string;
     path: string;
     /** "file" */
     type: string;
-    size: number;
 }
 /** Listing is a directory listing; Truncated says it was cut at the gateway's limit. */
 export interface Listing {
@@ -336,6 +335,10 @@ export interface Metrics {
     mem_total: number;
     disk_used: number;
     disk_total: number;
+}
+/** MetricsHistory is a session's samples within a time range (GET /v1/sessions/{id}/metrics/history), oldest first: one every collection interval (5 s) while it runs, the last ten minutes or so. */
+export interface MetricsHistory {
+    samples: Metrics[] | null;
 }
 /** MoveFileRequest is the body of POST /v1/sessions/{id}/files-move. */
 export interface MoveFile {

@@ -7,6 +7,7 @@ import posixpath
 import threading
 from datetime import datetime, timezone
 from typing import IO, Any, Callable, Dict, List, Optional, Type, TypeVar, Union
+from urllib.parse import urlencode
 
 from .._http import Connection, session_path
 from ..exceptions import (ConflictException, FileNotFoundException, InvalidArgumentException, NotFoundException,
@@ -630,25 +631,30 @@ class Sandbox(_GSandbox):
 
     @class_or_instance
     def get_metrics(self, start: Optional[datetime] = None, end: Optional[datetime] = None, **opts: Any) -> List[SandboxMetrics]:
-        """The sandbox's CPU, memory and disk use: glassroom samples it when
-        asked, so the list has the one sample of now, or none when now is
-        not within ``start``..``end`` (each widened by 5 s, E2B's
-        collection interval)."""
-        m = self._conn.call("GET", session_path(self.sandbox_id, "metrics"))
-        m = m if isinstance(m, dict) else {}
-        ts = parse_time(m.get("timestamp")) if m.get("timestamp") else datetime.now(timezone.utc)
-        if start is not None and ts.timestamp() < _aware(start).timestamp() - _METRICS_INTERVAL_S:
-            return []
-        if end is not None and ts.timestamp() > _aware(end).timestamp() + _METRICS_INTERVAL_S:
-            return []
+        """The sandbox's CPU, memory and disk use over time: the gateway
+        samples it every 5 s (E2B's collection interval) and keeps the last
+        ten minutes; the list holds the samples within ``start``..``end``
+        (each widened by 5 s, as E2B's buckets are), oldest first, ending
+        with a sample of now when the range reaches now."""
+        q = {}
+        if start is not None:
+            q["start"] = _rfc3339(datetime.fromtimestamp(_aware(start).timestamp() - _METRICS_INTERVAL_S, timezone.utc))
+        if end is not None:
+            q["end"] = _rfc3339(datetime.fromtimestamp(_aware(end).timestamp() + _METRICS_INTERVAL_S, timezone.utc))
+        path = session_path(self.sandbox_id, "metrics/history") + ("?" + urlencode(q) if q else "")
+        h = self._conn.call("GET", path)
+        samples = h.get("samples") if isinstance(h, dict) else None
 
-        def n(k: str) -> int:
-            v = m.get(k)
-            return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
-        pct = m.get("cpu_used_pct")
-        return [SandboxMetrics(cpu_count=n("cpu_count"), cpu_used_pct=float(pct) if isinstance(pct, (int, float)) else 0.0,
-                               disk_total=n("disk_total"), disk_used=n("disk_used"), mem_total=n("mem_total"),
-                               mem_used=n("mem_used"), mem_cache=n("mem_cache"), timestamp=ts)]
+        def metrics(m: Dict[str, Any]) -> SandboxMetrics:
+            def n(k: str) -> int:
+                v = m.get(k)
+                return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
+            pct = m.get("cpu_used_pct")
+            ts = parse_time(m["timestamp"]) if isinstance(m.get("timestamp"), str) else datetime.now(timezone.utc)
+            return SandboxMetrics(cpu_count=n("cpu_count"), cpu_used_pct=float(pct) if isinstance(pct, (int, float)) and not isinstance(pct, bool) else 0.0,
+                                  disk_total=n("disk_total"), disk_used=n("disk_used"), mem_total=n("mem_total"),
+                                  mem_used=n("mem_used"), mem_cache=n("mem_cache"), timestamp=ts)
+        return [metrics(m) for m in samples or [] if isinstance(m, dict)]
 
     @class_or_instance
     def pause(self, keep_memory: bool = True, **opts: Any) -> bool:
