@@ -601,7 +601,7 @@ func (c *Client) Usage(ctx context.Context, maxEntries int) (workspace.Usage, er
 const maxEventLine = 8 << 10
 
 var dirEventTypes = map[string]bool{workspace.DirCreate: true, workspace.DirWrite: true, workspace.DirRemove: true,
-	workspace.DirRename: true, workspace.DirChmod: true, workspace.DirOverflow: true}
+	workspace.DirRename: true, workspace.DirChmod: true, workspace.DirOverflow: true, workspace.DirSync: true}
 
 // WatchDirectory implements workspace.DirWatching: a stream of the
 // server's events (each checked: a known type, a clean relative name),
@@ -642,16 +642,57 @@ func (c *Client) WatchDirectory(dir string, recursive bool, maxDirs, buffer int)
 		cancel()
 		return nil, c.answerError(resp, dir)
 	}
-	w := &remoteWatch{cancel: cancel, events: make(chan workspace.DirEvent, max(1, buffer)), done: make(chan struct{})}
+	w := &remoteWatch{c: c, id: resp.Header.Get(watchIDHeader), cancel: cancel, events: make(chan workspace.DirEvent, max(1, buffer)), done: make(chan struct{})}
 	go w.read(resp.Body) // owned by w: Close cancels the stream and waits
 	return w, nil
 }
 
-// remoteWatch is a watch served by the remote workspace.
+// remoteWatch is a watch served by the remote workspace. It is a
+// workspace.DirSyncer when the server named it (an older agent does not).
 type remoteWatch struct {
+	c      *Client
+	id     string // the server's name for it ("": no syncs)
 	cancel context.CancelFunc
 	events chan workspace.DirEvent
 	done   chan struct{}
+}
+
+var _ workspace.DirSyncer = (*remoteWatch)(nil)
+
+// errNoSync is Sync's error for a watch the server did not name.
+var errNoSync = errors.New("remote: this workspace service has no watch syncs")
+
+// Sync implements workspace.DirSyncer: the server makes the mark, which
+// comes in the stream as a workspace.DirSync event after the events of
+// every change made before. It blocks for one call to the server (at
+// most CallTimeout).
+func (w *remoteWatch) Sync() (uint64, error) {
+	if w.id == "" {
+		return 0, errNoSync
+	}
+	ctx, cancel := w.c.ctx()
+	defer cancel()
+	u := *w.c.base
+	u.Path = strings.TrimSuffix(u.Path, "/") + syncPath
+	u.RawQuery = url.Values{"id": {w.id}}.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
+	if err != nil {
+		return 0, fmt.Errorf("remote: watch sync: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+w.c.cfg.Token)
+	resp, err := w.c.http.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("remote: watch sync: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, w.c.answerError(resp, "")
+	}
+	var ans watchSynced
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&ans); err != nil || ans.Seq == 0 {
+		return 0, fmt.Errorf("remote: watch sync: a malformed answer")
+	}
+	return ans.Seq, nil
 }
 
 func (w *remoteWatch) Events() <-chan workspace.DirEvent { return w.events }
@@ -675,10 +716,17 @@ func (w *remoteWatch) read(body io.ReadCloser) {
 		if json.Unmarshal(sc.Bytes(), &ev) != nil || !dirEventTypes[ev.Type] {
 			continue
 		}
-		if ev.Type == workspace.DirOverflow {
+		switch {
+		case ev.Type == workspace.DirOverflow:
 			ev.Name = ""
-		} else if n, err := workspace.Clean(ev.Name); err != nil || n != ev.Name || n == "" {
-			continue
+		case ev.Type == workspace.DirSync:
+			if n, err := strconv.ParseUint(ev.Name, 10, 64); err != nil || n == 0 {
+				continue
+			}
+		default:
+			if n, err := workspace.Clean(ev.Name); err != nil || n != ev.Name || n == "" {
+				continue
+			}
 		}
 		if overflowed {
 			select {

@@ -3,11 +3,14 @@ package remote
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -492,6 +495,78 @@ func TestWatchAndUsage(t *testing.T) {
 	u, err := c.Usage(t.Context(), 1000)
 	if err != nil || u.Bytes != 5 || u.Truncated {
 		t.Fatalf("usage %+v %v", u, err)
+	}
+}
+
+// TestWatchSync: a sync over the wire is a barrier: its mark comes after
+// the events of a write made before it, numbers grow, and a hostile
+// stream's sync events without a number are dropped.
+func TestWatchSync(t *testing.T) {
+	dir, c := serve(t, 0)
+	w, err := c.WatchDirectory("", false, 1, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	syncer, ok := w.(workspace.DirSyncer)
+	if !ok {
+		t.Fatalf("%T is no DirSyncer", w)
+	}
+	var last uint64
+	for i := range 3 {
+		name := fmt.Sprintf("f%d.txt", i)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		seq, err := syncer.Sync()
+		if err != nil || seq <= last {
+			t.Fatalf("sync %d: %d %v (last %d)", i, seq, err, last)
+		}
+		last = seq
+		wrote := false
+		for done := false; !done; {
+			select {
+			case ev := <-w.Events():
+				switch {
+				case ev.Name == name && ev.Type == workspace.DirWrite:
+					wrote = true
+				case ev.Type == workspace.DirSync && ev.Name == strconv.FormatUint(seq, 10):
+					if !wrote {
+						t.Fatalf("the mark of sync %d came before the write of %s", i, name)
+					}
+					done = true
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("no mark for sync %d", i)
+			}
+		}
+	}
+
+	// A hostile server: sync events without a number never reach the
+	// watcher, and an unnamed watch has no syncs.
+	ts := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
+		io.WriteString(rw, `{"type":"sync","name":"../x"}`+"\n"+`{"type":"sync","name":"0"}`+"\n"+`{"type":"sync","name":"7"}`+"\n")
+	}))
+	defer ts.Close()
+	hc, err := NewClient(ClientConfig{BaseURL: ts.URL, Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hc.Close()
+	hw, err := hc.WatchDirectory("", false, 1, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hw.Close()
+	var got []string
+	for ev := range hw.Events() {
+		got = append(got, ev.Type+" "+ev.Name)
+	}
+	if !slices.Equal(got, []string{"sync 7"}) {
+		t.Fatalf("hostile sync events: %v", got)
+	}
+	if _, err := hw.(workspace.DirSyncer).Sync(); err == nil {
+		t.Fatal("a watch the server did not name synced")
 	}
 }
 

@@ -1,8 +1,10 @@
 package remote
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,6 +32,10 @@ const (
 	renamePath   = "/v1/rename"
 	metadataPath = "/v1/metadata"
 	watchPath    = "/v1/watch"
+	syncPath     = "/v1/watch/sync"
+	// watchIDHeader names a directory watch on its stream's answer, for
+	// its syncs (syncPath?id=).
+	watchIDHeader = "X-Glassroom-Watch-Id"
 	// SizeHeader carries a downloaded file's size.
 	SizeHeader = "X-Glassroom-Size"
 )
@@ -78,6 +84,9 @@ type Server struct {
 	quotaMu sync.Mutex // one quota check and upload at a time
 
 	dirWatches chan struct{} // a slot per directory watch served
+
+	syncMu  sync.Mutex
+	syncing map[string]*workspace.DirWatch // the watches served, by id, for their syncs
 }
 
 // NewServer returns a server of root. watch may be nil.
@@ -92,7 +101,7 @@ func NewServer(root *workspace.Root, watch *workspace.Watcher, cfg ServerConfig)
 		cfg.MaxWatches = 8
 	}
 	s := &Server{cfg: cfg, root: root, watch: watch, sum: sha256.Sum256([]byte(cfg.Token)), mux: http.NewServeMux(),
-		dirWatches: make(chan struct{}, cfg.MaxWatches)}
+		dirWatches: make(chan struct{}, cfg.MaxWatches), syncing: map[string]*workspace.DirWatch{}}
 	s.mux.HandleFunc("GET "+HealthPath, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	s.mux.HandleFunc("GET "+listPath, s.auth(s.list))
 	s.mux.HandleFunc("GET "+statPath, s.auth(s.stat))
@@ -106,6 +115,7 @@ func NewServer(root *workspace.Root, watch *workspace.Watcher, cfg ServerConfig)
 	s.mux.HandleFunc("POST "+renamePath, s.auth(s.rename))
 	s.mux.HandleFunc("POST "+metadataPath, s.auth(s.setMetadata))
 	s.mux.HandleFunc("GET "+watchPath, s.auth(s.watchDir))
+	s.mux.HandleFunc("POST "+syncPath, s.auth(s.syncWatch))
 	return s, nil
 }
 
@@ -385,7 +395,8 @@ func (s *Server) measure(w http.ResponseWriter, r *http.Request) {
 // watchDir streams the changes under ?path (with ?recursive=true its
 // subdirectories too, at most ?max_dirs, ?buffer events waiting), one
 // JSON workspace.DirEvent a line, until the client goes or the watch
-// ends.
+// ends. Its answer's watchIDHeader names it for syncWatch, whose marks
+// come in the stream as workspace.DirSync events.
 func (s *Server) watchDir(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	recursive := q.Get("recursive") == "true"
@@ -405,7 +416,19 @@ func (s *Server) watchDir(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer func() { _ = dw.Close() }()
+	var idb [16]byte
+	_, _ = rand.Read(idb[:])
+	id := hex.EncodeToString(idb[:])
+	s.syncMu.Lock()
+	s.syncing[id] = dw
+	s.syncMu.Unlock()
+	defer func() {
+		s.syncMu.Lock()
+		delete(s.syncing, id)
+		s.syncMu.Unlock()
+	}()
 	flusher, _ := w.(http.Flusher)
+	w.Header().Set(watchIDHeader, id)
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
 	if flusher != nil {
@@ -428,4 +451,29 @@ func (s *Server) watchDir(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+}
+
+// syncWatch answers POST syncPath?id= with {"seq": n}: the watch named id
+// (watchDir's header) delivers a workspace.DirSync event named n after
+// the events of every change made before (workspace.DirSyncer). An id
+// not served (any more) is ErrNotFound.
+func (s *Server) syncWatch(w http.ResponseWriter, r *http.Request) {
+	s.syncMu.Lock()
+	dw := s.syncing[r.URL.Query().Get("id")]
+	s.syncMu.Unlock()
+	if dw == nil {
+		writeErr(w, &workspace.PathError{Kind: workspace.ErrNotFound, Detail: "no such watch"})
+		return
+	}
+	seq, err := dw.Sync()
+	if err != nil {
+		writeErr(w, &workspace.PathError{Kind: workspace.ErrClosed, Detail: "the watch has ended"})
+		return
+	}
+	writeJSON(w, http.StatusOK, watchSynced{Seq: seq})
+}
+
+// watchSynced is syncWatch's answer.
+type watchSynced struct {
+	Seq uint64 `json:"seq"`
 }

@@ -291,6 +291,9 @@ func (c Config) buildPod(spec sandbox.Spec, limits sandbox.Limits, now time.Time
 						{Name: "control", MountPath: controlDir},
 						{Name: "status", MountPath: statusDir, ReadOnly: true},
 						{Name: "agent-secret", MountPath: agentDir, ReadOnly: true},
+						// The agent's own /tmp: its files watches' sync marks
+						// (workspace.DirWatch.Sync), apart from the kernel's.
+						{Name: "agent-tmp", MountPath: "/tmp"},
 					},
 				},
 			},
@@ -303,6 +306,7 @@ func (c Config) buildPod(spec sandbox.Spec, limits sandbox.Limits, now time.Time
 				memDir("ctx", 1),
 				memDir("control", 1),
 				memDir("status", 1),
+				memDir("agent-tmp", 1),
 				secretVol("kernel-secret", SecretKernelKey, SecretKernelKey),
 				secretVol("identity", SecretPasswd, SecretPasswd, SecretGroup, SecretGroup),
 				secretVol("agent-secret", SecretAgentKey, "token", SecretAgentCert, "tls.crt", SecretAgentTLSKey, "tls.key"),
