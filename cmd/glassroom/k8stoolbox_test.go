@@ -1,12 +1,17 @@
 package main
 
 import (
+	"io"
+	"net"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/glassroom/glassroom/kernel/runtime/k8s/k8stest"
+	"github.com/glassroom/glassroom/testkit"
 	"github.com/gorilla/websocket"
 )
 
@@ -15,13 +20,17 @@ import (
 // whose pod also runs JavaScript and Python contexts, each keeping its
 // own variables; a shell command as the session's user; a files-watch
 // socket that hears a command's write; metrics from the pod (memory in
-// use, the workspace's bytes); and pause (executions refused) and resume.
+// use, the workspace's bytes, and their history); a preview of a server
+// a command starts in the pod, carried through the pod's agent, and that
+// command's pid, the pod's own; and pause (executions refused) and
+// resume.
 func TestToolboxOnARealCluster(t *testing.T) {
 	_, namespace := k8stest.RealCluster(t)
 	const key = "toolbox-test-key-0123456789"
+	previewAddr := freeLoopbackAddr(t)
 	_, base := startBinary(t, "--runtime", "k8s", "--kubeconfig", k8stest.Kubeconfig(), "--k8s-namespace", namespace,
 		"--instance", "gw-toolbox", "--api-key", key, "--log-level", "warn", "--state-dir", t.TempDir(),
-		"--k8s-seccomp-profile", "glassroom-kernel.json", "--cpus", "1", "--memory-mb", "2048")
+		"--k8s-seccomp-profile", "glassroom-kernel.json", "--cpus", "1", "--memory-mb", "2048", "--preview-listen", previewAddr)
 
 	var s struct{ ID string }
 	if st := api(t, base, key, "POST", "/v1/sessions", map[string]any{"language": "bash"}, &s); st != http.StatusCreated {
@@ -77,6 +86,29 @@ func TestToolboxOnARealCluster(t *testing.T) {
 			break
 		}
 	}
+	// A sync after another write: its answer comes after the write's
+	// events (the agent marks its watch in the pod).
+	if st := api(t, base, key, "POST", "/v1/sessions/"+s.ID+"/commands", map[string]any{"cmd": "echo x > second.txt"}, &cmd); st != http.StatusOK || cmd.ExitCode != 0 {
+		t.Fatalf("second write: %d %+v", st, cmd)
+	}
+	if err := ws.WriteJSON(map[string]string{"type": "sync", "id": "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	for wrote := false; ; {
+		var ev struct{ Type, Name, ID string }
+		if err := ws.ReadJSON(&ev); err != nil {
+			t.Fatalf("no answer to the sync: %v", err)
+		}
+		if ev.Name == "second.txt" {
+			wrote = true
+		}
+		if ev.Type == "synced" {
+			if ev.ID != "s1" || !wrote {
+				t.Fatalf("synced %+v before the write's events", ev)
+			}
+			break
+		}
+	}
 
 	var m struct {
 		MemUsed  int64 `json:"mem_used"`
@@ -86,6 +118,46 @@ func TestToolboxOnARealCluster(t *testing.T) {
 	if st := api(t, base, key, "GET", "/v1/sessions/"+s.ID+"/metrics", nil, &m); st != http.StatusOK ||
 		m.MemUsed < 20<<20 || m.MemTotal != 2048<<20 || m.DiskUsed < 1000000 {
 		t.Fatalf("metrics: %d %+v", st, m)
+	}
+
+	var hist struct {
+		Samples []struct {
+			MemUsed int64 `json:"mem_used"`
+		}
+	}
+	if st := api(t, base, key, "GET", "/v1/sessions/"+s.ID+"/metrics/history", nil, &hist); st != http.StatusOK ||
+		len(hist.Samples) < 2 || hist.Samples[len(hist.Samples)-1].MemUsed < 20<<20 {
+		t.Fatalf("metrics history (the call above, and now): %d %+v", st, hist)
+	}
+
+	// A server a command starts in the pod, reached through its preview.
+	var started struct{ PID int }
+	if st := api(t, base, key, "POST", "/v1/sessions/"+s.ID+"/commands", map[string]any{"background": true,
+		"cmd": "mkdir -p site && echo hello-from-the-pod > site/index.html && cd site && exec python3 -m http.server 8000"}, &started); st != http.StatusCreated {
+		t.Fatalf("start a server: %d", st)
+	}
+	if st := api(t, base, key, "POST", "/v1/sessions/"+s.ID+"/commands", map[string]any{"cmd": "kill -0 " + strconv.Itoa(started.PID)}, &cmd); st != http.StatusOK || cmd.ExitCode != 0 {
+		t.Fatalf("the server's pid %d is not the pod's: %d %+v", started.PID, st, cmd)
+	}
+	testkit.Eventually(t, time.Minute, func() bool {
+		var ports struct{ Ports []struct{ Port int } }
+		api(t, base, key, "GET", "/v1/sessions/"+s.ID+"/ports", nil, &ports)
+		return slices.ContainsFunc(ports.Ports, func(p struct{ Port int }) bool { return p.Port == 8000 })
+	}, "port 8000 in the pod's list")
+	var preview struct{ Host string }
+	if st := api(t, base, key, "POST", "/v1/sessions/"+s.ID+"/previews", map[string]any{"port": 8000}, &preview); st != http.StatusOK {
+		t.Fatalf("preview: %d", st)
+	}
+	req, _ := http.NewRequest("GET", "http://"+previewAddr+"/index.html", nil)
+	req.Host = preview.Host
+	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(page) != "hello-from-the-pod\n" {
+		t.Fatalf("the preview of the pod's server: %d %q", resp.StatusCode, page)
 	}
 
 	if st := api(t, base, key, "POST", "/v1/sessions/"+s.ID+"/pause", nil, nil); st != http.StatusOK {
@@ -100,4 +172,16 @@ func TestToolboxOnARealCluster(t *testing.T) {
 	if x := run(map[string]any{"code": "echo $n"}); x.Stdout != "41\n" {
 		t.Fatalf("bash after the resume: %+v", x)
 	}
+}
+
+// freeLoopbackAddr is a loopback address whose port was free a moment ago
+// (for a listener a flag names, which cannot take port 0).
+func freeLoopbackAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }
