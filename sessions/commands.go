@@ -271,10 +271,10 @@ func (m *Commands) start(ctx context.Context, req CommandRequest) (*command, err
 	cmd := &command{req: kept, cwd: spec.Cwd, started: time.Now(), c: c, done: make(chan struct{}), running: true, out: m.s.budget.newKept(),
 		stdinDone: make(chan struct{}), stdinSlot: make(chan struct{}, 1), resizeSlot: make(chan struct{}, 1)}
 	pidCtx, cancel := context.WithTimeout(ctx, pidWait)
-	real := c.PID(pidCtx) // the launcher tells it as it starts the command
+	told := c.PID(pidCtx) // the launcher tells it as it starts the command
 	cancel()
 	m.mu.Lock()
-	m.assignPID(cmd, real)
+	m.assignPID(cmd, told)
 	closed := m.closed
 	m.mu.Unlock()
 	if closed { // close began meanwhile: it may not have seen this one
@@ -395,21 +395,21 @@ const OwnPIDBase = 1 << 22
 // pidWait bounds the wait for the launcher to tell a command's pid.
 const pidWait = 10 * time.Second
 
-// assignPID gives cmd its pid: real, the command's process id in the
+// assignPID gives cmd its pid: told, the command's process id in the
 // sandbox, unless it is unknown (0) or still names a running command (a
 // reused pid whose end has not been recorded yet); then the session's
 // own next number from OwnPIDBase. A finished command that had the same
 // pid is forgotten. Called with m.mu held.
-func (m *Commands) assignPID(cmd *command, real int) {
-	if old, taken := m.byPID[real]; real <= 0 || real >= OwnPIDBase || taken && old.running {
+func (m *Commands) assignPID(cmd *command, told int) {
+	if old, taken := m.byPID[told]; told <= 0 || told >= OwnPIDBase || taken && old.running {
 		m.next++
 		cmd.pid = OwnPIDBase + m.next
 	} else {
 		if taken {
-			m.finished = slices.DeleteFunc(m.finished, func(p int) bool { return p == real })
+			m.finished = slices.DeleteFunc(m.finished, func(p int) bool { return p == told })
 			m.s.budget.drop(old.out)
 		}
-		cmd.pid = real
+		cmd.pid = told
 	}
 	m.byPID[cmd.pid] = cmd
 }

@@ -44,8 +44,8 @@ func (s *Session) Metrics() *MetricsLog { return s.metrics }
 // history (History). It does not thaw a paused sandbox (a frozen one
 // uses no CPU) and blocks for about cpuWindow (bounded by ctx). Safe for
 // concurrent use.
-func (l *MetricsLog) Now(ctx context.Context) (Metrics, error) {
-	s := l.s
+func (h *MetricsLog) Now(ctx context.Context) (Metrics, error) {
+	s := h.s
 	lim := s.sandbox.Limits()
 	m := Metrics{CPUCount: max(1, int(math.Ceil(lim.CPUs))), MemTotal: int64(lim.MemoryMB) << 20, DiskTotal: int64(lim.WorkspaceMB) << 20}
 	if ur, ok := s.sandbox.(sandbox.UsageReader); ok {
@@ -78,10 +78,10 @@ func (l *MetricsLog) Now(ctx context.Context) (Metrics, error) {
 			}
 		}
 	}
-	m.DiskUsed = l.walk.used(ctx, s.sandbox.Workspace(), s.files, m.DiskTotal)
+	m.DiskUsed = h.walk.used(ctx, s.sandbox.Workspace(), s.files, m.DiskTotal)
 	m.Timestamp = time.Now().UTC()
-	l.noteDisk(m.DiskUsed, m.Timestamp)
-	l.add(m)
+	h.noteDisk(m.DiskUsed, m.Timestamp)
+	h.add(m)
 	return m, nil
 }
 

@@ -716,10 +716,10 @@ func (w *remoteWatch) read(body io.ReadCloser) {
 		if json.Unmarshal(sc.Bytes(), &ev) != nil || !dirEventTypes[ev.Type] {
 			continue
 		}
-		switch {
-		case ev.Type == workspace.DirOverflow:
+		switch ev.Type {
+		case workspace.DirOverflow:
 			ev.Name = ""
-		case ev.Type == workspace.DirSync:
+		case workspace.DirSync:
 			if n, err := strconv.ParseUint(ev.Name, 10, 64); err != nil || n == 0 {
 				continue
 			}
