@@ -25,6 +25,11 @@ type CreateSessionRequest struct {
 	// a directory under /home/user (absolute, or relative to it), made if
 	// missing. At most 8; the paths must not overlap.
 	Volumes map[string]string `json:"volumes,omitempty"`
+	// PrivatePreviews makes the session's previews private (E2B's
+	// network allow_public_traffic=False): its preview host carries no
+	// grant, and a preview needs a link's token or the session's traffic
+	// access token (Session.TrafficAccessToken) in a header.
+	PrivatePreviews bool `json:"private_previews,omitempty"`
 }
 
 // CreateVolumeRequest is the body of POST /v1/volumes: Name is 1 to 63

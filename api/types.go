@@ -37,7 +37,8 @@ type Session struct {
 	PausedByClient bool `json:"paused_by_client"`
 	// PreviewHost, on a gateway that serves previews: the preview of
 	// port P is at {P}-{PreviewHost} (E2B's get_host), a host that
-	// carries its grant and works until the session ends.
+	// carries its grant and works until the session ends, unless its
+	// previews are private (PrivatePreviews: then the host carries none).
 	PreviewHost string `json:"preview_host,omitempty"`
 	// Volumes are the tenant's volumes it mounts: name → path.
 	Volumes map[string]string `json:"volumes,omitempty"`
@@ -48,6 +49,14 @@ type Session struct {
 	// previews), not its lifecycle nor any other session, until the
 	// session ends.
 	AccessToken string `json:"access_token,omitempty"`
+	// PrivatePreviews: its previews need a grant besides their host
+	// (CreateSessionRequest.PrivatePreviews). TrafficAccessToken, then,
+	// in the answers that carry AccessToken (E2B's traffic access
+	// token): sent in the E2b-Traffic-Access-Token (or
+	// Glassroom-Preview-Token) header, it grants the previews of every
+	// port of this session until it ends.
+	PrivatePreviews    bool   `json:"private_previews,omitempty"`
+	TrafficAccessToken string `json:"traffic_access_token,omitempty"`
 }
 
 // Template is an operator's session preset (GET /v1/templates).

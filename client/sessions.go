@@ -31,12 +31,15 @@ type CreateOptions struct {
 	// Volumes are the key's volumes to mount (CreateVolume): name → a
 	// directory under /home/user.
 	Volumes map[string]string
+	// PrivatePreviews: the session's preview host carries no grant; a
+	// preview needs a link's token or Session.TrafficAccessToken.
+	PrivatePreviews bool
 }
 
 // CreateSession starts a kernel and returns its session. It blocks until
 // the kernel answers (about a second; longer under gVisor).
 func (c *Client) CreateSession(ctx context.Context, opts CreateOptions) (*Session, error) {
-	body := api.CreateSessionRequest{Language: opts.Language, Env: opts.Env, Network: opts.Network, Template: opts.Template, Metadata: opts.Metadata, Volumes: opts.Volumes}
+	body := api.CreateSessionRequest{Language: opts.Language, Env: opts.Env, Network: opts.Network, Template: opts.Template, Metadata: opts.Metadata, Volumes: opts.Volumes, PrivatePreviews: opts.PrivatePreviews}
 	if opts.Lifetime != 0 {
 		body.LifetimeS = api.Ptr(opts.Lifetime.Seconds())
 	}

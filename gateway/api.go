@@ -21,8 +21,9 @@ type sessionsAPI struct {
 	lookup
 	log      zerolog.Logger
 	replicas replicas // the other gateway replicas' parts of a list
-	// accessToken is a session's (tenant, id) access token.
-	accessToken func(tenant, session string) string
+	// accessToken is a session's (tenant, id) access token; trafficToken
+	// its traffic access token (for private previews).
+	accessToken, trafficToken func(tenant, session string) string
 }
 
 // owned is sess's description for a holder of the API key: with its
@@ -30,6 +31,9 @@ type sessionsAPI struct {
 func (s *sessionsAPI) owned(c echo.Context, sess *sessions.Session) sessions.Info {
 	in := s.info(sess)
 	in.AccessToken = s.accessToken(tenant.Of(c), sess.ID())
+	if in.PrivatePreviews {
+		in.TrafficAccessToken = s.trafficToken(tenant.Of(c), sess.ID())
+	}
 	return in
 }
 
@@ -72,7 +76,7 @@ func (s *sessionsAPI) createSession(c echo.Context) error {
 		return err
 	}
 	opts := sessions.CreateOptions{Kernel: req.Language, Env: req.Env, IdleTimeout: idle, Template: req.Template,
-		Metadata: req.Metadata, Lifetime: life, Volumes: req.Volumes}
+		Metadata: req.Metadata, Lifetime: life, Volumes: req.Volumes, PrivatePreviews: req.PrivatePreviews}
 	if req.Network != nil {
 		opts.Network = sessions.Network{Allow: req.Network.Allow, Deny: req.Network.Deny}
 	}

@@ -20,8 +20,9 @@ import (
 type lookup struct {
 	mgr          *sessions.Manager
 	maxBodyBytes int64
-	// previewHost is the PreviewHost of a session; nil without previews.
-	previewHost func(id string) string
+	// previewHost is the PreviewHost of a session (whose previews are
+	// private or not); nil without previews.
+	previewHost func(id string, private bool) string
 }
 
 // info is sess's description as the API shows it.
@@ -32,7 +33,7 @@ func (s lookup) info(sess *sessions.Session) sessions.Info {
 // annotate adds what the gateway knows of a session to in.
 func (s lookup) annotate(in sessions.Info) sessions.Info {
 	if s.previewHost != nil {
-		in.PreviewHost = s.previewHost(in.ID)
+		in.PreviewHost = s.previewHost(in.ID, in.PrivatePreviews)
 	}
 	return in
 }

@@ -138,12 +138,17 @@ func (p *previews) mint(c echo.Context) error {
 	port := strconv.Itoa(req.Port)
 	return c.JSON(http.StatusOK, api.Preview{Port: req.Port, Token: tok, ExpiresAt: exp.UTC(),
 		URL:  p.base.Scheme + "://" + port + "-" + sess.ID() + "." + p.base.Host + "/?" + previewTokenParam + "=" + tok,
-		Host: port + "-" + p.sessionHost(sess.ID())})
+		Host: port + "-" + p.sessionHost(sess.ID(), sess.Info().PrivatePreviews)})
 }
 
-// sessionHost is the tagged part of session id's preview hosts,
-// {session}-{tag}.{domain}: the preview of port P is at {P}-{it}.
-func (p *previews) sessionHost(id string) string {
+// sessionHost is the part of session id's preview hosts after the port:
+// the preview of port P is at {P}-{it}. It is {session}-{tag}.{domain},
+// a host that carries its grant, unless the session's previews are
+// private: then {session}.{domain}, which needs a token.
+func (p *previews) sessionHost(id string, private bool) string {
+	if private {
+		return id + "." + p.base.Host
+	}
 	return id + "-" + p.signer.HostTag(id) + "." + p.base.Host
 }
 
@@ -177,7 +182,11 @@ func (p *previews) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			previewRefusal(w, http.StatusUnauthorized, "this preview host's tag is not the gateway's")
 			return
 		}
-		sess, err := sessions.Granted(p.mgr, id)
+		sess, err := sessions.HostGranted(p.mgr, id)
+		if errors.Is(err, sessions.ErrPrivatePreviews) {
+			previewRefusal(w, http.StatusForbidden, "this session's previews are private: send its traffic access token in the "+e2bTrafficHeader+" header")
+			return
+		}
 		if err != nil {
 			previewRefusal(w, http.StatusNotFound, "this preview's session has ended")
 			return
@@ -269,7 +278,7 @@ func sessionIDPattern(id string) bool {
 // headers', or one of the cookies (a page may have planted others). It
 // says whether it came from the query, or why there is none.
 func (p *previews) grant(r *http.Request, id string, port int) (urlsign.Claims, bool, string) {
-	why := "this preview needs its link (POST /v1/sessions/{id}/previews gives it), or its token in the " + PreviewTokenHeader + " header"
+	why := "this preview needs its link (POST /v1/sessions/{id}/previews gives it), its token in the " + PreviewTokenHeader + " header, or, for a session with private previews, its traffic access token in the " + e2bTrafficHeader + " header"
 	try := func(tok string) (urlsign.Claims, bool) {
 		cl, err := p.signer.Verify(tok, time.Now())
 		switch {
@@ -280,6 +289,12 @@ func (p *previews) grant(r *http.Request, id string, port int) (urlsign.Claims, 
 		}
 		return urlsign.Claims{}, false
 	}
+	// A session's traffic access token, for any of its ports: in a
+	// header only (never a query, whose address a page may leak).
+	traffic := func(tok string) (urlsign.Claims, bool) {
+		cl, err := p.signer.Verify(tok, time.Now())
+		return cl, err == nil && cl.Op == urlsign.Traffic && cl.Session == id
+	}
 	if tok := r.URL.Query().Get(previewTokenParam); tok != "" {
 		if cl, ok := try(tok); ok {
 			return cl, true, ""
@@ -288,6 +303,9 @@ func (p *previews) grant(r *http.Request, id string, port int) (urlsign.Claims, 
 	for _, h := range []string{PreviewTokenHeader, e2bTrafficHeader} {
 		if tok := r.Header.Get(h); tok != "" {
 			if cl, ok := try(tok); ok {
+				return cl, false, ""
+			}
+			if cl, ok := traffic(tok); ok {
 				return cl, false, ""
 			}
 		}

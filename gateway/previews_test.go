@@ -14,6 +14,7 @@ import (
 	"github.com/glassroom/glassroom/api"
 	"github.com/glassroom/glassroom/app/apptest"
 	"github.com/glassroom/glassroom/gateway"
+	"github.com/glassroom/glassroom/gateway/internal/urlsign"
 	"github.com/glassroom/glassroom/testkit"
 	"github.com/gorilla/websocket"
 )
@@ -230,5 +231,90 @@ func TestPreviews(t *testing.T) {
 				t.Fatalf("the tagged host after the session's end: %d", st)
 			}
 		})
+	}
+}
+
+// TestPrivatePreviews: a session created with private previews (E2B's
+// allow_public_traffic=False) has an untagged preview host and a traffic
+// access token; the host alone is refused, its tagged form too, and the
+// token (in either header, for any port of its session only) lets a
+// request through, as a link's token still does. A public session has
+// no traffic token.
+func TestPrivatePreviews(t *testing.T) {
+	key := urlsign.NewKey()
+	signer, _ := urlsign.New(key)
+	g := apptest.Start(t, localRuntime(t), apptest.Options{Gateway: gateway.Config{APIKeys: []string{keyA, keyB}, URLSigningKey: key}, Previews: true})
+	e := &env{t: t, g: g, url: g.URL, mgr: g.Manager, rt: g.App.Runtime}
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, g.PreviewAddr)
+	}}}
+	get := func(host string, hdr map[string]string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", "http://"+host+"/", nil)
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	var s api.Session
+	if st := e.call(keyA, "POST", "/v1/sessions", api.CreateSessionRequest{PrivatePreviews: true}, &s); st != http.StatusCreated {
+		t.Fatalf("create: %d", st)
+	}
+	_, previewPort, _ := net.SplitHostPort(g.PreviewAddr)
+	if !s.PrivatePreviews || s.TrafficAccessToken == "" || s.PreviewHost != s.ID+".localhost:"+previewPort {
+		t.Fatalf("a private session: %+v", s)
+	}
+	var again api.Session
+	if e.call(keyA, "GET", "/v1/sessions/"+s.ID, nil, &again); again.TrafficAccessToken != s.TrafficAccessToken || again.PreviewHost != s.PreviewHost {
+		t.Fatalf("GET: %+v", again)
+	}
+	var public api.Session
+	if st := e.call(keyA, "POST", "/v1/sessions", api.CreateSessionRequest{}, &public); st != http.StatusCreated || public.TrafficAccessToken != "" || public.PrivatePreviews {
+		t.Fatalf("a public session: %d %+v", st, public)
+	}
+	if st := e.call(keyA, "POST", "/v1/sessions/"+s.ID+"/commands", api.RunCommandRequest{Cmd: "mkdir -p site && echo private-page > site/index.html && cd site && exec python3 -m http.server 8765", Background: true}, nil); st != http.StatusCreated {
+		t.Fatalf("start the server: %d", st)
+	}
+	host := "8765-" + s.PreviewHost
+	testkit.Eventually(t, time.Minute, func() bool {
+		st, _ := get(host, map[string]string{"E2b-Traffic-Access-Token": s.TrafficAccessToken})
+		return st == http.StatusOK
+	}, "the server through the traffic token")
+	if st, body := get(host, map[string]string{gateway.PreviewTokenHeader: s.TrafficAccessToken}); st != http.StatusOK || body != "private-page\n" {
+		t.Fatalf("the traffic token in glassroom's header: %d %q", st, body)
+	}
+	if st, _ := get("8766-"+s.PreviewHost, map[string]string{"E2b-Traffic-Access-Token": s.TrafficAccessToken}); st != http.StatusBadGateway {
+		t.Fatalf("another port of the session, with its token: %d", st)
+	}
+	for what, hdr := range map[string]map[string]string{
+		"no token":               nil,
+		"the access token":       {"E2b-Traffic-Access-Token": s.AccessToken},
+		"another session's":      {"E2b-Traffic-Access-Token": signer.TrafficToken(keyA, public.ID)},
+		"the token in the query": nil,
+	} {
+		h := host
+		if what == "the token in the query" {
+			h = host + "/?glassroom_preview_token=" + url.QueryEscape(s.TrafficAccessToken)
+		}
+		if st, body := get(h, hdr); st != http.StatusUnauthorized || strings.Contains(body, "private-page") {
+			t.Fatalf("%s: %d %q", what, st, body)
+		}
+	}
+	tagged := "8765-" + s.ID + "-" + signer.HostTag(s.ID) + ".localhost:" + previewPort
+	if st, body := get(tagged, nil); st != http.StatusForbidden || !strings.Contains(body, "private") {
+		t.Fatalf("the tagged host of a private session: %d %q", st, body)
+	}
+	p, err := e.client(keyA).Preview(context.Background(), s.ID, 8765, 0)
+	if err != nil || p.Host != host {
+		t.Fatalf("a link of a private session: %+v %v", p, err)
+	}
+	if st, body := get(host, map[string]string{gateway.PreviewTokenHeader: p.Token}); st != http.StatusOK || body != "private-page\n" {
+		t.Fatalf("a link's token: %d %q", st, body)
 	}
 }

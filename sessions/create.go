@@ -39,6 +39,11 @@ type CreateOptions struct {
 	// workspace (absolute under it, or relative to it), made if missing.
 	// Such a session starts cold; ErrNoVolumes without Config.Volumes.
 	Volumes map[string]string
+	// PrivatePreviews: the session's preview host carries no grant of its
+	// own; a preview needs a link's token or the session's traffic
+	// access token (E2B's allow_public_traffic=False). The gateway acts
+	// on it (Info.PrivatePreviews).
+	PrivatePreviews bool
 }
 
 // Create returns a new session of tenant once its kernel answers. A
@@ -139,7 +144,7 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 	s := newSession(sessionParams{id: id, tenant: tenant, runtime: m.rt.Name(), cfg: m.cfg, log: m.log,
 		idle: idle, budget: m.budget.Account(tenant), slots: m.slots, sandbox: k.sb, client: k.conn, files: k.files, watch: k.watch, egress: proxy, persist: m.records.put, wake: m.clock.wake, networks: m.networks,
 		kernel: kernelName, installed: m.InstalledKernels(), template: opts.Template, metadata: copyMetadata(opts.Metadata),
-		endAt: lifetimeEnd(opts.Lifetime), volumes: volumes, releaseVolumes: releaseVolumes})
+		endAt: lifetimeEnd(opts.Lifetime), volumes: volumes, releaseVolumes: releaseVolumes, privatePreviews: opts.PrivatePreviews})
 	kept = true // the session gives them back at its close
 	created.Store(s)
 	if !m.table.insert(s) {

@@ -55,6 +55,7 @@ func (s *Session) storeRecord() sessionstore.Record {
 		r.Network, r.NetworkDeny, r.NetworkClosed = n.Allow, n.Deny, len(n.Allow) == 0
 	}
 	r.Volumes = s.volumes
+	r.PrivatePreviews = s.privatePreviews
 	r.LastSeq = s.LastSeq()
 	if p, ok := s.sandbox.(sandbox.Persistent); ok {
 		r.Sandbox = p.State()
@@ -175,7 +176,7 @@ func (m *Manager) restore(ctx context.Context, adopter sandbox.Adopter, canAdopt
 		idle: rec.IdleTimeout, created: rec.CreatedAt, lastActive: rec.LastActive, firstSeq: rec.LastSeq + restoredSeqGap,
 		budget: m.budget.Account(rec.Tenant), slots: m.slots, sandbox: sb, client: conn, files: files, watch: watch, egress: proxy, persist: m.records.put, wake: m.clock.wake, networks: m.networks,
 		kernel: rec.Kernel, installed: m.InstalledKernels(), template: rec.Template, metadata: copyMetadata(rec.Metadata), endAt: rec.EndAt,
-		jupyterSessions: jupyterSessions, volumes: rec.Volumes, releaseVolumes: releaseVolumes})
+		jupyterSessions: jupyterSessions, volumes: rec.Volumes, releaseVolumes: releaseVolumes, privatePreviews: rec.PrivatePreviews})
 	created.Store(s)
 	reason = "the gateway restarted; events before this one are gone"
 	if restarted {

@@ -11,6 +11,9 @@ import (
 var (
 	// ErrNotFound: no such session for this tenant (or it expired).
 	ErrNotFound = errors.New("sessions: session not found")
+	// ErrPrivatePreviews: the session's previews are private: its preview
+	// host is no grant (HostGranted).
+	ErrPrivatePreviews = errors.New("sessions: this session's previews are private")
 	// ErrTooManySessions: the global or per-tenant session limit is reached.
 	ErrTooManySessions = errors.New("sessions: session limit reached")
 	// ErrQueueFull: the session's execution queue is full.

@@ -45,6 +45,11 @@ type Info struct {
 	// AccessToken is set by the gateway on a session's creation and
 	// lookup: the session's own credential (api.Session.AccessToken).
 	AccessToken string `json:"access_token,omitempty"`
+	// PrivatePreviews: its preview host carries no grant
+	// (CreateOptions.PrivatePreviews); TrafficAccessToken, set by the
+	// gateway where AccessToken is, then grants its previews.
+	PrivatePreviews    bool   `json:"private_previews,omitempty"`
+	TrafficAccessToken string `json:"traffic_access_token,omitempty"`
 }
 
 // Session states.
@@ -77,6 +82,6 @@ func (s *Session) Info() Info {
 		ID: s.id, State: s.first.State(), Runtime: s.runtime, CreatedAt: s.created,
 		ExpiresAt: exp, IdleTimeoutS: int(s.idle / time.Second),
 		Queued: int(s.first.queued.Load()), Limits: s.sandbox.Limits(), Network: networkOf(s.egress), Paused: paused || held, Language: s.first.kernel,
-		Template: tmpl, Metadata: md, EndAt: s.endAt, PausedByClient: held, Volumes: maps.Clone(s.volumes),
+		Template: tmpl, Metadata: md, EndAt: s.endAt, PausedByClient: held, Volumes: maps.Clone(s.volumes), PrivatePreviews: s.privatePreviews,
 	}
 }

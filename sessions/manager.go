@@ -110,16 +110,21 @@ func (m *Manager) Get(tenant, id string) (*Session, error) {
 	return s, nil
 }
 
-// Granted returns session id of m whatever its tenant: for a grant that
-// names the session itself and was checked by the caller (a preview
-// host's tag, signed by the gateway). ErrNotFound when there is none. It
-// is no method of Manager's, whose lookups all check the tenant, so that
-// each use of it stands out.
-func Granted(m *Manager, id string) (*Session, error) {
-	if s := m.table.get(id); s != nil {
-		return s, nil
+// HostGranted returns session id of m whatever its tenant: for a preview
+// host's tag, which names the session itself, signed by the gateway and
+// checked by the caller. ErrNotFound when there is none, and
+// ErrPrivatePreviews when its previews are private (its host is no grant
+// then: CreateOptions.PrivatePreviews). It is no method of Manager's,
+// whose lookups all check the tenant, so that each use of it stands out.
+func HostGranted(m *Manager, id string) (*Session, error) {
+	s := m.table.get(id)
+	switch {
+	case s == nil:
+		return nil, ErrNotFound
+	case s.privatePreviews:
+		return nil, ErrPrivatePreviews
 	}
-	return nil, ErrNotFound
+	return s, nil
 }
 
 // List returns tenant's sessions, oldest first.

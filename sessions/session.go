@@ -46,6 +46,7 @@ type Session struct {
 	networks            *networks         // admits a network change (SetNetwork); nil in tests without one
 	template            string            // the template it was created from
 	metadata            map[string]string // the client's; never changed
+	privatePreviews     bool              // CreateOptions.PrivatePreviews; never changed
 	metrics             *MetricsLog       // its resource use, now and its last samples (metricshistory.go)
 	hub                 *hub              // the event log (event.go)
 	side                *sideHub          // its kernels' side streams, fanned out (side.go)
@@ -95,6 +96,7 @@ type sessionParams struct {
 	jupyterSessions     []JupyterSession  // a restored session's (checked)
 	volumes             map[string]string // name → path in the sandbox
 	releaseVolumes      func()            // gives them back to the store (nil: none)
+	privatePreviews     bool              // CreateOptions.PrivatePreviews
 }
 
 // newSessionID returns 128 random bits in hex.
@@ -121,7 +123,7 @@ func newSession(p sessionParams) *Session {
 	s := &Session{
 		id: p.id, tenant: p.tenant, runtime: p.runtime, cfg: p.cfg, log: log, template: p.template, metadata: p.metadata, endAt: endAt,
 		created: created, idle: p.idle, persist: func() {}, wake: func() {}, networks: p.networks, budget: p.budget, sandbox: p.sandbox, files: p.files, egress: p.egress, volumes: p.volumes, releaseVolumes: p.releaseVolumes,
-		ctx: ctx, cancel: cancel, lastActive: active, jupyterSessions: p.jupyterSessions,
+		ctx: ctx, cancel: cancel, lastActive: active, jupyterSessions: p.jupyterSessions, privatePreviews: p.privatePreviews,
 	}
 	s.metrics = newMetricsLog(s, p.cfg.MetricsHistory)
 	if p.persist != nil { // set before the worker starts: a kernel death persists at once

@@ -69,6 +69,9 @@ type Record struct {
 	// whose kernel is this session's first kernel, in creation order.
 	// Records written before they were kept have none.
 	JupyterSessions []JupyterSession `json:"jupyter_sessions,omitempty"`
+	// PrivatePreviews: the session's previews need a token (records
+	// written before it was kept have public ones).
+	PrivatePreviews bool `json:"private_previews,omitempty"`
 }
 
 // JupyterSession is a Jupyter Server session as the store keeps it: its

@@ -36,6 +36,10 @@ const (
 	// Access grants what runs inside a session (its code, files and
 	// commands) for as long as it lives: AccessToken's (Expires 0).
 	Access = "access"
+	// Traffic grants the previews of every port of a session whose
+	// previews are private, for as long as it lives: TrafficToken's
+	// (Expires 0; E2B's traffic access token).
+	Traffic = "traffic"
 )
 
 // MinKeyBytes is the shortest signing key accepted.
@@ -114,7 +118,19 @@ func (s *Signer) Sign(c Claims) string {
 // that a client that connects again gets the token it had. It has no
 // expiry of its own: it ends with its session.
 func (s *Signer) AccessToken(tenant, session string) string {
-	body, _ := json.Marshal(Claims{Session: session, Tenant: tenant, Op: Access})
+	return s.sessionToken(Claims{Session: session, Tenant: tenant, Op: Access})
+}
+
+// TrafficToken is the sealed Traffic grant of a session of tenant, the
+// same on every replica as AccessToken is; it ends with its session.
+func (s *Signer) TrafficToken(tenant, session string) string {
+	return s.sessionToken(Claims{Session: session, Tenant: tenant, Op: Traffic})
+}
+
+// sessionToken seals c with a nonce that is a MAC of it: equal claims,
+// and only they, share one token.
+func (s *Signer) sessionToken(c Claims) string {
+	body, _ := json.Marshal(c)
 	m := hmac.New(sha256.New, s.nonceKey)
 	m.Write(body)
 	nonce := m.Sum(nil)[:s.aead.NonceSize()]
@@ -156,10 +172,10 @@ func (s *Signer) Verify(token string, now time.Time) (Claims, error) {
 		return Claims{}, ErrBadToken
 	}
 	var c Claims
-	if err := json.Unmarshal(body, &c); err != nil || c.Session == "" || (c.Op != Read && c.Op != Write && c.Op != Preview && c.Op != Access) {
+	if err := json.Unmarshal(body, &c); err != nil || c.Session == "" || (c.Op != Read && c.Op != Write && c.Op != Preview && c.Op != Access && c.Op != Traffic) {
 		return Claims{}, ErrBadToken
 	}
-	if c.Op == Access && c.Expires == 0 { // AccessToken's: it ends with its session
+	if (c.Op == Access || c.Op == Traffic) && c.Expires == 0 { // a session's own token: it ends with its session
 		return c, nil
 	}
 	if now.Unix() >= c.Expires {

@@ -101,6 +101,13 @@ func TestAccessToken(t *testing.T) {
 	if err != nil || got != (urlsign.Claims{Session: "s1", Tenant: "tenant-secret", Op: urlsign.Access}) {
 		t.Fatalf("verify: %+v %v", got, err)
 	}
+	traffic := a.TrafficToken("tenant-secret", "s1")
+	if traffic == tok || traffic != b.TrafficToken("tenant-secret", "s1") {
+		t.Fatal("the traffic token is the access token, or differs between replicas")
+	}
+	if got, err := b.Verify(traffic, time.Now().Add(100*365*24*time.Hour)); err != nil || got != (urlsign.Claims{Session: "s1", Tenant: "tenant-secret", Op: urlsign.Traffic}) {
+		t.Fatalf("verify the traffic token: %+v %v", got, err)
+	}
 	other, _ := urlsign.New(urlsign.NewKey())
 	if _, err := other.Verify(tok, time.Now()); !errors.Is(err, urlsign.ErrBadToken) {
 		t.Fatalf("under another key: %v", err)

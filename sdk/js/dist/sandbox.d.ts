@@ -77,8 +77,10 @@ export interface SandboxOpts extends ConnectionOpts {
      * glassroom: `{allow: [...], deny: [...]}`, within the operator's
      * allowlist. E2B's `allowOut` is taken as `allow`, its `denyOut` as
      * `deny` (`['0.0.0.0/0']`: only what allowOut lists; on glassroom a deny
-     * wins over an allow); its other settings (`allowPublicTraffic`, rules,
-     * proxies) have no glassroom counterpart and are ignored.
+     * wins over an allow). `allowPublicTraffic: false` makes the
+     * sandbox's previews private (as `privatePreviews`). Its other settings
+     * (rules, proxies, `maskRequestHost`) have no glassroom counterpart and
+     * are ignored.
      */
     network?: {
         allow?: string[];
@@ -86,6 +88,12 @@ export interface SandboxOpts extends ConnectionOpts {
         deny?: string[];
         denyOut?: unknown;
     } & Record<string, unknown>;
+    /**
+     * glassroom: the sandbox's previews are private: `getHost(port)` is no
+     * grant by itself, and a request needs `trafficAccessToken` in the
+     * `e2b-traffic-access-token` header (E2B's `network.allowPublicTraffic: false`).
+     */
+    privatePreviews?: boolean;
     /** glassroom: memory_mb, cpus, pids, workspace_mb. */
     limits?: {
         memory_mb?: number;
@@ -190,11 +198,19 @@ export declare class Sandbox {
      * inside this sandbox (code, files, commands), nothing else, until it ends.
      */
     accessToken?: string;
+    /**
+     * The token of a sandbox with private previews (`privatePreviews`, E2B's
+     * `network.allowPublicTraffic: false`), known once created or
+     * connected: in the `e2b-traffic-access-token` header, it opens
+     * `getHost(port)` of any port until the sandbox ends.
+     */
+    trafficAccessToken?: string;
     /** @internal: use Sandbox.create or Sandbox.connect. */
     constructor(opts: {
         sandboxId: string;
         previewHost?: string;
         accessToken?: string;
+        trafficAccessToken?: string;
     } & ConnectionOpts);
     /**
      * The lifetime `create` asks for when `timeoutMs` is not given:

@@ -202,12 +202,20 @@ export class Sandbox {
      * inside this sandbox (code, files, commands), nothing else, until it ends.
      */
     accessToken;
+    /**
+     * The token of a sandbox with private previews (`privatePreviews`, E2B's
+     * `network.allowPublicTraffic: false`), known once created or
+     * connected: in the `e2b-traffic-access-token` header, it opens
+     * `getHost(port)` of any port until the sandbox ends.
+     */
+    trafficAccessToken;
     /** @internal: use Sandbox.create or Sandbox.connect. */
     constructor(opts) {
         this.connectionConfig = new ConnectionConfig(opts);
         this.sandboxId = opts.sandboxId;
         this.previewHost = opts.previewHost;
         this.accessToken = opts.accessToken;
+        this.trafficAccessToken = opts.trafficAccessToken;
         this.files = new Filesystem(this.connectionConfig, this.sandboxId);
         this.commands = new Commands(this.connectionConfig, this.sandboxId);
         this.pty = new Pty(this.connectionConfig, this.sandboxId, this.commands);
@@ -256,10 +264,12 @@ export class Sandbox {
             body.volumes = volumes;
         if (opts.idleTimeoutS)
             body.idle_timeout_s = opts.idleTimeoutS;
+        if (opts.privatePreviews || opts.network?.allowPublicTraffic === false)
+            body.private_previews = true;
         const out = await conn.request('POST', '/v1/sessions', 'json', { json: body, ok: [201] });
         const secure = opts.secure !== false;
         return new this({ ...conn.toOpts(), sandboxId: String(out.id), previewHost: out.preview_host || undefined,
-            accessToken: (secure && out.access_token) || undefined });
+            accessToken: (secure && out.access_token) || undefined, trafficAccessToken: out.traffic_access_token || undefined });
     }
     /** Attaches to an existing sandbox (SandboxNotFoundError if it is gone); a paused one is resumed. */
     static async connect(sandboxId, opts) {
@@ -279,6 +289,8 @@ export class Sandbox {
             this.previewHost = String(s.preview_host);
         if (s?.access_token)
             this.accessToken = String(s.access_token);
+        if (s?.traffic_access_token)
+            this.trafficAccessToken = String(s.traffic_access_token);
         if (s?.paused)
             await this.resume().catch(() => { });
         const end = new Date(s?.end_at ?? s?.expires_at ?? NaN).getTime();

@@ -86,10 +86,18 @@ export interface SandboxOpts extends ConnectionOpts {
    * glassroom: `{allow: [...], deny: [...]}`, within the operator's
    * allowlist. E2B's `allowOut` is taken as `allow`, its `denyOut` as
    * `deny` (`['0.0.0.0/0']`: only what allowOut lists; on glassroom a deny
-   * wins over an allow); its other settings (`allowPublicTraffic`, rules,
-   * proxies) have no glassroom counterpart and are ignored.
+   * wins over an allow). `allowPublicTraffic: false` makes the
+   * sandbox's previews private (as `privatePreviews`). Its other settings
+   * (rules, proxies, `maskRequestHost`) have no glassroom counterpart and
+   * are ignored.
    */
   network?: { allow?: string[]; allowOut?: unknown; deny?: string[]; denyOut?: unknown } & Record<string, unknown>
+  /**
+   * glassroom: the sandbox's previews are private: `getHost(port)` is no
+   * grant by itself, and a request needs `trafficAccessToken` in the
+   * `e2b-traffic-access-token` header (E2B's `network.allowPublicTraffic: false`).
+   */
+  privatePreviews?: boolean
   /** glassroom: memory_mb, cpus, pids, workspace_mb. */
   limits?: { memory_mb?: number; cpus?: number; pids?: number; workspace_mb?: number }
   /** glassroom: the first context's language (default python). */
@@ -333,13 +341,21 @@ export class Sandbox {
    * inside this sandbox (code, files, commands), nothing else, until it ends.
    */
   accessToken?: string
+  /**
+   * The token of a sandbox with private previews (`privatePreviews`, E2B's
+   * `network.allowPublicTraffic: false`), known once created or
+   * connected: in the `e2b-traffic-access-token` header, it opens
+   * `getHost(port)` of any port until the sandbox ends.
+   */
+  trafficAccessToken?: string
 
   /** @internal: use Sandbox.create or Sandbox.connect. */
-  constructor(opts: { sandboxId: string; previewHost?: string; accessToken?: string } & ConnectionOpts) {
+  constructor(opts: { sandboxId: string; previewHost?: string; accessToken?: string; trafficAccessToken?: string } & ConnectionOpts) {
     this.connectionConfig = new ConnectionConfig(opts)
     this.sandboxId = opts.sandboxId
     this.previewHost = opts.previewHost
     this.accessToken = opts.accessToken
+    this.trafficAccessToken = opts.trafficAccessToken
     this.files = new Filesystem(this.connectionConfig, this.sandboxId)
     this.commands = new Commands(this.connectionConfig, this.sandboxId)
     this.pty = new Pty(this.connectionConfig, this.sandboxId, this.commands)
@@ -386,10 +402,11 @@ export class Sandbox {
     for (const [path, v] of Object.entries(opts.volumeMounts ?? {})) volumes[typeof v === 'string' ? v : v.name] = path
     if (Object.keys(volumes).length) body.volumes = volumes
     if (opts.idleTimeoutS) body.idle_timeout_s = opts.idleTimeoutS
+    if (opts.privatePreviews || (opts.network as { allowPublicTraffic?: boolean } | undefined)?.allowPublicTraffic === false) body.private_previews = true
     const out = await conn.request('POST', '/v1/sessions', 'json', { json: body, ok: [201] })
     const secure = opts.secure !== false
     return new this({ ...conn.toOpts(), sandboxId: String(out.id), previewHost: out.preview_host || undefined,
-      accessToken: (secure && out.access_token) || undefined }) as InstanceType<S>
+      accessToken: (secure && out.access_token) || undefined, trafficAccessToken: out.traffic_access_token || undefined }) as InstanceType<S>
   }
 
   /** Attaches to an existing sandbox (SandboxNotFoundError if it is gone); a paused one is resumed. */
@@ -409,6 +426,7 @@ export class Sandbox {
     const s = await this.connectionConfig.request('GET', sessionPath(this.sandboxId), 'json', { what: 'sandbox' })
     if (s?.preview_host) this.previewHost = String(s.preview_host)
     if (s?.access_token) this.accessToken = String(s.access_token)
+    if (s?.traffic_access_token) this.trafficAccessToken = String(s.traffic_access_token)
     if (s?.paused) await this.resume().catch(() => {})
     const end = new Date(s?.end_at ?? s?.expires_at ?? NaN).getTime()
     if (opts?.timeoutMs && !(end >= Date.now() + opts.timeoutMs)) await this.setTimeout(opts.timeoutMs)

@@ -111,6 +111,8 @@ export interface CreateSession {
   lifetime_s?: number
   /** Volumes are the tenant's volumes to mount (POST /v1/volumes): name → a directory under /home/user (absolute, or relative to it), made if missing. At most 8; the paths must not overlap. */
   volumes?: { [key: string]: string }
+  /** PrivatePreviews makes the session's previews private (E2B's network allow_public_traffic=False): its preview host carries no grant, and a preview needs a link's token or the session's traffic access token (Session.TrafficAccessToken) in a header. */
+  private_previews?: boolean
 }
 
 /** UpdateSessionRequest is the body of PATCH /v1/sessions/{id}. */
@@ -147,12 +149,15 @@ export interface Session {
   end_at: string
   /** PausedByClient: a client paused it (PauseSession): frozen until ResumeSession. Paused without it is the idle freeze, which the next request thaws: to E2B's SDKs such a session is running. */
   paused_by_client: boolean
-  /** PreviewHost, on a gateway that serves previews: the preview of port P is at {P}-{PreviewHost} (E2B's get_host), a host that carries its grant and works until the session ends. */
+  /** PreviewHost, on a gateway that serves previews: the preview of port P is at {P}-{PreviewHost} (E2B's get_host), a host that carries its grant and works until the session ends, unless its previews are private (PrivatePreviews: then the host carries none). */
   preview_host?: string
   /** Volumes are the tenant's volumes it mounts: name → path. */
   volumes?: { [key: string]: string }
   /** AccessToken, in the answers of POST /v1/sessions and GET /v1/sessions/{id} (E2B's envd access token): sent as the X-Access-Token header instead of the API key, it grants what runs inside this session (its code, files, commands, terminals and previews), not its lifecycle nor any other session, until the session ends. */
   access_token?: string
+  /** PrivatePreviews: its previews need a grant besides their host (CreateSessionRequest.PrivatePreviews). TrafficAccessToken, then, in the answers that carry AccessToken (E2B's traffic access token): sent in the E2b-Traffic-Access-Token (or Glassroom-Preview-Token) header, it grants the previews of every port of this session until it ends. */
+  private_previews?: boolean
+  traffic_access_token?: string
 }
 
 /** SessionList is the body of GET /v1/sessions: a page of sessions and the token of the next (nil on the last). */

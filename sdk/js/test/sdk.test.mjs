@@ -342,6 +342,25 @@ test('previews: a server in the sandbox, by its host and by its link', async (t)
   const viaE2B = await e2b.Sandbox.connect(sbx.sandboxId)
   assert.equal(viaE2B.getHost(8124), sbx.getHost(8124))
   assert.throws(() => sbx.getHost(0), InvalidArgumentError)
+  assert.equal(sbx.trafficAccessToken, undefined)
+
+  // E2B's allowPublicTraffic: false: the host is no grant by itself; the
+  // traffic access token, in E2B's header, is (a connect knows it too).
+  const priv = await e2b.Sandbox.create({ timeoutMs: 60_000, network: { allowPublicTraffic: false } })
+  try {
+    const tok = priv.trafficAccessToken
+    assert.ok(tok)
+    assert.equal((await e2b.Sandbox.connect(priv.sandboxId)).trafficAccessToken, tok)
+    await priv.commands.run('mkdir -p site && echo private > site/index.html && exec python3 -m http.server -d site 8125', { background: true })
+    for (let i = 0; (await get(priv.getHost(8125), '/index.html', { 'e2b-traffic-access-token': tok })).status !== 200; i++) {
+      if (i === 300) assert.fail('the private preview never answered')
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    assert.deepEqual(await get(priv.getHost(8125), '/index.html', { 'e2b-traffic-access-token': tok }), { status: 200, body: 'private\n' })
+    assert.equal((await get(priv.getHost(8125), '/index.html')).status, 401)
+  } finally {
+    await priv.kill()
+  }
 })
 
 test('volumes: written in one sandbox, read in the next; a mounted one is kept', async (t) => {

@@ -2,6 +2,7 @@
 real gateway (GLASSROOM_URL; the key from GLASSROOM_API_KEY, or E2B_API_KEY)."""
 
 import asyncio
+import http.client
 import json
 import os
 import threading
@@ -213,6 +214,37 @@ class E2BSyncTest(unittest.TestCase):
             self.assertIsNone(plain._envd_access_token)
         finally:
             plain.kill()
+
+    def test_private_previews(self) -> None:
+        # allow_public_traffic=False: get_host is no grant by itself; the
+        # traffic access token, in E2B's header, is (a connect knows it too).
+        self.assertIsNone(self.sbx.traffic_access_token)
+        addr = os.environ.get("GLASSROOM_PREVIEW_ADDR")
+        if not addr:
+            self.skipTest("the gateway serves no previews (GLASSROOM_PREVIEW_ADDR)")
+        sbx = Sandbox.create(timeout=60, network={"allow_public_traffic": False})
+        try:
+            tok = sbx.traffic_access_token
+            self.assertTrue(tok)
+            self.assertEqual(Sandbox.connect(sbx.sandbox_id).traffic_access_token, tok)
+            sbx.commands.run("mkdir -p site && echo private > site/index.html && exec python3 -m http.server -d site 8125",
+                             background=True)
+
+            def get(headers: dict) -> tuple:
+                conn = http.client.HTTPConnection(addr, timeout=30)
+                conn.request("GET", "/index.html", headers={"Host": sbx.get_host(8125), **headers})
+                r = conn.getresponse()
+                return r.status, r.read()
+            for _ in range(300):
+                if get({"e2b-traffic-access-token": tok})[0] == 200:
+                    break
+                time.sleep(0.1)
+            self.assertEqual(get({"e2b-traffic-access-token": tok}), (200, b"private\n"))
+            self.assertEqual(get({})[0], 401)
+            with self.assertRaises(InvalidArgumentException):
+                sbx.update_network({"allow_public_traffic": True})
+        finally:
+            sbx.kill()
 
     def test_commands(self) -> None:
         r = self.sbx.commands.run("echo $FOO", envs={"FOO": "bar"})

@@ -179,6 +179,11 @@ class AsyncSandbox:
         """The sandbox's access token (see ``Sandbox._envd_access_token``)."""
         return self._sbx._envd_access_token
 
+    @property
+    def traffic_access_token(self) -> Optional[str]:
+        """See ``Sandbox.traffic_access_token``."""
+        return self._sbx.traffic_access_token
+
     @classmethod
     async def create(cls: Type[A], template: Optional[str] = None, timeout: Optional[int] = None,
                      metadata: Optional[Dict[str, str]] = None, envs: Optional[Dict[str, str]] = None, secure: bool = True,

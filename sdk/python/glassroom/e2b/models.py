@@ -242,9 +242,11 @@ class SandboxNetworkOpts(TypedDict, total=False):
     """``Sandbox.create(network=...)`` (E2B's): ``allow_out`` and
     ``deny_out`` are host names, IP addresses and CIDR blocks, or
     callables of a SandboxNetworkSelectorContext; the gateway's ceiling
-    bounds them. ``allow_public_traffic`` and ``mask_request_host`` are
-    about inbound traffic, which a glassroom sandbox takes only through
-    previews: they are accepted and ignored."""
+    bounds them. ``allow_public_traffic=False`` makes the sandbox's
+    previews private: ``get_host`` is then no grant by itself, and a
+    request needs ``traffic_access_token`` in the
+    ``e2b-traffic-access-token`` header. ``mask_request_host`` is accepted
+    and ignored (a preview's server sees the preview's host)."""
 
     allow_out: SandboxNetworkSelector
     deny_out: SandboxNetworkSelector

@@ -69,6 +69,12 @@ class class_or_instance:
         return by_id
 
 
+def _private_previews(network: Optional[Dict[str, Any]]) -> bool:
+    """Whether E2B's network options close the sandbox's previews to the
+    public (allow_public_traffic=False)."""
+    return isinstance(network, dict) and network.get("allow_public_traffic") is False
+
+
 def _network(allow_internet_access: bool, network: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     """The gateway's network request for E2B's options (None: the template's)."""
     if network is not None and not isinstance(network, dict):
@@ -77,7 +83,7 @@ def _network(allow_internet_access: bool, network: Optional[Dict[str, Any]]) -> 
     deny = net.pop("deny_out", None)
     allow = net.pop("allow_out", None)
     for k in ("allow_public_traffic", "mask_request_host"):
-        net.pop(k, None)  # inbound traffic: glassroom sandboxes take none
+        net.pop(k, None)  # inbound: create's private_previews (_private_previews); the host is not masked
     if net:
         raise InvalidArgumentException(f"network options glassroom does not have: {', '.join(sorted(net))}")
     # E2B's selectors may be callables of a context (ctx.all_traffic, ctx.rules).
@@ -494,6 +500,15 @@ class Sandbox(_GSandbox):
         grants what runs inside this sandbox, nothing else, until it ends."""
         return self._access_token
 
+    @property
+    def traffic_access_token(self) -> Optional[str]:
+        """The token of a sandbox created with private previews (E2B's
+        ``network={"allow_public_traffic": False}``), None otherwise: in the
+        ``e2b-traffic-access-token`` header, it opens ``get_host(port)`` of
+        any port until the sandbox ends."""
+        info = self._info if isinstance(self._info, dict) else {}
+        return info.get("traffic_access_token") or None
+
     @classmethod
     def _bare(cls: Type[S], sandbox_id: str, conn: Connection) -> S:
         return cls(_attach={"id": sandbox_id}, _conn=conn)
@@ -535,6 +550,8 @@ class Sandbox(_GSandbox):
             body["network"] = net
         if mounts:  # E2B's {path: Volume or name}
             body["volumes"] = {str(getattr(v, "name", v)): str(p) for p, v in mounts.items()}
+        if _private_previews(network):
+            body["private_previews"] = True
         try:
             info = conn.call("POST", "/v1/sessions", json_body=body, ok=(201,))
         except InvalidArgumentException as e:
@@ -599,7 +616,11 @@ class Sandbox(_GSandbox):
         """Replaces the sandbox's network rules while it runs (E2B's):
         ``{"allow_out": [...], "deny_out": [...]}``. New connections follow
         them at once and open ones they refuse are closed. A sandbox
-        created without a network has none to change (ConflictException)."""
+        created without a network has none to change (ConflictException).
+        Whether its previews are private is set at creation only."""
+        if isinstance(network, dict) and "allow_public_traffic" in network:
+            raise InvalidArgumentException("allow_public_traffic is set when the sandbox is created (glassroom's previews "
+                                           "are private or not for a sandbox's whole life)")
         rules = _network(True, network) or {"allow": ["*"]}
         self._conn.call("PATCH", session_path(self.sandbox_id), json_body={"network": rules})
 
