@@ -311,12 +311,12 @@ type framed struct {
 func (c *framed) Output() <-chan CommandOutput { return c.out }
 
 func (c *framed) PID(ctx context.Context) int {
+	if c.t.OwnPIDNamespace {
+		return 0 // at once: nothing to wait for
+	}
 	select {
 	case <-c.told:
 	case <-ctx.Done():
-		return 0
-	}
-	if c.t.OwnPIDNamespace {
 		return 0
 	}
 	c.mu.Lock()

@@ -82,3 +82,49 @@ func TestKilledCommandAbandonsHeldOutput(t *testing.T) {
 		r.Close()
 	}
 }
+
+// TestCommandPID: PID is what the launcher's 'p' frame tells, waited for;
+// 0 once the command ended without telling, and at once where the
+// command's pid namespace is its own.
+func TestCommandPID(t *testing.T) {
+	frame := func(kind byte, body string) []byte {
+		return append([]byte{kind, 0, 0, 0, byte(len(body))}, body...)
+	}
+	start := func(own bool) (Command, *os.File) {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close(); w.Close() })
+		return NewCommand(CommandTransport{In: nopWriteCloser{}, Out: r, Kill: func(int) {}, Wait: func() string { return "" }, OwnPIDNamespace: own}), w
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	c, w := start(false)
+	told := make(chan int, 1)
+	go func() { told <- c.PID(ctx) }()
+	if _, err := w.Write(append(frame('p', "4242"), frame('x', "0")...)); err != nil {
+		t.Fatal(err)
+	}
+	if pid := <-told; pid != 4242 {
+		t.Fatalf("the told pid: %d", pid)
+	}
+	for range c.Output() {
+	}
+
+	c, w = start(false)
+	w.Write(frame('x', "1")) // ended without a pid (a cwd it could not enter)
+	w.Close()
+	for range c.Output() {
+	}
+	if pid := c.PID(ctx); pid != 0 {
+		t.Fatalf("a command that told none: %d", pid)
+	}
+
+	c, _ = start(true) // tells nothing yet, and need not
+	if pid := c.PID(ctx); pid != 0 {
+		t.Fatalf("a command in its own pid namespace: %d", pid)
+	}
+	_ = c.Kill()
+}
