@@ -434,12 +434,17 @@ func (c *framed) read() {
 				c.tell.Do(func() { close(c.told) })
 			}
 		case 'o', 'e':
+			// The launcher tells the pid before any output: none will come
+			// now (a cwd it could not enter). PID must not wait on this
+			// send, which waits for a reader that may wait on PID.
+			c.tell.Do(func() { close(c.told) })
 			s := Stdout
 			if h[0] == 'e' {
 				s = Stderr
 			}
 			c.out <- CommandOutput{Stream: s, Data: body}
 		case 'x':
+			c.tell.Do(func() { close(c.told) })
 			if code, err := strconv.Atoi(string(body)); err == nil {
 				exit.Code, reported = code, true
 			}
