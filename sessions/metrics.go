@@ -81,7 +81,11 @@ func (h *MetricsLog) Now(ctx context.Context) (Metrics, error) {
 	m.DiskUsed = h.walk.used(ctx, s.sandbox.Workspace(), s.files, m.DiskTotal)
 	m.Timestamp = time.Now().UTC()
 	h.noteDisk(m.DiskUsed, m.Timestamp)
-	h.add(m)
+	within := h.s.cfg.MetricsInterval // a client's samples replace one another within it
+	if within <= 0 {
+		within = DefaultMetricsInterval
+	}
+	h.add(m, within)
 	return m, nil
 }
 

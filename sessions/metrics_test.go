@@ -163,14 +163,14 @@ func TestMetricsHistoryRing(t *testing.T) {
 		t.Fatalf("empty: %v", got)
 	}
 	for i := range 5 {
-		h.add(Metrics{Timestamp: at(i)})
+		h.add(Metrics{Timestamp: at(i)}, 0)
 		if i == 1 {
 			if got := stamps(h.between(time.Time{}, time.Time{})); !slices.Equal(got, []int{0, 1}) {
 				t.Fatalf("before the wrap: %v", got)
 			}
 		}
 	}
-	h.add(Metrics{Timestamp: at(3)}) // older than the newest: dropped
+	h.add(Metrics{Timestamp: at(3)}, 0) // older than the newest: dropped
 	if got := stamps(h.between(time.Time{}, time.Time{})); !slices.Equal(got, []int{2, 3, 4}) {
 		t.Fatalf("after the wrap: %v", got)
 	}
@@ -182,5 +182,19 @@ func TestMetricsHistoryRing(t *testing.T) {
 	}
 	if got := h.between(at(5), time.Time{}); len(got) != 0 {
 		t.Fatalf("5..: %v", got)
+	}
+	// Samples a client asks for (within the interval, 5 s here) replace
+	// one another; the sampler's do not, and one past the interval stays.
+	h.add(Metrics{Timestamp: at(5)}, 5*time.Second)
+	h.add(Metrics{Timestamp: at(6)}, 5*time.Second)
+	h.add(Metrics{Timestamp: at(7)}, 5*time.Second)
+	if got := stamps(h.between(time.Time{}, time.Time{})); !slices.Equal(got, []int{3, 4, 7}) {
+		t.Fatalf("polled samples: %v", got)
+	}
+	h.add(Metrics{Timestamp: at(8)}, 0)
+	h.add(Metrics{Timestamp: at(9)}, 5*time.Second)
+	h.add(Metrics{Timestamp: at(20)}, 5*time.Second)
+	if got := stamps(h.between(time.Time{}, time.Time{})); !slices.Equal(got, []int{8, 9, 20}) {
+		t.Fatalf("after a sampler's sample, and past the interval: %v", got)
 	}
 }

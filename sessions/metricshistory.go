@@ -41,6 +41,7 @@ type MetricsLog struct {
 	disk    int64
 	diskAt  time.Time // when disk was counted
 	sampled bool      // the sampler has read this session once
+	lastNow bool      // the newest sample is Now's
 }
 
 func newMetricsLog(s *Session, n int) *MetricsLog {
@@ -49,16 +50,25 @@ func newMetricsLog(s *Session, n int) *MetricsLog {
 
 // add keeps m, forgetting the oldest sample once the ring is full. A
 // sample older than the newest kept (a slow Metrics call that ends after
-// a tick) is dropped: the history stays in time order.
-func (h *MetricsLog) add(m Metrics) {
+// a tick) is dropped: the history stays in time order. With within > 0
+// (a sample Now took), m replaces the newest sample instead when that one
+// was also Now's and less than within older: a client that polls cannot
+// push the sampler's history out.
+func (h *MetricsLog) add(m Metrics, within time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if n := len(h.ring); n > 0 {
-		last := h.ring[(h.next-1+n)%n]
+		i := (h.next - 1 + n) % n
+		last := h.ring[i]
 		if m.Timestamp.Before(last.Timestamp) {
 			return
 		}
+		if within > 0 && h.lastNow && m.Timestamp.Sub(last.Timestamp) < within {
+			h.ring[i] = m
+			return
+		}
 	}
+	h.lastNow = within > 0
 	if len(h.ring) < cap(h.ring) {
 		h.ring = append(h.ring, m)
 		h.next = len(h.ring) % cap(h.ring)
@@ -140,7 +150,7 @@ func (h *MetricsLog) sample(ctx context.Context, now time.Time) {
 		h.noteDisk(disk, now)
 	}
 	m.DiskUsed = disk
-	h.add(m)
+	h.add(m, 0)
 }
 
 // noteDisk records a count of the workspace's disk use, made at t.

@@ -366,11 +366,11 @@ class E2BSessionModelTest(unittest.TestCase):
             self.assertGreater(m.mem_used, 200 << 20)
             self.assertGreater(m.mem_total, m.mem_used)
             # A range before the sandbox existed has no sample; one around now
-            # has the samples so far (the calls above took two), oldest first.
+            # has the samples so far, oldest first, ending with now's.
             now = datetime.now(timezone.utc)
             self.assertEqual(sbx.get_metrics(start=now - timedelta(hours=1), end=now - timedelta(minutes=30)), [])
             recent = sbx.get_metrics(start=now - timedelta(minutes=1), end=datetime.now(timezone.utc))
-            self.assertGreaterEqual(len(recent), 2)
+            self.assertGreaterEqual(len(recent), 1)
             self.assertEqual(recent, sorted(recent, key=lambda x: x.timestamp))
             self.assertTrue(sbx.is_running())
             sbx.pause()
