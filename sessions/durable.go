@@ -258,8 +258,12 @@ func (m *Manager) adoptOrphan(ctx context.Context, o sandbox.Orphan) string {
 		created = now
 	}
 	adopter, canAdopt := m.rt.(sandbox.Adopter)
+	// Whether its previews were private is not known from the sandbox:
+	// they are, so that a failover never opens a private session's
+	// previews (a public one's tagged host then needs its traffic token,
+	// which its owner's GET gives).
 	rec := sessionstore.Record{ID: id, Tenant: o.Tenant, Runtime: m.rt.Name(), CreatedAt: created,
-		LastActive: now, IdleTimeout: m.cfg.IdleTimeout, Sandbox: o.State}
+		LastActive: now, IdleTimeout: m.cfg.IdleTimeout, Sandbox: o.State, PrivatePreviews: true}
 	outcome, reason := m.restore(ctx, adopter, canAdopt, rec)
 	if outcome == "lost" {
 		m.log.Warn().Str("session", id).Str("reason", reason).Msg("orphaned session not adopted")

@@ -81,6 +81,11 @@ func TestSessionsMoveBetweenGateways(t *testing.T) {
 	if e := execute(t, sb, "x + 1"); string(e.Result) != `{"text/plain":"42"}` {
 		t.Fatalf("x + 1 after moving to gateway B: %+v %s", e, e.Result)
 	}
+	// Whether its previews were private is not in the pod: an adopted
+	// session's are, so that a failover never opens a private session's.
+	if _, err := sessions.HostGranted(mB, s.ID()); !sb.Info().PrivatePreviews || !errors.Is(err, sessions.ErrPrivatePreviews) {
+		t.Fatalf("an adopted session's previews: private %v, host grant %v", sb.Info().PrivatePreviews, err)
+	}
 	if err := mB.Delete(ctx, tenant, s.ID()); err != nil {
 		t.Fatal(err)
 	}
