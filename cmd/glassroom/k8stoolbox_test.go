@@ -126,8 +126,8 @@ func TestToolboxOnARealCluster(t *testing.T) {
 		}
 	}
 	if st := api(t, base, key, "GET", "/v1/sessions/"+s.ID+"/metrics/history", nil, &hist); st != http.StatusOK ||
-		len(hist.Samples) < 2 || hist.Samples[len(hist.Samples)-1].MemUsed < 20<<20 {
-		t.Fatalf("metrics history (the call above, and now): %d %+v", st, hist)
+		len(hist.Samples) < 1 || hist.Samples[len(hist.Samples)-1].MemUsed < 20<<20 {
+		t.Fatalf("metrics history (now's sample, which replaced the call's above): %d %+v", st, hist)
 	}
 
 	// A server a command starts in the pod, reached through its preview.
