@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,7 +54,7 @@ for name in ("/proc/net/tcp", "/proc/net/tcp6"):
     for line in lines:
         f = line.split()
         if f[3] == "0A":
-            listening.append(f[1])
+            listening.append(f[1] + "/" + f[9])
 print(" ".join(listening))`)
 	if ename != "" {
 		t.Fatalf("list the sandbox's listening sockets: %s", out)
@@ -63,6 +64,7 @@ print(" ".join(listening))`)
 		t.Fatal("nothing listens in the sandbox after the debugger started: is /proc/net/tcp there?")
 	}
 	for _, s := range socks {
+		s, inode, _ := strings.Cut(s, "/")
 		addr, port, ok := strings.Cut(s, ":")
 		if n, err := strconv.ParseUint(port, 16, 16); ok && err == nil && slices.Contains(otherPorts, int(n)) {
 			continue
@@ -75,12 +77,40 @@ print(" ".join(listening))`)
 		if err != nil {
 			t.Fatalf("port of %s: %v", s, err)
 		}
-		// The port is the sandbox's own: the host's 127.0.0.1 has it free.
+		// The port is the sandbox's own: the host's 127.0.0.1 has it free,
+		// or a host process holds it by chance (another socket than the
+		// sandbox's: the host lists it under another inode).
 		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.FormatUint(n, 10))
-		if err != nil {
-			t.Errorf("the host cannot bind 127.0.0.1:%d, which debugpy holds in the sandbox: %v", n, err)
+		if err == nil {
+			l.Close()
 			continue
 		}
-		l.Close()
+		host := hostListenerInodes(t, port)
+		if len(host) == 0 || slices.Contains(host, inode) {
+			t.Errorf("the host cannot bind 127.0.0.1:%d, which debugpy holds in the sandbox (host socket inodes %v, sandbox's %s): %v", n, host, inode, err)
+			continue
+		}
+		t.Logf("a host socket (inodes %v) holds 127.0.0.1:%d by chance; the sandbox's is inode %s", host, n, inode)
 	}
+}
+
+// hostListenerInodes returns the inodes of the host's sockets listening
+// on port hexPort (as /proc/net/tcp spells it) at any address, IPv4 or
+// IPv6: any of them keeps the host from binding 127.0.0.1 there.
+func hostListenerInodes(t *testing.T, hexPort string) []string {
+	t.Helper()
+	var inodes []string
+	for _, name := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatalf("read the host's %s: %v", name, err)
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) > 9 && strings.HasSuffix(f[1], ":"+hexPort) && f[3] == "0A" {
+				inodes = append(inodes, f[9])
+			}
+		}
+	}
+	return inodes
 }
