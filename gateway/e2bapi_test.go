@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -306,14 +305,7 @@ func TestSessionMetrics(t *testing.T) {
 				t.Errorf("disk use went from %d to %d after an 8 MiB file", before.DiskUsed, after.DiskUsed)
 			}
 			// CPU: an idle kernel uses less than one that spins.
-			var wg sync.WaitGroup
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_, _ = c.Execute(ctx, s.ID, "while True: pass", glclient.ExecuteOptions{Timeout: 2 * time.Minute})
-			}()
-			defer wg.Wait()
-			defer func() { _ = c.Interrupt(ctx, s.ID) }()
+			spinKernel(t, c, s.ID)
 			for deadline := time.Now().Add(60 * time.Second); ; {
 				busy, err := c.SessionMetrics(ctx, s.ID)
 				if err != nil {
@@ -357,14 +349,7 @@ func TestSessionMetricsHistory(t *testing.T) {
 			t.Fatalf("sample %d of %+v", i, got)
 		}
 	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_, _ = c.Execute(ctx, s.ID, "while True: pass", glclient.ExecuteOptions{Timeout: 2 * time.Minute})
-	}()
-	defer wg.Wait()
-	defer func() { _ = c.Interrupt(ctx, s.ID) }()
+	spinKernel(t, c, s.ID)
 	spinning := time.Now()
 	testkit.Eventually(t, time.Minute, func() bool {
 		got, err = c.SessionMetricsHistory(ctx, s.ID, spinning, time.Now().Add(-time.Millisecond))
@@ -586,4 +571,19 @@ func TestFilesMoveAndWatch(t *testing.T) {
 	}
 	for range w.Events() {
 	}
+}
+
+// spinKernel runs a busy loop in the session's kernel until the test
+// ends: a cleanup interrupts it and waits for the execution to return.
+func spinKernel(t *testing.T, c *glclient.Client, id string) {
+	ctx := context.Background()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = c.Execute(ctx, id, "while True: pass", glclient.ExecuteOptions{Timeout: 2 * time.Minute})
+	}()
+	t.Cleanup(func() {
+		_ = c.Interrupt(ctx, id)
+		<-done
+	})
 }

@@ -67,26 +67,7 @@ func TestPreviews(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := apptest.Start(t, rt(t), apptest.Options{Gateway: gateway.Config{APIKeys: []string{keyA, keyB}}, Previews: true})
 			e := &env{t: t, g: g, url: g.URL, mgr: g.Manager, rt: g.App.Runtime}
-			// Every preview host name reaches the preview listener.
-			dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
-				return (&net.Dialer{}).DialContext(ctx, network, g.PreviewAddr)
-			}
-			hc := &http.Client{Transport: &http.Transport{DialContext: dial},
-				CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-			get := func(u string, hdr map[string]string) (int, string, http.Header) {
-				t.Helper()
-				req, _ := http.NewRequest("GET", u, nil)
-				for k, v := range hdr {
-					req.Header.Set(k, v)
-				}
-				resp, err := hc.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer resp.Body.Close()
-				b, _ := io.ReadAll(resp.Body)
-				return resp.StatusCode, string(b), resp.Header
-			}
+			get := previewGetter(t, g.PreviewAddr)
 			s := e.create(keyA, nil)
 			other := e.create(keyA, nil)
 			mint := func(id string, port int, expires *float64) api.Preview {
@@ -205,7 +186,9 @@ func TestPreviews(t *testing.T) {
 			}
 
 			// A WebSocket through the preview, ended by the session's end.
-			d := websocket.Dialer{NetDialContext: dial}
+			d := websocket.Dialer{NetDialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				return (&net.Dialer{}).DialContext(ctx, network, g.PreviewAddr)
+			}}
 			ws, resp, err := d.Dial("ws://"+u.Host+"/ws", http.Header{"Cookie": {"glassroom_preview=" + url.QueryEscape(p.Token)}})
 			if err != nil {
 				t.Fatalf("websocket: %v %v", err, resp)
@@ -245,22 +228,11 @@ func TestPrivatePreviews(t *testing.T) {
 	signer, _ := urlsign.New(key)
 	g := apptest.Start(t, localRuntime(t), apptest.Options{Gateway: gateway.Config{APIKeys: []string{keyA, keyB}, URLSigningKey: key}, Previews: true})
 	e := &env{t: t, g: g, url: g.URL, mgr: g.Manager, rt: g.App.Runtime}
-	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, network, g.PreviewAddr)
-	}}}
+	getURL := previewGetter(t, g.PreviewAddr)
 	get := func(host string, hdr map[string]string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest("GET", "http://"+host+"/", nil)
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		st, body, _ := getURL("http://"+host+"/", hdr)
+		return st, body
 	}
 	var s api.Session
 	if st := e.call(keyA, "POST", "/v1/sessions", api.CreateSessionRequest{PrivatePreviews: true}, &s); st != http.StatusCreated {
@@ -316,5 +288,35 @@ func TestPrivatePreviews(t *testing.T) {
 	}
 	if st, body := get(host, map[string]string{gateway.PreviewTokenHeader: p.Token}); st != http.StatusOK || body != "private-page\n" {
 		t.Fatalf("a link's token: %d %q", st, body)
+	}
+}
+
+// previewGetter returns a GET for preview URLs: every host name reaches
+// the preview listener at addr, redirects are not followed, and the
+// answer's status, body and headers come back (a failed request fails t).
+func previewGetter(t *testing.T, addr string) func(u string, hdr map[string]string) (int, string, http.Header) {
+	hc := &http.Client{
+		Transport: &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		}},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	t.Cleanup(hc.CloseIdleConnections)
+	return func(u string, hdr map[string]string) (int, string, http.Header) {
+		t.Helper()
+		req, err := http.NewRequest("GET", u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), resp.Header
 	}
 }
