@@ -37,6 +37,9 @@ func (f *filesAPI) route(g *echo.Group) {
 	g.PUT("/sessions/:id/files/*", f.upload)
 	g.DELETE("/sessions/:id/files/*", f.remove)
 	g.PATCH("/sessions/:id/files/*", f.edit)
+	g.GET("/sessions/:id/sandbox-files", f.readSandboxFile)
+	g.HEAD("/sessions/:id/sandbox-files", f.readSandboxFile)
+	g.GET("/sessions/:id/sandbox-files/info", f.statSandboxFile)
 }
 
 // filePath extracts the workspace path after /files/ from the escaped URL

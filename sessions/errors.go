@@ -43,6 +43,9 @@ var (
 	// kernel may still run); the manager keeps the session, counted
 	// against the caps and listed as dead, and tries again.
 	ErrSandboxLeft = errors.New("sessions: sandbox not removed")
+	// ErrSandboxFileTooLarge: a file outside the workspace is larger than
+	// a read of one may be (ReadSandboxFile).
+	ErrSandboxFileTooLarge = errors.New("sessions: the sandbox file is too large to read through the gateway")
 	// ErrBadKernelReply: a kernel (code the sandbox runs controls it)
 	// answered with a message that is not what the protocol promises.
 	ErrBadKernelReply = kernel.ErrMalformed

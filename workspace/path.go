@@ -29,6 +29,9 @@ const (
 	ErrBusy     Kind = "the file is locked by the session's code"
 	ErrClosed   Kind = "closed (the session ended)"
 	ErrIO       Kind = "input/output error"
+	// ErrPermission: the sandbox's user may not read the path (a file of
+	// the sandbox's own file system, outside the workspace).
+	ErrPermission Kind = "permission denied"
 )
 
 // PathError is a file call's failure. Its Public text names only the
@@ -94,9 +97,10 @@ func OutsideHint(p string) string {
 	return ""
 }
 
-// relativeToRoot turns an absolute path as the kernels see it (under
-// SandboxRoot or SandboxAlias) into one relative to the workspace.
-func relativeToRoot(p string) (string, bool) {
+// RelativeToRoot turns an absolute path as the kernels see it (under
+// SandboxRoot or SandboxAlias) into one relative to the workspace; ok is
+// false for a path outside it.
+func RelativeToRoot(p string) (string, bool) {
 	for _, root := range []string{SandboxRoot, SandboxAlias} {
 		if p == root || p == root+"/" {
 			return "", true
@@ -126,7 +130,7 @@ func Clean(p string) (string, error) {
 		return "", pathErr(ErrBadPath, "", "backslash")
 	}
 	if strings.HasPrefix(p, "/") {
-		rel, ok := relativeToRoot(p)
+		rel, ok := RelativeToRoot(p)
 		if !ok {
 			return "", pathErr(ErrBadPath, "", "absolute path outside "+SandboxRoot+OutsideHint(p))
 		}

@@ -403,7 +403,7 @@ func (r *Root) describeLink(dirfd int, dir, name string, e *Entry) {
 	if !path.IsAbs(text) {
 		target = path.Join(SandboxRoot, dir, text)
 	}
-	rel, ok := relativeToRoot(path.Clean(target))
+	rel, ok := RelativeToRoot(path.Clean(target))
 	if !ok {
 		return // outside the workspace: its text, no type
 	}

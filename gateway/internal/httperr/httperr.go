@@ -64,6 +64,10 @@ func Of(err error) *Error {
 		return New(http.StatusUnprocessableEntity, "not_text", "%s", publicMessage(err))
 	case errors.Is(err, workspace.ErrBadPath), errors.Is(err, workspace.ErrSymlink), errors.Is(err, workspace.ErrBadMetadata):
 		return New(http.StatusBadRequest, "bad_path", "%s", publicMessage(err))
+	case errors.Is(err, workspace.ErrPermission):
+		return New(http.StatusForbidden, "file_forbidden", "%s", publicMessage(err))
+	case errors.Is(err, sessions.ErrSandboxFileTooLarge):
+		return New(http.StatusRequestEntityTooLarge, "too_large", "the file is larger than %d MiB, the most a read outside the workspace gives: copy it into the workspace and read it there", sessions.MaxSandboxFileBytes>>20)
 	case errors.Is(err, workspace.ErrNotFound):
 		return New(http.StatusNotFound, "file_not_found", "%s", publicMessage(err))
 	case errors.Is(err, workspace.ErrIsDir), errors.Is(err, workspace.ErrNotDir), errors.Is(err, workspace.ErrExists):
