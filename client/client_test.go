@@ -424,6 +424,20 @@ func fileFlow(t *testing.T, ctx context.Context, c *client.Client, id string) {
 	if _, err := c.WriteFile(ctx, id, "../escape", strings.NewReader("x"), 1); !errors.Is(err, client.ErrBadRequest) {
 		t.Fatalf("escape: %v", err)
 	}
+	// The sandbox's own files, read-only: /proc/self is the reader's in
+	// the sandbox, not the gateway's.
+	if b, err := c.ReadSandboxFile(ctx, id, "/proc/self/status"); err != nil || !strings.Contains(string(b), "\nUid:\t") || strings.Contains(string(b), "\nUid:\t0\t") {
+		t.Fatalf("/proc/self/status: %v %.300q", err, b)
+	}
+	if b, err := c.ReadSandboxFile(ctx, id, "/home/user/empty.txt"); err != nil || len(b) != 0 {
+		t.Fatalf("a workspace file by its sandbox path: %v %q", err, b)
+	}
+	if e, err := c.StatSandboxFile(ctx, id, "/etc//passwd"); err != nil || e.Path != "/etc/passwd" || e.Type != "file" {
+		t.Fatalf("stat /etc/passwd: %+v %v", e, err)
+	}
+	if _, err := c.ReadSandboxFile(ctx, id, "/no/such/file"); !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("a missing sandbox file: %v", err)
+	}
 }
 
 type zeros struct{}

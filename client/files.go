@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -108,4 +109,32 @@ func (c *Client) RemoveFile(ctx context.Context, sessionID, path string) error {
 		return errors.New("client: RemoveFile: empty path")
 	}
 	return c.do(ctx, request{method: http.MethodDelete, path: sessionPath(sessionID, "files", filePath(path))}, nil, http.StatusNoContent)
+}
+
+// ReadSandboxFile reads a file of the sandbox's own file system by its
+// absolute path (/proc/sys/kernel/random/boot_id), read-only, as the
+// sandbox's user sees it; a path under /home/user is the workspace's
+// file. At most 16 MiB (a larger one is an *APIError, 413).
+func (c *Client) ReadSandboxFile(ctx context.Context, sessionID, path string) ([]byte, error) {
+	resp, err := c.send(ctx, request{method: http.MethodGet, path: sessionPath(sessionID, "sandbox-files"), query: url.Values{"path": {path}}}, http.StatusOK)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20+1))
+	if err != nil {
+		return nil, fmt.Errorf("client: read sandbox file: %w", err)
+	}
+	return b, nil
+}
+
+// StatSandboxFile describes an entry of the sandbox's own file system by
+// its absolute path (a last symlink not followed); Path is the path asked
+// for, canonical.
+func (c *Client) StatSandboxFile(ctx context.Context, sessionID, path string) (*FileEntry, error) {
+	var e FileEntry
+	if err := c.do(ctx, request{method: http.MethodGet, path: sessionPath(sessionID, "sandbox-files", "info"), query: url.Values{"path": {path}}}, &e, http.StatusOK); err != nil {
+		return nil, err
+	}
+	return &e, nil
 }

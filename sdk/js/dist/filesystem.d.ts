@@ -80,7 +80,9 @@ export declare class WatchHandle {
 }
 /**
  * The sandbox's workspace (/home/user): paths are absolute under
- * /home/user (or /workspace), or relative to it.
+ * /home/user (or /workspace), or relative to it. The sandbox's other
+ * files are read-only: `read`, `exists` and `getInfo` reach them
+ * (/proc/sys/kernel/random/boot_id), as the sandbox's user sees them.
  */
 export declare class Filesystem {
     private readonly conn;

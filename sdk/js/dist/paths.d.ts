@@ -6,6 +6,12 @@ export declare const HOME = "/home/user";
  * anything else is left for the gateway to refuse (400 bad_path).
  */
 export declare function toWorkspacePath(p: string): string;
+/**
+ * The normalized absolute path when `p` lies outside the workspace (a
+ * file of the sandbox's own file system, which `read`, `exists` and
+ * `getInfo` reach read-only), else undefined.
+ */
+export declare function sandboxPath(p: string): string | undefined;
 /** The absolute path (under /home/user) of a workspace path. */
 export declare function toAbsolute(rel: string): string;
 /** The URL path of a file: each segment escaped. */

@@ -16,6 +16,30 @@ export function toWorkspacePath(p) {
     }
     return p;
 }
+/**
+ * The normalized absolute path when `p` lies outside the workspace (a
+ * file of the sandbox's own file system, which `read`, `exists` and
+ * `getInfo` reach read-only), else undefined.
+ */
+export function sandboxPath(p) {
+    if (typeof p !== 'string' || !p.startsWith('/'))
+        return undefined;
+    const segs = [];
+    for (const s of p.split('/')) {
+        if (s === '' || s === '.')
+            continue;
+        if (s === '..')
+            segs.pop();
+        else
+            segs.push(s);
+    }
+    const norm = '/' + segs.join('/');
+    for (const root of [HOME, '/workspace']) {
+        if (norm === root || norm.startsWith(root + '/'))
+            return undefined;
+    }
+    return norm;
+}
 /** The absolute path (under /home/user) of a workspace path. */
 export function toAbsolute(rel) {
     const r = toWorkspacePath(rel).replace(/^\.\/?/, '').replace(/\/+$/, '');

@@ -1,6 +1,6 @@
 import { type ConnectionConfig, frameText, openWebSocket, sessionPath, type WebSocketLike } from './connection.js'
 import { checkUser, FileNotFoundError, InvalidArgumentError, NotFoundError, SandboxError } from './errors.js'
-import { filesUrlPath, HOME, toAbsolute, toWorkspacePath } from './paths.js'
+import { filesUrlPath, HOME, sandboxPath, toAbsolute, toWorkspacePath } from './paths.js'
 
 /** What a path is. */
 export enum FileType {
@@ -150,7 +150,9 @@ function entry(e: any): EntryInfo {
 
 /**
  * The sandbox's workspace (/home/user): paths are absolute under
- * /home/user (or /workspace), or relative to it.
+ * /home/user (or /workspace), or relative to it. The sandbox's other
+ * files are read-only: `read`, `exists` and `getInfo` reach them
+ * (/proc/sys/kernel/random/boot_id), as the sandbox's user sees them.
  */
 export class Filesystem {
   /** @internal */
@@ -168,8 +170,9 @@ export class Filesystem {
   async read(path: string, opts: FilesystemReadOpts & { format: 'stream' }): Promise<ReadableStream<Uint8Array>>
   async read(path: string, opts: FilesystemReadOpts & { format?: 'text' | 'bytes' | 'blob' | 'stream' } = {}): Promise<unknown> {
     checkUser(opts?.user)
-    const p = this.filePath(path)
-    const init = { timeoutMs: opts.requestTimeoutMs, what: 'file' as const }
+    const outside = sandboxPath(path)
+    const p = outside === undefined ? this.filePath(path) : sessionPath(this.sandboxId, 'sandbox-files')
+    const init = { timeoutMs: opts.requestTimeoutMs, what: 'file' as const, ...(outside === undefined ? {} : { query: { path: outside } }) }
     switch (opts.format ?? 'text') {
       case 'bytes':
         return this.conn.request('GET', p, 'bytes', init)
@@ -261,6 +264,16 @@ export class Filesystem {
   /** A file's or directory's entry. FileNotFoundError if it does not exist. */
   async getInfo(path: string, opts?: FilesystemRequestOpts): Promise<EntryInfo> {
     checkUser(opts?.user)
+    const outside = sandboxPath(path)
+    if (outside !== undefined) {
+      // The sandbox's own file system: its entry, a last symlink not followed.
+      const res = await this.conn.request('GET', sessionPath(this.sandboxId, 'sandbox-files', 'info'), 'json', {
+        query: { path: outside },
+        timeoutMs: opts?.requestTimeoutMs,
+        what: 'file',
+      })
+      return entry(res)
+    }
     const rel = toWorkspacePath(path).replace(/\/+$/, '')
     if (rel === '' || rel === '.') {
       return { name: 'user', type: FileType.DIR, path: HOME, size: 0, mode: 0, permissions: '', owner: 'user', group: 'user' }

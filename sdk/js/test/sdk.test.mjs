@@ -277,6 +277,21 @@ test('files: write, read (text, bytes, blob, stream), list, exists, getInfo, mak
   await assert.rejects(sbx.files.write('/etc/passwd', 'x'), InvalidArgumentError)
 })
 
+test("files: the sandbox's own files outside the workspace, read-only, as its user sees them", async () => {
+  const sbx = await shared()
+  const boot = (await sbx.commands.run('cat /proc/sys/kernel/random/boot_id || true')).stdout.trim()
+  if (boot) assert.equal((await sbx.files.read('/proc/sys/kernel/random/boot_id')).trim(), boot) // gVisor has none
+  const uid = (await sbx.commands.run('id -u')).stdout.trim()
+  assert.match(await sbx.files.read('/proc/self/status'), new RegExp(`\\nUid:\\t${uid}\\t`))
+  assert.ok((await sbx.files.read('/etc/passwd', { format: 'bytes' })).length > 0)
+  assert.equal(await sbx.files.exists('/etc/passwd'), true)
+  assert.equal(await sbx.files.exists('/no/such/file'), false)
+  const etc = await sbx.files.getInfo('/etc/../etc')
+  assert.deepEqual([etc.path, etc.type, etc.name], ['/etc', FileType.DIR, 'etc'])
+  await assert.rejects(sbx.files.read('/no/such/file'), FileNotFoundError)
+  await assert.rejects(sbx.files.getInfo('/no/such/file'), FileNotFoundError)
+})
+
 test('pty: create with envs, sendInput, resize, connect by pid, kill', async () => {
   const sbx = await sandbox()
   const dec = new TextDecoder()

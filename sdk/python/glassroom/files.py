@@ -28,6 +28,27 @@ def _outside_hint(p: str) -> str:
     return ""
 
 
+def _normalize_abs(p: str) -> str:
+    norm = posixpath.normpath(p)
+    if norm.startswith("//"):  # POSIX keeps a leading "//"
+        norm = "/" + norm.lstrip("/")
+    return norm
+
+
+def sandbox_path(path: Union[str, "os.PathLike[str]"]) -> Optional[str]:
+    """The normalized absolute path when ``path`` lies outside the
+    workspace (a file of the sandbox's own file system, which ``read``,
+    ``exists`` and ``get_info`` reach read-only), else None."""
+    p = os.fspath(path)
+    if not isinstance(p, str) or not p.startswith("/"):
+        return None
+    norm = _normalize_abs(p)
+    for root in (WORKSPACE, WORKSPACE_ALIAS):
+        if norm == root or norm.startswith(root + "/"):
+            return None
+    return norm
+
+
 def clean_path(path: Union[str, "os.PathLike[str]"]) -> str:
     """Maps a path to the gateway's workspace-relative form.
 
@@ -39,9 +60,7 @@ def clean_path(path: Union[str, "os.PathLike[str]"]) -> str:
     if not isinstance(p, str):
         raise InvalidArgumentException("paths must be str")
     if p.startswith("/"):
-        norm = posixpath.normpath(p)
-        if norm.startswith("//"):  # POSIX keeps a leading "//"
-            norm = "/" + norm.lstrip("/")
+        norm = _normalize_abs(p)
         for root in (WORKSPACE, WORKSPACE_ALIAS):
             if norm == root:
                 return ""
@@ -50,8 +69,8 @@ def clean_path(path: Union[str, "os.PathLike[str]"]) -> str:
                 break
         else:
             raise InvalidArgumentException(
-                f"{p!r}: glassroom paths are relative to the session's workspace ({WORKSPACE}, the kernels' working directory)"
-                + _outside_hint(norm))
+                f"{p!r}: glassroom paths are relative to the session's workspace ({WORKSPACE}, the kernels' working directory); "
+                "the sandbox's other files are read-only (read, exists, get_info)" + _outside_hint(norm))
     while p.startswith("./"):
         p = p[2:]
     return "" if p in (".", "") else p.rstrip("/")
@@ -62,6 +81,16 @@ def _metadata(v: Any) -> Optional[Dict[str, str]]:
     if not isinstance(v, dict) or not v:
         return None
     return {str(k): str(x) for k, x in v.items()}
+
+
+def _entry(e: Dict[str, Any]) -> EntryInfo:
+    """An entry as the gateway gives it (a list's, or sandbox-files/info's)."""
+    return EntryInfo(name=str(e.get("name", "")), type=file_type(e.get("type")), path=str(e.get("path", "")),
+                     size=int(e.get("size") or 0), modified_time=parse_time(e.get("mtime")),
+                     mode=int(e.get("mode") or 0) & 0o7777,
+                     symlink_target=str(e["symlink_target"]) if e.get("symlink_target") else None,
+                     target_type=file_type(e.get("target_type")) if e.get("target_type") else None,
+                     metadata=_metadata(e.get("metadata")))
 
 
 class FileStream:
@@ -115,7 +144,11 @@ class Filesystem:
         if format not in ("text", "bytes", "stream"):
             raise InvalidArgumentException("format must be text, bytes or stream")
         kw: Dict[str, Any] = {} if request_timeout is None else {"timeout": request_timeout}
-        resp = self._conn.open("GET", self._file(clean_path(path)), **kw)
+        outside = sandbox_path(path)
+        if outside is not None:  # the sandbox's own file system, at most 16 MiB
+            resp = self._conn.open("GET", session_path(self._id, "sandbox-files"), query={"path": outside}, **kw)
+        else:
+            resp = self._conn.open("GET", self._file(clean_path(path)), **kw)
         if format == "stream":
             return FileStream(resp)
         with resp:
@@ -163,24 +196,26 @@ class Filesystem:
         out = self._conn.call("GET", session_path(self._id, "files"), query={"path": p} if p else None)
         entries = []
         for e in out.get("entries") or []:
-            info = EntryInfo(name=str(e.get("name", "")), type=file_type(e.get("type")), path=str(e.get("path", "")),
-                             size=int(e.get("size") or 0), modified_time=parse_time(e.get("mtime")),
-                             mode=int(e.get("mode") or 0) & 0o7777,
-                             symlink_target=str(e["symlink_target"]) if e.get("symlink_target") else None,
-                             target_type=file_type(e.get("target_type")) if e.get("target_type") else None,
-                             metadata=_metadata(e.get("metadata")))
+            info = _entry(e)
             entries.append(info)
             if depth > 1 and info.type == FileType.DIR:
                 entries.extend(self.list(info.path, depth - 1))
         return entries
 
     def exists(self, path: str) -> bool:
-        """Whether a file or directory exists (a missing sandbox raises NotFoundException)."""
-        p = clean_path(path)
-        if not p:
+        """Whether a file or directory exists (a missing sandbox raises
+        NotFoundException); outside the workspace, as the sandbox's user
+        sees it."""
+        outside = sandbox_path(path)
+        p = "" if outside is not None else clean_path(path)
+        if outside is None and not p:
             return True
         try:
-            # 200: a file; 409: a directory (not downloadable) or a file being written.
+            # 200: a file; 409: a directory (not downloadable) or a file being
+            # written; 403: an entry the sandbox's user may not read.
+            if outside is not None:
+                self._conn.open("HEAD", session_path(self._id, "sandbox-files"), query={"path": outside}, ok=(200, 403, 409)).close()
+                return True
             self._conn.open("HEAD", self._file(p), ok=(200, 409)).close()
             return True
         except NotFoundException:
@@ -188,7 +223,12 @@ class Filesystem:
             return False
 
     def get_info(self, path: str) -> EntryInfo:
-        """Information about one file or directory (NotFoundException if missing)."""
+        """Information about one file or directory (NotFoundException if
+        missing); outside the workspace, its absolute path, a last symlink
+        not followed."""
+        outside = sandbox_path(path)
+        if outside is not None:
+            return _entry(self._conn.call("GET", session_path(self._id, "sandbox-files", "info"), query={"path": outside}))
         p = clean_path(path)
         if not p:
             raise InvalidArgumentException("the workspace root has no entry")
@@ -249,4 +289,4 @@ def _stream(f: IO[Any]) -> Iterator[bytes]:
         yield chunk.encode("utf-8") if isinstance(chunk, str) else bytes(chunk)
 
 
-__all__ = ["Filesystem", "FileStream", "clean_path", "WORKSPACE"]
+__all__ = ["Filesystem", "FileStream", "clean_path", "sandbox_path", "WORKSPACE"]

@@ -128,8 +128,23 @@ class E2BSyncTest(unittest.TestCase):
             f.list("/home/user/d", depth=0)
         with self.assertRaises(FileNotFoundException):
             f.read("/home/user/nope.txt")
-        with self.assertRaises(InvalidArgumentException):
-            f.read("/etc/passwd")
+        # The sandbox's own files, read-only, as its user sees them.
+        boot = self.sbx.commands.run("cat /proc/sys/kernel/random/boot_id || true").stdout.strip()
+        if boot:  # gVisor has none
+            self.assertEqual(f.read("/proc/sys/kernel/random/boot_id").strip(), boot)
+        uid = self.sbx.commands.run("id -u").stdout.strip()
+        self.assertIn(f"\nUid:\t{uid}\t", f.read("/proc/self/status"))
+        self.assertTrue(f.exists("/etc/passwd"))
+        self.assertTrue(f.exists("/etc"))
+        self.assertFalse(f.exists("/no/such/file"))
+        etc = f.get_info("/etc/../etc")
+        self.assertEqual((etc.path, etc.type, etc.name), ("/etc", FileType.DIR, "etc"))
+        with self.assertRaises(FileNotFoundException):
+            f.read("/no/such/file")
+        with self.assertRaises(FileNotFoundException):
+            f.get_info("/no/such/file")
+        with self.assertRaisesRegex(InvalidArgumentException, "read-only"):
+            f.write("/etc/passwd", "x")
 
     def test_pty(self) -> None:
         pty = self.sbx.pty

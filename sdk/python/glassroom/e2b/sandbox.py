@@ -13,7 +13,7 @@ from .._http import Connection, session_path
 from ..exceptions import (ConflictException, FileNotFoundException, InvalidArgumentException, NotFoundException,
                           SandboxException, SandboxNotFoundException, TimeoutException)
 from ..files import Filesystem as _Filesystem
-from ..files import FileStream, clean_path
+from ..files import FileStream, clean_path, sandbox_path
 from ..models import Execution, ExecutionError, FileType, OutputMessage, parse_time
 from ..models import Result as _GResult
 from ..sandbox import Sandbox as _GSandbox
@@ -113,8 +113,10 @@ def _network(allow_internet_access: bool, network: Optional[Dict[str, Any]]) -> 
 
 class Filesystem:
     """E2B's ``sandbox.files`` with absolute /home/user paths (relative ones
-    are relative to /home/user). Paths outside /home/user raise
-    InvalidArgumentException; ``user`` must be None or "user"."""
+    are relative to /home/user). The sandbox's other files are read-only
+    (``read``, ``exists``, ``get_info``: /proc/sys/kernel/random/boot_id);
+    writing or listing them raises InvalidArgumentException; ``user``
+    must be None or "user"."""
 
     def __init__(self, conn: Connection, sandbox_id: str) -> None:
         self._conn = conn
@@ -159,11 +161,11 @@ class Filesystem:
 
     def get_info(self, path: str, user: Optional[str] = None, request_timeout: Optional[float] = None) -> EntryInfo:
         _user(user)
-        p = clean_path(path)
-        if not p:
+        p = "" if sandbox_path(path) is not None else clean_path(path)
+        if sandbox_path(path) is None and not p:
             return EntryInfo(name="user", type=FileType.DIR, path=WORKSPACE, mode=0o755, permissions="drwxr-xr-x")
         try:
-            return _entry(self._files.get_info(p))
+            return _entry(self._files.get_info(sandbox_path(path) or p))
         except FileNotFoundException:
             raise
         except NotFoundException as e:  # E2B's: a missing path is FileNotFoundException
@@ -360,6 +362,10 @@ def _user(user: Optional[str]) -> None:
 
 
 def _abs(rel: str) -> str:
+    """A workspace path's absolute form (an absolute path, of the
+    sandbox's own files, stays as it is)."""
+    if rel.startswith("/"):
+        return rel
     return WORKSPACE + ("/" + rel if rel else "")
 
 
