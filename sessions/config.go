@@ -273,7 +273,7 @@ func (c Config) Validate() error {
 		c.MaxConcurrentStarts < 0 || c.Pool < 0 || c.MaxComms < 0 || c.CommBurst < 0 || c.MaxCommBytes < 0 || c.SideBuffer < 0 || c.SideBytes < 0:
 		return fmt.Errorf("sessions: config: negative limit")
 	case c.MetricsHistory < 0 || c.MetricsHistory > MaxMetricsHistory:
-		return fmt.Errorf("sessions: config: metrics history of %d samples must be within 1..%d", c.MetricsHistory, MaxMetricsHistory)
+		return fmt.Errorf("sessions: config: metrics history of %d samples must be within 0 (the default, %d) and %d", c.MetricsHistory, DefaultMetricsHistory, MaxMetricsHistory)
 	case len(c.PoolPreload) > MaxPoolPreload:
 		return fmt.Errorf("sessions: config: %d modules to preload; at most %d", len(c.PoolPreload), MaxPoolPreload)
 	case c.MemoryBudget < int64(c.BacklogBytes):

@@ -78,9 +78,13 @@ func (h *MetricsLog) Now(ctx context.Context) (Metrics, error) {
 			}
 		}
 	}
-	m.DiskUsed = h.walk.used(ctx, s.sandbox.Workspace(), s.files, m.DiskTotal)
 	m.Timestamp = time.Now().UTC()
-	h.noteDisk(m.DiskUsed, m.Timestamp)
+	disk, counted := h.walk.used(ctx, s.sandbox.Workspace(), s.files, m.DiskTotal)
+	if !counted { // ctx ended while another's walk ran: the last count stands
+		disk = h.lastDisk()
+	}
+	m.DiskUsed = disk
+	h.noteDisk(disk, m.Timestamp)
 	within := h.s.cfg.MetricsInterval // a client's samples replace one another within it
 	if within <= 0 {
 		within = DefaultMetricsInterval
@@ -146,7 +150,7 @@ type diskRun struct {
 }
 
 // used is diskUsed(ctx, dir, limit), shared with the walk that runs.
-func (w *diskWalk) used(ctx context.Context, dir string, files workspace.FS, limit int64) int64 {
+func (w *diskWalk) used(ctx context.Context, dir string, files workspace.FS, limit int64) (int64, bool) {
 	w.mu.Lock()
 	if r := w.running; r != nil {
 		w.mu.Unlock()
@@ -154,9 +158,9 @@ func (w *diskWalk) used(ctx context.Context, dir string, files workspace.FS, lim
 		defer w.waiting.Add(-1)
 		select {
 		case <-r.done:
-			return r.bytes
+			return r.bytes, true
 		case <-ctx.Done():
-			return 0
+			return 0, false
 		}
 	}
 	r := &diskRun{done: make(chan struct{})}
@@ -174,7 +178,7 @@ func (w *diskWalk) used(ctx context.Context, dir string, files workspace.FS, lim
 	w.running = nil
 	w.mu.Unlock()
 	close(r.done)
-	return r.bytes
+	return r.bytes, true
 }
 
 // usageErr is a failed usage read of s: the session's end when it ended

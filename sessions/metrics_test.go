@@ -124,9 +124,22 @@ func TestDiskWalkShared(t *testing.T) {
 	const n = 16
 	got := make(chan int64, n)
 	for range n {
-		go func() { got <- w.used(context.Background(), ws, nil, 0) }()
+		go func() {
+			b, ok := w.used(context.Background(), ws, nil, 0)
+			if !ok {
+				b = -1
+			}
+			got <- b
+		}()
 	}
 	testkit.Eventually(t, 30*time.Second, func() bool { return w.waiting.Load() == n-1 }, "15 requests waiting for the first one's walk")
+	// A request whose context ends while it waits has no count: it is
+	// not a workspace of 0 bytes.
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if b, ok := w.used(ended, ws, nil, 0); ok || b != 0 {
+		t.Fatalf("a wait cut short: %d %v", b, ok)
+	}
 	close(release)
 	for range n {
 		if b := <-got; b != inside {
@@ -140,7 +153,7 @@ func TestDiskWalkShared(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "later"), []byte("12345"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if b := w.used(context.Background(), ws, nil, 0); b != inside+5 || w.walks.Load() != 2 {
+	if b, ok := w.used(context.Background(), ws, nil, 0); !ok || b != inside+5 || w.walks.Load() != 2 {
 		t.Fatalf("after the walk: %d bytes in %d walks, want %d in 2", b, w.walks.Load(), inside+5)
 	}
 }

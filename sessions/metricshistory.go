@@ -20,6 +20,9 @@ const (
 	MaxMetricsHistory = 4096
 	// metricsWorkers is how many sessions the sampler reads at once.
 	metricsWorkers = 4
+	// sampleWait bounds one session's sample (within the interval): a
+	// sandbox slow to answer holds one worker that long, not the tick.
+	sampleWait = 2 * time.Second
 	// diskRefresh is how often a sample counts the workspace's disk use
 	// again; the samples between repeat the last count.
 	diskRefresh = time.Minute
@@ -33,9 +36,11 @@ type MetricsLog struct {
 	s    *Session
 	walk diskWalk // one walk of the workspace's disk use at a time (metrics.go)
 
+	limit int // Config.MetricsHistory: the ring's size once full
+
 	mu      sync.Mutex
-	ring    []Metrics
-	next    int // where the next sample goes (the oldest, once full)
+	ring    []Metrics // grows to limit as samples come
+	next    int       // where the next sample goes (the oldest, once full)
 	cpu     uint64
 	cpuAt   time.Time // the sampler's last CPU reading, to measure the next against
 	disk    int64
@@ -45,7 +50,7 @@ type MetricsLog struct {
 }
 
 func newMetricsLog(s *Session, n int) *MetricsLog {
-	return &MetricsLog{s: s, ring: make([]Metrics, 0, max(n, 1))}
+	return &MetricsLog{s: s, limit: max(n, 1)}
 }
 
 // add keeps m, forgetting the oldest sample once the ring is full. A
@@ -69,9 +74,9 @@ func (h *MetricsLog) add(m Metrics, within time.Duration) {
 		}
 	}
 	h.lastNow = within > 0
-	if len(h.ring) < cap(h.ring) {
+	if len(h.ring) < h.limit {
 		h.ring = append(h.ring, m)
-		h.next = len(h.ring) % cap(h.ring)
+		h.next = len(h.ring) % h.limit
 		return
 	}
 	h.ring[h.next] = m
@@ -146,11 +151,20 @@ func (h *MetricsLog) sample(ctx context.Context, now time.Time) {
 	disk := h.disk
 	h.mu.Unlock()
 	if stale {
-		disk = h.walk.used(ctx, s.sandbox.Workspace(), s.files, m.DiskTotal)
-		h.noteDisk(disk, now)
+		if counted, ok := h.walk.used(ctx, s.sandbox.Workspace(), s.files, m.DiskTotal); ok {
+			disk = counted
+			h.noteDisk(disk, now)
+		} // else cut short: the last count stands, and the next sample counts again
 	}
 	m.DiskUsed = disk
 	h.add(m, 0)
+}
+
+// lastDisk is the last count of the workspace's disk use (0 before one).
+func (h *MetricsLog) lastDisk() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.disk
 }
 
 // noteDisk records a count of the workspace's disk use, made at t.
@@ -175,7 +189,9 @@ func sampleSessions(ctx context.Context, list []*Session, now time.Time, within 
 		go func() { // owned by sampleMetrics: ends when work is closed
 			defer wg.Done()
 			for s := range work {
-				s.metrics.sample(ctx, now)
+				sctx, cancel := context.WithTimeout(ctx, sampleWait)
+				s.metrics.sample(sctx, now)
+				cancel()
 			}
 		}()
 	}
