@@ -120,10 +120,15 @@ type Commands struct {
 	byPID     map[int]*command
 	finished  []int // pids of ended commands, oldest first
 	wg        sync.WaitGroup
+	// probes holds a place for each short command the gateway runs in
+	// the sandbox for itself (Ports, ReadSandboxFile, StatSandboxFile):
+	// at most maxProbes at once, the rest wait.
+	probes chan struct{}
 }
 
 func newCommands(s *Session) *Commands {
-	return &Commands{s: s, byPID: map[int]*command{}, terminals: map[*Terminal]struct{}{}, relays: map[*PortConn]struct{}{}}
+	return &Commands{s: s, byPID: map[int]*command{}, terminals: map[*Terminal]struct{}{}, relays: map[*PortConn]struct{}{},
+		probes: make(chan struct{}, maxProbes)}
 }
 
 // command is one command: what its goroutine records, under

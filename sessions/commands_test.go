@@ -199,3 +199,33 @@ func TestCommandPIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestSandboxFileReadsAreBounded: however many files a client asks for at
+// once, a session runs at most four of the gateway's own commands in its
+// sandbox (the rest wait their turn, or their context's end).
+func TestSandboxFileReadsAreBounded(t *testing.T) {
+	m, rt := sessionstest.NewManager(t, sessions.Config{})
+	s, err := m.Create(context.Background(), "t", sessions.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	const n = 10
+	errs := make(chan error, n)
+	for range n { // the fake's reads hang until killed
+		go func() {
+			_, err := s.Commands().ReadSandboxFile(ctx, "/proc/self/status", 0)
+			errs <- err
+		}()
+	}
+	testkit.Eventually(t, 30*time.Second, func() bool { now, _ := rt.Commands(); return now == 4 }, "four reads running in the sandbox")
+	cancel()
+	for range n {
+		if err := <-errs; !errors.Is(err, context.Canceled) {
+			t.Fatalf("a read whose context ended: %v", err)
+		}
+	}
+	if _, most := rt.Commands(); most != 4 {
+		t.Fatalf("%d reads ran at once, want 4", most)
+	}
+}

@@ -60,6 +60,11 @@ func (m *Commands) Ports(ctx context.Context) ([]Port, error) {
 	if err != nil {
 		return nil, err
 	}
+	done, err := m.probe(ctx, "list ports")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	c, release, err := m.launch(ctx, cr, spec, "list ports")
 	if err != nil {
 		return nil, err

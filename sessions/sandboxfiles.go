@@ -28,6 +28,22 @@ const MaxSandboxFileBytes = 16 << 20
 // caller's context.
 const sandboxFileWait = time.Minute
 
+// maxProbes is how many of the gateway's own short commands (Commands'
+// probes) one session runs at once: a client asking for many files at
+// once starts no more processes in the sandbox than this.
+const maxProbes = 4
+
+// probe waits for a place among the session's probes (or ctx's end) and
+// returns its release.
+func (m *Commands) probe(ctx context.Context, op string) (func(), error) {
+	select {
+	case m.probes <- struct{}{}:
+		return func() { <-m.probes }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("sessions: %s: %w", op, ctx.Err())
+	}
+}
+
 // CleanSandboxPath validates an absolute path of the sandbox's file
 // system and returns it in canonical form ("/a/b", ".." resolved
 // lexically): at most workspace.MaxPathBytes, no NUL byte or control
@@ -155,6 +171,11 @@ func (m *Commands) runSandboxScript(ctx context.Context, p, op, script string, k
 	}
 	ctx, cancel := context.WithTimeout(ctx, sandboxFileWait)
 	defer cancel()
+	done, err := m.probe(ctx, op)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	c, release, err := m.launch(ctx, cr, spec, op)
 	if err != nil {
 		return nil, err

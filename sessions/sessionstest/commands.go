@@ -30,9 +30,13 @@ func (s *Sandbox) StartCommand(_ context.Context, spec sandbox.CommandSpec) (san
 		f = f[1:]
 	}
 	s.rt.cmds.Add(1)
+	n := s.rt.cmdsLive.Add(1)
+	for m := s.rt.cmdsMost.Load(); n > m && !s.rt.cmdsMost.CompareAndSwap(m, n); m = s.rt.cmdsMost.Load() {
+	}
 	go func() { // ends when the play does or the command is killed
 		defer s.rt.cmds.Done()
 		defer close(c.out)
+		defer s.rt.cmdsLive.Add(-1)
 		c.play(f)
 	}()
 	return c, nil

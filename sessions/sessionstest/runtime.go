@@ -29,6 +29,8 @@ type Runtime struct {
 	inStart     atomic.Int32 // Starts in progress
 	maxInStart  atomic.Int32 // the most at once
 	cmds        sync.WaitGroup
+	cmdsLive    atomic.Int32 // commands running
+	cmdsMost    atomic.Int32 // the most at once
 
 	mu        sync.Mutex
 	startGate chan Held // GateStarts's, or nil
@@ -119,6 +121,12 @@ func (r *Runtime) SetStartDelay(d time.Duration) { r.startDelay.Store(int64(d)) 
 
 // MaxConcurrentStarts is the most Starts that have run at once.
 func (r *Runtime) MaxConcurrentStarts() int { return int(r.maxInStart.Load()) }
+
+// Commands is how many commands its sandboxes run now, and the most
+// that ran at once.
+func (r *Runtime) Commands() (now, most int) {
+	return int(r.cmdsLive.Load()), int(r.cmdsMost.Load())
+}
 
 // LiveSandboxes is how many of its sandboxes (contexts' included) are
 // started and not closed.
