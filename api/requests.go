@@ -30,6 +30,20 @@ type CreateSessionRequest struct {
 	// grant, and a preview needs a link's token or the session's traffic
 	// access token (Session.TrafficAccessToken) in a header.
 	PrivatePreviews bool `json:"private_previews,omitempty"`
+	// Lifecycle says what the session does when its lifetime or idle
+	// timeout ends (E2B's lifecycle): end it (the default), or pause it.
+	Lifecycle *Lifecycle `json:"lifecycle,omitempty"`
+}
+
+// Lifecycle is what a session does at its timeout. OnTimeout "kill" (or
+// empty) ends it; "pause" freezes its whole sandbox instead, memory and
+// variables kept, until it is resumed (POST .../resume, or with
+// AutoResume its next execution, command or preview connection), when
+// its lifetime starts again. A paused session still ends at the
+// gateway's maximum lifetime after its creation.
+type Lifecycle struct {
+	OnTimeout  string `json:"on_timeout,omitempty"`
+	AutoResume bool   `json:"auto_resume,omitempty"`
 }
 
 // CreateVolumeRequest is the body of POST /v1/volumes: Name is 1 to 63
@@ -44,7 +58,8 @@ type CreateVolumeRequest struct {
 type UpdateSessionRequest struct {
 	IdleTimeoutS *float64 `json:"idle_timeout_s,omitempty"`
 	// LifetimeS: the session now ends this long from now (at most the
-	// gateway's --max-lifetime).
+	// gateway's --max-lifetime); 0 is now (E2B's set_timeout(0)): it
+	// ends, or pauses when its Lifecycle says so.
 	LifetimeS *float64 `json:"lifetime_s,omitempty"`
 	// Network replaces the session's network rules while it runs (E2B's
 	// update_network): checked as at creation; new connections follow

@@ -57,6 +57,11 @@ type Session struct {
 	// port of this session until it ends.
 	PrivatePreviews    bool   `json:"private_previews,omitempty"`
 	TrafficAccessToken string `json:"traffic_access_token,omitempty"`
+	// Lifecycle is the session's (CreateSessionRequest.Lifecycle), when
+	// it pauses at its timeout; PausedAtTimeout: it is paused so now
+	// (PausedByClient is set too).
+	Lifecycle       *Lifecycle `json:"lifecycle,omitempty"`
+	PausedAtTimeout bool       `json:"paused_at_timeout,omitempty"`
 }
 
 // Template is an operator's session preset (GET /v1/templates).

@@ -34,12 +34,15 @@ type CreateOptions struct {
 	// PrivatePreviews: the session's preview host carries no grant; a
 	// preview needs a link's token or Session.TrafficAccessToken.
 	PrivatePreviews bool
+	// Lifecycle: what the session does at its timeout (nil: it ends);
+	// api.Lifecycle says how a paused one resumes.
+	Lifecycle *Lifecycle
 }
 
 // CreateSession starts a kernel and returns its session. It blocks until
 // the kernel answers (about a second; longer under gVisor).
 func (c *Client) CreateSession(ctx context.Context, opts CreateOptions) (*Session, error) {
-	body := api.CreateSessionRequest{Language: opts.Language, Env: opts.Env, Network: opts.Network, Template: opts.Template, Metadata: opts.Metadata, Volumes: opts.Volumes, PrivatePreviews: opts.PrivatePreviews}
+	body := api.CreateSessionRequest{Language: opts.Language, Env: opts.Env, Network: opts.Network, Template: opts.Template, Metadata: opts.Metadata, Volumes: opts.Volumes, PrivatePreviews: opts.PrivatePreviews, Lifecycle: opts.Lifecycle}
 	if opts.Lifetime != 0 {
 		body.LifetimeS = api.Ptr(opts.Lifetime.Seconds())
 	}

@@ -37,6 +37,8 @@ type (
 
 	// FileEntry is the wire type api.FileEntry.
 	FileEntry = api.FileEntry
+	// Lifecycle is what a session does at its timeout (CreateOptions).
+	Lifecycle = api.Lifecycle
 
 	// Listing is the wire type api.Listing.
 	Listing = api.Listing

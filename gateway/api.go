@@ -77,6 +77,9 @@ func (s *sessionsAPI) createSession(c echo.Context) error {
 	}
 	opts := sessions.CreateOptions{Kernel: req.Language, Env: req.Env, IdleTimeout: idle, Template: req.Template,
 		Metadata: req.Metadata, Lifetime: life, Volumes: req.Volumes, PrivatePreviews: req.PrivatePreviews}
+	if l := req.Lifecycle; l != nil {
+		opts.Lifecycle = sessions.Lifecycle{OnTimeout: l.OnTimeout, AutoResume: l.AutoResume}
+	}
 	if req.Network != nil {
 		opts.Network = sessions.Network{Allow: req.Network.Allow, Deny: req.Network.Deny}
 	}
@@ -214,9 +217,11 @@ func (s *sessionsAPI) updateSession(c echo.Context) error {
 		}
 	}
 	if req.LifetimeS != nil {
-		life, err := lifetime(req.LifetimeS)
-		if err != nil {
-			return err
+		var life time.Duration // 0: now (E2B's set_timeout(0): the session ends, or pauses by its lifecycle)
+		if *req.LifetimeS != 0 {
+			if life, err = lifetime(req.LifetimeS); err != nil {
+				return err
+			}
 		}
 		if err := sess.SetLifetime(life); err != nil {
 			return err

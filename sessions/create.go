@@ -44,6 +44,9 @@ type CreateOptions struct {
 	// access token (E2B's allow_public_traffic=False). The gateway acts
 	// on it (Info.PrivatePreviews).
 	PrivatePreviews bool
+	// Lifecycle says what the session does at its timeout: end (the
+	// default) or pause (Lifecycle).
+	Lifecycle Lifecycle
 }
 
 // Create returns a new session of tenant once its kernel answers. A
@@ -57,6 +60,9 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 		return nil, err
 	}
 	if err := CheckMetadata(opts.Metadata); err != nil {
+		return nil, err
+	}
+	if err := opts.Lifecycle.validate(); err != nil {
 		return nil, err
 	}
 	if opts.Lifetime < 0 || opts.Lifetime > m.cfg.MaxLifetime {
@@ -144,7 +150,8 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 	s := newSession(sessionParams{id: id, tenant: tenant, runtime: m.rt.Name(), cfg: m.cfg, log: m.log,
 		idle: idle, budget: m.budget.Account(tenant), slots: m.slots, sandbox: k.sb, client: k.conn, files: k.files, watch: k.watch, egress: proxy, persist: m.records.put, wake: m.clock.wake, networks: m.networks,
 		kernel: kernelName, installed: m.InstalledKernels(), template: opts.Template, metadata: copyMetadata(opts.Metadata),
-		endAt: lifetimeEnd(opts.Lifetime), volumes: volumes, releaseVolumes: releaseVolumes, privatePreviews: opts.PrivatePreviews})
+		endAt: lifetimeEnd(opts.Lifetime), volumes: volumes, releaseVolumes: releaseVolumes, privatePreviews: opts.PrivatePreviews,
+		lifecycle: opts.Lifecycle, lifetime: opts.Lifetime})
 	kept = true // the session gives them back at its close
 	created.Store(s)
 	if !m.table.insert(s) {

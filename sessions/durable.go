@@ -56,6 +56,7 @@ func (s *Session) storeRecord() sessionstore.Record {
 	}
 	r.Volumes = s.volumes
 	r.PrivatePreviews = s.privatePreviews
+	r.OnTimeout, r.AutoResume, r.Lifetime = s.lifecycle.OnTimeout, s.lifecycle.AutoResume, s.lifetime
 	r.LastSeq = s.LastSeq()
 	if p, ok := s.sandbox.(sandbox.Persistent); ok {
 		r.Sandbox = p.State()
@@ -176,7 +177,8 @@ func (m *Manager) restore(ctx context.Context, adopter sandbox.Adopter, canAdopt
 		idle: rec.IdleTimeout, created: rec.CreatedAt, lastActive: rec.LastActive, firstSeq: rec.LastSeq + restoredSeqGap,
 		budget: m.budget.Account(rec.Tenant), slots: m.slots, sandbox: sb, client: conn, files: files, watch: watch, egress: proxy, persist: m.records.put, wake: m.clock.wake, networks: m.networks,
 		kernel: rec.Kernel, installed: m.InstalledKernels(), template: rec.Template, metadata: copyMetadata(rec.Metadata), endAt: rec.EndAt,
-		jupyterSessions: jupyterSessions, volumes: rec.Volumes, releaseVolumes: releaseVolumes, privatePreviews: rec.PrivatePreviews})
+		jupyterSessions: jupyterSessions, volumes: rec.Volumes, releaseVolumes: releaseVolumes, privatePreviews: rec.PrivatePreviews,
+		lifecycle: restoredLifecycle(rec), lifetime: rec.Lifetime})
 	created.Store(s)
 	reason = "the gateway restarted; events before this one are gone"
 	if restarted {
@@ -384,4 +386,15 @@ func (s *Session) detach(ctx context.Context, reason string) error {
 	s.hub.close()
 	s.budget.Close()
 	return err
+}
+
+// restoredLifecycle is a record's lifecycle, as the session asked for it
+// (one the store holds that is not valid ends the session at its
+// timeout, as before lifecycles were kept).
+func restoredLifecycle(rec sessionstore.Record) Lifecycle {
+	l := Lifecycle{OnTimeout: rec.OnTimeout, AutoResume: rec.AutoResume}
+	if l.validate() != nil {
+		return Lifecycle{}
+	}
+	return l
 }

@@ -50,6 +50,10 @@ type Info struct {
 	// gateway where AccessToken is, then grants its previews.
 	PrivatePreviews    bool   `json:"private_previews,omitempty"`
 	TrafficAccessToken string `json:"traffic_access_token,omitempty"`
+	// Lifecycle is the session's when it pauses at its timeout (nil when
+	// it ends then); PausedAtTimeout: it is paused so now.
+	Lifecycle       *Lifecycle `json:"lifecycle,omitempty"`
+	PausedAtTimeout bool       `json:"paused_at_timeout,omitempty"`
 }
 
 // Session states.
@@ -78,7 +82,12 @@ func (s *Session) Info() Info {
 	if tmpl == "" {
 		tmpl = TemplateDefault
 	}
+	var lc *Lifecycle
+	if s.lifecycle.OnTimeout == OnTimeoutPause {
+		lc = &Lifecycle{OnTimeout: OnTimeoutPause, AutoResume: s.lifecycle.AutoResume}
+	}
 	return Info{
+		Lifecycle: lc, PausedAtTimeout: held && s.pause.atTimeout.Load(),
 		ID: s.id, State: s.first.State(), Runtime: s.runtime, CreatedAt: s.created,
 		ExpiresAt: exp, IdleTimeoutS: int(s.idle / time.Second),
 		Queued: int(s.first.queued.Load()), Limits: s.sandbox.Limits(), Network: networkOf(s.egress), Paused: paused || held, Language: s.first.kernel,

@@ -196,7 +196,7 @@ func (s *Kernel) enqueue(req ExecRequest, collect bool) (*job, error) {
 	if err := req.validateSettings(s.kernel); err != nil {
 		return nil, err
 	}
-	if s.pause.isHeld() {
+	if s.pause.refuses() {
 		return nil, ErrPaused
 	}
 	j := newJob(req, collect, capsOf(&s.cfg), s.budget)
@@ -286,8 +286,12 @@ func (s *Kernel) InputAs(owner, id, value string) error {
 // Restart replaces the kernel: variables are lost, the workspace is kept.
 // A running execution ends with status "interrupted" and state_lost.
 func (s *Kernel) Restart(ctx context.Context) error {
-	if s.pause.isHeld() { // a restart would thaw the sandbox a client paused
-		return ErrPaused
+	if s.pause.isHeld() { // a restart would thaw the sandbox a client paused; one paused at its timeout with auto_resume resumes
+		release, err := s.pause.use(ctx)
+		if err != nil {
+			return err
+		}
+		release()
 	}
 	s.s.Touch()
 	done := make(chan error, 1)

@@ -37,8 +37,15 @@ type pauser struct {
 	// (unhold); meanwhile use refuses with ErrPaused instead of thawing.
 	// Written under mu; read without it.
 	held atomic.Bool
+	// atTimeout: the hold is the session's pause at its timeout
+	// (holdAtTimeout), not a client's; with autoResume, a use resumes it
+	// (calling woke) instead of failing. Written under mu.
+	atTimeout  atomic.Bool
+	autoResume bool   // Lifecycle.AutoResume
+	woke       func() // called (after mu) when a use resumed a pause at the timeout; nil: nothing
 
 	reaping atomic.Bool // the reaper has a maybeFreeze of this sandbox in progress
+	timing  atomic.Bool // the reaper has a pause at the timeout in progress (pauseAtTimeout)
 }
 
 func newPauser(sb sandbox.Sandbox, after time.Duration, log zerolog.Logger, frozen func()) *pauser {
@@ -53,10 +60,27 @@ func newPauser(sb sandbox.Sandbox, after time.Duration, log zerolog.Logger, froz
 // returned release is called (exactly once). It blocks for the thaw (a
 // few milliseconds) or a freeze in progress.
 func (p *pauser) use(ctx context.Context) (release func(), err error) {
+	resumed := false
+	defer func() { // after the unlock: woke writes the session's record
+		if resumed && p.woke != nil {
+			p.woke()
+		}
+	}()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.held.Load() {
+	if p.refuses() {
 		return nil, ErrPaused
+	}
+	if p.held.Load() { // paused at its timeout, resumed by its use
+		if p.fz.Frozen() {
+			if err := p.fz.Thaw(ctx); err != nil {
+				return nil, err
+			}
+		}
+		p.held.Store(false)
+		p.atTimeout.Store(false)
+		p.log.Info().Msg("session resumed by its use after a pause at its timeout")
+		resumed = true
 	}
 	if p.fz != nil && p.fz.Frozen() {
 		start := time.Now()
@@ -125,6 +149,11 @@ func (p *pauser) paused() bool { return p.fz != nil && p.fz.Frozen() }
 func (p *pauser) hold(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.holdLocked(ctx)
+}
+
+// holdLocked is hold with mu held.
+func (p *pauser) holdLocked(ctx context.Context) error {
 	if p.held.Load() {
 		return nil
 	}
@@ -146,6 +175,22 @@ func (p *pauser) hold(ctx context.Context) error {
 	return nil
 }
 
+// holdAtTimeout is hold for the session's pause at its timeout
+// (pauseAtTimeout): a use then resumes it when autoResume is set. A
+// sandbox a client holds already stays held as the client's.
+func (p *pauser) holdAtTimeout(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held.Load() {
+		return nil
+	}
+	if err := p.holdLocked(ctx); err != nil {
+		return err
+	}
+	p.atTimeout.Store(true)
+	return nil
+}
+
 // unhold thaws a sandbox a client paused (POST .../resume); resuming one
 // not paused by a client does nothing. It blocks for the thaw.
 func (p *pauser) unhold(ctx context.Context) error {
@@ -160,8 +205,16 @@ func (p *pauser) unhold(ctx context.Context) error {
 		}
 	}
 	p.held.Store(false)
+	p.atTimeout.Store(false)
 	p.lastUse = time.Now()
 	return nil
+}
+
+// refuses reports whether a use fails with ErrPaused now: a client holds
+// the sandbox paused, or its timeout paused it without auto-resume. It
+// never blocks.
+func (p *pauser) refuses() bool {
+	return p.held.Load() && (!p.atTimeout.Load() || !p.autoResume)
 }
 
 // isHeld reports whether a client holds the sandbox paused. It never
@@ -180,11 +233,22 @@ func (s *Session) Pause(ctx context.Context) error {
 	return nil
 }
 
-// Resume thaws a session a client paused; idle expiry counts from now.
-// Resuming a session not paused by a client does nothing.
+// Resume thaws a session a client paused, or one paused at its timeout
+// (Lifecycle), whose lifetime then starts again; idle expiry counts from
+// now. Resuming a session not paused does nothing.
 func (s *Session) Resume(ctx context.Context) error {
+	atTimeout := s.pause.atTimeout.Load()
 	if err := s.pause.unhold(ctx); err != nil {
 		return fmt.Errorf("sessions: resume: %w", err)
+	}
+	if atTimeout { // paused at its timeout: its lifetime starts again
+		s.mu.Lock()
+		s.endAt = resumedLifetime(s, time.Now())
+		end := s.endAt
+		s.mu.Unlock()
+		s.tellEnd(end)
+		s.persist()
+		s.wake()
 	}
 	s.Touch()
 	return nil

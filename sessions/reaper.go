@@ -155,6 +155,10 @@ func (m *Manager) reap(ctx context.Context, now time.Time) {
 			m.pauseIdle(ctx, s, now)
 			continue
 		}
+		if pausesAtTimeout(s, now) { // its lifecycle says pause, not end
+			pauseAtTimeout(ctx, m, s, reason)
+			continue
+		}
 		if _, err := m.table.take("", s.id); err != nil {
 			continue
 		}

@@ -47,6 +47,8 @@ type Session struct {
 	template            string            // the template it was created from
 	metadata            map[string]string // the client's; never changed
 	privatePreviews     bool              // CreateOptions.PrivatePreviews; never changed
+	lifecycle           Lifecycle         // CreateOptions.Lifecycle; never changed
+	lifetime            time.Duration     // CreateOptions.Lifetime (0: none asked), for a resume after a pause at the timeout
 	metrics             *MetricsLog       // its resource use, now and its last samples (metricshistory.go)
 	hub                 *hub              // the event log (event.go)
 	side                *sideHub          // its kernels' side streams, fanned out (side.go)
@@ -97,6 +99,8 @@ type sessionParams struct {
 	volumes             map[string]string // name → path in the sandbox
 	releaseVolumes      func()            // gives them back to the store (nil: none)
 	privatePreviews     bool              // CreateOptions.PrivatePreviews
+	lifecycle           Lifecycle         // CreateOptions.Lifecycle
+	lifetime            time.Duration     // CreateOptions.Lifetime
 }
 
 // newSessionID returns 128 random bits in hex.
@@ -124,6 +128,7 @@ func newSession(p sessionParams) *Session {
 		id: p.id, tenant: p.tenant, runtime: p.runtime, cfg: p.cfg, log: log, template: p.template, metadata: p.metadata, endAt: endAt,
 		created: created, idle: p.idle, persist: func() {}, wake: func() {}, networks: p.networks, budget: p.budget, sandbox: p.sandbox, files: p.files, egress: p.egress, volumes: p.volumes, releaseVolumes: p.releaseVolumes,
 		ctx: ctx, cancel: cancel, lastActive: active, jupyterSessions: p.jupyterSessions, privatePreviews: p.privatePreviews,
+		lifecycle: p.lifecycle, lifetime: p.lifetime,
 	}
 	s.metrics = newMetricsLog(s, p.cfg.MetricsHistory)
 	if p.persist != nil { // set before the worker starts: a kernel death persists at once
@@ -139,6 +144,16 @@ func newSession(p sessionParams) *Session {
 		frozen = p.egress.CloseConnections // a frozen kernel holds no tunnel open
 	}
 	s.pause = newPauser(p.sandbox, p.cfg.PauseAfter, s.log, frozen)
+	s.pause.autoResume = p.lifecycle.AutoResume
+	s.pause.woke = func() { // a use resumed it after a pause at its timeout: its lifetime starts again
+		s.mu.Lock()
+		s.endAt = resumedLifetime(s, time.Now())
+		end := s.endAt
+		s.mu.Unlock()
+		s.tellEnd(end)
+		s.persist()
+		s.wake()
+	}
 	s.cmds = newCommands(s)
 	s.first = newKernel(s, kernelParams{kernel: p.kernel, cwd: p.cwd, log: log, slots: p.slots, sandbox: p.sandbox,
 		client: p.client, watch: p.watch})
@@ -246,9 +261,10 @@ func (s *Session) Workspace() string { return s.sandbox.Workspace() }
 
 // SetLifetime makes the session end d from now (E2B's set_timeout),
 // shorter or longer, but never past Config.MaxLifetime after its
-// creation: a session cannot be kept alive for ever by extending it.
+// creation: a session cannot be kept alive for ever by extending it. 0
+// is now: the session ends, or pauses when its Lifecycle says so.
 func (s *Session) SetLifetime(d time.Duration) error {
-	if d <= 0 || d > s.cfg.MaxLifetime {
+	if d < 0 || d > s.cfg.MaxLifetime {
 		return invalid("lifetime must be within 0..%v", s.cfg.MaxLifetime)
 	}
 	now := time.Now()

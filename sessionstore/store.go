@@ -72,6 +72,12 @@ type Record struct {
 	// PrivatePreviews: the session's previews need a token (records
 	// written before it was kept have public ones).
 	PrivatePreviews bool `json:"private_previews,omitempty"`
+	// OnTimeout and AutoResume are the session's lifecycle ("" ends it at
+	// its timeout); Lifetime, the lifetime it asked for (0: none), which a
+	// resume after a pause at its timeout starts again.
+	OnTimeout  string        `json:"on_timeout,omitempty"`
+	AutoResume bool          `json:"auto_resume,omitempty"`
+	Lifetime   time.Duration `json:"lifetime,omitempty"`
 }
 
 // JupyterSession is a Jupyter Server session as the store keeps it: its

@@ -113,12 +113,14 @@ export interface CreateSession {
   volumes?: { [key: string]: string }
   /** PrivatePreviews makes the session's previews private (E2B's network allow_public_traffic=False): its preview host carries no grant, and a preview needs a link's token or the session's traffic access token (Session.TrafficAccessToken) in a header. */
   private_previews?: boolean
+  /** Lifecycle says what the session does when its lifetime or idle timeout ends (E2B's lifecycle): end it (the default), or pause it. */
+  lifecycle?: Lifecycle
 }
 
 /** UpdateSessionRequest is the body of PATCH /v1/sessions/{id}. */
 export interface UpdateSession {
   idle_timeout_s?: number
-  /** LifetimeS: the session now ends this long from now (at most the gateway's --max-lifetime). */
+  /** LifetimeS: the session now ends this long from now (at most the gateway's --max-lifetime); 0 is now (E2B's set_timeout(0)): it ends, or pauses when its Lifecycle says so. */
   lifetime_s?: number
   /** Network replaces the session's network rules while it runs (E2B's update_network): checked as at creation; new connections follow it at once and the open ones it refuses are closed. Only a session created with a network has one to change (409 no_network). */
   network?: Network
@@ -158,6 +160,9 @@ export interface Session {
   /** PrivatePreviews: its previews need a grant besides their host (CreateSessionRequest.PrivatePreviews). TrafficAccessToken, then, in the answers that carry AccessToken (E2B's traffic access token): sent in the E2b-Traffic-Access-Token (or Glassroom-Preview-Token) header, it grants the previews of every port of this session until it ends. */
   private_previews?: boolean
   traffic_access_token?: string
+  /** Lifecycle is the session's (CreateSessionRequest.Lifecycle), when it pauses at its timeout; PausedAtTimeout: it is paused so now (PausedByClient is set too). */
+  lifecycle?: Lifecycle
+  paused_at_timeout?: boolean
 }
 
 /** SessionList is the body of GET /v1/sessions: a page of sessions and the token of the next (nil on the last). */
@@ -914,6 +919,12 @@ export interface CommInfoFrame {
   target_name?: string
   /** Context is whose comms are listed ("" or absent: the session's first context's). */
   context?: string
+}
+
+/** Lifecycle is what a session does at its timeout. OnTimeout "kill" (or empty) ends it; "pause" freezes its whole sandbox instead, memory and variables kept, until it is resumed (POST .../resume, or with AutoResume its next execution, command or preview connection), when its lifetime starts again. A paused session still ends at the gateway's maximum lifetime after its creation. */
+export interface Lifecycle {
+  on_timeout?: string
+  auto_resume?: boolean
 }
 
 /** ExecError is an exception raised by executed code. Traceback lines are as the kernel sent them (with ANSI colour codes). */

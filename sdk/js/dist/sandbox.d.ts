@@ -111,6 +111,21 @@ export interface SandboxOpts extends ConnectionOpts {
     } | string>;
     /** glassroom: seconds without activity before the gateway deletes the sandbox. */
     idleTimeoutS?: number;
+    /**
+     * E2B's: what the sandbox does at its timeout. `onTimeout: 'kill'` (the
+     * default) ends it; `'pause'` (or `{action: 'pause'}`) freezes it with
+     * its memory until `connect`, or with `autoResume` its next use.
+     * `keepMemory: false` (a filesystem-only pause) is not built.
+     */
+    lifecycle?: Lifecycle;
+}
+/** E2B's sandbox lifecycle (SandboxOpts.lifecycle). */
+export interface Lifecycle {
+    onTimeout?: 'kill' | 'pause' | {
+        action: 'kill' | 'pause';
+        keepMemory?: boolean | null;
+    };
+    autoResume?: boolean;
 }
 export type SandboxConnectOpts = ConnectionOpts & {
     timeoutMs?: number;
@@ -251,7 +266,11 @@ export declare class Sandbox {
     kill(opts?: {
         requestTimeoutMs?: number;
     }): Promise<boolean>;
-    /** Sets the sandbox's lifetime: it is killed `timeoutMs` from now (capped by the gateway's maximum lifetime). */
+    /**
+     * Sets the sandbox's lifetime: it ends `timeoutMs` from now (capped by
+     * the gateway's maximum lifetime); 0 is now: it ends, or pauses when its
+     * `lifecycle` says so.
+     */
     setTimeout(timeoutMs: number, opts?: {
         requestTimeoutMs?: number;
     }): Promise<void>;

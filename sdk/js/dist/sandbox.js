@@ -4,6 +4,33 @@ import { checkUser, InvalidArgumentError, NotFoundError, SandboxError, TimeoutEr
 import { HOME } from './paths.js';
 import { Filesystem } from './filesystem.js';
 import { Execution, ExecutionError, OutputMessage, pageResult, Result, UserExpression } from './messaging.js';
+/** The gateway's form of E2B's lifecycle, or undefined when the sandbox ends at its timeout. */
+function wireLifecycle(l) {
+    if (!l)
+        return undefined;
+    let action = l.onTimeout ?? 'kill';
+    let keepMemory;
+    if (typeof action === 'object' && action !== null) {
+        keepMemory = action.keepMemory;
+        action = action.action ?? 'kill';
+    }
+    const autoResume = !!l.autoResume;
+    if (action !== 'kill' && action !== 'pause')
+        throw new InvalidArgumentError(`lifecycle onTimeout ${JSON.stringify(action)}: kill or pause`);
+    if (action === 'kill') {
+        if (keepMemory !== undefined)
+            throw new InvalidArgumentError('keepMemory is not allowed when onTimeout action is kill');
+        if (autoResume)
+            throw new InvalidArgumentError('autoResume needs onTimeout pause');
+        return undefined;
+    }
+    if (keepMemory === false) {
+        if (autoResume)
+            throw new InvalidArgumentError('a filesystem-only auto-pause (keepMemory: false) cannot auto-resume');
+        throw new InvalidArgumentError('glassroom pauses a sandbox with its memory (a frozen sandbox): keepMemory: false, a filesystem-only pause, is not built');
+    }
+    return { on_timeout: 'pause', auto_resume: autoResume };
+}
 /** The session JSON as a SandboxInfo. */
 export function sandboxInfo(s) {
     const limits = s?.limits ?? {};
@@ -232,10 +259,7 @@ export class Sandbox {
         if (e2bOnly.mcp !== undefined && e2bOnly.mcp !== null) {
             throw new InvalidArgumentError(MCP_REFUSED);
         }
-        const life = e2bOnly.lifecycle;
-        if (life && ((life.onTimeout !== undefined && life.onTimeout !== 'kill') || life.autoResume)) {
-            throw new InvalidArgumentError('glassroom sandboxes are killed at their timeout');
-        }
+        const lifecycle = wireLifecycle(opts.lifecycle);
         const conn = new ConnectionConfig(opts);
         const body = {};
         if (opts.template)
@@ -266,6 +290,8 @@ export class Sandbox {
             body.idle_timeout_s = opts.idleTimeoutS;
         if (opts.privatePreviews || opts.network?.allowPublicTraffic === false)
             body.private_previews = true;
+        if (lifecycle)
+            body.lifecycle = lifecycle;
         const out = await conn.request('POST', '/v1/sessions', 'json', { json: body, ok: [201] });
         const secure = opts.secure !== false;
         return new this({ ...conn.toOpts(), sandboxId: String(out.id), previewHost: out.preview_host || undefined,
@@ -339,10 +365,14 @@ export class Sandbox {
     async [Symbol.asyncDispose ?? Symbol.for('Symbol.asyncDispose')]() {
         await this.kill();
     }
-    /** Sets the sandbox's lifetime: it is killed `timeoutMs` from now (capped by the gateway's maximum lifetime). */
+    /**
+     * Sets the sandbox's lifetime: it ends `timeoutMs` from now (capped by
+     * the gateway's maximum lifetime); 0 is now: it ends, or pauses when its
+     * `lifecycle` says so.
+     */
     async setTimeout(timeoutMs, opts) {
-        if (!(timeoutMs > 0))
-            throw new InvalidArgumentError('timeoutMs must be positive');
+        if (!(timeoutMs >= 0))
+            throw new InvalidArgumentError('timeoutMs must not be negative');
         await this.connectionConfig.request('PATCH', sessionPath(this.sandboxId), 'json', { json: { lifetime_s: Math.ceil(timeoutMs / 1000) }, timeoutMs: opts?.requestTimeoutMs, what: 'sandbox' });
     }
     async getInfo(opts) {

@@ -15,6 +15,7 @@ export type {
   RunCodeOpts,
   CreateCodeContextOpts,
   SandboxOpts,
+  Lifecycle,
   SandboxConnectOpts,
   SandboxInfo,
   SandboxMetrics,

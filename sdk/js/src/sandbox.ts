@@ -108,6 +108,42 @@ export interface SandboxOpts extends ConnectionOpts {
   volumeMounts?: Record<string, { name: string } | string>
   /** glassroom: seconds without activity before the gateway deletes the sandbox. */
   idleTimeoutS?: number
+  /**
+   * E2B's: what the sandbox does at its timeout. `onTimeout: 'kill'` (the
+   * default) ends it; `'pause'` (or `{action: 'pause'}`) freezes it with
+   * its memory until `connect`, or with `autoResume` its next use.
+   * `keepMemory: false` (a filesystem-only pause) is not built.
+   */
+  lifecycle?: Lifecycle
+}
+
+/** E2B's sandbox lifecycle (SandboxOpts.lifecycle). */
+export interface Lifecycle {
+  onTimeout?: 'kill' | 'pause' | { action: 'kill' | 'pause'; keepMemory?: boolean | null }
+  autoResume?: boolean
+}
+
+/** The gateway's form of E2B's lifecycle, or undefined when the sandbox ends at its timeout. */
+function wireLifecycle(l: Lifecycle | undefined): { on_timeout: 'pause'; auto_resume: boolean } | undefined {
+  if (!l) return undefined
+  let action: unknown = l.onTimeout ?? 'kill'
+  let keepMemory: boolean | null | undefined
+  if (typeof action === 'object' && action !== null) {
+    keepMemory = (action as { keepMemory?: boolean | null }).keepMemory
+    action = (action as { action?: unknown }).action ?? 'kill'
+  }
+  const autoResume = !!l.autoResume
+  if (action !== 'kill' && action !== 'pause') throw new InvalidArgumentError(`lifecycle onTimeout ${JSON.stringify(action)}: kill or pause`)
+  if (action === 'kill') {
+    if (keepMemory !== undefined) throw new InvalidArgumentError('keepMemory is not allowed when onTimeout action is kill')
+    if (autoResume) throw new InvalidArgumentError('autoResume needs onTimeout pause')
+    return undefined
+  }
+  if (keepMemory === false) {
+    if (autoResume) throw new InvalidArgumentError('a filesystem-only auto-pause (keepMemory: false) cannot auto-resume')
+    throw new InvalidArgumentError('glassroom pauses a sandbox with its memory (a frozen sandbox): keepMemory: false, a filesystem-only pause, is not built')
+  }
+  return { on_timeout: 'pause', auto_resume: autoResume }
 }
 
 export type SandboxConnectOpts = ConnectionOpts & { timeoutMs?: number }
@@ -376,14 +412,11 @@ export class Sandbox {
   static async create<S extends typeof Sandbox>(this: S, template: string, opts?: SandboxOpts): Promise<InstanceType<S>>
   static async create<S extends typeof Sandbox>(this: S, templateOrOpts?: string | SandboxOpts, maybeOpts?: SandboxOpts): Promise<InstanceType<S>> {
     const opts: SandboxOpts = typeof templateOrOpts === 'string' ? { ...(maybeOpts ?? {}), template: templateOrOpts } : { ...(templateOrOpts ?? {}) }
-    const e2bOnly = opts as { mcp?: unknown; lifecycle?: { onTimeout?: string; autoResume?: boolean } }
+    const e2bOnly = opts as { mcp?: unknown }
     if (e2bOnly.mcp !== undefined && e2bOnly.mcp !== null) {
       throw new InvalidArgumentError(MCP_REFUSED)
     }
-    const life = e2bOnly.lifecycle
-    if (life && ((life.onTimeout !== undefined && life.onTimeout !== 'kill') || life.autoResume)) {
-      throw new InvalidArgumentError('glassroom sandboxes are killed at their timeout')
-    }
+    const lifecycle = wireLifecycle(opts.lifecycle)
     const conn = new ConnectionConfig(opts)
     const body: Record<string, unknown> = {}
     if (opts.template) body.template = opts.template
@@ -403,6 +436,7 @@ export class Sandbox {
     if (Object.keys(volumes).length) body.volumes = volumes
     if (opts.idleTimeoutS) body.idle_timeout_s = opts.idleTimeoutS
     if (opts.privatePreviews || (opts.network as { allowPublicTraffic?: boolean } | undefined)?.allowPublicTraffic === false) body.private_previews = true
+    if (lifecycle) body.lifecycle = lifecycle
     const out = await conn.request('POST', '/v1/sessions', 'json', { json: body, ok: [201] })
     const secure = opts.secure !== false
     return new this({ ...conn.toOpts(), sandboxId: String(out.id), previewHost: out.preview_host || undefined,
@@ -481,9 +515,13 @@ export class Sandbox {
     await this.kill()
   }
 
-  /** Sets the sandbox's lifetime: it is killed `timeoutMs` from now (capped by the gateway's maximum lifetime). */
+  /**
+   * Sets the sandbox's lifetime: it ends `timeoutMs` from now (capped by
+   * the gateway's maximum lifetime); 0 is now: it ends, or pauses when its
+   * `lifecycle` says so.
+   */
   async setTimeout(timeoutMs: number, opts?: { requestTimeoutMs?: number }): Promise<void> {
-    if (!(timeoutMs > 0)) throw new InvalidArgumentError('timeoutMs must be positive')
+    if (!(timeoutMs >= 0)) throw new InvalidArgumentError('timeoutMs must not be negative')
     await this.connectionConfig.request('PATCH', sessionPath(this.sandboxId), 'json', { json: { lifetime_s: Math.ceil(timeoutMs / 1000) }, timeoutMs: opts?.requestTimeoutMs, what: 'sandbox' })
   }
 

@@ -454,6 +454,33 @@ test('commands: run, exit codes, streaming, background with stdin, kill, list, t
   await assert.rejects(sbx.commands.run('sleep 30', { timeoutMs: 500 }), TimeoutError)
 })
 
+test('lifecycle: paused at its timeout, resumed by connect or, with autoResume, by its use', async () => {
+  const pausedAtTimeout = async (sbx) => {
+    await sbx.setTimeout(0) // E2B's: the timeout is now
+    const deadline = Date.now() + 60_000
+    while (await sbx.isRunning()) {
+      assert.ok(Date.now() < deadline, 'not paused at its timeout')
+      await new Promise((r) => setTimeout(r, 50))
+    }
+    assert.equal((await sbx.getInfo()).state, 'paused')
+  }
+  const manual = await sandbox({ timeoutMs: 120_000, lifecycle: { onTimeout: 'pause', autoResume: false } })
+  await manual.runCode('x = 41')
+  await pausedAtTimeout(manual)
+  await assert.rejects(manual.runCode('x'))
+  await manual.connect() // connect resumes it, its variables kept
+  assert.equal(await manual.isRunning(), true)
+  assert.equal((await manual.runCode('x + 1')).text, '42')
+  const auto = await sandbox({ timeoutMs: 120_000, lifecycle: { onTimeout: { action: 'pause' }, autoResume: true } })
+  await auto.runCode('y = 1')
+  await pausedAtTimeout(auto)
+  assert.equal((await auto.runCode('y + 1')).text, '2') // its use resumes it
+  assert.equal(await auto.isRunning(), true)
+  for (const bad of [{ onTimeout: { action: 'pause', keepMemory: false } }, { onTimeout: { action: 'kill', keepMemory: true } }, { onTimeout: 'sleep' }]) {
+    await assert.rejects(Sandbox.create({ lifecycle: bad }), InvalidArgumentError)
+  }
+})
+
 test('sandbox: connect, getInfo, isRunning, kill, errors of a missing one', async () => {
   const sbx = await sandbox()
   await sbx.runCode('kept = 7')

@@ -399,6 +399,39 @@ class E2BSessionModelTest(unittest.TestCase):
         finally:
             Sandbox.kill(sbx.sandbox_id)
 
+    def test_lifecycle_pause_at_timeout(self) -> None:
+        def paused_at_timeout(sbx: Sandbox) -> None:
+            sbx.set_timeout(0)  # E2B's: the timeout is now
+            deadline = time.monotonic() + 60
+            while sbx.is_running():  # the gateway's reaper pauses it at once
+                self.assertLess(time.monotonic(), deadline, "not paused at its timeout")
+                time.sleep(0.05)
+            self.assertEqual(str(sbx.get_info().state), "paused")
+
+        manual = Sandbox.create(timeout=120, lifecycle={"on_timeout": "pause", "auto_resume": False})
+        try:
+            manual.run_code("x = 41")
+            paused_at_timeout(manual)
+            with self.assertRaises(Exception):
+                manual.run_code("x")
+            manual.connect()  # connect resumes it, its variables kept
+            self.assertTrue(manual.is_running())
+            self.assertEqual(manual.run_code("x + 1").text, "42")
+        finally:
+            Sandbox.kill(manual.sandbox_id)
+        auto = Sandbox.create(timeout=120, lifecycle={"on_timeout": {"action": "pause", "keep_memory": None}, "auto_resume": True})
+        try:
+            auto.run_code("y = 1")
+            paused_at_timeout(auto)
+            self.assertEqual(auto.run_code("y + 1").text, "2")  # its use resumes it
+            self.assertTrue(auto.is_running())
+        finally:
+            Sandbox.kill(auto.sandbox_id)
+        for bad in ({"on_timeout": {"action": "pause", "keep_memory": False}},
+                    {"on_timeout": {"action": "kill", "keep_memory": True}}, {"on_timeout": "sleep"}):
+            with self.assertRaises(InvalidArgumentException):
+                Sandbox.create(lifecycle=bad)
+
     def test_rename_and_watch(self) -> None:
         sbx = Sandbox.create(timeout=120)
         try:

@@ -361,6 +361,38 @@ def _user(user: Optional[str]) -> None:
             "the machine it runs on; leave user out")
 
 
+def _lifecycle(lifecycle: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """E2B's ``lifecycle`` as the gateway takes it: ``{"on_timeout":
+    "pause", "auto_resume": ...}``, or None to end the sandbox at its
+    timeout. ``on_timeout`` is "kill", "pause" or ``{"action": ...,
+    "keep_memory": ...}``; glassroom's pause keeps the memory (a frozen
+    sandbox), so ``keep_memory=False`` is refused."""
+    if not lifecycle:
+        return None
+    if not isinstance(lifecycle, dict):
+        raise InvalidArgumentException("lifecycle must be a dict")
+    on = lifecycle.get("on_timeout") or "kill"
+    keep_memory: Optional[bool] = None
+    if isinstance(on, dict):
+        keep_memory = on.get("keep_memory")
+        on = on.get("action") or "kill"
+    auto_resume = bool(lifecycle.get("auto_resume"))
+    if on not in ("kill", "pause"):
+        raise InvalidArgumentException(f"lifecycle on_timeout {on!r}: kill or pause")
+    if on == "kill":
+        if keep_memory is not None:
+            raise InvalidArgumentException("keep_memory is not allowed when on_timeout action is kill")
+        if auto_resume:
+            raise InvalidArgumentException("auto_resume needs on_timeout pause")
+        return None
+    if keep_memory is False:
+        if auto_resume:  # E2B's rule, first: a filesystem-only pause resumes only by connect
+            raise InvalidArgumentException("a filesystem-only auto-pause (keep_memory=False) cannot auto-resume")
+        raise InvalidArgumentException("glassroom pauses a sandbox with its memory (a frozen sandbox): "
+                                       "keep_memory=False, a filesystem-only pause, is not built")
+    return {"on_timeout": "pause", "auto_resume": auto_resume}
+
+
 def _abs(rel: str) -> str:
     """A workspace path's absolute form (an absolute path, of the
     sandbox's own files, stays as it is)."""
@@ -536,8 +568,7 @@ class Sandbox(_GSandbox):
             # E2B's words first, which its users match.
             raise InvalidArgumentException("Failed to start MCP gateway: a glassroom sandbox runs no MCP gateway inside "
                                            "(glassroom serves MCP itself: docs/mcp.md)")
-        if lifecycle and (lifecycle.get("on_timeout") not in (None, "kill") or lifecycle.get("auto_resume")):
-            raise InvalidArgumentException("glassroom sandboxes are killed at their timeout")
+        wire_lifecycle = _lifecycle(lifecycle)
         if opts.pop("iam", None):
             raise InvalidArgumentException("glassroom has no iam")
         mounts = opts.pop("volume_mounts", None)
@@ -558,6 +589,8 @@ class Sandbox(_GSandbox):
             body["volumes"] = {str(getattr(v, "name", v)): str(p) for p, v in mounts.items()}
         if _private_previews(network):
             body["private_previews"] = True
+        if wire_lifecycle:
+            body["lifecycle"] = wire_lifecycle
         try:
             info = conn.call("POST", "/v1/sessions", json_body=body, ok=(201,))
         except InvalidArgumentException as e:
@@ -642,11 +675,15 @@ class Sandbox(_GSandbox):
 
     @class_or_instance
     def set_timeout(self, timeout: int, **opts: Any) -> None:  # type: ignore[override]
-        """The sandbox now ends ``timeout`` seconds from now (capped by the gateway's maximum lifetime)."""
-        if timeout <= 0:
-            raise InvalidArgumentException("timeout must be positive")
-        self._info = self._conn.call("PATCH", session_path(self.sandbox_id),
-                                     json_body={"lifetime_s": timeout, "idle_timeout_s": min(timeout, 86400)})
+        """The sandbox now ends ``timeout`` seconds from now (capped by the
+        gateway's maximum lifetime); 0 is now: it ends, or pauses when its
+        ``lifecycle`` says so."""
+        if timeout < 0:
+            raise InvalidArgumentException("timeout must not be negative")
+        body: Dict[str, Any] = {"lifetime_s": timeout}
+        if timeout > 0:
+            body["idle_timeout_s"] = min(timeout, 86400)
+        self._info = self._conn.call("PATCH", session_path(self.sandbox_id), json_body=body)
 
     @class_or_instance
     def get_info(self, **opts: Any) -> SandboxInfo:  # type: ignore[override]

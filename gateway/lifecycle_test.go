@@ -1,0 +1,114 @@
+package gateway_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/glassroom/glassroom/api"
+	glclient "github.com/glassroom/glassroom/client"
+	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/testkit"
+)
+
+// TestPauseAtTimeout: a session whose lifecycle says pause is frozen at
+// its timeout instead of ended (E2B's lifecycle on_timeout "pause"),
+// its variables kept: without auto_resume its executions are 409 until a
+// client resumes it, with auto_resume its next execution resumes it;
+// either way its lifetime starts again. A session that asks nothing ends.
+func TestPauseAtTimeout(t *testing.T) {
+	for name, rt := range runtimes() {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, rt(t), sessions.Config{})
+			create := func(lc *api.Lifecycle) api.Session {
+				t.Helper()
+				life := 300.0
+				var s api.Session
+				if st := e.call(keyA, "POST", "/v1/sessions", api.CreateSessionRequest{LifetimeS: &life, Lifecycle: lc}, &s); st != http.StatusCreated {
+					t.Fatalf("create: %d", st)
+				}
+				return s
+			}
+			get := func(id string) (int, api.Session) {
+				t.Helper()
+				var s api.Session
+				st := e.call(keyA, "GET", "/v1/sessions/"+id, nil, &s)
+				return st, s
+			}
+			timeout := func(id string) { // E2B's set_timeout(0): the timeout is now
+				t.Helper()
+				zero := 0.0
+				if st := e.call(keyA, "PATCH", "/v1/sessions/"+id, api.UpdateSessionRequest{LifetimeS: &zero}, nil); st != http.StatusOK {
+					t.Fatalf("PATCH lifetime_s 0: %d", st)
+				}
+			}
+			pausedAtTimeout := func(id string) {
+				t.Helper()
+				testkit.Eventually(t, time.Minute, func() bool { _, s := get(id); return s.PausedAtTimeout }, "the session paused at its timeout")
+				if st, s := get(id); st != http.StatusOK || !s.PausedByClient || !s.Paused || s.Lifecycle == nil || s.Lifecycle.OnTimeout != "pause" {
+					t.Fatalf("paused at its timeout: %d %+v", st, s)
+				}
+			}
+
+			// Without auto_resume: 409 until resumed.
+			s := create(&api.Lifecycle{OnTimeout: "pause"})
+			if x := e.exec(keyA, s.ID, "x = 41", 60); x.Status != "ok" {
+				t.Fatalf("%+v", x)
+			}
+			timeout(s.ID)
+			pausedAtTimeout(s.ID)
+			var ae apiErr
+			if st := e.call(keyA, "POST", "/v1/sessions/"+s.ID+"/execute", map[string]string{"code": "x"}, &ae); st != http.StatusConflict || ae.Error.Code != "session_paused" {
+				t.Fatalf("an execution while paused: %d %+v", st, ae)
+			}
+			if st := e.call(keyA, "POST", "/v1/sessions/"+s.ID+"/resume", nil, nil); st != http.StatusOK {
+				t.Fatalf("resume: %d", st)
+			}
+			if st, again := get(s.ID); st != http.StatusOK || again.Paused || again.PausedAtTimeout || time.Until(again.EndAt) < 200*time.Second {
+				t.Fatalf("resumed: its lifetime starts again: %d %+v", st, again)
+			}
+			if x := e.exec(keyA, s.ID, "x + 1", 60); x.Status != "ok" || string(x.Result) != `{"text/plain":"42"}` {
+				t.Fatalf("the variable after the resume: %+v", x)
+			}
+
+			// With auto_resume: the next execution resumes it.
+			a := create(&api.Lifecycle{OnTimeout: "pause", AutoResume: true})
+			if x := e.exec(keyA, a.ID, "y = 1", 60); x.Status != "ok" {
+				t.Fatalf("%+v", x)
+			}
+			timeout(a.ID)
+			pausedAtTimeout(a.ID)
+			if x := e.exec(keyA, a.ID, "y + 1", 60); x.Status != "ok" || string(x.Result) != `{"text/plain":"2"}` {
+				t.Fatalf("an execution resumes it with its variables: %+v", x)
+			}
+			if st, again := get(a.ID); st != http.StatusOK || again.Paused || again.PausedAtTimeout || time.Until(again.EndAt) < 200*time.Second {
+				t.Fatalf("resumed by its use: %d %+v", st, again)
+			}
+
+			// Without a lifecycle it ends.
+			k := create(nil)
+			timeout(k.ID)
+			testkit.Eventually(t, time.Minute, func() bool { st, _ := get(k.ID); return st == http.StatusNotFound }, "the session without a lifecycle ended")
+
+			for _, lc := range []api.Lifecycle{{OnTimeout: "hibernate"}, {AutoResume: true}, {OnTimeout: "kill", AutoResume: true}} {
+				if st := e.call(keyA, "POST", "/v1/sessions", api.CreateSessionRequest{Lifecycle: &lc}, &ae); st != http.StatusBadRequest {
+					t.Fatalf("lifecycle %+v: %d", lc, st)
+				}
+			}
+		})
+	}
+}
+
+// TestPauseAtTimeoutEndsAtMaxLifetime: a session that pauses at its
+// timeout still ends at the gateway's maximum lifetime.
+func TestPauseAtTimeoutEndsAtMaxLifetime(t *testing.T) {
+	e := newEnv(t, localRuntime(t), sessions.Config{MaxLifetime: 3 * time.Second})
+	s, err := e.client(keyA).CreateSession(context.Background(), glclient.CreateOptions{Lifecycle: &glclient.Lifecycle{OnTimeout: "pause", AutoResume: true}})
+	if err != nil || s.Lifecycle == nil || !s.Lifecycle.AutoResume {
+		t.Fatalf("create: %+v %v", s, err)
+	}
+	testkit.Eventually(t, time.Minute, func() bool {
+		return e.call(keyA, "GET", "/v1/sessions/"+s.ID, nil, nil) == http.StatusNotFound
+	}, "the session ended at the maximum lifetime")
+}
