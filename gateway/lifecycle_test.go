@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,11 +78,16 @@ func TestPauseAtTimeout(t *testing.T) {
 			if x := e.exec(keyA, a.ID, "y = 1", 60); x.Status != "ok" {
 				t.Fatalf("%+v", x)
 			}
+			ws := e.ws(keyA, a.ID, "") // its stream says when it pauses and wakes
 			timeout(a.ID)
 			pausedAtTimeout(a.ID)
+			ws.until(func(f frame) bool { return f.Type == "kernel" && strings.HasPrefix(f.Reason, "paused at its timeout") })
 			if x := e.exec(keyA, a.ID, "y + 1", 60); x.Status != "ok" || string(x.Result) != `{"text/plain":"2"}` {
 				t.Fatalf("an execution resumes it with its variables: %+v", x)
 			}
+			ws.until(func(f frame) bool {
+				return f.Type == "kernel" && f.Reason == "resumed by its use after a pause at its timeout"
+			})
 			if st, again := get(a.ID); st != http.StatusOK || again.Paused || again.PausedAtTimeout || time.Until(again.EndAt) < 200*time.Second {
 				t.Fatalf("resumed by its use: %d %+v", st, again)
 			}

@@ -79,7 +79,7 @@ func pauseAtTimeout(ctx context.Context, m *Manager, s *Session, reason string) 
 			s.tellEnd(end)
 			s.persist()
 			s.log.Info().Str("reason", reason).Msg("session paused at its timeout")
-			s.first.publish(Event{Type: EventKernel, State: string(StateIdle), Reason: "paused at its timeout (" + reason + "): resume it to go on"})
+			s.first.publish(Event{Type: EventKernel, State: string(s.first.State()), Reason: "paused at its timeout (" + reason + "): resume it to go on"})
 			return
 		}
 		if errors.Is(pctx.Err(), context.Canceled) && ctx.Err() != nil { // the gateway stops: the next one decides

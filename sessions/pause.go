@@ -149,7 +149,11 @@ func (p *pauser) paused() bool { return p.fz != nil && p.fz.Frozen() }
 func (p *pauser) hold(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.holdLocked(ctx)
+	if err := p.holdLocked(ctx); err != nil {
+		return err
+	}
+	p.atTimeout.Store(false) // a client's pause of one paused at its timeout is the client's now
+	return nil
 }
 
 // holdLocked is hold with mu held.
@@ -249,6 +253,7 @@ func (s *Session) Resume(ctx context.Context) error {
 		s.tellEnd(end)
 		s.persist()
 		s.wake()
+		s.first.publish(Event{Type: EventKernel, State: string(s.first.State()), Reason: "resumed after a pause at its timeout"})
 	}
 	s.Touch()
 	return nil

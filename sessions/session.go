@@ -153,6 +153,7 @@ func newSession(p sessionParams) *Session {
 		s.tellEnd(end)
 		s.persist()
 		s.wake()
+		s.first.publish(Event{Type: EventKernel, State: string(s.first.State()), Reason: "resumed by its use after a pause at its timeout"})
 	}
 	s.cmds = newCommands(s)
 	s.first = newKernel(s, kernelParams{kernel: p.kernel, cwd: p.cwd, log: log, slots: p.slots, sandbox: p.sandbox,
