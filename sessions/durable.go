@@ -57,6 +57,7 @@ func (s *Session) storeRecord() sessionstore.Record {
 	r.Volumes = s.volumes
 	r.PrivatePreviews = s.privatePreviews
 	r.OnTimeout, r.AutoResume, r.Lifetime = s.lifecycle.OnTimeout, s.lifecycle.AutoResume, s.lifetime
+	r.PausedAtTimeout = s.pause.isHeld() && s.pause.atTimeout.Load()
 	r.LastSeq = s.LastSeq()
 	if p, ok := s.sandbox.(sandbox.Persistent); ok {
 		r.Sandbox = p.State()
@@ -132,9 +133,16 @@ func (m *Manager) Restore(ctx context.Context) (RestoreResult, error) {
 // "restarted" (files kept, variables lost) or "lost" with the reason.
 func (m *Manager) restore(ctx context.Context, adopter sandbox.Adopter, canAdopt bool, rec sessionstore.Record) (outcome, reason string) {
 	now := time.Now()
+	// A session whose lifecycle pauses it at its timeout is paused, not
+	// lost, for a timeout that passed while the gateway was down (the
+	// reaper does it); only the maximum lifetime ends it.
+	pauses := restoredLifecycle(rec).OnTimeout == OnTimeoutPause
 	switch {
 	case !canAdopt || rec.Runtime != m.rt.Name():
 		return "lost", "its kernel ended with the previous gateway (" + rec.Runtime + " sessions do not survive a restart)"
+	case pauses && now.After(rec.CreatedAt.Add(m.cfg.MaxLifetime)):
+		return "lost", "lifetime ended while the gateway was down"
+	case pauses:
 	case (rec.EndAt.IsZero() && now.After(rec.CreatedAt.Add(m.cfg.MaxLifetime))) || (!rec.EndAt.IsZero() && now.After(rec.EndAt)):
 		return "lost", "lifetime ended while the gateway was down"
 	case now.After(rec.LastActive.Add(rec.IdleTimeout)):
@@ -199,6 +207,11 @@ func (m *Manager) restore(ctx context.Context, adopter sandbox.Adopter, canAdopt
 		return "lost", "the gateway is shutting down"
 	}
 	m.watchFence(s)
+	if rec.PausedAtTimeout && !restarted { // paused again, as it was (a restarted kernel has nothing to keep)
+		if err := s.pause.holdAtTimeout(sctx); err != nil {
+			log.Warn().Err(err).Msg("restored session: pausing it again at its timeout failed; it runs")
+		}
+	}
 	m.records.put(s)
 	if restarted {
 		return "restarted", ""

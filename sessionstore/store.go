@@ -78,6 +78,10 @@ type Record struct {
 	OnTimeout  string        `json:"on_timeout,omitempty"`
 	AutoResume bool          `json:"auto_resume,omitempty"`
 	Lifetime   time.Duration `json:"lifetime,omitempty"`
+	// PausedAtTimeout: the session was paused at its timeout (its
+	// lifecycle's pause) when the record was written; a gateway that
+	// restores it pauses it again.
+	PausedAtTimeout bool `json:"paused_at_timeout,omitempty"`
 }
 
 // JupyterSession is a Jupyter Server session as the store keeps it: its

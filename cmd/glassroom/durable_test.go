@@ -358,3 +358,41 @@ func TestJupyterSessionsSurviveACrash(t *testing.T) {
 		t.Fatalf("sessions after the delete: %d %+v", st, list)
 	}
 }
+
+// TestPausedAtTimeoutSurvivesRestarts: a session its lifecycle paused at
+// its timeout is still paused after its gateway is SIGKILLed and started
+// again (no use thaws it), and its resume finds its variables.
+func TestPausedAtTimeoutSurvivesRestarts(t *testing.T) {
+	g := newDurableGateway(t)
+	var s struct{ ID string }
+	life := 300
+	api(t, g.base, g.key, "POST", "/v1/sessions", map[string]any{"lifetime_s": life, "lifecycle": map[string]any{"on_timeout": "pause"}}, &s)
+	g.exec(s.ID, "x = 41")
+	api(t, g.base, g.key, "PATCH", "/v1/sessions/"+s.ID, map[string]any{"lifetime_s": 0}, nil)
+	var info struct {
+		PausedAtTimeout bool `json:"paused_at_timeout"`
+	}
+	testkit.Eventually(t, time.Minute, func() bool {
+		api(t, g.base, g.key, "GET", "/v1/sessions/"+s.ID, nil, &info)
+		return info.PausedAtTimeout
+	}, "the session paused at its timeout")
+	// Two flushes after the pause was seen: the second wrote it.
+	seen := g.flushes()
+	testkit.Eventually(t, 30*time.Second, func() bool { return g.flushes() >= seen+2 }, "the session store to be flushed twice after the pause")
+	g.stop(syscall.SIGKILL)
+	g.start()
+	info.PausedAtTimeout = false
+	if st := api(t, g.base, g.key, "GET", "/v1/sessions/"+s.ID, nil, &info); st != http.StatusOK || !info.PausedAtTimeout {
+		t.Fatalf("after the restart: %d, paused at its timeout %v", st, info.PausedAtTimeout)
+	}
+	var refused struct{ Error struct{ Code string } }
+	if st := api(t, g.base, g.key, "POST", "/v1/sessions/"+s.ID+"/execute", map[string]string{"code": "x"}, &refused); st != http.StatusConflict || refused.Error.Code != "session_paused" {
+		t.Fatalf("an execution of the paused session after the restart: %d %+v", st, refused)
+	}
+	if st := api(t, g.base, g.key, "POST", "/v1/sessions/"+s.ID+"/resume", nil, nil); st != http.StatusOK {
+		t.Fatalf("resume: %d", st)
+	}
+	if x := g.exec(s.ID, "x + 1"); x.Result.Text != "42" {
+		t.Fatalf("after the resume: %+v", x)
+	}
+}
