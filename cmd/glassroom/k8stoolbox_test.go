@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -22,8 +23,9 @@ import (
 // socket that hears a command's write; metrics from the pod (memory in
 // use, the workspace's bytes, and their history); a preview of a server
 // a command starts in the pod, carried through the pod's agent, and that
-// command's pid, the pod's own; and pause (executions refused) and
-// resume.
+// command's pid, the pod's own; the pod's own files outside the
+// workspace, read-only; a session paused at its timeout and resumed by
+// its use; and pause (executions refused) and resume.
 func TestToolboxOnARealCluster(t *testing.T) {
 	_, namespace := k8stest.RealCluster(t)
 	const key = "toolbox-test-key-0123456789"
@@ -160,6 +162,39 @@ func TestToolboxOnARealCluster(t *testing.T) {
 		t.Fatalf("the preview of the pod's server: %d %q", resp.StatusCode, page)
 	}
 
+	// The pod's own files outside the workspace, read-only, as its user
+	// sees them (a command in the pod reads them).
+	status, err := rawGet(base, key, "/v1/sessions/"+s.ID+"/sandbox-files?path=/proc/self/status")
+	if err != nil || !strings.Contains(status, "\nUid:\t") || strings.Contains(status, "\nUid:\t0\t") {
+		t.Fatalf("/proc/self/status of the pod: %v %.300q", err, status)
+	}
+	var etc struct{ Type, Path string }
+	if st := api(t, base, key, "GET", "/v1/sessions/"+s.ID+"/sandbox-files/info?path=/etc/../etc", nil, &etc); st != http.StatusOK || etc.Type != "dir" || etc.Path != "/etc" {
+		t.Fatalf("/etc of the pod: %d %+v", st, etc)
+	}
+
+	// A session whose lifecycle pauses it at its timeout; its next use
+	// resumes it (auto_resume).
+	var p struct{ ID string }
+	if st := api(t, base, key, "POST", "/v1/sessions", map[string]any{"lifetime_s": 300, "limits": map[string]any{"cpus": 0.25, "memory_mb": 512}, "lifecycle": map[string]any{"on_timeout": "pause", "auto_resume": true}}, &p); st != http.StatusCreated {
+		t.Fatalf("create a session that pauses at its timeout: %d", st)
+	}
+	var px execution
+	if st := api(t, base, key, "POST", "/v1/sessions/"+p.ID+"/execute", map[string]any{"code": "kept = 7"}, &px); st != http.StatusOK || px.Status != "ok" {
+		t.Fatalf("execute: %d %+v", st, px)
+	}
+	api(t, base, key, "PATCH", "/v1/sessions/"+p.ID, map[string]any{"lifetime_s": 0}, nil)
+	testkit.Eventually(t, time.Minute, func() bool {
+		var info struct {
+			PausedAtTimeout bool `json:"paused_at_timeout"`
+		}
+		api(t, base, key, "GET", "/v1/sessions/"+p.ID, nil, &info)
+		return info.PausedAtTimeout
+	}, "the pod's session paused at its timeout")
+	if st := api(t, base, key, "POST", "/v1/sessions/"+p.ID+"/execute", map[string]any{"code": "print(kept * 6)"}, &px); st != http.StatusOK || px.Stdout != "42\n" {
+		t.Fatalf("its use resumes it: %d %+v", st, px)
+	}
+
 	if st := api(t, base, key, "POST", "/v1/sessions/"+s.ID+"/pause", nil, nil); st != http.StatusOK {
 		t.Fatalf("pause: %d", st)
 	}
@@ -184,4 +219,23 @@ func freeLoopbackAddr(t *testing.T) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// rawGet GETs path with the key and returns the body of a 200.
+func rawGet(base, key, path string) (string, error) {
+	req, err := http.NewRequest("GET", base+path, nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %d %s", path, resp.StatusCode, b)
+	}
+	return string(b), err
 }
