@@ -2,7 +2,9 @@ package gateway_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -117,4 +119,45 @@ func TestPauseAtTimeoutEndsAtMaxLifetime(t *testing.T) {
 	testkit.Eventually(t, time.Minute, func() bool {
 		return e.call(keyA, "GET", "/v1/sessions/"+s.ID, nil, nil) == http.StatusNotFound
 	}, "the session ended at the maximum lifetime")
+}
+
+// TestDeletePausedSessionWithCommand: a session paused at its timeout
+// whose command still runs is deleted at once, after a kill of that
+// command: its close thaws the sandbox first (a frozen launcher never
+// reports its command's end, so the close would wait for ever, and the
+// gateway's shutdown with it).
+func TestDeletePausedSessionWithCommand(t *testing.T) {
+	for name, rt := range runtimes() {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, rt(t), sessions.Config{})
+			c := e.client(keyA)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			s, err := c.CreateSession(ctx, glclient.CreateOptions{Lifecycle: &glclient.Lifecycle{OnTimeout: "pause", AutoResume: true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var started struct{ PID int }
+			if st := e.call(keyA, "POST", "/v1/sessions/"+s.ID+"/commands", map[string]any{"cmd": "python3 -m http.server 8000", "background": true}, &started); st != http.StatusCreated {
+				t.Fatalf("start a command: %d", st)
+			}
+			zero := 0.0
+			if st := e.call(keyA, "PATCH", "/v1/sessions/"+s.ID, api.UpdateSessionRequest{LifetimeS: &zero}, nil); st != http.StatusOK {
+				t.Fatalf("PATCH lifetime_s 0: %d", st)
+			}
+			testkit.Eventually(t, time.Minute, func() bool {
+				got, err := c.GetSession(ctx, s.ID)
+				return err == nil && got.PausedAtTimeout
+			}, "the session paused at its timeout")
+			if st := e.call(keyA, "POST", "/v1/sessions/"+s.ID+"/commands/"+strconv.Itoa(started.PID)+"/kill", nil, nil); st != http.StatusNoContent {
+				t.Fatalf("kill the command: %d", st)
+			}
+			if err := c.DeleteSession(ctx, s.ID); err != nil {
+				t.Fatalf("delete the paused session: %v", err)
+			}
+			if _, err := c.GetSession(ctx, s.ID); !errors.Is(err, glclient.ErrNotFound) {
+				t.Fatalf("after the delete: %v", err)
+			}
+		})
+	}
 }
