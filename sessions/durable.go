@@ -379,10 +379,15 @@ func (s *Session) detach(ctx context.Context, reason string) error {
 	s.cancel()
 	// No gateway restores the session past its lifetime or its idle
 	// expiry (restore): a sandbox that ends itself ends by then.
+	// One whose lifecycle pauses it is restored past both (paused), up
+	// to the maximum lifetime.
 	s.mu.Lock()
 	end := s.endAt
 	if idle := s.lastActive.Add(s.idle); idle.Before(end) {
 		end = idle
+	}
+	if s.lifecycle.OnTimeout == OnTimeoutPause {
+		end = s.created.Add(s.cfg.MaxLifetime)
 	}
 	s.mu.Unlock()
 	s.tellEnd(end)

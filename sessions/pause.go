@@ -214,17 +214,15 @@ func (p *pauser) unhold(ctx context.Context) error {
 	return nil
 }
 
-// thawForClose thaws the sandbox for its close and keeps it thawed: a
-// process of a frozen sandbox cannot die (a SIGKILL waits for the thaw),
-// so its commands' and kernels' ends would wait for ever. A thaw that
-// fails is logged; the close goes on (removing the sandbox kills what
-// is left). It blocks for the thaw.
-func (p *pauser) thawForClose(ctx context.Context) {
+// thawForGood thaws the sandbox for its session's close and keeps it
+// thawed: a frozen launcher never reports its command's end (a kill
+// waits for the thaw), so the commands' ends would be waited for for
+// ever. Whether it was held stays as it was. A thaw that fails is
+// logged; the close goes on. It blocks for the thaw.
+func (p *pauser) thawForGood(ctx context.Context) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.off = true // no freeze from now on
-	p.held.Store(false)
-	p.atTimeout.Store(false)
 	if p.fz != nil && p.fz.Frozen() {
 		if err := p.fz.Thaw(ctx); err != nil {
 			p.log.Warn().Err(err).Msg("thawing the sandbox for its close failed")

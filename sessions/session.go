@@ -188,8 +188,8 @@ func (s *Session) close(ctx context.Context, reason string) error {
 	s.mu.Unlock()
 	s.first.noteClose(reason) // before its context ends with the session's
 	steps := closeSteps{log: s.log}
-	steps.run("thaw", func() error { s.pause.thawForClose(ctx); return nil }) // a frozen process cannot die
-	steps.run("commands", func() error { s.cmds.close(); return nil })        // they end with their exited events
+	steps.run("thaw", func() error { s.pause.thawForGood(ctx); return nil }) // a frozen process cannot die
+	steps.run("commands", func() error { s.cmds.close(); return nil })       // they end with their exited events
 	steps.run("contexts", func() error { s.ctxs.closeAll(ctx, reason); return nil })
 	s.cancel()
 	s.first.close(ctx, reason, &steps) // kills the sandbox first: nothing the code does then keeps the worker busy

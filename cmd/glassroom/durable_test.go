@@ -360,39 +360,49 @@ func TestJupyterSessionsSurviveACrash(t *testing.T) {
 }
 
 // TestPausedAtTimeoutSurvivesRestarts: a session its lifecycle paused at
-// its timeout is still paused after its gateway is SIGKILLed and started
-// again (no use thaws it), and its resume finds its variables.
+// its timeout, a command still running in it, is still paused after its
+// gateway stops (SIGTERM: the stop thaws the sandbox to end its commands,
+// and does not hang on them) and after a SIGKILL, each time started
+// again; no use thaws it, and its resume finds its variables.
 func TestPausedAtTimeoutSurvivesRestarts(t *testing.T) {
 	g := newDurableGateway(t)
 	var s struct{ ID string }
-	life := 300
-	api(t, g.base, g.key, "POST", "/v1/sessions", map[string]any{"lifetime_s": life, "lifecycle": map[string]any{"on_timeout": "pause"}}, &s)
+	api(t, g.base, g.key, "POST", "/v1/sessions", map[string]any{"lifetime_s": 300, "lifecycle": map[string]any{"on_timeout": "pause"}}, &s)
 	g.exec(s.ID, "x = 41")
-	api(t, g.base, g.key, "PATCH", "/v1/sessions/"+s.ID, map[string]any{"lifetime_s": 0}, nil)
 	var info struct {
 		PausedAtTimeout bool `json:"paused_at_timeout"`
 	}
-	testkit.Eventually(t, time.Minute, func() bool {
-		api(t, g.base, g.key, "GET", "/v1/sessions/"+s.ID, nil, &info)
-		return info.PausedAtTimeout
-	}, "the session paused at its timeout")
-	// Two flushes after the pause was seen: the second wrote it.
-	seen := g.flushes()
-	testkit.Eventually(t, 30*time.Second, func() bool { return g.flushes() >= seen+2 }, "the session store to be flushed twice after the pause")
-	g.stop(syscall.SIGKILL)
-	g.start()
-	info.PausedAtTimeout = false
-	if st := api(t, g.base, g.key, "GET", "/v1/sessions/"+s.ID, nil, &info); st != http.StatusOK || !info.PausedAtTimeout {
-		t.Fatalf("after the restart: %d, paused at its timeout %v", st, info.PausedAtTimeout)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		if st := api(t, g.base, g.key, "POST", "/v1/sessions/"+s.ID+"/commands", map[string]any{"cmd": "sleep 600", "background": true}, nil); st != http.StatusCreated {
+			t.Fatalf("start a command: %d", st)
+		}
+		api(t, g.base, g.key, "PATCH", "/v1/sessions/"+s.ID, map[string]any{"lifetime_s": 0}, nil)
+		testkit.Eventually(t, time.Minute, func() bool {
+			info.PausedAtTimeout = false // absent when false
+			api(t, g.base, g.key, "GET", "/v1/sessions/"+s.ID, nil, &info)
+			return info.PausedAtTimeout
+		}, "the session paused at its timeout")
+		// Two flushes after the pause was seen: the second wrote it.
+		seen := g.flushes()
+		testkit.Eventually(t, 30*time.Second, func() bool { return g.flushes() >= seen+2 }, "the session store to be flushed twice after the pause")
+		g.stop(sig)
+		g.start()
+		info.PausedAtTimeout = false
+		if st := api(t, g.base, g.key, "GET", "/v1/sessions/"+s.ID, nil, &info); st != http.StatusOK || !info.PausedAtTimeout {
+			t.Fatalf("after %v: %d, paused at its timeout %v", sig, st, info.PausedAtTimeout)
+		}
+		var refused struct{ Error struct{ Code string } }
+		if st := api(t, g.base, g.key, "POST", "/v1/sessions/"+s.ID+"/execute", map[string]string{"code": "x"}, &refused); st != http.StatusConflict || refused.Error.Code != "session_paused" {
+			t.Fatalf("an execution of the paused session after %v: %d %+v", sig, st, refused)
+		}
+		if st := api(t, g.base, g.key, "POST", "/v1/sessions/"+s.ID+"/resume", nil, nil); st != http.StatusOK {
+			t.Fatalf("resume: %d", st)
+		}
+		if x := g.exec(s.ID, "x += 1; x"); x.Result.Text == "" {
+			t.Fatalf("after the resume: %+v", x)
+		}
 	}
-	var refused struct{ Error struct{ Code string } }
-	if st := api(t, g.base, g.key, "POST", "/v1/sessions/"+s.ID+"/execute", map[string]string{"code": "x"}, &refused); st != http.StatusConflict || refused.Error.Code != "session_paused" {
-		t.Fatalf("an execution of the paused session after the restart: %d %+v", st, refused)
-	}
-	if st := api(t, g.base, g.key, "POST", "/v1/sessions/"+s.ID+"/resume", nil, nil); st != http.StatusOK {
-		t.Fatalf("resume: %d", st)
-	}
-	if x := g.exec(s.ID, "x + 1"); x.Result.Text != "42" {
-		t.Fatalf("after the resume: %+v", x)
+	if x := g.exec(s.ID, "x"); x.Result.Text != "43" {
+		t.Fatalf("the variable after two restarts: %+v", x)
 	}
 }
