@@ -200,6 +200,14 @@ func (m *Manager) restore(ctx context.Context, adopter sandbox.Adopter, canAdopt
 		s.first.publish(Event{Type: EventDone, ID: rec.Running, Status: StatusUnknown, Reason: "the gateway restarted while this execution ran; it went on in the kernel, its status and output are lost",
 			StateLost: ptr(restarted), Truncated: ptr(true)})
 	}
+	if rec.PausedAtTimeout && !restarted { // paused again, as it was, before anyone can use it (a restarted kernel has nothing to keep)
+		if err := s.pause.holdAtTimeout(sctx, nil); err != nil {
+			log.Warn().Err(err).Msg("restored session: pausing it again at its timeout failed; its timeout is now, for the reaper to try again")
+			s.mu.Lock()
+			s.endAt = now
+			s.mu.Unlock()
+		}
+	}
 	if !m.table.insert(s) { // shutting down while an orphan was adopted: let it go again
 		if err := s.detach(context.WithoutCancel(ctx), restartingReason); err != nil {
 			m.log.Warn().Err(err).Str("session", rec.ID).Msg("detach after adoption failed")
@@ -207,11 +215,6 @@ func (m *Manager) restore(ctx context.Context, adopter sandbox.Adopter, canAdopt
 		return "lost", "the gateway is shutting down"
 	}
 	m.watchFence(s)
-	if rec.PausedAtTimeout && !restarted { // paused again, as it was (a restarted kernel has nothing to keep)
-		if err := s.pause.holdAtTimeout(sctx); err != nil {
-			log.Warn().Err(err).Msg("restored session: pausing it again at its timeout failed; it runs")
-		}
-	}
 	m.records.put(s)
 	if restarted {
 		return "restarted", ""
@@ -379,18 +382,13 @@ func (s *Session) detach(ctx context.Context, reason string) error {
 	s.cancel()
 	// No gateway restores the session past its lifetime or its idle
 	// expiry (restore): a sandbox that ends itself ends by then.
-	// One whose lifecycle pauses it is restored past both (paused), up
-	// to the maximum lifetime.
 	s.mu.Lock()
 	end := s.endAt
 	if idle := s.lastActive.Add(s.idle); idle.Before(end) {
 		end = idle
 	}
-	if s.lifecycle.OnTimeout == OnTimeoutPause {
-		end = s.created.Add(s.cfg.MaxLifetime)
-	}
 	s.mu.Unlock()
-	s.tellEnd(end)
+	s.tellEnd(end) // one whose lifecycle pauses it: its maximum lifetime
 	err := s.sandbox.(sandbox.Persistent).Detach(ctx)
 	if s.egress != nil { // its directory stays, for the next gateway to resume
 		if derr := s.egress.Detach(); derr != nil {

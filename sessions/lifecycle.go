@@ -70,12 +70,13 @@ func pauseAtTimeout(ctx context.Context, m *Manager, s *Session, reason string) 
 		defer cancel()
 		stop := context.AfterFunc(s.ctx, cancel) // the session closes: stop pausing it
 		defer stop()
-		err := s.pause.holdAtTimeout(pctx)
-		if err == nil {
+		end := s.created.Add(s.cfg.MaxLifetime)
+		err := s.pause.holdAtTimeout(pctx, func() { // under the pauser's lock: a resume cannot come in between
 			s.mu.Lock()
-			s.endAt = s.created.Add(s.cfg.MaxLifetime)
-			end := s.endAt
+			s.endAt = end
 			s.mu.Unlock()
+		})
+		if err == nil {
 			s.tellEnd(end)
 			s.persist()
 			s.log.Info().Str("reason", reason).Msg("session paused at its timeout")
@@ -105,4 +106,23 @@ func resumedLifetime(s *Session, now time.Time) time.Time {
 		return limit
 	}
 	return now.Add(s.lifetime)
+}
+
+// resumedAfterTimeout starts the lifetime of s again once it is resumed
+// from a pause at its timeout (resumedLifetime), and says so on its
+// stream: how names what resumed it.
+func resumedAfterTimeout(s *Session, how string) {
+	moveEnd(s, resumedLifetime(s, time.Now()))
+	s.first.publish(Event{Type: EventKernel, State: string(s.first.State()), Reason: "resumed " + how + " after a pause at its timeout"})
+}
+
+// moveEnd makes s end at end: its sandbox is told, its record written
+// and the reaper woken. It takes s.mu.
+func moveEnd(s *Session, end time.Time) {
+	s.mu.Lock()
+	s.endAt = end
+	s.mu.Unlock()
+	s.tellEnd(end)
+	s.persist()
+	s.wake()
 }

@@ -44,6 +44,7 @@ type pauser struct {
 	autoResume bool   // Lifecycle.AutoResume
 	woke       func() // called (after mu) when a use resumed a pause at the timeout; nil: nothing
 
+	closed  bool        // thawForGood: the session closes, nothing freezes it again (under mu)
 	reaping atomic.Bool // the reaper has a maybeFreeze of this sandbox in progress
 	timing  atomic.Bool // the reaper has a pause at the timeout in progress (pauseAtTimeout)
 }
@@ -158,6 +159,9 @@ func (p *pauser) hold(ctx context.Context) error {
 
 // holdLocked is hold with mu held.
 func (p *pauser) holdLocked(ctx context.Context) error {
+	if p.closed { // a pause that comes after the close's thaw would freeze what the close must end
+		return ErrClosed
+	}
 	if p.held.Load() {
 		return nil
 	}
@@ -180,38 +184,42 @@ func (p *pauser) holdLocked(ctx context.Context) error {
 }
 
 // holdAtTimeout is hold for the session's pause at its timeout
-// (pauseAtTimeout): a use then resumes it when autoResume is set. A
-// sandbox a client holds already stays held as the client's.
-func (p *pauser) holdAtTimeout(ctx context.Context) error {
+// (pauseAtTimeout): a use then resumes it when autoResume is set, and a
+// resume starts its lifetime again. A sandbox a client holds already
+// becomes paused at its timeout too. held, when not nil, is called once
+// it is held, under mu (it must not block: it moves the session's end).
+func (p *pauser) holdAtTimeout(ctx context.Context, held func()) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.held.Load() {
-		return nil
-	}
 	if err := p.holdLocked(ctx); err != nil {
 		return err
 	}
 	p.atTimeout.Store(true)
+	if held != nil {
+		held()
+	}
 	return nil
 }
 
-// unhold thaws a sandbox a client paused (POST .../resume); resuming one
-// not paused by a client does nothing. It blocks for the thaw.
-func (p *pauser) unhold(ctx context.Context) error {
+// unhold thaws a sandbox a client paused (POST .../resume), or its
+// timeout did (atTimeout says so); resuming one not paused by a client
+// does nothing. It blocks for the thaw.
+func (p *pauser) unhold(ctx context.Context) (atTimeout bool, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.held.Load() {
-		return nil
+		return false, nil
 	}
 	if p.fz.Frozen() {
 		if err := p.fz.Thaw(ctx); err != nil {
-			return err
+			return false, err
 		}
 	}
+	atTimeout = p.atTimeout.Load()
 	p.held.Store(false)
 	p.atTimeout.Store(false)
 	p.lastUse = time.Now()
-	return nil
+	return atTimeout, nil
 }
 
 // thawForGood thaws the sandbox for its session's close and keeps it
@@ -222,7 +230,7 @@ func (p *pauser) unhold(ctx context.Context) error {
 func (p *pauser) thawForGood(ctx context.Context) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.off = true // no freeze from now on
+	p.off, p.closed = true, true // no freeze from now on
 	if p.fz != nil && p.fz.Frozen() {
 		if err := p.fz.Thaw(ctx); err != nil {
 			p.log.Warn().Err(err).Msg("thawing the sandbox for its close failed")
@@ -257,19 +265,12 @@ func (s *Session) Pause(ctx context.Context) error {
 // (Lifecycle), whose lifetime then starts again; idle expiry counts from
 // now. Resuming a session not paused does nothing.
 func (s *Session) Resume(ctx context.Context) error {
-	atTimeout := s.pause.atTimeout.Load()
-	if err := s.pause.unhold(ctx); err != nil {
+	atTimeout, err := s.pause.unhold(ctx)
+	if err != nil {
 		return fmt.Errorf("sessions: resume: %w", err)
 	}
 	if atTimeout { // paused at its timeout: its lifetime starts again
-		s.mu.Lock()
-		s.endAt = resumedLifetime(s, time.Now())
-		end := s.endAt
-		s.mu.Unlock()
-		s.tellEnd(end)
-		s.persist()
-		s.wake()
-		s.first.publish(Event{Type: EventKernel, State: string(s.first.State()), Reason: "resumed after a pause at its timeout"})
+		resumedAfterTimeout(s, "by a client")
 	}
 	s.Touch()
 	return nil

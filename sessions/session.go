@@ -145,16 +145,7 @@ func newSession(p sessionParams) *Session {
 	}
 	s.pause = newPauser(p.sandbox, p.cfg.PauseAfter, s.log, frozen)
 	s.pause.autoResume = p.lifecycle.AutoResume
-	s.pause.woke = func() { // a use resumed it after a pause at its timeout: its lifetime starts again
-		s.mu.Lock()
-		s.endAt = resumedLifetime(s, time.Now())
-		end := s.endAt
-		s.mu.Unlock()
-		s.tellEnd(end)
-		s.persist()
-		s.wake()
-		s.first.publish(Event{Type: EventKernel, State: string(s.first.State()), Reason: "resumed by its use after a pause at its timeout"})
-	}
+	s.pause.woke = func() { resumedAfterTimeout(s, "by its use") } // its lifetime starts again
 	s.cmds = newCommands(s)
 	s.first = newKernel(s, kernelParams{kernel: p.kernel, cwd: p.cwd, log: log, slots: p.slots, sandbox: p.sandbox,
 		client: p.client, watch: p.watch})
@@ -241,6 +232,12 @@ func (c *closeSteps) run(name string, f func() error) {
 // tellEnd tells a sandbox that ends itself once no gateway holds it
 // (sandbox.Expiring) when the session ends.
 func (s *Session) tellEnd(end time.Time) {
+	if s.lifecycle.OnTimeout == OnTimeoutPause {
+		// Its timeout pauses it, even one that passes while no gateway
+		// runs (the next restores and pauses it): only the maximum
+		// lifetime ends it.
+		end = s.created.Add(s.cfg.MaxLifetime)
+	}
 	if e, ok := s.sandbox.(sandbox.Expiring); ok {
 		if err := e.SetEnd(end); err != nil {
 			s.log.Warn().Err(err).Msg("telling the sandbox its end failed")
@@ -274,13 +271,7 @@ func (s *Session) SetLifetime(d time.Duration) error {
 		return invalid("a session ends at the latest %v after its creation (--max-lifetime): this one may live %v more, not %v",
 			s.cfg.MaxLifetime, max(limit.Sub(now), 0).Truncate(time.Second), d)
 	}
-	s.mu.Lock()
-	s.endAt = now.Add(d)
-	end := s.endAt
-	s.mu.Unlock()
-	s.tellEnd(end)
-	s.persist()
-	s.wake() // the reaper ends it on time, not at its next tick
+	moveEnd(s, now.Add(d)) // the reaper ends it on time, not at its next tick
 	return nil
 }
 
