@@ -80,11 +80,12 @@ func (h *MetricsLog) Now(ctx context.Context) (Metrics, error) {
 	}
 	m.Timestamp = time.Now().UTC()
 	disk, counted := h.walk.used(ctx, s.sandbox.Workspace(), s.files, m.DiskTotal)
-	if !counted { // ctx ended while another's walk ran: the last count stands
+	if counted {
+		h.noteDisk(disk, m.Timestamp)
+	} else { // ctx ended while another's walk ran: the last count stands
 		disk = h.lastDisk()
 	}
 	m.DiskUsed = disk
-	h.noteDisk(disk, m.Timestamp)
 	within := h.s.cfg.MetricsInterval // a client's samples replace one another within it
 	if within <= 0 {
 		within = DefaultMetricsInterval
