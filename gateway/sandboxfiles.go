@@ -15,52 +15,62 @@ import (
 )
 
 // The sandbox's own file system, read-only, by absolute path (?path=):
-// GET /v1/sessions/{id}/sandbox-files reads a file (HEAD: whether it
-// exists), GET /v1/sessions/{id}/sandbox-files/info describes an entry. A
+// GET /v1/sessions/{id}/sandbox-files reads a file (HEAD: whether an
+// entry, a directory too, exists), GET /v1/sessions/{id}/sandbox-files/info describes an entry. A
 // path in the workspace is the workspace's file (as under /files); any
 // other is read by a command in the sandbox, as the sandbox's user sees
 // it (sessions.Commands.ReadSandboxFile), at most
 // sessions.MaxSandboxFileBytes.
 
-// sandboxPath is the request's ?path=, canonical; rel is the workspace
-// path when it lies in the workspace (inWorkspace).
-func sandboxPath(c echo.Context) (abs, rel string, inWorkspace bool, err error) {
+// sandboxFileRequest is a sandbox-files request's session and path.
+type sandboxFileRequest struct {
+	sess        *sessions.Session
+	abs         string // the ?path=, canonical
+	rel         string // the workspace path, when inWorkspace
+	inWorkspace bool
+}
+
+// sandboxFile reads the request's session and its ?path=.
+func (f *filesAPI) sandboxFile(c echo.Context) (sandboxFileRequest, error) {
+	sess, err := f.session(c)
+	if err != nil {
+		return sandboxFileRequest{}, err
+	}
 	raw := c.QueryParam("path")
 	if raw == "" {
-		return "", "", false, httperr.New(http.StatusBadRequest, "bad_path", "missing ?path= (an absolute path in the sandbox)")
+		return sandboxFileRequest{}, httperr.New(http.StatusBadRequest, "bad_path", "missing ?path= (an absolute path in the sandbox)")
 	}
-	abs, err = sessions.CleanSandboxPath(raw)
+	abs, err := sessions.CleanSandboxPath(raw)
 	if err != nil {
-		return "", "", false, err
+		return sandboxFileRequest{}, err
 	}
-	rel, inWorkspace = workspace.RelativeToRoot(abs)
-	return abs, rel, inWorkspace, nil
+	rel, in := workspace.RelativeToRoot(abs)
+	return sandboxFileRequest{sess: sess, abs: abs, rel: rel, inWorkspace: in}, nil
 }
 
 func (f *filesAPI) readSandboxFile(c echo.Context) error {
-	sess, err := f.session(c)
+	r, err := f.sandboxFile(c)
 	if err != nil {
 		return err
 	}
-	abs, rel, inWorkspace, err := sandboxPath(c)
-	if err != nil {
-		return err
+	sess, abs, rel, inWorkspace := r.sess, r.abs, r.rel, r.inWorkspace
+	if c.Request().Method == http.MethodHead { // whether it exists: a file, a directory or another entry
+		switch {
+		case inWorkspace && rel != "":
+			_, err = sess.Files().Stat(rel)
+		case !inWorkspace:
+			_, err = sess.Commands().StatSandboxFile(c.Request().Context(), abs)
+		}
+		if err != nil {
+			return err
+		}
+		return c.NoContent(http.StatusOK)
 	}
 	if inWorkspace {
 		if rel == "" {
 			return &workspace.PathError{Kind: workspace.ErrIsDir, Path: abs}
 		}
 		return f.serveFile(c, sess, rel)
-	}
-	if c.Request().Method == http.MethodHead {
-		e, err := sess.Commands().StatSandboxFile(c.Request().Context(), abs)
-		if err != nil {
-			return err
-		}
-		if e.Type == "dir" {
-			return &workspace.PathError{Kind: workspace.ErrIsDir, Path: abs}
-		}
-		return c.NoContent(http.StatusOK)
 	}
 	data, err := sess.Commands().ReadSandboxFile(c.Request().Context(), abs, sessions.MaxSandboxFileBytes)
 	if err != nil {
@@ -82,14 +92,11 @@ func (f *filesAPI) readSandboxFile(c echo.Context) error {
 }
 
 func (f *filesAPI) statSandboxFile(c echo.Context) error {
-	sess, err := f.session(c)
+	r, err := f.sandboxFile(c)
 	if err != nil {
 		return err
 	}
-	abs, rel, inWorkspace, err := sandboxPath(c)
-	if err != nil {
-		return err
-	}
+	sess, abs, rel, inWorkspace := r.sess, r.abs, r.rel, r.inWorkspace
 	var e workspace.Entry
 	switch {
 	case inWorkspace && rel == "":

@@ -65,12 +65,20 @@ func TestSandboxFiles(t *testing.T) {
 			if st, e := info("/etc"); st != http.StatusOK || e.Type != "dir" {
 				t.Fatalf("/etc: %d %+v", st, e)
 			}
-			for _, m := range []string{"GET", "HEAD"} {
-				if st, _ := get(m, "/etc"); st != http.StatusConflict {
-					t.Fatalf("%s a directory: %d", m, st)
+			if st, _ := get("GET", "/etc"); st != http.StatusConflict {
+				t.Fatalf("GET a directory: %d", st)
+			}
+			for _, p := range []string{"/etc", "/home/user", "/workspace/in-ws.txt"} { // HEAD: whether it exists
+				if st, _ := get("HEAD", p); st != http.StatusOK {
+					t.Fatalf("HEAD %s: %d", p, st)
 				}
+			}
+			for _, m := range []string{"GET", "HEAD"} {
 				if st, _ := get(m, "/no/such/file"); st != http.StatusNotFound {
 					t.Fatalf("%s a missing file: %d", m, st)
+				}
+				if st, _ := get(m, "/home/user/no-such-file"); st != http.StatusNotFound {
+					t.Fatalf("%s a missing workspace file: %d", m, st)
 				}
 			}
 			if st, _ := info("/no/such/file"); st != http.StatusNotFound {

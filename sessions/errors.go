@@ -46,6 +46,10 @@ var (
 	// ErrSandboxFileTooLarge: a file outside the workspace is larger than
 	// a read of one may be (ReadSandboxFile).
 	ErrSandboxFileTooLarge = errors.New("sessions: the sandbox file is too large to read through the gateway")
+	// ErrMemorySpent: the gateway's memory budget for what sessions hold
+	// (Config.MemoryBudget, the tenant's share) has no room for a read
+	// now; it may be retried.
+	ErrMemorySpent = errors.New("sessions: the gateway's memory budget is spent for now")
 	// ErrBadKernelReply: a kernel (code the sandbox runs controls it)
 	// answered with a message that is not what the protocol promises.
 	ErrBadKernelReply = kernel.ErrMalformed

@@ -78,8 +78,8 @@ const (
 	sandboxFileDenied  = 5
 )
 
-// sandboxFileChecks is the start of both scripts: $p exists (a dangling
-// symlink too), else exit sandboxFileMissing.
+// sandboxFileChecks is the start of the stat script: $p exists (a
+// dangling symlink too), else exit sandboxFileMissing.
 const sandboxFileChecks = `[ -e "$p" ] || [ -L "$p" ] || exit 3
 `
 
@@ -98,8 +98,9 @@ func (m *Commands) ReadSandboxFile(ctx context.Context, p string, limit int64) (
 	if limit <= 0 || limit > MaxSandboxFileBytes {
 		limit = MaxSandboxFileBytes
 	}
-	script := "p=" + shellQuote(p) + "\n" + sandboxFileChecks +
-		`[ -d "$p" ] && exit 4
+	// -e follows symlinks: a dangling one is missing.
+	script := "p=" + shellQuote(p) + "\n" + `[ -e "$p" ] || exit 3
+[ -d "$p" ] && exit 4
 [ -r "$p" ] || exit 5
 exec head -c ` + strconv.FormatInt(limit+1, 10) + ` -- "$p"`
 	out, err := m.runSandboxScript(ctx, p, "read sandbox file", script, limit+1)
@@ -122,7 +123,7 @@ func (m *Commands) StatSandboxFile(ctx context.Context, p string) (workspace.Ent
 		return workspace.Entry{}, err
 	}
 	script := "p=" + shellQuote(p) + "\n" + sandboxFileChecks +
-		`find "$p" -maxdepth 0 -printf '%y/%s/%m/%T@\n%l' || exit 5
+		`find "$p" -maxdepth 0 -printf '%y/%s/%m/%T@\n%l' || exit 1
 exit 0`
 	out, err := m.runSandboxScript(ctx, p, "stat sandbox file", script, 2*workspace.MaxPathBytes)
 	if err != nil {
@@ -176,6 +177,13 @@ func (m *Commands) runSandboxScript(ctx context.Context, p, op, script string, k
 		return nil, err
 	}
 	defer done()
+	// What it keeps is charged to the session's memory budget: twice
+	// keep, the most a growing buffer holds.
+	charge := int(2 * keep)
+	if !m.s.budget.TryAcquire(charge) {
+		return nil, fmt.Errorf("sessions: %s %s: %w", op, p, ErrMemorySpent)
+	}
+	defer m.s.budget.Release(charge)
 	c, release, err := m.launch(ctx, cr, spec, op)
 	if err != nil {
 		return nil, err

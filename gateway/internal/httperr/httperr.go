@@ -64,6 +64,8 @@ func Of(err error) *Error {
 		return New(http.StatusUnprocessableEntity, "not_text", "%s", publicMessage(err))
 	case errors.Is(err, workspace.ErrBadPath), errors.Is(err, workspace.ErrSymlink), errors.Is(err, workspace.ErrBadMetadata):
 		return New(http.StatusBadRequest, "bad_path", "%s", publicMessage(err))
+	case errors.Is(err, sessions.ErrMemorySpent):
+		return New(http.StatusServiceUnavailable, "memory_spent", "the gateway's memory for this tenant is spent for now: retry in a moment, or read less at once")
 	case errors.Is(err, workspace.ErrPermission):
 		return New(http.StatusForbidden, "file_forbidden", "%s", publicMessage(err))
 	case errors.Is(err, sessions.ErrSandboxFileTooLarge):

@@ -8,6 +8,8 @@ export const HOME = '/home/user';
 export function toWorkspacePath(p) {
     if (typeof p !== 'string')
         return p;
+    if (p.startsWith('/'))
+        p = normalizeAbsolute(p);
     for (const root of [HOME, '/workspace']) {
         if (p === root || p === root + '/')
             return '';
@@ -24,6 +26,15 @@ export function toWorkspacePath(p) {
 export function sandboxPath(p) {
     if (typeof p !== 'string' || !p.startsWith('/'))
         return undefined;
+    const norm = normalizeAbsolute(p);
+    for (const root of [HOME, '/workspace']) {
+        if (norm === root || norm.startsWith(root + '/'))
+            return undefined;
+    }
+    return norm;
+}
+/** An absolute path with `.`, `..` and repeated slashes resolved (as POSIX's normpath does, `//` too). */
+function normalizeAbsolute(p) {
     const segs = [];
     for (const s of p.split('/')) {
         if (s === '' || s === '.')
@@ -33,12 +44,7 @@ export function sandboxPath(p) {
         else
             segs.push(s);
     }
-    const norm = '/' + segs.join('/');
-    for (const root of [HOME, '/workspace']) {
-        if (norm === root || norm.startsWith(root + '/'))
-            return undefined;
-    }
-    return norm;
+    return '/' + segs.join('/');
 }
 /** The absolute path (under /home/user) of a workspace path. */
 export function toAbsolute(rel) {

@@ -8,6 +8,7 @@ export const HOME = '/home/user'
  */
 export function toWorkspacePath(p: string): string {
   if (typeof p !== 'string') return p
+  if (p.startsWith('/')) p = normalizeAbsolute(p)
   for (const root of [HOME, '/workspace']) {
     if (p === root || p === root + '/') return ''
     if (p.startsWith(root + '/')) return p.slice(root.length + 1)
@@ -22,17 +23,22 @@ export function toWorkspacePath(p: string): string {
  */
 export function sandboxPath(p: string): string | undefined {
   if (typeof p !== 'string' || !p.startsWith('/')) return undefined
+  const norm = normalizeAbsolute(p)
+  for (const root of [HOME, '/workspace']) {
+    if (norm === root || norm.startsWith(root + '/')) return undefined
+  }
+  return norm
+}
+
+/** An absolute path with `.`, `..` and repeated slashes resolved (as POSIX's normpath does, `//` too). */
+function normalizeAbsolute(p: string): string {
   const segs: string[] = []
   for (const s of p.split('/')) {
     if (s === '' || s === '.') continue
     if (s === '..') segs.pop()
     else segs.push(s)
   }
-  const norm = '/' + segs.join('/')
-  for (const root of [HOME, '/workspace']) {
-    if (norm === root || norm.startsWith(root + '/')) return undefined
-  }
-  return norm
+  return '/' + segs.join('/')
 }
 
 /** The absolute path (under /home/user) of a workspace path. */

@@ -211,11 +211,13 @@ class Filesystem:
         if outside is None and not p:
             return True
         try:
-            # 200: a file; 409: a directory (not downloadable) or a file being
-            # written; 403: an entry the sandbox's user may not read.
+            # Outside the workspace, 200 is any entry (a directory too) and
+            # 403 one the sandbox's user may not see; 409 is a paused
+            # session, which raises.
             if outside is not None:
-                self._conn.open("HEAD", session_path(self._id, "sandbox-files"), query={"path": outside}, ok=(200, 403, 409)).close()
+                self._conn.open("HEAD", session_path(self._id, "sandbox-files"), query={"path": outside}, ok=(200, 403)).close()
                 return True
+            # 200: a file; 409: a directory (not downloadable) or a file being written.
             self._conn.open("HEAD", self._file(p), ok=(200, 409)).close()
             return True
         except NotFoundException:
