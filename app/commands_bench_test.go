@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"net/http"
-	"sort"
 	"testing"
 	"time"
 
@@ -32,9 +31,7 @@ func BenchmarkCommandTrue(b *testing.B) {
 				}
 				took = append(took, time.Since(start))
 			}
-			sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
-			b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
-			b.ReportMetric(float64(took[len(took)*9/10].Microseconds())/1000, "p90-ms")
+			percentiles(b, took)
 		})
 	}
 }

@@ -464,18 +464,27 @@ test('lifecycle: paused at its timeout, resumed by connect or, with autoResume, 
     }
     assert.equal((await sbx.getInfo()).state, 'paused')
   }
-  const manual = await sandbox({ timeoutMs: 120_000, lifecycle: { onTimeout: 'pause', autoResume: false } })
-  await manual.runCode('x = 41')
-  await pausedAtTimeout(manual)
-  await assert.rejects(manual.runCode('x'))
-  await manual.connect() // connect resumes it, its variables kept
-  assert.equal(await manual.isRunning(), true)
-  assert.equal((await manual.runCode('x + 1')).text, '42')
-  const auto = await sandbox({ timeoutMs: 120_000, lifecycle: { onTimeout: { action: 'pause' }, autoResume: true } })
-  await auto.runCode('y = 1')
-  await pausedAtTimeout(auto)
-  assert.equal((await auto.runCode('y + 1')).text, '2') // its use resumes it
-  assert.equal(await auto.isRunning(), true)
+  // Each is killed at the end of the test: the suite's sandboxes stay under the gateway's cap per key.
+  const manual = await Sandbox.create({ timeoutMs: 120_000, lifecycle: { onTimeout: 'pause', autoResume: false } })
+  try {
+    await manual.runCode('x = 41')
+    await pausedAtTimeout(manual)
+    await assert.rejects(manual.runCode('x'))
+    await manual.connect() // connect resumes it, its variables kept
+    assert.equal(await manual.isRunning(), true)
+    assert.equal((await manual.runCode('x + 1')).text, '42')
+  } finally {
+    await manual.kill()
+  }
+  const auto = await Sandbox.create({ timeoutMs: 120_000, lifecycle: { onTimeout: { action: 'pause' }, autoResume: true } })
+  try {
+    await auto.runCode('y = 1')
+    await pausedAtTimeout(auto)
+    assert.equal((await auto.runCode('y + 1')).text, '2') // its use resumes it
+    assert.equal(await auto.isRunning(), true)
+  } finally {
+    await auto.kill()
+  }
   for (const bad of [{ onTimeout: { action: 'pause', keepMemory: false } }, { onTimeout: { action: 'kill', keepMemory: true } }, { onTimeout: 'sleep' }]) {
     await assert.rejects(Sandbox.create({ lifecycle: bad }), InvalidArgumentError)
   }
@@ -586,7 +595,7 @@ e2bTest('templates, metadata and Sandbox.list with a query and pages', async () 
   await assert.rejects(Sandbox.create('no-such-template'), (e) => e instanceof TemplateError || e instanceof InvalidArgumentError)
   // What glassroom has no part of is refused before any sandbox starts, in E2B's words.
   await assert.rejects(Sandbox.create({ mcp: { server: {} }, metadata: { tag } }), /^InvalidArgumentError: Failed to start MCP gateway/)
-  await assert.rejects(Sandbox.create({ lifecycle: { onTimeout: 'pause' }, metadata: { tag } }), InvalidArgumentError)
+  await assert.rejects(Sandbox.create({ lifecycle: { onTimeout: { action: 'pause', keepMemory: false } }, metadata: { tag } }), InvalidArgumentError)
   assert.equal((await Sandbox.list({ query: { metadata: { tag } } }).nextItems()).length, 2)
 })
 
