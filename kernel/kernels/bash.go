@@ -37,6 +37,7 @@ func bash() Kernel {
 			{"ENV", "it steers shells started by the code"},
 		},
 		Settings: &Settings{Apply: bashApply, Restore: bashRestore, Restored: bashRestored, Refuse: bashRefuse, Explain: bashExplain},
+		Snapshot: bashSnapshot(),
 		// glassroom's own kernel (kernel/kernels/bashkernel.py).
 		JupyterArgv: []string{"python3", "-I", "bashkernel.py", "-f", "{connection_file}"},
 		Smoke:       []string{"bash", "-c", "exec python3 -I -c 'import ipykernel.kernelbase'"},

@@ -72,6 +72,10 @@ type Kernel struct {
 	// Settings applies one execution's envs and cwd; nil: the kernel
 	// takes none.
 	Settings *Settings
+	// Snapshot is how its variables are captured and restored (sessions'
+	// snapshots); nil: they are not (a snapshot holds the workspace and
+	// says so).
+	Snapshot *Snapshot
 	// JupyterArgv is the argv of its Jupyter kernelspec, as Jupyter
 	// clients show it ({connection_file} is the placeholder): glassroom
 	// launches its kernels itself.

@@ -30,6 +30,7 @@ func python() Kernel {
 			{"MPLCONFIGDIR", "glassroom sets it"},
 		},
 		Settings:    &Settings{Apply: pythonApply, Restore: pythonExec(pythonRestoreBody)},
+		Snapshot:    pythonSnapshot(),
 		JupyterArgv: []string{"python3", "-I", "-m", "ipykernel_launcher", "-f", "{connection_file}"},
 		Debugger:    true,
 		Smoke: []string{"python3", "-I", "-c", "import ipykernel.kernelapp, ipywidgets, debugpy, tqdm.notebook; " +

@@ -36,6 +36,7 @@ func r() Kernel {
 		HostConfig:  []string{"/etc/R"},
 		ReservedEnv: []ReservedEnv{{"R_", "it steers R at kernel start"}},
 		Settings:    &Settings{Apply: rApply, Restore: rRestore, Loud: true},
+		Snapshot:    rSnapshot(),
 		JupyterArgv: []string{"R", "--slave", "-e", "IRkernel::main()", "--args", "{connection_file}"},
 		Smoke:       []string{"Rscript", "-e", "suppressPackageStartupMessages({library(IRkernel); library(ggplot2); library(dplyr)})"},
 		Hello:       "cat(6 * 7, \"\\n\", sep = \"\")",
