@@ -54,6 +54,9 @@ type Info struct {
 	// it ends then); PausedAtTimeout: it is paused so now.
 	Lifecycle       *Lifecycle `json:"lifecycle,omitempty"`
 	PausedAtTimeout bool       `json:"paused_at_timeout,omitempty"`
+	// Restore is set by the gateway in the answer that creates the
+	// session from a snapshot (Snapshots.CreateFrom).
+	Restore *RestoreReport `json:"restore,omitempty"`
 }
 
 // Session states.
