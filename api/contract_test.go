@@ -87,6 +87,20 @@ open("made.txt", "w").write("m")
 	if !insp.Found {
 		t.Fatalf("inspection %+v", insp)
 	}
+	var snap api.Snapshot
+	strict(t, "a snapshot", call("POST", sp+"/snapshots", "", 201), &snap)
+	var snaps api.SnapshotList
+	strict(t, "the snapshots", call("GET", "/v1/snapshots?session_id="+s.ID, "", 200), &snaps)
+	var restored api.Session
+	strict(t, "a session from a snapshot", call("POST", "/v1/sessions", `{"snapshot":"`+snap.ID+`"}`, 201), &restored)
+	if len(snaps.Snapshots) != 1 || restored.Restore == nil || len(restored.Restore.Contexts) != 1 || len(snap.Contexts[0].Captured) == 0 {
+		t.Fatalf("snapshots %+v, restore %+v", snaps, restored.Restore)
+	}
+	var forks api.ForkResult
+	strict(t, "a fork", call("POST", sp+"/fork", `{"count":1}`, 201), &forks)
+	if len(forks.Forks) != 1 || forks.Forks[0].Session == nil {
+		t.Fatalf("forks %+v", forks)
+	}
 
 	// The WebSocket: every frame of a run with output of each kind, an
 	// input request, a refusal, and a completion.

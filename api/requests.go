@@ -33,6 +33,17 @@ type CreateSessionRequest struct {
 	// Lifecycle says what the session does when its lifetime or idle
 	// timeout ends (E2B's lifecycle): end it (the default), or pause it.
 	Lifecycle *Lifecycle `json:"lifecycle,omitempty"`
+	// Snapshot starts the session from a snapshot of the tenant's (POST
+	// /v1/sessions/{id}/snapshots): its workspace and its contexts'
+	// variables are restored before the answer, which says what came
+	// back (Session.Restore). Language defaults to the snapshot's.
+	Snapshot string `json:"snapshot,omitempty"`
+}
+
+// ForkRequest is the body of POST /v1/sessions/{id}/fork: Count new
+// sessions (1 when absent) start from a capture of the session.
+type ForkRequest struct {
+	Count *int `json:"count,omitempty"`
 }
 
 // Lifecycle is what a session does at its timeout. OnTimeout "kill" (or

@@ -62,6 +62,9 @@ type Session struct {
 	// (PausedByClient is set too).
 	Lifecycle       *Lifecycle `json:"lifecycle,omitempty"`
 	PausedAtTimeout bool       `json:"paused_at_timeout,omitempty"`
+	// Restore is, in the answer that creates a session from a snapshot
+	// (or a fork), what it got of it.
+	Restore *RestoreReport `json:"restore,omitempty"`
 }
 
 // Template is an operator's session preset (GET /v1/templates).
@@ -663,4 +666,79 @@ type TerminalControl struct {
 	Cols     int    `json:"cols,omitempty"`
 	Rows     int    `json:"rows,omitempty"`
 	ExitCode *int   `json:"exit_code,omitempty"`
+}
+
+// Snapshot is a captured session (POST /v1/sessions/{id}/snapshots, GET
+// /v1/snapshots/{id}): its workspace and, for each context, its kernel's
+// variables; Contexts says what was captured and what could not be.
+// POST /v1/sessions {"snapshot": id} starts a session from it.
+type Snapshot struct {
+	ID        string            `json:"id"`
+	SessionID string            `json:"session_id"`
+	CreatedAt time.Time         `json:"created_at"`
+	SizeBytes int64             `json:"size_bytes"`
+	Contexts  []SnapshotContext `json:"contexts"`
+}
+
+// SnapshotContext is one context of a snapshot: Captured are the names
+// its kernel's state holds, Uncaptured those it does not, with why ("*":
+// none of the kernel's variables, as for JavaScript).
+type SnapshotContext struct {
+	Context    string       `json:"context"`
+	Language   string       `json:"language"`
+	Cwd        string       `json:"cwd"`
+	Default    bool         `json:"default"`
+	State      string       `json:"state,omitempty"`
+	Captured   []string     `json:"captured"`
+	Uncaptured []Uncaptured `json:"uncaptured"`
+}
+
+// Uncaptured is a name a snapshot (or a restore) lacks, and why.
+type Uncaptured struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// SnapshotList is the answer of GET /v1/snapshots, newest first.
+type SnapshotList struct {
+	Snapshots []Snapshot `json:"snapshots"`
+}
+
+// RestoreReport is what a session started from a snapshot got of it
+// (Session.Restore): Error when its workspace could not be restored.
+type RestoreReport struct {
+	SnapshotID string            `json:"snapshot_id"`
+	Error      string            `json:"error,omitempty"`
+	Contexts   []RestoredContext `json:"contexts"`
+}
+
+// RestoredContext is one context's restore: Context is its id in the new
+// session, From in the snapshot; Error says why none of its variables
+// came back (its kernel runs, empty).
+type RestoredContext struct {
+	Context  string       `json:"context"`
+	From     string       `json:"from"`
+	Language string       `json:"language"`
+	Restored []string     `json:"restored"`
+	Failed   []Uncaptured `json:"failed"`
+	Error    string       `json:"error,omitempty"`
+}
+
+// ForkResult is the answer of POST /v1/sessions/{id}/fork: one entry per
+// fork, each a session (with its restore) or the error that one met.
+type ForkResult struct {
+	Forks []Fork `json:"forks"`
+}
+
+// Fork is one fork's outcome.
+type Fork struct {
+	Session *Session   `json:"session,omitempty"`
+	Error   *ForkError `json:"error,omitempty"`
+}
+
+// ForkError is why one fork failed: the code and message an error
+// response of the same cause carries.
+type ForkError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }

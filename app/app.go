@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/glassroom/glassroom/metrics"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/glassroom/glassroom/sessionstore"
+	"github.com/glassroom/glassroom/snapshots"
 	"github.com/glassroom/glassroom/volumes"
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
@@ -47,6 +49,13 @@ type Config struct {
 	// PreviewListen, when set, serves the preview origin
 	// (Gateway.PreviewBase) on that separate address.
 	PreviewListen string
+	// Snapshots configures the snapshot store; an empty Dir is the
+	// runtime's state dir's snapshots, else a directory of this
+	// process's, removed at Close. Replicas that share a Dir (a volume
+	// they all mount) restore each other's snapshots. SnapshotSessions
+	// bounds captures and forks.
+	Snapshots        snapshots.Config
+	SnapshotSessions sessions.SnapshotsConfig
 }
 
 // App is an assembled gateway. Build it with New; Run serves until its
@@ -151,6 +160,11 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (_ *App, err error
 		}
 		return h, nil
 	}
+	snaps, store, err := a.openSnapshots(rt.runtime, mgr)
+	if err != nil {
+		return nil, err
+	}
+	gcfg.Snapshots, gcfg.SnapshotStore = snaps, store
 	if a.Gateway, err = gateway.New(gcfg, mgr, cfg.UI, log); err != nil {
 		return nil, fmt.Errorf("app: gateway: %w", err)
 	}
@@ -158,6 +172,33 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (_ *App, err error
 		return nil, fmt.Errorf("app: restore: %w", err)
 	}
 	return a, nil
+}
+
+// openSnapshots opens the snapshot store under the runtime's state dir
+// (else in a directory of the process's own, removed at Close) and the
+// snapshots of mgr's sessions.
+func (a *App) openSnapshots(rt sessions.Runtime, mgr *sessions.Manager) (*sessions.Snapshots, *snapshots.Store, error) {
+	scfg := a.cfg.Snapshots
+	if scfg.Dir != "" { // shared by replicas
+	} else if sd, ok := rt.(sandbox.StateDirHolder); ok && sd.StateDir() != "" {
+		scfg.Dir = filepath.Join(sd.StateDir(), "snapshots")
+	} else {
+		dir, err := os.MkdirTemp("", "glassroom-snapshots-")
+		if err != nil {
+			return nil, nil, fmt.Errorf("app: snapshots: %w", err)
+		}
+		a.release.PushFunc("snapshots dir", func() { _ = os.RemoveAll(dir) })
+		scfg.Dir = dir
+	}
+	store, err := snapshots.New(scfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("app: snapshots: %w", err)
+	}
+	snaps, err := sessions.NewSnapshots(a.cfg.SnapshotSessions, mgr, store, a.log.With().Str("component", "snapshots").Logger())
+	if err != nil {
+		return nil, nil, fmt.Errorf("app: snapshots: %w", err)
+	}
+	return snaps, store, nil
 }
 
 // Run serves the gateway on ln (nil: no listener, for in-process use),

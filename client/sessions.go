@@ -37,12 +37,16 @@ type CreateOptions struct {
 	// Lifecycle: what the session does at its timeout (nil: it ends);
 	// api.Lifecycle says how a paused one resumes.
 	Lifecycle *Lifecycle
+	// Snapshot starts the session from a snapshot of the key's
+	// (CreateSnapshot); the session's Restore says what came back.
+	Snapshot string
 }
 
 // CreateSession starts a kernel and returns its session. It blocks until
 // the kernel answers (about a second; longer under gVisor).
 func (c *Client) CreateSession(ctx context.Context, opts CreateOptions) (*Session, error) {
-	body := api.CreateSessionRequest{Language: opts.Language, Env: opts.Env, Network: opts.Network, Template: opts.Template, Metadata: opts.Metadata, Volumes: opts.Volumes, PrivatePreviews: opts.PrivatePreviews, Lifecycle: opts.Lifecycle}
+	body := api.CreateSessionRequest{Language: opts.Language, Env: opts.Env, Network: opts.Network, Template: opts.Template, Metadata: opts.Metadata, Volumes: opts.Volumes, PrivatePreviews: opts.PrivatePreviews, Lifecycle: opts.Lifecycle,
+		Snapshot: opts.Snapshot}
 	if opts.Lifetime != 0 {
 		body.LifetimeS = api.Ptr(opts.Lifetime.Seconds())
 	}

@@ -8,6 +8,18 @@ type (
 	// Session is the wire type api.Session.
 	Session = api.Session
 
+	// Snapshot is the wire type api.Snapshot.
+	Snapshot = api.Snapshot
+
+	// SnapshotContext is the wire type api.SnapshotContext.
+	SnapshotContext = api.SnapshotContext
+
+	// RestoreReport is the wire type api.RestoreReport.
+	RestoreReport = api.RestoreReport
+
+	// Fork is the wire type api.Fork.
+	Fork = api.Fork
+
 	// Network is the wire type api.Network.
 	Network = api.Network
 

@@ -24,6 +24,8 @@ type sessionsAPI struct {
 	// accessToken is a session's (tenant, id) access token; trafficToken
 	// its traffic access token (for private previews).
 	accessToken, trafficToken func(tenant, session string) string
+	// snapshots starts a session from a snapshot (nil: none kept).
+	snapshots SnapshotService
 }
 
 // owned is sess's description for a holder of the API key: with its
@@ -90,6 +92,18 @@ func (s *sessionsAPI) createSession(c echo.Context) error {
 		if err := opts.Limits.Validate(); err != nil {
 			return err
 		}
+	}
+	if req.Snapshot != "" {
+		if s.snapshots == nil {
+			return errNoSnapshots
+		}
+		sess, rep, err := s.snapshots.CreateFrom(c.Request().Context(), tenant.Of(c), opts, req.Snapshot)
+		if err != nil {
+			return err
+		}
+		in := s.owned(c, sess)
+		in.Restore = rep
+		return c.JSON(http.StatusCreated, in)
 	}
 	sess, err := s.mgr.Create(c.Request().Context(), tenant.Of(c), opts)
 	if err != nil {

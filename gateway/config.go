@@ -59,6 +59,11 @@ type Config struct {
 	// Volumes keeps tenants' named volumes (/v1/volumes); nil: the routes
 	// answer 501.
 	Volumes VolumeStore
+	// Snapshots captures sessions and starts sessions from captures, and
+	// SnapshotStore keeps them (/v1/snapshots, forks); nil: the routes
+	// answer 501. Both or neither.
+	Snapshots     SnapshotService
+	SnapshotStore SnapshotStore
 	// Instance names this replica in the requests it forwards to the
 	// replica serving a session (ForwardedHeader); default "gateway".
 	Instance string
@@ -107,6 +112,9 @@ func (c Config) Validate() error {
 	}
 	if len(c.URLSigningKey) > 0 && len(c.URLSigningKey) < urlsign.MinKeyBytes {
 		return fmt.Errorf("gateway: config: the URL signing key must be at least %d bytes", urlsign.MinKeyBytes)
+	}
+	if (c.Snapshots == nil) != (c.SnapshotStore == nil) {
+		return errors.New("gateway: config: Snapshots and SnapshotStore go together")
 	}
 	if c.MaxBodyBytes < 0 || c.MaxUploadBytes < 0 || c.MaxEditBytes < 0 || c.WSLargeFrameBudget < 0 || c.WSPingInterval < 0 || c.ShutdownTimeout < 0 {
 		return errors.New("gateway: config: negative limit")

@@ -90,7 +90,7 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 			}
 		}
 	}
-	toOpenAPI := strings.NewReplacer(":id", "{id}", ":ctx", "{ctx}", ":pid", "{pid}", ":token", "{token}", ":name", "{name}", "/*", "/{path}")
+	toOpenAPI := strings.NewReplacer(":id", "{id}", ":ctx", "{ctx}", ":pid", "{pid}", ":token", "{token}", ":name", "{name}", ":snapshot", "{snapshot}", "/*", "/{path}")
 	registered := map[string]bool{}
 	var missing []string
 	for _, r := range srv.Routes() {

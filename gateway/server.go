@@ -96,7 +96,10 @@ func New(cfg Config, mgr *sessions.Manager, assets fs.FS, log zerolog.Logger) (*
 		e.GET("/metrics", s.metrics)
 	}
 	v1 := e.Group("/v1", s.authenticate, s.forwardElsewhere)
-	(&sessionsAPI{lookup: s.lookup, log: log, replicas: replicas{s}, accessToken: signer.AccessToken, trafficToken: signer.TrafficToken}).route(v1)
+	sessionsAPI := &sessionsAPI{lookup: s.lookup, log: log, replicas: replicas{s}, accessToken: signer.AccessToken, trafficToken: signer.TrafficToken,
+		snapshots: cfg.Snapshots}
+	sessionsAPI.route(v1)
+	(&snapshotsAPI{lookup: s.lookup, service: cfg.Snapshots, store: cfg.SnapshotStore, owned: sessionsAPI.owned}).route(v1)
 	v1.GET("/sessions/:id/ws", socket.serve)
 	(&contextsAPI{lookup: s.lookup}).route(v1)
 	(&commandsAPI{lookup: s.lookup, ping: cfg.WSPingInterval, conns: s.conns, upgrader: upgrader}).route(v1)

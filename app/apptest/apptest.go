@@ -34,6 +34,7 @@ import (
 	"github.com/glassroom/glassroom/kernel/runtime/docker"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/snapshots"
 	"github.com/glassroom/glassroom/testkit"
 	"github.com/rs/zerolog"
 )
@@ -94,6 +95,8 @@ type Options struct {
 	Previews bool
 	// UI is the web notebook's files (nil: none).
 	UI fs.FS
+	// Snapshots configures the snapshot store (Dir: shared by gateways).
+	Snapshots snapshots.Config
 }
 
 // Gateway is a real gateway, assembled by app.New, on a loopback listener.
@@ -127,7 +130,7 @@ func Start(t testing.TB, rt app.Runtime, opts Options) *Gateway {
 		gcfg.PreviewBase = "http://localhost:" + strconv.Itoa(pln.Addr().(*net.TCPAddr).Port)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	a, err := app.New(ctx, app.Config{Runtime: rt, Sessions: opts.Sessions, Gateway: gcfg, UI: opts.UI}, zerolog.Nop())
+	a, err := app.New(ctx, app.Config{Runtime: rt, Sessions: opts.Sessions, Gateway: gcfg, UI: opts.UI, Snapshots: opts.Snapshots}, zerolog.Nop())
 	cancel()
 	if err != nil {
 		if rt.Kind == app.KindDocker {

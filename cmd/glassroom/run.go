@@ -22,6 +22,7 @@ import (
 	"github.com/glassroom/glassroom/kernel/runtime/local"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/snapshots"
 	"github.com/glassroom/glassroom/web"
 	"github.com/rs/zerolog"
 )
@@ -39,6 +40,7 @@ Flags win over the environment.
 // options is everything the command line and environment configure.
 type options struct {
 	listen            string
+	snapshots         snapshots.Config
 	runtime           string
 	apiKeys           []string
 	logLevel          string
@@ -120,6 +122,9 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.metricsToken, "metrics-token", "", "serve Prometheus /metrics on the main listener to requests bearing this token")
 	fs.StringVar(&o.urlSigningKey, "url-signing-key", "", "the secret that seals signed file and preview URLs (at least 32 characters; replicas must share it); default: a random key kept in the state dir (url-signing.key), or of this process without --durable")
 	fs.StringVar(&o.seccompProfile, "seccomp-profile", "", "seccomp JSON profile for kernel containers (default: glassroom's, stricter than Docker's; docker-default: Docker's)")
+	fs.StringVar(&o.snapshots.Dir, "snapshot-dir", "", "directory of the tenants' session snapshots (default <state-dir>/snapshots); replicas that share one (a volume they all mount) restore each other's")
+	snapMB := fs.Int64("snapshot-max-mb", 1024, "largest snapshot (its workspace archive with its kernels' state), MiB")
+	snapTenantMB := fs.Int64("snapshot-tenant-mb", 4096, "what all of one API key's snapshots may hold together, MiB")
 	o.k8s.flags(fs)
 	fs.DurationVar(&o.sess.ExecTimeout, "exec-timeout", o.sess.ExecTimeout, "default execution timeout")
 	fs.DurationVar(&o.sess.MaxExecTimeout, "max-exec-timeout", o.sess.MaxExecTimeout, "largest execution timeout a request may ask for")
@@ -191,6 +196,10 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	var preload stringList // the list as given, "" for none
 	_ = preload.Set(*poolPreload)
 	o.sess.PoolPreload = preload
+	if *snapMB < 1 || *snapTenantMB < *snapMB || *snapTenantMB > 1<<30 {
+		return nil, errors.New("--snapshot-max-mb must be positive, and --snapshot-tenant-mb at least as large")
+	}
+	o.snapshots.MaxBytes, o.snapshots.TenantBytes = *snapMB<<20, *snapTenantMB<<20
 	if len(keys) == 0 {
 		keys = envKeys
 	}
@@ -408,8 +417,9 @@ func (o *options) appConfig() app.Config {
 				SeccompProfile: o.seccompProfile, Adopting: o.durable, OrphanGrace: o.orphanGrace},
 			K8s: k8sCfg,
 		},
-		Sessions: o.sess,
-		Gateway:  gw,
+		Sessions:  o.sess,
+		Gateway:   gw,
+		Snapshots: o.snapshots,
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/glassroom/glassroom/sessions"
+	"github.com/glassroom/glassroom/snapshots"
 	"github.com/glassroom/glassroom/volumes"
 	"github.com/glassroom/glassroom/workspace"
 	"github.com/glassroom/glassroom/workspace/fileedit"
@@ -94,6 +95,12 @@ func Of(err error) *Error {
 		return New(http.StatusTooManyRequests, "too_many_commands", "%s", err.Error())
 	case errors.Is(err, sessions.ErrStdinBusy):
 		return New(http.StatusConflict, "stdin_busy", "a write to this command's stdin is still waiting for the command to read it; retry once it has")
+	case errors.Is(err, snapshots.ErrNotFound):
+		return New(http.StatusNotFound, "snapshot_not_found", "snapshot not found (a snapshot is its tenant's: POST /v1/sessions/{id}/snapshots takes one)")
+	case errors.Is(err, snapshots.ErrTooLarge):
+		return New(http.StatusRequestEntityTooLarge, "snapshot_too_large", "%s", strings.TrimPrefix(err.Error(), "sessions: snapshot: snapshots: "))
+	case errors.Is(err, snapshots.ErrTooMany):
+		return New(http.StatusTooManyRequests, "too_many_snapshots", "%s", strings.TrimPrefix(err.Error(), "snapshots: "))
 	case errors.As(err, new(*volumes.InvalidError)):
 		return New(http.StatusBadRequest, "bad_request", "%s", publicMessage(err))
 	case errors.Is(err, volumes.ErrNotFound):

@@ -66,6 +66,8 @@ func roots() []named {
 		{"CreateVolumeRequest", reflect.TypeFor[api.CreateVolumeRequest]()}, {"Volume", reflect.TypeFor[api.Volume]()},
 		{"VolumeList", reflect.TypeFor[api.VolumeList]()},
 		{"TerminalSize", reflect.TypeFor[api.TerminalSize]()},
+		{"Snapshot", reflect.TypeFor[api.Snapshot]()}, {"SnapshotList", reflect.TypeFor[api.SnapshotList]()},
+		{"ForkRequest", reflect.TypeFor[api.ForkRequest]()}, {"ForkResult", reflect.TypeFor[api.ForkResult]()},
 	}
 }
 
