@@ -52,9 +52,22 @@ type ForkRequest struct {
 // AutoResume its next execution, command or preview connection), when
 // its lifetime starts again. A paused session still ends at the
 // gateway's maximum lifetime after its creation.
+//
+// KeepMemory false (with OnTimeout "pause") hibernates the session
+// instead (E2B's keep_memory=False): it is snapshotted, its sandbox freed,
+// and it keeps its id; its next use wakes it from the snapshot (with
+// AutoResume), else uses answer 409 session_hibernated until a resume.
 type Lifecycle struct {
 	OnTimeout  string `json:"on_timeout,omitempty"`
 	AutoResume bool   `json:"auto_resume,omitempty"`
+	KeepMemory *bool  `json:"keep_memory,omitempty"`
+}
+
+// PauseRequest is the optional body of POST /v1/sessions/{id}/pause:
+// KeepMemory false hibernates the session (Lifecycle) instead of
+// freezing it.
+type PauseRequest struct {
+	KeepMemory *bool `json:"keep_memory,omitempty"`
 }
 
 // CreateVolumeRequest is the body of POST /v1/volumes: Name is 1 to 63

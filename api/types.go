@@ -18,7 +18,7 @@ var ErrMalformed = errors.New("unexpected response")
 // Session is a session as the gateway reports it.
 type Session struct {
 	ID           string            `json:"id"`
-	State        string            `json:"state"` // idle, busy, restarting or dead
+	State        string            `json:"state"` // idle, busy, restarting, dead or hibernated
 	Runtime      string            `json:"runtime"`
 	CreatedAt    time.Time         `json:"created_at"`
 	ExpiresAt    time.Time         `json:"expires_at"`
@@ -65,6 +65,10 @@ type Session struct {
 	// Restore is, in the answer that creates a session from a snapshot
 	// (or a fork), what it got of it.
 	Restore *RestoreReport `json:"restore,omitempty"`
+	// Hibernated: the session is hibernated (its sandbox freed, its
+	// state in a snapshot; state "hibernated"): its next use wakes it, or
+	// with its lifecycle's auto_resume false a resume does.
+	Hibernated bool `json:"hibernated,omitempty"`
 }
 
 // Template is an operator's session preset (GET /v1/templates).

@@ -52,10 +52,9 @@ type Config struct {
 	// Snapshots configures the snapshot store; an empty Dir is the
 	// runtime's state dir's snapshots, else a directory of this
 	// process's, removed at Close. Replicas that share a Dir (a volume
-	// they all mount) restore each other's snapshots. SnapshotSessions
-	// bounds captures and forks.
-	Snapshots        snapshots.Config
-	SnapshotSessions sessions.SnapshotsConfig
+	// they all mount) restore each other's snapshots and wake each
+	// other's hibernated sessions.
+	Snapshots snapshots.Config
 }
 
 // App is an assembled gateway. Build it with New; Run serves until its
@@ -135,6 +134,11 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (_ *App, err error
 			a.release.Push("volumes", vs.Close) // after the sessions: what they held stays mounted only if kept
 		}
 	}
+	snapStore, err := a.openSnapshots(rt.runtime)
+	if err != nil {
+		return nil, err
+	}
+	scfg.Snapshots = snapStore
 	a.Metrics = metrics.New()
 	scfg.Observer = a.Metrics
 	scfg.WatchSockets, scfg.WatchSocketDirs = gateway.MaxWatchSockets, gateway.MaxWatchDirs
@@ -160,11 +164,7 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (_ *App, err error
 		}
 		return h, nil
 	}
-	snaps, store, err := a.openSnapshots(rt.runtime, mgr)
-	if err != nil {
-		return nil, err
-	}
-	gcfg.Snapshots, gcfg.SnapshotStore = snaps, store
+	gcfg.Snapshots, gcfg.SnapshotStore = sessions.SnapshotsOf(mgr), snapStore
 	if a.Gateway, err = gateway.New(gcfg, mgr, cfg.UI, log); err != nil {
 		return nil, fmt.Errorf("app: gateway: %w", err)
 	}
@@ -174,10 +174,10 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (_ *App, err error
 	return a, nil
 }
 
-// openSnapshots opens the snapshot store under the runtime's state dir
-// (else in a directory of the process's own, removed at Close) and the
-// snapshots of mgr's sessions.
-func (a *App) openSnapshots(rt sessions.Runtime, mgr *sessions.Manager) (*sessions.Snapshots, *snapshots.Store, error) {
+// openSnapshots opens the snapshot store: Config.Snapshots.Dir, else
+// under the runtime's state dir, else in a directory of the process's
+// own, removed at Close.
+func (a *App) openSnapshots(rt sessions.Runtime) (*snapshots.Store, error) {
 	scfg := a.cfg.Snapshots
 	if scfg.Dir != "" { // shared by replicas
 	} else if sd, ok := rt.(sandbox.StateDirHolder); ok && sd.StateDir() != "" {
@@ -185,20 +185,16 @@ func (a *App) openSnapshots(rt sessions.Runtime, mgr *sessions.Manager) (*sessio
 	} else {
 		dir, err := os.MkdirTemp("", "glassroom-snapshots-")
 		if err != nil {
-			return nil, nil, fmt.Errorf("app: snapshots: %w", err)
+			return nil, fmt.Errorf("app: snapshots: %w", err)
 		}
 		a.release.PushFunc("snapshots dir", func() { _ = os.RemoveAll(dir) })
 		scfg.Dir = dir
 	}
 	store, err := snapshots.New(scfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("app: snapshots: %w", err)
+		return nil, fmt.Errorf("app: snapshots: %w", err)
 	}
-	snaps, err := sessions.NewSnapshots(a.cfg.SnapshotSessions, mgr, store, a.log.With().Str("component", "snapshots").Logger())
-	if err != nil {
-		return nil, nil, fmt.Errorf("app: snapshots: %w", err)
-	}
-	return snaps, store, nil
+	return store, nil
 }
 
 // Run serves the gateway on ln (nil: no listener, for in-process use),

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"errors"
 	"math"
 	"net/http"
 	"time"
@@ -80,7 +81,7 @@ func (s *sessionsAPI) createSession(c echo.Context) error {
 	opts := sessions.CreateOptions{Kernel: req.Language, Env: req.Env, IdleTimeout: idle, Template: req.Template,
 		Metadata: req.Metadata, Lifetime: life, Volumes: req.Volumes, PrivatePreviews: req.PrivatePreviews}
 	if l := req.Lifecycle; l != nil {
-		opts.Lifecycle = sessions.Lifecycle{OnTimeout: l.OnTimeout, AutoResume: l.AutoResume}
+		opts.Lifecycle = sessions.Lifecycle{OnTimeout: l.OnTimeout, AutoResume: l.AutoResume, KeepMemory: l.KeepMemory}
 	}
 	if req.Network != nil {
 		opts.Network = sessions.Network{Allow: req.Network.Allow, Deny: req.Network.Deny}
@@ -143,7 +144,11 @@ func (s *sessionsAPI) listSessions(c echo.Context) error {
 }
 
 func (s *sessionsAPI) getSession(c echo.Context) error {
-	sess, err := s.session(c)
+	sess, err := s.mgr.Get(tenant.Of(c), c.Param("id"))
+	var he *sessions.HibernatedError
+	if errors.As(err, &he) { // described as it is: a look does not wake it
+		return c.JSON(http.StatusOK, s.annotate(he.Info))
+	}
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"path"
 	"strconv"
@@ -167,10 +168,30 @@ func (s *e2bAPI) sessionMetricsHistory(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
+// pauseSession freezes the session (its memory kept), or with
+// keep_memory false hibernates it (sessions.Hibernate). A hibernated
+// session is described as it is.
 func (s *e2bAPI) pauseSession(c echo.Context) error {
-	sess, err := s.session(c)
+	sess, err := s.mgr.Get(tenant.Of(c), c.Param("id"))
+	var he *sessions.HibernatedError
+	if errors.As(err, &he) {
+		return c.JSON(http.StatusOK, s.annotate(he.Info))
+	}
 	if err != nil {
 		return err
+	}
+	var req api.PauseRequest
+	if err := s.decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.KeepMemory != nil && !*req.KeepMemory {
+		if err := sessions.Hibernate(c.Request().Context(), s.mgr, sess, "a client asked"); err != nil {
+			return err
+		}
+		if _, err := s.mgr.Get(tenant.Of(c), sess.ID()); errors.As(err, &he) {
+			return c.JSON(http.StatusOK, s.annotate(he.Info))
+		}
+		return sessions.ErrNotFound // deleted meanwhile
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), time.Minute)
 	defer cancel()
@@ -180,8 +201,12 @@ func (s *e2bAPI) pauseSession(c echo.Context) error {
 	return c.JSON(http.StatusOK, s.info(sess))
 }
 
+// resumeSession thaws a paused session, or wakes a hibernated one.
 func (s *e2bAPI) resumeSession(c echo.Context) error {
-	sess, err := s.session(c)
+	sess, err := s.mgr.Get(tenant.Of(c), c.Param("id"))
+	if errors.Is(err, sessions.ErrHibernated) {
+		sess, err = sessions.Wake(c.Request().Context(), s.mgr, tenant.Of(c), c.Param("id"))
+	}
 	if err != nil {
 		return err
 	}

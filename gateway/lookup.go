@@ -64,8 +64,16 @@ func (s lookup) decodeJSON(c echo.Context, v any) error {
 	return nil
 }
 
+// session is the route's session. A hibernated one is woken when its
+// lifecycle resumes it on use (the request waits for the wake), else it
+// is sessions.ErrHibernated (409) until a resume.
 func (s lookup) session(c echo.Context) (*sessions.Session, error) {
-	return s.mgr.Get(tenant.Of(c), c.Param("id"))
+	sess, err := s.mgr.Get(tenant.Of(c), c.Param("id"))
+	var he *sessions.HibernatedError
+	if errors.As(err, &he) && he.AutoResume {
+		return sessions.Wake(c.Request().Context(), s.mgr, tenant.Of(c), c.Param("id"))
+	}
+	return sess, err
 }
 
 // sessionRequest is the route's session and, decoded into v by

@@ -89,7 +89,7 @@ func (a *snapshotsAPI) listFor(c echo.Context, session string) error {
 		Snapshots []snapshots.Info `json:"snapshots"`
 	}{Snapshots: []snapshots.Info{}}
 	for _, in := range all {
-		if session == "" || in.Session == session {
+		if in.Purpose == "" && (session == "" || in.Session == session) { // a hibernation's is not the client's
 			out.Snapshots = append(out.Snapshots, in)
 		}
 	}

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"time"
@@ -162,6 +163,13 @@ type Config struct {
 	// (CreateOptions.Volumes); nil: sessions with volumes are refused
 	// (ErrNoVolumes).
 	Volumes VolumeStore
+	// Snapshots keeps snapshots of sessions: their captures, forks and
+	// hibernations (SnapshotsOf); nil: there are none (ErrNoSnapshots).
+	Snapshots SnapshotStore
+	// SnapshotTimeout bounds one capture or restore (default 10 min);
+	// MaxForks, the count of one fork (default 8, at most 64).
+	SnapshotTimeout time.Duration
+	MaxForks        int
 	// Dial connects to a sandbox's kernel (default: kernel.Dial). Tests
 	// replace it with a fake kernel.
 	Dial DialFunc
@@ -190,6 +198,8 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	d(&c.ExecTimeout, 60*time.Second)
+	d(&c.SnapshotTimeout, 10*time.Minute)
+	i(&c.MaxForks, 8)
 	d(&c.MaxExecTimeout, 10*time.Minute)
 	d(&c.InterruptGrace, 3*time.Second)
 	d(&c.InterruptMaxWait, 30*time.Second)
@@ -259,6 +269,8 @@ func (c *Config) budgetShares() BudgetShares {
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	switch {
+	case c.SnapshotTimeout < time.Second || c.MaxForks < 1 || c.MaxForks > 64:
+		return errors.New("sessions: config: the snapshot timeout must be at least 1s and MaxForks within 1..64")
 	case c.ExecTimeout < 0 || c.ExecTimeout > c.MaxExecTimeout:
 		return fmt.Errorf("sessions: config: exec timeout %v must be within 0..%v", c.ExecTimeout, c.MaxExecTimeout)
 	case c.PauseAfter < 0:

@@ -10,6 +10,7 @@ import (
 	"github.com/glassroom/glassroom/cleanup"
 	"github.com/glassroom/glassroom/egress"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
+	"github.com/glassroom/glassroom/sessionstore"
 	"github.com/glassroom/glassroom/workspace"
 	"github.com/rs/zerolog"
 )
@@ -47,6 +48,10 @@ type CreateOptions struct {
 	// Lifecycle says what the session does at its timeout: end (the
 	// default) or pause (Lifecycle).
 	Lifecycle Lifecycle
+
+	// woken, set by a wake from hibernation (hibernate.go), gives the
+	// session its old id, creation time and lifetime's end.
+	woken *sessionstore.Record
 }
 
 // Create returns a new session of tenant once its kernel answers. A
@@ -80,6 +85,13 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 		return nil, err
 	}
 	spec := sandbox.Spec{ID: newSessionID(), Env: opts.Env, Limits: opts.Limits}
+	var createdAt, endAt time.Time
+	if w := opts.woken; w != nil {
+		spec.ID, createdAt, endAt = w.ID, w.CreatedAt, w.EndAt
+	}
+	if endAt.IsZero() {
+		endAt = lifetimeEnd(opts.Lifetime)
+	}
 	if kernelName != sandbox.DefaultKernel {
 		spec.Kernel = kernelName // the zero spec (the default kernel) is what the pool holds
 	}
@@ -132,7 +144,11 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 		}
 		spec.EgressSocket = proxy.Socket()
 	}
-	k, pooled := m.pool.take(spec)
+	var k *readyKernel
+	pooled := false
+	if opts.woken == nil { // a pooled sandbox has an id of its own
+		k, pooled = m.pool.take(spec)
+	}
 	if !pooled {
 		if k, err = m.launch.startKernel(ctx, tenant, spec); err != nil {
 			if proxy != nil {
@@ -150,7 +166,8 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 	s := newSession(sessionParams{id: id, tenant: tenant, runtime: m.rt.Name(), cfg: m.cfg, log: m.log,
 		idle: idle, budget: m.budget.Account(tenant), slots: m.slots, sandbox: k.sb, client: k.conn, files: k.files, watch: k.watch, egress: proxy, persist: m.records.put, wake: m.clock.wake, networks: m.networks,
 		kernel: kernelName, installed: m.InstalledKernels(), template: opts.Template, metadata: copyMetadata(opts.Metadata),
-		endAt: lifetimeEnd(opts.Lifetime), volumes: volumes, releaseVolumes: releaseVolumes, privatePreviews: opts.PrivatePreviews,
+		created: createdAt, lastActive: nowIfSet(createdAt), env: opts.Env,
+		endAt: endAt, volumes: volumes, releaseVolumes: releaseVolumes, privatePreviews: opts.PrivatePreviews,
 		lifecycle: opts.Lifecycle, lifetime: opts.Lifetime})
 	kept = true // the session gives them back at its close
 	created.Store(s)
@@ -164,6 +181,15 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 	m.cfg.Observer.SessionCreated(pooled)
 	m.log.Info().Str("session", id).Str("tenant", tenant).Bool("pooled", pooled).Dur("start", time.Since(start)).Msg("session created")
 	return s, nil
+}
+
+// nowIfSet is now when t is set, else zero (a new session's activity
+// starts with its creation).
+func nowIfSet(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return time.Now()
 }
 
 // launcher starts a sandbox for a spec with its kernel connected and its

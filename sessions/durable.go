@@ -57,6 +57,7 @@ func (s *Session) storeRecord() sessionstore.Record {
 	r.Volumes = s.volumes
 	r.PrivatePreviews = s.privatePreviews
 	r.OnTimeout, r.AutoResume, r.Lifetime = s.lifecycle.OnTimeout, s.lifecycle.AutoResume, s.lifetime
+	r.Hibernate = s.lifecycle.hibernates()
 	r.PausedAtTimeout = s.pause.isHeld() && s.pause.atTimeout.Load()
 	r.LastSeq = s.LastSeq()
 	if p, ok := s.sandbox.(sandbox.Persistent); ok {
@@ -70,6 +71,8 @@ func (s *Session) storeRecord() sessionstore.Record {
 // RestoreResult counts what Restore did.
 type RestoreResult struct {
 	Adopted, Restarted, Lost int
+	// Hibernated: hibernated sessions, which wake on their next use.
+	Hibernated int
 }
 
 // Restore brings back the sessions of the store: on a runtime whose
@@ -103,6 +106,8 @@ func (m *Manager) Restore(ctx context.Context) (RestoreResult, error) {
 				res.Adopted++
 			case "restarted":
 				res.Restarted++
+			case "hibernated":
+				res.Hibernated++
 			default:
 				res.Lost++
 				m.log.Warn().Str("session", rec.ID).Str("reason", reason).Msg("session not restored")
@@ -133,6 +138,19 @@ func (m *Manager) Restore(ctx context.Context) (RestoreResult, error) {
 // "restarted" (files kept, variables lost) or "lost" with the reason.
 func (m *Manager) restore(ctx context.Context, adopter sandbox.Adopter, canAdopt bool, rec sessionstore.Record) (outcome, reason string) {
 	now := time.Now()
+	if rec.Hibernated != "" { // no sandbox to adopt: its snapshot is its state, on any runtime
+		switch {
+		case m.snaps == nil:
+			return "lost", "it was hibernated, and this gateway keeps no snapshots"
+		case !now.Before(rec.EndAt):
+			if err := m.snaps.store.Delete(rec.Tenant, rec.Hibernated); err != nil {
+				m.log.Warn().Err(err).Str("session", rec.ID).Msg("deleting an expired hibernated session's snapshot failed")
+			}
+			return "lost", "lifetime ended while the gateway was down"
+		}
+		m.hibernated.put(rec, nil)
+		return "hibernated", ""
+	}
 	// A session whose lifecycle pauses it at its timeout is paused, not
 	// lost, for a timeout that passed while the gateway was down (the
 	// reaper does it); only the maximum lifetime ends it.
@@ -409,6 +427,9 @@ func (s *Session) detach(ctx context.Context, reason string) error {
 // timeout, as before lifecycles were kept).
 func restoredLifecycle(rec sessionstore.Record) Lifecycle {
 	l := Lifecycle{OnTimeout: rec.OnTimeout, AutoResume: rec.AutoResume}
+	if rec.Hibernate {
+		l.KeepMemory = new(bool)
+	}
 	if l.validate() != nil {
 		return Lifecycle{}
 	}

@@ -57,6 +57,8 @@ type Info struct {
 	// Restore is set by the gateway in the answer that creates the
 	// session from a snapshot (Snapshots.CreateFrom).
 	Restore *RestoreReport `json:"restore,omitempty"`
+	// Hibernated: the session is hibernated (hibernate.go).
+	Hibernated bool `json:"hibernated,omitempty"`
 }
 
 // Session states.
@@ -65,6 +67,9 @@ const (
 	StateBusy       State = "busy"
 	StateRestarting State = "restarting"
 	StateDead       State = "dead"
+	// StateHibernated: the session's sandbox is gone, its state is in a
+	// snapshot it wakes from (hibernate.go).
+	StateHibernated State = "hibernated"
 )
 
 // Info describes the session now.
@@ -87,7 +92,7 @@ func (s *Session) Info() Info {
 	}
 	var lc *Lifecycle
 	if s.lifecycle.OnTimeout == OnTimeoutPause {
-		lc = &Lifecycle{OnTimeout: OnTimeoutPause, AutoResume: s.lifecycle.AutoResume}
+		lc = &Lifecycle{OnTimeout: OnTimeoutPause, AutoResume: s.lifecycle.AutoResume, KeepMemory: s.lifecycle.KeepMemory}
 	}
 	return Info{
 		Lifecycle: lc, PausedAtTimeout: held && s.pause.atTimeout.Load(),

@@ -29,6 +29,15 @@ type Lifecycle struct {
 	// execution, a command, a preview's connection) resumes it; without
 	// it, uses fail with ErrPaused until a client resumes it.
 	AutoResume bool `json:"auto_resume,omitempty"`
+	// KeepMemory false (with OnTimeoutPause) hibernates the session at
+	// its timeout instead of freezing it (hibernate.go); nil or true
+	// keeps its memory.
+	KeepMemory *bool `json:"keep_memory,omitempty"`
+}
+
+// hibernates reports whether the lifecycle hibernates at the timeout.
+func (l Lifecycle) hibernates() bool {
+	return l.OnTimeout == OnTimeoutPause && l.KeepMemory != nil && !*l.KeepMemory
 }
 
 // validate checks the lifecycle's values.
@@ -38,6 +47,8 @@ func (l Lifecycle) validate() error {
 		return invalid("lifecycle on_timeout %q: kill or pause", l.OnTimeout)
 	case l.AutoResume && l.OnTimeout != OnTimeoutPause:
 		return invalid("lifecycle auto_resume needs on_timeout pause")
+	case l.KeepMemory != nil && l.OnTimeout != OnTimeoutPause:
+		return invalid("lifecycle keep_memory needs on_timeout pause")
 	}
 	return nil
 }
@@ -70,6 +81,15 @@ func pauseAtTimeout(ctx context.Context, m *Manager, s *Session, reason string) 
 		defer cancel()
 		stop := context.AfterFunc(s.ctx, cancel) // the session closes: stop pausing it
 		defer stop()
+		if s.lifecycle.hibernates() && m.snaps != nil {
+			hctx, hcancel := context.WithTimeout(ctx, m.cfg.SnapshotTimeout)
+			err := hibernate(hctx, m, s, reason, true)
+			hcancel()
+			if err == nil || errors.Is(err, errUsedMeanwhile) || ctx.Err() != nil {
+				return
+			}
+			s.log.Warn().Err(err).Msg("hibernating the session at its timeout failed: it is paused with its memory instead")
+		}
 		end := s.created.Add(s.cfg.MaxLifetime)
 		err := s.pause.holdAtTimeout(pctx, func() { // under the pauser's lock: a resume cannot come in between
 			s.mu.Lock()

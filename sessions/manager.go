@@ -35,6 +35,9 @@ type Manager struct {
 	closing sync.WaitGroup // sessions being deleted
 	fences  sync.WaitGroup // watchFence's goroutines
 	pausing sync.WaitGroup // the reaper's freezes in progress (pauseIdle)
+
+	snaps      *Snapshots  // nil without Config.Snapshots
+	hibernated *hibernated // the sessions hibernated (hibernate.go)
 }
 
 // New returns a manager that starts kernels with rt.
@@ -54,6 +57,10 @@ func New(cfg Config, rt Runtime, log zerolog.Logger) (*Manager, error) {
 		launch:   &launcher{cfg: cfg, rt: rt, log: log, starts: newFairSlots(cfg.MaxConcurrentStarts), notify: workspace.NewInotify(0)},
 		networks: &networks{egress: eg, log: log}}
 	m.table = newTable(&m.closing)
+	m.hibernated = newHibernated()
+	if cfg.Snapshots != nil {
+		m.snaps = &Snapshots{mgr: m, store: cfg.Snapshots, log: log.With().Str("component", "snapshots").Logger()}
+	}
 	m.clock = newReapClock(cfg.ReapInterval)
 	m.pool = newPool(cfg.Pool, m.launch.startPooled, log)
 	m.slots = newExecSlots(cfg.ExecSlots, cfg.ExecSlotLease)
@@ -105,6 +112,9 @@ func (k *readyKernel) close(ctx context.Context) {
 func (m *Manager) Get(tenant, id string) (*Session, error) {
 	s := m.table.get(id)
 	if s == nil || s.tenant != tenant {
+		if rec, ok := m.hibernated.get(tenant, id); ok {
+			return nil, &HibernatedError{Info: hibernatedInfo(rec), AutoResume: rec.AutoResume}
+		}
 		return nil, ErrNotFound
 	}
 	return s, nil
@@ -134,6 +144,7 @@ func (m *Manager) List(tenant string) []Info {
 	for _, s := range mine {
 		infos = append(infos, s.Info())
 	}
+	infos = append(infos, hibernatedSessions(m, tenant)...)
 	sort.Slice(infos, func(i, j int) bool { return infos[i].CreatedAt.Before(infos[j].CreatedAt) })
 	return infos
 }
@@ -141,6 +152,15 @@ func (m *Manager) List(tenant string) []Info {
 // Delete kills tenant's session id and waits until its sandbox is gone.
 func (m *Manager) Delete(ctx context.Context, tenant, id string) error {
 	s, err := m.table.take(tenant, id)
+	if errors.Is(err, ErrNotFound) {
+		switch rec, ok, busy := m.hibernated.take(tenant, id); {
+		case busy:
+			return fmt.Errorf("%w: it is being woken; delete it once it is", ErrHibernated)
+		case ok:
+			forgetHibernated(m, rec, "session deleted")
+			return nil
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -168,7 +188,9 @@ func (m *Manager) end(ctx context.Context, s *Session, reason string) error {
 		m.log.Error().Err(err).Str("session", s.id).Msg("session close: a step failed")
 	}
 	m.table.ended(s, nil)
-	m.records.forget(s.id)
+	if !s.hibernating.Load() { // a hibernated session's record is its hibernation's
+		m.records.forget(s.id)
+	}
 	return nil
 }
 

@@ -82,9 +82,9 @@ func (m *Manager) Run(ctx context.Context) error {
 			return nil
 		case now := <-t.C:
 			m.reap(ctx, now)
-			t.Reset(m.clock.next(time.Now(), m.table.snapshot()))
+			t.Reset(m.hibernated.until(time.Now(), m.clock.next(time.Now(), m.table.snapshot())))
 		case <-m.clock.poke:
-			t.Reset(m.clock.next(time.Now(), m.table.snapshot()))
+			t.Reset(m.hibernated.until(time.Now(), m.clock.next(time.Now(), m.table.snapshot())))
 		case <-flush.C:
 			m.records.putAll(m.table.snapshot())
 		}
@@ -169,6 +169,9 @@ func (m *Manager) reap(ctx context.Context, now time.Time) {
 			defer cancel()
 			_ = m.end(cctx, s, reason) // end logs a failure
 		}()
+	}
+	for _, rec := range m.hibernated.due(now) {
+		forgetHibernated(m, rec, "its lifetime ended while it was hibernated")
 	}
 	m.retryLeft(ctx)
 }

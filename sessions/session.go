@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/glassroom/glassroom/egress"
@@ -49,15 +50,20 @@ type Session struct {
 	privatePreviews     bool              // CreateOptions.PrivatePreviews; never changed
 	lifecycle           Lifecycle         // CreateOptions.Lifecycle; never changed
 	lifetime            time.Duration     // CreateOptions.Lifetime (0: none asked), for a resume after a pause at the timeout
+	env                 map[string]string // CreateOptions.Env, which a hibernation keeps for the wake
 	metrics             *MetricsLog       // its resource use, now and its last samples (metricshistory.go)
 	hub                 *hub              // the event log (event.go)
 	side                *sideHub          // its kernels' side streams, fanned out (side.go)
 	pause               *pauser           // freezes the sandbox while its kernels go unused (pause.go)
-	first               *Kernel           // the kernel it was created with
-	ctxs                *Contexts         // its kernels: the first and the others
-	cmds                *Commands         // its commands
-	ctx                 context.Context   // ends when the session closes or detaches
-	cancel              context.CancelFunc
+	// hibernating is set once the session's hibernation record is
+	// written (hibernate.go): flushes leave its live record out, and its
+	// close keeps the hibernation's.
+	hibernating atomic.Bool
+	first       *Kernel         // the kernel it was created with
+	ctxs        *Contexts       // its kernels: the first and the others
+	cmds        *Commands       // its commands
+	ctx         context.Context // ends when the session closes or detaches
+	cancel      context.CancelFunc
 
 	mu          sync.Mutex
 	clients     int // attached WebSocket clients
@@ -101,6 +107,7 @@ type sessionParams struct {
 	privatePreviews     bool              // CreateOptions.PrivatePreviews
 	lifecycle           Lifecycle         // CreateOptions.Lifecycle
 	lifetime            time.Duration     // CreateOptions.Lifetime
+	env                 map[string]string // CreateOptions.Env (nil for a restored session: its sandbox has it)
 }
 
 // newSessionID returns 128 random bits in hex.
@@ -128,7 +135,7 @@ func newSession(p sessionParams) *Session {
 		id: p.id, tenant: p.tenant, runtime: p.runtime, cfg: p.cfg, log: log, template: p.template, metadata: p.metadata, endAt: endAt,
 		created: created, idle: p.idle, persist: func() {}, wake: func() {}, networks: p.networks, budget: p.budget, sandbox: p.sandbox, files: p.files, egress: p.egress, volumes: p.volumes, releaseVolumes: p.releaseVolumes,
 		ctx: ctx, cancel: cancel, lastActive: active, jupyterSessions: p.jupyterSessions, privatePreviews: p.privatePreviews,
-		lifecycle: p.lifecycle, lifetime: p.lifetime,
+		lifecycle: p.lifecycle, lifetime: p.lifetime, env: p.env,
 	}
 	s.metrics = newMetricsLog(s, p.cfg.MetricsHistory)
 	if p.persist != nil { // set before the worker starts: a kernel death persists at once

@@ -27,33 +27,6 @@ type SnapshotStore interface {
 	Delete(tenant, id string) error
 }
 
-// SnapshotsConfig configures Snapshots. Zero fields take defaults.
-type SnapshotsConfig struct {
-	// Timeout bounds one capture or restore (default 10 min).
-	Timeout time.Duration
-	// MaxForks bounds the count of one fork (default 8).
-	MaxForks int
-}
-
-func (c SnapshotsConfig) withDefaults() SnapshotsConfig {
-	if c.Timeout == 0 {
-		c.Timeout = 10 * time.Minute
-	}
-	if c.MaxForks == 0 {
-		c.MaxForks = 8
-	}
-	return c
-}
-
-// Validate checks c (after defaults).
-func (c SnapshotsConfig) Validate() error {
-	c = c.withDefaults()
-	if c.Timeout < time.Second || c.MaxForks < 1 || c.MaxForks > 64 {
-		return errors.New("sessions: snapshots: Timeout must be at least 1s and MaxForks within 1..64")
-	}
-	return nil
-}
-
 // Snapshots captures sessions into a SnapshotStore and starts sessions
 // from what it keeps: snapshots, and forks through them.
 //
@@ -66,22 +39,18 @@ func (c SnapshotsConfig) Validate() error {
 // gateway wrote is decoded outside a sandbox. Safe for concurrent use; it
 // owns no goroutine beyond a call.
 type Snapshots struct {
-	cfg   SnapshotsConfig
 	mgr   *Manager
 	store SnapshotStore
 	log   zerolog.Logger
 }
 
-// NewSnapshots returns the snapshots of mgr's sessions, kept in store.
-func NewSnapshots(cfg SnapshotsConfig, mgr *Manager, store SnapshotStore, log zerolog.Logger) (*Snapshots, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	if mgr == nil || store == nil {
-		return nil, errors.New("sessions: snapshots: a manager and a store are required")
-	}
-	return &Snapshots{cfg: cfg.withDefaults(), mgr: mgr, store: store, log: log}, nil
-}
+// ErrNoSnapshots is the error of a manager that keeps no snapshots
+// (Config.Snapshots).
+var ErrNoSnapshots = errors.New("sessions: this gateway keeps no snapshots")
+
+// SnapshotsOf returns m's snapshots, nil without a store
+// (Config.Snapshots).
+func SnapshotsOf(m *Manager) *Snapshots { return m.snaps }
 
 // snapshotDir is where kernels write their state, in the workspace.
 const snapshotDir = ".glassroom-snapshot"
@@ -109,7 +78,16 @@ type kernelReport struct {
 // workspace is archived. A kernel whose variables cannot be captured, or
 // whose capture fails, is in the manifest with the reason.
 func (sn *Snapshots) Capture(ctx context.Context, tenant string, s *Session) (snapshots.Info, error) {
-	ctx, cancel := context.WithTimeout(ctx, sn.cfg.Timeout)
+	return sn.capture(ctx, tenant, s, "")
+}
+
+// snapshotForHibernation is the Purpose of a hibernated session's
+// snapshot (the tenant's lists leave it out).
+const snapshotForHibernation = "hibernation"
+
+// capture is Capture of a snapshot for purpose (snapshots.Info.Purpose).
+func (sn *Snapshots) capture(ctx context.Context, tenant string, s *Session, purpose string) (snapshots.Info, error) {
+	ctx, cancel := context.WithTimeout(ctx, sn.mgr.cfg.SnapshotTimeout)
 	defer cancel()
 	w, err := sn.store.Create(tenant)
 	if err != nil {
@@ -118,7 +96,7 @@ func (sn *Snapshots) Capture(ctx context.Context, tenant string, s *Session) (sn
 	defer w.Abort()
 	_ = s.files.Remove(snapshotDir)
 	defer func() { _ = s.files.Remove(snapshotDir) }()
-	manifest := snapshots.Info{Session: s.id}
+	manifest := snapshots.Info{Session: s.id, Purpose: purpose}
 	for i, c := range s.ctxs.List() {
 		k, err := s.ctxs.Get(c.ID)
 		if err != nil {
@@ -181,7 +159,7 @@ func (sn *Snapshots) captureKernel(ctx context.Context, k *Kernel, c ContextInfo
 // runSnippet runs one of k's snapshot snippets as a silent execution
 // without history, in k's turn, and reads its report (snapshotDir/name.json).
 func (sn *Snapshots) runSnippet(ctx context.Context, k *Kernel, lang *kernels.Snapshot, code, name string, rep *kernelReport) error {
-	left := time.Until(deadlineOf(ctx, sn.cfg.Timeout))
+	left := time.Until(deadlineOf(ctx, sn.mgr.cfg.SnapshotTimeout))
 	timeout := min(left, k.cfg.MaxExecTimeout)
 	if timeout < time.Second {
 		return context.DeadlineExceeded
@@ -302,7 +280,7 @@ func (sn *Snapshots) CreateFrom(ctx context.Context, tenant string, opts CreateO
 // only that the snapshot is gone or ctx ended; what the snapshot's
 // contents did is in the report.
 func (sn *Snapshots) Restore(ctx context.Context, tenant string, s *Session, id string) (*RestoreReport, error) {
-	ctx, cancel := context.WithTimeout(ctx, sn.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, sn.mgr.cfg.SnapshotTimeout)
 	defer cancel()
 	in, archive, err := sn.store.Open(tenant, id)
 	if err != nil {
@@ -394,8 +372,8 @@ type Forked struct {
 // capture is deleted after (it holds the source's state: the forks have
 // their copies). The source goes on.
 func (sn *Snapshots) Fork(ctx context.Context, tenant string, s *Session, count int) (snapshots.Info, []Forked, error) {
-	if count < 1 || count > sn.cfg.MaxForks {
-		return snapshots.Info{}, nil, invalid("count must be within 1..%d", sn.cfg.MaxForks)
+	if count < 1 || count > sn.mgr.cfg.MaxForks {
+		return snapshots.Info{}, nil, invalid("count must be within 1..%d", sn.mgr.cfg.MaxForks)
 	}
 	in, err := sn.Capture(ctx, tenant, s)
 	if err != nil {

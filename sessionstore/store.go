@@ -82,6 +82,14 @@ type Record struct {
 	// lifecycle's pause) when the record was written; a gateway that
 	// restores it pauses it again.
 	PausedAtTimeout bool `json:"paused_at_timeout,omitempty"`
+	// Hibernate: its lifecycle hibernates it at its timeout (E2B's
+	// keep_memory=False) rather than freezing it.
+	Hibernate bool `json:"hibernate,omitempty"`
+	// Hibernated is, for a hibernated session (its sandbox gone), the
+	// snapshot it wakes from; Env its environment then, which the woken
+	// session gets again (only hibernated records hold it).
+	Hibernated string            `json:"hibernated,omitempty"`
+	Env        map[string]string `json:"env,omitempty"`
 }
 
 // JupyterSession is a Jupyter Server session as the store keeps it: its

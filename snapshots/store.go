@@ -74,6 +74,9 @@ type Info struct {
 	CreatedAt time.Time `json:"created_at"`
 	SizeBytes int64     `json:"size_bytes"` // its archive's
 	Contexts  []Context `json:"contexts"`
+	// Purpose is "" for a client's snapshot, "hibernation" for the one a
+	// hibernated session wakes from (not listed to the client).
+	Purpose string `json:"purpose,omitempty"`
 }
 
 // Context is one kernel of a snapshot.

@@ -406,3 +406,28 @@ func TestPausedAtTimeoutSurvivesRestarts(t *testing.T) {
 		t.Fatalf("the variable after two restarts: %+v", x)
 	}
 }
+
+// TestHibernatedSessionSurvivesSIGKILL: a session whose lifecycle
+// hibernates it does so once idle; the gateway is killed (SIGKILL) and
+// started again; the session is still listed hibernated, and its next
+// execution wakes it with its variables.
+func TestHibernatedSessionSurvivesSIGKILL(t *testing.T) {
+	g := newDurableGateway(t)
+	var s struct{ ID string }
+	api(t, g.base, g.key, "POST", "/v1/sessions", map[string]any{"idle_timeout_s": 2,
+		"lifecycle": map[string]any{"on_timeout": "pause", "auto_resume": true, "keep_memory": false}}, &s)
+	g.exec(s.ID, "x = 41")
+	var info struct{ State string }
+	testkit.Eventually(t, time.Minute, func() bool {
+		api(t, g.base, g.key, "GET", "/v1/sessions/"+s.ID, nil, &info)
+		return info.State == "hibernated"
+	}, "the session hibernated")
+	g.stop(syscall.SIGKILL)
+	g.start()
+	if st := api(t, g.base, g.key, "GET", "/v1/sessions/"+s.ID, nil, &info); st != http.StatusOK || info.State != "hibernated" {
+		t.Fatalf("after the restart: %d %+v", st, info)
+	}
+	if x := g.exec(s.ID, "x + 1"); x.Result.Text != "42" {
+		t.Fatalf("the woken session: %+v", x)
+	}
+}

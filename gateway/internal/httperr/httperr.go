@@ -95,6 +95,10 @@ func Of(err error) *Error {
 		return New(http.StatusTooManyRequests, "too_many_commands", "%s", err.Error())
 	case errors.Is(err, sessions.ErrStdinBusy):
 		return New(http.StatusConflict, "stdin_busy", "a write to this command's stdin is still waiting for the command to read it; retry once it has")
+	case errors.Is(err, sessions.ErrHibernated):
+		return New(http.StatusConflict, "session_hibernated", "the session is hibernated (its sandbox freed, its state in a snapshot): POST /v1/sessions/{id}/resume wakes it")
+	case errors.Is(err, sessions.ErrNoSnapshots):
+		return New(http.StatusNotImplemented, "no_snapshots", "this gateway keeps no snapshots")
 	case errors.Is(err, snapshots.ErrNotFound):
 		return New(http.StatusNotFound, "snapshot_not_found", "snapshot not found (a snapshot is its tenant's: POST /v1/sessions/{id}/snapshots takes one)")
 	case errors.Is(err, snapshots.ErrTooLarge):

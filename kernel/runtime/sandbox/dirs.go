@@ -272,10 +272,11 @@ func unescapeMountPath(s string) string {
 }
 
 // gatewayDir reports whether name is one of the gateway's own
-// directories in a state dir (the egress sockets, the volumes, the local
-// runtime's shims): never a session's, whatever pattern it matches.
+// directories in a state dir (the egress sockets, the volumes, the
+// snapshots, the local runtime's shims): never a session's, whatever
+// pattern it matches.
 func gatewayDir(name string) bool {
-	return name == "egress" || name == "volumes" || name == ShimStateDir
+	return name == "egress" || name == "volumes" || name == "snapshots" || name == ShimStateDir
 }
 
 // ShimStateDir is the directory of a state dir where a runtime keeps the

@@ -131,7 +131,7 @@ export interface UpdateSession {
 /** Session is a session as the gateway reports it. */
 export interface Session {
   id: string
-  /** idle, busy, restarting or dead */
+  /** idle, busy, restarting, dead or hibernated */
   state: string
   runtime: string
   created_at: string
@@ -167,6 +167,8 @@ export interface Session {
   paused_at_timeout?: boolean
   /** Restore is, in the answer that creates a session from a snapshot (or a fork), what it got of it. */
   restore?: RestoreReport
+  /** Hibernated: the session is hibernated (its sandbox freed, its state in a snapshot; state "hibernated"): its next use wakes it, or with its lifecycle's auto_resume false a resume does. */
+  hibernated?: boolean
 }
 
 /** SessionList is the body of GET /v1/sessions: a page of sessions and the token of the next (nil on the last). */
@@ -541,6 +543,11 @@ export interface ForkRequest {
 /** ForkResult is the answer of POST /v1/sessions/{id}/fork: one entry per fork, each a session (with its restore) or the error that one met. */
 export interface ForkResult {
   forks: Fork[] | null
+}
+
+/** PauseRequest is the optional body of POST /v1/sessions/{id}/pause: KeepMemory false hibernates the session (Lifecycle) instead of freezing it. */
+export interface PauseRequest {
+  keep_memory?: boolean
 }
 
 /** KernelEvent is the session's kernel state (idle, busy, restarting or dead); the first frame of every connection. */
@@ -949,10 +956,11 @@ export interface CommInfoFrame {
   context?: string
 }
 
-/** Lifecycle is what a session does at its timeout. OnTimeout "kill" (or empty) ends it; "pause" freezes its whole sandbox instead, memory and variables kept, until it is resumed (POST .../resume, or with AutoResume its next execution, command or preview connection), when its lifetime starts again. A paused session still ends at the gateway's maximum lifetime after its creation. */
+/** Lifecycle is what a session does at its timeout. OnTimeout "kill" (or empty) ends it; "pause" freezes its whole sandbox instead, memory and variables kept, until it is resumed (POST .../resume, or with AutoResume its next execution, command or preview connection), when its lifetime starts again. A paused session still ends at the gateway's maximum lifetime after its creation. KeepMemory false (with OnTimeout "pause") hibernates the session instead (E2B's keep_memory=False): it is snapshotted, its sandbox freed, and it keeps its id; its next use wakes it from the snapshot (with AutoResume), else uses answer 409 session_hibernated until a resume. */
 export interface Lifecycle {
   on_timeout?: string
   auto_resume?: boolean
+  keep_memory?: boolean
 }
 
 /** RestoreReport is what a session started from a snapshot got of it (Session.Restore): Error when its workspace could not be restored. */
