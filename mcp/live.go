@@ -259,6 +259,7 @@ type createInput struct {
 	Limits       *limitsInput `json:"limits,omitempty" jsonschema:"Resource limits; omitted fields take the gateway's defaults. Values above the operator's maximum are lowered to it (the answer states the limits the session got); values too small to run a kernel are refused."`
 	Network      []string     `json:"network,omitempty" jsonschema:"Hosts the session may reach (e.g. pypi.org, *.pythonhosted.org, api.example.com:443), within the operator's allowlist. Omit it: no network."`
 	IdleTimeoutS float64      `json:"idle_timeout_s,omitempty" jsonschema:"End the session after this many seconds without use (default: the gateway's)."`
+	Snapshot     string       `json:"snapshot,omitempty" jsonschema:"A snapshot_id from snapshot_session: the session starts with that snapshot's files and variables (its language too, unless language is given)."`
 }
 
 // CreateOutput is create_session's structured output.
@@ -283,6 +284,7 @@ func (t *tools) createSession(ctx context.Context, _ *sdk.CallToolRequest, in cr
 		return nil, CreateOutput{}, errors.New("idle_timeout_s must be positive")
 	}
 	opts.IdleTimeout = time.Duration(in.IdleTimeoutS * float64(time.Second))
+	opts.Snapshot = strings.TrimSpace(in.Snapshot)
 	s, err := t.b.CreateSession(ctx, opts)
 	if err != nil {
 		var ae *client.APIError
@@ -301,6 +303,9 @@ func (t *tools) createSession(ctx context.Context, _ *sdk.CallToolRequest, in cr
 	l := s.Limits
 	msg := fmt.Sprintf("Started session %q (%s). Pass session_id=%q to later calls. It has %s. Limits: %d MiB memory, %g CPUs, %d processes, %d MiB workspace; idle timeout %ds.",
 		s.ID, s.Language, s.ID, networkText(s.Network), l.MemoryMB, l.CPUs, l.Pids, l.WorkspaceMB, s.IdleTimeoutS)
+	if r := s.Restore; r != nil {
+		msg += "\n" + restoreText(r)
+	}
 	return textResult(msg), out, nil
 }
 

@@ -70,7 +70,7 @@ func runNode(t *testing.T, args ...string) nodeOutput {
 
 func checkNode(t *testing.T, r nodeOutput) {
 	t.Helper()
-	if r.Server.Name != "glassroom" || len(r.Tools) != 14 || !r.Tools["list_sessions"].HasOutputSchema || !r.Tools["create_session"].HasOutputSchema ||
+	if r.Server.Name != "glassroom" || len(r.Tools) != 16 || !r.Tools["snapshot_session"].HasOutputSchema || !r.Tools["fork_session"].HasOutputSchema || !r.Tools["list_sessions"].HasOutputSchema || !r.Tools["create_session"].HasOutputSchema ||
 		strings.Join(r.Tools["interrupt"].Required, ",") != "session_id" || strings.Join(r.Tools["edit_file"].Required, ",") != "command,path" || !r.Tools["execute_python"].HasOutputSchema ||
 		strings.Join(r.Tools["execute_python"].Required, ",") != "code" || strings.Join(r.Tools["read_file"].Required, ",") != "session_id,path" {
 		t.Fatalf("server/tools: %+v", r)

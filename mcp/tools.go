@@ -280,6 +280,7 @@ func (t *tools) register(s *sdk.Server) {
 	}, t.createSession)
 
 	t.registerPreview(s)
+	t.registerSnapshots(s)
 	t.registerResources(s)
 }
 
