@@ -31,6 +31,7 @@
  * @property {HTMLElement} kernel-status
  * @property {HTMLButtonElement} interrupt-btn
  * @property {HTMLButtonElement} restart-btn
+ * @property {HTMLButtonElement} fork-btn
  * @property {HTMLButtonElement} add-cell
  * @property {HTMLButtonElement} add-cell-bottom
  * @property {HTMLButtonElement} run-all

@@ -204,6 +204,31 @@ function start() {
     endCurrent: () => endSession()
   });
 
+  // forkSession forks the page's session (variables and files: the
+  // gateway captures it and starts a copy) with the notebook saved into
+  // its workspace first, and opens the copy in a new tab, where the
+  // notebook comes from the copy's workspace.
+  function forkSession() {
+    const s = store.session;
+    if (!s) return;
+    const btn = $('fork-btn');
+    btn.disabled = true;
+    msg('Forking session ' + s.id + '…');
+    notebook
+      .saveToWorkspace(true)
+      .then(() => request('POST', sessionPath(s.id, '/fork'), { json: { count: 1 } }))
+      .then((/** @type {{forks: {session?: {id: string, language: string}, error?: {message: string}}[]}} */ r) => {
+        const f = r.forks[0];
+        if (!f || !f.session) throw new Error(f && f.error ? f.error.message : 'no fork');
+        msg('Forked into session ' + f.session.id + ': its variables and files are a copy of this one\'s');
+        tabs.openSession(f.session.id, f.session.language);
+      })
+      .catch((e) => msg('Fork failed: ' + e.message, 'error'))
+      .finally(() => {
+        btn.disabled = !store.session;
+      });
+  }
+
   // endSession ends the page's session, asking first when the notebook has
   // changes not saved into the workspace.
   function endSession() {
@@ -288,6 +313,7 @@ function start() {
     $('sessions-toggle').addEventListener('click', () => sessionList.toggle());
     $('interrupt-btn').addEventListener('click', () => sessions.interrupt());
     $('restart-btn').addEventListener('click', () => sessions.restart());
+    $('fork-btn').addEventListener('click', forkSession);
     const addAtEnd = () => cells.insert(store.cells.length).editor.focus();
     $('add-cell').addEventListener('click', addAtEnd);
     $('add-cell-bottom').addEventListener('click', addAtEnd);

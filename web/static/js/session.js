@@ -448,7 +448,7 @@ export function createSessions({ store, request, conn, msg, onOpened, onClosed, 
     const s = store.session;
     $('session-id').textContent = s ? s.id : 'none';
     $('session-runtime').textContent = s && s.runtime ? s.runtime : '';
-    for (const id of /** @type {const} */ (['end-session', 'interrupt-btn', 'restart-btn', 'files-refresh', 'file-input'])) $(id).disabled = !s;
+    for (const id of /** @type {const} */ (['end-session', 'interrupt-btn', 'restart-btn', 'fork-btn', 'files-refresh', 'file-input'])) $(id).disabled = !s;
     document.body.classList.toggle('has-session', !!s);
     renderKernelStatus();
     renderCountdown();
