@@ -52,8 +52,7 @@ type Config struct {
 	// Snapshots configures the snapshot store; an empty Dir is the
 	// runtime's state dir's snapshots, else a directory of this
 	// process's, removed at Close. Replicas that share a Dir (a volume
-	// they all mount) restore each other's snapshots and wake each
-	// other's hibernated sessions.
+	// they all mount) restore each other's snapshots.
 	Snapshots snapshots.Config
 }
 

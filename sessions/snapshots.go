@@ -299,9 +299,18 @@ func (sn *Snapshots) Restore(ctx context.Context, tenant string, s *Session, id 
 		}
 		rep.Error = "the snapshot's workspace could not be restored: " + err.Error()
 	}
+	// Each context's kernel starts and loads its state at once (an R
+	// kernel takes seconds to start; the others need not wait for it).
+	rep.Contexts = make([]RestoredContext, len(in.Contexts))
+	var wg sync.WaitGroup
 	for i, c := range in.Contexts {
-		rep.Contexts = append(rep.Contexts, sn.restoreContext(ctx, s, i, c, rep.Error == ""))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rep.Contexts[i] = sn.restoreContext(ctx, s, i, c, rep.Error == "")
+		}()
 	}
+	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("sessions: restore: %w", err)
 	}
