@@ -89,9 +89,6 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 	if w := opts.woken; w != nil {
 		spec.ID, createdAt, endAt = w.ID, w.CreatedAt, w.EndAt
 	}
-	if endAt.IsZero() {
-		endAt = lifetimeEnd(opts.Lifetime)
-	}
 	if kernelName != sandbox.DefaultKernel {
 		spec.Kernel = kernelName // the zero spec (the default kernel) is what the pool holds
 	}
@@ -163,6 +160,9 @@ func (m *Manager) Create(ctx context.Context, tenant string, opts CreateOptions)
 		}
 	}
 	id := k.sb.ID()
+	if endAt.IsZero() { // from the session's creation, once its kernel answers
+		endAt = lifetimeEnd(opts.Lifetime)
+	}
 	s := newSession(sessionParams{id: id, tenant: tenant, runtime: m.rt.Name(), cfg: m.cfg, log: m.log,
 		idle: idle, budget: m.budget.Account(tenant), slots: m.slots, sandbox: k.sb, client: k.conn, files: k.files, watch: k.watch, egress: proxy, persist: m.records.put, wake: m.clock.wake, networks: m.networks,
 		kernel: kernelName, installed: m.InstalledKernels(), template: opts.Template, metadata: copyMetadata(opts.Metadata),
