@@ -11,6 +11,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -101,13 +102,19 @@ func TestBase(t *testing.T) {
 	// The channel relays need a writable /tmp (read-only root, no /tmp in
 	// the image): a small memory-backed emptyDir; the session store an
 	// emptyDir at the --state-dir.
-	if len(c.VolumeMounts) != 2 || c.VolumeMounts[0].MountPath != "/tmp" || len(ps.Volumes) != 2 || ps.Volumes[0].Name != c.VolumeMounts[0].Name ||
+	if len(c.VolumeMounts) != 3 || c.VolumeMounts[0].MountPath != "/tmp" || len(ps.Volumes) != 3 || ps.Volumes[0].Name != c.VolumeMounts[0].Name ||
 		ps.Volumes[0].EmptyDir == nil || ps.Volumes[0].EmptyDir.Medium != corev1.StorageMediumMemory {
 		t.Fatalf("gateway /tmp: mounts %+v, volumes %+v", c.VolumeMounts, ps.Volumes)
 	}
 	if c.VolumeMounts[1].MountPath != "/var/lib/glassroom" || ps.Volumes[1].Name != c.VolumeMounts[1].Name || ps.Volumes[1].EmptyDir == nil ||
 		!slices.Contains(c.Args, "--state-dir=/var/lib/glassroom") {
 		t.Fatalf("gateway state dir: args %v, mounts %+v, volumes %+v", c.Args, c.VolumeMounts, ps.Volumes)
+	}
+	// Snapshots: a volume of their own, bounded below its size.
+	if c.VolumeMounts[2].MountPath != "/var/lib/glassroom-snapshots" || ps.Volumes[2].Name != c.VolumeMounts[2].Name || ps.Volumes[2].EmptyDir == nil ||
+		!slices.Contains(c.Args, "--snapshot-dir=/var/lib/glassroom-snapshots") || !slices.Contains(c.Args, "--snapshot-tenant-mb=2048") ||
+		ps.Volumes[2].EmptyDir.SizeLimit.Cmp(resource.MustParse("2Gi")) <= 0 {
+		t.Fatalf("gateway snapshots: args %v, mounts %+v, volumes %+v", c.Args, c.VolumeMounts, ps.Volumes)
 	}
 	if !strings.Contains(strings.Join(c.Args, " "), "--runtime=k8s") {
 		t.Fatalf("args %v", c.Args)
@@ -200,5 +207,27 @@ func TestGVisorExample(t *testing.T) {
 	}
 	if args := strings.Join(dep.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "--k8s-runtime-class=gvisor") {
 		t.Fatalf("args %s", args)
+	}
+}
+
+func TestSharedSnapshotsExample(t *testing.T) {
+	var pvc *corev1.PersistentVolumeClaim
+	var dep *appsv1.Deployment
+	for _, o := range build(t, "examples/shared-snapshots") {
+		switch o := o.(type) {
+		case *corev1.PersistentVolumeClaim:
+			pvc = o
+		case *appsv1.Deployment:
+			dep = o
+		}
+	}
+	if pvc == nil || len(pvc.Spec.AccessModes) != 1 || pvc.Spec.AccessModes[0] != corev1.ReadWriteMany {
+		t.Fatalf("claim %+v", pvc)
+	}
+	ps := dep.Spec.Template.Spec
+	for _, v := range ps.Volumes {
+		if v.Name == "snapshots" && (v.EmptyDir != nil || v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != pvc.Name) {
+			t.Fatalf("the snapshots volume %+v is not the claim %s", v, pvc.Name)
+		}
 	}
 }
