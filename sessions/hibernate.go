@@ -334,7 +334,7 @@ func Wake(ctx context.Context, m *Manager, tenant, id string) (*Session, error) 
 	if len(rec.Network) > 0 {
 		opts.Network = Network{Allow: rec.Network, Deny: rec.NetworkDeny}
 	}
-	s, err := m.Create(ctx, tenant, opts)
+	s, err := wakeCreate(ctx, m, tenant, opts)
 	if err != nil {
 		return nil, fmt.Errorf("sessions: wake: %w", err)
 	}
@@ -351,6 +351,33 @@ func Wake(ctx context.Context, m *Manager, tenant, id string) (*Session, error) 
 	m.log.Info().Str("session", id).Dur("wake", time.Since(start)).Msg("session woken from hibernation")
 	return s, nil
 }
+
+// wakeCreate creates the woken session. Its sandbox has the old one's
+// id, which a runtime may still be deleting (a Kubernetes pod
+// terminates after its close returned): while the runtime says so, the
+// creation is tried again, up to wakeRetry.
+func wakeCreate(ctx context.Context, m *Manager, tenant string, opts CreateOptions) (*Session, error) {
+	ctx, cancel := context.WithTimeout(ctx, wakeRetry)
+	defer cancel()
+	wait := 100 * time.Millisecond
+	for {
+		s, err := m.Create(ctx, tenant, opts)
+		var se *sandbox.SpecError
+		still := errors.Is(err, sandbox.ErrUnavailable) || errors.As(err, &se) && strings.Contains(se.Reason, "already has a sandbox")
+		if err == nil || !still {
+			return s, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// wakeRetry bounds how long a wake waits for the old sandbox to be gone.
+const wakeRetry = time.Minute
 
 // restoreSummary says in a sentence what a restore brought back.
 func restoreSummary(rep *RestoreReport) string {

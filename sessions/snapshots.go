@@ -124,14 +124,16 @@ func (sn *Snapshots) capture(ctx context.Context, tenant string, s *Session, pur
 // to stdout, without the volumes mounted in it (name → path in the
 // sandbox): they are the tenant's, not the session's.
 func archiveScript(volumes map[string]string) string {
+	// The workspace's entries, not "." itself: a restore must not change
+	// the new workspace's own mode or owner (a pod's is not the user's).
 	var b strings.Builder
-	b.WriteString("exec tar --create --file=- --directory=" + shellQuote(sandbox.WorkDir) + " --warning=no-file-changed --warning=no-file-removed")
+	b.WriteString("set -o pipefail; cd " + shellQuote(sandbox.WorkDir) + " && find . -mindepth 1 -maxdepth 1 -print0 | " +
+		"tar --create --file=- --null --files-from=- --warning=no-file-changed --warning=no-file-removed")
 	for _, p := range volumes {
 		if rel, ok := workspace.RelativeToRoot(p); ok && rel != "" {
 			b.WriteString(" --exclude=" + shellQuote("./"+rel))
 		}
 	}
-	b.WriteString(" .")
 	return b.String()
 }
 

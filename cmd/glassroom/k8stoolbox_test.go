@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -238,4 +239,73 @@ func rawGet(base, key, path string) (string, error) {
 		return "", fmt.Errorf("GET %s: %d %s", path, resp.StatusCode, b)
 	}
 	return string(b), err
+}
+
+// TestSnapshotsAcrossReplicasOnARealCluster: two replicas on the real
+// cluster share a snapshot directory (as they would a volume they all
+// mount): a session's variables and files, snapshotted through one,
+// start a session through the other; a fork diverges from its source;
+// a session hibernated (its pod deleted) wakes on its resume with its
+// variables.
+func TestSnapshotsAcrossReplicasOnARealCluster(t *testing.T) {
+	_, namespace := k8stest.RealCluster(t)
+	const key = "snapshots-test-key-0123456789"
+	shared := t.TempDir()
+	bases := make([]string, 2)
+	for i := range bases {
+		port := freeLoopbackPort(t)
+		_, bases[i] = startBinary(t, "--runtime", "k8s", "--kubeconfig", k8stest.Kubeconfig(), "--k8s-namespace", namespace,
+			"--instance", "gw-snap-"+strconv.Itoa(i), "--listen", "127.0.0.1:"+port, "--k8s-advertise-url", "http://127.0.0.1:"+port,
+			"--api-key", key, "--log-level", "warn", "--state-dir", t.TempDir(), "--snapshot-dir", shared,
+			"--k8s-seccomp-profile", "glassroom-kernel.json", "--cpus", "0.5", "--memory-mb", "512", "--k8s-cpu-request-ratio", "0.02")
+	}
+	a, b := bases[0], bases[1]
+	exec := func(base, id, code string) execution {
+		t.Helper()
+		var x execution
+		if st := api(t, base, key, "POST", "/v1/sessions/"+id+"/execute", map[string]any{"code": code}, &x); st != http.StatusOK || x.Status != "ok" {
+			t.Fatalf("execute %q in %s: %d %+v", code, id, st, x)
+		}
+		return x
+	}
+	var s struct{ ID string }
+	if st := api(t, a, key, "POST", "/v1/sessions", nil, &s); st != http.StatusCreated {
+		t.Fatalf("create: %d", st)
+	}
+	exec(a, s.ID, "x = 41\nopen('f.txt', 'w').write('kept')")
+	var snap struct{ ID string }
+	if st := api(t, a, key, "POST", "/v1/sessions/"+s.ID+"/snapshots", nil, &snap); st != http.StatusCreated || snap.ID == "" {
+		t.Fatalf("snapshot: %d %+v", st, snap)
+	}
+	var r struct {
+		ID      string
+		Restore json.RawMessage
+	}
+	if st := api(t, b, key, "POST", "/v1/sessions", map[string]any{"snapshot": snap.ID}, &r); st != http.StatusCreated {
+		t.Fatalf("a session from the snapshot through the other replica: %d", st)
+	}
+	var x execution
+	if api(t, b, key, "POST", "/v1/sessions/"+r.ID+"/execute", map[string]any{"code": "print(x + 1, open('f.txt').read())"}, &x); x.Stdout != "42 kept\n" {
+		t.Fatalf("the restored session: %+v (restore %s)", x, r.Restore)
+	}
+	var forks struct {
+		Forks []struct{ Session *struct{ ID string } }
+	}
+	if st := api(t, a, key, "POST", "/v1/sessions/"+s.ID+"/fork", map[string]any{"count": 1}, &forks); st != http.StatusCreated || len(forks.Forks) != 1 || forks.Forks[0].Session == nil {
+		t.Fatalf("fork: %d %+v", st, forks)
+	}
+	exec(a, forks.Forks[0].Session.ID, "x = 0")
+	if x := exec(a, s.ID, "print(x)"); x.Stdout != "41\n" {
+		t.Fatalf("the source after its fork changed: %+v", x)
+	}
+	var info struct{ State string }
+	if st := api(t, a, key, "POST", "/v1/sessions/"+s.ID+"/pause", map[string]any{"keep_memory": false}, &info); st != http.StatusOK || info.State != "hibernated" {
+		t.Fatalf("hibernate: %d %+v", st, info)
+	}
+	if st := api(t, a, key, "POST", "/v1/sessions/"+s.ID+"/resume", nil, nil); st != http.StatusOK {
+		t.Fatalf("wake: %d", st)
+	}
+	if x := exec(a, s.ID, "print(x)"); x.Stdout != "41\n" {
+		t.Fatalf("the woken session: %+v", x)
+	}
 }
