@@ -9,7 +9,9 @@
  */
 export { Sandbox, SandboxPaginator, sandboxInfo } from './sandbox.js';
 export { Volume } from './volume.js';
-export type { Context, RunCodeLanguage, RunCodeOpts, CreateCodeContextOpts, SandboxOpts, Lifecycle, SandboxConnectOpts, SandboxInfo, SandboxMetrics, SandboxListOpts, SandboxState, Port, Preview, } from './sandbox.js';
+export type { Context, RunCodeLanguage, RunCodeOpts, CreateCodeContextOpts, SandboxOpts, Lifecycle, SandboxConnectOpts, SandboxInfo, SandboxMetrics, SandboxListOpts, SandboxState, SandboxPauseOpts, SandboxForkOpts, Port, Preview, } from './sandbox.js';
+export { SnapshotPaginator } from './snapshot.js';
+export type { SnapshotInfo, SnapshotListOpts, CreateSnapshotOpts, SnapshotContext, SnapshotMiss, RestoreReport, RestoredContext } from './snapshot.js';
 export { Execution, ExecutionError, OutputMessage, Result, UserExpression, CHART_MIME, DATAFRAME_MIME } from './messaging.js';
 export type { Logs, MIMEType, RawData, FileChange, NextInput } from './messaging.js';
 export { ChartType, ScaleType, deserializeChart } from './charts.js';

@@ -9,6 +9,7 @@
  */
 export { Sandbox, SandboxPaginator, sandboxInfo } from './sandbox.js';
 export { Volume } from './volume.js';
+export { SnapshotPaginator } from './snapshot.js';
 export { Execution, ExecutionError, OutputMessage, Result, UserExpression, CHART_MIME, DATAFRAME_MIME } from './messaging.js';
 export { ChartType, ScaleType, deserializeChart } from './charts.js';
 export { Filesystem, FileType, FilesystemEventType, WatchHandle } from './filesystem.js';

@@ -1,5 +1,6 @@
 import { ConnectionConfig, type ConnectionOpts } from './connection.js';
 import { Commands, Pty } from './commands.js';
+import { type CreateSnapshotOpts, type RestoreReport, type SnapshotInfo, type SnapshotListOpts, SnapshotPaginator } from './snapshot.js';
 /** A TCP port a process of the sandbox listens on (`sbx.ports()`). */
 export interface Port {
     port: number;
@@ -61,8 +62,19 @@ export interface CreateCodeContextOpts {
 }
 /** Options of `Sandbox.create`. */
 export interface SandboxOpts extends ConnectionOpts {
-    /** A template (an operator-defined preset; built in: `default`, `code-interpreter-v1`). */
+    /**
+     * A template (an operator-defined preset; built in: `default`,
+     * `code-interpreter-v1`). A snapshot's id here (`snap-…`, as E2B's
+     * `Sandbox.create(snapshotId)`) is taken as `snapshot`.
+     */
     template?: string;
+    /**
+     * glassroom: a snapshot of this API key's (`sbx.createSnapshot()`) to
+     * start from: its workspace and its contexts' variables are restored
+     * before `create` returns; `sbx.restore` says what came back. The
+     * language defaults to the snapshot's.
+     */
+    snapshot?: string;
     /** Stored with the sandbox; `Sandbox.list({query: {metadata}})` filters on it. */
     metadata?: Record<string, string>;
     /** Environment variables of the sandbox's kernels and commands. */
@@ -115,7 +127,9 @@ export interface SandboxOpts extends ConnectionOpts {
      * E2B's: what the sandbox does at its timeout. `onTimeout: 'kill'` (the
      * default) ends it; `'pause'` (or `{action: 'pause'}`) freezes it with
      * its memory until `connect`, or with `autoResume` its next use.
-     * `keepMemory: false` (a filesystem-only pause) is not built.
+     * `{action: 'pause', keepMemory: false}` hibernates it instead: its
+     * workspace and variables go to a snapshot and its sandbox is freed,
+     * until `connect` wakes it (E2B's rule: not with `autoResume`).
      */
     lifecycle?: Lifecycle;
 }
@@ -130,6 +144,26 @@ export interface Lifecycle {
 export type SandboxConnectOpts = ConnectionOpts & {
     timeoutMs?: number;
 };
+/** Options of `pause` (E2B's SandboxPauseOpts). */
+export interface SandboxPauseOpts {
+    /**
+     * false hibernates the sandbox (E2B's filesystem-only pause): its
+     * workspace and its contexts' variables go to a snapshot and its
+     * sandbox is freed; it keeps its id, and uses are refused until
+     * `connect` (or `resume`) wakes it, or, with its lifecycle's
+     * `autoResume`, its next use. Default true: frozen with its memory.
+     */
+    keepMemory?: boolean;
+    requestTimeoutMs?: number;
+}
+/** Options of `fork`. */
+export interface SandboxForkOpts {
+    /** How many sandboxes to start (1..8 by default; default 1). */
+    count?: number;
+    /** Each fork's lifetime (ms); default the Sandbox class's `defaultTimeoutMs` (E2B's 300 s in `glassroom/e2b`), else the gateway's. */
+    timeoutMs?: number;
+    requestTimeoutMs?: number;
+}
 export type SandboxState = 'running' | 'paused';
 /** A sandbox as `getInfo` and `list` give it. */
 export interface SandboxInfo {
@@ -147,6 +181,8 @@ export interface SandboxInfo {
     kernelState?: string;
     /** glassroom: the runtime (local, docker, k8s). */
     runtime?: string;
+    /** glassroom: hibernated (`pause({ keepMemory: false })`): its sandbox freed, its state in a snapshot until `connect` wakes it. state is 'paused'. */
+    hibernated?: boolean;
     /** glassroom: the session as the gateway answered it. */
     raw: Record<string, any>;
 }
@@ -220,12 +256,19 @@ export declare class Sandbox {
      * `getHost(port)` of any port until the sandbox ends.
      */
     trafficAccessToken?: string;
+    /**
+     * glassroom: what a sandbox started from a snapshot (`Sandbox.create(snapshotId)`)
+     * or by `fork` got of it, per context: the variables restored and those
+     * that were not, with why. Undefined for any other sandbox.
+     */
+    readonly restore?: RestoreReport;
     /** @internal: use Sandbox.create or Sandbox.connect. */
     constructor(opts: {
         sandboxId: string;
         previewHost?: string;
         accessToken?: string;
         trafficAccessToken?: string;
+        restore?: RestoreReport;
     } & ConnectionOpts);
     /**
      * The lifetime `create` asks for when `timeoutMs` is not given:
@@ -233,16 +276,21 @@ export declare class Sandbox {
      * Sandbox (E2B's default).
      */
     static readonly defaultTimeoutMs: number | undefined;
+    /** @internal: a Sandbox of `s`, a session as the gateway answered its creation. */
+    protected static fromSession<S extends typeof Sandbox>(this: S, conn: ConnectionConfig, s: any, secure?: boolean): InstanceType<S>;
     /**
      * Starts a sandbox. `template` (optional) names a preset of the
-     * gateway's operator; without it the gateway's defaults apply.
+     * gateway's operator; without it the gateway's defaults apply. A
+     * snapshot's id in its place (E2B's `Sandbox.create(snapshotId)`)
+     * starts the sandbox from that snapshot (`opts.snapshot`).
      */
     static create<S extends typeof Sandbox>(this: S, opts?: SandboxOpts): Promise<InstanceType<S>>;
     static create<S extends typeof Sandbox>(this: S, template: string, opts?: SandboxOpts): Promise<InstanceType<S>>;
     /** Attaches to an existing sandbox (SandboxNotFoundError if it is gone); a paused one is resumed. */
     static connect<S extends typeof Sandbox>(this: S, sandboxId: string, opts?: SandboxConnectOpts): Promise<InstanceType<S>>;
     /**
-     * Checks the sandbox is there (resuming it if a client paused it); with
+     * Checks the sandbox is there (resuming it if a client paused it, waking
+     * it if it is hibernated); with
      * `timeoutMs`, its end moves to `timeoutMs` from now if that is later
      * (as E2B's: a connect never shortens a sandbox's life).
      */
@@ -259,9 +307,22 @@ export declare class Sandbox {
         start?: Date | string | number;
         end?: Date | string | number;
     }): Promise<SandboxMetrics[]>;
-    static pause(sandboxId: string, opts?: ConnectionOpts): Promise<boolean>;
+    /** Pauses a sandbox by id; `keepMemory: false` hibernates it (see `pause`). */
+    static pause(sandboxId: string, opts?: ConnectionOpts & SandboxPauseOpts): Promise<boolean>;
     /** E2B's name for `pause` while it was in beta. */
-    static betaPause(sandboxId: string, opts?: ConnectionOpts): Promise<boolean>;
+    static betaPause(sandboxId: string, opts?: ConnectionOpts & SandboxPauseOpts): Promise<boolean>;
+    /** Snapshots a sandbox by id (see `createSnapshot`). */
+    static createSnapshot(sandboxId: string, opts?: CreateSnapshotOpts & {
+        requestTimeoutMs?: number;
+    }): Promise<SnapshotInfo>;
+    /** This API key's snapshots, newest first, page by page (E2B's); `sandboxId` keeps one sandbox's. */
+    static listSnapshots(opts?: SnapshotListOpts): SnapshotPaginator;
+    /** glassroom: one snapshot of this API key (a NotFoundError when it has none of that id). */
+    static getSnapshot(snapshotId: string, opts?: ConnectionOpts): Promise<SnapshotInfo>;
+    /** Deletes a snapshot; false if this API key had none of that id (E2B's). */
+    static deleteSnapshot(snapshotId: string, opts?: ConnectionOpts): Promise<boolean>;
+    /** Forks a sandbox by id (see `fork`): the forks are of this class. */
+    static fork<S extends typeof Sandbox>(this: S, sandboxId: string, opts?: ConnectionOpts & SandboxForkOpts): Promise<Array<InstanceType<S> | Error>>;
     /** Deletes the sandbox (kernels, commands, files); false if it did not exist. */
     kill(opts?: {
         requestTimeoutMs?: number;
@@ -336,18 +397,45 @@ export declare class Sandbox {
         start?: Date | string | number;
         end?: Date | string | number;
     }): Promise<SandboxMetrics[]>;
-    /** Freezes the whole sandbox until `resume()` (or `Sandbox.connect`); code and commands are refused meanwhile. */
-    pause(opts?: {
-        requestTimeoutMs?: number;
-    }): Promise<boolean>;
+    /**
+     * Freezes the whole sandbox until `resume()` (or `Sandbox.connect`);
+     * code and commands are refused meanwhile. `keepMemory: false`
+     * hibernates it instead: its workspace and variables go to a snapshot
+     * and its sandbox is freed, its id kept; uses are refused (a
+     * SandboxError, code `session_hibernated`) until `connect` or `resume`
+     * wakes it, or, with its lifecycle's `autoResume`, its next use does.
+     */
+    pause(opts?: SandboxPauseOpts): Promise<boolean>;
     /** E2B's name for `pause` while it was in beta. */
-    betaPause(opts?: {
-        requestTimeoutMs?: number;
-    }): Promise<boolean>;
-    /** glassroom: thaws a paused sandbox. */
+    betaPause(opts?: SandboxPauseOpts): Promise<boolean>;
+    /** glassroom: thaws a paused sandbox, or wakes a hibernated one (its snapshot restored). */
     resume(opts?: {
         requestTimeoutMs?: number;
     }): Promise<void>;
+    /** The request timeout of a call that snapshots or restores a sandbox: the connection's, at least two minutes (unless unlimited). */
+    private get slowTimeoutMs();
+    /**
+     * Snapshots the sandbox (E2B's): its workspace and each context's
+     * variables (those its kernel can capture: `contexts[].uncaptured` says
+     * which were not, and why); it goes on running. The snapshot outlives
+     * the sandbox until `Sandbox.deleteSnapshot`; `Sandbox.create(snapshotId)`
+     * starts a sandbox from it. glassroom's snapshots have no names: `name`
+     * is refused.
+     */
+    createSnapshot(opts?: {
+        name?: string;
+        requestTimeoutMs?: number;
+    }): Promise<SnapshotInfo>;
+    /** The snapshots of this sandbox, newest first, page by page (E2B's). */
+    listSnapshots(opts?: Omit<SnapshotListOpts, 'sandboxId'>): SnapshotPaginator;
+    /**
+     * Starts `count` sandboxes (default 1) from a capture of this one, each
+     * with its workspace and variables (`restore` says what came back),
+     * template, language, limits, network, lifecycle and metadata; this
+     * sandbox goes on. Each fork succeeds or fails on its own: the list
+     * holds a Sandbox or the Error that fork met, in order.
+     */
+    fork(opts?: SandboxForkOpts): Promise<Array<this | Error>>;
     /** glassroom: interrupts running code (of one context, or every one). */
     interrupt(context?: Context | string): Promise<void>;
     createCodeContext(opts?: CreateCodeContextOpts): Promise<Context>;

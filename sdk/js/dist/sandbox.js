@@ -1,7 +1,8 @@
 import { ConnectionConfig, frameText, openWebSocket, sessionPath } from './connection.js';
 import { Commands, Pty } from './commands.js';
-import { checkUser, InvalidArgumentError, NotFoundError, SandboxError, TimeoutError } from './errors.js';
+import { checkUser, errorFromStatus, InvalidArgumentError, NotFoundError, RateLimitError, SandboxError, TimeoutError } from './errors.js';
 import { HOME } from './paths.js';
+import { deleteSnapshot, getSnapshot, restoreReport, SNAPSHOT_ID, snapshotInfo, SnapshotPaginator, } from './snapshot.js';
 import { Filesystem } from './filesystem.js';
 import { Execution, ExecutionError, OutputMessage, pageResult, Result, UserExpression } from './messaging.js';
 /** The gateway's form of E2B's lifecycle, or undefined when the sandbox ends at its timeout. */
@@ -25,9 +26,10 @@ function wireLifecycle(l) {
         return undefined;
     }
     if (keepMemory === false) {
+        // E2B's rule (glassroom's gateway could wake it on use, but E2B code expects this refusal).
         if (autoResume)
-            throw new InvalidArgumentError('a filesystem-only auto-pause (keepMemory: false) cannot auto-resume');
-        throw new InvalidArgumentError('glassroom pauses a sandbox with its memory (a frozen sandbox): keepMemory: false, a filesystem-only pause, is not built');
+            throw new InvalidArgumentError('autoResume: true is not a valid value when keepMemory: false - a filesystem-only snapshot cannot be auto-resumed by traffic and must be resumed explicitly using Sandbox.connect().');
+        return { on_timeout: 'pause', auto_resume: false, keep_memory: false };
     }
     return { on_timeout: 'pause', auto_resume: autoResume };
 }
@@ -47,6 +49,7 @@ export function sandboxInfo(s) {
         envdVersion: '',
         kernelState: s?.state,
         runtime: s?.runtime,
+        hibernated: !!s?.hibernated,
         raw: s ?? {},
     };
 }
@@ -137,6 +140,20 @@ function toContext(c) {
     return { ...c, language: c?.language === 'python3' ? 'python' : c?.language };
 }
 const KILLED = 'The sandbox was killed while the request was in progress';
+/** The error one fork met (`{code, message}`, no status), as the SDK's error type of its code. */
+function forkError(e) {
+    const code = String(e?.code ?? '');
+    const msg = String(e?.message ?? 'the fork failed');
+    if (/^too_many_|^rate_limited$|^queue_full$/.test(code))
+        return new RateLimitError(msg, { code });
+    if (code === 'bad_request')
+        return new InvalidArgumentError(msg, { code });
+    if (code === 'kernel_timeout')
+        return new TimeoutError(msg, { code });
+    if (code.endsWith('not_found'))
+        return new NotFoundError(msg, { code }); // what it needed, not the sandbox forked
+    return new SandboxError(`${code || 'fork'}: ${msg}`, { code });
+}
 /**
  * The languages whose default context E2B's sandboxes list from the start
  * (besides Python's, the first context). glassroom starts a language's
@@ -236,6 +253,12 @@ export class Sandbox {
      * `getHost(port)` of any port until the sandbox ends.
      */
     trafficAccessToken;
+    /**
+     * glassroom: what a sandbox started from a snapshot (`Sandbox.create(snapshotId)`)
+     * or by `fork` got of it, per context: the variables restored and those
+     * that were not, with why. Undefined for any other sandbox.
+     */
+    restore;
     /** @internal: use Sandbox.create or Sandbox.connect. */
     constructor(opts) {
         this.connectionConfig = new ConnectionConfig(opts);
@@ -243,6 +266,7 @@ export class Sandbox {
         this.previewHost = opts.previewHost;
         this.accessToken = opts.accessToken;
         this.trafficAccessToken = opts.trafficAccessToken;
+        this.restore = opts.restore;
         this.files = new Filesystem(this.connectionConfig, this.sandboxId);
         this.commands = new Commands(this.connectionConfig, this.sandboxId);
         this.pty = new Pty(this.connectionConfig, this.sandboxId, this.commands);
@@ -253,6 +277,11 @@ export class Sandbox {
      * Sandbox (E2B's default).
      */
     static defaultTimeoutMs = undefined;
+    /** @internal: a Sandbox of `s`, a session as the gateway answered its creation. */
+    static fromSession(conn, s, secure = true) {
+        return new this({ ...conn.toOpts(), sandboxId: String(s.id), previewHost: s.preview_host || undefined, accessToken: (secure && s.access_token) || undefined,
+            trafficAccessToken: s.traffic_access_token || undefined, restore: restoreReport(s.restore) });
+    }
     static async create(templateOrOpts, maybeOpts) {
         const opts = typeof templateOrOpts === 'string' ? { ...(maybeOpts ?? {}), template: templateOrOpts } : { ...(templateOrOpts ?? {}) };
         const e2bOnly = opts;
@@ -262,8 +291,17 @@ export class Sandbox {
         const lifecycle = wireLifecycle(opts.lifecycle);
         const conn = new ConnectionConfig(opts);
         const body = {};
-        if (opts.template)
+        let snapshot = opts.snapshot;
+        if (opts.template && SNAPSHOT_ID.test(opts.template)) {
+            if (snapshot && snapshot !== opts.template)
+                throw new InvalidArgumentError(`two snapshots: template ${opts.template} and snapshot ${snapshot}`);
+            snapshot = opts.template;
+        }
+        else if (opts.template) {
             body.template = opts.template;
+        }
+        if (snapshot)
+            body.snapshot = snapshot;
         if (opts.metadata && Object.keys(opts.metadata).length)
             body.metadata = opts.metadata;
         if (opts.envs && Object.keys(opts.envs).length)
@@ -292,10 +330,10 @@ export class Sandbox {
             body.private_previews = true;
         if (lifecycle)
             body.lifecycle = lifecycle;
-        const out = await conn.request('POST', '/v1/sessions', 'json', { json: body, ok: [201] });
-        const secure = opts.secure !== false;
-        return new this({ ...conn.toOpts(), sandboxId: String(out.id), previewHost: out.preview_host || undefined,
-            accessToken: (secure && out.access_token) || undefined, trafficAccessToken: out.traffic_access_token || undefined });
+        // A restore happens before the answer: it may take longer than a plain start.
+        const requestTimeoutMs = snapshot && conn.requestTimeoutMs > 0 ? Math.max(conn.requestTimeoutMs, 120_000) : undefined;
+        const out = await conn.request('POST', '/v1/sessions', 'json', { json: body, ok: [201], timeoutMs: requestTimeoutMs });
+        return this.fromSession(conn, out, opts.secure !== false);
     }
     /** Attaches to an existing sandbox (SandboxNotFoundError if it is gone); a paused one is resumed. */
     static async connect(sandboxId, opts) {
@@ -305,7 +343,8 @@ export class Sandbox {
         return sbx;
     }
     /**
-     * Checks the sandbox is there (resuming it if a client paused it); with
+     * Checks the sandbox is there (resuming it if a client paused it, waking
+     * it if it is hibernated); with
      * `timeoutMs`, its end moves to `timeoutMs` from now if that is later
      * (as E2B's: a connect never shortens a sandbox's life).
      */
@@ -317,7 +356,9 @@ export class Sandbox {
             this.accessToken = String(s.access_token);
         if (s?.traffic_access_token)
             this.trafficAccessToken = String(s.traffic_access_token);
-        if (s?.paused)
+        if (s?.hibernated)
+            await this.resume(); // its wake restores it: a failure is the caller's
+        else if (s?.paused)
             await this.resume().catch(() => { });
         const end = new Date(s?.end_at ?? s?.expires_at ?? NaN).getTime();
         if (opts?.timeoutMs && !(end >= Date.now() + opts.timeoutMs))
@@ -341,12 +382,33 @@ export class Sandbox {
     static async getMetrics(sandboxId, opts) {
         return new Sandbox({ ...(opts ?? {}), sandboxId }).getMetrics(opts);
     }
+    /** Pauses a sandbox by id; `keepMemory: false` hibernates it (see `pause`). */
     static async pause(sandboxId, opts) {
-        return new Sandbox({ ...(opts ?? {}), sandboxId }).pause();
+        return new Sandbox({ ...(opts ?? {}), sandboxId }).pause(opts);
     }
     /** E2B's name for `pause` while it was in beta. */
     static async betaPause(sandboxId, opts) {
         return Sandbox.pause(sandboxId, opts);
+    }
+    /** Snapshots a sandbox by id (see `createSnapshot`). */
+    static async createSnapshot(sandboxId, opts) {
+        return new Sandbox({ ...(opts ?? {}), sandboxId }).createSnapshot(opts);
+    }
+    /** This API key's snapshots, newest first, page by page (E2B's); `sandboxId` keeps one sandbox's. */
+    static listSnapshots(opts) {
+        return new SnapshotPaginator(opts);
+    }
+    /** glassroom: one snapshot of this API key (a NotFoundError when it has none of that id). */
+    static async getSnapshot(snapshotId, opts) {
+        return getSnapshot(snapshotId, opts);
+    }
+    /** Deletes a snapshot; false if this API key had none of that id (E2B's). */
+    static async deleteSnapshot(snapshotId, opts) {
+        return deleteSnapshot(snapshotId, opts);
+    }
+    /** Forks a sandbox by id (see `fork`): the forks are of this class. */
+    static async fork(sandboxId, opts) {
+        return new this({ ...(opts ?? {}), sandboxId }).fork(opts);
     }
     /** Deletes the sandbox (kernels, commands, files); false if it did not exist. */
     async kill(opts) {
@@ -382,7 +444,7 @@ export class Sandbox {
     async isRunning(opts) {
         try {
             const info = await this.getInfo(opts);
-            return info.kernelState !== 'dead' && info.state !== 'paused';
+            return info.kernelState !== 'dead' && info.state !== 'paused' && !info.hibernated;
         }
         catch (e) {
             if (e instanceof NotFoundError)
@@ -474,18 +536,91 @@ export class Sandbox {
             diskTotal: Number(m?.disk_total ?? 0),
         }));
     }
-    /** Freezes the whole sandbox until `resume()` (or `Sandbox.connect`); code and commands are refused meanwhile. */
+    /**
+     * Freezes the whole sandbox until `resume()` (or `Sandbox.connect`);
+     * code and commands are refused meanwhile. `keepMemory: false`
+     * hibernates it instead: its workspace and variables go to a snapshot
+     * and its sandbox is freed, its id kept; uses are refused (a
+     * SandboxError, code `session_hibernated`) until `connect` or `resume`
+     * wakes it, or, with its lifecycle's `autoResume`, its next use does.
+     */
     async pause(opts) {
-        await this.connectionConfig.request('POST', sessionPath(this.sandboxId, 'pause'), 'json', { timeoutMs: opts?.requestTimeoutMs, what: 'sandbox' });
+        const hibernate = opts?.keepMemory === false;
+        await this.connectionConfig.request('POST', sessionPath(this.sandboxId, 'pause'), 'json', {
+            json: hibernate ? { keep_memory: false } : undefined,
+            timeoutMs: opts?.requestTimeoutMs ?? (hibernate ? this.slowTimeoutMs : undefined),
+            what: 'sandbox',
+        });
         return true;
     }
     /** E2B's name for `pause` while it was in beta. */
     async betaPause(opts) {
         return this.pause(opts);
     }
-    /** glassroom: thaws a paused sandbox. */
+    /** glassroom: thaws a paused sandbox, or wakes a hibernated one (its snapshot restored). */
     async resume(opts) {
-        await this.connectionConfig.request('POST', sessionPath(this.sandboxId, 'resume'), 'json', { timeoutMs: opts?.requestTimeoutMs, what: 'sandbox' });
+        await this.connectionConfig.request('POST', sessionPath(this.sandboxId, 'resume'), 'json', { timeoutMs: opts?.requestTimeoutMs ?? this.slowTimeoutMs, what: 'sandbox' });
+    }
+    /** The request timeout of a call that snapshots or restores a sandbox: the connection's, at least two minutes (unless unlimited). */
+    get slowTimeoutMs() {
+        const t = this.connectionConfig.requestTimeoutMs;
+        return t > 0 ? Math.max(t, 120_000) : t;
+    }
+    /**
+     * Snapshots the sandbox (E2B's): its workspace and each context's
+     * variables (those its kernel can capture: `contexts[].uncaptured` says
+     * which were not, and why); it goes on running. The snapshot outlives
+     * the sandbox until `Sandbox.deleteSnapshot`; `Sandbox.create(snapshotId)`
+     * starts a sandbox from it. glassroom's snapshots have no names: `name`
+     * is refused.
+     */
+    async createSnapshot(opts) {
+        if (opts?.name !== undefined)
+            throw new InvalidArgumentError("glassroom's snapshots have no names: leave name out and use the snapshot's id (snapshotId)");
+        const out = await this.connectionConfig.request('POST', sessionPath(this.sandboxId, 'snapshots'), 'json', { json: {}, ok: [201], timeoutMs: opts?.requestTimeoutMs ?? this.slowTimeoutMs, what: 'sandbox' });
+        return snapshotInfo(out);
+    }
+    /** The snapshots of this sandbox, newest first, page by page (E2B's). */
+    listSnapshots(opts) {
+        return new SnapshotPaginator({ ...this.connectionConfig.toOpts(), ...(opts ?? {}), sandboxId: this.sandboxId });
+    }
+    /**
+     * Starts `count` sandboxes (default 1) from a capture of this one, each
+     * with its workspace and variables (`restore` says what came back),
+     * template, language, limits, network, lifecycle and metadata; this
+     * sandbox goes on. Each fork succeeds or fails on its own: the list
+     * holds a Sandbox or the Error that fork met, in order.
+     */
+    async fork(opts) {
+        const count = opts?.count ?? 1;
+        if (!Number.isInteger(count) || count < 1)
+            throw new InvalidArgumentError('count must be a positive integer');
+        const ctor = this.constructor;
+        const timeoutMs = opts?.timeoutMs ?? ctor.defaultTimeoutMs;
+        if (timeoutMs !== undefined && !(timeoutMs > 0))
+            throw new InvalidArgumentError('timeoutMs must be positive');
+        const out = await this.connectionConfig.request('POST', sessionPath(this.sandboxId, 'fork'), 'json', {
+            json: { count },
+            ok: [201],
+            timeoutMs: opts?.requestTimeoutMs ?? this.slowTimeoutMs,
+            what: 'sandbox',
+        });
+        const forks = Array.isArray(out?.forks) ? out.forks : [];
+        return await Promise.all(forks.map(async (f) => {
+            if (!f?.session)
+                return forkError(f?.error);
+            const sbx = ctor.fromSession(this.connectionConfig, f.session);
+            if (timeoutMs === undefined)
+                return sbx;
+            try {
+                await sbx.setTimeout(timeoutMs);
+                return sbx;
+            }
+            catch (e) {
+                await sbx.kill().catch(() => { });
+                return e instanceof Error ? e : new SandboxError(String(e));
+            }
+        }));
     }
     /** glassroom: interrupts running code (of one context, or every one). */
     async interrupt(context) {
@@ -603,7 +738,9 @@ export class Sandbox {
             ws = await openWebSocket(conn, sessionPath(this.sandboxId, 'ws'), undefined, opts.requestTimeoutMs ?? conn.requestTimeoutMs);
         }
         catch (e) {
-            await this.getInfo(); // a missing sandbox is a NotFoundError
+            const info = await this.getInfo(); // a missing sandbox is a NotFoundError
+            if (info.hibernated)
+                throw errorFromStatus(409, 'session_hibernated', 'the sandbox is hibernated (its sandbox freed, its state in a snapshot): connect or resume wakes it', 'sandbox');
             throw e;
         }
         const id = 'js-' + Math.random().toString(36).slice(2) + Date.now().toString(36);

@@ -51,6 +51,8 @@ export interface CreateSession {
     private_previews?: boolean;
     /** Lifecycle says what the session does when its lifetime or idle timeout ends (E2B's lifecycle): end it (the default), or pause it. */
     lifecycle?: Lifecycle;
+    /** Snapshot starts the session from a snapshot of the tenant's (POST /v1/sessions/{id}/snapshots): its workspace and its contexts' variables are restored before the answer, which says what came back (Session.Restore). Language defaults to the snapshot's. */
+    snapshot?: string;
 }
 /** UpdateSessionRequest is the body of PATCH /v1/sessions/{id}. */
 export interface UpdateSession {
@@ -63,7 +65,7 @@ export interface UpdateSession {
 /** Session is a session as the gateway reports it. */
 export interface Session {
     id: string;
-    /** idle, busy, restarting or dead */
+    /** idle, busy, restarting, dead or hibernated */
     state: string;
     runtime: string;
     created_at: string;
@@ -101,6 +103,10 @@ export interface Session {
     /** Lifecycle is the session's (CreateSessionRequest.Lifecycle), when it pauses at its timeout; PausedAtTimeout: it is paused so now (PausedByClient is set too). */
     lifecycle?: Lifecycle;
     paused_at_timeout?: boolean;
+    /** Restore is, in the answer that creates a session from a snapshot (or a fork), what it got of it. */
+    restore?: RestoreReport;
+    /** Hibernated: the session is hibernated (its sandbox freed, its state in a snapshot; state "hibernated"): its next use wakes it, or with its lifecycle's auto_resume false a resume does. */
+    hibernated?: boolean;
 }
 /** SessionList is the body of GET /v1/sessions: a page of sessions and the token of the next (nil on the last). */
 export interface SessionList {
@@ -423,6 +429,30 @@ export interface VolumeList {
 export interface TerminalSize {
     cols: number;
     rows: number;
+}
+/** Snapshot is a captured session (POST /v1/sessions/{id}/snapshots, GET /v1/snapshots/{id}): its workspace and, for each context, its kernel's variables; Contexts says what was captured and what could not be. POST /v1/sessions {"snapshot": id} starts a session from it. */
+export interface Snapshot {
+    id: string;
+    session_id: string;
+    created_at: string;
+    size_bytes: number;
+    contexts: SnapshotContext[] | null;
+}
+/** SnapshotList is the answer of GET /v1/snapshots, newest first. */
+export interface SnapshotList {
+    snapshots: Snapshot[] | null;
+}
+/** ForkRequest is the body of POST /v1/sessions/{id}/fork: Count new sessions (1 when absent) start from a capture of the session. */
+export interface ForkRequest {
+    count?: number;
+}
+/** ForkResult is the answer of POST /v1/sessions/{id}/fork: one entry per fork, each a session (with its restore) or the error that one met. */
+export interface ForkResult {
+    forks: Fork[] | null;
+}
+/** PauseRequest is the optional body of POST /v1/sessions/{id}/pause: KeepMemory false hibernates the session (Lifecycle) instead of freezing it. */
+export interface PauseRequest {
+    keep_memory?: boolean;
 }
 /** KernelEvent is the session's kernel state (idle, busy, restarting or dead); the first frame of every connection. */
 export interface KernelEvent {
@@ -803,10 +833,17 @@ export interface CommInfoFrame {
     /** Context is whose comms are listed ("" or absent: the session's first context's). */
     context?: string;
 }
-/** Lifecycle is what a session does at its timeout. OnTimeout "kill" (or empty) ends it; "pause" freezes its whole sandbox instead, memory and variables kept, until it is resumed (POST .../resume, or with AutoResume its next execution, command or preview connection), when its lifetime starts again. A paused session still ends at the gateway's maximum lifetime after its creation. */
+/** Lifecycle is what a session does at its timeout. OnTimeout "kill" (or empty) ends it; "pause" freezes its whole sandbox instead, memory and variables kept, until it is resumed (POST .../resume, or with AutoResume its next execution, command or preview connection), when its lifetime starts again. A paused session still ends at the gateway's maximum lifetime after its creation. KeepMemory false (with OnTimeout "pause") hibernates the session instead (E2B's keep_memory=False): it is snapshotted, its sandbox freed, and it keeps its id; its next use wakes it from the snapshot (with AutoResume), else uses answer 409 session_hibernated until a resume. */
 export interface Lifecycle {
     on_timeout?: string;
     auto_resume?: boolean;
+    keep_memory?: boolean;
+}
+/** RestoreReport is what a session started from a snapshot got of it (Session.Restore): Error when its workspace could not be restored. */
+export interface RestoreReport {
+    snapshot_id: string;
+    error?: string;
+    contexts: RestoredContext[] | null;
 }
 /** ExecError is an exception raised by executed code. Traceback lines are as the kernel sent them (with ANSI colour codes). */
 export interface ExecError {
@@ -853,6 +890,21 @@ export interface Pool {
     ready: number;
     starting: number;
 }
+/** SnapshotContext is one context of a snapshot: Captured are the names its kernel's state holds, Uncaptured those it does not, with why ("*": none of the kernel's variables, as for JavaScript). */
+export interface SnapshotContext {
+    context: string;
+    language: string;
+    cwd: string;
+    default: boolean;
+    state?: string;
+    captured: string[] | null;
+    uncaptured: Uncaptured[] | null;
+}
+/** Fork is one fork's outcome. */
+export interface Fork {
+    session?: Session;
+    error?: ForkError;
+}
 /** CommMessage is a kernel message of no pending request, as a comm frame carries it: comm_open, comm_msg and comm_close (widgets, whenever the kernel sends them), the output and status of a comm message's handler (stream, display_data, status, ...), debug_event, and the output of a thread a cell left running. ParentHeader.MsgID is the msg_id of the message that caused it: a comm frame's (its comm_sent MsgID), an execution's (its id), or "" for none. */
 export interface CommMessage {
     header: CommHeader;
@@ -865,6 +917,25 @@ export interface CommMessage {
 /** CommTarget describes one open comm in a comm_info_reply. */
 export interface CommTarget {
     target_name: string;
+}
+/** RestoredContext is one context's restore: Context is its id in the new session, From in the snapshot; Error says why none of its variables came back (its kernel runs, empty). */
+export interface RestoredContext {
+    context: string;
+    from: string;
+    language: string;
+    restored: string[] | null;
+    failed: Uncaptured[] | null;
+    error?: string;
+}
+/** Uncaptured is a name a snapshot (or a restore) lacks, and why. */
+export interface Uncaptured {
+    name: string;
+    reason: string;
+}
+/** ForkError is why one fork failed: the code and message an error response of the same cause carries. */
+export interface ForkError {
+    code: string;
+    message: string;
 }
 /** CommHeader is a CommMessage's header: the kernel's msg_id and msg_type. */
 export interface CommHeader {

@@ -1,7 +1,19 @@
 import { ConnectionConfig, type ConnectionOpts, frameText, openWebSocket, sessionPath } from './connection.js'
 import { Commands, Pty } from './commands.js'
-import { checkUser, InvalidArgumentError, NotFoundError, SandboxError, TimeoutError } from './errors.js'
+import { checkUser, errorFromStatus, InvalidArgumentError, NotFoundError, RateLimitError, SandboxError, TimeoutError } from './errors.js'
 import { HOME } from './paths.js'
+import {
+  type CreateSnapshotOpts,
+  deleteSnapshot,
+  getSnapshot,
+  type RestoreReport,
+  restoreReport,
+  SNAPSHOT_ID,
+  type SnapshotInfo,
+  snapshotInfo,
+  type SnapshotListOpts,
+  SnapshotPaginator,
+} from './snapshot.js'
 
 /** A TCP port a process of the sandbox listens on (`sbx.ports()`). */
 export interface Port {
@@ -70,8 +82,19 @@ export interface CreateCodeContextOpts {
 
 /** Options of `Sandbox.create`. */
 export interface SandboxOpts extends ConnectionOpts {
-  /** A template (an operator-defined preset; built in: `default`, `code-interpreter-v1`). */
+  /**
+   * A template (an operator-defined preset; built in: `default`,
+   * `code-interpreter-v1`). A snapshot's id here (`snap-…`, as E2B's
+   * `Sandbox.create(snapshotId)`) is taken as `snapshot`.
+   */
   template?: string
+  /**
+   * glassroom: a snapshot of this API key's (`sbx.createSnapshot()`) to
+   * start from: its workspace and its contexts' variables are restored
+   * before `create` returns; `sbx.restore` says what came back. The
+   * language defaults to the snapshot's.
+   */
+  snapshot?: string
   /** Stored with the sandbox; `Sandbox.list({query: {metadata}})` filters on it. */
   metadata?: Record<string, string>
   /** Environment variables of the sandbox's kernels and commands. */
@@ -112,7 +135,9 @@ export interface SandboxOpts extends ConnectionOpts {
    * E2B's: what the sandbox does at its timeout. `onTimeout: 'kill'` (the
    * default) ends it; `'pause'` (or `{action: 'pause'}`) freezes it with
    * its memory until `connect`, or with `autoResume` its next use.
-   * `keepMemory: false` (a filesystem-only pause) is not built.
+   * `{action: 'pause', keepMemory: false}` hibernates it instead: its
+   * workspace and variables go to a snapshot and its sandbox is freed,
+   * until `connect` wakes it (E2B's rule: not with `autoResume`).
    */
   lifecycle?: Lifecycle
 }
@@ -124,7 +149,7 @@ export interface Lifecycle {
 }
 
 /** The gateway's form of E2B's lifecycle, or undefined when the sandbox ends at its timeout. */
-function wireLifecycle(l: Lifecycle | undefined): { on_timeout: 'pause'; auto_resume: boolean } | undefined {
+function wireLifecycle(l: Lifecycle | undefined): { on_timeout: 'pause'; auto_resume: boolean; keep_memory?: false } | undefined {
   if (!l) return undefined
   let action: unknown = l.onTimeout ?? 'kill'
   let keepMemory: boolean | null | undefined
@@ -140,13 +165,36 @@ function wireLifecycle(l: Lifecycle | undefined): { on_timeout: 'pause'; auto_re
     return undefined
   }
   if (keepMemory === false) {
-    if (autoResume) throw new InvalidArgumentError('a filesystem-only auto-pause (keepMemory: false) cannot auto-resume')
-    throw new InvalidArgumentError('glassroom pauses a sandbox with its memory (a frozen sandbox): keepMemory: false, a filesystem-only pause, is not built')
+    // E2B's rule (glassroom's gateway could wake it on use, but E2B code expects this refusal).
+    if (autoResume) throw new InvalidArgumentError('autoResume: true is not a valid value when keepMemory: false - a filesystem-only snapshot cannot be auto-resumed by traffic and must be resumed explicitly using Sandbox.connect().')
+    return { on_timeout: 'pause', auto_resume: false, keep_memory: false }
   }
   return { on_timeout: 'pause', auto_resume: autoResume }
 }
 
 export type SandboxConnectOpts = ConnectionOpts & { timeoutMs?: number }
+
+/** Options of `pause` (E2B's SandboxPauseOpts). */
+export interface SandboxPauseOpts {
+  /**
+   * false hibernates the sandbox (E2B's filesystem-only pause): its
+   * workspace and its contexts' variables go to a snapshot and its
+   * sandbox is freed; it keeps its id, and uses are refused until
+   * `connect` (or `resume`) wakes it, or, with its lifecycle's
+   * `autoResume`, its next use. Default true: frozen with its memory.
+   */
+  keepMemory?: boolean
+  requestTimeoutMs?: number
+}
+
+/** Options of `fork`. */
+export interface SandboxForkOpts {
+  /** How many sandboxes to start (1..8 by default; default 1). */
+  count?: number
+  /** Each fork's lifetime (ms); default the Sandbox class's `defaultTimeoutMs` (E2B's 300 s in `glassroom/e2b`), else the gateway's. */
+  timeoutMs?: number
+  requestTimeoutMs?: number
+}
 
 export type SandboxState = 'running' | 'paused'
 
@@ -166,6 +214,8 @@ export interface SandboxInfo {
   kernelState?: string
   /** glassroom: the runtime (local, docker, k8s). */
   runtime?: string
+  /** glassroom: hibernated (`pause({ keepMemory: false })`): its sandbox freed, its state in a snapshot until `connect` wakes it. state is 'paused'. */
+  hibernated?: boolean
   /** glassroom: the session as the gateway answered it. */
   raw: Record<string, any>
 }
@@ -205,6 +255,7 @@ export function sandboxInfo(s: any): SandboxInfo {
     envdVersion: '',
     kernelState: s?.state,
     runtime: s?.runtime,
+    hibernated: !!s?.hibernated,
     raw: s ?? {},
   }
 }
@@ -286,6 +337,17 @@ function toContext(c: any): Context {
 }
 
 const KILLED = 'The sandbox was killed while the request was in progress'
+
+/** The error one fork met (`{code, message}`, no status), as the SDK's error type of its code. */
+function forkError(e: any): Error {
+  const code = String(e?.code ?? '')
+  const msg = String(e?.message ?? 'the fork failed')
+  if (/^too_many_|^rate_limited$|^queue_full$/.test(code)) return new RateLimitError(msg, { code })
+  if (code === 'bad_request') return new InvalidArgumentError(msg, { code })
+  if (code === 'kernel_timeout') return new TimeoutError(msg, { code })
+  if (code.endsWith('not_found')) return new NotFoundError(msg, { code }) // what it needed, not the sandbox forked
+  return new SandboxError(`${code || 'fork'}: ${msg}`, { code })
+}
 
 /**
  * The languages whose default context E2B's sandboxes list from the start
@@ -384,14 +446,21 @@ export class Sandbox {
    * `getHost(port)` of any port until the sandbox ends.
    */
   trafficAccessToken?: string
+  /**
+   * glassroom: what a sandbox started from a snapshot (`Sandbox.create(snapshotId)`)
+   * or by `fork` got of it, per context: the variables restored and those
+   * that were not, with why. Undefined for any other sandbox.
+   */
+  readonly restore?: RestoreReport
 
   /** @internal: use Sandbox.create or Sandbox.connect. */
-  constructor(opts: { sandboxId: string; previewHost?: string; accessToken?: string; trafficAccessToken?: string } & ConnectionOpts) {
+  constructor(opts: { sandboxId: string; previewHost?: string; accessToken?: string; trafficAccessToken?: string; restore?: RestoreReport } & ConnectionOpts) {
     this.connectionConfig = new ConnectionConfig(opts)
     this.sandboxId = opts.sandboxId
     this.previewHost = opts.previewHost
     this.accessToken = opts.accessToken
     this.trafficAccessToken = opts.trafficAccessToken
+    this.restore = opts.restore
     this.files = new Filesystem(this.connectionConfig, this.sandboxId)
     this.commands = new Commands(this.connectionConfig, this.sandboxId)
     this.pty = new Pty(this.connectionConfig, this.sandboxId, this.commands)
@@ -404,9 +473,17 @@ export class Sandbox {
    */
   static readonly defaultTimeoutMs: number | undefined = undefined
 
+  /** @internal: a Sandbox of `s`, a session as the gateway answered its creation. */
+  protected static fromSession<S extends typeof Sandbox>(this: S, conn: ConnectionConfig, s: any, secure = true): InstanceType<S> {
+    return new this({ ...conn.toOpts(), sandboxId: String(s.id), previewHost: s.preview_host || undefined, accessToken: (secure && s.access_token) || undefined,
+      trafficAccessToken: s.traffic_access_token || undefined, restore: restoreReport(s.restore) }) as InstanceType<S>
+  }
+
   /**
    * Starts a sandbox. `template` (optional) names a preset of the
-   * gateway's operator; without it the gateway's defaults apply.
+   * gateway's operator; without it the gateway's defaults apply. A
+   * snapshot's id in its place (E2B's `Sandbox.create(snapshotId)`)
+   * starts the sandbox from that snapshot (`opts.snapshot`).
    */
   static async create<S extends typeof Sandbox>(this: S, opts?: SandboxOpts): Promise<InstanceType<S>>
   static async create<S extends typeof Sandbox>(this: S, template: string, opts?: SandboxOpts): Promise<InstanceType<S>>
@@ -419,7 +496,14 @@ export class Sandbox {
     const lifecycle = wireLifecycle(opts.lifecycle)
     const conn = new ConnectionConfig(opts)
     const body: Record<string, unknown> = {}
-    if (opts.template) body.template = opts.template
+    let snapshot = opts.snapshot
+    if (opts.template && SNAPSHOT_ID.test(opts.template)) {
+      if (snapshot && snapshot !== opts.template) throw new InvalidArgumentError(`two snapshots: template ${opts.template} and snapshot ${snapshot}`)
+      snapshot = opts.template
+    } else if (opts.template) {
+      body.template = opts.template
+    }
+    if (snapshot) body.snapshot = snapshot
     if (opts.metadata && Object.keys(opts.metadata).length) body.metadata = opts.metadata
     if (opts.envs && Object.keys(opts.envs).length) body.env = opts.envs
     const timeoutMs = opts.timeoutMs ?? this.defaultTimeoutMs
@@ -437,10 +521,10 @@ export class Sandbox {
     if (opts.idleTimeoutS) body.idle_timeout_s = opts.idleTimeoutS
     if (opts.privatePreviews || (opts.network as { allowPublicTraffic?: boolean } | undefined)?.allowPublicTraffic === false) body.private_previews = true
     if (lifecycle) body.lifecycle = lifecycle
-    const out = await conn.request('POST', '/v1/sessions', 'json', { json: body, ok: [201] })
-    const secure = opts.secure !== false
-    return new this({ ...conn.toOpts(), sandboxId: String(out.id), previewHost: out.preview_host || undefined,
-      accessToken: (secure && out.access_token) || undefined, trafficAccessToken: out.traffic_access_token || undefined }) as InstanceType<S>
+    // A restore happens before the answer: it may take longer than a plain start.
+    const requestTimeoutMs = snapshot && conn.requestTimeoutMs > 0 ? Math.max(conn.requestTimeoutMs, 120_000) : undefined
+    const out = await conn.request('POST', '/v1/sessions', 'json', { json: body, ok: [201], timeoutMs: requestTimeoutMs })
+    return this.fromSession(conn, out, opts.secure !== false)
   }
 
   /** Attaches to an existing sandbox (SandboxNotFoundError if it is gone); a paused one is resumed. */
@@ -452,7 +536,8 @@ export class Sandbox {
   }
 
   /**
-   * Checks the sandbox is there (resuming it if a client paused it); with
+   * Checks the sandbox is there (resuming it if a client paused it, waking
+   * it if it is hibernated); with
    * `timeoutMs`, its end moves to `timeoutMs` from now if that is later
    * (as E2B's: a connect never shortens a sandbox's life).
    */
@@ -461,7 +546,8 @@ export class Sandbox {
     if (s?.preview_host) this.previewHost = String(s.preview_host)
     if (s?.access_token) this.accessToken = String(s.access_token)
     if (s?.traffic_access_token) this.trafficAccessToken = String(s.traffic_access_token)
-    if (s?.paused) await this.resume().catch(() => {})
+    if (s?.hibernated) await this.resume() // its wake restores it: a failure is the caller's
+    else if (s?.paused) await this.resume().catch(() => {})
     const end = new Date(s?.end_at ?? s?.expires_at ?? NaN).getTime()
     if (opts?.timeoutMs && !(end >= Date.now() + opts.timeoutMs)) await this.setTimeout(opts.timeoutMs)
     return this
@@ -489,13 +575,39 @@ export class Sandbox {
     return new Sandbox({ ...(opts ?? {}), sandboxId }).getMetrics(opts)
   }
 
-  static async pause(sandboxId: string, opts?: ConnectionOpts): Promise<boolean> {
-    return new Sandbox({ ...(opts ?? {}), sandboxId }).pause()
+  /** Pauses a sandbox by id; `keepMemory: false` hibernates it (see `pause`). */
+  static async pause(sandboxId: string, opts?: ConnectionOpts & SandboxPauseOpts): Promise<boolean> {
+    return new Sandbox({ ...(opts ?? {}), sandboxId }).pause(opts)
   }
 
   /** E2B's name for `pause` while it was in beta. */
-  static async betaPause(sandboxId: string, opts?: ConnectionOpts): Promise<boolean> {
+  static async betaPause(sandboxId: string, opts?: ConnectionOpts & SandboxPauseOpts): Promise<boolean> {
     return Sandbox.pause(sandboxId, opts)
+  }
+
+  /** Snapshots a sandbox by id (see `createSnapshot`). */
+  static async createSnapshot(sandboxId: string, opts?: CreateSnapshotOpts & { requestTimeoutMs?: number }): Promise<SnapshotInfo> {
+    return new Sandbox({ ...(opts ?? {}), sandboxId }).createSnapshot(opts)
+  }
+
+  /** This API key's snapshots, newest first, page by page (E2B's); `sandboxId` keeps one sandbox's. */
+  static listSnapshots(opts?: SnapshotListOpts): SnapshotPaginator {
+    return new SnapshotPaginator(opts)
+  }
+
+  /** glassroom: one snapshot of this API key (a NotFoundError when it has none of that id). */
+  static async getSnapshot(snapshotId: string, opts?: ConnectionOpts): Promise<SnapshotInfo> {
+    return getSnapshot(snapshotId, opts)
+  }
+
+  /** Deletes a snapshot; false if this API key had none of that id (E2B's). */
+  static async deleteSnapshot(snapshotId: string, opts?: ConnectionOpts): Promise<boolean> {
+    return deleteSnapshot(snapshotId, opts)
+  }
+
+  /** Forks a sandbox by id (see `fork`): the forks are of this class. */
+  static async fork<S extends typeof Sandbox>(this: S, sandboxId: string, opts?: ConnectionOpts & SandboxForkOpts): Promise<Array<InstanceType<S> | Error>> {
+    return new this({ ...(opts ?? {}), sandboxId }).fork(opts) as Promise<Array<InstanceType<S> | Error>>
   }
 
   /** Deletes the sandbox (kernels, commands, files); false if it did not exist. */
@@ -533,7 +645,7 @@ export class Sandbox {
   async isRunning(opts?: { requestTimeoutMs?: number }): Promise<boolean> {
     try {
       const info = await this.getInfo(opts)
-      return info.kernelState !== 'dead' && info.state !== 'paused'
+      return info.kernelState !== 'dead' && info.state !== 'paused' && !info.hibernated
     } catch (e) {
       if (e instanceof NotFoundError) return false
       throw e
@@ -625,20 +737,91 @@ export class Sandbox {
     }))
   }
 
-  /** Freezes the whole sandbox until `resume()` (or `Sandbox.connect`); code and commands are refused meanwhile. */
-  async pause(opts?: { requestTimeoutMs?: number }): Promise<boolean> {
-    await this.connectionConfig.request('POST', sessionPath(this.sandboxId, 'pause'), 'json', { timeoutMs: opts?.requestTimeoutMs, what: 'sandbox' })
+  /**
+   * Freezes the whole sandbox until `resume()` (or `Sandbox.connect`);
+   * code and commands are refused meanwhile. `keepMemory: false`
+   * hibernates it instead: its workspace and variables go to a snapshot
+   * and its sandbox is freed, its id kept; uses are refused (a
+   * SandboxError, code `session_hibernated`) until `connect` or `resume`
+   * wakes it, or, with its lifecycle's `autoResume`, its next use does.
+   */
+  async pause(opts?: SandboxPauseOpts): Promise<boolean> {
+    const hibernate = opts?.keepMemory === false
+    await this.connectionConfig.request('POST', sessionPath(this.sandboxId, 'pause'), 'json', {
+      json: hibernate ? { keep_memory: false } : undefined,
+      timeoutMs: opts?.requestTimeoutMs ?? (hibernate ? this.slowTimeoutMs : undefined),
+      what: 'sandbox',
+    })
     return true
   }
 
   /** E2B's name for `pause` while it was in beta. */
-  async betaPause(opts?: { requestTimeoutMs?: number }): Promise<boolean> {
+  async betaPause(opts?: SandboxPauseOpts): Promise<boolean> {
     return this.pause(opts)
   }
 
-  /** glassroom: thaws a paused sandbox. */
+  /** glassroom: thaws a paused sandbox, or wakes a hibernated one (its snapshot restored). */
   async resume(opts?: { requestTimeoutMs?: number }): Promise<void> {
-    await this.connectionConfig.request('POST', sessionPath(this.sandboxId, 'resume'), 'json', { timeoutMs: opts?.requestTimeoutMs, what: 'sandbox' })
+    await this.connectionConfig.request('POST', sessionPath(this.sandboxId, 'resume'), 'json', { timeoutMs: opts?.requestTimeoutMs ?? this.slowTimeoutMs, what: 'sandbox' })
+  }
+
+  /** The request timeout of a call that snapshots or restores a sandbox: the connection's, at least two minutes (unless unlimited). */
+  private get slowTimeoutMs(): number {
+    const t = this.connectionConfig.requestTimeoutMs
+    return t > 0 ? Math.max(t, 120_000) : t
+  }
+
+  /**
+   * Snapshots the sandbox (E2B's): its workspace and each context's
+   * variables (those its kernel can capture: `contexts[].uncaptured` says
+   * which were not, and why); it goes on running. The snapshot outlives
+   * the sandbox until `Sandbox.deleteSnapshot`; `Sandbox.create(snapshotId)`
+   * starts a sandbox from it. glassroom's snapshots have no names: `name`
+   * is refused.
+   */
+  async createSnapshot(opts?: { name?: string; requestTimeoutMs?: number }): Promise<SnapshotInfo> {
+    if (opts?.name !== undefined) throw new InvalidArgumentError("glassroom's snapshots have no names: leave name out and use the snapshot's id (snapshotId)")
+    const out = await this.connectionConfig.request('POST', sessionPath(this.sandboxId, 'snapshots'), 'json', { json: {}, ok: [201], timeoutMs: opts?.requestTimeoutMs ?? this.slowTimeoutMs, what: 'sandbox' })
+    return snapshotInfo(out)
+  }
+
+  /** The snapshots of this sandbox, newest first, page by page (E2B's). */
+  listSnapshots(opts?: Omit<SnapshotListOpts, 'sandboxId'>): SnapshotPaginator {
+    return new SnapshotPaginator({ ...this.connectionConfig.toOpts(), ...(opts ?? {}), sandboxId: this.sandboxId })
+  }
+
+  /**
+   * Starts `count` sandboxes (default 1) from a capture of this one, each
+   * with its workspace and variables (`restore` says what came back),
+   * template, language, limits, network, lifecycle and metadata; this
+   * sandbox goes on. Each fork succeeds or fails on its own: the list
+   * holds a Sandbox or the Error that fork met, in order.
+   */
+  async fork(opts?: SandboxForkOpts): Promise<Array<this | Error>> {
+    const count = opts?.count ?? 1
+    if (!Number.isInteger(count) || count < 1) throw new InvalidArgumentError('count must be a positive integer')
+    const ctor = this.constructor as typeof Sandbox
+    const timeoutMs = opts?.timeoutMs ?? ctor.defaultTimeoutMs
+    if (timeoutMs !== undefined && !(timeoutMs > 0)) throw new InvalidArgumentError('timeoutMs must be positive')
+    const out = await this.connectionConfig.request('POST', sessionPath(this.sandboxId, 'fork'), 'json', {
+      json: { count },
+      ok: [201],
+      timeoutMs: opts?.requestTimeoutMs ?? this.slowTimeoutMs,
+      what: 'sandbox',
+    })
+    const forks: any[] = Array.isArray(out?.forks) ? out.forks : []
+    return await Promise.all(forks.map(async (f): Promise<this | Error> => {
+      if (!f?.session) return forkError(f?.error)
+      const sbx = ctor.fromSession(this.connectionConfig, f.session) as this
+      if (timeoutMs === undefined) return sbx
+      try {
+        await sbx.setTimeout(timeoutMs)
+        return sbx
+      } catch (e) {
+        await sbx.kill().catch(() => {})
+        return e instanceof Error ? e : new SandboxError(String(e))
+      }
+    }))
   }
 
   /** glassroom: interrupts running code (of one context, or every one). */
@@ -756,7 +939,8 @@ export class Sandbox {
     try {
       ws = await openWebSocket(conn, sessionPath(this.sandboxId, 'ws'), undefined, opts.requestTimeoutMs ?? conn.requestTimeoutMs)
     } catch (e) {
-      await this.getInfo() // a missing sandbox is a NotFoundError
+      const info = await this.getInfo() // a missing sandbox is a NotFoundError
+      if (info.hibernated) throw errorFromStatus(409, 'session_hibernated', 'the sandbox is hibernated (its sandbox freed, its state in a snapshot): connect or resume wakes it', 'sandbox')
       throw e
     }
     const id = 'js-' + Math.random().toString(36).slice(2) + Date.now().toString(36)

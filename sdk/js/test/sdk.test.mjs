@@ -9,6 +9,7 @@ import assert from 'node:assert/strict'
 import {
   Sandbox, Result, CommandExitError, TimeoutError, NotFoundError, SandboxNotFoundError, FileNotFoundError,
   AuthenticationError, InvalidArgumentError, SandboxError, TemplateError, FileType, ChartType, UserExpression, Volume,
+  SnapshotPaginator,
 } from '../dist/index.js'
 import * as e2b from '../dist/e2b.js'
 import E2BDefault from '../dist/e2b.js'
@@ -485,7 +486,8 @@ test('lifecycle: paused at its timeout, resumed by connect or, with autoResume, 
   } finally {
     await auto.kill()
   }
-  for (const bad of [{ onTimeout: { action: 'pause', keepMemory: false } }, { onTimeout: { action: 'kill', keepMemory: true } }, { onTimeout: 'sleep' }]) {
+  // E2B's rule: a filesystem-only pause (hibernation) does not auto-resume.
+  for (const bad of [{ onTimeout: { action: 'pause', keepMemory: false }, autoResume: true }, { onTimeout: { action: 'kill', keepMemory: true } }, { onTimeout: 'sleep' }]) {
     await assert.rejects(Sandbox.create({ lifecycle: bad }), InvalidArgumentError)
   }
 })
@@ -561,10 +563,20 @@ test('glassroom/e2b carries the same names', () => {
   }
 })
 
+// Kills the sandboxes earlier tests left for `after`, but the shared one:
+// the suite's sandboxes must stay under the gateway's cap per key (16).
+async function killLeftovers() {
+  const keep = sharedP && (await sharedP.catch(() => undefined))
+  for (const s of made.splice(0)) if (s !== keep) await s.kill().catch(() => {})
+  if (keep) made.push(keep)
+}
+
 // The gateway features of issue 25 (templates, metadata, lifetime,
-// metrics, pause/resume, rename, watch).
+// metrics, pause/resume, rename, watch), then snapshots, forks and
+// hibernation. Each starts with the earlier tests' sandboxes killed.
 const e2bTest = (name, fn) => test(name, async (t) => {
   if (!e2bapi) return t.skip('the gateway does not have templates yet (GLASSROOM_TEST_E2BAPI unset)')
+  await killLeftovers()
   await fn(t)
 })
 
@@ -595,7 +607,7 @@ e2bTest('templates, metadata and Sandbox.list with a query and pages', async () 
   await assert.rejects(Sandbox.create('no-such-template'), (e) => e instanceof TemplateError || e instanceof InvalidArgumentError)
   // What glassroom has no part of is refused before any sandbox starts, in E2B's words.
   await assert.rejects(Sandbox.create({ mcp: { server: {} }, metadata: { tag } }), /^InvalidArgumentError: Failed to start MCP gateway/)
-  await assert.rejects(Sandbox.create({ lifecycle: { onTimeout: { action: 'pause', keepMemory: false } }, metadata: { tag } }), InvalidArgumentError)
+  await assert.rejects(Sandbox.create({ lifecycle: { onTimeout: { action: 'pause', keepMemory: false }, autoResume: true }, metadata: { tag } }), InvalidArgumentError)
   assert.equal((await Sandbox.list({ query: { metadata: { tag } } }).nextItems()).length, 2)
 })
 
@@ -667,4 +679,125 @@ e2bTest('files.rename and files.watchDir', async () => {
   assert.deepEqual(mine.map((e) => e.type), ['create', 'chmod', 'write'], JSON.stringify(events))
   assert.ok(mine.every((e) => e.entry?.path === '/home/user/w/new.txt' && e.entry?.size === 1), JSON.stringify(mine))
   await assert.rejects(sbx.files.watchDir('/home/user/no-such-dir', () => {}), NotFoundError)
+})
+
+// Snapshots, forks and hibernation. Each test kills its sandboxes and
+// deletes its snapshots (the gateway caps both per key).
+e2bTest('snapshots: createSnapshot, list, restore by Sandbox.create(snapshotId) (E2B) and {snapshot} (glassroom), deleteSnapshot', async () => {
+  const src = await e2b.Sandbox.create()
+  const snaps = []
+  try {
+    await src.runCode('x = 41')
+    await src.files.write('snap/kept.txt', 'kept')
+    const info = await src.createSnapshot()
+    snaps.push(info.snapshotId)
+    assert.match(info.snapshotId, /^snap-[0-9a-f]{24}$/)
+    assert.deepEqual(info.names, [])
+    assert.equal(info.sandboxId, src.sandboxId)
+    assert.ok(info.contexts.some((c) => c.captured.includes('x')), JSON.stringify(info.contexts))
+    await assert.rejects(src.createSnapshot({ name: 'mine' }), InvalidArgumentError) // glassroom's have no names
+    const second = await e2b.Sandbox.createSnapshot(src.sandboxId)
+    snaps.push(second.snapshotId)
+    // Newest first, paged by limit; filtered by sandbox, or by id as E2B's name.
+    const p = e2b.Sandbox.listSnapshots({ sandboxId: src.sandboxId, limit: 1 })
+    assert.ok(p instanceof SnapshotPaginator && e2b.SnapshotPaginator === SnapshotPaginator)
+    const ids = []
+    while (p.hasNext) ids.push(...(await p.nextItems()).map((s) => s.snapshotId))
+    assert.deepEqual(ids, [second.snapshotId, info.snapshotId])
+    assert.deepEqual((await src.listSnapshots().nextItems()).map((s) => s.snapshotId), ids)
+    assert.deepEqual((await Sandbox.listSnapshots({ name: info.snapshotId }).nextItems()).map((s) => s.snapshotId), [info.snapshotId])
+    assert.deepEqual(await Sandbox.listSnapshots({ name: 'snap-000000000000000000000000' }).nextItems(), [])
+    assert.throws(() => Sandbox.listSnapshots({ name: 'a', sandboxId: 'b' }), InvalidArgumentError)
+    assert.equal((await Sandbox.getSnapshot(info.snapshotId)).sandboxId, src.sandboxId)
+    await src.kill() // the snapshot outlives it
+    const a = await e2b.Sandbox.create(info.snapshotId) // E2B passes the snapshot as the template
+    try {
+      assert.equal(a.restore.snapshotId, info.snapshotId)
+      assert.ok(a.restore.contexts.some((c) => c.restored.includes('x')), JSON.stringify(a.restore))
+      assert.equal((await a.runCode('x + 1')).text, '42')
+      assert.equal(await a.files.read('snap/kept.txt'), 'kept')
+    } finally {
+      await a.kill()
+    }
+    const b = await Sandbox.create({ snapshot: second.snapshotId })
+    try {
+      assert.equal(b.restore.snapshotId, second.snapshotId)
+      assert.equal((await b.runCode('x')).text, '41')
+      assert.equal(await b.files.read('/home/user/snap/kept.txt'), 'kept')
+    } finally {
+      await b.kill()
+    }
+    assert.equal(await e2b.Sandbox.deleteSnapshot(info.snapshotId), true)
+    assert.equal(await e2b.Sandbox.deleteSnapshot(info.snapshotId), false)
+    await assert.rejects(Sandbox.getSnapshot(info.snapshotId), NotFoundError)
+    await assert.rejects(Sandbox.create('snap-000000000000000000000000'), NotFoundError)
+  } finally {
+    await src.kill().catch(() => {})
+    for (const id of snaps) await Sandbox.deleteSnapshot(id).catch(() => {})
+  }
+})
+
+e2bTest('fork: the forks start from the sandbox, then diverge', async () => {
+  const src = await e2b.Sandbox.create()
+  let forks = []
+  try {
+    await src.runCode('x = 1')
+    await src.files.write('f.txt', 'one')
+    await assert.rejects(src.fork({ count: 0 }), InvalidArgumentError)
+    await assert.rejects(src.fork({ count: 99 }), InvalidArgumentError) // the gateway's 1..8
+    forks = await src.fork({ count: 2 })
+    assert.equal(forks.length, 2)
+    for (const f of forks) {
+      assert.ok(f instanceof e2b.Sandbox, String(f))
+      assert.notEqual(f.sandboxId, src.sandboxId)
+      assert.ok(f.restore.contexts.some((c) => c.restored.includes('x')), JSON.stringify(f.restore))
+      assert.ok(f.accessToken)
+      const life = (await f.getInfo()).endAt - Date.now()
+      assert.ok(life > 200_000 && life <= 301_000, `a fork of glassroom/e2b's Sandbox lives E2B's 300 s: ${life}`)
+    }
+    const [a, b] = forks
+    await a.runCode('x = 10')
+    await b.runCode('x = 20')
+    await a.files.write('f.txt', 'ten')
+    assert.equal((await a.runCode('x')).text, '10')
+    assert.equal((await b.runCode('x')).text, '20')
+    assert.equal((await src.runCode('x')).text, '1')
+    assert.equal(await b.files.read('f.txt'), 'one')
+    assert.equal(await src.files.read('f.txt'), 'one')
+    for (const f of forks) await f.kill()
+    forks = await Sandbox.fork(src.sandboxId) // by id: one, of the class it is called on
+    assert.equal(forks.length, 1)
+    assert.ok(forks[0] instanceof Sandbox && !(forks[0] instanceof e2b.Sandbox), String(forks[0]))
+    assert.equal((await forks[0].runCode('x')).text, '1')
+  } finally {
+    for (const f of forks) if (f instanceof Sandbox) await f.kill().catch(() => {})
+    await src.kill()
+  }
+  await assert.rejects(src.fork(), SandboxNotFoundError)
+})
+
+e2bTest('pause({ keepMemory: false }) hibernates: uses refused until connect wakes it, its state back', async () => {
+  // keepMemory: false in the lifecycle is allowed now (without autoResume) and sent as keep_memory.
+  const sbx = await Sandbox.create({ timeoutMs: 120_000, lifecycle: { onTimeout: { action: 'pause', keepMemory: false } } })
+  try {
+    const lc = (await sbx.getInfo()).raw.lifecycle
+    assert.ok(lc?.on_timeout === 'pause' && lc.keep_memory === false && !lc.auto_resume, JSON.stringify(lc))
+    await sbx.runCode('h = 5')
+    await sbx.files.write('h.txt', 'h')
+    assert.equal(await sbx.pause({ keepMemory: false }), true)
+    const info = await sbx.getInfo()
+    assert.equal(info.state, 'paused')
+    assert.equal(info.hibernated, true)
+    assert.equal(info.kernelState, 'hibernated')
+    assert.equal(await sbx.isRunning(), false)
+    await assert.rejects(sbx.runCode('h'), (e) => e instanceof SandboxError && e.code === 'session_hibernated' && e.status === 409)
+    await assert.rejects(sbx.files.read('h.txt'), (e) => e instanceof SandboxError && e.code === 'session_hibernated')
+    const again = await e2b.Sandbox.connect(sbx.sandboxId) // wakes it
+    assert.equal(await again.isRunning(), true)
+    assert.equal((await again.runCode('h + 1')).text, '6')
+    assert.equal(await sbx.files.read('h.txt'), 'h')
+    assert.equal((await sbx.getInfo()).hibernated, false)
+  } finally {
+    await sbx.kill()
+  }
 })

@@ -49,3 +49,7 @@ from .models import CommandResult, ProcessInfo  # noqa: E402
 
 __all__ += ["Commands", "AsyncCommands", "CommandHandle", "AsyncCommandHandle", "CommandResult", "ProcessInfo",
             "CommandOutputHandler", "CommandExitException"]
+
+from .models import RestoredContext, RestoreReport, Snapshot, SnapshotContext, Uncaptured  # noqa: E402  (snapshots and forks)
+
+__all__ += ["Snapshot", "SnapshotContext", "Uncaptured", "RestoreReport", "RestoredContext"]

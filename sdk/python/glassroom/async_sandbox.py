@@ -13,7 +13,9 @@ from typing import IO, Any, Awaitable, Callable, Dict, List, Mapping, Optional, 
 from ._edit import EditResult
 from .commands import DEFAULT_TIMEOUT, CommandHandle, Commands, Pty, PtySize
 from .files import Filesystem
-from .models import CommandResult, Context, EntryInfo, Execution, Port, Preview, ProcessInfo, SandboxInfo, WriteInfo
+from .exceptions import SandboxException
+from .models import (CommandResult, Context, EntryInfo, Execution, Port, Preview, ProcessInfo, RestoreReport, SandboxInfo, Snapshot,
+                     WriteInfo)
 from .sandbox import Sandbox
 
 A = TypeVar("A", bound="AsyncSandbox")
@@ -216,6 +218,21 @@ class AsyncPty:
         return await asyncio.to_thread(self._pty.kill, pid, request_timeout)
 
 
+class _AsyncSnapshotLister:
+    """``await sbx.list_snapshots()`` (this sandbox's), or
+    ``await AsyncSandbox.list_snapshots(sandbox_id=None, api_key=...)``."""
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Callable[..., Awaitable[List[Snapshot]]]:
+        if obj is not None:
+            async def of_this() -> List[Snapshot]:
+                return await asyncio.to_thread(obj._sbx.list_snapshots)  # type: ignore[no-any-return]
+            return of_this
+
+        async def of_every(sandbox_id: Optional[str] = None, **kw: Any) -> List[Snapshot]:
+            return await asyncio.to_thread(lambda: Sandbox.list_snapshots(sandbox_id, **kw))  # type: ignore[no-any-return]
+        return of_every
+
+
 class AsyncSandbox:
     """The asyncio twin of ``Sandbox``: ``await AsyncSandbox.create()``,
     ``await sbx.run_code(...)``, ``async with``."""
@@ -230,9 +247,11 @@ class AsyncSandbox:
     @classmethod
     async def create(cls: Type[A], api_key: Optional[str] = None, base_url: Optional[str] = None, timeout: Optional[float] = None,
                      envs: Optional[Mapping[str, str]] = None, limits: Optional[Mapping[str, Any]] = None,
-                     request_timeout: Optional[float] = None, language: Optional[str] = None) -> A:
-        """Starts a new session (see ``Sandbox``)."""
-        return cls(await asyncio.to_thread(Sandbox.create, api_key, base_url, timeout, envs, limits, request_timeout, language))
+                     request_timeout: Optional[float] = None, language: Optional[str] = None,
+                     volumes: Optional[Mapping[str, str]] = None, snapshot: Optional[str] = None) -> A:
+        """Starts a new session (see ``Sandbox``); with ``snapshot``, from that snapshot."""
+        return cls(await asyncio.to_thread(lambda: Sandbox.create(
+            api_key, base_url, timeout, envs, limits, request_timeout, language, volumes=volumes, snapshot=snapshot)))
 
     @classmethod
     async def connect(cls: Type[A], sandbox_id: str, api_key: Optional[str] = None, base_url: Optional[str] = None,
@@ -243,6 +262,41 @@ class AsyncSandbox:
     @property
     def sandbox_id(self) -> str:
         return self._sbx.sandbox_id
+
+    @property
+    def restore(self) -> Optional[RestoreReport]:
+        """What a sandbox started from a snapshot or by ``fork`` got of it (see ``Sandbox.restore``)."""
+        return self._sbx.restore
+
+    async def pause(self, keep_memory: bool = True) -> None:
+        """Pauses the session; ``keep_memory=False`` hibernates it (see ``Sandbox.pause``)."""
+        await asyncio.to_thread(self._sbx.pause, keep_memory)
+
+    async def resume(self) -> None:
+        """Thaws a paused session or wakes a hibernated one (see ``Sandbox.resume``)."""
+        await asyncio.to_thread(self._sbx.resume)
+
+    async def create_snapshot(self) -> Snapshot:
+        """Captures the sandbox's files and variables (see ``Sandbox.create_snapshot``)."""
+        return await asyncio.to_thread(self._sbx.create_snapshot)  # type: ignore[no-any-return]
+
+    list_snapshots = _AsyncSnapshotLister()
+
+    @classmethod
+    async def get_snapshot(cls, snapshot_id: str, api_key: Optional[str] = None, base_url: Optional[str] = None,
+                           request_timeout: Optional[float] = None) -> Snapshot:
+        return await asyncio.to_thread(Sandbox.get_snapshot, snapshot_id, api_key, base_url, request_timeout)
+
+    @classmethod
+    async def delete_snapshot(cls, snapshot_id: str, api_key: Optional[str] = None, base_url: Optional[str] = None,
+                              request_timeout: Optional[float] = None) -> bool:
+        """Deletes a snapshot; False if there was none."""
+        return await asyncio.to_thread(Sandbox.delete_snapshot, snapshot_id, api_key, base_url, request_timeout)
+
+    async def fork(self: A, count: int = 1) -> "List[Union[A, SandboxException]]":
+        """Starts ``count`` sandboxes from a capture of this one (see ``Sandbox.fork``)."""
+        forks = await asyncio.to_thread(self._sbx.fork, count)
+        return [f if isinstance(f, SandboxException) else type(self)(f) for f in forks]
 
     async def __aenter__(self: A) -> A:
         return self

@@ -106,3 +106,26 @@ def from_status(status: int, code: str, message: str) -> SandboxException:
     if status == 404:
         cls = {"file_not_found": FileNotFoundException, "not_found": SandboxNotFoundException}.get(code, cls)
     return cls(f"{code or 'error'} (HTTP {status}): {message}", status, code)
+
+
+def from_code(code: str, message: str) -> SandboxException:
+    """The exception for an error the gateway reports inside an answer (a
+    fork's), by its code alone: what ``from_status`` would raise for the
+    error answer of the same cause."""
+    if code in ("not_found", "file_not_found") or code.endswith("_not_found"):
+        status = 404
+    elif code in ("bad_request", "bad_path") or code.startswith("bad_"):
+        status = 400
+    elif code in ("too_large",) or code.endswith("_too_large"):
+        status = 413
+    elif code in ("rate_limited", "queue_full", "comm_limit") or code.startswith("too_many"):
+        status = 429
+    elif code in ("workspace_full", "no_room"):
+        status = 507
+    elif code in ("unauthorized",):
+        status = 401
+    elif code in ("session_hibernated", "session_paused", "kernel_dead", "file_conflict", "file_busy", "volume_in_use"):
+        status = 409
+    else:
+        status = 0
+    return from_status(status, code, message or code)

@@ -356,6 +356,10 @@ class SandboxInfo:
     """The idle kernel is frozen; the next request thaws it."""
     language: str = "python3"
     """The language of the session's first context (its kernel's name)."""
+    hibernated: bool = False
+    """Hibernated (``pause(keep_memory=False)``): its sandbox is freed and
+    its state is in a snapshot until ``resume`` (or, with the lifecycle's
+    auto_resume, its next use) wakes it; ``state`` is "hibernated"."""
 
 
 @dataclass
@@ -445,6 +449,7 @@ def sandbox_info(s: Dict[str, Any]) -> SandboxInfo:
         started_at=parse_time(s.get("created_at")), end_at=parse_time(s.get("expires_at")),
         idle_timeout_s=int(s.get("idle_timeout_s") or 0), queued=int(s.get("queued") or 0),
         limits=dict(s.get("limits") or {}), paused=bool(s.get("paused")), language=str(s.get("language") or "python3"),
+        hibernated=bool(s.get("hibernated")),
     )
 
 
@@ -483,3 +488,92 @@ class Port:
 
     port: int
     address: str
+
+
+@dataclass
+class Uncaptured:
+    """A variable a snapshot (or a restore) lacks, and why (``name`` "*":
+    all of a kernel's, as for JavaScript)."""
+
+    name: str
+    reason: str
+
+    @classmethod
+    def _list(cls, value: Any) -> List["Uncaptured"]:
+        return [cls(name=str(u.get("name", "")), reason=str(u.get("reason", ""))) for u in value or [] if isinstance(u, dict)]
+
+
+@dataclass
+class SnapshotContext:
+    """One context of a snapshot: ``captured`` are the variables it holds,
+    ``uncaptured`` those it does not, with why."""
+
+    context: str
+    language: str
+    cwd: str
+    default: bool = False
+    state: str = ""
+    captured: List[str] = field(default_factory=list)
+    uncaptured: List[Uncaptured] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, c: Dict[str, Any]) -> "SnapshotContext":
+        return cls(context=str(c.get("context", "")), language=str(c.get("language", "")), cwd=str(c.get("cwd", "")),
+                   default=bool(c.get("default")), state=str(c.get("state") or ""),
+                   captured=[str(n) for n in c.get("captured") or []], uncaptured=Uncaptured._list(c.get("uncaptured")))
+
+
+@dataclass
+class Snapshot:
+    """A captured sandbox (``Sandbox.create_snapshot``): its workspace's
+    files and each context's variables. It outlives its sandbox until
+    ``Sandbox.delete_snapshot``; ``Sandbox(snapshot=id)`` starts a sandbox
+    from it. Only its API key sees it."""
+
+    id: str
+    sandbox_id: str
+    """The sandbox it was taken of."""
+    created_at: datetime
+    size_bytes: int
+    contexts: List[SnapshotContext] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, s: Dict[str, Any]) -> "Snapshot":
+        return cls(id=str(s.get("id", "")), sandbox_id=str(s.get("session_id", "")), created_at=parse_time(s.get("created_at")),
+                   size_bytes=int(s.get("size_bytes") or 0),
+                   contexts=[SnapshotContext.from_json(c) for c in s.get("contexts") or [] if isinstance(c, dict)])
+
+
+@dataclass
+class RestoredContext:
+    """One context's restore: ``context`` is its id in the new sandbox,
+    ``from_context`` in the snapshot; ``restored`` the variables that came
+    back, ``failed`` those that did not; ``error`` why none did (the
+    kernel runs, empty)."""
+
+    context: str
+    from_context: str
+    language: str
+    restored: List[str] = field(default_factory=list)
+    failed: List[Uncaptured] = field(default_factory=list)
+    error: Optional[str] = None
+
+
+@dataclass
+class RestoreReport:
+    """What a sandbox started from a snapshot (or a fork) got of it
+    (``sandbox.restore``): ``error`` when its files could not be restored."""
+
+    snapshot_id: str
+    contexts: List[RestoredContext] = field(default_factory=list)
+    error: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, r: Any) -> Optional["RestoreReport"]:
+        if not isinstance(r, dict):
+            return None
+        ctxs = [RestoredContext(context=str(c.get("context", "")), from_context=str(c.get("from", "")),
+                                language=str(c.get("language", "")), restored=[str(n) for n in c.get("restored") or []],
+                                failed=Uncaptured._list(c.get("failed")), error=c.get("error") or None)
+                for c in r.get("contexts") or [] if isinstance(c, dict)]
+        return cls(snapshot_id=str(r.get("snapshot_id", "")), contexts=ctxs, error=r.get("error") or None)

@@ -9,11 +9,11 @@ from collections import abc
 from typing import Any, Callable, Dict, List, Mapping, Optional, Type, TypeVar, Union
 
 from ._http import Connection, session_path
-from .exceptions import InvalidArgumentException, NotFoundException, SandboxException, TimeoutException
+from .exceptions import InvalidArgumentException, NotFoundException, SandboxException, TimeoutException, from_code, from_status
 from .commands import Commands, Pty
 from .files import Filesystem
-from .models import (Context, Execution, ExecutionError, FileChange, NextInput, OutputMessage, Port, Preview, Result, SandboxInfo, page,
-                     parse_time, sandbox_info, user_expressions)
+from .models import (Context, Execution, ExecutionError, FileChange, NextInput, OutputMessage, Port, Preview, RestoreReport, Result,
+                     SandboxInfo, Snapshot, page, parse_time, sandbox_info, user_expressions)
 
 T = TypeVar("T")
 S = TypeVar("S", bound="Sandbox")
@@ -41,6 +41,43 @@ class _either:
         return by_id
 
 
+class _this_or_every:
+    """A method callable on an instance (of that sandbox: ``sbx.list_snapshots()``)
+    or on the class, the sandbox id optional (``Sandbox.list_snapshots()``:
+    every one of the key's; ``Sandbox.list_snapshots(sandbox_id)``)."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn  # fn(conn, sandbox_id or None, ...)
+        functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Callable[..., Any]:
+        fn = self.fn
+        if obj is not None:
+            def of_this(*args: Any, **kw: Any) -> Any:
+                return fn(obj._conn, obj.sandbox_id, *args, **kw)
+            functools.update_wrapper(of_this, fn)
+            return of_this
+
+        def of_every(sandbox_id: Optional[str] = None, *args: Any, api_key: Optional[str] = None,
+                     base_url: Optional[str] = None, request_timeout: Optional[float] = None, **kw: Any) -> Any:
+            return fn(Connection(api_key, base_url, request_timeout), sandbox_id, *args, **kw)
+
+        functools.update_wrapper(of_every, fn)
+        return of_every
+
+
+def _list_snapshots(conn: Connection, sandbox_id: Optional[str]) -> List[Snapshot]:
+    """The key's snapshots, newest first; of one sandbox when sandbox_id is given."""
+    out = conn.call("GET", "/v1/snapshots", query={"session_id": sandbox_id} if sandbox_id else None)
+    return [Snapshot.from_json(x) for x in (out or {}).get("snapshots") or [] if isinstance(x, dict)]
+
+
+def _snapshot_path(snapshot_id: str) -> str:
+    if not isinstance(snapshot_id, str) or not snapshot_id:
+        raise InvalidArgumentException("snapshot_id must be a snapshot's id")
+    return "/v1/snapshots/" + urllib.parse.quote(snapshot_id, safe="")
+
+
 class Sandbox:
     """A persistent, sandboxed Python (a glassroom session), shaped like
     E2B's code-interpreter ``Sandbox``.
@@ -55,7 +92,7 @@ class Sandbox:
     def __init__(self, api_key: Optional[str] = None, base_url: Optional[str] = None, timeout: Optional[float] = None,
                  envs: Optional[Mapping[str, str]] = None, limits: Optional[Mapping[str, Any]] = None,
                  request_timeout: Optional[float] = None, language: Optional[str] = None,
-                 volumes: Optional[Mapping[str, str]] = None, **kwargs: Any) -> None:
+                 volumes: Optional[Mapping[str, str]] = None, snapshot: Optional[str] = None, **kwargs: Any) -> None:
         """Starts a new session.
 
         :param timeout: seconds the session may stay idle before the gateway
@@ -68,6 +105,9 @@ class Sandbox:
             (default Python); other languages start on first use
         :param volumes: this key's volumes to mount (``Volume.create``):
             name → a directory under /home/user
+        :param snapshot: a snapshot's id (``create_snapshot``): the sandbox
+            starts with its files and its contexts' variables (``restore``
+            says what came back); ``language`` defaults to the snapshot's
         """
         conn = Connection(api_key, base_url, request_timeout)
         attach = kwargs.pop("_attach", None)
@@ -85,10 +125,15 @@ class Sandbox:
                 body["language"] = language
             if volumes:
                 body["volumes"] = {str(k): str(v) for k, v in volumes.items()}
+            if snapshot:
+                body["snapshot"] = str(snapshot)
             attach = conn.call("POST", "/v1/sessions", json_body=body, ok=(201,))
         self._conn = conn
         self._info = attach
         self.sandbox_id: str = str(attach["id"])
+        self.restore: Optional[RestoreReport] = RestoreReport.from_json(attach.get("restore"))
+        """For a sandbox started from a snapshot (``snapshot=``) or by
+        ``fork``: what it got of it (None otherwise, and once attached by id)."""
         self.files = Filesystem(conn, self.sandbox_id)
         self.commands = Commands(conn, self.sandbox_id)
         """Shell commands in the sandbox: ``sbx.commands.run("ls -la")``."""
@@ -98,10 +143,12 @@ class Sandbox:
     @classmethod
     def create(cls: Type[S], api_key: Optional[str] = None, base_url: Optional[str] = None, timeout: Optional[float] = None,
                envs: Optional[Mapping[str, str]] = None, limits: Optional[Mapping[str, Any]] = None,
-               request_timeout: Optional[float] = None, language: Optional[str] = None) -> S:
-        """Starts a new session (the same as ``Sandbox(...)``)."""
+               request_timeout: Optional[float] = None, language: Optional[str] = None,
+               volumes: Optional[Mapping[str, str]] = None, snapshot: Optional[str] = None) -> S:
+        """Starts a new session (the same as ``Sandbox(...)``); with
+        ``snapshot``, from that snapshot."""
         return cls(api_key=api_key, base_url=base_url, timeout=timeout, envs=envs, limits=limits, request_timeout=request_timeout,
-                   language=language)
+                   language=language, volumes=volumes, snapshot=snapshot)
 
     @classmethod
     def connect(cls: Type[S], sandbox_id: str, api_key: Optional[str] = None, base_url: Optional[str] = None,
@@ -164,11 +211,87 @@ class Sandbox:
         return sandbox_info(self._info)
 
     def is_running(self) -> bool:
-        """Whether the session exists and its kernel is not dead."""
+        """Whether the session exists, is not hibernated and its kernel is not dead."""
         try:
-            return self.get_info().state != "dead"
+            return self.get_info().state not in ("dead", "hibernated")
         except NotFoundException:
             return False
+
+    @_either
+    def pause(self, keep_memory: bool = True) -> None:
+        """Pauses the session until ``resume``: frozen, its memory kept
+        (the default), or with ``keep_memory=False`` hibernated: its state
+        (files and variables) goes into a snapshot and its sandbox is freed;
+        it keeps its id. Meanwhile its uses raise ConflictException (code
+        ``session_hibernated`` once hibernated), unless its lifecycle's
+        auto_resume wakes it on use."""
+        body = None if keep_memory else {"keep_memory": False}
+        self._info = self._conn.call("POST", session_path(self.sandbox_id, "pause"), json_body=body)
+
+    @_either
+    def resume(self) -> None:
+        """Thaws a paused session, or wakes a hibernated one (a new sandbox
+        under its id, its snapshot restored); a running one is left as it is."""
+        self._info = self._conn.call("POST", session_path(self.sandbox_id, "resume"))
+
+    @_either
+    def create_snapshot(self) -> Snapshot:
+        """Captures the sandbox: its workspace's files and each context's
+        variables (what a kernel cannot capture is in the snapshot's
+        ``contexts``' ``uncaptured``). The sandbox goes on; the snapshot
+        outlives it until ``delete_snapshot``. ``Sandbox(snapshot=id)``
+        starts a sandbox from it."""
+        out = self._conn.call("POST", session_path(self.sandbox_id, "snapshots"), json_body={}, ok=(201,))
+        return Snapshot.from_json(out)
+
+    @_this_or_every
+    def list_snapshots(conn: Connection, sandbox_id: Optional[str]) -> List[Snapshot]:  # type: ignore[misc]
+        """The snapshots of this sandbox (``sbx.list_snapshots()``), or of
+        the key (``Sandbox.list_snapshots()``, or of one sandbox with
+        ``Sandbox.list_snapshots(sandbox_id)``), newest first."""
+        return _list_snapshots(conn, sandbox_id)
+
+    @classmethod
+    def get_snapshot(cls, snapshot_id: str, api_key: Optional[str] = None, base_url: Optional[str] = None,
+                     request_timeout: Optional[float] = None) -> Snapshot:
+        """One snapshot of this key (NotFoundException, code ``snapshot_not_found``, if none)."""
+        return Snapshot.from_json(Connection(api_key, base_url, request_timeout).call("GET", _snapshot_path(snapshot_id)))
+
+    @classmethod
+    def delete_snapshot(cls, snapshot_id: str, api_key: Optional[str] = None, base_url: Optional[str] = None,
+                        request_timeout: Optional[float] = None) -> bool:
+        """Deletes a snapshot of this key; False if there was none."""
+        try:
+            Connection(api_key, base_url, request_timeout).call("DELETE", _snapshot_path(snapshot_id), ok=(204,))
+        except NotFoundException:
+            return False
+        return True
+
+    @_either
+    def fork(self: S, count: int = 1) -> "List[Union[S, SandboxException]]":
+        """Starts ``count`` (1..8) new sandboxes from a capture of this one:
+        each has its files and variables (its ``restore`` says which), its
+        language, limits, network, idle timeout and metadata, and goes its
+        own way; this one goes on. Each fork succeeds or fails on its own:
+        the list holds one entry per fork, a Sandbox or the
+        SandboxException it met."""
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise InvalidArgumentException("count must be at least 1")
+        out = self._conn.call("POST", session_path(self.sandbox_id, "fork"), json_body={"count": count}, ok=(201,))
+        forks: List[Union[S, SandboxException]] = []
+        for f in (out or {}).get("forks") or []:
+            sess = f.get("session") if isinstance(f, dict) else None
+            if isinstance(sess, dict) and sess.get("id"):
+                forks.append(self._forked(sess))
+                continue
+            err = f.get("error") if isinstance(f, dict) and isinstance(f.get("error"), dict) else {}
+            forks.append(from_code(str(err.get("code") or ""), str(err.get("message") or "the fork failed")))
+        return forks
+
+    def _forked(self: S, info: Dict[str, Any]) -> S:
+        """A fork's Sandbox, from its session's description."""
+        return type(self)(api_key=self._conn.api_key, base_url=self._conn.base_url, request_timeout=self._conn.request_timeout,
+                          _attach=info)
 
     def ports(self) -> List[Port]:
         """The TCP ports the sandbox's processes listen on, lowest first."""
@@ -318,6 +441,13 @@ class Sandbox:
             x.error = ExecutionError("KeyboardInterrupt", x.reason or "interrupted", "")
         return x
 
+    def _hibernated(self) -> bool:
+        try:
+            info = self._conn.call("GET", session_path(self.sandbox_id))
+        except SandboxException:
+            return False
+        return isinstance(info, dict) and bool(info.get("hibernated"))
+
     def _run_rest(self, code: str, where: Dict[str, Any], timeout: Optional[float], request_timeout: Optional[float]) -> Execution:
         body: Dict[str, Any] = {"code": code, **where}
         if timeout is not None:
@@ -343,7 +473,11 @@ class Sandbox:
             ws = websocket.create_connection(url, header=["Authorization: Bearer " + self._conn.api_key],
                                              timeout=request_timeout or 300, suppress_origin=True)
         except websocket.WebSocketBadStatusException as e:
-            raise _ws_refused(e) from None
+            err = _ws_refused(e)
+            if err.status == 409 and not err.code and self._hibernated():  # websocket-client < 1.4 keeps no body
+                err = from_status(409, "session_hibernated", "the session is hibernated (its sandbox freed, its state in a "
+                                  "snapshot): resume() wakes it")
+            raise err from None
         except (OSError, websocket.WebSocketException) as e:
             raise SandboxException(f"could not open a WebSocket to {self._conn.base_url}: {e}") from e
         x = Execution()
@@ -443,9 +577,12 @@ def _finish(x: Execution, out: Dict[str, Any]) -> None:
 
 
 def _ws_refused(e: Any) -> SandboxException:
-    from .exceptions import from_status
     status = int(getattr(e, "status_code", 0) or 0)
-    return from_status(status, "", f"the gateway refused the WebSocket (HTTP {status})")
+    try:  # websocket-client >= 1.4 keeps the answer's body
+        err = json.loads(getattr(e, "resp_body", None) or b"")["error"]
+        return from_status(status, str(err.get("code", "")), str(err.get("message", "")))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return from_status(status, "", f"the gateway refused the WebSocket (HTTP {status})")
 
 
 __all__ = ["Sandbox", "OutputHandler"]

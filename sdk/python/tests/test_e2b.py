@@ -427,7 +427,7 @@ class E2BSessionModelTest(unittest.TestCase):
             self.assertTrue(auto.is_running())
         finally:
             Sandbox.kill(auto.sandbox_id)
-        for bad in ({"on_timeout": {"action": "pause", "keep_memory": False}},
+        for bad in ({"on_timeout": {"action": "pause", "keep_memory": False}, "auto_resume": True},
                     {"on_timeout": {"action": "kill", "keep_memory": True}}, {"on_timeout": "sleep"}):
             with self.assertRaises(InvalidArgumentException):
                 Sandbox.create(lifecycle=bad)

@@ -16,14 +16,14 @@ from ..exceptions import (AuthenticationException, CommandExitException, Conflic
                           SandboxException, SandboxNotFoundException, TimeoutException)
 from ..models import CommandResult, Execution, ExecutionError, FileType, Logs, OutputMessage, ProcessInfo
 from ..async_sandbox import AsyncCommandHandle, AsyncCommands
-from .async_sandbox import AsyncFilesystem, AsyncSandbox, AsyncSandboxPaginator, AsyncWatchHandle
+from .async_sandbox import AsyncFilesystem, AsyncSandbox, AsyncSandboxPaginator, AsyncSnapshotPaginator, AsyncWatchHandle
 from .charts import (BarChart, BarData, BoxAndWhiskerChart, BoxAndWhiskerData, Chart, Chart2D, ChartType, ChartTypes,
                      LineChart, PieChart, PieData, PointChart, PointData, ScaleType, ScatterChart, SuperChart)
 from .models import (Context, EntryInfo, FilesystemEvent, FilesystemEventType, MIMEType, OutputHandler, Result,
                      RunCodeLanguage, SandboxInfo, SandboxLifecycle, SandboxListOrder, SandboxMetrics,
                      SandboxNetworkOpts, SandboxNetworkSelector, SandboxNetworkSelectorContext, SandboxNetworkUpdate,
-                     SandboxOnTimeout, SandboxQuery, SandboxState, Username, WriteEntry, WriteInfo)
-from .sandbox import ALL_TRAFFIC, Filesystem, Sandbox, SandboxPaginator, WatchHandle
+                     SandboxOnTimeout, SandboxQuery, SandboxState, SnapshotInfo, Username, WriteEntry, WriteInfo)
+from .sandbox import ALL_TRAFFIC, Filesystem, Sandbox, SandboxPaginator, SnapshotPaginator, WatchHandle
 from ..volumes import Volume
 
 
@@ -47,4 +47,5 @@ __all__ = [
     "SandboxException", "TimeoutException", "NotFoundException", "FileNotFoundException", "SandboxNotFoundException",
     "InvalidArgumentException", "AuthenticationException", "RateLimitException", "NotEnoughSpaceException",
     "CommandExitException", "TemplateException", "ConflictException",
+    "SnapshotInfo", "SnapshotPaginator", "AsyncSnapshotPaginator",
 ]

@@ -11,8 +11,9 @@ from typing import IO, Any, Awaitable, Callable, Dict, List, Optional, Type, Typ
 
 from ..async_sandbox import AsyncCommands, AsyncPty, _on_loop
 from ..models import Execution
-from .models import Context, EntryInfo, FilesystemEvent, SandboxInfo, SandboxListOrder, SandboxQuery, WriteInfo
-from .sandbox import Filesystem, Sandbox, SandboxPaginator, WatchHandle, _open_watch, _user
+from .models import Context, EntryInfo, FilesystemEvent, SandboxInfo, SandboxListOrder, SandboxQuery, SnapshotInfo, WriteInfo
+from .sandbox import (Filesystem, Sandbox, SandboxPaginator, SnapshotPaginator, WatchHandle, _open_watch, _snapshot_lister,
+                      _user)
 
 A = TypeVar("A", bound="AsyncSandbox")
 AsyncOutputHandler = Callable[[Any], Union[Any, Awaitable[Any]]]
@@ -157,6 +158,26 @@ class _async_class_or_instance:
         return by_id
 
 
+class _async_fork:
+    """``await sbx.fork(timeout=None, count=None)``, or
+    ``await AsyncSandbox.fork(sandbox_id, ...)``: AsyncSandboxes (or the
+    exception each fork met)."""
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Callable[..., Any]:
+        cls = objtype or type(obj)
+
+        def wrap(forks: List[Any]) -> List[Any]:
+            return [f if isinstance(f, Exception) else cls(f) for f in forks]
+        if obj is not None:
+            async def on_obj(timeout: Optional[int] = None, count: Optional[int] = None, **opts: Any) -> List[Any]:
+                return wrap(await asyncio.to_thread(functools.partial(obj._sbx.fork, timeout, count, **opts)))
+            return on_obj
+
+        async def by_id(sandbox_id: str, timeout: Optional[int] = None, count: Optional[int] = None, **opts: Any) -> List[Any]:
+            return wrap(await asyncio.to_thread(functools.partial(Sandbox.fork, sandbox_id, timeout, count, **opts)))
+        return by_id
+
+
 class AsyncSandbox:
     """E2B's ``AsyncSandbox`` on a glassroom gateway: ``await AsyncSandbox.create()``."""
 
@@ -226,6 +247,15 @@ class AsyncSandbox:
     pause = _async_class_or_instance("pause")
     beta_pause = _async_class_or_instance("pause")
     update_network = _async_class_or_instance("update_network")
+    create_snapshot = _async_class_or_instance("create_snapshot")
+    fork = _async_fork()
+    # As E2B's, not a coroutine: an AsyncSnapshotPaginator (``await p.next_items()``).
+    list_snapshots = _snapshot_lister(lambda **kw: AsyncSnapshotPaginator(**kw))
+
+    @classmethod
+    async def delete_snapshot(cls, snapshot_id: str, **opts: Any) -> bool:
+        """Deletes a snapshot: True if it was deleted, False if it was not found."""
+        return await asyncio.to_thread(functools.partial(Sandbox.delete_snapshot, snapshot_id, **opts))
 
     async def __aenter__(self: A) -> A:
         return self
@@ -302,4 +332,23 @@ class AsyncSandboxPaginator:
         return await asyncio.to_thread(functools.partial(self._p.next_items, **opts))
 
 
-__all__ = ["AsyncSandbox", "AsyncFileStream", "AsyncFilesystem", "AsyncWatchHandle", "AsyncSandboxPaginator"]
+class AsyncSnapshotPaginator:
+    """Pages of ``AsyncSandbox.list_snapshots()``: ``while p.has_next: await p.next_items()``."""
+
+    def __init__(self, **kw: Any) -> None:
+        self._p = SnapshotPaginator(**kw)
+
+    @property
+    def has_next(self) -> bool:
+        return self._p.has_next
+
+    @property
+    def next_token(self) -> Optional[str]:
+        return self._p.next_token
+
+    async def next_items(self, **opts: Any) -> List[SnapshotInfo]:
+        return await asyncio.to_thread(functools.partial(self._p.next_items, **opts))
+
+
+__all__ = ["AsyncSandbox", "AsyncFileStream", "AsyncFilesystem", "AsyncWatchHandle", "AsyncSandboxPaginator",
+           "AsyncSnapshotPaginator"]

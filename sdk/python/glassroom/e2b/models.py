@@ -187,7 +187,14 @@ def sandbox_info(s: Dict[str, Any]) -> SandboxInfo:
         state=SandboxState.PAUSED if s.get("paused_by_client", s.get("paused")) else SandboxState.RUNNING,
         cpu_count=max(1, int(-(-float(cpus) // 1))) if cpus else 0, memory_mb=int(limits.get("memory_mb") or 0),
         envd_version="glassroom", allow_internet_access=bool(allow), network={"allow_out": allow} if allow else None,
-        lifecycle={"on_timeout": "kill", "auto_resume": False}, language=str(s.get("language") or "python3"), limits=limits)
+        lifecycle=_lifecycle_info(s.get("lifecycle")), language=str(s.get("language") or "python3"), limits=limits)
+
+
+def _lifecycle_info(lc: Any) -> Dict[str, Any]:
+    """A session's lifecycle as E2B's SandboxInfo has it: on_timeout and auto_resume."""
+    if isinstance(lc, dict) and lc.get("on_timeout") == "pause":
+        return {"on_timeout": "pause", "auto_resume": bool(lc.get("auto_resume"))}
+    return {"on_timeout": "kill", "auto_resume": False}
 
 
 SandboxListOrder = Literal["asc", "desc"]
@@ -262,11 +269,27 @@ class SandboxNetworkUpdate(TypedDict, total=False):
 
 
 class SandboxLifecycle(TypedDict, total=False):
-    """``Sandbox.create(lifecycle=...)`` (E2B's): glassroom kills a sandbox
-    at its timeout (``on_timeout="kill"``); pause is refused."""
+    """``Sandbox.create(lifecycle=...)`` (E2B's): what the sandbox does at
+    its timeout. ``on_timeout`` is "kill" (the default), "pause" (it is
+    frozen, its memory kept), or ``{"action": "pause", "keep_memory":
+    False}``: it hibernates (its files and variables go into a snapshot,
+    its sandbox is freed; ``connect`` wakes it). ``auto_resume=True``
+    resumes a paused sandbox on its next use; as in E2B it cannot go with
+    ``keep_memory=False``."""
 
-    on_timeout: SandboxOnTimeout
+    on_timeout: Union[SandboxOnTimeout, Dict[str, Any]]
     auto_resume: bool
+
+
+@dataclass
+class SnapshotInfo:
+    """A snapshot of a sandbox (E2B's ``SnapshotInfo``), from
+    ``create_snapshot`` or ``list_snapshots``: ``Sandbox.create(snapshot_id)``
+    starts a sandbox from it. glassroom's snapshots have no names:
+    ``names`` is empty."""
+
+    snapshot_id: str
+    names: List[str] = field(default_factory=list)
 
 
 def format_request_timeout_error() -> TimeoutException:
@@ -288,4 +311,4 @@ __all__ = ["Result", "Execution", "ExecutionError", "Logs", "OutputMessage", "Ou
            "Context", "WriteInfo", "EntryInfo", "FileType", "FilesystemEvent", "FilesystemEventType", "SandboxState",
            "SandboxInfo", "SandboxQuery", "SandboxMetrics", "SandboxListOrder", "Username", "WriteEntry",
            "SandboxNetworkOpts", "SandboxNetworkSelector", "SandboxNetworkSelectorContext", "SandboxNetworkUpdate",
-           "SandboxOnTimeout", "SandboxLifecycle"]
+           "SandboxOnTimeout", "SandboxLifecycle", "SnapshotInfo"]

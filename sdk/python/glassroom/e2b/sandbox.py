@@ -4,10 +4,11 @@ import functools
 import json
 import os
 import posixpath
+import re
 import threading
 from datetime import datetime, timezone
 from typing import IO, Any, Callable, Dict, List, Optional, Type, TypeVar, Union
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from .._http import Connection, session_path
 from ..exceptions import (ConflictException, FileNotFoundException, InvalidArgumentException, NotFoundException,
@@ -18,7 +19,8 @@ from ..models import Execution, ExecutionError, FileType, OutputMessage, parse_t
 from ..models import Result as _GResult
 from ..sandbox import Sandbox as _GSandbox
 from .models import (WORKSPACE, Context, EntryInfo, FilesystemEvent, FilesystemEventType, OutputHandler, Result,
-                     SandboxInfo, SandboxListOrder, SandboxMetrics, SandboxNetworkSelectorContext, SandboxQuery, SandboxState, WriteInfo,
+                     SandboxInfo, SandboxListOrder, SandboxMetrics, SandboxNetworkSelectorContext, SandboxQuery, SandboxState, SnapshotInfo,
+                     WriteInfo,
                      format_execution_timeout_error, format_request_timeout_error, format_sandbox_killed_error,
                      sandbox_info)
 
@@ -28,6 +30,8 @@ DEFAULT_TEMPLATE = "code-interpreter-v1"
 DEFAULT_SANDBOX_TIMEOUT = 300
 DEFAULT_EXECUTION_TIMEOUT = 300
 ALL_TRAFFIC = "0.0.0.0/0"
+# A glassroom snapshot's id: E2B passes a snapshot to create as its template.
+_SNAPSHOT_ID = re.compile(r"^snap-[0-9a-f]{24}$")
 
 
 def connection(opts: Dict[str, Any]) -> Connection:
@@ -363,10 +367,13 @@ def _user(user: Optional[str]) -> None:
 
 def _lifecycle(lifecycle: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     """E2B's ``lifecycle`` as the gateway takes it: ``{"on_timeout":
-    "pause", "auto_resume": ...}``, or None to end the sandbox at its
-    timeout. ``on_timeout`` is "kill", "pause" or ``{"action": ...,
-    "keep_memory": ...}``; glassroom's pause keeps the memory (a frozen
-    sandbox), so ``keep_memory=False`` is refused."""
+    "pause", "auto_resume": ..., "keep_memory": ...}``, or None to end the
+    sandbox at its timeout. ``on_timeout`` is "kill", "pause" or
+    ``{"action": ..., "keep_memory": ...}``. A pause keeps the memory (a
+    frozen sandbox); ``keep_memory=False`` (E2B's filesystem-only pause)
+    hibernates it: its files and variables go into a snapshot and its
+    sandbox is freed until ``connect`` wakes it. As in E2B, that cannot
+    go with ``auto_resume``."""
     if not lifecycle:
         return None
     if not isinstance(lifecycle, dict):
@@ -385,12 +392,14 @@ def _lifecycle(lifecycle: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
         if auto_resume:
             raise InvalidArgumentException("auto_resume needs on_timeout pause")
         return None
-    if keep_memory is False:
-        if auto_resume:  # E2B's rule, first: a filesystem-only pause resumes only by connect
-            raise InvalidArgumentException("a filesystem-only auto-pause (keep_memory=False) cannot auto-resume")
-        raise InvalidArgumentException("glassroom pauses a sandbox with its memory (a frozen sandbox): "
-                                       "keep_memory=False, a filesystem-only pause, is not built")
-    return {"on_timeout": "pause", "auto_resume": auto_resume}
+    if keep_memory is False and auto_resume:  # E2B's rule and words
+        raise InvalidArgumentException("auto_resume: True is not a valid value when keep_memory: False - a filesystem-only "
+                                       "snapshot cannot be auto-resumed by traffic and must be resumed explicitly using "
+                                       "Sandbox.connect().")
+    out: Dict[str, Any] = {"on_timeout": "pause", "auto_resume": auto_resume}
+    if keep_memory is not None:
+        out["keep_memory"] = bool(keep_memory)
+    return out
 
 
 def _abs(rel: str) -> str:
@@ -485,6 +494,89 @@ class SandboxPaginator:
         return [sandbox_info(s) for s in out.get("sessions") or [] if isinstance(s, dict)]
 
 
+class SnapshotPaginator:
+    """Pages of ``list_snapshots`` (E2B's ``SnapshotPaginator``): ``while
+    p.has_next: p.next_items()``, newest first. ``name`` keeps the snapshot
+    of that id only (glassroom's snapshots have no other names). The
+    gateway answers every snapshot at once; the pages of ``limit`` are cut
+    here, and ``next_token`` is where the next one starts."""
+
+    def __init__(self, sandbox_id: Optional[str] = None, limit: Optional[int] = None, next_token: Optional[str] = None,
+                 name: Optional[str] = None, **opts: Any) -> None:
+        if limit is not None and limit < 1:
+            raise InvalidArgumentException("limit must be at least 1")
+        self._opts = opts
+        self.sandbox_id = sandbox_id
+        self.limit = limit
+        self.name = name
+        self._next_token = next_token
+        self._has_next = True
+
+    @property
+    def has_next(self) -> bool:
+        return self._has_next
+
+    @property
+    def next_token(self) -> Optional[str]:
+        return self._next_token
+
+    def next_items(self, **opts: Any) -> List[SnapshotInfo]:
+        """The next page of snapshots."""
+        if not self._has_next:
+            raise SandboxException("No more items to fetch")
+        conn = connection({**self._opts, **opts})
+        out = conn.call("GET", "/v1/snapshots", query={"session_id": self.sandbox_id} if self.sandbox_id else None)
+        items = [x for x in (out or {}).get("snapshots") or [] if isinstance(x, dict) and x.get("id")]
+        if self.name:
+            items = [x for x in items if x["id"] == self.name]
+        if self._next_token:
+            items = _after(items, self._next_token)
+        page = items[:self.limit] if self.limit else items
+        more = len(page) < len(items)
+        self._next_token = "%s %s" % (page[-1].get("created_at", ""), page[-1]["id"]) if more else None
+        self._has_next = more
+        return [SnapshotInfo(snapshot_id=str(x["id"]), names=[]) for x in page]
+
+
+def _after(items: List[Dict[str, Any]], token: str) -> List[Dict[str, Any]]:
+    """The snapshots (newest first) after a page's next_token: its last
+    snapshot's creation time and id."""
+    when, _, last = token.partition(" ")
+    if not last:
+        raise InvalidArgumentException(f"Invalid next_token {token!r}")
+    for i, x in enumerate(items):
+        if x["id"] == last:
+            return items[i + 1:]
+    t = parse_time(when)  # the page's last snapshot is gone: those older than it
+    return [x for x in items if parse_time(x.get("created_at")) < t]
+
+
+class _snapshot_lister:
+    """E2B's ``list_snapshots``: on an instance, that sandbox's
+    (``sbx.list_snapshots(limit=None, next_token=None, name=None)``); on
+    the class, every one of the key's or of ``sandbox_id``'s
+    (``Sandbox.list_snapshots(sandbox_id=None, ...)``)."""
+
+    def __init__(self, paginator: Callable[..., Any]) -> None:
+        self.paginator = paginator
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Callable[..., Any]:
+        make = self.paginator
+        if obj is not None:
+            def of_this(limit: Optional[int] = None, next_token: Optional[str] = None, name: Optional[str] = None,
+                        **opts: Any) -> Any:
+                """The snapshots of this sandbox, a page at a time."""
+                sbx = getattr(obj, "_sbx", obj)
+                return make(sandbox_id=sbx.sandbox_id, limit=limit, next_token=next_token, name=name, **_opts(sbx._conn, opts))
+            return of_this
+
+        def of_every(sandbox_id: Optional[str] = None, limit: Optional[int] = None, next_token: Optional[str] = None,
+                     name: Optional[str] = None, **opts: Any) -> Any:
+            """The snapshots of this key (of ``sandbox_id`` when given), a page at a time."""
+            return make(sandbox_id=sandbox_id, limit=limit, next_token=next_token, name=name, **opts)
+        return of_every
+
+
 # E2B's metrics collection interval: get_metrics' range is widened by it.
 _METRICS_INTERVAL_S = 5
 
@@ -563,7 +655,9 @@ class Sandbox(_GSandbox):
         ``allow_out`` lists host patterns it may reach (within the gateway's
         ceiling); ``allow_internet_access=False`` or ``deny_out=['0.0.0.0/0']``
         take the network away. With ``secure`` (the default) the sandbox's
-        access token is ``_envd_access_token``; the API key works either way."""
+        access token is ``_envd_access_token``; the API key works either way.
+        A snapshot's id as ``template`` (``Sandbox.create(snapshot.snapshot_id)``)
+        starts the sandbox from that snapshot: its files and variables."""
         if mcp is not None:
             # E2B's words first, which its users match.
             raise InvalidArgumentException("Failed to start MCP gateway: a glassroom sandbox runs no MCP gateway inside "
@@ -577,7 +671,9 @@ class Sandbox(_GSandbox):
         t = DEFAULT_SANDBOX_TIMEOUT if timeout is None else timeout
         if t <= 0:
             raise InvalidArgumentException("timeout must be positive")
-        body: Dict[str, Any] = {"template": template or cls.default_template, "lifetime_s": t, "idle_timeout_s": t}
+        template = template or cls.default_template
+        body: Dict[str, Any] = {"snapshot": template} if _SNAPSHOT_ID.match(template) else {"template": template}
+        body.update({"lifetime_s": t, "idle_timeout_s": t})
         if metadata:
             body["metadata"] = {str(k): str(v) for k, v in metadata.items()}
         if envs:
@@ -596,7 +692,7 @@ class Sandbox(_GSandbox):
         except InvalidArgumentException as e:
             # A gateway older than templates and lifetimes: the default
             # templates and the timeout as its idle timeout are what it has.
-            if "unknown field" not in str(e) or metadata or body["template"] not in ("default", DEFAULT_TEMPLATE):
+            if "unknown field" not in str(e) or metadata or body.get("template") not in ("default", DEFAULT_TEMPLATE):
                 raise
             for k in ("template", "lifetime_s"):
                 body.pop(k)
@@ -615,7 +711,7 @@ class Sandbox(_GSandbox):
             info = self._conn.call("GET", session_path(self.sandbox_id))
         except NotFoundException as e:
             raise SandboxNotFoundException(f"Sandbox {self.sandbox_id} not found", e.status, e.code) from None
-        if info.get("paused"):
+        if info.get("paused") or info.get("hibernated"):  # frozen, or hibernated: resume wakes it
             info = self.resume()._info
         if timeout is not None:
             end = parse_time(info.get("end_at"))
@@ -626,8 +722,9 @@ class Sandbox(_GSandbox):
         return self
 
     @class_or_instance
-    def resume(self: S, timeout: Optional[int] = None, **opts: Any) -> S:
-        """Thaws a paused sandbox (as older E2B SDKs did; ``connect`` does it too)."""
+    def resume(self: S, timeout: Optional[int] = None, **opts: Any) -> S:  # type: ignore[override]
+        """Thaws a paused sandbox, or wakes a hibernated one (as older E2B
+        SDKs did; ``connect`` does it too)."""
         self._info = self._conn.call("POST", session_path(self.sandbox_id, "resume"))
         if timeout is not None:
             self.set_timeout(timeout)
@@ -721,22 +818,89 @@ class Sandbox(_GSandbox):
         return [metrics(m) for m in samples or [] if isinstance(m, dict)]
 
     @class_or_instance
-    def pause(self, keep_memory: bool = True, **opts: Any) -> bool:
-        """Freezes the whole sandbox until ``connect``/``resume``; False if it was paused already."""
+    def pause(self, keep_memory: bool = True, **opts: Any) -> bool:  # type: ignore[override]
+        """Pauses the sandbox until ``connect``/``resume``: it is frozen,
+        its memory kept, or with ``keep_memory=False`` (E2B's
+        filesystem-only pause) hibernated: its files and its kernels'
+        variables go into a snapshot and its sandbox is freed; resuming
+        starts a new sandbox under its id with them restored (running
+        commands and open connections are gone). Meanwhile ``run_code``
+        and the rest raise ConflictException (code ``session_hibernated``
+        once hibernated). False if it was paused (hibernated) already."""
         before = self._conn.call("GET", session_path(self.sandbox_id))
-        self._info = self._conn.call("POST", session_path(self.sandbox_id, "pause"))
-        return not (isinstance(before, dict) and before.get("paused"))
+        before = before if isinstance(before, dict) else {}
+        self._info = self._conn.call("POST", session_path(self.sandbox_id, "pause"),
+                                     json_body=None if keep_memory else {"keep_memory": False})
+        return not (before.get("paused") if keep_memory else before.get("hibernated"))
 
     beta_pause = pause
 
     def is_running(self, request_timeout: Optional[float] = None) -> bool:
-        """Whether the sandbox runs: False once killed or expired, and while
-        a client holds it paused (``pause``; the idle freeze is transparent)."""
+        """Whether the sandbox runs: False once killed or expired, while a
+        client holds it paused (``pause``; the idle freeze is transparent)
+        and while it is hibernated."""
         try:
             info = self._conn.call("GET", session_path(self.sandbox_id), timeout=request_timeout or self._conn.request_timeout)
         except NotFoundException:
             return False
-        return not (isinstance(info, dict) and info.get("paused_by_client"))
+        return not (isinstance(info, dict) and (info.get("paused_by_client") or info.get("hibernated")))
+
+    @class_or_instance
+    def create_snapshot(self, name: Optional[str] = None, **opts: Any) -> SnapshotInfo:  # type: ignore[override]
+        """Captures the sandbox (E2B's ``create_snapshot``): its files and
+        its kernels' variables; it goes on running. The snapshot outlives
+        it until ``delete_snapshot``; ``Sandbox.create(snapshot_id)`` starts
+        a sandbox from it. glassroom's snapshots have no names: ``name``
+        must be left out."""
+        if name is not None:
+            raise InvalidArgumentException("glassroom's snapshots have no names: leave name out and use the snapshot_id")
+        try:
+            out = self._conn.call("POST", session_path(self.sandbox_id, "snapshots"), json_body={}, ok=(201,))
+        except NotFoundException as e:
+            if e.code != "not_found":
+                raise
+            raise SandboxNotFoundException(f"Sandbox {self.sandbox_id} not found", e.status, e.code) from None
+        return SnapshotInfo(snapshot_id=str(out["id"]), names=[])
+
+    list_snapshots = _snapshot_lister(SnapshotPaginator)
+
+    @classmethod
+    def delete_snapshot(cls, snapshot_id: str, **opts: Any) -> bool:  # type: ignore[override]
+        """Deletes a snapshot (E2B's): True if it was deleted, False if it was not found."""
+        try:
+            connection(opts).call("DELETE", "/v1/snapshots/" + quote(str(snapshot_id), safe=""), ok=(204,))
+        except NotFoundException:
+            return False
+        return True
+
+    @class_or_instance
+    def fork(self: S, timeout: Optional[int] = None, count: Optional[int] = None,  # type: ignore[override]
+             **opts: Any) -> List[Union[S, Exception]]:
+        """Forks the sandbox (E2B's ``fork``): ``count`` (default 1, at most
+        8) new sandboxes start from one capture of this one, with its files
+        and variables; this one goes on. Each lives ``timeout`` seconds
+        (default 300). Each fork succeeds or fails on its own: the list has
+        one entry per fork, a Sandbox or the exception it met."""
+        n = 1 if count is None else count
+        if n < 1:
+            raise InvalidArgumentException("count must be at least 1")
+        t = DEFAULT_SANDBOX_TIMEOUT if timeout is None else timeout
+        if t <= 0:
+            raise InvalidArgumentException("timeout must be positive")
+        out: List[Union[S, Exception]] = []
+        for f in super().fork(n):
+            if isinstance(f, Sandbox):
+                try:
+                    f.set_timeout(t)
+                except SandboxException as e:
+                    f.kill()
+                    out.append(e)
+                    continue
+            out.append(f)
+        return out
+
+    def _forked(self: S, info: Dict[str, Any]) -> S:
+        return type(self)(_attach=info, _conn=self._conn)
 
     @classmethod
     def list(cls, query: Optional[SandboxQuery] = None, limit: Optional[int] = None, next_token: Optional[str] = None,  # type: ignore[override]
@@ -828,6 +992,8 @@ class Sandbox(_GSandbox):
                 raise format_sandbox_killed_error() from None
             raise format_request_timeout_error() from e
         except (NotFoundException, ConflictException) as e:
+            if e.code == "session_hibernated":  # not killed: resume or connect wakes it
+                raise
             if not self.is_running():
                 raise format_sandbox_killed_error() from e
             raise
@@ -848,4 +1014,5 @@ class Sandbox(_GSandbox):
 # (besides Python's, the first context): listed as pending until started.
 PENDING_DEFAULTS = ("javascript",)
 
-__all__ = ["Sandbox", "Filesystem", "WatchHandle", "SandboxPaginator", "FileStream", "DEFAULT_TEMPLATE", "ALL_TRAFFIC"]
+__all__ = ["Sandbox", "Filesystem", "WatchHandle", "SandboxPaginator", "SnapshotPaginator", "FileStream", "DEFAULT_TEMPLATE",
+           "ALL_TRAFFIC"]
