@@ -40,6 +40,14 @@ type CreateSessionRequest struct {
 	Snapshot string `json:"snapshot,omitempty"`
 }
 
+// CreateSnapshotRequest is the optional body of POST
+// /v1/sessions/{id}/snapshots: Name (1 to 128 of A-Z a-z 0-9 . _ -)
+// labels the snapshot, and GET /v1/snapshots?name= finds it; names need
+// not be unique.
+type CreateSnapshotRequest struct {
+	Name string `json:"name,omitempty"`
+}
+
 // ForkRequest is the body of POST /v1/sessions/{id}/fork: Count new
 // sessions (1 when absent) start from a capture of the session.
 type ForkRequest struct {

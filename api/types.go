@@ -678,6 +678,7 @@ type TerminalControl struct {
 // POST /v1/sessions {"snapshot": id} starts a session from it.
 type Snapshot struct {
 	ID        string            `json:"id"`
+	Name      string            `json:"name,omitempty"`
 	SessionID string            `json:"session_id"`
 	CreatedAt time.Time         `json:"created_at"`
 	SizeBytes int64             `json:"size_bytes"`

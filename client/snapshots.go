@@ -10,10 +10,11 @@ import (
 
 // CreateSnapshot captures session id: its workspace and its contexts'
 // variables (the answer says which names were captured and which could
-// not be). It waits for what the session's kernels are running.
-func (c *Client) CreateSnapshot(ctx context.Context, id string) (*Snapshot, error) {
+// not be). It waits for what the session's kernels are running. name
+// ("" for none) labels it (ListSnapshots finds it by it).
+func (c *Client) CreateSnapshot(ctx context.Context, id, name string) (*Snapshot, error) {
 	var s Snapshot
-	if err := c.do(ctx, request{method: http.MethodPost, path: sessionPath(id, "snapshots"), json: struct{}{}}, &s, http.StatusCreated); err != nil {
+	if err := c.do(ctx, request{method: http.MethodPost, path: sessionPath(id, "snapshots"), json: api.CreateSnapshotRequest{Name: name}}, &s, http.StatusCreated); err != nil {
 		return nil, err
 	}
 	return &s, nil

@@ -15,7 +15,7 @@ import (
 // SnapshotService captures sessions and starts sessions from captures
 // (sessions.Snapshots).
 type SnapshotService interface {
-	Capture(ctx context.Context, tenant string, s *sessions.Session) (snapshots.Info, error)
+	Capture(ctx context.Context, tenant string, s *sessions.Session, name string) (snapshots.Info, error)
 	CreateFrom(ctx context.Context, tenant string, opts sessions.CreateOptions, id string) (*sessions.Session, *sessions.RestoreReport, error)
 	Fork(ctx context.Context, tenant string, s *sessions.Session, count int) (snapshots.Info, []sessions.Forked, error)
 }
@@ -53,12 +53,12 @@ func (a *snapshotsAPI) capture(c echo.Context) error {
 	if a.service == nil {
 		return errNoSnapshots
 	}
-	var req struct{} // no options yet; a body, if any, must be an object
+	var req api.CreateSnapshotRequest
 	sess, err := a.sessionRequest(c, &req)
 	if err != nil {
 		return err
 	}
-	in, err := a.service.Capture(c.Request().Context(), tenant.Of(c), sess)
+	in, err := a.service.Capture(c.Request().Context(), tenant.Of(c), sess, req.Name)
 	if err != nil {
 		return err
 	}
@@ -79,8 +79,10 @@ func (a *snapshotsAPI) list(c echo.Context) error {
 	return a.listFor(c, c.QueryParam("session_id"))
 }
 
-// listFor answers the tenant's snapshots, of session only when not "".
+// listFor answers the tenant's snapshots, of session only when not ""
+// (and named ?name= when given).
 func (a *snapshotsAPI) listFor(c echo.Context, session string) error {
+	name := c.QueryParam("name")
 	all, err := a.store.List(tenant.Of(c))
 	if err != nil {
 		return err
@@ -89,7 +91,7 @@ func (a *snapshotsAPI) listFor(c echo.Context, session string) error {
 		Snapshots []snapshots.Info `json:"snapshots"`
 	}{Snapshots: []snapshots.Info{}}
 	for _, in := range all {
-		if in.Purpose == "" && (session == "" || in.Session == session) { // a hibernation's is not the client's
+		if in.Purpose == "" && (session == "" || in.Session == session) && (name == "" || in.Name == name) { // a hibernation's is not the client's
 			out.Snapshots = append(out.Snapshots, in)
 		}
 	}
@@ -100,16 +102,29 @@ func (a *snapshotsAPI) get(c echo.Context) error {
 	if a.service == nil {
 		return errNoSnapshots
 	}
-	in, err := a.store.Get(tenant.Of(c), c.Param("snapshot"))
+	in, err := a.clients(tenant.Of(c), c.Param("snapshot"))
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, in)
 }
 
+// clients returns the tenant's snapshot id when it is the client's: a
+// hibernated session's or a fork's is the gateway's (ErrNotFound).
+func (a *snapshotsAPI) clients(tenant, id string) (snapshots.Info, error) {
+	in, err := a.store.Get(tenant, id)
+	if err == nil && in.Purpose != "" {
+		return snapshots.Info{}, snapshots.ErrNotFound
+	}
+	return in, err
+}
+
 func (a *snapshotsAPI) delete(c echo.Context) error {
 	if a.service == nil {
 		return errNoSnapshots
+	}
+	if _, err := a.clients(tenant.Of(c), c.Param("snapshot")); err != nil {
+		return err
 	}
 	if err := a.store.Delete(tenant.Of(c), c.Param("snapshot")); err != nil {
 		return err

@@ -82,9 +82,19 @@ func TestSnapshotsRestoreAcrossGateways(t *testing.T) {
 			run(ca, src.ID, "js", "let jsv = 42")
 			want := map[string]string{"python": run(ca, src.ID, "python", fpPython), "r": run(ca, src.ID, "r", fpR), "bash": run(ca, src.ID, "bash", fpBash)}
 
-			snap, err := ca.CreateSnapshot(ctx, src.ID)
+			if _, err := ca.CreateSnapshot(ctx, src.ID, "no/slashes"); !errors.Is(err, glclient.ErrBadRequest) {
+				t.Fatalf("a bad name: %v", err)
+			}
+			snap, err := ca.CreateSnapshot(ctx, src.ID, "everything")
 			if err != nil {
 				t.Fatal(err)
+			}
+			var named struct{ Snapshots []glclient.Snapshot }
+			if a.call(keyA, "GET", "/v1/snapshots?name=everything", nil, &named); len(named.Snapshots) != 1 || named.Snapshots[0].ID != snap.ID || named.Snapshots[0].Name != "everything" {
+				t.Fatalf("by its name: %+v", named)
+			}
+			if a.call(keyA, "GET", "/v1/snapshots?name=other", nil, &named); len(named.Snapshots) != 0 {
+				t.Fatalf("by another name: %+v", named)
 			}
 			byLang := map[string]glclient.SnapshotContext{}
 			for _, c := range snap.Contexts {

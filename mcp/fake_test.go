@@ -66,7 +66,7 @@ func (f *fakeBackend) ReadFile(_ context.Context, _, path string) (*client.File,
 	}
 	return &client.File{ReadCloser: io.NopCloser(bytes.NewReader(b)), Size: int64(len(b))}, nil
 }
-func (f *fakeBackend) CreateSnapshot(context.Context, string) (*client.Snapshot, error) {
+func (f *fakeBackend) CreateSnapshot(context.Context, string, string) (*client.Snapshot, error) {
 	return nil, &client.APIError{Status: 501, Code: "no_snapshots", Message: "none"}
 }
 func (f *fakeBackend) ForkSession(context.Context, string, int) ([]client.Fork, error) {

@@ -42,7 +42,7 @@ type Backend interface {
 	InterruptContext(ctx context.Context, sessionID, contextID string) error
 	Ports(ctx context.Context, sessionID string) ([]client.Port, error)
 	Preview(ctx context.Context, sessionID string, port int, expires time.Duration) (*client.Preview, error)
-	CreateSnapshot(ctx context.Context, sessionID string) (*client.Snapshot, error)
+	CreateSnapshot(ctx context.Context, sessionID, name string) (*client.Snapshot, error)
 	ForkSession(ctx context.Context, sessionID string, count int) ([]client.Fork, error)
 }
 

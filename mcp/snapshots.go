@@ -13,6 +13,7 @@ import (
 
 type snapshotInput struct {
 	SessionID string `json:"session_id" jsonschema:"The session to capture (from an earlier answer)."`
+	Name      string `json:"name,omitempty" jsonschema:"A label for the snapshot (1 to 128 of A-Z a-z 0-9 . _ -), to tell it apart later."`
 }
 
 // SnapshotOutput is snapshot_session's structured output.
@@ -64,7 +65,7 @@ func (t *tools) snapshot(ctx context.Context, _ *sdk.CallToolRequest, in snapsho
 	if err := needSession(in.SessionID); err != nil {
 		return nil, nil, err
 	}
-	snap, err := t.b.CreateSnapshot(ctx, in.SessionID)
+	snap, err := t.b.CreateSnapshot(ctx, in.SessionID, strings.TrimSpace(in.Name))
 	if err != nil {
 		return nil, nil, explainSnapshot(err, in.SessionID)
 	}

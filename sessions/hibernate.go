@@ -245,7 +245,7 @@ func hibernate(ctx context.Context, m *Manager, s *Session, reason string, atTim
 			return fmt.Errorf("sessions: hibernate: %w", err)
 		}
 	}
-	in, err := m.snaps.capture(ctx, s.tenant, s, snapshotForHibernation)
+	in, err := m.snaps.capture(ctx, s.tenant, s, snapshotForHibernation, "")
 	if err != nil {
 		return fmt.Errorf("sessions: hibernate: %w", err)
 	}

@@ -77,16 +77,39 @@ type kernelReport struct {
 // write their state in their turn (after what is queued), then the
 // workspace is archived. A kernel whose variables cannot be captured, or
 // whose capture fails, is in the manifest with the reason.
-func (sn *Snapshots) Capture(ctx context.Context, tenant string, s *Session) (snapshots.Info, error) {
-	return sn.capture(ctx, tenant, s, "")
+func (sn *Snapshots) Capture(ctx context.Context, tenant string, s *Session, name string) (snapshots.Info, error) {
+	if !ValidSnapshotName(name) {
+		return snapshots.Info{}, invalid("snapshot name: 1 to 128 of A-Z a-z 0-9 . _ -")
+	}
+	in, err := sn.capture(ctx, tenant, s, "", name)
+	return in, err
+}
+
+// ValidSnapshotName reports whether name is "" or 1 to 128 of A-Z a-z
+// 0-9 . _ -.
+func ValidSnapshotName(name string) bool {
+	if len(name) > 128 {
+		return false
+	}
+	for _, c := range name {
+		if c != '.' && c != '_' && c != '-' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // snapshotForHibernation is the Purpose of a hibernated session's
 // snapshot (the tenant's lists leave it out).
 const snapshotForHibernation = "hibernation"
 
-// capture is Capture of a snapshot for purpose (snapshots.Info.Purpose).
-func (sn *Snapshots) capture(ctx context.Context, tenant string, s *Session, purpose string) (snapshots.Info, error) {
+// snapshotForFork is the Purpose of a fork's capture (deleted once the
+// forks have their copies).
+const snapshotForFork = "fork"
+
+// capture is Capture of a snapshot for purpose (snapshots.Info.Purpose),
+// named name.
+func (sn *Snapshots) capture(ctx context.Context, tenant string, s *Session, purpose, name string) (snapshots.Info, error) {
 	ctx, cancel := context.WithTimeout(ctx, sn.mgr.cfg.SnapshotTimeout)
 	defer cancel()
 	w, err := sn.store.Create(tenant)
@@ -96,7 +119,7 @@ func (sn *Snapshots) capture(ctx context.Context, tenant string, s *Session, pur
 	defer w.Abort()
 	_ = s.files.Remove(snapshotDir)
 	defer func() { _ = s.files.Remove(snapshotDir) }()
-	manifest := snapshots.Info{Session: s.id, Purpose: purpose}
+	manifest := snapshots.Info{Session: s.id, Purpose: purpose, Name: name}
 	for i, c := range s.ctxs.List() {
 		k, err := s.ctxs.Get(c.ID)
 		if err != nil {
@@ -386,7 +409,7 @@ func (sn *Snapshots) Fork(ctx context.Context, tenant string, s *Session, count 
 	if count < 1 || count > sn.mgr.cfg.MaxForks {
 		return snapshots.Info{}, nil, invalid("count must be within 1..%d", sn.mgr.cfg.MaxForks)
 	}
-	in, err := sn.Capture(ctx, tenant, s)
+	in, err := sn.capture(ctx, tenant, s, snapshotForFork, "")
 	if err != nil {
 		return snapshots.Info{}, nil, err
 	}

@@ -70,7 +70,8 @@ func (c Config) Validate() error {
 // Info is a snapshot's manifest: what the gateway wrote of it.
 type Info struct {
 	ID        string    `json:"id"`
-	Session   string    `json:"session_id"` // the session it was taken of
+	Name      string    `json:"name,omitempty"` // the client's label (CreateSnapshotRequest.Name)
+	Session   string    `json:"session_id"`     // the session it was taken of
 	CreatedAt time.Time `json:"created_at"`
 	SizeBytes int64     `json:"size_bytes"` // its archive's
 	Contexts  []Context `json:"contexts"`

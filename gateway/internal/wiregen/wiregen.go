@@ -68,7 +68,7 @@ func roots() []named {
 		{"TerminalSize", reflect.TypeFor[api.TerminalSize]()},
 		{"Snapshot", reflect.TypeFor[api.Snapshot]()}, {"SnapshotList", reflect.TypeFor[api.SnapshotList]()},
 		{"ForkRequest", reflect.TypeFor[api.ForkRequest]()}, {"ForkResult", reflect.TypeFor[api.ForkResult]()},
-		{"PauseRequest", reflect.TypeFor[api.PauseRequest]()},
+		{"PauseRequest", reflect.TypeFor[api.PauseRequest]()}, {"CreateSnapshotRequest", reflect.TypeFor[api.CreateSnapshotRequest]()},
 	}
 }
 

@@ -419,8 +419,8 @@ export declare class Sandbox {
      * variables (those its kernel can capture: `contexts[].uncaptured` says
      * which were not, and why); it goes on running. The snapshot outlives
      * the sandbox until `Sandbox.deleteSnapshot`; `Sandbox.create(snapshotId)`
-     * starts a sandbox from it. glassroom's snapshots have no names: `name`
-     * is refused.
+     * starts a sandbox from it. `name` (1 to 128 of A-Z a-z 0-9 . _ -)
+     * labels it: `names` holds it, `listSnapshots({ name })` finds it.
      */
     createSnapshot(opts?: {
         name?: string;

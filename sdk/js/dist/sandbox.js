@@ -571,13 +571,12 @@ export class Sandbox {
      * variables (those its kernel can capture: `contexts[].uncaptured` says
      * which were not, and why); it goes on running. The snapshot outlives
      * the sandbox until `Sandbox.deleteSnapshot`; `Sandbox.create(snapshotId)`
-     * starts a sandbox from it. glassroom's snapshots have no names: `name`
-     * is refused.
+     * starts a sandbox from it. `name` (1 to 128 of A-Z a-z 0-9 . _ -)
+     * labels it: `names` holds it, `listSnapshots({ name })` finds it.
      */
     async createSnapshot(opts) {
-        if (opts?.name !== undefined)
-            throw new InvalidArgumentError("glassroom's snapshots have no names: leave name out and use the snapshot's id (snapshotId)");
-        const out = await this.connectionConfig.request('POST', sessionPath(this.sandboxId, 'snapshots'), 'json', { json: {}, ok: [201], timeoutMs: opts?.requestTimeoutMs ?? this.slowTimeoutMs, what: 'sandbox' });
+        const json = opts?.name ? { name: opts.name } : {};
+        const out = await this.connectionConfig.request('POST', sessionPath(this.sandboxId, 'snapshots'), 'json', { json, ok: [201], timeoutMs: opts?.requestTimeoutMs ?? this.slowTimeoutMs, what: 'sandbox' });
         return snapshotInfo(out);
     }
     /** The snapshots of this sandbox, newest first, page by page (E2B's). */

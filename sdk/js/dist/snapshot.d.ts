@@ -25,7 +25,7 @@ export interface SnapshotContext {
  */
 export interface SnapshotInfo {
     snapshotId: string;
-    /** E2B's names of the snapshot template: glassroom's snapshots have none (always []). */
+    /** E2B's names of the snapshot: its name, when `createSnapshot` gave one. */
     names: string[];
     /** glassroom: the sandbox it was taken of. */
     sandboxId?: string;
@@ -40,14 +40,14 @@ export interface SnapshotInfo {
 }
 /** Options of `createSnapshot` (E2B's). */
 export interface CreateSnapshotOpts extends ConnectionOpts {
-    /** E2B's snapshot template name: glassroom's snapshots have no names, so a name is refused (InvalidArgumentError). */
+    /** A label for the snapshot (1 to 128 of A-Z a-z 0-9 . _ -): `names` holds it, `listSnapshots({ name })` finds it. */
     name?: string;
 }
 /** Options of `Sandbox.listSnapshots` (E2B's). */
 export interface SnapshotListOpts extends ConnectionOpts {
     /** Only the snapshots of this sandbox. */
     sandboxId?: string;
-    /** Only this snapshot (glassroom's snapshots have no names: its id). */
+    /** Only the snapshots of this name (`createSnapshot({ name })`), or of this id. */
     name?: string;
     /** Snapshots per page (default: all in one page). */
     limit?: number;

@@ -9,7 +9,7 @@ export function snapshotInfo(s) {
     const contexts = Array.isArray(s?.contexts) ? s.contexts : [];
     return {
         snapshotId: String(s?.id ?? ''),
-        names: [],
+        names: s?.name ? [String(s.name)] : [],
         sandboxId: String(s?.session_id ?? ''),
         createdAt: new Date(s?.created_at ?? 0),
         sizeBytes: Number(s?.size_bytes ?? 0),
@@ -94,20 +94,11 @@ export class SnapshotPaginator {
         if (!this._hasNext)
             throw new SandboxError('no more items to fetch');
         let all;
-        if (this.opts.name) {
-            try {
-                all = [snapshotInfo(await this.conn.request('GET', snapshotPath(this.opts.name), 'json'))];
-            }
-            catch (e) {
-                if (!(e instanceof NotFoundError))
-                    throw e;
-                all = [];
-            }
-        }
-        else {
-            const out = await this.conn.request('GET', '/v1/snapshots', 'json', { query: { session_id: this.opts.sandboxId || undefined } });
-            all = (Array.isArray(out?.snapshots) ? out.snapshots : []).map(snapshotInfo);
-        }
+        const out = await this.conn.request('GET', '/v1/snapshots', 'json', { query: { session_id: this.opts.sandboxId || undefined } });
+        all = (Array.isArray(out?.snapshots) ? out.snapshots : []).map(snapshotInfo);
+        const name = this.opts.name;
+        if (name)
+            all = all.filter((s) => s.snapshotId === name || s.names.includes(name));
         const from = this._nextToken ? Number(this._nextToken) : 0;
         const to = this.opts.limit ? from + this.opts.limit : all.length;
         this._nextToken = to < all.length ? String(to) : undefined;

@@ -30,7 +30,7 @@ export interface SnapshotContext {
  */
 export interface SnapshotInfo {
   snapshotId: string
-  /** E2B's names of the snapshot template: glassroom's snapshots have none (always []). */
+  /** E2B's names of the snapshot: its name, when `createSnapshot` gave one. */
   names: string[]
   /** glassroom: the sandbox it was taken of. */
   sandboxId?: string
@@ -46,7 +46,7 @@ export interface SnapshotInfo {
 
 /** Options of `createSnapshot` (E2B's). */
 export interface CreateSnapshotOpts extends ConnectionOpts {
-  /** E2B's snapshot template name: glassroom's snapshots have no names, so a name is refused (InvalidArgumentError). */
+  /** A label for the snapshot (1 to 128 of A-Z a-z 0-9 . _ -): `names` holds it, `listSnapshots({ name })` finds it. */
   name?: string
 }
 
@@ -54,7 +54,7 @@ export interface CreateSnapshotOpts extends ConnectionOpts {
 export interface SnapshotListOpts extends ConnectionOpts {
   /** Only the snapshots of this sandbox. */
   sandboxId?: string
-  /** Only this snapshot (glassroom's snapshots have no names: its id). */
+  /** Only the snapshots of this name (`createSnapshot({ name })`), or of this id. */
   name?: string
   /** Snapshots per page (default: all in one page). */
   limit?: number
@@ -95,7 +95,7 @@ export function snapshotInfo(s: any): SnapshotInfo {
   const contexts = Array.isArray(s?.contexts) ? s.contexts : []
   return {
     snapshotId: String(s?.id ?? ''),
-    names: [],
+    names: s?.name ? [String(s.name)] : [],
     sandboxId: String(s?.session_id ?? ''),
     createdAt: new Date(s?.created_at ?? 0),
     sizeBytes: Number(s?.size_bytes ?? 0),
@@ -173,17 +173,10 @@ export class SnapshotPaginator {
   async nextItems(): Promise<SnapshotInfo[]> {
     if (!this._hasNext) throw new SandboxError('no more items to fetch')
     let all: SnapshotInfo[]
-    if (this.opts.name) {
-      try {
-        all = [snapshotInfo(await this.conn.request('GET', snapshotPath(this.opts.name), 'json'))]
-      } catch (e) {
-        if (!(e instanceof NotFoundError)) throw e
-        all = []
-      }
-    } else {
-      const out = await this.conn.request('GET', '/v1/snapshots', 'json', { query: { session_id: this.opts.sandboxId || undefined } })
-      all = (Array.isArray(out?.snapshots) ? out.snapshots : []).map(snapshotInfo)
-    }
+    const out = await this.conn.request('GET', '/v1/snapshots', 'json', { query: { session_id: this.opts.sandboxId || undefined } })
+    all = (Array.isArray(out?.snapshots) ? out.snapshots : []).map(snapshotInfo)
+    const name = this.opts.name
+    if (name) all = all.filter((s) => s.snapshotId === name || s.names.includes(name))
     const from = this._nextToken ? Number(this._nextToken) : 0
     const to = this.opts.limit ? from + this.opts.limit : all.length
     this._nextToken = to < all.length ? String(to) : undefined

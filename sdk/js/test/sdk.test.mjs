@@ -695,7 +695,11 @@ e2bTest('snapshots: createSnapshot, list, restore by Sandbox.create(snapshotId) 
     assert.deepEqual(info.names, [])
     assert.equal(info.sandboxId, src.sandboxId)
     assert.ok(info.contexts.some((c) => c.captured.includes('x')), JSON.stringify(info.contexts))
-    await assert.rejects(src.createSnapshot({ name: 'mine' }), InvalidArgumentError) // glassroom's have no names
+    await assert.rejects(src.createSnapshot({ name: 'not/a/name' }), InvalidArgumentError)
+    const labelled = await src.createSnapshot({ name: 'mine' })
+    assert.deepEqual(labelled.names, ['mine'])
+    assert.deepEqual((await Sandbox.listSnapshots({ name: 'mine' }).nextItems()).map((s) => s.snapshotId), [labelled.snapshotId])
+    assert.equal(await Sandbox.deleteSnapshot(labelled.snapshotId), true)
     const second = await e2b.Sandbox.createSnapshot(src.sandboxId)
     snaps.push(second.snapshotId)
     // Newest first, paged by limit; filtered by sandbox, or by id as E2B's name.

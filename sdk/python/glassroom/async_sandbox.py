@@ -276,9 +276,9 @@ class AsyncSandbox:
         """Thaws a paused session or wakes a hibernated one (see ``Sandbox.resume``)."""
         await asyncio.to_thread(self._sbx.resume)
 
-    async def create_snapshot(self) -> Snapshot:
+    async def create_snapshot(self, name: Optional[str] = None) -> Snapshot:
         """Captures the sandbox's files and variables (see ``Sandbox.create_snapshot``)."""
-        return await asyncio.to_thread(self._sbx.create_snapshot)  # type: ignore[no-any-return]
+        return await asyncio.to_thread(self._sbx.create_snapshot, name)  # type: ignore[no-any-return]
 
     list_snapshots = _AsyncSnapshotLister()
 

@@ -536,11 +536,13 @@ class Snapshot:
     created_at: datetime
     size_bytes: int
     contexts: List[SnapshotContext] = field(default_factory=list)
+    name: Optional[str] = None
+    """Its label (``create_snapshot(name=...)``), if it has one."""
 
     @classmethod
     def from_json(cls, s: Dict[str, Any]) -> "Snapshot":
         return cls(id=str(s.get("id", "")), sandbox_id=str(s.get("session_id", "")), created_at=parse_time(s.get("created_at")),
-                   size_bytes=int(s.get("size_bytes") or 0),
+                   size_bytes=int(s.get("size_bytes") or 0), name=str(s["name"]) if s.get("name") else None,
                    contexts=[SnapshotContext.from_json(c) for c in s.get("contexts") or [] if isinstance(c, dict)])
 
 

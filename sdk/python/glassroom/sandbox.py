@@ -235,13 +235,14 @@ class Sandbox:
         self._info = self._conn.call("POST", session_path(self.sandbox_id, "resume"))
 
     @_either
-    def create_snapshot(self) -> Snapshot:
+    def create_snapshot(self, name: Optional[str] = None) -> Snapshot:
         """Captures the sandbox: its workspace's files and each context's
         variables (what a kernel cannot capture is in the snapshot's
         ``contexts``' ``uncaptured``). The sandbox goes on; the snapshot
         outlives it until ``delete_snapshot``. ``Sandbox(snapshot=id)``
-        starts a sandbox from it."""
-        out = self._conn.call("POST", session_path(self.sandbox_id, "snapshots"), json_body={}, ok=(201,))
+        starts a sandbox from it. ``name`` (1 to 128 of A-Z a-z 0-9 . _ -)
+        labels it."""
+        out = self._conn.call("POST", session_path(self.sandbox_id, "snapshots"), json_body={"name": name} if name else {}, ok=(201,))
         return Snapshot.from_json(out)
 
     @_this_or_every

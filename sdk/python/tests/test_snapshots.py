@@ -29,7 +29,13 @@ class E2BSnapshotTest(unittest.TestCase):
         self.assertRegex(snap.snapshot_id, r"^snap-[0-9a-f]{24}$")
         self.assertEqual(snap.names, [])
         with self.assertRaises(InvalidArgumentException):
-            sbx.create_snapshot(name="named")
+            sbx.create_snapshot(name="not/a/name")
+        labelled = sbx.create_snapshot(name="labelled")
+        self.addCleanup(Sandbox.delete_snapshot, labelled.snapshot_id)
+        self.assertEqual(labelled.names, ["labelled"])
+        self.assertEqual(Sandbox.list_snapshots(name="labelled").next_items(), [labelled])
+        self.assertEqual(Sandbox.list_snapshots(name="labelled-not").next_items(), [])
+        Sandbox.delete_snapshot(labelled.snapshot_id)
         sbx.run_code("x = 0")  # the snapshot keeps what was
 
         # E2B passes a snapshot as the template.

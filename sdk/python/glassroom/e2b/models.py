@@ -285,8 +285,8 @@ class SandboxLifecycle(TypedDict, total=False):
 class SnapshotInfo:
     """A snapshot of a sandbox (E2B's ``SnapshotInfo``), from
     ``create_snapshot`` or ``list_snapshots``: ``Sandbox.create(snapshot_id)``
-    starts a sandbox from it. glassroom's snapshots have no names:
-    ``names`` is empty."""
+    starts a sandbox from it. ``names`` holds its name, when
+    ``create_snapshot`` gave one."""
 
     snapshot_id: str
     names: List[str] = field(default_factory=list)

@@ -496,8 +496,8 @@ class SandboxPaginator:
 
 class SnapshotPaginator:
     """Pages of ``list_snapshots`` (E2B's ``SnapshotPaginator``): ``while
-    p.has_next: p.next_items()``, newest first. ``name`` keeps the snapshot
-    of that id only (glassroom's snapshots have no other names). The
+    p.has_next: p.next_items()``, newest first. ``name`` keeps the snapshots
+    of that name (``create_snapshot(name=...)``), or of that id. The
     gateway answers every snapshot at once; the pages of ``limit`` are cut
     here, and ``next_token`` is where the next one starts."""
 
@@ -528,14 +528,19 @@ class SnapshotPaginator:
         out = conn.call("GET", "/v1/snapshots", query={"session_id": self.sandbox_id} if self.sandbox_id else None)
         items = [x for x in (out or {}).get("snapshots") or [] if isinstance(x, dict) and x.get("id")]
         if self.name:
-            items = [x for x in items if x["id"] == self.name]
+            items = [x for x in items if self.name in (x["id"], x.get("name"))]
         if self._next_token:
             items = _after(items, self._next_token)
         page = items[:self.limit] if self.limit else items
         more = len(page) < len(items)
         self._next_token = "%s %s" % (page[-1].get("created_at", ""), page[-1]["id"]) if more else None
         self._has_next = more
-        return [SnapshotInfo(snapshot_id=str(x["id"]), names=[]) for x in page]
+        return [_snapshot_info(x) for x in page]
+
+
+def _snapshot_info(x: Dict[str, Any]) -> SnapshotInfo:
+    """E2B's view of a snapshot: its id, and its name when it has one."""
+    return SnapshotInfo(snapshot_id=str(x["id"]), names=[str(x["name"])] if x.get("name") else [])
 
 
 def _after(items: List[Dict[str, Any]], token: str) -> List[Dict[str, Any]]:
@@ -850,17 +855,15 @@ class Sandbox(_GSandbox):
         """Captures the sandbox (E2B's ``create_snapshot``): its files and
         its kernels' variables; it goes on running. The snapshot outlives
         it until ``delete_snapshot``; ``Sandbox.create(snapshot_id)`` starts
-        a sandbox from it. glassroom's snapshots have no names: ``name``
-        must be left out."""
-        if name is not None:
-            raise InvalidArgumentException("glassroom's snapshots have no names: leave name out and use the snapshot_id")
+        a sandbox from it. ``name`` (1 to 128 of A-Z a-z 0-9 . _ -) labels
+        it: ``names`` holds it, and ``list_snapshots(name=...)`` finds it."""
         try:
-            out = self._conn.call("POST", session_path(self.sandbox_id, "snapshots"), json_body={}, ok=(201,))
+            out = self._conn.call("POST", session_path(self.sandbox_id, "snapshots"), json_body={"name": name} if name else {}, ok=(201,))
         except NotFoundException as e:
             if e.code != "not_found":
                 raise
             raise SandboxNotFoundException(f"Sandbox {self.sandbox_id} not found", e.status, e.code) from None
-        return SnapshotInfo(snapshot_id=str(out["id"]), names=[])
+        return _snapshot_info(out)
 
     list_snapshots = _snapshot_lister(SnapshotPaginator)
 
