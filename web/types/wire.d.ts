@@ -524,6 +524,7 @@ export interface TerminalSize {
 /** Snapshot is a captured session (POST /v1/sessions/{id}/snapshots, GET /v1/snapshots/{id}): its workspace and, for each context, its kernel's variables; Contexts says what was captured and what could not be. POST /v1/sessions {"snapshot": id} starts a session from it. */
 export interface Snapshot {
   id: string
+  name?: string
   session_id: string
   created_at: string
   size_bytes: number
@@ -548,6 +549,11 @@ export interface ForkResult {
 /** PauseRequest is the optional body of POST /v1/sessions/{id}/pause: KeepMemory false hibernates the session (Lifecycle) instead of freezing it. */
 export interface PauseRequest {
   keep_memory?: boolean
+}
+
+/** CreateSnapshotRequest is the optional body of POST /v1/sessions/{id}/snapshots: Name (1 to 128 of A-Z a-z 0-9 . _ -) labels the snapshot, and GET /v1/snapshots?name= finds it; names need not be unique. */
+export interface CreateSnapshotRequest {
+  name?: string
 }
 
 /** KernelEvent is the session's kernel state (idle, busy, restarting or dead); the first frame of every connection. */
