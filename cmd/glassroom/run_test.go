@@ -450,14 +450,8 @@ func TestServeMetrics(t *testing.T) {
 
 // sessionDirs lists the session directories in a gateway's state dir:
 // what is left of sandboxes (the session store, the URL signing key, the
-// egress and volumes directories are the gateway's own).
+// egress, volumes and snapshots directories are the gateway's own).
 func sessionDirs(state string) []string {
-	ents, _ := os.ReadDir(state)
-	var left []string
-	for _, e := range ents {
-		if e.IsDir() && sandbox.IDPattern.MatchString(e.Name()) {
-			left = append(left, e.Name())
-		}
-	}
+	left, _ := sandbox.SessionDirs(state)
 	return left
 }
