@@ -46,7 +46,7 @@ open("data.txt", "w").write("the source's")
 	fpBash   = `echo "$greeting|${arr[*]}|${#arr[@]}|${map[k]}|$EXP|$(hello you)|$PWD"`
 )
 
-// TestSnapshotsRestoreAcrossGateways: a session holding a DataFrame, a
+// TestSnapshotsRestoreAcrossGateways: a session (with an env) holding a DataFrame, a
 // fitted model, a function, a class and its instance, modules, an R data
 // frame and function, bash variables, an array, a map, a function and
 // its directory, and workspace files is snapshotted on one gateway and
@@ -54,7 +54,7 @@ open("data.txt", "w").write("the source's")
 // name prints alike; the socket, the generator and the R connection are
 // reported, and JavaScript's variables as not captured. Another key
 // sees none of it. Three forks diverge independently of each other and
-// of the source, files included.
+// of the source, files included, each with the source's env.
 func TestSnapshotsRestoreAcrossGateways(t *testing.T) {
 	for name, rt := range map[string]runtimeFactory{"local": localRuntime, "docker": dockerRuntime} {
 		t.Run(name, func(t *testing.T) {
@@ -64,7 +64,7 @@ func TestSnapshotsRestoreAcrossGateways(t *testing.T) {
 			a.g.NeedKernel(t, "r")
 			ca, cb := a.client(keyA), b.client(keyA)
 			ctx := context.Background()
-			src, err := ca.CreateSession(ctx, glclient.CreateOptions{})
+			src, err := ca.CreateSession(ctx, glclient.CreateOptions{Env: map[string]string{"FORK_ENV": "the source's"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -179,8 +179,8 @@ func TestSnapshotsRestoreAcrossGateways(t *testing.T) {
 				}
 				run(ca, f.Session.ID, "python", fmt.Sprintf("offset = %d\nopen('data.txt', 'w').write('fork %d')", i, i))
 			}
-			for i, f := range forks { // f reads the fork's own offset: a restored function's globals are its kernel's
-				if out := run(ca, f.Session.ID, "python", "print(offset, f(0), open('data.txt').read())"); out != fmt.Sprintf("%d %d fork %d\n", i, 3+i, i) {
+			for i, f := range forks { // f reads the fork's own offset: a restored function's globals are its kernel's; the env is the source's
+				if out := run(ca, f.Session.ID, "python", "import os\nprint(offset, f(0), open('data.txt').read(), os.environ['FORK_ENV'])"); out != fmt.Sprintf("%d %d fork %d the source's\n", i, 3+i, i) {
 					t.Fatalf("fork %d: %q", i, out)
 				}
 			}

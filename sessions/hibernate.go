@@ -323,10 +323,7 @@ func Wake(ctx context.Context, m *Manager, tenant, id string) (*Session, error) 
 	defer func() { m.hibernated.release(id, woke) }()
 	start := time.Now()
 	if rec.PausedAtTimeout { // its lifetime starts again, as after a pause at the timeout
-		limit := rec.CreatedAt.Add(m.cfg.MaxLifetime)
-		if rec.EndAt = limit; rec.Lifetime > 0 && time.Now().Add(rec.Lifetime).Before(limit) {
-			rec.EndAt = time.Now().Add(rec.Lifetime)
-		}
+		rec.EndAt = resumedEnd(rec.CreatedAt, rec.Lifetime, m.cfg.MaxLifetime, time.Now())
 	}
 	opts := CreateOptions{Kernel: rec.Kernel, Env: rec.Env, IdleTimeout: rec.IdleTimeout, Limits: rec.Sandbox.Limits,
 		Template: rec.Template, Metadata: copyMetadata(rec.Metadata), Lifetime: rec.Lifetime, Volumes: rec.Volumes,

@@ -121,11 +121,17 @@ func pauseAtTimeout(ctx context.Context, m *Manager, s *Session, reason string) 
 // pause at its timeout: its lifetime again from now (the gateway's
 // maximum when it had none), never past the maximum since its creation.
 func resumedLifetime(s *Session, now time.Time) time.Time {
-	limit := s.created.Add(s.cfg.MaxLifetime)
-	if s.lifetime <= 0 || now.Add(s.lifetime).After(limit) {
+	return resumedEnd(s.created, s.lifetime, s.cfg.MaxLifetime, now)
+}
+
+// resumedEnd is resumedLifetime of a session created at created that
+// asked for lifetime (0: none), under the gateway's maximum max.
+func resumedEnd(created time.Time, lifetime, max time.Duration, now time.Time) time.Time {
+	limit := created.Add(max)
+	if lifetime <= 0 || now.Add(lifetime).After(limit) {
 		return limit
 	}
-	return now.Add(s.lifetime)
+	return now.Add(lifetime)
 }
 
 // resumedAfterTimeout starts the lifetime of s again once it is resumed

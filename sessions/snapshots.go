@@ -81,8 +81,7 @@ func (sn *Snapshots) Capture(ctx context.Context, tenant string, s *Session, nam
 	if !ValidSnapshotName(name) {
 		return snapshots.Info{}, invalid("snapshot name: 1 to 128 of A-Z a-z 0-9 . _ -")
 	}
-	in, err := sn.capture(ctx, tenant, s, "", name)
-	return in, err
+	return sn.capture(ctx, tenant, s, "", name)
 }
 
 // ValidSnapshotName reports whether name is "" or 1 to 128 of A-Z a-z
@@ -183,9 +182,14 @@ func (sn *Snapshots) captureKernel(ctx context.Context, k *Kernel, c ContextInfo
 
 // runSnippet runs one of k's snapshot snippets as a silent execution
 // without history, in k's turn, and reads its report (snapshotDir/name.json).
+// ctx bounds it (capture's and Restore's have Config.SnapshotTimeout's
+// deadline): the execution's timeout is what is left of it.
 func (sn *Snapshots) runSnippet(ctx context.Context, k *Kernel, lang *kernels.Snapshot, code, name string, rep *kernelReport) error {
-	left := time.Until(deadlineOf(ctx, sn.mgr.cfg.SnapshotTimeout))
-	timeout := min(left, k.cfg.MaxExecTimeout)
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(sn.mgr.cfg.SnapshotTimeout)
+	}
+	timeout := min(time.Until(deadline), k.cfg.MaxExecTimeout)
 	if timeout < time.Second {
 		return context.DeadlineExceeded
 	}
@@ -216,13 +220,6 @@ func (sn *Snapshots) runSnippet(ctx context.Context, k *Kernel, lang *kernels.Sn
 		return fmt.Errorf("the kernel's report is not JSON: %w", err)
 	}
 	return nil
-}
-
-func deadlineOf(ctx context.Context, or time.Duration) time.Time {
-	if d, ok := ctx.Deadline(); ok {
-		return d
-	}
-	return time.Now().Add(or)
 }
 
 // cleanNames keeps at most maxReportNames names of valid UTF-8 and at
@@ -402,7 +399,9 @@ type Forked struct {
 
 // Fork captures s, of tenant, and starts count sessions from the capture
 // at once, each as the source's template, language, limits, network, idle
-// timeout, lifecycle and metadata; each succeeds or fails on its own. The
+// timeout, lifecycle, metadata and environment (the one it was created
+// with; none for a session restored after a restart, whose sandbox alone
+// keeps it); each succeeds or fails on its own. The
 // capture is deleted after (it holds the source's state: the forks have
 // their copies). The source goes on.
 func (sn *Snapshots) Fork(ctx context.Context, tenant string, s *Session, count int) (snapshots.Info, []Forked, error) {
@@ -420,7 +419,7 @@ func (sn *Snapshots) Fork(ctx context.Context, tenant string, s *Session, count 
 	}()
 	info := s.Info()
 	opts := CreateOptions{Kernel: s.first.kernel, Template: s.template, Limits: info.Limits, IdleTimeout: time.Duration(info.IdleTimeoutS) * time.Second,
-		Metadata: copyMetadata(s.metadata), Lifecycle: s.lifecycle, PrivatePreviews: s.privatePreviews}
+		Metadata: copyMetadata(s.metadata), Lifecycle: s.lifecycle, PrivatePreviews: s.privatePreviews, Env: s.env}
 	if info.Network != nil {
 		opts.Network = *info.Network
 	}
