@@ -125,9 +125,9 @@ func resumedLifetime(s *Session, now time.Time) time.Time {
 }
 
 // resumedEnd is resumedLifetime of a session created at created that
-// asked for lifetime (0: none), under the gateway's maximum max.
-func resumedEnd(created time.Time, lifetime, max time.Duration, now time.Time) time.Time {
-	limit := created.Add(max)
+// asked for lifetime (0: none), under the gateway's maximum maxLifetime.
+func resumedEnd(created time.Time, lifetime, maxLifetime time.Duration, now time.Time) time.Time {
+	limit := created.Add(maxLifetime)
 	if lifetime <= 0 || now.Add(lifetime).After(limit) {
 		return limit
 	}
