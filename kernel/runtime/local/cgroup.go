@@ -269,3 +269,13 @@ func (cg *cgroup) usage() (sandbox.Usage, error) {
 	}
 	return sandbox.CgroupV1Usage(cg.dirs[0], "")
 }
+
+// memberFiles are the cgroup.procs files a process writes "0" to, as
+// root, to join the sandbox's cgroups (every hierarchy's, with v1).
+func (cg *cgroup) memberFiles() []string {
+	out := make([]string, len(cg.dirs))
+	for i, d := range cg.dirs {
+		out[i] = filepath.Join(d, "cgroup.procs")
+	}
+	return out
+}

@@ -45,6 +45,18 @@
 // paths (IPYTHONDIR, the caches) are then a directory of the session that
 // each kernel start empties, like the sandbox's private /tmp.
 //
+// The fork server (forkserver.go, template.py; Config.Fork): as root with
+// bubblewrap, python3 kernels are forked from a template process that
+// has loaded ipykernel and the preload modules, rather than exec'd. The
+// sandbox is bwrap's as above, built around a holder process; the forked
+// child joins its cgroups, rlimits, namespaces, uid and seccomp filter,
+// and drops every capability, before it forks the kernel into the
+// sandbox's pid namespace. A kernel dies with the template, the template
+// with the runtime (Close) and the gateway. A session whose environment
+// or memory limit the template cannot serve is exec'd; the runtime
+// counts both paths (sandbox.StartCounter). docs/security.md says what
+// forked kernels share.
+//
 // A runtime holds its state directory locked (sandbox.LockStateDir) from
 // New to Close: a second one on the same directory fails at New and
 // touches nothing. As root it holds its uid range claimed host-wide

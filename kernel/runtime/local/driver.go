@@ -50,8 +50,13 @@ type process struct {
 	cmd    *exec.Cmd
 	stderr *sandbox.TailBuffer
 	// pidfd refers to the sandbox's pid-namespace init (bwrap's child), or -1.
-	// Once it has exited, every process of the sandbox is gone.
+	// Once it has exited, every process of the sandbox is gone. child is
+	// that init's host pid (0: unknown).
 	pidfd int
+	child int
+	// forked is the kernel a forked start forked into the sandbox (cmd
+	// is then its holder), nil for an exec'd one.
+	forked *forked
 	// cg and oomBefore tell an OOM kill from other deaths.
 	cg        *cgroup
 	oomBefore int
@@ -59,7 +64,7 @@ type process struct {
 
 // Launch implements sandbox.Driver: it starts prelude → prlimit → bwrap →
 // python, already inside the sandbox's cgroup.
-func (d *driver) Launch(_ context.Context, inc *sandbox.Incarnation) (sandbox.Process, error) {
+func (d *driver) Launch(ctx context.Context, inc *sandbox.Incarnation) (sandbox.Process, error) {
 	filter := d.r.seccomp
 	if filter == nil && d.r.bwrap != "" {
 		if !d.r.cfg.InsecureNoSeccomp { // New refused it already; never start without
@@ -67,10 +72,39 @@ func (d *driver) Launch(_ context.Context, inc *sandbox.Incarnation) (sandbox.Pr
 		}
 		d.r.log.Warn().Str("session", d.id).Str("arch", d.r.cfg.Arch).Msg("INSECURE: starting kernel WITHOUT a seccomp filter (InsecureNoSeccomp)")
 	}
+	how, reason := d.r.forkPlan(d.kernel, d.env, d.limits.MemoryMB, filter)
+	if how == startForked {
+		p, err := d.launchForked(ctx, inc, filter)
+		if err == nil {
+			d.r.fork.count(startForked, "")
+			return p, nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		d.r.log.Warn().Err(err).Str("session", d.id).Msg("the kernel could not be forked from the template: starting it exec'd")
+		reason = reasonTemplate
+	}
+	d.r.countExec(reason)
 	cmd, err := d.command(filter != nil)
 	if err != nil {
 		return nil, err
 	}
+	p, err := d.start(inc, cmd, filter, nil)
+	if err != nil {
+		return nil, err
+	}
+	d.watch(p)
+	return p, nil
+}
+
+// start starts cmd (sh → prlimit → bwrap → ...) already inside the
+// sandbox's cgroup, with bwrap's info descriptor (fd 3), its seccomp
+// filter (fd 4) and extra (from fd 5 on), and returns its process: the
+// pidfd of the sandbox's pid-namespace init (read from bwrap's info) is
+// open, and the sandbox's network namespace held for commands. The
+// caller starts the waiter (watch).
+func (d *driver) start(inc *sandbox.Incarnation, cmd *exec.Cmd, filter []byte, extra []*os.File) (*process, error) {
 	p := &process{inc: inc, cmd: cmd, stderr: &sandbox.TailBuffer{Max: 16 << 10}, pidfd: -1, cg: d.cg}
 	if d.cg != nil {
 		p.oomBefore = d.cg.oomKills()
@@ -100,6 +134,7 @@ func (d *driver) Launch(_ context.Context, inc *sandbox.Incarnation) (sandbox.Pr
 			}
 			cmd.ExtraFiles = append(cmd.ExtraFiles, sr) // fd 4: bwrap --seccomp
 		}
+		cmd.ExtraFiles = append(cmd.ExtraFiles, extra...)
 	}
 	if d.cg != nil {
 		closeFD, err := d.cg.cloneInto(cmd)
@@ -113,29 +148,33 @@ func (d *driver) Launch(_ context.Context, inc *sandbox.Incarnation) (sandbox.Pr
 	}
 	if infoR != nil {
 		cmd.ExtraFiles[0].Close()
-		var child int
-		p.pidfd, child = readChildPidfd(infoR)
+		p.pidfd, p.child = readChildPidfd(infoR)
 		if d.context == nil && d.netns != nil {
-			if err := d.netns.hold(child, p.pidfd, d.uid); err != nil {
+			if err := d.netns.hold(p.child, p.pidfd, d.uid); err != nil {
 				d.r.log.Warn().Err(err).Str("session", d.id).Msg("commands get a network namespace of their own")
 			}
 		}
 	}
+	return p, nil
+}
+
+// watch starts p's waiter (owned by the driver: Destroy waits for it)
+// and, for a sandbox's first kernel, records its pid for the reconcile
+// of a later runtime on this state directory: it leaves a directory
+// whose kernel still runs alone. (A context lives no longer than the
+// sandbox.)
+func (d *driver) watch(p *process) {
 	d.wg.Add(1)
-	go func() { // owned by the driver: Destroy waits for it
+	go func() {
 		defer d.wg.Done()
 		p.wait()
 	}()
-	// For the reconcile of a later runtime on this state directory: it
-	// leaves a directory whose kernel still runs alone. (The first
-	// kernel's: a context lives no longer than the sandbox.)
 	if d.context != nil {
-		return p, nil
+		return
 	}
-	if err := writePidFile(d.dirs.Path(), cmd.Process.Pid); err != nil {
+	if err := writePidFile(d.dirs.Path(), p.cmd.Process.Pid); err != nil {
 		d.r.log.Warn().Err(err).Str("session", d.id).Msg("could not record the kernel's pid")
 	}
-	return p, nil
 }
 
 // Destroy implements sandbox.Driver: Base has killed the process; wait for
@@ -219,28 +258,39 @@ func (d *driver) command(seccomp bool) (*exec.Cmd, error) {
 	return d.commandLine(d.prlimit(), py, d.env, seccomp, true)
 }
 
-// prlimit is the prlimit command of the sandbox's rlimits, up to "--".
-func (d *driver) prlimit() []string {
+// rlimits are the sandbox's rlimits (-1: unlimited).
+func (d *driver) rlimits() []rlimitJSON {
 	cfg := d.r.cfg
-	mb := func(n int) string { return strconv.FormatInt(int64(n)<<20, 10) }
-	args := []string{"prlimit"}
+	mem := int64(d.limits.MemoryMB) << 20
+	var out []rlimitJSON
 	switch {
 	case d.cg != nil:
 		// The cgroup bounds the sandbox's memory: the address-space
 		// limit is a soft one, which a kernel whose runtime reserves far
 		// more than it uses (V8) may lift; the launcher does for Deno.
-		args = append(args, "--as="+mb(d.limits.MemoryMB)+":unlimited")
+		out = append(out, rlimitJSON{"AS", mem, -1})
 	case !needsAddressSpace(d.kernel):
-		args = append(args, "--as="+mb(d.limits.MemoryMB))
+		out = append(out, rlimitJSON{"AS", mem, mem})
 	}
-	args = append(args,
-		"--nofile="+strconv.Itoa(cfg.NoFile),
-		"--fsize="+mb(cfg.FileSizeMB),
-		"--nproc="+strconv.Itoa(d.limits.Pids),
-		"--core=0",
-		"--",
-	)
-	return args
+	nofile, fsize, nproc := int64(cfg.NoFile), int64(cfg.FileSizeMB)<<20, int64(d.limits.Pids)
+	return append(out, rlimitJSON{"NOFILE", nofile, nofile}, rlimitJSON{"FSIZE", fsize, fsize},
+		rlimitJSON{"NPROC", nproc, nproc}, rlimitJSON{"CORE", 0, 0})
+}
+
+// prlimit is the prlimit command of the sandbox's rlimits, up to "--".
+func (d *driver) prlimit() []string {
+	args := []string{"prlimit"}
+	for _, l := range d.rlimits() {
+		v := strconv.FormatInt(l.Soft, 10)
+		switch {
+		case l.Hard < 0:
+			v += ":unlimited"
+		case l.Hard != l.Soft:
+			v += ":" + strconv.FormatInt(l.Hard, 10)
+		}
+		args = append(args, "--"+strings.ToLower(l.Name)+"="+v)
+	}
+	return append(args, "--")
 }
 
 // commandLine builds sh (prelude) → prlimit (args, up to "--") → bwrap →
@@ -387,7 +437,16 @@ func (d *driver) bwrapArgs(env map[string]string, seccomp, bindIPC bool) []strin
 }
 
 func (p *process) wait() {
-	err := p.cmd.Wait()
+	var err error
+	if p.forked != nil {
+		// The kernel's end, as its specialiser reports it; then the
+		// holder's, which takes the sandbox's pid namespace with it.
+		err = p.forked.end()
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		_ = p.cmd.Wait()
+	} else {
+		err = p.cmd.Wait()
+	}
 	if p.pidfd >= 0 {
 		// bwrap is gone; its child dies with it (die-with-parent). Wait
 		// until the whole pid namespace is torn down.
@@ -417,6 +476,10 @@ func (p *process) wait() {
 // kernel (bwrap's child: bwrap exits with 128 + its signal) or bwrap was
 // killed by SIGKILL, as the OOM killer does.
 func diedOfSIGKILL(err error) bool {
+	var forked *forkedExit
+	if errors.As(err, &forked) {
+		return forked.status.Signaled() && forked.status.Signal() == syscall.SIGKILL
+	}
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) {
 		return false
@@ -428,6 +491,9 @@ func diedOfSIGKILL(err error) bool {
 // Kill implements sandbox.Process: it ends the whole process group (bwrap
 // and, through its pid namespace and die-with-parent, everything inside).
 func (p *process) Kill(context.Context) error {
+	if p.forked != nil {
+		p.forked.kill()
+	}
 	if p.cmd.Process != nil {
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	}

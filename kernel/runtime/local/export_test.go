@@ -5,3 +5,20 @@ package local
 func SetFreezerStateReader(r *Runtime, read func(name string) ([]byte, error)) {
 	r.readFreezerState = read
 }
+
+// ForkServerDir is the fork server's directory in the state directory.
+const ForkServerDir = forkServerDir
+
+// TemplatePID returns the pid of r's running kernel template, 0 when none
+// runs.
+func TemplatePID(r *Runtime) int {
+	if r.fork == nil {
+		return 0
+	}
+	r.fork.mu.Lock()
+	defer r.fork.mu.Unlock()
+	if r.fork.cur == nil {
+		return 0
+	}
+	return r.fork.cur.info.PID
+}

@@ -53,6 +53,12 @@ type Config struct {
 	// DefaultFontCache when it exists; a directory that does not exist is
 	// ignored.
 	FontCache string
+	// Fork is the fork server: python3 kernels forked from a template
+	// that has loaded ipykernel and Fork.Preload (see forkserver.go and
+	// doc.go). It needs root and bubblewrap; other kernels, and a session
+	// whose environment or memory limit the template cannot serve, are
+	// exec'd.
+	Fork ForkConfig
 }
 
 // DefaultFontCache is where scripts/install-deps.sh writes matplotlib's
@@ -76,6 +82,9 @@ func (c Config) withDefaults() Config {
 	if c.FontCache == "" {
 		c.FontCache = DefaultFontCache
 	}
+	if c.Fork.ReadyTimeout == 0 {
+		c.Fork.ReadyTimeout = 60 * time.Second
+	}
 	return c
 }
 
@@ -87,6 +96,9 @@ func (c Config) Validate() error {
 	}
 	if !filepath.IsAbs(c.Python) {
 		return errors.New("local: config: python must be an absolute path")
+	}
+	if c.Fork.ReadyTimeout < 0 {
+		return fmt.Errorf("local: config: negative fork ready timeout %v", c.Fork.ReadyTimeout)
 	}
 	if c.FreezeTimeout < 0 {
 		return fmt.Errorf("local: config: negative freeze timeout %v", c.FreezeTimeout)
@@ -113,6 +125,7 @@ type Runtime struct {
 	lock    *sandbox.StateLock
 	uids    *sandbox.UIDClaim // nil when not root: sandboxes then run as the gateway's uid
 	seccomp []byte            // the filter bwrap installs; nil only with InsecureNoSeccomp
+	fork    *forkServer       // nil: every kernel is exec'd
 	// readFreezerState is each cgroup's readState (nil: os.ReadFile); set
 	// by tests before Start.
 	readFreezerState func(name string) ([]byte, error)
@@ -188,6 +201,13 @@ func New(cfg Config, log zerolog.Logger) (_ *Runtime, err error) {
 		return nil, err
 	}
 	r.reconcile()
+	if r.root && r.bwrap != "" && r.seccomp != nil && !cfg.Fork.Disabled {
+		env := sandbox.KernelEnv(sandbox.Spec{ID: "template"}, cfg.Limits(sandbox.Limits{}))
+		if r.fork, err = newForkServer(cfg, env, r.log); err != nil {
+			return nil, err
+		}
+		r.fork.prestart()
+	}
 	return r, nil
 }
 
@@ -239,6 +259,9 @@ func (r *Runtime) Name() string { return "local" }
 // Close releases the uid range and the state directory for the next
 // gateway. Sandboxes must be closed first. Later calls do nothing.
 func (r *Runtime) Close() error {
+	if r.fork != nil {
+		r.fork.Close()
+	}
 	r.uids.Release()
 	r.lock.Release()
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -39,7 +40,7 @@ func newRuntime(t *testing.T, cfg local.Config) *local.Runtime {
 	if cfg.StateDir == "" {
 		cfg.StateDir = stateDir(t)
 	}
-	r, err := local.New(cfg, zerolog.Nop())
+	r, err := local.New(cfg, zerolog.New(zerolog.NewTestWriter(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ var seq int
 func start(t *testing.T, r *local.Runtime) kern {
 	t.Helper()
 	seq++
-	return runtimetest.Start(t, r, sandbox.Spec{ID: "test-session-" + strings.Repeat("0", 3) + string(rune('a'+seq))})
+	return runtimetest.Start(t, r, sandbox.Spec{ID: fmt.Sprintf("test-session-%04d", seq)})
 }
 
 func TestSandboxedKernelRuns(t *testing.T) {
@@ -226,7 +227,7 @@ func TestCloseRemovesEverything(t *testing.T) {
 	// Nothing of the sandbox is left; the runtime's own shims stay.
 	entries, _ := os.ReadDir(state)
 	for _, e := range entries {
-		if e.Name() != sandbox.ShimStateDir {
+		if e.Name() != sandbox.ShimStateDir && e.Name() != local.ForkServerDir {
 			t.Fatalf("state dir not empty after close: %v", entries)
 		}
 	}
@@ -474,7 +475,9 @@ func TestUIDRangeIsHeldByOneRuntime(t *testing.T) {
 // is removed.
 func TestReconcileLeavesLiveKernelsAlone(t *testing.T) {
 	state := stateDir(t)
-	first := newRuntime(t, local.Config{Common: sandbox.Common{StateDir: state}})
+	// Exec'd: a forked kernel dies with its template, which dies with the
+	// runtime's Close.
+	first := newRuntime(t, local.Config{Common: sandbox.Common{StateDir: state}, Fork: local.ForkConfig{Disabled: true}})
 	k := start(t, first)
 	k.Run(t, "x = 41")
 	stale := filepath.Join(state, "stale-session-0001")
@@ -516,7 +519,7 @@ func TestRefusesAnArchitectureWithoutSeccomp(t *testing.T) {
 	if err := cfg.Validate(); !errors.Is(err, local.ErrNoSeccomp) || !strings.Contains(err.Error(), "riscv64") {
 		t.Fatalf("Validate: %v, want ErrNoSeccomp naming the architecture", err)
 	}
-	if r, err := local.New(cfg, zerolog.Nop()); !errors.Is(err, local.ErrNoSeccomp) || r != nil {
+	if r, err := local.New(cfg, zerolog.New(zerolog.NewTestWriter(t))); !errors.Is(err, local.ErrNoSeccomp) || r != nil {
 		t.Fatalf("New: %v, want ErrNoSeccomp", err)
 	}
 	if got := seccompMode(t, start(t, newRuntime(t, local.Config{}))); got != "2" {
@@ -751,7 +754,9 @@ func TestKernelsShareTheSandboxNetwork(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("a JavaScript kernel in a Python sandbox needs the sandbox's cgroup (its address-space limit is then soft)")
 	}
-	r := newRuntime(t, local.Config{})
+	// Exec'd: the test starts the launcher again from the kernel's
+	// command line, which a forked kernel's does not hold.
+	r := newRuntime(t, local.Config{Fork: local.ForkConfig{Disabled: true}})
 	if !slices.ContainsFunc(r.Installed(), func(k sandbox.KernelSpec) bool { return k.Name == "javascript" }) {
 		testkit.Unavailable(t, "Deno is not installed (scripts/install-deps.sh)")
 	}

@@ -135,3 +135,25 @@ type ContextStarter interface {
 	// closed, and with a *SpecError when the kernel is not installed.
 	StartContext(ctx context.Context, spec ContextSpec) (Sandbox, error)
 }
+
+// StartCounter is a runtime that counts how it started its kernels: a
+// runtime with a fork server (the local runtime) forks python3 kernels
+// from a template, and counts each that it exec'd instead with the
+// reason.
+type StartCounter interface {
+	// KernelStarts returns the counts so far, in no order. Safe for
+	// concurrent use.
+	KernelStarts() []StartCount
+}
+
+// StartCount is how many kernels started one way.
+type StartCount struct {
+	// Path is "forked" (from the template) or "exec" (an interpreter of
+	// its own).
+	Path string
+	// Reason is why a kernel was exec'd: "off" (no fork server),
+	// "kernel" (not a python3 kernel), "env", "limits" or "template" (see
+	// the runtime); "" for a forked one.
+	Reason string
+	N      uint64
+}

@@ -108,6 +108,10 @@ func KernelArgv(python, kernel, connFile string) []string {
 	return append(argv, "-f", connFile)
 }
 
+// LauncherCode is the launcher's code as KernelArgv gives it to python
+// (-c): a runtime that forks kernels from a template loads it there.
+func LauncherCode() string { return launcherCode() }
+
 // launcherCode is the launcher without its comment lines and blank lines
 // (the command line shows in process listings and container inspection).
 // The launcher has no multi-line strings, so this is safe.
