@@ -147,6 +147,9 @@ func New(ctx context.Context, cfg Config, log zerolog.Logger) (_ *App, err error
 	}
 	a.Manager = mgr
 	a.Metrics.Watch(mgr)
+	if sc, ok := rt.runtime.(sandbox.StartCounter); ok {
+		a.Metrics.WatchStarts(sc)
+	}
 
 	if gcfg.MetricsToken != "" {
 		gcfg.Metrics = a.Metrics.Handler()

@@ -58,6 +58,9 @@ func newRuntime(ctx context.Context, cfg Runtime, scfg sessions.Config, log zero
 	case "", KindLocal:
 		lc := cfg.Local
 		lc.Common = cfg.Common
+		if lc.Fork.Preload == nil { // the template imports what pooled kernels do
+			lc.Fork.Preload = scfg.PoolPreload
+		}
 		rt, err := local.New(lc, log)
 		if err != nil {
 			return builtRuntime{}, fmt.Errorf("app: local runtime: %w", err)

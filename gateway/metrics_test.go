@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"net/http"
+	"os"
 	"testing"
 	"time"
 
@@ -105,6 +106,13 @@ func TestMetricsScrape(t *testing.T) {
 		{"glassroom_kernel_deaths_total", map[string]string{"oom": "false"}, 1},
 		{"glassroom_kernel_restarts_total", nil, 1},
 		{"glassroom_queued_executions", nil, 0},
+	}
+	if os.Geteuid() == 0 { // the fork server: the first kernel and the one after the death
+		checks = append(checks, struct {
+			name   string
+			labels map[string]string
+			want   float64
+		}{"glassroom_kernel_starts_total", map[string]string{"path": "forked"}, 2})
 	}
 	for _, c := range checks {
 		if got := value(c.name, c.labels); got != c.want {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -59,6 +60,25 @@ func New() *Metrics {
 // runtime, queued executions, the warm pool, the output budget, kernel
 // starts in progress.
 func (m *Metrics) Watch(mgr *sessions.Manager) { m.reg.MustRegister(&stateCollector{mgr: mgr}) }
+
+// WatchStarts adds the runtime's kernel starts, read at each scrape: how
+// many were forked from its template and how many exec'd, and why.
+func (m *Metrics) WatchStarts(c sandbox.StartCounter) { m.reg.MustRegister(startCollector{c}) }
+
+// startCollector reads a runtime's kernel starts at each scrape.
+type startCollector struct{ c sandbox.StartCounter }
+
+var descKernelStarts = prometheus.NewDesc("glassroom_kernel_starts_total",
+	"Kernels started, by path (forked from the template, or exec'd) and, for an exec'd python3 kernel, why it was not forked (off, kernel, env, limits, template).",
+	[]string{"path", "reason"}, nil)
+
+func (s startCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descKernelStarts }
+
+func (s startCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, n := range s.c.KernelStarts() {
+		ch <- prometheus.MustNewConstMetric(descKernelStarts, prometheus.CounterValue, float64(n.N), n.Path, n.Reason)
+	}
+}
 
 // Handler serves the metrics in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {

@@ -47,6 +47,7 @@ type options struct {
 	stateDir          string
 	insecureNoSandbox bool
 	insecureNoSeccomp bool
+	forkServer        bool
 	uidBase           int
 	dockerImage       string
 	dockerRuntime     string
@@ -109,6 +110,7 @@ func parse(args, env []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.stateDir, "state-dir", "", "directory for per-session sandbox state, one gateway per directory (default /run/glassroom/<runtime> as root)")
 	fs.IntVar(&o.uidBase, "uid-base", 0, "first host uid of sandboxes when running as root, one uid per session (default 200000 local, 300000 docker); the range is claimed host-wide, and a gateway refuses to start on uids another live gateway claimed")
 	fs.BoolVar(&o.insecureNoSandbox, "insecure-no-sandbox", false, "INSECURE: run local kernels without bubblewrap")
+	fs.BoolVar(&o.forkServer, "fork-server", true, "local runtime: fork python3 kernels from a template that has loaded ipykernel and --pool-preload's modules (as root with bubblewrap); false: every kernel starts its own interpreter")
 	fs.BoolVar(&o.insecureNoSeccomp, "insecure-no-seccomp", false, "INSECURE: run local kernels without a seccomp filter on a CPU architecture glassroom has none for (only amd64 and arm64 have one); without it the local runtime refuses to start there")
 	fs.StringVar(&o.dockerImage, "docker-image", "glassroom/python-kernel:latest", "kernel image for the docker runtime")
 	fs.StringVar(&o.dockerRuntime, "docker-runtime", "runc", "OCI runtime for kernel containers (runc, runsc, kata)")
@@ -412,7 +414,8 @@ func (o *options) appConfig() app.Config {
 		Runtime: app.Runtime{
 			Kind:   o.runtime,
 			Common: sandbox.Common{StateDir: o.stateDir, UIDBase: o.uidBase, Defaults: o.lim, Max: o.max},
-			Local:  local.Config{InsecureNoSandbox: o.insecureNoSandbox, InsecureNoSeccomp: o.insecureNoSeccomp},
+			Local: local.Config{InsecureNoSandbox: o.insecureNoSandbox, InsecureNoSeccomp: o.insecureNoSeccomp,
+				Fork: local.ForkConfig{Disabled: !o.forkServer}},
 			Docker: docker.Config{Image: o.dockerImage, OCIRuntime: o.dockerRuntime, Instance: o.instance,
 				SeccompProfile: o.seccompProfile, Adopting: o.durable, OrphanGrace: o.orphanGrace},
 			K8s: k8sCfg,
