@@ -74,6 +74,9 @@ type CreationConfig struct {
 	Clients  int    // default 8
 	Sessions int    // default 60
 	Code     string // default "1 + 1"
+	// Meter, when set, is read as the run starts and ends (the kernels'
+	// CPU of a start: CreationResult.CPU).
+	Meter Meter
 }
 
 // CreationResult is how fast kernels were created and answered.
@@ -85,6 +88,26 @@ type CreationResult struct {
 	PerSec            float64 // sessions created and answered per second
 	// P50 and P90 of one session's create → first result.
 	P50, P90 time.Duration
+	// CPU spent during the run, when CreationConfig.Meter is set (the
+	// sessions' closing is not in it).
+	CPU CPU
+}
+
+// KernelCPUPerStart is the CPU the machine spent besides the server and
+// the client, per session created: what a kernel's start costs.
+func (r CreationResult) KernelCPUPerStart() time.Duration {
+	if n := r.Sessions - r.Errors; n > 0 {
+		return r.CPU.Kernels() / time.Duration(n)
+	}
+	return 0
+}
+
+// ServerCPUPerStart is the server's CPU per session created.
+func (r CreationResult) ServerCPUPerStart() time.Duration {
+	if n := r.Sessions - r.Errors; n > 0 {
+		return r.CPU.Server / time.Duration(n)
+	}
+	return 0
 }
 
 // Creation measures sustained creation: the kernels stay open until the
@@ -108,6 +131,13 @@ func Creation(ctx context.Context, t Target, cfg CreationConfig) (CreationResult
 		next <- i
 	}
 	close(next)
+	var before CPU
+	if cfg.Meter != nil {
+		var err error
+		if before, err = cfg.Meter.Read(); err != nil {
+			return CreationResult{}, err
+		}
+	}
 	var wg sync.WaitGroup
 	start := time.Now()
 	for range cfg.Clients {
@@ -132,8 +162,17 @@ func Creation(ctx context.Context, t Target, cfg CreationConfig) (CreationResult
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	var cpu CPU
+	if cfg.Meter != nil {
+		after, err := cfg.Meter.Read()
+		if err != nil {
+			closeAll(conns)
+			return CreationResult{}, err
+		}
+		cpu = after.Sub(before)
+	}
 	closeAll(conns)
-	r := CreationResult{Target: t.Name(), Clients: cfg.Clients, Sessions: cfg.Sessions, Elapsed: elapsed}
+	r := CreationResult{Target: t.Name(), Clients: cfg.Clients, Sessions: cfg.Sessions, Elapsed: elapsed, CPU: cpu}
 	var ok []time.Duration
 	for i, err := range errs {
 		if err != nil {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench.sh: the load harness, side by side, on this machine: glassroom
-# (local runtime, and docker when an engine and the kernel image exist)
+# (local runtime with its fork server and without, and docker when an
+# engine and the kernel image exist)
 # against Debian's jupyter_server, same client code (glassroom bench),
 # then the speed goals (glassroom bench --goals: first analysis cell,
 # creation, idle memory, busy sessions) for the same three servers.
@@ -27,11 +28,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-start_glassroom() { # runtime port
-  local state="$work/state-$1"
+start_glassroom() { # runtime port [flags...]
+  local state="$work/state-$1-$2" rt=$1 port=$2
+  shift 2
   mkdir -p "$state"
-  "$BIN" serve --runtime "$1" --listen "127.0.0.1:$2" --api-key "$KEY" --state-dir "$state" \
-    --max-sessions 128 --max-sessions-per-key 128 --pool "$POOL" --instance bench --log-level error >/dev/null &
+  "$BIN" serve --runtime "$rt" --listen "127.0.0.1:$port" --api-key "$KEY" --state-dir "$state" \
+    --max-sessions 128 --max-sessions-per-key 128 --pool "$POOL" --instance "bench$port" --uid-base $((200000 + (port - 18860) * 1024)) \
+    --log-level error "$@" >/dev/null &
   pids+=($!)
 }
 wait_http() { # url
@@ -42,7 +45,10 @@ wait_http() { # url
 targets=()
 start_glassroom local 18870
 wait_http http://127.0.0.1:18870/healthz
-targets+=("glassroom=http://127.0.0.1:18870")
+targets+=("glassroom@forked=http://127.0.0.1:18870")
+start_glassroom local 18872 --fork-server=false
+wait_http http://127.0.0.1:18872/healthz
+targets+=("glassroom@exec'd=http://127.0.0.1:18872")
 if docker image inspect glassroom/python-kernel:latest >/dev/null 2>&1; then
   start_glassroom docker 18871
   wait_http http://127.0.0.1:18871/healthz

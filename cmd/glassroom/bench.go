@@ -21,6 +21,7 @@ percentiles side by side. A TARGET is
   glassroom=URL        glassroom's native API (key: --api-key or GLASSROOM_API_KEY)
   glassroom-api=URL    glassroom's Jupyter Server kernels API (/api)
   jupyter=URL          a Jupyter server's kernels API (token: --jupyter-token)
+A KIND may carry a tag for --goals' table: glassroom@exec'd=URL.
 --sessions takes a comma-separated list to run each target at several sizes.
 
 With --goals it measures the speed goals instead, on targets that listen on
@@ -39,6 +40,7 @@ type benchOptions struct {
 	jupyterToken string
 	targets      []loadgen.Target
 	urls, kinds  []string
+	tags         []string // KIND@TAG: a label for --goals ("forked", "exec'd")
 	goalsMode    bool
 	goals        goalOptions
 }
@@ -86,7 +88,8 @@ func parseBench(args, env []string, stderr io.Writer) (*benchOptions, error) {
 			return nil, fmt.Errorf("target %q: want KIND=http://host:port", a)
 		}
 		url = strings.TrimRight(url, "/")
-		o.urls, o.kinds = append(o.urls, url), append(o.kinds, kind)
+		kind, tag, _ := strings.Cut(kind, "@")
+		o.urls, o.kinds, o.tags = append(o.urls, url), append(o.kinds, kind), append(o.tags, tag)
 		switch kind {
 		case "glassroom":
 			o.targets = append(o.targets, loadgen.Native{BaseURL: url, Key: o.apiKey})

@@ -68,7 +68,7 @@ type goalFigures struct {
 	errs                 []string
 }
 
-func newGoalTarget(ctx context.Context, t loadgen.Target, kind, base string) (goalTarget, error) {
+func newGoalTarget(ctx context.Context, t loadgen.Target, kind, tag, base string) (goalTarget, error) {
 	g := goalTarget{t: t, label: t.Name(), jupyter: kind == "jupyter"}
 	if g.jupyter {
 		g.label = "jupyter_server"
@@ -91,6 +91,9 @@ func newGoalTarget(ctx context.Context, t loadgen.Target, kind, base string) (go
 			return g, err
 		}
 		g.label = "glassroom " + h.Runtime
+		if tag != "" {
+			g.label += " (" + tag + ")"
+		}
 		g.pooled = h.Pool.Target > 0
 		n.Cold = true
 		g.cold = n
@@ -177,7 +180,9 @@ func (o goalOptions) measure(ctx context.Context, g goalTarget, progress io.Writ
 	if g.cold != nil {
 		note("creation", g.poolFull(ctx))
 	}
-	f.creation, err = loadgen.Creation(ctx, g.t, o.creation)
+	creation := o.creation
+	creation.Meter = g.meter
+	f.creation, err = loadgen.Creation(ctx, g.t, creation)
 	note("creation", err)
 	step(fmt.Sprintf("idle memory, %d sessions with %q", o.idleSessions, importStack))
 	idle := loadgen.IdleConfig{Sessions: o.idleSessions, Code: importStack, Settle: o.settle}
@@ -199,7 +204,7 @@ func (o goalOptions) measure(ctx context.Context, g goalTarget, progress io.Writ
 func runGoals(ctx context.Context, o *benchOptions, stdout io.Writer) error {
 	var targets []goalTarget
 	for i, t := range o.targets {
-		g, err := newGoalTarget(ctx, t, o.kinds[i], o.urls[i])
+		g, err := newGoalTarget(ctx, t, o.kinds[i], o.tags[i], o.urls[i])
 		if err != nil {
 			return fmt.Errorf("bench --goals: %w", err)
 		}
@@ -252,6 +257,10 @@ func writeGoals(w io.Writer, o goalOptions, targets []goalTarget, figs []goalFig
 	row(fmt.Sprintf("creation + `1 + 1`, %d clients, %d sessions", o.creation.Clients, o.creation.Sessions), "≥ 15/s local, ≥ 8/s docker", func(i int) string {
 		c := figs[i].creation
 		return fmt.Sprintf("%.1f/s (p50 %s)", c.PerSec, ms(c.P50))
+	})
+	row("… kernel CPU per start (server's)", "reported", func(i int) string {
+		c := figs[i].creation
+		return fmt.Sprintf("%.0f ms (%.0f ms)", float64(c.KernelCPUPerStart())/1e6, float64(c.ServerCPUPerStart())/1e6)
 	})
 	row(fmt.Sprintf("memory per idle session with numpy, pandas, matplotlib (%d sessions)", o.idleSessions), "≤ 30 MiB", func(i int) string {
 		return fmt.Sprintf("%.1f MiB", float64(figs[i].idleBytes)/(1<<20))
