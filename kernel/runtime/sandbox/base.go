@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -109,13 +113,34 @@ func (b *Base) OnClose(name string, undo func() error) { b.teardown.Push(name, u
 // (with a fresh bounded context: the caller's may be done).
 func (b *Base) CloseOnFailure(ctx context.Context, err *error) {
 	if r := recover(); r != nil {
-		*err = fmt.Errorf("sandbox: start %s: panic: %v", b.cfg.ID, r)
+		*err = fmt.Errorf("sandbox: start %s: panic: %v (at %s)", b.cfg.ID, r, panicSite())
 	}
 	if *err != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeWait)
 		defer cancel()
 		if cerr := b.Close(cctx); cerr != nil {
 			*err = errors.Join(*err, cerr)
+		}
+	}
+}
+
+// panicSite is where the panic being recovered happened ("file:line" of
+// the first frame below the runtime's panic machinery), for the error that
+// replaces it.
+func panicSite() string {
+	pcs := make([]uintptr, 32)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
+	panicking := false
+	for {
+		f, more := frames.Next()
+		switch {
+		case strings.HasPrefix(f.Function, "runtime."):
+			panicking = true
+		case panicking:
+			return filepath.Base(filepath.Dir(f.File)) + "/" + filepath.Base(f.File) + ":" + strconv.Itoa(f.Line)
+		}
+		if !more {
+			return "unknown"
 		}
 	}
 }
