@@ -30,6 +30,18 @@ type cgroupLayout struct {
 	v2 bool
 	// v1 hierarchies ("" when absent); cpu and freezer are optional.
 	memory, pids, cpu, freezer string
+	// owner prefixes each sandbox's cgroup name: the runtime's UID base,
+	// claimed host-wide, so that two gateways' sessions of the same id
+	// (tests' fixed ids) never share, or remove, one cgroup.
+	owner string
+}
+
+// leaf is the name of id's cgroup under glassroom/.
+func (l cgroupLayout) leaf(id string) string {
+	if l.owner == "" {
+		return id
+	}
+	return l.owner + "-" + id
 }
 
 func detectCgroups() cgroupLayout {
@@ -58,12 +70,12 @@ func (l cgroupLayout) usable() bool { return l.v2 || l.memory != "" }
 // dirs lists where id's cgroups are.
 func (l cgroupLayout) dirs(id string) []string {
 	if l.v2 {
-		return []string{filepath.Join(cgroupRoot, "glassroom", id)}
+		return []string{filepath.Join(cgroupRoot, "glassroom", l.leaf(id))}
 	}
 	var out []string
 	for _, h := range []string{l.memory, l.pids, l.cpu, l.freezer} {
 		if h != "" {
-			out = append(out, filepath.Join(h, "glassroom", id))
+			out = append(out, filepath.Join(h, "glassroom", l.leaf(id)))
 		}
 	}
 	return out
@@ -86,11 +98,11 @@ type cgroup struct {
 
 // create makes id's cgroups with the sandbox's limits; with v1 it gives
 // their cgroup.procs files to uid, so the prelude can move itself in.
-func (l cgroupLayout) create(id string, lim sandbox.Limits, uid int) (cg *cgroup, err error) {
-	cg = &cgroup{layout: l, dirs: l.dirs(id)}
+func (l cgroupLayout) create(id string, lim sandbox.Limits, uid int) (_ *cgroup, err error) {
+	cg := &cgroup{layout: l, dirs: l.dirs(id)}
 	defer func() {
 		if err != nil {
-			cg.remove()
+			cg.remove() // the local: the result is nil on failure
 		}
 	}()
 	mem := strconv.FormatInt(int64(lim.MemoryMB)<<20, 10)
@@ -117,14 +129,14 @@ func (l cgroupLayout) create(id string, lim sandbox.Limits, uid int) (cg *cgroup
 		}
 	} else {
 		settings = []setting{
-			{filepath.Join(l.memory, "glassroom", id, "memory.limit_in_bytes"), mem, false},
-			{filepath.Join(l.memory, "glassroom", id, "memory.memsw.limit_in_bytes"), mem, true}, // absent without swap accounting
-			{filepath.Join(l.pids, "glassroom", id, "pids.max"), strconv.Itoa(lim.Pids), false},
+			{filepath.Join(l.memory, "glassroom", l.leaf(id), "memory.limit_in_bytes"), mem, false},
+			{filepath.Join(l.memory, "glassroom", l.leaf(id), "memory.memsw.limit_in_bytes"), mem, true}, // absent without swap accounting
+			{filepath.Join(l.pids, "glassroom", l.leaf(id), "pids.max"), strconv.Itoa(lim.Pids), false},
 		}
 		if l.cpu != "" && lim.CPUs > 0 {
 			settings = append(settings,
-				setting{filepath.Join(l.cpu, "glassroom", id, "cpu.cfs_period_us"), strconv.Itoa(period), false},
-				setting{filepath.Join(l.cpu, "glassroom", id, "cpu.cfs_quota_us"), quota, false})
+				setting{filepath.Join(l.cpu, "glassroom", l.leaf(id), "cpu.cfs_period_us"), strconv.Itoa(period), false},
+				setting{filepath.Join(l.cpu, "glassroom", l.leaf(id), "cpu.cfs_quota_us"), quota, false})
 		}
 	}
 	for _, d := range cg.dirs {

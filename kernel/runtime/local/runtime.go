@@ -191,6 +191,7 @@ func New(cfg Config, log zerolog.Logger) (_ *Runtime, err error) {
 			return nil, err
 		}
 		r.cgroups = detectCgroups()
+		r.cgroups.owner = strconv.Itoa(cfg.UIDBase)
 		if !r.cgroups.usable() {
 			r.log.Warn().Msg("no usable cgroup hierarchy: only per-process rlimits bound a sandbox's memory, and the cpus limit is not enforced")
 		}

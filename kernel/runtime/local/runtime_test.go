@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -375,17 +376,22 @@ func TestCgroupFromTheFirstInstruction(t *testing.T) {
 			continue
 		}
 		for _, ctrl := range []string{"memory", "pids", "cpu"} {
-			re := ":" + ctrl + ":/glassroom/" + id + "\n"
+			// glassroom/<uid base>-<id>: the runtime's own (cgroupLayout.leaf)
+			re := regexp.MustCompile(`:` + ctrl + `:/glassroom/\d+-` + regexp.QuoteMeta(id) + `\n`)
 			if ctrl == "cpu" {
-				re = "cpu:/glassroom/" + id + "\n"
+				re = regexp.MustCompile(`cpu:/glassroom/\d+-` + regexp.QuoteMeta(id) + `\n`)
 			}
-			if !strings.Contains(string(b), re) {
+			if !re.Match(b) {
 				comm, _ := os.ReadFile("/proc/" + pid + "/comm")
 				t.Errorf("process %s (%s) not in its %s cgroup:\n%s", pid, strings.TrimSpace(string(comm)), ctrl, b)
 			}
 		}
 	}
-	if q, _ := os.ReadFile("/sys/fs/cgroup/cpu/glassroom/" + id + "/cpu.cfs_quota_us"); strings.TrimSpace(string(q)) != "25000" {
+	quota, _ := filepath.Glob("/sys/fs/cgroup/cpu/glassroom/*-" + id + "/cpu.cfs_quota_us")
+	if len(quota) != 1 {
+		t.Fatalf("cpu cgroups of %s: %v", id, quota)
+	}
+	if q, _ := os.ReadFile(quota[0]); strings.TrimSpace(string(q)) != "25000" {
 		t.Fatalf("cpu quota %q, want 25000 (0.25 of a 100000 µs period)", q)
 	}
 	// A busy loop for 2 s of wall time gets about 0.5 s of CPU.
@@ -603,7 +609,11 @@ func TestStuckFreezeIsBoundedAndUndone(t *testing.T) {
 		t.Fatal("the sandbox is still frozen after the failed freeze")
 	}
 	id := filepath.Base(filepath.Dir(k.Sandbox.Workspace()))
-	if b, err := os.ReadFile("/sys/fs/cgroup/freezer/glassroom/" + id + "/freezer.state"); err == nil && strings.TrimSpace(string(b)) != "THAWED" {
+	states, _ := filepath.Glob("/sys/fs/cgroup/freezer/glassroom/*-" + id + "/freezer.state")
+	if len(states) != 1 {
+		t.Fatalf("freezer cgroups of %s: %v", id, states)
+	}
+	if b, err := os.ReadFile(states[0]); err != nil || strings.TrimSpace(string(b)) != "THAWED" {
 		t.Fatalf("the cgroup was left %s", b)
 	}
 	if out, _ := k.Run(t, "1 + 1"); out != `"2"` {
