@@ -6,9 +6,6 @@ func SetFreezerStateReader(r *Runtime, read func(name string) ([]byte, error)) {
 	r.readFreezerState = read
 }
 
-// ForkServerDir is the fork server's directory in the state directory.
-const ForkServerDir = forkServerDir
-
 // TemplatePID returns the pid of r's running kernel template, 0 when none
 // runs.
 func TemplatePID(r *Runtime) int {

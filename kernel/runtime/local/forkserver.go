@@ -56,8 +56,9 @@ const (
 	reasonTemplate = "template"
 )
 
-// forkServerDir is the fork server's directory in the state directory.
-const forkServerDir = "forkserver"
+// ForkServerDir is the fork server's directory in the state directory
+// (root's only): the template's socket, its log and its caches.
+const ForkServerDir = "forkserver"
 
 // templateHeadroom is the address space a forked kernel needs beyond the
 // template's own: its threads' stacks, ZeroMQ, the shell.
@@ -107,7 +108,7 @@ type forkServer struct {
 // default limits: the template loads its libraries under it, with its
 // /tmp paths moved into dir.
 func newForkServer(cfg Config, kernelEnv map[string]string, log zerolog.Logger) (*forkServer, error) {
-	dir := filepath.Join(cfg.StateDir, forkServerDir)
+	dir := filepath.Join(cfg.StateDir, ForkServerDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("local: fork server: %w", err)
 	}

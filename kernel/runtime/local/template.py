@@ -73,11 +73,26 @@ class Confine:
                   ("cgroup", 0x02000000), ("pid", 0x20000000), ("user", 0x10000000))
 
     def __init__(self):
+        # Built once, in the template: a specialiser then allocates (and
+        # copies) as little as it can.
         import ctypes
+        import platform
         self.ctypes = ctypes
         self.libc = ctypes.CDLL(None, use_errno=True)
         self.libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
         self.libc.setns.argtypes = [ctypes.c_int, ctypes.c_int]
+        self.capset_nr = self.CAPSET.get(platform.machine())
+
+        class Header(ctypes.Structure):
+            _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+        class Data(ctypes.Structure):
+            _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+        class Prog(ctypes.Structure):
+            _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+        self.Header, self.Data, self.Prog = Header, Data, Prog
 
     def check(self, what, rc):
         import os
@@ -109,33 +124,20 @@ class Confine:
                 self.check("drop capability %d" % cap, -1)
 
     def clear_capabilities(self):
-        import platform
         ct = self.ctypes
-        nr = self.CAPSET.get(platform.machine())
-        if nr is None:
-            raise OSError("no capset system call number for %s" % platform.machine())
-
-        class Header(ct.Structure):
-            _fields_ = [("version", ct.c_uint32), ("pid", ct.c_int)]
-
-        class Data(ct.Structure):
-            _fields_ = [("effective", ct.c_uint32), ("permitted", ct.c_uint32), ("inheritable", ct.c_uint32)]
-
-        hdr = Header(0x20080522, 0)
-        data = (Data * 2)()
-        self.check("capset", self.libc.syscall(nr, ct.byref(hdr), ct.byref(data)))
+        if self.capset_nr is None:
+            raise OSError("no capset system call number for this machine")
+        hdr = self.Header(0x20080522, 0)
+        data = (self.Data * 2)()
+        self.check("capset", self.libc.syscall(self.capset_nr, ct.byref(hdr), ct.byref(data)))
         self.prctl("clear ambient capabilities", self.PR_CAP_AMBIENT, self.PR_CAP_AMBIENT_CLEAR_ALL)
 
     def seccomp(self, program):
         ct = self.ctypes
-
-        class Prog(ct.Structure):
-            _fields_ = [("len", ct.c_ushort), ("filter", ct.c_void_p)]
-
         if len(program) % 8 or not program:
             raise OSError("seccomp filter of %d bytes" % len(program))
         buf = ct.create_string_buffer(program, len(program))
-        prog = Prog(len(program) // 8, ct.cast(buf, ct.c_void_p))
+        prog = self.Prog(len(program) // 8, ct.cast(buf, ct.c_void_p))
         self.prctl("no_new_privs", self.PR_SET_NO_NEW_PRIVS, 1)
         self.prctl("seccomp", self.PR_SET_SECCOMP, self.SECCOMP_MODE_FILTER, ct.addressof(prog))
 
@@ -182,7 +184,7 @@ def close_other_fds(keep):
                 pass
 
 
-def specialise(conn, template_pid, run_kernel, import_env):
+def specialise(conn, template_pid, c, run_kernel, import_env):
     # The forked child: confine, fork the kernel, report. Never returns.
     import os
     import resource
@@ -195,7 +197,6 @@ def specialise(conn, template_pid, run_kernel, import_env):
             raise OSError("the request carries %d descriptors, not 1" % len(fds))
         out = fds[0]
         close_other_fds({conn.fileno(), out})
-        c = Confine()
         for path in req.get("cgroup_procs") or []:
             write_file(path, "0")
         write_file("/proc/self/oom_score_adj", "500")
@@ -344,6 +345,25 @@ def preload(modules):
     return loaded, failed
 
 
+def warm():
+    # With matplotlib loaded, what a kernel's first plot loads and computes
+    # besides: the Agg canvas, PIL's image plugins (~65 ms at the first
+    # PNG), and the default font's lookup (cached by matplotlib). Nothing
+    # here opens a file that stays open: FT2Font would (and its offset
+    # would be shared by every kernel), so fonts themselves are not loaded.
+    mpl = sys.modules.get("matplotlib")
+    if mpl is None:
+        return
+    try:
+        import matplotlib.backends.backend_agg  # noqa: F401
+        from matplotlib import font_manager
+        from PIL import Image
+        Image.preinit()
+        font_manager.findfont(font_manager.FontProperties())
+    except BaseException:
+        pass
+
+
 def main():
     import gc
     import json
@@ -354,10 +374,15 @@ def main():
     gc.disable()
     before = dict(os.environ)
     loaded, failed = preload(modules)
+    warm()
     launcher_ns = {"__name__": "glassroom_launcher", "__builtins__": __builtins__}
     exec(compile(launcher, "<glassroom kernel launcher>", "exec"), launcher_ns)
     run_kernel = launcher_ns["main"]
     import_env = {k: v for k, v in os.environ.items() if before.get(k) != v}
+    import base64  # noqa: F401 (what a specialiser uses, loaded here once)
+    import errno  # noqa: F401
+    import resource  # noqa: F401
+    confine = Confine()
     gc.collect()
     gc.freeze()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # specialisers are reaped by the kernel
@@ -380,7 +405,7 @@ def main():
         pid = os.fork()
         if pid == 0:
             listener.close()
-            specialise(conn, me, run_kernel, import_env)
+            specialise(conn, me, confine, run_kernel, import_env)
         conn.close()
 
 
