@@ -58,7 +58,7 @@ const (
 
 // ForkServerDir is the fork server's directory in the state directory
 // (root's only): the template's socket, its log and its caches.
-const ForkServerDir = "forkserver"
+const ForkServerDir = sandbox.ForkServerStateDir
 
 // templateHeadroom is the address space a forked kernel needs beyond the
 // template's own: its threads' stacks, ZeroMQ, the shell.

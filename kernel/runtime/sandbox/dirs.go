@@ -273,11 +273,15 @@ func unescapeMountPath(s string) string {
 
 // gatewayDir reports whether name is one of the gateway's own
 // directories in a state dir (the egress sockets, the volumes, the
-// snapshots, the local runtime's shims): never a session's, whatever
-// pattern it matches.
+// snapshots, the local runtime's shims and fork server): never a
+// session's, whatever pattern it matches.
 func gatewayDir(name string) bool {
-	return name == "egress" || name == "volumes" || name == "snapshots" || name == ShimStateDir
+	return name == "egress" || name == "volumes" || name == "snapshots" || name == ShimStateDir || name == ForkServerStateDir
 }
+
+// ForkServerStateDir is the directory of a state dir where the local
+// runtime's fork server keeps its template's socket, log and caches.
+const ForkServerStateDir = "forkserver"
 
 // ShimStateDir is the directory of a state dir where a runtime keeps the
 // programs it binds into its sandboxes at ShimDir.
