@@ -60,6 +60,7 @@ func forkable(kernel string) bool {
 // kernel's sandbox, inside its cgroup), then has the template fork the
 // kernel into it (forkServer.spawn), confined as the holder is.
 func (d *driver) launchForked(ctx context.Context, inc *sandbox.Incarnation, filter []byte) (_ *process, err error) {
+	began := time.Now()
 	readyR, readyW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("local: fork: %w", err)
@@ -97,6 +98,7 @@ func (d *driver) launchForked(ctx context.Context, inc *sandbox.Incarnation, fil
 		}
 		return nil, fmt.Errorf("local: fork: the sandbox did not start (%w): %s", err, p.stderr.String())
 	}
+	held := time.Now()
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("local: fork: %w", err)
@@ -114,6 +116,7 @@ func (d *driver) launchForked(ctx context.Context, inc *sandbox.Incarnation, fil
 		return nil, err
 	}
 	p.forked = k
+	d.r.log.Debug().Str("session", d.id).Dur("sandbox", held.Sub(began)).Dur("fork", time.Since(held)).Msg("kernel forked")
 	d.wg.Add(1)
 	go func() { // owned by the driver: Destroy waits for it; ends when the kernel and all it started are gone
 		defer d.wg.Done()
