@@ -48,10 +48,11 @@
 // The fork server (forkserver.go, template.py; Config.Fork): as root with
 // bubblewrap, python3 kernels are forked from a template process that
 // has loaded ipykernel and the preload modules, rather than exec'd. The
-// sandbox is bwrap's as above, built around a holder process; the forked
-// child joins its cgroups, rlimits, namespaces, uid and seccomp filter,
-// and drops every capability, before it forks the kernel into the
-// sandbox's pid namespace. A kernel dies with the template, the template
+// sandbox is bwrap's as above, built around a holder process; the kernel
+// is forked into the sandbox's pid namespace and joins its cgroups,
+// rlimits, other namespaces, uid and seccomp filter, and drops every
+// capability, before it reads anything of the session. The template
+// reaps it and reports its end. A kernel dies with the template, the template
 // with the runtime (Close) and the gateway. A session whose environment
 // or memory limit the template cannot serve is exec'd; the runtime
 // counts both paths (sandbox.StartCounter). docs/security.md says what

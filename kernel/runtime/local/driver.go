@@ -439,7 +439,7 @@ func (d *driver) bwrapArgs(env map[string]string, seccomp, bindIPC bool) []strin
 func (p *process) wait() {
 	var err error
 	if p.forked != nil {
-		// The kernel's end, as its specialiser reports it; then the
+		// The kernel's end, as the template reports it; then the
 		// holder's, which takes the sandbox's pid namespace with it.
 		err = p.forked.end()
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)

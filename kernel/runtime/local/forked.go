@@ -145,7 +145,7 @@ func (k *forked) end() error {
 	status, err := k.wait()
 	k.mu.Lock()
 	if k.pidfd >= 0 {
-		if err != nil { // the specialiser is gone: make sure the kernel is
+		if err != nil { // the template is gone: make sure the kernel is
 			_ = unix.PidfdSendSignal(k.pidfd, unix.SIGKILL, nil, 0)
 		}
 		unix.Close(k.pidfd)
@@ -153,32 +153,13 @@ func (k *forked) end() error {
 	}
 	k.mu.Unlock()
 	_ = k.conn.Close()
-	if k.specialiser >= 0 { // gone once its report is sent: wait until it is
-		awaitExit(k.specialiser, 10*time.Second)
-		unix.Close(k.specialiser)
-	}
 	switch {
 	case err != nil:
-		return fmt.Errorf("local: the forked kernel's specialiser: %w", err)
+		return fmt.Errorf("local: the forked kernel's template: %w", err)
 	case status.Exited() && status.ExitStatus() == 0:
 		return nil
 	}
 	return &forkedExit{status: status}
-}
-
-// awaitExit waits, up to limit, until the process of pidfd has exited.
-func awaitExit(pidfd int, limit time.Duration) {
-	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
-	deadline := time.Now().Add(limit)
-	for {
-		left := time.Until(deadline)
-		if left <= 0 {
-			return
-		}
-		if _, err := unix.Poll(fds, int(left/time.Millisecond)+1); err != unix.EINTR {
-			return
-		}
-	}
 }
 
 // kill sends SIGKILL to the kernel, if it has not been reaped.

@@ -366,7 +366,7 @@ func tailOf(path string) string {
 }
 
 // Close kills the template and waits for its reaper. Forked kernels die
-// with it (each specialiser's parent-death signal, then the kernel's).
+// with it (their parent-death signal).
 func (f *forkServer) Close() {
 	f.mu.Lock()
 	f.closed = true
@@ -378,7 +378,9 @@ func (f *forkServer) Close() {
 	f.wg.Wait()
 }
 
-// forkRequest is what a specialiser reads (template.py's read_request).
+// forkRequest is what a forked kernel reads before it confines itself
+// (template.py's read_body; the template reads only NSPid, from the
+// header before it).
 type forkRequest struct {
 	NSPid       int               `json:"ns_pid"`
 	CgroupProcs []string          `json:"cgroup_procs"`
@@ -404,33 +406,29 @@ func (r rlimitJSON) MarshalJSON() ([]byte, error) {
 	return json.Marshal([]any{r.Name, r.Soft, r.Hard})
 }
 
-// forkReply is one line a specialiser sends.
+// forkReply is one line on a kernel's connection: the kernel's, once it
+// has confined itself ({"fds": ["kernel"]}, with a pidfd of itself) or
+// failed to ({"error"}), then the template's once it has reaped it
+// ({"exit"}).
 type forkReply struct {
-	PID int `json:"pid"`
-	// FDs names the descriptors that came with the reply, in order:
-	// "kernel" and "specialiser" (pidfds).
+	// FDs names the descriptors that came with the reply, in order.
 	FDs   []string `json:"fds"`
 	Exit  *int     `json:"exit"`
 	Error string   `json:"error"`
 }
 
-// forked is a kernel forked from the template: its host pid, a pidfd
-// (-1 when the specialiser could not open one) and the connection on
-// which its specialiser reports its end.
+// forked is a kernel forked from the template: a pidfd of it and the
+// connection on which the template reports its end.
 type forked struct {
-	pid  int
 	conn *net.UnixConn
-	// specialiser is a pidfd of the kernel's specialiser (its parent,
-	// outside the sandbox's pid namespace), or -1.
-	specialiser int
 
 	mu    sync.Mutex // guards pidfd: kill and end race
 	pidfd int
 }
 
 // spawn forks a kernel: it sends req (and out, the kernel's stdout and
-// stderr) to a new specialiser and waits, bounded by ctx, for the kernel's
-// pid. The caller must close the returned kernel's conn and pidfd.
+// stderr) to the template and waits, bounded by ctx, until the kernel has
+// confined itself. The caller must close the returned kernel's conn and pidfd.
 func (f *forkServer) spawn(ctx context.Context, req forkRequest, out *os.File) (*forked, error) {
 	t, err := f.get(ctx)
 	if err != nil {
@@ -455,7 +453,7 @@ func (f *forkServer) spawn(ctx context.Context, req forkRequest, out *os.File) (
 	if err != nil {
 		return nil, fmt.Errorf("local: fork server: %w", err)
 	}
-	head := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
+	head := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, uint32(req.NSPid)), uint32(len(body)))
 	if _, _, err := conn.WriteMsgUnix(head, unix.UnixRights(int(out.Fd())), nil); err != nil {
 		return nil, fmt.Errorf("local: fork server: send the request: %w", err)
 	}
@@ -466,29 +464,18 @@ func (f *forkServer) spawn(ctx context.Context, req forkRequest, out *os.File) (
 	if err != nil {
 		return nil, fmt.Errorf("local: fork server: %w", err)
 	}
-	if reply.Error != "" || reply.PID <= 0 {
+	if reply.Error != "" || len(fds) != 1 || len(reply.FDs) != 1 || reply.FDs[0] != "kernel" {
 		closeFDs(fds)
 		return nil, fmt.Errorf("local: fork server: the kernel's confinement failed: %s", reply.Error)
 	}
-	k := &forked{pid: reply.PID, pidfd: -1, specialiser: -1, conn: conn}
-	for i, fd := range fds {
-		switch {
-		case i < len(reply.FDs) && reply.FDs[i] == "kernel" && k.pidfd < 0:
-			k.pidfd = fd
-		case i < len(reply.FDs) && reply.FDs[i] == "specialiser" && k.specialiser < 0:
-			k.specialiser = fd
-		default:
-			unix.Close(fd)
-		}
-	}
+	k := &forked{pidfd: fds[0], conn: conn}
 	_ = conn.SetDeadline(time.Time{})
 	ok = true
 	return k, nil
 }
 
-// wait blocks until the specialiser reports the kernel's wait status, or
-// its connection ends (the template or the specialiser died: the kernel
-// died with it).
+// wait blocks until the template reports the kernel's wait status, or
+// the connection ends (the template died: the kernel died with it).
 func (k *forked) wait() (syscall.WaitStatus, error) {
 	reply, fds, err := readReply(k.conn)
 	closeFDs(fds)
@@ -496,7 +483,7 @@ func (k *forked) wait() (syscall.WaitStatus, error) {
 		return 0, err
 	}
 	if reply.Exit == nil {
-		return 0, fmt.Errorf("the specialiser says %q", reply.Error)
+		return 0, fmt.Errorf("the template says %q", reply.Error)
 	}
 	return syscall.WaitStatus(*reply.Exit), nil
 }

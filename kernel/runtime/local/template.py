@@ -6,42 +6,42 @@
 # jupyter_client and the launcher) and the operator's preload modules
 # (numpy, pandas, matplotlib.pyplot by default), freezes the heap for the
 # garbage collector (gc.freeze: its pages stay shared), says "ready" on
-# stdout with what it holds, and then only accepts connections on SOCKET
-# (in a directory only root can enter): each connection is forked at once,
-# before anything is read from it, so that nothing of one session (its
-# environment, its paths) ever enters the template's memory, which every
-# later kernel inherits. The template runs a single thread; it never
-# starts an event loop, a ZeroMQ context or a BLAS thread pool
+# stdout with what it holds, and then serves connections on SOCKET (in a
+# directory only root can enter). It runs a single thread; it never starts
+# an event loop, a ZeroMQ context or a BLAS thread pool
 # (OPENBLAS_NUM_THREADS is 1 in its environment).
 #
-# The forked child (the "specialiser") reads the request (a 4-byte length,
-# then JSON; the first bytes carry the kernel's stdout/stderr descriptor),
-# closes every other descriptor of the template and confines itself before
-# any session code runs, as bubblewrap confines an exec'd kernel:
+# Of a request the template reads only its first 8 bytes: the pid of the
+# sandbox's holder (a bubblewrap sandbox the runtime built around
+# `sleep`) and the size of the JSON that follows, with the descriptor of
+# the kernel's stdout and stderr. It joins the holder's pid namespace for
+# its children, forks, and returns to its own: the kernel is born inside
+# the sandbox's pid namespace, as the template's child (which reaps it and
+# reports its wait status on its connection). Nothing of a session (its
+# environment, its paths) ever enters the template's memory, which every
+# later kernel inherits.
+#
+# The child reads the rest of the request, closes every descriptor of the
+# template, and confines itself before any session code runs, as
+# bubblewrap confines an exec'd kernel:
 #  1. still host root: joins the sandbox's cgroups (cgroup.procs), sets
 #     oom_score_adj to 500 and the sandbox's rlimits, drops supplementary
 #     groups;
-#  2. joins the namespaces of the sandbox's holder process (a bubblewrap
-#     sandbox the runtime built around `sleep`): mount, network, ipc, uts,
-#     cgroup, pid, and the user namespace last; enters the working
-#     directory;
+#  2. joins the holder's mount, network, ipc, uts and cgroup namespaces
+#     and, last, its user namespace; enters the working directory;
 #  3. drops every capability from the bounding set, becomes uid and gid
 #     1000 inside (the sandbox's host uid outside), clears its permitted,
 #     effective, inheritable and ambient capabilities;
-#  4. sets no_new_privs and installs the sandbox's seccomp filter (the one
-#     bubblewrap installs), becomes dumpable again (a uid change clears it;
-#     an exec'd kernel is dumpable), dies with the template
-#     (PR_SET_PDEATHSIG, then checks its parent);
-#  5. forks the kernel, which is in the sandbox's pid namespace (the
-#     specialiser is not), sends its host pid and a pidfd back, waits for
-#     it and sends its wait status.
-# The kernel starts a session of its own, dies with the specialiser,
-# replaces the template's environment with the session's (and overwrites
-# the template's environment and arguments where /proc shows them: they
-# name host paths), reseeds numpy's
-# global random state (Python's random reseeds itself after fork; secrets
-# and uuid read the kernel's entropy) and runs the launcher as an exec'd
-# kernel would.
+#  4. becomes dumpable again (a uid change clears it; an exec'd kernel is
+#     dumpable), dies with the template (PR_SET_PDEATHSIG, then checks
+#     that its parent is still there), sets no_new_privs and installs the
+#     sandbox's seccomp filter (the one bubblewrap installs);
+#  5. sends a pidfd of itself back, starts a session of its own, replaces
+#     the template's environment with the session's (and overwrites the
+#     template's environment and arguments where /proc shows them: they
+#     name host paths), reseeds numpy's global random state (Python's
+#     random reseeds itself after fork; secrets and uuid read the kernel's
+#     entropy) and runs the launcher as an exec'd kernel would.
 import sys
 
 
@@ -69,11 +69,13 @@ class Confine:
     # The user namespace last: the others are owned by bubblewrap's outer
     # user namespace, which its --disable-userns nests the holder's in, so
     # they are joined with the host's root privilege, before it is given up.
+    # The pid namespace is not among them: the kernel is born in it
+    # (Template.start).
     NAMESPACES = (("mnt", 0x00020000), ("net", 0x40000000), ("ipc", 0x08000000), ("uts", 0x04000000),
-                  ("cgroup", 0x02000000), ("pid", 0x20000000), ("user", 0x10000000))
+                  ("cgroup", 0x02000000), ("user", 0x10000000))
 
     def __init__(self):
-        # Built once, in the template: a specialiser then allocates (and
+        # Built once, in the template: a kernel then allocates (and
         # copies) as little as it can.
         import ctypes
         import platform
@@ -142,17 +144,24 @@ class Confine:
         self.prctl("seccomp", self.PR_SET_SECCOMP, self.SECCOMP_MODE_FILTER, ct.addressof(prog))
 
 
-def read_request(conn):
-    import json
+def read_header(conn):
+    # The request's first 8 bytes (the holder's pid, then the size of the
+    # JSON that follows) and the descriptor they carry (the kernel's
+    # stdout and stderr). The template reads only these: a pid is no
+    # session's data.
     import socket
     head, fds = b"", []
-    while len(head) < 4:
-        data, got, _, _ = socket.recv_fds(conn, 4 - len(head), 2)
+    while len(head) < 8:
+        data, got, _, _ = socket.recv_fds(conn, 8 - len(head), 2)
         fds += got
         if not data:
             raise OSError("request cut short")
         head += data
-    size = int.from_bytes(head, "big")
+    return int.from_bytes(head[:4], "big"), int.from_bytes(head[4:], "big"), fds
+
+
+def read_body(conn, size):
+    import json
     if size > 64 << 20:
         raise OSError("request of %d bytes" % size)
     body = bytearray()
@@ -161,7 +170,7 @@ def read_request(conn):
         if not data:
             raise OSError("request cut short")
         body += data
-    return json.loads(body), fds
+    return json.loads(body)
 
 
 def send(conn, msg, fds=()):
@@ -184,83 +193,172 @@ def close_other_fds(keep):
                 pass
 
 
-def specialise(conn, template_pid, c, run_kernel, import_env):
-    # The forked child: confine, fork the kernel, report. Never returns.
+class Template:
+    # The serving loop: accepts a connection, reads its header, forks a
+    # kernel into the holder's pid namespace (born there: the template
+    # joins it for its children, forks, and returns to its own), and
+    # reports each kernel's wait status on its connection once it has
+    # reaped it. One thread; SIGCHLD wakes the loop.
+
+    def __init__(self, listener, confine, run_kernel, import_env):
+        import os
+        import signal
+        self.listener = listener
+        self.c = confine
+        self.run_kernel = run_kernel
+        self.import_env = import_env
+        self.kernels = {}  # host pid -> its connection
+        self.own_pidns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+        self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(self.wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+
+    def serve(self):
+        import os
+        import select
+        while True:
+            ready, _, _ = select.select([self.listener, self.wake_r], [], [])
+            if self.wake_r in ready:
+                try:
+                    while os.read(self.wake_r, 512):
+                        pass
+                except BlockingIOError:
+                    pass
+                self.reap()
+            if self.listener in ready:
+                try:
+                    conn, _ = self.listener.accept()
+                except OSError:
+                    continue
+                self.start(conn)
+
+    def reap(self):
+        import os
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            conn = self.kernels.pop(pid, None)
+            if conn is not None:
+                try:
+                    send(conn, {"exit": status})
+                except OSError:
+                    pass
+                conn.close()
+
+    def start(self, conn):
+        import os
+        fds = []
+        try:
+            conn.settimeout(10)
+            ns_pid, size, fds = read_header(conn)
+            if len(fds) != 1:
+                raise OSError("the request carries %d descriptors, not 1" % len(fds))
+            ns = os.open("/proc/%d/ns/pid" % ns_pid, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                self.c.check("setns pid", self.c.libc.setns(ns, 0x20000000))
+            finally:
+                os.close(ns)
+            try:
+                pid = os.fork()
+            except BaseException:
+                self.own_children()
+                raise
+            if pid == 0:
+                self.child(conn, fds[0], size)
+            self.own_children()
+            self.kernels[pid] = conn
+        except BaseException as e:
+            try:
+                send(conn, {"error": "%s: %s" % (type(e).__name__, e)})
+            except BaseException:
+                pass
+            conn.close()
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def own_children(self):
+        # The template's next children are born in its own pid namespace
+        # again (a failure here would fork the next kernel into this one's
+        # sandbox: the template exits, and the gateway starts another).
+        import os
+        if self.c.libc.setns(self.own_pidns, 0x20000000) != 0:
+            os._exit(70)
+
+    def child(self, conn, out, size):
+        # The kernel, born in the sandbox's pid namespace: it confines
+        # itself, says so with a pidfd of its own, and runs. Never returns.
+        import os
+        import signal
+        code = 1
+        try:
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            for other in self.kernels.values():  # the template's: let go without closing a number the kernel reuses
+                os.close(other.detach())
+            self.kernels.clear()
+            self.listener.close()
+            close_other_fds({conn.fileno(), out})
+            conn.settimeout(None)
+            req = read_body(conn, size)
+            confine(self.c, req, out)
+            pidfd = os.pidfd_open(os.getpid())
+            send(conn, {"fds": ["kernel"]}, [pidfd])
+            os.close(pidfd)
+            conn.close()
+        except BaseException as e:
+            try:
+                send(conn, {"error": "%s: %s" % (type(e).__name__, e)})
+            except BaseException:
+                pass
+            os._exit(code)
+        kernel(self.c, req, self.run_kernel, self.import_env)
+
+
+def confine(c, req, out):
+    # Steps 1 to 4 of the comment at the top, and the kernel's stdio.
     import os
     import resource
     import signal
-    code = 1
-    try:
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the template ignores it (auto-reaping); the kernel needs it
-        req, fds = read_request(conn)
-        if len(fds) != 1:
-            raise OSError("the request carries %d descriptors, not 1" % len(fds))
-        out = fds[0]
-        close_other_fds({conn.fileno(), out})
-        for path in req.get("cgroup_procs") or []:
-            write_file(path, "0")
-        write_file("/proc/self/oom_score_adj", "500")
-        for name, soft, hard in req["rlimits"]:
-            resource.setrlimit(getattr(resource, "RLIMIT_" + name), (soft, hard))
-        os.setgroups([])
-        c.join_namespaces(req["ns_pid"])
-        os.chdir(req["cwd"])
-        c.drop_bounding_set()
-        os.setresgid(req["gid"], req["gid"], req["gid"])
-        os.setresuid(req["uid"], req["uid"], req["uid"])
-        c.clear_capabilities()
-        c.prctl("dumpable", c.PR_SET_DUMPABLE, 1)
-        c.prctl("parent death signal", c.PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != template_pid:
-            raise OSError("the template is gone")
-        if req.get("seccomp"):
-            import base64
-            c.seccomp(base64.b64decode(req["seccomp"]))
-        null = os.open("/dev/null", os.O_RDONLY)
-        os.dup2(null, 0)
-        os.close(null)
-        os.dup2(out, 1)
-        os.dup2(out, 2)
-        os.close(out)
-        pid = os.fork()
-        if pid == 0:
-            kernel(conn, c, req, run_kernel, import_env)
-        # Descriptors for the gateway: the kernel's pidfd (to kill it) and
-        # this process's (to know when it is gone too).
-        fds, names = [], []
-        for name, target in (("kernel", pid), ("specialiser", os.getpid())):
-            try:
-                fds.append(os.pidfd_open(target))
-                names.append(name)
-            except OSError:
-                pass
-        send(conn, {"pid": pid, "fds": names}, fds)
-        for fd in fds:
-            os.close(fd)
-        _, status = os.waitpid(pid, 0)
-        send(conn, {"exit": status})
-        code = 0
-    except BaseException as e:
-        try:
-            send(conn, {"error": "%s: %s" % (type(e).__name__, e)})
-        except BaseException:
-            pass
-    finally:
-        os._exit(code)
+    for path in req.get("cgroup_procs") or []:
+        write_file(path, "0")
+    write_file("/proc/self/oom_score_adj", "500")
+    for name, soft, hard in req["rlimits"]:
+        resource.setrlimit(getattr(resource, "RLIMIT_" + name), (soft, hard))
+    os.setgroups([])
+    c.join_namespaces(req["ns_pid"])
+    os.chdir(req["cwd"])
+    c.drop_bounding_set()
+    os.setresgid(req["gid"], req["gid"], req["gid"])
+    os.setresuid(req["uid"], req["uid"], req["uid"])
+    c.clear_capabilities()
+    c.prctl("dumpable", c.PR_SET_DUMPABLE, 1)
+    c.prctl("parent death signal", c.PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != 0:  # the template is outside this pid namespace: 0 while it lives
+        raise OSError("the template is gone")
+    if req.get("seccomp"):
+        import base64
+        c.seccomp(base64.b64decode(req["seccomp"]))
+    null = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    os.close(out)
 
 
-def kernel(conn, c, req, run_kernel, import_env):
-    # The kernel: in the sandbox's pid namespace, confined. Never returns.
+def kernel(c, req, run_kernel, import_env):
+    # The kernel, confined: the session's environment, then the launcher.
+    # Never returns.
     import gc
     import os
-    import signal
     code = 1
     try:
-        conn.close()
         gc.enable()  # the template's heap stays frozen (shared); the kernel's own is collected
-        c.prctl("parent death signal", c.PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != 0:  # the specialiser is outside this pid namespace: 0 while it lives
-            os._exit(1)
         os.setsid()
         os.environ.clear()
         os.environ.update(req["env"])
@@ -368,7 +466,6 @@ def main():
     import gc
     import json
     import os
-    import signal
     import socket
     path, modules, launcher = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
     gc.disable()
@@ -379,16 +476,16 @@ def main():
     exec(compile(launcher, "<glassroom kernel launcher>", "exec"), launcher_ns)
     run_kernel = launcher_ns["main"]
     import_env = {k: v for k, v in os.environ.items() if before.get(k) != v}
-    import base64  # noqa: F401 (what a specialiser uses, loaded here once)
+    import base64  # noqa: F401 (what a kernel confining itself uses, loaded here once)
     import errno  # noqa: F401
     import resource  # noqa: F401
-    confine = Confine()
-    gc.collect()
-    gc.freeze()
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # specialisers are reaped by the kernel
+    import select  # noqa: F401
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
     listener.bind(path)
     listener.listen(64)
+    template = Template(listener, Confine(), run_kernel, import_env)
+    gc.collect()
+    gc.freeze()
     status = {}
     with open("/proc/self/status") as f:
         for line in f:
@@ -399,14 +496,7 @@ def main():
                                  "vm_kb": status.get("VmSize", 0), "rss_kb": status.get("VmRSS", 0),
                                  "threads": status.get("Threads", 0)}) + "\n")
     sys.stdout.flush()
-    me = os.getpid()
-    while True:
-        conn, _ = listener.accept()
-        pid = os.fork()
-        if pid == 0:
-            listener.close()
-            specialise(conn, me, confine, run_kernel, import_env)
-        conn.close()
+    template.serve()
 
 
 if __name__ == "__main__":
