@@ -69,7 +69,7 @@ func (m *Metrics) WatchStarts(c sandbox.StartCounter) { m.reg.MustRegister(start
 type startCollector struct{ c sandbox.StartCounter }
 
 var descKernelStarts = prometheus.NewDesc("glassroom_kernel_starts_total",
-	"Kernels started, by path (forked from the template, or exec'd) and, for an exec'd python3 kernel, why it was not forked (off, kernel, env, limits, template).",
+	"Kernels started, by path (forked from the template, or exec'd) and, for an exec'd python3 kernel, why it was not forked (kernel, env, limits, template).",
 	[]string{"path", "reason"}, nil)
 
 func (s startCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descKernelStarts }

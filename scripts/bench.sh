@@ -7,7 +7,8 @@
 # creation, idle memory, busy sessions) for the same three servers.
 # glassroom runs with a warm pool of POOL kernels (preloading the analysis
 # stack, the default). Everything listens on 127.0.0.1 only.
-#   SESSIONS=10,40 DURATION=20s POOL=2 IDLE_SESSIONS=100 GOALS=1 scripts/bench.sh
+#   SESSIONS=10,40 DURATION=20s POOL=2 IDLE_SESSIONS=100 GOALS=1 LOAD=1 scripts/bench.sh
+# (LOAD=0: the goals only.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SESSIONS=${SESSIONS:-10,40}
@@ -15,6 +16,7 @@ DURATION=${DURATION:-20s}
 POOL=${POOL:-2}
 IDLE_SESSIONS=${IDLE_SESSIONS:-100}
 GOALS=${GOALS:-1}
+LOAD=${LOAD:-1}
 BIN=bin/glassroom
 KEY=bench-key-$(openssl rand -hex 12 2>/dev/null || echo 0123456789abcdef)
 TOKEN=bench-token-$(openssl rand -hex 12 2>/dev/null || echo 0123456789abcdef)
@@ -63,7 +65,9 @@ wait_http "http://127.0.0.1:18889/api?token=$TOKEN"
 targets+=("jupyter=http://127.0.0.1:18889")
 
 export GLASSROOM_API_KEY=$KEY JUPYTER_TOKEN=$TOKEN
-"$BIN" bench --sessions "$SESSIONS" --duration "$DURATION" "${targets[@]}"
+if [ "$LOAD" = 1 ]; then
+  "$BIN" bench --sessions "$SESSIONS" --duration "$DURATION" "${targets[@]}"
+fi
 if [ "$GOALS" = 1 ]; then
   "$BIN" bench --goals --duration "$DURATION" --idle-sessions "$IDLE_SESSIONS" "${targets[@]}"
 fi

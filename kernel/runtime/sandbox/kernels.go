@@ -151,7 +151,7 @@ type StartCount struct {
 	// Path is "forked" (from the template) or "exec" (an interpreter of
 	// its own).
 	Path string
-	// Reason is why a kernel was exec'd: "off" (no fork server),
+	// Reason is why a kernel was exec'd:
 	// "kernel" (not a python3 kernel), "env", "limits" or "template" (see
 	// the runtime); "" for a forked one.
 	Reason string
