@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/glassroom/glassroom/kernel/runtime/docker"
+	"github.com/glassroom/glassroom/kernel/runtime/local"
 	"github.com/glassroom/glassroom/kernel/runtime/sandbox"
 	"github.com/glassroom/glassroom/sessions"
 	"github.com/glassroom/glassroom/testkit"
@@ -24,11 +25,19 @@ func benchRuntimes(b *testing.B) map[string]sessions.Runtime {
 		os.Chmod(p, 0o711)
 	}
 	out := map[string]sessions.Runtime{}
-	lrt, err := newLocal(b, dir)
-	if err != nil {
-		b.Fatal(err)
+	// local: forked from a template that preloads the analysis stack, as
+	// `serve` has it (--fork-server, --pool-preload); local-exec: every
+	// kernel an interpreter of its own.
+	for name, fork := range map[string]local.ForkConfig{"local": {Preload: []string{"numpy", "pandas", "matplotlib.pyplot"}}, "local-exec": {Disabled: true}} {
+		ldir := filepath.Join(dir, name)
+		os.Mkdir(ldir, 0o711)
+		lrt, err := local.New(local.Config{Common: sandbox.Common{StateDir: ldir, UIDBase: testkit.UIDBase(b)}, Fork: fork}, zerolog.Nop())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { lrt.Close() })
+		out[name] = lrt
 	}
-	out["local"] = lrt
 	ddir := filepath.Join(dir, "docker")
 	os.Mkdir(ddir, 0o711)
 	// GLASSROOM_TEST_KERNEL_IMAGE: another image than the default (to compare).
