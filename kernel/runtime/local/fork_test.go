@@ -44,12 +44,18 @@ def _glassroom_probe():
         except OSError:
             continue
         fds[fd] = re.sub(r"\[\d+\]$", "", target)
+    try:
+        os.close(os.open("/dev/tty", os.O_RDWR))
+        tty = True
+    except OSError:
+        tty = False
     env = {k: re.sub(r"glassroom-state-\w+", "glassroom-state-X", v) for k, v in os.environ.items()}
     print(json.dumps({"status": {k: status[k].strip() for k in keep}, "fds": fds, "env": env,
                       "environ": open("/proc/self/environ", "rb").read().replace(b"\0", b"").decode(),
                       "cmdline": open("/proc/self/cmdline", "rb").read().decode(errors="replace"),
                       "cwd": os.getcwd(), "limits": open("/proc/self/limits").read(),
-                      "cgroup": open("/proc/self/cgroup").read(), "oom": open("/proc/self/oom_score_adj").read()}))
+                      "cgroup": open("/proc/self/cgroup").read(), "oom": open("/proc/self/oom_score_adj").read(),
+                      "leader": os.getpgid(0) == os.getpid(), "tty": tty}))
 _glassroom_probe()`
 
 type probed struct {
@@ -62,6 +68,9 @@ type probed struct {
 	Limits  string
 	Cgroup  string
 	OOM     string
+	// Leader: the kernel leads its process group (ipykernel then
+	// interrupts the whole group). TTY: it has a controlling terminal.
+	Leader, TTY bool
 }
 
 func probeKernel(t *testing.T, k kern) probed {
@@ -103,6 +112,9 @@ func TestForkedKernelIsConfinedLikeAnExecdOne(t *testing.T) {
 	}
 	if forked.Cwd != execd.Cwd || forked.Limits != execd.Limits || forked.OOM != execd.OOM {
 		t.Errorf("cwd %q/%q, oom %q/%q, limits:\n%s\nexec'd:\n%s", forked.Cwd, execd.Cwd, forked.OOM, execd.OOM, forked.Limits, execd.Limits)
+	}
+	if forked.Leader || execd.Leader || forked.TTY || execd.TTY {
+		t.Errorf("process group leader: forked %v, exec'd %v; controlling terminal: forked %v, exec'd %v", forked.Leader, execd.Leader, forked.TTY, execd.TTY)
 	}
 	if strings.Count(forked.Cgroup, "test-session") != strings.Count(execd.Cgroup, "test-session") {
 		t.Errorf("cgroups: forked %q, exec'd %q", forked.Cgroup, execd.Cgroup)

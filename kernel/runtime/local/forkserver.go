@@ -309,7 +309,9 @@ func (f *forkServer) launch() (*template, error) {
 	for k, v := range f.env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// A session of its own, without a controlling terminal, which its
+	// kernels share (no kernel can reach the gateway's terminal).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	err = cmd.Start()
 	w.Close()
 	if err != nil {

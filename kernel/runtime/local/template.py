@@ -36,7 +36,7 @@
 #     dumpable), dies with the template (PR_SET_PDEATHSIG, then checks
 #     that its parent is still there), sets no_new_privs and installs the
 #     sandbox's seccomp filter (the one bubblewrap installs);
-#  5. sends a pidfd of itself back, starts a session of its own, replaces
+#  5. sends a pidfd of itself back, replaces
 #     the template's environment with the session's (and overwrites the
 #     template's environment and arguments where /proc shows them: they
 #     name host paths), reseeds numpy's global random state (Python's
@@ -359,7 +359,11 @@ def kernel(c, req, run_kernel, import_env):
     code = 1
     try:
         gc.enable()  # the template's heap stays frozen (shared); the kernel's own is collected
-        os.setsid()
+        # No session of its own: the kernel stays in the template's (which
+        # has no controlling terminal) and its process group, as an exec'd
+        # kernel is in its bubblewrap init's: ipykernel then interrupts the
+        # kernel alone, not the servers its cells started (it signals the
+        # whole group of a kernel that leads one).
         os.environ.clear()
         os.environ.update(req["env"])
         os.environ.update(import_env)  # what the libraries set when they loaded (ipykernel: PYDEVD_USE_FRAME_EVAL)
